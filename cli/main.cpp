@@ -1,0 +1,58 @@
+// pipeprof's entry point: builds the command line and maps exceptions to exit codes.
+#include "commands.h"
+
+#include <pipeprof/core/json_file.h>
+
+#include <exception>
+#include <iostream>
+
+namespace {
+
+constexpr int kExitRuntimeFailure = 1;
+constexpr int kExitUsage = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "pipeprof: tune GPipe pipeline parallelism -- profile a model, simulate candidate\n"
+      "balances, chunk counts and checkpoint modes, measure them, and suggest the best.\n\n"
+      "Examples:\n"
+      "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
+      "  pipeprof simulate --profile profile.json --devices 4 --batch 32 --balance 2,2,2,2 --chunks 8\n"
+      "  pipeprof compare out/report.json\n",
+      "pipeprof"};
+  app.set_version_flag("--version", PIPEPROF_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  namespace cli = pipeprof::cli;
+  cli::addSweepCommand(app);
+  cli::addCompareCommand(app);
+  cli::addSimulateCommand(app);
+  cli::addSuggestCommand(app);
+  cli::addProfileCommand(app);
+  cli::addRunCommand(app);
+  cli::addTraceCommand(app);
+  cli::addModelsCommand(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : kExitUsage;
+  } catch (const cli::UsageError& error) {
+    std::cerr << "pipeprof: error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const pipeprof::FormatError& error) {
+    std::cerr << "pipeprof: error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "pipeprof: error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    std::cerr << "pipeprof: failed: " << error.what() << "\n";
+    return kExitRuntimeFailure;
+  }
+  return 0;
+}

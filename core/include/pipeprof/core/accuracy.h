@@ -1,0 +1,29 @@
+// Accuracy of predictions against measurements: errors, MAPE and Spearman rank correlation.
+#pragma once
+
+#include <pipeprof/core/report.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace pipeprof {
+
+struct AccuracySummary {
+  std::int64_t measuredCount = 0;
+  std::optional<double> stepTimeMapePct;    ///< mean |error| of predicted step time, percent
+  std::optional<double> peakBytesMapePct;   ///< mean |error| of predicted peak memory, percent
+  std::optional<double> spearman;           ///< rank correlation of predicted vs measured step time
+  /// Measured throughput of the best-predicted measured candidate over the best measured, as
+  /// a fraction (1.0 = the suggestion is the best measured); nullopt without measurements.
+  std::optional<double> suggestionThroughputRatio;
+};
+
+/// Spearman's rank correlation with average ranks for ties; nullopt for fewer than 2 values
+/// or when either side is constant.
+std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+/// Summary over the report's measured candidates.
+AccuracySummary summarizeAccuracy(const Report& report);
+
+}  // namespace pipeprof

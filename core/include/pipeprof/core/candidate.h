@@ -1,0 +1,47 @@
+// A candidate configuration: balance, chunks, checkpoint mode, mini-batch and placement.
+#pragma once
+
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/schedule.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+struct Candidate {
+  std::vector<std::int64_t> balance;
+  std::int64_t chunks = 1;
+  Checkpoint checkpoint = Checkpoint::ExceptLast;
+  std::int64_t batch = 1;  ///< mini-batch size in samples
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  /// Cluster device index of each partition; empty means partition j on device j.
+  std::vector<std::int64_t> devices;
+
+  /// Device of partition j (devices[j], or j when devices is empty).
+  std::int64_t deviceOf(std::int64_t j) const;
+  /// "[2,6] x8 except_last": balance, chunks and mode; identifies a candidate in a sweep.
+  std::string label() const;
+  /// The schedule spec for training with the given skip routes.
+  ScheduleSpec scheduleSpec(const std::vector<SkipRoute>& skips, bool training = true) const;
+
+  friend bool operator==(const Candidate& a, const Candidate& b) {
+    return a.balance == b.balance && a.chunks == b.chunks && a.checkpoint == b.checkpoint &&
+           a.batch == b.batch && a.schedule == b.schedule && a.devices == b.devices;
+  }
+};
+
+/// "2,3,3" -> {2, 3, 3}. Throws std::invalid_argument naming the text.
+std::vector<std::int64_t> parseBalance(const std::string& text);
+/// "2,3,3".
+std::string formatBalance(const std::vector<std::int64_t>& balance);
+
+nlohmann::json toJson(const Candidate& candidate);
+/// Throws FormatError naming file and JSON path.
+Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
+                            const std::string& path = "$");
+
+}  // namespace pipeprof

@@ -1,0 +1,77 @@
+// The layer profile (pipeprof.profile/v1): measured per-layer costs of a model on a device type.
+#pragma once
+
+#include <pipeprof/core/schedule.h>
+#include <pipeprof/core/units.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+inline constexpr const char* kProfileSchema = "pipeprof.profile/v1";
+
+/// Costs of one layer at one micro-batch size.
+struct CostSample {
+  std::int64_t microBatch = 1;  ///< samples in the micro-batch
+  TimeNs forwardNs = 0;
+  TimeNs backwardNs = 0;
+  Bytes outputBytes = 0;     ///< the layer's output
+  Bytes savedBytes = 0;      ///< what autograd keeps for backward
+  Bytes workspaceBytes = 0;  ///< transient peak while the layer runs
+};
+
+struct LayerProfile {
+  std::string name;
+  Bytes paramBytes = 0;
+  Bytes gradBytes = 0;       ///< defaults to paramBytes in the file format
+  Bytes optimizerBytes = 0;  ///< defaults to 0
+  std::vector<CostSample> costs;  ///< sorted by microBatch, distinct sizes
+
+  /// Costs at any micro-batch size: piecewise-linear between samples, extrapolated from the
+  /// nearest two outside them, proportional to size with a single sample. Times and bytes are
+  /// clamped at zero and rounded to the nearest integer.
+  CostSample costAt(std::int64_t microBatch) const;
+};
+
+/// A skip route with the size of its tensor.
+struct SkipProfile {
+  std::string name;
+  std::int64_t stashLayer = 0;
+  std::int64_t popLayer = 0;
+  Bytes bytesPerSample = 0;
+};
+
+/// Where and how a profile was measured; a sweep refuses a cached profile whose environment
+/// differs from its own.
+struct ProfileEnvironment {
+  std::string model;         ///< zoo name or file path
+  std::string deviceType;    ///< "cpu" or "cuda"
+  std::string deviceName;    ///< e.g. "NVIDIA H100" or the CPU model; informational
+  std::int64_t threads = 1;  ///< intra-op threads used while measuring
+  std::string torchVersion;  ///< LibTorch version, e.g. "1.13.1"
+};
+
+struct Profile {
+  ProfileEnvironment environment;
+  Bytes inputBytesPerSample = 0;  ///< the model input, per sample (partition 0's input)
+  std::vector<LayerProfile> layers;
+  std::vector<SkipProfile> skips;
+
+  std::int64_t layerCount() const { return static_cast<std::int64_t>(layers.size()); }
+  /// The skip routes as the schedule needs them.
+  std::vector<SkipRoute> skipRoutes() const;
+};
+
+/// JSON form. profileFromJson validates everything (schema tag, required fields, non-negative
+/// times and sizes, skip layers in range and stash < pop) and throws FormatError naming the
+/// file, the JSON path and what was expected.
+nlohmann::json toJson(const Profile& profile);
+Profile profileFromJson(const nlohmann::json& json, const std::string& file);
+Profile readProfile(const std::string& path);
+void writeProfile(const Profile& profile, const std::string& path);  ///< atomic
+
+}  // namespace pipeprof

@@ -1,0 +1,109 @@
+// The sweep report (pipeprof.report/v1): candidates with predictions, measurements and a suggestion.
+#pragma once
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/units.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+inline constexpr const char* kReportSchema = "pipeprof.report/v1";
+
+/// What the simulator says about one candidate.
+struct Prediction {
+  TimeNs iterationNs = 0;  ///< one training step (forward + backward of the mini-batch)
+  double samplesPerS = 0.0;
+  double bubbleFraction = 0.0;       ///< mean over devices of idle / iteration time
+  std::vector<TimeNs> busyNs;        ///< per partition
+  std::vector<Bytes> peakBytes;      ///< per partition
+  std::vector<std::string> peakOp;   ///< per partition: label of the op at which the peak happens
+  bool fits = true;                  ///< every device's peak within its capacity
+  std::vector<std::int64_t> overflowDevices;  ///< cluster device indices over capacity
+  std::string tracePath;             ///< predicted timeline (Chrome trace), if written
+};
+
+/// What the runtime did for one candidate.
+struct Measurement {
+  std::int64_t warmupSteps = 0;
+  std::vector<TimeNs> stepNs;      ///< every measured step, in order
+  TimeNs stepNsMedian = 0;
+  TimeNs stepNsMin = 0;
+  TimeNs stepNsMax = 0;
+  double samplesPerS = 0.0;        ///< batch / median step time
+  std::vector<Bytes> peakBytes;    ///< per partition, as defined in docs/formats.md
+  std::string tracePath;           ///< measured timeline (Chrome trace), if written
+};
+
+enum class CandidateStatus {
+  Predicted,  ///< simulated only; notMeasuredReason says why
+  Measured,   ///< simulated and measured
+  Failed,     ///< measuring failed; error says how
+};
+std::string candidateStatusName(CandidateStatus status);  ///< "predicted", "measured", "failed"
+
+struct CandidateResult {
+  Candidate candidate;
+  Prediction prediction;
+  std::int64_t predictedRank = 0;  ///< 1 = best predicted among those that fit; 0 = does not fit
+  CandidateStatus status = CandidateStatus::Predicted;
+  std::optional<Measurement> measurement;
+  std::string notMeasuredReason;  ///< e.g. "not in top 4", "predicted not to fit"
+  std::string error;              ///< Failed: the exception text
+  nlohmann::json predictedAnalysis;  ///< timeline analysis of the predicted trace (may be null)
+  nlohmann::json measuredAnalysis;   ///< timeline analysis of the measured trace (may be null)
+
+  /// (predicted - measured) / measured * 100 of the median step time; nullopt unless measured.
+  std::optional<double> stepTimeErrorPct() const;
+  /// The same for peak memory: the largest per-partition peak, predicted against measured.
+  std::optional<double> peakBytesErrorPct() const;
+};
+
+struct ReportEnvironment {
+  std::string model;
+  std::int64_t batch = 0;
+  std::vector<std::string> devices;  ///< e.g. {"cpu", "cpu"}
+  std::int64_t threads = 1;          ///< intra-op threads per worker
+  std::string torchVersion;
+  std::string pipeprofRevision;      ///< git revision of pipeprof that wrote the report
+  std::string createdAt;             ///< ISO 8601 UTC
+};
+
+struct Suggestion {
+  std::optional<std::size_t> bestMeasured;   ///< index into candidates
+  std::optional<std::size_t> bestPredicted;  ///< index into candidates
+  bool agree = false;                        ///< both exist and are the same candidate
+};
+
+struct Report {
+  ReportEnvironment environment;
+  std::string profilePath;          ///< where the profile was cached, if anywhere
+  std::optional<Profile> profile;   ///< embedded profile
+  std::optional<Cluster> cluster;   ///< the cluster the simulator used
+  std::vector<CandidateResult> candidates;
+  Suggestion suggestion;
+  bool complete = false;  ///< false while a sweep is still running or was interrupted
+
+  /// Recomputes suggestion from candidates: best measured = highest measured throughput;
+  /// best predicted = predictedRank 1.
+  void updateSuggestion();
+};
+
+/// JSON form; reportFromJson throws FormatError naming the file, the JSON path and what was
+/// expected. Trace paths are stored as written (relative paths are relative to the report).
+nlohmann::json toJson(const Report& report);
+Report reportFromJson(const nlohmann::json& json, const std::string& file);
+Report readReport(const std::string& path);
+void writeReport(const Report& report, const std::string& path);  ///< atomic
+
+nlohmann::json toJson(const Prediction& prediction);
+nlohmann::json toJson(const Measurement& measurement);
+
+}  // namespace pipeprof

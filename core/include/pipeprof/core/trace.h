@@ -1,0 +1,59 @@
+// The one trace model: host spans, GPU kernels and copies, simulated ops, memory counters, flows.
+#pragma once
+
+#include <pipeprof/core/units.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+/// What kind of record an event is; maps onto Chrome trace phases X, C, s and f.
+enum class EventKind { Span, Counter, FlowStart, FlowEnd };
+
+/// What the event's work was. Runtime ops use the first five; CUPTI records the next four;
+/// the CLI's host spans the last ones.
+enum class Phase {
+  Forward, Recompute, Backward, Copy, SkipCopy,
+  Kernel, Memcpy, Memset, Launch,
+  Warmup, Step, Optimizer, Other
+};
+
+/// "forward", "recompute", "backward", "copy", "skip-copy", "kernel", "memcpy", "memset",
+/// "launch", "warmup", "step", "optimizer", "other"; parsePhase throws on unknown text.
+std::string phaseName(Phase phase);
+Phase parsePhase(const std::string& text);
+
+/// One event. Times are absolute on the producing clock (host monotonic ns for measured
+/// traces, simulated ns from 0 for predictions); Trace::baseNs is subtracted when written.
+struct TraceEvent {
+  EventKind kind = EventKind::Span;
+  std::string name;    ///< span/counter name, e.g. "forward(2,1)" or a kernel name
+  std::string device;  ///< process in the Chrome trace, e.g. "cpu:0", "cuda:1"
+  std::string lane;    ///< thread in the Chrome trace, e.g. "partition 0", "stream 7", "copy 0->1"
+  TimeNs startNs = 0;
+  TimeNs durationNs = 0;       ///< spans only
+  std::int64_t microBatch = -1;  ///< i, or -1
+  std::int64_t partition = -1;   ///< j, or -1
+  Phase phase = Phase::Other;
+  std::int64_t correlationId = -1;  ///< links kernels to launches and ops; flow id for flows
+  Bytes bytes = 0;     ///< bytes moved (copies)
+  double value = 0.0;  ///< counter value (bytes in use for memory counters)
+  std::map<std::string, std::string> args;  ///< extra details shown in viewers
+
+  TimeNs endNs() const { return startNs + durationNs; }
+};
+
+/// A whole timeline.
+struct Trace {
+  TimeNs baseNs = 0;  ///< subtracted from every timestamp when written
+  std::vector<TraceEvent> events;
+  std::map<std::string, std::string> metadata;  ///< e.g. "source": "measured" | "predicted"
+};
+
+/// Sorts events by (start, device, lane, name) so output is deterministic.
+void sortEvents(Trace& trace);
+
+}  // namespace pipeprof

@@ -1,0 +1,2 @@
+// Placeholder: implemented by its owner.
+int main() { return 0; }

@@ -1,0 +1,28 @@
+// The layer profile builder: measures each layer's costs on a device into a pipeprof.profile/v1.
+#pragma once
+
+#include <pipeprof/core/profile.h>
+#include <pipeprof/runtime/models.h>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pipeprof {
+
+struct LayerProfilerOptions {
+  torch::Device device = torch::kCPU;
+  std::vector<std::int64_t> microBatches{1, 2, 4, 8};  ///< sizes to sample
+  std::int64_t warmupRuns = 2;
+  std::int64_t minRuns = 5;          ///< at least this many timed runs per layer and size
+  double timeBudgetSeconds = 10.0;   ///< total budget; runs stop early when it is spent
+};
+
+/// Measures every layer of the model at each micro-batch size: forward and backward time
+/// (median of the timed runs), output bytes, bytes saved for backward and transient peak,
+/// plus parameter bytes and the skip routes with their sizes. Leaves the model's parameters
+/// and buffers unchanged. Records the device, thread count and LibTorch version.
+Profile profileModel(Model& model, const LayerProfilerOptions& options);
+
+}  // namespace pipeprof

@@ -1,0 +1,52 @@
+// The model zoo (mlp, resnet, unet, gpt) and TorchScript loading: flat Sequentials with named layers.
+#pragma once
+
+#include <pipeprof/core/schedule.h>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+/// Size knobs; 0 means the model's default (small enough for a sub-second CPU training step).
+struct ModelOptions {
+  std::int64_t width = 0;   ///< hidden width / channels / embedding size
+  std::int64_t depth = 0;   ///< blocks / layers
+  std::int64_t seed = 0;    ///< parameter initialisation seed
+};
+
+/// One training batch.
+struct Batch {
+  torch::Tensor input;
+  torch::Tensor target;
+};
+
+struct Model {
+  std::string name;
+  torch::nn::Sequential sequential;      ///< children are the layers, named
+  std::vector<SkipRoute> skips;          ///< stash/pop routes between layers (layer indices)
+  std::int64_t defaultBatch = 32;        ///< a batch the demo and tests use
+  /// A deterministic random batch of `batch` samples for `seed`.
+  std::function<Batch(std::int64_t batch, std::int64_t seed)> makeBatch;
+  /// Scalar training loss of the model output against the batch target.
+  std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)> loss;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+};
+
+/// The built-in models, in a stable order ("mlp" first: it is the default).
+std::vector<ModelInfo> zooModels();
+
+/// Builds a zoo model by name, or loads a TorchScript file (path ending in ".pt") whose top
+/// level is a Sequential (its children become the layers). Throws std::invalid_argument for
+/// an unknown name (listing the known ones) or an unreadable/unsuitable file.
+Model buildModel(const std::string& nameOrPath, const ModelOptions& options = {});
+
+}  // namespace pipeprof

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Bootstraps, builds everything (warnings are errors) and runs the whole test suite with ctest;
+# then builds the torch-free targets with ASan/UBSan and runs their tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/bootstrap.sh
+
+jobs=$(nproc)
+build_dir=${PIPEPROF_BUILD_DIR:-build}
+sanitize_dir=${PIPEPROF_SANITIZE_BUILD_DIR:-build-sanitize}
+export CTEST_OUTPUT_ON_FAILURE=1
+export QT_QPA_PLATFORM=offscreen
+
+echo "== build ($build_dir, Release)"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIPEPROF_WERROR=ON
+cmake --build "$build_dir" -j "$jobs"
+
+echo "== build ($sanitize_dir, address,undefined; torch-free targets)"
+cmake -S . -B "$sanitize_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEPROF_WERROR=ON \
+  -DPIPEPROF_WITH_TORCH=OFF -DPIPEPROF_BUILD_BENCHMARKS=OFF -DPIPEPROF_SANITIZE=address,undefined
+cmake --build "$sanitize_dir" -j "$jobs"
+
+echo "== tests under sanitizers ($sanitize_dir)"
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir "$sanitize_dir" -j "$jobs" --timeout 600
+
+echo "== tests ($build_dir)"
+ctest --test-dir "$build_dir" -j "$jobs" --timeout 1200

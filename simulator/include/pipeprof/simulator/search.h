@@ -1,0 +1,71 @@
+// Search over balances, chunks and checkpoint modes; torchgpipe's balance_by_time for comparison.
+#pragma once
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/report.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+enum class BalanceEnumeration {
+  Auto,  ///< all balances when there are at most maxExhaustiveBalances, else min-bottleneck + neighbours
+  All,   ///< every composition of the layers into n positive parts
+  Given, ///< exactly SearchSpace::balances
+};
+
+struct SearchSpace {
+  std::int64_t batch = 1;
+  std::int64_t partitions = 1;  ///< n; partition j on cluster device j
+  std::vector<std::int64_t> chunks{1, 2, 4, 8};
+  std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+  BalanceEnumeration enumeration = BalanceEnumeration::Auto;
+  std::vector<std::vector<std::int64_t>> balances;  ///< for Given
+  std::int64_t maxExhaustiveBalances = 5000;
+};
+
+struct RankedCandidate {
+  Candidate candidate;
+  Prediction prediction;
+  std::string rejection;  ///< empty when it fits; e.g. "predicted peak 17.2 GiB > 16 GiB on device 2"
+};
+
+struct SearchResult {
+  std::vector<RankedCandidate> ranked;    ///< fitting candidates, best predicted throughput first
+  std::vector<RankedCandidate> rejected;  ///< not fitting (or invalid, e.g. chunks > batch)
+  std::int64_t evaluated = 0;
+  std::int64_t simulatedEvents = 0;
+  bool cancelled = false;
+};
+
+/// Progress callback: (done, total). Return false to cancel the search.
+using SearchProgress = std::function<bool(std::int64_t done, std::int64_t total)>;
+
+/// Enumerates and simulates the space; deterministic order for ties (fewer chunks, then mode
+/// order always < except_last < never, then lexicographic balance). Throws
+/// std::invalid_argument for an empty or inconsistent space, naming the values.
+SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
+                    const SearchProgress& progress = {});
+
+/// Balances the search would try (for a given space), in deterministic order.
+std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,
+                                                         const SearchSpace& space);
+
+/// Number of compositions of `layers` into `partitions` positive parts, C(layers-1, partitions-1).
+std::int64_t countBalances(std::int64_t layers, std::int64_t partitions);
+
+/// The balance minimising the largest per-partition cost (exact, dynamic programming).
+std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerCosts, std::int64_t partitions);
+
+/// torchgpipe's balance_by_time: its block-partition heuristic on per-layer times.
+std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, std::int64_t partitions);
+
+}  // namespace pipeprof

@@ -1,0 +1,1 @@
+// Placeholder: implemented by its owner.
