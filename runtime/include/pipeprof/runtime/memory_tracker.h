@@ -1,0 +1,46 @@
+// Memory accounting on CPU: an allocator wrapper that attributes every allocation to a tag.
+//
+// The runtime tags each partition's worker thread with the partition index j, so a tensor
+// counts against the partition whose worker allocated it until it is freed (on any thread).
+// The layer profiler tags allocations with the layer being run. Untagged allocations (the
+// caller's thread) are not attributed.
+#pragma once
+
+#include <pipeprof/core/units.h>
+
+#include <cstdint>
+
+namespace pipeprof {
+
+/// Tag value meaning "not attributed".
+inline constexpr std::int64_t kNoAllocationTag = -1;
+/// Tags 0 .. kMaxAllocationTags-1 are counted.
+inline constexpr std::int64_t kMaxAllocationTags = 1024;
+
+/// Installs the tracking CPU allocator (idempotent, thread-safe). Called by the Pipe and the
+/// layer profiler; tensors allocated before installation are never counted.
+void installMemoryTracker();
+
+/// Sets the calling thread's tag for the scope; restores the previous tag on destruction.
+class ScopedAllocationTag {
+ public:
+  explicit ScopedAllocationTag(std::int64_t tag);
+  ~ScopedAllocationTag();
+  ScopedAllocationTag(const ScopedAllocationTag&) = delete;
+  ScopedAllocationTag& operator=(const ScopedAllocationTag&) = delete;
+
+ private:
+  std::int64_t previous_;
+};
+
+/// The calling thread's current tag.
+std::int64_t currentAllocationTag();
+
+/// Bytes currently allocated under tag and not yet freed.
+Bytes liveBytes(std::int64_t tag);
+/// Highest liveBytes(tag) since the last resetPeakBytes(tag).
+Bytes peakBytes(std::int64_t tag);
+/// Starts a new peak window: peakBytes(tag) becomes liveBytes(tag).
+void resetPeakBytes(std::int64_t tag);
+
+}  // namespace pipeprof
