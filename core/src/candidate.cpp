@@ -1,1 +1,111 @@
-// Placeholder: implemented by its owner.
+// A candidate configuration: balance, chunks, checkpoint mode, mini-batch and placement.
+#include <pipeprof/core/candidate.h>
+
+#include <pipeprof/core/json_file.h>
+
+#include <cctype>
+#include <stdexcept>
+
+namespace pipeprof {
+
+std::int64_t Candidate::deviceOf(std::int64_t j) const {
+  if (devices.empty()) return j;
+  if (j < 0 || static_cast<std::size_t>(j) >= devices.size()) {
+    throw std::out_of_range("partition " + std::to_string(j) + " has no device (devices: " + formatBalance(devices) +
+                            ")");
+  }
+  return devices[static_cast<std::size_t>(j)];
+}
+
+std::string Candidate::label() const {
+  return "[" + formatBalance(balance) + "] x" + std::to_string(chunks) + " " + std::string(checkpointName(checkpoint));
+}
+
+ScheduleSpec Candidate::scheduleSpec(const std::vector<SkipRoute>& skips, bool training) const {
+  ScheduleSpec spec;
+  spec.balance = balance;
+  spec.chunks = chunks;
+  spec.checkpoint = checkpoint;
+  spec.training = training;
+  spec.skips = skips;
+  spec.kind = schedule;
+  return spec;
+}
+
+std::vector<std::int64_t> parseBalance(const std::string& text) {
+  auto fail = [&text]() -> std::vector<std::int64_t> {
+    throw std::invalid_argument("invalid balance '" + text +
+                                "': expected comma-separated positive layer counts, e.g. 2,3,3");
+  };
+  std::vector<std::int64_t> balance;
+  std::size_t pos = 0;
+  while (true) {
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    std::size_t start = pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    if (pos == start || pos - start > 12) return fail();
+    std::int64_t value = std::stoll(text.substr(start, pos - start));
+    if (value <= 0) return fail();
+    balance.push_back(value);
+    while (pos < text.size() && text[pos] == ' ') ++pos;
+    if (pos == text.size()) break;
+    if (text[pos] != ',') return fail();
+    ++pos;
+  }
+  return balance;
+}
+
+std::string formatBalance(const std::vector<std::int64_t>& balance) {
+  std::string text;
+  for (std::size_t index = 0; index < balance.size(); ++index) {
+    if (index > 0) text += ",";
+    text += std::to_string(balance[index]);
+  }
+  return text;
+}
+
+nlohmann::json toJson(const Candidate& candidate) {
+  nlohmann::json json = {{"balance", candidate.balance},
+                         {"chunks", candidate.chunks},
+                         {"checkpoint", std::string(checkpointName(candidate.checkpoint))},
+                         {"batch", candidate.batch},
+                         {"schedule", scheduleKindName(candidate.schedule)}};
+  if (!candidate.devices.empty()) json["devices"] = candidate.devices;
+  return json;
+}
+
+Candidate candidateFromJson(const nlohmann::json& json, const std::string& file, const std::string& path) {
+  JsonCursor root(json, file, path);
+  if (!json.is_object()) root.fail("expected a candidate object with balance, chunks, checkpoint and batch");
+  Candidate candidate;
+  JsonCursor balance = root.at("balance");
+  if (balance.size() == 0) balance.fail("expected at least one partition");
+  for (const JsonCursor& item : balance.items()) candidate.balance.push_back(item.asPositiveInt());
+  candidate.chunks = root.at("chunks").asPositiveInt();
+  JsonCursor checkpoint = root.at("checkpoint");
+  try {
+    candidate.checkpoint = parseCheckpoint(checkpoint.asString());
+  } catch (const std::invalid_argument& error) {
+    checkpoint.fail(error.what());
+  }
+  candidate.batch = root.at("batch").asPositiveInt();
+  if (root.has("schedule")) {
+    JsonCursor schedule = root.at("schedule");
+    try {
+      candidate.schedule = parseScheduleKind(schedule.asString());
+    } catch (const std::invalid_argument& error) {
+      schedule.fail(error.what());
+    }
+  }
+  if (root.has("devices")) {
+    JsonCursor devices = root.at("devices");
+    for (const JsonCursor& item : devices.items()) candidate.devices.push_back(item.asNonNegativeInt());
+    if (!candidate.devices.empty() && candidate.devices.size() != candidate.balance.size()) {
+      devices.fail("expected one device per partition (" + std::to_string(candidate.balance.size()) + "), got " +
+                   std::to_string(candidate.devices.size()));
+    }
+  }
+  return candidate;
+}
+
+}  // namespace pipeprof

@@ -1,0 +1,100 @@
+// Tests for candidate.cpp: labels, balance text, schedule specs and the JSON form.
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/json_file.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace pipeprof {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::StrEq;
+using ::testing::ThrowsMessage;
+
+Candidate example() {
+  Candidate candidate;
+  candidate.balance = {2, 6};
+  candidate.chunks = 8;
+  candidate.checkpoint = Checkpoint::ExceptLast;
+  candidate.batch = 64;
+  return candidate;
+}
+
+TEST(Candidate, LabelAndDevices) {
+  Candidate candidate = example();
+  EXPECT_EQ(candidate.label(), "[2,6] x8 except_last");
+  EXPECT_EQ(candidate.deviceOf(1), 1);
+  candidate.devices = {3, 1};
+  EXPECT_EQ(candidate.deviceOf(0), 3);
+  EXPECT_EQ(candidate.deviceOf(1), 1);
+  EXPECT_THROW(candidate.deviceOf(2), std::out_of_range);
+}
+
+TEST(Candidate, ScheduleSpec) {
+  ScheduleSpec spec = example().scheduleSpec({{"s", 0, 3}}, false);
+  EXPECT_THAT(spec.balance, ElementsAre(2, 6));
+  EXPECT_EQ(spec.chunks, 8);
+  EXPECT_EQ(spec.checkpoint, Checkpoint::ExceptLast);
+  EXPECT_FALSE(spec.training);
+  ASSERT_EQ(spec.skips.size(), 1u);
+  EXPECT_EQ(spec.skips[0].popLayer, 3);
+  EXPECT_TRUE(example().scheduleSpec({}).training);
+}
+
+TEST(Balance, ParseAndFormat) {
+  EXPECT_THAT(parseBalance("2,3,3"), ElementsAre(2, 3, 3));
+  EXPECT_THAT(parseBalance(" 4 , 1"), ElementsAre(4, 1));
+  EXPECT_EQ(formatBalance({2, 3, 3}), "2,3,3");
+  for (const char* text : {"", "2,,3", "2,0", "a", "2,3,", "-1"}) {
+    EXPECT_THAT([&] { parseBalance(text); },
+                ThrowsMessage<std::invalid_argument>(StrEq("invalid balance '" + std::string(text) +
+                                                           "': expected comma-separated positive layer counts, "
+                                                           "e.g. 2,3,3")))
+        << text;
+  }
+}
+
+TEST(CandidateJson, RoundTrip) {
+  Candidate candidate = example();
+  nlohmann::json json = toJson(candidate);
+  EXPECT_EQ(json, nlohmann::json::parse(
+                      R"({"balance": [2, 6], "chunks": 8, "checkpoint": "except_last", "batch": 64, "schedule": "gpipe"})"));
+  EXPECT_EQ(candidateFromJson(json, "r.json"), candidate);
+  candidate.devices = {1, 0};
+  candidate.checkpoint = Checkpoint::Always;
+  EXPECT_EQ(toJson(candidate)["devices"], nlohmann::json::array({1, 0}));
+  EXPECT_EQ(candidateFromJson(toJson(candidate), "r.json"), candidate);
+}
+
+std::string errorAfter(void (*edit)(nlohmann::json&)) {
+  nlohmann::json json = toJson(example());
+  edit(json);
+  try {
+    candidateFromJson(json, "r.json", "$.candidates[2].candidate");
+  } catch (const FormatError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(CandidateJson, RejectsMalformedInput) {
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["checkpoint"] = "sometimes"; }),
+            "r.json: $.candidates[2].candidate.checkpoint: invalid checkpoint mode 'sometimes': expected one of "
+            "always, except_last, never");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["balance"][1] = 0; }),
+            "r.json: $.candidates[2].candidate.balance[1]: expected a positive integer, got 0");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["balance"] = nlohmann::json::array(); }),
+            "r.json: $.candidates[2].candidate.balance: expected at least one partition");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j.erase("chunks"); }),
+            "r.json: $.candidates[2].candidate: missing required field 'chunks'");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["schedule"] = "1f1b"; }),
+            "r.json: $.candidates[2].candidate.schedule: invalid schedule '1f1b': expected gpipe");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["devices"] = {0}; }),
+            "r.json: $.candidates[2].candidate.devices: expected one device per partition (2), got 1");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["batch"] = -1; }),
+            "r.json: $.candidates[2].candidate.batch: expected a positive integer, got -1");
+}
+
+}  // namespace
+}  // namespace pipeprof

@@ -1,0 +1,191 @@
+// Tests for profile.cpp: cost interpolation, JSON round trip and every kind of malformed input.
+#include <pipeprof/core/json_file.h>
+#include <pipeprof/core/profile.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <functional>
+
+namespace pipeprof {
+namespace {
+
+using ::testing::StrEq;
+using ::testing::ThrowsMessage;
+
+CostSample sample(std::int64_t microBatch, TimeNs forwardNs, TimeNs backwardNs, Bytes outputBytes, Bytes savedBytes,
+                  Bytes workspaceBytes) {
+  CostSample cost;
+  cost.microBatch = microBatch;
+  cost.forwardNs = forwardNs;
+  cost.backwardNs = backwardNs;
+  cost.outputBytes = outputBytes;
+  cost.savedBytes = savedBytes;
+  cost.workspaceBytes = workspaceBytes;
+  return cost;
+}
+
+void expectCost(const CostSample& cost, std::int64_t microBatch, TimeNs forwardNs, TimeNs backwardNs, Bytes outputBytes,
+                Bytes savedBytes, Bytes workspaceBytes) {
+  EXPECT_EQ(cost.microBatch, microBatch);
+  EXPECT_EQ(cost.forwardNs, forwardNs);
+  EXPECT_EQ(cost.backwardNs, backwardNs);
+  EXPECT_EQ(cost.outputBytes, outputBytes);
+  EXPECT_EQ(cost.savedBytes, savedBytes);
+  EXPECT_EQ(cost.workspaceBytes, workspaceBytes);
+}
+
+TEST(CostAt, SamplesInterpolationAndExtrapolation) {
+  LayerProfile layer;
+  layer.name = "conv";
+  layer.costs = {sample(2, 100, 200, 64, 32, 10), sample(4, 180, 400, 128, 64, 10), sample(8, 300, 801, 256, 128, 20)};
+  expectCost(layer.costAt(2), 2, 100, 200, 64, 32, 10);
+  expectCost(layer.costAt(4), 4, 180, 400, 128, 64, 10);
+  expectCost(layer.costAt(8), 8, 300, 801, 256, 128, 20);
+  expectCost(layer.costAt(3), 3, 140, 300, 96, 48, 10);
+  expectCost(layer.costAt(6), 6, 240, 601, 192, 96, 15);  // 600.5 rounds to 601
+  expectCost(layer.costAt(5), 5, 210, 500, 160, 80, 13);  // 12.5 rounds away from zero
+  expectCost(layer.costAt(16), 16, 540, 1603, 512, 256, 40);
+  expectCost(layer.costAt(1), 1, 60, 100, 32, 16, 10);
+}
+
+TEST(CostAt, ExtrapolationClampsAtZero) {
+  LayerProfile layer;
+  layer.costs = {sample(4, 100, 100, 0, 10, 0), sample(8, 500, 120, 0, 10, 0)};
+  expectCost(layer.costAt(1), 1, 0, 85, 0, 10, 0);  // forward -200 clamps to 0
+}
+
+TEST(CostAt, SingleSampleIsProportional) {
+  LayerProfile layer;
+  layer.costs = {sample(4, 1000, 2001, 400, 40, 3)};
+  expectCost(layer.costAt(2), 2, 500, 1001, 200, 20, 2);  // 1000.5 -> 1001, 1.5 -> 2
+  expectCost(layer.costAt(8), 8, 2000, 4002, 800, 80, 6);
+}
+
+TEST(CostAt, RejectsEmptyAndNonPositive) {
+  LayerProfile layer;
+  layer.name = "fc";
+  EXPECT_THAT([&] { layer.costAt(1); }, ThrowsMessage<std::invalid_argument>(StrEq("layer 'fc' has no cost samples")));
+  layer.costs = {sample(1, 1, 1, 1, 1, 1)};
+  EXPECT_THAT([&] { layer.costAt(0); },
+              ThrowsMessage<std::invalid_argument>(StrEq("layer 'fc': micro-batch size must be positive (got 0)")));
+}
+
+Profile exampleProfile() {
+  Profile profile;
+  profile.environment = {"resnet_tiny", "cpu", "Intel Xeon", 2, "1.13.1"};
+  profile.inputBytesPerSample = 3072;
+  LayerProfile a;
+  a.name = "conv1";
+  a.paramBytes = 1000;
+  a.gradBytes = 1000;
+  a.optimizerBytes = 2000;
+  a.costs = {sample(1, 10, 20, 30, 40, 50), sample(4, 11, 21, 31, 41, 51)};
+  LayerProfile b;
+  b.name = "fc";
+  b.paramBytes = 7;
+  b.gradBytes = 3;
+  b.costs = {sample(2, 5, 6, 7, 8, 0)};
+  profile.layers = {a, b, b};
+  profile.skips = {{"enc1", 0, 2, 123}};
+  return profile;
+}
+
+void expectEqual(const Profile& a, const Profile& b) { EXPECT_EQ(toJson(a), toJson(b)); }
+
+TEST(ProfileJson, RoundTripIsExact) {
+  Profile profile = exampleProfile();
+  nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["schema"], "pipeprof.profile/v1");
+  EXPECT_EQ(json["layers"][0]["costs"][1]["saved_bytes"], 41);
+  EXPECT_EQ(json["environment"]["torch_version"], "1.13.1");
+  Profile back = profileFromJson(json, "p.json");
+  EXPECT_EQ(back.environment.model, "resnet_tiny");
+  EXPECT_EQ(back.environment.threads, 2);
+  EXPECT_EQ(back.layers.size(), 3u);
+  EXPECT_EQ(back.layers[1].gradBytes, 3);
+  EXPECT_EQ(back.skips[0].bytesPerSample, 123);
+  expectEqual(back, profile);
+
+  std::string path = ::testing::TempDir() + "pipeprof_core_profile_" + std::to_string(::getpid()) + ".json";
+  writeProfile(profile, path);
+  expectEqual(readProfile(path), profile);
+  ::unlink(path.c_str());
+  ASSERT_EQ(profile.skipRoutes().size(), 1u);
+  EXPECT_EQ(profile.skipRoutes()[0].name, "enc1");
+  EXPECT_EQ(profile.skipRoutes()[0].popLayer, 2);
+}
+
+TEST(ProfileJson, OptionalFieldsTakeDefaults) {
+  nlohmann::json json = nlohmann::json::parse(R"({"schema": "pipeprof.profile/v1", "input_bytes_per_sample": 4,
+      "layers": [{"name": "l0", "param_bytes": 16,
+                  "costs": [{"micro_batch": 1, "forward_ns": 1, "backward_ns": 2, "output_bytes": 3,
+                             "saved_bytes": 4}]}]})");
+  Profile profile = profileFromJson(json, "p.json");
+  EXPECT_EQ(profile.layers[0].gradBytes, 16);
+  EXPECT_EQ(profile.layers[0].optimizerBytes, 0);
+  EXPECT_EQ(profile.layers[0].costs[0].workspaceBytes, 0);
+  EXPECT_EQ(profile.environment.threads, 1);
+  EXPECT_EQ(profile.environment.model, "");
+  EXPECT_TRUE(profile.skips.empty());
+}
+
+/// The message profileFromJson throws for the example profile after `edit`.
+std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json json = toJson(exampleProfile());
+  edit(json);
+  try {
+    profileFromJson(json, "p.json");
+  } catch (const FormatError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(ProfileJson, RejectsMalformedInputNamingThePlace) {
+  EXPECT_EQ(errorAfter([](auto& j) { j["schema"] = "foo"; }),
+            "p.json: $.schema: expected schema 'pipeprof.profile/v1', got 'foo'");
+  EXPECT_EQ(errorAfter([](auto& j) { j = nlohmann::json::array(); }),
+            "p.json: $: expected an object with schema 'pipeprof.profile/v1'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][1]["costs"][0]["forward_ns"] = -5; }),
+            "p.json: $.layers[1].costs[0].forward_ns: expected a non-negative integer, got -5");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0].erase("param_bytes"); }),
+            "p.json: $.layers[0]: missing required field 'param_bytes'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["costs"][1]["micro_batch"] = 1; }),
+            "p.json: $.layers[0].costs[1].micro_batch: costs must be sorted by micro_batch with distinct sizes "
+            "(1 after 1)");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["costs"][1]["micro_batch"] = 0; }),
+            "p.json: $.layers[0].costs[1].micro_batch: expected a positive integer, got 0");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][2]["costs"] = nlohmann::json::array(); }),
+            "p.json: $.layers[2].costs: expected at least one cost sample");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"] = nlohmann::json::array(); }),
+            "p.json: $.layers: expected at least one layer");
+  EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["pop_layer"] = 3; }),
+            "p.json: $.skips[0].pop_layer: pop layer 3 is out of range (the model has layers 0..2)");
+  EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["stash_layer"] = 5; }),
+            "p.json: $.skips[0].stash_layer: stash layer 5 is out of range (the model has layers 0..2)");
+  EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["stash_layer"] = 2; }),
+            "p.json: $.skips[0].pop_layer: pop layer 2 must come after stash layer 2");
+  EXPECT_EQ(errorAfter([](auto& j) { j["skips"].push_back(j["skips"][0]); }),
+            "p.json: $.skips[1].name: duplicate skip name 'enc1'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["environment"]["threads"] = "two"; }),
+            "p.json: $.environment.threads: expected a positive integer, got \"two\"");
+  EXPECT_EQ(errorAfter([](auto& j) { j["input_bytes_per_sample"] = 1.5; }),
+            "p.json: $.input_bytes_per_sample: expected a non-negative integer, got 1.5");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["name"] = nullptr; }),
+            "p.json: $.layers[0].name: expected a string, got null");
+}
+
+TEST(ProfileJson, ReadProfileNamesTheFile) {
+  std::string path = ::testing::TempDir() + "pipeprof_core_profile_bad_" + std::to_string(::getpid()) + ".json";
+  writeFileAtomically(path, R"({"schema": "pipeprof.cluster/v1"})");
+  EXPECT_THAT([&] { readProfile(path); },
+              ThrowsMessage<FormatError>(
+                  StrEq(path + ": $.schema: expected schema 'pipeprof.profile/v1', got 'pipeprof.cluster/v1'")));
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace pipeprof
