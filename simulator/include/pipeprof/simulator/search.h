@@ -68,4 +68,14 @@ std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerC
 /// torchgpipe's balance_by_time: its block-partition heuristic on per-layer times.
 std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, std::int64_t partitions);
 
+/// Per layer: forward + backward time in ns at a micro-batch size (the profile interpolated),
+/// the cost the min-bottleneck balance and balanceByTime partition.
+std::vector<double> layerTimesNs(const Profile& profile, std::int64_t microBatch);
+
+/// The rejection text for a prediction that does not fit, e.g.
+/// "predicted peak 17.2 GiB > 16.0 GiB on device 2" (one clause per overflowing device, "; "
+/// between them); empty when it fits. devicePeakBytes: per cluster device, the sum of the peaks
+/// of the partitions placed on it.
+std::string rejectionReason(const Cluster& cluster, const std::vector<Bytes>& devicePeakBytes);
+
 }  // namespace pipeprof

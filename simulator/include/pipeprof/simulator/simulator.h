@@ -13,6 +13,7 @@ namespace pipeprof {
 
 struct SimulationOptions {
   bool recordTrace = false;  ///< fill SimulationResult::trace (ops on device lanes, memory counters)
+  bool training = true;      ///< false: a forward-only step (eval / no grad), nothing checkpointed
 };
 
 struct SimulationResult {

@@ -1,0 +1,169 @@
+// Simulates candidates of one profile on one cluster, reusing compiled schedules, cost tables and engine buffers.
+#include "candidate_simulator.h"
+
+#include "predicted_trace.h"
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::sim {
+namespace {
+
+std::string balanceText(const std::vector<std::int64_t>& balance) {
+  std::string text;
+  for (std::size_t j = 0; j < balance.size(); ++j) {
+    if (j > 0) text += ",";
+    text += std::to_string(balance[j]);
+  }
+  return text;
+}
+
+}  // namespace
+
+void validateCandidate(const Profile& profile, const Cluster& cluster, const Candidate& candidate) {
+  if (candidate.balance.empty()) throw std::invalid_argument("balance is empty: give at least one partition");
+  std::int64_t sum = 0;
+  for (std::size_t j = 0; j < candidate.balance.size(); ++j) {
+    if (candidate.balance[j] < 1) {
+      throw std::invalid_argument("balance " + balanceText(candidate.balance) + ": partition " +
+                                  std::to_string(j) + " has " + std::to_string(candidate.balance[j]) +
+                                  " layers; every partition needs at least one");
+    }
+    sum += candidate.balance[j];
+  }
+  if (sum != profile.layerCount()) {
+    throw std::invalid_argument("balance " + balanceText(candidate.balance) + " sums to " + std::to_string(sum) +
+                                " layers but the profile has " + std::to_string(profile.layerCount()) +
+                                "; give a balance whose entries add up to " + std::to_string(profile.layerCount()));
+  }
+  if (candidate.chunks < 1) {
+    throw std::invalid_argument("chunks must be positive, got " + std::to_string(candidate.chunks));
+  }
+  if (candidate.batch < 1) {
+    throw std::invalid_argument("batch must be positive, got " + std::to_string(candidate.batch));
+  }
+  const auto n = static_cast<std::int64_t>(candidate.balance.size());
+  if (!candidate.devices.empty() && static_cast<std::int64_t>(candidate.devices.size()) != n) {
+    throw std::invalid_argument("candidate places " + std::to_string(candidate.devices.size()) +
+                                " partitions on devices but its balance has " + std::to_string(n));
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::int64_t device = candidate.deviceOf(j);
+    if (device < 0 || device >= cluster.deviceCount()) {
+      throw std::invalid_argument("partition " + std::to_string(j) + " is placed on device " +
+                                  std::to_string(device) + " but the cluster has " +
+                                  std::to_string(cluster.deviceCount()) + " devices (0.." +
+                                  std::to_string(cluster.deviceCount() - 1) +
+                                  "); add devices or use fewer partitions");
+    }
+  }
+  for (std::size_t l = 0; l < profile.layers.size(); ++l) {
+    if (profile.layers[l].costs.empty()) {
+      throw std::invalid_argument("profile layer " + std::to_string(l) + " (" + profile.layers[l].name +
+                                  ") has no cost samples");
+    }
+  }
+}
+
+ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candidate, bool training) {
+  ScheduleSpec spec;
+  spec.balance = candidate.balance;
+  spec.chunks = microBatching(candidate.batch, candidate.chunks).count;
+  spec.checkpoint = candidate.checkpoint;
+  spec.training = training;
+  spec.skips = profile.skipRoutes();
+  spec.kind = candidate.schedule;
+  return spec;
+}
+
+CandidateSimulator::CandidateSimulator(const Profile& profile, const Cluster& cluster)
+    : profile_(profile), cluster_(cluster), costs_(profile) {
+  if (cluster.deviceCount() < 1) throw std::invalid_argument("the cluster has no devices");
+  for (std::size_t d = 0; d < cluster.devices.size(); ++d) {
+    if (!(cluster.devices[d].relativeSpeed > 0.0)) {
+      throw std::invalid_argument("device " + std::to_string(d) + " (" + cluster.devices[d].name +
+                                  ") has relative speed " + std::to_string(cluster.devices[d].relativeSpeed) +
+                                  "; it must be positive");
+    }
+  }
+}
+
+const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candidate, std::int64_t count, bool training) {
+  scratchKey_.partitions = static_cast<std::int64_t>(candidate.balance.size());
+  scratchKey_.chunks = count;
+  scratchKey_.mode = candidate.checkpoint;
+  scratchKey_.training = training;
+  scratchKey_.skipPartitions.clear();
+  auto partitionOf = [&](std::int64_t layer) {
+    std::int32_t j = 0;
+    while (firstLayer_[static_cast<std::size_t>(j) + 1] <= layer) ++j;
+    return j;
+  };
+  for (const SkipProfile& skip : profile_.skips) {
+    scratchKey_.skipPartitions.push_back(partitionOf(skip.stashLayer));
+    scratchKey_.skipPartitions.push_back(partitionOf(skip.popLayer));
+  }
+  auto found = cache_.find(scratchKey_);
+  if (found != cache_.end()) return *found->second;
+  const Schedule schedule = Schedule::build(actualScheduleSpec(profile_, candidate, training));
+  auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule));
+  return *cache_.emplace(scratchKey_, std::move(compiled)).first->second;
+}
+
+void CandidateSimulator::simulate(const Candidate& candidate, bool training, bool recordTrace, SimulationResult& out) {
+  const MicroBatching batching = microBatching(candidate.batch, candidate.chunks);
+  const std::size_t n = candidate.balance.size();
+  firstLayer_.resize(n + 1);
+  firstLayer_[0] = 0;
+  for (std::size_t j = 0; j < n; ++j) firstLayer_[j + 1] = firstLayer_[j] + candidate.balance[j];
+
+  const CompiledSchedule& compiled = compiledFor(candidate, batching.count, training);
+  resolveCosts(compiled, costs_, cluster_, candidate, batching, firstLayer_, resolved_);
+  const auto deviceCount = static_cast<std::int32_t>(cluster_.deviceCount());
+  engine_.run(compiled, resolved_, deviceCount, recordTrace);
+
+  Prediction& p = out.prediction;
+  p.iterationNs = engine_.iterationNs();
+  const double seconds = static_cast<double>(p.iterationNs) * 1e-9;
+  p.samplesPerS = seconds > 0.0 ? static_cast<double>(candidate.batch) / seconds : 0.0;
+  p.busyNs = engine_.busyNs();
+  double idle = 0.0;
+  for (TimeNs busy : p.busyNs) {
+    idle += p.iterationNs > 0 ? 1.0 - static_cast<double>(busy) / static_cast<double>(p.iterationNs) : 0.0;
+  }
+  p.bubbleFraction = idle / static_cast<double>(n);
+  p.peakBytes.resize(n);
+  p.peakOp.resize(n);
+  devicePeakBytes_.assign(static_cast<std::size_t>(deviceCount), 0);
+  const MemoryTimeline& memory = engine_.memory();
+  for (std::size_t j = 0; j < n; ++j) {
+    const auto jj = static_cast<std::int32_t>(j);
+    p.peakBytes[j] = resolved_.staticBytes[j] + memory.peakDynamic(jj);
+    const std::int64_t op = memory.peakOp(jj);
+    if (op >= 0) {
+      p.peakOp[j] = compiled.labels[static_cast<std::size_t>(op)];
+    } else {
+      p.peakOp[j].clear();
+    }
+    devicePeakBytes_[static_cast<std::size_t>(resolved_.partitionDevice[j])] += p.peakBytes[j];
+  }
+  p.fits = true;
+  p.overflowDevices.clear();
+  for (std::size_t d = 0; d < devicePeakBytes_.size(); ++d) {
+    const auto& capacity = cluster_.devices[d].memoryBytes;
+    if (capacity && devicePeakBytes_[d] > *capacity) {
+      p.fits = false;
+      p.overflowDevices.push_back(static_cast<std::int64_t>(d));
+    }
+  }
+  p.tracePath.clear();
+  out.eventCount = engine_.eventCount();
+  if (recordTrace) {
+    out.trace = predictedTrace(compiled, resolved_, engine_, cluster_, candidate.label());
+  } else {
+    out.trace = Trace{};
+  }
+}
+
+}  // namespace pipeprof::sim

@@ -1,0 +1,63 @@
+// Simulates candidates of one profile on one cluster, reusing compiled schedules, cost tables and engine buffers.
+#pragma once
+
+#include "compiled_schedule.h"
+#include "cost_model.h"
+#include "engine.h"
+
+#include <pipeprof/simulator/simulator.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+namespace pipeprof::sim {
+
+/// Throws std::invalid_argument when the candidate does not fit the profile or the cluster
+/// (balance sum, non-positive entries, chunks, batch, device indices), naming the values.
+void validateCandidate(const Profile& profile, const Cluster& cluster, const Candidate& candidate);
+
+/// The schedule spec the runtime executes for the candidate: chunks is the number of
+/// micro-batches that actually exist (see MicroBatching).
+ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candidate, bool training);
+
+class CandidateSimulator {
+ public:
+  /// Keeps references: profile and cluster must outlive the simulator. Throws
+  /// std::invalid_argument for a cluster without devices or with a non-positive speed.
+  CandidateSimulator(const Profile& profile, const Cluster& cluster);
+
+  /// Simulates a validated candidate into `out` (its vectors are reused).
+  void simulate(const Candidate& candidate, bool training, bool recordTrace, SimulationResult& out);
+
+  /// Per cluster device: the sum of the peaks of the partitions placed on it (last run).
+  const std::vector<Bytes>& devicePeakBytes() const { return devicePeakBytes_; }
+
+ private:
+  struct Key {
+    std::int64_t partitions;
+    std::int64_t chunks;
+    Checkpoint mode;
+    bool training;
+    std::vector<std::int32_t> skipPartitions;  ///< stash, pop of every skip route
+    bool operator<(const Key& other) const {
+      return std::tie(partitions, chunks, mode, training, skipPartitions) <
+             std::tie(other.partitions, other.chunks, other.mode, other.training, other.skipPartitions);
+    }
+  };
+  const CompiledSchedule& compiledFor(const Candidate& candidate, std::int64_t count, bool training);
+
+  const Profile& profile_;
+  const Cluster& cluster_;
+  CostModel costs_;
+  Engine engine_;
+  ResolvedCosts resolved_;
+  std::vector<std::int64_t> firstLayer_;
+  std::vector<Bytes> devicePeakBytes_;
+  Key scratchKey_;
+  std::map<Key, std::unique_ptr<CompiledSchedule>> cache_;
+};
+
+}  // namespace pipeprof::sim

@@ -1,0 +1,175 @@
+// Flattens a Schedule into arrays and attaches the memory model's effects to its ops.
+#include "compiled_schedule.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::sim {
+namespace {
+
+struct OpEffects {
+  std::vector<MemoryEffect> startAlloc;
+  std::vector<MemoryEffect> endAlloc;
+  std::vector<MemoryEffect> endRelease;
+};
+
+std::int32_t narrow(std::int64_t value) { return static_cast<std::int32_t>(value); }
+
+Range append(std::vector<MemoryEffect>& flat, const std::vector<MemoryEffect>& part) {
+  Range range;
+  range.begin = static_cast<std::uint32_t>(flat.size());
+  flat.insert(flat.end(), part.begin(), part.end());
+  range.end = static_cast<std::uint32_t>(flat.size());
+  return range;
+}
+
+}  // namespace
+
+CompiledSchedule compileSchedule(const Schedule& schedule) {
+  CompiledSchedule out;
+  const ScheduleSpec& spec = schedule.spec();
+  const std::int64_t n = schedule.partitions();
+  const std::int64_t m = schedule.chunks();
+  const bool training = spec.training;
+  out.layout.n = narrow(n);
+  out.layout.skips = narrow(static_cast<std::int64_t>(spec.skips.size()));
+  out.chunks = narrow(m);
+  const SlotLayout& layout = out.layout;
+
+  for (const SkipRoute& route : spec.skips) {
+    out.skipStashPartition.push_back(narrow(schedule.partitionOfLayer(route.stashLayer)));
+    out.skipPopPartition.push_back(narrow(schedule.partitionOfLayer(route.popLayer)));
+  }
+
+  const std::vector<Op>& ops = schedule.ops();
+  const std::size_t count = ops.size();
+  // Size class 1 is the last micro-batch (possibly smaller); class 0 every other one.
+  auto sizeClass = [m](std::int64_t i) { return i == m - 1 ? 1 : 0; };
+  auto byteSlot = [&](std::int64_t i, std::int32_t slot) {
+    return sizeClass(i) * layout.bytesPerClass() + slot;
+  };
+  auto durationSlot = [&](std::int64_t i, std::int32_t slot) {
+    return sizeClass(i) * layout.durationsPerClass() + slot;
+  };
+
+  std::vector<OpEffects> effects(count);
+  out.ops.resize(count);
+  for (std::size_t index = 0; index < count; ++index) {
+    const Op& op = ops[index];
+    CompiledOp& c = out.ops[index];
+    c.kind = op.kind;
+    c.i = narrow(op.i);
+    c.j = narrow(op.j);
+    c.toJ = narrow(op.toJ);
+    c.dependencyCount = static_cast<std::uint32_t>(op.deps.size());
+    const std::int32_t j = c.j;
+    OpEffects& e = effects[index];
+    auto mem = [&](std::int32_t partition, std::int32_t slot) {
+      return MemoryEffect{partition, byteSlot(op.i, slot)};
+    };
+    switch (op.kind) {
+      case OpKind::Forward: {
+        c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
+        e.startAlloc.push_back(mem(j, layout.workspace(j)));
+        if (training) {
+          e.endAlloc.push_back(mem(j, schedule.checkpointed(op.i) ? layout.output(j) : layout.saved(j)));
+        } else {
+          if (j + 1 < n) e.endAlloc.push_back(mem(j, layout.output(j)));
+          if (j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
+        }
+        e.endRelease.push_back(mem(j, layout.workspace(j)));
+        for (std::int32_t s = 0; s < layout.skips; ++s) {
+          if (out.skipStashPartition[static_cast<std::size_t>(s)] == j) e.endAlloc.push_back(mem(j, layout.skipBytes(s)));
+          if (!training && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
+            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], layout.skipBytes(s)));
+          }
+        }
+        break;
+      }
+      case OpKind::Recompute:
+        c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
+        e.startAlloc.push_back(mem(j, layout.workspace(j)));
+        e.endAlloc.push_back(mem(j, layout.saved(j)));
+        e.endRelease.push_back(mem(j, layout.workspace(j)));
+        break;
+      case OpKind::Backward: {
+        c.durationSlot = durationSlot(op.i, layout.backwardNs(j));
+        e.startAlloc.push_back(mem(j, layout.workspace(j)));
+        if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
+        e.endRelease.push_back(mem(j, layout.workspace(j)));
+        e.endRelease.push_back(mem(j, layout.saved(j)));
+        if (schedule.checkpointed(op.i)) {
+          if (j == n - 1) e.endRelease.push_back(mem(j, layout.output(j)));
+          if (j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
+        }
+        if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
+        for (std::int32_t s = 0; s < layout.skips; ++s) {
+          if (out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
+            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], layout.skipBytes(s)));
+          }
+        }
+        break;
+      }
+      case OpKind::Copy:
+      case OpKind::SkipCopy: {
+        const std::int32_t slot =
+            op.kind == OpKind::Copy ? layout.copyBytes(std::min(c.j, c.toJ), op.gradient)
+                                    : layout.skipCopyBytes(narrow(op.skip), op.gradient);
+        c.durationSlot = durationSlot(
+            op.i, op.kind == OpKind::Copy ? layout.copyNs(std::min(c.j, c.toJ), op.gradient)
+                                          : layout.skipCopyNs(narrow(op.skip), op.gradient));
+        // The buffer is allocated on the destination at copy start and freed with the tensor
+        // it carries: at the end of the destination's backward (forward when not training).
+        e.startAlloc.push_back(mem(c.toJ, slot));
+        const auto consumer = schedule.find(training ? OpKind::Backward : OpKind::Forward, op.i, op.toJ);
+        if (!consumer) {
+          throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
+        }
+        effects[*consumer].endRelease.push_back(mem(c.toJ, slot));
+        break;
+      }
+    }
+  }
+
+  // Successors (reverse dependencies), in increasing op order.
+  std::vector<std::uint32_t> successorCount(count, 0);
+  for (const Op& op : ops) {
+    for (OpIndex dep : op.deps) ++successorCount[dep];
+  }
+  std::uint32_t offset = 0;
+  for (std::size_t index = 0; index < count; ++index) {
+    out.ops[index].successors.begin = offset;
+    out.ops[index].successors.end = offset;
+    offset += successorCount[index];
+  }
+  out.successors.resize(offset);
+  for (std::size_t index = 0; index < count; ++index) {
+    for (OpIndex dep : ops[index].deps) {
+      out.successors[out.ops[dep].successors.end++] = static_cast<std::uint32_t>(index);
+    }
+  }
+
+  for (std::size_t index = 0; index < count; ++index) {
+    out.ops[index].startAlloc = append(out.effects, effects[index].startAlloc);
+    out.ops[index].endAlloc = append(out.effects, effects[index].endAlloc);
+    out.ops[index].endRelease = append(out.effects, effects[index].endRelease);
+  }
+
+  out.orderStart.push_back(0);
+  for (std::int64_t j = 0; j < n; ++j) {
+    const std::vector<OpIndex>& order = schedule.partitionOrder(j);
+    for (std::size_t position = 0; position < order.size(); ++position) {
+      out.ops[order[position]].orderPosition = static_cast<std::uint32_t>(position);
+      out.orderOps.push_back(static_cast<std::uint32_t>(order[position]));
+    }
+    out.orderStart.push_back(static_cast<std::uint32_t>(out.orderOps.size()));
+  }
+
+  out.labels.reserve(count);
+  for (const Op& op : ops) out.labels.push_back(schedule.label(op));
+  return out;
+}
+
+}  // namespace pipeprof::sim

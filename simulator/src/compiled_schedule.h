@@ -1,0 +1,79 @@
+// A Schedule flattened into arrays the engine walks without allocating: ops, dependencies, memory effects.
+#pragma once
+
+#include <pipeprof/core/schedule.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof::sim {
+
+/// Which per-candidate value a slot holds. Slots are laid out per size class (0: a full
+/// micro-batch, 1: the last micro-batch, whose size may be the remainder); see SlotLayout.
+struct SlotLayout {
+  std::int32_t n = 0;      ///< partitions
+  std::int32_t skips = 0;  ///< skip routes
+
+  // Duration slots.
+  std::int32_t durationsPerClass() const { return 4 * n + 2 * skips; }
+  std::int32_t forwardNs(std::int32_t j) const { return j; }
+  std::int32_t backwardNs(std::int32_t j) const { return n + j; }
+  std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
+  std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
+
+  // Byte slots.
+  std::int32_t bytesPerClass() const { return 5 * n + 3 * skips; }
+  std::int32_t workspace(std::int32_t j) const { return j; }
+  std::int32_t saved(std::int32_t j) const { return n + j; }
+  std::int32_t output(std::int32_t j) const { return 2 * n + j; }
+  std::int32_t copyBytes(std::int32_t lowJ, bool gradient) const { return (gradient ? 4 : 3) * n + lowJ; }
+  std::int32_t skipBytes(std::int32_t s) const { return 5 * n + s; }
+  std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 5 * n + (gradient ? 2 : 1) * skips + s; }
+};
+
+/// One memory change: `slot`'s bytes on partition j.
+struct MemoryEffect {
+  std::int32_t j = 0;
+  std::int32_t slot = 0;  ///< absolute byte slot (size class already applied)
+};
+
+/// Half-open index range into one of the CompiledSchedule's flat arrays.
+struct Range {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+};
+
+struct CompiledOp {
+  OpKind kind = OpKind::Forward;
+  std::int32_t i = 0;
+  std::int32_t j = 0;
+  std::int32_t toJ = 0;
+  std::int32_t durationSlot = 0;  ///< absolute duration slot (size class already applied)
+  std::uint32_t dependencyCount = 0;
+  std::uint32_t orderPosition = 0;  ///< compute ops: position in partitionOrder(j)
+  Range successors;
+  Range startAlloc;   ///< at op start: allocations (workspace, copy buffers)
+  Range endAlloc;     ///< at op end, first: allocations (saved, outputs, gradients)
+  Range endRelease;   ///< at op end, then: releases (workspace, freed tensors)
+};
+
+/// The structure of one schedule, independent of the balance's layer counts (it depends on
+/// n, the micro-batch count, the checkpoint mode, training, and the partitions of skip routes).
+struct CompiledSchedule {
+  SlotLayout layout;
+  std::int32_t chunks = 0;  ///< micro-batch count m
+  std::vector<CompiledOp> ops;
+  std::vector<std::uint32_t> successors;
+  std::vector<MemoryEffect> effects;
+  std::vector<std::uint32_t> orderOps;       ///< partitionOrder(j) for every j, concatenated
+  std::vector<std::uint32_t> orderStart;     ///< n + 1 offsets into orderOps
+  std::vector<std::string> labels;           ///< Schedule::label of every op
+  std::vector<std::int32_t> skipStashPartition;
+  std::vector<std::int32_t> skipPopPartition;
+};
+
+/// Flattens a built schedule. Memory effects follow docs/simulator.md ("Memory model").
+CompiledSchedule compileSchedule(const Schedule& schedule);
+
+}  // namespace pipeprof::sim

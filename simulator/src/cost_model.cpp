@@ -1,0 +1,127 @@
+// The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
+#include "cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::sim {
+
+MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
+  if (batch < 1) throw std::invalid_argument("batch must be positive, got " + std::to_string(batch));
+  if (chunks < 1) throw std::invalid_argument("chunks must be positive, got " + std::to_string(chunks));
+  MicroBatching out;
+  out.chunkSize = (batch + chunks - 1) / chunks;
+  out.count = (batch + out.chunkSize - 1) / out.chunkSize;
+  out.lastSize = batch - (out.count - 1) * out.chunkSize;
+  return out;
+}
+
+CostModel::CostModel(const Profile& profile) : profile_(&profile) {
+  staticPrefix_.assign(profile.layers.size() + 1, 0);
+  for (std::size_t l = 0; l < profile.layers.size(); ++l) {
+    const LayerProfile& layer = profile.layers[l];
+    staticPrefix_[l + 1] = staticPrefix_[l] + layer.paramBytes + layer.gradBytes + layer.optimizerBytes;
+  }
+}
+
+const LayerCostTable& CostModel::table(std::int64_t microBatch) {
+  for (const auto& table : tables_) {
+    if (table->microBatch == microBatch) return *table;
+  }
+  auto table = std::make_unique<LayerCostTable>();
+  table->microBatch = microBatch;
+  const std::size_t layers = profile_->layers.size();
+  table->forwardPrefix.assign(layers + 1, 0);
+  table->backwardPrefix.assign(layers + 1, 0);
+  table->savedPrefix.assign(layers + 1, 0);
+  table->outputBytes.assign(layers, 0);
+  table->workspaceBytes.assign(layers, 0);
+  for (std::size_t l = 0; l < layers; ++l) {
+    const CostSample cost = profile_->layers[l].costAt(microBatch);
+    table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
+    table->backwardPrefix[l + 1] = table->backwardPrefix[l] + cost.backwardNs;
+    table->savedPrefix[l + 1] = table->savedPrefix[l] + cost.savedBytes;
+    table->outputBytes[l] = cost.outputBytes;
+    table->workspaceBytes[l] = cost.workspaceBytes;
+  }
+  tables_.push_back(std::move(table));
+  return *tables_.back();
+}
+
+Bytes CostModel::staticBytes(std::int64_t first, std::int64_t end) const {
+  return staticPrefix_[static_cast<std::size_t>(end)] - staticPrefix_[static_cast<std::size_t>(first)];
+}
+
+TimeNs scaleTime(TimeNs profileNs, double relativeSpeed) {
+  if (relativeSpeed == 1.0) return profileNs;
+  return static_cast<TimeNs>(std::llround(static_cast<double>(profileNs) / relativeSpeed));
+}
+
+bool isZeroCostLink(const Link& link) { return link.latencyNs == 0 && link.bandwidthBytesPerS == 0.0; }
+
+void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
+                  const Candidate& candidate, const MicroBatching& batching,
+                  const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
+  const SlotLayout& layout = compiled.layout;
+  const std::int32_t n = layout.n;
+  out.durationNs.assign(2 * static_cast<std::size_t>(layout.durationsPerClass()), 0);
+  out.bytes.assign(2 * static_cast<std::size_t>(layout.bytesPerClass()), 0);
+  out.staticBytes.resize(static_cast<std::size_t>(n));
+  out.partitionDevice.resize(static_cast<std::size_t>(n));
+  for (std::int32_t j = 0; j < n; ++j) {
+    out.partitionDevice[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(candidate.deviceOf(j));
+    out.staticBytes[static_cast<std::size_t>(j)] =
+        costs.staticBytes(firstLayer[static_cast<std::size_t>(j)], firstLayer[static_cast<std::size_t>(j) + 1]);
+  }
+  auto deviceOf = [&](std::int32_t j) { return out.partitionDevice[static_cast<std::size_t>(j)]; };
+  // Transfer time and destination buffer of `bytes` moved from partition a to partition b.
+  auto transfer = [&](std::int32_t a, std::int32_t b, Bytes bytes, TimeNs& timeNs, Bytes& bufferBytes) {
+    const std::int32_t from = deviceOf(a);
+    const std::int32_t to = deviceOf(b);
+    if (from == to || isZeroCostLink(cluster.link(from, to))) {
+      timeNs = 0;
+      bufferBytes = 0;
+      return;
+    }
+    timeNs = cluster.link(from, to).transferNs(bytes);
+    bufferBytes = bytes;
+  };
+
+  const Profile& profile = costs.profile();
+  for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
+    const std::int64_t size = sizeClass == 0 ? batching.chunkSize : batching.lastSize;
+    const LayerCostTable& table = costs.table(size);
+    TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
+    Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
+    for (std::int32_t j = 0; j < n; ++j) {
+      const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
+      const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
+      const double speed = cluster.devices[static_cast<std::size_t>(deviceOf(j))].relativeSpeed;
+      duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
+      duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
+      bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
+      bytes[layout.output(j)] = table.outputBytes[end - 1];
+      Bytes workspace = 0;
+      for (std::size_t l = first; l < end; ++l) workspace = std::max(workspace, table.workspaceBytes[l]);
+      bytes[layout.workspace(j)] = workspace;
+      if (j + 1 < n) {
+        const Bytes boundary = table.outputBytes[end - 1];
+        transfer(j, j + 1, boundary, duration[layout.copyNs(j, false)], bytes[layout.copyBytes(j, false)]);
+        transfer(j + 1, j, boundary, duration[layout.copyNs(j, true)], bytes[layout.copyBytes(j, true)]);
+      }
+    }
+    for (std::int32_t s = 0; s < layout.skips; ++s) {
+      const Bytes skip = profile.skips[static_cast<std::size_t>(s)].bytesPerSample * size;
+      const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
+      const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
+      bytes[layout.skipBytes(s)] = skip;
+      transfer(stash, pop, skip, duration[layout.skipCopyNs(s, false)], bytes[layout.skipCopyBytes(s, false)]);
+      transfer(pop, stash, skip, duration[layout.skipCopyNs(s, true)], bytes[layout.skipCopyBytes(s, true)]);
+    }
+  }
+}
+
+}  // namespace pipeprof::sim

@@ -1,0 +1,76 @@
+// The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
+#pragma once
+
+#include "compiled_schedule.h"
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace pipeprof::sim {
+
+/// How torch::chunk splits a batch of B samples into m chunks: chunks of c = ceil(B / m)
+/// samples, the last one holding the remainder, and only ceil(B / c) of them exist.
+struct MicroBatching {
+  std::int64_t chunkSize = 1;  ///< c
+  std::int64_t count = 1;      ///< micro-batches that exist (<= m)
+  std::int64_t lastSize = 1;   ///< size of micro-batch count-1
+};
+
+/// Throws std::invalid_argument when batch or chunks is not positive.
+MicroBatching microBatching(std::int64_t batch, std::int64_t chunks);
+
+/// Every layer's costs at one micro-batch size, as prefix sums over layers (index l holds
+/// the sum over layers [0, l)).
+struct LayerCostTable {
+  std::int64_t microBatch = 0;
+  std::vector<TimeNs> forwardPrefix;
+  std::vector<TimeNs> backwardPrefix;
+  std::vector<Bytes> savedPrefix;
+  std::vector<Bytes> outputBytes;
+  std::vector<Bytes> workspaceBytes;
+};
+
+/// A profile's costs, cached per micro-batch size so a search interpolates each size once.
+class CostModel {
+ public:
+  explicit CostModel(const Profile& profile);
+
+  const Profile& profile() const { return *profile_; }
+  /// The table at a micro-batch size (computed on first use, then cached).
+  const LayerCostTable& table(std::int64_t microBatch);
+  /// Sum of param + grad + optimizer bytes of layers [first, end).
+  Bytes staticBytes(std::int64_t first, std::int64_t end) const;
+
+ private:
+  const Profile* profile_;
+  std::vector<Bytes> staticPrefix_;
+  std::vector<std::unique_ptr<LayerCostTable>> tables_;
+};
+
+/// One candidate's numbers, indexed by the compiled schedule's slots.
+struct ResolvedCosts {
+  std::vector<TimeNs> durationNs;       ///< 2 * layout.durationsPerClass()
+  std::vector<Bytes> bytes;             ///< 2 * layout.bytesPerClass()
+  std::vector<Bytes> staticBytes;       ///< per partition
+  std::vector<std::int32_t> partitionDevice;  ///< cluster device of each partition
+};
+
+/// A profile time on a device: time / relativeSpeed, rounded to the nearest nanosecond
+/// (exact when the speed is 1).
+TimeNs scaleTime(TimeNs profileNs, double relativeSpeed);
+
+/// Whether a link moves data for free (latency 0 and infinite bandwidth): no time, no buffer.
+bool isZeroCostLink(const Link& link);
+
+/// Fills `out` (reusing its storage) for the candidate. firstLayer has n + 1 entries (the
+/// last is the layer count). The candidate must have been validated against the cluster.
+void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
+                  const Candidate& candidate, const MicroBatching& batching,
+                  const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out);
+
+}  // namespace pipeprof::sim

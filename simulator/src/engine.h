@@ -1,0 +1,84 @@
+// The discrete-event engine: runs a compiled schedule against resolved costs on devices and links.
+#pragma once
+
+#include "compiled_schedule.h"
+#include "cost_model.h"
+#include "event_queue.h"
+#include "memory_timeline.h"
+
+#include <pipeprof/core/units.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pipeprof::sim {
+
+/// Resources: one compute resource per cluster device (partitions placed on one device
+/// contend for it) and one copy resource per direction of each link. A compute op starts when
+/// its dependencies are done, it is next in its partition's order and its device is free;
+/// among ready ops of one device the one ready first wins, then the lower partition, then the
+/// lower op index. Copies on one link direction run FIFO by ready time, then op index.
+/// All events at one time are processed before any op starts at that time.
+///
+/// An Engine keeps its buffers between runs, so a search reuses one per thread.
+class Engine {
+ public:
+  /// Simulates one step. Throws std::logic_error if the schedule cannot finish (a cycle).
+  void run(const CompiledSchedule& compiled, const ResolvedCosts& costs, std::int32_t deviceCount,
+           bool recordMemorySamples);
+
+  TimeNs iterationNs() const { return iterationNs_; }
+  std::int64_t eventCount() const { return eventCount_; }
+  /// Per partition: the sum of its compute ops' durations.
+  const std::vector<TimeNs>& busyNs() const { return busyNs_; }
+  TimeNs startNs(std::size_t op) const { return startNs_[op]; }
+  TimeNs endNs(std::size_t op) const { return endNs_[op]; }
+  std::int32_t resourceOf(std::size_t op) const { return resource_[op]; }
+  const MemoryTimeline& memory() const { return memory_; }
+
+ private:
+  struct Queued {
+    TimeNs readyNs;
+    std::uint32_t op;
+  };
+  struct LinkQueue {
+    std::vector<Queued> items;
+    std::size_t head = 0;
+  };
+
+  void makeReady(std::uint32_t op, TimeNs timeNs);
+  void finish(std::uint32_t op, TimeNs timeNs);
+  void dispatchDevice(std::int32_t device, TimeNs timeNs);
+  void dispatchLink(std::int32_t link, TimeNs timeNs);
+  void start(std::uint32_t op, TimeNs timeNs);
+  void touchDevice(std::int32_t device);
+  void touchLink(std::int32_t link);
+
+  const CompiledSchedule* compiled_ = nullptr;
+  const ResolvedCosts* costs_ = nullptr;
+  std::int32_t deviceCount_ = 0;
+
+  EventQueue events_;
+  MemoryTimeline memory_;
+  std::vector<std::uint32_t> remaining_;
+  std::vector<TimeNs> startNs_;
+  std::vector<TimeNs> endNs_;
+  std::vector<std::int32_t> resource_;  ///< device index, or deviceCount + link index for copies
+  std::vector<std::uint32_t> nextPosition_;  ///< per partition
+  std::vector<std::int64_t> eligibleOp_;     ///< per partition, -1 when none
+  std::vector<TimeNs> eligibleSinceNs_;      ///< per partition
+  std::vector<std::int32_t> devicePartitionStart_;  ///< deviceCount + 1 offsets
+  std::vector<std::int32_t> devicePartitions_;
+  std::vector<char> deviceBusy_;
+  std::vector<LinkQueue> links_;
+  std::vector<char> linkBusy_;
+  std::vector<char> deviceTouched_;
+  std::vector<char> linkTouched_;
+  std::vector<std::int32_t> touchedDevices_;
+  std::vector<std::int32_t> touchedLinks_;
+  std::vector<TimeNs> busyNs_;
+  TimeNs iterationNs_ = 0;
+  std::int64_t eventCount_ = 0;
+};
+
+}  // namespace pipeprof::sim

@@ -1,0 +1,82 @@
+// Bytes in use per partition over simulated time: running totals, peaks, the op of each peak, device counters.
+#include "memory_timeline.h"
+
+#include <cstddef>
+
+namespace pipeprof::sim {
+
+void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+                           std::int32_t deviceCount, bool recordSamples) {
+  const std::size_t n = partitionDevice.size();
+  current_.assign(n, 0);
+  peak_.assign(n, 0);
+  peakOp_.assign(n, -1);
+  partitionDevice_ = &partitionDevice;
+  record_ = recordSamples;
+  samples_.clear();
+  if (record_) {
+    deviceBytes_.assign(static_cast<std::size_t>(deviceCount), 0);
+    deviceChanged_.assign(static_cast<std::size_t>(deviceCount), 0);
+    lastSample_.assign(static_cast<std::size_t>(deviceCount), -1);
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto device = static_cast<std::size_t>(partitionDevice[j]);
+      deviceBytes_[device] += staticBytes[j];
+      deviceChanged_[device] = 1;
+    }
+    sample(0);
+  }
+}
+
+void MemoryTimeline::allocate(const CompiledSchedule& compiled, Range range, const Bytes* bytes, std::uint32_t op,
+                              TimeNs timeNs) {
+  for (std::uint32_t e = range.begin; e < range.end; ++e) {
+    const MemoryEffect& effect = compiled.effects[e];
+    const Bytes amount = bytes[effect.slot];
+    if (amount == 0) continue;
+    const auto j = static_cast<std::size_t>(effect.j);
+    current_[j] += amount;
+    if (current_[j] > peak_[j]) {
+      peak_[j] = current_[j];
+      peakOp_[j] = op;
+    }
+    if (record_) {
+      const auto device = static_cast<std::size_t>((*partitionDevice_)[j]);
+      deviceBytes_[device] += amount;
+      deviceChanged_[device] = 1;
+    }
+  }
+  if (record_) sample(timeNs);
+}
+
+void MemoryTimeline::release(const CompiledSchedule& compiled, Range range, const Bytes* bytes, TimeNs timeNs) {
+  for (std::uint32_t e = range.begin; e < range.end; ++e) {
+    const MemoryEffect& effect = compiled.effects[e];
+    const Bytes amount = bytes[effect.slot];
+    if (amount == 0) continue;
+    const auto j = static_cast<std::size_t>(effect.j);
+    current_[j] -= amount;
+    if (record_) {
+      const auto device = static_cast<std::size_t>((*partitionDevice_)[j]);
+      deviceBytes_[device] -= amount;
+      deviceChanged_[device] = 1;
+    }
+  }
+  if (record_) sample(timeNs);
+}
+
+void MemoryTimeline::sample(TimeNs timeNs) {
+  for (std::size_t device = 0; device < deviceChanged_.size(); ++device) {
+    if (!deviceChanged_[device]) continue;
+    deviceChanged_[device] = 0;
+    // One value per device and instant: the state once everything at that instant happened.
+    const std::int64_t last = lastSample_[device];
+    if (last >= 0 && samples_[static_cast<std::size_t>(last)].timeNs == timeNs) {
+      samples_[static_cast<std::size_t>(last)].bytes = deviceBytes_[device];
+      continue;
+    }
+    lastSample_[device] = static_cast<std::int64_t>(samples_.size());
+    samples_.push_back(MemorySample{timeNs, static_cast<std::int32_t>(device), deviceBytes_[device]});
+  }
+}
+
+}  // namespace pipeprof::sim

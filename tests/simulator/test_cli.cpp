@@ -1,0 +1,1 @@
+// End-to-end tests of `pipeprof simulate` and `pipeprof suggest` (filled in below).

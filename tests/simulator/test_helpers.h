@@ -1,0 +1,68 @@
+// Small literal profiles and clusters for the simulator tests.
+#pragma once
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipeprof::test {
+
+/// Per-sample costs of one layer (a single cost sample at micro-batch 1, so costs scale
+/// exactly with the micro-batch size).
+struct LayerCosts {
+  TimeNs forwardNs = 0;
+  TimeNs backwardNs = 0;
+  Bytes savedBytes = 0;
+  Bytes outputBytes = 0;
+  Bytes workspaceBytes = 0;
+  Bytes paramBytes = 0;
+};
+
+inline Profile makeProfile(const std::vector<LayerCosts>& layers) {
+  Profile profile;
+  profile.environment.model = "test";
+  profile.environment.deviceType = "cpu";
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    LayerProfile layer;
+    layer.name = "layer" + std::to_string(l);
+    layer.paramBytes = layers[l].paramBytes;
+    layer.gradBytes = layers[l].paramBytes;
+    CostSample cost;
+    cost.microBatch = 1;
+    cost.forwardNs = layers[l].forwardNs;
+    cost.backwardNs = layers[l].backwardNs;
+    cost.savedBytes = layers[l].savedBytes;
+    cost.outputBytes = layers[l].outputBytes;
+    cost.workspaceBytes = layers[l].workspaceBytes;
+    layer.costs.push_back(cost);
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+/// k identical layers.
+inline Profile uniformProfile(std::int64_t k, const LayerCosts& costs) {
+  return makeProfile(std::vector<LayerCosts>(static_cast<std::size_t>(k), costs));
+}
+
+/// n devices joined by zero-cost links (no copy time, no copy buffers).
+inline Cluster freeCluster(std::int64_t n, std::optional<Bytes> memoryBytes = std::nullopt) {
+  return Cluster::uniform(n, memoryBytes, 0.0, 0, "dev");
+}
+
+inline Candidate makeCandidate(std::vector<std::int64_t> balance, std::int64_t chunks, Checkpoint mode,
+                               std::int64_t batch) {
+  Candidate candidate;
+  candidate.balance = std::move(balance);
+  candidate.chunks = chunks;
+  candidate.checkpoint = mode;
+  candidate.batch = batch;
+  return candidate;
+}
+
+}  // namespace pipeprof::test

@@ -1,0 +1,171 @@
+// Tests for the memory model: peaks per partition and their ops, closed forms per checkpoint mode.
+#include "memory_timeline.h"
+
+#include <pipeprof/simulator/simulator.h>
+
+#include "test_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace pipeprof {
+namespace {
+
+// One layer per partition: f 10, b 20, saved S 100, output O 10, workspace W 5, params 8
+// (+ 8 of gradients: static 16), all per sample; one sample per micro-batch.
+constexpr Bytes kS = 100;
+constexpr Bytes kO = 10;
+constexpr Bytes kW = 5;
+constexpr Bytes kStatic = 16;
+const test::LayerCosts kLayer{10, 20, kS, kO, kW, 8};
+
+Prediction run(std::int64_t k, std::int64_t m, Checkpoint mode, const Cluster& cluster) {
+  const Profile profile = test::uniformProfile(k, kLayer);
+  return simulate(profile, cluster,
+                  test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(k), 1), m, mode, m))
+      .prediction;
+}
+
+// never: partition 0 keeps every micro-batch's saved tensors until its backward; the peak is
+// reached when forward(M-1,0) ends (outputs are allocated before the workspace is freed).
+TEST(MemoryModel, NeverGrowsLinearlyInMicroBatches) {
+  for (std::int64_t k : {1, 2, 3}) {
+    for (std::int64_t m : {1, 2, 4, 8}) {
+      const Prediction p = run(k, m, Checkpoint::Never, test::freeCluster(k));
+      EXPECT_EQ(p.peakBytes[0], kStatic + m * kS + kW) << "K=" << k << " M=" << m;
+      EXPECT_EQ(p.peakOp[0], "forward(" + std::to_string(m - 1) + ",0)");
+      if (k > 1) {
+        // The last partition also allocates the gradient of its input in backward(M-1,K-1).
+        EXPECT_EQ(p.peakBytes[static_cast<std::size_t>(k - 1)], kStatic + m * kS + kW + kO);
+        EXPECT_EQ(p.peakOp[static_cast<std::size_t>(k - 1)],
+                  "backward(" + std::to_string(m - 1) + "," + std::to_string(k - 1) + ")");
+      }
+    }
+  }
+}
+
+// always: the stored inputs (one boundary output per micro-batch) plus one micro-batch's
+// saved tensors during its recompute.
+TEST(MemoryModel, AlwaysHoldsOneMicroBatchOfSavedTensorsPlusStoredInputs) {
+  for (std::int64_t k : {1, 2, 3}) {
+    for (std::int64_t m : {1, 2, 4, 8}) {
+      const Prediction p = run(k, m, Checkpoint::Always, test::freeCluster(k));
+      EXPECT_EQ(p.peakBytes[0], kStatic + m * kO + kS + kW) << "K=" << k << " M=" << m;
+      EXPECT_EQ(p.peakOp[0], "recompute(" + std::to_string(m - 1) + ",0)");
+    }
+  }
+}
+
+// except_last: M-1 stored inputs plus the last micro-batch's saved tensors, at the end of
+// forward(M-1,0).
+TEST(MemoryModel, ExceptLastKeepsTheLastMicroBatch) {
+  for (std::int64_t k : {1, 2, 3}) {
+    for (std::int64_t m : {2, 4, 8}) {
+      const Prediction p = run(k, m, Checkpoint::ExceptLast, test::freeCluster(k));
+      EXPECT_EQ(p.peakBytes[0], kStatic + (m - 1) * kO + kS + kW) << "K=" << k << " M=" << m;
+      EXPECT_EQ(p.peakOp[0], "forward(" + std::to_string(m - 1) + ",0)");
+    }
+  }
+}
+
+// Over a costly link every copy allocates its bytes on the destination at copy start: the
+// activation copy on partition 1 (held until backward(0,1) ends), the gradient copy on
+// partition 0 (held until backward(0,0) ends).
+TEST(MemoryModel, CopyBuffersCountOnTheDestination) {
+  const Prediction free = run(2, 1, Checkpoint::Never, test::freeCluster(2));
+  EXPECT_EQ(free.peakBytes, (std::vector<Bytes>{kStatic + kS + kW, kStatic + kS + kW + kO}));
+  EXPECT_EQ(free.peakOp, (std::vector<std::string>{"forward(0,0)", "backward(0,1)"}));
+  const Prediction costly = run(2, 1, Checkpoint::Never, Cluster::uniform(2, std::nullopt, 0.0, 3));
+  EXPECT_EQ(costly.peakBytes, (std::vector<Bytes>{kStatic + kS + kW + kO, kStatic + kS + kW + 2 * kO}));
+  EXPECT_EQ(costly.peakOp, (std::vector<std::string>{"backward(0,0)", "backward(0,1)"}));
+}
+
+// The skip tensor stays on its stash partition from forward(i,0) to backward(i,2).
+TEST(MemoryModel, SkipTensorsAreHeldUntilThePopPartitionsBackward) {
+  Profile profile = test::uniformProfile(3, kLayer);
+  const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Never, 1);
+  const Prediction without = simulate(profile, test::freeCluster(3), candidate).prediction;
+  profile.skips.push_back({"enc", 0, 2, 1000});
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult with = simulate(profile, test::freeCluster(3), candidate, options);
+  EXPECT_EQ(with.prediction.peakBytes[0], without.peakBytes[0] + 1000);
+  EXPECT_EQ(with.prediction.peakBytes[1], without.peakBytes[1]);
+  EXPECT_EQ(with.prediction.peakBytes[2], without.peakBytes[2]);
+  // Device 0's counter holds the skip until backward(0,2) ends.
+  TimeNs backward2End = -1;
+  for (const TraceEvent& e : with.trace.events) {
+    if (e.name == "backward(0,2)") backward2End = e.endNs();
+  }
+  ASSERT_GT(backward2End, 0);
+  for (const TraceEvent& e : with.trace.events) {
+    if (e.kind != EventKind::Counter || e.device != "dev:0") continue;
+    if (e.startNs > 10 && e.startNs < backward2End) {
+      EXPECT_GE(e.value, 1000.0) << e.startNs;
+    }
+    if (e.startNs >= backward2End) {
+      EXPECT_LT(e.value, 1000.0) << e.startNs;
+    }
+  }
+}
+
+TEST(MemoryModel, EverythingDynamicIsFreedAtTheEndOfTheStep) {
+  for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+    Profile profile = test::uniformProfile(3, kLayer);
+    profile.skips.push_back({"enc", 0, 2, 7});
+    SimulationOptions options;
+    options.recordTrace = true;
+    const SimulationResult result =
+        simulate(profile, Cluster::uniform(3, std::nullopt, 1e9, 2, "dev"),
+                 test::makeCandidate({1, 1, 1}, 3, mode, 5), options);
+    std::map<std::string, double> last;
+    for (const TraceEvent& e : result.trace.events) {
+      if (e.kind == EventKind::Counter) last[e.device] = e.value;
+    }
+    ASSERT_EQ(last.size(), 3u);
+    for (const auto& [device, value] : last) EXPECT_EQ(value, static_cast<double>(kStatic)) << device;
+  }
+}
+
+TEST(MemoryModel, CapacityDecidesFit) {
+  // Peak of partition 0 in never with M = 4: 16 + 400 + 5 = 421; partition 1: 431.
+  const Prediction tight = run(2, 4, Checkpoint::Never, test::freeCluster(2, Bytes{430}));
+  EXPECT_FALSE(tight.fits);
+  EXPECT_EQ(tight.overflowDevices, (std::vector<std::int64_t>{1}));
+  EXPECT_TRUE(run(2, 4, Checkpoint::Never, test::freeCluster(2, Bytes{431})).fits);
+  // Two partitions on one device: their peaks are summed (an upper bound).
+  const Profile profile = test::uniformProfile(2, kLayer);
+  Candidate candidate = test::makeCandidate({1, 1}, 4, Checkpoint::Never, 4);
+  candidate.devices = {0, 0};
+  const Prediction shared = simulate(profile, test::freeCluster(1, Bytes{851}), candidate).prediction;
+  EXPECT_FALSE(shared.fits);
+  EXPECT_EQ(shared.overflowDevices, (std::vector<std::int64_t>{0}));
+}
+
+TEST(MemoryTimeline, AllocationsBeforeReleasesAndFirstPeakOp) {
+  sim::CompiledSchedule compiled;
+  compiled.effects = {{0, 0}, {0, 1}, {1, 0}};
+  const std::vector<Bytes> bytes{50, 30};
+  const std::vector<std::int32_t> devices{0, 0};
+  const std::vector<Bytes> statics{0, 0};
+  sim::MemoryTimeline memory;
+  memory.reset(devices, statics, 1, true);
+  memory.allocate(compiled, {0, 2}, bytes.data(), 7, 10);  // +50 +30 on partition 0
+  memory.release(compiled, {1, 2}, bytes.data(), 10);      // -30
+  memory.allocate(compiled, {1, 2}, bytes.data(), 8, 20);  // +30: 80 again, not a new peak
+  memory.allocate(compiled, {2, 3}, bytes.data(), 9, 20);  // partition 1
+  EXPECT_EQ(memory.peakDynamic(0), 80);
+  EXPECT_EQ(memory.peakOp(0), 7);
+  EXPECT_EQ(memory.peakDynamic(1), 50);
+  EXPECT_EQ(memory.peakOp(1), 9);
+  EXPECT_EQ(memory.currentDynamic(0), 80);
+  // One counter value per instant: 50 at t=10, 130 at t=20 (device 0 holds both partitions).
+  ASSERT_EQ(memory.samples().size(), 3u);
+  EXPECT_EQ(memory.samples()[1].bytes, 50);
+  EXPECT_EQ(memory.samples()[2].bytes, 130);
+}
+
+}  // namespace
+}  // namespace pipeprof
