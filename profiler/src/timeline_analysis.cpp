@@ -1,1 +1,299 @@
-// Placeholder: implemented by its owner.
+// Timeline analysis of measured and predicted traces (one code path for both).
+#include <pipeprof/profiler/timeline_analysis.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace pipeprof {
+
+namespace {
+
+using Interval = std::pair<TimeNs, TimeNs>;  // [start, end)
+
+bool isCompute(const TraceEvent& e) {
+  return e.kind == EventKind::Span &&
+         (e.phase == Phase::Forward || e.phase == Phase::Recompute || e.phase == Phase::Backward);
+}
+
+bool isCopy(const TraceEvent& e) {
+  return e.kind == EventKind::Span &&
+         (e.phase == Phase::Copy || e.phase == Phase::SkipCopy || e.phase == Phase::Memcpy);
+}
+
+/// Stage key: partition j when known, else the device (partition -1).
+using StageKey = std::pair<std::int64_t, std::string>;
+StageKey stageOf(const TraceEvent& e) {
+  return e.partition >= 0 ? StageKey{e.partition, ""} : StageKey{-1, e.device};
+}
+
+std::vector<Interval> mergeIntervals(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> merged;
+  for (const Interval& iv : intervals) {
+    if (!merged.empty() && iv.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, iv.second);
+    } else {
+      merged.push_back(iv);
+    }
+  }
+  return merged;
+}
+
+/// "a->b" from a name or lane such as "copy(2,0->1)" or "copy 0->1"; empty when absent.
+std::string directionOf(const TraceEvent& e) {
+  if (e.phase == Phase::Memcpy) {
+    const auto kind = e.args.find("copy_kind");
+    return kind != e.args.end() ? kind->second : std::string("memcpy");
+  }
+  for (const std::string* text : {&e.name, &e.lane}) {
+    const auto arrow = text->find("->");
+    if (arrow == std::string::npos) continue;
+    std::size_t from = arrow;
+    while (from > 0 && std::isdigit(static_cast<unsigned char>((*text)[from - 1])) != 0) --from;
+    std::size_t to = arrow + 2;
+    while (to < text->size() && std::isdigit(static_cast<unsigned char>((*text)[to])) != 0) ++to;
+    if (from < arrow && to > arrow + 2) return text->substr(from, to - from);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& options) {
+  TimelineAnalysis out;
+  const auto source = trace.metadata.find("source");
+  if (source != trace.metadata.end()) out.source = source->second;
+
+  // Windows: the step spans, or one window around every compute and copy span.
+  std::vector<Interval> windows;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Span && e.phase == Phase::Step) windows.emplace_back(e.startNs, e.endNs());
+  }
+  std::sort(windows.begin(), windows.end());
+  if (windows.empty()) {
+    bool any = false;
+    TimeNs first = 0, last = 0;
+    for (const TraceEvent& e : trace.events) {
+      if (!isCompute(e) && !isCopy(e)) continue;
+      first = any ? std::min(first, e.startNs) : e.startNs;
+      last = any ? std::max(last, e.endNs()) : e.endNs();
+      any = true;
+    }
+    if (any) windows.emplace_back(first, last);
+  }
+  const TimeNs origin = windows.empty() ? 0 : windows.front().first;
+  auto windowOf = [&](const TraceEvent& e) -> int {
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      if (e.startNs >= windows[w].first && e.startNs <= windows[w].second) return static_cast<int>(w);
+    }
+    return -1;
+  };
+  out.steps = static_cast<std::int64_t>(windows.size());
+  for (const Interval& w : windows) out.windowNs += w.second - w.first;
+  out.iterationNs = out.steps > 0 ? out.windowNs / out.steps : 0;
+
+  // Events inside the windows.
+  std::map<StageKey, std::vector<std::vector<Interval>>> busy;  // stage -> per window intervals
+  std::map<StageKey, std::vector<std::vector<const TraceEvent*>>> stageOps;
+  std::map<StageKey, StageSummary> stages;
+  std::map<std::string, OpKindSummary> kinds;
+  std::map<std::string, CopySummary> copies;
+  std::map<std::string, KernelSummary> kernels;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Counter) {
+      ++out.counters;
+      continue;
+    }
+    if (e.kind != EventKind::Span) continue;
+    const int w = windowOf(e);
+    if (w < 0 || e.phase == Phase::Step) continue;
+    OpKindSummary& kind = kinds[phaseName(e.phase)];
+    kind.kind = phaseName(e.phase);
+    ++kind.count;
+    kind.totalNs += e.durationNs;
+    if (isCompute(e)) {
+      const StageKey key = stageOf(e);
+      StageSummary& stage = stages[key];
+      stage.partition = e.partition;
+      if (stage.device.empty()) stage.device = e.device;
+      ++stage.ops;
+      auto& perWindow = busy[key];
+      auto& opsPerWindow = stageOps[key];
+      perWindow.resize(windows.size());
+      opsPerWindow.resize(windows.size());
+      perWindow[static_cast<std::size_t>(w)].emplace_back(e.startNs, std::min(e.endNs(), windows[static_cast<std::size_t>(w)].second));
+      opsPerWindow[static_cast<std::size_t>(w)].push_back(&e);
+    } else if (isCopy(e)) {
+      const std::string direction = directionOf(e);
+      CopySummary& copy = copies[direction];
+      copy.direction = direction;
+      ++copy.count;
+      copy.bytes += e.bytes;
+      copy.totalNs += e.durationNs;
+    } else if (e.phase == Phase::Kernel) {
+      KernelSummary& kernel = kernels[e.name];
+      kernel.name = e.name;
+      ++kernel.count;
+      kernel.totalNs += e.durationNs;
+    }
+  }
+
+  std::vector<IdleGap> gaps;
+  double bubbleSum = 0.0;
+  for (auto& [key, stage] : stages) {
+    auto& perWindow = busy[key];
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      const std::vector<Interval> merged = mergeIntervals(perWindow[w]);
+      for (const Interval& iv : merged) stage.busyNs += iv.second - iv.first;
+      // Gaps: lead-in, between busy intervals, tail.
+      std::vector<const TraceEvent*> ops = stageOps[key][w];
+      std::sort(ops.begin(), ops.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
+      TimeNs cursor = windows[w].first;
+      auto addGap = [&](TimeNs from, TimeNs to) {
+        if (to <= from) return;
+        IdleGap gap;
+        gap.partition = stage.partition;
+        gap.device = stage.device;
+        gap.startNs = from - origin;
+        gap.durationNs = to - from;
+        for (const TraceEvent* op : ops) {
+          if (op->startNs >= to) {
+            gap.nextOp = op->name;
+            break;
+          }
+        }
+        // What it waited for: the compute or copy span of another stage that ended last
+        // within (from, to].
+        TimeNs bestEnd = from;
+        for (const TraceEvent& e : trace.events) {
+          if (!(isCompute(e) || isCopy(e)) || (isCompute(e) && stageOf(e) == key)) continue;
+          if (e.endNs() > bestEnd && e.endNs() <= to) {
+            bestEnd = e.endNs();
+            gap.waitedFor = e.name;
+          }
+        }
+        gaps.push_back(std::move(gap));
+      };
+      for (const Interval& iv : merged) {
+        addGap(cursor, iv.first);
+        cursor = std::max(cursor, iv.second);
+      }
+      addGap(cursor, windows[w].second);
+    }
+    stage.idleNs = out.windowNs - stage.busyNs;
+    stage.bubbleFraction = out.windowNs > 0 ? static_cast<double>(stage.idleNs) / static_cast<double>(out.windowNs) : 0.0;
+    bubbleSum += stage.bubbleFraction;
+    out.stages.push_back(stage);
+  }
+  out.bubbleFraction = out.stages.empty() ? 0.0 : bubbleSum / static_cast<double>(out.stages.size());
+
+  std::stable_sort(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) {
+    if (a.durationNs != b.durationNs) return a.durationNs > b.durationNs;
+    if (a.startNs != b.startNs) return a.startNs < b.startNs;
+    return a.partition < b.partition;
+  });
+  if (gaps.size() > options.maxGaps) gaps.resize(options.maxGaps);
+  out.largestGaps = std::move(gaps);
+
+  for (auto& [name, kind] : kinds) {
+    kind.meanNs = kind.count > 0 ? kind.totalNs / kind.count : 0;
+    out.opKinds.push_back(kind);
+  }
+  for (auto& [direction, copy] : copies) {
+    copy.bandwidthBytesPerS = copy.totalNs > 0 ? static_cast<double>(copy.bytes) * 1e9 / static_cast<double>(copy.totalNs) : 0.0;
+    out.copies.push_back(copy);
+  }
+  for (auto& [name, kernel] : kernels) {
+    kernel.meanNs = kernel.count > 0 ? kernel.totalNs / kernel.count : 0;
+    out.topKernels.push_back(kernel);
+  }
+  std::stable_sort(out.topKernels.begin(), out.topKernels.end(),
+                   [](const KernelSummary& a, const KernelSummary& b) { return a.totalNs > b.totalNs; });
+  if (out.topKernels.size() > options.maxKernels) out.topKernels.resize(options.maxKernels);
+  return out;
+}
+
+nlohmann::json toJson(const TimelineAnalysis& a) {
+  nlohmann::json j;
+  j["source"] = a.source;
+  j["steps"] = a.steps;
+  j["window_ns"] = a.windowNs;
+  j["iteration_ns"] = a.iterationNs;
+  j["bubble_fraction"] = a.bubbleFraction;
+  j["counters"] = a.counters;
+  j["stages"] = nlohmann::json::array();
+  for (const StageSummary& s : a.stages) {
+    j["stages"].push_back({{"partition", s.partition}, {"device", s.device}, {"ops", s.ops}, {"busy_ns", s.busyNs},
+                           {"idle_ns", s.idleNs}, {"bubble_fraction", s.bubbleFraction}});
+  }
+  j["op_kinds"] = nlohmann::json::array();
+  for (const OpKindSummary& k : a.opKinds) {
+    j["op_kinds"].push_back({{"kind", k.kind}, {"count", k.count}, {"total_ns", k.totalNs}, {"mean_ns", k.meanNs}});
+  }
+  j["copies"] = nlohmann::json::array();
+  for (const CopySummary& c : a.copies) {
+    j["copies"].push_back({{"direction", c.direction}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.totalNs},
+                           {"bandwidth_bytes_per_s", c.bandwidthBytesPerS}});
+  }
+  j["largest_gaps"] = nlohmann::json::array();
+  for (const IdleGap& g : a.largestGaps) {
+    j["largest_gaps"].push_back({{"partition", g.partition}, {"device", g.device}, {"start_ns", g.startNs},
+                                 {"duration_ns", g.durationNs}, {"next_op", g.nextOp}, {"waited_for", g.waitedFor}});
+  }
+  j["top_kernels"] = nlohmann::json::array();
+  for (const KernelSummary& k : a.topKernels) {
+    j["top_kernels"].push_back({{"name", k.name}, {"count", k.count}, {"total_ns", k.totalNs}, {"mean_ns", k.meanNs}});
+  }
+  return j;
+}
+
+std::string formatAnalysis(const TimelineAnalysis& a) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  out << "timeline (" << (a.source.empty() ? "unknown source" : a.source) << "): " << a.steps << " step(s), iteration "
+      << formatDuration(a.iterationNs) << ", mean bubble " << a.bubbleFraction * 100.0 << "%\n";
+  out << "stages:\n";
+  for (const StageSummary& s : a.stages) {
+    out << "  " << (s.partition >= 0 ? "partition " + std::to_string(s.partition) : s.device) << " on " << s.device
+        << ": " << s.ops << " ops, busy " << formatDuration(s.busyNs) << ", idle " << formatDuration(s.idleNs)
+        << ", bubble " << s.bubbleFraction * 100.0 << "%\n";
+  }
+  out << "op kinds:\n";
+  for (const OpKindSummary& k : a.opKinds) {
+    out << "  " << k.kind << ": " << k.count << " x mean " << formatDuration(k.meanNs) << " = "
+        << formatDuration(k.totalNs) << "\n";
+  }
+  if (!a.copies.empty()) {
+    out << "copies:\n";
+    for (const CopySummary& c : a.copies) {
+      out << "  " << c.direction << ": " << c.count << " copies, " << formatBytes(c.bytes) << " in "
+          << formatDuration(c.totalNs);
+      if (c.bandwidthBytesPerS > 0) out << " (" << formatBytes(static_cast<Bytes>(c.bandwidthBytesPerS)) << "/s)";
+      out << "\n";
+    }
+  }
+  if (!a.largestGaps.empty()) {
+    out << "largest idle gaps:\n";
+    for (const IdleGap& g : a.largestGaps) {
+      out << "  " << (g.partition >= 0 ? "partition " + std::to_string(g.partition) : g.device) << " at +"
+          << formatDuration(g.startNs) << ": " << formatDuration(g.durationNs);
+      if (!g.waitedFor.empty()) out << ", waiting for " << g.waitedFor;
+      if (!g.nextOp.empty()) out << ", then " << g.nextOp;
+      out << "\n";
+    }
+  }
+  if (!a.topKernels.empty()) {
+    out << "top kernels:\n";
+    for (const KernelSummary& k : a.topKernels) {
+      out << "  " << formatDuration(k.totalNs) << "  " << k.count << " x " << k.name << "\n";
+    }
+  }
+  out << "counters: " << a.counters << " samples\n";
+  return out.str();
+}
+
+}  // namespace pipeprof

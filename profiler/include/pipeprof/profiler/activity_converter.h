@@ -1,0 +1,83 @@
+// Turns activity records into trace events: clock mapping, attribution to ops, launch->kernel flows.
+#pragma once
+
+#include <pipeprof/core/trace.h>
+#include <pipeprof/profiler/activity_records.h>
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace pipeprof {
+
+/// A linear map from the device (CUPTI) clock to the host tracer's clock:
+/// hostNs = hostRefNs + slope * (deviceNs - deviceRefNs), rounded to the nearest ns.
+struct ClockMap {
+  std::int64_t deviceRefNs = 0;
+  std::int64_t hostRefNs = 0;
+  double slope = 1.0;
+
+  std::int64_t toHostNs(std::uint64_t deviceNs) const;
+
+  /// Least-squares line through paired samples. With one sample (or samples at a single
+  /// device time) only the offset is fitted (slope 1); with none the map is the identity.
+  static ClockMap fit(const std::vector<ClockSample>& samples);
+};
+
+/// What a conversion did, for the one-line summary and the trace metadata.
+struct ConversionStats {
+  std::int64_t kernels = 0;
+  std::int64_t memcpys = 0;
+  std::int64_t memsets = 0;
+  std::int64_t launches = 0;      ///< runtime/driver API calls that launched attributed work
+  std::int64_t attributed = 0;    ///< kernels, copies and memsets linked to a host op span
+  std::int64_t unattributed = 0;  ///< kernels, copies and memsets with no op (e.g. outside any op)
+  std::int64_t flows = 0;         ///< launch -> kernel flow pairs
+  std::int64_t droppedRecords = 0;
+};
+
+/// Accumulates activity buffers (in any order) and the host spans of the same capture, then
+/// converts everything at once, so a record may arrive before or after the records it refers
+/// to.
+///
+/// Device work lands on device "cuda:<deviceId>", lane "stream <streamId>"; API calls that
+/// launched work land on the attributed op's device (or "host"), lane "cuda api <threadId>".
+/// Attribution: CUPTI correlationId -> external id (pushed around each op) -> the host span
+/// with that correlationId; the event then carries the op's i and j, args "op" (its name) and
+/// "op_phase", and correlationId = the op's id. Flows (FlowStart at the launch, FlowEnd at the
+/// kernel) use the CUPTI correlation id as flow id.
+class ActivityConverter {
+ public:
+  explicit ActivityConverter(ClockMap clock = {});
+
+  /// Indexes the spans of a host trace that carry a correlation id (runtime op spans).
+  void addHostSpans(const Trace& hostTrace);
+  void addBuffer(const ActivityBuffer& buffer);
+  void setDroppedRecords(std::int64_t dropped) { stats_.droppedRecords = dropped; }
+
+  /// The device events (host clock), sorted; metadata "cupti_*" counts. Fills stats().
+  Trace convert();
+  const ConversionStats& stats() const { return stats_; }
+
+ private:
+  struct OpRef {
+    std::string name;
+    std::string device;
+    std::int64_t i = -1;
+    std::int64_t j = -1;
+    Phase phase = Phase::Other;
+  };
+  const OpRef* opOf(std::uint32_t cuptiCorrelationId) const;
+  void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId);
+
+  ClockMap clock_;
+  std::map<std::int64_t, OpRef> ops_;                  ///< host span correlationId -> op
+  std::map<std::uint32_t, std::uint64_t> external_;    ///< CUPTI correlationId -> external id
+  ActivityBuffer records_;
+  ConversionStats stats_;
+};
+
+/// The demangled form of a C++ symbol, or the text unchanged.
+std::string demangle(const std::string& symbol);
+
+}  // namespace pipeprof

@@ -1,0 +1,74 @@
+// The device timeline collector: CUPTI activity around runtime ops, merged onto the host clock.
+#pragma once
+
+#include <pipeprof/core/trace.h>
+#include <pipeprof/profiler/activity_converter.h>
+#include <pipeprof/profiler/activity_source.h>
+#include <pipeprof/profiler/host_tracer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+/// Collects kernels, copies and memsets while the runtime runs and attributes each to the op
+/// (micro-batch, partition, phase) that launched it. Installed as the tracer's OpHooks while
+/// started: around every op span it pushes the span's correlation id as CUPTI external
+/// correlation id.
+///
+///   start():  source.start(), clock sample, tracer.setOpHooks(this)
+///   ops run:  onOpBegin(id) -> push(id) ... launches ... onOpEnd(id) -> pop()
+///   stop():   tracer.setOpHooks(nullptr), device sync + forced flush, clock sample
+///   trace(hostTrace): converts every buffer, mapped onto the host clock
+///
+/// It never throws out of start/stop/hooks and never aborts: when the source is unavailable
+/// (no driver, no device, no profiling permission, a build without CUPTI) available() is false,
+/// unavailableReason() says why in one line, and the host tracer carries on alone.
+class CuptiCollector final : public OpHooks {
+ public:
+  /// A collector on the CUPTI source (the unavailable twin in a CUDA-less build).
+  static std::unique_ptr<CuptiCollector> create(HostTracer& tracer);
+  /// A collector on any source (tests pass a fake).
+  CuptiCollector(HostTracer& tracer, std::unique_ptr<ActivitySource> source);
+  ~CuptiCollector() override;
+  CuptiCollector(const CuptiCollector&) = delete;
+  CuptiCollector& operator=(const CuptiCollector&) = delete;
+
+  bool available() const;
+  std::string unavailableReason() const;
+
+  /// Begins a capture; returns false (with a reason) when the source cannot record.
+  bool start();
+  /// Ends the capture: flushes every record. Safe to call when not started.
+  void stop();
+  bool started() const { return started_; }
+
+  /// The device events of the capture attributed to the host trace's op spans, on the host
+  /// clock. Call after stop().
+  Trace trace(const Trace& hostTrace);
+  /// Records dropped by CUPTI during the capture (reported, never hidden).
+  std::int64_t droppedRecords() const;
+  /// Counts of the last trace() call.
+  const ConversionStats& stats() const { return stats_; }
+  /// A one-line summary, e.g. "cupti: 812 kernels, 24 copies, 0 memsets; 0 unattributed; 0 dropped".
+  std::string summary() const;
+
+  void onOpBegin(std::int64_t correlationId) override;
+  void onOpEnd(std::int64_t correlationId) override;
+
+ private:
+  HostTracer& tracer_;
+  std::unique_ptr<ActivitySource> source_;
+  bool started_ = false;
+  std::vector<ClockSample> clockSamples_;
+  std::vector<ActivityBuffer> buffers_;
+  ConversionStats stats_;
+};
+
+/// Host trace + device trace in one timeline (device events keep their own baseNs-free times;
+/// the result's baseNs is the earliest event).
+Trace mergeTraces(Trace host, const Trace& device);
+
+}  // namespace pipeprof

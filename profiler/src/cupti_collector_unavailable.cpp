@@ -1,1 +1,0 @@
-// Placeholder: implemented by its owner.

@@ -1,0 +1,264 @@
+// Tests of activity conversion and the collector on a fake CUPTI source: attribution, flows,
+// clock mapping, out-of-order buffers and the dropped-record count.
+#include "fake_activity_source.h"
+#include "fake_clock.h"
+
+#include <pipeprof/profiler/activity_converter.h>
+#include <pipeprof/profiler/cupti_collector.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace pipeprof {
+namespace {
+
+const TraceEvent* findEvent(const Trace& trace, EventKind kind, const std::string& name) {
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == kind && e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::int64_t countKind(const Trace& trace, EventKind kind) {
+  return std::count_if(trace.events.begin(), trace.events.end(), [kind](const TraceEvent& e) { return e.kind == kind; });
+}
+
+TEST(ClockMap, FitsSlopeAndOffsetExactly) {
+  // host = 500 + 2 * (device - 1000)
+  const ClockMap map = ClockMap::fit({{1000, 500}, {2000, 2500}, {3000, 4500}});
+  EXPECT_DOUBLE_EQ(map.slope, 2.0);
+  EXPECT_EQ(map.toHostNs(1000), 500);
+  EXPECT_EQ(map.toHostNs(1500), 1500);
+  EXPECT_EQ(map.toHostNs(4000), 6500);
+}
+
+TEST(ClockMap, OneSampleIsAnOffsetAndNoneIsIdentity) {
+  const ClockMap offset = ClockMap::fit({{1'700'000'000'000'000'000, 42}});
+  EXPECT_EQ(offset.toHostNs(1'700'000'000'000'000'123ULL), 165);
+  const ClockMap identity = ClockMap::fit({});
+  EXPECT_EQ(identity.toHostNs(77), 77);
+}
+
+TEST(ClockMap, LargeEpochTimestampsKeepNanosecondPrecision) {
+  const std::int64_t d0 = 1'763'000'000'000'000'000;
+  const ClockMap map = ClockMap::fit({{d0, 10}, {d0 + 1'000'000'000, 1'000'000'010}});
+  EXPECT_EQ(map.toHostNs(static_cast<std::uint64_t>(d0 + 123'456'789)), 123'456'799);
+}
+
+Trace hostOps() {
+  Trace host;
+  TraceEvent fwd;
+  fwd.name = "forward(1,0)";
+  fwd.device = "cuda:0";
+  fwd.lane = "partition 0";
+  fwd.phase = Phase::Forward;
+  fwd.microBatch = 1;
+  fwd.partition = 0;
+  fwd.correlationId = 7;
+  fwd.startNs = 100;
+  fwd.durationNs = 900;
+  host.events.push_back(fwd);
+  TraceEvent copy = fwd;
+  copy.name = "copy(1,0->1)";
+  copy.phase = Phase::Copy;
+  copy.lane = "copy 0->1";
+  copy.correlationId = 8;
+  host.events.push_back(copy);
+  return host;
+}
+
+ActivityBuffer kernelBuffer() {
+  ActivityBuffer b;
+  KernelRecord k;
+  k.name = "_Z6addOnePfi";
+  k.startNs = 1'300;
+  k.endNs = 1'500;
+  k.deviceId = 0;
+  k.streamId = 7;
+  k.correlationId = 55;
+  k.gridX = 4, k.gridY = 1, k.gridZ = 1, k.blockX = 256, k.blockY = 1, k.blockZ = 1;
+  b.kernels.push_back(k);
+  b.memcpys.push_back(MemcpyRecord{MemcpyKind::PeerToPeer, 4096, 1'600, 1'700, 0, 1, 9, 56});
+  b.memsets.push_back(MemsetRecord{256, 1'200, 1'210, 0, 1, 7, 57});
+  return b;
+}
+
+ActivityBuffer apiBuffer() {
+  ActivityBuffer b;
+  b.apiCalls.push_back(RuntimeApiRecord{false, 211, "cudaLaunchKernel", 1'150, 1'180, 1, 99, 55});
+  b.apiCalls.push_back(RuntimeApiRecord{true, 307, "cuLaunchKernel", 1'155, 1'170, 1, 99, 55});
+  b.apiCalls.push_back(RuntimeApiRecord{false, 31, "cudaMemcpyPeerAsync", 1'190, 1'195, 1, 99, 56});
+  b.apiCalls.push_back(RuntimeApiRecord{false, 3, "cudaGetDevice", 1'100, 1'101, 1, 99, 58});
+  b.externalCorrelations.push_back(ExternalCorrelationRecord{7, 55});
+  b.externalCorrelations.push_back(ExternalCorrelationRecord{8, 56});
+  return b;
+}
+
+TEST(ActivityConverter, AttributesKernelsCopiesAndMemsetsToOps) {
+  ActivityConverter converter(ClockMap{1'000, 100, 1.0});  // host = device - 900
+  converter.addHostSpans(hostOps());
+  // Out of order: the external correlations arrive in a buffer after the kernels.
+  converter.addBuffer(kernelBuffer());
+  converter.addBuffer(apiBuffer());
+  converter.setDroppedRecords(3);
+  Trace trace = converter.convert();
+
+  const TraceEvent* kernel = findEvent(trace, EventKind::Span, "addOne(float*, int)");
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->phase, Phase::Kernel);
+  EXPECT_EQ(kernel->device, "cuda:0");
+  EXPECT_EQ(kernel->lane, "stream 7");
+  EXPECT_EQ(kernel->startNs, 400);
+  EXPECT_EQ(kernel->durationNs, 200);
+  EXPECT_EQ(kernel->microBatch, 1);
+  EXPECT_EQ(kernel->partition, 0);
+  EXPECT_EQ(kernel->correlationId, 7);
+  EXPECT_EQ(kernel->args.at("op"), "forward(1,0)");
+  EXPECT_EQ(kernel->args.at("op_phase"), "forward");
+  EXPECT_EQ(kernel->args.at("grid"), "4,1,1");
+
+  const TraceEvent* copy = findEvent(trace, EventKind::Span, "Memcpy PtoP");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->phase, Phase::Memcpy);
+  EXPECT_EQ(copy->bytes, 4096);
+  EXPECT_EQ(copy->args.at("op"), "copy(1,0->1)");
+  EXPECT_EQ(copy->args.at("copy_kind"), "PtoP");
+
+  const TraceEvent* memset = findEvent(trace, EventKind::Span, "Memset");
+  ASSERT_NE(memset, nullptr);
+  EXPECT_EQ(memset->bytes, 256);
+  EXPECT_EQ(memset->partition, -1);  // correlation 57 has no external id: unattributed
+
+  // The launch that pairs with the runtime call is kept once (the driver call under it is not);
+  // cudaGetDevice launched nothing and is dropped.
+  const TraceEvent* launch = findEvent(trace, EventKind::Span, "cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ(launch->phase, Phase::Launch);
+  EXPECT_EQ(launch->device, "cuda:0");
+  EXPECT_EQ(launch->lane, "cuda api 99");
+  EXPECT_EQ(launch->startNs, 250);
+  EXPECT_EQ(findEvent(trace, EventKind::Span, "cuLaunchKernel"), nullptr);
+  EXPECT_EQ(findEvent(trace, EventKind::Span, "cudaGetDevice"), nullptr);
+
+  // One flow from the launch to its kernel.
+  ASSERT_EQ(countKind(trace, EventKind::FlowStart), 1);
+  ASSERT_EQ(countKind(trace, EventKind::FlowEnd), 1);
+  const TraceEvent* flowStart = findEvent(trace, EventKind::FlowStart, "launch");
+  const TraceEvent* flowEnd = findEvent(trace, EventKind::FlowEnd, "launch");
+  EXPECT_EQ(flowStart->correlationId, 55);
+  EXPECT_EQ(flowStart->startNs, 250);
+  EXPECT_EQ(flowEnd->correlationId, 55);
+  EXPECT_EQ(flowEnd->startNs, 400);
+  EXPECT_EQ(flowEnd->lane, "stream 7");
+
+  const ConversionStats& stats = converter.stats();
+  EXPECT_EQ(stats.kernels, 1);
+  EXPECT_EQ(stats.memcpys, 1);
+  EXPECT_EQ(stats.memsets, 1);
+  EXPECT_EQ(stats.attributed, 2);
+  EXPECT_EQ(stats.unattributed, 1);
+  EXPECT_EQ(stats.launches, 2);
+  EXPECT_EQ(stats.flows, 1);
+  EXPECT_EQ(stats.droppedRecords, 3);
+  EXPECT_EQ(trace.metadata.at("cupti_dropped_records"), "3");
+}
+
+TEST(ActivityConverter, FlowEndWithoutItsLaunchIsDropped) {
+  ActivityConverter converter;
+  converter.addBuffer(kernelBuffer());
+  Trace trace = converter.convert();
+  EXPECT_EQ(countKind(trace, EventKind::FlowEnd), 0);
+  EXPECT_EQ(converter.stats().unattributed, 3);
+}
+
+TEST(CuptiCollector, PushesEachOpIdAndAttributesWorkLaunchedInside) {
+  auto clock = std::make_shared<test::FakeClock>();
+  clock->set(10'000);
+  HostTracer tracer(clock);
+  tracer.enable();
+  auto owned = std::make_unique<test::FakeActivitySource>();
+  test::FakeActivitySource& source = *owned;
+  source.deviceOffsetNs = 5'000'000;  // device clock runs 5 ms ahead
+  // Every push "launches" one kernel 10 ns after the current host time, on the device clock.
+  std::uint32_t nextCorrelation = 1;
+  ActivityBuffer late;  // delivered first: external correlations, out of order
+  ActivityBuffer early;
+  source.onPush = [&](std::uint64_t externalId) {
+    const std::uint32_t c = nextCorrelation++;
+    const auto deviceNow = static_cast<std::uint64_t>(clock->nowNs() + source.deviceOffsetNs);
+    KernelRecord k;
+    k.name = "gemm";
+    k.startNs = deviceNow + 10;
+    k.endNs = deviceNow + 60;
+    k.correlationId = c;
+    early.kernels.push_back(k);
+    early.apiCalls.push_back(RuntimeApiRecord{false, 211, "cudaLaunchKernel", deviceNow, deviceNow + 5, 1, 1, c});
+    late.externalCorrelations.push_back(ExternalCorrelationRecord{externalId, c});
+  };
+  source.dropped = 2;
+  CuptiCollector collector(tracer, std::move(owned));
+  ASSERT_TRUE(collector.available());
+  ASSERT_TRUE(collector.start());
+  EXPECT_EQ(tracer.opHooks(), &collector);
+  for (std::int64_t i = 0; i < 2; ++i) {
+    OpSpan op(&tracer, OpKind::Forward, i, 0, 0, "cuda:0", "partition 0", "forward(" + std::to_string(i) + ",0)");
+    clock->advance(100);
+  }
+  source.pending = {late, early};
+  collector.stop();
+  EXPECT_EQ(tracer.opHooks(), nullptr);
+  EXPECT_EQ(source.pushed.size(), 2u);
+  EXPECT_EQ(source.pops, 2);
+
+  const Trace host = tracer.drain();
+  const Trace device = collector.trace(host);
+  EXPECT_EQ(collector.droppedRecords(), 2);
+  EXPECT_EQ(collector.stats().kernels, 2);
+  EXPECT_EQ(collector.stats().attributed, 2);
+  EXPECT_EQ(collector.stats().flows, 2);
+  std::vector<const TraceEvent*> kernels;
+  for (const TraceEvent& e : device.events) {
+    if (e.kind == EventKind::Span && e.phase == Phase::Kernel) kernels.push_back(&e);
+  }
+  ASSERT_EQ(kernels.size(), 2u);
+  // Mapped onto the host clock: each kernel starts 10 ns after its op began.
+  EXPECT_EQ(kernels[0]->startNs, 10'010);
+  EXPECT_EQ(kernels[0]->args.at("op"), "forward(0,0)");
+  EXPECT_EQ(kernels[0]->microBatch, 0);
+  EXPECT_EQ(kernels[1]->startNs, 10'110);
+  EXPECT_EQ(kernels[1]->args.at("op"), "forward(1,0)");
+  EXPECT_EQ(kernels[1]->microBatch, 1);
+  EXPECT_EQ(collector.summary(), "cupti: 2 kernels, 0 copies, 0 memsets; 0 unattributed; 2 dropped");
+
+  const Trace merged = mergeTraces(host, device);
+  EXPECT_EQ(merged.events.size(), host.events.size() + device.events.size());
+  EXPECT_EQ(merged.baseNs, 10'000);
+}
+
+TEST(CuptiCollector, UnavailableSourceSaysWhyAndNeverStarts) {
+  HostTracer tracer;
+  auto owned = std::make_unique<test::FakeActivitySource>();
+  owned->isAvailable = false;
+  owned->reason = "CUPTI collector unavailable: no CUDA device";
+  CuptiCollector collector(tracer, std::move(owned));
+  EXPECT_FALSE(collector.available());
+  EXPECT_EQ(collector.unavailableReason(), "CUPTI collector unavailable: no CUDA device");
+  EXPECT_FALSE(collector.start());
+  EXPECT_EQ(tracer.opHooks(), nullptr);
+  collector.stop();  // harmless
+  EXPECT_TRUE(collector.trace(Trace{}).events.empty());
+}
+
+TEST(CuptiCollector, RealSourceNeverThrowsWithoutAGpu) {
+  HostTracer tracer;
+  auto collector = CuptiCollector::create(tracer);
+  if (collector->available()) GTEST_SKIP() << "a CUDA device is present; covered by the gpu test";
+  EXPECT_FALSE(collector->unavailableReason().empty());
+  EXPECT_EQ(collector->unavailableReason().find('\n'), std::string::npos);
+  EXPECT_FALSE(collector->start());
+}
+
+}  // namespace
+}  // namespace pipeprof
