@@ -1,1 +1,291 @@
-// Placeholder: implemented by its owner.
+// The sweep report (pipeprof.report/v1): candidates with predictions, measurements and a suggestion.
+#include <pipeprof/core/report.h>
+
+#include <pipeprof/core/json_file.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipeprof {
+namespace {
+
+constexpr CandidateStatus kStatuses[] = {CandidateStatus::Predicted, CandidateStatus::Measured,
+                                         CandidateStatus::Failed};
+
+template <typename T>
+nlohmann::json array(const std::vector<T>& values) {
+  nlohmann::json json = nlohmann::json::array();
+  for (const T& value : values) json.push_back(value);
+  return json;
+}
+
+std::vector<std::int64_t> nonNegativeInts(const JsonCursor& json) {
+  std::vector<std::int64_t> values;
+  for (const JsonCursor& item : json.items()) values.push_back(item.asNonNegativeInt());
+  return values;
+}
+
+std::string optionalString(const JsonCursor& json, const char* key) {
+  return json.has(key) ? json.at(key).asString() : std::string();
+}
+
+/// Per-partition lists are empty or have one entry per partition.
+void requirePerPartition(const JsonCursor& json, std::size_t size, std::size_t partitions) {
+  if (size != 0 && size != partitions) {
+    json.fail("expected one entry per partition (" + std::to_string(partitions) + "), got " + std::to_string(size));
+  }
+}
+
+Prediction predictionFromJson(const JsonCursor& json, std::size_t partitions) {
+  if (!json.value().is_object()) json.fail("expected a prediction object");
+  Prediction prediction;
+  prediction.iterationNs = json.at("iteration_ns").asNonNegativeInt();
+  prediction.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
+  prediction.bubbleFraction = json.at("bubble_fraction").asNonNegativeNumber();
+  if (prediction.bubbleFraction > 1.0) {
+    json.at("bubble_fraction").fail("expected a fraction between 0 and 1, got " + json.at("bubble_fraction").value().dump());
+  }
+  JsonCursor busy = json.at("busy_ns");
+  prediction.busyNs = nonNegativeInts(busy);
+  requirePerPartition(busy, prediction.busyNs.size(), partitions);
+  JsonCursor peak = json.at("peak_bytes");
+  prediction.peakBytes = nonNegativeInts(peak);
+  requirePerPartition(peak, prediction.peakBytes.size(), partitions);
+  if (json.has("peak_op")) {
+    JsonCursor peakOp = json.at("peak_op");
+    for (const JsonCursor& item : peakOp.items()) prediction.peakOp.push_back(item.asString());
+    requirePerPartition(peakOp, prediction.peakOp.size(), partitions);
+  }
+  prediction.fits = json.at("fits").asBool();
+  if (json.has("overflow_devices")) prediction.overflowDevices = nonNegativeInts(json.at("overflow_devices"));
+  prediction.tracePath = optionalString(json, "trace_path");
+  return prediction;
+}
+
+Measurement measurementFromJson(const JsonCursor& json, std::size_t partitions) {
+  if (!json.value().is_object()) json.fail("expected a measurement object");
+  Measurement measurement;
+  measurement.warmupSteps = json.at("warmup_steps").asNonNegativeInt();
+  measurement.stepNs = nonNegativeInts(json.at("step_ns"));
+  measurement.stepNsMedian = json.at("step_ns_median").asNonNegativeInt();
+  measurement.stepNsMin = json.at("step_ns_min").asNonNegativeInt();
+  measurement.stepNsMax = json.at("step_ns_max").asNonNegativeInt();
+  if (measurement.stepNsMin > measurement.stepNsMedian || measurement.stepNsMedian > measurement.stepNsMax) {
+    json.at("step_ns_median").fail("expected step_ns_min <= step_ns_median <= step_ns_max, got " +
+                                   std::to_string(measurement.stepNsMin) + ", " +
+                                   std::to_string(measurement.stepNsMedian) + ", " +
+                                   std::to_string(measurement.stepNsMax));
+  }
+  measurement.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
+  JsonCursor peak = json.at("peak_bytes");
+  measurement.peakBytes = nonNegativeInts(peak);
+  requirePerPartition(peak, measurement.peakBytes.size(), partitions);
+  measurement.tracePath = optionalString(json, "trace_path");
+  return measurement;
+}
+
+/// Runs a reader written for a whole file on an embedded object, moving its error paths under
+/// the embedding path ("$.schema" -> "$.profile.schema").
+template <typename Read>
+auto embedded(const JsonCursor& json, Read read) {
+  try {
+    return read(json.value(), json.file());
+  } catch (const FormatError& error) {
+    std::string prefix = error.file() + ": " + (error.jsonPath().empty() ? "" : error.jsonPath() + ": ");
+    std::string what = error.what();
+    std::string problem = what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+    std::string path = error.jsonPath().empty() ? json.path() : json.path() + error.jsonPath().substr(1);
+    throw FormatError(error.file(), path, problem);
+  }
+}
+
+CandidateResult resultFromJson(const JsonCursor& json) {
+  if (!json.value().is_object()) json.fail("expected a candidate result object");
+  CandidateResult result;
+  JsonCursor candidate = json.at("candidate");
+  result.candidate = candidateFromJson(candidate.value(), candidate.file(), candidate.path());
+  const std::size_t partitions = result.candidate.balance.size();
+  result.prediction = predictionFromJson(json.at("prediction"), partitions);
+  result.predictedRank = json.at("predicted_rank").asNonNegativeInt();
+  JsonCursor status = json.at("status");
+  std::string statusText = status.asString();
+  bool known = false;
+  for (CandidateStatus value : kStatuses) {
+    if (candidateStatusName(value) == statusText) {
+      result.status = value;
+      known = true;
+    }
+  }
+  if (!known) status.fail("expected one of predicted, measured, failed, got '" + statusText + "'");
+  if (json.has("measurement") && !json.at("measurement").value().is_null()) {
+    result.measurement = measurementFromJson(json.at("measurement"), partitions);
+  }
+  if (result.status == CandidateStatus::Measured && !result.measurement) {
+    json.fail("missing required field 'measurement' (status is measured)");
+  }
+  result.notMeasuredReason = optionalString(json, "not_measured_reason");
+  result.error = optionalString(json, "error");
+  if (json.has("predicted_analysis")) result.predictedAnalysis = json.at("predicted_analysis").value();
+  if (json.has("measured_analysis")) result.measuredAnalysis = json.at("measured_analysis").value();
+  return result;
+}
+
+std::optional<std::size_t> optionalIndex(const JsonCursor& json, const char* key, std::size_t count) {
+  if (!json.has(key) || json.at(key).value().is_null()) return std::nullopt;
+  JsonCursor index = json.at(key);
+  auto value = static_cast<std::size_t>(index.asNonNegativeInt());
+  if (value >= count) {
+    index.fail("expected a candidate index below " + std::to_string(count) + ", got " + std::to_string(value));
+  }
+  return value;
+}
+
+nlohmann::json optionalIndexJson(const std::optional<std::size_t>& index) {
+  return index ? nlohmann::json(*index) : nlohmann::json(nullptr);
+}
+
+Bytes largest(const std::vector<Bytes>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
+}  // namespace
+
+std::string candidateStatusName(CandidateStatus status) {
+  switch (status) {
+    case CandidateStatus::Predicted: return "predicted";
+    case CandidateStatus::Measured: return "measured";
+    case CandidateStatus::Failed: return "failed";
+  }
+  return "unknown";
+}
+
+std::optional<double> CandidateResult::stepTimeErrorPct() const {
+  if (status != CandidateStatus::Measured || !measurement || measurement->stepNsMedian <= 0) return std::nullopt;
+  auto measured = static_cast<double>(measurement->stepNsMedian);
+  return (static_cast<double>(prediction.iterationNs) - measured) / measured * 100.0;
+}
+
+std::optional<double> CandidateResult::peakBytesErrorPct() const {
+  if (status != CandidateStatus::Measured || !measurement || prediction.peakBytes.empty()) return std::nullopt;
+  Bytes measured = largest(measurement->peakBytes);
+  if (measured <= 0) return std::nullopt;
+  auto measuredBytes = static_cast<double>(measured);
+  return (static_cast<double>(largest(prediction.peakBytes)) - measuredBytes) / measuredBytes * 100.0;
+}
+
+void Report::updateSuggestion() {
+  suggestion = Suggestion{};
+  for (std::size_t index = 0; index < candidates.size(); ++index) {
+    const CandidateResult& result = candidates[index];
+    if (result.status == CandidateStatus::Measured && result.measurement &&
+        (!suggestion.bestMeasured ||
+         result.measurement->samplesPerS > candidates[*suggestion.bestMeasured].measurement->samplesPerS)) {
+      suggestion.bestMeasured = index;
+    }
+    if (result.predictedRank == 1 && !suggestion.bestPredicted) suggestion.bestPredicted = index;
+  }
+  suggestion.agree = suggestion.bestMeasured && suggestion.bestPredicted &&
+                     *suggestion.bestMeasured == *suggestion.bestPredicted;
+}
+
+nlohmann::json toJson(const Prediction& prediction) {
+  return {{"iteration_ns", prediction.iterationNs},
+          {"samples_per_s", prediction.samplesPerS},
+          {"bubble_fraction", prediction.bubbleFraction},
+          {"busy_ns", array(prediction.busyNs)},
+          {"peak_bytes", array(prediction.peakBytes)},
+          {"peak_op", array(prediction.peakOp)},
+          {"fits", prediction.fits},
+          {"overflow_devices", array(prediction.overflowDevices)},
+          {"trace_path", prediction.tracePath}};
+}
+
+nlohmann::json toJson(const Measurement& measurement) {
+  return {{"warmup_steps", measurement.warmupSteps},
+          {"step_ns", array(measurement.stepNs)},
+          {"step_ns_median", measurement.stepNsMedian},
+          {"step_ns_min", measurement.stepNsMin},
+          {"step_ns_max", measurement.stepNsMax},
+          {"samples_per_s", measurement.samplesPerS},
+          {"peak_bytes", array(measurement.peakBytes)},
+          {"trace_path", measurement.tracePath}};
+}
+
+nlohmann::json toJson(const Report& report) {
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const CandidateResult& result : report.candidates) {
+    nlohmann::json item = {{"candidate", toJson(result.candidate)},
+                           {"prediction", toJson(result.prediction)},
+                           {"predicted_rank", result.predictedRank},
+                           {"status", candidateStatusName(result.status)},
+                           {"not_measured_reason", result.notMeasuredReason},
+                           {"error", result.error}};
+    if (result.measurement) item["measurement"] = toJson(*result.measurement);
+    if (!result.predictedAnalysis.is_null()) item["predicted_analysis"] = result.predictedAnalysis;
+    if (!result.measuredAnalysis.is_null()) item["measured_analysis"] = result.measuredAnalysis;
+    candidates.push_back(item);
+  }
+  const ReportEnvironment& environment = report.environment;
+  nlohmann::json json = {{"schema", kReportSchema},
+                         {"complete", report.complete},
+                         {"environment",
+                          {{"model", environment.model},
+                           {"batch", environment.batch},
+                           {"devices", array(environment.devices)},
+                           {"threads", environment.threads},
+                           {"torch_version", environment.torchVersion},
+                           {"pipeprof_revision", environment.pipeprofRevision},
+                           {"created_at", environment.createdAt}}},
+                         {"profile_path", report.profilePath},
+                         {"candidates", candidates},
+                         {"suggestion",
+                          {{"best_measured", optionalIndexJson(report.suggestion.bestMeasured)},
+                           {"best_predicted", optionalIndexJson(report.suggestion.bestPredicted)},
+                           {"agree", report.suggestion.agree}}}};
+  if (report.profile) json["profile"] = toJson(*report.profile);
+  if (report.cluster) json["cluster"] = toJson(*report.cluster);
+  return json;
+}
+
+Report reportFromJson(const nlohmann::json& json, const std::string& file) {
+  JsonCursor root(json, file);
+  if (!json.is_object()) root.fail("expected an object with schema '" + std::string(kReportSchema) + "'");
+  root.requireSchema(kReportSchema);
+  Report report;
+  report.complete = root.has("complete") && root.at("complete").asBool();
+  JsonCursor environment = root.at("environment");
+  if (!environment.value().is_object()) environment.fail("expected an object");
+  report.environment.model = environment.at("model").asString();
+  report.environment.batch = environment.at("batch").asNonNegativeInt();
+  if (environment.has("devices")) {
+    for (const JsonCursor& item : environment.at("devices").items()) report.environment.devices.push_back(item.asString());
+  }
+  if (environment.has("threads")) report.environment.threads = environment.at("threads").asPositiveInt();
+  report.environment.torchVersion = optionalString(environment, "torch_version");
+  report.environment.pipeprofRevision = optionalString(environment, "pipeprof_revision");
+  report.environment.createdAt = optionalString(environment, "created_at");
+  report.profilePath = optionalString(root, "profile_path");
+  if (root.has("profile") && !root.at("profile").value().is_null()) {
+    report.profile = embedded(root.at("profile"), profileFromJson);
+  }
+  if (root.has("cluster") && !root.at("cluster").value().is_null()) {
+    report.cluster = embedded(root.at("cluster"), clusterFromJson);
+  }
+  for (const JsonCursor& item : root.at("candidates").items()) report.candidates.push_back(resultFromJson(item));
+  if (root.has("suggestion")) {
+    JsonCursor suggestion = root.at("suggestion");
+    if (!suggestion.value().is_object()) suggestion.fail("expected an object");
+    report.suggestion.bestMeasured = optionalIndex(suggestion, "best_measured", report.candidates.size());
+    report.suggestion.bestPredicted = optionalIndex(suggestion, "best_predicted", report.candidates.size());
+    report.suggestion.agree = suggestion.has("agree") && suggestion.at("agree").asBool();
+  }
+  return report;
+}
+
+Report readReport(const std::string& path) { return reportFromJson(readJsonFile(path), path); }
+
+void writeReport(const Report& report, const std::string& path) {
+  writeFileAtomically(path, toJson(report).dump(2) + "\n");
+}
+
+}  // namespace pipeprof

@@ -1,1 +1,52 @@
-// Placeholder: implemented by its owner.
+// The one trace model: host spans, GPU kernels and copies, simulated ops, memory counters, flows.
+#include <pipeprof/core/trace.h>
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <tuple>
+
+namespace pipeprof {
+namespace {
+
+constexpr std::array<Phase, 13> kPhases = {
+    Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy,   Phase::SkipCopy,  Phase::Kernel, Phase::Memcpy,
+    Phase::Memset,  Phase::Launch,    Phase::Warmup,   Phase::Step,   Phase::Optimizer, Phase::Other};
+
+}  // namespace
+
+std::string phaseName(Phase phase) {
+  switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Recompute: return "recompute";
+    case Phase::Backward: return "backward";
+    case Phase::Copy: return "copy";
+    case Phase::SkipCopy: return "skip-copy";
+    case Phase::Kernel: return "kernel";
+    case Phase::Memcpy: return "memcpy";
+    case Phase::Memset: return "memset";
+    case Phase::Launch: return "launch";
+    case Phase::Warmup: return "warmup";
+    case Phase::Step: return "step";
+    case Phase::Optimizer: return "optimizer";
+    case Phase::Other: return "other";
+  }
+  return "other";
+}
+
+Phase parsePhase(const std::string& text) {
+  for (Phase phase : kPhases) {
+    if (phaseName(phase) == text) return phase;
+  }
+  throw std::invalid_argument("invalid phase '" + text +
+                              "': expected one of forward, recompute, backward, copy, skip-copy, kernel, memcpy, "
+                              "memset, launch, warmup, step, optimizer, other");
+}
+
+void sortEvents(Trace& trace) {
+  std::stable_sort(trace.events.begin(), trace.events.end(), [](const TraceEvent& a, const TraceEvent& b) {
+    return std::tie(a.startNs, a.device, a.lane, a.name) < std::tie(b.startNs, b.device, b.lane, b.name);
+  });
+}
+
+}  // namespace pipeprof

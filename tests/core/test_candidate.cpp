@@ -59,7 +59,7 @@ TEST(CandidateJson, RoundTrip) {
   Candidate candidate = example();
   nlohmann::json json = toJson(candidate);
   EXPECT_EQ(json, nlohmann::json::parse(
-                      R"({"balance": [2, 6], "chunks": 8, "checkpoint": "except_last", "batch": 64, "schedule": "gpipe"})"));
+                      R"J({"balance": [2, 6], "chunks": 8, "checkpoint": "except_last", "batch": 64, "schedule": "gpipe"})J"));
   EXPECT_EQ(candidateFromJson(json, "r.json"), candidate);
   candidate.devices = {1, 0};
   candidate.checkpoint = Checkpoint::Always;

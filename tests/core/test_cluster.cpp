@@ -43,10 +43,10 @@ TEST(ClusterJson, UniformRoundTripWritesOneLink) {
   cluster.devices[1].memoryBytes = 80LL << 30;
   cluster.devices[1].relativeSpeed = 1.5;
   nlohmann::json json = toJson(cluster);
-  EXPECT_EQ(json, nlohmann::json::parse(R"({"schema": "pipeprof.cluster/v1",
+  EXPECT_EQ(json, nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
       "devices": [{"name": "cuda:0", "relative_speed": 1.0},
                   {"name": "cuda:1", "memory_bytes": 85899345920, "relative_speed": 1.5}],
-      "link": {"latency_ns": 1500, "bandwidth_bytes_per_s": 12.5e9}})"));
+      "link": {"latency_ns": 1500, "bandwidth_bytes_per_s": 12.5e9}})J"));
   Cluster back = clusterFromJson(json, "c.json");
   EXPECT_FALSE(back.devices[0].memoryBytes.has_value());
   EXPECT_EQ(toJson(back), json);
@@ -70,15 +70,15 @@ TEST(ClusterJson, MatrixRoundTripAndFiles) {
 }
 
 TEST(ClusterJson, HandWrittenUnitsAndSingleDevice) {
-  Cluster cluster = clusterFromJson(nlohmann::json::parse(R"({"schema": "pipeprof.cluster/v1",
+  Cluster cluster = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
       "devices": [{"name": "a", "memory_bytes": "16GiB"}, {"name": "b", "memory_bytes": null}],
-      "link": {"latency_ns": "5us", "bandwidth_bytes_per_s": "25GB/s"}})"), "c.json");
+      "link": {"latency_ns": "5us", "bandwidth_bytes_per_s": "25GB/s"}})J"), "c.json");
   EXPECT_EQ(cluster.devices[0].memoryBytes, 16LL << 30);
   EXPECT_FALSE(cluster.devices[1].memoryBytes.has_value());
   EXPECT_EQ(cluster.link(0, 1).latencyNs, 5000);
   EXPECT_EQ(cluster.link(0, 1).bandwidthBytesPerS, 25e9);
-  Cluster single = clusterFromJson(nlohmann::json::parse(R"({"schema": "pipeprof.cluster/v1",
-      "devices": [{"name": "only"}]})"), "c.json");
+  Cluster single = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
+      "devices": [{"name": "only"}]})J"), "c.json");
   EXPECT_EQ(single.deviceCount(), 1);
   EXPECT_EQ(toJson(clusterFromJson(toJson(single), "c.json")), toJson(single));
 }
@@ -93,36 +93,36 @@ std::string errorFor(const std::string& text) {
 }
 
 TEST(ClusterJson, RejectsMalformedInputNamingThePlace) {
-  const std::string devices2 = R"("devices": [{"name": "a"}, {"name": "b"}])";
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v2", "devices": []})"),
+  const std::string devices2 = R"J("devices": [{"name": "a"}, {"name": "b"}])J";
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v2", "devices": []})J"),
             "c.json: $.schema: expected schema 'pipeprof.cluster/v1', got 'pipeprof.cluster/v2'");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", "devices": []})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": []})J"),
             "c.json: $.devices: expected at least one device");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", )" + devices2 + "}"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + devices2 + "}"),
             "c.json: $: missing required field 'link' (or 'links', an n x n matrix)");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", )" + devices2 +
-                     R"(, "links": [[null, {"bandwidth_bytes_per_s": 1}]]})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + devices2 +
+                     R"J(, "links": [[null, {"bandwidth_bytes_per_s": 1}]]})J"),
             "c.json: $.links: expected a 2 x 2 matrix (one row per device), got 1 rows");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", )" + devices2 +
-                     R"(, "links": [[null, {"bandwidth_bytes_per_s": 1}], [null]]})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + devices2 +
+                     R"J(, "links": [[null, {"bandwidth_bytes_per_s": 1}], [null]]})J"),
             "c.json: $.links[1]: expected 2 links (one per device), got 1");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", )" + devices2 +
-                     R"(, "link": {"latency_ns": -1, "bandwidth_bytes_per_s": 1}})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + devices2 +
+                     R"J(, "link": {"latency_ns": -1, "bandwidth_bytes_per_s": 1}})J"),
             "c.json: $.link.latency_ns: expected a non-negative integer, got -1");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", )" + devices2 +
-                     R"(, "link": {"bandwidth_bytes_per_s": "fast"}})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + devices2 +
+                     R"J(, "link": {"bandwidth_bytes_per_s": "fast"}})J"),
             "c.json: $.link.bandwidth_bytes_per_s: invalid bandwidth 'fast': expected a non-negative rate, e.g. "
             "25GB/s, 12.5GiB/s, 100Gbit/s or a plain number of bytes per second");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", )" + devices2 + R"(, "link": {"latency_ns": 1}})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + devices2 + R"J(, "link": {"latency_ns": 1}})J"),
             "c.json: $.link: missing required field 'bandwidth_bytes_per_s'");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 0}]})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 0}]})J"),
             "c.json: $.devices[0].relative_speed: expected a positive number, got 0");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "memory_bytes": -3}]})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "memory_bytes": -3}]})J"),
             "c.json: $.devices[0].memory_bytes: expected a non-negative integer, got -3");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", "devices": [{"memory_bytes": 3}]})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"memory_bytes": 3}]})J"),
             "c.json: $.devices[0]: missing required field 'name'");
-  EXPECT_EQ(errorFor(R"({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}], "link": {"bandwidth_bytes_per_s": 1},
-                        "links": [[null]]})"),
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}], "link": {"bandwidth_bytes_per_s": 1},
+                        "links": [[null]]})J"),
             "c.json: $.links: give either 'link' or 'links', not both");
 }
 

@@ -89,8 +89,8 @@ TEST(ReadJsonFile, UnreadableAndInvalidFiles) {
 }
 
 TEST(JsonCursor, PathsAndMessages) {
-  nlohmann::json json = nlohmann::json::parse(R"({"layers": [{"costs": [{"forward_ns": -5, "name": 3}]}],
-                                                 "flag": "yes", "size": 1.5, "count": 0})");
+  nlohmann::json json = nlohmann::json::parse(R"J({"layers": [{"costs": [{"forward_ns": -5, "name": 3}]}],
+                                                 "flag": "yes", "size": 1.5, "count": 0})J");
   JsonCursor root(json, "profile.json");
   JsonCursor cost = root.at("layers").at(0).at("costs").at(0);
   EXPECT_EQ(cost.path(), "$.layers[0].costs[0]");

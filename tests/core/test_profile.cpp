@@ -119,10 +119,10 @@ TEST(ProfileJson, RoundTripIsExact) {
 }
 
 TEST(ProfileJson, OptionalFieldsTakeDefaults) {
-  nlohmann::json json = nlohmann::json::parse(R"({"schema": "pipeprof.profile/v1", "input_bytes_per_sample": 4,
+  nlohmann::json json = nlohmann::json::parse(R"J({"schema": "pipeprof.profile/v1", "input_bytes_per_sample": 4,
       "layers": [{"name": "l0", "param_bytes": 16,
                   "costs": [{"micro_batch": 1, "forward_ns": 1, "backward_ns": 2, "output_bytes": 3,
-                             "saved_bytes": 4}]}]})");
+                             "saved_bytes": 4}]}]})J");
   Profile profile = profileFromJson(json, "p.json");
   EXPECT_EQ(profile.layers[0].gradBytes, 16);
   EXPECT_EQ(profile.layers[0].optimizerBytes, 0);
@@ -180,7 +180,7 @@ TEST(ProfileJson, RejectsMalformedInputNamingThePlace) {
 
 TEST(ProfileJson, ReadProfileNamesTheFile) {
   std::string path = ::testing::TempDir() + "pipeprof_core_profile_bad_" + std::to_string(::getpid()) + ".json";
-  writeFileAtomically(path, R"({"schema": "pipeprof.cluster/v1"})");
+  writeFileAtomically(path, R"J({"schema": "pipeprof.cluster/v1"})J");
   EXPECT_THAT([&] { readProfile(path); },
               ThrowsMessage<FormatError>(
                   StrEq(path + ": $.schema: expected schema 'pipeprof.profile/v1', got 'pipeprof.cluster/v1'")));

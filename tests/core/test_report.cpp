@@ -1,0 +1,186 @@
+// Tests for report.cpp: errors per candidate, the suggestion, exact JSON round trips and validation.
+#include <pipeprof/core/json_file.h>
+#include <pipeprof/core/report.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <functional>
+
+namespace pipeprof {
+namespace {
+
+using ::testing::StrEq;
+using ::testing::ThrowsMessage;
+
+CandidateResult result(std::vector<std::int64_t> balance, std::int64_t chunks, std::int64_t rank, TimeNs predictedNs,
+                       std::optional<double> measuredSamplesPerS) {
+  CandidateResult item;
+  item.candidate.balance = std::move(balance);
+  item.candidate.chunks = chunks;
+  item.candidate.batch = 8;
+  item.prediction.iterationNs = predictedNs;
+  item.prediction.samplesPerS = 8e9 / static_cast<double>(predictedNs);
+  item.prediction.bubbleFraction = 0.25;
+  item.prediction.busyNs = std::vector<TimeNs>(item.candidate.balance.size(), predictedNs / 2);
+  item.prediction.peakBytes = std::vector<Bytes>(item.candidate.balance.size(), 1000);
+  item.prediction.peakOp = std::vector<std::string>(item.candidate.balance.size(), "forward(1,0)");
+  item.predictedRank = rank;
+  if (measuredSamplesPerS) {
+    item.status = CandidateStatus::Measured;
+    Measurement measurement;
+    measurement.warmupSteps = 1;
+    measurement.stepNsMedian = static_cast<TimeNs>(8e9 / *measuredSamplesPerS);
+    measurement.stepNs = {measurement.stepNsMedian - 5, measurement.stepNsMedian, measurement.stepNsMedian + 9};
+    measurement.stepNsMin = measurement.stepNsMedian - 5;
+    measurement.stepNsMax = measurement.stepNsMedian + 9;
+    measurement.samplesPerS = *measuredSamplesPerS;
+    measurement.peakBytes = std::vector<Bytes>(item.candidate.balance.size(), 800);
+    measurement.tracePath = "traces/c.json";
+    item.measurement = measurement;
+  } else {
+    item.notMeasuredReason = "not in top 2";
+  }
+  return item;
+}
+
+Report exampleReport() {
+  Report report;
+  report.environment = {"mlp_tiny", 8, {"cpu", "cpu"}, 2, "1.13.1", "abc123", "2026-11-22T03:00:00Z"};
+  report.profilePath = "profile.json";
+  Profile profile;
+  profile.inputBytesPerSample = 16;
+  LayerProfile layer;
+  layer.name = "fc";
+  layer.paramBytes = 64;
+  layer.gradBytes = 64;
+  CostSample cost;
+  cost.microBatch = 1;
+  cost.forwardNs = 10;
+  layer.costs = {cost};
+  profile.layers = {layer, layer};
+  report.profile = profile;
+  report.cluster = Cluster::uniform(2, 1 << 20, 1e9, 100, "cpu");
+  report.candidates = {result({1, 1}, 2, 1, 1000, 6e6), result({1, 1}, 4, 2, 1100, 8e6),
+                       result({1, 1}, 8, 3, 1300, std::nullopt), result({2}, 1, 0, 900, std::nullopt)};
+  report.candidates[1].predictedAnalysis = {{"bubble", 0.5}};
+  report.candidates[1].measuredAnalysis = {{"bubble", 0.4}};
+  report.candidates[3].prediction.fits = false;
+  report.candidates[3].prediction.overflowDevices = {0};
+  report.candidates[3].notMeasuredReason = "predicted not to fit";
+  CandidateResult failed = result({1, 1}, 1, 4, 2000, std::nullopt);
+  failed.status = CandidateStatus::Failed;
+  failed.error = "out of memory";
+  report.candidates.push_back(failed);
+  report.updateSuggestion();
+  report.complete = true;
+  return report;
+}
+
+TEST(CandidateResult, ErrorsAgainstMeasurement) {
+  CandidateResult measured = result({1, 1}, 2, 1, 1100, 8e6);  // measured median 1000 ns
+  ASSERT_TRUE(measured.stepTimeErrorPct().has_value());
+  EXPECT_DOUBLE_EQ(*measured.stepTimeErrorPct(), 10.0);
+  measured.prediction.peakBytes = {900, 1200};
+  measured.measurement->peakBytes = {1000, 700};
+  EXPECT_DOUBLE_EQ(*measured.peakBytesErrorPct(), 20.0);  // max 1200 against max 1000
+  CandidateResult predicted = result({1, 1}, 2, 1, 1100, std::nullopt);
+  EXPECT_FALSE(predicted.stepTimeErrorPct().has_value());
+  EXPECT_FALSE(predicted.peakBytesErrorPct().has_value());
+  EXPECT_EQ(candidateStatusName(CandidateStatus::Failed), "failed");
+}
+
+TEST(Report, SuggestionPicksBestMeasuredAndRankOne) {
+  Report report = exampleReport();
+  EXPECT_EQ(report.suggestion.bestMeasured, 1u);
+  EXPECT_EQ(report.suggestion.bestPredicted, 0u);
+  EXPECT_FALSE(report.suggestion.agree);
+  report.candidates[0].measurement->samplesPerS = 9e6;
+  report.updateSuggestion();
+  EXPECT_EQ(report.suggestion.bestMeasured, 0u);
+  EXPECT_TRUE(report.suggestion.agree);
+  Report empty;
+  empty.updateSuggestion();
+  EXPECT_FALSE(empty.suggestion.bestMeasured.has_value());
+  EXPECT_FALSE(empty.suggestion.bestPredicted.has_value());
+  EXPECT_FALSE(empty.suggestion.agree);
+}
+
+TEST(ReportJson, RoundTripIsExact) {
+  Report report = exampleReport();
+  nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["schema"], "pipeprof.report/v1");
+  EXPECT_EQ(json["suggestion"], nlohmann::json::parse(R"J({"best_measured": 1, "best_predicted": 0, "agree": false})J"));
+  EXPECT_EQ(json["candidates"][1]["measurement"]["samples_per_s"], 8e6);
+  EXPECT_EQ(json["candidates"][0]["prediction"]["peak_op"][1], "forward(1,0)");
+  EXPECT_EQ(json["candidates"][4]["status"], "failed");
+  EXPECT_FALSE(json["candidates"][2].contains("measurement"));
+  Report back = reportFromJson(json, "r.json");
+  EXPECT_EQ(toJson(back), json);
+  EXPECT_EQ(back.candidates[4].error, "out of memory");
+  EXPECT_EQ(back.candidates[1].measuredAnalysis["bubble"], 0.4);
+  EXPECT_TRUE(back.candidates[0].predictedAnalysis.is_null());
+  EXPECT_EQ(back.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
+  ASSERT_TRUE(back.cluster.has_value());
+  EXPECT_EQ(back.cluster->link(0, 1).latencyNs, 100);
+
+  std::string path = ::testing::TempDir() + "pipeprof_core_report_" + std::to_string(::getpid()) + ".json";
+  writeReport(report, path);
+  EXPECT_EQ(toJson(readReport(path)), json);
+  ::unlink(path.c_str());
+}
+
+std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json json = toJson(exampleReport());
+  edit(json);
+  try {
+    reportFromJson(json, "r.json");
+  } catch (const FormatError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
+  EXPECT_EQ(errorAfter([](auto& j) { j["schema"] = "pipeprof.report/v0"; }),
+            "r.json: $.schema: expected schema 'pipeprof.report/v1', got 'pipeprof.report/v0'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["iteration_ns"] = -5; }),
+            "r.json: $.candidates[1].prediction.iteration_ns: expected a non-negative integer, got -5");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["peak_bytes"] = {1, 2, 3}; }),
+            "r.json: $.candidates[1].prediction.peak_bytes: expected one entry per partition (2), got 3");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["bubble_fraction"] = 1.5; }),
+            "r.json: $.candidates[1].prediction.bubble_fraction: expected a fraction between 0 and 1, got 1.5");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["status"] = "skipped"; }),
+            "r.json: $.candidates[0].status: expected one of predicted, measured, failed, got 'skipped'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0].erase("measurement"); }),
+            "r.json: $.candidates[0]: missing required field 'measurement' (status is measured)");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 1e9; }),
+            "r.json: $.candidates[0].measurement.step_ns_min: expected a non-negative integer, got 1000000000.0");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 999999999; }),
+            "r.json: $.candidates[0].measurement.step_ns_median: expected step_ns_min <= step_ns_median <= "
+            "step_ns_max, got 999999999, 1333, 1342");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),
+            "r.json: $.candidates[2].candidate.chunks: expected a positive integer, got 0");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2].erase("predicted_rank"); }),
+            "r.json: $.candidates[2]: missing required field 'predicted_rank'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["suggestion"]["best_measured"] = 5; }),
+            "r.json: $.suggestion.best_measured: expected a candidate index below 5, got 5");
+  EXPECT_EQ(errorAfter([](auto& j) { j["profile"]["layers"][1]["costs"][0]["forward_ns"] = -1; }),
+            "r.json: $.profile.layers[1].costs[0].forward_ns: expected a non-negative integer, got -1");
+  EXPECT_EQ(errorAfter([](auto& j) { j["cluster"]["schema"] = "x"; }),
+            "r.json: $.cluster.schema: expected schema 'pipeprof.cluster/v1', got 'x'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["environment"].erase("model"); }),
+            "r.json: $.environment: missing required field 'model'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["complete"] = "yes"; }),
+            "r.json: $.complete: expected true or false, got \"yes\"");
+}
+
+TEST(ReportJson, ReadReportNamesTheFile) {
+  EXPECT_THAT([] { readReport("/nonexistent/report.json"); },
+              ThrowsMessage<FormatError>(StrEq("/nonexistent/report.json: cannot open file: No such file or directory")));
+}
+
+}  // namespace
+}  // namespace pipeprof
