@@ -1,0 +1,150 @@
+// The measured training loop: warm-up, timed SGD steps on a Pipe, peak memory and the trace.
+#include "training_loop.h"
+
+#include <pipeprof/profiler/cupti_collector.h>
+#include <pipeprof/profiler/host_tracer.h>
+#include <pipeprof/runtime/pipe.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+namespace pipeprof::cli {
+
+namespace {
+
+void synchronizeDevices(const std::vector<torch::Device>& devices) {
+  for (const torch::Device& device : devices) {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  }
+}
+
+void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters) {
+  for (const torch::Tensor& parameter : parameters) {
+    torch::Tensor grad = parameter.grad();
+    if (grad.defined()) grad.zero_();
+  }
+}
+
+/// A host span on the "host" lane, recorded when the tracer is on.
+void recordHostSpan(HostTracer* tracer, Phase phase, const std::string& name, TimeNs startNs, TimeNs endNs) {
+  if (tracer == nullptr) return;
+  TraceEvent event;
+  event.kind = EventKind::Span;
+  event.phase = phase;
+  event.name = name;
+  event.device = "host";
+  event.lane = "host";
+  event.startNs = startNs;
+  event.durationNs = endNs - startNs;
+  tracer->record(std::move(event));
+}
+
+}  // namespace
+
+TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
+  if (options.steps <= 0) throw std::invalid_argument("steps must be positive, got " + std::to_string(options.steps));
+  if (options.warmupSteps < 0) {
+    throw std::invalid_argument("warm-up steps must not be negative, got " + std::to_string(options.warmupSteps));
+  }
+  if (options.batch <= 0) throw std::invalid_argument("batch must be positive, got " + std::to_string(options.batch));
+  if (options.chunks > options.batch) {
+    throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
+                                std::to_string(options.batch) + "): every micro-batch needs a sample");
+  }
+  PipeOptions pipeOptions;
+  pipeOptions.devices = options.devices;
+  pipeOptions.chunks = options.chunks;
+  pipeOptions.checkpoint = options.checkpoint;
+  Pipe pipe(model.sequential, options.balance, pipeOptions);
+  pipe.train();
+
+  const Batch batch = model.makeBatch(options.batch, options.dataSeed);
+  const torch::Tensor input = batch.input.to(pipe.devices().front());
+  const torch::Tensor target = batch.target.to(pipe.devices().back());
+  const std::vector<torch::Tensor> parameters = pipe.parameters();
+  torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(options.learningRate));
+
+  std::unique_ptr<HostTracer> tracer;
+  std::unique_ptr<CuptiCollector> collector;
+  TrainingResult result;
+  const bool onCuda = std::any_of(options.devices.begin(), options.devices.end(),
+                                  [](const torch::Device& d) { return d.is_cuda(); });
+  if (options.captureTrace) {
+    tracer = std::make_unique<HostTracer>();
+    if (onCuda) {
+      collector = CuptiCollector::create(*tracer);
+      if (!collector->start()) {
+        result.collectorNote = collector->unavailableReason();
+        collector.reset();
+      }
+    }
+    tracer->enable();
+    pipe.setTracer(tracer.get());
+  }
+
+  using Clock = std::chrono::steady_clock;
+  auto step = [&](bool measured) -> TimeNs {
+    synchronizeDevices(options.devices);
+    const TimeNs startNs = tracer ? tracer->nowNs() : 0;
+    const auto start = Clock::now();
+    zeroGradientsInPlace(parameters);
+    const torch::Tensor output = pipe.forward(input);
+    const torch::Tensor loss = model.loss(output, target);
+    loss.backward();
+    const TimeNs optimizerStartNs = tracer ? tracer->nowNs() : 0;
+    optimizer.step();
+    synchronizeDevices(options.devices);
+    const auto end = Clock::now();
+    if (tracer) {
+      const TimeNs endNs = tracer->nowNs();
+      recordHostSpan(tracer.get(), Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
+      if (measured) recordHostSpan(tracer.get(), Phase::Step, "step", startNs, endNs);
+    }
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
+  };
+
+  const TimeNs warmupStartNs = tracer ? tracer->nowNs() : 0;
+  for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
+  if (tracer && options.warmupSteps > 0) {
+    recordHostSpan(tracer.get(), Phase::Warmup, "warmup", warmupStartNs, tracer->nowNs());
+  }
+
+  Measurement& m = result.measurement;
+  m.warmupSteps = options.warmupSteps;
+  m.peakBytes.assign(options.balance.size(), 0);
+  for (std::int64_t s = 0; s < options.steps; ++s) {
+    m.stepNs.push_back(step(true));
+    const std::vector<Bytes> peaks = pipe.peakBytes();
+    for (std::size_t j = 0; j < peaks.size() && j < m.peakBytes.size(); ++j) {
+      m.peakBytes[j] = std::max(m.peakBytes[j], peaks[j]);
+    }
+  }
+  std::vector<TimeNs> sorted = m.stepNs;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  m.stepNsMedian = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  m.stepNsMin = sorted.front();
+  m.stepNsMax = sorted.back();
+  m.samplesPerS = m.stepNsMedian > 0 ? static_cast<double>(options.batch) * 1e9 / static_cast<double>(m.stepNsMedian)
+                                     : 0.0;
+
+  if (tracer) {
+    pipe.setTracer(nullptr);
+    tracer->disable();
+    if (collector) collector->stop();
+    Trace host = tracer->drain();
+    if (collector) {
+      result.trace = mergeTraces(host, collector->trace(host));
+      result.collectorNote = collector->summary();
+    } else {
+      result.trace = std::move(host);
+    }
+    result.trace.metadata["source"] = "measured";
+  }
+  return result;
+}
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,52 @@
+// The measured training loop behind `pipeprof run` and the sweep: warm-up, timed steps, peaks, trace.
+#pragma once
+
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/trace.h>
+#include <pipeprof/runtime/models.h>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+
+struct TrainingOptions {
+  std::vector<std::int64_t> balance;
+  std::vector<torch::Device> devices;  ///< one per partition
+  std::int64_t chunks = 1;
+  Checkpoint checkpoint = Checkpoint::ExceptLast;
+  std::int64_t batch = 1;
+  std::int64_t warmupSteps = 2;
+  std::int64_t steps = 10;
+  double learningRate = 1e-3;  ///< plain SGD, no momentum (no optimizer state)
+  std::int64_t dataSeed = 0;   ///< seed of the synthetic batch
+  bool captureTrace = false;   ///< record host spans, memory counters (and CUPTI events on CUDA)
+};
+
+struct TrainingResult {
+  Measurement measurement;  ///< tracePath left empty: the caller writes the trace
+  Trace trace;              ///< empty unless captureTrace
+  /// One line about device-side capture: the CUPTI summary, or why it was unavailable, or
+  /// empty when every device is a CPU.
+  std::string collectorNote;
+};
+
+/// Trains `model` (moved into a Pipe) for warmupSteps + steps steps of SGD on one synthetic
+/// batch: each step is forward, loss, backward and an optimizer step, timed with a steady clock
+/// (CUDA devices synchronised before the clock is read). Gradients are zeroed in place, not
+/// freed, so they stay allocated between steps as the memory model assumes. Per-partition
+/// peak bytes are the largest Pipe::peakBytes() over the measured steps.
+///
+/// With captureTrace the trace holds host spans "warmup", "step" and "optimizer" (device
+/// "host", lane "host"), the Pipe's op spans and memory counters, and on CUDA the CUPTI kernels
+/// and copies attributed to the ops.
+///
+/// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe)
+/// or non-positive steps, batch or chunks > batch.
+TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options);
+
+}  // namespace pipeprof::cli
