@@ -1,8 +1,123 @@
-// Placeholder for `pipeprof profile`: implemented by its owner.
+// `pipeprof profile`: measures each layer of a model on a device into a pipeprof.profile/v1 file.
 #include "commands.h"
+#include "model_options.h"
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/device.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/units.h>
+#include <pipeprof/runtime/layer_profiler.h>
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
 
 namespace pipeprof::cli {
 
-void addProfileCommand(CLI::App& app) { (void)app; }
+namespace {
+
+struct ProfileFlags {
+  ModelFlags model;
+  std::string device = "cpu";
+  std::string microBatches;  ///< empty: the batch divided by 1, 2, 4 and 8
+  std::string output;
+  std::string timeBudget = "10s";
+  std::int64_t minRuns = 5;
+  std::int64_t warmupRuns = 2;
+};
+
+std::vector<std::int64_t> parseSizes(const std::string& text) {
+  try {
+    return parseBalance(text);  // the same "a,b,c" list of positive integers
+  } catch (const std::invalid_argument& error) {
+    throw UsageError("--micro-batches: " + std::string(error.what()) + " (expected sizes such as 1,2,4,8)");
+  }
+}
+
+/// The sizes a GPipe run of the batch with 1, 2, 4 or 8 chunks gives its micro-batches.
+std::vector<std::int64_t> defaultSizes(std::int64_t batch) {
+  std::set<std::int64_t> sizes;
+  for (std::int64_t chunks : {1, 2, 4, 8}) sizes.insert((batch + chunks - 1) / chunks);
+  return {sizes.begin(), sizes.end()};
+}
+
+void printSummary(const Profile& profile, std::ostream& out) {
+  const std::int64_t largest = profile.layers.empty() || profile.layers.front().costs.empty()
+                                   ? 0
+                                   : profile.layers.front().costs.back().microBatch;
+  out << fmt::format("{} on {} ({}, {} threads, LibTorch {}), at micro-batch {}:\n", profile.environment.model,
+                     profile.environment.deviceType, profile.environment.deviceName, profile.environment.threads,
+                     profile.environment.torchVersion, largest);
+  out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "#", "layer", "params", "forward",
+                     "backward", "output", "saved", "workspace");
+  for (std::size_t L = 0; L < profile.layers.size(); ++L) {
+    const LayerProfile& layer = profile.layers[L];
+    const CostSample& c = layer.costs.back();
+    out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11}\n", L, layer.name,
+                       formatBytes(layer.paramBytes), formatDuration(c.forwardNs), formatDuration(c.backwardNs),
+                       formatBytes(c.outputBytes), formatBytes(c.savedBytes), formatBytes(c.workspaceBytes));
+  }
+  for (const SkipProfile& skip : profile.skips) {
+    out << fmt::format("  skip {}: layer {} -> {}, {} per sample\n", skip.name, skip.stashLayer, skip.popLayer,
+                       formatBytes(skip.bytesPerSample));
+  }
+}
+
+void runProfile(const ProfileFlags& flags) {
+  Model model = buildModelFromFlags(flags.model);
+  const std::int64_t batch = batchFromFlags(flags.model, model);
+  DeviceDesc device;
+  try {
+    device = DeviceDesc::parse(flags.device);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--device: ") + error.what());
+  }
+  LayerProfilerOptions options;
+  options.device = torchDevice(device);
+  options.microBatches = flags.microBatches.empty() ? defaultSizes(batch) : parseSizes(flags.microBatches);
+  try {
+    options.timeBudgetSeconds = static_cast<double>(parseDuration(flags.timeBudget)) / 1e9;
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--time-budget: ") + error.what());
+  }
+  if (flags.minRuns <= 0) throw UsageError("--min-runs must be positive, got " + std::to_string(flags.minRuns));
+  if (flags.warmupRuns < 0) throw UsageError("--warmup-runs must not be negative, got " + std::to_string(flags.warmupRuns));
+  options.minRuns = flags.minRuns;
+  options.warmupRuns = flags.warmupRuns;
+
+  Profile profile = profileModel(model, options);
+  profile.environment.model = flags.model.model;  // the name or path the user gave
+  if (flags.output.empty()) {
+    std::cout << toJson(profile).dump(2) << "\n";
+    return;
+  }
+  writeProfile(profile, flags.output);
+  printSummary(profile, std::cout);
+  std::cout << "wrote " << flags.output << "\n";
+}
+
+}  // namespace
+
+void addProfileCommand(CLI::App& app) {
+  auto flags = std::make_shared<ProfileFlags>();
+  CLI::App* command = app.add_subcommand(
+      "profile",
+      "Measure each layer's forward/backward time, output, saved and transient bytes at several micro-batch\n"
+      "sizes, plus parameter bytes and skip sizes, into a pipeprof.profile/v1 file.\n"
+      "Example: pipeprof profile --model mlp --batch 64 --device cpu -o profile.json");
+  addModelFlags(*command, flags->model);
+  command->add_option("--device", flags->device, "device to measure on: cpu or cuda:N")->capture_default_str();
+  command->add_option("--micro-batches", flags->microBatches,
+                      "micro-batch sizes to sample, e.g. 1,2,4,8 (default: the batch divided by 1, 2, 4 and 8)");
+  command->add_option("-o,--output", flags->output, "profile file to write (default: print the JSON)");
+  command->add_option("--time-budget", flags->timeBudget, "total time for the timed runs, e.g. 10s, 500ms")
+      ->capture_default_str();
+  command->add_option("--min-runs", flags->minRuns, "at least this many timed runs per size")->capture_default_str();
+  command->add_option("--warmup-runs", flags->warmupRuns, "untimed runs before timing")->capture_default_str();
+  command->callback([flags] { runProfile(*flags); });
+}
 
 }  // namespace pipeprof::cli

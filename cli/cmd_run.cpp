@@ -1,8 +1,194 @@
-// Placeholder for `pipeprof run`: implemented by its owner.
+// `pipeprof run`: trains a model on a Pipe for a few steps and reports step time, throughput, peaks.
 #include "commands.h"
+#include "model_options.h"
+#include "training_loop.h"
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/units.h>
+#include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/simulator/search.h>
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
 
 namespace pipeprof::cli {
 
-void addRunCommand(CLI::App& app) { (void)app; }
+namespace {
+
+struct RunFlags {
+  ModelFlags model;
+  std::string devices = "cpu,cpu";
+  std::string balance = "auto";
+  std::int64_t chunks = 4;
+  std::string checkpoint = "except_last";
+  std::int64_t steps = 10;
+  std::int64_t warmup = 2;
+  double learningRate = 1e-3;
+  std::string tracePath;
+  std::string profilePath;
+  bool json = false;
+};
+
+/// The balance the simulator predicts fastest for these devices, chunks and mode, from the
+/// given profile or one measured now on the first device (a short budget).
+std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, std::int64_t batch,
+                                      const std::vector<DeviceDesc>& devices, Checkpoint mode, std::ostream& log) {
+  Profile profile;
+  if (!flags.profilePath.empty()) {
+    profile = readProfile(flags.profilePath);
+    log << "balance auto: using profile " << flags.profilePath << "\n";
+  } else {
+    LayerProfilerOptions options;
+    options.device = torchDevice(devices.front());
+    options.microBatches = {std::max<std::int64_t>(1, batch / flags.chunks), batch};
+    options.timeBudgetSeconds = 2.0;
+    options.minRuns = 3;
+    profile = profileModel(model, options);
+    log << "balance auto: measured a profile of " << profile.layerCount() << " layers on " << devices.front().str()
+        << "\n";
+  }
+  if (profile.layerCount() != static_cast<std::int64_t>(model.sequential->size())) {
+    throw UsageError("--profile " + flags.profilePath + " has " + std::to_string(profile.layerCount()) +
+                     " layers but the model has " + std::to_string(model.sequential->size()));
+  }
+  const auto n = static_cast<std::int64_t>(devices.size());
+  Cluster cluster = Cluster::uniform(n, std::nullopt, 0.0, 0, devices.front().typeName());
+  SearchSpace space;
+  space.batch = batch;
+  space.partitions = n;
+  space.chunks = {flags.chunks};
+  space.modes = {mode};
+  space.enumeration = BalanceEnumeration::Auto;
+  const SearchResult result = search(profile, cluster, space);
+  if (result.ranked.empty()) {
+    std::string why = result.rejected.empty() ? std::string("no candidate") : result.rejected.front().rejection;
+    throw UsageError("--balance auto found no balance of " + std::to_string(profile.layerCount()) + " layers over " +
+                     std::to_string(n) + " devices: " + why);
+  }
+  const RankedCandidate& best = result.ranked.front();
+  log << fmt::format("balance auto: chose {} of {} evaluated (predicted step {}, {:.1f} samples/s)\n",
+                     formatBalance(best.candidate.balance), result.evaluated,
+                     formatDuration(best.prediction.iterationNs), best.prediction.samplesPerS);
+  return best.candidate.balance;
+}
+
+void runRun(const RunFlags& flags) {
+  Model model = buildModelFromFlags(flags.model);
+  const std::int64_t batch = batchFromFlags(flags.model, model);
+  const std::vector<DeviceDesc> deviceDescs = parseDevicesFlag(flags.devices);
+  Checkpoint mode;
+  try {
+    mode = parseCheckpoint(flags.checkpoint);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--checkpoint: ") + error.what());
+  }
+  if (flags.chunks <= 0) throw UsageError("--chunks must be positive, got " + std::to_string(flags.chunks));
+  if (flags.chunks > batch) {
+    throw UsageError("--chunks " + std::to_string(flags.chunks) + " exceeds --batch " + std::to_string(batch) +
+                     ": every micro-batch needs at least one sample");
+  }
+  if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
+  if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
+
+  std::ostream& log = flags.json ? std::cerr : std::cout;
+  TrainingOptions options;
+  options.devices = torchDevices(deviceDescs);
+  if (flags.balance == "auto") {
+    options.balance = autoBalance(flags, model, batch, deviceDescs, mode, log);
+  } else {
+    try {
+      options.balance = parseBalance(flags.balance);
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(std::string("--balance: ") + error.what() + " (or auto)");
+    }
+  }
+  if (options.balance.size() != deviceDescs.size()) {
+    throw UsageError("--balance " + formatBalance(options.balance) + " has " + std::to_string(options.balance.size()) +
+                     " partitions but --devices " + flags.devices + " names " + std::to_string(deviceDescs.size()) +
+                     " devices: give one device per partition");
+  }
+  options.chunks = flags.chunks;
+  options.checkpoint = mode;
+  options.batch = batch;
+  options.steps = flags.steps;
+  options.warmupSteps = flags.warmup;
+  options.learningRate = flags.learningRate;
+  options.captureTrace = !flags.tracePath.empty();
+
+  TrainingResult result = trainAndMeasure(model, options);
+  Measurement& m = result.measurement;
+  Candidate candidate;
+  candidate.balance = options.balance;
+  candidate.chunks = options.chunks;
+  candidate.checkpoint = mode;
+  candidate.batch = batch;
+  if (!flags.tracePath.empty()) {
+    result.trace.metadata["model"] = flags.model.model;
+    result.trace.metadata["candidate"] = candidate.label();
+    result.trace.metadata["devices"] = flags.devices;
+    result.trace.metadata["batch"] = std::to_string(batch);
+    writeChromeTraceFile(result.trace, flags.tracePath);
+    m.tracePath = flags.tracePath;
+  }
+  if (!result.collectorNote.empty()) log << result.collectorNote << "\n";
+
+  if (flags.json) {
+    nlohmann::json out = toJson(m);
+    out["candidate"] = toJson(candidate);
+    out["model"] = flags.model.model;
+    out["devices"] = flags.devices;
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}\n", flags.model.model,
+                           flags.devices, batch, formatBalance(candidate.balance), candidate.chunks,
+                           checkpointName(mode));
+  std::cout << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
+                           formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
+                           m.stepNs.size(), m.warmupSteps);
+  std::cout << fmt::format("throughput: {:.1f} samples/s\n", m.samplesPerS);
+  std::cout << "peak memory:";
+  for (std::size_t j = 0; j < m.peakBytes.size(); ++j) {
+    std::cout << (j == 0 ? " " : ", ") << "partition " << j << " " << formatBytes(m.peakBytes[j]);
+  }
+  std::cout << "\n";
+  if (!flags.tracePath.empty()) {
+    std::cout << "trace: " << flags.tracePath << " (" << result.trace.events.size() << " events)\n";
+  }
+}
+
+}  // namespace
+
+void addRunCommand(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* command = app.add_subcommand(
+      "run",
+      "Train a model on a GPipe pipeline for a few steps: median step time, throughput, per-partition\n"
+      "peak memory, and the measured timeline as a Chrome trace.\n"
+      "Example: pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json");
+  addModelFlags(*command, flags->model);
+  command->add_option("--devices", flags->devices, "one device per partition, e.g. cpu,cpu or cuda:0,cuda:1")
+      ->capture_default_str();
+  command->add_option("--balance", flags->balance,
+                      "layers per partition, e.g. 3,5; auto: the simulator's best for these devices, chunks, mode")
+      ->capture_default_str();
+  command->add_option("--chunks", flags->chunks, "micro-batches per mini-batch")->capture_default_str();
+  command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never")->capture_default_str();
+  command->add_option("--steps", flags->steps, "measured training steps")->capture_default_str();
+  command->add_option("--warmup", flags->warmup, "untimed warm-up steps before them")->capture_default_str();
+  command->add_option("--lr", flags->learningRate, "SGD learning rate")->capture_default_str();
+  command->add_option("--trace", flags->tracePath, "write the measured timeline (Chrome trace JSON) here");
+  command->add_option("--profile", flags->profilePath, "profile for --balance auto (default: measure one now)");
+  command->add_flag("--json", flags->json, "print one JSON object (the measurement) instead of text");
+  command->callback([flags] { runRun(*flags); });
+}
 
 }  // namespace pipeprof::cli

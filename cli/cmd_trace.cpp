@@ -1,8 +1,52 @@
-// Placeholder for `pipeprof trace`: implemented by its owner.
+// `pipeprof trace summarize`: the timeline analysis of a Chrome trace (measured or predicted).
 #include "commands.h"
+
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/profiler/timeline_analysis.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
 
 namespace pipeprof::cli {
 
-void addTraceCommand(CLI::App& app) { (void)app; }
+namespace {
+
+struct SummarizeFlags {
+  std::string path;
+  bool json = false;
+  std::size_t gaps = 5;
+  std::size_t kernels = 10;
+};
+
+void runSummarize(const SummarizeFlags& flags) {
+  const Trace trace = readChromeTraceFile(flags.path);
+  AnalysisOptions options;
+  options.maxGaps = flags.gaps;
+  options.maxKernels = flags.kernels;
+  const TimelineAnalysis analysis = analyzeTimeline(trace, options);
+  if (flags.json) {
+    std::cout << toJson(analysis).dump(2) << "\n";
+  } else {
+    std::cout << flags.path << ": " << trace.events.size() << " events\n" << formatAnalysis(analysis);
+  }
+}
+
+}  // namespace
+
+void addTraceCommand(CLI::App& app) {
+  CLI::App* trace = app.add_subcommand("trace", "Work with timelines (Chrome trace JSON written by pipeprof)");
+  trace->require_subcommand(1);
+  auto flags = std::make_shared<SummarizeFlags>();
+  CLI::App* summarize = trace->add_subcommand(
+      "summarize",
+      "Busy/idle time and bubbles per partition, op kinds, copy bandwidth, the largest idle gaps and\n"
+      "what they waited for, and the top kernels.\nExample: pipeprof trace summarize run.json");
+  summarize->add_option("trace", flags->path, "trace file (measured or predicted)")->required();
+  summarize->add_flag("--json", flags->json, "print the analysis as JSON");
+  summarize->add_option("--gaps", flags->gaps, "how many idle gaps to list")->capture_default_str();
+  summarize->add_option("--kernels", flags->kernels, "how many kernels to list")->capture_default_str();
+  summarize->callback([flags] { runSummarize(*flags); });
+}
 
 }  // namespace pipeprof::cli

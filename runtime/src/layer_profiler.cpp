@@ -1,1 +1,385 @@
-// Placeholder: implemented by its owner.
+// The layer profile builder: per-layer times, memory and skip sizes at several micro-batch sizes.
+//
+// Per micro-batch size b (see docs/profiler.md and the memory model's "Profile fields"):
+//
+//   memory (CPU, tracked allocator, tag = layer index)
+//     1. one untimed pass (per-layer forward + backward) so every gradient already exists, as
+//        in a training run whose grads are zeroed in place;
+//     2. the whole model forward in training mode, layer L under tag L, keeping the graph:
+//        output bytes, forward workspace (peak - live after the layer), and after the last
+//        layer saved_bytes(L) = what tag L still holds;
+//     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
+//        backward workspace = peak above the bytes live when it started.
+//   time (options.device)
+//     warm-up passes, then passes until minRuns are done and the budget is spent (or a cap):
+//     each pass runs the layers in order, each on a detached input that requires grad, timing
+//     its forward and then torch::autograd::backward of its output alone; medians are kept.
+//
+// Skip tensors go through a tracker of our own: in the memory pass it keeps the stashed
+// tensor as is (its graph alive, as in a Pipe); in timed passes it hands out detached copies,
+// so a popping layer's backward stops at the skip instead of running the stasher's too.
+#include <pipeprof/runtime/layer_profiler.h>
+
+#include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/skip.h>
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof {
+
+namespace {
+
+using Tensors = std::vector<torch::Tensor>;
+constexpr std::int64_t kMaxRuns = 50;
+
+Bytes bytesOf(const torch::Tensor& tensor) {
+  return tensor.defined() ? static_cast<Bytes>(tensor.numel() * tensor.element_size()) : 0;
+}
+
+Bytes bytesOf(const Tensors& tensors) {
+  Bytes total = 0;
+  for (const torch::Tensor& t : tensors) total += bytesOf(t);
+  return total;
+}
+
+Tensors asTensors(torch::nn::AnyValue& value, const std::string& layer) {
+  if (const auto* tensor = value.try_get<torch::Tensor>()) return {*tensor};
+  if (const auto* tensors = value.try_get<Tensors>()) return *tensors;
+  throw std::invalid_argument("layer '" + layer + "' returned neither a tensor nor a list of tensors; "
+                              "the layer profiler needs one of those");
+}
+
+Tensors runLayer(torch::nn::AnyModule& layer, const Tensors& inputs, const std::string& name) {
+  torch::nn::AnyValue value = inputs.size() == 1 ? layer.any_forward(inputs.front()) : layer.any_forward(inputs);
+  return asTensors(value, name);
+}
+
+/// Detached copies of the inputs; floating ones require grad so backward reaches them.
+Tensors leaves(const Tensors& inputs) {
+  Tensors out;
+  out.reserve(inputs.size());
+  for (const torch::Tensor& t : inputs) {
+    torch::Tensor leaf = t.detach();
+    if (leaf.is_floating_point()) leaf.requires_grad_(true);
+    out.push_back(leaf);
+  }
+  return out;
+}
+
+/// Runs the backward of the outputs alone (ones as their gradient); false when none needs grad.
+bool backwardOf(const Tensors& outputs) {
+  Tensors roots;
+  Tensors grads;
+  for (const torch::Tensor& t : outputs) {
+    if (t.defined() && t.requires_grad()) {
+      roots.push_back(t);
+      grads.push_back(torch::ones_like(t));
+    }
+  }
+  if (roots.empty()) return false;
+  torch::autograd::backward(roots, grads);
+  return true;
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+/// Stash/pop for layers run one by one. Records the bytes stashed by each layer.
+class ProfilerSkipTracker final : public SkipTracker {
+ public:
+  explicit ProfilerSkipTracker(bool detach) : detach_(detach) {}
+  void setLayer(std::int64_t layer) { layer_ = layer; }
+  void stash(const SkipKey& key, torch::Tensor tensor) override {
+    stashedBytes_[{layer_, key.second}] = bytesOf(tensor);
+    if (detach_) {
+      tensor = tensor.detach();
+      if (tensor.is_floating_point()) tensor.requires_grad_(true);
+    }
+    tensors_[key] = std::move(tensor);
+  }
+  torch::Tensor pop(const SkipKey& key) override {
+    auto it = tensors_.find(key);
+    if (it == tensors_.end()) throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
+    torch::Tensor tensor = std::move(it->second);
+    tensors_.erase(it);
+    return tensor;
+  }
+  void clear() { tensors_.clear(); }
+  /// Bytes the layer stashed under the name (or, when the name is not found, the only stash
+  /// of that layer); 0 when unknown.
+  Bytes stashedBytes(std::int64_t layer, const std::string& name) const {
+    const auto exact = stashedBytes_.find({layer, name});
+    if (exact != stashedBytes_.end()) return exact->second;
+    Bytes only = 0;
+    int count = 0;
+    for (const auto& [key, bytes] : stashedBytes_) {
+      if (key.first == layer) {
+        only = bytes;
+        ++count;
+      }
+    }
+    return count == 1 ? only : 0;
+  }
+
+ private:
+  bool detach_;
+  std::int64_t layer_ = -1;
+  std::map<SkipKey, torch::Tensor> tensors_;
+  std::map<std::pair<std::int64_t, std::string>, Bytes> stashedBytes_;
+};
+
+/// Parameters, gradients, buffers and the training flag, restored on destruction.
+class ModuleSnapshot {
+ public:
+  explicit ModuleSnapshot(const torch::nn::Module& module) : module_(module), training_(module.is_training()) {
+    torch::NoGradGuard noGrad;
+    for (const torch::Tensor& p : module.parameters()) {
+      parameters_.push_back(p.detach().clone());
+      grads_.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::Tensor());
+    }
+    for (const torch::Tensor& b : module.buffers()) buffers_.push_back(b.detach().clone());
+  }
+  ~ModuleSnapshot() {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> parameters = module_.parameters();
+    for (std::size_t k = 0; k < parameters.size() && k < parameters_.size(); ++k) {
+      parameters[k].detach().copy_(parameters_[k]);
+      parameters[k].mutable_grad() = grads_[k].defined() ? grads_[k].to(parameters[k].device()) : torch::Tensor();
+    }
+    std::vector<torch::Tensor> buffers = module_.buffers();
+    for (std::size_t k = 0; k < buffers.size() && k < buffers_.size(); ++k) buffers[k].detach().copy_(buffers_[k]);
+    const_cast<torch::nn::Module&>(module_).train(training_);
+  }
+  ModuleSnapshot(const ModuleSnapshot&) = delete;
+  ModuleSnapshot& operator=(const ModuleSnapshot&) = delete;
+
+ private:
+  const torch::nn::Module& module_;
+  bool training_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<torch::Tensor> grads_;
+  std::vector<torch::Tensor> buffers_;
+};
+
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(colon + 1);
+        name.erase(0, name.find_first_not_of(' '));
+        return name;
+      }
+    }
+  }
+  return "cpu";
+}
+
+TimeNs median(std::vector<TimeNs> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+struct Layers {
+  std::vector<torch::nn::AnyModule*> modules;
+  std::vector<std::string> names;
+};
+
+Layers layersOf(torch::nn::Sequential& sequential) {
+  Layers layers;
+  for (auto& layer : *sequential) layers.modules.push_back(&layer);
+  for (const auto& named : sequential->named_children()) layers.names.push_back(named.key());
+  return layers;
+}
+
+/// Memory fields of every layer at one size (on CPU with the tracked allocator).
+void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips) {
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+  // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot).
+  {
+    ProfilerSkipTracker detached(true);
+    ScopedSkipTracker scope(&detached);
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      detached.setLayer(L);
+      Tensors in = leaves(x);
+      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      backwardOf(out);
+      x = out;
+    }
+  }
+  // 2. The whole forward, each layer under its tag, graph kept.
+  std::vector<Bytes> before(n);
+  {
+    ScopedSkipTracker scope(&skips);
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      skips.setLayer(L);
+      before[L] = liveBytes(L);
+      resetPeakBytes(L);
+      Tensors out;
+      {
+        ScopedAllocationTag tag(L);
+        out = runLayer(*layers.modules[L], x, layers.names[L]);
+      }
+      const Bytes live = liveBytes(L) - before[L];
+      const Bytes peak = peakBytes(L) - before[L];
+      costs[L].outputBytes = bytesOf(out);
+      costs[L].workspaceBytes = std::max<Bytes>(0, peak - live);
+      x = out;
+    }
+    for (std::int64_t L = 0; L < n; ++L) costs[L].savedBytes = std::max<Bytes>(0, liveBytes(L) - before[L]);
+    skips.clear();
+  }
+  // 3. Each layer's backward under its tag.
+  {
+    ProfilerSkipTracker detached(true);
+    ScopedSkipTracker scope(&detached);
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      detached.setLayer(L);
+      Tensors in = leaves(x);
+      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      const Bytes start = liveBytes(L);
+      resetPeakBytes(L);
+      {
+        ScopedAllocationTag tag(L);
+        backwardOf(out);
+      }
+      costs[L].workspaceBytes = std::max(costs[L].workspaceBytes, peakBytes(L) - start);
+      x = out;
+    }
+  }
+}
+
+/// Median forward and backward time of every layer at one size.
+void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
+                  const LayerProfilerOptions& options, double budgetSeconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+  std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
+  ProfilerSkipTracker detached(true);
+  ScopedSkipTracker scope(&detached);
+  auto pass = [&](bool record) {
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      detached.setLayer(L);
+      Tensors in = leaves(x);
+      synchronize(device);
+      const auto t0 = Clock::now();
+      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      synchronize(device);
+      const auto t1 = Clock::now();
+      backwardOf(out);
+      synchronize(device);
+      const auto t2 = Clock::now();
+      if (record) {
+        forwardNs[L].push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+        backwardNs[L].push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t2 - t1).count());
+      }
+      x = out;
+    }
+    detached.clear();
+  };
+  for (std::int64_t r = 0; r < options.warmupRuns; ++r) pass(false);
+  const auto start = Clock::now();
+  const auto budget = std::chrono::duration<double>(budgetSeconds);
+  const std::int64_t cap = std::max(options.minRuns, kMaxRuns);
+  for (std::int64_t r = 0; r < cap; ++r) {
+    if (r >= options.minRuns && Clock::now() - start >= budget) break;
+    pass(true);
+  }
+  for (std::int64_t L = 0; L < n; ++L) {
+    costs[L].forwardNs = median(forwardNs[L]);
+    costs[L].backwardNs = median(backwardNs[L]);
+  }
+}
+
+}  // namespace
+
+Profile profileModel(Model& model, const LayerProfilerOptions& options) {
+  std::set<std::int64_t> sizes;
+  for (std::int64_t b : options.microBatches) {
+    if (b <= 0) throw std::invalid_argument("micro-batch sizes must be positive, got " + std::to_string(b));
+    sizes.insert(b);
+  }
+  if (sizes.empty()) throw std::invalid_argument("the layer profiler needs at least one micro-batch size");
+  if (options.minRuns <= 0 || options.warmupRuns < 0 || options.timeBudgetSeconds < 0) {
+    throw std::invalid_argument("layer profiler options: minRuns must be positive and warm-up runs and the time "
+                                "budget non-negative (got minRuns " + std::to_string(options.minRuns) + ")");
+  }
+  if (!model.sequential || model.sequential->size() == 0) {
+    throw std::invalid_argument("model '" + model.name + "' has no layers to profile");
+  }
+  installMemoryTracker();
+
+  torch::nn::Sequential& sequential = model.sequential;
+  const std::vector<torch::Tensor> parameters = sequential->parameters();
+  const torch::Device home = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
+  Layers layers = layersOf(sequential);
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+
+  Profile profile;
+  profile.environment.model = model.name;
+  profile.environment.deviceType = options.device.is_cuda() ? "cuda" : "cpu";
+  profile.environment.deviceName = options.device.is_cuda() ? options.device.str() : cpuName();
+  profile.environment.threads = torch::get_num_threads();
+  profile.environment.torchVersion = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                                     "." + std::to_string(TORCH_VERSION_PATCH);
+  profile.layers.resize(static_cast<std::size_t>(n));
+  for (std::int64_t L = 0; L < n; ++L) {
+    LayerProfile& layer = profile.layers[L];
+    layer.name = layers.names[L];
+    for (const torch::Tensor& p : sequential->ptr(L)->parameters()) {
+      layer.paramBytes += bytesOf(p);
+      if (p.requires_grad()) layer.gradBytes += bytesOf(p);
+    }
+  }
+
+  ProfilerSkipTracker skips(false);
+  {
+    ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
+    sequential->train();
+    const double budgetPerSize = options.timeBudgetSeconds / static_cast<double>(sizes.size());
+    for (std::int64_t b : sizes) {
+      const Batch batch = model.makeBatch(b, /*seed=*/0);
+      std::vector<CostSample> costs(static_cast<std::size_t>(n));
+      for (CostSample& c : costs) c.microBatch = b;
+      // Memory on CPU, where the tracked allocator sees every allocation.
+      sequential->to(torch::kCPU);
+      measureMemory(layers, {batch.input.to(torch::kCPU)}, costs, skips);
+      // Times on the target device.
+      sequential->to(options.device);
+      measureTimes(layers, {batch.input.to(options.device)}, costs, options.device, options, budgetPerSize);
+      for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
+      profile.inputBytesPerSample = bytesOf(batch.input) / b;
+      for (const SkipRoute& route : model.skips) {
+        const Bytes bytes = skips.stashedBytes(route.stashLayer, route.name);
+        auto it = std::find_if(profile.skips.begin(), profile.skips.end(),
+                               [&](const SkipProfile& s) { return s.name == route.name && s.stashLayer == route.stashLayer; });
+        if (it == profile.skips.end()) {
+          profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0});
+          it = std::prev(profile.skips.end());
+        }
+        it->bytesPerSample = bytes / b;  // the largest size (last) wins: least rounding
+      }
+    }
+    sequential->to(home);
+  }
+  return profile;
+}
+
+}  // namespace pipeprof
