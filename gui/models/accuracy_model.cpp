@@ -1,0 +1,81 @@
+// Predicted against measured step time and throughput per candidate, for the accuracy charts.
+#include "models/accuracy_model.h"
+
+#include "models/format.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace pipeprof::gui {
+
+AccuracyModel::AccuracyModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void AccuracyModel::setReport(std::shared_ptr<const Report> report) {
+  beginResetModel();
+  report_ = std::move(report);
+  order_.clear();
+  summary_ = {};
+  if (report_) {
+    order_.resize(report_->candidates.size());
+    std::iota(order_.begin(), order_.end(), std::size_t{0});
+    const auto& candidates = report_->candidates;
+    std::stable_sort(order_.begin(), order_.end(), [&candidates](std::size_t a, std::size_t b) {
+      return candidates[a].prediction.samplesPerS > candidates[b].prediction.samplesPerS;
+    });
+    summary_ = summarizeAccuracy(*report_);
+  }
+  endResetModel();
+}
+
+int AccuracyModel::measuredCount() const {
+  if (!report_) return 0;
+  return static_cast<int>(std::count_if(report_->candidates.begin(), report_->candidates.end(),
+                                        [](const CandidateResult& r) { return r.measurement.has_value(); }));
+}
+
+int AccuracyModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(order_.size());
+}
+
+int AccuracyModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant AccuracyModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const std::size_t candidate = order_[static_cast<std::size_t>(index.row())];
+  const CandidateResult& result = report_->candidates[candidate];
+  const std::optional<Measurement>& measured = result.measurement;
+  if (role == CandidateIndexRole) return QVariant::fromValue<qulonglong>(candidate);
+  if (role == MeasuredRole) return measured.has_value();
+  if (role == SuggestedRole) {
+    const Suggestion& s = report_->suggestion;
+    return (s.bestMeasured ? s.bestMeasured : s.bestPredicted) == candidate;
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case Label: return qs(result.candidate.label());
+    case PredictedStepMs: return toMs(result.prediction.iterationNs);
+    case MeasuredStepMs: return measured ? QVariant(toMs(measured->stepNsMedian)) : QVariant();
+    case PredictedThroughput: return result.prediction.samplesPerS;
+    case MeasuredThroughput: return measured ? QVariant(measured->samplesPerS) : QVariant();
+    case StepErrorPct: {
+      const std::optional<double> error = result.stepTimeErrorPct();
+      return error ? QVariant(*error) : QVariant();
+    }
+    default: return {};
+  }
+}
+
+QVariant AccuracyModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Label: return tr("Candidate");
+    case PredictedStepMs: return tr("Predicted step (ms)");
+    case MeasuredStepMs: return tr("Measured step (ms)");
+    case PredictedThroughput: return tr("Predicted (samples/s)");
+    case MeasuredThroughput: return tr("Measured (samples/s)");
+    case StepErrorPct: return tr("Step error (%)");
+    default: return {};
+  }
+}
+
+}  // namespace pipeprof::gui

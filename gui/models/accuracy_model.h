@@ -1,0 +1,46 @@
+// Predicted against measured step time and throughput per candidate, for the accuracy charts.
+#pragma once
+
+#include <pipeprof/core/accuracy.h>
+#include <pipeprof/core/report.h>
+
+#include <QAbstractTableModel>
+
+#include <memory>
+
+namespace pipeprof::gui {
+
+/// One row per candidate, best predicted throughput first. Numeric columns hold doubles in
+/// DisplayRole (ms, samples/s, percent); values that do not exist (not measured) are an
+/// invalid QVariant.
+class AccuracyModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { Label, PredictedStepMs, MeasuredStepMs, PredictedThroughput, MeasuredThroughput, StepErrorPct, ColumnCount };
+  enum Role {
+    CandidateIndexRole = Qt::UserRole + 1,  ///< index into Report::candidates
+    SuggestedRole,                          ///< bool
+    MeasuredRole,                           ///< bool: has a measurement
+  };
+
+  explicit AccuracyModel(QObject* parent = nullptr);
+
+  void setReport(std::shared_ptr<const Report> report);
+  /// MAPE, Spearman and suggestion quality over the measured candidates.
+  const AccuracySummary& summary() const { return summary_; }
+  /// Number of rows with a measurement.
+  int measuredCount() const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  std::shared_ptr<const Report> report_;
+  std::vector<std::size_t> order_;  ///< row -> candidate index
+  AccuracySummary summary_;
+};
+
+}  // namespace pipeprof::gui

@@ -1,0 +1,27 @@
+// Text forms of durations, sizes, throughputs and errors for the GUI (wrapping core's units).
+#pragma once
+
+#include <pipeprof/core/units.h>
+
+#include <QString>
+
+#include <string>
+
+namespace pipeprof::gui {
+
+/// A std::string from core as a QString (UTF-8).
+QString qs(const std::string& text);
+/// "4.56 ms" (core's formatDuration).
+QString durationText(TimeNs durationNs);
+/// "1.50 GiB" (core's formatBytes).
+QString bytesText(Bytes bytes);
+/// "1,234.5 samples/s".
+QString throughputText(double samplesPerS);
+/// Signed percentage: "+4.2 %", "-12.0 %".
+QString errorText(double percent);
+/// Milliseconds as a double (charts plot step times in ms).
+double toMs(TimeNs durationNs);
+/// Mebibytes as a double.
+double toMiB(Bytes bytes);
+
+}  // namespace pipeprof::gui

@@ -1,0 +1,107 @@
+// Per-partition peak memory of one candidate, predicted beside measured, against device capacity.
+#include "models/memory_model.h"
+
+#include "models/format.h"
+
+#include <algorithm>
+
+namespace pipeprof::gui {
+
+MemoryModel::MemoryModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void MemoryModel::setCandidate(std::shared_ptr<const Report> report, std::optional<std::size_t> candidate) {
+  beginResetModel();
+  report_ = std::move(report);
+  candidate_ = report_ && candidate && *candidate < report_->candidates.size() ? candidate : std::nullopt;
+  rows_.clear();
+  if (candidate_) {
+    const CandidateResult& result = report_->candidates[*candidate_];
+    const auto n = result.candidate.balance.size();
+    for (std::size_t j = 0; j < n; ++j) {
+      Row row;
+      const std::int64_t device = result.candidate.deviceOf(static_cast<std::int64_t>(j));
+      if (report_->cluster && device < report_->cluster->deviceCount()) {
+        const DeviceSpec& spec = report_->cluster->devices[static_cast<std::size_t>(device)];
+        row.device = qs(spec.name);
+        row.capacity = spec.memoryBytes;
+      } else if (static_cast<std::size_t>(device) < report_->environment.devices.size()) {
+        row.device = qs(report_->environment.devices[static_cast<std::size_t>(device)]);
+      } else {
+        row.device = QStringLiteral("device %1").arg(device);
+      }
+      if (j < result.prediction.peakBytes.size()) row.predicted = result.prediction.peakBytes[j];
+      if (j < result.prediction.peakOp.size()) row.peakOp = qs(result.prediction.peakOp[j]);
+      if (result.measurement && j < result.measurement->peakBytes.size()) row.measured = result.measurement->peakBytes[j];
+      rows_.push_back(row);
+    }
+  }
+  endResetModel();
+}
+
+QString MemoryModel::candidateLabel() const {
+  return candidate_ ? qs(report_->candidates[*candidate_].candidate.label()) : QString();
+}
+
+bool MemoryModel::hasMeasurement() const {
+  return std::any_of(rows_.begin(), rows_.end(), [](const Row& row) { return row.measured.has_value(); });
+}
+
+qint64 MemoryModel::maxBytes() const {
+  Bytes most = 0;
+  for (const Row& row : rows_) {
+    most = std::max({most, row.predicted.value_or(0), row.measured.value_or(0), row.capacity.value_or(0)});
+  }
+  return most;
+}
+
+int MemoryModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+int MemoryModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant MemoryModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const Row& row = rows_[static_cast<std::size_t>(index.row())];
+  auto bytesOf = [&row](int column) -> std::optional<Bytes> {
+    if (column == Predicted) return row.predicted;
+    if (column == Measured) return row.measured;
+    if (column == Capacity) return row.capacity;
+    return std::nullopt;
+  };
+  if (role == BytesRole) {
+    const std::optional<Bytes> bytes = bytesOf(index.column());
+    return bytes ? QVariant(static_cast<qlonglong>(*bytes)) : QVariant();
+  }
+  if (role == Qt::TextAlignmentRole) {
+    return index.column() == Predicted || index.column() == Measured || index.column() == Capacity
+               ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
+               : QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
+  }
+  if (role != Qt::DisplayRole) return {};
+  switch (index.column()) {
+    case Partition: return tr("partition %1").arg(index.row());
+    case Device: return row.device;
+    case Capacity: return row.capacity ? bytesText(*row.capacity) : tr("unbounded");
+    case PeakOp: return row.peakOp;
+    default: {
+      const std::optional<Bytes> bytes = bytesOf(index.column());
+      return bytes ? bytesText(*bytes) : QString();
+    }
+  }
+}
+
+QVariant MemoryModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Partition: return tr("Partition");
+    case Device: return tr("Device");
+    case Predicted: return tr("Predicted peak");
+    case Measured: return tr("Measured peak");
+    case Capacity: return tr("Capacity");
+    case PeakOp: return tr("Predicted peak at");
+    default: return {};
+  }
+}
+
+}  // namespace pipeprof::gui

@@ -1,0 +1,204 @@
+// A candidate's predicted and measured timelines as lanes of ops and memory counters on one time axis.
+#include "models/timeline_model.h"
+
+#include "models/format.h"
+#include "models/report_document.h"
+
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/simulator/simulator.h>
+
+#include <QFileInfo>
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace pipeprof::gui {
+namespace {
+
+// Compute lanes first, then streams, then copies, counters last.
+int laneRank(const QString& name, bool isCounter) {
+  if (isCounter) return 3;
+  if (name.startsWith(QLatin1String("partition"))) return 0;
+  if (name.contains(QLatin1String("copy"))) return 2;
+  return 1;
+}
+
+QString spanDetails(const TraceEvent& event, TimeNs relativeStartNs) {
+  QString text = QStringLiteral("<b>%1</b><br>%2").arg(qs(event.name).toHtmlEscaped(), qs(phaseName(event.phase)));
+  if (event.microBatch >= 0) text += QStringLiteral(" · micro-batch %1").arg(event.microBatch);
+  if (event.partition >= 0) text += QStringLiteral(" · partition %1").arg(event.partition);
+  text += QStringLiteral("<br>start %1 · duration %2").arg(durationText(relativeStartNs), durationText(event.durationNs));
+  text += QStringLiteral("<br>%1 / %2").arg(qs(event.device).toHtmlEscaped(), qs(event.lane).toHtmlEscaped());
+  if (event.bytes > 0) text += QStringLiteral("<br>%1 moved").arg(bytesText(event.bytes));
+  for (const auto& [key, value] : event.args) {
+    text += QStringLiteral("<br>%1: %2").arg(qs(key).toHtmlEscaped(), qs(value).toHtmlEscaped());
+  }
+  return text;
+}
+
+}  // namespace
+
+TimelineModel::TimelineModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void TimelineModel::clear() { setTraces(std::nullopt, tr("Select a candidate."), std::nullopt, {}); }
+
+void TimelineModel::setTraces(const std::optional<Trace>& predicted, const QString& predictedMessage,
+                              const std::optional<Trace>& measured, const QString& measuredMessage) {
+  beginResetModel();
+  sections_.clear();
+  lanes_.clear();
+  addSection(tr("Predicted"), predicted, predictedMessage);
+  addSection(tr("Measured"), measured, measuredMessage);
+  endResetModel();
+}
+
+void TimelineModel::addSection(const QString& title, const std::optional<Trace>& trace, const QString& message) {
+  if (!trace && message.isEmpty()) return;
+  TimelineSection section;
+  section.title = title;
+  section.firstLane = static_cast<int>(lanes_.size());
+  section.message = message;
+  const int sectionIndex = static_cast<int>(sections_.size());
+  if (trace && !trace->events.empty()) {
+    TimeNs originNs = std::numeric_limits<TimeNs>::max();
+    for (const TraceEvent& event : trace->events) {
+      if (event.kind == EventKind::Span || event.kind == EventKind::Counter) originNs = std::min(originNs, event.startNs);
+    }
+    // (device, rank, lane name) -> lane, so lanes come out grouped by device in a stable order.
+    std::map<std::tuple<QString, int, QString>, TimelineLane> byKey;
+    for (const TraceEvent& event : trace->events) {
+      if (event.kind != EventKind::Span && event.kind != EventKind::Counter) continue;
+      const bool isCounter = event.kind == EventKind::Counter;
+      const QString device = qs(event.device);
+      const QString name = isCounter ? qs(event.name) : qs(event.lane);
+      TimelineLane& lane = byKey[{device, laneRank(name, isCounter), name}];
+      lane.section = sectionIndex;
+      lane.device = device;
+      lane.name = name;
+      lane.isCounter = isCounter;
+      const TimeNs startNs = event.startNs - originNs;
+      if (isCounter) {
+        lane.counterPoints.emplace_back(startNs, event.value);
+        lane.counterMax = std::max(lane.counterMax, event.value);
+        section.endNs = std::max(section.endNs, startNs);
+      } else {
+        TimelineSpan span;
+        span.startNs = startNs;
+        span.durationNs = event.durationNs;
+        span.phase = event.phase;
+        span.microBatch = event.microBatch;
+        span.partition = event.partition;
+        span.name = qs(event.name);
+        span.details = spanDetails(event, startNs);
+        lane.busyNs += event.durationNs;
+        section.endNs = std::max(section.endNs, span.endNs());
+        lane.spans.push_back(std::move(span));
+      }
+    }
+    for (auto& [key, lane] : byKey) {
+      std::stable_sort(lane.spans.begin(), lane.spans.end(),
+                       [](const TimelineSpan& a, const TimelineSpan& b) { return a.startNs < b.startNs; });
+      std::stable_sort(lane.counterPoints.begin(), lane.counterPoints.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      lanes_.push_back(std::move(lane));
+    }
+  } else if (section.message.isEmpty()) {
+    section.message = tr("The trace is empty.");
+  }
+  section.laneCount = static_cast<int>(lanes_.size()) - section.firstLane;
+  sections_.push_back(section);
+}
+
+void TimelineModel::loadCandidate(const ReportDocument& document, std::optional<std::size_t> candidate) {
+  const std::shared_ptr<const Report> report = document.report();
+  if (!report || !candidate || *candidate >= report->candidates.size()) {
+    clear();
+    return;
+  }
+  const CandidateResult& result = report->candidates[*candidate];
+  auto readTrace = [&document](const std::string& stored, std::optional<Trace>& trace, QString& message) {
+    const QString path = document.resolvePath(stored);
+    if (!QFileInfo::exists(path)) {
+      message = tr("Trace file not found: %1").arg(path);
+      return;
+    }
+    try {
+      trace = readChromeTraceFile(path.toStdString());
+    } catch (const std::exception& error) {
+      message = qs(error.what());
+    }
+  };
+  std::optional<Trace> predicted;
+  std::optional<Trace> measured;
+  QString predictedMessage;
+  QString measuredMessage;
+  if (!result.prediction.tracePath.empty()) readTrace(result.prediction.tracePath, predicted, predictedMessage);
+  if (!predicted && report->profile && report->cluster) {
+    try {
+      SimulationOptions options;
+      options.recordTrace = true;
+      predicted = simulate(*report->profile, *report->cluster, result.candidate, options).trace;
+      predictedMessage.clear();
+    } catch (const std::exception& error) {
+      if (predictedMessage.isEmpty()) predictedMessage = qs(error.what());
+    }
+  }
+  if (!predicted && predictedMessage.isEmpty()) predictedMessage = tr("The report has no predicted trace for this candidate.");
+  if (result.measurement && !result.measurement->tracePath.empty()) {
+    readTrace(result.measurement->tracePath, measured, measuredMessage);
+  } else {
+    measuredMessage = result.status == CandidateStatus::Failed ? tr("Measuring failed: %1").arg(qs(result.error))
+                      : result.measurement                    ? tr("The measurement has no trace.")
+                                                              : tr("Not measured: %1").arg(qs(result.notMeasuredReason));
+  }
+  setTraces(predicted, predictedMessage, measured, measuredMessage);
+}
+
+TimeNs TimelineModel::endNs() const {
+  TimeNs end = 0;
+  for (const TimelineSection& section : sections_) end = std::max(end, section.endNs);
+  return end;
+}
+
+int TimelineModel::spanCount() const {
+  int count = 0;
+  for (const TimelineLane& lane : lanes_) count += static_cast<int>(lane.spans.size());
+  return count;
+}
+
+int TimelineModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(lanes_.size());
+}
+
+int TimelineModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant TimelineModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  if (role != Qt::DisplayRole) return {};
+  const TimelineLane& lane = lanes_[static_cast<std::size_t>(index.row())];
+  switch (index.column()) {
+    case Section: return sections_[static_cast<std::size_t>(lane.section)].title;
+    case Device: return lane.device;
+    case Lane: return lane.name;
+    case Events: return static_cast<int>(lane.isCounter ? lane.counterPoints.size() : lane.spans.size());
+    case Busy: return lane.isCounter ? bytesText(static_cast<Bytes>(lane.counterMax)) : durationText(lane.busyNs);
+    default: return {};
+  }
+}
+
+QVariant TimelineModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case Section: return tr("Timeline");
+    case Device: return tr("Device");
+    case Lane: return tr("Lane");
+    case Events: return tr("Events");
+    case Busy: return tr("Busy / peak");
+    default: return {};
+  }
+}
+
+}  // namespace pipeprof::gui

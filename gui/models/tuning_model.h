@@ -1,0 +1,79 @@
+// Balance tuning: the profile's layers with their partition, re-simulated on every edit.
+#pragma once
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/trace.h>
+
+#include <QAbstractTableModel>
+
+#include <optional>
+#include <vector>
+
+namespace pipeprof::gui {
+
+/// One row per layer of the profile: its partition under the edited balance and its costs at
+/// the micro-batch size batch / chunks (rounded up). Every edit that yields a valid candidate
+/// runs the simulator at once (a step of a small model simulates in well under a millisecond)
+/// and emits predictionChanged(); an invalid edit emits invalidEdit(message) and keeps the
+/// last valid candidate and prediction.
+class TuningModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column { Layer, Name, PartitionColumn, Forward, Backward, Saved, Params, ColumnCount };
+  enum Role { ValueRole = Qt::UserRole + 1 };  ///< raw ns / bytes / index as qlonglong
+
+  explicit TuningModel(QObject* parent = nullptr);
+
+  /// Starts tuning from the candidate (its balance must sum to the profile's layer count).
+  /// Throws std::invalid_argument (the simulator's message) when it does not match.
+  void setInputs(const Profile& profile, const Cluster& cluster, const Candidate& candidate);
+  void clear();
+  bool hasInputs() const { return profile_.has_value(); }
+
+  /// Edits. Each returns false (and emits invalidEdit) when the result is not a valid
+  /// candidate, e.g. a balance that does not sum to the layer count.
+  bool setBalance(const std::vector<std::int64_t>& balance);
+  bool setChunks(std::int64_t chunks);
+  bool setCheckpoint(Checkpoint checkpoint);
+  /// Moves the boundary after partition `boundary` (0 <= boundary < n - 1) so that partition
+  /// boundary + 1 starts at layer `firstLayer`; every partition keeps at least one layer.
+  bool moveBoundary(std::int64_t boundary, std::int64_t firstLayer);
+
+  const std::optional<Profile>& profile() const { return profile_; }
+  const Cluster& cluster() const { return cluster_; }
+  const Candidate& candidate() const { return candidate_; }
+  const Prediction& prediction() const { return prediction_; }
+  /// The predicted timeline of the current candidate.
+  const Trace& trace() const { return trace_; }
+  /// Micro-batch size the per-layer costs are shown at.
+  std::int64_t microBatch() const;
+  /// Per-layer compute time (forward + backward) and memory (saved activations of one
+  /// micro-batch + parameters, gradients and optimizer state) at microBatch().
+  std::vector<TimeNs> layerTimesNs() const;
+  std::vector<Bytes> layerBytes() const;
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ signals:
+  void predictionChanged();
+  void invalidEdit(const QString& message);
+
+ private:
+  bool apply(const Candidate& candidate);
+  std::int64_t partitionOfLayer(std::int64_t layer) const;
+
+  std::optional<Profile> profile_;
+  Cluster cluster_;
+  Candidate candidate_;
+  Prediction prediction_;
+  Trace trace_;
+};
+
+}  // namespace pipeprof::gui

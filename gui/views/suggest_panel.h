@@ -1,0 +1,83 @@
+// "Suggest": the simulator's search under the user's constraints, on a worker thread, with results.
+#pragma once
+
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/simulator/search.h>
+
+#include <QWidget>
+
+#include <optional>
+
+QT_BEGIN_NAMESPACE
+class QCheckBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+QT_END_NAMESPACE
+
+namespace pipeprof::gui {
+
+class SuggestWorker;
+
+/// Constraints (devices, memory per device, chunk counts, checkpoint modes), a Suggest button
+/// that runs SuggestWorker with a progress bar and a Cancel button, and the best candidates
+/// with actions to tune one or copy its `pipeprof run` / `pipeprof sweep` command line.
+class SuggestPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  /// How many of the best candidates are listed.
+  static constexpr int kShown = 10;
+
+  explicit SuggestPanel(QWidget* parent = nullptr);
+
+  /// What to search: the profile and cluster of the report, its environment (for command
+  /// lines) and mini-batch. A null profile disables the panel.
+  void setContext(const std::optional<Profile>& profile, const Cluster& cluster, const ReportEnvironment& environment,
+                  std::int64_t batch);
+  /// The search space and cluster from the constraints; nullopt with a message when a
+  /// constraint is malformed.
+  std::optional<SearchSpace> searchSpace(QString* error) const;
+  Cluster constrainedCluster() const;
+
+  SuggestWorker* worker() const { return worker_; }
+  QPushButton* suggestButton() const { return suggest_; }
+  QPushButton* cancelButton() const { return cancel_; }
+  QTableWidget* results() const { return results_; }
+  QLineEdit* chunksEdit() const { return chunks_; }
+
+ public slots:
+  void startSuggest();
+
+ signals:
+  void tuneRequested(const pipeprof::Candidate& candidate);
+
+ private:
+  void showResults();
+  std::optional<Candidate> selectedCandidate() const;
+
+  std::optional<Profile> profile_;
+  Cluster cluster_;
+  ReportEnvironment environment_;
+  std::int64_t batch_ = 1;
+  SuggestWorker* worker_;
+  QSpinBox* devices_;
+  QLineEdit* memory_;
+  QLineEdit* chunks_;
+  QCheckBox* modes_[3];
+  QPushButton* suggest_;
+  QPushButton* cancel_;
+  QProgressBar* progress_;
+  QLabel* status_;
+  QTableWidget* results_;
+  QPushButton* tune_;
+  QPushButton* copyRun_;
+  QPushButton* copySweep_;
+};
+
+}  // namespace pipeprof::gui

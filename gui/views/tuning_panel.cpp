@@ -1,0 +1,202 @@
+// Balance tuning: edit balance, chunks and mode (or drag boundaries) and see the prediction at once.
+#include "views/tuning_panel.h"
+
+#include "models/format.h"
+#include "models/timeline_model.h"
+#include "models/tuning_model.h"
+#include "views/balance_editor.h"
+#include "views/candidate_picker.h"
+#include "views/suggest_panel.h"
+#include "views/timeline_canvas.h"
+
+#include <pipeprof/core/candidate.h>
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <exception>
+
+namespace pipeprof::gui {
+namespace {
+
+constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+
+QString versus(double now, double base, bool higherIsBetter) {
+  if (base <= 0) return {};
+  const double pct = (now - base) / base * 100.0;
+  if (std::abs(pct) < 0.05) return QStringLiteral(" <span style='color:#777'>(same)</span>");
+  const bool better = higherIsBetter ? pct > 0 : pct < 0;
+  return QStringLiteral(" <span style='color:%1'>(%2)</span>").arg(better ? "#2e7d32" : "#c0392b", errorText(pct));
+}
+
+}  // namespace
+
+TuningPanel::TuningPanel(QWidget* parent)
+    : QWidget(parent), model_(new TuningModel(this)), timeline_(new TimelineModel(this)), picker_(new CandidatePicker(this)),
+      balance_(new QLineEdit(this)), chunks_(new QSpinBox(this)), mode_(new QComboBox(this)), error_(new QLabel(this)),
+      prediction_(new QLabel(this)), editor_(new BalanceEditor(model_, this)), canvas_(new TimelineCanvas(timeline_, this)),
+      suggest_(new SuggestPanel(this)) {
+  balance_->setToolTip(tr("Layers per partition, e.g. 3,5 — the prediction updates as you type"));
+  chunks_->setRange(1, 4096);
+  chunks_->setToolTip(tr("Micro-batches per mini-batch"));
+  for (Checkpoint mode : kModes) mode_->addItem(qs(std::string(checkpointName(mode))), static_cast<int>(mode));
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #c0392b"));
+  prediction_->setTextFormat(Qt::RichText);
+  prediction_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+
+  auto* configuration = new QGroupBox(tr("Configuration"), this);
+  auto* form = new QFormLayout(configuration);
+  form->addRow(tr("Start from:"), picker_);
+  form->addRow(tr("Balance:"), balance_);
+  form->addRow(tr("Chunks:"), chunks_);
+  form->addRow(tr("Checkpoint:"), mode_);
+  form->addRow(error_);
+  auto* predicted = new QGroupBox(tr("Prediction"), this);
+  (new QVBoxLayout(predicted))->addWidget(prediction_);
+  auto* suggest = new QGroupBox(tr("Suggest"), this);
+  (new QVBoxLayout(suggest))->addWidget(suggest_);
+  auto* left = new QWidget(this);
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addWidget(configuration);
+  leftLayout->addWidget(predicted);
+  leftLayout->addWidget(suggest, 1);
+  left->setMinimumWidth(420);
+  left->setMaximumWidth(520);
+
+  auto* layers = new QGroupBox(tr("Layers and partitions — drag a boundary to move layers between partitions"), this);
+  (new QVBoxLayout(layers))->addWidget(editor_);
+  auto* timeline = new QGroupBox(tr("Predicted timeline of the edited configuration"), this);
+  (new QVBoxLayout(timeline))->addWidget(canvas_);
+  auto* right = new QSplitter(Qt::Vertical, this);
+  right->addWidget(layers);
+  right->addWidget(timeline);
+  right->setStretchFactor(0, 2);
+  right->setStretchFactor(1, 3);
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(left);
+  layout->addWidget(right, 1);
+
+  connect(picker_, &CandidatePicker::candidatePicked, this, [this](std::size_t c) { loadCandidate(c); });
+  connect(balance_, &QLineEdit::textEdited, this, [this](const QString& text) {
+    try {
+      model_->setBalance(parseBalance(text.toStdString()));
+    } catch (const std::exception& exception) {
+      error_->setText(qs(exception.what()));
+    }
+  });
+  connect(chunks_, &QSpinBox::valueChanged, this, [this](int chunks) {
+    if (chunks != model_->candidate().chunks) model_->setChunks(chunks);
+  });
+  connect(mode_, &QComboBox::currentIndexChanged, this, [this](int row) {
+    const auto mode = static_cast<Checkpoint>(mode_->itemData(row).toInt());
+    if (mode != model_->candidate().checkpoint) model_->setCheckpoint(mode);
+  });
+  connect(model_, &TuningModel::invalidEdit, error_, &QLabel::setText);
+  connect(model_, &TuningModel::predictionChanged, this, [this] {
+    error_->clear();
+    syncControls();
+    showPrediction();
+    if (model_->hasInputs()) timeline_->setTraces(model_->trace(), {}, std::nullopt, {});
+    else timeline_->clear();
+  });
+  connect(suggest_, &SuggestPanel::tuneRequested, this,
+          [this](const Candidate& candidate) { loadCandidate(candidate, tr("suggestion")); });
+  showPrediction();
+}
+
+void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded) {
+  const bool sameProfile = reloaded && report_ && report && report_->profile.has_value() == report->profile.has_value() &&
+                           report_->environment.model == report->environment.model &&
+                           report_->candidates.size() <= report->candidates.size();
+  report_ = std::move(report);
+  std::optional<std::size_t> suggested;
+  if (report_) suggested = report_->suggestion.bestMeasured ? report_->suggestion.bestMeasured : report_->suggestion.bestPredicted;
+  picker_->setReport(report_.get(), suggested);
+  if (sameProfile) return;  // a live reload of the same sweep: keep the user's edits
+  Cluster cluster;
+  if (report_ && report_->cluster) cluster = *report_->cluster;
+  else if (report_) cluster = Cluster::uniform(static_cast<std::int64_t>(report_->environment.devices.size()), std::nullopt, 0.0, 0);
+  suggest_->setContext(report_ ? report_->profile : std::nullopt, cluster,
+                       report_ ? report_->environment : ReportEnvironment{}, report_ ? report_->environment.batch : 1);
+  model_->clear();
+  basePrediction_.reset();
+}
+
+void TuningPanel::loadCandidate(std::size_t candidate) {
+  if (!report_ || candidate >= report_->candidates.size()) return;
+  picker_->setCurrentCandidate(candidate);
+  loadCandidate(report_->candidates[candidate].candidate, qs(report_->candidates[candidate].candidate.label()));
+}
+
+void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origin) {
+  if (!report_ || !report_->profile) {
+    error_->setText(tr("This report has no embedded profile, so there is nothing to simulate."));
+    return;
+  }
+  Cluster cluster = report_->cluster ? *report_->cluster
+                                     : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
+  try {
+    basePrediction_.reset();
+    baseLabel_ = origin;
+    model_->setInputs(*report_->profile, cluster, candidate);
+    basePrediction_ = model_->prediction();
+    showPrediction();
+  } catch (const std::exception& exception) {
+    error_->setText(qs(exception.what()));
+  }
+}
+
+void TuningPanel::syncControls() {
+  const Candidate& candidate = model_->candidate();
+  if (!balance_->hasFocus()) balance_->setText(qs(formatBalance(candidate.balance)));
+  const QSignalBlocker chunksBlocker(chunks_);
+  chunks_->setMaximum(static_cast<int>(std::max<std::int64_t>(1, candidate.batch)));
+  chunks_->setValue(static_cast<int>(candidate.chunks));
+  const QSignalBlocker modeBlocker(mode_);
+  mode_->setCurrentIndex(mode_->findData(static_cast<int>(candidate.checkpoint)));
+}
+
+void TuningPanel::showPrediction() {
+  if (!model_->hasInputs()) {
+    prediction_->setText(tr("Pick a candidate to start from."));
+    return;
+  }
+  const Prediction& p = model_->prediction();
+  const Prediction* base = basePrediction_ ? &*basePrediction_ : nullptr;
+  QString text = QStringLiteral("<table cellspacing='2'>");
+  auto row = [&text](const QString& name, const QString& value) {
+    text += QStringLiteral("<tr><td>%1</td><td>&nbsp;&nbsp;<b>%2</b></td></tr>").arg(name, value);
+  };
+  row(tr("Step time"), durationText(p.iterationNs) +
+                           (base ? versus(static_cast<double>(p.iterationNs), static_cast<double>(base->iterationNs), false) : QString()));
+  row(tr("Throughput"), throughputText(p.samplesPerS) + (base ? versus(p.samplesPerS, base->samplesPerS, true) : QString()));
+  row(tr("Bubble"), QStringLiteral("%1 %").arg(p.bubbleFraction * 100.0, 0, 'f', 1));
+  const Cluster& cluster = model_->cluster();
+  for (std::size_t j = 0; j < p.peakBytes.size(); ++j) {
+    const std::int64_t device = model_->candidate().deviceOf(static_cast<std::int64_t>(j));
+    QString value = bytesText(p.peakBytes[j]);
+    if (device < cluster.deviceCount() && cluster.devices[static_cast<std::size_t>(device)].memoryBytes) {
+      const Bytes capacity = *cluster.devices[static_cast<std::size_t>(device)].memoryBytes;
+      value += tr(" of %1").arg(bytesText(capacity));
+      if (p.peakBytes[j] > capacity) value = QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(value);
+    }
+    row(tr("Peak, partition %1").arg(j), value);
+  }
+  row(tr("Fits"), p.fits ? tr("yes") : QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(tr("no")));
+  text += QStringLiteral("</table>");
+  if (!baseLabel_.isEmpty()) text += tr("<span style='color:#777'>changes against %1</span>").arg(baseLabel_.toHtmlEscaped());
+  prediction_->setText(text);
+}
+
+}  // namespace pipeprof::gui

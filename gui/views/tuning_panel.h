@@ -1,0 +1,70 @@
+// Balance tuning: edit balance, chunks and mode (or drag boundaries) and see the prediction at once.
+#pragma once
+
+#include <pipeprof/core/report.h>
+
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+QT_BEGIN_NAMESPACE
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+QT_END_NAMESPACE
+
+namespace pipeprof::gui {
+
+class BalanceEditor;
+class CandidatePicker;
+class SuggestPanel;
+class TimelineCanvas;
+class TimelineModel;
+class TuningModel;
+
+class TuningPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TuningPanel(QWidget* parent = nullptr);
+
+  /// The report whose profile and cluster are tuned. A live reload of the same sweep
+  /// (reloaded = true) keeps the user's edits; anything else resets the panel.
+  void setReport(std::shared_ptr<const Report> report, bool reloaded = false);
+  /// Starts tuning from a candidate of the report / from any candidate (e.g. a suggestion).
+  void loadCandidate(std::size_t candidate);
+  void loadCandidate(const Candidate& candidate, const QString& origin);
+
+  TuningModel* model() const { return model_; }
+  TimelineModel* timelineModel() const { return timeline_; }
+  QLineEdit* balanceEdit() const { return balance_; }
+  QSpinBox* chunksSpin() const { return chunks_; }
+  QComboBox* modeCombo() const { return mode_; }
+  CandidatePicker* picker() const { return picker_; }
+  SuggestPanel* suggestPanel() const { return suggest_; }
+  BalanceEditor* balanceEditor() const { return editor_; }
+  QWidget* exportTarget() const { return const_cast<TuningPanel*>(this); }
+
+ private:
+  void syncControls();
+  void showPrediction();
+
+  std::shared_ptr<const Report> report_;
+  TuningModel* model_;
+  TimelineModel* timeline_;
+  CandidatePicker* picker_;
+  QLineEdit* balance_;
+  QSpinBox* chunks_;
+  QComboBox* mode_;
+  QLabel* error_;
+  QLabel* prediction_;
+  BalanceEditor* editor_;
+  TimelineCanvas* canvas_;
+  SuggestPanel* suggest_;
+  std::optional<Prediction> basePrediction_;
+  QString baseLabel_;
+};
+
+}  // namespace pipeprof::gui

@@ -1,0 +1,39 @@
+// Tests of AccuracyModel: rows by predicted throughput, measured values, summary.
+#include "models/accuracy_model.h"
+
+#include "sample.h"
+
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+
+namespace pipeprof::gui {
+namespace {
+
+TEST(AccuracyModel, OrdersByPredictedThroughputAndKeepsMissingValuesInvalid) {
+  AccuracyModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const std::shared_ptr<const Report> report = test::sampleReport();
+  model.setReport(report);
+  ASSERT_EQ(model.rowCount(), test::kSampleCandidates);
+  EXPECT_EQ(model.measuredCount(), 5);
+  EXPECT_EQ(model.summary().measuredCount, 5);
+  for (int row = 1; row < model.rowCount(); ++row) {
+    EXPECT_GE(model.index(row - 1, AccuracyModel::PredictedThroughput).data().toDouble(),
+              model.index(row, AccuracyModel::PredictedThroughput).data().toDouble());
+  }
+  EXPECT_EQ(model.index(0, 0).data(AccuracyModel::CandidateIndexRole).toULongLong(), test::kSampleSuggested);
+  EXPECT_TRUE(model.index(0, 0).data(AccuracyModel::SuggestedRole).toBool());
+  const CandidateResult& best = report->candidates[test::kSampleSuggested];
+  EXPECT_DOUBLE_EQ(model.index(0, AccuracyModel::PredictedStepMs).data().toDouble(), best.prediction.iterationNs / 1e6);
+  EXPECT_DOUBLE_EQ(model.index(0, AccuracyModel::MeasuredStepMs).data().toDouble(), best.measurement->stepNsMedian / 1e6);
+  EXPECT_DOUBLE_EQ(model.index(0, AccuracyModel::StepErrorPct).data().toDouble(), *best.stepTimeErrorPct());
+  int invalid = 0;
+  for (int row = 0; row < model.rowCount(); ++row) invalid += model.index(row, AccuracyModel::MeasuredStepMs).data().isValid() ? 0 : 1;
+  EXPECT_EQ(invalid, 4);
+  model.setReport(nullptr);
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+}  // namespace
+}  // namespace pipeprof::gui

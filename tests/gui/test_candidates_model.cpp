@@ -1,0 +1,95 @@
+// Tests of CandidatesModel and CandidatesFilterModel on the sample report.
+#include "models/candidates_filter_model.h"
+#include "models/candidates_model.h"
+
+#include "sample.h"
+
+#include <gtest/gtest.h>
+
+#include <QAbstractItemModelTester>
+
+namespace pipeprof::gui {
+namespace {
+
+std::size_t candidateAt(const QAbstractItemModel& model, int row) {
+  return static_cast<std::size_t>(model.index(row, 0).data(CandidatesModel::CandidateIndexRole).toULongLong());
+}
+
+TEST(CandidatesModel, PassesTheModelTesterAndListsEveryCandidate) {
+  CandidatesModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  EXPECT_EQ(model.rowCount(), 0);
+  model.setReport(test::sampleReport());
+  EXPECT_EQ(model.rowCount(), test::kSampleCandidates);
+  EXPECT_EQ(model.columnCount(), CandidatesModel::ColumnCount);
+  model.setReport(nullptr);
+  EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(CandidatesModel, ShowsConfigurationTimesAndStatusWithUnits) {
+  CandidatesModel model;
+  model.setReport(test::sampleReport());
+  auto text = [&model](int row, int column) { return model.index(row, column).data().toString(); };
+  EXPECT_EQ(text(0, CandidatesModel::Balance), QStringLiteral("[4,4]"));
+  EXPECT_EQ(text(0, CandidatesModel::Chunks), QStringLiteral("4"));
+  EXPECT_EQ(text(0, CandidatesModel::Mode), QStringLiteral("except_last"));
+  EXPECT_EQ(text(0, CandidatesModel::PredictedStep), QStringLiteral("17.0 ms"));
+  EXPECT_EQ(text(0, CandidatesModel::MeasuredStep), QStringLiteral("18.0 ms"));
+  EXPECT_EQ(text(0, CandidatesModel::PredictedPeak), QStringLiteral("48.4 MiB | 61.2 MiB"));
+  EXPECT_EQ(text(0, CandidatesModel::StepError), QStringLiteral("-5.7 %"));
+  EXPECT_EQ(text(0, CandidatesModel::Status), QStringLiteral("measured"));
+  EXPECT_EQ(text(5, CandidatesModel::Status), QStringLiteral("failed"));
+  EXPECT_EQ(text(6, CandidatesModel::MeasuredStep), QString());
+  EXPECT_EQ(text(8, CandidatesModel::Rank), QStringLiteral("–"));
+  EXPECT_TRUE(text(8, CandidatesModel::PredictedPeak).endsWith(QStringLiteral("(does not fit)")));
+}
+
+TEST(CandidatesModel, MarksTheSuggestedCandidate) {
+  CandidatesModel model;
+  model.setReport(test::sampleReport());
+  ASSERT_EQ(model.suggested(), test::kSampleSuggested);
+  const int row = static_cast<int>(test::kSampleSuggested);
+  EXPECT_TRUE(model.index(row, 0).data(CandidatesModel::SuggestedRole).toBool());
+  EXPECT_EQ(model.index(row, CandidatesModel::Rank).data().toString(), QStringLiteral("★ 1"));
+  EXPECT_FALSE(model.index(0, 0).data(CandidatesModel::SuggestedRole).toBool());
+}
+
+TEST(CandidatesFilterModel, SortsNumericallyWithMissingValuesLast) {
+  CandidatesModel model;
+  model.setReport(test::sampleReport());
+  CandidatesFilterModel proxy;
+  QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  proxy.setSourceModel(&model);
+  proxy.sort(CandidatesModel::MeasuredStep, Qt::AscendingOrder);
+  EXPECT_EQ(candidateAt(proxy, 0), 3u);  // 15.9 ms
+  EXPECT_EQ(candidateAt(proxy, 4), 2u);  // 20.8 ms, the slowest measured
+  EXPECT_FALSE(proxy.index(5, CandidatesModel::MeasuredStep).data().toString().size() > 0);
+  proxy.sort(CandidatesModel::Rank, Qt::AscendingOrder);
+  EXPECT_EQ(candidateAt(proxy, 0), 3u);
+  EXPECT_EQ(candidateAt(proxy, 8), 8u);  // does not fit: no rank, last
+}
+
+TEST(CandidatesFilterModel, FiltersByTextAndStatus) {
+  CandidatesModel model;
+  model.setReport(test::sampleReport());
+  CandidatesFilterModel proxy;
+  QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  proxy.setSourceModel(&model);
+  proxy.setFilterText(QStringLiteral("x8"));
+  EXPECT_EQ(proxy.rowCount(), 2);  // [4,4] x8 except_last and [6,2] x8 always
+  proxy.setFilterText(QStringLiteral("NEVER"));
+  EXPECT_EQ(proxy.rowCount(), 3);
+  proxy.setFilterText(QString());
+  proxy.setStatusFilter(CandidateStatus::Failed);
+  ASSERT_EQ(proxy.rowCount(), 1);
+  EXPECT_EQ(candidateAt(proxy, 0), 5u);
+  proxy.setStatusFilter(CandidateStatus::Measured);
+  proxy.setFilterText(QStringLiteral("[4,4]"));
+  EXPECT_EQ(proxy.rowCount(), 3);
+  proxy.setStatusFilter(std::nullopt);
+  proxy.setFilterText(QString());
+  EXPECT_EQ(proxy.rowCount(), test::kSampleCandidates);
+}
+
+}  // namespace
+}  // namespace pipeprof::gui

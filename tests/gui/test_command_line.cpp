@@ -1,0 +1,34 @@
+// Tests of the command lines the GUI copies for a candidate.
+#include "models/command_line.h"
+
+#include "sample.h"
+
+#include <gtest/gtest.h>
+
+namespace pipeprof::gui {
+namespace {
+
+TEST(CommandLine, RunAndSweepNameTheCandidateExactly) {
+  const std::shared_ptr<const Report> report = test::sampleReport();
+  const Candidate& candidate = report->candidates[test::kSampleSuggested].candidate;
+  EXPECT_EQ(runCommandLine(report->environment, candidate),
+            QStringLiteral("pipeprof run --model mlp --devices cpu,cpu --batch 32 --balance 5,3 --chunks 4 "
+                           "--checkpoint never --trace trace.json"));
+  EXPECT_EQ(sweepCommandLine(report->environment, candidate),
+            QStringLiteral("pipeprof sweep --model mlp --devices cpu,cpu --batch 32 --balance 5,3 --chunks 4 "
+                           "--checkpoint never -o report.json"));
+}
+
+TEST(CommandLine, QuotesArgumentsTheShellWouldSplit) {
+  ReportEnvironment environment;
+  environment.model = "my model.pt";
+  environment.batch = 8;
+  Candidate candidate;
+  candidate.balance = {1, 1};
+  EXPECT_EQ(runCommandLine(environment, candidate),
+            QStringLiteral("pipeprof run --model 'my model.pt' --batch 8 --balance 1,1 --chunks 1 "
+                           "--checkpoint except_last --trace trace.json"));
+}
+
+}  // namespace
+}  // namespace pipeprof::gui

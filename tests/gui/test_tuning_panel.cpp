@@ -1,0 +1,87 @@
+// Widget tests of the tuning panel: typing a balance, dragging a boundary, Suggest and Cancel.
+#include "views/tuning_panel.h"
+
+#include "models/suggest_worker.h"
+#include "models/timeline_model.h"
+#include "models/tuning_model.h"
+#include "views/balance_editor.h"
+#include "views/suggest_panel.h"
+
+#include "sample.h"
+
+#include <gtest/gtest.h>
+
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTest>
+
+namespace pipeprof::gui {
+namespace {
+
+class TuningPanelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    report_ = test::sampleReport();
+    panel_.resize(1200, 800);
+    panel_.show();
+    panel_.setReport(report_);
+    panel_.loadCandidate(0);  // [4,4] x4 except_last
+  }
+  std::shared_ptr<const Report> report_;
+  TuningPanel panel_;
+};
+
+TEST_F(TuningPanelTest, TypingABalanceChangesThePredictionAndTheTimeline) {
+  QSignalSpy changed(panel_.model(), &TuningModel::predictionChanged);
+  QSignalSpy timeline(panel_.timelineModel(), &QAbstractItemModel::modelReset);
+  const TimeNs before = panel_.model()->prediction().iterationNs;
+  QLineEdit* balance = panel_.balanceEdit();
+  balance->setFocus();
+  balance->selectAll();
+  QTest::keyClicks(balance, QStringLiteral("6,2"));
+  EXPECT_EQ(panel_.model()->candidate().balance, (std::vector<std::int64_t>{6, 2}));
+  EXPECT_NE(panel_.model()->prediction().iterationNs, before);
+  EXPECT_GE(changed.count(), 1);
+  EXPECT_GE(timeline.count(), 1);
+  EXPECT_EQ(panel_.timelineModel()->sections().size(), 1u);  // predicted only
+}
+
+TEST_F(TuningPanelTest, DraggingABoundaryMovesLayers) {
+  BalanceEditor* editor = panel_.balanceEditor();
+  const QPoint from(static_cast<int>(editor->boundaryX(0)), editor->height() / 2);
+  const double column = (editor->boundaryX(0) - editor->boundaryX(-1)) / 4.0;  // 4 layers left of it
+  const QPoint to(static_cast<int>(editor->boundaryX(0) + 2 * column), editor->height() / 2);
+  QTest::mousePress(editor, Qt::LeftButton, Qt::NoModifier, from);
+  QTest::mouseMove(editor, to);
+  QTest::mouseRelease(editor, Qt::LeftButton, Qt::NoModifier, to);
+  EXPECT_EQ(panel_.model()->candidate().balance, (std::vector<std::int64_t>{6, 2}));
+}
+
+TEST_F(TuningPanelTest, SuggestListsTheBestCandidatesAndTuneLoadsOne) {
+  SuggestPanel* suggest = panel_.suggestPanel();
+  QSignalSpy finished(suggest->worker(), &SuggestWorker::finished);
+  QTest::mouseClick(suggest->suggestButton(), Qt::LeftButton);
+  EXPECT_TRUE(suggest->cancelButton()->isEnabled());
+  ASSERT_TRUE(finished.wait(20000));
+  EXPECT_FALSE(suggest->cancelButton()->isEnabled());
+  ASSERT_EQ(suggest->results()->rowCount(), SuggestPanel::kShown);
+  const Candidate best = suggest->worker()->result().ranked.front().candidate;
+  EXPECT_EQ(suggest->results()->item(0, 0)->text(), QString::fromStdString(best.label()));
+  emit suggest->tuneRequested(best);
+  EXPECT_EQ(panel_.model()->candidate(), best);
+}
+
+TEST_F(TuningPanelTest, SuggestRejectsAMalformedChunkList) {
+  SuggestPanel* suggest = panel_.suggestPanel();
+  suggest->chunksEdit()->setText(QStringLiteral("1,two"));
+  QString error;
+  EXPECT_FALSE(suggest->searchSpace(&error).has_value());
+  EXPECT_TRUE(error.contains(QStringLiteral("1,two"))) << error.toStdString();
+  suggest->startSuggest();
+  EXPECT_FALSE(suggest->worker()->isRunning());
+}
+
+}  // namespace
+}  // namespace pipeprof::gui
