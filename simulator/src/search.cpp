@@ -87,6 +87,11 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
     case BalanceEnumeration::Given:
       balances = space.balances;
       for (const auto& balance : balances) {
+        if (static_cast<std::int64_t>(balance.size()) != n) {
+          throw std::invalid_argument("search: balance " + formatBalance(balance) + " has " +
+                                      std::to_string(balance.size()) + " partitions but the space asks for " +
+                                      std::to_string(n));
+        }
         Candidate probe;
         probe.balance = balance;
         probe.batch = space.batch;

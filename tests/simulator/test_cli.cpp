@@ -1,1 +1,159 @@
-// End-to-end tests of `pipeprof simulate` and `pipeprof suggest` (filled in below).
+// End-to-end tests of `pipeprof simulate` and `pipeprof suggest`: output, determinism, exit codes.
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+
+#include "test_helpers.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace pipeprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SimulatorCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("pipeprof_sim_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    // Two layers of f 10 ns, b 20 ns per sample; saved 100 B, output 10 B, workspace 5 B.
+    writeProfile(test::uniformProfile(2, {10, 20, 100, 10, 5, 8}), path("profile.json"));
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  Run run(const std::string& arguments) const {
+    const std::string command = std::string(PIPEPROF_BINARY_DIR "/cli/pipeprof ") + arguments + " > " +
+                                path("stdout.txt") + " 2> " + path("stderr.txt");
+    const int status = std::system(command.c_str());
+    Run result;
+    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = readText(dir_ / "stdout.txt");
+    result.err = readText(dir_ / "stderr.txt");
+    return result;
+  }
+
+  std::string simulateArgs() const { return "simulate --profile " + path("profile.json"); }
+
+  fs::path dir_;
+};
+
+TEST_F(SimulatorCli, SimulateJsonMatchesTheClosedForm) {
+  const Run r = run(simulateArgs() + " --batch 4 --balance 1,1 --chunks 4 --checkpoint never --json");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json.at("iteration_ns"), (4 + 2 - 1) * 30);
+  EXPECT_EQ(json.at("busy_ns"), nlohmann::json::array({120, 120}));
+  EXPECT_EQ(json.at("peak_bytes"), nlohmann::json::array({16 + 400 + 5, 16 + 400 + 5 + 10}));
+  EXPECT_EQ(json.at("fits"), true);
+  EXPECT_DOUBLE_EQ(json.at("samples_per_s").get<double>(), 4 / 150e-9);
+  EXPECT_TRUE(json.contains("bubble_fraction"));
+  EXPECT_EQ(json.at("candidate").at("balance"), nlohmann::json::array({1, 1}));
+}
+
+TEST_F(SimulatorCli, SimulateIsByteIdenticalAcrossRuns) {
+  const std::string args = " --devices 2 --link-bandwidth 1GB/s --link-latency 5ns --batch 6 --balance 1,1 --chunks 4";
+  const Run first = run(simulateArgs() + args + " --trace " + path("a.json") + " --json");
+  ASSERT_EQ(first.exitCode, 0) << first.err;
+  const Run second = run(simulateArgs() + args + " --trace " + path("b.json") + " --json");
+  ASSERT_EQ(second.exitCode, 0) << second.err;
+  EXPECT_EQ(readText(dir_ / "a.json"), readText(dir_ / "b.json"));
+  EXPECT_GT(readText(dir_ / "a.json").size(), 1000u);
+  nlohmann::json a = nlohmann::json::parse(first.out);
+  nlohmann::json b = nlohmann::json::parse(second.out);
+  a.erase("trace_path");
+  b.erase("trace_path");
+  EXPECT_EQ(a.dump(), b.dump());
+}
+
+TEST_F(SimulatorCli, SimulateSummaryAndMemoryOverflow) {
+  const Run r = run(simulateArgs() + " --device-memory 300B --batch 4 --balance 1,1 --chunks 4 --checkpoint never");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("forward(3,0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fits         NO: predicted peak 421 B > 300 B on device 0"), std::string::npos) << r.out;
+}
+
+TEST_F(SimulatorCli, SuggestJson) {
+  writeCluster(Cluster::uniform(2, Bytes{400}, 0.0, 0), path("cluster.json"));
+  const Run r = run("suggest --profile " + path("profile.json") + " --cluster " + path("cluster.json") +
+                    " --batch 4 --chunks 1,2,4 --json");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json.at("evaluated"), 9);
+  ASSERT_FALSE(json.at("ranked").empty());
+  EXPECT_EQ(json.at("ranked")[0].at("rank"), 1);
+  EXPECT_EQ(json.at("ranked")[0].at("prediction").at("fits"), true);
+  EXPECT_GT(json.at("rejected_count").get<int>(), 0);
+  EXPECT_EQ(json.at("rejections")[0].at("example").at("prediction").at("fits"), false);
+  EXPECT_EQ(json.at("balance_by_time").at("candidate").at("balance"), nlohmann::json::array({1, 1}));
+}
+
+TEST_F(SimulatorCli, SuggestTable) {
+  const Run r = run("suggest --profile " + path("profile.json") + " --devices 2 --batch 8 --top 3");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("rank"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torchgpipe balance_by_time: 1,1"), std::string::npos) << r.out;
+}
+
+TEST_F(SimulatorCli, HelpShowsExamples) {
+  EXPECT_NE(run("simulate --help").out.find("Examples:"), std::string::npos);
+  EXPECT_NE(run("suggest --help").out.find("Examples:"), std::string::npos);
+}
+
+TEST_F(SimulatorCli, BadInputsExitWithTwo) {
+  std::ofstream(path("broken.json")) << "{ not json";
+  std::ofstream(path("foreign.json")) << R"({"schema": "something/v9"})";
+  writeCluster(Cluster::uniform(2, std::nullopt, 0.0, 0), path("cluster.json"));
+  const std::string base = " --batch 4 --chunks 2";
+  struct Case {
+    std::string arguments;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"simulate --profile " + path("broken.json") + base + " --balance 1,1", "broken.json"},
+      {"simulate --profile " + path("foreign.json") + base + " --balance 1,1", "foreign.json"},
+      {simulateArgs() + " --cluster " + path("broken.json") + base + " --balance 1,1", "broken.json"},
+      {simulateArgs() + base + " --balance 1,x", "--balance"},
+      {simulateArgs() + base + " --balance 1,2", "sums to 3 layers but the profile has 2"},
+      {simulateArgs() + base + " --balance 1,1 --checkpoint sometimes", "--checkpoint"},
+      {simulateArgs() + base + " --balance 1,1 --device-memory lots", "--device-memory lots"},
+      {simulateArgs() + base + " --balance 1,1 --link-latency fast", "--link-latency fast"},
+      {simulateArgs() + base + " --balance 1,1 --devices 1", "device 1"},
+      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --chunks 2,x", "--chunks"},
+      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --balances 1,1;2", "--balances"},
+  };
+  for (const Case& c : cases) {
+    const Run r = run(c.arguments);
+    EXPECT_EQ(r.exitCode, 2) << c.arguments << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.arguments << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof

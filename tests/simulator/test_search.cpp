@@ -148,6 +148,8 @@ TEST(Search, GivenBalancesAndChunksAboveTheBatch) {
   EXPECT_EQ(result.ranked.size(), 2u);
   space.balances = {{3, 2}};
   EXPECT_THROW(search(profile, test::freeCluster(2), space), std::invalid_argument);
+  space.balances = {{2, 2, 2}};
+  EXPECT_THROW(search(profile, test::freeCluster(3), space), std::invalid_argument);
 }
 
 TEST(Search, CancelsWhenProgressSaysSo) {

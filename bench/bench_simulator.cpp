@@ -1,0 +1,124 @@
+// Simulator and search speed: the 80,910-candidate search target and how time grows with layers, devices, chunks.
+//
+// Run: build-sim/bench/bench_simulator --benchmark_counters_tabular=true
+// Target (docs/performance.md): 32 layers on 4 devices, all 4,495 balances x chunks
+// {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core.
+#include <pipeprof/simulator/search.h>
+#include <pipeprof/simulator/simulator.h>
+
+#include "candidate_simulator.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using pipeprof::Bytes;
+using pipeprof::TimeNs;
+
+/// A deterministic profile of `layers` layers with uneven costs (a transformer-ish mix).
+pipeprof::Profile benchProfile(std::int64_t layers) {
+  pipeprof::Profile profile;
+  profile.environment.model = "bench";
+  for (std::int64_t l = 0; l < layers; ++l) {
+    pipeprof::LayerProfile layer;
+    layer.name = "layer" + std::to_string(l);
+    layer.paramBytes = (1 + l % 5) * (Bytes{1} << 20);
+    layer.gradBytes = layer.paramBytes;
+    for (std::int64_t size : {1, 8, 32}) {
+      pipeprof::CostSample cost;
+      cost.microBatch = size;
+      cost.forwardNs = size * (20'000 + 7'000 * (l % 7)) + 5'000;
+      cost.backwardNs = 2 * cost.forwardNs;
+      cost.outputBytes = size * (256 << 10);
+      cost.savedBytes = size * ((1 + l % 3) << 20);
+      cost.workspaceBytes = size * (64 << 10);
+      layer.costs.push_back(cost);
+    }
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+pipeprof::Cluster benchCluster(std::int64_t devices) {
+  return pipeprof::Cluster::uniform(devices, Bytes{16} << 30, 25e9, 5'000, "gpu");
+}
+
+/// The speed target: an exhaustive search of 80,910 candidates.
+void BM_SearchAllBalances32Layers4Devices(benchmark::State& state) {
+  const pipeprof::Profile profile = benchProfile(32);
+  const pipeprof::Cluster cluster = benchCluster(4);
+  pipeprof::SearchSpace space;
+  space.batch = 32;
+  space.partitions = 4;
+  space.chunks = {1, 2, 4, 8, 16, 32};
+  space.enumeration = pipeprof::BalanceEnumeration::All;
+  std::int64_t candidates = 0;
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    const pipeprof::SearchResult result = pipeprof::search(profile, cluster, space);
+    candidates += result.evaluated;
+    events += result.simulatedEvents;
+    benchmark::DoNotOptimize(result.ranked.data());
+  }
+  state.counters["candidates"] = benchmark::Counter(static_cast<double>(candidates) / static_cast<double>(state.iterations()));
+  state.counters["candidates/s"] = benchmark::Counter(static_cast<double>(candidates), benchmark::Counter::kIsRate);
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SearchAllBalances32Layers4Devices)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+/// One candidate with warm caches (what each search step costs): args layers, devices, chunks.
+void BM_SimulateCandidate(benchmark::State& state) {
+  const std::int64_t layers = state.range(0);
+  const std::int64_t devices = state.range(1);
+  const std::int64_t chunks = state.range(2);
+  const pipeprof::Profile profile = benchProfile(layers);
+  const pipeprof::Cluster cluster = benchCluster(devices);
+  pipeprof::Candidate candidate;
+  candidate.balance.assign(static_cast<std::size_t>(devices), layers / devices);
+  candidate.balance.back() += layers % devices;
+  candidate.chunks = chunks;
+  candidate.batch = chunks;
+  candidate.checkpoint = pipeprof::Checkpoint::ExceptLast;
+  pipeprof::sim::CandidateSimulator simulator(profile, cluster);
+  pipeprof::SimulationResult result;
+  std::int64_t events = 0;
+  for (auto _ : state) {
+    simulator.simulate(candidate, true, false, result);
+    events += result.eventCount;
+    benchmark::DoNotOptimize(result.prediction.iterationNs);
+  }
+  state.counters["events"] = benchmark::Counter(static_cast<double>(result.eventCount));
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["candidates/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SimulateCandidate)
+    ->ArgNames({"layers", "devices", "chunks"})
+    ->Args({8, 4, 8})->Args({16, 4, 8})->Args({32, 4, 8})->Args({64, 4, 8})->Args({128, 4, 8})
+    ->Args({32, 2, 8})->Args({32, 8, 8})->Args({32, 16, 8})
+    ->Args({32, 4, 1})->Args({32, 4, 4})->Args({32, 4, 16})->Args({32, 4, 32})->Args({32, 4, 64})
+    ->Unit(benchmark::kMicrosecond);
+
+/// The public simulate() (validates, builds and compiles the schedule every call), with a trace.
+void BM_SimulatePublicWithTrace(benchmark::State& state) {
+  const pipeprof::Profile profile = benchProfile(32);
+  const pipeprof::Cluster cluster = benchCluster(4);
+  pipeprof::Candidate candidate;
+  candidate.balance = {8, 8, 8, 8};
+  candidate.chunks = state.range(0);
+  candidate.batch = 32;
+  pipeprof::SimulationOptions options;
+  options.recordTrace = true;
+  for (auto _ : state) {
+    const pipeprof::SimulationResult result = pipeprof::simulate(profile, cluster, candidate, options);
+    benchmark::DoNotOptimize(result.trace.events.data());
+  }
+}
+BENCHMARK(BM_SimulatePublicWithTrace)->ArgName("chunks")->Arg(8)->Arg(32)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
