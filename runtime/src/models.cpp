@@ -1,1 +1,61 @@
-// Placeholder: implemented by its owner.
+// The model zoo's registry: names, descriptions and dispatch to each model's builder or TorchScript.
+#include <pipeprof/runtime/models.h>
+
+#include "models/zoo.h"
+
+#include <stdexcept>
+
+namespace pipeprof {
+namespace {
+
+struct ZooEntry {
+  const char* name;
+  const char* description;
+  Model (*build)(const ModelOptions&);
+};
+
+const std::vector<ZooEntry>& zooEntries() {
+  static const std::vector<ZooEntry> entries = {
+      {"mlp", "Linear+ReLU stack (width 512, depth 8 Linear layers), MSE regression", &buildMlp},
+  };
+  return entries;
+}
+
+bool endsWith(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::int64_t orDefault(std::int64_t value, std::int64_t fallback) { return value > 0 ? value : fallback; }
+
+std::vector<ModelInfo> zooModels() {
+  std::vector<ModelInfo> infos;
+  for (const ZooEntry& entry : zooEntries()) {
+    infos.push_back({entry.name, entry.description});
+  }
+  return infos;
+}
+
+Model buildModel(const std::string& nameOrPath, const ModelOptions& options) {
+  if (options.width < 0 || options.depth < 0) {
+    throw std::invalid_argument("model width and depth must be non-negative (width: " + std::to_string(options.width) +
+                                ", depth: " + std::to_string(options.depth) + "); 0 selects the default");
+  }
+  for (const ZooEntry& entry : zooEntries()) {
+    if (nameOrPath == entry.name) {
+      return entry.build(options);
+    }
+  }
+  if (endsWith(nameOrPath, ".pt")) {
+    return loadTorchScriptModel(nameOrPath, options);
+  }
+  std::string known;
+  for (const ZooEntry& entry : zooEntries()) {
+    known += (known.empty() ? "" : ", ") + std::string(entry.name);
+  }
+  throw std::invalid_argument("unknown model '" + nameOrPath + "' (known: " + known +
+                              ", or a TorchScript file ending in .pt)");
+}
+
+}  // namespace pipeprof

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace pipeprof {
@@ -22,6 +24,29 @@ struct PipeOptions {
 };
 
 class PipeImpl;
+
+/// An exception raised inside a layer during a Pipe's forward or backward, rethrown to the
+/// caller naming the op, partition and micro-batch; the original exception is nested
+/// (std::rethrow_if_nested). The Pipe stays usable afterwards.
+class PipeError : public std::runtime_error {
+ public:
+  PipeError(const std::string& message, std::int64_t partition, std::int64_t microBatch)
+      : std::runtime_error(message), partition_(partition), microBatch_(microBatch) {}
+  std::int64_t partition() const { return partition_; }
+  std::int64_t microBatch() const { return microBatch_; }
+
+ private:
+  std::int64_t partition_;
+  std::int64_t microBatch_;
+};
+
+/// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
+/// on its own): inherit it next to torch::nn::Module. The Pipe then seeds the default
+/// generator per (micro-batch, partition), so recompute replays the same numbers.
+class Stochastic {
+ public:
+  virtual ~Stochastic() = default;
+};
 
 /// Splits `module` by `balance` and runs it as a pipeline. forward() returns a tensor
 /// connected to autograd; loss.backward() runs the pipeline's backward on the partitions'

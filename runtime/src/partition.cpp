@@ -1,0 +1,137 @@
+// Partitions: validating a Pipe's arguments, splitting the Sequential, moving layers, calling them.
+#include "partition.h"
+
+#include <pipeprof/runtime/pipe.h>
+
+#include <numeric>
+#include <set>
+#include <stdexcept>
+
+namespace pipeprof {
+namespace {
+
+std::string listText(const std::vector<std::int64_t>& values) {
+  std::string text = "[";
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    text += (k == 0 ? "" : ", ") + std::to_string(values[k]);
+  }
+  return text + "]";
+}
+
+bool isDropoutLike(const torch::nn::Module& module) {
+  return dynamic_cast<const torch::nn::DropoutImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::Dropout2dImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::Dropout3dImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::AlphaDropoutImpl*>(&module) != nullptr ||
+         dynamic_cast<const torch::nn::FeatureAlphaDropoutImpl*>(&module) != nullptr ||
+         dynamic_cast<const Stochastic*>(&module) != nullptr;
+}
+
+Tensors asTensors(torch::nn::AnyValue& value, const std::string& layerName) {
+  if (const auto* tensor = value.try_get<torch::Tensor>()) {
+    return {*tensor};
+  }
+  if (const auto* tensors = value.try_get<std::vector<torch::Tensor>>()) {
+    return *tensors;
+  }
+  throw std::invalid_argument("layer '" + layerName +
+                              "' returned neither a Tensor nor a std::vector<torch::Tensor>; a layer inside a Pipe "
+                              "must return one of them");
+}
+
+}  // namespace
+
+void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
+                           std::size_t deviceCount, std::int64_t chunks) {
+  const auto layers = static_cast<std::int64_t>(module->size());
+  const std::int64_t total = std::accumulate(balance.begin(), balance.end(), std::int64_t{0});
+  if (total != layers) {
+    throw std::invalid_argument("module and sum of balance have different length (module: " + std::to_string(layers) +
+                                ", sum of balance: " + std::to_string(total) + ")");
+  }
+  if (balance.empty() || std::any_of(balance.begin(), balance.end(), [](std::int64_t b) { return b <= 0; })) {
+    throw std::invalid_argument("all balance numbers must be positive integer (balance: " + listText(balance) + ")");
+  }
+  if (deviceCount < balance.size()) {
+    throw std::invalid_argument("too few devices to hold given partitions (devices: " + std::to_string(deviceCount) +
+                                ", partitions: " + std::to_string(balance.size()) + ")");
+  }
+  if (chunks <= 0) {
+    throw std::invalid_argument("number of chunks must be positive integer (chunks: " + std::to_string(chunks) + ")");
+  }
+  std::set<const torch::nn::Module*> children;
+  for (const auto& child : module->children()) {
+    if (!children.insert(child.get()).second) {
+      throw std::invalid_argument("module with duplicate children is not supported");
+    }
+  }
+  std::set<const void*> seen;
+  for (const auto& child : module->children()) {
+    std::set<const void*> own;
+    for (const auto& parameter : child->parameters()) {
+      own.insert(parameter.unsafeGetTensorImpl());
+    }
+    for (const void* parameter : own) {
+      if (!seen.insert(parameter).second) {
+        throw std::invalid_argument("module with duplicate parameters in distinct children is not supported");
+      }
+    }
+  }
+}
+
+std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t partitions) {
+  if (!devices.empty()) {
+    return devices;
+  }
+  std::vector<torch::Device> resolved;
+  if (torch::cuda::is_available()) {
+    for (std::size_t d = 0; d < torch::cuda::device_count(); ++d) {
+      resolved.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(d));
+    }
+    return resolved;
+  }
+  // No accelerator: every partition shares the one CPU device (each still has its own worker).
+  resolved.assign(partitions, torch::Device(torch::kCPU));
+  return resolved;
+}
+
+std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
+                                   const std::vector<torch::Device>& devices) {
+  std::vector<Partition> partitions;
+  auto named = module->named_children();
+  std::int64_t layer = 0;
+  for (std::size_t j = 0; j < balance.size(); ++j) {
+    Partition partition;
+    partition.j = static_cast<std::int64_t>(j);
+    partition.firstLayer = layer;
+    partition.device = devices[j];
+    for (std::int64_t k = 0; k < balance[j]; ++k, ++layer) {
+      const auto index = static_cast<std::size_t>(layer);
+      std::shared_ptr<torch::nn::Module> child = module->ptr(index);
+      child->to(partition.device);
+      for (const auto& descendant : child->modules(/*include_self=*/true)) {
+        partition.stochastic = partition.stochastic || isDropoutLike(*descendant);
+      }
+      for (const auto& parameter : child->parameters()) {
+        partition.parameterBytes += static_cast<Bytes>(parameter.numel() * parameter.element_size());
+      }
+      partition.layers.push_back(*std::next(module->begin(), layer));
+      partition.names.push_back(named[index].key());
+    }
+    partitions.push_back(std::move(partition));
+  }
+  return partitions;
+}
+
+Tensors runLayers(const Partition& partition, Tensors inputs) {
+  for (std::size_t k = 0; k < partition.layers.size(); ++k) {
+    torch::nn::AnyModule& layer = const_cast<torch::nn::AnyModule&>(partition.layers[k]);
+    torch::nn::AnyValue value = inputs.size() == 1 ? layer.any_forward(inputs.front()) : layer.any_forward(inputs);
+    inputs = asTensors(value, partition.names[k]);
+  }
+  return inputs;
+}
+
+bool isStochastic(const torch::nn::Module& module) { return isDropoutLike(module); }
+
+}  // namespace pipeprof

@@ -1,0 +1,46 @@
+// Partitions: validating a Pipe's arguments, splitting the Sequential, moving layers, calling them.
+#pragma once
+
+#include "microbatch.h"
+
+#include <pipeprof/core/units.h>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+/// A contiguous run of layers on one device.
+struct Partition {
+  std::int64_t j = 0;
+  std::int64_t firstLayer = 0;           ///< index of its first layer in the Sequential
+  torch::Device device = torch::kCPU;
+  std::vector<torch::nn::AnyModule> layers;
+  std::vector<std::string> names;
+  bool stochastic = false;               ///< holds a dropout-like layer: its forward is seeded
+  Bytes parameterBytes = 0;              ///< bytes of its parameters (static memory)
+};
+
+/// Throws std::invalid_argument with torchgpipe's messages for a bad balance, too few
+/// devices, non-positive chunks, duplicate children or parameters shared by distinct children.
+void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
+                           std::size_t deviceCount, std::int64_t chunks);
+
+/// The devices to use: `devices` when given, else every CUDA device (or one CPU device).
+std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t partitions);
+
+/// Splits the (validated) Sequential by balance and moves each partition's layers to its device.
+std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
+                                   const std::vector<torch::Device>& devices);
+
+/// Runs the partition's layers on one micro-batch: a layer gets a Tensor when the boundary
+/// holds one tensor and a std::vector<torch::Tensor> otherwise, and may return either.
+Tensors runLayers(const Partition& partition, Tensors inputs);
+
+/// Whether a module (or any descendant) is a dropout-like layer whose forward draws randomness.
+bool isStochastic(const torch::nn::Module& module);
+
+}  // namespace pipeprof

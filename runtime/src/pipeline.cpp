@@ -1,0 +1,457 @@
+// One training step of the pipeline: per-cell state and the forward/backward ops each worker runs.
+#include "pipeline.h"
+
+#include "checkpoint.h"
+#include "rng.h"
+
+#include <pipeprof/profiler/host_tracer.h>
+#include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/pipe.h>
+
+#include <optional>
+#include <stdexcept>
+
+namespace pipeprof {
+namespace {
+
+/// Thrown inside a worker when another op failed; never reported as the step's error.
+struct StepAborted {};
+
+std::string errorText(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const c10::Error*>(&e)) {
+    return error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
+  torch::Tensor leaf = tensor.detach();
+  if (requiresGrad && (leaf.is_floating_point() || leaf.is_complex())) {
+    leaf.requires_grad_(true);
+  }
+  return leaf;
+}
+
+/// The span of an op when tracing is on; nothing (one branch) when it is off.
+void openSpan(std::optional<OpSpan>& span, const StepConfig& config, const Op& op) {
+  if (config.tracer != nullptr && config.tracer->enabled()) {
+    const auto target = static_cast<std::size_t>(op.isCopy() ? op.toJ : op.j);
+    const std::string lane = op.isCopy() ? "copy " + std::to_string(op.j) + "->" + std::to_string(op.toJ)
+                                         : "partition " + std::to_string(op.j);
+    span.emplace(config.tracer, op.kind, op.i, op.j, op.toJ, config.deviceNames.at(target), lane,
+                 config.schedule->label(op));
+  }
+}
+
+Op copyOp(OpKind kind, std::int64_t i, std::int64_t fromJ, std::int64_t toJ, bool gradient, std::int64_t skip) {
+  Op op;
+  op.kind = kind;
+  op.i = i;
+  op.j = fromJ;
+  op.toJ = toJ;
+  op.gradient = gradient;
+  op.skip = skip;
+  return op;
+}
+
+}  // namespace
+
+/// Routes stash/pop of the layers of (i, j) to the step: same-partition skips stay local,
+/// cross-partition skips go through the step (and their leaves are kept for backward).
+class Step::CellTracker final : public SkipTracker {
+ public:
+  CellTracker(Step& step, std::int64_t i, std::int64_t j, Pass pass) : step_(step), i_(i), j_(j), pass_(pass) {}
+
+  void stash(const SkipKey& key, torch::Tensor tensor) override {
+    const PartitionSkipRoute* route = crossRoute(key, /*stashing=*/true);
+    if (route == nullptr) {
+      local_[key] = std::move(tensor);
+      return;
+    }
+    Cell& cell = step_.cell(i_, j_);
+    if (pass_ == Pass::Recompute) {
+      cell.stashedOut[key] = std::move(tensor);
+      return;
+    }
+    if (step_.config_.gradEnabled && !step_.checkpointed(i_)) {
+      cell.stashedOut[key] = tensor;
+    }
+    std::lock_guard<std::mutex> lock(step_.mutex_);
+    step_.skipsInFlight_[{key, i_}] = std::move(tensor);
+    step_.changed_.notify_all();
+  }
+
+  torch::Tensor pop(const SkipKey& key) override {
+    auto local = local_.find(key);
+    if (local != local_.end()) {
+      torch::Tensor tensor = std::move(local->second);
+      local_.erase(local);
+      return tensor;
+    }
+    const PartitionSkipRoute* route = crossRoute(key, /*stashing=*/false);
+    if (route == nullptr) {
+      throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
+    }
+    Cell& cell = step_.cell(i_, j_);
+    if (pass_ == Pass::Recompute) {
+      return cell.poppedLeaves.at(key);
+    }
+    torch::Tensor tensor;
+    {
+      std::unique_lock<std::mutex> lock(step_.mutex_);
+      const auto slot = std::make_pair(key, i_);
+      if (!step_.waitFor(lock, [&] { return step_.skipsInFlight_.count(slot) > 0; })) {
+        throw StepAborted{};
+      }
+      auto it = step_.skipsInFlight_.find(slot);
+      tensor = std::move(it->second);
+      step_.skipsInFlight_.erase(it);  // freed as soon as popped (unless a graph keeps it)
+    }
+    const Partition& partition = (*step_.config_.partitions)[static_cast<std::size_t>(j_)];
+    {
+      std::optional<OpSpan> span;
+      openSpan(span, step_.config_, copyOp(OpKind::SkipCopy, i_, route->stashJ, j_, false, route->scheduleIndex));
+      tensor = tensor.to(partition.device);
+    }
+    if (!step_.config_.gradEnabled) {
+      return tensor;
+    }
+    torch::Tensor leaf = leafOf(tensor, true);
+    cell.poppedLeaves[key] = leaf;
+    return leaf;
+  }
+
+ private:
+  const PartitionSkipRoute* crossRoute(const SkipKey& key, bool stashing) const {
+    for (const auto& route : step_.config_.routes) {
+      if (route.key == key && (stashing ? route.stashJ : route.popJ) == j_ && route.stashJ != route.popJ) {
+        return &route;
+      }
+    }
+    return nullptr;
+  }
+
+  Step& step_;
+  std::int64_t i_;
+  std::int64_t j_;
+  Pass pass_;
+  std::map<SkipKey, torch::Tensor> local_;
+};
+
+Step::Step(StepConfig config, std::vector<Tensors> microBatches)
+    : config_(std::move(config)),
+      m_(static_cast<std::int64_t>(microBatches.size())),
+      n_(static_cast<std::int64_t>(config_.partitions->size())),
+      cells_(static_cast<std::size_t>(m_ * n_)) {
+  for (std::int64_t i = 0; i < m_; ++i) {
+    cell(i, 0).inputs = std::move(microBatches[static_cast<std::size_t>(i)]);
+    if (!config_.gradEnabled) {
+      continue;
+    }
+    for (const auto& route : config_.routes) {
+      if (route.stashJ != route.popJ) {
+        ++cell(i, route.stashJ).pendingStashGrads;
+      }
+    }
+  }
+}
+
+Step::Cell& Step::cell(std::int64_t i, std::int64_t j) { return cells_[static_cast<std::size_t>(i * n_ + j)]; }
+
+bool Step::checkpointed(std::int64_t i) const { return config_.schedule->checkpointed(i); }
+
+template <typename Ready>
+bool Step::waitFor(std::unique_lock<std::mutex>& lock, Ready ready) {
+  changed_.wait(lock, [&] { return failed_ || ready(); });
+  return !failed_;
+}
+
+void Step::fail(const Op& op, std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!failed_) {
+    failed_ = true;
+    error_ = std::move(error);
+    errorI_ = op.i;
+    errorJ_ = op.j;
+    errorWhere_ = config_.schedule->label(op) + " on partition " + std::to_string(op.j) + ", micro-batch " +
+                  std::to_string(op.i);
+  }
+  changed_.notify_all();
+}
+
+void Step::recordMemory(std::int64_t j) const {
+  HostTracer* tracer = config_.tracer;
+  if (tracer != nullptr && tracer->enabled()) {
+    const Partition& partition = (*config_.partitions)[static_cast<std::size_t>(j)];
+    tracer->recordCounter(config_.deviceNames.at(static_cast<std::size_t>(j)), "memory", tracer->nowNs(),
+                          static_cast<double>(liveBytes(j) + partition.parameterBytes));
+  }
+}
+
+void Step::runForward(std::int64_t j) {
+  ScopedAllocationTag tag(j);
+  for (OpIndex index : config_.schedule->partitionOrder(j)) {
+    const Op& op = config_.schedule->op(index);
+    if (op.kind != OpKind::Forward) {
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failed_) {
+        return;
+      }
+    }
+    try {
+      forwardOp(op);
+    } catch (const StepAborted&) {
+      return;
+    } catch (...) {
+      fail(op, std::current_exception());
+      return;
+    }
+    recordMemory(j);
+  }
+}
+
+void Step::runBackward(std::int64_t j) {
+  ScopedAllocationTag tag(j);
+  for (OpIndex index : config_.schedule->partitionOrder(j)) {
+    const Op& op = config_.schedule->op(index);
+    if (op.kind == OpKind::Forward) {
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failed_) {
+        return;
+      }
+    }
+    try {
+      if (op.kind == OpKind::Recompute) {
+        recomputeOp(op);
+      } else {
+        backwardOp(op);
+      }
+    } catch (const StepAborted&) {
+      return;
+    } catch (...) {
+      fail(op, std::current_exception());
+      return;
+    }
+    recordMemory(j);
+  }
+}
+
+Tensors Step::runPartition(std::int64_t i, std::int64_t j, Tensors inputs, Pass pass) {
+  const Partition& partition = (*config_.partitions)[static_cast<std::size_t>(j)];
+  CellTracker tracker(*this, i, j, pass);
+  ScopedSkipTracker scope(&tracker);
+  std::optional<SeededRngScope> rng;
+  if (partition.stochastic) {
+    rng.emplace(cellSeed(config_.baseSeed, i, j));
+  }
+  return runLayers(partition, std::move(inputs));
+}
+
+void Step::forwardOp(const Op& op) {
+  const std::int64_t i = op.i;
+  const std::int64_t j = op.j;
+  const Partition& partition = (*config_.partitions)[static_cast<std::size_t>(j)];
+  Tensors inputs;
+  if (j == 0) {
+    inputs = std::move(cell(i, 0).inputs);
+  } else {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Cell& previous = cell(i, j - 1);
+    if (!waitFor(lock, [&] { return previous.outputReady; })) {
+      return;
+    }
+    inputs = previous.outputs;
+    if (!config_.gradEnabled || checkpointed(i)) {
+      previous.outputs.clear();  // no graph needs them; recompute makes new ones
+    }
+  }
+  {
+    std::optional<OpSpan> copySpan;
+    if (j > 0) {
+      openSpan(copySpan, config_, copyOp(OpKind::Copy, i, j - 1, j, false, -1));
+    }
+    for (auto& input : inputs) {
+      input = input.to(partition.device);
+    }
+  }
+  std::optional<OpSpan> span;
+      openSpan(span, config_, op);
+  Cell& own = cell(i, j);
+  if (config_.gradEnabled) {
+    for (auto& input : inputs) {
+      input = leafOf(input, j > 0 || input.requires_grad());
+    }
+    own.inputs = inputs;
+  }
+  Tensors outputs;
+  {
+    torch::AutoGradMode gradMode(config_.gradEnabled && !checkpointed(i));
+    outputs = runPartition(i, j, std::move(inputs), Pass::Forward);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  own.outputs = std::move(outputs);
+  own.outputReady = true;
+  changed_.notify_all();
+}
+
+void Step::recomputeOp(const Op& op) {
+  std::optional<OpSpan> span;
+      openSpan(span, config_, op);
+  Cell& own = cell(op.i, op.j);
+  torch::AutoGradMode gradMode(true);
+  RecomputeScope recomputing;
+  Tensors outputs = runPartition(op.i, op.j, own.inputs, Pass::Recompute);
+  std::lock_guard<std::mutex> lock(mutex_);
+  own.outputs = std::move(outputs);
+}
+
+void Step::backwardOp(const Op& op) {
+  const std::int64_t i = op.i;
+  const std::int64_t j = op.j;
+  Cell& own = cell(i, j);
+  Tensors outputGrads;
+  std::map<SkipKey, torch::Tensor> stashGrads;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!waitFor(lock, [&] { return own.outputGradsReady && own.pendingStashGrads == 0; })) {
+      return;
+    }
+    outputGrads = std::move(own.outputGrads);
+    stashGrads = std::move(own.stashGrads);
+  }
+  Tensors inputGrads;
+  std::vector<std::pair<const PartitionSkipRoute*, torch::Tensor>> popGrads;
+  {
+    std::optional<OpSpan> span;
+      openSpan(span, config_, op);
+    std::vector<torch::Tensor> tensors;
+    std::vector<torch::Tensor> grads;
+    for (std::size_t k = 0; k < own.outputs.size() && k < outputGrads.size(); ++k) {
+      if (own.outputs[k].requires_grad() && outputGrads[k].defined()) {
+        tensors.push_back(own.outputs[k]);
+        grads.push_back(outputGrads[k]);
+      }
+    }
+    for (const auto& [key, tensor] : own.stashedOut) {
+      auto grad = stashGrads.find(key);
+      if (tensor.requires_grad() && grad != stashGrads.end() && grad->second.defined()) {
+        tensors.push_back(tensor);
+        grads.push_back(grad->second);
+      }
+    }
+    if (!tensors.empty()) {
+      torch::autograd::backward(tensors, grads);
+    }
+    for (const auto& input : own.inputs) {
+      inputGrads.push_back(input.requires_grad() ? input.grad() : torch::Tensor());
+    }
+    for (const auto& route : config_.routes) {
+      if (route.popJ == j && route.stashJ != j) {
+        auto leaf = own.poppedLeaves.find(route.key);
+        popGrads.emplace_back(&route, leaf != own.poppedLeaves.end() && leaf->second.requires_grad()
+                                          ? leaf->second.grad()
+                                          : torch::Tensor());
+      }
+    }
+    own.inputs.clear();
+    own.outputs.clear();
+    own.stashedOut.clear();
+    own.poppedLeaves.clear();
+    outputGrads.clear();
+    stashGrads.clear();
+  }
+  if (j > 0) {
+    const Partition& previous = (*config_.partitions)[static_cast<std::size_t>(j - 1)];
+    std::optional<OpSpan> span;
+      openSpan(span, config_, copyOp(OpKind::Copy, i, j, j - 1, true, -1));
+    for (auto& grad : inputGrads) {
+      if (grad.defined()) {
+        grad = grad.to(previous.device);
+      }
+    }
+  }
+  for (auto& [route, grad] : popGrads) {
+    if (grad.defined()) {
+      const Partition& stasher = (*config_.partitions)[static_cast<std::size_t>(route->stashJ)];
+      std::optional<OpSpan> span;
+      openSpan(span, config_, copyOp(OpKind::SkipCopy, i, j, route->stashJ, true, route->scheduleIndex));
+      grad = grad.to(stasher.device);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (j > 0) {
+    Cell& previous = cell(i, j - 1);
+    previous.outputGrads = std::move(inputGrads);
+    previous.outputGradsReady = true;
+  } else {
+    own.inputGrads = std::move(inputGrads);
+  }
+  for (auto& [route, grad] : popGrads) {
+    Cell& stasher = cell(i, route->stashJ);
+    stasher.stashGrads[route->key] = std::move(grad);
+    --stasher.pendingStashGrads;
+  }
+  changed_.notify_all();
+}
+
+std::vector<Tensors> Step::lastOutputs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Tensors> outputs;
+  for (std::int64_t i = 0; i < m_; ++i) {
+    outputs.push_back(cells_[static_cast<std::size_t>(i * n_ + n_ - 1)].outputs);
+  }
+  return outputs;
+}
+
+void Step::setOutputGrads(std::vector<Tensors> grads) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::int64_t i = 0; i < m_; ++i) {
+    Cell& last = cell(i, n_ - 1);
+    last.outputGrads = std::move(grads.at(static_cast<std::size_t>(i)));
+    last.outputGradsReady = true;
+  }
+  changed_.notify_all();
+}
+
+std::vector<Tensors> Step::inputGrads() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Tensors> grads;
+  for (std::int64_t i = 0; i < m_; ++i) {
+    grads.push_back(cells_[static_cast<std::size_t>(i * n_)].inputGrads);
+  }
+  return grads;
+}
+
+void Step::rethrowIfFailed() const {
+  std::exception_ptr error;
+  std::string where;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failed_) {
+      return;
+    }
+    error = error_;
+    where = errorWhere_;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::throw_with_nested(PipeError(where + " failed: " + errorText(e), errorJ_, errorI_));
+  } catch (...) {
+    std::throw_with_nested(PipeError(where + " failed with a non-standard exception", errorJ_, errorI_));
+  }
+}
+
+void Step::release() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cells_.clear();
+  skipsInFlight_.clear();
+}
+
+}  // namespace pipeprof

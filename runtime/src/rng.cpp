@@ -1,0 +1,48 @@
+// Deterministic random numbers: run a block with the default generators seeded, then restore them.
+#include "rng.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace pipeprof {
+namespace {
+
+std::recursive_mutex& rngScopeMutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31U);
+}
+
+}  // namespace
+
+SeededRngScope::SeededRngScope(std::uint64_t seed) : lock_(rngScopeMutex()) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> guard(generator.mutex());
+  savedCpuState_ = generator.get_state();
+  generator.set_current_seed(seed);
+}
+
+SeededRngScope::~SeededRngScope() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> guard(generator.mutex());
+  generator.set_state(savedCpuState_);
+}
+
+std::uint64_t cellSeed(std::uint64_t base, std::int64_t i, std::int64_t j) {
+  return mix(mix(base ^ mix(static_cast<std::uint64_t>(i))) ^ static_cast<std::uint64_t>(j));
+}
+
+std::uint64_t drawSeed() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> guard(generator.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
+}
+
+at::Generator makeCpuGenerator(std::uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+
+}  // namespace pipeprof

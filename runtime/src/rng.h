@@ -1,0 +1,36 @@
+// Deterministic random numbers: run a block with the default generators seeded, then restore them.
+#pragma once
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <mutex>
+
+namespace pipeprof {
+
+/// Seeds the default CPU generator (and, in CUDA builds, the current device's) with `seed` for
+/// the scope and restores their previous state afterwards. Scopes are serialised by one
+/// process-wide mutex, so concurrent pipeline workers each see exactly their own sequence.
+class SeededRngScope {
+ public:
+  explicit SeededRngScope(std::uint64_t seed);
+  ~SeededRngScope();
+  SeededRngScope(const SeededRngScope&) = delete;
+  SeededRngScope& operator=(const SeededRngScope&) = delete;
+
+ private:
+  std::unique_lock<std::recursive_mutex> lock_;
+  at::Tensor savedCpuState_;
+};
+
+/// A well-mixed 64-bit seed for micro-batch i on partition j of the step whose base seed is base.
+std::uint64_t cellSeed(std::uint64_t base, std::int64_t i, std::int64_t j);
+
+/// Draws a 64-bit seed from the default CPU generator (advances it).
+std::uint64_t drawSeed();
+
+/// A fresh CPU generator seeded with `seed` (for deterministic batches).
+at::Generator makeCpuGenerator(std::uint64_t seed);
+
+}  // namespace pipeprof

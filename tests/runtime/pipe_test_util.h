@@ -1,0 +1,59 @@
+// Shared helpers of the runtime tests: small models built twice alike, and tensor comparisons.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pipeprof::testing {
+
+/// Builds a Sequential of `layers` layers (Linear and Tanh alternating, width 8) with a fixed seed.
+inline torch::nn::Sequential linearTanh(std::int64_t layers, std::int64_t seed = 0, std::int64_t width = 8) {
+  torch::manual_seed(seed);
+  torch::nn::Sequential sequential;
+  for (std::int64_t k = 0; k < layers; ++k) {
+    if (k % 2 == 0) {
+      sequential->push_back("fc" + std::to_string(k), torch::nn::Linear(width, width));
+    } else {
+      sequential->push_back("tanh" + std::to_string(k), torch::nn::Tanh());
+    }
+  }
+  return sequential;
+}
+
+/// Every composition of `layers` into positive parts (all balances).
+inline std::vector<std::vector<std::int64_t>> allBalances(std::int64_t layers) {
+  std::vector<std::vector<std::int64_t>> result;
+  for (std::int64_t mask = 0; mask < (std::int64_t{1} << (layers - 1)); ++mask) {
+    std::vector<std::int64_t> balance{1};
+    for (std::int64_t k = 0; k < layers - 1; ++k) {
+      if ((mask >> k) & 1) {
+        balance.push_back(1);
+      } else {
+        ++balance.back();
+      }
+    }
+    result.push_back(balance);
+  }
+  return result;
+}
+
+inline std::string text(const std::vector<std::int64_t>& values) {
+  std::string out = "[";
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    out += (k ? "," : "") + std::to_string(values[k]);
+  }
+  return out + "]";
+}
+
+inline bool close(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.defined() != b.defined()) {
+    return false;
+  }
+  return !a.defined() || (a.sizes() == b.sizes() && torch::allclose(a, b, /*rtol=*/1e-5, /*atol=*/1e-6));
+}
+
+}  // namespace pipeprof::testing
