@@ -19,14 +19,15 @@ QString shellQuote(const QString& argument) {
   return QLatin1Char('\'') + quoted + QLatin1Char('\'');
 }
 
-QStringList commonArguments(const ReportEnvironment& environment, const Candidate& candidate) {
+QStringList commonArguments(const ReportEnvironment& environment, const Candidate& candidate, bool sweep) {
   QStringList devices;
   for (const std::string& device : environment.devices) devices << qs(device);
   QStringList args;
   args << QStringLiteral("--model") << shellQuote(environment.model.empty() ? QStringLiteral("MODEL") : qs(environment.model));
   if (!devices.isEmpty()) args << QStringLiteral("--devices") << shellQuote(devices.join(QLatin1Char(',')));
   args << QStringLiteral("--batch") << QString::number(environment.batch > 0 ? environment.batch : candidate.batch);
-  args << QStringLiteral("--balance") << qs(formatBalance(candidate.balance));
+  // A sweep takes lists (--balances "2,6;4,4", --chunks 2,4); one value each names one candidate.
+  args << (sweep ? QStringLiteral("--balances") : QStringLiteral("--balance")) << qs(formatBalance(candidate.balance));
   args << QStringLiteral("--chunks") << QString::number(candidate.chunks);
   args << QStringLiteral("--checkpoint") << qs(std::string(checkpointName(candidate.checkpoint)));
   return args;
@@ -36,13 +37,14 @@ QStringList commonArguments(const ReportEnvironment& environment, const Candidat
 
 QString runCommandLine(const ReportEnvironment& environment, const Candidate& candidate) {
   QStringList args{QStringLiteral("pipeprof"), QStringLiteral("run")};
-  args << commonArguments(environment, candidate) << QStringLiteral("--trace") << QStringLiteral("trace.json");
+  args << commonArguments(environment, candidate, false) << QStringLiteral("--trace") << QStringLiteral("trace.json");
   return args.join(QLatin1Char(' '));
 }
 
 QString sweepCommandLine(const ReportEnvironment& environment, const Candidate& candidate) {
   QStringList args{QStringLiteral("pipeprof"), QStringLiteral("sweep")};
-  args << commonArguments(environment, candidate) << QStringLiteral("-o") << QStringLiteral("report.json");
+  args << commonArguments(environment, candidate, true) << QStringLiteral("--measure") << QStringLiteral("all")
+       << QStringLiteral("-o") << QStringLiteral("report.json");
   return args.join(QLatin1Char(' '));
 }
 

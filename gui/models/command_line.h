@@ -11,8 +11,8 @@ namespace pipeprof::gui {
 /// `pipeprof run --model M --devices D --batch B --balance 2,6 --chunks 8 --checkpoint
 /// except_last --trace trace.json`: measures the candidate once with a timeline.
 QString runCommandLine(const ReportEnvironment& environment, const Candidate& candidate);
-/// `pipeprof sweep ... --balance 2,6 --chunks 8 --checkpoint except_last -o report.json`:
-/// simulates and measures the candidate into a new report.
+/// `pipeprof sweep ... --balances 2,6 --chunks 8 --checkpoint except_last --measure all -o
+/// report.json`: profiles, simulates and measures the candidate into a new report.
 QString sweepCommandLine(const ReportEnvironment& environment, const Candidate& candidate);
 
 }  // namespace pipeprof::gui

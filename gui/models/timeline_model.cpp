@@ -39,6 +39,45 @@ QString spanDetails(const TraceEvent& event, TimeNs relativeStartNs) {
   return text;
 }
 
+// The events of the median-duration step (by its Step span), with each counter's value at the
+// step's start carried in; the trace itself when it has no Step spans.
+Trace medianStep(const Trace& trace, QString* note) {
+  std::vector<const TraceEvent*> steps;
+  for (const TraceEvent& event : trace.events) {
+    if (event.kind == EventKind::Span && event.phase == Phase::Step) steps.push_back(&event);
+  }
+  if (steps.empty()) return trace;
+  std::vector<const TraceEvent*> byDuration = steps;
+  std::stable_sort(byDuration.begin(), byDuration.end(),
+                   [](const TraceEvent* a, const TraceEvent* b) { return a->durationNs < b->durationNs; });
+  const TraceEvent* chosen = byDuration[(byDuration.size() - 1) / 2];
+  const auto position = std::find(steps.begin(), steps.end(), chosen) - steps.begin();
+  if (steps.size() > 1) *note = TimelineModel::tr("step %1 of %2 (median)").arg(position + 1).arg(steps.size());
+  const TimeNs beginNs = chosen->startNs;
+  const TimeNs endNs = chosen->endNs();
+  Trace cut;
+  cut.metadata = trace.metadata;
+  std::map<std::pair<std::string, std::string>, const TraceEvent*> before;  // counter value at beginNs
+  for (const TraceEvent& event : trace.events) {
+    if (event.kind == EventKind::Counter) {
+      if (event.startNs < beginNs) {
+        before[{event.device, event.name}] = &event;
+      } else if (event.startNs <= endNs) {
+        cut.events.push_back(event);
+      }
+    } else if (event.kind == EventKind::Span && event.phase != Phase::Warmup && event.startNs < endNs &&
+               event.endNs() > beginNs) {
+      cut.events.push_back(event);
+    }
+  }
+  for (const auto& [key, event] : before) {
+    TraceEvent carried = *event;
+    carried.startNs = beginNs;
+    cut.events.push_back(carried);
+  }
+  return cut;
+}
+
 }  // namespace
 
 TimelineModel::TimelineModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -62,14 +101,15 @@ void TimelineModel::addSection(const QString& title, const std::optional<Trace>&
   section.firstLane = static_cast<int>(lanes_.size());
   section.message = message;
   const int sectionIndex = static_cast<int>(sections_.size());
-  if (trace && !trace->events.empty()) {
+  const std::optional<Trace> step = trace ? std::optional(medianStep(*trace, &section.note)) : std::nullopt;
+  if (step && !step->events.empty()) {
     TimeNs originNs = std::numeric_limits<TimeNs>::max();
-    for (const TraceEvent& event : trace->events) {
+    for (const TraceEvent& event : step->events) {
       if (event.kind == EventKind::Span || event.kind == EventKind::Counter) originNs = std::min(originNs, event.startNs);
     }
     // (device, rank, lane name) -> lane, so lanes come out grouped by device in a stable order.
     std::map<std::tuple<QString, int, QString>, TimelineLane> byKey;
-    for (const TraceEvent& event : trace->events) {
+    for (const TraceEvent& event : step->events) {
       if (event.kind != EventKind::Span && event.kind != EventKind::Counter) continue;
       const bool isCounter = event.kind == EventKind::Counter;
       const QString device = qs(event.device);

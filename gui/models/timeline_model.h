@@ -46,6 +46,7 @@ struct TimelineSection {
   int laneCount = 0;
   TimeNs endNs = 0;  ///< end of the last event, relative to the trace start
   QString message;   ///< why there is nothing to show (no trace, unreadable file), else empty
+  QString note;      ///< e.g. "step 3 of 5 (median)" when one step was cut out of a longer trace
 };
 
 /// One row per lane across both sections, Predicted then Measured.
@@ -58,7 +59,9 @@ class TimelineModel : public QAbstractTableModel {
   explicit TimelineModel(QObject* parent = nullptr);
 
   /// Shows the given traces; a missing trace shows its message instead, and a section with
-  /// neither trace nor message is left out. Each trace is shifted so that its first event
+  /// neither trace nor message is left out. A trace with several training steps (host spans
+  /// of phase Step, as `pipeprof run` records them) shows only its median step, so that it
+  /// lines up with a prediction of one step. Each trace is shifted so that its first event
   /// starts at 0.
   void setTraces(const std::optional<Trace>& predicted, const QString& predictedMessage,
                  const std::optional<Trace>& measured, const QString& measuredMessage);

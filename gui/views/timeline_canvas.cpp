@@ -127,6 +127,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
       painter.setPen(QColor(0x22, 0x22, 0x22));
       QString title = section.title;
       if (section.laneCount > 0) title += tr(" — %1").arg(durationText(section.endNs));
+      if (!section.note.isEmpty()) title += QStringLiteral(" · ") + section.note;
       painter.drawText(QRect(8, row.top, width() - 16, row.height), Qt::AlignVCenter | Qt::AlignLeft, title);
       painter.setFont(base);
     } else if (row.kind == Row::Message) {

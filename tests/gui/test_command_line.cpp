@@ -15,8 +15,8 @@ TEST(CommandLine, RunAndSweepNameTheCandidateExactly) {
             QStringLiteral("pipeprof run --model mlp --devices cpu,cpu --batch 32 --balance 5,3 --chunks 4 "
                            "--checkpoint never --trace trace.json"));
   EXPECT_EQ(sweepCommandLine(report->environment, candidate),
-            QStringLiteral("pipeprof sweep --model mlp --devices cpu,cpu --batch 32 --balance 5,3 --chunks 4 "
-                           "--checkpoint never -o report.json"));
+            QStringLiteral("pipeprof sweep --model mlp --devices cpu,cpu --batch 32 --balances 5,3 --chunks 4 "
+                           "--checkpoint never --measure all -o report.json"));
 }
 
 TEST(CommandLine, QuotesArgumentsTheShellWouldSplit) {

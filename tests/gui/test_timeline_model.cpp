@@ -98,5 +98,50 @@ TEST(TimelineModel, LeavesOutASectionWithNeitherTraceNorMessage) {
   EXPECT_EQ(model.index(0, TimelineModel::Busy).data().toString(), QStringLiteral("500 ns"));
 }
 
+TraceEvent span(const char* name, Phase phase, const char* device, const char* lane, TimeNs startNs, TimeNs durationNs) {
+  TraceEvent event;
+  event.name = name;
+  event.phase = phase;
+  event.device = device;
+  event.lane = lane;
+  event.startNs = startNs;
+  event.durationNs = durationNs;
+  return event;
+}
+
+TEST(TimelineModel, ShowsTheMedianStepOfAMeasuredTraceWithSeveralSteps) {
+  Trace trace;
+  trace.events.push_back(span("warmup", Phase::Warmup, "host", "host", 0, 1000));
+  trace.events.push_back(span("step", Phase::Step, "host", "host", 1000, 300));   // step 1: 300 ns
+  trace.events.push_back(span("step", Phase::Step, "host", "host", 1300, 500));   // step 2: 500 ns
+  trace.events.push_back(span("step", Phase::Step, "host", "host", 1800, 400));   // step 3: the median
+  trace.events.push_back(span("forward(0,0)", Phase::Forward, "cpu:0", "partition 0", 1100, 100));
+  trace.events.push_back(span("forward(0,0)", Phase::Forward, "cpu:0", "partition 0", 1850, 120));
+  TraceEvent counter;
+  counter.kind = EventKind::Counter;
+  counter.name = "memory";
+  counter.device = "cpu:0";
+  counter.startNs = 1500;
+  counter.value = 64;
+  trace.events.push_back(counter);
+  TimelineModel model;
+  model.setTraces(std::nullopt, QStringLiteral("none"), trace, {});
+  ASSERT_EQ(model.sections().size(), 2u);
+  const TimelineSection& measured = model.sections()[1];
+  EXPECT_EQ(measured.note, QStringLiteral("step 3 of 3 (median)"));
+  EXPECT_EQ(measured.endNs, 400);
+  ASSERT_EQ(measured.laneCount, 3);  // cpu:0 partition 0, cpu:0 memory, host
+  const TimelineLane& compute = model.lanes()[static_cast<std::size_t>(measured.firstLane)];
+  EXPECT_EQ(compute.name, QStringLiteral("partition 0"));
+  ASSERT_EQ(compute.spans.size(), 1u);
+  EXPECT_EQ(compute.spans[0].startNs, 50);
+  EXPECT_EQ(compute.spans[0].durationNs, 120);
+  const TimelineLane& memory = model.lanes()[static_cast<std::size_t>(measured.firstLane + 1)];
+  ASSERT_TRUE(memory.isCounter);
+  ASSERT_EQ(memory.counterPoints.size(), 1u);  // the value at the step's start, carried in
+  EXPECT_EQ(memory.counterPoints[0].first, 0);
+  EXPECT_EQ(memory.counterPoints[0].second, 64.0);
+}
+
 }  // namespace
 }  // namespace pipeprof::gui
