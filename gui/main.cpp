@@ -1,5 +1,6 @@
 // pipeprof-gui's entry point: opens a report in the window, or renders one view to a PNG and exits.
 #include "models/suggest_worker.h"
+#include "models/timeline_model.h"
 #include "views/main_window.h"
 #include "views/suggest_panel.h"
 #include "views/tuning_panel.h"
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
     if (!window.openReport(reports.front())) return fail(kExitUsage, window.lastError());
     window.showView(*shown);
     window.show();
+    if (window.timelineModel()->isLoading()) {
+      QEventLoop loop;
+      QObject::connect(window.timelineModel(), &pipeprof::gui::TimelineModel::loaded, &loop, &QEventLoop::quit);
+      loop.exec();
+    }
     if (*shown == pipeprof::gui::MainWindow::View::Tuning) {
       // Show the tuning view with the suggestions for the report's own constraints filled in.
       pipeprof::gui::SuggestPanel* panel = window.tuningPanel()->suggestPanel();

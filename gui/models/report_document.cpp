@@ -63,11 +63,11 @@ bool ReportDocument::reload() {
   return true;
 }
 
-QString ReportDocument::resolvePath(const std::string& stored) const {
+QString ReportDocument::resolvePath(const QString& reportPath, const std::string& stored) {
   if (stored.empty()) return {};
   const QString path = qs(stored);
-  if (QFileInfo(path).isAbsolute() || path_.isEmpty()) return QDir::cleanPath(path);
-  return QDir::cleanPath(QFileInfo(path_).absoluteDir().filePath(path));
+  if (QFileInfo(path).isAbsolute() || reportPath.isEmpty()) return QDir::cleanPath(path);
+  return QDir::cleanPath(QFileInfo(reportPath).absoluteDir().filePath(path));
 }
 
 void ReportDocument::setWatching(bool watching) {

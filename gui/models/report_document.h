@@ -38,7 +38,9 @@ class ReportDocument : public QObject {
   const QString& path() const { return path_; }
   /// A path stored in the report, resolved: absolute paths as they are, relative ones against
   /// the report's directory. Empty for an empty path.
-  QString resolvePath(const std::string& stored) const;
+  QString resolvePath(const std::string& stored) const { return resolvePath(path_, stored); }
+  /// The same against any report path (thread-safe).
+  static QString resolvePath(const QString& reportPath, const std::string& stored);
 
   /// Whether file changes reload the report (default on).
   void setWatching(bool watching);

@@ -8,6 +8,8 @@
 #include <pipeprof/simulator/simulator.h>
 
 #include <QFileInfo>
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <exception>
@@ -152,15 +154,12 @@ void TimelineModel::addSection(const QString& title, const std::optional<Trace>&
   sections_.push_back(section);
 }
 
-void TimelineModel::loadCandidate(const ReportDocument& document, std::optional<std::size_t> candidate) {
-  const std::shared_ptr<const Report> report = document.report();
-  if (!report || !candidate || *candidate >= report->candidates.size()) {
-    clear();
-    return;
-  }
-  const CandidateResult& result = report->candidates[*candidate];
-  auto readTrace = [&document](const std::string& stored, std::optional<Trace>& trace, QString& message) {
-    const QString path = document.resolvePath(stored);
+TimelineModel::CandidateTraces TimelineModel::readCandidateTraces(const std::shared_ptr<const Report>& report,
+                                                                  const QString& reportPath, std::size_t candidate) {
+  CandidateTraces traces;
+  const CandidateResult& result = report->candidates.at(candidate);
+  auto readTrace = [&reportPath](const std::string& stored, std::optional<Trace>& trace, QString& message) {
+    const QString path = ReportDocument::resolvePath(reportPath, stored);
     if (!QFileInfo::exists(path)) {
       message = tr("Trace file not found: %1").arg(path);
       return;
@@ -171,30 +170,63 @@ void TimelineModel::loadCandidate(const ReportDocument& document, std::optional<
       message = qs(error.what());
     }
   };
-  std::optional<Trace> predicted;
-  std::optional<Trace> measured;
-  QString predictedMessage;
-  QString measuredMessage;
-  if (!result.prediction.tracePath.empty()) readTrace(result.prediction.tracePath, predicted, predictedMessage);
-  if (!predicted && report->profile && report->cluster) {
+  if (!result.prediction.tracePath.empty()) readTrace(result.prediction.tracePath, traces.predicted, traces.predictedMessage);
+  if (!traces.predicted && report->profile && report->cluster) {
     try {
       SimulationOptions options;
       options.recordTrace = true;
-      predicted = simulate(*report->profile, *report->cluster, result.candidate, options).trace;
-      predictedMessage.clear();
+      traces.predicted = simulate(*report->profile, *report->cluster, result.candidate, options).trace;
+      traces.predictedMessage.clear();
     } catch (const std::exception& error) {
-      if (predictedMessage.isEmpty()) predictedMessage = qs(error.what());
+      if (traces.predictedMessage.isEmpty()) traces.predictedMessage = qs(error.what());
     }
   }
-  if (!predicted && predictedMessage.isEmpty()) predictedMessage = tr("The report has no predicted trace for this candidate.");
-  if (result.measurement && !result.measurement->tracePath.empty()) {
-    readTrace(result.measurement->tracePath, measured, measuredMessage);
-  } else {
-    measuredMessage = result.status == CandidateStatus::Failed ? tr("Measuring failed: %1").arg(qs(result.error))
-                      : result.measurement                    ? tr("The measurement has no trace.")
-                                                              : tr("Not measured: %1").arg(qs(result.notMeasuredReason));
+  if (!traces.predicted && traces.predictedMessage.isEmpty()) {
+    traces.predictedMessage = tr("The report has no predicted trace for this candidate.");
   }
-  setTraces(predicted, predictedMessage, measured, measuredMessage);
+  if (result.measurement && !result.measurement->tracePath.empty()) {
+    readTrace(result.measurement->tracePath, traces.measured, traces.measuredMessage);
+  } else {
+    traces.measuredMessage = result.status == CandidateStatus::Failed ? tr("Measuring failed: %1").arg(qs(result.error))
+                             : result.measurement                    ? tr("The measurement has no trace.")
+                                                                     : tr("Not measured: %1").arg(qs(result.notMeasuredReason));
+  }
+  return traces;
+}
+
+void TimelineModel::loadCandidate(const ReportDocument& document, std::optional<std::size_t> candidate) {
+  ++generation_;  // drops an asynchronous load still in flight
+  loading_ = false;
+  const std::shared_ptr<const Report> report = document.report();
+  if (!report || !candidate || *candidate >= report->candidates.size()) {
+    clear();
+    return;
+  }
+  const CandidateTraces traces = readCandidateTraces(report, document.path(), *candidate);
+  setTraces(traces.predicted, traces.predictedMessage, traces.measured, traces.measuredMessage);
+}
+
+void TimelineModel::loadCandidateAsync(const ReportDocument& document, std::optional<std::size_t> candidate) {
+  const std::shared_ptr<const Report> report = document.report();
+  if (!report || !candidate || *candidate >= report->candidates.size()) {
+    loadCandidate(document, candidate);
+    emit loaded();
+    return;
+  }
+  const int generation = ++generation_;
+  loading_ = true;
+  const QString reportPath = document.path();
+  const std::size_t index = *candidate;
+  auto* watcher = new QFutureWatcher<CandidateTraces>(this);
+  connect(watcher, &QFutureWatcher<CandidateTraces>::finished, this, [this, watcher, generation] {
+    watcher->deleteLater();
+    if (generation != generation_) return;  // a newer selection won
+    const CandidateTraces traces = watcher->result();
+    loading_ = false;
+    setTraces(traces.predicted, traces.predictedMessage, traces.measured, traces.measuredMessage);
+    emit loaded();
+  });
+  watcher->setFuture(QtConcurrent::run([report, reportPath, index] { return readCandidateTraces(report, reportPath, index); }));
 }
 
 TimeNs TimelineModel::endNs() const {

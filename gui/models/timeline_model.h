@@ -1,11 +1,13 @@
 // A candidate's predicted and measured timelines as lanes of ops and memory counters on one time axis.
 #pragma once
 
+#include <pipeprof/core/report.h>
 #include <pipeprof/core/trace.h>
 
 #include <QAbstractTableModel>
 #include <QString>
 
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -69,6 +71,12 @@ class TimelineModel : public QAbstractTableModel {
   /// trace file it simulates the candidate from the report's profile and cluster, if embedded.
   /// A file that cannot be read shows the reader's message in its section.
   void loadCandidate(const ReportDocument& document, std::optional<std::size_t> candidate);
+  /// The same with the reading (measured traces with CUPTI kernels can be large) on the Qt
+  /// thread pool; the model resets and emits loaded() when done. A newer load or
+  /// loadCandidate() supersedes one still in flight.
+  void loadCandidateAsync(const ReportDocument& document, std::optional<std::size_t> candidate);
+  /// Whether an asynchronous load is in flight.
+  bool isLoading() const { return loading_; }
   void clear();
 
   const std::vector<TimelineLane>& lanes() const { return lanes_; }
@@ -83,11 +91,25 @@ class TimelineModel : public QAbstractTableModel {
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
+ signals:
+  /// An asynchronous load finished (the model has been reset with its traces).
+  void loaded();
+
  private:
+  struct CandidateTraces {
+    std::optional<Trace> predicted;
+    std::optional<Trace> measured;
+    QString predictedMessage;
+    QString measuredMessage;
+  };
+  static CandidateTraces readCandidateTraces(const std::shared_ptr<const Report>& report, const QString& reportPath,
+                                             std::size_t candidate);
   void addSection(const QString& title, const std::optional<Trace>& trace, const QString& message);
 
   std::vector<TimelineSection> sections_;
   std::vector<TimelineLane> lanes_;
+  int generation_ = 0;
+  bool loading_ = false;
 };
 
 }  // namespace pipeprof::gui

@@ -146,7 +146,7 @@ void AccuracyChartView::rebuildScatter() {
   auto* band = new QAreaSeries(upper, lower);
   band->setName(tr("±%1 % error band").arg(kBand * 100.0, 0, 'f', 0));
   QColor bandFill = predictedColor();
-  bandFill.setAlpha(40);
+  bandFill.setAlpha(55);
   band->setBrush(bandFill);
   band->setPen(Qt::NoPen);
   diagonal->setName(tr("y = x (perfect prediction)"));

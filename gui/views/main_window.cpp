@@ -156,7 +156,7 @@ void MainWindow::selectCandidate(std::optional<std::size_t> candidate) {
   timelineView_->picker()->setCurrentCandidate(candidate);
   if (!changed) return;
   memory_->setCandidate(report, candidate);
-  timeline_->loadCandidate(*document_, candidate);
+  timeline_->loadCandidateAsync(*document_, candidate);
   // A live reload re-selects the same candidate: keep the user's tuning edits then.
   if (candidate && !(tunedFrom_ && *tunedFrom_ == report->candidates[*candidate].candidate)) {
     tunedFrom_ = report->candidates[*candidate].candidate;

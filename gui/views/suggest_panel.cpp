@@ -65,7 +65,8 @@ SuggestPanel::SuggestPanel(QWidget* parent)
   results_->setSelectionMode(QAbstractItemView::SingleSelection);
   results_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   results_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  results_->horizontalHeader()->setStretchLastSection(true);
+  results_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+  results_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* actions = new QHBoxLayout;
   actions->addWidget(tune_);
   actions->addWidget(copyRun_);
