@@ -86,7 +86,7 @@ void TimelineCanvas::layoutRows() {
     }
   }
   const double units = spanLanes + 1.6 * counterLanes;
-  const int laneHeight = units > 0 ? std::clamp(static_cast<int>((height() - fixed) / units), 14, 30) : 24;
+  const int laneHeight = units > 0 ? std::clamp(static_cast<int>((height() - fixed) / units), 14, 34) : 24;
   int y = kRulerHeight;
   for (int s = 0; s < static_cast<int>(model_->sections().size()); ++s) {
     const TimelineSection& section = model_->sections()[static_cast<std::size_t>(s)];
@@ -183,8 +183,9 @@ void TimelineCanvas::paintLane(QPainter& painter, const Row& row) {
       lastY = bottom - value * scale;
       path.lineTo(x, lastY);
     }
-    path.lineTo(xOf(static_cast<double>(model_->endNs())), lastY);
-    path.lineTo(xOf(static_cast<double>(model_->endNs())), bottom);
+    const double endX = xOf(static_cast<double>(model_->sections()[static_cast<std::size_t>(lane.section)].endNs));
+    path.lineTo(endX, lastY);
+    path.lineTo(endX, bottom);
     path.closeSubpath();
     painter.setRenderHint(QPainter::Antialiasing, true);
     QColor fill(0x8e, 0x6c, 0xb5);
