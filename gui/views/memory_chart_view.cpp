@@ -32,7 +32,6 @@ MemoryChartView::MemoryChartView(MemoryModel* model, QWidget* parent)
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setStretchLastSection(true);
-  table_->setMaximumHeight(170);
   auto* bar = new QHBoxLayout;
   bar->addWidget(new QLabel(tr("Candidate:"), this));
   bar->addWidget(picker_);
@@ -60,6 +59,8 @@ void MemoryChartView::rebuild() {
   auto* measured = new QBarSet(tr("Measured peak"));
   measured->setColor(measuredColor());
   measured->setBorderColor(measuredColor());
+  predicted->setLabelColor(Qt::white);
+  measured->setLabelColor(Qt::white);
   QStringList categories;
   for (int j = 0; j < n; ++j) {
     categories << tr("partition %1 (%2)").arg(j).arg(model_->index(j, MemoryModel::Device).data().toString());
@@ -71,6 +72,11 @@ void MemoryChartView::rebuild() {
   if (model_->hasMeasurement()) bars->append(measured);
   else delete measured;
   bars->setBarWidth(0.7);
+  bars->setLabelsVisible(true);
+  bars->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
+  bars->setLabelsFormat(QStringLiteral("@value ") + unit.name);
+  bars->setLabelsPrecision(3);
+
   chart->addSeries(bars);
 
   auto* axisX = new QBarCategoryAxis;
@@ -112,6 +118,9 @@ void MemoryChartView::rebuild() {
     if (legendShown) chart->legend()->markers(line).value(0)->setVisible(false);
     legendShown = true;
   }
+  // The table shows every row without scrolling and leaves the rest to the chart.
+  table_->setFixedHeight(table_->horizontalHeader()->height() + 2 * table_->frameWidth() +
+                         std::max(1, n) * table_->verticalHeader()->defaultSectionSize() + 2);
   QChart* old = chart_->chart();
   chart_->setChart(chart);
   delete old;
