@@ -22,6 +22,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -126,7 +127,8 @@ void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded)
   if (sameProfile) return;  // a live reload of the same sweep: keep the user's edits
   Cluster cluster;
   if (report_ && report_->cluster) cluster = *report_->cluster;
-  else if (report_) cluster = Cluster::uniform(static_cast<std::int64_t>(report_->environment.devices.size()), std::nullopt, 0.0, 0);
+  else if (report_) cluster = Cluster::uniform(std::max<std::int64_t>(1, static_cast<std::int64_t>(report_->environment.devices.size())),
+                                                std::nullopt, 0.0, 0, "device");
   suggest_->setContext(report_ ? report_->profile : std::nullopt, cluster,
                        report_ ? report_->environment : ReportEnvironment{}, report_ ? report_->environment.batch : 1);
   model_->clear();
@@ -144,9 +146,10 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
     error_->setText(tr("This report has no embedded profile, so there is nothing to simulate."));
     return;
   }
-  Cluster cluster = report_->cluster ? *report_->cluster
-                                     : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
   try {
+    // Without a cluster in the report: one unbounded device per partition, instant links.
+    const Cluster cluster = report_->cluster ? *report_->cluster
+                                             : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
     basePrediction_.reset();
     baseLabel_ = origin;
     model_->setInputs(*report_->profile, cluster, candidate);

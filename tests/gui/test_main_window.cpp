@@ -110,6 +110,26 @@ TEST(MainWindow, ExportsChartsAndTimelineAsPngAndSvg) {
   EXPECT_FALSE(window.exportView(MainWindow::View::Memory, QStringLiteral("/nonexistent/dir/x.png")).isEmpty());
 }
 
+TEST(MainWindow, AReportWithoutProfileOrClusterOpensWithTuningDisabled) {
+  QTemporaryDir dir;
+  Report report = *test::sampleReport();
+  report.profile.reset();
+  report.cluster.reset();
+  const QString path = dir.filePath(QStringLiteral("bare.json"));
+  writeReport(report, path.toStdString());
+  MainWindow window(quiet());
+  window.show();
+  ASSERT_TRUE(window.openReport(path));
+  EXPECT_EQ(window.candidatesView()->table()->model()->rowCount(), test::kSampleCandidates);
+  EXPECT_FALSE(window.tuningPanel()->model()->hasInputs());
+  EXPECT_EQ(window.memoryModel()->index(0, MemoryModel::Capacity).data().toString(), QStringLiteral("unbounded"));
+  window.selectCandidate(6);  // no trace files and nothing to simulate from
+  QSignalSpy loaded(window.timelineModel(), &TimelineModel::loaded);
+  ASSERT_TRUE(loaded.wait(10000));
+  ASSERT_EQ(window.timelineModel()->sections().size(), 2u);
+  EXPECT_EQ(window.timelineModel()->sections()[0].message, QStringLiteral("The report has no predicted trace for this candidate."));
+}
+
 TEST(MainWindow, ParsesViewNames) {
   EXPECT_EQ(MainWindow::parseView(QStringLiteral("timeline")), MainWindow::View::Timeline);
   EXPECT_EQ(MainWindow::parseView(QStringLiteral("tuning")), MainWindow::View::Tuning);
