@@ -1,8 +1,237 @@
-// Placeholder for `pipeprof sweep`: implemented by its owner.
+// `pipeprof sweep`: predicted and measured candidates in one JSON report, with a suggestion.
 #include "commands.h"
 
-namespace pipeprof::cli {
+#include "comparison_table.h"
+#include "environment_info.h"
+#include "model_options.h"
+#include "sweep_runner.h"
 
-void addSweepCommand(CLI::App& app) { (void)app; }
+#include <pipeprof/core/json_file.h>
+#include <pipeprof/core/units.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace pipeprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Set by SIGINT; the sweep checks it between steps. (A signal handler can only reach a
+/// global; nothing else reads it.)
+std::atomic<bool> gStopRequested{false};
+
+extern "C" void onInterrupt(int) {
+  gStopRequested.store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+struct SweepFlags {
+  ModelFlags model;  ///< --model, --batch, --width, --depth, --seed, --threads
+  std::string devices = "cpu,cpu";
+  std::string chunks = "1,2,4,8";
+  std::string checkpoint = "always,except_last,never";
+  std::string balances = "auto";
+  std::string measure = "top:12";
+  std::int64_t steps = 5;
+  std::int64_t warmup = 2;
+  std::string deviceMemory;
+  std::string profile;
+  double profileBudget = 20.0;
+  std::string output = "report.json";
+  std::string tracesDir;
+  bool resume = false;
+  bool json = false;
+};
+
+std::vector<std::int64_t> parseChunkList(const std::string& text) {
+  std::vector<std::int64_t> chunks;
+  try {
+    chunks = parseBalance(text);
+  } catch (const std::invalid_argument&) {
+    throw UsageError("--chunks '" + text + "': expected positive integers separated by commas, e.g. 1,2,4,8");
+  }
+  for (const std::int64_t m : chunks) {
+    if (m < 1) throw UsageError("--chunks '" + text + "': every chunk count must be at least 1");
+  }
+  return chunks;
+}
+
+/// Validates every flag and input file; creates nothing.
+SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
+  SweepConfig config;
+  config.model = flags.model.model;
+  config.modelFlags = flags.model;
+  config.devices = parseDevicesFlag(flags.devices);
+  if (config.devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
+  for (const DeviceDesc& device : config.devices) {
+    if (device.type != config.devices.front().type) {
+      throw UsageError("--devices '" + flags.devices + "': mix of device types; use all cpu or all cuda");
+    }
+  }
+  const auto partitions = static_cast<std::int64_t>(config.devices.size());
+
+  torchDevices(config.devices);  // CUDA present and indices in range, else UsageError
+  const Model model = buildModelFromFlags(flags.model);
+  const auto layers = static_cast<std::int64_t>(model.sequential->size());
+  config.batch = batchFromFlags(flags.model, model);
+  if (layers < partitions) {
+    throw UsageError(fmt::format("--devices: {} partitions but model '{}' has only {} layers", partitions,
+                                 config.model, layers));
+  }
+  config.chunks = parseChunkList(flags.chunks);
+  try {
+    config.modes = parseCheckpointList(flags.checkpoint);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--checkpoint: ") + error.what());
+  }
+  if (flags.balances == "auto") {
+    config.enumeration = BalanceEnumeration::Auto;
+  } else if (flags.balances == "all") {
+    config.enumeration = BalanceEnumeration::All;
+  } else {
+    config.enumeration = BalanceEnumeration::Given;
+    std::string rest = flags.balances;
+    while (true) {
+      const std::size_t semicolon = rest.find(';');
+      const std::string one = rest.substr(0, semicolon);
+      std::vector<std::int64_t> balance;
+      try {
+        balance = parseBalance(one);
+      } catch (const std::invalid_argument&) {
+        throw UsageError("--balances '" + flags.balances + "': expected auto, all or balances like \"2,6;4,4\"");
+      }
+      std::int64_t sum = 0;
+      for (const std::int64_t part : balance) sum += part;
+      if (static_cast<std::int64_t>(balance.size()) != partitions || sum != layers) {
+        throw UsageError(fmt::format("--balances: '{}' must have {} positive parts (one per device) summing to "
+                                     "{} (the layers of '{}')", one, partitions, layers, config.model));
+      }
+      config.balances.push_back(balance);
+      if (semicolon == std::string::npos) break;
+      rest = rest.substr(semicolon + 1);
+    }
+  }
+  try {
+    config.measure = parseMeasurePolicy(flags.measure);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(error.what());
+  }
+  if (flags.steps < 1) throw UsageError(fmt::format("--steps {}: must be at least 1", flags.steps));
+  if (flags.warmup < 0) throw UsageError(fmt::format("--warmup {}: must be at least 0", flags.warmup));
+  config.steps = flags.steps;
+  config.warmupSteps = flags.warmup;
+  config.threads = sweepThreads(flags.model.threads, partitions, hardwareThreads());
+  config.modelFlags.threads = config.threads;
+  config.profileBudgetSeconds = flags.profileBudget;
+  if (!flags.deviceMemory.empty()) {
+    try {
+      config.deviceMemoryBytes = parseBytes(flags.deviceMemory);
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(std::string("--device-memory: ") + error.what());
+    }
+  }
+  if (flags.output.empty()) throw UsageError("-o: give the report's path, e.g. -o out/report.json");
+  if (fs::is_directory(flags.output)) throw UsageError("-o '" + flags.output + "' is a directory; name a file");
+  config.reportPath = flags.output;
+  if (flags.tracesDir.empty()) {
+    const fs::path report(flags.output);
+    config.tracesDir = (report.parent_path() / (report.stem().string() + ".traces")).string();
+  } else {
+    config.tracesDir = flags.tracesDir;
+  }
+  config.profilePath = flags.profile;
+
+  if (flags.resume && fs::exists(flags.output)) {
+    Report resumed = readReport(flags.output);
+    const std::string mismatch = resumeMismatch(resumed, config);
+    if (!mismatch.empty()) {
+      throw UsageError("--resume: " + flags.output + " is from another sweep (" + mismatch +
+                       "); use another -o or drop --resume");
+    }
+    if (resumed.profile) inputs.cachedProfile = resumed.profile;
+    inputs.resumedReport = std::move(resumed);
+  }
+  if (!inputs.cachedProfile && !flags.profile.empty() && fs::exists(flags.profile)) {
+    inputs.cachedProfile = readProfile(flags.profile);
+  }
+  if (inputs.cachedProfile) {
+    const std::string mismatch = profileMismatch(*inputs.cachedProfile, config, layers);
+    if (!mismatch.empty()) {
+      throw UsageError("cached profile " + (flags.profile.empty() ? flags.output : flags.profile) +
+                       " does not fit this sweep: " + mismatch + "; delete it or name another --profile to re-profile");
+    }
+  }
+  return config;
+}
+
+void runSweepCommand(const SweepFlags& flags) {
+  SweepInputs inputs;
+  const SweepConfig config = validate(flags, inputs);
+  ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
+  gStopRequested.store(false);
+  auto previous = std::signal(SIGINT, onInterrupt);
+  Report report;
+  try {
+    report = runSweep(config, inputs, progress, gStopRequested);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  if (flags.json) {
+    std::cout << toJson(report).dump(2) << "\n";
+  } else {
+    printComparison(report, std::cout);
+  }
+}
+
+}  // namespace
+
+void addSweepCommand(CLI::App& app) {
+  auto flags = std::make_shared<SweepFlags>();
+  CLI::App* command = app.add_subcommand(
+      "sweep",
+      "Profile a model, simulate every candidate (balance x chunks x checkpoint mode), measure the\n"
+      "best predicted ones on the devices, and write one report with the suggestion.\n\n"
+      "Examples:\n"
+      "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
+      "  pipeprof sweep --model resnet --batch 32 --chunks 2,4 --measure top:6 --steps 3\n"
+      "  pipeprof sweep --model gpt --balances \"3,5;4,4\" --measure all --profile gpt.profile.json\n"
+      "  pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash\n\n"
+      "Threads: unless --threads is given, the sweep uses max(1, cores / partitions) intra-op\n"
+      "threads (LibTorch and OpenBLAS) so the partitions' workers do not oversubscribe the cores;\n"
+      "the profile is measured with the same count.");
+  addModelFlags(*command, flags->model);
+  command->add_option("--devices", flags->devices, "One device per partition, e.g. cpu,cpu or cuda:0,cuda:1")
+      ->capture_default_str();
+  command->add_option("--chunks", flags->chunks, "Chunk counts to try")->capture_default_str();
+  command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try")->capture_default_str();
+  command->add_option("--balances", flags->balances, "auto, all, or balances such as \"2,6;4,4\"")
+      ->capture_default_str();
+  command->add_option("--measure", flags->measure,
+                      "Which candidates to measure: top:N (best N/2 predicted, then spread over balances, "
+                      "chunks and modes), all or none")
+      ->capture_default_str();
+  command->add_option("--steps", flags->steps, "Measured training steps per candidate")->capture_default_str();
+  command->add_option("--warmup", flags->warmup, "Warm-up steps before measuring")->capture_default_str();
+  command->add_option("--device-memory", flags->deviceMemory, "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
+  command->add_option("--profile", flags->profile,
+                      "Profile cache: reused when it exists (refused if measured on another device type, "
+                      "thread count or LibTorch version), written after profiling otherwise");
+  command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
+      ->capture_default_str();
+  command->add_option("-o,--output", flags->output, "Report path (pipeprof.report/v1)")->capture_default_str();
+  command->add_option("--traces-dir", flags->tracesDir,
+                      "Where measured and predicted traces go (default: <report stem>.traces next to the report)");
+  command->add_flag("--resume", flags->resume, "Continue the sweep in -o, keeping finished candidates");
+  command->add_flag("--json", flags->json, "Print the report JSON on stdout instead of the table");
+  command->callback([flags] { runSweepCommand(*flags); });
+}
 
 }  // namespace pipeprof::cli

@@ -1,0 +1,34 @@
+// Which predicted candidates a sweep measures: `--measure top:N|all|none` and its spread rule.
+#pragma once
+
+#include <pipeprof/core/candidate.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+
+enum class MeasureKind { Top, All, None };
+
+/// The parsed `--measure` value.
+struct MeasurePolicy {
+  MeasureKind kind = MeasureKind::Top;
+  std::int64_t count = 12;  ///< N of top:N
+};
+
+/// Parses "top:N" (N >= 1), "all" or "none". Throws std::invalid_argument naming the text and
+/// the accepted forms.
+MeasurePolicy parseMeasurePolicy(const std::string& text);
+
+/// Picks the candidates to measure from `ranked` (fitting candidates, best predicted first).
+/// top:N takes the best ceil(N/2) by prediction, then repeatedly the candidate whose balance,
+/// chunk count and checkpoint mode are least represented among those already picked (the sum
+/// of the three counts; ties go to the better predicted), so the measured set spreads over
+/// balances, chunks and modes and a rank correlation over it means something.
+/// Returns indices into `ranked`, in the order picked.
+std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& ranked,
+                                              const MeasurePolicy& policy);
+
+}  // namespace pipeprof::cli

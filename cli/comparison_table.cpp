@@ -1,0 +1,154 @@
+// The comparison table and summary printed by `pipeprof sweep` and `pipeprof compare`.
+#include "comparison_table.h"
+
+#include <pipeprof/core/accuracy.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+namespace {
+
+Bytes largest(const std::vector<Bytes>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
+std::string percent(const std::optional<double>& value) {
+  return value ? fmt::format("{:+.1f}%", *value) : "-";
+}
+
+std::string modeLabel(const Candidate& candidate) {
+  return std::string(checkpointName(candidate.checkpoint));
+}
+
+/// Measured rank (1 = fastest median step) of each measured candidate, by report index.
+std::map<std::size_t, std::int64_t> measuredRanks(const Report& report) {
+  std::vector<std::size_t> measured;
+  for (std::size_t index = 0; index < report.candidates.size(); ++index) {
+    const CandidateResult& result = report.candidates[index];
+    if (result.status == CandidateStatus::Measured && result.measurement) measured.push_back(index);
+  }
+  std::stable_sort(measured.begin(), measured.end(), [&](std::size_t a, std::size_t b) {
+    return report.candidates[a].measurement->stepNsMedian < report.candidates[b].measurement->stepNsMedian;
+  });
+  std::map<std::size_t, std::int64_t> ranks;
+  for (std::size_t position = 0; position < measured.size(); ++position) {
+    ranks[measured[position]] = static_cast<std::int64_t>(position) + 1;
+  }
+  return ranks;
+}
+
+std::string labelAt(const Report& report, const std::optional<std::size_t>& index) {
+  if (!index || *index >= report.candidates.size()) return "none";
+  return report.candidates[*index].candidate.label();
+}
+
+}  // namespace
+
+void printComparison(const Report& report, std::ostream& out, const ComparisonOptions& options) {
+  const auto ranks = measuredRanks(report);
+  std::vector<std::size_t> rows;
+  std::size_t hidden = 0;
+  for (std::size_t index = 0; index < report.candidates.size(); ++index) {
+    if (options.allCandidates || report.candidates[index].status != CandidateStatus::Predicted) {
+      rows.push_back(index);
+    } else {
+      ++hidden;
+    }
+  }
+  // Fitting candidates by predicted rank, then those predicted not to fit.
+  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) {
+    const std::int64_t ra = report.candidates[a].predictedRank;
+    const std::int64_t rb = report.candidates[b].predictedRank;
+    if ((ra == 0) != (rb == 0)) return rb == 0;
+    return ra < rb;
+  });
+
+  const std::string header = fmt::format(
+      "{:>5} {:>5}  {:<24} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}", "pred#", "meas#",
+      "candidate", "pred step", "meas step", "error", "pred peak", "meas peak", "error", "status");
+  out << header << "\n" << std::string(header.size(), '-') << "\n";
+  for (const std::size_t index : rows) {
+    const CandidateResult& result = report.candidates[index];
+    const auto rank = ranks.find(index);
+    const std::string candidate = fmt::format("[{}] x{} {}", formatBalance(result.candidate.balance),
+                                              result.candidate.chunks, modeLabel(result.candidate));
+    std::string measuredStep = "-";
+    std::string measuredPeak = "-";
+    if (result.measurement) {
+      measuredStep = formatDuration(result.measurement->stepNsMedian);
+      measuredPeak = formatBytes(largest(result.measurement->peakBytes));
+    }
+    std::string status = candidateStatusName(result.status);
+    if (result.status == CandidateStatus::Failed) status += ": " + result.error;
+    if (result.status == CandidateStatus::Predicted && !result.notMeasuredReason.empty()) {
+      status += " (" + result.notMeasuredReason + ")";
+    }
+    out << fmt::format("{:>5} {:>5}  {:<24} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}\n",
+                       result.predictedRank > 0 ? std::to_string(result.predictedRank) : "-",
+                       rank != ranks.end() ? std::to_string(rank->second) : "-", candidate,
+                       formatDuration(result.prediction.iterationNs), measuredStep,
+                       percent(result.stepTimeErrorPct()), formatBytes(largest(result.prediction.peakBytes)),
+                       measuredPeak, percent(result.peakBytesErrorPct()), status);
+  }
+  if (hidden > 0) {
+    out << fmt::format("({} more candidates predicted only; `pipeprof compare --all` lists them)\n", hidden);
+  }
+  out << "\n";
+  printSummary(report, out);
+}
+
+void printSummary(const Report& report, std::ostream& out) {
+  const AccuracySummary summary = summarizeAccuracy(report);
+  auto figure = [](const std::optional<double>& value, const char* format) {
+    return value ? fmt::format(fmt::runtime(format), *value) : std::string("n/a");
+  };
+  out << fmt::format("measured candidates:      {}\n", summary.measuredCount);
+  out << fmt::format("step-time MAPE:           {}\n", figure(summary.stepTimeMapePct, "{:.1f}%"));
+  out << fmt::format("peak-memory MAPE:         {}\n", figure(summary.peakBytesMapePct, "{:.1f}%"));
+  out << fmt::format("Spearman (pred vs meas):  {}\n", figure(summary.spearman, "{:.3f}"));
+  const Suggestion& suggestion = report.suggestion;
+  std::string bestMeasured = labelAt(report, suggestion.bestMeasured);
+  if (suggestion.bestMeasured && report.candidates[*suggestion.bestMeasured].measurement) {
+    bestMeasured += fmt::format(" ({:.1f} samples/s)",
+                                report.candidates[*suggestion.bestMeasured].measurement->samplesPerS);
+  }
+  std::string bestPredicted = labelAt(report, suggestion.bestPredicted);
+  if (suggestion.bestPredicted) {
+    bestPredicted += fmt::format(" ({:.1f} samples/s predicted)",
+                                 report.candidates[*suggestion.bestPredicted].prediction.samplesPerS);
+  }
+  out << fmt::format("best measured:            {}\n", bestMeasured);
+  out << fmt::format("best predicted:           {}\n", bestPredicted);
+  out << fmt::format("agree:                    {}\n", suggestion.agree ? "yes" : "no");
+  out << fmt::format("suggestion / best measured throughput: {}\n",
+                     figure(summary.suggestionThroughputRatio, "{:.3f}"));
+  if (!report.complete) out << "(the sweep did not finish: continue it with `pipeprof sweep ... --resume`)\n";
+}
+
+nlohmann::json summaryJson(const Report& report) {
+  const AccuracySummary summary = summarizeAccuracy(report);
+  auto optional = [](const std::optional<double>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+  };
+  auto label = [&](const std::optional<std::size_t>& index) {
+    return index && *index < report.candidates.size() ? nlohmann::json(report.candidates[*index].candidate.label())
+                                                     : nlohmann::json(nullptr);
+  };
+  return {{"measured", summary.measuredCount},
+          {"step_time_mape_pct", optional(summary.stepTimeMapePct)},
+          {"peak_bytes_mape_pct", optional(summary.peakBytesMapePct)},
+          {"spearman", optional(summary.spearman)},
+          {"suggestion_throughput_ratio", optional(summary.suggestionThroughputRatio)},
+          {"best_measured", label(report.suggestion.bestMeasured)},
+          {"best_predicted", label(report.suggestion.bestPredicted)},
+          {"agree", report.suggestion.agree},
+          {"complete", report.complete}};
+}
+
+}  // namespace pipeprof::cli

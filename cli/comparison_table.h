@@ -1,0 +1,28 @@
+// The comparison table and summary printed by `pipeprof sweep` and `pipeprof compare`.
+#pragma once
+
+#include <pipeprof/core/report.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+
+namespace pipeprof::cli {
+
+struct ComparisonOptions {
+  bool allCandidates = false;  ///< also list candidates that were only predicted
+};
+
+/// Writes the table (predicted vs measured step time and peak memory, error %, predicted and
+/// measured rank, status) and the summary lines (step-time MAPE, peak-memory MAPE, Spearman,
+/// suggestion). Both commands call this on the same Report, so compare reproduces the sweep.
+void printComparison(const Report& report, std::ostream& out, const ComparisonOptions& options = {});
+
+/// The summary lines only (also part of printComparison's output).
+void printSummary(const Report& report, std::ostream& out);
+
+/// The summary as JSON: {"measured", "step_time_mape_pct", "peak_bytes_mape_pct", "spearman",
+/// "suggestion_throughput_ratio", "best_measured", "best_predicted", "agree"} (labels or null).
+nlohmann::json summaryJson(const Report& report);
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,27 @@
+// Facts about where a sweep runs: pipeprof's git revision, threads, time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pipeprof::cli {
+
+/// The git revision pipeprof was built from (`git describe --always --dirty` at build time),
+/// or "unknown" outside a git checkout.
+std::string pipeprofRevision();
+/// The current UTC time in ISO 8601, e.g. "2026-11-22T03:30:30Z".
+std::string utcNowIso8601();
+/// Hardware threads of this machine (at least 1).
+std::int64_t hardwareThreads();
+/// The sweep's intra-op thread count: max(1, cores / partitions) so the partitions' workers
+/// do not oversubscribe the cores, unless the user gave one (requested > 0).
+std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::int64_t cores);
+
+/// Sets the intra-op thread count for LibTorch (OpenMP) and for the BLAS library when it is
+/// OpenBLAS (found at run time with dlsym; LibTorch does not set it). Without the BLAS part an
+/// OpenBLAS built with pthreads keeps one thread per core for every GEMM, so two partitions'
+/// workers each ask for all the cores and a profile measured alone says nothing about a
+/// layer inside the pipeline. Returns true when a BLAS thread setter was found.
+bool applyThreadCount(std::int64_t threads);
+
+}  // namespace pipeprof::cli

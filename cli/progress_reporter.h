@@ -1,0 +1,52 @@
+// Sweep progress on stderr: one updating bar on a terminal, plain lines otherwise.
+#pragma once
+
+#include <pipeprof/core/units.h>
+
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace pipeprof::cli {
+
+/// Reports candidates done of total, the current candidate, elapsed and remaining time.
+/// Writes only to the stream it is given (stderr), never to stdout.
+class ProgressReporter {
+ public:
+  /// interactive: redraw one line with '\r' (a terminal); otherwise print one line per event.
+  ProgressReporter(std::ostream& out, bool interactive, std::int64_t total);
+
+  /// The number of candidates to measure (known once the search has ranked them).
+  void setTotal(std::int64_t total) { total_ = total; }
+  /// A free-form phase message ("profiling mlp on cpu with 1 thread").
+  void phase(const std::string& message);
+  /// Candidate `label` starts measuring.
+  void begin(const std::string& label);
+  /// One step of the current candidate finished (updates the bar only).
+  void step(std::int64_t done, std::int64_t steps);
+  /// The current candidate was measured: "measured 3/12 [2,6] x8 except_last: 41.2 ms (predicted 39.8 ms)".
+  void measured(const std::string& label, TimeNs measuredNs, TimeNs predictedNs);
+  /// The current candidate failed: "failed 3/12 <label>: <error>".
+  void failed(const std::string& label, const std::string& error);
+  /// Ends the bar's line (interactive) so later output starts on a fresh line.
+  void finish();
+
+  /// True when stderr is a terminal.
+  static bool stderrIsTerminal();
+
+ private:
+  void redraw();
+  std::string timing() const;
+
+  std::ostream& out_;
+  bool interactive_;
+  std::int64_t total_;
+  std::int64_t done_ = 0;
+  std::string current_;
+  std::string stepText_;
+  std::chrono::steady_clock::time_point start_;
+  bool lineOpen_ = false;
+};
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,311 @@
+// The main job: profile, simulate every candidate, measure a chosen subset, write the report.
+#include "sweep_runner.h"
+
+#include "environment_info.h"
+#include "training_loop.h"
+
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/profiler/timeline_analysis.h>
+#include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/simulator/simulator.h>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+namespace pipeprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Testing hooks (documented in docs/cli.md as for tests only): make the candidate with this
+/// label fail, or pause after each measured candidate so a test can kill the sweep mid-way.
+constexpr const char* kFailCandidateEnv = "PIPEPROF_TEST_FAIL_CANDIDATE";
+constexpr const char* kCandidateDelayEnv = "PIPEPROF_TEST_CANDIDATE_DELAY_MS";
+
+std::string envOr(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+/// One cluster device per sweep device. CPU partitions share the host's memory, so their
+/// links cost nothing (no copies); CUDA devices get the same zero-cost links until the
+/// cluster flags say otherwise.
+Cluster sweepCluster(const SweepConfig& config) {
+  Cluster cluster;
+  const auto n = static_cast<std::int64_t>(config.devices.size());
+  for (std::int64_t j = 0; j < n; ++j) {
+    DeviceSpec spec;
+    spec.name = config.devices[static_cast<std::size_t>(j)].typeName() + ":" + std::to_string(j);
+    spec.memoryBytes = config.deviceMemoryBytes;
+    cluster.devices.push_back(spec);
+  }
+  cluster.links.assign(static_cast<std::size_t>(n), std::vector<Link>(static_cast<std::size_t>(n)));
+  return cluster;
+}
+
+std::string relativeTo(const fs::path& file, const fs::path& directory) {
+  return fs::proximate(fs::absolute(file), fs::absolute(directory)).generic_string();
+}
+
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+/// The candidate's measured run: the shared training loop (cli/training_loop.h) on a fresh
+/// copy of the model, with its trace.
+TrainingResult measureCandidate(const SweepConfig& config, const Candidate& candidate) {
+  if (envOr(kFailCandidateEnv) == candidate.label()) {
+    throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
+  }
+  Model model = buildModelFromFlags(config.modelFlags);
+  TrainingOptions options;
+  options.balance = candidate.balance;
+  options.devices = torchDevices(config.devices);
+  options.chunks = candidate.chunks;
+  options.checkpoint = candidate.checkpoint;
+  options.batch = config.batch;
+  options.warmupSteps = config.warmupSteps;
+  options.steps = config.steps;
+  options.captureTrace = true;
+  TrainingResult result = trainAndMeasure(model, options);
+  result.trace.metadata["candidate"] = candidate.label();
+  return result;
+}
+
+void pauseForTests() {
+  const std::string delay = envOr(kCandidateDelayEnv);
+  if (delay.empty()) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(delay)));
+}
+
+Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress) {
+  if (inputs.cachedProfile) return *inputs.cachedProfile;
+  progress.phase(fmt::format("profiling {} on {} with {} thread{} (micro-batches {})", config.model,
+                             config.devices.front().typeName(), config.threads, config.threads == 1 ? "" : "s",
+                             formatBalance(microBatchSizes(config.batch, config.chunks))));
+  Model model = buildModelFromFlags(config.modelFlags);
+  LayerProfilerOptions options;
+  options.device = torchDevice(config.devices.front());
+  options.microBatches = microBatchSizes(config.batch, config.chunks);
+  options.timeBudgetSeconds = config.profileBudgetSeconds;
+  Profile profile = profileModel(model, options);
+  profile.environment.model = config.model;
+  profile.environment.threads = config.threads;
+  if (!config.profilePath.empty()) writeProfile(profile, config.profilePath);
+  return profile;
+}
+
+void recordFailure(CandidateResult& result, const std::string& error) {
+  result.status = CandidateStatus::Failed;
+  result.error = error;
+  result.measurement.reset();
+  result.notMeasuredReason.clear();
+}
+
+/// Measures one candidate, writes its measured trace and its predicted twin, and fills the
+/// result (status Measured). Throws whatever the run throws; the result is untouched then.
+void measureInto(CandidateResult& result, const SweepConfig& config, const Profile& profile,
+                 const Cluster& cluster, const fs::path& reportDir) {
+  TrainingResult run = measureCandidate(config, result.candidate);
+  const std::string slug = candidateSlug(result.candidate);
+  const fs::path measuredPath = fs::path(config.tracesDir) / (slug + ".measured.json");
+  const fs::path predictedPath = fs::path(config.tracesDir) / (slug + ".predicted.json");
+  writeChromeTraceFile(run.trace, measuredPath.string());
+  SimulationOptions simulationOptions;
+  simulationOptions.recordTrace = true;
+  SimulationResult twin = simulate(profile, cluster, result.candidate, simulationOptions);
+  twin.trace.metadata["source"] = "predicted";
+  twin.trace.metadata["candidate"] = result.candidate.label();
+  writeChromeTraceFile(twin.trace, predictedPath.string());
+  result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
+  result.predictedAnalysis = toJson(analyzeTimeline(twin.trace));
+  run.measurement.tracePath = relativeTo(measuredPath, reportDir);
+  result.prediction.tracePath = relativeTo(predictedPath, reportDir);
+  result.measurement = run.measurement;
+  result.status = CandidateStatus::Measured;
+  result.notMeasuredReason.clear();
+}
+
+}  // namespace
+
+std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<std::int64_t>& chunks) {
+  std::set<std::int64_t> sizes;
+  for (const std::int64_t m : chunks) {
+    if (m < 1 || m > batch) continue;
+    const std::int64_t full = (batch + m - 1) / m;
+    const std::int64_t count = (batch + full - 1) / full;
+    sizes.insert(full);
+    sizes.insert(batch - full * (count - 1));
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+std::string candidateSlug(const Candidate& candidate) {
+  std::string balance = formatBalance(candidate.balance);
+  std::replace(balance.begin(), balance.end(), ',', '-');
+  return fmt::format("b{}_m{}_{}", balance, candidate.chunks, checkpointName(candidate.checkpoint));
+}
+
+std::string profileMismatch(const Profile& profile, const SweepConfig& config, std::int64_t layerCount) {
+  const ProfileEnvironment& env = profile.environment;
+  const std::string deviceType = config.devices.front().typeName();
+  if (env.deviceType != deviceType) {
+    return fmt::format("it was measured on device type '{}', this sweep runs on '{}'", env.deviceType, deviceType);
+  }
+  if (env.threads != config.threads) {
+    return fmt::format("it was measured with {} intra-op thread(s), this sweep uses {} (pass --threads {} or re-profile)",
+                       env.threads, config.threads, env.threads);
+  }
+  if (env.torchVersion != torchVersion()) {
+    return fmt::format("it was measured with LibTorch {}, this is LibTorch {}", env.torchVersion, torchVersion());
+  }
+  if (!env.model.empty() && env.model != config.model) {
+    return fmt::format("it profiles model '{}', this sweep is of '{}'", env.model, config.model);
+  }
+  if (profile.layerCount() != layerCount) {
+    return fmt::format("it has {} layers, the model has {}", profile.layerCount(), layerCount);
+  }
+  return "";
+}
+
+std::string resumeMismatch(const Report& report, const SweepConfig& config) {
+  const ReportEnvironment& env = report.environment;
+  std::vector<std::string> devices;
+  for (const DeviceDesc& device : config.devices) devices.push_back(device.str());
+  if (env.model != config.model) return fmt::format("model '{}' there, '{}' here", env.model, config.model);
+  if (env.batch != config.batch) return fmt::format("batch {} there, {} here", env.batch, config.batch);
+  if (env.devices != devices) {
+    return fmt::format("devices {} there, {} here", fmt::join(env.devices, ","), fmt::join(devices, ","));
+  }
+  if (env.threads != config.threads) return fmt::format("{} thread(s) there, {} here", env.threads, config.threads);
+  return "";
+}
+
+Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
+                const std::atomic<bool>& stop) {
+  applyThreadCount(config.threads);
+  const Profile profile = obtainProfile(config, inputs, progress);
+  const Cluster cluster = sweepCluster(config);
+
+  SearchSpace space;
+  space.batch = config.batch;
+  space.partitions = static_cast<std::int64_t>(config.devices.size());
+  space.chunks = config.chunks;
+  space.modes = config.modes;
+  space.enumeration = config.enumeration;
+  space.balances = config.balances;
+  const SearchResult searched = search(profile, cluster, space);
+
+  Report report;
+  ReportEnvironment& env = report.environment;
+  env.model = config.model;
+  env.batch = config.batch;
+  for (const DeviceDesc& device : config.devices) env.devices.push_back(device.str());
+  env.threads = config.threads;
+  env.torchVersion = torchVersion();
+  env.pipeprofRevision = pipeprofRevision();
+  env.createdAt = utcNowIso8601();
+  report.profilePath = config.profilePath;
+  report.profile = profile;
+  report.cluster = cluster;
+
+  std::vector<Candidate> ranked;
+  for (std::size_t index = 0; index < searched.ranked.size(); ++index) {
+    CandidateResult result;
+    result.candidate = searched.ranked[index].candidate;
+    result.prediction = searched.ranked[index].prediction;
+    result.predictedRank = static_cast<std::int64_t>(index) + 1;
+    ranked.push_back(result.candidate);
+    report.candidates.push_back(std::move(result));
+  }
+  for (const RankedCandidate& rejected : searched.rejected) {
+    CandidateResult result;
+    result.candidate = rejected.candidate;
+    result.prediction = rejected.prediction;
+    result.notMeasuredReason = rejected.rejection.empty() ? "predicted not to fit" : rejected.rejection;
+    report.candidates.push_back(std::move(result));
+  }
+
+  const std::vector<std::size_t> selected = selectForMeasurement(ranked, config.measure);
+  const std::set<std::size_t> selectedSet(selected.begin(), selected.end());
+  const std::string notSelected = config.measure.kind == MeasureKind::None
+                                      ? "--measure none"
+                                      : fmt::format("not selected by --measure top:{}", config.measure.count);
+  for (std::size_t index = 0; index < ranked.size(); ++index) {
+    if (selectedSet.count(index) == 0) report.candidates[index].notMeasuredReason = notSelected;
+  }
+
+  // --resume: keep every finished (measured or failed) candidate as it was.
+  std::int64_t kept = 0;
+  if (inputs.resumedReport) {
+    for (const CandidateResult& old : inputs.resumedReport->candidates) {
+      if (old.status == CandidateStatus::Predicted) continue;
+      for (CandidateResult& result : report.candidates) {
+        if (result.candidate == old.candidate) {
+          result.status = old.status;
+          result.measurement = old.measurement;
+          result.error = old.error;
+          result.notMeasuredReason.clear();
+          result.prediction.tracePath = old.prediction.tracePath;
+          result.predictedAnalysis = old.predictedAnalysis;
+          result.measuredAnalysis = old.measuredAnalysis;
+          ++kept;
+        }
+      }
+    }
+  }
+
+  std::vector<std::size_t> todo;
+  for (const std::size_t index : selected) {
+    if (report.candidates[index].status == CandidateStatus::Predicted) todo.push_back(index);
+  }
+  if (inputs.resumedReport) {
+    progress.phase(fmt::format("resuming: {} finished candidate(s) kept, {} to measure", kept, todo.size()));
+  }
+  progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}", report.candidates.size(),
+                             ranked.size(), todo.size()));
+
+  progress.setTotal(static_cast<std::int64_t>(todo.size()));
+  const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
+  fs::create_directories(reportDir);
+  fs::create_directories(config.tracesDir);
+  report.updateSuggestion();
+  writeReport(report, config.reportPath);
+
+  for (const std::size_t index : todo) {
+    CandidateResult& result = report.candidates[index];
+    const std::string label = result.candidate.label();
+    if (stop.load()) {
+      progress.finish();
+      throw SweepInterrupted(fmt::format("interrupted before {}; {} holds what finished -- continue with the "
+                                         "same command and --resume", label, config.reportPath));
+    }
+    progress.begin(label);
+    try {
+      measureInto(result, config, profile, cluster, reportDir);
+      progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
+    } catch (const c10::Error& error) {
+      recordFailure(result, firstLine(error.what_without_backtrace()));
+      progress.failed(label, result.error);
+    } catch (const std::exception& error) {
+      recordFailure(result, firstLine(error.what()));
+      progress.failed(label, result.error);
+    }
+    report.updateSuggestion();
+    writeReport(report, config.reportPath);
+    pauseForTests();
+  }
+  progress.finish();
+  report.complete = true;
+  report.updateSuggestion();
+  writeReport(report, config.reportPath);
+  return report;
+}
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,82 @@
+// The main job: profile, simulate every candidate, measure a chosen subset, write the report.
+//
+//   profile (or cached) -> search (every candidate predicted, ranked) -> select (--measure)
+//     -> for each selected candidate: train warm-up + N steps on the Pipe, trace the measured
+//        steps, simulate its predicted twin trace, rewrite the report atomically
+//     -> complete = true, suggestion
+#pragma once
+
+#include "candidate_selection.h"
+#include "model_options.h"
+#include "progress_reporter.h"
+
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/device.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/units.h>
+#include <pipeprof/runtime/models.h>
+#include <pipeprof/simulator/search.h>
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+
+/// Everything a sweep needs, validated by the command before any file is created.
+struct SweepConfig {
+  std::string model;  ///< zoo name or TorchScript path (modelFlags.model)
+  ModelFlags modelFlags;  ///< --model, --width, --depth, --seed (threads: see below)
+  std::vector<DeviceDesc> devices;  ///< one partition per device
+  std::int64_t batch = 1;
+  std::vector<std::int64_t> chunks{1, 2, 4, 8};
+  std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+  BalanceEnumeration enumeration = BalanceEnumeration::Auto;
+  std::vector<std::vector<std::int64_t>> balances;  ///< for BalanceEnumeration::Given
+  MeasurePolicy measure;
+  std::int64_t warmupSteps = 2;
+  std::int64_t steps = 5;
+  std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
+  std::int64_t threads = 1;                ///< intra-op threads (resolved, see sweepThreads)
+  double profileBudgetSeconds = 20.0;
+  std::string profilePath;  ///< cache: read when it exists, written after profiling otherwise
+  std::string reportPath;
+  std::string tracesDir;
+};
+
+/// What the command loaded (and validated) before the sweep starts.
+struct SweepInputs {
+  std::optional<Profile> cachedProfile;   ///< from --profile or the resumed report
+  std::optional<Report> resumedReport;    ///< --resume: finished candidates are kept
+};
+
+/// Ctrl-C during a sweep: the report on disk is valid (complete = false); --resume continues.
+class SweepInterrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs the sweep; writes the report after the predictions and after every measured
+/// candidate (atomically). A candidate that throws is recorded as Failed and the sweep goes
+/// on. Throws SweepInterrupted when `stop` becomes true (checked between steps).
+Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
+                const std::atomic<bool>& stop);
+
+/// Checks a cached profile against this sweep (model, device type, threads, LibTorch
+/// version, layer count); returns the reason it does not fit, or "" when it does.
+std::string profileMismatch(const Profile& profile, const SweepConfig& config, std::int64_t layerCount);
+
+/// Checks that a report to resume was written by the same sweep (model, batch, devices,
+/// threads); returns the reason, or "" when it was.
+std::string resumeMismatch(const Report& report, const SweepConfig& config);
+
+/// "b2-6_m8_except_last": a file-name-safe slug of a candidate.
+std::string candidateSlug(const Candidate& candidate);
+
+/// The micro-batch sizes the candidates use (every chunk count's full and remainder sizes).
+std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<std::int64_t>& chunks);
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,94 @@
+// Tests of cli/comparison_table: the rows and summary lines printed by sweep and compare.
+#include "comparison_table.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace pipeprof::cli {
+namespace {
+
+CandidateResult measured(std::vector<std::int64_t> balance, std::int64_t rank, TimeNs predictedNs,
+                         TimeNs measuredNs, Bytes predictedPeak, Bytes measuredPeak) {
+  CandidateResult result;
+  result.candidate.balance = std::move(balance);
+  result.candidate.chunks = 2;
+  result.candidate.checkpoint = Checkpoint::Never;
+  result.candidate.batch = 8;
+  result.predictedRank = rank;
+  result.prediction.iterationNs = predictedNs;
+  result.prediction.samplesPerS = 8e9 / static_cast<double>(predictedNs);
+  result.prediction.peakBytes = {predictedPeak, predictedPeak / 2};
+  result.status = CandidateStatus::Measured;
+  Measurement measurement;
+  measurement.stepNs = {measuredNs};
+  measurement.stepNsMedian = measurement.stepNsMin = measurement.stepNsMax = measuredNs;
+  measurement.samplesPerS = 8e9 / static_cast<double>(measuredNs);
+  measurement.peakBytes = {measuredPeak / 2, measuredPeak};
+  result.measurement = measurement;
+  return result;
+}
+
+Report sampleReport() {
+  Report report;
+  report.environment.model = "mlp";
+  report.environment.batch = 8;
+  report.candidates.push_back(measured({1, 3}, 2, 200'000'000, 190'000'000, 2048, 2048));
+  report.candidates.push_back(measured({2, 2}, 1, 100'000'000, 110'000'000, 1000, 1100));
+  CandidateResult predictedOnly;
+  predictedOnly.candidate.balance = {3, 1};
+  predictedOnly.candidate.batch = 8;
+  predictedOnly.predictedRank = 3;
+  predictedOnly.prediction.iterationNs = 300'000'000;
+  predictedOnly.notMeasuredReason = "not selected by --measure top:2";
+  report.candidates.push_back(predictedOnly);
+  report.complete = true;
+  report.updateSuggestion();
+  return report;
+}
+
+TEST(PrintComparison, RowsByPredictedRankWithErrorsAndMeasuredRank) {
+  std::ostringstream out;
+  printComparison(sampleReport(), out);
+  const std::string text = out.str();
+  const std::size_t first = text.find("[2,2] x2 never");
+  const std::size_t second = text.find("[1,3] x2 never");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_LT(first, second);
+  EXPECT_NE(text.find("-9.1%"), std::string::npos) << text;  // 100 ms vs 110 ms
+  EXPECT_NE(text.find("+5.3%"), std::string::npos) << text;  // 200 ms vs 190 ms
+  EXPECT_EQ(text.find("[3,1]"), std::string::npos) << "predicted-only rows are hidden by default";
+  EXPECT_NE(text.find("(1 more candidates predicted only"), std::string::npos) << text;
+}
+
+TEST(PrintComparison, AllCandidatesListsPredictedOnlyWithReason) {
+  std::ostringstream out;
+  ComparisonOptions options;
+  options.allCandidates = true;
+  printComparison(sampleReport(), out, options);
+  EXPECT_NE(out.str().find("predicted (not selected by --measure top:2)"), std::string::npos) << out.str();
+}
+
+TEST(PrintSummary, MapeSpearmanAndSuggestion) {
+  std::ostringstream out;
+  printSummary(sampleReport(), out);
+  const std::string text = out.str();
+  // Step errors 9.09% and 5.26% -> 7.2%; peak errors 9.09% and 0% -> 4.5%.
+  EXPECT_NE(text.find("step-time MAPE:           7.2%\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("peak-memory MAPE:         4.5%\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Spearman (pred vs meas):  1.000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("best measured:            [2,2] x2 never"), std::string::npos) << text;
+  EXPECT_NE(text.find("agree:                    yes\n"), std::string::npos) << text;
+}
+
+TEST(SummaryJson, CarriesTheSameFigures) {
+  const nlohmann::json summary = summaryJson(sampleReport());
+  EXPECT_EQ(summary["measured"], 2);
+  EXPECT_NEAR(summary["step_time_mape_pct"].get<double>(), (100.0 / 11.0 + 100.0 / 19.0) / 2.0, 1e-9);
+  EXPECT_EQ(summary["best_predicted"], "[2,2] x2 never");
+  EXPECT_EQ(summary["agree"], true);
+}
+
+}  // namespace
+}  // namespace pipeprof::cli

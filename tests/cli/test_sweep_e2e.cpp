@@ -1,0 +1,273 @@
+// End-to-end tests of `pipeprof sweep`, `compare` and `models` on a tiny CPU model.
+#include <pipeprof/core/json_file.h>
+#include <pipeprof/core/report.h>
+
+#include <gtest/gtest.h>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace pipeprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBinary = PIPEPROF_BINARY_DIR "/cli/pipeprof";
+
+struct CommandResult {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string quote(const std::string& text) { return "'" + text + "'"; }
+
+class SweepE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("pipeprof_sweep_e2e_" + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// Runs pipeprof with the arguments (already shell-quoted where needed) and an environment prefix.
+  CommandResult pipeprof(const std::string& args, const std::string& envPrefix = "") const {
+    const fs::path out = dir_ / "stdout.txt";
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = envPrefix + " " + quote(kBinary) + " " + args + " > " + quote(out.string()) +
+                                " 2> " + quote(err.string()) + " < /dev/null";
+    const int status = std::system(command.c_str());
+    CommandResult run;
+    run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = slurp(out);
+    run.err = slurp(err);
+    return run;
+  }
+
+  /// The tiny sweep every test starts from: a 4-layer mlp, batch 8, chunks 1 and 2.
+  std::string tinySweep(const std::string& report, const std::string& measure = "top:3") const {
+    return "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --measure " + measure +
+           " --steps 1 --warmup 1 --profile-budget 1 -o " + quote(report);
+  }
+
+  fs::path dir_;
+};
+
+std::size_t countLines(const std::string& text, const std::string& prefix) {
+  std::size_t count = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) ++count;
+  }
+  return count;
+}
+
+std::vector<const CandidateResult*> withStatus(const Report& report, CandidateStatus status) {
+  std::vector<const CandidateResult*> found;
+  for (const CandidateResult& result : report.candidates) {
+    if (result.status == status) found.push_back(&result);
+  }
+  return found;
+}
+
+TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
+  const fs::path report = dir_ / "out" / "report.json";
+  const CommandResult run = pipeprof(tinySweep(report.string()));
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const Report parsed = readReport(report.string());
+  EXPECT_TRUE(parsed.complete);
+  EXPECT_EQ(parsed.environment.model, "mlp");
+  EXPECT_EQ(parsed.environment.batch, 8);
+  EXPECT_EQ(parsed.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
+  EXPECT_EQ(parsed.environment.threads, 1);  // 2 cores / 2 partitions, or 1 on a 1-core box
+  EXPECT_FALSE(parsed.environment.pipeprofRevision.empty());
+  ASSERT_TRUE(parsed.profile.has_value());
+  const auto measured = withStatus(parsed, CandidateStatus::Measured);
+  ASSERT_EQ(measured.size(), 3u);
+  for (const CandidateResult* result : measured) {
+    ASSERT_TRUE(result->measurement.has_value());
+    EXPECT_EQ(result->measurement->stepNs.size(), 1u);
+    EXPECT_EQ(result->measurement->peakBytes.size(), 2u);
+    EXPECT_TRUE(fs::is_regular_file(report.parent_path() / result->measurement->tracePath))
+        << result->measurement->tracePath;
+    EXPECT_TRUE(fs::is_regular_file(report.parent_path() / result->prediction.tracePath))
+        << result->prediction.tracePath;
+    EXPECT_TRUE(result->stepTimeErrorPct().has_value());
+  }
+  EXPECT_TRUE(parsed.suggestion.bestMeasured.has_value());
+  EXPECT_TRUE(parsed.suggestion.bestPredicted.has_value());
+  EXPECT_NE(run.out.find("step-time MAPE:"), std::string::npos) << run.out;
+  EXPECT_EQ(countLines(run.err, "measured "), 3u) << run.err;  // plain progress lines: not a terminal
+}
+
+TEST_F(SweepE2E, CompareReproducesTheSweepsOutput) {
+  const fs::path report = dir_ / "report.json";
+  const CommandResult sweep = pipeprof(tinySweep(report.string(), "top:2"));
+  ASSERT_EQ(sweep.exitCode, 0) << sweep.err;
+  const CommandResult compare = pipeprof("compare " + quote(report.string()));
+  ASSERT_EQ(compare.exitCode, 0) << compare.err;
+  EXPECT_EQ(compare.out, sweep.out);
+  EXPECT_TRUE(compare.err.empty()) << compare.err;
+}
+
+TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
+  const fs::path report = dir_ / "report.json";
+  const std::string command = "PIPEPROF_TEST_CANDIDATE_DELAY_MS=60000 exec " + quote(kBinary) + " " +
+                              tinySweep(report.string(), "top:3") + " > /dev/null 2> /dev/null";
+  pid_t pid = 0;
+  std::vector<std::string> argvText{"/bin/sh", "-c", command};
+  std::vector<char*> argv;
+  for (std::string& text : argvText) argv.push_back(text.data());
+  argv.push_back(nullptr);
+  ASSERT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv.data(), environ), 0);
+
+  // Wait for the first measured candidate in the report, then kill the sweep (it is sleeping
+  // in the testing pause after that candidate).
+  std::string firstLabel;
+  std::vector<TimeNs> firstSteps;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (firstLabel.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!fs::exists(report)) continue;
+    const Report partial = readReport(report.string());  // always valid: written atomically
+    for (const CandidateResult* result : withStatus(partial, CandidateStatus::Measured)) {
+      firstLabel = result->candidate.label();
+      firstSteps = result->measurement->stepNs;
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_FALSE(firstLabel.empty()) << "no candidate was measured within 60 s";
+  const Report killed = readReport(report.string());
+  EXPECT_FALSE(killed.complete);
+  ASSERT_EQ(withStatus(killed, CandidateStatus::Measured).size(), 1u);
+
+  const CommandResult resumed = pipeprof(tinySweep(report.string(), "top:3") + " --resume");
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming: 1 finished candidate(s) kept, 2 to measure"), std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(countLines(resumed.err, "measured "), 2u) << resumed.err;
+  EXPECT_EQ(countLines(resumed.err, "profiling "), 0u) << "the report's profile is reused";
+  const Report finished = readReport(report.string());
+  EXPECT_TRUE(finished.complete);
+  const auto measured = withStatus(finished, CandidateStatus::Measured);
+  ASSERT_EQ(measured.size(), 3u);
+  bool kept = false;
+  for (const CandidateResult* result : measured) {
+    if (result->candidate.label() == firstLabel) {
+      kept = true;
+      EXPECT_EQ(result->measurement->stepNs, firstSteps) << "finished candidate re-measured";
+    }
+  }
+  EXPECT_TRUE(kept);
+}
+
+TEST_F(SweepE2E, AFailingCandidateIsRecordedAndTheSweepCompletes) {
+  const fs::path plan = dir_ / "plan.json";
+  ASSERT_EQ(pipeprof(tinySweep(plan.string(), "none")).exitCode, 0);
+  const Report planned = readReport(plan.string());
+  ASSERT_TRUE(planned.suggestion.bestPredicted.has_value());
+  const std::string victim = planned.candidates[*planned.suggestion.bestPredicted].candidate.label();
+
+  const fs::path report = dir_ / "report.json";
+  const CommandResult run = pipeprof(tinySweep(report.string(), "top:3"), "PIPEPROF_TEST_FAIL_CANDIDATE=" + quote(victim));
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const Report parsed = readReport(report.string());
+  EXPECT_TRUE(parsed.complete);
+  const auto failed = withStatus(parsed, CandidateStatus::Failed);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed.front()->candidate.label(), victim);
+  EXPECT_NE(failed.front()->error.find("testing hook"), std::string::npos) << failed.front()->error;
+  EXPECT_FALSE(failed.front()->measurement.has_value());
+  EXPECT_EQ(withStatus(parsed, CandidateStatus::Measured).size(), 2u);
+  EXPECT_NE(run.err.find("failed "), std::string::npos) << run.err;
+}
+
+TEST_F(SweepE2E, MalformedInputsExitTwoAndCreateNothing) {
+  const fs::path malformed = dir_ / "malformed.json";
+  std::ofstream(malformed) << "{\"schema\": \"pipeprof.profile/v1\", \"layers\": [";
+  const fs::path report = dir_ / "sub" / "report.json";
+  const std::string base = "sweep --batch 8 --steps 1 -o " + quote(report.string());
+  const std::vector<std::string> cases = {
+      "--model mlp --chunks 1,x",
+      "--model mlp --chunks 0,2",
+      "--model no_such_model",
+      "--model mlp --profile " + quote(malformed.string()),
+      "--model mlp --device-memory 12XB",
+      "--model mlp --measure top:0",
+      "--model mlp --checkpoint sometimes",
+      "--model mlp --balances 1,1,1",
+      "--model mlp --devices cpu,gpu",
+      "--model mlp --steps 0",
+      "--model mlp --no-such-flag",
+  };
+  for (const std::string& extra : cases) {
+    const CommandResult run = pipeprof(base + " " + extra);
+    EXPECT_EQ(run.exitCode, 2) << extra << "\n" << run.err;
+    EXPECT_FALSE(run.err.empty()) << extra;
+    EXPECT_TRUE(run.out.empty()) << extra << ": " << run.out;
+    EXPECT_FALSE(fs::exists(report.parent_path())) << extra << " created " << report.parent_path();
+  }
+  const CommandResult compare = pipeprof("compare " + quote(malformed.string()));
+  EXPECT_EQ(compare.exitCode, 2) << compare.err;
+  EXPECT_EQ(pipeprof("compare " + quote((dir_ / "missing.json").string())).exitCode, 2);
+}
+
+TEST_F(SweepE2E, ResumeOfAnotherSweepIsRefused) {
+  const fs::path report = dir_ / "report.json";
+  ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).exitCode, 0);
+  const std::string before = slurp(report);
+  const CommandResult run = pipeprof("sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 4 --chunks 1,2 "
+                           "--measure none -o " + quote(report.string()) + " --resume");
+  EXPECT_EQ(run.exitCode, 2) << run.err;
+  EXPECT_NE(run.err.find("batch 8 there, 4 here"), std::string::npos) << run.err;
+  EXPECT_EQ(slurp(report), before);
+}
+
+TEST_F(SweepE2E, ModelsListsTheZooAsJson) {
+  const CommandResult run = pipeprof("models --json");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const nlohmann::json list = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(list.is_array());
+  ASSERT_FALSE(list.empty());
+  EXPECT_EQ(list[0]["name"], "mlp");
+  for (const nlohmann::json& model : list) {
+    EXPECT_TRUE(model["name"].is_string());
+    EXPECT_GT(model["layers"].get<std::int64_t>(), 1) << model.dump();
+    EXPECT_GT(model["param_bytes"].get<std::int64_t>(), 0) << model.dump();
+  }
+}
+
+TEST_F(SweepE2E, HelpShowsExamples) {
+  for (const std::string command : {"--help", "sweep --help", "compare --help", "models --help"}) {
+    const CommandResult run = pipeprof(command);
+    EXPECT_EQ(run.exitCode, 0) << command;
+    EXPECT_NE(run.out.find("Examples:"), std::string::npos) << command << "\n" << run.out;
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof
