@@ -11,6 +11,7 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
+#include <QFrame>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
@@ -24,7 +25,7 @@ namespace pipeprof::gui {
 
 CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
     : QWidget(parent), model_(model), proxy_(new CandidatesFilterModel(this)), filter_(new QLineEdit(this)),
-      status_(new QComboBox(this)), summary_(new QLabel(this)), table_(new QTableView(this)) {
+      status_(new QComboBox(this)), summary_(new QLabel(this)), table_(new QTableView(this)), details_(new QLabel(this)) {
   proxy_->setSourceModel(model_);
 
   filter_->setPlaceholderText(tr("Filter by balance, chunks, mode or status, e.g. \"x8\" or \"[2,6]\""));
@@ -55,6 +56,14 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
   layout->addLayout(bar);
   layout->addWidget(summary_);
   layout->addWidget(table_, 1);
+  details_->setTextFormat(Qt::RichText);
+  details_->setWordWrap(true);
+  details_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  details_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  details_->setMinimumHeight(110);
+  details_->setFrameShape(QFrame::StyledPanel);
+  details_->setMargin(6);
+  layout->addWidget(details_);
 
   connect(filter_, &QLineEdit::textChanged, proxy_, &CandidatesFilterModel::setFilterText);
   connect(status_, &QComboBox::currentIndexChanged, this, [this](int row) {
@@ -63,6 +72,9 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
   });
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
+            showDetails(current.isValid() ? std::optional(static_cast<std::size_t>(
+                                                current.data(CandidatesModel::CandidateIndexRole).toULongLong()))
+                                          : std::nullopt);
             if (settingSelection_ || !current.isValid()) return;
             emit candidateSelected(static_cast<std::size_t>(current.data(CandidatesModel::CandidateIndexRole).toULongLong()));
           });
@@ -71,7 +83,9 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
   });
   connect(table_, &QTableView::customContextMenuRequested, this, &CandidatesView::showContextMenu);
   connect(model_, &QAbstractItemModel::modelReset, this, &CandidatesView::refreshSummary);
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] { showDetails(std::nullopt); });
   refreshSummary();
+  showDetails(std::nullopt);
 }
 
 void CandidatesView::setCurrentCandidate(std::optional<std::size_t> candidate) {
@@ -107,6 +121,49 @@ void CandidatesView::refreshSummary() {
   if (accuracy.spearman) parts << tr("rank correlation %1").arg(*accuracy.spearman, 0, 'f', 2);
   if (!report->complete) parts << tr("<span style='color:#c0392b'>sweep still running or interrupted</span>");
   summary_->setText(parts.join(QStringLiteral(" · ")));
+}
+
+QString CandidatesView::detailsText() const { return details_->text(); }
+
+void CandidatesView::showDetails(std::optional<std::size_t> candidate) {
+  const Report* report = model_->report();
+  if (report == nullptr || !candidate || *candidate >= report->candidates.size()) {
+    details_->setText(tr("<span style='color:#777'>Select a candidate to see its details; double-click to tune it, "
+                         "right-click to copy its command line.</span>"));
+    return;
+  }
+  const CandidateResult& result = report->candidates[*candidate];
+  const Prediction& p = result.prediction;
+  QStringList lines;
+  lines << tr("<b>%1</b> · batch %2 · %3")
+               .arg(qs(result.candidate.label()).toHtmlEscaped())
+               .arg(result.candidate.batch)
+               .arg(qs(candidateStatusName(result.status)));
+  QStringList busy;
+  for (std::size_t j = 0; j < p.busyNs.size(); ++j) {
+    busy << tr("partition %1 busy %2, peak %3%4")
+                .arg(j)
+                .arg(durationText(p.busyNs[j]))
+                .arg(j < p.peakBytes.size() ? bytesText(p.peakBytes[j]) : QString())
+                .arg(j < p.peakOp.size() && !p.peakOp[j].empty() ? tr(" at %1").arg(qs(p.peakOp[j]).toHtmlEscaped()) : QString());
+  }
+  lines << tr("Predicted: step %1, %2, bubble %3 %, %4; %5")
+               .arg(durationText(p.iterationNs), throughputText(p.samplesPerS))
+               .arg(p.bubbleFraction * 100.0, 0, 'f', 1)
+               .arg(p.fits ? tr("fits") : tr("<span style='color:#c0392b'>does not fit</span>"), busy.join(QStringLiteral("; ")));
+  if (const std::optional<Measurement>& m = result.measurement) {
+    lines << tr("Measured: median step %1 over %2 steps (min %3, max %4) after %5 warm-up, %6")
+                 .arg(durationText(m->stepNsMedian))
+                 .arg(m->stepNs.size())
+                 .arg(durationText(m->stepNsMin), durationText(m->stepNsMax))
+                 .arg(m->warmupSteps)
+                 .arg(throughputText(m->samplesPerS));
+  } else if (result.status == CandidateStatus::Failed) {
+    lines << tr("<span style='color:#c0392b'>Measuring failed: %1</span>").arg(qs(result.error).toHtmlEscaped());
+  } else if (!result.notMeasuredReason.empty()) {
+    lines << tr("Not measured: %1").arg(qs(result.notMeasuredReason).toHtmlEscaped());
+  }
+  details_->setText(lines.join(QStringLiteral("<br>")));
 }
 
 void CandidatesView::showContextMenu(const QPoint& position) {

@@ -30,6 +30,8 @@ class CandidatesView : public QWidget {
   QTableView* table() const { return table_; }
   CandidatesFilterModel* proxy() const { return proxy_; }
   QLineEdit* filterEdit() const { return filter_; }
+  /// Rich text describing the current candidate under the table.
+  QString detailsText() const;
   QWidget* exportTarget() const;
 
  signals:
@@ -38,6 +40,7 @@ class CandidatesView : public QWidget {
 
  private:
   void refreshSummary();
+  void showDetails(std::optional<std::size_t> candidate);
   void showContextMenu(const QPoint& position);
 
   CandidatesModel* model_;
@@ -46,6 +49,7 @@ class CandidatesView : public QWidget {
   QComboBox* status_;
   QLabel* summary_;
   QTableView* table_;
+  QLabel* details_;
   bool settingSelection_ = false;
 };
 

@@ -65,6 +65,8 @@ TEST(MainWindow, SelectingARowUpdatesTheMemoryChartAndTheTimeline) {
   // [3,5] x4 except_last: 4 forward, 3 recompute, 4 backward on partition 0.
   EXPECT_EQ(window.timelineModel()->lanes()[0].spans.size(), 11u);
   EXPECT_EQ(window.tuningPanel()->model()->candidate().balance, (std::vector<std::int64_t>{3, 5}));
+  EXPECT_TRUE(window.candidatesView()->detailsText().contains(QStringLiteral("[3,5] x4 except_last")));
+  EXPECT_TRUE(window.candidatesView()->detailsText().contains(QStringLiteral("over 5 steps")));
 }
 
 TEST(MainWindow, AMalformedFileLeavesTheWindowAsItWas) {
