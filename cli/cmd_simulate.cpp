@@ -1,8 +1,138 @@
-// Placeholder for `pipeprof simulate`: implemented by its owner.
+// `pipeprof simulate`: predict one candidate's step time, throughput, bubble and memory from a profile.
+#include "cluster_options.h"
 #include "commands.h"
 
-namespace pipeprof::cli {
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/units.h>
+#include <pipeprof/simulator/search.h>
+#include <pipeprof/simulator/simulator.h>
 
-void addSimulateCommand(CLI::App& app) { (void)app; }
+#include <fmt/core.h>
+
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::cli {
+namespace {
+
+struct SimulateFlags {
+  ClusterFlags cluster;
+  std::int64_t batch = 0;
+  std::string balance;
+  std::int64_t chunks = 1;
+  std::string checkpoint = "except_last";
+  std::string tracePath;
+  bool json = false;
+};
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+
+void printSummary(const Candidate& candidate, const Cluster& cluster, const SimulationResult& result,
+                  const std::vector<Bytes>& devicePeaks) {
+  const Prediction& p = result.prediction;
+  const std::int64_t chunkSize = (candidate.batch + candidate.chunks - 1) / candidate.chunks;
+  const std::int64_t microBatches = (candidate.batch + chunkSize - 1) / chunkSize;
+  std::cout << fmt::format("candidate    {} (batch {}, {} micro-batches of up to {} samples)\n", candidate.label(),
+                           candidate.batch, microBatches, chunkSize);
+  std::cout << fmt::format("step time    {}\n", formatDuration(p.iterationNs));
+  std::cout << fmt::format("throughput   {:.1f} samples/s\n", p.samplesPerS);
+  std::cout << fmt::format("bubble       {}\n\n", percent(p.bubbleFraction));
+  std::cout << fmt::format("{:<10} {:<12} {:>10} {:>7} {:>11}  {}\n", "partition", "device", "busy", "busy%", "peak",
+                           "peak at");
+  for (std::size_t j = 0; j < p.busyNs.size(); ++j) {
+    const double busy = p.iterationNs > 0 ? static_cast<double>(p.busyNs[j]) / static_cast<double>(p.iterationNs) : 0.0;
+    const auto device = static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(j)));
+    std::cout << fmt::format("{:<10} {:<12} {:>10} {:>7} {:>11}  {}\n", j, cluster.devices[device].name,
+                             formatDuration(p.busyNs[j]), percent(busy), formatBytes(p.peakBytes[j]),
+                             p.peakOp[j].empty() ? "-" : p.peakOp[j]);
+  }
+  std::cout << "\n";
+  if (p.fits) {
+    std::cout << "fits         yes\n";
+  } else {
+    std::cout << "fits         NO: " << rejectionReason(cluster, devicePeaks) << "\n";
+  }
+  if (!p.tracePath.empty()) std::cout << "trace        " << p.tracePath << "\n";
+}
+
+void runSimulate(const SimulateFlags& flags) {
+  std::vector<std::int64_t> balance;
+  try {
+    balance = parseBalance(flags.balance);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--balance: ") + error.what());
+  }
+  Checkpoint mode = Checkpoint::ExceptLast;
+  try {
+    mode = parseCheckpoint(flags.checkpoint);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--checkpoint: ") + error.what());
+  }
+  if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
+  if (flags.chunks < 1) throw UsageError("--chunks " + std::to_string(flags.chunks) + ": give a positive chunk count");
+
+  const Profile profile = loadProfileFromFlags(flags.cluster);
+  const Cluster cluster = buildClusterFromFlags(flags.cluster, static_cast<std::int64_t>(balance.size()));
+  Candidate candidate;
+  candidate.balance = balance;
+  candidate.chunks = flags.chunks;
+  candidate.checkpoint = mode;
+  candidate.batch = flags.batch;
+
+  SimulationOptions options;
+  options.recordTrace = !flags.tracePath.empty();
+  SimulationResult result = simulate(profile, cluster, candidate, options);
+  if (!flags.tracePath.empty()) {
+    writeChromeTraceFile(result.trace, flags.tracePath);
+    result.prediction.tracePath = flags.tracePath;
+  }
+  std::vector<Bytes> devicePeaks(static_cast<std::size_t>(cluster.deviceCount()), 0);
+  for (std::size_t j = 0; j < balance.size(); ++j) {
+    devicePeaks[static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(j)))] +=
+        result.prediction.peakBytes[j];
+  }
+
+  if (flags.json) {
+    nlohmann::json json = toJson(result.prediction);
+    json["candidate"] = toJson(candidate);
+    json["label"] = candidate.label();
+    json["rejection"] = rejectionReason(cluster, devicePeaks);
+    json["simulated_events"] = result.eventCount;
+    std::cout << json.dump(2) << "\n";
+    return;
+  }
+  printSummary(candidate, cluster, result, devicePeaks);
+}
+
+}  // namespace
+
+void addSimulateCommand(CLI::App& app) {
+  auto flags = std::make_shared<SimulateFlags>();
+  CLI::App* command = app.add_subcommand(
+      "simulate", "Predict one candidate (balance, chunks, checkpoint) from a layer profile: step time, throughput, "
+                  "bubble, per-partition busy time and peak memory");
+  addClusterFlags(*command, flags->cluster);
+  command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
+  command->add_option("--balance", flags->balance, "Layers per partition, e.g. 2,3,3")->required()->type_name("LIST");
+  command->add_option("--chunks", flags->chunks, "Micro-batches per mini-batch (default: 1)")->type_name("M");
+  command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never (default: except_last)")
+      ->type_name("MODE");
+  command->add_option("--trace", flags->tracePath, "Write the predicted timeline (Chrome trace JSON)")
+      ->type_name("FILE");
+  command->add_flag("--json", flags->json, "Print one JSON object instead of the summary");
+  command->footer(
+      "Examples:\n"
+      "  pipeprof simulate --profile profile.json --devices 3 --batch 32 --balance 2,3,3 --chunks 8\n"
+      "  pipeprof simulate --profile profile.json --cluster cluster.json --batch 64 --balance 4,4 \\\n"
+      "      --chunks 16 --checkpoint never --trace predicted.json\n"
+      "  pipeprof simulate --profile profile.json --devices 4 --device-memory 16GiB --link-bandwidth 25GB/s \\\n"
+      "      --link-latency 5us --batch 32 --balance 2,2,2,2 --chunks 8 --json\n");
+  command->callback([flags] { runSimulate(*flags); });
+}
 
 }  // namespace pipeprof::cli

@@ -1,8 +1,255 @@
-// Placeholder for `pipeprof suggest`: implemented by its owner.
+// `pipeprof suggest`: search balances x chunks x checkpoint modes on the simulator and print the best.
+#include "cluster_options.h"
 #include "commands.h"
 
-namespace pipeprof::cli {
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/units.h>
+#include <pipeprof/simulator/search.h>
+#include <pipeprof/simulator/simulator.h>
 
-void addSuggestCommand(CLI::App& app) { (void)app; }
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::cli {
+namespace {
+
+struct SuggestFlags {
+  ClusterFlags cluster;
+  std::int64_t batch = 0;
+  std::int64_t partitions = 0;
+  std::string chunks = "1,2,4,8";
+  std::string checkpoint = "always,except_last,never";
+  std::string balances = "auto";
+  std::int64_t top = 5;
+  bool json = false;
+};
+
+std::vector<std::int64_t> parseChunkList(const std::string& text) {
+  std::vector<std::int64_t> chunks;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::size_t used = 0;
+    std::int64_t value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value < 1) {
+      throw UsageError("--chunks " + text + ": expected comma-separated positive counts, e.g. 1,2,4,8");
+    }
+    chunks.push_back(value);
+  }
+  if (chunks.empty()) throw UsageError("--chunks " + text + ": give at least one chunk count, e.g. 1,2,4,8");
+  return chunks;
+}
+
+/// Fills enumeration/balances from --balances: "auto", "all" or "2,6;4,4".
+void parseBalancesFlag(const std::string& text, SearchSpace& space) {
+  if (text == "auto") {
+    space.enumeration = BalanceEnumeration::Auto;
+    return;
+  }
+  if (text == "all") {
+    space.enumeration = BalanceEnumeration::All;
+    return;
+  }
+  space.enumeration = BalanceEnumeration::Given;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    try {
+      space.balances.push_back(parseBalance(item));
+    } catch (const std::invalid_argument& error) {
+      throw UsageError("--balances " + text + ": expected auto, all or balances separated by ';' (e.g. \"2,6;4,4\"): " +
+                       error.what());
+    }
+    if (space.balances.back().size() != space.balances.front().size()) {
+      throw UsageError("--balances " + text + ": every balance needs the same number of partitions");
+    }
+  }
+  if (space.balances.empty()) throw UsageError("--balances " + text + ": give auto, all or at least one balance");
+}
+
+double maxPeak(const Prediction& prediction) {
+  Bytes peak = 0;
+  for (Bytes bytes : prediction.peakBytes) peak = std::max(peak, bytes);
+  return static_cast<double>(peak);
+}
+
+std::string devicesText(const std::vector<std::int64_t>& devices) {
+  std::string text = devices.size() == 1 ? "device " : "devices ";
+  for (std::size_t k = 0; k < devices.size(); ++k) text += (k > 0 ? "," : "") + std::to_string(devices[k]);
+  return text;
+}
+
+struct RejectionGroup {
+  std::string reason;
+  std::int64_t count = 0;
+  const RankedCandidate* example = nullptr;
+};
+
+std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected) {
+  std::map<std::string, RejectionGroup> groups;
+  for (const RankedCandidate& candidate : rejected) {
+    const std::string reason = "predicted not to fit on " + devicesText(candidate.prediction.overflowDevices);
+    RejectionGroup& group = groups[reason];
+    group.reason = reason;
+    ++group.count;
+    if (group.example == nullptr) group.example = &candidate;
+  }
+  std::vector<RejectionGroup> out;
+  for (auto& [key, group] : groups) out.push_back(group);
+  std::stable_sort(out.begin(), out.end(), [](const RejectionGroup& a, const RejectionGroup& b) { return a.count > b.count; });
+  return out;
+}
+
+nlohmann::json rankedJson(const RankedCandidate& ranked, std::int64_t rank) {
+  nlohmann::json json = {{"candidate", toJson(ranked.candidate)},
+                         {"label", ranked.candidate.label()},
+                         {"prediction", toJson(ranked.prediction)}};
+  if (rank > 0) json["rank"] = rank;
+  if (!ranked.rejection.empty()) json["rejection"] = ranked.rejection;
+  return json;
+}
+
+void runSuggest(const SuggestFlags& flags) {
+  if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
+  if (flags.top < 1) throw UsageError("--top " + std::to_string(flags.top) + ": give a positive count");
+  SearchSpace space;
+  space.batch = flags.batch;
+  space.chunks = parseChunkList(flags.chunks);
+  try {
+    space.modes = parseCheckpointList(flags.checkpoint);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(std::string("--checkpoint: ") + error.what());
+  }
+  parseBalancesFlag(flags.balances, space);
+
+  const Profile profile = loadProfileFromFlags(flags.cluster);
+  std::int64_t partitions = flags.partitions;
+  if (partitions == 0 && space.enumeration == BalanceEnumeration::Given) {
+    partitions = static_cast<std::int64_t>(space.balances.front().size());
+  }
+  if (partitions == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
+    throw UsageError("give --cluster, --devices or --partitions: how many partitions to search");
+  }
+  const Cluster cluster = buildClusterFromFlags(flags.cluster, partitions);
+  if (partitions == 0) partitions = cluster.deviceCount();
+  if (partitions < 1) throw UsageError("--partitions " + std::to_string(partitions) + ": give a positive count");
+  space.partitions = partitions;
+
+  const auto started = std::chrono::steady_clock::now();
+  const SearchResult result = search(profile, cluster, space);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  // torchgpipe's balance_by_time on per-layer times at the whole batch, with the winner's
+  // chunks and mode (or the first of each asked for when nothing fits).
+  Candidate byTime;
+  byTime.balance = balanceByTime(layerTimesNs(profile, flags.batch), partitions);
+  byTime.batch = flags.batch;
+  byTime.chunks = result.ranked.empty() ? space.chunks.front() : result.ranked.front().candidate.chunks;
+  byTime.checkpoint = result.ranked.empty() ? space.modes.front() : result.ranked.front().candidate.checkpoint;
+  const Prediction byTimePrediction = simulate(profile, cluster, byTime).prediction;
+  std::optional<std::int64_t> byTimeRank;
+  for (std::size_t k = 0; k < result.ranked.size(); ++k) {
+    if (result.ranked[k].candidate == byTime) byTimeRank = static_cast<std::int64_t>(k + 1);
+  }
+
+  const std::vector<RejectionGroup> groups = groupRejections(result.rejected);
+  const auto shown = std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(flags.top));
+  if (flags.json) {
+    nlohmann::json ranked = nlohmann::json::array();
+    for (std::size_t k = 0; k < shown; ++k) ranked.push_back(rankedJson(result.ranked[k], static_cast<std::int64_t>(k + 1)));
+    nlohmann::json rejections = nlohmann::json::array();
+    for (const RejectionGroup& group : groups) {
+      rejections.push_back({{"reason", group.reason}, {"count", group.count}, {"example", rankedJson(*group.example, 0)}});
+    }
+    nlohmann::json json = {{"evaluated", result.evaluated},
+                           {"fitting_count", static_cast<std::int64_t>(result.ranked.size())},
+                           {"rejected_count", static_cast<std::int64_t>(result.rejected.size())},
+                           {"simulated_events", result.simulatedEvents},
+                           {"ranked", ranked},
+                           {"rejections", rejections},
+                           {"balance_by_time",
+                            {{"candidate", toJson(byTime)},
+                             {"label", byTime.label()},
+                             {"prediction", toJson(byTimePrediction)},
+                             {"rank", byTimeRank ? nlohmann::json(*byTimeRank) : nlohmann::json(nullptr)}}}};
+    std::cout << json.dump(2) << "\n";
+    return;
+  }
+
+  std::cout << fmt::format("Simulated {} candidates in {:.2f} s: {} fit, {} rejected.\n\n", result.evaluated, seconds,
+                           result.ranked.size(), result.rejected.size());
+  if (shown == 0) {
+    std::cout << "No candidate is predicted to fit.\n";
+  } else {
+    std::cout << fmt::format("{:<5} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", "rank", "balance", "chunks",
+                             "checkpoint", "step time", "throughput", "max peak");
+    for (std::size_t k = 0; k < shown; ++k) {
+      const RankedCandidate& r = result.ranked[k];
+      std::cout << fmt::format("{:<5} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1,
+                               formatBalance(r.candidate.balance), r.candidate.chunks,
+                               std::string(checkpointName(r.candidate.checkpoint)), formatDuration(r.prediction.iterationNs),
+                               fmt::format("{:.1f} samples/s", r.prediction.samplesPerS),
+                               formatBytes(static_cast<Bytes>(maxPeak(r.prediction))));
+    }
+  }
+  if (!groups.empty()) {
+    std::cout << fmt::format("\nRejected {} candidates:\n", result.rejected.size());
+    for (const RejectionGroup& group : groups) {
+      std::cout << fmt::format("  {} x {}, e.g. {}: {}\n", group.count, group.reason, group.example->candidate.label(),
+                               group.example->rejection);
+    }
+  }
+  std::cout << fmt::format("\ntorchgpipe balance_by_time: {} -> {}: {}, {:.1f} samples/s, max peak {}, {}\n",
+                           formatBalance(byTime.balance), byTime.label(), formatDuration(byTimePrediction.iterationNs),
+                           byTimePrediction.samplesPerS, formatBytes(static_cast<Bytes>(maxPeak(byTimePrediction))),
+                           byTimePrediction.fits ? (byTimeRank ? "rank " + std::to_string(*byTimeRank) : "fits")
+                                                 : "does not fit");
+}
+
+}  // namespace
+
+void addSuggestCommand(CLI::App& app) {
+  auto flags = std::make_shared<SuggestFlags>();
+  CLI::App* command = app.add_subcommand(
+      "suggest", "Search balances x chunks x checkpoint modes on the simulator and print the best candidates, "
+                 "why others were rejected, and torchgpipe's balance_by_time for comparison");
+  addClusterFlags(*command, flags->cluster);
+  command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
+  command->add_option("--partitions", flags->partitions,
+                      "Partitions (default: the given balances' length, else the number of devices)")
+      ->type_name("N");
+  command->add_option("--chunks", flags->chunks, "Chunk counts to try (default: 1,2,4,8)")->type_name("LIST");
+  command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try (default: always,except_last,never)")
+      ->type_name("LIST");
+  command->add_option("--balances", flags->balances,
+                      "auto (all when few, else min-bottleneck and its neighbours), all, or e.g. \"2,6;4,4\"")
+      ->type_name("SPEC");
+  command->add_option("--top", flags->top, "How many of the best candidates to print (default: 5)")->type_name("N");
+  command->add_flag("--json", flags->json, "Print one JSON object instead of the tables");
+  command->footer(
+      "Examples:\n"
+      "  pipeprof suggest --profile profile.json --devices 4 --batch 32\n"
+      "  pipeprof suggest --profile profile.json --cluster cluster.json --batch 64 --chunks 4,8,16 \\\n"
+      "      --checkpoint except_last,never --top 10\n"
+      "  pipeprof suggest --profile profile.json --devices 2 --device-memory 8GiB --batch 32 \\\n"
+      "      --balances \"2,6;4,4\" --json\n");
+  command->callback([flags] { runSuggest(*flags); });
+}
 
 }  // namespace pipeprof::cli

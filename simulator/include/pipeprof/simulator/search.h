@@ -40,7 +40,7 @@ struct RankedCandidate {
 
 struct SearchResult {
   std::vector<RankedCandidate> ranked;    ///< fitting candidates, best predicted throughput first
-  std::vector<RankedCandidate> rejected;  ///< not fitting (or invalid, e.g. chunks > batch)
+  std::vector<RankedCandidate> rejected;  ///< predicted not to fit (chunks > batch is legal: fewer micro-batches)
   std::int64_t evaluated = 0;
   std::int64_t simulatedEvents = 0;
   bool cancelled = false;

@@ -1,0 +1,38 @@
+// Shared CLI flags for the simulator commands: --profile and a cluster (--cluster, or --devices with memory, link, speed).
+#pragma once
+
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace pipeprof::cli {
+
+/// What the profile and cluster flags hold after parsing (text until validated).
+struct ClusterFlags {
+  std::string profilePath;
+  std::string clusterPath;
+  std::int64_t devices = 0;     ///< 0: one device per partition
+  std::string deviceMemory;     ///< empty: unbounded
+  std::string linkBandwidth;    ///< empty: infinitely fast
+  std::string linkLatency;      ///< empty: 0
+  double deviceSpeed = 1.0;
+};
+
+/// Adds --profile (required), --cluster, and the --devices shorthand flags (--device-memory,
+/// --link-bandwidth, --link-latency, --device-speed; they exclude --cluster) to a subcommand.
+void addClusterFlags(CLI::App& command, ClusterFlags& flags);
+
+/// Reads the profile. FormatError (unreadable or malformed file) propagates; main maps it to
+/// exit code 2.
+Profile loadProfileFromFlags(const ClusterFlags& flags);
+
+/// Reads --cluster, or builds the uniform cluster the shorthand flags describe with
+/// `defaultDevices` devices when --devices is not given. Throws UsageError naming the flag
+/// and the value for a bad size, rate, duration, speed or count; FormatError propagates.
+Cluster buildClusterFromFlags(const ClusterFlags& flags, std::int64_t defaultDevices);
+
+}  // namespace pipeprof::cli
