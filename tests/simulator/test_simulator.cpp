@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -165,6 +166,39 @@ TEST(Simulate, SkipCopiesAreExactlyAddedToTheCriticalPath) {
   profile.skips.clear();
   EXPECT_EQ(simulate(profile, cluster, test::makeCandidate({1, 1, 1}, 1, Checkpoint::Never, 1)).prediction.iterationNs,
             3 * (kF + kB) + 4 * 10);
+}
+
+// A skip route inside one partition needs no copy: the pipeline is as without it.
+TEST(Simulate, SkipWithinOnePartitionAddsNoCopies) {
+  Profile profile = test::uniformProfile(4, {kF, kB, 0, 10, 0, 0});
+  profile.skips.push_back({"local", 0, 1, 500});
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 1e9, 0);
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult result =
+      simulate(profile, cluster, test::makeCandidate({2, 2}, 2, Checkpoint::Never, 2), options);
+  for (const TraceEvent& event : result.trace.events) EXPECT_NE(event.phase, Phase::SkipCopy) << event.name;
+  // f and b are per layer: partitions of two layers take 2f and 2b; boundaries cost 10 ns.
+  EXPECT_EQ(result.prediction.iterationNs, 2 * (2 * kF + 2 * kB) + (2 * kF + 2 * kB + 2 * 10));
+}
+
+// Not training: forward only, (M + K - 1) f, and everything is released by the end.
+TEST(Simulate, ForwardOnlyStep) {
+  const Profile profile = test::uniformProfile(3, {kF, kB, 100, 10, 5, 8});
+  SimulationOptions options;
+  options.training = false;
+  options.recordTrace = true;
+  const SimulationResult result =
+      simulate(profile, test::freeCluster(3), test::makeCandidate({1, 1, 1}, 4, Checkpoint::Always, 4), options);
+  EXPECT_EQ(result.prediction.iterationNs, (4 + 3 - 1) * kF);
+  EXPECT_EQ(result.prediction.busyNs, (std::vector<TimeNs>{4 * kF, 4 * kF, 4 * kF}));
+  std::map<std::string, double> last;
+  for (const TraceEvent& e : result.trace.events) {
+    EXPECT_NE(e.phase, Phase::Backward);
+    EXPECT_NE(e.phase, Phase::Recompute);
+    if (e.kind == EventKind::Counter) last[e.device] = e.value;
+  }
+  for (const auto& [device, value] : last) EXPECT_EQ(value, 16.0) << device;
 }
 
 TEST(Simulate, RejectsMalformedCandidates) {
