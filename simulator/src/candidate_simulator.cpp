@@ -58,6 +58,13 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
                                   "); add devices or use fewer partitions");
     }
   }
+  for (const SkipProfile& skip : profile.skips) {
+    if (skip.stashLayer < 0 || skip.popLayer >= profile.layerCount() || skip.stashLayer >= skip.popLayer) {
+      throw std::invalid_argument("profile skip '" + skip.name + "' stashes at layer " + std::to_string(skip.stashLayer) +
+                                  " and pops at layer " + std::to_string(skip.popLayer) + "; it needs 0 <= stash < pop < " +
+                                  std::to_string(profile.layerCount()));
+    }
+  }
   for (std::size_t l = 0; l < profile.layers.size(); ++l) {
     if (profile.layers[l].costs.empty()) {
       throw std::invalid_argument("profile layer " + std::to_string(l) + " (" + profile.layers[l].name +

@@ -131,6 +131,12 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
   const std::vector<Checkpoint> modes = sortedUnique(space.modes);
   const auto total = static_cast<std::int64_t>(balances.size() * chunkList.size() * modes.size());
 
+  // Profile-level checks (skip layers, cost samples) once; every enumerated balance is valid.
+  Candidate probe;
+  probe.balance = balances.front();
+  probe.batch = space.batch;
+  sim::validateCandidate(profile, cluster, probe);
+
   SearchResult result;
   result.ranked.reserve(static_cast<std::size_t>(total));
   sim::CandidateSimulator simulator(profile, cluster);

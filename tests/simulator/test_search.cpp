@@ -180,6 +180,10 @@ TEST(Search, RejectsAnInconsistentSpace) {
   EXPECT_THROW(search(profile, test::freeCluster(2), space), std::invalid_argument);
   space.chunks = {0};
   EXPECT_THROW(search(profile, test::freeCluster(2), space), std::invalid_argument);
+  space.chunks = {1};
+  Profile badSkip = profile;
+  badSkip.skips.push_back({"far", 4, 2, 4});
+  EXPECT_THROW(search(badSkip, test::freeCluster(2), space), std::invalid_argument);
 }
 
 }  // namespace

@@ -224,6 +224,9 @@ TEST(Simulate, RejectsMalformedCandidates) {
   EXPECT_THROW(simulate(profile, test::freeCluster(3), test::makeCandidate({1, 1, 1, 1}, 1, Checkpoint::Never, 1)),
                std::invalid_argument);  // partition 3 on device 3 of 3
   EXPECT_THROW(simulate(profile, cluster, test::makeCandidate({4, 0}, 1, Checkpoint::Never, 1)), std::invalid_argument);
+  Profile badSkip = profile;
+  badSkip.skips.push_back({"far", 1, 9, 4});
+  EXPECT_THROW(simulate(badSkip, cluster, test::makeCandidate({2, 2}, 1, Checkpoint::Never, 1)), std::invalid_argument);
   EXPECT_THROW(simulate(profile, cluster, test::makeCandidate({2, 2}, 0, Checkpoint::Never, 1)), std::invalid_argument);
   EXPECT_THROW(simulate(profile, cluster, test::makeCandidate({2, 2}, 1, Checkpoint::Never, 0)), std::invalid_argument);
 }
