@@ -92,8 +92,8 @@ class PipeImpl {
       workers_->push_back(std::make_unique<Worker>());
     }
     auto routes = skipRouteKeys(module_);
+    scheduleSkips_ = skipRoutes(module_);  // same order as the keys, distinct names
     for (std::size_t s = 0; s < routes.size(); ++s) {
-      scheduleSkips_.push_back({routes[s].key.second, routes[s].stashLayer, routes[s].popLayer});
       routes_.push_back({routes[s].key, static_cast<std::int64_t>(s), partitionOf(routes[s].stashLayer),
                          partitionOf(routes[s].popLayer)});
     }

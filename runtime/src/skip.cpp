@@ -183,8 +183,10 @@ std::vector<SkipRouteKey> skipRouteKeys(const torch::nn::Sequential& module) {
 
 std::vector<SkipRoute> skipRoutes(const torch::nn::Sequential& module) {
   std::vector<SkipRoute> routes;
+  std::map<std::string, int> uses;  // names isolated by namespaces repeat: "a", "a#2", ...
   for (const auto& route : skipRouteKeys(module)) {
-    routes.push_back({route.key.second, route.stashLayer, route.popLayer});
+    const int use = ++uses[route.key.second];
+    routes.push_back({route.key.second + (use == 1 ? "" : "#" + std::to_string(use)), route.stashLayer, route.popLayer});
   }
   return routes;
 }

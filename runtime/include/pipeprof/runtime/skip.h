@@ -109,8 +109,9 @@ class Skippable : public torch::nn::Module {
 ///   ...
 void verifySkips(const torch::nn::Sequential& module);
 
-/// The stash/pop routes of the Sequential (layer indices), in stash order. Call verifySkips
-/// first; unmatched names are left out.
+/// The stash/pop routes of the Sequential (layer indices), in stash order, with distinct
+/// names (a name reused in another namespace gets "#2", "#3", ... appended), as
+/// ScheduleSpec::skips needs them. Call verifySkips first; unmatched names are left out.
 std::vector<SkipRoute> skipRoutes(const torch::nn::Sequential& module);
 
 /// Routes with their namespaced keys (the Pipe uses them to find where each skip goes).
