@@ -28,7 +28,8 @@ void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters) {
   }
 }
 
-/// A host span on the "host" lane, recorded when the tracer is on.
+/// A host span on device "host", recorded when the tracer is on. Steps and the warm-up share lane
+/// "host"; the optimizer (inside a step) has its own lane so spans on one lane never overlap.
 void recordHostSpan(HostTracer* tracer, Phase phase, const std::string& name, TimeNs startNs, TimeNs endNs) {
   if (tracer == nullptr) return;
   TraceEvent event;
@@ -36,7 +37,7 @@ void recordHostSpan(HostTracer* tracer, Phase phase, const std::string& name, Ti
   event.phase = phase;
   event.name = name;
   event.device = "host";
-  event.lane = "host";
+  event.lane = phase == Phase::Optimizer ? "optimizer" : "host";
   event.startNs = startNs;
   event.durationNs = endNs - startNs;
   tracer->record(std::move(event));

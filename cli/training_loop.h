@@ -41,8 +41,8 @@ struct TrainingResult {
 /// freed, so they stay allocated between steps as the memory model assumes. Per-partition
 /// peak bytes are the largest Pipe::peakBytes() over the measured steps.
 ///
-/// With captureTrace the trace holds host spans "warmup", "step" and "optimizer" (device
-/// "host", lane "host"), the Pipe's op spans and memory counters, and on CUDA the CUPTI kernels
+/// With captureTrace the trace holds host spans "warmup" and "step" (device "host", lane
+/// "host") and "optimizer" (lane "optimizer"), the Pipe's op spans and memory counters, and on CUDA the CUPTI kernels
 /// and copies attributed to the ops.
 ///
 /// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe)

@@ -1,0 +1,200 @@
+// End-to-end: `pipeprof run --trace` on a tiny CPU mlp, parsed back and checked op by op; `trace
+// summarize` and `profile` on the same model.
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/json_file.h>
+#include <pipeprof/core/profile.h>
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace pipeprof {
+namespace {
+
+const std::string kPipeprof = PIPEPROF_BINARY_DIR "/cli/pipeprof";
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result runPipeprof(const std::string& args) {
+  Result result;
+  const std::string command = kPipeprof + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.output += buffer.data();
+  const int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::filesystem::path scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("pipeprof_profiler_e2e_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+// mlp --width 32 --depth 4: fc0 relu0 fc1 relu1 fc2 relu2 fc3 = 7 layers; 2 partitions; 4
+// micro-batches; except_last; 1 warm-up + 2 measured steps = 3 steps traced.
+constexpr int kChunks = 4;
+constexpr int kPartitions = 2;
+constexpr int kStepsTraced = 3;
+
+class RunTrace : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = scratch("run.json").string();
+    const Result r = runPipeprof("run --model mlp --width 32 --depth 4 --devices cpu,cpu --balance 3,4 --chunks 4 "
+                                 "--checkpoint except_last --batch 16 --steps 2 --warmup 1 --trace " + path_);
+    output_ = r.output;
+    code_ = r.code;
+  }
+  static std::string path_;
+  static std::string output_;
+  static int code_;
+};
+std::string RunTrace::path_;
+std::string RunTrace::output_;
+int RunTrace::code_ = -1;
+
+TEST_F(RunTrace, RunsAndReports) {
+  ASSERT_EQ(code_, 0) << output_;
+  EXPECT_NE(output_.find("step time: median"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("throughput:"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("partition 1"), std::string::npos) << output_;
+}
+
+TEST_F(RunTrace, EveryCellHasItsOpsOnItsLane) {
+  ASSERT_EQ(code_, 0) << output_;
+  const Trace trace = readChromeTraceFile(path_);
+  std::map<std::tuple<Phase, std::int64_t, std::int64_t>, int> counts;
+  std::map<std::int64_t, std::string> deviceOfPartition;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::Span) continue;
+    if (e.phase != Phase::Forward && e.phase != Phase::Backward && e.phase != Phase::Recompute) continue;
+    ++counts[{e.phase, e.microBatch, e.partition}];
+    EXPECT_EQ(e.lane, "partition " + std::to_string(e.partition)) << e.name;
+    EXPECT_EQ(e.device, "cpu:" + std::to_string(e.partition)) << e.name;
+  }
+  for (int i = 0; i < kChunks; ++i) {
+    for (int j = 0; j < kPartitions; ++j) {
+      EXPECT_EQ((counts[{Phase::Forward, i, j}]), kStepsTraced) << i << "," << j;
+      EXPECT_EQ((counts[{Phase::Backward, i, j}]), kStepsTraced) << i << "," << j;
+      // except_last: every micro-batch but the last is recomputed.
+      EXPECT_EQ((counts[{Phase::Recompute, i, j}]), i < kChunks - 1 ? kStepsTraced : 0) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(RunTrace, SpansOnOneLaneDoNotOverlap) {
+  ASSERT_EQ(code_, 0) << output_;
+  const Trace trace = readChromeTraceFile(path_);
+  std::map<std::pair<std::string, std::string>, std::vector<const TraceEvent*>> lanes;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Span) lanes[{e.device, e.lane}].push_back(&e);
+  }
+  EXPECT_GE(lanes.size(), 4u);
+  for (auto& [lane, spans] : lanes) {
+    std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
+    for (std::size_t k = 1; k < spans.size(); ++k) {
+      EXPECT_GE(spans[k]->startNs, spans[k - 1]->endNs())
+          << lane.first << "/" << lane.second << ": " << spans[k - 1]->name << " overlaps " << spans[k]->name;
+    }
+  }
+}
+
+TEST_F(RunTrace, HostSpansCountersAndLaneNames) {
+  ASSERT_EQ(code_, 0) << output_;
+  const Trace trace = readChromeTraceFile(path_);
+  int steps = 0, warmups = 0, optimizers = 0;
+  std::set<std::string> counterDevices;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Counter) counterDevices.insert(e.device);
+    if (e.kind != EventKind::Span) continue;
+    steps += e.phase == Phase::Step;
+    warmups += e.phase == Phase::Warmup;
+    optimizers += e.phase == Phase::Optimizer;
+  }
+  EXPECT_EQ(steps, 2);
+  EXPECT_EQ(warmups, 1);
+  EXPECT_EQ(optimizers, 3);
+  EXPECT_EQ(counterDevices, (std::set<std::string>{"cpu:0", "cpu:1"}));
+
+  // Every (pid, tid) used by an event is named by metadata.
+  const nlohmann::json raw = readJsonFile(path_);
+  std::set<int> namedProcesses;
+  std::set<std::pair<int, int>> namedThreads;
+  for (const auto& event : raw.at("traceEvents")) {
+    if (event.at("ph") != "M") continue;
+    if (event.at("name") == "process_name") namedProcesses.insert(event.at("pid").get<int>());
+    if (event.at("name") == "thread_name") namedThreads.insert({event.at("pid").get<int>(), event.at("tid").get<int>()});
+  }
+  for (const auto& event : raw.at("traceEvents")) {
+    if (event.at("ph") != "X") continue;
+    const int pid = event.at("pid").get<int>();
+    const int tid = event.at("tid").get<int>();
+    EXPECT_TRUE(namedProcesses.count(pid)) << event.dump();
+    EXPECT_TRUE(namedThreads.count({pid, tid})) << event.dump();
+  }
+}
+
+TEST_F(RunTrace, SummarizeReadsItBack) {
+  ASSERT_EQ(code_, 0) << output_;
+  const Result text = runPipeprof("trace summarize " + path_);
+  ASSERT_EQ(text.code, 0) << text.output;
+  EXPECT_NE(text.output.find("2 step(s)"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("partition 1 on cpu:1"), std::string::npos) << text.output;
+  const Result json = runPipeprof("trace summarize --json " + path_);
+  ASSERT_EQ(json.code, 0) << json.output;
+  const nlohmann::json analysis = nlohmann::json::parse(json.output);
+  EXPECT_EQ(analysis["steps"], 2);
+  EXPECT_EQ(analysis["stages"].size(), 2u);
+  EXPECT_GT(analysis["stages"][0]["busy_ns"].get<std::int64_t>(), 0);
+}
+
+TEST(CliE2e, ProfileWritesAProfileOfEveryLayer) {
+  const std::string path = scratch("profile.json").string();
+  const Result r = runPipeprof("profile --model mlp --width 32 --depth 3 --batch 8 --micro-batches 2,8 "
+                               "--time-budget 50ms --min-runs 2 -o " + path);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Profile profile = readProfile(path);
+  ASSERT_EQ(profile.layerCount(), 5);
+  EXPECT_EQ(profile.environment.model, "mlp");
+  EXPECT_EQ(profile.layers[0].costs.size(), 2u);
+  EXPECT_EQ(profile.layers[0].costs[1].outputBytes, 8 * 32 * 4);
+  EXPECT_GT(profile.layers[0].costs[1].forwardNs, 0);
+}
+
+TEST(CliE2e, RunJsonAndAutoBalance) {
+  const Result r = runPipeprof("run --model mlp --width 16 --depth 2 --devices cpu,cpu --balance auto --chunks 2 "
+                               "--batch 8 --steps 1 --warmup 0 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("balance auto: chose"), std::string::npos) << r.output;
+  const nlohmann::json out = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(out["candidate"]["balance"].size(), 2u);
+  EXPECT_EQ(out["step_ns"].size(), 1u);
+}
+
+TEST(CliE2e, BadFlagsAreUsageErrors) {
+  EXPECT_EQ(runPipeprof("run --model nosuchmodel --balance 1,1").code, 2);
+  EXPECT_EQ(runPipeprof("run --model mlp --width 8 --depth 2 --devices cpu,cpu --balance 1,1,1").code, 2);
+  EXPECT_EQ(runPipeprof("run --model mlp --devices gpu:0 --balance 1").code, 2);
+  EXPECT_EQ(runPipeprof("trace summarize /nonexistent/trace.json").code, 2);
+}
+
+}  // namespace
+}  // namespace pipeprof

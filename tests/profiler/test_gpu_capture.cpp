@@ -1,0 +1,59 @@
+// With CUDA: a 2-partition `pipeprof run --trace` captures kernels and copies, each attributed to an op.
+#include <pipeprof/core/chrome_trace.h>
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace pipeprof {
+namespace {
+
+TEST(GpuCapture, KernelsAndCopiesAreAttributedToOps) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the CUPTI capture needs one";
+  const bool twoDevices = torch::cuda::device_count() >= 2;
+  const std::string devices = twoDevices ? "cuda:0,cuda:1" : "cuda:0,cuda:0";
+  const auto path = std::filesystem::temp_directory_path() / ("pipeprof_gpu_" + std::to_string(::getpid()) + ".json");
+  const std::string command = std::string(PIPEPROF_BINARY_DIR "/cli/pipeprof") +
+                              " run --model mlp --width 256 --depth 4 --devices " + devices +
+                              " --balance 3,4 --chunks 4 --batch 64 --steps 2 --warmup 1 --trace " + path.string() +
+                              " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) output += buffer.data();
+  ASSERT_EQ(pclose(pipe), 0) << output;
+  if (output.find("CUPTI collector unavailable") != std::string::npos) GTEST_SKIP() << output;
+
+  const Trace trace = readChromeTraceFile(path.string());
+  int kernels = 0, copies = 0, unattributed = 0;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind != EventKind::Span) continue;
+    if (e.phase != Phase::Kernel && e.phase != Phase::Memcpy && e.phase != Phase::Memset) continue;
+    kernels += e.phase == Phase::Kernel;
+    copies += e.phase == Phase::Memcpy;
+    if (e.args.count("op") == 0) {
+      ++unattributed;
+      continue;
+    }
+    EXPECT_GE(e.microBatch, 0) << e.name;
+    EXPECT_GE(e.partition, 0) << e.name;
+  }
+  EXPECT_GT(kernels, 0) << output;
+  if (twoDevices) {
+    EXPECT_GT(copies, 0) << output;
+  }
+  // Work launched outside every op (the loss, the optimizer, the input copy) is unattributed;
+  // the pipeline's ops launch most of the kernels.
+  EXPECT_LT(unattributed, kernels + copies) << output;
+}
+
+}  // namespace
+}  // namespace pipeprof

@@ -1,0 +1,166 @@
+// Tests of the layer profile builder: parameters untouched, memory fields, skip sizes, sane times.
+#include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/runtime/skip.h>
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+namespace pipeprof {
+namespace {
+
+Model sequentialModel(torch::nn::Sequential sequential, std::int64_t inputWidth, std::int64_t outputWidth) {
+  Model model;
+  model.name = "test";
+  model.sequential = std::move(sequential);
+  model.makeBatch = [inputWidth, outputWidth](std::int64_t batch, std::int64_t seed) {
+    torch::manual_seed(static_cast<std::uint64_t>(seed));
+    return Batch{torch::randn({batch, inputWidth}), torch::randn({batch, outputWidth})};
+  };
+  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
+  return model;
+}
+
+LayerProfilerOptions quick(std::vector<std::int64_t> sizes) {
+  LayerProfilerOptions options;
+  options.microBatches = std::move(sizes);
+  options.warmupRuns = 1;
+  options.minRuns = 3;
+  options.timeBudgetSeconds = 0.0;
+  return options;
+}
+
+TEST(LayerProfiler, LeavesParametersBuffersAndGradientsUnchanged) {
+  torch::manual_seed(1);
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(8, 16));
+  seq->push_back("bn", torch::nn::BatchNorm1d(16));
+  seq->push_back("relu", torch::nn::ReLU());
+  seq->push_back("fc1", torch::nn::Linear(16, 4));
+  Model model = sequentialModel(seq, 8, 4);
+  model.sequential->eval();
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model.sequential->parameters()) before.push_back(p.detach().clone());
+  std::vector<torch::Tensor> buffersBefore;
+  for (const auto& b : model.sequential->buffers()) buffersBefore.push_back(b.detach().clone());
+  // One gradient exists already; it must come back unchanged, the others stay undefined.
+  model.sequential->parameters()[0].mutable_grad() = torch::full({16, 8}, 3.0);
+
+  const Profile profile = profileModel(model, quick({2, 4}));
+
+  const auto after = model.sequential->parameters();
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t k = 0; k < after.size(); ++k) EXPECT_TRUE(torch::equal(after[k], before[k])) << "parameter " << k;
+  const auto buffersAfter = model.sequential->buffers();
+  ASSERT_EQ(buffersAfter.size(), buffersBefore.size());
+  for (std::size_t k = 0; k < buffersAfter.size(); ++k) {
+    EXPECT_TRUE(torch::equal(buffersAfter[k], buffersBefore[k])) << "buffer " << k;
+  }
+  EXPECT_TRUE(torch::equal(after[0].grad(), torch::full({16, 8}, 3.0)));
+  for (std::size_t k = 1; k < after.size(); ++k) EXPECT_FALSE(after[k].grad().defined()) << "parameter " << k;
+  EXPECT_FALSE(model.sequential->is_training());
+  ASSERT_EQ(profile.layerCount(), 4);
+}
+
+TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("relu0", torch::nn::ReLU());
+  seq->push_back("fc1", torch::nn::Linear(32, 8));
+  Model model = sequentialModel(seq, 16, 8);
+  const Profile profile = profileModel(model, quick({4, 8}));
+
+  ASSERT_EQ(profile.layerCount(), 3);
+  EXPECT_EQ(profile.layers[0].name, "fc0");
+  EXPECT_EQ(profile.layers[0].paramBytes, (16 * 32 + 32) * 4);
+  EXPECT_EQ(profile.layers[0].gradBytes, (16 * 32 + 32) * 4);
+  EXPECT_EQ(profile.layers[1].paramBytes, 0);
+  EXPECT_EQ(profile.layers[2].paramBytes, (32 * 8 + 8) * 4);
+  EXPECT_EQ(profile.inputBytesPerSample, 16 * 4);
+  ASSERT_EQ(profile.layers[0].costs.size(), 2u);
+  EXPECT_EQ(profile.layers[0].costs[0].microBatch, 4);
+  EXPECT_EQ(profile.layers[0].costs[1].microBatch, 8);
+  const CostSample& fc0 = profile.layers[0].costs[1];
+  const CostSample& relu = profile.layers[1].costs[1];
+  const CostSample& fc1 = profile.layers[2].costs[1];
+  EXPECT_EQ(fc0.outputBytes, 8 * 32 * 4);
+  EXPECT_EQ(relu.outputBytes, 8 * 32 * 4);
+  EXPECT_EQ(fc1.outputBytes, 8 * 8 * 4);
+  // fc0's output is consumed by ReLU, which keeps its own output (fc1 keeps it as its input);
+  // fc1's output is the final output, held.
+  EXPECT_EQ(fc0.savedBytes, 0);
+  EXPECT_EQ(relu.savedBytes, 8 * 32 * 4);
+  EXPECT_EQ(fc1.savedBytes, 8 * 8 * 4);
+  for (const LayerProfile& layer : profile.layers) {
+    for (const CostSample& c : layer.costs) EXPECT_GE(c.workspaceBytes, 0) << layer.name;
+  }
+  // Backward of fc1 allocates at least the gradient of its input.
+  EXPECT_GE(fc1.workspaceBytes, 8 * 32 * 4);
+  EXPECT_EQ(profile.environment.model, "test");
+  EXPECT_EQ(profile.environment.deviceType, "cpu");
+  EXPECT_EQ(profile.environment.threads, torch::get_num_threads());
+  EXPECT_FALSE(profile.environment.torchVersion.empty());
+}
+
+TEST(LayerProfiler, TimesArePositiveAndAWiderLayerIsSlower) {
+  torch::nn::Sequential seq;
+  seq->push_back("narrow", torch::nn::Linear(256, 256));
+  seq->push_back("wide", torch::nn::Linear(256, 4096));
+  seq->push_back("back", torch::nn::Linear(4096, 256));
+  Model model = sequentialModel(seq, 256, 256);
+  LayerProfilerOptions options = quick({64});
+  options.minRuns = 7;
+  const Profile profile = profileModel(model, options);
+  for (const LayerProfile& layer : profile.layers) {
+    EXPECT_GT(layer.costs[0].forwardNs, 0) << layer.name;
+    EXPECT_GT(layer.costs[0].backwardNs, 0) << layer.name;
+  }
+  // 16x the multiply-adds.
+  EXPECT_GT(profile.layers[1].costs[0].forwardNs, profile.layers[0].costs[0].forwardNs);
+  EXPECT_GT(profile.layers[1].costs[0].backwardNs, profile.layers[0].costs[0].backwardNs);
+}
+
+struct StashImpl : Skippable {
+  StashImpl() : Skippable({"skip"}, {}) {}
+  torch::Tensor forward(torch::Tensor x) {
+    stash("skip", x * 2);
+    return x;
+  }
+};
+TORCH_MODULE(Stash);
+
+struct PopImpl : Skippable {
+  PopImpl() : Skippable({}, {"skip"}) {}
+  torch::Tensor forward(torch::Tensor x) { return x * pop("skip"); }
+};
+TORCH_MODULE(Pop);
+
+TEST(LayerProfiler, SkipRoutesGetTheirSizePerSample) {
+  torch::nn::Sequential seq;
+  seq->push_back("stash", Stash());
+  seq->push_back("fc", torch::nn::Linear(12, 12));
+  seq->push_back("pop", Pop());
+  Model model = sequentialModel(seq, 12, 12);
+  model.skips = {SkipRoute{"skip", 0, 2}};
+  const Profile profile = profileModel(model, quick({2, 6}));
+  ASSERT_EQ(profile.skips.size(), 1u);
+  EXPECT_EQ(profile.skips[0].name, "skip");
+  EXPECT_EQ(profile.skips[0].stashLayer, 0);
+  EXPECT_EQ(profile.skips[0].popLayer, 2);
+  EXPECT_EQ(profile.skips[0].bytesPerSample, 12 * 4);
+  // The stashed tensor (x * 2) is allocated by the stashing layer and kept by the popping
+  // layer's graph (mul saves both operands): it counts on the stasher.
+  EXPECT_EQ(profile.layers[0].costs[1].savedBytes, 6 * 12 * 4);
+  EXPECT_GT(profile.layers[2].costs[1].backwardNs, 0);
+}
+
+TEST(LayerProfiler, RejectsBadOptions) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc", torch::nn::Linear(2, 2));
+  Model model = sequentialModel(seq, 2, 2);
+  EXPECT_THROW(profileModel(model, quick({0})), std::invalid_argument);
+  EXPECT_THROW(profileModel(model, quick({})), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pipeprof
