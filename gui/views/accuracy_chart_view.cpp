@@ -135,15 +135,18 @@ void AccuracyChartView::rebuildScatter() {
   for (QValueAxis* axis : {axisX, axisY}) {
     axis->setLabelFormat(axisMax - axisMin >= 20 ? QStringLiteral("%.0f") : QStringLiteral("%.1f"));
   }
-  auto* upper = new QLineSeries;
-  auto* lower = new QLineSeries;
+  // QAreaSeries does not own its boundary lines: parent them to it so they go with the chart.
+  auto* band = new QAreaSeries;
+  auto* upper = new QLineSeries(band);
+  auto* lower = new QLineSeries(band);
   auto* diagonal = new QLineSeries;
   for (double x : {axisMin, axisMax}) {
     upper->append(x, x * (1.0 + kBand));
     lower->append(x, x * (1.0 - kBand));
     diagonal->append(x, x);
   }
-  auto* band = new QAreaSeries(upper, lower);
+  band->setUpperSeries(upper);
+  band->setLowerSeries(lower);
   band->setName(tr("±%1 % error band").arg(kBand * 100.0, 0, 'f', 0));
   QColor bandFill = predictedColor();
   bandFill.setAlpha(55);
