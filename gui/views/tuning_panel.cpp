@@ -82,8 +82,8 @@ TuningPanel::TuningPanel(QWidget* parent)
   auto* right = new QSplitter(Qt::Vertical, this);
   right->addWidget(layers);
   right->addWidget(timeline);
-  right->setStretchFactor(0, 2);
-  right->setStretchFactor(1, 3);
+  right->setStretchFactor(0, 1);
+  right->setStretchFactor(1, 1);
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left);
   layout->addWidget(right, 1);

@@ -16,7 +16,12 @@
 
 #include <gtest/gtest.h>
 
+#include <QApplication>
 #include <QChart>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
+#include <QUrl>
 #include <QChartView>
 #include <QFile>
 #include <QImage>
@@ -130,6 +135,19 @@ TEST(MainWindow, AReportWithoutProfileOrClusterOpensWithTuningDisabled) {
   ASSERT_TRUE(loaded.wait(10000));
   ASSERT_EQ(window.timelineModel()->sections().size(), 2u);
   EXPECT_EQ(window.timelineModel()->sections()[0].message, QStringLiteral("The report has no predicted trace for this candidate."));
+}
+
+TEST(MainWindow, DroppingAReportOpensIt) {
+  MainWindow window(quiet());
+  window.show();
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(test::samplePath())});
+  QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&window, &enter);
+  EXPECT_TRUE(enter.isAccepted());
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(&window, &drop);
+  EXPECT_EQ(window.candidatesView()->table()->model()->rowCount(), test::kSampleCandidates);
 }
 
 TEST(MainWindow, ParsesViewNames) {
