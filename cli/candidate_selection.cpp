@@ -35,7 +35,7 @@ std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& rank
     return picked;
   }
   const std::size_t wanted = std::min(total, static_cast<std::size_t>(policy.count));
-  const std::size_t byRank = (wanted + 1) / 2;
+  const std::size_t byRank = (wanted + 2) / 3;
 
   std::map<std::vector<std::int64_t>, std::int64_t> balanceCount;
   std::map<std::int64_t, std::int64_t> chunksCount;

@@ -23,7 +23,7 @@ struct MeasurePolicy {
 MeasurePolicy parseMeasurePolicy(const std::string& text);
 
 /// Picks the candidates to measure from `ranked` (fitting candidates, best predicted first).
-/// top:N takes the best ceil(N/2) by prediction, then repeatedly the candidate whose balance,
+/// top:N takes the best ceil(N/3) by prediction, then repeatedly the candidate whose balance,
 /// chunk count and checkpoint mode are least represented among those already picked (the sum
 /// of the three counts; ties go to the better predicted), so the measured set spreads over
 /// balances, chunks and modes and a rank correlation over it means something.

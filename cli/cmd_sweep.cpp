@@ -215,7 +215,7 @@ void addSweepCommand(CLI::App& app) {
   command->add_option("--balances", flags->balances, "auto, all, or balances such as \"2,6;4,4\"")
       ->capture_default_str();
   command->add_option("--measure", flags->measure,
-                      "Which candidates to measure: top:N (best N/2 predicted, then spread over balances, "
+                      "Which candidates to measure: top:N (best N/3 predicted, then spread over balances, "
                       "chunks and modes), all or none")
       ->capture_default_str();
   command->add_option("--steps", flags->steps, "Measured training steps per candidate")->capture_default_str();

@@ -2,6 +2,7 @@
 #include "sweep_runner.h"
 
 #include "environment_info.h"
+#include "sweep_calibration.h"
 #include "training_loop.h"
 
 #include <pipeprof/core/chrome_trace.h>
@@ -97,7 +98,10 @@ Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, Prog
   Profile profile = profileModel(model, options);
   profile.environment.model = config.model;
   profile.environment.threads = config.threads;
-  if (!config.profilePath.empty()) writeProfile(profile, config.profilePath);
+  if (!config.profilePath.empty()) {
+    fs::create_directories(fs::absolute(config.profilePath).parent_path());
+    writeProfile(profile, config.profilePath);
+  }
   return profile;
 }
 
@@ -111,7 +115,7 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 /// Measures one candidate, writes its measured trace and its predicted twin, and fills the
 /// result (status Measured). Throws whatever the run throws; the result is untouched then.
 void measureInto(CandidateResult& result, const SweepConfig& config, const Profile& profile,
-                 const Cluster& cluster, const fs::path& reportDir) {
+                 const Cluster& cluster, const fs::path& reportDir, TimeNs overheadNs) {
   TrainingResult run = measureCandidate(config, result.candidate);
   const std::string slug = candidateSlug(result.candidate);
   const fs::path measuredPath = fs::path(config.tracesDir) / (slug + ".measured.json");
@@ -122,9 +126,13 @@ void measureInto(CandidateResult& result, const SweepConfig& config, const Profi
   SimulationResult twin = simulate(profile, cluster, result.candidate, simulationOptions);
   twin.trace.metadata["source"] = "predicted";
   twin.trace.metadata["candidate"] = result.candidate.label();
+  const TimeNs calibratedNs = std::max<TimeNs>(0, result.prediction.iterationNs - twin.prediction.iterationNs);
+  appendStepOverheadSpan(twin.trace, calibratedNs);
   writeChromeTraceFile(twin.trace, predictedPath.string());
   result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
   result.predictedAnalysis = toJson(analyzeTimeline(twin.trace));
+  result.predictedAnalysis["calibrated_step_overhead_ns"] = overheadNs;
+  result.predictedAnalysis["calibrated_contention_ns"] = std::max<TimeNs>(0, calibratedNs - overheadNs);
   run.measurement.tracePath = relativeTo(measuredPath, reportDir);
   result.prediction.tracePath = relativeTo(predictedPath, reportDir);
   result.measurement = run.measurement;
@@ -191,7 +199,21 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
                 const std::atomic<bool>& stop) {
   applyThreadCount(config.threads);
   const Profile profile = obtainProfile(config, inputs, progress);
-  const Cluster cluster = sweepCluster(config);
+  // Calibrations (sweep_calibration.h): a resumed sweep keeps its report's values.
+  Cluster cluster = sweepCluster(config);
+  TimeNs overheadNs = -1;
+  if (inputs.resumedReport && inputs.resumedReport->cluster &&
+      inputs.resumedReport->cluster->deviceCount() == cluster.deviceCount()) {
+    cluster = *inputs.resumedReport->cluster;
+  } else {
+    const torch::Device device = torchDevices(config.devices).front();
+    overheadNs = measureStepOverheadNs(config.modelFlags, config.batch, device);
+    const double speed = measureChainedSpeed(config.modelFlags, profile, config.batch, device, overheadNs);
+    for (DeviceSpec& spec : cluster.devices) spec.relativeSpeed = speed;
+    progress.phase(fmt::format("calibration: chained-compute speed {:.3f} (unpartitioned step predicted from the "
+                               "profile / measured), step overhead {} (grad zeroing, loss, SGD step)",
+                               speed, formatDuration(overheadNs)));
+  }
 
   SearchSpace space;
   space.batch = config.batch;
@@ -200,7 +222,51 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   space.modes = config.modes;
   space.enumeration = config.enumeration;
   space.balances = config.balances;
-  const SearchResult searched = search(profile, cluster, space);
+  SearchResult searched = search(profile, cluster, space);
+
+  if (overheadNs < 0) {  // resumed: the overhead is what the kept predictions carry above the simulator's
+    overheadNs = 0;
+    for (const CandidateResult& old : inputs.resumedReport->candidates) {
+      for (const RankedCandidate& fresh : searched.ranked) {
+        if (fresh.candidate == old.candidate) overheadNs = old.prediction.iterationNs - fresh.prediction.iterationNs;
+      }
+    }
+  }
+  // Step overhead for everyone; contention per candidate from its predicted timeline. A
+  // resumed sweep keeps the predictions its report holds (same profile, same calibrations).
+  const bool onCpu = config.devices.front().type == DeviceType::Cpu;
+  double contention = 1.0;
+  if (!inputs.resumedReport && onCpu) {
+    contention = measureContentionFactor(config.modelFlags, config.batch,
+                                         static_cast<std::int64_t>(config.devices.size()));
+    progress.phase(fmt::format("calibration: contention {:.3f} ({} partitions computing at once on shared cores, "
+                               "against one alone)", contention, config.devices.size()));
+  }
+  auto correct = [&](RankedCandidate& entry) {
+    if (entry.prediction.iterationNs <= 0) return;
+    if (inputs.resumedReport) {
+      for (const CandidateResult& old : inputs.resumedReport->candidates) {
+        if (old.candidate == entry.candidate) {
+          entry.prediction = old.prediction;
+          return;
+        }
+      }
+    }
+    TimeNs contentionNs = 0;
+    if (contention > 1.0) {
+      SimulationOptions traced;
+      traced.recordTrace = true;
+      const TimeNs overlapNs = concurrentComputeNs(simulate(profile, cluster, entry.candidate, traced).trace);
+      contentionNs = static_cast<TimeNs>((contention - 1.0) * static_cast<double>(overlapNs) + 0.5);
+    }
+    addStepOverhead(entry.prediction, overheadNs + contentionNs, config.batch);
+  };
+  for (RankedCandidate& entry : searched.ranked) correct(entry);
+  for (RankedCandidate& entry : searched.rejected) correct(entry);
+  std::stable_sort(searched.ranked.begin(), searched.ranked.end(),
+                   [](const RankedCandidate& a, const RankedCandidate& b) {
+                     return a.prediction.samplesPerS > b.prediction.samplesPerS;
+                   });
 
   Report report;
   ReportEnvironment& env = report.environment;
@@ -252,7 +318,6 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
           result.measurement = old.measurement;
           result.error = old.error;
           result.notMeasuredReason.clear();
-          result.prediction.tracePath = old.prediction.tracePath;
           result.predictedAnalysis = old.predictedAnalysis;
           result.measuredAnalysis = old.measuredAnalysis;
           ++kept;
@@ -288,7 +353,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     }
     progress.begin(label);
     try {
-      measureInto(result, config, profile, cluster, reportDir);
+      measureInto(result, config, profile, cluster, reportDir, overheadNs);
       progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
     } catch (const c10::Error& error) {
       recordFailure(result, firstLine(error.what_without_backtrace()));

@@ -42,8 +42,8 @@ TEST(ParseMeasurePolicy, RejectsMalformedTextNamingIt) {
   }
 }
 
-TEST(SelectForMeasurement, TopTakesHalfByRankThenSpreads) {
-  // Picks 0 and 1 by rank; then [3,1] x2 always (score 1), then [1,3] x1 never (score 3,
+TEST(SelectForMeasurement, TopTakesAThirdByRankThenSpreads) {
+  // Picks 0 and 1 (ceil(4/3)) by rank; then [3,1] x2 always (score 1), then [1,3] x1 never (score 3,
   // ahead of [2,2] x1 always with 4 and [2,2] x2 always with 5).
   EXPECT_EQ(selectForMeasurement(ranked(), {MeasureKind::Top, 4}), (std::vector<std::size_t>{0, 1, 4, 3}));
 }
