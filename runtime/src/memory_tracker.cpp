@@ -1,8 +1,8 @@
 // Memory accounting on CPU: a c10::Allocator wrapper that attributes allocations to a thread tag.
 //
-// Every allocation made while the calling thread carries a tag in [0, kMaxAllocationTags) gets
-// a context {tag, size, original DataPtr} and a deleter that subtracts the size from that tag
-// when the storage is freed, on whatever thread. Untagged allocations are passed through
+// Every allocation made while the calling thread carries a tag in [0, kMaxAllocationTags) is
+// recorded {tag, size, original DataPtr} in a side table and gets a deleter that subtracts the
+// size from that tag when the storage is freed, on whatever thread. Untagged allocations are passed through
 // untouched (no extra cost beyond one thread-local read).
 #include <pipeprof/runtime/memory_tracker.h>
 
@@ -14,6 +14,8 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 
 namespace pipeprof {
 namespace {
@@ -39,18 +41,69 @@ void raisePeak(TagCounters& c, Bytes live) {
   }
 }
 
-/// What a tracked DataPtr carries: enough to undo the accounting and free the original.
-struct TrackedContext {
+/// What the tracker remembers of a tagged allocation: enough to undo the accounting and free it.
+struct TrackedAllocation {
   std::int64_t tag;
   Bytes sizeBytes;
   c10::DataPtr original;
 };
 
-void deleteTracked(void* context) {
-  auto* tracked = static_cast<TrackedContext*>(context);
-  counters()[static_cast<std::size_t>(tracked->tag)].live.fetch_sub(tracked->sizeBytes,
-                                                                     std::memory_order_relaxed);
-  delete tracked;  // destroys the original DataPtr, which frees the memory
+/// Tagged allocations by data pointer. A tracked DataPtr's context is its data pointer (as
+/// LibTorch's raw_allocate/raw_deallocate require), so the accounting lives in this side
+/// table, sharded by pointer to keep workers from contending on one lock.
+class AllocationTable {
+ public:
+  void insert(void* data, TrackedAllocation allocation) {
+    Shard& shard = shardOf(data);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    shard.allocations.emplace(data, std::move(allocation));
+  }
+  /// Removes and returns the allocation of data, if it is tracked.
+  std::optional<TrackedAllocation> take(void* data) {
+    Shard& shard = shardOf(data);
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    auto it = shard.allocations.find(data);
+    if (it == shard.allocations.end()) {
+      return std::nullopt;
+    }
+    TrackedAllocation allocation = std::move(it->second);
+    shard.allocations.erase(it);
+    return allocation;
+  }
+
+ private:
+  static constexpr std::size_t kShards = 16;
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<void*, TrackedAllocation> allocations;
+  };
+  Shard& shardOf(void* data) { return shards_[(reinterpret_cast<std::uintptr_t>(data) >> 6U) % kShards]; }
+  std::array<Shard, kShards> shards_;
+};
+
+AllocationTable& allocationTable() {
+  static AllocationTable table;
+  return table;
+}
+
+/// The raw deleter of the allocator that was wrapped (null when it has none).
+c10::DeleterFnPtr& previousRawDeleter() {
+  static c10::DeleterFnPtr deleter = nullptr;
+  return deleter;
+}
+
+void deleteTracked(void* data) {
+  std::optional<TrackedAllocation> allocation = allocationTable().take(data);
+  if (!allocation) {
+    // An untagged allocation handed out by the wrapped allocator, freed via raw_deallocate.
+    if (c10::DeleterFnPtr deleter = previousRawDeleter()) {
+      deleter(data);
+    }
+    return;
+  }
+  counters()[static_cast<std::size_t>(allocation->tag)].live.fetch_sub(allocation->sizeBytes,
+                                                                       std::memory_order_relaxed);
+  // allocation->original is destroyed here, which frees the memory.
 }
 
 /// Wraps the previously installed CPU allocator. Both allocate() signatures are declared,
@@ -59,10 +112,16 @@ void deleteTracked(void* context) {
 /// plain member on 1.13.
 class TrackingAllocator final : public c10::Allocator {
  public:
-  explicit TrackingAllocator(c10::Allocator* previous) : previous_(previous) {}
+  explicit TrackingAllocator(c10::Allocator* previous) : previous_(previous) {
+    previousRawDeleter() = previous_->raw_deleter();
+  }
 
   c10::DataPtr allocate(size_t n) const { return track(previous_->allocate(n), n); }
   c10::DataPtr allocate(size_t n) { return track(previous_->allocate(n), n); }
+
+  c10::DeleterFnPtr raw_deleter() const {
+    return previousRawDeleter() != nullptr ? &deleteTracked : nullptr;
+  }
 
   void copy_data(void* dest, const void* src, std::size_t count) const {
     if (count > 0) {
@@ -73,7 +132,7 @@ class TrackingAllocator final : public c10::Allocator {
  private:
   static c10::DataPtr track(c10::DataPtr original, size_t n) {
     const std::int64_t tag = tCurrentTag;
-    if (!validTag(tag) || n == 0) {
+    if (!validTag(tag) || n == 0 || original.get() == nullptr) {
       return original;
     }
     const auto sizeBytes = static_cast<Bytes>(n);
@@ -81,8 +140,8 @@ class TrackingAllocator final : public c10::Allocator {
     raisePeak(c, c.live.fetch_add(sizeBytes, std::memory_order_relaxed) + sizeBytes);
     void* data = original.get();
     const c10::Device device = original.device();
-    auto* context = new TrackedContext{tag, sizeBytes, std::move(original)};
-    return c10::DataPtr(data, context, &deleteTracked, device);
+    allocationTable().insert(data, TrackedAllocation{tag, sizeBytes, std::move(original)});
+    return c10::DataPtr(data, data, &deleteTracked, device);
   }
 
   c10::Allocator* previous_;

@@ -17,6 +17,12 @@ struct ZooEntry {
 const std::vector<ZooEntry>& zooEntries() {
   static const std::vector<ZooEntry> entries = {
       {"mlp", "Linear+ReLU stack (width 512, depth 8 Linear layers), MSE regression", &buildMlp},
+      {"resnet", "flattened bottleneck CNN, residuals as stash/pop skips (width 64, depth 4 blocks), 3x32x32 "
+                 "images, 10 classes", &buildResnet},
+      {"unet", "encoder-decoder with stash/pop skips (width 16, depth 2 levels), 3x32x32 image to image, MSE",
+       &buildUnet},
+      {"gpt", "decoder-only transformer (width 128, depth 4 blocks, 256 tokens, sequence 32), next-token loss",
+       &buildGpt},
   };
   return entries;
 }
