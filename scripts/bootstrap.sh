@@ -7,7 +7,7 @@ packages=(
   libtorch-dev libopenblas0-pthread
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev qt6-charts-dev libqt6svg6-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev
   xvfb xauth
 )
 # The reference-implementation benchmark (bench/) compares against PyTorch's Python Pipe.
