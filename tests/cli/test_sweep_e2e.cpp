@@ -247,6 +247,45 @@ TEST_F(SweepE2E, ResumeOfAnotherSweepIsRefused) {
   EXPECT_EQ(slurp(report), before);
 }
 
+TEST_F(SweepE2E, ACachedProfileIsReusedAndOneFromAnotherEnvironmentRefused) {
+  const fs::path profile = dir_ / "cache" / "profile.json";
+  const fs::path first = dir_ / "first.json";
+  const CommandResult written = pipeprof(tinySweep(first.string(), "none") + " --profile " + quote(profile.string()));
+  ASSERT_EQ(written.exitCode, 0) << written.err;
+  ASSERT_TRUE(fs::is_regular_file(profile));
+  EXPECT_EQ(countLines(written.err, "profiling "), 1u);
+
+  const fs::path second = dir_ / "second.json";
+  const CommandResult reused = pipeprof(tinySweep(second.string(), "none") + " --profile " + quote(profile.string()));
+  ASSERT_EQ(reused.exitCode, 0) << reused.err;
+  EXPECT_EQ(countLines(reused.err, "profiling "), 0u) << reused.err;
+
+  const fs::path third = dir_ / "third.json";
+  const CommandResult threads =
+      pipeprof(tinySweep(third.string(), "none") + " --threads 3 --profile " + quote(profile.string()));
+  EXPECT_EQ(threads.exitCode, 2) << threads.err;
+  EXPECT_NE(threads.err.find("intra-op thread"), std::string::npos) << threads.err;
+  EXPECT_FALSE(fs::exists(third));
+
+  nlohmann::json edited = readJsonFile(profile.string());
+  edited["environment"]["torch_version"] = "0.0.1";
+  const fs::path foreign = dir_ / "foreign.json";
+  std::ofstream(foreign) << edited.dump();
+  const CommandResult version = pipeprof(tinySweep(third.string(), "none") + " --profile " + quote(foreign.string()));
+  EXPECT_EQ(version.exitCode, 2) << version.err;
+  EXPECT_NE(version.err.find("LibTorch 0.0.1"), std::string::npos) << version.err;
+  EXPECT_FALSE(fs::exists(third));
+}
+
+TEST_F(SweepE2E, JsonPrintsTheReportOnStdout) {
+  const fs::path report = dir_ / "report.json";
+  const CommandResult run = pipeprof(tinySweep(report.string(), "top:1") + " --json");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const Report printed = reportFromJson(nlohmann::json::parse(run.out), "stdout");
+  EXPECT_TRUE(printed.complete);
+  EXPECT_EQ(printed.candidates.size(), readReport(report.string()).candidates.size());
+}
+
 TEST_F(SweepE2E, ModelsListsTheZooAsJson) {
   const CommandResult run = pipeprof("models --json");
   ASSERT_EQ(run.exitCode, 0) << run.err;
