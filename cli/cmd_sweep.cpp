@@ -38,8 +38,8 @@ struct SweepFlags {
   std::string checkpoint = "always,except_last,never";
   std::string balances = "auto";
   std::string measure = "top:12";
-  std::int64_t steps = 5;
-  std::int64_t warmup = 2;
+  std::int64_t steps = 10;
+  std::int64_t warmup = 3;
   std::string deviceMemory;
   std::string profile;
   double profileBudget = 20.0;
@@ -202,12 +202,14 @@ void addSweepCommand(CLI::App& app) {
       "Examples:\n"
       "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
       "  pipeprof sweep --model resnet --batch 32 --chunks 2,4 --measure top:6 --steps 3\n"
-      "  pipeprof sweep --model gpt --balances \"3,5;4,4\" --measure all --profile gpt.profile.json\n"
+      "  pipeprof sweep --model gpt --balances \"3,4;4,3\" --measure all --profile gpt.profile.json\n"
       "  pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash\n\n"
       "Threads: unless --threads is given, the sweep uses max(1, cores / partitions) intra-op\n"
       "threads (LibTorch and OpenBLAS) so the partitions' workers do not oversubscribe the cores;\n"
       "the profile is measured with the same count.");
   addModelFlags(*command, flags->model);
+  command->get_option("--threads")->description(
+      "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / partitions))");
   command->add_option("--devices", flags->devices, "One device per partition, e.g. cpu,cpu or cuda:0,cuda:1")
       ->capture_default_str();
   command->add_option("--chunks", flags->chunks, "Chunk counts to try")->capture_default_str();
