@@ -5,9 +5,30 @@
 
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <stdexcept>
 
 namespace pipeprof::cli {
+
+namespace {
+
+/// OpenBLAS (Debian's LibTorch uses it for GEMM) keeps its own thread pool besides LibTorch's;
+/// when several pipeline workers call GEMM at once on a small machine its threads spin against
+/// each other (a 2-partition CPU step measured 10x slower here). Set it too when it is linked in.
+void setBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  if (void* symbol = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
+    reinterpret_cast<SetThreads>(symbol)(threads);
+  }
+}
+
+}  // namespace
+
+void setThreads(std::int64_t threads) {
+  torch::set_num_threads(static_cast<int>(threads));
+  setBlasThreads(static_cast<int>(threads));
+}
 
 void addModelFlags(CLI::App& command, ModelFlags& flags) {
   command.add_option("--model", flags.model, "zoo model name (see `pipeprof models`) or TorchScript file (.pt)")
@@ -16,7 +37,7 @@ void addModelFlags(CLI::App& command, ModelFlags& flags) {
   command.add_option("--width", flags.width, "model width: hidden size / channels (default: the model's)");
   command.add_option("--depth", flags.depth, "model depth: blocks / layers (default: the model's)");
   command.add_option("--seed", flags.seed, "parameter initialisation seed")->capture_default_str();
-  command.add_option("--threads", flags.threads, "LibTorch intra-op threads (default: LibTorch's own choice)");
+  command.add_option("--threads", flags.threads, "intra-op threads of LibTorch and OpenBLAS (default: their own choice)");
 }
 
 Model buildModelFromFlags(const ModelFlags& flags) {
@@ -26,7 +47,7 @@ Model buildModelFromFlags(const ModelFlags& flags) {
     throw UsageError("--width and --depth must be positive (or 0 for the default), got " + std::to_string(flags.width) +
                      " and " + std::to_string(flags.depth));
   }
-  if (flags.threads > 0) torch::set_num_threads(static_cast<int>(flags.threads));
+  if (flags.threads > 0) setThreads(flags.threads);
   ModelOptions options;
   options.width = flags.width;
   options.depth = flags.depth;

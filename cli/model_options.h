@@ -21,11 +21,14 @@ struct ModelFlags {
   std::int64_t width = 0;      ///< 0 = the model's default
   std::int64_t depth = 0;      ///< 0 = the model's default
   std::int64_t seed = 0;       ///< parameter initialisation seed
-  std::int64_t threads = 0;    ///< intra-op threads; 0 = leave LibTorch's default
+  std::int64_t threads = 0;    ///< intra-op threads (LibTorch and OpenBLAS); 0 = leave their defaults
 };
 
 /// Adds --model, --batch, --width, --depth, --seed and --threads to a subcommand.
 void addModelFlags(CLI::App& command, ModelFlags& flags);
+
+/// Sets LibTorch's intra-op threads and, when OpenBLAS is linked in, OpenBLAS's own pool.
+void setThreads(std::int64_t threads);
 
 /// Builds the model the flags name and applies --threads. Throws UsageError for an unknown
 /// model, an unreadable file or a non-positive batch/threads value.

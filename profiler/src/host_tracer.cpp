@@ -124,26 +124,28 @@ OpSpan::OpSpan(HostTracer* tracer, OpKind kind, std::int64_t i, std::int64_t j, 
                const std::string& device, const std::string& lane, const std::string& name)
     : tracer_(tracer != nullptr && tracer->enabled() ? tracer : nullptr) {
   if (tracer_ == nullptr) return;
-  event_.kind = EventKind::Span;
-  event_.name = name;
-  event_.device = device;
-  event_.lane = lane;
-  event_.microBatch = i;
-  event_.partition = j;
-  event_.phase = phaseOf(kind);
-  event_.correlationId = tracer_->nextCorrelationId();
-  if (kind == OpKind::Copy || kind == OpKind::SkipCopy) event_.args["to"] = std::to_string(toJ);
-  if (OpHooks* hooks = tracer_->opHooks()) hooks->onOpBegin(event_.correlationId);
-  event_.startNs = tracer_->nowNs();
+  TraceEvent& event = event_.emplace();
+  event.kind = EventKind::Span;
+  event.name = name;
+  event.device = device;
+  event.lane = lane;
+  event.microBatch = i;
+  event.partition = j;
+  event.phase = phaseOf(kind);
+  event.correlationId = tracer_->nextCorrelationId();
+  if (kind == OpKind::Copy || kind == OpKind::SkipCopy) event.args["to"] = std::to_string(toJ);
+  if (OpHooks* hooks = tracer_->opHooks()) hooks->onOpBegin(event.correlationId);
+  event.startNs = tracer_->nowNs();
 }
 
 OpSpan::~OpSpan() {
   if (tracer_ == nullptr) return;
   const TimeNs endNs = tracer_->nowNs();
-  if (OpHooks* hooks = tracer_->opHooks()) hooks->onOpEnd(event_.correlationId);
-  event_.durationNs = endNs - event_.startNs;
-  event_.bytes = bytes_;
-  tracer_->record(std::move(event_));
+  TraceEvent& event = *event_;
+  if (OpHooks* hooks = tracer_->opHooks()) hooks->onOpEnd(event.correlationId);
+  event.durationNs = endNs - event.startNs;
+  event.bytes = bytes_;
+  tracer_->record(std::move(event));
 }
 
 }  // namespace pipeprof

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,7 @@ class OpSpan {
 
  private:
   HostTracer* tracer_;  ///< null when tracing is off
-  TraceEvent event_;
+  std::optional<TraceEvent> event_;  ///< engaged only when recording, so the off path builds nothing
   Bytes bytes_ = 0;
 };
 
