@@ -54,6 +54,7 @@ TuningPanel::TuningPanel(QWidget* parent)
   error_->setStyleSheet(QStringLiteral("color: #c0392b"));
   prediction_->setTextFormat(Qt::RichText);
   prediction_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  prediction_->setWordWrap(true);
 
   auto* configuration = new QGroupBox(tr("Configuration"), this);
   auto* form = new QFormLayout(configuration);
@@ -139,6 +140,8 @@ void TuningPanel::loadCandidate(std::size_t candidate) {
   if (!report_ || candidate >= report_->candidates.size()) return;
   picker_->setCurrentCandidate(candidate);
   loadCandidate(report_->candidates[candidate].candidate, qs(report_->candidates[candidate].candidate.label()));
+  reportIterationNs_ = report_->candidates[candidate].prediction.iterationNs;
+  showPrediction();
 }
 
 void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origin) {
@@ -151,6 +154,7 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
     const Cluster cluster = report_->cluster ? *report_->cluster
                                              : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
     basePrediction_.reset();
+    reportIterationNs_.reset();
     baseLabel_ = origin;
     model_->setInputs(*report_->profile, cluster, candidate);
     basePrediction_ = model_->prediction();
@@ -199,6 +203,11 @@ void TuningPanel::showPrediction() {
   row(tr("Fits"), p.fits ? tr("yes") : QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(tr("no")));
   text += QStringLiteral("</table>");
   if (!baseLabel_.isEmpty()) text += tr("<span style='color:#777'>changes against %1</span>").arg(baseLabel_.toHtmlEscaped());
+  if (reportIterationNs_ && base && *reportIterationNs_ != base->iterationNs) {
+    text += tr("<br><span style='color:#777'>the report says %1: the sweep calibrates for step overhead and CPU "
+               "contention, this panel runs the simulator alone</span>")
+                .arg(durationText(*reportIterationNs_));
+  }
   prediction_->setText(text);
 }
 
