@@ -13,72 +13,6 @@
 
 namespace pipeprof::cli {
 
-TimeNs measureStepOverheadNs(const ModelFlags& flags, std::int64_t batch, const torch::Device& device,
-                             std::int64_t repeats) {
-  Model model = buildModelFromFlags(flags);
-  model.sequential->to(device);
-  std::vector<torch::Tensor> parameters = model.sequential->parameters();
-  for (torch::Tensor& parameter : parameters) {
-    if (parameter.requires_grad()) parameter.mutable_grad() = torch::ones_like(parameter);
-  }
-  torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(1e-3));
-  const Batch data = model.makeBatch(batch, 0);
-  // The model's output has the target's shape for every zoo loss that compares them; use the
-  // forward output when it does not (one forward, untimed).
-  torch::Tensor output;
-  {
-    torch::NoGradGuard noGrad;
-    output = model.sequential->forward(data.input.to(device)).detach();
-  }
-  const torch::Tensor target = data.target.to(device);
-
-  auto synchronize = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
-  std::vector<TimeNs> samples;
-  for (std::int64_t r = 0; r < repeats + 2; ++r) {
-    synchronize();
-    const auto start = std::chrono::steady_clock::now();
-    for (const torch::Tensor& parameter : parameters) {
-      torch::Tensor grad = parameter.grad();
-      if (grad.defined()) grad.zero_();
-    }
-    const torch::Tensor leaf = output.clone().requires_grad_(true);
-    model.loss(leaf, target).backward();
-    optimizer.step();
-    synchronize();
-    const auto end = std::chrono::steady_clock::now();
-    if (r >= 2) samples.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
-
-double measureChainedSpeed(const ModelFlags& flags, const Profile& profile, std::int64_t batch,
-                           const torch::Device& device, TimeNs overheadNs, std::int64_t steps) {
-  Candidate whole;
-  whole.balance = {profile.layerCount()};
-  whole.chunks = 1;
-  whole.checkpoint = Checkpoint::Never;
-  whole.batch = batch;
-  const Cluster one = Cluster::uniform(1, std::nullopt, 0.0, 0, device.is_cuda() ? "cuda:0" : "cpu:0");
-  const TimeNs predictedNs = simulate(profile, one, whole).prediction.iterationNs;
-
-  Model model = buildModelFromFlags(flags);
-  TrainingOptions options;
-  options.balance = whole.balance;
-  options.devices = {device};
-  options.chunks = 1;
-  options.checkpoint = Checkpoint::Never;
-  options.batch = batch;
-  options.warmupSteps = 2;
-  options.steps = steps;
-  const TimeNs measuredNs = trainAndMeasure(model, options).measurement.stepNsMedian - overheadNs;
-  if (predictedNs <= 0 || measuredNs <= 0) return 1.0;
-  const double speed = static_cast<double>(predictedNs) / static_cast<double>(measuredNs);
-  return std::clamp(speed, 0.25, 4.0);
-}
-
 namespace {
 
 /// Median time of `repeats` forward + backward passes of the model on its own thread(s).
@@ -112,7 +46,7 @@ double measureContentionFactor(const ModelFlags& flags, std::int64_t batch, std:
   // Alternate alone and together rounds so a change in the machine's load hits both sides.
   std::vector<TimeNs> alone;
   std::vector<TimeNs> all;
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 5; ++round) {
     const std::vector<TimeNs> single = timePasses(models.front(), batches.front(), repeats);
     alone.insert(alone.end(), single.begin(), single.end());
     std::vector<std::vector<TimeNs>> together(static_cast<std::size_t>(partitions));
@@ -149,6 +83,54 @@ TimeNs concurrentComputeNs(const Trace& trace) {
     previousNs = atNs;
   }
   return total;
+}
+
+ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Profile& profile, std::int64_t batch,
+                                             const torch::Device& device, std::int64_t steps) {
+  Candidate whole;
+  whole.balance = {profile.layerCount()};
+  whole.chunks = 1;
+  whole.checkpoint = Checkpoint::Never;
+  whole.batch = batch;
+  const Cluster one = Cluster::uniform(1, std::nullopt, 0.0, 0, device.is_cuda() ? "cuda:0" : "cpu:0");
+  const TimeNs predictedNs = simulate(profile, one, whole).prediction.iterationNs;
+
+  Model model = buildModelFromFlags(flags);
+  TrainingOptions options;
+  options.balance = whole.balance;
+  options.devices = {device};
+  options.chunks = 1;
+  options.checkpoint = Checkpoint::Never;
+  options.batch = batch;
+  options.warmupSteps = 2;
+  options.steps = steps;
+  options.captureTrace = true;
+  const Trace trace = trainAndMeasure(model, options).trace;
+
+  // Per timed step: the pipeline's compute (forward and backward spans) and the rest of the step.
+  std::vector<TimeNs> computeNs;
+  std::vector<TimeNs> restNs;
+  for (const TraceEvent& step : trace.events) {
+    if (step.kind != EventKind::Span || step.phase != Phase::Step) continue;
+    TimeNs compute = 0;
+    for (const TraceEvent& op : trace.events) {
+      const bool isCompute = op.phase == Phase::Forward || op.phase == Phase::Backward || op.phase == Phase::Recompute;
+      if (op.kind == EventKind::Span && isCompute && op.startNs >= step.startNs && op.startNs < step.endNs()) {
+        compute += op.durationNs;
+      }
+    }
+    computeNs.push_back(compute);
+    restNs.push_back(std::max<TimeNs>(0, step.durationNs - compute));
+  }
+  ChainedCalibration calibration;
+  if (computeNs.empty()) return calibration;
+  calibration.stepOverheadNs = median(restNs);
+  const TimeNs measuredNs = median(computeNs);
+  if (predictedNs > 0 && measuredNs > 0) {
+    calibration.relativeSpeed =
+        std::clamp(static_cast<double>(predictedNs) / static_cast<double>(measuredNs), 0.25, 4.0);
+  }
+  return calibration;
 }
 
 void addStepOverhead(Prediction& prediction, TimeNs overheadNs, std::int64_t batch) {

@@ -1,18 +1,19 @@
-// The sweep's two documented calibrations of the simulator's inputs, measured once per sweep.
+// The sweep's three documented calibrations of the simulator's inputs, measured once per sweep.
 //
 // 1. Step overhead. A measured training step is: zero the gradients in place, the pipeline's forward, the loss,
 // the pipeline's backward, and an SGD step over every parameter, all driven by the caller's
 // thread. The simulator predicts the pipeline's forward and backward only. The rest does not
 // depend on the candidate (it touches every parameter and the loss once per step whatever the
-// balance, chunks or mode), so the sweep measures it once per sweep and adds it to every
-// prediction: a constant per sweep, which leaves the predicted ranking unchanged.
+// balance, chunks or mode), so the sweep measures it once per sweep (inside a real training
+// step, see 2) and adds it to every prediction: a constant, which leaves the ranking unchanged.
 //
 // 2. Chained-compute speed. The layer profiler times each layer alone, repeatedly, on hot
 // caches; inside a training step the same layers run back to back (each one's weights and
 // activations evicted by the next), through one autograd graph. The sweep runs the whole,
-// unpartitioned model once as a one-partition, one-chunk pipeline on one device and compares
-// its measured forward + backward with the simulator's prediction of that same run:
-// relativeSpeed = predicted / measured (both without the step overhead), applied to every
+// unpartitioned model once as a one-partition, one-chunk pipeline on one device, traced, and
+// compares the time of its forward and backward ops with the simulator's prediction of that
+// same run: relativeSpeed = predicted / measured; the rest of each step is calibration 1. The
+// speed is applied to every
 // device of the sweep's cluster (stored in the report's cluster). It is one number for the
 // model, independent of balance, chunks and mode.
 //
@@ -38,18 +39,19 @@
 
 namespace pipeprof::cli {
 
-/// Median over `repeats` runs of: zeroing every gradient in place, the loss forward and
-/// backward on an output-shaped tensor, and a plain SGD step, on the model the flags name
-/// (parameters on `device`). Throws what building the model throws.
-TimeNs measureStepOverheadNs(const ModelFlags& flags, std::int64_t batch, const torch::Device& device,
-                             std::int64_t repeats = 15);
+struct ChainedCalibration {
+  double relativeSpeed = 1.0;  ///< predicted / measured compute of the unpartitioned model
+  TimeNs stepOverheadNs = 0;   ///< median step time outside the pipeline's compute ops
+};
 
-/// The chained-compute speed factor (see the file comment): the simulator's prediction of the
-/// unpartitioned model (one device of `cluster`'s kind, speed 1, chunks 1, never) over its
-/// measured forward + backward (median of `steps` training steps minus overheadNs), clamped to
-/// [0.25, 4]. Throws what the training loop throws.
-double measureChainedSpeed(const ModelFlags& flags, const Profile& profile, std::int64_t batch,
-                           const torch::Device& device, TimeNs overheadNs, std::int64_t steps = 15);
+/// Calibrations 1 and 2 (see the file comment) from one traced training run of the
+/// unpartitioned model (one partition on `device`, chunks 1, never; 2 warm-up + `steps`
+/// steps): per timed step, the pipeline's compute is the sum of its forward and backward
+/// spans and the overhead is the rest of the step; relativeSpeed = the simulator's prediction
+/// of that run / the median compute (clamped to [0.25, 4]), stepOverheadNs = the median rest.
+/// Throws what the training loop throws.
+ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Profile& profile, std::int64_t batch,
+                                             const torch::Device& device, std::int64_t steps = 30);
 
 /// The contention factor c (see the file comment) for `partitions` partitions on CPU; 1.0 for
 /// one partition. Clamped to [1, partitions].

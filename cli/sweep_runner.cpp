@@ -207,8 +207,9 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     cluster = *inputs.resumedReport->cluster;
   } else {
     const torch::Device device = torchDevices(config.devices).front();
-    overheadNs = measureStepOverheadNs(config.modelFlags, config.batch, device);
-    const double speed = measureChainedSpeed(config.modelFlags, profile, config.batch, device, overheadNs);
+    const ChainedCalibration chained = measureChainedCalibration(config.modelFlags, profile, config.batch, device);
+    overheadNs = chained.stepOverheadNs;
+    const double speed = chained.relativeSpeed;
     for (DeviceSpec& spec : cluster.devices) spec.relativeSpeed = speed;
     progress.phase(fmt::format("calibration: chained-compute speed {:.3f} (unpartitioned step predicted from the "
                                "profile / measured), step overhead {} (grad zeroing, loss, SGD step)",
