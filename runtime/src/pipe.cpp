@@ -11,6 +11,7 @@
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/skip.h>
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
@@ -147,9 +148,14 @@ namespace {
 /// Runs worker j's ops of one phase on every worker and waits for all of them.
 void runOnWorkers(std::vector<std::unique_ptr<Worker>>& workers, Step& step, bool backward) {
   std::vector<std::future<void>> done;
+  // ATen's OpenMP thread count is per thread: workers adopt the caller's intra-op setting.
+  const int intraOpThreads = at::get_num_threads();
   for (std::size_t j = 0; j < workers.size(); ++j) {
     const auto partition = static_cast<std::int64_t>(j);
-    done.push_back(workers[j]->submit([&step, partition, backward] {
+    done.push_back(workers[j]->submit([&step, partition, backward, intraOpThreads] {
+      if (at::get_num_threads() != intraOpThreads) {
+        at::set_num_threads(intraOpThreads);
+      }
       if (backward) {
         step.runBackward(partition);
       } else {
