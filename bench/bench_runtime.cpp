@@ -11,6 +11,7 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,9 +83,38 @@ void pipelining(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * 256);
 }
 
-BENCHMARK(plainStep)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
-BENCHMARK(pipeStep)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+/// bench/pipe_reference.py's step in pipeprof: a 4-layer 512-wide MLP (7 layers), batch 256,
+/// chunks 8, except_last; range(0) partitions of one worker each (0: the plain Sequential; 7:
+/// every layer its own partition, as the reference does on CPU; 2: [4, 3]).
+void referenceMlp(benchmark::State& state) {
+  const auto partitions = state.range(0);
+  pipeprof::ModelOptions sizes;
+  sizes.width = 512;
+  sizes.depth = 4;
+  Model model = pipeprof::buildModel("mlp", sizes);
+  Batch batch = model.makeBatch(256, 1);
+  std::unique_ptr<Pipe> pipe;
+  if (partitions > 0) {
+    PipeOptions options;
+    options.devices.assign(static_cast<std::size_t>(partitions), torch::kCPU);
+    options.chunks = 8;
+    options.checkpoint = Checkpoint::ExceptLast;
+    pipe = std::make_unique<Pipe>(model.sequential,
+                                  partitions == 7 ? std::vector<std::int64_t>(7, 1) : std::vector<std::int64_t>{4, 3},
+                                  options);
+  }
+  auto parameters = model.sequential->parameters();
+  for (auto _ : state) {
+    clearGrads(parameters);
+    torch::Tensor output = pipe ? pipe->forward(batch.input) : model.sequential->forward(batch.input);
+    model.loss(output, batch.target).backward();
+  }
+}
+
+BENCHMARK(plainStep)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
+BENCHMARK(pipeStep)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 BENCHMARK(pipelining)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(2.0)->UseRealTime();
+BENCHMARK(referenceMlp)->Arg(0)->Arg(7)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(1.0)->UseRealTime();
 
 }  // namespace
 

@@ -147,6 +147,17 @@ namespace {
 
 /// Runs worker j's ops of one phase on every worker and waits for all of them.
 void runOnWorkers(std::vector<std::unique_ptr<Worker>>& workers, Step& step, bool backward) {
+  if (workers.size() == 1) {
+    // One partition has nothing to overlap with: run its ops on the calling thread, saving
+    // the hand-off to the worker (the Pipe's overhead over the plain Sequential).
+    if (backward) {
+      step.runBackward(0);
+    } else {
+      step.runForward(0);
+    }
+    step.rethrowIfFailed();
+    return;
+  }
   std::vector<std::future<void>> done;
   // ATen's OpenMP thread count is per thread: workers adopt the caller's intra-op setting.
   const int intraOpThreads = at::get_num_threads();
