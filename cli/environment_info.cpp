@@ -3,10 +3,6 @@
 
 #include <pipeprof_git_revision.h>
 
-#include <torch/torch.h>
-
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <ctime>
 #include <thread>
@@ -31,15 +27,6 @@ std::int64_t hardwareThreads() {
 std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::int64_t cores) {
   if (requested > 0) return requested;
   return std::max<std::int64_t>(1, cores / std::max<std::int64_t>(1, partitions));
-}
-
-bool applyThreadCount(std::int64_t threads) {
-  torch::set_num_threads(static_cast<int>(threads));
-  using SetThreads = void (*)(int);
-  void* symbol = dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-  if (symbol == nullptr) return false;
-  reinterpret_cast<SetThreads>(symbol)(static_cast<int>(threads));
-  return true;
 }
 
 }  // namespace pipeprof::cli

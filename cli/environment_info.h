@@ -17,11 +17,4 @@ std::int64_t hardwareThreads();
 /// do not oversubscribe the cores, unless the user gave one (requested > 0).
 std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::int64_t cores);
 
-/// Sets the intra-op thread count for LibTorch (OpenMP) and for the BLAS library when it is
-/// OpenBLAS (found at run time with dlsym; LibTorch does not set it). Without the BLAS part an
-/// OpenBLAS built with pthreads keeps one thread per core for every GEMM, so two partitions'
-/// workers each ask for all the cores and a profile measured alone says nothing about a
-/// layer inside the pipeline. Returns true when a BLAS thread setter was found.
-bool applyThreadCount(std::int64_t threads);
-
 }  // namespace pipeprof::cli

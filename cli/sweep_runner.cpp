@@ -197,7 +197,7 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
 
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
                 const std::atomic<bool>& stop) {
-  applyThreadCount(config.threads);
+  setThreads(config.threads);  // LibTorch and OpenBLAS, before profiling (model_options.h)
   const Profile profile = obtainProfile(config, inputs, progress);
   // Calibrations (sweep_calibration.h): a resumed sweep keeps its report's values.
   Cluster cluster = sweepCluster(config);
