@@ -1,6 +1,7 @@
 // The GPipe Pipe: validation, partitions and workers, the forward step and its autograd node.
 #include <pipeprof/runtime/pipe.h>
 
+#include "device_memory.h"
 #include "microbatch.h"
 #include "partition.h"
 #include "pipeline.h"
@@ -282,6 +283,7 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
 
   for (const auto& partition : partitions_) {
     resetPeakBytes(partition.j);
+    resetDevicePeakBytes(partition.device);
   }
   for (const auto& batchNorm : deferredBatchNorms_) {
     batchNorm->resetStatistics();
@@ -375,7 +377,9 @@ bool Pipe::isTraining() const { return impl_->module_->is_training(); }
 std::vector<Bytes> Pipe::peakBytes() const {
   std::vector<Bytes> peaks;
   for (const auto& partition : impl_->partitions_) {
-    peaks.push_back(partition.parameterBytes + pipeprof::peakBytes(partition.j));
+    // CUDA: the caching allocator's peak of the device (it includes the parameters).
+    const std::optional<Bytes> devicePeak = devicePeakBytes(partition.device);
+    peaks.push_back(devicePeak ? *devicePeak : partition.parameterBytes + pipeprof::peakBytes(partition.j));
   }
   return peaks;
 }
@@ -383,6 +387,7 @@ std::vector<Bytes> Pipe::peakBytes() const {
 void Pipe::resetPeakBytes() {
   for (const auto& partition : impl_->partitions_) {
     pipeprof::resetPeakBytes(partition.j);
+    resetDevicePeakBytes(partition.device);
   }
 }
 
