@@ -1,8 +1,8 @@
 // Runtime speed: the Pipe's overhead against the plain Sequential, and CPU pipelining speed-up.
 //
 // Every benchmark runs with one intra-op thread (torch::set_num_threads(1) before anything
-// else): ATen's intra-op pool is process-global, so each partition's worker then computes on
-// one core and two partitions on two workers use two cores.
+// else; the Pipe's workers adopt the caller's setting) and a single-threaded OpenBLAS, so each
+// partition's worker computes on one core and two partitions on two workers use two cores.
 //
 //   build-rt/bench/bench_runtime --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <pipeprof/runtime/models.h>
@@ -10,6 +10,8 @@
 
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
+
+#include <dlfcn.h>
 
 #include <memory>
 #include <string>
@@ -118,8 +120,19 @@ BENCHMARK(referenceMlp)->Arg(0)->Arg(7)->Arg(2)->Unit(benchmark::kMillisecond)->
 
 }  // namespace
 
+/// OpenBLAS's pthread build (Debian's default BLAS) has its own thread pool that serialises
+/// concurrent callers and busy-waits: with two workers calling GEMM at once it costs more than
+/// pipelining gains. Give it one thread, as OPENBLAS_NUM_THREADS=1 would, when it is loaded.
+void singleThreadedBlas() {
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(1);
+  }
+}
+
 int main(int argc, char** argv) {
   torch::set_num_threads(1);
+  singleThreadedBlas();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 1;

@@ -78,7 +78,7 @@ class Step::CellTracker final : public SkipTracker {
     }
     std::lock_guard<std::mutex> lock(step_.mutex_);
     step_.skipsInFlight_[{key, i_}] = std::move(tensor);
-    step_.changed_.notify_all();
+    step_.wake(route->popJ);
   }
 
   torch::Tensor pop(const SkipKey& key) override {
@@ -100,7 +100,7 @@ class Step::CellTracker final : public SkipTracker {
     {
       std::unique_lock<std::mutex> lock(step_.mutex_);
       const auto slot = std::make_pair(key, i_);
-      if (!step_.waitFor(lock, [&] { return step_.skipsInFlight_.count(slot) > 0; })) {
+      if (!step_.waitFor(lock, j_, [&] { return step_.skipsInFlight_.count(slot) > 0; })) {
         throw StepAborted{};
       }
       auto it = step_.skipsInFlight_.find(slot);
@@ -142,7 +142,8 @@ Step::Step(StepConfig config, std::vector<Tensors> microBatches)
     : config_(std::move(config)),
       m_(static_cast<std::int64_t>(microBatches.size())),
       n_(static_cast<std::int64_t>(config_.partitions->size())),
-      cells_(static_cast<std::size_t>(m_ * n_)) {
+      cells_(static_cast<std::size_t>(m_ * n_)),
+      changed_(static_cast<std::size_t>(n_)) {
   for (std::int64_t i = 0; i < m_; ++i) {
     cell(i, 0).inputs = std::move(microBatches[static_cast<std::size_t>(i)]);
     if (!config_.gradEnabled) {
@@ -161,10 +162,12 @@ Step::Cell& Step::cell(std::int64_t i, std::int64_t j) { return cells_[static_ca
 bool Step::checkpointed(std::int64_t i) const { return config_.schedule->checkpointed(i); }
 
 template <typename Ready>
-bool Step::waitFor(std::unique_lock<std::mutex>& lock, Ready ready) {
-  changed_.wait(lock, [&] { return failed_ || ready(); });
+bool Step::waitFor(std::unique_lock<std::mutex>& lock, std::int64_t j, Ready ready) {
+  changed_[static_cast<std::size_t>(j)].wait(lock, [&] { return failed_ || ready(); });
   return !failed_;
 }
+
+void Step::wake(std::int64_t j) { changed_[static_cast<std::size_t>(j)].notify_one(); }
 
 void Step::fail(const Op& op, std::exception_ptr error) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -176,7 +179,9 @@ void Step::fail(const Op& op, std::exception_ptr error) {
     errorWhere_ = config_.schedule->label(op) + " on partition " + std::to_string(op.j) + ", micro-batch " +
                   std::to_string(op.i);
   }
-  changed_.notify_all();
+  for (auto& changed : changed_) {
+    changed.notify_all();
+  }
 }
 
 void Step::recordMemory(std::int64_t j) const {
@@ -263,7 +268,7 @@ void Step::forwardOp(const Op& op) {
   } else {
     std::unique_lock<std::mutex> lock(mutex_);
     Cell& previous = cell(i, j - 1);
-    if (!waitFor(lock, [&] { return previous.outputReady; })) {
+    if (!waitFor(lock, j, [&] { return previous.outputReady; })) {
       return;
     }
     inputs = previous.outputs;
@@ -297,7 +302,9 @@ void Step::forwardOp(const Op& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   own.outputs = std::move(outputs);
   own.outputReady = true;
-  changed_.notify_all();
+  if (j + 1 < n_) {
+    wake(j + 1);
+  }
 }
 
 void Step::recomputeOp(const Op& op) {
@@ -319,7 +326,7 @@ void Step::backwardOp(const Op& op) {
   std::map<SkipKey, torch::Tensor> stashGrads;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!waitFor(lock, [&] { return own.outputGradsReady && own.pendingStashGrads == 0; })) {
+    if (!waitFor(lock, j, [&] { return own.outputGradsReady && own.pendingStashGrads == 0; })) {
       return;
     }
     outputGrads = std::move(own.outputGrads);
@@ -389,6 +396,7 @@ void Step::backwardOp(const Op& op) {
     Cell& previous = cell(i, j - 1);
     previous.outputGrads = std::move(inputGrads);
     previous.outputGradsReady = true;
+    wake(j - 1);
   } else {
     own.inputGrads = std::move(inputGrads);
   }
@@ -396,8 +404,8 @@ void Step::backwardOp(const Op& op) {
     Cell& stasher = cell(i, route->stashJ);
     stasher.stashGrads[route->key] = std::move(grad);
     --stasher.pendingStashGrads;
+    wake(route->stashJ);
   }
-  changed_.notify_all();
 }
 
 std::vector<Tensors> Step::lastOutputs() const {
@@ -416,7 +424,7 @@ void Step::setOutputGrads(std::vector<Tensors> grads) {
     last.outputGrads = std::move(grads.at(static_cast<std::size_t>(i)));
     last.outputGradsReady = true;
   }
-  changed_.notify_all();
+  wake(n_ - 1);
 }
 
 std::vector<Tensors> Step::inputGrads() const {

@@ -103,9 +103,12 @@ class Step {
   bool checkpointed(std::int64_t i) const;
   Cell& cell(std::int64_t i, std::int64_t j);
   void fail(const Op& op, std::exception_ptr error);
-  /// Waits under lock until ready() or the step failed; false when it failed.
+  /// Partition j's worker waits under lock until ready() or the step failed; false when it
+  /// failed. Whoever changes what j waits for calls wake(j) (one condition per partition, so
+  /// a change wakes only the worker it concerns).
   template <typename Ready>
-  bool waitFor(std::unique_lock<std::mutex>& lock, Ready ready);
+  bool waitFor(std::unique_lock<std::mutex>& lock, std::int64_t j, Ready ready);
+  void wake(std::int64_t j);
   void recordMemory(std::int64_t j) const;
 
   StepConfig config_;
@@ -115,7 +118,7 @@ class Step {
   std::map<std::pair<SkipKey, std::int64_t>, torch::Tensor> skipsInFlight_;  ///< (key, i)
 
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  std::vector<std::condition_variable> changed_;  ///< per partition
   bool failed_ = false;
   std::exception_ptr error_;
   std::string errorWhere_;
