@@ -60,7 +60,8 @@ std::string firstLine(const std::string& text) { return text.substr(0, text.find
 
 /// The candidate's measured run: the shared training loop (cli/training_loop.h) on a fresh
 /// copy of the model, with its trace.
-TrainingResult measureCandidate(const SweepConfig& config, const Candidate& candidate) {
+TrainingResult measureCandidate(const SweepConfig& config, const Candidate& candidate,
+                                const std::atomic<bool>& stop) {
   if (envOr(kFailCandidateEnv) == candidate.label()) {
     throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
   }
@@ -74,6 +75,7 @@ TrainingResult measureCandidate(const SweepConfig& config, const Candidate& cand
   options.warmupSteps = config.warmupSteps;
   options.steps = config.steps;
   options.captureTrace = true;
+  options.shouldStop = [&stop] { return stop.load(); };
   TrainingResult result = trainAndMeasure(model, options);
   result.trace.metadata["candidate"] = candidate.label();
   return result;
@@ -115,8 +117,9 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 /// Measures one candidate, writes its measured trace and its predicted twin, and fills the
 /// result (status Measured). Throws whatever the run throws; the result is untouched then.
 void measureInto(CandidateResult& result, const SweepConfig& config, const Profile& profile,
-                 const Cluster& cluster, const fs::path& reportDir, TimeNs overheadNs) {
-  TrainingResult run = measureCandidate(config, result.candidate);
+                 const Cluster& cluster, const fs::path& reportDir, TimeNs overheadNs,
+                 const std::atomic<bool>& stop) {
+  TrainingResult run = measureCandidate(config, result.candidate, stop);
   const std::string slug = candidateSlug(result.candidate);
   const fs::path measuredPath = fs::path(config.tracesDir) / (slug + ".measured.json");
   const fs::path predictedPath = fs::path(config.tracesDir) / (slug + ".predicted.json");
@@ -354,8 +357,13 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     }
     progress.begin(label);
     try {
-      measureInto(result, config, profile, cluster, reportDir, overheadNs);
+      measureInto(result, config, profile, cluster, reportDir, overheadNs, stop);
       progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
+    } catch (const TrainingStopped&) {
+      // Ctrl-C during this candidate's steps: it stays unmeasured, for --resume.
+      progress.finish();
+      throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
+                                         "same command and --resume", label, config.reportPath));
     } catch (const c10::Error& error) {
       recordFailure(result, firstLine(error.what_without_backtrace()));
       progress.failed(label, result.error);

@@ -104,6 +104,9 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
       recordHostSpan(tracer.get(), Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
       if (measured) recordHostSpan(tracer.get(), Phase::Step, "step", startNs, endNs);
     }
+    if (options.shouldStop && options.shouldStop()) {
+      throw TrainingStopped("stopped after a step on request");
+    }
     return std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
   };
 

@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,15 @@ struct TrainingOptions {
   double learningRate = 1e-3;  ///< plain SGD, no momentum (no optimizer state)
   std::int64_t dataSeed = 0;   ///< seed of the synthetic batch
   bool captureTrace = false;   ///< record host spans, memory counters (and CUPTI events on CUDA)
+  /// Asked after every step (warm-up and measured); returning true stops the loop there by
+  /// throwing TrainingStopped (the sweep's Ctrl-C). Empty: never stop.
+  std::function<bool()> shouldStop;
+};
+
+/// Thrown by trainAndMeasure when TrainingOptions::shouldStop asked it to stop after a step.
+class TrainingStopped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 struct TrainingResult {
@@ -46,7 +57,7 @@ struct TrainingResult {
 /// and copies attributed to the ops.
 ///
 /// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe)
-/// or non-positive steps, batch or chunks > batch.
+/// or non-positive steps, batch or chunks > batch; TrainingStopped when shouldStop says so.
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options);
 
 }  // namespace pipeprof::cli

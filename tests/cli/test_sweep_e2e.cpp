@@ -75,6 +75,16 @@ class SweepE2E : public ::testing::Test {
   fs::path dir_;
 };
 
+/// Starts `/bin/sh -c command` without waiting; returns its pid, or -1.
+pid_t spawnShell(const std::string& command) {
+  pid_t pid = -1;
+  std::vector<std::string> argvText{"/bin/sh", "-c", command};
+  std::vector<char*> argv;
+  for (std::string& text : argvText) argv.push_back(text.data());
+  argv.push_back(nullptr);
+  return posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv.data(), environ) == 0 ? pid : -1;
+}
+
 std::size_t countLines(const std::string& text, const std::string& prefix) {
   std::size_t count = 0;
   std::istringstream in(text);
@@ -136,12 +146,8 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
   const fs::path report = dir_ / "report.json";
   const std::string command = "PIPEPROF_TEST_CANDIDATE_DELAY_MS=60000 exec " + quote(kBinary) + " " +
                               tinySweep(report.string(), "top:3") + " > /dev/null 2> /dev/null";
-  pid_t pid = 0;
-  std::vector<std::string> argvText{"/bin/sh", "-c", command};
-  std::vector<char*> argv;
-  for (std::string& text : argvText) argv.push_back(text.data());
-  argv.push_back(nullptr);
-  ASSERT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv.data(), environ), 0);
+  const pid_t pid = spawnShell(command);
+  ASSERT_GT(pid, 0);
 
   // Wait for the first measured candidate in the report, then kill the sweep (it is sleeping
   // in the testing pause after that candidate).
@@ -183,6 +189,41 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
     }
   }
   EXPECT_TRUE(kept);
+}
+
+TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
+  // So many steps that the first candidate is still measuring when Ctrl-C arrives.
+  const fs::path report = dir_ / "report.json";
+  const fs::path err = dir_ / "stderr.txt";
+  const std::string sweep = "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 "
+                            "--measure top:3 --steps 1000000 --warmup 1 --profile-budget 1 -o " +
+                            quote(report.string());
+  const pid_t pid = spawnShell("exec " + quote(kBinary) + " " + sweep + " > /dev/null 2> " + quote(err.string()));
+  ASSERT_GT(pid, 0);
+  // The report appears once every candidate is predicted, right before measuring starts.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(report) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the candidate's steps
+  kill(pid, SIGINT);
+  int status = 0;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      FAIL() << "the sweep did not stop within 30 s of Ctrl-C";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(slurp(err).find("interrupted during"), std::string::npos) << slurp(err);
+  const Report interrupted = readReport(report.string());
+  EXPECT_FALSE(interrupted.complete);
+  EXPECT_TRUE(withStatus(interrupted, CandidateStatus::Measured).empty());
+  EXPECT_TRUE(withStatus(interrupted, CandidateStatus::Failed).empty()) << "an interrupted candidate is not a failure";
 }
 
 TEST_F(SweepE2E, AFailingCandidateIsRecordedAndTheSweepCompletes) {
