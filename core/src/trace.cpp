@@ -15,6 +15,17 @@ constexpr std::array<Phase, 13> kPhases = {
 
 }  // namespace
 
+Phase phaseOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::Forward: return Phase::Forward;
+    case OpKind::Recompute: return Phase::Recompute;
+    case OpKind::Backward: return Phase::Backward;
+    case OpKind::Copy: return Phase::Copy;
+    case OpKind::SkipCopy: return Phase::SkipCopy;
+  }
+  return Phase::Other;
+}
+
 std::string phaseName(Phase phase) {
   switch (phase) {
     case Phase::Forward: return "forward";

@@ -109,17 +109,6 @@ Trace HostTracer::drain() {
   return trace;
 }
 
-Phase phaseOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::Forward: return Phase::Forward;
-    case OpKind::Recompute: return Phase::Recompute;
-    case OpKind::Backward: return Phase::Backward;
-    case OpKind::Copy: return Phase::Copy;
-    case OpKind::SkipCopy: return Phase::SkipCopy;
-  }
-  return Phase::Other;
-}
-
 OpSpan::OpSpan(HostTracer* tracer, OpKind kind, std::int64_t i, std::int64_t j, std::int64_t toJ,
                const std::string& device, const std::string& lane, const std::string& name)
     : tracer_(tracer != nullptr && tracer->enabled() ? tracer : nullptr) {

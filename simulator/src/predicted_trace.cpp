@@ -5,20 +5,6 @@
 #include <utility>
 
 namespace pipeprof::sim {
-namespace {
-
-Phase phaseOf(OpKind kind) {
-  switch (kind) {
-    case OpKind::Forward: return Phase::Forward;
-    case OpKind::Recompute: return Phase::Recompute;
-    case OpKind::Backward: return Phase::Backward;
-    case OpKind::Copy: return Phase::Copy;
-    case OpKind::SkipCopy: return Phase::SkipCopy;
-  }
-  return Phase::Other;
-}
-
-}  // namespace
 
 Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine,
                      const Cluster& cluster, const std::string& candidateLabel) {

@@ -32,6 +32,14 @@ TraceEvent event(TimeNs startNs, const std::string& device, const std::string& l
   return result;
 }
 
+TEST(Phase, OfEachOpKind) {
+  EXPECT_EQ(phaseOf(OpKind::Forward), Phase::Forward);
+  EXPECT_EQ(phaseOf(OpKind::Recompute), Phase::Recompute);
+  EXPECT_EQ(phaseOf(OpKind::Backward), Phase::Backward);
+  EXPECT_EQ(phaseOf(OpKind::Copy), Phase::Copy);
+  EXPECT_EQ(phaseOf(OpKind::SkipCopy), Phase::SkipCopy);
+}
+
 TEST(SortEvents, ByStartDeviceLaneName) {
   Trace trace;
   trace.events = {event(5, "cpu:1", "a", "x"), event(5, "cpu:0", "b", "y"), event(5, "cpu:0", "a", "z"),

@@ -1,6 +1,7 @@
 // The one trace model: host spans, GPU kernels and copies, simulated ops, memory counters, flows.
 #pragma once
 
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
 #include <cstdint>
@@ -25,6 +26,9 @@ enum class Phase {
 /// "launch", "warmup", "step", "optimizer", "other"; parsePhase throws on unknown text.
 std::string phaseName(Phase phase);
 Phase parsePhase(const std::string& text);
+
+/// The trace phase of a scheduled op kind (measured and predicted traces use the same one).
+Phase phaseOf(OpKind kind);
 
 /// One event. Times are absolute on the producing clock (host monotonic ns for measured
 /// traces, simulated ns from 0 for predictions); Trace::baseNs is subtracted when written.

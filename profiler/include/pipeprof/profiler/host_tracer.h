@@ -101,7 +101,4 @@ class OpSpan {
   Bytes bytes_ = 0;
 };
 
-/// The trace phase of a runtime op kind.
-Phase phaseOf(OpKind kind);
-
 }  // namespace pipeprof
