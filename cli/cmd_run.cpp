@@ -1,5 +1,6 @@
 // `pipeprof run`: trains a model on a Pipe for a few steps and reports step time, throughput, peaks.
 #include "commands.h"
+#include "environment_info.h"
 #include "model_options.h"
 #include "training_loop.h"
 
@@ -84,6 +85,9 @@ void runRun(const RunFlags& flags) {
   Model model = buildModelFromFlags(flags.model);
   const std::int64_t batch = batchFromFlags(flags.model, model);
   const std::vector<DeviceDesc> deviceDescs = parseDevicesFlag(flags.devices);
+  // The sweep's thread policy: without it, OpenBLAS's own pool on every worker oversubscribes
+  // the cores and a 2-partition CPU step runs ~10x slower.
+  setThreads(sweepThreads(flags.model.threads, static_cast<std::int64_t>(deviceDescs.size()), hardwareThreads()));
   Checkpoint mode;
   try {
     mode = parseCheckpoint(flags.checkpoint);
@@ -175,6 +179,8 @@ void addRunCommand(CLI::App& app) {
       "peak memory, and the measured timeline as a Chrome trace.\n"
       "Example: pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json");
   addModelFlags(*command, flags->model);
+  command->get_option("--threads")->description(
+      "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / partitions), as the sweep)");
   command->add_option("--devices", flags->devices, "one device per partition, e.g. cpu,cpu or cuda:0,cuda:1")
       ->capture_default_str();
   command->add_option("--balance", flags->balance,
