@@ -42,6 +42,24 @@ TEST(Candidate, ScheduleSpec) {
   EXPECT_TRUE(example().scheduleSpec({}).training);
 }
 
+TEST(Candidate, ScheduleSpecHasTheMicroBatchesThatExist) {
+  Candidate candidate = example();
+  candidate.batch = 5;
+  candidate.chunks = 4;  // torch::chunk: sizes 2, 2, 1
+  EXPECT_EQ(candidate.scheduleSpec({}).chunks, 3);
+  candidate.batch = 3;  // fewer samples than chunks: sizes 1, 1, 1
+  EXPECT_EQ(candidate.scheduleSpec({}).chunks, 3);
+}
+
+TEST(Candidate, MicroBatchCount) {
+  EXPECT_EQ(microBatchCount(64, 8), 8);
+  EXPECT_EQ(microBatchCount(10, 4), 4);  // 3, 3, 3, 1
+  EXPECT_EQ(microBatchCount(5, 4), 3);
+  EXPECT_EQ(microBatchCount(1, 8), 1);
+  EXPECT_THROW(microBatchCount(0, 1), std::invalid_argument);
+  EXPECT_THROW(microBatchCount(4, 0), std::invalid_argument);
+}
+
 TEST(Balance, ParseAndFormat) {
   EXPECT_THAT(parseBalance("2,3,3"), ElementsAre(2, 3, 3));
   EXPECT_THAT(parseBalance(" 4 , 1"), ElementsAre(4, 1));

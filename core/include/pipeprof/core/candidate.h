@@ -25,7 +25,8 @@ struct Candidate {
   std::int64_t deviceOf(std::int64_t j) const;
   /// "[2,6] x8 except_last": balance, chunks and mode; identifies a candidate in a sweep.
   std::string label() const;
-  /// The schedule spec for training with the given skip routes.
+  /// The schedule spec for training with the given skip routes. Its chunks is the number of
+  /// micro-batches that exist (microBatchCount(batch, chunks)), as the runtime splits.
   ScheduleSpec scheduleSpec(const std::vector<SkipRoute>& skips, bool training = true) const;
 
   friend bool operator==(const Candidate& a, const Candidate& b) {
@@ -33,6 +34,11 @@ struct Candidate {
            a.batch == b.batch && a.schedule == b.schedule && a.devices == b.devices;
   }
 };
+
+/// Micro-batches torch::chunk makes of `batch` samples asked for `chunks`: chunks of
+/// ceil(batch / chunks) samples, so ceil(batch / that) of them (e.g. batch 5, chunks 4 -> 3).
+/// Throws std::invalid_argument when either is not positive.
+std::int64_t microBatchCount(std::int64_t batch, std::int64_t chunks);
 
 /// "2,3,3" -> {2, 3, 3}. Throws std::invalid_argument naming the text.
 std::vector<std::int64_t> parseBalance(const std::string& text);
