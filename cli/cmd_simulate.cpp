@@ -35,10 +35,9 @@ std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 
 void printSummary(const Candidate& candidate, const Cluster& cluster, const SimulationResult& result,
                   const std::vector<Bytes>& devicePeaks) {
   const Prediction& p = result.prediction;
-  const std::int64_t chunkSize = (candidate.batch + candidate.chunks - 1) / candidate.chunks;
-  const std::int64_t microBatches = (candidate.batch + chunkSize - 1) / chunkSize;
+  const MicroBatching split = microBatching(candidate.batch, candidate.chunks);
   std::cout << fmt::format("candidate    {} (batch {}, {} micro-batches of up to {} samples)\n", candidate.label(),
-                           candidate.batch, microBatches, chunkSize);
+                           candidate.batch, split.count, split.chunkSize);
   std::cout << fmt::format("step time    {}\n", formatDuration(p.iterationNs));
   std::cout << fmt::format("throughput   {:.1f} samples/s\n", p.samplesPerS);
   std::cout << fmt::format("bubble       {}\n\n", percent(p.bubbleFraction));

@@ -21,19 +21,20 @@ std::string Candidate::label() const {
   return "[" + formatBalance(balance) + "] x" + std::to_string(chunks) + " " + std::string(checkpointName(checkpoint));
 }
 
-std::int64_t microBatchCount(std::int64_t batch, std::int64_t chunks) {
-  if (batch <= 0 || chunks <= 0) {
-    throw std::invalid_argument("batch and chunks must be positive (batch: " + std::to_string(batch) +
-                                ", chunks: " + std::to_string(chunks) + ")");
-  }
-  const std::int64_t chunkSize = (batch + chunks - 1) / chunks;
-  return (batch + chunkSize - 1) / chunkSize;
+MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
+  if (batch < 1) throw std::invalid_argument("batch must be positive, got " + std::to_string(batch));
+  if (chunks < 1) throw std::invalid_argument("chunks must be positive, got " + std::to_string(chunks));
+  MicroBatching out;
+  out.chunkSize = (batch + chunks - 1) / chunks;
+  out.count = (batch + out.chunkSize - 1) / out.chunkSize;
+  out.lastSize = batch - (out.count - 1) * out.chunkSize;
+  return out;
 }
 
 ScheduleSpec Candidate::scheduleSpec(const std::vector<SkipRoute>& skips, bool training) const {
   ScheduleSpec spec;
   spec.balance = balance;
-  spec.chunks = microBatchCount(batch, chunks);
+  spec.chunks = microBatching(batch, chunks).count;
   spec.checkpoint = checkpoint;
   spec.training = training;
   spec.skips = skips;

@@ -9,16 +9,6 @@
 
 namespace pipeprof::sim {
 
-MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
-  if (batch < 1) throw std::invalid_argument("batch must be positive, got " + std::to_string(batch));
-  if (chunks < 1) throw std::invalid_argument("chunks must be positive, got " + std::to_string(chunks));
-  MicroBatching out;
-  out.chunkSize = (batch + chunks - 1) / chunks;
-  out.count = (batch + out.chunkSize - 1) / out.chunkSize;
-  out.lastSize = batch - (out.count - 1) * out.chunkSize;
-  return out;
-}
-
 CostModel::CostModel(const Profile& profile) : profile_(&profile) {
   staticPrefix_.assign(profile.layers.size() + 1, 0);
   for (std::size_t l = 0; l < profile.layers.size(); ++l) {

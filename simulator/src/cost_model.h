@@ -13,17 +13,6 @@
 
 namespace pipeprof::sim {
 
-/// How torch::chunk splits a batch of B samples into m chunks: chunks of c = ceil(B / m)
-/// samples, the last one holding the remainder, and only ceil(B / c) of them exist.
-struct MicroBatching {
-  std::int64_t chunkSize = 1;  ///< c
-  std::int64_t count = 1;      ///< micro-batches that exist (<= m)
-  std::int64_t lastSize = 1;   ///< size of micro-batch count-1
-};
-
-/// Throws std::invalid_argument when batch or chunks is not positive.
-MicroBatching microBatching(std::int64_t batch, std::int64_t chunks);
-
 /// Every layer's costs at one micro-batch size, as prefix sums over layers (index l holds
 /// the sum over layers [0, l)).
 struct LayerCostTable {

@@ -109,7 +109,7 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
       std::vector<double> speeds;
       for (std::int64_t j = 0; j < n; ++j) speeds.push_back(cluster.devices[static_cast<std::size_t>(j)].relativeSpeed);
       std::vector<std::int64_t> sizes;
-      for (std::int64_t chunks : space.chunks) sizes.push_back(sim::microBatching(space.batch, chunks).chunkSize);
+      for (std::int64_t chunks : space.chunks) sizes.push_back(microBatching(space.batch, chunks).chunkSize);
       for (std::int64_t size : sortedUnique(sizes)) {
         const sim::Balance base = sim::minBottleneckWithSpeeds(layerTimesNs(profile, size), speeds);
         auto near = sim::boundaryNeighbours(base);

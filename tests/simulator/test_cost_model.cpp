@@ -10,23 +10,6 @@
 namespace pipeprof::sim {
 namespace {
 
-TEST(MicroBatching, SplitsLikeTorchChunk) {
-  auto check = [](std::int64_t batch, std::int64_t chunks, std::int64_t size, std::int64_t count, std::int64_t last) {
-    const MicroBatching split = microBatching(batch, chunks);
-    EXPECT_EQ(split.chunkSize, size) << batch << "/" << chunks;
-    EXPECT_EQ(split.count, count) << batch << "/" << chunks;
-    EXPECT_EQ(split.lastSize, last) << batch << "/" << chunks;
-  };
-  check(8, 4, 2, 4, 2);
-  check(10, 4, 3, 4, 1);
-  check(10, 3, 4, 3, 2);
-  check(9, 4, 3, 3, 3);  // torch.chunk(9 samples, 4) gives 3 chunks of 3
-  check(3, 8, 1, 3, 1);  // batch < chunks: fewer micro-batches
-  check(1, 1, 1, 1, 1);
-  EXPECT_THROW(microBatching(0, 1), std::invalid_argument);
-  EXPECT_THROW(microBatching(4, 0), std::invalid_argument);
-}
-
 TEST(ScaleTime, DividesBySpeedAndRounds) {
   EXPECT_EQ(scaleTime(1000, 1.0), 1000);
   EXPECT_EQ(scaleTime(1000, 2.0), 500);

@@ -26,7 +26,7 @@ struct Candidate {
   /// "[2,6] x8 except_last": balance, chunks and mode; identifies a candidate in a sweep.
   std::string label() const;
   /// The schedule spec for training with the given skip routes. Its chunks is the number of
-  /// micro-batches that exist (microBatchCount(batch, chunks)), as the runtime splits.
+  /// micro-batches that exist (microBatching(batch, chunks).count), as the runtime splits.
   ScheduleSpec scheduleSpec(const std::vector<SkipRoute>& skips, bool training = true) const;
 
   friend bool operator==(const Candidate& a, const Candidate& b) {
@@ -35,10 +35,16 @@ struct Candidate {
   }
 };
 
-/// Micro-batches torch::chunk makes of `batch` samples asked for `chunks`: chunks of
-/// ceil(batch / chunks) samples, so ceil(batch / that) of them (e.g. batch 5, chunks 4 -> 3).
-/// Throws std::invalid_argument when either is not positive.
-std::int64_t microBatchCount(std::int64_t batch, std::int64_t chunks);
+/// How torch::chunk splits a batch of B samples into m chunks: chunks of c = ceil(B / m)
+/// samples, the last one holding the remainder, and only ceil(B / c) of them exist.
+struct MicroBatching {
+  std::int64_t chunkSize = 1;  ///< c
+  std::int64_t count = 1;      ///< micro-batches that exist (<= m)
+  std::int64_t lastSize = 1;   ///< size of micro-batch count-1
+};
+
+/// Throws std::invalid_argument when batch or chunks is not positive.
+MicroBatching microBatching(std::int64_t batch, std::int64_t chunks);
 
 /// "2,3,3" -> {2, 3, 3}. Throws std::invalid_argument naming the text.
 std::vector<std::int64_t> parseBalance(const std::string& text);
