@@ -129,13 +129,11 @@ void measureInto(CandidateResult& result, const SweepConfig& config, const Profi
   SimulationResult twin = simulate(profile, cluster, result.candidate, simulationOptions);
   twin.trace.metadata["source"] = "predicted";
   twin.trace.metadata["candidate"] = result.candidate.label();
-  const TimeNs calibratedNs = std::max<TimeNs>(0, result.prediction.iterationNs - twin.prediction.iterationNs);
-  appendStepOverheadSpan(twin.trace, calibratedNs);
+  appendStepOverheadSpan(twin.trace, overheadNs);
   writeChromeTraceFile(twin.trace, predictedPath.string());
   result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
   result.predictedAnalysis = toJson(analyzeTimeline(twin.trace));
   result.predictedAnalysis["calibrated_step_overhead_ns"] = overheadNs;
-  result.predictedAnalysis["calibrated_contention_ns"] = std::max<TimeNs>(0, calibratedNs - overheadNs);
   run.measurement.tracePath = relativeTo(measuredPath, reportDir);
   result.prediction.tracePath = relativeTo(predictedPath, reportDir);
   result.measurement = run.measurement;
@@ -201,22 +199,24 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
                 const std::atomic<bool>& stop) {
   setThreads(config.threads);  // LibTorch and OpenBLAS, before profiling (model_options.h)
-  const Profile profile = obtainProfile(config, inputs, progress);
-  // Calibrations (sweep_calibration.h): a resumed sweep keeps its report's values.
+  Profile profile = obtainProfile(config, inputs, progress);
+  // Calibration (cli/chained_calibration.h). A resumed sweep keeps its report's: its embedded
+  // profile is the calibrated one and its predictions are kept as they are.
   Cluster cluster = sweepCluster(config);
-  TimeNs overheadNs = -1;
-  if (inputs.resumedReport && inputs.resumedReport->cluster &&
-      inputs.resumedReport->cluster->deviceCount() == cluster.deviceCount()) {
-    cluster = *inputs.resumedReport->cluster;
+  ChainedCalibration chained;
+  nlohmann::json calibrationJson;
+  if (inputs.resumedReport) {
+    const Report& resumed = *inputs.resumedReport;
+    if (resumed.cluster && resumed.cluster->deviceCount() == cluster.deviceCount()) cluster = *resumed.cluster;
+    calibrationJson = resumed.calibration;
+    if (calibrationJson.is_object()) chained = chainedCalibrationFromJson(calibrationJson.value("chained", nlohmann::json()));
   } else {
-    const torch::Device device = torchDevices(config.devices).front();
-    const ChainedCalibration chained = measureChainedCalibration(config.modelFlags, profile, config.batch, device);
-    overheadNs = chained.stepOverheadNs;
-    const double speed = chained.relativeSpeed;
-    for (DeviceSpec& spec : cluster.devices) spec.relativeSpeed = speed;
-    progress.phase(fmt::format("calibration: chained-compute speed {:.3f} (unpartitioned step predicted from the "
-                               "profile / measured), step overhead {} (grad zeroing, loss, SGD step)",
-                               speed, formatDuration(overheadNs)));
+    progress.phase("calibrating: one reference pipeline per chunk count");
+    chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
+                                        torchDevices(config.devices));
+    profile = calibratedProfile(std::move(profile), chained);
+    progress.phase(describeChainedCalibration(chained));
+    calibrationJson = {{"chained", toJson(chained)}};
   }
 
   SearchSpace space;
@@ -228,25 +228,8 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   space.balances = config.balances;
   SearchResult searched = search(profile, cluster, space);
 
-  if (overheadNs < 0) {  // resumed: the overhead is what the kept predictions carry above the simulator's
-    overheadNs = 0;
-    for (const CandidateResult& old : inputs.resumedReport->candidates) {
-      for (const RankedCandidate& fresh : searched.ranked) {
-        if (fresh.candidate == old.candidate) overheadNs = old.prediction.iterationNs - fresh.prediction.iterationNs;
-      }
-    }
-  }
-  // Step overhead for everyone; contention per candidate from its predicted timeline. A
-  // resumed sweep keeps the predictions its report holds (same profile, same calibrations).
-  const bool onCpu = config.devices.front().type == DeviceType::Cpu;
-  double contention = 1.0;
-  if (!inputs.resumedReport && onCpu) {
-    contention = measureContentionFactor(config.modelFlags, config.batch,
-                                         static_cast<std::int64_t>(config.devices.size()));
-    progress.phase(fmt::format("calibration: contention {:.3f} ({} partitions computing at once on shared cores, "
-                               "against one alone)", contention, config.devices.size()));
-  }
-  auto correct = [&](RankedCandidate& entry) {
+  // The step overhead of each candidate's chunk count; a resumed sweep keeps its predictions.
+  auto calibrate = [&](RankedCandidate& entry) {
     if (entry.prediction.iterationNs <= 0) return;
     if (inputs.resumedReport) {
       for (const CandidateResult& old : inputs.resumedReport->candidates) {
@@ -256,17 +239,10 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
         }
       }
     }
-    TimeNs contentionNs = 0;
-    if (contention > 1.0) {
-      SimulationOptions traced;
-      traced.recordTrace = true;
-      const TimeNs overlapNs = concurrentComputeNs(simulate(profile, cluster, entry.candidate, traced).trace);
-      contentionNs = static_cast<TimeNs>((contention - 1.0) * static_cast<double>(overlapNs) + 0.5);
-    }
-    addStepOverhead(entry.prediction, overheadNs + contentionNs, config.batch);
+    addStepOverhead(entry.prediction, chained.stepOverheadNs(entry.candidate.chunks), config.batch);
   };
-  for (RankedCandidate& entry : searched.ranked) correct(entry);
-  for (RankedCandidate& entry : searched.rejected) correct(entry);
+  for (RankedCandidate& entry : searched.ranked) calibrate(entry);
+  for (RankedCandidate& entry : searched.rejected) calibrate(entry);
   std::stable_sort(searched.ranked.begin(), searched.ranked.end(),
                    [](const RankedCandidate& a, const RankedCandidate& b) {
                      return a.prediction.samplesPerS > b.prediction.samplesPerS;
@@ -284,6 +260,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   report.profilePath = config.profilePath;
   report.profile = profile;
   report.cluster = cluster;
+  report.calibration = calibrationJson;
 
   std::vector<Candidate> ranked;
   for (std::size_t index = 0; index < searched.ranked.size(); ++index) {
@@ -357,7 +334,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     }
     progress.begin(label);
     try {
-      measureInto(result, config, profile, cluster, reportDir, overheadNs, stop);
+      measureInto(result, config, profile, cluster, reportDir, chained.stepOverheadNs(result.candidate.chunks), stop);
       progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
     } catch (const TrainingStopped&) {
       // Ctrl-C during this candidate's steps: it stays unmeasured, for --resume.

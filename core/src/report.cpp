@@ -244,6 +244,7 @@ nlohmann::json toJson(const Report& report) {
                            {"agree", report.suggestion.agree}}}};
   if (report.profile) json["profile"] = toJson(*report.profile);
   if (report.cluster) json["cluster"] = toJson(*report.cluster);
+  if (!report.calibration.is_null()) json["calibration"] = report.calibration;
   return json;
 }
 
@@ -270,6 +271,13 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
   }
   if (root.has("cluster") && !root.at("cluster").value().is_null()) {
     report.cluster = embedded(root.at("cluster"), clusterFromJson);
+  }
+  if (root.has("calibration")) {
+    JsonCursor calibration = root.at("calibration");
+    if (!calibration.value().is_null() && !calibration.value().is_object()) {
+      calibration.fail("expected an object, got " + calibration.value().dump());
+    }
+    report.calibration = calibration.value();
   }
   for (const JsonCursor& item : root.at("candidates").items()) report.candidates.push_back(resultFromJson(item));
   if (root.has("suggestion")) {

@@ -64,8 +64,8 @@ class TuningPanel : public QWidget {
   TimelineCanvas* canvas_;
   SuggestPanel* suggest_;
   std::optional<Prediction> basePrediction_;
-  /// The report's own prediction of the starting candidate: a sweep calibrates the simulator
-  /// (step overhead, CPU contention), which this panel's plain simulation does not.
+  /// The report's own prediction of the starting candidate: a sweep adds its calibrated step
+  /// overhead, which this panel's plain simulation (of the report's calibrated profile) does not.
   std::optional<TimeNs> reportIterationNs_;
   QString baseLabel_;
 };

@@ -114,6 +114,11 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   EXPECT_EQ(parsed.environment.threads, 1);  // 2 cores / 2 partitions, or 1 on a 1-core box
   EXPECT_FALSE(parsed.environment.pipeprofRevision.empty());
   ASSERT_TRUE(parsed.profile.has_value());
+  // One reference pipeline per chunk count calibrated every micro-batch size (8 and 4).
+  const nlohmann::json& chained = parsed.calibration.at("chained");
+  ASSERT_EQ(chained.at("micro_batch_scales").size(), 2u) << chained;
+  EXPECT_EQ(chained.at("micro_batch_scales")[0].at("micro_batch"), 4);
+  EXPECT_EQ(chained.at("step_overhead_ns")[1].at("chunks"), 2);
   const auto measured = withStatus(parsed, CandidateStatus::Measured);
   ASSERT_EQ(measured.size(), 3u);
   for (const CandidateResult* result : measured) {

@@ -63,6 +63,7 @@ Report exampleReport() {
   profile.layers = {layer, layer};
   report.profile = profile;
   report.cluster = Cluster::uniform(2, 1 << 20, 1e9, 100, "cpu");
+  report.calibration = {{"contention", 1.05}};
   report.candidates = {result({1, 1}, 2, 1, 1000, 6e6), result({1, 1}, 4, 2, 1100, 8e6),
                        result({1, 1}, 8, 3, 1300, std::nullopt), result({2}, 1, 0, 900, std::nullopt)};
   report.candidates[1].predictedAnalysis = {{"bubble", 0.5}};
@@ -125,6 +126,7 @@ TEST(ReportJson, RoundTripIsExact) {
   EXPECT_EQ(back.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
   ASSERT_TRUE(back.cluster.has_value());
   EXPECT_EQ(back.cluster->link(0, 1).latencyNs, 100);
+  EXPECT_EQ(back.calibration["contention"], 1.05);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_report_" + std::to_string(::getpid()) + ".json";
   writeReport(report, path);
@@ -171,6 +173,7 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
             "r.json: $.profile.layers[1].costs[0].forward_ns: expected a non-negative integer, got -1");
   EXPECT_EQ(errorAfter([](auto& j) { j["cluster"]["schema"] = "x"; }),
             "r.json: $.cluster.schema: expected schema 'pipeprof.cluster/v1', got 'x'");
+  EXPECT_EQ(errorAfter([](auto& j) { j["calibration"] = 3; }), "r.json: $.calibration: expected an object, got 3");
   EXPECT_EQ(errorAfter([](auto& j) { j["environment"].erase("model"); }),
             "r.json: $.environment: missing required field 'model'");
   EXPECT_EQ(errorAfter([](auto& j) { j["complete"] = "yes"; }),

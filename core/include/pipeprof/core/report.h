@@ -87,6 +87,9 @@ struct Report {
   std::string profilePath;          ///< where the profile was cached, if anywhere
   std::optional<Profile> profile;   ///< embedded profile
   std::optional<Cluster> cluster;   ///< the cluster the simulator used
+  /// How the sweep calibrated the simulator's inputs (free-form object, see docs/formats.md;
+  /// null when none).
+  nlohmann::json calibration;
   std::vector<CandidateResult> candidates;
   Suggestion suggestion;
   bool complete = false;  ///< false while a sweep is still running or was interrupted

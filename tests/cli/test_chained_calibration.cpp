@@ -1,0 +1,143 @@
+// Tests of cli/chained_calibration: scales and step overheads derived from reference pipeline traces.
+#include "chained_calibration.h"
+
+#include <gtest/gtest.h>
+
+namespace pipeprof::cli {
+namespace {
+
+/// Two layers; at micro-batch b each takes b ns forward and 2b ns backward.
+Profile twoLayerProfile() {
+  Profile profile;
+  for (const char* name : {"a", "b"}) {
+    LayerProfile layer;
+    layer.name = name;
+    for (std::int64_t size : {2, 4, 8}) {
+      CostSample cost;
+      cost.microBatch = size;
+      cost.forwardNs = size;
+      cost.backwardNs = 2 * size;
+      layer.costs.push_back(cost);
+    }
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+TraceEvent span(Phase phase, TimeNs startNs, TimeNs durationNs, std::int64_t i = -1, std::int64_t j = -1) {
+  TraceEvent event;
+  event.kind = EventKind::Span;
+  event.phase = phase;
+  event.startNs = startNs;
+  event.durationNs = durationNs;
+  event.microBatch = i;
+  event.partition = j;
+  return event;
+}
+
+/// One timed step at startNs lasting stepNs, in which every partition runs, for micro-batch i
+/// of sizes[i] samples, a forward of forwardPerSampleNs x sizes[i] and a backward of
+/// backwardPerSampleNs x sizes[i].
+void addStep(Trace& trace, TimeNs startNs, TimeNs stepNs, const std::vector<std::int64_t>& sizes,
+             std::int64_t partitions, TimeNs forwardPerSampleNs, TimeNs backwardPerSampleNs) {
+  trace.events.push_back(span(Phase::Step, startNs, stepNs));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    for (std::int64_t j = 0; j < partitions; ++j) {
+      const auto microBatch = static_cast<std::int64_t>(i);
+      trace.events.push_back(span(Phase::Forward, startNs + 1, forwardPerSampleNs * sizes[i], microBatch, j));
+      trace.events.push_back(span(Phase::Backward, startNs + 2, backwardPerSampleNs * sizes[i], microBatch, j));
+    }
+  }
+}
+
+ReferenceRun reference(std::vector<std::int64_t> balance, std::int64_t chunks, std::int64_t batch) {
+  ReferenceRun run;
+  run.candidate.balance = std::move(balance);
+  run.candidate.chunks = chunks;
+  run.candidate.checkpoint = Checkpoint::Never;
+  run.candidate.batch = batch;
+  return run;
+}
+
+Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
+
+TEST(ChainedCalibration, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
+  // Batch 8 over [1,1], chunks 2: two micro-batches of 4. Each partition's forward takes
+  // 3 x 4 = 12 (whole model 24 against 2 x 4 = 8 profiled: x3) and its backward 5 x 4 = 20
+  // (40 against 16: x2.5). With the calibrated profile the simulator predicts GPipe's 3
+  // forward clocks of 12 and 3 backward clocks of 20; the median step of both rounds is 110.
+  ReferenceRun two = reference({1, 1}, 2, 8);
+  addStep(two.trace, 0, 100, {4, 4}, 2, 3, 5);
+  addStep(two.trace, 1000, 120, {4, 4}, 2, 3, 5);
+  two.trace.events.push_back(span(Phase::Forward, 5000, 999, 0, 0));  // warm-up: outside every step
+  ReferenceRun twoAgain = reference({1, 1}, 2, 8);  // a second round of the same reference
+  addStep(twoAgain.trace, 0, 110, {4, 4}, 2, 3, 5);
+  // Chunks 3 gives 3, 3, 2 (torch::chunk): the remainder micro-batch is its own size.
+  ReferenceRun three = reference({1, 1}, 3, 8);
+  addStep(three.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
+
+  const ChainedCalibration calibration = chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {two, three, twoAgain});
+  ASSERT_EQ(calibration.scales.size(), 3U);
+  EXPECT_DOUBLE_EQ(calibration.scales.at(4).forward, 3.0);
+  EXPECT_DOUBLE_EQ(calibration.scales.at(4).backward, 2.5);
+  EXPECT_DOUBLE_EQ(calibration.scales.at(2).forward, 2.0);
+  EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile interpolated at 3
+  EXPECT_EQ(calibration.overheadNs.at(2), 110 - (3 * 12 + 3 * 20));
+}
+
+TEST(ChainedCalibration, OverheadIsNeverNegative) {
+  ReferenceRun run = reference({1, 1}, 1, 8);
+  addStep(run.trace, 0, 10, {8}, 2, 1, 1);  // a step shorter than its simulated compute
+  EXPECT_EQ(chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {run}).overheadNs.at(1), 0);
+}
+
+TEST(ChainedCalibration, ScalesAreClampedAndMissingDataKeepsOne) {
+  ReferenceRun run = reference({1, 1}, 1, 8);
+  addStep(run.trace, 0, 100000, {8}, 2, 100, 0);  // forward 1600 against 16 profiled; no backward time
+  const ChainedCalibration calibration = chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
+  EXPECT_DOUBLE_EQ(calibration.scales.at(8).forward, 4.0);
+  EXPECT_DOUBLE_EQ(calibration.scales.at(8).backward, 1.0);
+}
+
+TEST(ChainedCalibration, StepOverheadFallsBackToTheNearestMeasuredChunkCount) {
+  ChainedCalibration calibration;
+  EXPECT_EQ(calibration.stepOverheadNs(4), 0);
+  calibration.overheadNs = {{2, 200}, {8, 800}};
+  EXPECT_EQ(calibration.stepOverheadNs(1), 200);
+  EXPECT_EQ(calibration.stepOverheadNs(2), 200);
+  EXPECT_EQ(calibration.stepOverheadNs(4), 200);
+  EXPECT_EQ(calibration.stepOverheadNs(8), 800);
+  EXPECT_EQ(calibration.stepOverheadNs(16), 800);
+}
+
+TEST(ChainedCalibration, CalibratedProfileScalesOnlyTheCalibratedSizes) {
+  ChainedCalibration calibration;
+  calibration.scales[4] = {1.5, 0.5};
+  const Profile profile = calibratedProfile(twoLayerProfile(), calibration);
+  for (const LayerProfile& layer : profile.layers) {
+    EXPECT_EQ(layer.costAt(4).forwardNs, 6);
+    EXPECT_EQ(layer.costAt(4).backwardNs, 4);
+    EXPECT_EQ(layer.costAt(8).forwardNs, 8);
+    EXPECT_EQ(layer.costAt(8).backwardNs, 16);
+  }
+}
+
+TEST(ChainedCalibration, JsonRoundTripAndDescription) {
+  ChainedCalibration calibration;
+  calibration.scales[16] = {1.25, 1.5};
+  calibration.scales[32] = {1.0, 0.75};
+  calibration.overheadNs = {{1, 1000}, {2, 1500}};
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["micro_batch_scales"][0]["micro_batch"], 16);
+  EXPECT_EQ(json["step_overhead_ns"][1]["ns"], 1500);
+  const ChainedCalibration back = chainedCalibrationFromJson(json);
+  EXPECT_EQ(toJson(back), json);
+  EXPECT_TRUE(chainedCalibrationFromJson(nlohmann::json()).scales.empty());
+  EXPECT_EQ(describeChainedCalibration(calibration),
+            "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
+            "profiled time at micro-batches 16-32; step overhead 1.00 us-1.50 us (grad zeroing, loss, SGD step, "
+            "waking the workers)");
+}
+
+}  // namespace
+}  // namespace pipeprof::cli
