@@ -1,11 +1,14 @@
-// The GPipe Pipe: validation, partitions and workers, the forward step and its autograd node.
+// The GPipe Pipe: validation, partitions, workers and streams, and the forward step.
 #include <pipeprof/runtime/pipe.h>
 
 #include "device_memory.h"
 #include "microbatch.h"
 #include "partition.h"
+#include "phase_run.h"
+#include "pipe_backward.h"
 #include "pipeline.h"
 #include "rng.h"
+#include "streams.h"
 #include "worker.h"
 
 #include <pipeprof/runtime/deferred_batch_norm.h>
@@ -13,8 +16,6 @@
 #include <pipeprof/runtime/skip.h>
 
 #include <ATen/Parallel.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/functions/utils.h>
 
 #include <map>
 #include <stdexcept>
@@ -61,16 +62,6 @@ torch::nn::Sequential withDeferredBatchNorm(const torch::nn::Sequential& module,
 
 }  // namespace
 
-class PipeBackward;
-
-/// What the backward needs to know of a Pipe input (metadata only, no storage kept alive).
-struct InputInfo {
-  std::vector<std::int64_t> sizes;
-  torch::TensorOptions options;
-  bool requiresGrad = false;
-  std::vector<std::int64_t> rows;  ///< per micro-batch
-};
-
 class PipeImpl {
  public:
   PipeImpl(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options)
@@ -93,6 +84,7 @@ class PipeImpl {
       deviceNames_.push_back(traceDeviceName(partition.device, partition.j));
       workers_->push_back(std::make_unique<Worker>());
     }
+    streams_ = std::make_unique<const PipeStreams>(devices_);
     auto routes = skipRouteKeys(module_);
     scheduleSkips_ = skipRoutes(module_);  // same order as the keys, distinct names
     for (std::size_t s = 0; s < routes.size(); ++s) {
@@ -102,7 +94,6 @@ class PipeImpl {
   }
 
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
-  void runPhase(Step& step, bool backward);
 
   std::int64_t partitionOf(std::int64_t layer) const {
     for (const auto& partition : partitions_) {
@@ -135,127 +126,14 @@ class PipeImpl {
   std::vector<Partition> partitions_;
   std::vector<std::string> deviceNames_;
   /// Shared with the autograd nodes of pending steps, so a backward can run after the Pipe moved.
-  std::shared_ptr<std::vector<std::unique_ptr<Worker>>> workers_ =
-      std::make_shared<std::vector<std::unique_ptr<Worker>>>();
+  std::shared_ptr<Workers> workers_ = std::make_shared<Workers>();
+  std::unique_ptr<const PipeStreams> streams_;
   std::vector<std::shared_ptr<DeferredBatchNormImpl>> deferredBatchNorms_;
   std::vector<PartitionSkipRoute> routes_;
   std::vector<SkipRoute> scheduleSkips_;
   std::map<std::tuple<std::int64_t, bool, bool>, std::unique_ptr<Schedule>> schedules_;
   HostTracer* tracer_ = nullptr;
 };
-
-namespace {
-
-/// Runs worker j's ops of one phase on every worker and waits for all of them.
-void runOnWorkers(std::vector<std::unique_ptr<Worker>>& workers, Step& step, bool backward) {
-  if (workers.size() == 1) {
-    // One partition has nothing to overlap with: run its ops on the calling thread, saving
-    // the hand-off to the worker (the Pipe's overhead over the plain Sequential).
-    if (backward) {
-      step.runBackward(0);
-    } else {
-      step.runForward(0);
-    }
-    step.rethrowIfFailed();
-    return;
-  }
-  std::vector<std::future<void>> done;
-  // ATen's OpenMP thread count is per thread: workers adopt the caller's intra-op setting.
-  const int intraOpThreads = at::get_num_threads();
-  for (std::size_t j = 0; j < workers.size(); ++j) {
-    const auto partition = static_cast<std::int64_t>(j);
-    done.push_back(workers[j]->submit([&step, partition, backward, intraOpThreads] {
-      if (at::get_num_threads() != intraOpThreads) {
-        at::set_num_threads(intraOpThreads);
-      }
-      if (backward) {
-        step.runBackward(partition);
-      } else {
-        step.runForward(partition);
-      }
-    }));
-  }
-  for (auto& future : done) {
-    future.get();
-  }
-  step.rethrowIfFailed();
-}
-
-}  // namespace
-
-/// The autograd node of a Pipe's output: its apply() receives the output gradient, splits it
-/// per micro-batch and runs the backward ops on the partitions' workers, then returns the
-/// gradients of the Pipe's inputs.
-class PipeBackward : public torch::autograd::Node {
- public:
-  PipeBackward(std::shared_ptr<Step> step, std::shared_ptr<std::vector<std::unique_ptr<Worker>>> workers,
-               std::vector<std::vector<std::int64_t>> outputRows, std::vector<InputInfo> inputs)
-      : step_(std::move(step)),
-        workers_(std::move(workers)),
-        outputRows_(std::move(outputRows)),
-        inputs_(std::move(inputs)) {}
-
-  std::string name() const override { return "pipeprof::PipeBackward"; }
-
-  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
-    std::shared_ptr<Step> step = std::move(step_);
-    if (!step) {
-      throw std::runtime_error("the Pipe's backward already ran for this output; call forward again");
-    }
-    const auto m = static_cast<std::size_t>(step->chunks());
-    std::vector<Tensors> perMicroBatch(m);
-    for (std::size_t k = 0; k < grads.size(); ++k) {
-      if (!grads[k].defined()) {
-        for (auto& microBatch : perMicroBatch) {
-          microBatch.emplace_back();
-        }
-        continue;
-      }
-      auto pieces = grads[k].split_with_sizes(outputRows_.at(k), 0);
-      for (std::size_t i = 0; i < m; ++i) {
-        perMicroBatch[i].push_back(pieces[i]);
-      }
-    }
-    step->setOutputGrads(std::move(perMicroBatch));
-    runOnWorkers(*workers_, *step, /*backward=*/true);
-    std::vector<Tensors> inputGrads = step->inputGrads();
-    step->release();
-    torch::autograd::variable_list result;
-    for (std::size_t k = 0; k < inputs_.size(); ++k) {
-      std::vector<torch::Tensor> pieces;
-      bool any = false;
-      for (std::size_t i = 0; i < m; ++i) {
-        torch::Tensor grad = k < inputGrads[i].size() ? inputGrads[i][k] : torch::Tensor();
-        any = any || grad.defined();
-        pieces.push_back(grad);
-      }
-      if (!any || !inputs_[k].requiresGrad) {
-        result.emplace_back();
-        continue;
-      }
-      for (std::size_t i = 0; i < m; ++i) {
-        if (!pieces[i].defined()) {
-          auto shape = inputs_[k].sizes;
-          shape[0] = inputs_[k].rows.at(i);
-          pieces[i] = torch::zeros(shape, inputs_[k].options);
-        }
-      }
-      result.push_back(m == 1 ? pieces.front() : torch::cat(pieces, 0));
-    }
-    return result;
-  }
-
- protected:
-  void release_variables() override { step_.reset(); }
-
- private:
-  std::shared_ptr<Step> step_;
-  std::shared_ptr<std::vector<std::unique_ptr<Worker>>> workers_;
-  std::vector<std::vector<std::int64_t>> outputRows_;
-  std::vector<InputInfo> inputs_;
-};
-
-void PipeImpl::runPhase(Step& step, bool backward) { runOnWorkers(*workers_, step, backward); }
 
 std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& inputs) {
   const torch::Device first = devices_.front();
@@ -272,11 +150,13 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
 
   StepConfig config;
   config.partitions = &partitions_;
+  config.streams = streams_.get();
   config.schedule = &scheduleFor(m, gradEnabled, training);
   config.routes = routes_;
   config.gradEnabled = gradEnabled;
   config.tracer = tracer_;
   config.deviceNames = deviceNames_;
+  config.intraOpThreads = at::get_num_threads();
   const bool stochastic =
       std::any_of(partitions_.begin(), partitions_.end(), [](const Partition& p) { return p.stochastic; });
   config.baseSeed = stochastic ? drawSeed() : 0;
@@ -289,7 +169,10 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
     batchNorm->resetStatistics();
   }
   auto step = std::make_shared<Step>(std::move(config), std::move(microBatches));
-  runPhase(*step, /*backward=*/false);
+  streams_->fork();  // the workers' streams start after the caller's work on inputs and parameters
+  PhaseRun forwardRun(workers_, step, StepPhase::Forward);
+  forwardRun.start();
+  forwardRun.finish();
   if (module_->is_training()) {
     for (const auto& batchNorm : deferredBatchNorms_) {
       batchNorm->commit();
@@ -335,15 +218,8 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
       inputInfos.push_back({inputs[k].sizes().vec(), inputs[k].options(), inputs[k].requires_grad(), rowsOf(chunks, k)});
     }
   }
-  std::shared_ptr<PipeBackward> node(
-      new PipeBackward(step, workers_, std::move(outputRows), std::move(inputInfos)),
-      torch::autograd::deleteNode);
-  node->set_next_edges(torch::autograd::collect_next_edges(inputs));
-  for (auto& output : outputs) {
-    if (output.is_floating_point() || output.is_complex()) {
-      torch::autograd::create_gradient_edge(output, node);
-    }
-  }
+  connectBackward(outputs, inputs, std::make_shared<PhaseRun>(workers_, std::move(step), StepPhase::Backward),
+                  std::move(outputRows), std::move(inputInfos));
   return outputs;
 }
 

@@ -76,8 +76,9 @@ class Step::CellTracker final : public SkipTracker {
     if (step_.config_.gradEnabled && !step_.checkpointed(i_)) {
       cell.stashedOut[key] = tensor;
     }
+    Handover handover{{std::move(tensor)}, step_.config_.streams->markReady(j_)};
     std::lock_guard<std::mutex> lock(step_.mutex_);
-    step_.skipsInFlight_[{key, i_}] = std::move(tensor);
+    step_.skipsInFlight_[{key, i_}] = std::move(handover);
     step_.wake(route->popJ);
   }
 
@@ -96,7 +97,7 @@ class Step::CellTracker final : public SkipTracker {
     if (pass_ == Pass::Recompute) {
       return cell.poppedLeaves.at(key);
     }
-    torch::Tensor tensor;
+    Handover handover;
     {
       std::unique_lock<std::mutex> lock(step_.mutex_);
       const auto slot = std::make_pair(key, i_);
@@ -104,14 +105,16 @@ class Step::CellTracker final : public SkipTracker {
         throw StepAborted{};
       }
       auto it = step_.skipsInFlight_.find(slot);
-      tensor = std::move(it->second);
+      handover = std::move(it->second);
       step_.skipsInFlight_.erase(it);  // freed as soon as popped (unless a graph keeps it)
     }
-    const Partition& partition = (*step_.config_.partitions)[static_cast<std::size_t>(j_)];
+    torch::Tensor tensor;
     {
       std::optional<OpSpan> span;
       openSpan(span, step_.config_, copyOp(OpKind::SkipCopy, i_, route->stashJ, j_, false, route->scheduleIndex));
-      tensor = tensor.to(partition.device);
+      const PipeStreams& streams = *step_.config_.streams;
+      tensor = streams.accept(streams.transfer(std::move(handover), route->stashJ, j_, CopyDirection::Forward), j_)
+                   .front();
     }
     if (!step_.config_.gradEnabled) {
       return tensor;
@@ -195,6 +198,7 @@ void Step::recordMemory(std::int64_t j) const {
 
 void Step::runForward(std::int64_t j) {
   ScopedAllocationTag tag(j);
+  PipeStreams::ComputeScope onCompute(*config_.streams, j);
   for (OpIndex index : config_.schedule->partitionOrder(j)) {
     const Op& op = config_.schedule->op(index);
     if (op.kind != OpKind::Forward) {
@@ -220,6 +224,7 @@ void Step::runForward(std::int64_t j) {
 
 void Step::runBackward(std::int64_t j) {
   ScopedAllocationTag tag(j);
+  PipeStreams::ComputeScope onCompute(*config_.streams, j);
   for (OpIndex index : config_.schedule->partitionOrder(j)) {
     const Op& op = config_.schedule->op(index);
     if (op.kind == OpKind::Forward) {
@@ -253,7 +258,7 @@ Tensors Step::runPartition(std::int64_t i, std::int64_t j, Tensors inputs, Pass 
   ScopedSkipTracker scope(&tracker);
   std::optional<SeededRngScope> rng;
   if (partition.stochastic) {
-    rng.emplace(cellSeed(config_.baseSeed, i, j));
+    rng.emplace(cellSeed(config_.baseSeed, i, j), partition.device);
   }
   return runLayers(partition, std::move(inputs));
 }
@@ -261,32 +266,32 @@ Tensors Step::runPartition(std::int64_t i, std::int64_t j, Tensors inputs, Pass 
 void Step::forwardOp(const Op& op) {
   const std::int64_t i = op.i;
   const std::int64_t j = op.j;
-  const Partition& partition = (*config_.partitions)[static_cast<std::size_t>(j)];
-  Tensors inputs;
+  // Partition 0's micro-batches are ready on its compute stream: PipeStreams::fork.
+  Handover incoming;
   if (j == 0) {
-    inputs = std::move(cell(i, 0).inputs);
+    incoming.tensors = std::move(cell(i, 0).inputs);
   } else {
     std::unique_lock<std::mutex> lock(mutex_);
     Cell& previous = cell(i, j - 1);
     if (!waitFor(lock, j, [&] { return previous.outputReady; })) {
       return;
     }
-    inputs = previous.outputs;
+    incoming = {previous.outputs, previous.outputsWritten};
     if (!config_.gradEnabled || checkpointed(i)) {
       previous.outputs.clear();  // no graph needs them; recompute makes new ones
     }
   }
+  Tensors inputs;
   {
     std::optional<OpSpan> copySpan;
     if (j > 0) {
       openSpan(copySpan, config_, copyOp(OpKind::Copy, i, j - 1, j, false, -1));
+      incoming = config_.streams->transfer(std::move(incoming), j - 1, j, CopyDirection::Forward);
     }
-    for (auto& input : inputs) {
-      input = input.to(partition.device);
-    }
+    inputs = config_.streams->accept(std::move(incoming), j);
   }
   std::optional<OpSpan> span;
-      openSpan(span, config_, op);
+  openSpan(span, config_, op);
   Cell& own = cell(i, j);
   if (config_.gradEnabled) {
     for (auto& input : inputs) {
@@ -299,8 +304,10 @@ void Step::forwardOp(const Op& op) {
     torch::AutoGradMode gradMode(config_.gradEnabled && !checkpointed(i));
     outputs = runPartition(i, j, std::move(inputs), Pass::Forward);
   }
+  ReadyEvent written = config_.streams->markReady(j);
   std::lock_guard<std::mutex> lock(mutex_);
   own.outputs = std::move(outputs);
+  own.outputsWritten = std::move(written);
   own.outputReady = true;
   if (j + 1 < n_) {
     wake(j + 1);
@@ -309,7 +316,7 @@ void Step::forwardOp(const Op& op) {
 
 void Step::recomputeOp(const Op& op) {
   std::optional<OpSpan> span;
-      openSpan(span, config_, op);
+  openSpan(span, config_, op);
   Cell& own = cell(op.i, op.j);
   torch::AutoGradMode gradMode(true);
   RecomputeScope recomputing;
@@ -322,21 +329,27 @@ void Step::backwardOp(const Op& op) {
   const std::int64_t i = op.i;
   const std::int64_t j = op.j;
   Cell& own = cell(i, j);
-  Tensors outputGrads;
-  std::map<SkipKey, torch::Tensor> stashGrads;
+  Handover outputGradsIn;
+  std::map<SkipKey, Handover> stashGradsIn;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!waitFor(lock, j, [&] { return own.outputGradsReady && own.pendingStashGrads == 0; })) {
       return;
     }
-    outputGrads = std::move(own.outputGrads);
-    stashGrads = std::move(own.stashGrads);
+    outputGradsIn = std::move(own.outputGrads);
+    stashGradsIn = std::move(own.stashGrads);
+  }
+  const PipeStreams& streams = *config_.streams;
+  Tensors outputGrads = streams.accept(std::move(outputGradsIn), j);
+  std::map<SkipKey, torch::Tensor> stashGrads;
+  for (auto& [key, handover] : stashGradsIn) {
+    stashGrads[key] = streams.accept(std::move(handover), j).front();
   }
   Tensors inputGrads;
   std::vector<std::pair<const PartitionSkipRoute*, torch::Tensor>> popGrads;
   {
     std::optional<OpSpan> span;
-      openSpan(span, config_, op);
+    openSpan(span, config_, op);
     std::vector<torch::Tensor> tensors;
     std::vector<torch::Tensor> grads;
     for (std::size_t k = 0; k < own.outputs.size() && k < outputGrads.size(); ++k) {
@@ -373,36 +386,41 @@ void Step::backwardOp(const Op& op) {
     outputGrads.clear();
     stashGrads.clear();
   }
+  sendGradients(i, j, std::move(inputGrads), std::move(popGrads));
+}
+
+void Step::sendGradients(std::int64_t i, std::int64_t j, Tensors inputGrads,
+                         std::vector<std::pair<const PartitionSkipRoute*, torch::Tensor>> popGrads) {
+  const PipeStreams& streams = *config_.streams;
+  const ReadyEvent computed = streams.markReady(j);
+  Handover toPrevious{std::move(inputGrads), computed};
   if (j > 0) {
-    const Partition& previous = (*config_.partitions)[static_cast<std::size_t>(j - 1)];
     std::optional<OpSpan> span;
-      openSpan(span, config_, copyOp(OpKind::Copy, i, j, j - 1, true, -1));
-    for (auto& grad : inputGrads) {
-      if (grad.defined()) {
-        grad = grad.to(previous.device);
-      }
-    }
+    openSpan(span, config_, copyOp(OpKind::Copy, i, j, j - 1, true, -1));
+    toPrevious = streams.transfer(std::move(toPrevious), j, j - 1, CopyDirection::Backward);
   }
+  std::vector<std::pair<const PartitionSkipRoute*, Handover>> toStashers;
   for (auto& [route, grad] : popGrads) {
-    if (grad.defined()) {
-      const Partition& stasher = (*config_.partitions)[static_cast<std::size_t>(route->stashJ)];
+    Handover handover{{std::move(grad)}, computed};
+    if (handover.tensors.front().defined()) {
       std::optional<OpSpan> span;
       openSpan(span, config_, copyOp(OpKind::SkipCopy, i, j, route->stashJ, true, route->scheduleIndex));
-      grad = grad.to(stasher.device);
+      handover = streams.transfer(std::move(handover), j, route->stashJ, CopyDirection::Backward);
     }
+    toStashers.emplace_back(route, std::move(handover));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (j > 0) {
     Cell& previous = cell(i, j - 1);
-    previous.outputGrads = std::move(inputGrads);
+    previous.outputGrads = std::move(toPrevious);
     previous.outputGradsReady = true;
     wake(j - 1);
   } else {
-    own.inputGrads = std::move(inputGrads);
+    cell(i, 0).inputGrads = std::move(toPrevious.tensors);  // the caller joins the streams first
   }
-  for (auto& [route, grad] : popGrads) {
+  for (auto& [route, handover] : toStashers) {
     Cell& stasher = cell(i, route->stashJ);
-    stasher.stashGrads[route->key] = std::move(grad);
+    stasher.stashGrads[route->key] = std::move(handover);
     --stasher.pendingStashGrads;
     wake(route->stashJ);
   }
@@ -412,16 +430,19 @@ std::vector<Tensors> Step::lastOutputs() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Tensors> outputs;
   for (std::int64_t i = 0; i < m_; ++i) {
-    outputs.push_back(cells_[static_cast<std::size_t>(i * n_ + n_ - 1)].outputs);
+    // Ready on the caller's streams (the phase joined them); in use there from now on.
+    outputs.push_back(config_.streams->accept({cells_[static_cast<std::size_t>(i * n_ + n_ - 1)].outputs, nullptr},
+                                              n_ - 1));
   }
   return outputs;
 }
 
 void Step::setOutputGrads(std::vector<Tensors> grads) {
+  const ReadyEvent produced = config_.streams->markReady(n_ - 1);
   std::lock_guard<std::mutex> lock(mutex_);
   for (std::int64_t i = 0; i < m_; ++i) {
     Cell& last = cell(i, n_ - 1);
-    last.outputGrads = std::move(grads.at(static_cast<std::size_t>(i)));
+    last.outputGrads = {std::move(grads.at(static_cast<std::size_t>(i))), produced};
     last.outputGradsReady = true;
   }
   wake(n_ - 1);
@@ -431,7 +452,7 @@ std::vector<Tensors> Step::inputGrads() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Tensors> grads;
   for (std::int64_t i = 0; i < m_; ++i) {
-    grads.push_back(cells_[static_cast<std::size_t>(i * n_)].inputGrads);
+    grads.push_back(config_.streams->accept({cells_[static_cast<std::size_t>(i * n_)].inputGrads, nullptr}, 0));
   }
   return grads;
 }

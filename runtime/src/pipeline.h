@@ -11,11 +11,14 @@
 // other partitions) are detached leaves, so backward(i,j) is a plain
 // torch::autograd::backward over outputs(i,j) (and the skip tensors it stashed for later
 // partitions) on worker j's thread, which accumulates the parameters' gradients and leaves
-// the gradients of the inputs and popped skips in the leaves' .grad().
+// the gradients of the inputs and popped skips in the leaves' .grad(). Every tensor handed to
+// another partition goes through PipeStreams (streams.h), which copies it and synchronises the
+// CUDA streams; between CPU partitions it passes as is.
 #pragma once
 
 #include "microbatch.h"
 #include "partition.h"
+#include "streams.h"
 
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/runtime/skip.h>
@@ -43,15 +46,17 @@ struct PartitionSkipRoute {
 /// What a step is run with; fixed for the step.
 struct StepConfig {
   const std::vector<Partition>* partitions = nullptr;
+  const PipeStreams* streams = nullptr;  ///< one entry per partition
   const Schedule* schedule = nullptr;
   std::vector<PartitionSkipRoute> routes;
   bool gradEnabled = true;       ///< autograd on: keep graphs, run backward
   std::uint64_t baseSeed = 0;    ///< RNG seed of the step (stochastic partitions)
   HostTracer* tracer = nullptr;
   std::vector<std::string> deviceNames;  ///< trace device of each partition
+  int intraOpThreads = 1;                ///< the caller's at::get_num_threads(), adopted by workers
 };
 
-/// The state of one step; shared by the Pipe's forward, the autograd node and the workers.
+/// The state of one step; shared by the Pipe's forward, the autograd nodes and the workers.
 class Step {
  public:
   Step(StepConfig config, std::vector<Tensors> microBatches);
@@ -65,12 +70,14 @@ class Step {
   /// Worker j's backward ops (recompute and backward, in schedule order).
   void runBackward(std::int64_t j);
 
-  /// Outputs of the last partition per micro-batch (after the forward ops).
+  /// Outputs of the last partition per micro-batch, for use on the calling thread's current
+  /// streams (after the forward phase finished).
   std::vector<Tensors> lastOutputs() const;
-  /// Hands the gradients of the last partition's outputs to the backward ops.
+  /// Hands the gradients of the last partition's outputs, produced on the calling thread's
+  /// current stream, to the backward ops.
   void setOutputGrads(std::vector<Tensors> grads);
-  /// Gradients of the step's inputs per micro-batch (after the backward ops); undefined
-  /// tensors where an input got none.
+  /// Gradients of the step's inputs per micro-batch, for use on the calling thread's current
+  /// streams (after the backward phase finished); undefined tensors where an input got none.
   std::vector<Tensors> inputGrads() const;
 
   /// Throws PipeError (with the original exception nested) when an op failed.
@@ -82,12 +89,13 @@ class Step {
   struct Cell {
     Tensors inputs;    ///< leaves when gradEnabled (kept for backward and recompute)
     Tensors outputs;   ///< last layer's outputs (with graph unless checkpointed)
+    ReadyEvent outputsWritten;  ///< on the compute stream, after the forward wrote outputs
     bool outputReady = false;
-    Tensors outputGrads;
+    Handover outputGrads;
     bool outputGradsReady = false;
     std::map<SkipKey, torch::Tensor> stashedOut;    ///< stashed for later partitions (graph)
     std::map<SkipKey, torch::Tensor> poppedLeaves;  ///< popped from earlier partitions
-    std::map<SkipKey, torch::Tensor> stashGrads;    ///< gradients of stashedOut
+    std::map<SkipKey, Handover> stashGrads;         ///< gradients of stashedOut
     std::int64_t pendingStashGrads = 0;
     Tensors inputGrads;
   };
@@ -99,6 +107,9 @@ class Step {
   void forwardOp(const Op& op);
   void recomputeOp(const Op& op);
   void backwardOp(const Op& op);
+  /// Sends the gradients of (i, j)'s inputs and popped skips to the partitions they came from.
+  void sendGradients(std::int64_t i, std::int64_t j, Tensors inputGrads,
+                     std::vector<std::pair<const PartitionSkipRoute*, torch::Tensor>> popGrads);
   Tensors runPartition(std::int64_t i, std::int64_t j, Tensors inputs, Pass pass);
   bool checkpointed(std::int64_t i) const;
   Cell& cell(std::int64_t i, std::int64_t j);
@@ -115,7 +126,7 @@ class Step {
   std::int64_t m_;
   std::int64_t n_;
   std::vector<Cell> cells_;  ///< [i * n + j]
-  std::map<std::pair<SkipKey, std::int64_t>, torch::Tensor> skipsInFlight_;  ///< (key, i)
+  std::map<std::pair<SkipKey, std::int64_t>, Handover> skipsInFlight_;  ///< (key, i)
 
   mutable std::mutex mutex_;
   std::vector<std::condition_variable> changed_;  ///< per partition

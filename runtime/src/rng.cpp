@@ -2,6 +2,7 @@
 #include "rng.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 
 namespace pipeprof {
 namespace {
@@ -20,17 +21,24 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
 
 }  // namespace
 
-SeededRngScope::SeededRngScope(std::uint64_t seed) : lock_(rngScopeMutex()) {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> guard(generator.mutex());
-  savedCpuState_ = generator.get_state();
-  generator.set_current_seed(seed);
+SeededRngScope::SeededRngScope(std::uint64_t seed, const c10::Device& device) : lock_(rngScopeMutex()) {
+  std::vector<at::Generator> generators{at::detail::getDefaultCPUGenerator()};
+  if (!device.is_cpu()) {
+    // Device-generic: dispatches to the CUDA generator at run time (CPU builds never get here).
+    generators.push_back(at::globalContext().defaultGenerator(device));
+  }
+  for (auto& generator : generators) {
+    std::lock_guard<std::mutex> guard(generator.mutex());
+    saved_.push_back({generator, generator.get_state()});
+    generator.set_current_seed(seed);
+  }
 }
 
 SeededRngScope::~SeededRngScope() {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> guard(generator.mutex());
-  generator.set_state(savedCpuState_);
+  for (auto& [generator, state] : saved_) {
+    std::lock_guard<std::mutex> guard(generator.mutex());
+    generator.set_state(state);
+  }
 }
 
 std::uint64_t cellSeed(std::uint64_t base, std::int64_t i, std::int64_t j) {

@@ -3,25 +3,33 @@
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace pipeprof {
 
-/// Seeds the default CPU generator (and, in CUDA builds, the current device's) with `seed` for
-/// the scope and restores their previous state afterwards. Scopes are serialised by one
-/// process-wide mutex, so concurrent pipeline workers each see exactly their own sequence.
+/// Seeds the default CPU generator, and the default generator of `device` when it is not the
+/// CPU (e.g. cuda:1's, which CUDA dropout draws from), with `seed` for the scope and restores
+/// their previous states afterwards. Scopes are serialised by one process-wide mutex, so
+/// concurrent pipeline workers each see exactly their own sequence.
 class SeededRngScope {
  public:
-  explicit SeededRngScope(std::uint64_t seed);
+  explicit SeededRngScope(std::uint64_t seed, const c10::Device& device = c10::Device(c10::kCPU));
   ~SeededRngScope();
   SeededRngScope(const SeededRngScope&) = delete;
   SeededRngScope& operator=(const SeededRngScope&) = delete;
 
  private:
+  struct Saved {
+    at::Generator generator;
+    at::Tensor state;
+  };
+
   std::unique_lock<std::recursive_mutex> lock_;
-  at::Tensor savedCpuState_;
+  std::vector<Saved> saved_;  ///< the CPU generator first
 };
 
 /// A well-mixed 64-bit seed for micro-batch i on partition j of the step whose base seed is base.

@@ -24,6 +24,17 @@ inline torch::nn::Sequential linearTanh(std::int64_t layers, std::int64_t seed =
   return sequential;
 }
 
+/// fc0, drop1 (p 0.5), fc2, drop3 (p 0.3), width 16, with a fixed seed.
+inline torch::nn::Sequential dropoutModel() {
+  torch::manual_seed(11);
+  torch::nn::Sequential model;
+  model->push_back("fc0", torch::nn::Linear(16, 16));
+  model->push_back("drop1", torch::nn::Dropout(0.5));
+  model->push_back("fc2", torch::nn::Linear(16, 16));
+  model->push_back("drop3", torch::nn::Dropout(0.3));
+  return model;
+}
+
 /// Every composition of `layers` into positive parts (all balances).
 inline std::vector<std::vector<std::int64_t>> allBalances(std::int64_t layers) {
   std::vector<std::vector<std::int64_t>> result;

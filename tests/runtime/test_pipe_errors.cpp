@@ -13,6 +13,7 @@ namespace pipeprof {
 namespace {
 
 using testing::close;
+using testing::dropoutModel;
 using testing::linearTanh;
 
 std::string constructionError(torch::nn::Sequential model, std::vector<std::int64_t> balance, PipeOptions options = {}) {
@@ -121,7 +122,7 @@ TEST(PipeErrors, ALayerExceptionStopsTheScheduleAndIsRethrownNamingTheCell) {
   EXPECT_EQ(counterCalls->load(), 4);
 }
 
-TEST(PipeErrors, ABackwardExceptionIsRethrownFromBackward) {
+TEST(PipeErrors, ABackwardExceptionSurfacesFromBackwardAsAPipeErrorNamingTheCell) {
   struct BadGrad : torch::autograd::Function<BadGrad> {
     static torch::Tensor forward(torch::autograd::AutogradContext*, torch::Tensor x) { return x * 1; }
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext*, torch::autograd::variable_list) {
@@ -131,24 +132,30 @@ TEST(PipeErrors, ABackwardExceptionIsRethrownFromBackward) {
   struct BadGradImpl : torch::nn::Module {
     torch::Tensor forward(torch::Tensor x) { return BadGrad::apply(x); }
   };
-  torch::nn::Sequential model;
-  model->push_back("fc", torch::nn::Linear(2, 2));
-  model->push_back("bad", std::make_shared<BadGradImpl>());
-  Pipe pipe(model, {1, 1}, PipeOptions{{}, 2, Checkpoint::Never, false});
-  torch::Tensor output = pipe.forward(torch::ones({2, 2}));
-  EXPECT_ANY_THROW(output.sum().backward());
-  torch::NoGradGuard noGrad;
-  EXPECT_EQ(pipe.forward(torch::ones({2, 2})).size(0), 2);
-}
-
-torch::nn::Sequential dropoutModel() {
-  torch::manual_seed(11);
-  torch::nn::Sequential model;
-  model->push_back("fc0", torch::nn::Linear(16, 16));
-  model->push_back("drop1", torch::nn::Dropout(0.5));
-  model->push_back("fc2", torch::nn::Linear(16, 16));
-  model->push_back("drop3", torch::nn::Dropout(0.3));
-  return model;
+  struct Case {
+    std::vector<std::int64_t> balance;
+    std::string message;  ///< the last micro-batch's backward runs first
+  };
+  for (const Case& c : {Case{{1, 1}, "backward(1,1) on partition 1, micro-batch 1 failed: bad gradient"},
+                        Case{{2}, "backward(1,0) on partition 0, micro-batch 1 failed: bad gradient"}}) {
+    SCOPED_TRACE(c.message);
+    torch::nn::Sequential model;
+    model->push_back("fc", torch::nn::Linear(2, 2));
+    model->push_back("bad", std::make_shared<BadGradImpl>());
+    Pipe pipe(model, c.balance, PipeOptions{{}, 2, Checkpoint::Never, false});
+    torch::Tensor output = pipe.forward(torch::ones({2, 2}));
+    try {
+      output.sum().backward();
+      FAIL() << "expected PipeError";
+    } catch (const PipeError& e) {
+      EXPECT_EQ(e.partition(), static_cast<std::int64_t>(c.balance.size()) - 1);
+      EXPECT_EQ(e.microBatch(), 1);
+      EXPECT_EQ(std::string(e.what()), c.message);
+      EXPECT_THROW(std::rethrow_if_nested(e), ExpectedError);
+    }
+    torch::NoGradGuard noGrad;  // the Pipe stays usable
+    EXPECT_EQ(pipe.forward(torch::ones({2, 2})).size(0), 2);
+  }
 }
 
 TEST(PipeErrors, DropoutGivesIdenticalGradientsWithAndWithoutCheckpointing) {

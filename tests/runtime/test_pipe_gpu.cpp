@@ -1,20 +1,111 @@
 // CUDA tests of the Pipe (label gpu): they skip themselves when no CUDA device is present.
 #include <pipeprof/runtime/pipe.h>
+#include <pipeprof/runtime/skip.h>
 
 #include "pipe_test_util.h"
+#include "streams.h"
 
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <functional>
 
 namespace pipeprof {
 namespace {
 
+using testing::dropoutModel;
 using testing::linearTanh;
+using testing::text;
 
 #define PIPEPROF_REQUIRE_CUDA()                                        \
   if (!torch::cuda::is_available()) {                                  \
     GTEST_SKIP() << "no CUDA device: the CUDA tests of the Pipe skip"; \
   }
+
+const torch::Device kCuda0(torch::kCUDA, 0);
+
+/// Device lists for two partitions: one CUDA device twice (two workers, two compute streams,
+/// no copy), CPU then CUDA, and two CUDA devices when there are two (copy streams).
+std::vector<std::vector<torch::Device>> twoPartitionDevices() {
+  std::vector<std::vector<torch::Device>> lists{{kCuda0, kCuda0}, {torch::kCPU, kCuda0}};
+  if (torch::cuda::device_count() >= 2) {
+    lists.push_back({kCuda0, torch::Device(torch::kCUDA, 1)});
+  }
+  return lists;
+}
+
+std::string text(const std::vector<torch::Device>& devices) {
+  std::string out;
+  for (const auto& device : devices) {
+    out += (out.empty() ? "" : ",") + device.str();
+  }
+  return out;
+}
+
+/// Compared on the CPU; a little looser than the CPU tests (cuBLAS sums in another order
+/// when the batch is split).
+bool closeOnCpu(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.defined() != b.defined()) {
+    return false;
+  }
+  return !a.defined() || (a.sizes() == b.sizes() && torch::allclose(a.cpu(), b.cpu(), 1e-4, 1e-5));
+}
+
+struct Run {
+  torch::Tensor output;
+  torch::Tensor inputGrad;
+  std::vector<torch::Tensor> parameterGrads;
+};
+
+/// forward, MSE loss against `target`, backward: the output and every gradient.
+template <typename Forward>
+Run trainStep(Forward&& forward, const std::vector<torch::Tensor>& parameters, const torch::Tensor& input,
+              const torch::Tensor& target) {
+  torch::Tensor leaf = input.clone().requires_grad_(true);
+  Run run;
+  run.output = forward(leaf);
+  torch::mse_loss(run.output, target.to(run.output.device())).backward();
+  run.inputGrad = leaf.grad();
+  for (const auto& parameter : parameters) {
+    run.parameterGrads.push_back(parameter.grad());
+  }
+  return run;
+}
+
+/// The Pipe equals the unpartitioned model on cuda:0 (output, input and parameter gradients)
+/// on every device list, chunks 1 and 4 and every checkpoint mode. A backward that deadlocks
+/// (a blocking node on cuda:0's autograd thread) hangs here.
+void expectEqualsTheUnpartitionedModel(const std::function<torch::nn::Sequential()>& build,
+                                       const std::vector<std::int64_t>& balance,
+                                       const std::vector<std::vector<torch::Device>>& deviceLists) {
+  torch::manual_seed(3);
+  const torch::Tensor input = torch::randn({8, 8});
+  const torch::Tensor target = torch::randn({8, 8});
+  torch::nn::Sequential reference = build();
+  reference->to(kCuda0);
+  const Run expected = trainStep([&](const torch::Tensor& x) { return reference->forward(x); },
+                                 reference->parameters(), input.to(kCuda0), target);
+  for (const auto& devices : deviceLists) {
+    for (std::int64_t chunks : {1, 4}) {
+      for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+        SCOPED_TRACE("devices " + text(devices) + " balance " + text(balance) + " chunks " + std::to_string(chunks) +
+                     " mode " + std::string(checkpointName(mode)));
+        Pipe pipe(build(), balance, PipeOptions{devices, chunks, mode, false});
+        const Run actual = trainStep([&](const torch::Tensor& x) { return pipe.forward(x); }, pipe.parameters(),
+                                     input.to(devices.front()), target);
+        ASSERT_EQ(actual.output.device(), devices.back());
+        ASSERT_TRUE(closeOnCpu(actual.output, expected.output));
+        ASSERT_EQ(actual.inputGrad.device(), devices.front());
+        ASSERT_TRUE(closeOnCpu(actual.inputGrad, expected.inputGrad));
+        ASSERT_EQ(actual.parameterGrads.size(), expected.parameterGrads.size());
+        for (std::size_t k = 0; k < actual.parameterGrads.size(); ++k) {
+          ASSERT_TRUE(closeOnCpu(actual.parameterGrads[k], expected.parameterGrads[k])) << "parameter " << k;
+        }
+      }
+    }
+  }
+}
 
 TEST(PipeGpu, ForwardOnCudaEqualsTheCpuSequential) {
   PIPEPROF_REQUIRE_CUDA();
@@ -22,18 +113,16 @@ TEST(PipeGpu, ForwardOnCudaEqualsTheCpuSequential) {
   const torch::Tensor input = torch::randn({6, 8});
   torch::NoGradGuard noGrad;
   const torch::Tensor expected = reference->forward(input);
-  const torch::Device cuda(torch::kCUDA, 0);
   // Two partitions sharing one device, each with its own worker.
-  Pipe pipe(linearTanh(4, 1), {2, 2}, PipeOptions{{cuda, cuda}, 3, Checkpoint::ExceptLast, false});
-  const torch::Tensor output = pipe.forward(input.to(cuda));
+  Pipe pipe(linearTanh(4, 1), {2, 2}, PipeOptions{{kCuda0, kCuda0}, 3, Checkpoint::ExceptLast, false});
+  const torch::Tensor output = pipe.forward(input.to(kCuda0));
   EXPECT_TRUE(output.is_cuda());
   EXPECT_TRUE(torch::allclose(output.cpu(), expected, 1e-5, 1e-6));
 }
 
 TEST(PipeGpu, ParametersMoveToTheirPartitionsDevice) {
   PIPEPROF_REQUIRE_CUDA();
-  Pipe pipe(linearTanh(4, 1), {1, 3}, PipeOptions{{torch::kCPU, torch::Device(torch::kCUDA, 0)}, 2,
-                                                  Checkpoint::Never, false});
+  Pipe pipe(linearTanh(4, 1), {1, 3}, PipeOptions{{torch::kCPU, kCuda0}, 2, Checkpoint::Never, false});
   auto parameters = pipe.parameters();
   EXPECT_TRUE(parameters[0].is_cpu());
   EXPECT_TRUE(parameters[2].is_cuda());
@@ -43,13 +132,125 @@ TEST(PipeGpu, ParametersMoveToTheirPartitionsDevice) {
 
 TEST(PipeGpu, PeakBytesReadTheCachingAllocator) {
   PIPEPROF_REQUIRE_CUDA();
-  const torch::Device cuda(torch::kCUDA, 0);
-  Pipe pipe(linearTanh(2, 1, 256), {1, 1}, PipeOptions{{cuda, cuda}, 2, Checkpoint::Never, false});
+  Pipe pipe(linearTanh(2, 1, 256), {1, 1}, PipeOptions{{kCuda0, kCuda0}, 2, Checkpoint::Never, false});
   torch::NoGradGuard noGrad;
-  pipe.forward(torch::randn({64, 256}, cuda));
+  pipe.forward(torch::randn({64, 256}, kCuda0));
   for (Bytes peak : pipe.peakBytes()) {
     EXPECT_GE(peak, 256 * 256 * 4);  // at least the weight of the first Linear
   }
+}
+
+TEST(PipeGpu, TwoPartitionsEqualTheUnpartitionedModelInEveryModeAndChunks) {
+  PIPEPROF_REQUIRE_CUDA();
+  expectEqualsTheUnpartitionedModel([] { return linearTanh(6, 9); }, {3, 3}, twoPartitionDevices());
+}
+
+TEST(PipeGpu, OnePartitionOnCudaEqualsTheUnpartitionedModel) {
+  PIPEPROF_REQUIRE_CUDA();
+  expectEqualsTheUnpartitionedModel([] { return linearTanh(6, 9); }, {6}, {{kCuda0}});
+}
+
+TEST(PipeGpu, TheBlockingBackwardNodeTakesACpuInputWhereverTheOutputsAre) {
+  PIPEPROF_REQUIRE_CUDA();
+  Pipe pipe(linearTanh(4, 1), {2, 2}, PipeOptions{{kCuda0, kCuda0}, 2, Checkpoint::Never, false});
+  const torch::Tensor output = pipe.forward(torch::randn({4, 8}, kCuda0));
+  ASSERT_EQ(output.grad_fn()->name(), "pipeprof::PipeGradientHandoff");
+  EXPECT_TRUE(output.grad_fn()->input_metadata(0).device().is_cuda());  // runs on cuda:0's thread
+  const auto& backward = output.grad_fn()->next_edge(0).function;
+  ASSERT_EQ(backward->name(), "pipeprof::PipeBackward");
+  EXPECT_TRUE(backward->input_metadata(0).device().is_cpu());  // runs on the caller's thread
+}
+
+TEST(PipeGpu, DropoutReplaysOnCudaSoCheckpointingKeepsTheGradients) {
+  PIPEPROF_REQUIRE_CUDA();
+  for (const auto& devices : twoPartitionDevices()) {
+    SCOPED_TRACE("devices " + text(devices));
+    std::vector<std::vector<torch::Tensor>> grads;
+    std::vector<torch::Tensor> outputs;
+    for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always, Checkpoint::ExceptLast}) {
+      Pipe pipe(dropoutModel(), {2, 2}, PipeOptions{devices, 3, mode, false});
+      torch::manual_seed(99);  // the step's base seed comes from the CPU generator
+      torch::Tensor output = pipe.forward(torch::ones({6, 16}, devices.front()));
+      output.sum().backward();
+      outputs.push_back(output.detach().cpu());
+      grads.emplace_back();
+      for (const auto& parameter : pipe.parameters()) {
+        grads.back().push_back(parameter.grad().cpu());
+      }
+    }
+    EXPECT_GT((outputs[0] == 0).sum().item<std::int64_t>(), 0);  // dropout did drop
+    for (std::size_t mode = 1; mode < grads.size(); ++mode) {
+      EXPECT_TRUE(torch::equal(outputs[mode] == 0, outputs[0] == 0)) << "mode " << mode;  // the same masks
+      EXPECT_TRUE(closeOnCpu(outputs[mode], outputs[0])) << "mode " << mode;
+      for (std::size_t k = 0; k < grads[0].size(); ++k) {
+        EXPECT_TRUE(closeOnCpu(grads[mode][k], grads[0][k])) << "mode " << mode << " parameter " << k;
+      }
+    }
+  }
+}
+
+struct StashImpl : Skippable {
+  StashImpl() : Skippable({"skip"}, {}) {}
+  torch::Tensor forward(torch::Tensor x) {
+    stash("skip", x * 2);
+    return x;
+  }
+};
+TORCH_MODULE(Stash);
+
+struct PopAddImpl : Skippable {
+  PopAddImpl() : Skippable({}, {"skip"}) {}
+  torch::Tensor forward(torch::Tensor x) { return x + pop("skip"); }
+};
+TORCH_MODULE(PopAdd);
+
+/// fc0, stash1, fc2, tanh3, fc4, pop5: the skip crosses from the first partition to the last.
+torch::nn::Sequential skipModel() {
+  torch::manual_seed(4);
+  torch::nn::Sequential model;
+  model->push_back("fc0", torch::nn::Linear(8, 8));
+  model->push_back("stash1", Stash());
+  model->push_back("fc2", torch::nn::Linear(8, 8));
+  model->push_back("tanh3", torch::nn::Tanh());
+  model->push_back("fc4", torch::nn::Linear(8, 8));
+  model->push_back("pop5", PopAdd());
+  return model;
+}
+
+TEST(PipeGpu, SkipConnectionsCrossCudaPartitions) {
+  PIPEPROF_REQUIRE_CUDA();
+  expectEqualsTheUnpartitionedModel(skipModel, {2, 4}, twoPartitionDevices());
+  std::vector<std::vector<torch::Device>> threePartitions{{kCuda0, kCuda0, kCuda0}};
+  if (torch::cuda::device_count() >= 2) {
+    const torch::Device cuda1(torch::kCUDA, 1);
+    threePartitions.push_back({kCuda0, cuda1, kCuda0});  // the skip passes partition 1's device by
+  }
+  expectEqualsTheUnpartitionedModel(skipModel, {2, 2, 2}, threePartitions);
+}
+
+TEST(PipeGpu, StreamsComputeOffTheDefaultStreamAndCopyAcrossDevices) {
+  PIPEPROF_REQUIRE_CUDA();
+  const torch::Device last = torch::cuda::device_count() >= 2 ? torch::Device(torch::kCUDA, 1) : kCuda0;
+  const PipeStreams streams({torch::kCPU, kCuda0, last});
+  const c10::impl::VirtualGuardImpl cuda(torch::kCUDA);
+  const torch::Tensor x = torch::randn({64, 64});
+
+  Handover up = streams.transfer({{x}, streams.markReady(0)}, 0, 1, CopyDirection::Forward);
+  EXPECT_NE(up.ready, nullptr);  // the compute stream waits for the copy stream
+  torch::Tensor onCuda;
+  ReadyEvent computed;
+  {
+    const PipeStreams::ComputeScope scope(streams, 1);
+    EXPECT_NE(cuda.getStream(kCuda0), cuda.getDefaultStream(kCuda0));
+    onCuda = streams.accept(std::move(up), 1).front() * 3;
+    computed = streams.markReady(1);
+  }
+  EXPECT_EQ(cuda.getStream(kCuda0), cuda.getDefaultStream(kCuda0));
+  Handover across = streams.transfer({{onCuda}, computed}, 1, 2, CopyDirection::Forward);
+  EXPECT_EQ(across.tensors.front().device(), last);
+  Handover down = streams.transfer(std::move(across), 2, 0, CopyDirection::Backward);
+  EXPECT_EQ(down.ready, nullptr);  // a copy to the CPU is synchronous
+  EXPECT_TRUE(torch::equal(down.tensors.front(), x * 3));
 }
 
 }  // namespace
