@@ -62,13 +62,16 @@ Tensors runLayer(torch::nn::AnyModule& layer, const Tensors& inputs, const std::
   return asTensors(value, name);
 }
 
-/// Detached copies of the inputs; floating ones require grad so backward reaches them.
-Tensors leaves(const Tensors& inputs) {
+/// Detached copies of layer L's inputs. Floating ones require grad so backward reaches them,
+/// except the model's own input (L == 0): the Pipe's first partition gets the batch, which
+/// needs no gradient, so the first layer's backward computes none for it (a Linear skips a
+/// whole GEMM) and is profiled that way.
+Tensors leaves(const Tensors& inputs, std::int64_t L) {
   Tensors out;
   out.reserve(inputs.size());
   for (const torch::Tensor& t : inputs) {
     torch::Tensor leaf = t.detach();
-    if (leaf.is_floating_point()) leaf.requires_grad_(true);
+    if (leaf.is_floating_point() && L > 0) leaf.requires_grad_(true);
     out.push_back(leaf);
   }
   return out;
@@ -215,7 +218,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
-      Tensors in = leaves(x);
+      Tensors in = leaves(x, L);
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
       backwardOf(out);
       x = out;
@@ -251,7 +254,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
-      Tensors in = leaves(x);
+      Tensors in = leaves(x, L);
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
       const Bytes start = liveBytes(L);
       resetPeakBytes(L);
@@ -277,7 +280,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
-      Tensors in = leaves(x);
+      Tensors in = leaves(x, L);
       synchronize(device);
       const auto t0 = Clock::now();
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);

@@ -120,6 +120,21 @@ TEST(LayerProfiler, TimesArePositiveAndAWiderLayerIsSlower) {
   EXPECT_GT(profile.layers[1].costs[0].backwardNs, profile.layers[0].costs[0].backwardNs);
 }
 
+TEST(LayerProfiler, TheFirstLayerIsProfiledWithoutAnInputGradient) {
+  // In the Pipe the batch needs no gradient, so the first layer computes none: a ReLU there
+  // has no backward at all, while the same ReLU after a Linear computes its input's gradient
+  // (an autograd pass: microseconds against nothing).
+  torch::nn::Sequential seq;
+  seq->push_back("first", torch::nn::ReLU());
+  seq->push_back("fc", torch::nn::Linear(256, 256));
+  seq->push_back("later", torch::nn::ReLU());
+  Model model = sequentialModel(seq, 256, 256);
+  LayerProfilerOptions options = quick({64});
+  options.minRuns = 9;
+  const Profile profile = profileModel(model, options);
+  EXPECT_LT(profile.layers[0].costs[0].backwardNs, profile.layers[2].costs[0].backwardNs);
+}
+
 struct StashImpl : Skippable {
   StashImpl() : Skippable({"skip"}, {}) {}
   torch::Tensor forward(torch::Tensor x) {
