@@ -1,4 +1,4 @@
-// The sweep's chained-compute calibration: per micro-batch scales and per chunk-count step overhead.
+// The sweep's chained-compute calibration: per micro-batch scales, device speeds, per chunk-count overhead.
 #include "chained_calibration.h"
 
 #include <pipeprof/simulator/simulator.h>
@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
+#include <tuple>
 
 namespace pipeprof::cli {
 namespace {
@@ -30,6 +32,23 @@ std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
   return steps;
 }
 
+/// Calls visit(op, size, step) for every forward and backward span of a pipeline op inside a
+/// timed step (warm-up ops lie outside every step span), with its micro-batch's size in samples
+/// and the index of its step.
+template <typename Visit>
+void forEachTimedOp(const ReferenceRun& run, Visit visit) {
+  const MicroBatching split = microBatching(run.candidate.batch, run.candidate.chunks);
+  const std::vector<const TraceEvent*> steps = stepSpans(run.trace);
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (const TraceEvent& op : run.trace.events) {
+      if (op.kind != EventKind::Span || op.microBatch < 0 || op.partition < 0) continue;
+      if (op.phase != Phase::Forward && op.phase != Phase::Backward) continue;
+      if (op.startNs < steps[s]->startNs || op.startNs >= steps[s]->endNs()) continue;
+      visit(op, op.microBatch + 1 < split.count ? split.chunkSize : split.lastSize, s);
+    }
+  }
+}
+
 /// Per micro-batch size, the whole model's forward and backward time of every micro-batch of
 /// every timed step: the sum of its spans over the partitions.
 struct WholeModelSamples {
@@ -37,24 +56,58 @@ struct WholeModelSamples {
   std::map<std::int64_t, std::vector<TimeNs>> backwardNs;
 
   void add(const ReferenceRun& run) {
-    const MicroBatching split = microBatching(run.candidate.batch, run.candidate.chunks);
-    for (const TraceEvent* step : stepSpans(run.trace)) {
-      std::map<std::int64_t, TimeNs> forward;   // by micro-batch
-      std::map<std::int64_t, TimeNs> backward;
-      for (const TraceEvent& op : run.trace.events) {
-        if (op.kind != EventKind::Span || op.microBatch < 0 || op.partition < 0) continue;
-        if (op.startNs < step->startNs || op.startNs >= step->endNs()) continue;  // warm-up
-        if (op.phase == Phase::Forward) forward[op.microBatch] += op.durationNs;
-        if (op.phase == Phase::Backward) backward[op.microBatch] += op.durationNs;
-      }
-      auto sizeOf = [&](std::int64_t i) { return i + 1 < split.count ? split.chunkSize : split.lastSize; };
-      for (const auto& [i, ns] : forward) forwardNs[sizeOf(i)].push_back(ns);
-      for (const auto& [i, ns] : backward) backwardNs[sizeOf(i)].push_back(ns);
+    // (step, micro-batch, phase) -> (size, time summed over the partitions)
+    std::map<std::tuple<std::size_t, std::int64_t, Phase>, std::pair<std::int64_t, TimeNs>> sums;
+    forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
+      auto& [sumSize, sumNs] = sums[{step, op.microBatch, op.phase}];
+      sumSize = size;
+      sumNs += op.durationNs;
+    });
+    for (const auto& [key, sum] : sums) {
+      (std::get<2>(key) == Phase::Forward ? forwardNs : backwardNs)[sum.first].push_back(sum.second);
     }
   }
 };
 
+/// Per partition j: the calibrated profile's forward + backward time of its layers over what
+/// its spans measured, over every timed step of every run (clamped to [0.5, 2]).
+std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<ReferenceRun>& runs) {
+  std::vector<TimeNs> predictedNs;
+  std::vector<TimeNs> measuredNs;
+  for (const ReferenceRun& run : runs) {
+    const std::vector<std::int64_t>& balance = run.candidate.balance;
+    predictedNs.resize(std::max(predictedNs.size(), balance.size()), 0);
+    measuredNs.resize(predictedNs.size(), 0);
+    forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
+      const auto j = static_cast<std::size_t>(op.partition);
+      if (j >= balance.size()) return;
+      const auto first = std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j),
+                                         std::int64_t{0});
+      for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
+        const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
+        predictedNs[j] += op.phase == Phase::Forward ? cost.forwardNs : cost.backwardNs;
+      }
+      measuredNs[j] += op.durationNs;
+    });
+  }
+  std::vector<double> speeds;
+  for (std::size_t j = 0; j < predictedNs.size(); ++j) {
+    const double ratio = predictedNs[j] > 0 && measuredNs[j] > 0
+                             ? static_cast<double>(predictedNs[j]) / static_cast<double>(measuredNs[j])
+                             : 1.0;
+    speeds.push_back(std::clamp(ratio, 0.5, 2.0));
+  }
+  return speeds;
+}
+
 }  // namespace
+
+Cluster calibratedCluster(Cluster cluster, const ChainedCalibration& calibration) {
+  for (std::size_t d = 0; d < cluster.devices.size() && d < calibration.deviceSpeeds.size(); ++d) {
+    cluster.devices[d].relativeSpeed = calibration.deviceSpeeds[d];
+  }
+  return cluster;
+}
 
 TimeNs ChainedCalibration::stepOverheadNs(std::int64_t chunks) const {
   if (overheadNs.empty()) return 0;
@@ -80,6 +133,10 @@ ChainedCalibration chainedCalibrationFromRuns(const Profile& profile, const Clus
     auto backward = samples.backwardNs.find(size);
     if (backward != samples.backwardNs.end()) scale.backward = clampedRatio(median(backward->second), profiledBackwardNs);
   }
+  const Profile calibrated = calibratedProfile(profile, calibration);
+  calibration.deviceSpeeds = deviceSpeeds(calibrated, runs);
+  const Cluster calibratedDevices = calibratedCluster(cluster, calibration);
+
   // Runs of one chunk count (several rounds of the same reference) pool their steps.
   std::map<std::int64_t, std::vector<TimeNs>> stepNs;
   std::map<std::int64_t, Candidate> candidates;
@@ -87,10 +144,9 @@ ChainedCalibration chainedCalibrationFromRuns(const Profile& profile, const Clus
     for (const TraceEvent* step : stepSpans(run.trace)) stepNs[run.candidate.chunks].push_back(step->durationNs);
     candidates[run.candidate.chunks] = run.candidate;
   }
-  const Profile calibrated = calibratedProfile(profile, calibration);
-  for (const auto& [chunks, samples] : stepNs) {
-    const TimeNs predictedNs = simulate(calibrated, cluster, candidates.at(chunks)).prediction.iterationNs;
-    calibration.overheadNs[chunks] = std::max<TimeNs>(0, median(samples) - predictedNs);
+  for (const auto& [chunks, pooledNs] : stepNs) {
+    const TimeNs predictedNs = simulate(calibrated, calibratedDevices, candidates.at(chunks)).prediction.iterationNs;
+    calibration.overheadNs[chunks] = std::max<TimeNs>(0, median(pooledNs) - predictedNs);
   }
   return calibration;
 }
@@ -124,12 +180,15 @@ std::string describeChainedCalibration(const ChainedCalibration& calibration) {
     lowNs = std::min(lowNs, ns);
     highNs = std::max(highNs, ns);
   }
+  std::vector<std::string> speeds;
+  for (const double speed : calibration.deviceSpeeds) speeds.push_back(fmt::format("{:.2f}", speed));
   return fmt::format("calibration: layers chained in the pipeline take {} (forward) and {} (backward) x their "
-                     "profiled time at micro-batches {}-{}; step overhead {}-{} (grad zeroing, loss, SGD step, "
-                     "waking the workers)",
+                     "profiled time at micro-batches {}-{}; device speeds {}; step overhead {}-{} (grad zeroing, "
+                     "loss, SGD step, waking the workers)",
                      range(&MicroBatchScale::forward), range(&MicroBatchScale::backward),
-                     calibration.scales.begin()->first, calibration.scales.rbegin()->first, formatDuration(lowNs),
-                     formatDuration(highNs));
+                     calibration.scales.begin()->first, calibration.scales.rbegin()->first,
+                     speeds.empty() ? std::string("1") : fmt::format("{}", fmt::join(speeds, ", ")),
+                     formatDuration(lowNs), formatDuration(highNs));
 }
 
 nlohmann::json toJson(const ChainedCalibration& calibration) {
@@ -139,7 +198,7 @@ nlohmann::json toJson(const ChainedCalibration& calibration) {
   }
   nlohmann::json overheads = nlohmann::json::array();
   for (const auto& [chunks, ns] : calibration.overheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
-  return {{"micro_batch_scales", scales}, {"step_overhead_ns", overheads}};
+  return {{"micro_batch_scales", scales}, {"step_overhead_ns", overheads}, {"device_speeds", calibration.deviceSpeeds}};
 }
 
 ChainedCalibration chainedCalibrationFromJson(const nlohmann::json& json) {
@@ -152,6 +211,7 @@ ChainedCalibration chainedCalibrationFromJson(const nlohmann::json& json) {
   for (const auto& item : json.value("step_overhead_ns", nlohmann::json::array())) {
     calibration.overheadNs[item.at("chunks").get<std::int64_t>()] = item.at("ns").get<TimeNs>();
   }
+  calibration.deviceSpeeds = json.value("device_speeds", std::vector<double>{});
   return calibration;
 }
 

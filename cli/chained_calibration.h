@@ -12,15 +12,20 @@
 //   forwardScale(b)  = median over micro-batches of b samples of (sum over partitions of its forward
 //                      spans) / the profile's forward of the whole model at b; backwardScale(b) likewise
 //   calibrated profile = every layer's forward (and recompute) and backward time at b times the scales
+//   speed(j)         = the calibrated profile's compute of partition j's layers over what partition j
+//                      measured, over all the reference runs: the cluster's relative speed of device j
+//                      (on CPU the partitions of one host do not run alike: the last one's backward,
+//                      for one, measured 10-15% slower per GEMM than the first one's)
 //   overhead(m)      = median step time of the reference run - the simulator's step time for the same
-//                      candidate with the calibrated profile (zeroing, loss, SGD step, waking workers)
+//                      candidate with the calibrated profile and speeds (zeroing, loss, SGD step,
+//                      waking workers)
 //
 //   step span  |<--------------------------------- step ------------------------------------>|
 //   partition 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
 //   partition 1       [f0][f1][f2][f3] loss [b3][b2][b1][b0]
 //
-// Both are functions of the micro-batch size or chunk count only: they never reorder candidates
-// of one chunk count. Everything here is torch-free (simulator and core), so it is unit-tested.
+// Scales and overheads are functions of the micro-batch size or chunk count only; the speeds
+// are per device. Everything here is torch-free (simulator and core), so it is unit-tested.
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -47,6 +52,7 @@ struct MicroBatchScale {
 struct ChainedCalibration {
   std::map<std::int64_t, MicroBatchScale> scales;  ///< by micro-batch size (samples)
   std::map<std::int64_t, TimeNs> overheadNs;       ///< by chunk count
+  std::vector<double> deviceSpeeds;                ///< relative speed of cluster device j (partition j)
 
   /// The overhead of a candidate with `chunks` chunks: the measured one, else the one of the
   /// largest measured chunk count below it (the smallest above when there is none); 0 when
@@ -62,11 +68,16 @@ struct ReferenceRun {
 };
 
 /// The calibration from reference runs (see the file comment); runs of the same chunk count
-/// (rounds of one reference) pool their steps. Scales are clamped to [0.25, 4];
-/// a size without spans or without profile time keeps 1.0; overheads are never negative. Throws
-/// what the simulator throws for a reference candidate it cannot simulate.
+/// (rounds of one reference) pool their steps. Partition j of every run is on cluster device j.
+/// Scales are clamped to [0.25, 4] and speeds to [0.5, 2]; a size without spans or without
+/// profile time keeps 1.0; overheads are never negative. Throws what the simulator throws for
+/// a reference candidate it cannot simulate.
 ChainedCalibration chainedCalibrationFromRuns(const Profile& profile, const Cluster& cluster,
                                               const std::vector<ReferenceRun>& runs);
+
+/// The cluster the simulator should use: device j's relativeSpeed set to deviceSpeeds[j] (for
+/// the devices that have one).
+Cluster calibratedCluster(Cluster cluster, const ChainedCalibration& calibration);
 
 /// The profile the simulator should use: every layer's forward (and recompute) and backward
 /// time at each calibrated micro-batch size multiplied by that size's scale; sizes without a
@@ -77,7 +88,7 @@ Profile calibratedProfile(Profile profile, const ChainedCalibration& calibration
 std::string describeChainedCalibration(const ChainedCalibration& calibration);
 
 /// {"micro_batch_scales": [{"micro_batch", "forward", "backward"}], "step_overhead_ns":
-/// [{"chunks", "ns"}]} -- stored in the report (docs/formats.md).
+/// [{"chunks", "ns"}], "device_speeds": [...]} -- stored in the report (docs/formats.md).
 nlohmann::json toJson(const ChainedCalibration& calibration);
 /// Reads what toJson wrote (an empty calibration for null or a missing key).
 ChainedCalibration chainedCalibrationFromJson(const nlohmann::json& json);

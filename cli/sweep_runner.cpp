@@ -215,6 +215,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
                                         torchDevices(config.devices));
     profile = calibratedProfile(std::move(profile), chained);
+    cluster = calibratedCluster(std::move(cluster), chained);
     progress.phase(describeChainedCalibration(chained));
     calibrationJson = {{"chained", toJson(chained)}};
   }

@@ -12,7 +12,7 @@ Profile twoLayerProfile() {
   for (const char* name : {"a", "b"}) {
     LayerProfile layer;
     layer.name = name;
-    for (std::int64_t size : {2, 4, 8}) {
+    for (std::int64_t size : {2, 3, 4, 8}) {
       CostSample cost;
       cost.microBatch = size;
       cost.forwardNs = size;
@@ -81,8 +81,28 @@ TEST(ChainedCalibration, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount
   EXPECT_DOUBLE_EQ(calibration.scales.at(4).forward, 3.0);
   EXPECT_DOUBLE_EQ(calibration.scales.at(4).backward, 2.5);
   EXPECT_DOUBLE_EQ(calibration.scales.at(2).forward, 2.0);
-  EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile interpolated at 3
+  EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile's 12
   EXPECT_EQ(calibration.overheadNs.at(2), 110 - (3 * 12 + 3 * 20));
+  EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0}));  // the partitions ran alike
+}
+
+TEST(ChainedCalibration, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
+  // Chunks 1 over [1,1]: partition 1 takes twice partition 0's time. Whole model: forward 24
+  // against 16 profiled, backward 48 against 32 (x1.5 both), so each layer is calibrated to
+  // 12 + 24 = 36; partition 0 measured 24 (speed 1.5), partition 1 48 (speed 0.75). At those
+  // speeds the (sequential) step is 8 + 16 + 32 + 16 = 72 of the measured 100.
+  ReferenceRun run = reference({1, 1}, 1, 8);
+  run.trace.events.push_back(span(Phase::Step, 0, 100));
+  run.trace.events.push_back(span(Phase::Forward, 1, 8, 0, 0));
+  run.trace.events.push_back(span(Phase::Forward, 1, 16, 0, 1));
+  run.trace.events.push_back(span(Phase::Backward, 2, 32, 0, 1));
+  run.trace.events.push_back(span(Phase::Backward, 2, 16, 0, 0));
+  const ChainedCalibration calibration = chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
+  EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
+  EXPECT_EQ(calibration.overheadNs.at(1), 28);
+  const Cluster cluster = calibratedCluster(twoCpus(), calibration);
+  EXPECT_EQ(cluster.devices[0].relativeSpeed, 1.5);
+  EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.75);
 }
 
 TEST(ChainedCalibration, OverheadIsNeverNegative) {
@@ -127,6 +147,7 @@ TEST(ChainedCalibration, JsonRoundTripAndDescription) {
   calibration.scales[16] = {1.25, 1.5};
   calibration.scales[32] = {1.0, 0.75};
   calibration.overheadNs = {{1, 1000}, {2, 1500}};
+  calibration.deviceSpeeds = {1.25, 0.8};
   const nlohmann::json json = toJson(calibration);
   EXPECT_EQ(json["micro_batch_scales"][0]["micro_batch"], 16);
   EXPECT_EQ(json["step_overhead_ns"][1]["ns"], 1500);
@@ -135,8 +156,8 @@ TEST(ChainedCalibration, JsonRoundTripAndDescription) {
   EXPECT_TRUE(chainedCalibrationFromJson(nlohmann::json()).scales.empty());
   EXPECT_EQ(describeChainedCalibration(calibration),
             "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
-            "profiled time at micro-batches 16-32; step overhead 1.00 us-1.50 us (grad zeroing, loss, SGD step, "
-            "waking the workers)");
+            "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
+            "zeroing, loss, SGD step, waking the workers)");
 }
 
 }  // namespace
