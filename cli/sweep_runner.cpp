@@ -212,12 +212,26 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     if (calibrationJson.is_object()) chained = chainedCalibrationFromJson(calibrationJson.value("chained", nlohmann::json()));
   } else {
     progress.phase("calibrating: one reference pipeline per chunk count");
-    chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
-                                        torchDevices(config.devices));
-    profile = calibratedProfile(std::move(profile), chained);
-    cluster = calibratedCluster(std::move(cluster), chained);
-    progress.phase(describeChainedCalibration(chained));
-    calibrationJson = {{"chained", toJson(chained)}};
+    try {
+      if (envOr(kFailCandidateEnv) == "calibration") {
+        throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
+      }
+      chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
+                                          torchDevices(config.devices));
+      profile = calibratedProfile(std::move(profile), chained);
+      cluster = calibratedCluster(std::move(cluster), chained);
+      progress.phase(describeChainedCalibration(chained));
+      calibrationJson = {{"chained", toJson(chained)}};
+    } catch (const std::exception& error) {
+      // E.g. the even-balance `never` reference does not fit a device: candidates that do
+      // can still be predicted (from the raw profile) and measured.
+      const std::string reason = firstLine(dynamic_cast<const c10::Error*>(&error) != nullptr
+                                               ? static_cast<const c10::Error&>(error).what_without_backtrace()
+                                               : error.what());
+      progress.phase("calibration failed, predicting from the raw profile: " + reason);
+      chained = ChainedCalibration{};
+      calibrationJson = {{"error", reason}};
+    }
   }
 
   SearchSpace space;

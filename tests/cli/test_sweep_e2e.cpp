@@ -231,6 +231,18 @@ TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
   EXPECT_TRUE(withStatus(interrupted, CandidateStatus::Failed).empty()) << "an interrupted candidate is not a failure";
 }
 
+TEST_F(SweepE2E, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
+  const fs::path report = dir_ / "report.json";
+  const CommandResult run = pipeprof(tinySweep(report.string()), "PIPEPROF_TEST_FAIL_CANDIDATE=calibration");
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_NE(run.err.find("calibration failed, predicting from the raw profile: failure injected"), std::string::npos)
+      << run.err;
+  const Report parsed = readReport(report.string());
+  EXPECT_TRUE(parsed.complete);
+  EXPECT_NE(parsed.calibration.at("error").get<std::string>().find("testing hook"), std::string::npos);
+  EXPECT_EQ(withStatus(parsed, CandidateStatus::Measured).size(), 3u);
+}
+
 TEST_F(SweepE2E, AFailingCandidateIsRecordedAndTheSweepCompletes) {
   // The labels come from a predict-only run; the second run measures every candidate (its
   // calibrated predictions, and so its order, may differ from the first run's).
