@@ -209,9 +209,18 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     const Report& resumed = *inputs.resumedReport;
     if (resumed.cluster && resumed.cluster->deviceCount() == cluster.deviceCount()) cluster = *resumed.cluster;
     calibrationJson = resumed.calibration;
-    if (calibrationJson.is_object()) chained = chainedCalibrationFromJson(calibrationJson.value("chained", nlohmann::json()));
+    if (calibrationJson.is_object()) {
+      chained = chainedCalibrationFromJson(calibrationJson.value("chained", nlohmann::json()));
+    }
   } else {
     progress.phase("calibrating: one reference pipeline per chunk count");
+    // E.g. the even-balance `never` reference does not fit a device: candidates that do can
+    // still be predicted (from the raw profile) and measured.
+    auto failed = [&](const std::string& reason) {
+      progress.phase("calibration failed, predicting from the raw profile: " + reason);
+      chained = ChainedCalibration{};
+      calibrationJson = {{"error", reason}};
+    };
     try {
       if (envOr(kFailCandidateEnv) == "calibration") {
         throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
@@ -222,15 +231,10 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
       cluster = calibratedCluster(std::move(cluster), chained);
       progress.phase(describeChainedCalibration(chained));
       calibrationJson = {{"chained", toJson(chained)}};
+    } catch (const c10::Error& error) {
+      failed(firstLine(error.what_without_backtrace()));
     } catch (const std::exception& error) {
-      // E.g. the even-balance `never` reference does not fit a device: candidates that do
-      // can still be predicted (from the raw profile) and measured.
-      const std::string reason = firstLine(dynamic_cast<const c10::Error*>(&error) != nullptr
-                                               ? static_cast<const c10::Error&>(error).what_without_backtrace()
-                                               : error.what());
-      progress.phase("calibration failed, predicting from the raw profile: " + reason);
-      chained = ChainedCalibration{};
-      calibrationJson = {{"error", reason}};
+      failed(firstLine(error.what()));
     }
   }
 
