@@ -117,7 +117,7 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 /// Measures one candidate, writes its measured trace and its predicted twin, and fills the
 /// result (status Measured). Throws whatever the run throws; the result is untouched then.
 void measureInto(CandidateResult& result, const SweepConfig& config, const Profile& profile,
-                 const Cluster& cluster, const fs::path& reportDir, TimeNs overheadNs,
+                 const Cluster& cluster, const fs::path& reportDir,
                  const std::atomic<bool>& stop) {
   TrainingResult run = measureCandidate(config, result.candidate, stop);
   const std::string slug = candidateSlug(result.candidate);
@@ -129,6 +129,9 @@ void measureInto(CandidateResult& result, const SweepConfig& config, const Profi
   SimulationResult twin = simulate(profile, cluster, result.candidate, simulationOptions);
   twin.trace.metadata["source"] = "predicted";
   twin.trace.metadata["candidate"] = result.candidate.label();
+  // What the prediction adds to the simulator's step (the calibrated step overhead; for a
+  // resumed report, whatever its kept prediction carries).
+  const TimeNs overheadNs = std::max<TimeNs>(0, result.prediction.iterationNs - twin.prediction.iterationNs);
   appendStepOverheadSpan(twin.trace, overheadNs);
   writeChromeTraceFile(twin.trace, predictedPath.string());
   result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
@@ -353,7 +356,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     }
     progress.begin(label);
     try {
-      measureInto(result, config, profile, cluster, reportDir, chained.stepOverheadNs(result.candidate.chunks), stop);
+      measureInto(result, config, profile, cluster, reportDir, stop);
       progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
     } catch (const TrainingStopped&) {
       // Ctrl-C during this candidate's steps: it stays unmeasured, for --resume.
