@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -40,6 +41,7 @@ struct SweepFlags {
   std::string measure = "top:12";
   std::int64_t steps = 10;
   std::int64_t warmup = 3;
+  std::int64_t rounds = 3;
   std::string deviceMemory;
   std::string profile;
   double profileBudget = 20.0;
@@ -124,8 +126,10 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   }
   if (flags.steps < 1) throw UsageError(fmt::format("--steps {}: must be at least 1", flags.steps));
   if (flags.warmup < 0) throw UsageError(fmt::format("--warmup {}: must be at least 0", flags.warmup));
+  if (flags.rounds < 1) throw UsageError(fmt::format("--rounds {}: must be at least 1", flags.rounds));
   config.steps = flags.steps;
   config.warmupSteps = flags.warmup;
+  config.rounds = std::min(flags.rounds, flags.steps);
   config.threads = sweepThreads(flags.model.threads, partitions, hardwareThreads());
   config.modelFlags.threads = config.threads;
   config.profileBudgetSeconds = flags.profileBudget;
@@ -220,8 +224,14 @@ void addSweepCommand(CLI::App& app) {
                       "Which candidates to measure: top:N (best N/3 predicted, then spread over balances, "
                       "chunks and modes), all or none")
       ->capture_default_str();
-  command->add_option("--steps", flags->steps, "Measured training steps per candidate")->capture_default_str();
-  command->add_option("--warmup", flags->warmup, "Warm-up steps before measuring")->capture_default_str();
+  command->add_option("--steps", flags->steps, "Measured training steps per candidate, over all its rounds")
+      ->capture_default_str();
+  command->add_option("--warmup", flags->warmup, "Warm-up steps before each round's measured steps")
+      ->capture_default_str();
+  command->add_option("--rounds", flags->rounds,
+                      "Interleaved rounds: each measures every selected candidate once, on a fresh Pipe, with "
+                      "its share of the steps (at most --steps)")
+      ->capture_default_str();
   command->add_option("--device-memory", flags->deviceMemory, "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
   command->add_option("--profile", flags->profile,
                       "Profile cache: reused when it exists (refused if measured on another device type, "

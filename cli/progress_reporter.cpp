@@ -50,6 +50,17 @@ void ProgressReporter::measured(const std::string& label, TimeNs measuredNs, Tim
        << std::flush;
 }
 
+void ProgressReporter::roundDone(const std::string& label, TimeNs medianSoFarNs) {
+  ++done_;
+  if (interactive_) {
+    redraw();
+    return;
+  }
+  out_ << fmt::format("partly measured {}/{} {}: {} so far {}\n", done_, total_, label,
+                      formatDuration(medianSoFarNs), timing())
+       << std::flush;
+}
+
 void ProgressReporter::failed(const std::string& label, const std::string& error) {
   ++done_;
   if (interactive_ && lineOpen_) out_ << "\r\033[K";

@@ -58,10 +58,10 @@ std::string relativeTo(const fs::path& file, const fs::path& directory) {
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-/// The candidate's measured run: the shared training loop (cli/training_loop.h) on a fresh
-/// copy of the model, with its trace.
-TrainingResult measureCandidate(const SweepConfig& config, const Candidate& candidate,
-                                const std::atomic<bool>& stop) {
+/// One round of a candidate's measured run: the shared training loop (cli/training_loop.h) on a
+/// fresh copy of the model, `steps` timed steps, traced when `traced`.
+TrainingResult measureRound(const SweepConfig& config, const Candidate& candidate, std::int64_t steps, bool traced,
+                            const std::atomic<bool>& stop) {
   if (envOr(kFailCandidateEnv) == candidate.label()) {
     throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
   }
@@ -73,8 +73,8 @@ TrainingResult measureCandidate(const SweepConfig& config, const Candidate& cand
   options.checkpoint = candidate.checkpoint;
   options.batch = config.batch;
   options.warmupSteps = config.warmupSteps;
-  options.steps = config.steps;
-  options.captureTrace = true;
+  options.steps = steps;
+  options.captureTrace = traced;
   options.shouldStop = [&stop] { return stop.load(); };
   TrainingResult result = trainAndMeasure(model, options);
   result.trace.metadata["candidate"] = candidate.label();
@@ -114,12 +114,23 @@ void recordFailure(CandidateResult& result, const std::string& error) {
   result.notMeasuredReason.clear();
 }
 
-/// Measures one candidate, writes its measured trace and its predicted twin, and fills the
-/// result (status Measured). Throws whatever the run throws; the result is untouched then.
-void measureInto(CandidateResult& result, const SweepConfig& config, const Profile& profile,
-                 const Cluster& cluster, const fs::path& reportDir,
-                 const std::atomic<bool>& stop) {
-  TrainingResult run = measureCandidate(config, result.candidate, stop);
+/// Measures round `round` of a candidate into its (partial) measurement. The final round is
+/// traced: it writes the measured trace and the predicted twin and marks the result Measured.
+/// Throws whatever the run throws; the result is untouched then.
+void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepConfig& config,
+                      const Profile& profile, const Cluster& cluster, const fs::path& reportDir,
+                      const std::atomic<bool>& stop) {
+  const bool last = round + 1 == config.rounds;
+  TrainingResult run = measureRound(config, result.candidate, roundSteps(config, round), last, stop);
+  Measurement measurement = round > 0 && result.measurement ? *result.measurement : Measurement{};
+  measurement.warmupSteps = config.warmupSteps;
+  measurement.rounds = round + 1;
+  measurement.addRound(run.measurement.stepNs, run.measurement.peakBytes, config.batch);
+  if (!last) {
+    result.measurement = std::move(measurement);
+    result.notMeasuredReason = fmt::format("measuring: {} of {} rounds done", round + 1, config.rounds);
+    return;
+  }
   const std::string slug = candidateSlug(result.candidate);
   const fs::path measuredPath = fs::path(config.tracesDir) / (slug + ".measured.json");
   const fs::path predictedPath = fs::path(config.tracesDir) / (slug + ".predicted.json");
@@ -137,14 +148,30 @@ void measureInto(CandidateResult& result, const SweepConfig& config, const Profi
   result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
   result.predictedAnalysis = toJson(analyzeTimeline(twin.trace));
   result.predictedAnalysis["calibrated_step_overhead_ns"] = overheadNs;
-  run.measurement.tracePath = relativeTo(measuredPath, reportDir);
+  measurement.tracePath = relativeTo(measuredPath, reportDir);
   result.prediction.tracePath = relativeTo(predictedPath, reportDir);
-  result.measurement = run.measurement;
+  result.measurement = std::move(measurement);
   result.status = CandidateStatus::Measured;
   result.notMeasuredReason.clear();
 }
 
+/// The rounds a partially measured candidate of a resumed report has done (0 for none, or for
+/// a partial measurement this sweep cannot continue).
+std::int64_t roundsDone(const CandidateResult& result, const SweepConfig& config) {
+  if (result.status != CandidateStatus::Predicted || !result.measurement) return 0;
+  const Measurement& partial = *result.measurement;
+  std::int64_t expectedSteps = 0;
+  for (std::int64_t round = 0; round < partial.rounds; ++round) expectedSteps += roundSteps(config, round);
+  const bool continuable = partial.rounds < config.rounds && partial.warmupSteps == config.warmupSteps &&
+                           static_cast<std::int64_t>(partial.stepNs.size()) == expectedSteps;
+  return continuable ? partial.rounds : 0;
+}
+
 }  // namespace
+
+std::int64_t roundSteps(const SweepConfig& config, std::int64_t round) {
+  return config.steps / config.rounds + (round < config.steps % config.rounds ? 1 : 0);
+}
 
 std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<std::int64_t>& chunks) {
   std::set<std::int64_t> sizes;
@@ -310,69 +337,100 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     if (selectedSet.count(index) == 0) report.candidates[index].notMeasuredReason = notSelected;
   }
 
-  // --resume: keep every finished (measured or failed) candidate as it was.
+  // --resume: keep every finished (measured or failed) candidate as it was, and the rounds
+  // a partially measured one has done.
   std::int64_t kept = 0;
+  std::int64_t partial = 0;
   if (inputs.resumedReport) {
     for (const CandidateResult& old : inputs.resumedReport->candidates) {
-      if (old.status == CandidateStatus::Predicted) continue;
+      const std::int64_t done = roundsDone(old, config);
+      if (old.status == CandidateStatus::Predicted && done == 0) continue;
       for (CandidateResult& result : report.candidates) {
-        if (result.candidate == old.candidate) {
-          result.status = old.status;
+        if (!(result.candidate == old.candidate)) continue;
+        if (old.status == CandidateStatus::Predicted) {
+          if (!result.notMeasuredReason.empty()) continue;  // no longer selected
           result.measurement = old.measurement;
-          result.error = old.error;
-          result.notMeasuredReason.clear();
-          result.predictedAnalysis = old.predictedAnalysis;
-          result.measuredAnalysis = old.measuredAnalysis;
-          ++kept;
+          result.notMeasuredReason = old.notMeasuredReason;
+          ++partial;
+          continue;
         }
+        result.status = old.status;
+        result.measurement = old.measurement;
+        result.error = old.error;
+        result.notMeasuredReason.clear();
+        result.predictedAnalysis = old.predictedAnalysis;
+        result.measuredAnalysis = old.measuredAnalysis;
+        ++kept;
       }
     }
   }
 
   std::vector<std::size_t> todo;
+  std::int64_t roundsToRun = 0;
   for (const std::size_t index : selected) {
-    if (report.candidates[index].status == CandidateStatus::Predicted) todo.push_back(index);
+    const CandidateResult& result = report.candidates[index];
+    if (result.status != CandidateStatus::Predicted) continue;
+    todo.push_back(index);
+    roundsToRun += config.rounds - roundsDone(result, config);
   }
   if (inputs.resumedReport) {
-    progress.phase(fmt::format("resuming: {} finished candidate(s) kept, {} to measure", kept, todo.size()));
+    progress.phase(fmt::format("resuming: {} finished candidate(s) kept, {} to measure{}", kept, todo.size(),
+                               partial > 0 ? fmt::format(" ({} partly measured)", partial) : std::string()));
   }
-  progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}", report.candidates.size(),
-                             ranked.size(), todo.size()));
+  progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}{}", report.candidates.size(),
+                             ranked.size(), todo.size(),
+                             config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
 
-  progress.setTotal(static_cast<std::int64_t>(todo.size()));
+  progress.setTotal(roundsToRun);
   const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
   fs::create_directories(reportDir);
   fs::create_directories(config.tracesDir);
   report.updateSuggestion();
   writeReport(report, config.reportPath);
 
-  for (const std::size_t index : todo) {
-    CandidateResult& result = report.candidates[index];
-    const std::string label = result.candidate.label();
-    if (stop.load()) {
-      progress.finish();
-      throw SweepInterrupted(fmt::format("interrupted before {}; {} holds what finished -- continue with the "
-                                         "same command and --resume", label, config.reportPath));
+  // A failed candidate is not measured again: its later rounds leave the progress total.
+  auto failed = [&](CandidateResult& result, std::int64_t round, const std::string& error) {
+    recordFailure(result, error);
+    roundsToRun -= config.rounds - round - 1;
+    progress.setTotal(roundsToRun);
+    progress.failed(result.candidate.label(), result.error);
+  };
+  // Round r measures every candidate once, so a slow spell of a shared machine spoils one
+  // round of several candidates rather than every step of one.
+  for (std::int64_t round = 0; round < config.rounds; ++round) {
+    for (const std::size_t index : todo) {
+      CandidateResult& result = report.candidates[index];
+      if (result.status != CandidateStatus::Predicted || roundsDone(result, config) > round) continue;
+      const std::string label = result.candidate.label();
+      const std::string roundLabel =
+          config.rounds > 1 ? fmt::format("{} (round {}/{})", label, round + 1, config.rounds) : label;
+      if (stop.load()) {
+        progress.finish();
+        throw SweepInterrupted(fmt::format("interrupted before {}; {} holds what finished -- continue with the "
+                                           "same command and --resume", roundLabel, config.reportPath));
+      }
+      progress.begin(roundLabel);
+      try {
+        measureRoundInto(result, round, config, profile, cluster, reportDir, stop);
+        if (result.status == CandidateStatus::Measured) {
+          progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
+        } else {
+          progress.roundDone(roundLabel, result.measurement->stepNsMedian);
+        }
+      } catch (const TrainingStopped&) {
+        // Ctrl-C during this round's steps: the round is dropped, the earlier ones are kept.
+        progress.finish();
+        throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
+                                           "same command and --resume", roundLabel, config.reportPath));
+      } catch (const c10::Error& error) {
+        failed(result, round, firstLine(error.what_without_backtrace()));
+      } catch (const std::exception& error) {
+        failed(result, round, firstLine(error.what()));
+      }
+      report.updateSuggestion();
+      writeReport(report, config.reportPath);
+      pauseForTests();
     }
-    progress.begin(label);
-    try {
-      measureInto(result, config, profile, cluster, reportDir, stop);
-      progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
-    } catch (const TrainingStopped&) {
-      // Ctrl-C during this candidate's steps: it stays unmeasured, for --resume.
-      progress.finish();
-      throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
-                                         "same command and --resume", label, config.reportPath));
-    } catch (const c10::Error& error) {
-      recordFailure(result, firstLine(error.what_without_backtrace()));
-      progress.failed(label, result.error);
-    } catch (const std::exception& error) {
-      recordFailure(result, firstLine(error.what()));
-      progress.failed(label, result.error);
-    }
-    report.updateSuggestion();
-    writeReport(report, config.reportPath);
-    pauseForTests();
   }
   progress.finish();
   report.complete = true;

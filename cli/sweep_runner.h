@@ -37,8 +37,9 @@ struct SweepConfig {
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
   std::vector<std::vector<std::int64_t>> balances;  ///< for BalanceEnumeration::Given
   MeasurePolicy measure;
-  std::int64_t warmupSteps = 2;
-  std::int64_t steps = 5;
+  std::int64_t warmupSteps = 2;  ///< per round
+  std::int64_t steps = 5;        ///< timed steps per candidate, over all its rounds
+  std::int64_t rounds = 1;       ///< interleaved rounds (1..steps): see runSweep
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   std::int64_t threads = 1;                ///< intra-op threads (resolved, see sweepThreads)
   double profileBudgetSeconds = 20.0;
@@ -59,9 +60,14 @@ class SweepInterrupted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs the sweep; writes the report after the predictions and after every measured
-/// candidate (atomically). A candidate that throws is recorded as Failed and the sweep goes
-/// on. Throws SweepInterrupted when `stop` becomes true (checked between steps).
+/// Runs the sweep; writes the report after the predictions and after every measured round of a
+/// candidate (atomically). The selected candidates are measured in `rounds` rounds, each
+/// training every candidate once on a fresh Pipe (warm-up, then its share of the steps), so
+/// that every candidate's steps sample the whole measuring time; the final round is traced.
+/// A partly measured candidate keeps its rounds in the report (status predicted, reason
+/// "measuring: ...") and --resume continues it. A candidate that throws is recorded as Failed
+/// and the sweep goes on. Throws SweepInterrupted when `stop` becomes true (checked between
+/// steps).
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
                 const std::atomic<bool>& stop);
 
@@ -72,6 +78,10 @@ std::string profileMismatch(const Profile& profile, const SweepConfig& config, s
 /// Checks that a report to resume was written by the same sweep (model, batch, devices,
 /// threads); returns the reason, or "" when it was.
 std::string resumeMismatch(const Report& report, const SweepConfig& config);
+
+/// Timed steps of round `round` (0-based): config.steps split as evenly as possible over
+/// config.rounds, the first rounds taking one more.
+std::int64_t roundSteps(const SweepConfig& config, std::int64_t round);
 
 /// "b2-6_m8_except_last": a file-name-safe slug of a candidate.
 std::string candidateSlug(const Candidate& candidate);

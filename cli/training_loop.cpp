@@ -126,14 +126,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
       m.peakBytes[j] = std::max(m.peakBytes[j], peaks[j]);
     }
   }
-  std::vector<TimeNs> sorted = m.stepNs;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  m.stepNsMedian = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  m.stepNsMin = sorted.front();
-  m.stepNsMax = sorted.back();
-  m.samplesPerS = m.stepNsMedian > 0 ? static_cast<double>(options.batch) * 1e9 / static_cast<double>(m.stepNsMedian)
-                                     : 0.0;
+  m.updateStatistics(options.batch);
 
   if (tracer) {
     pipe.setTracer(nullptr);

@@ -66,6 +66,10 @@ Measurement measurementFromJson(const JsonCursor& json, std::size_t partitions) 
   if (!json.value().is_object()) json.fail("expected a measurement object");
   Measurement measurement;
   measurement.warmupSteps = json.at("warmup_steps").asNonNegativeInt();
+  if (json.has("rounds")) {
+    measurement.rounds = json.at("rounds").asNonNegativeInt();
+    if (measurement.rounds < 1) json.at("rounds").fail("expected at least 1 round, got 0");
+  }
   measurement.stepNs = nonNegativeInts(json.at("step_ns"));
   measurement.stepNsMedian = json.at("step_ns_median").asNonNegativeInt();
   measurement.stepNsMin = json.at("step_ns_min").asNonNegativeInt();
@@ -159,6 +163,29 @@ std::string candidateStatusName(CandidateStatus status) {
   return "unknown";
 }
 
+void Measurement::addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes,
+                           std::int64_t batch) {
+  stepNs.insert(stepNs.end(), roundStepNs.begin(), roundStepNs.end());
+  if (peakBytes.size() < roundPeakBytes.size()) peakBytes.resize(roundPeakBytes.size(), 0);
+  for (std::size_t j = 0; j < roundPeakBytes.size(); ++j) peakBytes[j] = std::max(peakBytes[j], roundPeakBytes[j]);
+  updateStatistics(batch);
+}
+
+void Measurement::updateStatistics(std::int64_t batch) {
+  if (stepNs.empty()) {
+    stepNsMedian = stepNsMin = stepNsMax = 0;
+    samplesPerS = 0.0;
+    return;
+  }
+  std::vector<TimeNs> sorted = stepNs;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  stepNsMedian = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  stepNsMin = sorted.front();
+  stepNsMax = sorted.back();
+  samplesPerS = stepNsMedian > 0 ? static_cast<double>(batch) * 1e9 / static_cast<double>(stepNsMedian) : 0.0;
+}
+
 std::optional<double> CandidateResult::stepTimeErrorPct() const {
   if (status != CandidateStatus::Measured || !measurement || measurement->stepNsMedian <= 0) return std::nullopt;
   auto measured = static_cast<double>(measurement->stepNsMedian);
@@ -202,6 +229,7 @@ nlohmann::json toJson(const Prediction& prediction) {
 
 nlohmann::json toJson(const Measurement& measurement) {
   return {{"warmup_steps", measurement.warmupSteps},
+          {"rounds", measurement.rounds},
           {"step_ns", array(measurement.stepNs)},
           {"step_ns_median", measurement.stepNsMedian},
           {"step_ns_min", measurement.stepNsMin},

@@ -152,9 +152,13 @@ void CandidatesView::showDetails(std::optional<std::size_t> candidate) {
                .arg(p.bubbleFraction * 100.0, 0, 'f', 1)
                .arg(p.fits ? tr("fits") : tr("<span style='color:#c0392b'>does not fit</span>"), busy.join(QStringLiteral("; ")));
   if (const std::optional<Measurement>& m = result.measurement) {
-    lines << tr("Measured: median step %1 over %2 steps (min %3, max %4) after %5 warm-up, %6")
+    const bool partly = result.status != CandidateStatus::Measured;
+    lines << tr("%1: median step %2 over %3 steps in %4 round(s) (min %5, max %6), each after %7 warm-up, %8")
+                 .arg(partly ? tr("Measured so far (%1)").arg(qs(result.notMeasuredReason).toHtmlEscaped())
+                             : tr("Measured"))
                  .arg(durationText(m->stepNsMedian))
                  .arg(m->stepNs.size())
+                 .arg(m->rounds)
                  .arg(durationText(m->stepNsMin), durationText(m->stepNsMax))
                  .arg(m->warmupSteps)
                  .arg(throughputText(m->samplesPerS));

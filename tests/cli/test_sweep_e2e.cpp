@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -67,9 +68,10 @@ class SweepE2E : public ::testing::Test {
   }
 
   /// The tiny sweep every test starts from: a 4-layer mlp, batch 8, chunks 1 and 2.
-  std::string tinySweep(const std::string& report, const std::string& measure = "top:3") const {
+  std::string tinySweep(const std::string& report, const std::string& measure = "top:3",
+                        const std::string& steps = "--steps 1") const {
     return "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --measure " + measure +
-           " --steps 1 --warmup 1 --profile-budget 1 -o " + quote(report);
+           " " + steps + " --warmup 1 --profile-budget 1 -o " + quote(report);
   }
 
   fs::path dir_;
@@ -194,6 +196,52 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
     }
   }
   EXPECT_TRUE(kept);
+}
+
+TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
+  const fs::path report = dir_ / "report.json";
+  const std::string sweep = tinySweep(report.string(), "top:2", "--steps 4 --rounds 2");
+  const pid_t pid = spawnShell("PIPEPROF_TEST_CANDIDATE_DELAY_MS=60000 exec " + quote(kBinary) + " " + sweep +
+                               " > /dev/null 2> /dev/null");
+  ASSERT_GT(pid, 0);
+  // Wait for the first round of the first candidate (the hook pauses after it), then kill.
+  std::optional<CandidateResult> partly;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!partly && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!fs::exists(report)) continue;
+    for (const CandidateResult& result : readReport(report.string()).candidates) {
+      if (result.measurement) partly = result;
+    }
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(partly) << "no round was measured within 60 s";
+  EXPECT_EQ(partly->status, CandidateStatus::Predicted);
+  EXPECT_EQ(partly->notMeasuredReason, "measuring: 1 of 2 rounds done");
+  EXPECT_EQ(partly->measurement->rounds, 1);
+  ASSERT_EQ(partly->measurement->stepNs.size(), 2u) << "round 1 of 2 takes half of --steps 4";
+
+  const CommandResult resumed = pipeprof(sweep + " --resume");
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming: 0 finished candidate(s) kept, 2 to measure (1 partly measured)"),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(countLines(resumed.err, "partly measured 1/3"), 1u) << "only the other candidate's first round";
+  const Report finished = readReport(report.string());
+  EXPECT_TRUE(finished.complete);
+  bool continued = false;
+  for (const CandidateResult* result : withStatus(finished, CandidateStatus::Measured)) {
+    EXPECT_EQ(result->measurement->rounds, 2);
+    ASSERT_EQ(result->measurement->stepNs.size(), 4u);
+    if (result->candidate == partly->candidate) {
+      continued = true;
+      const std::vector<TimeNs> firstRound(result->measurement->stepNs.begin(), result->measurement->stepNs.begin() + 2);
+      EXPECT_EQ(firstRound, partly->measurement->stepNs) << "the kept round was measured again";
+    }
+  }
+  EXPECT_TRUE(continued);
 }
 
 TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {

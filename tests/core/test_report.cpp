@@ -109,6 +109,21 @@ TEST(Report, SuggestionPicksBestMeasuredAndRankOne) {
   EXPECT_FALSE(empty.suggestion.agree);
 }
 
+TEST(Measurement, RoundsPoolTheirStepsAndKeepTheLargestPeaks) {
+  Measurement measurement;
+  measurement.addRound({30, 10, 20}, {100, 700}, 8);
+  EXPECT_EQ(measurement.stepNsMedian, 20);
+  measurement.addRound({50, 40}, {300, 200}, 8);
+  EXPECT_EQ(measurement.stepNs, (std::vector<TimeNs>{30, 10, 20, 50, 40}));
+  EXPECT_EQ(measurement.stepNsMedian, 30);
+  EXPECT_EQ(measurement.stepNsMin, 10);
+  EXPECT_EQ(measurement.stepNsMax, 50);
+  EXPECT_DOUBLE_EQ(measurement.samplesPerS, 8e9 / 30);
+  EXPECT_EQ(measurement.peakBytes, (std::vector<Bytes>{300, 700}));
+  measurement.addRound({60}, {}, 8);
+  EXPECT_EQ(measurement.stepNsMedian, 35) << "an even count takes the mean of the middle two";
+}
+
 TEST(ReportJson, RoundTripIsExact) {
   Report report = exampleReport();
   nlohmann::json json = toJson(report);
@@ -127,6 +142,7 @@ TEST(ReportJson, RoundTripIsExact) {
   ASSERT_TRUE(back.cluster.has_value());
   EXPECT_EQ(back.cluster->link(0, 1).latencyNs, 100);
   EXPECT_EQ(back.calibration["contention"], 1.05);
+  EXPECT_EQ(json["candidates"][1]["measurement"]["rounds"], 1);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_report_" + std::to_string(::getpid()) + ".json";
   writeReport(report, path);
@@ -163,6 +179,8 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 999999999; }),
             "r.json: $.candidates[0].measurement.step_ns_median: expected step_ns_min <= step_ns_median <= "
             "step_ns_max, got 999999999, 1333, 1342");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["rounds"] = 0; }),
+            "r.json: $.candidates[0].measurement.rounds: expected at least 1 round, got 0");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),
             "r.json: $.candidates[2].candidate.chunks: expected a positive integer, got 0");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2].erase("predicted_rank"); }),

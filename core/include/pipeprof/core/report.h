@@ -32,14 +32,23 @@ struct Prediction {
 
 /// What the runtime did for one candidate.
 struct Measurement {
-  std::int64_t warmupSteps = 0;
-  std::vector<TimeNs> stepNs;      ///< every measured step, in order
+  std::int64_t warmupSteps = 0;    ///< untimed steps before each round's timed ones
+  std::int64_t rounds = 1;         ///< runs of the candidate whose steps are pooled here
+  std::vector<TimeNs> stepNs;      ///< every measured step, in order (round after round)
   TimeNs stepNsMedian = 0;
   TimeNs stepNsMin = 0;
   TimeNs stepNsMax = 0;
   double samplesPerS = 0.0;        ///< batch / median step time
   std::vector<Bytes> peakBytes;    ///< per partition, as defined in docs/formats.md
   std::string tracePath;           ///< measured timeline (Chrome trace), if written
+
+  /// Appends one more round: its steps, its peaks (the largest per partition wins); then
+  /// recomputes the statistics below for `batch` samples per step.
+  void addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes,
+                std::int64_t batch);
+  /// Recomputes stepNsMedian (the mean of the middle two for an even count), stepNsMin,
+  /// stepNsMax and samplesPerS from stepNs; all zero when there are no steps.
+  void updateStatistics(std::int64_t batch);
 };
 
 enum class CandidateStatus {
