@@ -27,8 +27,8 @@ std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitio
 /// training loop throws.
 ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Profile& profile, const Cluster& cluster,
                                              std::int64_t batch, const std::vector<std::int64_t>& chunks,
-                                             const std::vector<torch::Device>& devices, std::int64_t rounds = 5,
-                                             std::int64_t steps = 6);
+                                             const std::vector<torch::Device>& devices, std::int64_t rounds = 10,
+                                             std::int64_t steps = 4);
 
 /// Adds the calibrated overhead to a prediction: iterationNs += overheadNs, samplesPerS
 /// recomputed for `batch`.
