@@ -45,6 +45,7 @@ struct SweepFlags {
   std::string deviceMemory;
   std::string profile;
   double profileBudget = 20.0;
+  double calibrationBudget = 8.0;
   std::string output = "report.json";
   std::string tracesDir;
   bool resume = false;
@@ -133,6 +134,10 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.threads = sweepThreads(flags.model.threads, partitions, hardwareThreads());
   config.modelFlags.threads = config.threads;
   config.profileBudgetSeconds = flags.profileBudget;
+  if (flags.calibrationBudget < 0) {
+    throw UsageError(fmt::format("--calibration-budget {}: must not be negative", flags.calibrationBudget));
+  }
+  config.calibrationBudgetSeconds = flags.calibrationBudget;
   if (!flags.deviceMemory.empty()) {
     try {
       config.deviceMemoryBytes = parseBytes(flags.deviceMemory);
@@ -237,6 +242,9 @@ void addSweepCommand(CLI::App& app) {
                       "Profile cache: reused when it exists (refused if measured on another device type, "
                       "thread count or LibTorch version), written after profiling otherwise");
   command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
+      ->capture_default_str();
+  command->add_option("--calibration-budget", flags->calibrationBudget,
+                      "Seconds of reference-pipeline rounds calibrating the simulator (at least 3 rounds)")
       ->capture_default_str();
   command->add_option("-o,--output", flags->output, "Report path (pipeprof.report/v1)")->capture_default_str();
   command->add_option("--traces-dir", flags->tracesDir,

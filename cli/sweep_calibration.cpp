@@ -4,6 +4,7 @@
 #include "training_loop.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace pipeprof::cli {
 
@@ -15,11 +16,15 @@ std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitio
 
 ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Profile& profile, const Cluster& cluster,
                                              std::int64_t batch, const std::vector<std::int64_t>& chunks,
-                                             const std::vector<torch::Device>& devices, std::int64_t rounds,
-                                             std::int64_t steps) {
+                                             const std::vector<torch::Device>& devices,
+                                             const CalibrationRounds& rounds) {
   const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(devices.size()), profile.layerCount());
   std::vector<ReferenceRun> runs;
-  for (std::int64_t round = 0; round < rounds; ++round) {
+  const auto start = std::chrono::steady_clock::now();
+  auto budgetLeft = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < rounds.budgetSeconds;
+  };
+  for (std::int64_t round = 0; round < rounds.minRounds || budgetLeft(); ++round) {
     for (const std::int64_t m : chunks) {
       if (m < 1 || m > batch) continue;
       ReferenceRun run;
@@ -35,7 +40,7 @@ ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Prof
       options.checkpoint = Checkpoint::Never;
       options.batch = batch;
       options.warmupSteps = 1;
-      options.steps = steps;
+      options.steps = rounds.steps;
       options.captureTrace = true;
       run.trace = trainAndMeasure(model, options).trace;
       runs.push_back(std::move(run));

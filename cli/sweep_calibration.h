@@ -21,14 +21,23 @@ namespace pipeprof::cli {
 /// partitions (the first ones take one more); the reference runs' balance.
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
 
+/// How long the reference runs go on: rounds until `budgetSeconds` have passed, and at least
+/// `minRounds` (a round trains each reference once, 1 warm-up + `steps` steps).
+struct CalibrationRounds {
+  double budgetSeconds = 8.0;
+  std::int64_t minRounds = 3;
+  std::int64_t steps = 4;
+};
+
 /// Trains one reference pipeline per chunk count in `chunks` (every device in `devices`, an
-/// even balance, `never`, traced) in `rounds` interleaved rounds of 1 warm-up + `steps` steps
-/// each, and derives the calibration from them (chainedCalibrationFromRuns). Throws what the
-/// training loop throws.
+/// even balance, `never`, traced) in interleaved rounds, and derives the calibration from them
+/// (chainedCalibrationFromRuns). More rounds spread the reference steps over a longer time, so
+/// that a slow spell of a shared machine weighs on the calibration as it will on the measured
+/// candidates. Throws what the training loop throws.
 ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Profile& profile, const Cluster& cluster,
                                              std::int64_t batch, const std::vector<std::int64_t>& chunks,
-                                             const std::vector<torch::Device>& devices, std::int64_t rounds = 10,
-                                             std::int64_t steps = 4);
+                                             const std::vector<torch::Device>& devices,
+                                             const CalibrationRounds& rounds);
 
 /// Adds the calibrated overhead to a prediction: iterationNs += overheadNs, samplesPerS
 /// recomputed for `batch`.

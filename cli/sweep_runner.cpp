@@ -243,7 +243,8 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
       chained = chainedCalibrationFromJson(calibrationJson.value("chained", nlohmann::json()));
     }
   } else {
-    progress.phase("calibrating: one reference pipeline per chunk count");
+    progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
+                               config.calibrationBudgetSeconds));
     // E.g. the even-balance `never` reference does not fit a device: candidates that do can
     // still be predicted (from the raw profile) and measured.
     auto failed = [&](const std::string& reason) {
@@ -255,8 +256,10 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
       if (envOr(kFailCandidateEnv) == "calibration") {
         throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
       }
+      CalibrationRounds rounds;
+      rounds.budgetSeconds = config.calibrationBudgetSeconds;
       chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
-                                          torchDevices(config.devices));
+                                          torchDevices(config.devices), rounds);
       profile = calibratedProfile(std::move(profile), chained);
       cluster = calibratedCluster(std::move(cluster), chained);
       progress.phase(describeChainedCalibration(chained));

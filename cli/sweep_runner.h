@@ -43,6 +43,7 @@ struct SweepConfig {
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   std::int64_t threads = 1;                ///< intra-op threads (resolved, see sweepThreads)
   double profileBudgetSeconds = 20.0;
+  double calibrationBudgetSeconds = 8.0;  ///< reference rounds go on this long (at least 3)
   std::string profilePath;  ///< cache: read when it exists, written after profiling otherwise
   std::string reportPath;
   std::string tracesDir;

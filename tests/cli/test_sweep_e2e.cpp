@@ -71,7 +71,7 @@ class SweepE2E : public ::testing::Test {
   std::string tinySweep(const std::string& report, const std::string& measure = "top:3",
                         const std::string& steps = "--steps 1") const {
     return "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --measure " + measure +
-           " " + steps + " --warmup 1 --profile-budget 1 -o " + quote(report);
+           " " + steps + " --warmup 1 --profile-budget 1 --calibration-budget 0 -o " + quote(report);
   }
 
   fs::path dir_;
@@ -249,7 +249,7 @@ TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
   const fs::path report = dir_ / "report.json";
   const fs::path err = dir_ / "stderr.txt";
   const std::string sweep = "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 "
-                            "--measure top:3 --steps 1000000 --warmup 1 --profile-budget 1 -o " +
+                            "--measure top:3 --steps 1000000 --warmup 1 --profile-budget 1 --calibration-budget 0 -o " +
                             quote(report.string());
   const pid_t pid = spawnShell("exec " + quote(kBinary) + " " + sweep + " > /dev/null 2> " + quote(err.string()));
   ASSERT_GT(pid, 0);
@@ -328,6 +328,8 @@ TEST_F(SweepE2E, MalformedInputsExitTwoAndCreateNothing) {
       "--model mlp --device-memory 12XB",
       "--model mlp --measure top:0",
       "--model mlp --checkpoint sometimes",
+      "--model mlp --calibration-budget -1",
+      "--model mlp --rounds 0",
       "--model mlp --balances 1,1,1",
       "--model mlp --devices cpu,gpu",
       "--model mlp --steps 0",
