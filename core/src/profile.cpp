@@ -125,7 +125,8 @@ nlohmann::json toJson(const Profile& profile) {
     skips.push_back({{"name", skip.name},
                      {"stash_layer", skip.stashLayer},
                      {"pop_layer", skip.popLayer},
-                     {"bytes_per_sample", skip.bytesPerSample}});
+                     {"bytes_per_sample", skip.bytesPerSample},
+                     {"unsaved_bytes_per_sample", skip.unsavedBytesPerSample}});
   }
   const ProfileEnvironment& environment = profile.environment;
   return {{"schema", kProfileSchema},
@@ -173,6 +174,15 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
                                   std::to_string(skip.stashLayer));
       }
       skip.bytesPerSample = item.at("bytes_per_sample").asNonNegativeInt();
+      skip.unsavedBytesPerSample = skip.bytesPerSample;
+      if (item.has("unsaved_bytes_per_sample")) {
+        skip.unsavedBytesPerSample = item.at("unsaved_bytes_per_sample").asNonNegativeInt();
+        if (skip.unsavedBytesPerSample > skip.bytesPerSample) {
+          item.at("unsaved_bytes_per_sample")
+              .fail("expected at most bytes_per_sample (" + std::to_string(skip.bytesPerSample) + "), got " +
+                    std::to_string(skip.unsavedBytesPerSample));
+        }
+      }
       profile.skips.push_back(skip);
     }
   }

@@ -7,7 +7,8 @@
 //        in a training run whose grads are zeroed in place;
 //     2. the whole model forward in training mode, layer L under tag L, keeping the graph:
 //        output bytes, forward workspace (peak - live after the layer), and after the last
-//        layer saved_bytes(L) = what tag L still holds;
+//        layer saved_bytes(L) = what tag L still holds, and each skip's unsaved bytes (its
+//        tensor's, when nothing holds that any more after the pop);
 //     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
 //        backward workspace = peak above the bytes live when it started.
 //   time (options.device)
@@ -103,6 +104,7 @@ class ProfilerSkipTracker final : public SkipTracker {
   void setLayer(std::int64_t layer) { layer_ = layer; }
   void stash(const SkipKey& key, torch::Tensor tensor) override {
     stashedBytes_[{layer_, key.second}] = bytesOf(tensor);
+    stashLayerOf_[key] = layer_;
     if (detach_) {
       tensor = tensor.detach();
       if (tensor.is_floating_point()) tensor.requires_grad_(true);
@@ -114,17 +116,35 @@ class ProfilerSkipTracker final : public SkipTracker {
     if (it == tensors_.end()) throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
     torch::Tensor tensor = std::move(it->second);
     tensors_.erase(it);
+    if (tensor.has_storage()) {
+      popped_.insert_or_assign(LayerAndName{stashLayerOf_[key], key.second}, tensor.storage().getWeakStorageImpl());
+    }
     return tensor;
   }
-  void clear() { tensors_.clear(); }
+  void clear() {
+    tensors_.clear();
+    popped_.clear();
+  }
+  /// After a forward with the graph kept: the bytes of each popped skip that nothing keeps
+  /// alive any more (all of it, or nothing when the backward graph saved it).
+  void recordUnsavedBytes() {
+    for (const auto& [key, storage] : popped_) unsavedBytes_[key] = storage.expired() ? stashedBytes_[key] : 0;
+  }
   /// Bytes the layer stashed under the name (or, when the name is not found, the only stash
   /// of that layer); 0 when unknown.
-  Bytes stashedBytes(std::int64_t layer, const std::string& name) const {
-    const auto exact = stashedBytes_.find({layer, name});
-    if (exact != stashedBytes_.end()) return exact->second;
+  Bytes stashedBytes(std::int64_t layer, const std::string& name) const { return lookup(stashedBytes_, layer, name); }
+  /// The same for the part the backward graph did not save (see recordUnsavedBytes).
+  Bytes unsavedBytes(std::int64_t layer, const std::string& name) const { return lookup(unsavedBytes_, layer, name); }
+
+ private:
+  using LayerAndName = std::pair<std::int64_t, std::string>;
+
+  static Bytes lookup(const std::map<LayerAndName, Bytes>& table, std::int64_t layer, const std::string& name) {
+    const auto exact = table.find({layer, name});
+    if (exact != table.end()) return exact->second;
     Bytes only = 0;
     int count = 0;
-    for (const auto& [key, bytes] : stashedBytes_) {
+    for (const auto& [key, bytes] : table) {
       if (key.first == layer) {
         only = bytes;
         ++count;
@@ -133,11 +153,13 @@ class ProfilerSkipTracker final : public SkipTracker {
     return count == 1 ? only : 0;
   }
 
- private:
   bool detach_;
   std::int64_t layer_ = -1;
   std::map<SkipKey, torch::Tensor> tensors_;
-  std::map<std::pair<std::int64_t, std::string>, Bytes> stashedBytes_;
+  std::map<SkipKey, std::int64_t> stashLayerOf_;
+  std::map<LayerAndName, Bytes> stashedBytes_;
+  std::map<LayerAndName, c10::weak_intrusive_ptr<c10::StorageImpl>> popped_;
+  std::map<LayerAndName, Bytes> unsavedBytes_;
 };
 
 /// Parameters, gradients, buffers and the training flag, restored on destruction.
@@ -245,6 +267,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       x = out;
     }
     for (std::int64_t L = 0; L < n; ++L) costs[L].savedBytes = std::max<Bytes>(0, liveBytes(L) - before[L]);
+    skips.recordUnsavedBytes();  // while `x` keeps the graph alive
     skips.clear();
   }
   // 3. Each layer's backward under its tag.
@@ -371,13 +394,15 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       profile.inputBytesPerSample = bytesOf(batch.input) / b;
       for (const SkipRoute& route : model.skips) {
         const Bytes bytes = skips.stashedBytes(route.stashLayer, route.name);
+        const Bytes unsaved = skips.unsavedBytes(route.stashLayer, route.name);
         auto it = std::find_if(profile.skips.begin(), profile.skips.end(),
                                [&](const SkipProfile& s) { return s.name == route.name && s.stashLayer == route.stashLayer; });
         if (it == profile.skips.end()) {
-          profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0});
+          profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0, 0});
           it = std::prev(profile.skips.end());
         }
         it->bytesPerSample = bytes / b;  // the largest size (last) wins: least rounding
+        it->unsavedBytesPerSample = unsaved / b;
       }
     }
     sequential->to(home);

@@ -53,6 +53,19 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
   auto durationSlot = [&](std::int64_t i, std::int32_t slot) {
     return sizeClass(i) * layout.durationsPerClass() + slot;
   };
+  // A skip routed within one partition lives inside that partition's forward (a recompute
+  // stashes it again), so only routes across partitions hold memory between ops. Such a stash
+  // holds the whole skip tensor until the pop's backward when the forward saved nothing (a
+  // checkpointed micro-batch: the pop partition's recompute needs it). Otherwise, in training,
+  // the backward graph saves what it needs of it (counted in a layer's saved bytes) and the
+  // stash holds the rest until the pop's forward; in inference, all of it, as long.
+  auto crossesPartitions = [&](std::int32_t s) {
+    return out.skipStashPartition[static_cast<std::size_t>(s)] != out.skipPopPartition[static_cast<std::size_t>(s)];
+  };
+  auto skipSlot = [&](std::int64_t i, std::int32_t s) {
+    return training && !schedule.checkpointed(i) ? layout.skipUnsavedBytes(s) : layout.skipBytes(s);
+  };
+  auto skipHeldUntilPopBackward = [&](std::int64_t i) { return training && schedule.checkpointed(i); };
 
   std::vector<OpEffects> effects(count);
   out.ops.resize(count);
@@ -81,9 +94,10 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         }
         e.endRelease.push_back(mem(j, layout.workspace(j)));
         for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (out.skipStashPartition[static_cast<std::size_t>(s)] == j) e.endAlloc.push_back(mem(j, layout.skipBytes(s)));
-          if (!training && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
-            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], layout.skipBytes(s)));
+          if (!crossesPartitions(s)) continue;
+          if (out.skipStashPartition[static_cast<std::size_t>(s)] == j) e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
+          if (!skipHeldUntilPopBackward(op.i) && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
+            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], skipSlot(op.i, s)));
           }
         }
         break;
@@ -106,8 +120,8 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         }
         if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
         for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
-            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], layout.skipBytes(s)));
+          if (crossesPartitions(s) && skipHeldUntilPopBackward(op.i) && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
+            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], skipSlot(op.i, s)));
           }
         }
         break;

@@ -23,13 +23,15 @@ struct SlotLayout {
   std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
 
   // Byte slots.
-  std::int32_t bytesPerClass() const { return 5 * n + 3 * skips; }
+  std::int32_t bytesPerClass() const { return 5 * n + 4 * skips; }
   std::int32_t workspace(std::int32_t j) const { return j; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   std::int32_t copyBytes(std::int32_t lowJ, bool gradient) const { return (gradient ? 4 : 3) * n + lowJ; }
   std::int32_t skipBytes(std::int32_t s) const { return 5 * n + s; }
   std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 5 * n + (gradient ? 2 : 1) * skips + s; }
+  /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
+  std::int32_t skipUnsavedBytes(std::int32_t s) const { return 5 * n + 3 * skips + s; }
 };
 
 /// One memory change: `slot`'s bytes on partition j.

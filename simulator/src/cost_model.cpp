@@ -108,6 +108,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
       bytes[layout.skipBytes(s)] = skip;
+      bytes[layout.skipUnsavedBytes(s)] = profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size;
       transfer(stash, pop, skip, duration[layout.skipCopyNs(s, false)], bytes[layout.skipCopyBytes(s, false)]);
       transfer(pop, stash, skip, duration[layout.skipCopyNs(s, true)], bytes[layout.skipCopyBytes(s, true)]);
     }

@@ -89,7 +89,7 @@ Profile exampleProfile() {
   b.gradBytes = 3;
   b.costs = {sample(2, 5, 6, 7, 8, 0)};
   profile.layers = {a, b, b};
-  profile.skips = {{"enc1", 0, 2, 123}};
+  profile.skips = {{"enc1", 0, 2, 123, 100}};
   return profile;
 }
 
@@ -107,6 +107,7 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_EQ(back.layers.size(), 3u);
   EXPECT_EQ(back.layers[1].gradBytes, 3);
   EXPECT_EQ(back.skips[0].bytesPerSample, 123);
+  EXPECT_EQ(back.skips[0].unsavedBytesPerSample, 100);
   expectEqual(back, profile);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_profile_" + std::to_string(::getpid()) + ".json";
@@ -130,6 +131,11 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   EXPECT_EQ(profile.environment.threads, 1);
   EXPECT_EQ(profile.environment.model, "");
   EXPECT_TRUE(profile.skips.empty());
+
+  // A profile from before unsaved bytes were measured: the skip is assumed unsaved throughout.
+  nlohmann::json old = toJson(exampleProfile());
+  old["skips"][0].erase("unsaved_bytes_per_sample");
+  EXPECT_EQ(profileFromJson(old, "p.json").skips[0].unsavedBytesPerSample, 123);
 }
 
 /// The message profileFromJson throws for the example profile after `edit`.
@@ -162,6 +168,8 @@ TEST(ProfileJson, RejectsMalformedInputNamingThePlace) {
             "p.json: $.layers[2].costs: expected at least one cost sample");
   EXPECT_EQ(errorAfter([](auto& j) { j["layers"] = nlohmann::json::array(); }),
             "p.json: $.layers: expected at least one layer");
+  EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["unsaved_bytes_per_sample"] = 124; }),
+            "p.json: $.skips[0].unsaved_bytes_per_sample: expected at most bytes_per_sample (123), got 124");
   EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["pop_layer"] = 3; }),
             "p.json: $.skips[0].pop_layer: pop layer 3 is out of range (the model has layers 0..2)");
   EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["stash_layer"] = 5; }),

@@ -164,9 +164,30 @@ TEST(LayerProfiler, SkipRoutesGetTheirSizePerSample) {
   EXPECT_EQ(profile.skips[0].popLayer, 2);
   EXPECT_EQ(profile.skips[0].bytesPerSample, 12 * 4);
   // The stashed tensor (x * 2) is allocated by the stashing layer and kept by the popping
-  // layer's graph (mul saves both operands): it counts on the stasher.
+  // layer's graph (mul saves both operands): it counts on the stasher, and no part of it is
+  // held by the skip alone.
   EXPECT_EQ(profile.layers[0].costs[1].savedBytes, 6 * 12 * 4);
+  EXPECT_EQ(profile.skips[0].unsavedBytesPerSample, 0);
   EXPECT_GT(profile.layers[2].costs[1].backwardNs, 0);
+}
+
+struct PopAddImpl : Skippable {
+  PopAddImpl() : Skippable({}, {"skip"}) {}
+  torch::Tensor forward(torch::Tensor x) { return x + pop("skip"); }
+};
+TORCH_MODULE(PopAdd);
+
+TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
+  torch::nn::Sequential seq;
+  seq->push_back("stash", Stash());
+  seq->push_back("fc", torch::nn::Linear(12, 12));
+  seq->push_back("pop", PopAdd());  // add saves neither operand
+  Model model = sequentialModel(seq, 12, 12);
+  model.skips = {SkipRoute{"skip", 0, 2}};
+  const Profile profile = profileModel(model, quick({2, 6}));
+  ASSERT_EQ(profile.skips.size(), 1u);
+  EXPECT_EQ(profile.skips[0].bytesPerSample, 12 * 4);
+  EXPECT_EQ(profile.skips[0].unsavedBytesPerSample, 12 * 4);
 }
 
 TEST(LayerProfiler, RejectsBadOptions) {

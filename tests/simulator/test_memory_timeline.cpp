@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -82,39 +83,88 @@ TEST(MemoryModel, CopyBuffersCountOnTheDestination) {
   EXPECT_EQ(costly.peakOp, (std::vector<std::string>{"backward(0,0)", "backward(0,1)"}));
 }
 
-// The skip tensor stays on its stash partition from forward(i,0) to backward(i,2).
-TEST(MemoryModel, SkipTensorsAreHeldUntilThePopPartitionsBackward) {
+/// End of the op labelled `name` in a recorded trace (-1 when absent).
+TimeNs endOf(const Trace& trace, const std::string& name) {
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Span && e.name == name) return e.endNs();
+  }
+  return -1;
+}
+
+/// Device `device`'s memory counter over time, from a recorded trace.
+std::map<TimeNs, double> counterOf(const Trace& trace, const std::string& device) {
+  std::map<TimeNs, double> values;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Counter && e.device == device) values[e.startNs] = e.value;
+  }
+  return values;
+}
+
+// A checkpointed micro-batch saves nothing in its forward, so the whole skip tensor stays on
+// its stash partition from forward(i,0) to backward(i,2) (the pop's recompute needs it).
+TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopPartitionsBackward) {
   Profile profile = test::uniformProfile(3, kLayer);
-  const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Never, 1);
+  const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Always, 1);
   const Prediction without = simulate(profile, test::freeCluster(3), candidate).prediction;
-  profile.skips.push_back({"enc", 0, 2, 1000});
+  profile.skips.push_back({"enc", 0, 2, 1000, 0});
   SimulationOptions options;
   options.recordTrace = true;
   const SimulationResult with = simulate(profile, test::freeCluster(3), candidate, options);
   EXPECT_EQ(with.prediction.peakBytes[0], without.peakBytes[0] + 1000);
   EXPECT_EQ(with.prediction.peakBytes[1], without.peakBytes[1]);
   EXPECT_EQ(with.prediction.peakBytes[2], without.peakBytes[2]);
-  // Device 0's counter holds the skip until backward(0,2) ends.
-  TimeNs backward2End = -1;
-  for (const TraceEvent& e : with.trace.events) {
-    if (e.name == "backward(0,2)") backward2End = e.endNs();
-  }
+  const TimeNs backward2End = endOf(with.trace, "backward(0,2)");
   ASSERT_GT(backward2End, 0);
-  for (const TraceEvent& e : with.trace.events) {
-    if (e.kind != EventKind::Counter || e.device != "dev:0") continue;
-    if (e.startNs > 10 && e.startNs < backward2End) {
-      EXPECT_GE(e.value, 1000.0) << e.startNs;
+  for (const auto& [timeNs, value] : counterOf(with.trace, "dev:0")) {
+    if (timeNs > 10 && timeNs < backward2End) {
+      EXPECT_GE(value, 1000.0) << timeNs;
+    } else if (timeNs >= backward2End) {
+      EXPECT_LT(value, 1000.0) << timeNs;
     }
-    if (e.startNs >= backward2End) {
-      EXPECT_LT(e.value, 1000.0) << e.startNs;
-    }
+  }
+}
+
+// Not checkpointed, the backward graph saves what it needs of the skip (in a layer's saved
+// bytes); the stash holds the rest, its unsaved bytes, until the pop's forward has used it.
+TEST(MemoryModel, AnUnsavedSkipIsHeldUntilThePopPartitionsForward) {
+  Profile profile = test::uniformProfile(3, kLayer);
+  const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Never, 1);
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult without = simulate(profile, test::freeCluster(3), candidate, options);
+  profile.skips.push_back({"enc", 0, 2, 1000, 400});
+  const SimulationResult with = simulate(profile, test::freeCluster(3), candidate, options);
+  const TimeNs forward0End = endOf(with.trace, "forward(0,0)");
+  const TimeNs forward2End = endOf(with.trace, "forward(0,2)");
+  ASSERT_GT(forward0End, 0);
+  ASSERT_GT(forward2End, forward0End);
+  const std::map<TimeNs, double> before = counterOf(without.trace, "dev:0");
+  const std::map<TimeNs, double> after = counterOf(with.trace, "dev:0");
+  ASSERT_FALSE(before.empty());
+  for (const auto& [timeNs, value] : after) {
+    auto sample = before.upper_bound(timeNs);  // the counter is a step function: its value then
+    ASSERT_NE(sample, before.begin()) << timeNs;
+    const double held = timeNs >= forward0End && timeNs < forward2End ? 400.0 : 0.0;
+    EXPECT_EQ(value - std::prev(sample)->second, held) << timeNs;
+  }
+}
+
+// A skip routed within one partition lives inside its forward (a recompute stashes it again).
+TEST(MemoryModel, ASkipWithinOnePartitionHoldsNothingBetweenOps) {
+  for (Checkpoint mode : {Checkpoint::Always, Checkpoint::Never}) {
+    Profile profile = test::uniformProfile(3, kLayer);
+    const Candidate candidate = test::makeCandidate({2, 1}, 2, mode, 2);
+    const Prediction without = simulate(profile, test::freeCluster(2), candidate).prediction;
+    profile.skips.push_back({"local", 0, 1, 1000, 1000});
+    const Prediction with = simulate(profile, test::freeCluster(2), candidate).prediction;
+    EXPECT_EQ(with.peakBytes, without.peakBytes) << checkpointName(mode);
   }
 }
 
 TEST(MemoryModel, EverythingDynamicIsFreedAtTheEndOfTheStep) {
   for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
     Profile profile = test::uniformProfile(3, kLayer);
-    profile.skips.push_back({"enc", 0, 2, 7});
+    profile.skips.push_back({"enc", 0, 2, 7, 3});
     SimulationOptions options;
     options.recordTrace = true;
     const SimulationResult result =

@@ -42,7 +42,12 @@ struct SkipProfile {
   std::string name;
   std::int64_t stashLayer = 0;
   std::int64_t popLayer = 0;
-  Bytes bytesPerSample = 0;
+  Bytes bytesPerSample = 0;  ///< the skip tensor: what a copy to another device moves
+  /// The part of it, per sample, that the backward graph does not save: when the micro-batch
+  /// is not checkpointed the stash holds only this (the saved part is in a layer's savedBytes
+  /// already), from the stash to the pop's forward. A checkpointed micro-batch saves nothing,
+  /// so there the skip holds bytesPerSample until the pop's backward.
+  Bytes unsavedBytesPerSample = 0;
 };
 
 /// Where and how a profile was measured; a sweep refuses a cached profile whose environment
