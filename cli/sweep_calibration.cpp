@@ -39,7 +39,7 @@ ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Prof
       options.chunks = m;
       options.checkpoint = Checkpoint::Never;
       options.batch = batch;
-      options.warmupSteps = 1;
+      options.warmupSteps = rounds.warmupSteps;
       options.steps = rounds.steps;
       options.captureTrace = true;
       run.trace = trainAndMeasure(model, options).trace;

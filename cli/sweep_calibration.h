@@ -22,10 +22,13 @@ namespace pipeprof::cli {
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
 
 /// How long the reference runs go on: rounds until `budgetSeconds` have passed, and at least
-/// `minRounds` (a round trains each reference once, 1 warm-up + `steps` steps).
+/// `minRounds` (a round trains each reference once, `warmupSteps` + `steps` steps). The sweep
+/// warms the references up as it warms the candidates up: a fresh Pipe's first 2-3 steps on
+/// this machine run 10-100% slower than the ones after.
 struct CalibrationRounds {
   double budgetSeconds = 8.0;
   std::int64_t minRounds = 3;
+  std::int64_t warmupSteps = 1;
   std::int64_t steps = 4;
 };
 

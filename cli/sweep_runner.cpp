@@ -258,6 +258,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
       }
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
+      rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
       chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
                                           torchDevices(config.devices), rounds);
       profile = calibratedProfile(std::move(profile), chained);
