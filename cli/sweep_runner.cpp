@@ -393,7 +393,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   writeReport(report, config.reportPath);
 
   // A failed candidate is not measured again: its later rounds leave the progress total.
-  auto failed = [&](CandidateResult& result, std::int64_t round, const std::string& error) {
+  auto candidateFailed = [&](CandidateResult& result, std::int64_t round, const std::string& error) {
     recordFailure(result, error);
     roundsToRun -= config.rounds - round - 1;
     progress.setTotal(roundsToRun);
@@ -427,9 +427,9 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
         throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
                                            "same command and --resume", roundLabel, config.reportPath));
       } catch (const c10::Error& error) {
-        failed(result, round, firstLine(error.what_without_backtrace()));
+        candidateFailed(result, round, firstLine(error.what_without_backtrace()));
       } catch (const std::exception& error) {
-        failed(result, round, firstLine(error.what()));
+        candidateFailed(result, round, firstLine(error.what()));
       }
       report.updateSuggestion();
       writeReport(report, config.reportPath);
