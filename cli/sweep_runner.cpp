@@ -226,52 +226,66 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
   return "";
 }
 
-Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
-                const std::atomic<bool>& stop) {
-  setThreads(config.threads);  // LibTorch and OpenBLAS, before profiling (model_options.h)
-  Profile profile = obtainProfile(config, inputs, progress);
-  // Calibration (cli/chained_calibration.h). A resumed sweep keeps its report's: its embedded
-  // profile is the calibrated one and its predictions are kept as they are.
-  Cluster cluster = sweepCluster(config);
+namespace {
+
+/// The profile and cluster the predictions use, and the calibration that made them.
+struct CalibratedSetup {
+  Profile profile;
+  Cluster cluster;
   ChainedCalibration chained;
-  nlohmann::json calibrationJson;
+  nlohmann::json json;  ///< the report's "calibration": {"chained": ...} or {"error": ...}
+};
+
+/// Calibrates the simulator with reference runs (cli/chained_calibration.h). A resumed sweep
+/// keeps its report's calibration: its embedded profile is the calibrated one. When the
+/// references fail (e.g. the even-balance `never` reference does not fit a device), the
+/// candidates are predicted from the raw profile and can still be measured.
+CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
+                          ProgressReporter& progress) {
+  CalibratedSetup setup{std::move(profile), sweepCluster(config), {}, {}};
   if (inputs.resumedReport) {
     const Report& resumed = *inputs.resumedReport;
-    if (resumed.cluster && resumed.cluster->deviceCount() == cluster.deviceCount()) cluster = *resumed.cluster;
-    calibrationJson = resumed.calibration;
-    if (calibrationJson.is_object()) {
-      chained = chainedCalibrationFromJson(calibrationJson.value("chained", nlohmann::json()));
+    if (resumed.cluster && resumed.cluster->deviceCount() == setup.cluster.deviceCount()) {
+      setup.cluster = *resumed.cluster;
     }
-  } else {
-    progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
-                               config.calibrationBudgetSeconds));
-    // E.g. the even-balance `never` reference does not fit a device: candidates that do can
-    // still be predicted (from the raw profile) and measured.
-    auto failed = [&](const std::string& reason) {
-      progress.phase("calibration failed, predicting from the raw profile: " + reason);
-      chained = ChainedCalibration{};
-      calibrationJson = {{"error", reason}};
-    };
-    try {
-      if (envOr(kFailCandidateEnv) == "calibration") {
-        throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
-      }
-      CalibrationRounds rounds;
-      rounds.budgetSeconds = config.calibrationBudgetSeconds;
-      rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-      chained = measureChainedCalibration(config.modelFlags, profile, cluster, config.batch, config.chunks,
-                                          torchDevices(config.devices), rounds);
-      profile = calibratedProfile(std::move(profile), chained);
-      cluster = calibratedCluster(std::move(cluster), chained);
-      progress.phase(describeChainedCalibration(chained));
-      calibrationJson = {{"chained", toJson(chained)}};
-    } catch (const c10::Error& error) {
-      failed(firstLine(error.what_without_backtrace()));
-    } catch (const std::exception& error) {
-      failed(firstLine(error.what()));
-    }
+    setup.json = resumed.calibration;
+    if (setup.json.is_object()) setup.chained = chainedCalibrationFromJson(setup.json.value("chained", nlohmann::json()));
+    return setup;
   }
+  progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
+                             config.calibrationBudgetSeconds));
+  std::string error;
+  try {
+    if (envOr(kFailCandidateEnv) == "calibration") {
+      throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
+    }
+    CalibrationRounds rounds;
+    rounds.budgetSeconds = config.calibrationBudgetSeconds;
+    rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
+    setup.chained = measureChainedCalibration(config.modelFlags, setup.profile, setup.cluster, config.batch,
+                                              config.chunks, torchDevices(config.devices), rounds);
+  } catch (const c10::Error& failure) {
+    error = firstLine(failure.what_without_backtrace());
+  } catch (const std::exception& failure) {
+    error = firstLine(failure.what());
+  }
+  if (!error.empty()) {
+    progress.phase("calibration failed, predicting from the raw profile: " + error);
+    setup.json = {{"error", error}};
+    return setup;
+  }
+  setup.profile = calibratedProfile(std::move(setup.profile), setup.chained);
+  setup.cluster = calibratedCluster(std::move(setup.cluster), setup.chained);
+  progress.phase(describeChainedCalibration(setup.chained));
+  setup.json = {{"chained", toJson(setup.chained)}};
+  return setup;
+}
 
+/// A report holding every candidate of the search, predicted: first those that fit, best
+/// predicted throughput first (predictedRank 1, 2, ...), then those predicted not to fit. Each
+/// prediction carries the calibrated step overhead of its chunk count; a resumed sweep keeps
+/// its report's predictions.
+Report predictedReport(const SweepConfig& config, const SweepInputs& inputs, const CalibratedSetup& setup) {
   SearchSpace space;
   space.batch = config.batch;
   space.partitions = static_cast<std::int64_t>(config.devices.size());
@@ -279,10 +293,9 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   space.modes = config.modes;
   space.enumeration = config.enumeration;
   space.balances = config.balances;
-  SearchResult searched = search(profile, cluster, space);
+  SearchResult searched = search(setup.profile, setup.cluster, space);
 
-  // The step overhead of each candidate's chunk count; a resumed sweep keeps its predictions.
-  auto calibrate = [&](RankedCandidate& entry) {
+  auto addOverhead = [&](RankedCandidate& entry) {
     if (entry.prediction.iterationNs <= 0) return;
     if (inputs.resumedReport) {
       for (const CandidateResult& old : inputs.resumedReport->candidates) {
@@ -292,10 +305,10 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
         }
       }
     }
-    addStepOverhead(entry.prediction, chained.stepOverheadNs(entry.candidate.chunks), config.batch);
+    addStepOverhead(entry.prediction, setup.chained.stepOverheadNs(entry.candidate.chunks), config.batch);
   };
-  for (RankedCandidate& entry : searched.ranked) calibrate(entry);
-  for (RankedCandidate& entry : searched.rejected) calibrate(entry);
+  for (RankedCandidate& entry : searched.ranked) addOverhead(entry);
+  for (RankedCandidate& entry : searched.rejected) addOverhead(entry);
   std::stable_sort(searched.ranked.begin(), searched.ranked.end(),
                    [](const RankedCandidate& a, const RankedCandidate& b) {
                      return a.prediction.samplesPerS > b.prediction.samplesPerS;
@@ -311,17 +324,14 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   env.pipeprofRevision = pipeprofRevision();
   env.createdAt = utcNowIso8601();
   report.profilePath = config.profilePath;
-  report.profile = profile;
-  report.cluster = cluster;
-  report.calibration = calibrationJson;
-
-  std::vector<Candidate> ranked;
+  report.profile = setup.profile;
+  report.cluster = setup.cluster;
+  report.calibration = setup.json;
   for (std::size_t index = 0; index < searched.ranked.size(); ++index) {
     CandidateResult result;
     result.candidate = searched.ranked[index].candidate;
     result.prediction = searched.ranked[index].prediction;
     result.predictedRank = static_cast<std::int64_t>(index) + 1;
-    ranked.push_back(result.candidate);
     report.candidates.push_back(std::move(result));
   }
   for (const RankedCandidate& rejected : searched.rejected) {
@@ -331,44 +341,66 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     result.notMeasuredReason = rejected.rejection.empty() ? "predicted not to fit" : rejected.rejection;
     report.candidates.push_back(std::move(result));
   }
+  return report;
+}
 
-  const std::vector<std::size_t> selected = selectForMeasurement(ranked, config.measure);
+/// The indices of the candidates --measure selects (among those predicted to fit, which come
+/// first in the report); every other one that fits gets the reason it is not measured.
+std::vector<std::size_t> selectCandidates(Report& report, const MeasurePolicy& measure) {
+  std::vector<Candidate> ranked;
+  for (const CandidateResult& result : report.candidates) {
+    if (result.predictedRank > 0) ranked.push_back(result.candidate);
+  }
+  const std::vector<std::size_t> selected = selectForMeasurement(ranked, measure);
   const std::set<std::size_t> selectedSet(selected.begin(), selected.end());
-  const std::string notSelected = config.measure.kind == MeasureKind::None
+  const std::string notSelected = measure.kind == MeasureKind::None
                                       ? "--measure none"
-                                      : fmt::format("not selected by --measure top:{}", config.measure.count);
+                                      : fmt::format("not selected by --measure top:{}", measure.count);
   for (std::size_t index = 0; index < ranked.size(); ++index) {
     if (selectedSet.count(index) == 0) report.candidates[index].notMeasuredReason = notSelected;
   }
+  return selected;
+}
 
-  // --resume: keep every finished (measured or failed) candidate as it was, and the rounds
-  // a partially measured one has done.
-  std::int64_t kept = 0;
-  std::int64_t partial = 0;
-  if (inputs.resumedReport) {
-    for (const CandidateResult& old : inputs.resumedReport->candidates) {
-      const std::int64_t done = roundsDone(old, config);
-      if (old.status == CandidateStatus::Predicted && done == 0) continue;
-      for (CandidateResult& result : report.candidates) {
-        if (!(result.candidate == old.candidate)) continue;
-        if (old.status == CandidateStatus::Predicted) {
-          if (!result.notMeasuredReason.empty()) continue;  // no longer selected
-          result.measurement = old.measurement;
-          result.notMeasuredReason = old.notMeasuredReason;
-          ++partial;
-          continue;
-        }
-        result.status = old.status;
+struct ResumeCounts {
+  std::int64_t finished = 0;  ///< measured or failed candidates kept as they were
+  std::int64_t partial = 0;   ///< partly measured candidates that go on from their next round
+};
+
+/// --resume: keeps every finished (measured or failed) candidate of `resumed` as it was, and
+/// the rounds a partly measured one has done when it is still selected.
+ResumeCounts keepResumedResults(Report& report, const Report& resumed, const SweepConfig& config) {
+  ResumeCounts counts;
+  for (const CandidateResult& old : resumed.candidates) {
+    const std::int64_t done = roundsDone(old, config);
+    if (old.status == CandidateStatus::Predicted && done == 0) continue;
+    for (CandidateResult& result : report.candidates) {
+      if (!(result.candidate == old.candidate)) continue;
+      if (old.status == CandidateStatus::Predicted) {
+        if (!result.notMeasuredReason.empty()) continue;  // no longer selected
         result.measurement = old.measurement;
-        result.error = old.error;
-        result.notMeasuredReason.clear();
-        result.predictedAnalysis = old.predictedAnalysis;
-        result.measuredAnalysis = old.measuredAnalysis;
-        ++kept;
+        result.notMeasuredReason = old.notMeasuredReason;
+        ++counts.partial;
+        continue;
       }
+      result.status = old.status;
+      result.measurement = old.measurement;
+      result.error = old.error;
+      result.notMeasuredReason.clear();
+      result.predictedAnalysis = old.predictedAnalysis;
+      result.measuredAnalysis = old.measuredAnalysis;
+      ++counts.finished;
     }
   }
+  return counts;
+}
 
+/// Measures the selected candidates that are not finished yet, in interleaved rounds, and
+/// rewrites the report after every round of a candidate. Round r trains every candidate once,
+/// so a slow spell of a shared machine spoils one round of several candidates rather than
+/// every step of one. A failed candidate is recorded and not measured again.
+void measureInRounds(Report& report, const std::vector<std::size_t>& selected, const SweepConfig& config,
+                     const CalibratedSetup& setup, ProgressReporter& progress, const std::atomic<bool>& stop) {
   std::vector<std::size_t> todo;
   std::int64_t roundsToRun = 0;
   for (const std::size_t index : selected) {
@@ -377,30 +409,14 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     todo.push_back(index);
     roundsToRun += config.rounds - roundsDone(result, config);
   }
-  if (inputs.resumedReport) {
-    progress.phase(fmt::format("resuming: {} finished candidate(s) kept, {} to measure{}", kept, todo.size(),
-                               partial > 0 ? fmt::format(" ({} partly measured)", partial) : std::string()));
-  }
   progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}{}", report.candidates.size(),
-                             ranked.size(), todo.size(),
+                             std::count_if(report.candidates.begin(), report.candidates.end(),
+                                           [](const CandidateResult& result) { return result.predictedRank > 0; }),
+                             todo.size(),
                              config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
-
   progress.setTotal(roundsToRun);
-  const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
-  fs::create_directories(reportDir);
-  fs::create_directories(config.tracesDir);
-  report.updateSuggestion();
-  writeReport(report, config.reportPath);
 
-  // A failed candidate is not measured again: its later rounds leave the progress total.
-  auto candidateFailed = [&](CandidateResult& result, std::int64_t round, const std::string& error) {
-    recordFailure(result, error);
-    roundsToRun -= config.rounds - round - 1;
-    progress.setTotal(roundsToRun);
-    progress.failed(result.candidate.label(), result.error);
-  };
-  // Round r measures every candidate once, so a slow spell of a shared machine spoils one
-  // round of several candidates rather than every step of one.
+  const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
   for (std::int64_t round = 0; round < config.rounds; ++round) {
     for (const std::size_t index : todo) {
       CandidateResult& result = report.candidates[index];
@@ -414,8 +430,9 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
                                            "same command and --resume", roundLabel, config.reportPath));
       }
       progress.begin(roundLabel);
+      std::string error;
       try {
-        measureRoundInto(result, round, config, profile, cluster, reportDir, stop);
+        measureRoundInto(result, round, config, setup.profile, setup.cluster, reportDir, stop);
         if (result.status == CandidateStatus::Measured) {
           progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
         } else {
@@ -426,10 +443,16 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
         progress.finish();
         throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
                                            "same command and --resume", roundLabel, config.reportPath));
-      } catch (const c10::Error& error) {
-        candidateFailed(result, round, firstLine(error.what_without_backtrace()));
-      } catch (const std::exception& error) {
-        candidateFailed(result, round, firstLine(error.what()));
+      } catch (const c10::Error& failure) {
+        error = firstLine(failure.what_without_backtrace());
+      } catch (const std::exception& failure) {
+        error = firstLine(failure.what());
+      }
+      if (!error.empty()) {
+        recordFailure(result, error);
+        roundsToRun -= config.rounds - round - 1;  // its later rounds leave the progress total
+        progress.setTotal(roundsToRun);
+        progress.failed(label, result.error);
       }
       report.updateSuggestion();
       writeReport(report, config.reportPath);
@@ -437,6 +460,31 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
     }
   }
   progress.finish();
+}
+
+}  // namespace
+
+Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
+                const std::atomic<bool>& stop) {
+  setThreads(config.threads);  // LibTorch and OpenBLAS, before profiling (model_options.h)
+  const CalibratedSetup setup = calibrate(config, inputs, obtainProfile(config, inputs, progress), progress);
+  Report report = predictedReport(config, inputs, setup);
+
+  const std::vector<std::size_t> selected = selectCandidates(report, config.measure);
+  if (inputs.resumedReport) {
+    const ResumeCounts counts = keepResumedResults(report, *inputs.resumedReport, config);
+    std::int64_t toMeasure = 0;
+    for (const std::size_t index : selected) toMeasure += report.candidates[index].status == CandidateStatus::Predicted;
+    progress.phase(fmt::format("resuming: {} finished candidate(s) kept, {} to measure{}", counts.finished, toMeasure,
+                               counts.partial > 0 ? fmt::format(" ({} partly measured)", counts.partial) : ""));
+  }
+
+  const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
+  fs::create_directories(reportDir);
+  fs::create_directories(config.tracesDir);
+  report.updateSuggestion();
+  writeReport(report, config.reportPath);
+  measureInRounds(report, selected, config, setup, progress, stop);
   report.complete = true;
   report.updateSuggestion();
   writeReport(report, config.reportPath);

@@ -1,8 +1,10 @@
 // The main job: profile, simulate every candidate, measure a chosen subset, write the report.
 //
-//   profile (or cached) -> search (every candidate predicted, ranked) -> select (--measure)
-//     -> for each selected candidate: train warm-up + N steps on the Pipe, trace the measured
-//        steps, simulate its predicted twin trace, rewrite the report atomically
+//   profile (or cached) -> calibrate (reference pipelines) -> search (every candidate
+//     predicted, ranked) -> select (--measure)
+//     -> in each of --rounds rounds, for each selected candidate: train warm-up + its share of
+//        the steps on a fresh Pipe, rewrite the report atomically; the last round also traces
+//        the measured steps and simulates the predicted twin trace
 //     -> complete = true, suggestion
 #pragma once
 
