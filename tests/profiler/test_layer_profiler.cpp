@@ -1,6 +1,7 @@
 // Tests of the layer profile builder: parameters untouched, memory fields, skip sizes, sane times.
 #include <pipeprof/runtime/layer_profiler.h>
-#include <pipeprof/runtime/skip.h>
+
+#include "../runtime/skip_test_layers.h"
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,10 @@
 
 namespace pipeprof {
 namespace {
+
+using testing::PopAdd;
+using testing::PopMul;
+using testing::Stash;
 
 Model sequentialModel(torch::nn::Sequential sequential, std::int64_t inputWidth, std::int64_t outputWidth) {
   Model model;
@@ -135,26 +140,11 @@ TEST(LayerProfiler, TheFirstLayerIsProfiledWithoutAnInputGradient) {
   EXPECT_LT(profile.layers[0].costs[0].backwardNs, profile.layers[2].costs[0].backwardNs);
 }
 
-struct StashImpl : Skippable {
-  StashImpl() : Skippable({"skip"}, {}) {}
-  torch::Tensor forward(torch::Tensor x) {
-    stash("skip", x * 2);
-    return x;
-  }
-};
-TORCH_MODULE(Stash);
-
-struct PopImpl : Skippable {
-  PopImpl() : Skippable({}, {"skip"}) {}
-  torch::Tensor forward(torch::Tensor x) { return x * pop("skip"); }
-};
-TORCH_MODULE(Pop);
-
 TEST(LayerProfiler, SkipRoutesGetTheirSizePerSample) {
   torch::nn::Sequential seq;
   seq->push_back("stash", Stash());
   seq->push_back("fc", torch::nn::Linear(12, 12));
-  seq->push_back("pop", Pop());
+  seq->push_back("pop", PopMul());
   Model model = sequentialModel(seq, 12, 12);
   model.skips = {SkipRoute{"skip", 0, 2}};
   const Profile profile = profileModel(model, quick({2, 6}));
@@ -170,12 +160,6 @@ TEST(LayerProfiler, SkipRoutesGetTheirSizePerSample) {
   EXPECT_EQ(profile.skips[0].unsavedBytesPerSample, 0);
   EXPECT_GT(profile.layers[2].costs[1].backwardNs, 0);
 }
-
-struct PopAddImpl : Skippable {
-  PopAddImpl() : Skippable({}, {"skip"}) {}
-  torch::Tensor forward(torch::Tensor x) { return x + pop("skip"); }
-};
-TORCH_MODULE(PopAdd);
 
 TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
   torch::nn::Sequential seq;

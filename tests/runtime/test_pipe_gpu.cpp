@@ -3,6 +3,7 @@
 #include <pipeprof/runtime/skip.h>
 
 #include "pipe_test_util.h"
+#include "skip_test_layers.h"
 #include "streams.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
@@ -16,6 +17,8 @@ namespace {
 
 using testing::dropoutModel;
 using testing::linearTanh;
+using testing::PopAdd;
+using testing::Stash;
 using testing::text;
 
 #define PIPEPROF_REQUIRE_CUDA()                                        \
@@ -188,21 +191,6 @@ TEST(PipeGpu, DropoutReplaysOnCudaSoCheckpointingKeepsTheGradients) {
     }
   }
 }
-
-struct StashImpl : Skippable {
-  StashImpl() : Skippable({"skip"}, {}) {}
-  torch::Tensor forward(torch::Tensor x) {
-    stash("skip", x * 2);
-    return x;
-  }
-};
-TORCH_MODULE(Stash);
-
-struct PopAddImpl : Skippable {
-  PopAddImpl() : Skippable({}, {"skip"}) {}
-  torch::Tensor forward(torch::Tensor x) { return x + pop("skip"); }
-};
-TORCH_MODULE(PopAdd);
 
 /// fc0, stash1, fc2, tanh3, fc4, pop5: the skip crosses from the first partition to the last.
 torch::nn::Sequential skipModel() {
