@@ -110,6 +110,7 @@ void printSummary(const Report& report, std::ostream& out) {
   };
   out << fmt::format("measured candidates:      {}\n", summary.measuredCount);
   out << fmt::format("step-time MAPE:           {}\n", figure(summary.stepTimeMapePct, "{:.1f}%"));
+  out << fmt::format("step-time bias:           {}\n", figure(summary.stepTimeBiasPct, "{:+.1f}%"));
   out << fmt::format("peak-memory MAPE:         {}\n", figure(summary.peakBytesMapePct, "{:.1f}%"));
   out << fmt::format("Spearman (pred vs meas):  {}\n", figure(summary.spearman, "{:.3f}"));
   const Suggestion& suggestion = report.suggestion;
@@ -142,6 +143,7 @@ nlohmann::json summaryJson(const Report& report) {
   };
   return {{"measured", summary.measuredCount},
           {"step_time_mape_pct", optional(summary.stepTimeMapePct)},
+          {"step_time_bias_pct", optional(summary.stepTimeBiasPct)},
           {"peak_bytes_mape_pct", optional(summary.peakBytesMapePct)},
           {"spearman", optional(summary.spearman)},
           {"suggestion_throughput_ratio", optional(summary.suggestionThroughputRatio)},

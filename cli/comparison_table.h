@@ -21,7 +21,7 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
 /// The summary lines only (also part of printComparison's output).
 void printSummary(const Report& report, std::ostream& out);
 
-/// The summary as JSON: {"measured", "step_time_mape_pct", "peak_bytes_mape_pct", "spearman",
+/// The summary as JSON: {"measured", "step_time_mape_pct", "step_time_bias_pct", "peak_bytes_mape_pct", "spearman",
 /// "suggestion_throughput_ratio", "best_measured", "best_predicted", "agree"} (labels or null).
 nlohmann::json summaryJson(const Report& report);
 

@@ -53,6 +53,7 @@ std::optional<double> spearman(const std::vector<double>& a, const std::vector<d
 AccuracySummary summarizeAccuracy(const Report& report) {
   AccuracySummary summary;
   double stepErrorSum = 0.0;
+  double stepSignedErrorSum = 0.0;
   std::int64_t stepErrors = 0;
   double peakErrorSum = 0.0;
   std::int64_t peakErrors = 0;
@@ -67,6 +68,7 @@ AccuracySummary summarizeAccuracy(const Report& report) {
     ++summary.measuredCount;
     if (auto error = result.stepTimeErrorPct()) {
       stepErrorSum += std::fabs(*error);
+      stepSignedErrorSum += *error;
       ++stepErrors;
     }
     if (auto error = result.peakBytesErrorPct()) {
@@ -88,7 +90,10 @@ AccuracySummary summarizeAccuracy(const Report& report) {
     }
   }
   if (!suggested) suggested = fastestPredicted;
-  if (stepErrors > 0) summary.stepTimeMapePct = stepErrorSum / static_cast<double>(stepErrors);
+  if (stepErrors > 0) {
+    summary.stepTimeMapePct = stepErrorSum / static_cast<double>(stepErrors);
+    summary.stepTimeBiasPct = stepSignedErrorSum / static_cast<double>(stepErrors);
+  }
   if (peakErrors > 0) summary.peakBytesMapePct = peakErrorSum / static_cast<double>(peakErrors);
   summary.spearman = spearman(predictedNs, measuredNs);
   if (bestMeasured && suggested) {

@@ -76,6 +76,7 @@ TEST(PrintSummary, MapeSpearmanAndSuggestion) {
   const std::string text = out.str();
   // Step errors 9.09% and 5.26% -> 7.2%; peak errors 9.09% and 0% -> 4.5%.
   EXPECT_NE(text.find("step-time MAPE:           7.2%\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("step-time bias:           -1.9%\n"), std::string::npos) << text;  // (-9.09 + 5.26) / 2
   EXPECT_NE(text.find("peak-memory MAPE:         4.5%\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Spearman (pred vs meas):  1.000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("best measured:            [2,2] x2 never"), std::string::npos) << text;
@@ -86,6 +87,7 @@ TEST(SummaryJson, CarriesTheSameFigures) {
   const nlohmann::json summary = summaryJson(sampleReport());
   EXPECT_EQ(summary["measured"], 2);
   EXPECT_NEAR(summary["step_time_mape_pct"].get<double>(), (100.0 / 11.0 + 100.0 / 19.0) / 2.0, 1e-9);
+  EXPECT_NEAR(summary["step_time_bias_pct"].get<double>(), (-100.0 / 11.0 + 100.0 / 19.0) / 2.0, 1e-9);
   EXPECT_EQ(summary["best_predicted"], "[2,2] x2 never");
   EXPECT_EQ(summary["agree"], true);
 }

@@ -54,6 +54,7 @@ TEST(SummarizeAccuracy, OverMeasuredCandidates) {
   AccuracySummary summary = summarizeAccuracy(report);
   EXPECT_EQ(summary.measuredCount, 3);
   EXPECT_DOUBLE_EQ(*summary.stepTimeMapePct, (10.0 + 20.0 + 100.0 / 12.0) / 3.0);
+  EXPECT_NEAR(*summary.stepTimeBiasPct, (10.0 - 20.0 + 100.0 / 12.0) / 3.0, 1e-12);  // cancellation
   EXPECT_DOUBLE_EQ(*summary.peakBytesMapePct, (25.0 + 50.0 + 0.0) / 3.0);
   EXPECT_DOUBLE_EQ(*summary.spearman, 0.5);  // predicted ranks 1 2 3, measured 1 3 2
   EXPECT_DOUBLE_EQ(*summary.suggestionThroughputRatio, 0.8);
@@ -76,6 +77,7 @@ TEST(SummarizeAccuracy, NothingMeasured) {
   AccuracySummary summary = summarizeAccuracy(report);
   EXPECT_EQ(summary.measuredCount, 0);
   EXPECT_FALSE(summary.stepTimeMapePct.has_value());
+  EXPECT_FALSE(summary.stepTimeBiasPct.has_value());
   EXPECT_FALSE(summary.peakBytesMapePct.has_value());
   EXPECT_FALSE(summary.spearman.has_value());
   EXPECT_FALSE(summary.suggestionThroughputRatio.has_value());

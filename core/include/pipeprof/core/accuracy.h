@@ -12,6 +12,10 @@ namespace pipeprof {
 struct AccuracySummary {
   std::int64_t measuredCount = 0;
   std::optional<double> stepTimeMapePct;    ///< mean |error| of predicted step time, percent
+  /// Mean signed error of predicted step time, percent: > 0 when predictions run high on
+  /// average. Close to +-MAPE, the error is mostly one offset shared by every candidate (on a
+  /// shared machine: it ran at another speed while calibrating than while measuring).
+  std::optional<double> stepTimeBiasPct;
   std::optional<double> peakBytesMapePct;   ///< mean |error| of predicted peak memory, percent
   std::optional<double> spearman;           ///< rank correlation of predicted vs measured step time
   /// Measured throughput of the best-predicted measured candidate over the best measured, as
