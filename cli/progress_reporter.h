@@ -10,7 +10,8 @@
 
 namespace pipeprof::cli {
 
-/// Reports candidate rounds done of total (one round per candidate unless the sweep interleaves), the current candidate, elapsed and remaining time.
+/// Reports candidate rounds done of total (one round per candidate unless the sweep
+/// interleaves), the current candidate, elapsed and remaining time.
 /// Writes only to the stream it is given (stderr), never to stdout.
 class ProgressReporter {
  public:

@@ -249,7 +249,9 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
       setup.cluster = *resumed.cluster;
     }
     setup.json = resumed.calibration;
-    if (setup.json.is_object()) setup.chained = chainedCalibrationFromJson(setup.json.value("chained", nlohmann::json()));
+    if (setup.json.is_object()) {
+      setup.chained = chainedCalibrationFromJson(setup.json.value("chained", nlohmann::json()));
+    }
     return setup;
   }
   progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
@@ -398,9 +400,11 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
 /// Measures the selected candidates that are not finished yet, in interleaved rounds, and
 /// rewrites the report after every round of a candidate. Round r trains every candidate once,
 /// so a slow spell of a shared machine spoils one round of several candidates rather than
-/// every step of one. A failed candidate is recorded and not measured again.
+/// every step of one. A failed candidate is recorded and not measured again. Trace paths are
+/// written relative to `reportDir`, the report's directory.
 void measureInRounds(Report& report, const std::vector<std::size_t>& selected, const SweepConfig& config,
-                     const CalibratedSetup& setup, ProgressReporter& progress, const std::atomic<bool>& stop) {
+                     const CalibratedSetup& setup, const fs::path& reportDir, ProgressReporter& progress,
+                     const std::atomic<bool>& stop) {
   std::vector<std::size_t> todo;
   std::int64_t roundsToRun = 0;
   for (const std::size_t index : selected) {
@@ -416,7 +420,6 @@ void measureInRounds(Report& report, const std::vector<std::size_t>& selected, c
                              config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
   progress.setTotal(roundsToRun);
 
-  const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
   for (std::int64_t round = 0; round < config.rounds; ++round) {
     for (const std::size_t index : todo) {
       CandidateResult& result = report.candidates[index];
@@ -484,7 +487,7 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   fs::create_directories(config.tracesDir);
   report.updateSuggestion();
   writeReport(report, config.reportPath);
-  measureInRounds(report, selected, config, setup, progress, stop);
+  measureInRounds(report, selected, config, setup, reportDir, progress, stop);
   report.complete = true;
   report.updateSuggestion();
   writeReport(report, config.reportPath);

@@ -120,7 +120,8 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         }
         if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
         for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (crossesPartitions(s) && skipHeldUntilPopBackward(op.i) && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
+          if (crossesPartitions(s) && skipHeldUntilPopBackward(op.i) &&
+              out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
             e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], skipSlot(op.i, s)));
           }
         }

@@ -237,7 +237,8 @@ TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
     ASSERT_EQ(result->measurement->stepNs.size(), 4u);
     if (result->candidate == partly->candidate) {
       continued = true;
-      const std::vector<TimeNs> firstRound(result->measurement->stepNs.begin(), result->measurement->stepNs.begin() + 2);
+      const std::vector<TimeNs>& steps = result->measurement->stepNs;
+      const std::vector<TimeNs> firstRound(steps.begin(), steps.begin() + 2);
       EXPECT_EQ(firstRound, partly->measurement->stepNs) << "the kept round was measured again";
     }
   }
