@@ -35,7 +35,8 @@ pipeprof::Profile benchProfile(std::int64_t layers) {
       cost.backwardNs = 2 * cost.forwardNs;
       cost.outputBytes = size * (256 << 10);
       cost.savedBytes = size * ((1 + l % 3) << 20);
-      cost.workspaceBytes = size * (64 << 10);
+      cost.forwardWorkspaceBytes = size * (32 << 10);
+      cost.backwardWorkspaceBytes = size * (64 << 10);
       layer.costs.push_back(cost);
     }
     profile.layers.push_back(layer);

@@ -51,14 +51,15 @@ void printSummary(const Profile& profile, std::ostream& out) {
   out << fmt::format("{} on {} ({}, {} threads, LibTorch {}), at micro-batch {}:\n", profile.environment.model,
                      profile.environment.deviceType, profile.environment.deviceName, profile.environment.threads,
                      profile.environment.torchVersion, largest);
-  out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11}\n", "#", "layer", "params", "forward",
-                     "backward", "output", "saved", "workspace");
+  out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "#", "layer", "params",
+                     "forward", "backward", "output", "saved", "fwd space", "bwd space");
   for (std::size_t L = 0; L < profile.layers.size(); ++L) {
     const LayerProfile& layer = profile.layers[L];
     const CostSample& c = layer.costs.back();
-    out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11}\n", L, layer.name,
+    out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", L, layer.name,
                        formatBytes(layer.paramBytes), formatDuration(c.forwardNs), formatDuration(c.backwardNs),
-                       formatBytes(c.outputBytes), formatBytes(c.savedBytes), formatBytes(c.workspaceBytes));
+                       formatBytes(c.outputBytes), formatBytes(c.savedBytes), formatBytes(c.forwardWorkspaceBytes),
+                       formatBytes(c.backwardWorkspaceBytes));
   }
   for (const SkipProfile& skip : profile.skips) {
     out << fmt::format("  skip {}: layer {} -> {}, {} per sample\n", skip.name, skip.stashLayer, skip.popLayer,

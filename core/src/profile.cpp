@@ -28,14 +28,19 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
   result.backwardNs = at(&CostSample::backwardNs);
   result.outputBytes = at(&CostSample::outputBytes);
   result.savedBytes = at(&CostSample::savedBytes);
-  result.workspaceBytes = at(&CostSample::workspaceBytes);
+  result.forwardWorkspaceBytes = at(&CostSample::forwardWorkspaceBytes);
+  result.backwardWorkspaceBytes = at(&CostSample::backwardWorkspaceBytes);
   return result;
 }
 
 nlohmann::json costToJson(const CostSample& cost) {
-  return {{"micro_batch", cost.microBatch},   {"forward_ns", cost.forwardNs},
-          {"backward_ns", cost.backwardNs},   {"output_bytes", cost.outputBytes},
-          {"saved_bytes", cost.savedBytes},   {"workspace_bytes", cost.workspaceBytes}};
+  return {{"micro_batch", cost.microBatch},
+          {"forward_ns", cost.forwardNs},
+          {"backward_ns", cost.backwardNs},
+          {"output_bytes", cost.outputBytes},
+          {"saved_bytes", cost.savedBytes},
+          {"forward_workspace_bytes", cost.forwardWorkspaceBytes},
+          {"backward_workspace_bytes", cost.backwardWorkspaceBytes}};
 }
 
 CostSample costFromJson(const JsonCursor& json) {
@@ -45,7 +50,12 @@ CostSample costFromJson(const JsonCursor& json) {
   cost.backwardNs = json.at("backward_ns").asNonNegativeInt();
   cost.outputBytes = json.at("output_bytes").asNonNegativeInt();
   cost.savedBytes = json.at("saved_bytes").asNonNegativeInt();
-  cost.workspaceBytes = json.has("workspace_bytes") ? json.at("workspace_bytes").asNonNegativeInt() : 0;
+  // `workspace_bytes`, one figure for both passes, is what profiles held before the split.
+  const Bytes workspace = json.has("workspace_bytes") ? json.at("workspace_bytes").asNonNegativeInt() : 0;
+  cost.forwardWorkspaceBytes =
+      json.has("forward_workspace_bytes") ? json.at("forward_workspace_bytes").asNonNegativeInt() : workspace;
+  cost.backwardWorkspaceBytes =
+      json.has("backward_workspace_bytes") ? json.at("backward_workspace_bytes").asNonNegativeInt() : workspace;
   return cost;
 }
 
@@ -91,7 +101,8 @@ CostSample LayerProfile::costAt(std::int64_t microBatch) const {
   if (costs.size() == 1) {
     CostSample zero;
     zero.microBatch = 0;
-    zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = zero.workspaceBytes = 0;
+    zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
+    zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
     return interpolate(zero, costs.front(), microBatch);
   }
   std::size_t upper = 1;  // the segment [upper-1, upper] used for microBatch

@@ -272,7 +272,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       const Bytes live = liveBytes(L) - before[L];
       const Bytes peak = peakBytes(L) - before[L];
       costs[L].outputBytes = bytesOf(out);
-      costs[L].workspaceBytes = std::max<Bytes>(0, peak - live);
+      costs[L].forwardWorkspaceBytes = std::max<Bytes>(0, peak - live);
       x = out;
     }
     for (std::int64_t L = 0; L < n; ++L) costs[L].savedBytes = std::max<Bytes>(0, liveBytes(L) - before[L]);
@@ -287,14 +287,17 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
       Tensors in = leaves(x, L);
-      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
-      const Bytes start = liveBytes(L);
-      resetPeakBytes(L);
+      Tensors out;
+      Bytes start = 0;
       {
+        // The forward under the tag too, so what the backward frees of it counts against its peak.
         ScopedAllocationTag tag(L);
+        out = runLayer(*layers.modules[L], in, layers.names[L]);
+        start = liveBytes(L);
+        resetPeakBytes(L);
         backwardOf(out);
       }
-      costs[L].workspaceBytes = std::max(costs[L].workspaceBytes, peakBytes(L) - start);
+      costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
       x = out;
     }
   }

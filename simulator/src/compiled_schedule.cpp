@@ -11,6 +11,7 @@ namespace {
 
 struct OpEffects {
   std::vector<MemoryEffect> startAlloc;
+  std::vector<MemoryEffect> transient;
   std::vector<MemoryEffect> endAlloc;
   std::vector<MemoryEffect> endRelease;
 };
@@ -85,14 +86,14 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
     switch (op.kind) {
       case OpKind::Forward: {
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
-        e.startAlloc.push_back(mem(j, layout.workspace(j)));
+        const bool keepsGraph = training && !schedule.checkpointed(op.i);
+        e.transient.push_back(mem(j, keepsGraph ? layout.gradForwardPeak(j) : layout.noGradForwardPeak(j)));
         if (training) {
-          e.endAlloc.push_back(mem(j, schedule.checkpointed(op.i) ? layout.output(j) : layout.saved(j)));
+          e.endAlloc.push_back(mem(j, keepsGraph ? layout.saved(j) : layout.output(j)));
         } else {
           if (j + 1 < n) e.endAlloc.push_back(mem(j, layout.output(j)));
           if (j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
         }
-        e.endRelease.push_back(mem(j, layout.workspace(j)));
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           if (!crossesPartitions(s)) continue;
           if (out.skipStashPartition[static_cast<std::size_t>(s)] == j) e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
@@ -104,15 +105,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
       }
       case OpKind::Recompute:
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
-        e.startAlloc.push_back(mem(j, layout.workspace(j)));
+        e.transient.push_back(mem(j, layout.gradForwardPeak(j)));
         e.endAlloc.push_back(mem(j, layout.saved(j)));
-        e.endRelease.push_back(mem(j, layout.workspace(j)));
         break;
       case OpKind::Backward: {
         c.durationSlot = durationSlot(op.i, layout.backwardNs(j));
-        e.startAlloc.push_back(mem(j, layout.workspace(j)));
+        e.transient.push_back(mem(j, layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
-        e.endRelease.push_back(mem(j, layout.workspace(j)));
         e.endRelease.push_back(mem(j, layout.saved(j)));
         if (schedule.checkpointed(op.i)) {
           if (j == n - 1) e.endRelease.push_back(mem(j, layout.output(j)));
@@ -168,6 +167,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
 
   for (std::size_t index = 0; index < count; ++index) {
     out.ops[index].startAlloc = append(out.effects, effects[index].startAlloc);
+    out.ops[index].transient = append(out.effects, effects[index].transient);
     out.ops[index].endAlloc = append(out.effects, effects[index].endAlloc);
     out.ops[index].endRelease = append(out.effects, effects[index].endRelease);
   }

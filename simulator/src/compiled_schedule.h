@@ -22,16 +22,21 @@ struct SlotLayout {
   std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
   std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
 
-  // Byte slots.
-  std::int32_t bytesPerClass() const { return 5 * n + 4 * skips; }
-  std::int32_t workspace(std::int32_t j) const { return j; }
+  // Byte slots. A compute op's transient peak is what it holds above its starting level at its
+  // busiest layer (docs/simulator.md, "Memory model").
+  std::int32_t bytesPerClass() const { return 7 * n + 4 * skips; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   std::int32_t copyBytes(std::int32_t lowJ, bool gradient) const { return (gradient ? 4 : 3) * n + lowJ; }
-  std::int32_t skipBytes(std::int32_t s) const { return 5 * n + s; }
-  std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 5 * n + (gradient ? 2 : 1) * skips + s; }
+  /// A forward that keeps its graph (training, not checkpointed) or a recompute.
+  std::int32_t gradForwardPeak(std::int32_t j) const { return j; }
+  /// A forward that keeps no graph (a checkpointed micro-batch, or not training).
+  std::int32_t noGradForwardPeak(std::int32_t j) const { return 5 * n + j; }
+  std::int32_t backwardPeak(std::int32_t j) const { return 6 * n + j; }
+  std::int32_t skipBytes(std::int32_t s) const { return 7 * n + s; }
+  std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 7 * n + (gradient ? 2 : 1) * skips + s; }
   /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
-  std::int32_t skipUnsavedBytes(std::int32_t s) const { return 5 * n + 3 * skips + s; }
+  std::int32_t skipUnsavedBytes(std::int32_t s) const { return 7 * n + 3 * skips + s; }
 };
 
 /// One memory change: `slot`'s bytes on partition j.
@@ -55,9 +60,10 @@ struct CompiledOp {
   std::uint32_t dependencyCount = 0;
   std::uint32_t orderPosition = 0;  ///< compute ops: position in partitionOrder(j)
   Range successors;
-  Range startAlloc;   ///< at op start: allocations (workspace, copy buffers)
-  Range endAlloc;     ///< at op end, first: allocations (saved, outputs, gradients)
-  Range endRelease;   ///< at op end, then: releases (workspace, freed tensors)
+  Range startAlloc;   ///< at op start: allocations (copy buffers)
+  Range transient;    ///< allocated at op start, released first at op end (a compute op's transient peak)
+  Range endAlloc;     ///< at op end, then: allocations (saved, outputs, gradients)
+  Range endRelease;   ///< at op end, last: releases (freed tensors)
 };
 
 /// The structure of one schedule, independent of the balance's layer counts (it depends on

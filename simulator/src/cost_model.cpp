@@ -28,14 +28,16 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->backwardPrefix.assign(layers + 1, 0);
   table->savedPrefix.assign(layers + 1, 0);
   table->outputBytes.assign(layers, 0);
-  table->workspaceBytes.assign(layers, 0);
+  table->forwardWorkspaceBytes.assign(layers, 0);
+  table->backwardWorkspaceBytes.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
     const CostSample cost = profile_->layers[l].costAt(microBatch);
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
     table->backwardPrefix[l + 1] = table->backwardPrefix[l] + cost.backwardNs;
     table->savedPrefix[l + 1] = table->savedPrefix[l] + cost.savedBytes;
     table->outputBytes[l] = cost.outputBytes;
-    table->workspaceBytes[l] = cost.workspaceBytes;
+    table->forwardWorkspaceBytes[l] = cost.forwardWorkspaceBytes;
+    table->backwardWorkspaceBytes[l] = cost.backwardWorkspaceBytes;
   }
   tables_.push_back(std::move(table));
   return *tables_.back();
@@ -44,6 +46,41 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
 Bytes CostModel::staticBytes(std::int64_t first, std::int64_t end) const {
   return staticPrefix_[static_cast<std::size_t>(end)] - staticPrefix_[static_cast<std::size_t>(first)];
 }
+
+namespace {
+
+/// What a compute op of one partition (layers [first, end)) holds above its starting level at
+/// its busiest layer (docs/simulator.md, "Memory model"). A forward that keeps its graph builds
+/// up saved bytes layer by layer; a backward frees them layer by layer, last layer first.
+struct TransientPeaks {
+  Bytes gradForward = 0;
+  Bytes noGradForward = 0;
+  Bytes backward = 0;
+};
+
+TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end) {
+  TransientPeaks peaks;
+  // What layer l holds right after its forward: what it saves, or at least its output.
+  auto liveAfter = [&](std::size_t l) {
+    return std::max(table.savedPrefix[l + 1] - table.savedPrefix[l], table.outputBytes[l]);
+  };
+  for (std::size_t l = first; l < end; ++l) {
+    const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
+    const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1];
+    // The layer's input is the previous layer's output (the partition's input is held already);
+    // the part of it nothing saved is live until the layer returns.
+    const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
+    const Bytes unsavedInput =
+        l > first ? liveAfter(l - 1) - (table.savedPrefix[l] - table.savedPrefix[l - 1]) : 0;
+    const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
+    peaks.gradForward = std::max(peaks.gradForward, savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace);
+    peaks.noGradForward = std::max(peaks.noGradForward, input + table.outputBytes[l] + forwardWorkspace);
+    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - savedAfter);
+  }
+  return peaks;
+}
+
+}  // namespace
 
 TimeNs scaleTime(TimeNs profileNs, double relativeSpeed) {
   if (relativeSpeed == 1.0) return profileNs;
@@ -94,9 +131,10 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
       bytes[layout.output(j)] = table.outputBytes[end - 1];
-      Bytes workspace = 0;
-      for (std::size_t l = first; l < end; ++l) workspace = std::max(workspace, table.workspaceBytes[l]);
-      bytes[layout.workspace(j)] = workspace;
+      const TransientPeaks peaks = transientPeaks(table, first, end);
+      bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
+      bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
+      bytes[layout.backwardPeak(j)] = peaks.backward;
       if (j + 1 < n) {
         const Bytes boundary = table.outputBytes[end - 1];
         transfer(j, j + 1, boundary, duration[layout.copyNs(j, false)], bytes[layout.copyBytes(j, false)]);

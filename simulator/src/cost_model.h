@@ -21,7 +21,8 @@ struct LayerCostTable {
   std::vector<TimeNs> backwardPrefix;
   std::vector<Bytes> savedPrefix;
   std::vector<Bytes> outputBytes;
-  std::vector<Bytes> workspaceBytes;
+  std::vector<Bytes> forwardWorkspaceBytes;
+  std::vector<Bytes> backwardWorkspaceBytes;
 };
 
 /// A profile's costs, cached per micro-batch size so a search interpolates each size once.

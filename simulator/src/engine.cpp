@@ -127,6 +127,7 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   endNs_[op] = timeNs;
   const Bytes* bytes = costs_->bytes.data();
+  memory_.release(*compiled_, c.transient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
   if (c.kind == OpKind::Forward || c.kind == OpKind::Recompute || c.kind == OpKind::Backward) {
@@ -186,7 +187,9 @@ void Engine::dispatchLink(std::int32_t link, TimeNs timeNs) {
 void Engine::start(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   startNs_[op] = timeNs;
-  memory_.allocate(*compiled_, c.startAlloc, costs_->bytes.data(), op, timeNs);
+  const Bytes* bytes = costs_->bytes.data();
+  memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
+  memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   events_.push(timeNs + costs_->durationNs[static_cast<std::size_t>(c.durationSlot)], op);
 }
 

@@ -12,7 +12,7 @@ namespace pipeprof::sim {
 
 /// One value of a device's "memory" counter (static + dynamic bytes of its partitions): the
 /// state after everything that happened at timeNs (an instantaneous peak inside one instant,
-/// such as an op's outputs allocated before its workspace is freed, shows in peaks, not here).
+/// such as an op's results allocated before the tensors it frees are released, shows in peaks, not here).
 struct MemorySample {
   TimeNs timeNs = 0;
   std::int32_t device = 0;

@@ -23,7 +23,8 @@ CostSample sample(std::int64_t microBatch, TimeNs forwardNs, TimeNs backwardNs, 
   cost.backwardNs = backwardNs;
   cost.outputBytes = outputBytes;
   cost.savedBytes = savedBytes;
-  cost.workspaceBytes = workspaceBytes;
+  cost.forwardWorkspaceBytes = workspaceBytes;
+  cost.backwardWorkspaceBytes = workspaceBytes;
   return cost;
 }
 
@@ -34,7 +35,8 @@ void expectCost(const CostSample& cost, std::int64_t microBatch, TimeNs forwardN
   EXPECT_EQ(cost.backwardNs, backwardNs);
   EXPECT_EQ(cost.outputBytes, outputBytes);
   EXPECT_EQ(cost.savedBytes, savedBytes);
-  EXPECT_EQ(cost.workspaceBytes, workspaceBytes);
+  EXPECT_EQ(cost.forwardWorkspaceBytes, workspaceBytes);
+  EXPECT_EQ(cost.backwardWorkspaceBytes, workspaceBytes);
 }
 
 TEST(CostAt, SamplesInterpolationAndExtrapolation) {
@@ -88,6 +90,7 @@ Profile exampleProfile() {
   b.paramBytes = 7;
   b.gradBytes = 3;
   b.costs = {sample(2, 5, 6, 7, 8, 0)};
+  b.costs[0].backwardWorkspaceBytes = 9;
   profile.layers = {a, b, b};
   profile.skips = {{"enc1", 0, 2, 123, 100}};
   return profile;
@@ -100,6 +103,8 @@ TEST(ProfileJson, RoundTripIsExact) {
   nlohmann::json json = toJson(profile);
   EXPECT_EQ(json["schema"], "pipeprof.profile/v1");
   EXPECT_EQ(json["layers"][0]["costs"][1]["saved_bytes"], 41);
+  EXPECT_EQ(json["layers"][1]["costs"][0]["forward_workspace_bytes"], 0);
+  EXPECT_EQ(json["layers"][1]["costs"][0]["backward_workspace_bytes"], 9);
   EXPECT_EQ(json["environment"]["torch_version"], "1.13.1");
   Profile back = profileFromJson(json, "p.json");
   EXPECT_EQ(back.environment.model, "resnet_tiny");
@@ -127,7 +132,8 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   Profile profile = profileFromJson(json, "p.json");
   EXPECT_EQ(profile.layers[0].gradBytes, 16);
   EXPECT_EQ(profile.layers[0].optimizerBytes, 0);
-  EXPECT_EQ(profile.layers[0].costs[0].workspaceBytes, 0);
+  EXPECT_EQ(profile.layers[0].costs[0].forwardWorkspaceBytes, 0);
+  EXPECT_EQ(profile.layers[0].costs[0].backwardWorkspaceBytes, 0);
   EXPECT_EQ(profile.environment.threads, 1);
   EXPECT_EQ(profile.environment.model, "");
   EXPECT_TRUE(profile.skips.empty());
@@ -136,6 +142,22 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   nlohmann::json old = toJson(exampleProfile());
   old["skips"][0].erase("unsaved_bytes_per_sample");
   EXPECT_EQ(profileFromJson(old, "p.json").skips[0].unsavedBytesPerSample, 123);
+}
+
+TEST(ProfileJson, OneWorkspaceFigureFromBeforeTheSplitServesBothPasses) {
+  nlohmann::json json = toJson(exampleProfile());
+  nlohmann::json& cost = json["layers"][1]["costs"][0];
+  cost.erase("forward_workspace_bytes");
+  cost.erase("backward_workspace_bytes");
+  cost["workspace_bytes"] = 12;
+  CostSample read = profileFromJson(json, "p.json").layers[1].costs[0];
+  EXPECT_EQ(read.forwardWorkspaceBytes, 12);
+  EXPECT_EQ(read.backwardWorkspaceBytes, 12);
+
+  cost["backward_workspace_bytes"] = 30;  // a split figure wins over the shared one
+  read = profileFromJson(json, "p.json").layers[1].costs[0];
+  EXPECT_EQ(read.forwardWorkspaceBytes, 12);
+  EXPECT_EQ(read.backwardWorkspaceBytes, 30);
 }
 
 /// The message profileFromJson throws for the example profile after `edit`.

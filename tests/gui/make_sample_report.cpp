@@ -36,7 +36,8 @@ Profile makeProfile() {
       cost.backwardNs = 2 * cost.forwardNs;
       cost.outputBytes = 16 * 1024 * mb;
       cost.savedBytes = static_cast<Bytes>(weight[l] * 256 * 1024 * mb);
-      cost.workspaceBytes = 64 * 1024 * mb;
+      cost.forwardWorkspaceBytes = 32 * 1024 * mb;
+      cost.backwardWorkspaceBytes = 64 * 1024 * mb;
       layer.costs.push_back(cost);
     }
     profile.layers.push_back(layer);

@@ -97,10 +97,13 @@ TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
   EXPECT_EQ(relu.savedBytes, 8 * 32 * 4);
   EXPECT_EQ(fc1.savedBytes, 8 * 8 * 4);
   for (const LayerProfile& layer : profile.layers) {
-    for (const CostSample& c : layer.costs) EXPECT_GE(c.workspaceBytes, 0) << layer.name;
+    for (const CostSample& c : layer.costs) {
+      EXPECT_GE(c.forwardWorkspaceBytes, 0) << layer.name;
+      EXPECT_GE(c.backwardWorkspaceBytes, 0) << layer.name;
+    }
   }
   // Backward of fc1 allocates at least the gradient of its input.
-  EXPECT_GE(fc1.workspaceBytes, 8 * 32 * 4);
+  EXPECT_GE(fc1.backwardWorkspaceBytes, 8 * 32 * 4);
   EXPECT_EQ(profile.environment.model, "test");
   EXPECT_EQ(profile.environment.deviceType, "cpu");
   EXPECT_EQ(profile.environment.threads, torch::get_num_threads());

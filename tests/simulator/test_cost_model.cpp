@@ -25,7 +25,8 @@ TEST(CostModel, TablesArePrefixSumsAtTheMicroBatchSize) {
   EXPECT_EQ(table.backwardPrefix, (std::vector<TimeNs>{0, 60, 180}));
   EXPECT_EQ(table.savedPrefix, (std::vector<Bytes>{0, 300, 900}));
   EXPECT_EQ(table.outputBytes, (std::vector<Bytes>{21, 27}));
-  EXPECT_EQ(table.workspaceBytes, (std::vector<Bytes>{9, 15}));
+  EXPECT_EQ(table.forwardWorkspaceBytes, (std::vector<Bytes>{9, 15}));
+  EXPECT_EQ(table.backwardWorkspaceBytes, (std::vector<Bytes>{9, 15}));
   EXPECT_EQ(&model.table(3), &table);                 // cached
   EXPECT_EQ(model.staticBytes(0, 2), 2 * (4 + 6));  // params + grads
 }

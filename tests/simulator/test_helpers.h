@@ -38,7 +38,8 @@ inline Profile makeProfile(const std::vector<LayerCosts>& layers) {
     cost.backwardNs = layers[l].backwardNs;
     cost.savedBytes = layers[l].savedBytes;
     cost.outputBytes = layers[l].outputBytes;
-    cost.workspaceBytes = layers[l].workspaceBytes;
+    cost.forwardWorkspaceBytes = layers[l].workspaceBytes;
+    cost.backwardWorkspaceBytes = layers[l].workspaceBytes;
     layer.costs.push_back(cost);
     profile.layers.push_back(layer);
   }

@@ -21,7 +21,11 @@ struct CostSample {
   TimeNs backwardNs = 0;
   Bytes outputBytes = 0;     ///< the layer's output
   Bytes savedBytes = 0;      ///< what autograd keeps for backward
-  Bytes workspaceBytes = 0;  ///< transient peak while the layer runs
+  /// Transient peak of the forward above the layer's live results.
+  Bytes forwardWorkspaceBytes = 0;
+  /// Transient peak of the backward above the bytes live when it starts (the gradients of the
+  /// layer's output and input included).
+  Bytes backwardWorkspaceBytes = 0;
 };
 
 struct LayerProfile {
