@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Re-predicts the peak memory of every measured candidate of sweep reports and compares it with the measurement.
+
+The memory model is deterministic and the measured peaks of a report do not depend on the
+simulator, so one report with many measured candidates (`--measure all --steps 1 --rounds 1`)
+checks a change of the memory model against the same runs, before and after:
+
+    build/cli/pipeprof sweep --model unet --devices cpu,cpu --measure all --warmup 1 --steps 1 \\
+        --rounds 1 -o unet/report.json
+    bench/peak_accuracy.py build/cli/pipeprof unet/report.json [--profile unet.profile.json]
+
+Without --profile the report's own profile is used. Prints, per report, the mean absolute and
+signed percentage error of the largest per-partition peak (the sweep's peak MAPE) and of every
+partition's peak, and the candidates with the largest errors.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+MIB = 2**20
+
+
+def predict_peaks(pipeprof, profile_path, candidate, devices):
+    balance = ",".join(str(layers) for layers in candidate["balance"])
+    command = [pipeprof, "simulate", "--profile", profile_path, "--devices", str(devices),
+               "--batch", str(candidate["batch"]), "--balance", balance, "--chunks", str(candidate["chunks"]),
+               "--checkpoint", candidate["checkpoint"], "--json"]
+    result = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    return result["peak_bytes"], result["peak_op"]
+
+
+def error_pct(predicted, measured):
+    return (predicted - measured) / measured * 100.0
+
+
+def compare(pipeprof, report_path, profile_path, worst):
+    with open(report_path) as f:
+        report = json.load(f)
+    with tempfile.TemporaryDirectory() as scratch:
+        if profile_path is None:
+            profile_path = os.path.join(scratch, "profile.json")
+            with open(profile_path, "w") as f:
+                json.dump(report["profile"], f)
+        largest, partitions, rows = [], [], []
+        for result in report["candidates"]:
+            measurement = result.get("measurement")
+            if result.get("status") != "measured" or not measurement or not measurement.get("peak_bytes"):
+                continue
+            candidate = result["candidate"]
+            measured = measurement["peak_bytes"]
+            predicted, peak_ops = predict_peaks(pipeprof, profile_path, candidate, len(measured))
+            error = error_pct(max(predicted), max(measured))
+            largest.append(error)
+            partitions += [error_pct(p, m) for p, m in zip(predicted, measured)]
+            rows.append((error, candidate, predicted, measured, peak_ops))
+    if not largest:
+        print(f"{report_path}: no measured candidate with peaks")
+        return
+    print(f"{report_path}: {len(largest)} measured candidates; largest peak: MAPE {statistics.mean(map(abs, largest)):.2f}%"
+          f" bias {statistics.mean(largest):+.2f}% (from {min(largest):+.1f}% to {max(largest):+.1f}%);"
+          f" every partition: MAPE {statistics.mean(map(abs, partitions)):.2f}% bias {statistics.mean(partitions):+.2f}%")
+    rows.sort(key=lambda row: -abs(row[0]))
+    for error, candidate, predicted, measured, peak_ops in rows[:worst]:
+        balance = ",".join(str(layers) for layers in candidate["balance"])
+        print(f"  {error:+6.1f}%  [{balance}] x{candidate['chunks']} {candidate['checkpoint']}:"
+              f" predicted {' / '.join(f'{b / MIB:.2f}' for b in predicted)} MiB"
+              f" (at {', '.join(peak_ops)}), measured {' / '.join(f'{b / MIB:.2f}' for b in measured)} MiB")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pipeprof", help="the pipeprof binary whose simulator predicts")
+    parser.add_argument("reports", nargs="+", help="pipeprof.report/v1 files with measured candidates")
+    parser.add_argument("--profile", help="predict from this profile instead of each report's own")
+    parser.add_argument("--worst", type=int, default=5, help="candidates with the largest errors to list")
+    args = parser.parse_args()
+    for report_path in args.reports:
+        compare(args.pipeprof, report_path, args.profile, args.worst)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
