@@ -9,6 +9,7 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/profiler/timeline_analysis.h>
 #include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/runtime/pipe.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include <fmt/format.h>
@@ -266,10 +267,8 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
     setup.chained = measureChainedCalibration(config.modelFlags, setup.profile, setup.cluster, config.batch,
                                               config.chunks, torchDevices(config.devices), rounds);
-  } catch (const c10::Error& failure) {
-    error = firstLine(failure.what_without_backtrace());
   } catch (const std::exception& failure) {
-    error = firstLine(failure.what());
+    error = firstLine(errorText(failure));
   }
   if (!error.empty()) {
     progress.phase("calibration failed, predicting from the raw profile: " + error);
@@ -446,10 +445,8 @@ void measureInRounds(Report& report, const std::vector<std::size_t>& selected, c
         progress.finish();
         throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
                                            "same command and --resume", roundLabel, config.reportPath));
-      } catch (const c10::Error& failure) {
-        error = firstLine(failure.what_without_backtrace());
       } catch (const std::exception& failure) {
-        error = firstLine(failure.what());
+        error = firstLine(errorText(failure));
       }
       if (!error.empty()) {
         recordFailure(result, error);

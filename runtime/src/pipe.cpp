@@ -21,6 +21,14 @@
 #include <stdexcept>
 
 namespace pipeprof {
+
+std::string errorText(const std::exception& error) {
+  if (const auto* torchError = dynamic_cast<const c10::Error*>(&error)) {
+    return torchError->what_without_backtrace();
+  }
+  return error.what();
+}
+
 namespace {
 
 std::string traceDeviceName(const torch::Device& device, std::int64_t j) {

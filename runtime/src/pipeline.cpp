@@ -17,13 +17,6 @@ namespace {
 /// Thrown inside a worker when another op failed; never reported as the step's error.
 struct StepAborted {};
 
-std::string errorText(const std::exception& e) {
-  if (const auto* error = dynamic_cast<const c10::Error*>(&e)) {
-    return error->what_without_backtrace();
-  }
-  return e.what();
-}
-
 torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
   torch::Tensor leaf = tensor.detach();
   if (requiresGrad && (leaf.is_floating_point() || leaf.is_complex())) {

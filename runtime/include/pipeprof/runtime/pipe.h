@@ -40,6 +40,9 @@ class PipeError : public std::runtime_error {
   std::int64_t microBatch_;
 };
 
+/// An exception's message; a LibTorch error's without the C++ backtrace it carries.
+std::string errorText(const std::exception& error);
+
 /// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
 /// on its own): inherit it next to torch::nn::Module. The Pipe then seeds the default
 /// generator per (micro-batch, partition), so recompute replays the same numbers.
