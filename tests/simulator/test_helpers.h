@@ -19,7 +19,7 @@ struct LayerCosts {
   TimeNs backwardNs = 0;
   Bytes savedBytes = 0;
   Bytes outputBytes = 0;
-  Bytes workspaceBytes = 0;
+  Bytes workspaceBytes = 0;  ///< the forward's and the backward's alike
   Bytes paramBytes = 0;
 };
 
