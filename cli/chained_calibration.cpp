@@ -1,6 +1,7 @@
 // The sweep's chained-compute calibration: per micro-batch scales, device speeds, per chunk-count overhead.
 #include "chained_calibration.h"
 
+#include <pipeprof/core/statistics.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include <fmt/format.h>
@@ -11,11 +12,6 @@
 
 namespace pipeprof::cli {
 namespace {
-
-TimeNs median(std::vector<TimeNs> samples) {
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
-}
 
 double clampedRatio(TimeNs measuredNs, TimeNs profiledNs) {
   if (measuredNs <= 0 || profiledNs <= 0) return 1.0;
@@ -129,9 +125,9 @@ ChainedCalibration chainedCalibrationFromRuns(const Profile& profile, const Clus
       profiledBackwardNs += cost.backwardNs;
     }
     MicroBatchScale& scale = calibration.scales[size];
-    scale.forward = clampedRatio(median(forwardNs), profiledForwardNs);
+    scale.forward = clampedRatio(medianNs(forwardNs), profiledForwardNs);
     auto backward = samples.backwardNs.find(size);
-    if (backward != samples.backwardNs.end()) scale.backward = clampedRatio(median(backward->second), profiledBackwardNs);
+    if (backward != samples.backwardNs.end()) scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
   }
   const Profile calibrated = calibratedProfile(profile, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibrated, runs);
@@ -146,7 +142,7 @@ ChainedCalibration chainedCalibrationFromRuns(const Profile& profile, const Clus
   }
   for (const auto& [chunks, pooledNs] : stepNs) {
     const TimeNs predictedNs = simulate(calibrated, calibratedDevices, candidates.at(chunks)).prediction.iterationNs;
-    calibration.overheadNs[chunks] = std::max<TimeNs>(0, median(pooledNs) - predictedNs);
+    calibration.overheadNs[chunks] = std::max<TimeNs>(0, medianNs(pooledNs) - predictedNs);
   }
   return calibration;
 }

@@ -2,6 +2,7 @@
 #include <pipeprof/core/report.h>
 
 #include <pipeprof/core/json_file.h>
+#include <pipeprof/core/statistics.h>
 
 #include <algorithm>
 #include <cmath>
@@ -177,12 +178,10 @@ void Measurement::updateStatistics(std::int64_t batch) {
     samplesPerS = 0.0;
     return;
   }
-  std::vector<TimeNs> sorted = stepNs;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t n = sorted.size();
-  stepNsMedian = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  stepNsMin = sorted.front();
-  stepNsMax = sorted.back();
+  stepNsMedian = medianNs(stepNs);
+  const auto [lowest, highest] = std::minmax_element(stepNs.begin(), stepNs.end());
+  stepNsMin = *lowest;
+  stepNsMax = *highest;
   samplesPerS = stepNsMedian > 0 ? static_cast<double>(batch) * 1e9 / static_cast<double>(stepNsMedian) : 0.0;
 }
 

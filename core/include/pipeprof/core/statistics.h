@@ -1,0 +1,14 @@
+// Small statistics over timings, shared by the measurement, the calibration and its drift.
+#pragma once
+
+#include <pipeprof/core/units.h>
+
+#include <vector>
+
+namespace pipeprof {
+
+/// The median of `samples`: the middle one, or the mean of the middle two (rounded down) for
+/// an even count; 0 for none.
+TimeNs medianNs(std::vector<TimeNs> samples);
+
+}  // namespace pipeprof
