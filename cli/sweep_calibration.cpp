@@ -14,11 +14,37 @@ std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitio
   return balance;
 }
 
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch) {
+  Candidate candidate;
+  candidate.balance = evenBalance(layers, std::min(devices, layers));
+  candidate.chunks = chunks;
+  candidate.checkpoint = Checkpoint::Never;
+  candidate.batch = batch;
+  return candidate;
+}
+
+TrainingResult trainReference(const ModelFlags& flags, const Candidate& reference,
+                              const std::vector<torch::Device>& devices, std::int64_t warmupSteps, std::int64_t steps,
+                              bool traced, std::function<bool()> shouldStop) {
+  Model model = buildModelFromFlags(flags);
+  TrainingOptions options;
+  options.balance = reference.balance;
+  options.devices.assign(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(reference.balance.size()));
+  options.chunks = reference.chunks;
+  options.checkpoint = reference.checkpoint;
+  options.batch = reference.batch;
+  options.warmupSteps = warmupSteps;
+  options.steps = steps;
+  options.captureTrace = traced;
+  options.shouldStop = std::move(shouldStop);
+  return trainAndMeasure(model, options);
+}
+
 ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Profile& profile, const Cluster& cluster,
                                              std::int64_t batch, const std::vector<std::int64_t>& chunks,
                                              const std::vector<torch::Device>& devices,
                                              const CalibrationRounds& rounds) {
-  const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(devices.size()), profile.layerCount());
+  const auto deviceCount = static_cast<std::int64_t>(devices.size());
   std::vector<ReferenceRun> runs;
   const auto start = std::chrono::steady_clock::now();
   auto budgetLeft = [&] {
@@ -28,21 +54,8 @@ ChainedCalibration measureChainedCalibration(const ModelFlags& flags, const Prof
     for (const std::int64_t m : chunks) {
       if (m < 1 || m > batch) continue;
       ReferenceRun run;
-      run.candidate.balance = evenBalance(profile.layerCount(), n);
-      run.candidate.chunks = m;
-      run.candidate.checkpoint = Checkpoint::Never;
-      run.candidate.batch = batch;
-      Model model = buildModelFromFlags(flags);
-      TrainingOptions options;
-      options.balance = run.candidate.balance;
-      options.devices.assign(devices.begin(), devices.begin() + n);
-      options.chunks = m;
-      options.checkpoint = Checkpoint::Never;
-      options.batch = batch;
-      options.warmupSteps = rounds.warmupSteps;
-      options.steps = rounds.steps;
-      options.captureTrace = true;
-      run.trace = trainAndMeasure(model, options).trace;
+      run.candidate = referenceCandidate(profile.layerCount(), deviceCount, m, batch);
+      run.trace = trainReference(flags, run.candidate, devices, rounds.warmupSteps, rounds.steps, true, {}).trace;
       runs.push_back(std::move(run));
     }
   }

@@ -1,8 +1,10 @@
-// The sweep's calibration runs: reference pipelines measured once per sweep (cli/chained_calibration.h).
+// The sweep's calibration runs: reference pipelines timed before the candidates (cli/chained_calibration.h)
+// and again in every measuring round (cli/calibration_drift.h).
 #pragma once
 
 #include "chained_calibration.h"
 #include "model_options.h"
+#include "training_loop.h"
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
@@ -13,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace pipeprof::cli {
@@ -20,6 +23,16 @@ namespace pipeprof::cli {
 /// The layers of a `layers`-layer model split as evenly as possible over `partitions`
 /// partitions (the first ones take one more); the reference runs' balance.
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
+
+/// The reference pipeline of chunk count `chunks`: every device (at most one per layer), an
+/// even balance, `never`.
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch);
+
+/// Trains `reference` on a fresh model (partition j on devices[j]): `warmupSteps` untimed
+/// steps, then `steps` timed ones, traced when `traced`. Throws what the training loop throws.
+TrainingResult trainReference(const ModelFlags& flags, const Candidate& reference,
+                              const std::vector<torch::Device>& devices, std::int64_t warmupSteps, std::int64_t steps,
+                              bool traced, std::function<bool()> shouldStop);
 
 /// How long the reference runs go on: rounds until `budgetSeconds` have passed, and at least
 /// `minRounds` (a round trains each reference once, `warmupSteps` + `steps` steps). The sweep
