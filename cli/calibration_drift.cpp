@@ -1,0 +1,84 @@
+// The sweep's drift correction: one factor from the reference pipelines timed during measuring.
+#include "calibration_drift.h"
+
+#include <pipeprof/core/statistics.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace pipeprof::cli {
+namespace {
+
+constexpr double kLowestFactor = 0.5;
+constexpr double kHighestFactor = 2.0;
+
+TimeNs scaled(TimeNs ns, double factor) { return std::llround(static_cast<double>(ns) * factor); }
+
+}  // namespace
+
+double CalibrationDrift::factor() const {
+  std::vector<double> ratios;
+  for (const auto& [chunks, steps] : measuredNs) {
+    auto predicted = predictedNs.find(chunks);
+    if (predicted == predictedNs.end() || predicted->second <= 0 || steps.empty()) continue;
+    ratios.push_back(static_cast<double>(medianNs(steps)) / static_cast<double>(predicted->second));
+  }
+  if (ratios.empty()) return 1.0;
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t n = ratios.size();
+  const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0;
+  return std::clamp(median, kLowestFactor, kHighestFactor);
+}
+
+Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch) {
+  base.iterationNs = scaled(base.iterationNs, factor);
+  for (TimeNs& busy : base.busyNs) busy = scaled(busy, factor);
+  base.samplesPerS =
+      base.iterationNs > 0 ? static_cast<double>(batch) * 1e9 / static_cast<double>(base.iterationNs) : 0.0;
+  return base;
+}
+
+void scaleTraceTimes(Trace& trace, double factor) {
+  for (TraceEvent& event : trace.events) {
+    const TimeNs endNs = scaled(event.endNs(), factor);
+    event.startNs = scaled(event.startNs, factor);
+    event.durationNs = endNs - event.startNs;  // adjacent spans stay adjacent after rounding
+  }
+}
+
+nlohmann::json toJson(const CalibrationDrift& drift) {
+  nlohmann::json references = nlohmann::json::array();
+  for (const auto& [chunks, predictedNs] : drift.predictedNs) {
+    auto measured = drift.measuredNs.find(chunks);
+    references.push_back({{"chunks", chunks},
+                          {"predicted_ns", predictedNs},
+                          {"step_ns", measured == drift.measuredNs.end() ? std::vector<TimeNs>{} : measured->second}});
+  }
+  return {{"factor", drift.factor()}, {"references", references}};
+}
+
+CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json) {
+  CalibrationDrift drift;
+  if (!json.is_object()) return drift;
+  for (const auto& item : json.value("references", nlohmann::json::array())) {
+    const auto chunks = item.at("chunks").get<std::int64_t>();
+    drift.predictedNs[chunks] = item.at("predicted_ns").get<TimeNs>();
+    auto steps = item.value("step_ns", std::vector<TimeNs>{});
+    if (!steps.empty()) drift.measuredNs[chunks] = std::move(steps);
+  }
+  return drift;
+}
+
+std::string describeCalibrationDrift(const CalibrationDrift& drift) {
+  std::size_t steps = 0;
+  for (const auto& [chunks, measured] : drift.measuredNs) steps += measured.size();
+  if (steps == 0) return "calibration drift: none measured (no reference steps during the measuring rounds)";
+  const double factor = drift.factor();
+  return fmt::format("calibration drift: the reference pipelines took {:.3f}x their calibrated prediction while "
+                     "the candidates were measured ({} steps); every predicted time is scaled by {:.3f}",
+                     factor, steps, factor);
+}
+
+}  // namespace pipeprof::cli

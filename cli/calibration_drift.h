@@ -1,0 +1,59 @@
+// The sweep's drift correction: the reference pipelines timed again while the candidates are
+// measured, and the one factor by which the machine ran slower (or faster) then than while it
+// was calibrated.
+//
+// The calibration (cli/chained_calibration.h) times the reference pipelines -- every device, an
+// even balance, `never`, one per chunk count -- for a few seconds before the candidates are
+// measured. On a shared machine the minutes of measuring that follow can run 10-20% faster or
+// slower than those seconds did, and every prediction then carries that offset. So each
+// measuring round trains the references too, and
+//
+//   factor = median over chunk counts m of  median(reference m's steps in the measuring rounds)
+//                                           / reference m's prediction (calibrated, no drift)
+//
+// and the sweep multiplies every predicted time by the factor. One factor for all candidates
+// keeps their predicted order exactly: it corrects the offset, never the ranking.
+#pragma once
+
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/trace.h>
+#include <pipeprof/core/units.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace pipeprof::cli {
+
+struct CalibrationDrift {
+  /// Each reference's predicted step time before drift (the calibrated simulation plus its
+  /// step overhead), by chunk count.
+  std::map<std::int64_t, TimeNs> predictedNs;
+  /// Each reference's steps timed during the measuring rounds, by chunk count, in order.
+  std::map<std::int64_t, std::vector<TimeNs>> measuredNs;
+
+  /// See the file comment; clamped to [0.5, 2]. 1.0 until a chunk count has both a prediction
+  /// and a timed step.
+  double factor() const;
+};
+
+/// `base` (a prediction without drift) with every time multiplied by `factor`: iteration,
+/// busy times, and samplesPerS recomputed for `batch`. Memory is left as it is.
+Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch);
+
+/// Multiplies every event's start and duration in `trace` by `factor` (a predicted twin under
+/// drift).
+void scaleTraceTimes(Trace& trace, double factor);
+
+/// {"factor": f, "references": [{"chunks": m, "predicted_ns": p, "step_ns": [...]}]} --
+/// stored in the report's calibration (docs/formats.md).
+nlohmann::json toJson(const CalibrationDrift& drift);
+/// Reads what toJson wrote (no drift for null or a missing key); the factor is recomputed.
+CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json);
+
+/// One line for the sweep's progress: the factor and what it means.
+std::string describeCalibrationDrift(const CalibrationDrift& drift);
+
+}  // namespace pipeprof::cli

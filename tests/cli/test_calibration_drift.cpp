@@ -1,0 +1,96 @@
+// Tests of cli/calibration_drift: the one factor by which the machine ran slower or faster while
+// the candidates were measured than while it was calibrated.
+#include "calibration_drift.h"
+
+#include <gtest/gtest.h>
+
+namespace pipeprof::cli {
+namespace {
+
+TEST(CalibrationDrift, IsOneUntilAReferenceHasBothAPredictionAndATimedStep) {
+  CalibrationDrift drift;
+  EXPECT_DOUBLE_EQ(drift.factor(), 1.0);
+  drift.predictedNs[2] = 100;
+  EXPECT_DOUBLE_EQ(drift.factor(), 1.0);
+  drift.measuredNs[4] = {50};  // no prediction for 4 chunks
+  EXPECT_DOUBLE_EQ(drift.factor(), 1.0);
+  drift.measuredNs[2] = {110};
+  EXPECT_DOUBLE_EQ(drift.factor(), 1.1);
+}
+
+TEST(CalibrationDrift, IsTheMedianOverChunkCountsOfEachReferencesMedianStepOverItsPrediction) {
+  CalibrationDrift drift;
+  drift.predictedNs = {{1, 100}, {2, 200}, {4, 400}};
+  drift.measuredNs[1] = {90, 300, 80};        // median 90: 0.9 (the slow outlier step is ignored)
+  drift.measuredNs[2] = {240, 220};           // median 230: 1.15
+  drift.measuredNs[4] = {440, 400, 480, 1};   // median 420: 1.05
+  EXPECT_DOUBLE_EQ(drift.factor(), 1.05);
+  drift.measuredNs.erase(4);                  // two ratios: their mean
+  EXPECT_DOUBLE_EQ(drift.factor(), (0.9 + 1.15) / 2.0);
+}
+
+TEST(CalibrationDrift, IsClampedToHalfAndDouble) {
+  CalibrationDrift drift;
+  drift.predictedNs[1] = 100;
+  drift.measuredNs[1] = {1000};
+  EXPECT_DOUBLE_EQ(drift.factor(), 2.0);
+  drift.measuredNs[1] = {10};
+  EXPECT_DOUBLE_EQ(drift.factor(), 0.5);
+}
+
+TEST(CalibrationDrift, ScalesEveryPredictedTimeButNotTheMemory) {
+  Prediction base;
+  base.iterationNs = 1000;
+  base.busyNs = {400, 601};
+  base.peakBytes = {1 << 20, 2 << 20};
+  base.samplesPerS = 8e6;
+  const Prediction drifted = driftedPrediction(base, 1.1, 8);
+  EXPECT_EQ(drifted.iterationNs, 1100);
+  EXPECT_EQ(drifted.busyNs, (std::vector<TimeNs>{440, 661}));
+  EXPECT_EQ(drifted.peakBytes, base.peakBytes);
+  EXPECT_DOUBLE_EQ(drifted.samplesPerS, 8.0 * 1e9 / 1100.0);
+}
+
+TEST(CalibrationDrift, ScalesATraceSoThatAdjacentSpansStayAdjacent) {
+  Trace trace;
+  for (const auto& [start, duration] : std::vector<std::pair<TimeNs, TimeNs>>{{0, 3}, {3, 3}, {6, 5}}) {
+    TraceEvent event;
+    event.kind = EventKind::Span;
+    event.startNs = start;
+    event.durationNs = duration;
+    trace.events.push_back(event);
+  }
+  scaleTraceTimes(trace, 1.5);  // 4.5 and 9 round; the spans must still meet
+  EXPECT_EQ(trace.events[0].startNs, 0);
+  EXPECT_EQ(trace.events[0].endNs(), trace.events[1].startNs);
+  EXPECT_EQ(trace.events[1].endNs(), trace.events[2].startNs);
+  EXPECT_EQ(trace.events[2].endNs(), 17);  // 11 x 1.5 = 16.5, rounded away from zero
+}
+
+TEST(CalibrationDrift, RoundTripsThroughJson) {
+  CalibrationDrift drift;
+  drift.predictedNs = {{1, 100}, {2, 200}};
+  drift.measuredNs[2] = {210, 190, 230};
+  const nlohmann::json json = toJson(drift);
+  EXPECT_DOUBLE_EQ(json.at("factor").get<double>(), 1.05);
+  ASSERT_EQ(json.at("references").size(), 2u);
+  EXPECT_TRUE(json.at("references")[0].at("step_ns").empty());  // 1 chunk: predicted, never timed
+  const CalibrationDrift read = calibrationDriftFromJson(json);
+  EXPECT_EQ(read.predictedNs, drift.predictedNs);
+  EXPECT_EQ(read.measuredNs, drift.measuredNs);
+  EXPECT_DOUBLE_EQ(read.factor(), drift.factor());
+  EXPECT_TRUE(calibrationDriftFromJson(nlohmann::json()).predictedNs.empty());
+}
+
+TEST(CalibrationDrift, DescribesTheFactorOnceStepsWereTimed) {
+  CalibrationDrift drift;
+  drift.predictedNs[1] = 100;
+  EXPECT_NE(describeCalibrationDrift(drift).find("none measured"), std::string::npos);
+  drift.measuredNs[1] = {90, 94};
+  const std::string line = describeCalibrationDrift(drift);
+  EXPECT_NE(line.find("0.920x"), std::string::npos) << line;
+  EXPECT_NE(line.find("(2 steps)"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace pipeprof::cli
