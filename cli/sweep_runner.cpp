@@ -1,8 +1,8 @@
 // The main job: profile, simulate every candidate, measure a chosen subset, write the report.
 #include "sweep_runner.h"
 
-#include "environment_info.h"
 #include "sweep_calibration.h"
+#include "sweep_predictions.h"
 #include "training_loop.h"
 
 #include <pipeprof/core/chrome_trace.h>
@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -37,35 +38,11 @@ std::string envOr(const char* name) {
   return value ? std::string(value) : std::string();
 }
 
-/// One cluster device per sweep device. CPU partitions share the host's memory, so their
-/// links cost nothing (no copies); CUDA devices get the same zero-cost links until the
-/// cluster flags say otherwise.
-Cluster sweepCluster(const SweepConfig& config) {
-  Cluster cluster;
-  const auto n = static_cast<std::int64_t>(config.devices.size());
-  for (std::int64_t j = 0; j < n; ++j) {
-    DeviceSpec spec;
-    spec.name = config.devices[static_cast<std::size_t>(j)].typeName() + ":" + std::to_string(j);
-    spec.memoryBytes = config.deviceMemoryBytes;
-    cluster.devices.push_back(spec);
-  }
-  cluster.links.assign(static_cast<std::size_t>(n), std::vector<Link>(static_cast<std::size_t>(n)));
-  return cluster;
-}
-
-std::string relativeTo(const fs::path& file, const fs::path& directory) {
-  return fs::proximate(fs::absolute(file), fs::absolute(directory)).generic_string();
-}
-
-std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 /// One round of a candidate's measured run: the shared training loop (cli/training_loop.h) on a
 /// fresh copy of the model, `steps` timed steps, traced when `traced`.
 TrainingResult measureRound(const SweepConfig& config, const Candidate& candidate, std::int64_t steps, bool traced,
                             const std::atomic<bool>& stop) {
-  if (envOr(kFailCandidateEnv) == candidate.label()) {
-    throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
-  }
+  throwIfFailureInjected(candidate.label());
   Model model = buildModelFromFlags(config.modelFlags);
   TrainingOptions options;
   options.balance = candidate.balance;
@@ -116,11 +93,11 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 }
 
 /// Measures round `round` of a candidate into its (partial) measurement. The final round is
-/// traced: it writes the measured trace and the predicted twin and marks the result Measured.
-/// Throws whatever the run throws; the result is untouched then.
-void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepConfig& config,
-                      const Profile& profile, const Cluster& cluster, const fs::path& reportDir,
-                      const std::atomic<bool>& stop) {
+/// traced: it writes the measured trace and the predicted twin (from `base`, the candidate's
+/// prediction before drift) and marks the result Measured. Throws whatever the run throws; the
+/// result is untouched then.
+void measureRoundInto(CandidateResult& result, const Prediction& base, std::int64_t round, const SweepConfig& config,
+                      const CalibratedSetup& setup, const fs::path& reportDir, const std::atomic<bool>& stop) {
   const bool last = round + 1 == config.rounds;
   TrainingResult run = measureRound(config, result.candidate, roundSteps(config, round), last, stop);
   Measurement measurement = round > 0 && result.measurement ? *result.measurement : Measurement{};
@@ -132,25 +109,11 @@ void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepCo
     result.notMeasuredReason = fmt::format("measuring: {} of {} rounds done", round + 1, config.rounds);
     return;
   }
-  const std::string slug = candidateSlug(result.candidate);
-  const fs::path measuredPath = fs::path(config.tracesDir) / (slug + ".measured.json");
-  const fs::path predictedPath = fs::path(config.tracesDir) / (slug + ".predicted.json");
+  const fs::path measuredPath = fs::path(config.tracesDir) / (candidateSlug(result.candidate) + ".measured.json");
   writeChromeTraceFile(run.trace, measuredPath.string());
-  SimulationOptions simulationOptions;
-  simulationOptions.recordTrace = true;
-  SimulationResult twin = simulate(profile, cluster, result.candidate, simulationOptions);
-  twin.trace.metadata["source"] = "predicted";
-  twin.trace.metadata["candidate"] = result.candidate.label();
-  // What the prediction adds to the simulator's step (the calibrated step overhead; for a
-  // resumed report, whatever its kept prediction carries).
-  const TimeNs overheadNs = std::max<TimeNs>(0, result.prediction.iterationNs - twin.prediction.iterationNs);
-  appendStepOverheadSpan(twin.trace, overheadNs);
-  writeChromeTraceFile(twin.trace, predictedPath.string());
+  writePredictedTwin(result, base, setup, config.tracesDir, reportDir);
   result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
-  result.predictedAnalysis = toJson(analyzeTimeline(twin.trace));
-  result.predictedAnalysis["calibrated_step_overhead_ns"] = overheadNs;
-  measurement.tracePath = relativeTo(measuredPath, reportDir);
-  result.prediction.tracePath = relativeTo(predictedPath, reportDir);
+  measurement.tracePath = fs::proximate(fs::absolute(measuredPath), reportDir).generic_string();
   result.measurement = std::move(measurement);
   result.status = CandidateStatus::Measured;
   result.notMeasuredReason.clear();
@@ -169,6 +132,14 @@ std::int64_t roundsDone(const CandidateResult& result, const SweepConfig& config
 }
 
 }  // namespace
+
+void throwIfFailureInjected(const std::string& what) {
+  if (envOr(kFailCandidateEnv) == what) {
+    throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
+  }
+}
+
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 std::int64_t roundSteps(const SweepConfig& config, std::int64_t round) {
   return config.steps / config.rounds + (round < config.steps % config.rounds ? 1 : 0);
@@ -229,122 +200,6 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
 
 namespace {
 
-/// The profile and cluster the predictions use, and the calibration that made them.
-struct CalibratedSetup {
-  Profile profile;
-  Cluster cluster;
-  ChainedCalibration chained;
-  nlohmann::json json;  ///< the report's "calibration": {"chained": ...} or {"error": ...}
-};
-
-/// Calibrates the simulator with reference runs (cli/chained_calibration.h). A resumed sweep
-/// keeps its report's calibration: its embedded profile is the calibrated one. When the
-/// references fail (e.g. the even-balance `never` reference does not fit a device), the
-/// candidates are predicted from the raw profile and can still be measured.
-CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
-                          ProgressReporter& progress) {
-  CalibratedSetup setup{std::move(profile), sweepCluster(config), {}, {}};
-  if (inputs.resumedReport) {
-    const Report& resumed = *inputs.resumedReport;
-    if (resumed.cluster && resumed.cluster->deviceCount() == setup.cluster.deviceCount()) {
-      setup.cluster = *resumed.cluster;
-    }
-    setup.json = resumed.calibration;
-    if (setup.json.is_object()) {
-      setup.chained = chainedCalibrationFromJson(setup.json.value("chained", nlohmann::json()));
-    }
-    return setup;
-  }
-  progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
-                             config.calibrationBudgetSeconds));
-  std::string error;
-  try {
-    if (envOr(kFailCandidateEnv) == "calibration") {
-      throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
-    }
-    CalibrationRounds rounds;
-    rounds.budgetSeconds = config.calibrationBudgetSeconds;
-    rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-    setup.chained = measureChainedCalibration(config.modelFlags, setup.profile, setup.cluster, config.batch,
-                                              config.chunks, torchDevices(config.devices), rounds);
-  } catch (const std::exception& failure) {
-    error = firstLine(errorText(failure));
-  }
-  if (!error.empty()) {
-    progress.phase("calibration failed, predicting from the raw profile: " + error);
-    setup.json = {{"error", error}};
-    return setup;
-  }
-  setup.profile = calibratedProfile(std::move(setup.profile), setup.chained);
-  setup.cluster = calibratedCluster(std::move(setup.cluster), setup.chained);
-  progress.phase(describeChainedCalibration(setup.chained));
-  setup.json = {{"chained", toJson(setup.chained)}};
-  return setup;
-}
-
-/// A report holding every candidate of the search, predicted: first those that fit, best
-/// predicted throughput first (predictedRank 1, 2, ...), then those predicted not to fit. Each
-/// prediction carries the calibrated step overhead of its chunk count; a resumed sweep keeps
-/// its report's predictions.
-Report predictedReport(const SweepConfig& config, const SweepInputs& inputs, const CalibratedSetup& setup) {
-  SearchSpace space;
-  space.batch = config.batch;
-  space.partitions = static_cast<std::int64_t>(config.devices.size());
-  space.chunks = config.chunks;
-  space.modes = config.modes;
-  space.enumeration = config.enumeration;
-  space.balances = config.balances;
-  SearchResult searched = search(setup.profile, setup.cluster, space);
-
-  auto addOverhead = [&](RankedCandidate& entry) {
-    if (entry.prediction.iterationNs <= 0) return;
-    if (inputs.resumedReport) {
-      for (const CandidateResult& old : inputs.resumedReport->candidates) {
-        if (old.candidate == entry.candidate) {
-          entry.prediction = old.prediction;
-          return;
-        }
-      }
-    }
-    addStepOverhead(entry.prediction, setup.chained.stepOverheadNs(entry.candidate.chunks), config.batch);
-  };
-  for (RankedCandidate& entry : searched.ranked) addOverhead(entry);
-  for (RankedCandidate& entry : searched.rejected) addOverhead(entry);
-  std::stable_sort(searched.ranked.begin(), searched.ranked.end(),
-                   [](const RankedCandidate& a, const RankedCandidate& b) {
-                     return a.prediction.samplesPerS > b.prediction.samplesPerS;
-                   });
-
-  Report report;
-  ReportEnvironment& env = report.environment;
-  env.model = config.model;
-  env.batch = config.batch;
-  for (const DeviceDesc& device : config.devices) env.devices.push_back(device.str());
-  env.threads = config.threads;
-  env.torchVersion = torchVersion();
-  env.pipeprofRevision = pipeprofRevision();
-  env.createdAt = utcNowIso8601();
-  report.profilePath = config.profilePath;
-  report.profile = setup.profile;
-  report.cluster = setup.cluster;
-  report.calibration = setup.json;
-  for (std::size_t index = 0; index < searched.ranked.size(); ++index) {
-    CandidateResult result;
-    result.candidate = searched.ranked[index].candidate;
-    result.prediction = searched.ranked[index].prediction;
-    result.predictedRank = static_cast<std::int64_t>(index) + 1;
-    report.candidates.push_back(std::move(result));
-  }
-  for (const RankedCandidate& rejected : searched.rejected) {
-    CandidateResult result;
-    result.candidate = rejected.candidate;
-    result.prediction = rejected.prediction;
-    result.notMeasuredReason = rejected.rejection.empty() ? "predicted not to fit" : rejected.rejection;
-    report.candidates.push_back(std::move(result));
-  }
-  return report;
-}
-
 /// The indices of the candidates --measure selects (among those predicted to fit, which come
 /// first in the report); every other one that fits gets the reason it is not measured.
 std::vector<std::size_t> selectCandidates(Report& report, const MeasurePolicy& measure) {
@@ -388,6 +243,7 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
       result.measurement = old.measurement;
       result.error = old.error;
       result.notMeasuredReason.clear();
+      result.prediction.tracePath = old.prediction.tracePath;
       result.predictedAnalysis = old.predictedAnalysis;
       result.measuredAnalysis = old.measuredAnalysis;
       ++counts.finished;
@@ -396,14 +252,63 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
   return counts;
 }
 
+/// Ctrl-C between or during runs: the report on disk holds what finished.
+SweepInterrupted interruption(const std::string& when, const SweepConfig& config, ProgressReporter& progress) {
+  progress.finish();
+  return SweepInterrupted(fmt::format("interrupted {}; {} holds what finished -- continue with the same command and "
+                                      "--resume", when, config.reportPath));
+}
+
+/// Round `round` of the drift correction: trains every reference pipeline once more (untraced,
+/// at most kReferenceStepsPerRound timed steps) and adds its steps to the drift. A reference
+/// that fails is left out with a note; the others still correct the drift.
+void timeReferences(CalibratedSetup& setup, std::int64_t round, const SweepConfig& config, ProgressReporter& progress,
+                    const std::atomic<bool>& stop) {
+  constexpr std::int64_t kReferenceStepsPerRound = 5;
+  const std::int64_t steps = std::min(roundSteps(config, round), kReferenceStepsPerRound);
+  for (const auto& entry : setup.drift.predictedNs) {
+    const std::int64_t chunks = entry.first;
+    const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
+    if (stop.load()) throw interruption("before " + label, config, progress);
+    progress.begin(label);
+    const Candidate reference = referenceCandidate(setup.profile.layerCount(),
+                                                   static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
+    try {
+      const TrainingResult run =
+          trainReference(config.modelFlags, reference, torchDevices(config.devices),
+                         std::max<std::int64_t>(1, config.warmupSteps), steps, false, [&stop] { return stop.load(); });
+      std::vector<TimeNs>& timed = setup.drift.measuredNs[chunks];
+      timed.insert(timed.end(), run.measurement.stepNs.begin(), run.measurement.stepNs.end());
+    } catch (const TrainingStopped&) {
+      throw interruption("during " + label, config, progress);
+    } catch (const std::exception& failure) {
+      progress.phase(fmt::format("{} failed, left out of the drift correction: {}", label,
+                                 firstLine(errorText(failure))));
+    }
+  }
+}
+
+/// Rewrites the predicted twins whose drift factor is not the final one (candidates measured
+/// before a --resume, whose twins were scaled by the factor of that time).
+void refreshPredictedTwins(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup,
+                           const SweepConfig& config, const fs::path& reportDir) {
+  const double factor = setup.drift.factor();
+  for (std::size_t index = 0; index < report.candidates.size(); ++index) {
+    CandidateResult& result = report.candidates[index];
+    if (result.status != CandidateStatus::Measured || std::abs(twinDriftFactor(result) - factor) < 1e-9) continue;
+    writePredictedTwin(result, base[index], setup, config.tracesDir, reportDir);
+  }
+}
+
 /// Measures the selected candidates that are not finished yet, in interleaved rounds, and
-/// rewrites the report after every round of a candidate. Round r trains every candidate once,
-/// so a slow spell of a shared machine spoils one round of several candidates rather than
-/// every step of one. A failed candidate is recorded and not measured again. Trace paths are
-/// written relative to `reportDir`, the report's directory.
-void measureInRounds(Report& report, const std::vector<std::size_t>& selected, const SweepConfig& config,
-                     const CalibratedSetup& setup, const fs::path& reportDir, ProgressReporter& progress,
-                     const std::atomic<bool>& stop) {
+/// rewrites the report after every round of a candidate. Round r times the reference pipelines
+/// (the drift correction), then trains every candidate once, so a slow spell of a shared
+/// machine spoils one round of several candidates rather than every step of one. A failed
+/// candidate is recorded and not measured again. `base` holds the predictions before drift.
+/// Trace paths are written relative to `reportDir`, the report's directory.
+void measureInRounds(Report& report, const std::vector<Prediction>& base, const std::vector<std::size_t>& selected,
+                     const SweepConfig& config, CalibratedSetup& setup, const fs::path& reportDir,
+                     ProgressReporter& progress, const std::atomic<bool>& stop) {
   std::vector<std::size_t> todo;
   std::int64_t roundsToRun = 0;
   for (const std::size_t index : selected) {
@@ -419,22 +324,28 @@ void measureInRounds(Report& report, const std::vector<std::size_t>& selected, c
                              config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
   progress.setTotal(roundsToRun);
 
+  auto runsInRound = [&](const CandidateResult& result, std::int64_t round) {
+    return result.status == CandidateStatus::Predicted && roundsDone(result, config) <= round;
+  };
   for (std::int64_t round = 0; round < config.rounds; ++round) {
+    const bool anyToRun = std::any_of(todo.begin(), todo.end(), [&](std::size_t index) {
+      return runsInRound(report.candidates[index], round);
+    });
+    if (anyToRun && setup.timesReferences()) {
+      timeReferences(setup, round, config, progress, stop);
+      applyDrift(report, base, setup);
+    }
     for (const std::size_t index : todo) {
       CandidateResult& result = report.candidates[index];
-      if (result.status != CandidateStatus::Predicted || roundsDone(result, config) > round) continue;
+      if (!runsInRound(result, round)) continue;
       const std::string label = result.candidate.label();
       const std::string roundLabel =
           config.rounds > 1 ? fmt::format("{} (round {}/{})", label, round + 1, config.rounds) : label;
-      if (stop.load()) {
-        progress.finish();
-        throw SweepInterrupted(fmt::format("interrupted before {}; {} holds what finished -- continue with the "
-                                           "same command and --resume", roundLabel, config.reportPath));
-      }
+      if (stop.load()) throw interruption("before " + roundLabel, config, progress);
       progress.begin(roundLabel);
       std::string error;
       try {
-        measureRoundInto(result, round, config, setup.profile, setup.cluster, reportDir, stop);
+        measureRoundInto(result, base[index], round, config, setup, reportDir, stop);
         if (result.status == CandidateStatus::Measured) {
           progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
         } else {
@@ -442,9 +353,7 @@ void measureInRounds(Report& report, const std::vector<std::size_t>& selected, c
         }
       } catch (const TrainingStopped&) {
         // Ctrl-C during this round's steps: the round is dropped, the earlier ones are kept.
-        progress.finish();
-        throw SweepInterrupted(fmt::format("interrupted during {}; {} holds what finished -- continue with the "
-                                           "same command and --resume", roundLabel, config.reportPath));
+        throw interruption("during " + roundLabel, config, progress);
       } catch (const std::exception& failure) {
         error = firstLine(errorText(failure));
       }
@@ -460,6 +369,11 @@ void measureInRounds(Report& report, const std::vector<std::size_t>& selected, c
     }
   }
   progress.finish();
+  if (setup.timesReferences()) {
+    progress.phase(describeCalibrationDrift(setup.drift));
+    refreshPredictedTwins(report, base, setup, config, reportDir);
+    applyDrift(report, base, setup);
+  }
 }
 
 }  // namespace
@@ -467,8 +381,9 @@ void measureInRounds(Report& report, const std::vector<std::size_t>& selected, c
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
                 const std::atomic<bool>& stop) {
   setThreads(config.threads);  // LibTorch and OpenBLAS, before profiling (model_options.h)
-  const CalibratedSetup setup = calibrate(config, inputs, obtainProfile(config, inputs, progress), progress);
-  Report report = predictedReport(config, inputs, setup);
+  CalibratedSetup setup = calibrate(config, inputs, obtainProfile(config, inputs, progress), progress);
+  Report report = predictedReport(config, setup);
+  const std::vector<Prediction> base = predictionsOf(report);
 
   const std::vector<std::size_t> selected = selectCandidates(report, config.measure);
   if (inputs.resumedReport) {
@@ -482,9 +397,10 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   const fs::path reportDir = fs::absolute(config.reportPath).parent_path();
   fs::create_directories(reportDir);
   fs::create_directories(config.tracesDir);
+  applyDrift(report, base, setup);  // a resumed sweep's drift so far
   report.updateSuggestion();
   writeReport(report, config.reportPath);
-  measureInRounds(report, selected, config, setup, reportDir, progress, stop);
+  measureInRounds(report, base, selected, config, setup, reportDir, progress, stop);
   report.complete = true;
   report.updateSuggestion();
   writeReport(report, config.reportPath);

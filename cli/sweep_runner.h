@@ -2,9 +2,10 @@
 //
 //   profile (or cached) -> calibrate (reference pipelines) -> search (every candidate
 //     predicted, ranked) -> select (--measure)
-//     -> in each of --rounds rounds, for each selected candidate: train warm-up + its share of
-//        the steps on a fresh Pipe, rewrite the report atomically; the last round also traces
-//        the measured steps and simulates the predicted twin trace
+//     -> in each of --rounds rounds: time the reference pipelines again (the drift
+//        correction, cli/calibration_drift.h), then for each selected candidate: train warm-up
+//        + its share of the steps on a fresh Pipe, rewrite the report atomically; the last
+//        round also traces the measured steps and simulates the predicted twin trace
 //     -> complete = true, suggestion
 #pragma once
 
@@ -85,6 +86,13 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config);
 /// Timed steps of round `round` (0-based): config.steps split as evenly as possible over
 /// config.rounds, the first rounds taking one more.
 std::int64_t roundSteps(const SweepConfig& config, std::int64_t round);
+
+/// Throws when the testing hook PIPEPROF_TEST_FAIL_CANDIDATE (docs/cli.md) names `what`: a
+/// candidate's label, or "calibration".
+void throwIfFailureInjected(const std::string& what);
+
+/// The first line of `text` (an error message for a table cell or a progress line).
+std::string firstLine(const std::string& text);
 
 /// "b2-6_m8_except_last": a file-name-safe slug of a candidate.
 std::string candidateSlug(const Candidate& candidate);

@@ -121,6 +121,15 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   ASSERT_EQ(chained.at("micro_batch_scales").size(), 2u) << chained;
   EXPECT_EQ(chained.at("micro_batch_scales")[0].at("micro_batch"), 4);
   EXPECT_EQ(chained.at("step_overhead_ns")[1].at("chunks"), 2);
+  // The measuring round timed each reference once more (--steps 1): the drift correction.
+  const nlohmann::json& drift = parsed.calibration.at("drift");
+  ASSERT_EQ(drift.at("references").size(), 2u) << drift;
+  for (const nlohmann::json& reference : drift.at("references")) {
+    EXPECT_GT(reference.at("predicted_ns").get<TimeNs>(), 0) << reference;
+    EXPECT_EQ(reference.at("step_ns").size(), 1u) << reference;
+  }
+  const double factor = drift.at("factor").get<double>();
+  EXPECT_NE(run.err.find("calibration drift: "), std::string::npos) << run.err;
   const auto measured = withStatus(parsed, CandidateStatus::Measured);
   ASSERT_EQ(measured.size(), 3u);
   for (const CandidateResult* result : measured) {
@@ -132,6 +141,7 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
     EXPECT_TRUE(fs::is_regular_file(report.parent_path() / result->prediction.tracePath))
         << result->prediction.tracePath;
     EXPECT_TRUE(result->stepTimeErrorPct().has_value());
+    EXPECT_DOUBLE_EQ(result->predictedAnalysis.at("calibration_drift_factor").get<double>(), factor);
   }
   EXPECT_TRUE(parsed.suggestion.bestMeasured.has_value());
   EXPECT_TRUE(parsed.suggestion.bestPredicted.has_value());
@@ -194,8 +204,14 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
       kept = true;
       EXPECT_EQ(result->measurement->stepNs, firstSteps) << "finished candidate re-measured";
     }
+    // Its predicted twin was scaled again by the drift of both runs together.
+    EXPECT_DOUBLE_EQ(result->predictedAnalysis.at("calibration_drift_factor").get<double>(),
+                     finished.calibration.at("drift").at("factor").get<double>());
   }
   EXPECT_TRUE(kept);
+  for (const nlohmann::json& reference : finished.calibration.at("drift").at("references")) {
+    EXPECT_EQ(reference.at("step_ns").size(), 2u) << "one reference step per run: " << reference;
+  }
 }
 
 TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
