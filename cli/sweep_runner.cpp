@@ -259,37 +259,34 @@ SweepInterrupted interruption(const std::string& when, const SweepConfig& config
                                       "--resume", when, config.reportPath));
 }
 
-/// Round `round` of the drift correction: trains every reference pipeline once more (untraced,
-/// at most kReferenceStepsPerRound timed steps) and adds its steps to the drift. A reference
-/// that fails is left out with a note; the others still correct the drift.
-void timeReferences(CalibratedSetup& setup, std::int64_t round, const SweepConfig& config, ProgressReporter& progress,
-                    const std::atomic<bool>& stop) {
+/// The drift correction in round `round`: trains the reference pipeline with `chunks` chunks
+/// once more (untraced, at most kReferenceStepsPerRound timed steps) and adds its steps to the
+/// drift. A reference that fails is left out with a note; the others still correct the drift.
+void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t round, const SweepConfig& config,
+                   ProgressReporter& progress, const std::atomic<bool>& stop) {
   constexpr std::int64_t kReferenceStepsPerRound = 5;
-  const std::int64_t steps = std::min(roundSteps(config, round), kReferenceStepsPerRound);
-  for (const auto& entry : setup.drift.predictedNs) {
-    const std::int64_t chunks = entry.first;
-    const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
-    if (stop.load()) throw interruption("before " + label, config, progress);
-    progress.begin(label);
-    const Candidate reference = referenceCandidate(setup.profile.layerCount(),
-                                                   static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
-    try {
-      const TrainingResult run =
-          trainReference(config.modelFlags, reference, torchDevices(config.devices),
-                         std::max<std::int64_t>(1, config.warmupSteps), steps, false, [&stop] { return stop.load(); });
-      std::vector<TimeNs>& timed = setup.drift.measuredNs[chunks];
-      timed.insert(timed.end(), run.measurement.stepNs.begin(), run.measurement.stepNs.end());
-    } catch (const TrainingStopped&) {
-      throw interruption("during " + label, config, progress);
-    } catch (const std::exception& failure) {
-      progress.phase(fmt::format("{} failed, left out of the drift correction: {}", label,
-                                 firstLine(errorText(failure))));
-    }
+  const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
+  if (stop.load()) throw interruption("before " + label, config, progress);
+  progress.begin(label);
+  const Candidate reference = referenceCandidate(setup.profile.layerCount(),
+                                                 static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
+  try {
+    const TrainingResult run = trainReference(config.modelFlags, reference, torchDevices(config.devices),
+                                              std::max<std::int64_t>(1, config.warmupSteps),
+                                              std::min(roundSteps(config, round), kReferenceStepsPerRound), false,
+                                              [&stop] { return stop.load(); });
+    std::vector<TimeNs>& timed = setup.drift.measuredNs[chunks];
+    timed.insert(timed.end(), run.measurement.stepNs.begin(), run.measurement.stepNs.end());
+  } catch (const TrainingStopped&) {
+    throw interruption("during " + label, config, progress);
+  } catch (const std::exception& failure) {
+    progress.phase(fmt::format("{} failed, left out of the drift correction: {}", label,
+                               firstLine(errorText(failure))));
   }
 }
 
-/// Rewrites the predicted twins whose drift factor is not the final one (candidates measured
-/// before a --resume, whose twins were scaled by the factor of that time).
+/// Rewrites the predicted twins whose drift factor is not the final one: those written before
+/// the last references of the final round were timed, or before a --resume.
 void refreshPredictedTwins(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup,
                            const SweepConfig& config, const fs::path& reportDir) {
   const double factor = setup.drift.factor();
@@ -301,10 +298,10 @@ void refreshPredictedTwins(Report& report, const std::vector<Prediction>& base, 
 }
 
 /// Measures the selected candidates that are not finished yet, in interleaved rounds, and
-/// rewrites the report after every round of a candidate. Round r times the reference pipelines
-/// (the drift correction), then trains every candidate once, so a slow spell of a shared
-/// machine spoils one round of several candidates rather than every step of one. A failed
-/// candidate is recorded and not measured again. `base` holds the predictions before drift.
+/// rewrites the report after every round of a candidate. Round r trains every candidate once,
+/// and the reference pipelines once in between (the drift correction), so a slow spell of a
+/// shared machine spoils one round of several candidates rather than every step of one. A
+/// failed candidate is recorded and not measured again. `base` holds the predictions before drift.
 /// Trace paths are written relative to `reportDir`, the report's directory.
 void measureInRounds(Report& report, const std::vector<Prediction>& base, const std::vector<std::size_t>& selected,
                      const SweepConfig& config, CalibratedSetup& setup, const fs::path& reportDir,
@@ -324,20 +321,26 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
                              config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
   progress.setTotal(roundsToRun);
 
-  auto runsInRound = [&](const CandidateResult& result, std::int64_t round) {
-    return result.status == CandidateStatus::Predicted && roundsDone(result, config) <= round;
-  };
+  std::vector<std::int64_t> references;  // chunk counts of the reference pipelines
+  if (setup.timesReferences()) {
+    for (const auto& entry : setup.drift.predictedNs) references.push_back(entry.first);
+  }
   for (std::int64_t round = 0; round < config.rounds; ++round) {
-    const bool anyToRun = std::any_of(todo.begin(), todo.end(), [&](std::size_t index) {
-      return runsInRound(report.candidates[index], round);
-    });
-    if (anyToRun && setup.timesReferences()) {
-      timeReferences(setup, round, config, progress, stop);
-      applyDrift(report, base, setup);
-    }
+    std::vector<std::size_t> running;  // the candidates this round trains
     for (const std::size_t index : todo) {
-      CandidateResult& result = report.candidates[index];
-      if (!runsInRound(result, round)) continue;
+      const CandidateResult& result = report.candidates[index];
+      if (result.status == CandidateStatus::Predicted && roundsDone(result, config) <= round) running.push_back(index);
+    }
+    std::size_t referencesTimed = 0;
+    for (std::size_t position = 0; position < running.size(); ++position) {
+      // The references spread evenly over the round (reference k before candidate k*n/R), so
+      // that they sample the machine's speed over the same span as the candidates.
+      while (referencesTimed < references.size() &&
+             referencesTimed * running.size() / references.size() <= position) {
+        timeReference(setup, references[referencesTimed++], round, config, progress, stop);
+        applyDrift(report, base, setup);
+      }
+      CandidateResult& result = report.candidates[running[position]];
       const std::string label = result.candidate.label();
       const std::string roundLabel =
           config.rounds > 1 ? fmt::format("{} (round {}/{})", label, round + 1, config.rounds) : label;
@@ -345,7 +348,7 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
       progress.begin(roundLabel);
       std::string error;
       try {
-        measureRoundInto(result, base[index], round, config, setup, reportDir, stop);
+        measureRoundInto(result, base[running[position]], round, config, setup, reportDir, stop);
         if (result.status == CandidateStatus::Measured) {
           progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
         } else {

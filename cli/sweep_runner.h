@@ -2,10 +2,10 @@
 //
 //   profile (or cached) -> calibrate (reference pipelines) -> search (every candidate
 //     predicted, ranked) -> select (--measure)
-//     -> in each of --rounds rounds: time the reference pipelines again (the drift
-//        correction, cli/calibration_drift.h), then for each selected candidate: train warm-up
-//        + its share of the steps on a fresh Pipe, rewrite the report atomically; the last
-//        round also traces the measured steps and simulates the predicted twin trace
+//     -> in each of --rounds rounds, for each selected candidate: train warm-up + its share of
+//        the steps on a fresh Pipe, rewrite the report atomically (the last round also traces
+//        the measured steps and simulates the predicted twin trace); the reference pipelines
+//        are timed again in between (the drift correction, cli/calibration_drift.h)
 //     -> complete = true, suggestion
 #pragma once
 

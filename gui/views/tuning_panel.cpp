@@ -205,7 +205,8 @@ void TuningPanel::showPrediction() {
   if (!baseLabel_.isEmpty()) text += tr("<span style='color:#777'>changes against %1</span>").arg(baseLabel_.toHtmlEscaped());
   if (reportIterationNs_ && base && *reportIterationNs_ != base->iterationNs) {
     text += tr("<br><span style='color:#777'>the report says %1: the sweep adds its calibrated step overhead "
-               "(grad zeroing, loss, SGD step), this panel runs the simulator alone</span>")
+               "(grad zeroing, loss, SGD step) and scales by its calibration drift, this panel runs the "
+               "simulator alone</span>")
                 .arg(durationText(*reportIterationNs_));
   }
   prediction_->setText(text);

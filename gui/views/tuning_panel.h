@@ -65,7 +65,8 @@ class TuningPanel : public QWidget {
   SuggestPanel* suggest_;
   std::optional<Prediction> basePrediction_;
   /// The report's own prediction of the starting candidate: a sweep adds its calibrated step
-  /// overhead, which this panel's plain simulation (of the report's calibrated profile) does not.
+  /// overhead and scales by its drift factor, which this panel's plain simulation (of the
+  /// report's calibrated profile) does not.
   std::optional<TimeNs> reportIterationNs_;
   QString baseLabel_;
 };
