@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -113,7 +114,9 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   EXPECT_EQ(parsed.environment.model, "mlp");
   EXPECT_EQ(parsed.environment.batch, 8);
   EXPECT_EQ(parsed.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
-  EXPECT_EQ(parsed.environment.threads, 1);  // 2 cores / 2 partitions, or 1 on a 1-core box
+  // The default: the cores shared among the 2 partitions, at least one thread each.
+  const auto cores = static_cast<std::int64_t>(std::max(1U, std::thread::hardware_concurrency()));
+  EXPECT_EQ(parsed.environment.threads, std::max<std::int64_t>(1, cores / 2));
   EXPECT_FALSE(parsed.environment.pipeprofRevision.empty());
   ASSERT_TRUE(parsed.profile.has_value());
   // One reference pipeline per chunk count calibrated every micro-batch size (8 and 4).
