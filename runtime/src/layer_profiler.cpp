@@ -227,6 +227,14 @@ TimeNs median(std::vector<TimeNs> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+/// Moves the module's parameters and buffers to `device`. Module::to leaves a gradient where it
+/// was made, and a later backward could not accumulate into it from the other device; the
+/// gradients are dropped instead (the caller's ModuleSnapshot restores them).
+void moveDroppingGradients(torch::nn::Module& module, const torch::Device& device) {
+  for (torch::Tensor& p : module.parameters()) p.mutable_grad() = torch::Tensor();
+  module.to(device);
+}
+
 struct Layers {
   std::vector<torch::nn::AnyModule*> modules;
   std::vector<std::string> names;
@@ -403,10 +411,10 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       std::vector<CostSample> costs(static_cast<std::size_t>(n));
       for (CostSample& c : costs) c.microBatch = b;
       // Memory on CPU, where the tracked allocator sees every allocation.
-      sequential->to(torch::kCPU);
+      moveDroppingGradients(*sequential, torch::kCPU);
       measureMemory(layers, {batch.input.to(torch::kCPU)}, costs, skips);
       // Times on the target device.
-      sequential->to(options.device);
+      moveDroppingGradients(*sequential, options.device);
       measureTimes(layers, {batch.input.to(options.device)}, costs, options.device, options, budgetPerSize);
       for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
       profile.inputBytesPerSample = bytesOf(batch.input) / b;
@@ -423,7 +431,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
         it->unsavedBytesPerSample = unsaved / b;
       }
     }
-    sequential->to(home);
+    moveDroppingGradients(*sequential, home);
   }
   return profile;
 }

@@ -1,0 +1,60 @@
+// With CUDA: the layer profiler times on cuda:0 at several sizes and leaves the model as it was.
+#include <pipeprof/runtime/layer_profiler.h>
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+namespace pipeprof {
+namespace {
+
+TEST(LayerProfilerGpu, ProfilesOnCudaAtSeveralSizesAndLeavesTheModelOnItsDevice) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: profiling on CUDA needs one";
+  torch::manual_seed(1);
+  torch::nn::Sequential sequential;
+  sequential->push_back("fc0", torch::nn::Linear(32, 64));
+  sequential->push_back("relu1", torch::nn::ReLU());
+  sequential->push_back("fc2", torch::nn::Linear(64, 8));
+  Model model;
+  model.name = "test";
+  model.sequential = sequential;
+  model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
+    torch::manual_seed(static_cast<std::uint64_t>(seed));
+    return Batch{torch::randn({batch, 32}), torch::randn({batch, 8})};
+  };
+  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
+  std::vector<torch::Tensor> before;
+  for (const auto& p : sequential->parameters()) before.push_back(p.detach().clone());
+  // A gradient from earlier training: the CPU memory pass and the CUDA timing pass must not mix
+  // it up with theirs, and it must come back unchanged.
+  sequential->parameters()[0].mutable_grad() = torch::full({64, 32}, 2.0);
+
+  LayerProfilerOptions options;
+  options.device = torch::Device(torch::kCUDA, 0);
+  options.microBatches = {4, 16};
+  options.warmupRuns = 1;
+  options.minRuns = 3;
+  options.timeBudgetSeconds = 0.0;
+  const Profile profile = profileModel(model, options);
+
+  EXPECT_EQ(profile.environment.deviceType, "cuda");
+  ASSERT_EQ(profile.layerCount(), 3);
+  for (const LayerProfile& layer : profile.layers) {
+    ASSERT_EQ(layer.costs.size(), 2U) << layer.name;
+    for (const CostSample& cost : layer.costs) {
+      EXPECT_GT(cost.forwardNs, 0) << layer.name;
+      EXPECT_GT(cost.outputBytes, 0) << layer.name;
+    }
+  }
+  const auto after = sequential->parameters();
+  for (std::size_t k = 0; k < after.size(); ++k) {
+    EXPECT_TRUE(after[k].is_cpu()) << "parameter " << k;
+    EXPECT_TRUE(torch::equal(after[k], before[k])) << "parameter " << k;
+  }
+  ASSERT_TRUE(after[0].grad().defined());
+  EXPECT_TRUE(after[0].grad().is_cpu());
+  EXPECT_TRUE(torch::equal(after[0].grad(), torch::full({64, 32}, 2.0)));
+}
+
+}  // namespace
+}  // namespace pipeprof
