@@ -1,20 +1,23 @@
-// Accelerator memory figures for the Pipe: the caching allocator's per-device peak (CUDA builds).
+// Accelerator memory accounting for the Pipe: the CUDA caching allocator's blocks, counted
+// against the partition whose stream they were allocated on (CUDA builds).
 #pragma once
 
-#include <pipeprof/core/units.h>
+#include <c10/core/Stream.h>
 
-#include <torch/torch.h>
-
-#include <optional>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace pipeprof {
 
-/// Starts a new peak window on an accelerator device (nothing for CPU devices or builds
-/// without CUDA).
-void resetDevicePeakBytes(const torch::Device& device);
+/// A CUDA stream and the memory-tracker tag its blocks count against.
+using StreamTag = std::pair<c10::Stream, std::int64_t>;
 
-/// The caching allocator's highest allocated bytes on `device` since the last reset
-/// (parameters included), or nullopt for CPU devices and builds without CUDA.
-std::optional<Bytes> devicePeakBytes(const torch::Device& device);
+/// Makes `owned` the streams whose CUDA caching-allocator blocks count against a tag in the
+/// memory tracker (liveBytes/peakBytes), replacing the previous set: blocks live on them now
+/// (a cuBLAS workspace kept for the stream, say) move to their new tag, and blocks on streams
+/// no longer owned stop counting. Partitions that share a device have their own streams, so
+/// each is counted apart. CPU streams are ignored; nothing happens in builds without CUDA.
+void attributeDeviceStreams(const std::vector<StreamTag>& owned);
 
 }  // namespace pipeprof

@@ -1,10 +1,8 @@
-// Accelerator memory figures for builds without CUDA: there is no accelerator to report on.
+// Accelerator memory accounting for builds without CUDA: there is no accelerator to count.
 #include "device_memory.h"
 
 namespace pipeprof {
 
-void resetDevicePeakBytes(const torch::Device& /*device*/) {}
-
-std::optional<Bytes> devicePeakBytes(const torch::Device& /*device*/) { return std::nullopt; }
+void attributeDeviceStreams(const std::vector<StreamTag>& /*owned*/) {}
 
 }  // namespace pipeprof

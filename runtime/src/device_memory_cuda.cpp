@@ -1,25 +1,115 @@
-// Accelerator memory figures from the CUDA caching allocator (compiled only when Torch has CUDA).
+// Accelerator memory accounting from the CUDA caching allocator's trace: every block allocated
+// on a stream that a partition owns counts against that partition until it is freed. Blocks
+// allocated before the tracker was attached (the first Pipe's step attaches it) are not seen.
+//
+// The allocator calls the tracker under its per-device lock, on the allocating or freeing
+// thread; the ledger's own lock is a leaf (nothing is called while it is held) and nothing here
+// allocates device memory.
 #include "device_memory.h"
+
+#include <pipeprof/runtime/memory_tracker.h>
 
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+
 namespace pipeprof {
 namespace {
-constexpr std::size_t kAggregate = 0;  // StatType::AGGREGATE: all pools together
-}  // namespace
 
-void resetDevicePeakBytes(const torch::Device& device) {
-  if (device.is_cuda()) {
-    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+using c10::cuda::CUDACachingAllocator::TraceEntry;
+
+/// A live block: the stream it was allocated on, its size and the tag it counts against.
+struct LiveBlock {
+  void* stream;
+  Bytes bytes;
+  std::int64_t tag;
+};
+
+/// Every live block of the caching allocator (so that a stream changing hands moves the blocks
+/// kept for it), and the streams that count.
+class StreamLedger {
+ public:
+  void own(const std::unordered_map<void*, std::int64_t>& owners) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    owners_ = owners;
+    for (auto& [address, block] : blocks_) {
+      const std::int64_t tag = ownerOf(block.stream);
+      if (tag == block.tag) continue;
+      countFreedBytes(block.tag, block.bytes);
+      countAllocatedBytes(tag, block.bytes);
+      block.tag = tag;
+    }
   }
+
+  void onTrace(const TraceEntry& entry) {
+    switch (entry.action_) {
+      case TraceEntry::ALLOC:
+        allocated(static_cast<std::size_t>(entry.addr_), entry.stream_, static_cast<Bytes>(entry.size_));
+        break;
+      // A block freed while other streams still use it completes its free later; it counts as
+      // freed at the request, as a tensor does on CPU. The first of the two ends it.
+      case TraceEntry::FREE_REQUESTED:
+      case TraceEntry::FREE_COMPLETED:
+        freed(static_cast<std::size_t>(entry.addr_));
+        break;
+      default:
+        break;
+    }
+  }
+
+ private:
+  std::int64_t ownerOf(void* stream) const {
+    const auto it = owners_.find(stream);
+    return it == owners_.end() ? kNoAllocationTag : it->second;
+  }
+
+  void allocated(std::size_t address, void* stream, Bytes bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::int64_t tag = ownerOf(stream);
+    blocks_[address] = LiveBlock{stream, bytes, tag};
+    countAllocatedBytes(tag, bytes);  // lock-free counters; an unowned tag is ignored
+  }
+
+  void freed(std::size_t address) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = blocks_.find(address);
+    if (it == blocks_.end()) return;
+    countFreedBytes(it->second.tag, it->second.bytes);
+    blocks_.erase(it);
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<void*, std::int64_t> owners_;     ///< CUDA stream -> tag
+  std::unordered_map<std::size_t, LiveBlock> blocks_;  ///< block address -> block
+};
+
+StreamLedger& ledger() {
+  // Never destroyed: the allocator may call the tracker until the process ends.
+  static auto* instance = new StreamLedger();
+  static std::once_flag attached;
+  std::call_once(attached, [] {
+    c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(
+        [](const TraceEntry& entry) { instance->onTrace(entry); });
+  });
+  return *instance;
 }
 
-std::optional<Bytes> devicePeakBytes(const torch::Device& device) {
-  if (!device.is_cuda()) {
-    return std::nullopt;
+}  // namespace
+
+void attributeDeviceStreams(const std::vector<StreamTag>& owned) {
+  std::unordered_map<void*, std::int64_t> owners;
+  for (const auto& [stream, tag] : owned) {
+    if (stream.device_type() != c10::DeviceType::CUDA) continue;
+    owners[c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, stream).stream()] = tag;
   }
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
-  return static_cast<Bytes>(stats.allocated_bytes[kAggregate].peak);
+  // A process that never owned a CUDA stream has nothing to disown: it attaches no tracker.
+  static std::atomic<bool> used{false};
+  if (owners.empty() && !used.load()) return;
+  used = true;
+  ledger().own(owners);
 }
 
 }  // namespace pipeprof

@@ -101,8 +101,7 @@ void deleteTracked(void* data) {
     }
     return;
   }
-  counters()[static_cast<std::size_t>(allocation->tag)].live.fetch_sub(allocation->sizeBytes,
-                                                                       std::memory_order_relaxed);
+  countFreedBytes(allocation->tag, allocation->sizeBytes);
   // allocation->original is destroyed here, which frees the memory.
 }
 
@@ -136,8 +135,7 @@ class TrackingAllocator final : public c10::Allocator {
       return original;
     }
     const auto sizeBytes = static_cast<Bytes>(n);
-    TagCounters& c = counters()[static_cast<std::size_t>(tag)];
-    raisePeak(c, c.live.fetch_add(sizeBytes, std::memory_order_relaxed) + sizeBytes);
+    countAllocatedBytes(tag, sizeBytes);
     void* data = original.get();
     const c10::Device device = original.device();
     allocationTable().insert(data, TrackedAllocation{tag, sizeBytes, std::move(original)});
@@ -180,6 +178,20 @@ void resetPeakBytes(std::int64_t tag) {
   c.peak.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // An allocation racing with the reset may have raised live after the load: keep peak >= live.
   raisePeak(c, c.live.load(std::memory_order_relaxed));
+}
+
+void countAllocatedBytes(std::int64_t tag, Bytes bytes) {
+  if (!validTag(tag)) {
+    return;
+  }
+  TagCounters& c = counters()[static_cast<std::size_t>(tag)];
+  raisePeak(c, c.live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
+}
+
+void countFreedBytes(std::int64_t tag, Bytes bytes) {
+  if (validTag(tag)) {
+    counters()[static_cast<std::size_t>(tag)].live.fetch_sub(bytes, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace pipeprof

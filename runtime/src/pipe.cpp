@@ -1,7 +1,6 @@
 // The GPipe Pipe: validation, partitions, workers and streams, and the forward step.
 #include <pipeprof/runtime/pipe.h>
 
-#include "device_memory.h"
 #include "microbatch.h"
 #include "partition.h"
 #include "phase_run.h"
@@ -169,9 +168,9 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
       std::any_of(partitions_.begin(), partitions_.end(), [](const Partition& p) { return p.stochastic; });
   config.baseSeed = stochastic ? drawSeed() : 0;
 
+  streams_->attributeMemory();  // pool streams may have served another Pipe since the last step
   for (const auto& partition : partitions_) {
     resetPeakBytes(partition.j);
-    resetDevicePeakBytes(partition.device);
   }
   for (const auto& batchNorm : deferredBatchNorms_) {
     batchNorm->resetStatistics();
@@ -261,9 +260,9 @@ bool Pipe::isTraining() const { return impl_->module_->is_training(); }
 std::vector<Bytes> Pipe::peakBytes() const {
   std::vector<Bytes> peaks;
   for (const auto& partition : impl_->partitions_) {
-    // CUDA: the caching allocator's peak of the device (it includes the parameters).
-    const std::optional<Bytes> devicePeak = devicePeakBytes(partition.device);
-    peaks.push_back(devicePeak ? *devicePeak : partition.parameterBytes + pipeprof::peakBytes(partition.j));
+    // What the partition allocated (its worker's CPU tensors, or its streams' CUDA blocks) on
+    // top of its parameters.
+    peaks.push_back(partition.parameterBytes + pipeprof::peakBytes(partition.j));
   }
   return peaks;
 }
@@ -271,7 +270,6 @@ std::vector<Bytes> Pipe::peakBytes() const {
 void Pipe::resetPeakBytes() {
   for (const auto& partition : impl_->partitions_) {
     pipeprof::resetPeakBytes(partition.j);
-    resetDevicePeakBytes(partition.device);
   }
 }
 

@@ -4,6 +4,8 @@
 // CPU-only LibTorch and dispatches to CUDA at run time.
 #include "streams.h"
 
+#include "device_memory.h"
+
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 namespace pipeprof {
@@ -59,6 +61,17 @@ const std::optional<PipeStreams::PartitionStreams>& PipeStreams::of(std::int64_t
 const c10::Stream* PipeStreams::copyStream(std::int64_t j, CopyDirection direction) const {
   const auto& streams = of(j);
   return streams ? &streams->copy[static_cast<std::size_t>(direction)] : nullptr;
+}
+
+void PipeStreams::attributeMemory() const {
+  std::vector<StreamTag> owned;
+  for (std::size_t j = 0; j < streams_.size(); ++j) {
+    if (!streams_[j]) continue;
+    const auto tag = static_cast<std::int64_t>(j);
+    owned.emplace_back(streams_[j]->compute, tag);
+    for (const c10::Stream& copy : streams_[j]->copy) owned.emplace_back(copy, tag);
+  }
+  attributeDeviceStreams(owned);
 }
 
 ReadyEvent PipeStreams::markReady(std::int64_t j) const {

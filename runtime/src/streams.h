@@ -85,6 +85,9 @@ class PipeStreams {
   /// stream (call when the workers are idle).
   void join() const;
 
+  /// Makes the CUDA caching allocator's blocks on partition j's streams count against tag j of
+  /// the memory tracker, for every CUDA partition j, and no other streams' (device_memory.h).
+  void attributeMemory() const;
   /// Makes partition j's compute stream current on the calling thread for the scope (nothing
   /// on CPU).
   class ComputeScope {

@@ -123,6 +123,16 @@ TEST(PipeGpu, ForwardOnCudaEqualsTheCpuSequential) {
   EXPECT_TRUE(torch::allclose(output.cpu(), expected, 1e-5, 1e-6));
 }
 
+TEST(PipeGpu, NoDevicesNamedMeansEveryCudaDevice) {
+  PIPEPROF_REQUIRE_CUDA();
+  const auto count = static_cast<std::int64_t>(torch::cuda::device_count());
+  Pipe pipe(linearTanh(count, 1), std::vector<std::int64_t>(count, 1), PipeOptions{});
+  ASSERT_EQ(pipe.devices().size(), static_cast<std::size_t>(count));
+  for (std::int64_t d = 0; d < count; ++d) {
+    EXPECT_EQ(pipe.devices()[d], torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(d)));
+  }
+}
+
 TEST(PipeGpu, ParametersMoveToTheirPartitionsDevice) {
   PIPEPROF_REQUIRE_CUDA();
   Pipe pipe(linearTanh(4, 1), {1, 3}, PipeOptions{{torch::kCPU, kCuda0}, 2, Checkpoint::Never, false});
@@ -133,13 +143,21 @@ TEST(PipeGpu, ParametersMoveToTheirPartitionsDevice) {
   EXPECT_TRUE(pipe.forward(torch::randn({4, 8})).is_cuda());
 }
 
-TEST(PipeGpu, PeakBytesReadTheCachingAllocator) {
+TEST(PipeGpu, PeakBytesCountEachPartitionsOwnBlocksWhenTheyShareADevice) {
   PIPEPROF_REQUIRE_CUDA();
-  Pipe pipe(linearTanh(2, 1, 256), {1, 1}, PipeOptions{{kCuda0, kCuda0}, 2, Checkpoint::Never, false});
-  torch::NoGradGuard noGrad;
-  pipe.forward(torch::randn({64, 256}, kCuda0));
-  for (Bytes peak : pipe.peakBytes()) {
-    EXPECT_GE(peak, 256 * 256 * 4);  // at least the weight of the first Linear
+  // fc0 holds 16 MiB of weights (and 16 MiB of gradients after backward); fc1 holds 16 KiB.
+  torch::nn::Sequential model;
+  model->push_back("fc0", torch::nn::Linear(2048, 2048));
+  model->push_back("fc1", torch::nn::Linear(2048, 2));
+  Pipe pipe(model, {1, 1}, PipeOptions{{kCuda0, kCuda0}, 2, Checkpoint::Never, false});
+  constexpr Bytes kMiB = 1 << 20;
+  for (int step = 0; step < 2; ++step) {  // the second step starts with gradients and workspaces live
+    pipe.forward(torch::randn({64, 2048}, kCuda0)).sum().backward();
+    const std::vector<Bytes> peaks = pipe.peakBytes();
+    ASSERT_EQ(peaks.size(), 2U);
+    EXPECT_GE(peaks[0], 32 * kMiB) << "step " << step;             // weights and their gradients
+    EXPECT_GE(peaks[1], 2048 * 2 * 4 * 2) << "step " << step;      // fc1's weights and gradients
+    EXPECT_GT(peaks[0], peaks[1] + 24 * kMiB) << "step " << step;  // not one device-wide figure
   }
 }
 

@@ -1,7 +1,9 @@
-// Memory accounting on CPU: an allocator wrapper that attributes every allocation to a tag.
+// Memory accounting: an allocator wrapper that attributes every CPU allocation to a tag.
 //
 // The runtime tags each partition's worker thread with the partition index j, so a tensor
 // counts against the partition whose worker allocated it until it is freed (on any thread).
+// On CUDA the runtime counts, under the same tags, the caching allocator's blocks by the
+// partition streams they were allocated on (device_memory.h).
 // The layer profiler tags allocations with the layer being run. Untagged allocations (the
 // caller's thread) are not attributed.
 #pragma once
@@ -42,5 +44,10 @@ Bytes liveBytes(std::int64_t tag);
 Bytes peakBytes(std::int64_t tag);
 /// Starts a new peak window: peakBytes(tag) becomes liveBytes(tag).
 void resetPeakBytes(std::int64_t tag);
+
+/// Counts an allocation, or its free, that another allocator attributed to tag (the CUDA
+/// caching allocator's blocks, by the stream they were allocated on). Invalid tags are ignored.
+void countAllocatedBytes(std::int64_t tag, Bytes bytes);
+void countFreedBytes(std::int64_t tag, Bytes bytes);
 
 }  // namespace pipeprof
