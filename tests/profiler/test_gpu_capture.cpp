@@ -50,8 +50,9 @@ TEST(GpuCapture, KernelsAndCopiesAreAttributedToOps) {
   if (twoDevices) {
     EXPECT_GT(copies, 0) << output;
   }
-  // Work launched outside every op (the loss, the optimizer, the input copy) is unattributed;
-  // the pipeline's ops launch most of the kernels.
+  // Unattributed: work launched outside every op (the loss, the optimizer, the input copy) and
+  // what autograd launches from its own device thread (backward, recompute): 968 of 1388
+  // kernels in traces/cuda_run_mlp.json. The workers' forward kernels are attributed.
   EXPECT_LT(unattributed, kernels + copies) << output;
 }
 
