@@ -1,4 +1,5 @@
-// Activity records -> trace events: clock mapping, external-correlation attribution and flows.
+// Activity records -> trace events: clock mapping, attribution (by external correlation, else by
+// stream and launch time) and flows.
 #include <pipeprof/profiler/activity_converter.h>
 
 #include <cxxabi.h>
@@ -73,7 +74,9 @@ ActivityConverter::ActivityConverter(ClockMap clock) : clock_(clock) {}
 void ActivityConverter::addHostSpans(const Trace& hostTrace) {
   for (const TraceEvent& event : hostTrace.events) {
     if (event.kind != EventKind::Span || event.correlationId < 0) continue;
-    ops_[event.correlationId] = OpRef{event.name, event.device, event.microBatch, event.partition, event.phase};
+    ops_[event.correlationId] = OpRef{event.name,      event.device, event.correlationId,
+                                      event.microBatch, event.partition, event.phase,
+                                      event.startNs,   event.startNs + event.durationNs};
   }
 }
 
@@ -95,16 +98,59 @@ const ActivityConverter::OpRef* ActivityConverter::opOf(std::uint32_t cuptiCorre
   return op == ops_.end() ? nullptr : &op->second;
 }
 
-void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId) {
+namespace {
+
+bool isCompute(Phase phase) {
+  return phase == Phase::Forward || phase == Phase::Recompute || phase == Phase::Backward;
+}
+
+}  // namespace
+
+void ActivityConverter::prepareStreamAttribution() {
+  streams_ = StreamAttribution();
+  launchNs_.clear();
+  for (const auto& [id, op] : ops_) {
+    if (isCompute(op.phase)) streams_.addSpan(op.j, id, op.startNs, op.endNs);
+  }
+  auto learn = [this](const auto& records) {
+    for (const auto& record : records) {
+      const OpRef* op = opOf(record.correlationId);
+      if (op != nullptr && isCompute(op->phase)) streams_.learnStream(record.deviceId, record.streamId, op->j);
+    }
+  };
+  learn(records_.kernels);
+  learn(records_.memcpys);
+  learn(records_.memsets);
+  for (const RuntimeApiRecord& record : records_.apiCalls) {
+    const std::int64_t startNs = clock_.toHostNs(record.startNs);
+    const auto [it, inserted] = launchNs_.emplace(record.correlationId, startNs);
+    if (!inserted) it->second = std::min(it->second, startNs);  // a driver call inside a runtime call
+  }
+}
+
+ActivityConverter::Resolved ActivityConverter::resolve(std::uint32_t cuptiCorrelationId, std::uint32_t deviceId,
+                                                       std::uint32_t streamId) const {
+  if (const OpRef* op = opOf(cuptiCorrelationId)) return {op, false};
+  const auto launch = launchNs_.find(cuptiCorrelationId);
+  if (launch == launchNs_.end()) return {};
+  const auto op = ops_.find(streams_.find(deviceId, streamId, launch->second));
+  return op == ops_.end() ? Resolved{} : Resolved{&op->second, true};
+}
+
+void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, std::uint32_t deviceId,
+                                  std::uint32_t streamId) {
   event.args["cupti_correlation"] = std::to_string(cuptiCorrelationId);
-  const auto ext = external_.find(cuptiCorrelationId);
-  const OpRef* op = opOf(cuptiCorrelationId);
+  const auto [op, byStream] = resolve(cuptiCorrelationId, deviceId, streamId);
   if (op == nullptr) {
     ++stats_.unattributed;
     return;
   }
   ++stats_.attributed;
-  event.correlationId = static_cast<std::int64_t>(ext->second);
+  if (byStream) {
+    ++stats_.attributedByStream;
+    event.args["attributed_by"] = "stream";
+  }
+  event.correlationId = op->correlationId;
   event.microBatch = op->i;
   event.partition = op->j;
   event.args["op"] = op->name;
@@ -112,7 +158,10 @@ void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelat
 }
 
 Trace ActivityConverter::convert() {
-  stats_ = ConversionStats{0, 0, 0, 0, 0, 0, 0, stats_.droppedRecords};
+  const std::int64_t dropped = stats_.droppedRecords;
+  stats_ = ConversionStats{};
+  stats_.droppedRecords = dropped;
+  prepareStreamAttribution();
   Trace trace;
   auto deviceName = [](std::uint32_t id) { return "cuda:" + std::to_string(id); };
   auto streamLane = [](std::uint32_t id) { return "stream " + std::to_string(id); };
@@ -129,8 +178,9 @@ Trace ActivityConverter::convert() {
     return event;
   };
 
-  std::set<std::uint32_t> launched;  // CUPTI correlation ids that launched a kernel
-  std::map<std::uint32_t, std::string> kernelDevice;
+  // CUPTI correlation ids that launched device work, with the device and stream it ran on.
+  std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> launched;
+  std::set<std::uint32_t> launchedKernels;
   for (const KernelRecord& record : records_.kernels) {
     TraceEvent event = span(Phase::Kernel, demangle(record.name), record.deviceId, record.streamId,
                             record.startNs, record.endNs);
@@ -138,8 +188,8 @@ Trace ActivityConverter::convert() {
                          std::to_string(record.gridZ);
     event.args["block"] = std::to_string(record.blockX) + "," + std::to_string(record.blockY) + "," +
                           std::to_string(record.blockZ);
-    attribute(event, record.correlationId);
-    launched.insert(record.correlationId);
+    attribute(event, record.correlationId, record.deviceId, record.streamId);
+    launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     // Flow end: at the kernel's start, on its stream.
     TraceEvent flowEnd;
     flowEnd.kind = EventKind::FlowEnd;
@@ -149,7 +199,7 @@ Trace ActivityConverter::convert() {
     flowEnd.startNs = event.startNs;
     flowEnd.correlationId = record.correlationId;
     flowEnd.phase = Phase::Launch;
-    kernelDevice[record.correlationId] = event.device;
+    launchedKernels.insert(record.correlationId);
     trace.events.push_back(std::move(event));
     trace.events.push_back(std::move(flowEnd));
     ++stats_.kernels;
@@ -159,8 +209,8 @@ Trace ActivityConverter::convert() {
                             record.streamId, record.startNs, record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
     event.args["copy_kind"] = memcpyKindName(record.copyKind);
-    attribute(event, record.correlationId);
-    launched.insert(record.correlationId);
+    attribute(event, record.correlationId, record.deviceId, record.streamId);
+    launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     trace.events.push_back(std::move(event));
     ++stats_.memcpys;
   }
@@ -168,8 +218,8 @@ Trace ActivityConverter::convert() {
     TraceEvent event = span(Phase::Memset, "Memset", record.deviceId, record.streamId, record.startNs,
                             record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
-    attribute(event, record.correlationId);
-    launched.insert(record.correlationId);
+    attribute(event, record.correlationId, record.deviceId, record.streamId);
+    launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     trace.events.push_back(std::move(event));
     ++stats_.memsets;
   }
@@ -180,9 +230,10 @@ Trace ActivityConverter::convert() {
     if (!record.driver) runtimeCalls.insert(record.correlationId);
   }
   for (const RuntimeApiRecord& record : records_.apiCalls) {
-    if (launched.count(record.correlationId) == 0) continue;
+    const auto work = launched.find(record.correlationId);
+    if (work == launched.end()) continue;
     if (record.driver && runtimeCalls.count(record.correlationId) != 0) continue;
-    const OpRef* op = opOf(record.correlationId);
+    const OpRef* op = resolve(record.correlationId, work->second.first, work->second.second).op;
     TraceEvent event;
     event.kind = EventKind::Span;
     event.phase = Phase::Launch;
@@ -196,11 +247,11 @@ Trace ActivityConverter::convert() {
     if (op != nullptr) {
       event.microBatch = op->i;
       event.partition = op->j;
-      event.correlationId = static_cast<std::int64_t>(external_.at(record.correlationId));
+      event.correlationId = op->correlationId;
       event.args["op"] = op->name;
     }
     ++stats_.launches;
-    if (kernelDevice.count(record.correlationId) != 0) {
+    if (launchedKernels.count(record.correlationId) != 0) {
       TraceEvent flowStart;
       flowStart.kind = EventKind::FlowStart;
       flowStart.name = "launch";
@@ -231,6 +282,7 @@ Trace ActivityConverter::convert() {
   trace.metadata["cupti_memcpys"] = std::to_string(stats_.memcpys);
   trace.metadata["cupti_memsets"] = std::to_string(stats_.memsets);
   trace.metadata["cupti_unattributed"] = std::to_string(stats_.unattributed);
+  trace.metadata["cupti_attributed_by_stream"] = std::to_string(stats_.attributedByStream);
   trace.metadata["cupti_dropped_records"] = std::to_string(stats_.droppedRecords);
   return trace;
 }

@@ -60,7 +60,8 @@ std::int64_t CuptiCollector::droppedRecords() const { return source_ ? source_->
 std::string CuptiCollector::summary() const {
   std::ostringstream out;
   out << "cupti: " << stats_.kernels << " kernels, " << stats_.memcpys << " copies, " << stats_.memsets
-      << " memsets; " << stats_.unattributed << " unattributed; " << stats_.droppedRecords << " dropped";
+      << " memsets; " << stats_.attributedByStream << " attributed by stream, " << stats_.unattributed
+      << " unattributed; " << stats_.droppedRecords << " dropped";
   return out.str();
 }
 

@@ -5,6 +5,7 @@
 
 #include <pipeprof/profiler/activity_converter.h>
 #include <pipeprof/profiler/cupti_collector.h>
+#include <pipeprof/profiler/stream_attribution.h>
 
 #include <gtest/gtest.h>
 
@@ -173,6 +174,106 @@ TEST(ActivityConverter, FlowEndWithoutItsLaunchIsDropped) {
   EXPECT_EQ(converter.stats().unattributed, 3);
 }
 
+TraceEvent opSpan(const std::string& name, Phase phase, std::int64_t j, std::int64_t id, std::int64_t startNs,
+                  std::int64_t endNs) {
+  TraceEvent span;
+  span.name = name;
+  span.device = "cuda:0";
+  span.lane = "partition " + std::to_string(j);
+  span.phase = phase;
+  span.microBatch = 0;
+  span.partition = j;
+  span.correlationId = id;
+  span.startNs = startNs;
+  span.durationNs = endNs - startNs;
+  return span;
+}
+
+/// A kernel on cuda:0 and the runtime call that launched it at launchNs (device clock = host).
+void addLaunchedKernel(ActivityBuffer& buffer, std::uint32_t correlationId, std::uint32_t streamId,
+                       std::uint64_t launchNs) {
+  KernelRecord kernel;
+  kernel.name = "k" + std::to_string(correlationId);
+  kernel.startNs = launchNs + 5;
+  kernel.endNs = launchNs + 10;
+  kernel.streamId = streamId;
+  kernel.correlationId = correlationId;
+  buffer.kernels.push_back(kernel);
+  buffer.apiCalls.push_back(RuntimeApiRecord{false, 211, "cudaLaunchKernel", launchNs, launchNs + 2, 1, 42, correlationId});
+}
+
+TEST(ActivityConverter, WorkWithoutAnIdIsAttributedByItsStreamAndLaunchTime) {
+  Trace host;
+  host.events.push_back(opSpan("forward(0,1)", Phase::Forward, 1, 10, 100, 200));
+  host.events.push_back(opSpan("backward(0,1)", Phase::Backward, 1, 11, 1'000, 2'000));
+  host.events.push_back(opSpan("recompute(0,1)", Phase::Recompute, 1, 12, 1'100, 1'300));  // inside the backward
+  host.events.push_back(opSpan("forward(0,0)", Phase::Forward, 0, 13, 100, 200));
+  host.events.push_back(opSpan("backward(0,0)", Phase::Backward, 0, 14, 2'100, 2'600));
+  ActivityBuffer buffer;
+  addLaunchedKernel(buffer, 101, 5, 150);    // id 10: stream 5 is partition 1's
+  addLaunchedKernel(buffer, 106, 6, 160);    // id 13: stream 6 is partition 0's
+  addLaunchedKernel(buffer, 102, 5, 1'500);  // no id, during backward(0,1)
+  addLaunchedKernel(buffer, 103, 5, 1'200);  // no id, during recompute(0,1) inside it
+  addLaunchedKernel(buffer, 107, 6, 2'200);  // no id, during backward(0,0)
+  addLaunchedKernel(buffer, 104, 5, 3'000);  // no id, no span of partition 1 open: the optimizer's
+  addLaunchedKernel(buffer, 105, 9, 1'500);  // no id, on a stream no op was seen on
+  buffer.externalCorrelations.push_back(ExternalCorrelationRecord{10, 101});
+  buffer.externalCorrelations.push_back(ExternalCorrelationRecord{13, 106});
+  ActivityConverter converter;
+  converter.addHostSpans(host);
+  converter.addBuffer(buffer);
+  const Trace trace = converter.convert();
+
+  auto expectOp = [&](const std::string& kernel, const std::string& op, std::int64_t j, std::int64_t id,
+                      bool byStream) {
+    SCOPED_TRACE(kernel);
+    const TraceEvent* event = findEvent(trace, EventKind::Span, kernel);
+    ASSERT_NE(event, nullptr);
+    ASSERT_EQ(event->args.count("op"), 1U);
+    EXPECT_EQ(event->args.at("op"), op);
+    EXPECT_EQ(event->partition, j);
+    EXPECT_EQ(event->microBatch, 0);
+    EXPECT_EQ(event->correlationId, id);
+    EXPECT_EQ(event->args.count("attributed_by"), byStream ? 1U : 0U);
+  };
+  expectOp("k101", "forward(0,1)", 1, 10, false);
+  expectOp("k106", "forward(0,0)", 0, 13, false);
+  expectOp("k102", "backward(0,1)", 1, 11, true);
+  expectOp("k103", "recompute(0,1)", 1, 12, true);
+  expectOp("k107", "backward(0,0)", 0, 14, true);
+  for (const std::string kernel : {"k104", "k105"}) {
+    const TraceEvent* event = findEvent(trace, EventKind::Span, kernel);
+    ASSERT_NE(event, nullptr);
+    EXPECT_EQ(event->args.count("op"), 0U) << kernel;
+    EXPECT_EQ(event->partition, -1) << kernel;
+  }
+  // The launch of work attributed by stream carries its op too.
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Span && e.phase == Phase::Launch && e.args.at("cupti_correlation") == "102") {
+      EXPECT_EQ(e.args.at("op"), "backward(0,1)");
+      EXPECT_EQ(e.device, "cuda:0");
+    }
+  }
+  const ConversionStats& stats = converter.stats();
+  EXPECT_EQ(stats.attributed, 5);
+  EXPECT_EQ(stats.attributedByStream, 3);
+  EXPECT_EQ(stats.unattributed, 2);
+  EXPECT_EQ(trace.metadata.at("cupti_attributed_by_stream"), "3");
+}
+
+TEST(StreamAttribution, AStreamTwoPartitionsUsedIsNobodys) {
+  StreamAttribution streams;
+  streams.addSpan(0, 20, 0, 1'000);
+  streams.addSpan(1, 21, 0, 1'000);
+  streams.learnStream(0, 3, 1);
+  EXPECT_EQ(streams.find(0, 3, 500), 21);
+  EXPECT_EQ(streams.find(1, 3, 500), -1);  // the same stream id on another device is another stream
+  streams.learnStream(0, 3, 0);
+  EXPECT_EQ(streams.find(0, 3, 500), -1);
+  streams.learnStream(0, 3, 1);
+  EXPECT_EQ(streams.find(0, 3, 500), -1);
+}
+
 TEST(CuptiCollector, PushesEachOpIdAndAttributesWorkLaunchedInside) {
   auto clock = std::make_shared<test::FakeClock>();
   clock->set(10'000);
@@ -230,7 +331,7 @@ TEST(CuptiCollector, PushesEachOpIdAndAttributesWorkLaunchedInside) {
   EXPECT_EQ(kernels[1]->startNs, 10'110);
   EXPECT_EQ(kernels[1]->args.at("op"), "forward(1,0)");
   EXPECT_EQ(kernels[1]->microBatch, 1);
-  EXPECT_EQ(collector.summary(), "cupti: 2 kernels, 0 copies, 0 memsets; 0 unattributed; 2 dropped");
+  EXPECT_EQ(collector.summary(), "cupti: 2 kernels, 0 copies, 0 memsets; 0 attributed by stream, 0 unattributed; 2 dropped");
 
   const Trace merged = mergeTraces(host, device);
   EXPECT_EQ(merged.events.size(), host.events.size() + device.events.size());

@@ -33,7 +33,7 @@ TEST(GpuCapture, KernelsAndCopiesAreAttributedToOps) {
   if (output.find("CUPTI collector unavailable") != std::string::npos) GTEST_SKIP() << output;
 
   const Trace trace = readChromeTraceFile(path.string());
-  int kernels = 0, copies = 0, unattributed = 0;
+  int kernels = 0, copies = 0, unattributed = 0, backwardKernels = 0;
   for (const TraceEvent& e : trace.events) {
     if (e.kind != EventKind::Span) continue;
     if (e.phase != Phase::Kernel && e.phase != Phase::Memcpy && e.phase != Phase::Memset) continue;
@@ -45,15 +45,17 @@ TEST(GpuCapture, KernelsAndCopiesAreAttributedToOps) {
     }
     EXPECT_GE(e.microBatch, 0) << e.name;
     EXPECT_GE(e.partition, 0) << e.name;
+    backwardKernels += e.phase == Phase::Kernel && e.args.at("op_phase") == "backward";
   }
   EXPECT_GT(kernels, 0) << output;
   if (twoDevices) {
     EXPECT_GT(copies, 0) << output;
   }
-  // Unattributed: work launched outside every op (the loss, the optimizer, the input copy) and
-  // what autograd launches from its own device thread (backward, recompute): 968 of 1388
-  // kernels in traces/cuda_run_mlp.json. The workers' forward kernels are attributed.
-  EXPECT_LT(unattributed, kernels + copies) << output;
+  // Autograd launches the backward from its own thread for the device, outside the workers'
+  // correlation ids: those kernels are attributed by their partition's stream. What stays
+  // unattributed was launched outside every op (the loss, the optimizer, the input copy).
+  EXPECT_GT(backwardKernels, 0) << output;
+  EXPECT_LT(unattributed * 3, kernels + copies) << output;
 }
 
 }  // namespace

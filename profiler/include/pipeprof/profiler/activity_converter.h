@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/trace.h>
 #include <pipeprof/profiler/activity_records.h>
+#include <pipeprof/profiler/stream_attribution.h>
 
 #include <cstdint>
 #include <map>
@@ -31,6 +32,7 @@ struct ConversionStats {
   std::int64_t memsets = 0;
   std::int64_t launches = 0;      ///< runtime/driver API calls that launched attributed work
   std::int64_t attributed = 0;    ///< kernels, copies and memsets linked to a host op span
+  std::int64_t attributedByStream = 0;  ///< of those, linked by stream and launch time
   std::int64_t unattributed = 0;  ///< kernels, copies and memsets with no op (e.g. outside any op)
   std::int64_t flows = 0;         ///< launch -> kernel flow pairs
   std::int64_t droppedRecords = 0;
@@ -44,8 +46,10 @@ struct ConversionStats {
 /// launched work land on the attributed op's device (or "host"), lane "cuda api <threadId>".
 /// Attribution: CUPTI correlationId -> external id (pushed around each op) -> the host span
 /// with that correlationId; the event then carries the op's i and j, args "op" (its name) and
-/// "op_phase", and correlationId = the op's id. Flows (FlowStart at the launch, FlowEnd at the
-/// kernel) use the CUPTI correlation id as flow id.
+/// "op_phase", and correlationId = the op's id. Work without an external id (what autograd
+/// launches from its own device thread) is attributed by its stream and launch time instead
+/// (stream_attribution.h), with args "attributed_by" = "stream". Flows (FlowStart at the
+/// launch, FlowEnd at the kernel) use the CUPTI correlation id as flow id.
 class ActivityConverter {
  public:
   explicit ActivityConverter(ClockMap clock = {});
@@ -63,16 +67,30 @@ class ActivityConverter {
   struct OpRef {
     std::string name;
     std::string device;
+    std::int64_t correlationId = -1;
     std::int64_t i = -1;
     std::int64_t j = -1;
     Phase phase = Phase::Other;
+    std::int64_t startNs = 0;  ///< host clock
+    std::int64_t endNs = 0;
+  };
+  /// The op of some device work, and whether it was found by stream rather than by id.
+  struct Resolved {
+    const OpRef* op = nullptr;
+    bool byStream = false;
   };
   const OpRef* opOf(std::uint32_t cuptiCorrelationId) const;
-  void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId);
+  /// Teaches the stream attribution the ops' compute spans and the streams of work attributed
+  /// by id, and notes when each correlation id was launched.
+  void prepareStreamAttribution();
+  Resolved resolve(std::uint32_t cuptiCorrelationId, std::uint32_t deviceId, std::uint32_t streamId) const;
+  void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, std::uint32_t deviceId, std::uint32_t streamId);
 
   ClockMap clock_;
   std::map<std::int64_t, OpRef> ops_;                  ///< host span correlationId -> op
   std::map<std::uint32_t, std::uint64_t> external_;    ///< CUPTI correlationId -> external id
+  std::map<std::uint32_t, std::int64_t> launchNs_;     ///< CUPTI correlationId -> API call start (host)
+  StreamAttribution streams_;
   ActivityBuffer records_;
   ConversionStats stats_;
 };
