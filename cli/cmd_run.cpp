@@ -164,6 +164,15 @@ void runRun(const RunFlags& flags) {
     std::cout << (j == 0 ? " " : ", ") << "partition " << j << " " << formatBytes(m.peakBytes[j]);
   }
   std::cout << "\n";
+  if (!result.devicePeakBytes.empty()) {
+    std::cout << "device peak (whole device, caching allocator):";
+    const char* separator = " ";
+    for (const auto& [device, bytes] : result.devicePeakBytes) {
+      std::cout << separator << device << " " << formatBytes(bytes);
+      separator = ", ";
+    }
+    std::cout << "\n";
+  }
   if (!flags.tracePath.empty()) {
     std::cout << "trace: " << flags.tracePath << " (" << result.trace.events.size() << " events)\n";
   }

@@ -125,6 +125,12 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
     for (std::size_t j = 0; j < peaks.size() && j < m.peakBytes.size(); ++j) {
       m.peakBytes[j] = std::max(m.peakBytes[j], peaks[j]);
     }
+    const std::vector<std::optional<Bytes>> devicePeaks = pipe.devicePeakBytes();
+    for (std::size_t j = 0; j < devicePeaks.size(); ++j) {
+      if (!devicePeaks[j]) continue;
+      Bytes& peak = result.devicePeakBytes[pipe.devices()[j].str()];
+      peak = std::max(peak, *devicePeaks[j]);
+    }
   }
   m.updateStatistics(options.batch);
 

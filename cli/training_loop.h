@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ class TrainingStopped : public std::runtime_error {
 struct TrainingResult {
   Measurement measurement;  ///< tracePath left empty: the caller writes the trace
   Trace trace;              ///< empty unless captureTrace
+  /// CUDA devices only: the caching allocator's whole-device peak (Pipe::devicePeakBytes),
+  /// the largest over the measured steps, by device name ("cuda:0").
+  std::map<std::string, Bytes> devicePeakBytes;
   /// One line about device-side capture: the CUPTI summary, or why it was unavailable, or
   /// empty when every device is a CPU.
   std::string collectorNote;

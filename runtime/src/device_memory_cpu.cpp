@@ -5,4 +5,8 @@ namespace pipeprof {
 
 void attributeDeviceStreams(const std::vector<StreamTag>& /*owned*/) {}
 
+void resetDevicePeakBytes(const c10::Device& /*device*/) {}
+
+std::optional<Bytes> devicePeakBytes(const c10::Device& /*device*/) { return std::nullopt; }
+
 }  // namespace pipeprof

@@ -112,4 +112,15 @@ void attributeDeviceStreams(const std::vector<StreamTag>& owned) {
   ledger().own(owners);
 }
 
+void resetDevicePeakBytes(const c10::Device& device) {
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
+}
+
+std::optional<Bytes> devicePeakBytes(const c10::Device& device) {
+  if (!device.is_cuda()) return std::nullopt;
+  constexpr std::size_t kAggregate = 0;  // StatType::AGGREGATE: all pools together
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
+  return static_cast<Bytes>(stats.allocated_bytes[kAggregate].peak);
+}
+
 }  // namespace pipeprof

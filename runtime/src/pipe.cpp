@@ -1,6 +1,7 @@
 // The GPipe Pipe: validation, partitions, workers and streams, and the forward step.
 #include <pipeprof/runtime/pipe.h>
 
+#include "device_memory.h"
 #include "microbatch.h"
 #include "partition.h"
 #include "phase_run.h"
@@ -171,6 +172,7 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
   streams_->attributeMemory();  // pool streams may have served another Pipe since the last step
   for (const auto& partition : partitions_) {
     resetPeakBytes(partition.j);
+    resetDevicePeakBytes(partition.device);
   }
   for (const auto& batchNorm : deferredBatchNorms_) {
     batchNorm->resetStatistics();
@@ -267,9 +269,16 @@ std::vector<Bytes> Pipe::peakBytes() const {
   return peaks;
 }
 
+std::vector<std::optional<Bytes>> Pipe::devicePeakBytes() const {
+  std::vector<std::optional<Bytes>> peaks;
+  for (const auto& partition : impl_->partitions_) peaks.push_back(pipeprof::devicePeakBytes(partition.device));
+  return peaks;
+}
+
 void Pipe::resetPeakBytes() {
   for (const auto& partition : impl_->partitions_) {
     pipeprof::resetPeakBytes(partition.j);
+    resetDevicePeakBytes(partition.device);
   }
 }
 

@@ -158,6 +158,11 @@ TEST(PipeGpu, PeakBytesCountEachPartitionsOwnBlocksWhenTheyShareADevice) {
     EXPECT_GE(peaks[0], 32 * kMiB) << "step " << step;             // weights and their gradients
     EXPECT_GE(peaks[1], 2048 * 2 * 4 * 2) << "step " << step;      // fc1's weights and gradients
     EXPECT_GT(peaks[0], peaks[1] + 24 * kMiB) << "step " << step;  // not one device-wide figure
+    // The device-wide figure holds both partitions.
+    const std::vector<std::optional<Bytes>> devicePeaks = pipe.devicePeakBytes();
+    ASSERT_TRUE(devicePeaks[0].has_value());
+    EXPECT_EQ(devicePeaks[0], devicePeaks[1]);
+    EXPECT_GE(*devicePeaks[0], 32 * kMiB + 2048 * 2 * 4 * 2) << "step " << step;
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -84,6 +85,10 @@ class Pipe {
   /// docs/formats.md: parameters, gradients, activations kept for backward, skip tensors and
   /// transients, attributed to the partition whose worker allocated them.
   std::vector<Bytes> peakBytes() const;
+  /// Per partition, the CUDA caching allocator's peak allocated bytes on its device since the
+  /// last forward: the whole device, so partitions sharing it read the same figure. nullopt
+  /// for CPU partitions and builds without CUDA.
+  std::vector<std::optional<Bytes>> devicePeakBytes() const;
   /// Starts a new measurement window for peakBytes() (done automatically at each forward).
   void resetPeakBytes();
 
