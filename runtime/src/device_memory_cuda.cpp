@@ -3,8 +3,9 @@
 // allocated before the tracker was attached (the first Pipe's step attaches it) are not seen.
 //
 // The allocator calls the tracker under its per-device lock, on the allocating or freeing
-// thread; the ledger's own lock is a leaf (nothing is called while it is held) and nothing here
-// allocates device memory.
+// thread; the ledger's own lock is a leaf (only the memory tracker's atomic counters are
+// touched while it is held) and nothing here allocates device memory. At every step the
+// owning Pipe walks the live blocks once, to move those of streams that changed hands.
 #include "device_memory.h"
 
 #include <pipeprof/runtime/memory_tracker.h>
