@@ -4,8 +4,9 @@
 //
 // The allocator calls the tracker under its per-device lock, on the allocating or freeing
 // thread; the ledger's own lock is a leaf (only the memory tracker's atomic counters are
-// touched while it is held) and nothing here allocates device memory. At every step the
-// owning Pipe walks the live blocks once, to move those of streams that changed hands.
+// touched while it is held) and nothing here allocates device memory. When another set of
+// streams takes over (another Pipe's first step) the live blocks are walked once, to move
+// those of streams that changed hands; a Pipe stepping again costs one map comparison.
 #include "device_memory.h"
 
 #include <pipeprof/runtime/memory_tracker.h>
@@ -35,6 +36,8 @@ class StreamLedger {
  public:
   void own(const std::unordered_map<void*, std::int64_t>& owners) {
     std::lock_guard<std::mutex> lock(mutex_);
+    // The same Pipe stepping again: every block already counts against its stream's owner.
+    if (owners == owners_) return;
     owners_ = owners;
     for (auto& [address, block] : blocks_) {
       const std::int64_t tag = ownerOf(block.stream);
