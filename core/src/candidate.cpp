@@ -3,22 +3,33 @@
 
 #include <pipeprof/core/json_file.h>
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
 namespace pipeprof {
 
+std::int64_t Candidate::pipelineDevices() const {
+  const auto n = static_cast<std::int64_t>(balance.size());
+  return stagesPerDevice > 0 ? n / stagesPerDevice : n;
+}
+
 std::int64_t Candidate::deviceOf(std::int64_t j) const {
-  if (devices.empty()) return j;
-  if (j < 0 || static_cast<std::size_t>(j) >= devices.size()) {
-    throw std::out_of_range("partition " + std::to_string(j) + " has no device (devices: " + formatBalance(devices) +
-                            ")");
+  const std::int64_t d = j % std::max<std::int64_t>(pipelineDevices(), 1);
+  const bool placed = devices.empty() || static_cast<std::size_t>(d) < devices.size();
+  if (j < 0 || j >= static_cast<std::int64_t>(balance.size()) || !placed) {
+    throw std::out_of_range("stage " + std::to_string(j) + " has no device (balance: " + formatBalance(balance) +
+                            ", devices: " + formatBalance(devices) + ")");
   }
-  return devices[static_cast<std::size_t>(j)];
+  return devices.empty() ? d : devices[static_cast<std::size_t>(d)];
 }
 
 std::string Candidate::label() const {
-  return "[" + formatBalance(balance) + "] x" + std::to_string(chunks) + " " + std::string(checkpointName(checkpoint));
+  std::string text =
+      "[" + formatBalance(balance) + "] x" + std::to_string(chunks) + " " + std::string(checkpointName(checkpoint));
+  if (schedule == ScheduleKind::Interleaved) return text + " interleaved v" + std::to_string(stagesPerDevice);
+  if (schedule != ScheduleKind::GPipe) return text + " " + scheduleKindName(schedule);
+  return text;
 }
 
 MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
@@ -39,6 +50,7 @@ ScheduleSpec Candidate::scheduleSpec(const std::vector<SkipRoute>& skips, bool t
   spec.training = training;
   spec.skips = skips;
   spec.kind = schedule;
+  spec.stagesPerDevice = stagesPerDevice;
   return spec;
 }
 
@@ -80,6 +92,7 @@ nlohmann::json toJson(const Candidate& candidate) {
                          {"checkpoint", std::string(checkpointName(candidate.checkpoint))},
                          {"batch", candidate.batch},
                          {"schedule", scheduleKindName(candidate.schedule)}};
+  if (candidate.stagesPerDevice != 1) json["stages_per_device"] = candidate.stagesPerDevice;
   if (!candidate.devices.empty()) json["devices"] = candidate.devices;
   return json;
 }
@@ -107,11 +120,21 @@ Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
       schedule.fail(error.what());
     }
   }
+  if (root.has("stages_per_device")) {
+    JsonCursor stagesPerDevice = root.at("stages_per_device");
+    candidate.stagesPerDevice = stagesPerDevice.asPositiveInt();
+    const auto n = static_cast<std::int64_t>(candidate.balance.size());
+    if (n % candidate.stagesPerDevice != 0) {
+      stagesPerDevice.fail("expected a divisor of the " + std::to_string(n) + " stages of the balance, got " +
+                           std::to_string(candidate.stagesPerDevice));
+    }
+  }
   if (root.has("devices")) {
     JsonCursor devices = root.at("devices");
     for (const JsonCursor& item : devices.items()) candidate.devices.push_back(item.asNonNegativeInt());
-    if (!candidate.devices.empty() && candidate.devices.size() != candidate.balance.size()) {
-      devices.fail("expected one device per partition (" + std::to_string(candidate.balance.size()) + "), got " +
+    const auto p = static_cast<std::size_t>(candidate.pipelineDevices());
+    if (!candidate.devices.empty() && candidate.devices.size() != p) {
+      devices.fail("expected one device per pipeline device (" + std::to_string(p) + "), got " +
                    std::to_string(candidate.devices.size()));
     }
   }

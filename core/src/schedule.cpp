@@ -1,9 +1,9 @@
-// The GPipe schedule: clock cycles and the expansion of a candidate into per-partition ops.
+// Schedules: GPipe's clock cycles, every family's device orders, and their expansion into ops.
 //
-// Schedule::build works in three steps, so that another schedule family (1F1B) only has to
-// add its own partition orders:
-//   1. computeSlots(kind)  the compute ops of every partition in the order its worker runs
-//                          them, listed in one global emission order;
+// Schedule::build works in three steps, so that a schedule family only has to add its own
+// device orders (deviceSteps):
+//   1. computeSlots(kind)  the compute ops of every device in the order its worker runs
+//                          them (recomputes and losses inserted), listed in one emission order;
 //   2. addOps              one op per slot, each followed by the copies it produces;
 //   3. addDependencies     the same rules for every kind: device order, activations and
 //                          skip tensors forward, gradients backward, recompute before backward;
@@ -21,8 +21,8 @@
 namespace pipeprof {
 namespace {
 
-/// A compute op before it becomes an Op: kind, micro-batch, partition, and whether it is the
-/// first op of its partition's backward phase (which waits for the end of the forward pass).
+/// A compute op before it becomes an Op: kind, micro-batch, stage, and whether it is the
+/// first op of its stage's GPipe backward phase (which waits for the end of the forward pass).
 struct Slot {
   OpKind kind;
   std::int64_t i;
@@ -39,14 +39,18 @@ std::string formatList(const std::vector<std::int64_t>& values) {
   return text + "]";
 }
 
-/// GPipe: forward by clock cycles, then per partition backward for i = m-1 .. 0 with
-/// recompute(i, j) right before backward(i, j) for checkpointed micro-batches. Backward slots
-/// are emitted by reversed clocks (decreasing j within a clock) so the list is topological.
+/// GPipe: forward by clock cycles (a loss right after each forward of the last stage), then
+/// per stage backward for i = m-1 .. 0 with recompute(i, j) right before backward(i, j) for
+/// checkpointed micro-batches. Backward slots are emitted by reversed clocks (decreasing j
+/// within a clock) so the list is topological.
 std::vector<Slot> gpipeSlots(std::int64_t m, std::int64_t n, bool training, std::int64_t stop) {
   std::vector<Slot> slots;
   auto clocks = clockCycles(m, n);
   for (const auto& cells : clocks) {
-    for (const Cell& cell : cells) slots.push_back({OpKind::Forward, cell.i, cell.j, false});
+    for (const Cell& cell : cells) {
+      slots.push_back({OpKind::Forward, cell.i, cell.j, false});
+      if (training && cell.j == n - 1) slots.push_back({OpKind::Loss, cell.i, cell.j, false});
+    }
   }
   if (!training) return slots;
   for (auto clock = clocks.rbegin(); clock != clocks.rend(); ++clock) {
@@ -62,12 +66,69 @@ std::vector<Slot> gpipeSlots(std::int64_t m, std::int64_t n, bool training, std:
   return slots;
 }
 
+/// 1F1B and interleaved: every device's steps, device after device (the topological sort
+/// interleaves them), with a loss after each forward of the last stage and a recompute before
+/// each backward of a checkpointed micro-batch. Forward only: the forwards in the same order.
+std::vector<Slot> orderedSlots(const ScheduleSpec& spec, std::int64_t n, std::int64_t stop) {
+  std::vector<Slot> slots;
+  for (const auto& steps : deviceSteps(spec.kind, n, spec.chunks, spec.stagesPerDevice)) {
+    for (const OrderStep& step : steps) {
+      if (!step.backward) {
+        slots.push_back({OpKind::Forward, step.i, step.j, false});
+        if (spec.training && step.j == n - 1) slots.push_back({OpKind::Loss, step.i, step.j, false});
+      } else if (spec.training) {
+        if (step.i < stop) slots.push_back({OpKind::Recompute, step.i, step.j, false});
+        slots.push_back({OpKind::Backward, step.i, step.j, false});
+      }
+    }
+  }
+  return slots;
+}
+
 std::vector<Slot> computeSlots(const ScheduleSpec& spec, std::int64_t stop) {
   auto n = static_cast<std::int64_t>(spec.balance.size());
   switch (spec.kind) {
     case ScheduleKind::GPipe: return gpipeSlots(spec.chunks, n, spec.training, stop);
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::Interleaved: return orderedSlots(spec, n, stop);
   }
   throw std::logic_error("unknown schedule kind");
+}
+
+/// Device d's steps under 1F1B: w = min(p - d - 1, m) warm-up forwards, then forward w + k and
+/// backward k in turn, then the remaining backwards.
+std::vector<OrderStep> oneFOneBSteps(std::int64_t d, std::int64_t p, std::int64_t m) {
+  const std::int64_t warmup = std::min(p - d - 1, m);
+  std::vector<OrderStep> steps;
+  for (std::int64_t i = 0; i < warmup; ++i) steps.push_back({false, i, d});
+  for (std::int64_t k = 0; k < m - warmup; ++k) {
+    steps.push_back({false, k + warmup, d});
+    steps.push_back({true, k, d});
+  }
+  for (std::int64_t k = m - warmup; k < m; ++k) steps.push_back({true, k, d});
+  return steps;
+}
+
+/// Device d's steps under interleaved 1F1B (Megatron-LM's order; m a multiple of p): its k-th
+/// forward runs micro-batch (k / (p v)) p + k mod p on virtual stage (k mod p v) / p, its k-th
+/// backward the same micro-batch on virtual stage v - 1 - (k mod p v) / p.
+std::vector<OrderStep> interleavedSteps(std::int64_t d, std::int64_t p, std::int64_t m, std::int64_t v) {
+  const std::int64_t total = m * v;
+  const std::int64_t warmup = std::min(2 * (p - d - 1) + (v - 1) * p, total);
+  auto step = [&](std::int64_t k, bool backward) {
+    const std::int64_t group = k / (p * v);
+    const std::int64_t inGroup = k % (p * v);
+    const std::int64_t chunk = backward ? v - 1 - inGroup / p : inGroup / p;
+    return OrderStep{backward, group * p + inGroup % p, chunk * p + d};
+  };
+  std::vector<OrderStep> steps;
+  for (std::int64_t k = 0; k < warmup; ++k) steps.push_back(step(k, false));
+  for (std::int64_t k = 0; k < total - warmup; ++k) {
+    steps.push_back(step(k + warmup, false));
+    steps.push_back(step(k, true));
+  }
+  for (std::int64_t k = total - warmup; k < total; ++k) steps.push_back(step(k, true));
+  return steps;
 }
 
 void validate(const ScheduleSpec& spec) {
@@ -84,6 +145,9 @@ void validate(const ScheduleSpec& spec) {
     throw std::invalid_argument("number of chunks must be positive integer (chunks: " +
                                 std::to_string(spec.chunks) + ")");
   }
+  std::string shape = scheduleShapeError(spec.kind, spec.stagesPerDevice,
+                                         static_cast<std::int64_t>(spec.balance.size()), spec.chunks);
+  if (!shape.empty()) throw std::invalid_argument(shape);
   std::int64_t layerCount = std::accumulate(spec.balance.begin(), spec.balance.end(), std::int64_t{0});
   std::string range = "(layers: 0.." + std::to_string(layerCount - 1) + ")";
   for (std::size_t index = 0; index < spec.skips.size(); ++index) {
@@ -170,13 +234,75 @@ std::vector<std::vector<Cell>> clockCycles(std::int64_t m, std::int64_t n) {
 std::string scheduleKindName(ScheduleKind kind) {
   switch (kind) {
     case ScheduleKind::GPipe: return "gpipe";
+    case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved: return "interleaved";
   }
   return "unknown";
 }
 
 ScheduleKind parseScheduleKind(const std::string& text) {
   if (text == "gpipe") return ScheduleKind::GPipe;
-  throw std::invalid_argument("invalid schedule '" + text + "': expected gpipe");
+  if (text == "1f1b") return ScheduleKind::OneFOneB;
+  if (text == "interleaved") return ScheduleKind::Interleaved;
+  throw std::invalid_argument("invalid schedule '" + text + "': expected gpipe, 1f1b or interleaved");
+}
+
+std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
+  std::vector<ScheduleKind> kinds;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const ScheduleKind kind = parseScheduleKind(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    if (comma == std::string::npos) return kinds;
+    start = comma + 1;
+  }
+}
+
+std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m) {
+  const std::string v = std::to_string(stagesPerDevice);
+  if (stagesPerDevice < 1) return "stages per device must be positive (stages per device: " + v + ")";
+  if (kind != ScheduleKind::Interleaved && stagesPerDevice != 1) {
+    return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
+           "); use the interleaved schedule for more";
+  }
+  if (kind == ScheduleKind::Interleaved && stagesPerDevice < 2) {
+    return "interleaved needs at least 2 stages per device (stages per device: " + v + ")";
+  }
+  if (n % stagesPerDevice != 0) {
+    return "the stages must split evenly over the devices: " + std::to_string(n) +
+           " stages is not a multiple of " + v + " stages per device";
+  }
+  const std::int64_t p = n / stagesPerDevice;
+  if (kind == ScheduleKind::Interleaved && m % p != 0) {
+    return "interleaved needs chunks a multiple of devices (chunks: " + std::to_string(m) +
+           ", devices: " + std::to_string(p) + ", stages per device: " + v + ")";
+  }
+  return {};
+}
+
+std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v) {
+  if (n <= 0 || m <= 0) {
+    throw std::invalid_argument("device steps need positive stages and chunks (stages: " + std::to_string(n) +
+                                ", chunks: " + std::to_string(m) + ")");
+  }
+  std::string shape = scheduleShapeError(kind, v, n, m);
+  if (!shape.empty()) throw std::invalid_argument(shape);
+  const std::int64_t p = n / v;
+  std::vector<std::vector<OrderStep>> devices;
+  for (std::int64_t d = 0; d < p; ++d) {
+    std::vector<OrderStep> steps;
+    switch (kind) {
+      case ScheduleKind::GPipe:
+        for (std::int64_t i = 0; i < m; ++i) steps.push_back({false, i, d});
+        for (std::int64_t i = m - 1; i >= 0; --i) steps.push_back({true, i, d});
+        break;
+      case ScheduleKind::OneFOneB: steps = oneFOneBSteps(d, p, m); break;
+      case ScheduleKind::Interleaved: steps = interleavedSteps(d, p, m, v); break;
+    }
+    devices.push_back(std::move(steps));
+  }
+  return devices;
 }
 
 std::string opKindName(OpKind kind) {
@@ -186,6 +312,7 @@ std::string opKindName(OpKind kind) {
     case OpKind::Backward: return "backward";
     case OpKind::Copy: return "copy";
     case OpKind::SkipCopy: return "skip-copy";
+    case OpKind::Loss: return "loss";
   }
   return "unknown";
 }
@@ -217,7 +344,8 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
   std::map<std::tuple<OpKind, std::int64_t, std::int64_t>, OpIndex> compute;
   std::map<Key, std::vector<OpIndex>> forwardInputs;   // copies into forward(i, j)
   std::map<Key, std::vector<OpIndex>> backwardInputs;  // grad copies into backward(i, j)
-  std::vector<std::vector<OpIndex>> order(static_cast<std::size_t>(n));
+  const std::int64_t p = schedule.devices();
+  std::vector<std::vector<OpIndex>> order(static_cast<std::size_t>(p));  // per device
   std::vector<Slot> slots = computeSlots(spec, stop);
   std::vector<Op>& ops = schedule.ops_;
   auto addCopy = [&](std::int64_t i, std::int64_t from, std::int64_t to, bool gradient, std::int64_t skip,
@@ -239,13 +367,13 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     op.i = slot.i;
     op.j = slot.j;
     op.toJ = slot.j;
-    const auto j = static_cast<std::size_t>(slot.j);
-    if (!order[j].empty()) op.deps.push_back(order[j].back());
-    if (slot.waitsForForwardPass) op.deps.push_back(compute.at({OpKind::Forward, m - 1, n - 1}));
+    const auto d = static_cast<std::size_t>(slot.j % p);
+    if (!order[d].empty()) op.deps.push_back(order[d].back());
+    if (slot.waitsForForwardPass) op.deps.push_back(compute.at({OpKind::Loss, m - 1, n - 1}));
     ops.push_back(op);
     OpIndex index = ops.size() - 1;
     compute[{slot.kind, slot.i, slot.j}] = index;
-    order[j].push_back(index);
+    order[d].push_back(index);
     if (slot.kind == OpKind::Forward) {
       if (slot.j + 1 < n) addCopy(slot.i, slot.j, slot.j + 1, false, -1, index);
       for (std::size_t s = 0; s < spans.size(); ++s) {
@@ -265,12 +393,16 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
 
   // Step 3: data dependencies of compute ops (device order was added above).
   for (Op& op : ops) {
-    if (op.kind == OpKind::Forward) {
+    if (op.kind == OpKind::Loss) {
+      op.deps.push_back(compute.at({OpKind::Forward, op.i, op.j}));
+    } else if (op.kind == OpKind::Forward) {
       auto inputs = forwardInputs.find({op.i, op.j});
       if (inputs != forwardInputs.end()) op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
     } else if (op.kind == OpKind::Backward) {
       auto recompute = compute.find({OpKind::Recompute, op.i, op.j});
       if (recompute != compute.end()) op.deps.push_back(recompute->second);
+      auto loss = compute.find({OpKind::Loss, op.i, op.j});
+      if (loss != compute.end()) op.deps.push_back(loss->second);
       auto inputs = backwardInputs.find({op.i, op.j});
       if (inputs != backwardInputs.end()) op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
     }
@@ -278,10 +410,14 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
   }
 
+  // Each device's ops keep their emission order: the device-order dependencies chain them.
   ops = topologicalSort(std::move(ops));
+  schedule.deviceOrder_.assign(static_cast<std::size_t>(p), {});
   schedule.partitionOrder_.assign(static_cast<std::size_t>(n), {});
   for (OpIndex index = 0; index < ops.size(); ++index) {
-    if (ops[index].isCompute()) schedule.partitionOrder_[static_cast<std::size_t>(ops[index].j)].push_back(index);
+    if (!ops[index].isCompute()) continue;
+    schedule.deviceOrder_[static_cast<std::size_t>(ops[index].j % p)].push_back(index);
+    schedule.partitionOrder_[static_cast<std::size_t>(ops[index].j)].push_back(index);
   }
   return schedule;
 }
@@ -325,6 +461,8 @@ std::string Schedule::label(const Op& op) const {
     case OpKind::Recompute:
     case OpKind::Backward:
       return opKindName(op.kind) + "(" + i + "," + std::to_string(op.j) + ")";
+    case OpKind::Loss:
+      return "loss(" + i + ")";
     case OpKind::Copy:
       return std::string(op.gradient ? "grad-copy(" : "copy(") + i + "," + route + ")";
     case OpKind::SkipCopy: {

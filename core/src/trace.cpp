@@ -9,9 +9,9 @@
 namespace pipeprof {
 namespace {
 
-constexpr std::array<Phase, 13> kPhases = {
-    Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy,   Phase::SkipCopy,  Phase::Kernel, Phase::Memcpy,
-    Phase::Memset,  Phase::Launch,    Phase::Warmup,   Phase::Step,   Phase::Optimizer, Phase::Other};
+constexpr std::array<Phase, 14> kPhases = {
+    Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy, Phase::SkipCopy, Phase::Loss,      Phase::Kernel,
+    Phase::Memcpy,  Phase::Memset,    Phase::Launch,   Phase::Warmup, Phase::Step,   Phase::Optimizer, Phase::Other};
 
 }  // namespace
 
@@ -22,6 +22,7 @@ Phase phaseOf(OpKind kind) {
     case OpKind::Backward: return Phase::Backward;
     case OpKind::Copy: return Phase::Copy;
     case OpKind::SkipCopy: return Phase::SkipCopy;
+    case OpKind::Loss: return Phase::Loss;
   }
   return Phase::Other;
 }
@@ -33,6 +34,7 @@ std::string phaseName(Phase phase) {
     case Phase::Backward: return "backward";
     case Phase::Copy: return "copy";
     case Phase::SkipCopy: return "skip-copy";
+    case Phase::Loss: return "loss";
     case Phase::Kernel: return "kernel";
     case Phase::Memcpy: return "memcpy";
     case Phase::Memset: return "memset";
@@ -50,7 +52,7 @@ Phase parsePhase(const std::string& text) {
     if (phaseName(phase) == text) return phase;
   }
   throw std::invalid_argument("invalid phase '" + text +
-                              "': expected one of forward, recompute, backward, copy, skip-copy, kernel, memcpy, "
+                              "': expected one of forward, recompute, backward, copy, skip-copy, loss, kernel, memcpy, "
                               "memset, launch, warmup, step, optimizer, other");
 }
 

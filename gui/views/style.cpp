@@ -14,6 +14,7 @@ QColor phaseColor(Phase phase) {
     case Phase::Backward: return QColor(0x59, 0xa1, 0x4f);
     case Phase::Copy: return QColor(0x9c, 0x75, 0x5f);
     case Phase::SkipCopy: return QColor(0xb0, 0x7a, 0xa1);
+    case Phase::Loss: return QColor(0xd3, 0x72, 0x95);
     case Phase::Kernel: return QColor(0x76, 0xb7, 0xb2);
     case Phase::Memcpy: return QColor(0xed, 0xc9, 0x48);
     case Phase::Memset: return QColor(0xff, 0x9d, 0xa7);

@@ -220,8 +220,8 @@ void Step::runBackward(std::int64_t j) {
   PipeStreams::ComputeScope onCompute(*config_.streams, j);
   for (OpIndex index : config_.schedule->partitionOrder(j)) {
     const Op& op = config_.schedule->op(index);
-    if (op.kind == OpKind::Forward) {
-      continue;
+    if (op.kind == OpKind::Forward || op.kind == OpKind::Loss) {
+      continue;  // the caller computed the loss between the phases
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -103,6 +103,9 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         }
         break;
       }
+      case OpKind::Loss:
+        c.durationSlot = durationSlot(op.i, layout.lossNs());
+        break;
       case OpKind::Recompute:
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
         e.transient.push_back(mem(j, layout.gradForwardPeak(j)));

@@ -16,11 +16,13 @@ struct SlotLayout {
   std::int32_t skips = 0;  ///< skip routes
 
   // Duration slots.
-  std::int32_t durationsPerClass() const { return 4 * n + 2 * skips; }
+  std::int32_t durationsPerClass() const { return 4 * n + 2 * skips + 1; }
   std::int32_t forwardNs(std::int32_t j) const { return j; }
   std::int32_t backwardNs(std::int32_t j) const { return n + j; }
   std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
   std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
+  /// A loss op: the profile has no cost for it, so its slot stays 0.
+  std::int32_t lossNs() const { return 4 * n + 2 * skips; }
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
@@ -64,6 +66,11 @@ struct CompiledOp {
   Range transient;    ///< allocated at op start, released first at op end (a compute op's transient peak)
   Range endAlloc;     ///< at op end, then: allocations (saved, outputs, gradients)
   Range endRelease;   ///< at op end, last: releases (freed tensors)
+
+  /// Ops that run on a device's worker in its order (forward, recompute, backward, loss).
+  bool isCompute() const {
+    return kind == OpKind::Forward || kind == OpKind::Recompute || kind == OpKind::Backward || kind == OpKind::Loss;
+  }
 };
 
 /// The structure of one schedule, independent of the balance's layer counts (it depends on

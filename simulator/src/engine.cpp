@@ -59,7 +59,7 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     const CompiledOp& c = compiled.ops[op];
     remaining_[op] = c.dependencyCount;
     const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
-    if (c.kind == OpKind::Forward || c.kind == OpKind::Recompute || c.kind == OpKind::Backward) {
+    if (c.isCompute()) {
       resource_[op] = from;
       busyNs_[static_cast<std::size_t>(c.j)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
     } else {
@@ -102,7 +102,7 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
 
 void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
-  if (c.kind == OpKind::Forward || c.kind == OpKind::Recompute || c.kind == OpKind::Backward) {
+  if (c.isCompute()) {
     const auto j = static_cast<std::size_t>(c.j);
     if (c.orderPosition != nextPosition_[j] || eligibleOp_[j] == static_cast<std::int64_t>(op)) return;
     eligibleOp_[j] = op;
@@ -130,7 +130,7 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.transient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
-  if (c.kind == OpKind::Forward || c.kind == OpKind::Recompute || c.kind == OpKind::Backward) {
+  if (c.isCompute()) {
     const auto j = static_cast<std::size_t>(c.j);
     deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
     touchDevice(resource_[op]);

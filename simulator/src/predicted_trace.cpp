@@ -19,7 +19,7 @@ Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& cost
     event.kind = EventKind::Span;
     event.name = compiled.labels[index];
     event.device = cluster.devices[static_cast<std::size_t>(from)].name;
-    if (op.kind == OpKind::Forward || op.kind == OpKind::Recompute || op.kind == OpKind::Backward) {
+    if (op.isCompute()) {
       event.lane = "partition " + std::to_string(op.j);
     } else {
       const std::int32_t to = costs.partitionDevice[static_cast<std::size_t>(op.toJ)];

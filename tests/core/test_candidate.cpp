@@ -31,6 +31,44 @@ TEST(Candidate, LabelAndDevices) {
   EXPECT_THROW(candidate.deviceOf(2), std::out_of_range);
 }
 
+TEST(Candidate, InterleavedStagesLoopOverThePipelineDevices) {
+  Candidate candidate = example();
+  candidate.balance = {1, 2, 3, 2};
+  candidate.schedule = ScheduleKind::Interleaved;
+  candidate.stagesPerDevice = 2;
+  EXPECT_EQ(candidate.label(), "[1,2,3,2] x8 except_last interleaved v2");
+  EXPECT_EQ(candidate.pipelineDevices(), 2);
+  EXPECT_EQ(candidate.deviceOf(2), 0);
+  EXPECT_EQ(candidate.deviceOf(3), 1);
+  candidate.devices = {5, 4};
+  EXPECT_EQ(candidate.deviceOf(2), 5);
+  EXPECT_EQ(candidate.deviceOf(1), 4);
+  EXPECT_THROW(candidate.deviceOf(4), std::out_of_range);
+  ScheduleSpec spec = candidate.scheduleSpec({});
+  EXPECT_EQ(spec.kind, ScheduleKind::Interleaved);
+  EXPECT_EQ(spec.stagesPerDevice, 2);
+  candidate.schedule = ScheduleKind::OneFOneB;
+  candidate.stagesPerDevice = 1;
+  EXPECT_EQ(candidate.label(), "[1,2,3,2] x8 except_last 1f1b");
+}
+
+TEST(CandidateJson, ScheduleAndStagesPerDeviceRoundTrip) {
+  Candidate candidate = example();
+  candidate.balance = {1, 2, 3, 2};
+  candidate.schedule = ScheduleKind::Interleaved;
+  candidate.stagesPerDevice = 2;
+  candidate.devices = {1, 0};
+  nlohmann::json json = toJson(candidate);
+  EXPECT_EQ(json["schedule"], "interleaved");
+  EXPECT_EQ(json["stages_per_device"], 2);
+  EXPECT_EQ(candidateFromJson(json, "r.json"), candidate);
+  // A candidate written before schedules existed is a GPipe one with one stage per device.
+  EXPECT_FALSE(toJson(example()).contains("stages_per_device"));
+  nlohmann::json old = toJson(example());
+  old.erase("schedule");
+  EXPECT_EQ(candidateFromJson(old, "r.json"), example());
+}
+
 TEST(Candidate, ScheduleSpec) {
   ScheduleSpec spec = example().scheduleSpec({{"s", 0, 3}}, false);
   EXPECT_THAT(spec.balance, ElementsAre(2, 6));
@@ -117,10 +155,13 @@ TEST(CandidateJson, RejectsMalformedInput) {
             "r.json: $.candidates[2].candidate.balance: expected at least one partition");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j.erase("chunks"); }),
             "r.json: $.candidates[2].candidate: missing required field 'chunks'");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["schedule"] = "1f1b"; }),
-            "r.json: $.candidates[2].candidate.schedule: invalid schedule '1f1b': expected gpipe");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["schedule"] = "zb"; }),
+            "r.json: $.candidates[2].candidate.schedule: invalid schedule 'zb': expected gpipe, 1f1b or interleaved");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["devices"] = {0}; }),
-            "r.json: $.candidates[2].candidate.devices: expected one device per partition (2), got 1");
+            "r.json: $.candidates[2].candidate.devices: expected one device per pipeline device (2), got 1");
+  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["stages_per_device"] = 3; }),
+            "r.json: $.candidates[2].candidate.stages_per_device: expected a divisor of the 2 stages of the balance, "
+            "got 3");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["batch"] = -1; }),
             "r.json: $.candidates[2].candidate.batch: expected a positive integer, got -1");
 }

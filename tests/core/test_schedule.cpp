@@ -83,21 +83,23 @@ TEST(Schedule, TwoByTwoAlways) {
                                               "forward(1,0) <- forward(0,0)",
                                               "copy(1,0->1) <- forward(1,0)",
                                               "forward(0,1) <- copy(0,0->1)",
-                                              "forward(1,1) <- copy(1,0->1) forward(0,1)",
-                                              "recompute(1,1) <- forward(1,1)",
-                                              "backward(1,1) <- recompute(1,1)",
+                                              "loss(0) <- forward(0,1)",
+                                              "forward(1,1) <- copy(1,0->1) loss(0)",
+                                              "loss(1) <- forward(1,1)",
+                                              "recompute(1,1) <- loss(1)",
+                                              "backward(1,1) <- loss(1) recompute(1,1)",
                                               "grad-copy(1,1->0) <- backward(1,1)",
                                               "recompute(0,1) <- backward(1,1)",
-                                              "backward(0,1) <- recompute(0,1)",
+                                              "backward(0,1) <- loss(0) recompute(0,1)",
                                               "grad-copy(0,1->0) <- backward(0,1)",
-                                              "recompute(1,0) <- forward(1,0) forward(1,1)",
+                                              "recompute(1,0) <- forward(1,0) loss(1)",
                                               "backward(1,0) <- grad-copy(1,1->0) recompute(1,0)",
                                               "recompute(0,0) <- backward(1,0)",
                                               "backward(0,0) <- grad-copy(0,1->0) recompute(0,0)"));
   EXPECT_THAT(order(schedule, 0), ElementsAre("forward(0,0)", "forward(1,0)", "recompute(1,0)", "backward(1,0)",
                                               "recompute(0,0)", "backward(0,0)"));
-  EXPECT_THAT(order(schedule, 1), ElementsAre("forward(0,1)", "forward(1,1)", "recompute(1,1)", "backward(1,1)",
-                                              "recompute(0,1)", "backward(0,1)"));
+  EXPECT_THAT(order(schedule, 1), ElementsAre("forward(0,1)", "loss(0)", "forward(1,1)", "loss(1)", "recompute(1,1)",
+                                              "backward(1,1)", "recompute(0,1)", "backward(0,1)"));
   EXPECT_TRUE(schedule.checkpointed(0));
   EXPECT_TRUE(schedule.checkpointed(1));
 }
@@ -109,13 +111,15 @@ TEST(Schedule, TwoByTwoExceptLast) {
                                               "forward(1,0) <- forward(0,0)",
                                               "copy(1,0->1) <- forward(1,0)",
                                               "forward(0,1) <- copy(0,0->1)",
-                                              "forward(1,1) <- copy(1,0->1) forward(0,1)",
-                                              "backward(1,1) <- forward(1,1)",
+                                              "loss(0) <- forward(0,1)",
+                                              "forward(1,1) <- copy(1,0->1) loss(0)",
+                                              "loss(1) <- forward(1,1)",
+                                              "backward(1,1) <- loss(1)",
                                               "grad-copy(1,1->0) <- backward(1,1)",
                                               "recompute(0,1) <- backward(1,1)",
-                                              "backward(0,1) <- recompute(0,1)",
+                                              "backward(0,1) <- loss(0) recompute(0,1)",
                                               "grad-copy(0,1->0) <- backward(0,1)",
-                                              "backward(1,0) <- forward(1,0) forward(1,1) grad-copy(1,1->0)",
+                                              "backward(1,0) <- forward(1,0) loss(1) grad-copy(1,1->0)",
                                               "recompute(0,0) <- backward(1,0)",
                                               "backward(0,0) <- grad-copy(0,1->0) recompute(0,0)"));
   EXPECT_TRUE(schedule.checkpointed(0));
@@ -132,12 +136,14 @@ TEST(Schedule, TwoByTwoNever) {
                                               "forward(1,0) <- forward(0,0)",
                                               "copy(1,0->1) <- forward(1,0)",
                                               "forward(0,1) <- copy(0,0->1)",
-                                              "forward(1,1) <- copy(1,0->1) forward(0,1)",
-                                              "backward(1,1) <- forward(1,1)",
+                                              "loss(0) <- forward(0,1)",
+                                              "forward(1,1) <- copy(1,0->1) loss(0)",
+                                              "loss(1) <- forward(1,1)",
+                                              "backward(1,1) <- loss(1)",
                                               "grad-copy(1,1->0) <- backward(1,1)",
-                                              "backward(0,1) <- backward(1,1)",
+                                              "backward(0,1) <- loss(0) backward(1,1)",
                                               "grad-copy(0,1->0) <- backward(0,1)",
-                                              "backward(1,0) <- forward(1,0) forward(1,1) grad-copy(1,1->0)",
+                                              "backward(1,0) <- forward(1,0) loss(1) grad-copy(1,1->0)",
                                               "backward(0,0) <- grad-copy(0,1->0) backward(1,0)"));
   EXPECT_FALSE(schedule.checkpointed(0));
 }
@@ -164,20 +170,21 @@ TEST(Schedule, SkipRouteAcrossPartitions) {
                           "forward(0,1) <- copy(0,0->1)",
                           "copy(0,1->2) <- forward(0,1)",
                           "forward(0,2) <- skip-copy(enc1,0,0->2) copy(0,1->2)",
-                          "backward(0,2) <- forward(0,2)",
+                          "loss(0) <- forward(0,2)",
+                          "backward(0,2) <- loss(0)",
                           "grad-copy(0,2->1) <- backward(0,2)",
                           "skip-grad-copy(enc1,0,2->0) <- backward(0,2)",
-                          "backward(0,1) <- forward(0,1) forward(0,2) grad-copy(0,2->1)",
+                          "backward(0,1) <- forward(0,1) loss(0) grad-copy(0,2->1)",
                           "grad-copy(0,1->0) <- backward(0,1)",
-                          "backward(0,0) <- forward(0,0) forward(0,2) skip-grad-copy(enc1,0,2->0) grad-copy(0,1->0)"));
+                          "backward(0,0) <- forward(0,0) loss(0) skip-grad-copy(enc1,0,2->0) grad-copy(0,1->0)"));
   const Op& skipCopy = schedule.op(2);
   EXPECT_EQ(skipCopy.kind, OpKind::SkipCopy);
   EXPECT_EQ(skipCopy.skip, 0);
   EXPECT_EQ(skipCopy.j, 0);
   EXPECT_EQ(skipCopy.toJ, 2);
   EXPECT_FALSE(skipCopy.gradient);
-  EXPECT_TRUE(schedule.op(8).gradient);
-  EXPECT_TRUE(schedule.op(8).isCopy());
+  EXPECT_TRUE(schedule.op(9).gradient);
+  EXPECT_TRUE(schedule.op(9).isCopy());
 }
 
 TEST(Schedule, SkipRouteInsideOnePartitionNeedsNoCopy) {
@@ -203,8 +210,8 @@ TEST(Schedule, LayersAndPartitions) {
   EXPECT_EQ(schedule.partitionOfLayer(5), 2);
   EXPECT_THROW(schedule.partitionOfLayer(6), std::out_of_range);
   EXPECT_THROW(schedule.firstLayer(3), std::out_of_range);
-  // 12 forward + 12 backward + 9 recompute + 8 copies + 8 grad copies.
-  EXPECT_EQ(schedule.ops().size(), 49u);
+  // 12 forward + 4 losses + 12 backward + 9 recompute + 8 copies + 8 grad copies.
+  EXPECT_EQ(schedule.ops().size(), 53u);
   for (OpIndex index = 0; index < schedule.ops().size(); ++index) {
     for (OpIndex dep : schedule.op(index).deps) EXPECT_LT(dep, index) << schedule.label(schedule.op(index));
   }
@@ -251,8 +258,16 @@ TEST(Schedule, ValidationNamesTheValues) {
 TEST(ScheduleKind, NamesAndParsing) {
   EXPECT_EQ(scheduleKindName(ScheduleKind::GPipe), "gpipe");
   EXPECT_EQ(parseScheduleKind("gpipe"), ScheduleKind::GPipe);
-  EXPECT_THAT([] { parseScheduleKind("1f1b"); },
-              ThrowsMessage<std::invalid_argument>(StrEq("invalid schedule '1f1b': expected gpipe")));
+  EXPECT_EQ(scheduleKindName(ScheduleKind::OneFOneB), "1f1b");
+  EXPECT_EQ(scheduleKindName(ScheduleKind::Interleaved), "interleaved");
+  EXPECT_EQ(parseScheduleKind("1f1b"), ScheduleKind::OneFOneB);
+  EXPECT_EQ(parseScheduleKind("interleaved"), ScheduleKind::Interleaved);
+  EXPECT_THAT([] { parseScheduleKind("zb"); },
+              ThrowsMessage<std::invalid_argument>(StrEq("invalid schedule 'zb': expected gpipe, 1f1b or interleaved")));
+  EXPECT_EQ(parseScheduleKindList("interleaved,gpipe,interleaved"),
+            (std::vector<ScheduleKind>{ScheduleKind::Interleaved, ScheduleKind::GPipe}));
+  EXPECT_THROW(parseScheduleKindList("gpipe,"), std::invalid_argument);
+  EXPECT_EQ(opKindName(OpKind::Loss), "loss");
   EXPECT_EQ(opKindName(OpKind::SkipCopy), "skip-copy");
   EXPECT_EQ(opKindName(OpKind::Recompute), "recompute");
 }

@@ -295,9 +295,10 @@ TEST(Simulate, TraceHasEveryOpOnItsLaneAndMemoryCounters) {
       EXPECT_EQ(e.durationNs, 3);
     }
   }
-  // 2 x (2 forward + 2 backward) + 2 recompute (micro-batch 0) + 2 copies + 2 grad copies.
-  EXPECT_EQ(spans, 14);
-  EXPECT_EQ(result.eventCount, 14);
+  // 2 x (2 forward + 2 backward) + 2 losses + 2 recompute (micro-batch 0) + 2 copies + 2 grad
+  // copies.
+  EXPECT_EQ(spans, 16);
+  EXPECT_EQ(result.eventCount, 16);
   EXPECT_GT(counters, 4);
   EXPECT_TRUE(sawRecompute);
   EXPECT_TRUE(sawGradCopy);

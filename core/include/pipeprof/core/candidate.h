@@ -1,4 +1,4 @@
-// A candidate configuration: balance, chunks, checkpoint mode, mini-batch and placement.
+// A candidate configuration: schedule, balance, chunks, checkpoint mode, mini-batch and placement.
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
@@ -18,12 +18,20 @@ struct Candidate {
   Checkpoint checkpoint = Checkpoint::ExceptLast;
   std::int64_t batch = 1;  ///< mini-batch size in samples
   ScheduleKind schedule = ScheduleKind::GPipe;
-  /// Cluster device index of each partition; empty means partition j on device j.
+  /// v: stages per device (1 for gpipe and 1f1b, >= 2 for interleaved); the balance has
+  /// n = p * v stages and stage j runs on pipeline device j mod p.
+  std::int64_t stagesPerDevice = 1;
+  /// Cluster device index of each pipeline device (p entries, one per stage when v is 1);
+  /// empty means pipeline device d on cluster device d.
   std::vector<std::int64_t> devices;
 
-  /// Device of partition j (devices[j], or j when devices is empty).
+  /// p: the number of pipeline devices, n / v.
+  std::int64_t pipelineDevices() const;
+  /// Cluster device of stage j: devices[j mod p], or j mod p when devices is empty.
   std::int64_t deviceOf(std::int64_t j) const;
-  /// "[2,6] x8 except_last": balance, chunks and mode; identifies a candidate in a sweep.
+  /// "[2,6] x8 except_last": balance, chunks and mode, then the schedule unless it is gpipe
+  /// ("[2,6] x8 never 1f1b", "[1,1,1,1] x4 never interleaved v2"); identifies a candidate in a
+  /// sweep.
   std::string label() const;
   /// The schedule spec for training with the given skip routes. Its chunks is the number of
   /// micro-batches that exist (microBatching(batch, chunks).count), as the runtime splits.
@@ -31,7 +39,8 @@ struct Candidate {
 
   friend bool operator==(const Candidate& a, const Candidate& b) {
     return a.balance == b.balance && a.chunks == b.chunks && a.checkpoint == b.checkpoint &&
-           a.batch == b.batch && a.schedule == b.schedule && a.devices == b.devices;
+           a.batch == b.batch && a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice &&
+           a.devices == b.devices;
   }
 };
 

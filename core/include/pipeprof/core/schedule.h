@@ -1,28 +1,52 @@
-// The GPipe schedule: clock cycles and the expansion of a candidate into per-partition ops.
+// Schedules: the per-device op orders of a candidate (GPipe, 1F1B, interleaved 1F1B) and their ops.
 //
 // Vocabulary, used everywhere in pipeprof:
-//   i  micro-batch   (0 <= i < m, m = chunks)
-//   j  partition     (0 <= j < n, n = number of partitions)
-//   k  clock         (cells (i, j) with i + j == k; m + n - 1 clocks)
+//   i  micro-batch        (0 <= i < m, m = chunks)
+//   j  stage (partition)  (0 <= j < n, n = number of stages = balance.size())
+//   d  device             (0 <= d < p; stage j runs on device j mod p, so device d holds the
+//                          v = n / p stages d, d + p, d + 2p, ...: its virtual stages)
+//   k  clock             (GPipe: cells (i, j) with i + j == k; m + n - 1 clocks)
 //
-// Forward runs by clock cycles; backward in reverse. For m = 3, n = 2, mode except_last:
+// Ops: F forward(i,j), R recompute(i,j), L loss(i) (on the last stage, right after its
+// forward), B backward(i,j), and the copies between stages. A device's worker runs its
+// compute ops (every virtual stage's) in deviceOrder(d); copies run as soon as their inputs
+// exist. The diagrams show the device orders for checkpoint mode never (no R).
 //
-//   clock:         0       1       2       3
-//   partition 0  F(0,0) F(1,0) F(2,0)
-//   partition 1         F(0,1) F(1,1) F(2,1)
-//   then backward, per partition in order i = m-1 .. 0:
-//   partition 1  B(2,1) R(1,1) B(1,1) R(0,1) B(0,1)
-//   partition 0  B(2,0) R(1,0) B(1,0) R(0,0) B(0,0)
+// GPipe (v = 1): forward by clock cycles, then backward in reverse. m = 3, n = p = 2:
 //
-// Recompute rule (the runtime and the simulator both follow it): recompute(i, j) waits only
-// for the previous op of partition j (backward(i+1, j), or the start of the backward pass
-// for the first one) -- not for the gradient of micro-batch i -- so it overlaps the gradient
-// copy from partition j+1. backward(i, j) then waits for recompute(i, j) and for the
-// gradients of micro-batch i arriving from partition j+1 and from every partition that popped
-// a skip tensor stashed in partition j.
+//   clock:       0      1      2      3
+//   device 0   F(0,0) F(1,0) F(2,0)                      | B(2,0) B(1,0) B(0,0)
+//   device 1          F(0,1) L0 F(1,1) L1 F(2,1) L2      | B(2,1) B(1,1) B(0,1)
 //
-// The backward pass starts when the whole forward output exists (the loss needs every
-// micro-batch): the first backward-phase op of every partition depends on forward(m-1, n-1).
+//   The backward pass starts when the whole output exists: the first backward-phase op of
+//   every stage waits for loss(m-1) (the loss needs every micro-batch).
+//
+// 1F1B (v = 1): device d runs w = min(p - d - 1, m) warm-up forwards, then pairs of one
+// forward and one backward, then the remaining backwards. Device d holds at most
+// min(p - d, m) micro-batches' activations (GPipe: m). m = 4, p = 2:
+//
+//   device 0   F0 F1 B0 F2 B1 F3 B2 B3
+//   device 1   F0 L0 B0 F1 L1 B1 F2 L2 B2 F3 L3 B3
+//
+// Interleaved 1F1B (v >= 2, m a multiple of p; Megatron-LM's and torch's
+// ScheduleInterleaved1F1B order): device d runs m * v forward and m * v backward ops. Its
+// k-th forward is micro-batch i = (k / (p v)) p + k mod p of virtual stage c = (k mod p v) / p
+// (stage j = c p + d); its k-th backward is the same micro-batch of virtual stage v - 1 - c.
+// Warm-up: w = min(2 (p - d - 1) + (v - 1) p, m v) forwards; then forward k + w and
+// backward k in turn; then the remaining backwards. The bubble shrinks from (p - 1)/m to
+// (p - 1)/(v m). m = 4, p = 2, v = 2 (stages 0, 2 on device 0; 1, 3 on device 1; Fi.j):
+//
+//   device 0   F0.0 F1.0 F0.2 F1.2 F2.0 B0.2 F3.0 B1.2 F2.2 B0.0 F3.2 B1.0 B2.2 B3.2 B2.0 B3.0
+//   device 1   F0.1 F1.1 F0.3 L0 B0.3 F1.3 L1 B1.3 F2.1 B0.1 F3.1 B1.1 F2.3 L2 B2.3 F3.3 L3 B3.3
+//              B2.1 B3.1
+//
+// Every schedule: recompute(i, j) of a checkpointed micro-batch comes right before
+// backward(i, j) in the device order; it waits only for the previous op of its device (not
+// for the gradient of micro-batch i), so it overlaps the gradient copy from stage j+1.
+// backward(i, j) then waits for recompute(i, j), for loss(i) on the last stage, and for the
+// gradients of micro-batch i arriving from stage j+1 and from every stage that popped a skip
+// tensor stashed in stage j. Checkpoint modes mean the same under every schedule (which
+// micro-batches are recomputed: checkpointStop).
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
@@ -46,13 +70,38 @@ struct Cell {
 /// increasing j. Throws std::invalid_argument when m or n is not positive.
 std::vector<std::vector<Cell>> clockCycles(std::int64_t m, std::int64_t n);
 
-/// The schedule family. Only GPipe exists today; 1F1B can be added without changing users of
-/// Schedule, which only see op lists and dependencies.
-enum class ScheduleKind { GPipe };
+/// The schedule family: gpipe (all forwards, then all backwards), 1f1b (one forward one
+/// backward), interleaved (1F1B over v >= 2 virtual stages per device).
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
 
-/// "gpipe". parseScheduleKind throws std::invalid_argument on unknown text.
+/// "gpipe", "1f1b", "interleaved". parseScheduleKind throws std::invalid_argument on unknown
+/// text; parseScheduleKindList parses a comma-separated list such as "gpipe,1f1b".
 std::string scheduleKindName(ScheduleKind kind);
 ScheduleKind parseScheduleKind(const std::string& text);
+std::vector<ScheduleKind> parseScheduleKindList(const std::string& text);
+
+/// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
+/// v must be 1 for gpipe and 1f1b and at least 2 for interleaved, n a multiple of v, and for
+/// interleaved m a multiple of the p = n / v devices, e.g. "interleaved needs chunks a
+/// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
+std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
+
+/// One step of a device's order before recomputes and losses are inserted: the forward or
+/// the backward of micro-batch i on stage j.
+struct OrderStep {
+  bool backward = false;
+  std::int64_t i = 0;
+  std::int64_t j = 0;
+  friend bool operator==(const OrderStep& a, const OrderStep& b) {
+    return a.backward == b.backward && a.i == b.i && a.j == b.j;
+  }
+};
+
+/// The forwards and backwards of every device of a training step, in the order its worker
+/// runs them (the diagrams above): n stages, m micro-batches, v stages per device, p = n / v
+/// devices. Throws std::invalid_argument with scheduleShapeError's text, or when n or m is not
+/// positive.
+std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v);
 
 /// A named skip tensor stashed by one layer and popped by a later one (layer indices into
 /// the whole Sequential).
@@ -64,17 +113,18 @@ struct SkipRoute {
 
 /// What a schedule is built from.
 struct ScheduleSpec {
-  std::vector<std::int64_t> balance;  ///< layers per partition; n = balance.size()
+  std::vector<std::int64_t> balance;  ///< layers per stage; n = balance.size()
   std::int64_t chunks = 1;            ///< m
   Checkpoint checkpoint = Checkpoint::ExceptLast;
   bool training = true;  ///< false: forward only, nothing checkpointed (eval / no grad)
   std::vector<SkipRoute> skips;
   ScheduleKind kind = ScheduleKind::GPipe;
+  std::int64_t stagesPerDevice = 1;  ///< v: 1 for gpipe and 1f1b, >= 2 for interleaved; p = n / v
 };
 
-enum class OpKind { Forward, Recompute, Backward, Copy, SkipCopy };
+enum class OpKind { Forward, Recompute, Backward, Copy, SkipCopy, Loss };
 
-/// "forward", "recompute", "backward", "copy", "skip-copy".
+/// "forward", "recompute", "backward", "copy", "skip-copy", "loss".
 std::string opKindName(OpKind kind);
 
 using OpIndex = std::size_t;
@@ -83,28 +133,39 @@ using OpIndex = std::size_t;
 struct Op {
   OpKind kind = OpKind::Forward;
   std::int64_t i = 0;  ///< micro-batch
-  std::int64_t j = 0;  ///< partition that runs it; for copies the source partition
-  std::int64_t toJ = 0;  ///< copies: destination partition; otherwise equal to j
+  std::int64_t j = 0;  ///< stage that runs it (loss: the last stage); for copies the source stage
+  std::int64_t toJ = 0;  ///< copies: destination stage; otherwise equal to j
   bool gradient = false;  ///< copies carrying gradients backward (toJ < j)
   std::int64_t skip = -1;  ///< SkipCopy: index into ScheduleSpec::skips; otherwise -1
   std::vector<OpIndex> deps;  ///< ops that must finish before this one starts
 
-  bool isCompute() const { return kind == OpKind::Forward || kind == OpKind::Recompute || kind == OpKind::Backward; }
-  bool isCopy() const { return !isCompute(); }
+  /// Ops a device's worker runs in its order: forward, recompute, backward and loss.
+  bool isCompute() const {
+    return kind == OpKind::Forward || kind == OpKind::Recompute || kind == OpKind::Backward || kind == OpKind::Loss;
+  }
+  bool isCopy() const { return kind == OpKind::Copy || kind == OpKind::SkipCopy; }
 };
 
-/// A candidate expanded into ops. Compute ops of a partition run in partitionOrder(j) order
-/// on that partition's worker; copies run on the link from j to toJ as soon as their
-/// dependencies are met.
+/// A candidate expanded into ops. The compute ops of device d run in deviceOrder(d) on that
+/// device's worker; copies run on the link from stage j's device to stage toJ's as soon as
+/// their dependencies are met. A training schedule has a loss(i) op per micro-batch; a
+/// forward-only one (spec.training false) has neither losses nor backward ops.
 class Schedule {
  public:
   /// Validates the spec (positive balance entries and chunks, skip layers inside the model,
-  /// stash before pop) and expands it. Throws std::invalid_argument naming the bad values.
+  /// stash before pop, the shape of scheduleShapeError) and expands it. Throws
+  /// std::invalid_argument naming the bad values.
   static Schedule build(const ScheduleSpec& spec);
 
   const ScheduleSpec& spec() const { return spec_; }
   std::int64_t chunks() const { return spec_.chunks; }
+  /// n: the number of stages (partitions).
   std::int64_t partitions() const { return static_cast<std::int64_t>(spec_.balance.size()); }
+  /// p: the number of devices (n / v).
+  std::int64_t devices() const { return partitions() / spec_.stagesPerDevice; }
+  std::int64_t stagesPerDevice() const { return spec_.stagesPerDevice; }
+  /// The device that runs stage j: j mod p.
+  std::int64_t deviceOf(std::int64_t j) const { return j % devices(); }
   std::int64_t layers() const;
   /// First layer index of partition j, and the partition that holds a layer.
   std::int64_t firstLayer(std::int64_t j) const;
@@ -115,11 +176,15 @@ class Schedule {
   /// All ops in a topological order (every op after its dependencies).
   const std::vector<Op>& ops() const { return ops_; }
   const Op& op(OpIndex index) const { return ops_.at(index); }
-  /// Compute ops of partition j in the order its worker runs them.
+  /// Compute ops of device d (all its virtual stages, losses included) in the order its worker
+  /// runs them.
+  const std::vector<OpIndex>& deviceOrder(std::int64_t d) const { return deviceOrder_.at(static_cast<std::size_t>(d)); }
+  /// Compute ops of stage j in the order they run (a subsequence of deviceOrder(deviceOf(j))).
   const std::vector<OpIndex>& partitionOrder(std::int64_t j) const { return partitionOrder_.at(static_cast<std::size_t>(j)); }
-  /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch).
+  /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
+  /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;
-  /// Human-readable identity: "forward(2,1)", "copy(2,1->2)", "grad-copy(2,2->1)",
+  /// Human-readable identity: "forward(2,1)", "loss(2)", "copy(2,1->2)", "grad-copy(2,2->1)",
   /// "skip-copy(enc1,2,0->3)", "skip-grad-copy(enc1,2,3->0)". The same text is the span
   /// name in measured and predicted traces.
   std::string label(const Op& op) const;
@@ -128,6 +193,7 @@ class Schedule {
   ScheduleSpec spec_;
   std::vector<std::int64_t> firstLayer_;
   std::vector<Op> ops_;
+  std::vector<std::vector<OpIndex>> deviceOrder_;
   std::vector<std::vector<OpIndex>> partitionOrder_;
 };
 

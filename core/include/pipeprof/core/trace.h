@@ -17,12 +17,12 @@ enum class EventKind { Span, Counter, FlowStart, FlowEnd };
 /// What the event's work was. Runtime ops use the first five; CUPTI records the next four;
 /// the CLI's host spans the last ones.
 enum class Phase {
-  Forward, Recompute, Backward, Copy, SkipCopy,
+  Forward, Recompute, Backward, Copy, SkipCopy, Loss,
   Kernel, Memcpy, Memset, Launch,
   Warmup, Step, Optimizer, Other
 };
 
-/// "forward", "recompute", "backward", "copy", "skip-copy", "kernel", "memcpy", "memset",
+/// "forward", "recompute", "backward", "copy", "skip-copy", "loss", "kernel", "memcpy", "memset",
 /// "launch", "warmup", "step", "optimizer", "other"; parsePhase throws on unknown text.
 std::string phaseName(Phase phase);
 Phase parsePhase(const std::string& text);

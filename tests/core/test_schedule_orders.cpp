@@ -1,0 +1,193 @@
+// Tests for schedule.cpp's device orders: 1F1B and interleaved 1F1B per-device tables, literally.
+#include <pipeprof/core/schedule.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::StrEq;
+using ::testing::ThrowsMessage;
+
+/// One line per device: "F0.1" forward(0,1), "L0" loss(0), "R0.1" recompute(0,1), "B0.1" backward(0,1).
+std::vector<std::string> table(const Schedule& schedule) {
+  std::vector<std::string> lines;
+  for (std::int64_t d = 0; d < schedule.devices(); ++d) {
+    std::string line;
+    for (OpIndex index : schedule.deviceOrder(d)) {
+      const Op& op = schedule.op(index);
+      std::string cell = std::to_string(op.i) + "." + std::to_string(op.j);
+      switch (op.kind) {
+        case OpKind::Forward: cell = "F" + cell; break;
+        case OpKind::Recompute: cell = "R" + cell; break;
+        case OpKind::Backward: cell = "B" + cell; break;
+        case OpKind::Loss: cell = "L" + std::to_string(op.i); break;
+        default: cell = schedule.label(op); break;
+      }
+      line += (line.empty() ? "" : " ") + cell;
+    }
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v,
+               Checkpoint checkpoint = Checkpoint::Never, bool training = true) {
+  ScheduleSpec spec;
+  spec.kind = kind;
+  spec.stagesPerDevice = v;
+  spec.balance.assign(static_cast<std::size_t>(p * v), 1);
+  spec.chunks = m;
+  spec.checkpoint = checkpoint;
+  spec.training = training;
+  return Schedule::build(spec);
+}
+
+TEST(OneFOneB, TwoDevicesFourMicroBatches) {
+  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 2, 4, 1)),
+              ElementsAre("F0.0 F1.0 B0.0 F2.0 B1.0 F3.0 B2.0 B3.0",
+                          "F0.1 L0 B0.1 F1.1 L1 B1.1 F2.1 L2 B2.1 F3.1 L3 B3.1"));
+}
+
+TEST(OneFOneB, FourDevicesEightMicroBatches) {
+  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 4, 8, 1)),
+              ElementsAre("F0.0 F1.0 F2.0 F3.0 B0.0 F4.0 B1.0 F5.0 B2.0 F6.0 B3.0 F7.0 B4.0 B5.0 B6.0 B7.0",
+                          "F0.1 F1.1 F2.1 B0.1 F3.1 B1.1 F4.1 B2.1 F5.1 B3.1 F6.1 B4.1 F7.1 B5.1 B6.1 B7.1",
+                          "F0.2 F1.2 B0.2 F2.2 B1.2 F3.2 B2.2 F4.2 B3.2 F5.2 B4.2 F6.2 B5.2 F7.2 B6.2 B7.2",
+                          "F0.3 L0 B0.3 F1.3 L1 B1.3 F2.3 L2 B2.3 F3.3 L3 B3.3 F4.3 L4 B4.3 F5.3 L5 B5.3 "
+                          "F6.3 L6 B6.3 F7.3 L7 B7.3"));
+}
+
+TEST(OneFOneB, ThreeDevicesThreeMicroBatches) {
+  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 3, 3, 1)),
+              ElementsAre("F0.0 F1.0 F2.0 B0.0 B1.0 B2.0",
+                          "F0.1 F1.1 B0.1 F2.1 B1.1 B2.1",
+                          "F0.2 L0 B0.2 F1.2 L1 B1.2 F2.2 L2 B2.2"));
+}
+
+TEST(OneFOneB, FewerMicroBatchesThanDevicesWarmUpOnAll) {
+  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 4, 2, 1)),
+              ElementsAre("F0.0 F1.0 B0.0 B1.0",
+                          "F0.1 F1.1 B0.1 B1.1",
+                          "F0.2 F1.2 B0.2 B1.2",
+                          "F0.3 L0 B0.3 F1.3 L1 B1.3"));
+}
+
+TEST(OneFOneB, RecomputesRightBeforeTheirBackward) {
+  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 2, 3, 1, Checkpoint::ExceptLast)),
+              ElementsAre("F0.0 F1.0 R0.0 B0.0 F2.0 R1.0 B1.0 B2.0",
+                          "F0.1 L0 R0.1 B0.1 F1.1 L1 R1.1 B1.1 F2.1 L2 B2.1"));
+}
+
+TEST(OneFOneB, ForwardOnlyRunsTheForwardsInOrder) {
+  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 2, 3, 1, Checkpoint::Always, false)),
+              ElementsAre("F0.0 F1.0 F2.0", "F0.1 F1.1 F2.1"));
+}
+
+TEST(Interleaved, TwoDevicesFourMicroBatchesTwoStagesEach) {
+  EXPECT_THAT(table(build(ScheduleKind::Interleaved, 2, 4, 2)),
+              ElementsAre("F0.0 F1.0 F0.2 F1.2 F2.0 B0.2 F3.0 B1.2 F2.2 B0.0 F3.2 B1.0 B2.2 B3.2 B2.0 B3.0",
+                          "F0.1 F1.1 F0.3 L0 B0.3 F1.3 L1 B1.3 F2.1 B0.1 F3.1 B1.1 F2.3 L2 B2.3 F3.3 L3 B3.3 "
+                          "B2.1 B3.1"));
+}
+
+TEST(Interleaved, FourDevicesEightMicroBatchesTwoStagesEach) {
+  EXPECT_THAT(
+      table(build(ScheduleKind::Interleaved, 4, 8, 2)),
+      ElementsAre("F0.0 F1.0 F2.0 F3.0 F0.4 F1.4 F2.4 F3.4 F4.0 F5.0 F6.0 B0.4 F7.0 B1.4 F4.4 B2.4 F5.4 B3.4 F6.4 "
+                  "B0.0 F7.4 B1.0 B2.0 B3.0 B4.4 B5.4 B6.4 B7.4 B4.0 B5.0 B6.0 B7.0",
+                  "F0.1 F1.1 F2.1 F3.1 F0.5 F1.5 F2.5 F3.5 F4.1 B0.5 F5.1 B1.5 F6.1 B2.5 F7.1 B3.5 F4.5 B0.1 F5.5 "
+                  "B1.1 F6.5 B2.1 F7.5 B3.1 B4.5 B5.5 B6.5 B7.5 B4.1 B5.1 B6.1 B7.1",
+                  "F0.2 F1.2 F2.2 F3.2 F0.6 F1.6 F2.6 B0.6 F3.6 B1.6 F4.2 B2.6 F5.2 B3.6 F6.2 B0.2 F7.2 B1.2 F4.6 "
+                  "B2.2 F5.6 B3.2 F6.6 B4.6 F7.6 B5.6 B6.6 B7.6 B4.2 B5.2 B6.2 B7.2",
+                  "F0.3 F1.3 F2.3 F3.3 F0.7 L0 B0.7 F1.7 L1 B1.7 F2.7 L2 B2.7 F3.7 L3 B3.7 F4.3 B0.3 F5.3 B1.3 "
+                  "F6.3 B2.3 F7.3 B3.3 F4.7 L4 B4.7 F5.7 L5 B5.7 F6.7 L6 B6.7 F7.7 L7 B7.7 B4.3 B5.3 B6.3 B7.3"));
+}
+
+TEST(Interleaved, AsManyMicroBatchesAsDevicesWarmsUpDeviceZeroFully) {
+  EXPECT_THAT(table(build(ScheduleKind::Interleaved, 2, 2, 2)),
+              ElementsAre("F0.0 F1.0 F0.2 F1.2 B0.2 B1.2 B0.0 B1.0",
+                          "F0.1 F1.1 F0.3 L0 B0.3 F1.3 L1 B1.3 B0.1 B1.1"));
+}
+
+TEST(Interleaved, OneDeviceRunsItsStagesInTurn) {
+  EXPECT_THAT(table(build(ScheduleKind::Interleaved, 1, 2, 2)),
+              ElementsAre("F0.0 F0.1 L0 B0.1 F1.0 B0.0 F1.1 L1 B1.1 B1.0"));
+}
+
+TEST(Interleaved, StagesLoopOverTheDevices) {
+  Schedule schedule = build(ScheduleKind::Interleaved, 2, 4, 3);
+  EXPECT_EQ(schedule.partitions(), 6);
+  EXPECT_EQ(schedule.devices(), 2);
+  EXPECT_EQ(schedule.stagesPerDevice(), 3);
+  EXPECT_EQ(schedule.deviceOf(0), 0);
+  EXPECT_EQ(schedule.deviceOf(3), 1);
+  EXPECT_EQ(schedule.deviceOf(4), 0);
+  // A copy between consecutive stages always crosses devices; each device runs 4 * 3 forwards
+  // and as many backwards, and the last device the 4 losses.
+  for (const Op& op : schedule.ops()) {
+    if (op.kind == OpKind::Copy) {
+      EXPECT_NE(schedule.deviceOf(op.j), schedule.deviceOf(op.toJ));
+    }
+  }
+  EXPECT_EQ(schedule.deviceOrder(0).size(), 24u);
+  EXPECT_EQ(schedule.deviceOrder(1).size(), 28u);
+}
+
+TEST(DeviceSteps, GPipeIsForwardsThenBackwardsInReverse) {
+  EXPECT_EQ(deviceSteps(ScheduleKind::GPipe, 2, 2, 1),
+            (std::vector<std::vector<OrderStep>>{{{false, 0, 0}, {false, 1, 0}, {true, 1, 0}, {true, 0, 0}},
+                                                 {{false, 0, 1}, {false, 1, 1}, {true, 1, 1}, {true, 0, 1}}}));
+}
+
+TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
+  for (auto [kind, p, m, v] : std::vector<std::tuple<ScheduleKind, int, int, int>>{
+           {ScheduleKind::GPipe, 3, 5, 1}, {ScheduleKind::OneFOneB, 3, 5, 1}, {ScheduleKind::OneFOneB, 5, 2, 1},
+           {ScheduleKind::Interleaved, 3, 6, 2}, {ScheduleKind::Interleaved, 2, 6, 4}}) {
+    const auto devices = deviceSteps(kind, p * v, m, v);
+    ASSERT_EQ(devices.size(), static_cast<std::size_t>(p));
+    std::vector<int> seen(static_cast<std::size_t>(2 * m * p * v), 0);
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      for (const OrderStep& step : devices[d]) {
+        EXPECT_EQ(step.j % p, static_cast<std::int64_t>(d));
+        ++seen[static_cast<std::size_t>((step.backward ? m * p * v : 0) + step.i * p * v + step.j)];
+      }
+    }
+    for (int count : seen) EXPECT_EQ(count, 1) << scheduleKindName(kind) << " p " << p << " m " << m << " v " << v;
+    // Every schedule is free of deadlock: building it sorts its ops topologically.
+    ScheduleSpec spec;
+    spec.kind = kind;
+    spec.stagesPerDevice = v;
+    spec.balance.assign(static_cast<std::size_t>(p * v), 1);
+    spec.chunks = m;
+    spec.checkpoint = Checkpoint::ExceptLast;
+    EXPECT_NO_THROW(Schedule::build(spec));
+  }
+}
+
+TEST(ScheduleShape, RejectsWhatItCannotScheduleNamingMPAndV) {
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 8, 6),
+            "interleaved needs chunks a multiple of devices (chunks: 6, devices: 4, stages per device: 2)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 1, 4, 4),
+            "interleaved needs at least 2 stages per device (stages per device: 1)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::OneFOneB, 2, 4, 4),
+            "1f1b runs one stage per device (stages per device: 2); use the interleaved schedule for more");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 5, 4),
+            "the stages must split evenly over the devices: 5 stages is not a multiple of 2 stages per device");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::GPipe, 0, 4, 4), "stages per device must be positive (stages per device: 0)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 8, 8), "");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::OneFOneB, 1, 4, 2), "");
+  EXPECT_THAT([] { build(ScheduleKind::Interleaved, 4, 6, 2); },
+              ThrowsMessage<std::invalid_argument>(StrEq(
+                  "interleaved needs chunks a multiple of devices (chunks: 6, devices: 4, stages per device: 2)")));
+  EXPECT_THROW(deviceSteps(ScheduleKind::OneFOneB, 0, 2, 1), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pipeprof
