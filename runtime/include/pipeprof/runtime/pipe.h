@@ -2,11 +2,13 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -18,11 +20,21 @@ namespace pipeprof {
 class HostTracer;
 
 struct PipeOptions {
-  std::vector<torch::Device> devices;  ///< empty: every CUDA device, or one CPU device when there is none
+  /// One per pipeline device (stage j runs on devices[j mod p]); empty: every CUDA device, or
+  /// one CPU device when there is none.
+  std::vector<torch::Device> devices;
   std::int64_t chunks = 1;
   Checkpoint checkpoint = Checkpoint::ExceptLast;
   bool deferredBatchNorm = false;
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  /// v: stages per device (1 for gpipe and 1f1b, >= 2 for interleaved); the balance has
+  /// p * v stages.
+  std::int64_t stagesPerDevice = 1;
 };
+
+/// The loss of one micro-batch: the last stage's output and the target rows of that
+/// micro-batch -> a scalar, mean-reduced over the micro-batch's samples.
+using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
 
 class PipeImpl;
 
@@ -67,6 +79,14 @@ class Pipe {
 
   torch::Tensor forward(const torch::Tensor& input);
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
+
+  /// One training step under the Pipe's schedule: splits input and target into the same
+  /// micro-batches, computes each micro-batch's loss on the last stage as soon as its forward
+  /// ends, and runs the backwards in schedule order. Accumulates every parameter's gradient
+  /// exactly as lossFn(module(input), target).backward() would for a mean-reduced loss
+  /// (micro-batch i's loss is weighted by its share of the samples). Returns the mini-batch
+  /// loss (detached). Throws PipeError when an op fails, std::invalid_argument for bad inputs.
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn);
 
   const std::vector<std::int64_t>& balance() const;
   const std::vector<torch::Device>& devices() const;

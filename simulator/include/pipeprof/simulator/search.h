@@ -24,7 +24,13 @@ enum class BalanceEnumeration {
 
 struct SearchSpace {
   std::int64_t batch = 1;
-  std::int64_t partitions = 1;  ///< n; partition j on cluster device j
+  /// p: pipeline devices, device d on cluster device d. A candidate with v stages per device
+  /// has p * v stages, stage j on device j mod p.
+  std::int64_t partitions = 1;
+  /// Schedule families to try: gpipe and 1f1b with one stage per device, interleaved with
+  /// every v >= 2 of stagesPerDevice.
+  std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
+  std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
