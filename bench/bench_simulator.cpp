@@ -1,8 +1,9 @@
-// Simulator and search speed: the 80,910-candidate search target and how time grows with layers, devices, chunks.
+// Simulator and search speed: the 80,910-candidate search target, the search over every schedule, and how time grows.
 //
 // Run: build-sim/bench/bench_simulator --benchmark_counters_tabular=true
-// Target (docs/performance.md): 32 layers on 4 devices, all 4,495 balances x chunks
-// {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core.
+// Target (docs/performance.md): 32 layers on 4 devices, GPipe, all 4,495 balances x chunks
+// {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core. The search over
+// every schedule (gpipe, 1f1b, interleaved v2; chunks 1..32) is measured beside it.
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
@@ -48,28 +49,57 @@ pipeprof::Cluster benchCluster(std::int64_t devices) {
   return pipeprof::Cluster::uniform(devices, Bytes{16} << 30, 25e9, 5'000, "gpu");
 }
 
-/// The speed target: an exhaustive search of 80,910 candidates.
-void BM_SearchAllBalances32Layers4Devices(benchmark::State& state) {
+/// Runs the search once per iteration and reports candidates (decided per search), simulated
+/// (candidates simulated, i.e. not rejected for their shape) and rates.
+void runSearch(benchmark::State& state, const pipeprof::SearchSpace& space) {
   const pipeprof::Profile profile = benchProfile(32);
   const pipeprof::Cluster cluster = benchCluster(4);
-  pipeprof::SearchSpace space;
-  space.batch = 32;
-  space.partitions = 4;
-  space.chunks = {1, 2, 4, 8, 16, 32};
-  space.enumeration = pipeprof::BalanceEnumeration::All;
   std::int64_t candidates = 0;
+  std::int64_t shapeRejected = 0;
   std::int64_t events = 0;
   for (auto _ : state) {
     const pipeprof::SearchResult result = pipeprof::search(profile, cluster, space);
     candidates += result.evaluated;
     events += result.simulatedEvents;
+    for (const pipeprof::RankedCandidate& rejected : result.rejected) {
+      if (rejected.prediction.peakBytes.empty()) ++shapeRejected;
+    }
     benchmark::DoNotOptimize(result.ranked.data());
   }
-  state.counters["candidates"] = benchmark::Counter(static_cast<double>(candidates) / static_cast<double>(state.iterations()));
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["candidates"] = benchmark::Counter(static_cast<double>(candidates) / iterations);
+  state.counters["simulated"] = benchmark::Counter(static_cast<double>(candidates - shapeRejected) / iterations);
   state.counters["candidates/s"] = benchmark::Counter(static_cast<double>(candidates), benchmark::Counter::kIsRate);
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
+
+/// The speed target: an exhaustive GPipe search of 80,910 candidates.
+void BM_SearchAllBalances32Layers4Devices(benchmark::State& state) {
+  pipeprof::SearchSpace space;
+  space.batch = 32;
+  space.partitions = 4;
+  space.schedules = {pipeprof::ScheduleKind::GPipe};
+  space.chunks = {1, 2, 4, 8, 16, 32};
+  space.enumeration = pipeprof::BalanceEnumeration::All;
+  runSearch(state, space);
+}
 BENCHMARK(BM_SearchAllBalances32Layers4Devices)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+/// Every schedule: gpipe and 1f1b over all 4,495 balances of 4 stages, interleaved v2 over the
+/// Auto neighbourhood of 8 stages (C(31,7) is too many), chunks 1..32, 3 modes.
+void BM_SearchEverySchedule32Layers4Devices(benchmark::State& state) {
+  pipeprof::SearchSpace space;
+  space.batch = 32;
+  space.partitions = 4;
+  space.schedules = {pipeprof::ScheduleKind::GPipe, pipeprof::ScheduleKind::OneFOneB,
+                     pipeprof::ScheduleKind::Interleaved};
+  space.stagesPerDevice = {1, 2};
+  space.chunks.clear();
+  for (std::int64_t chunks = 1; chunks <= 32; ++chunks) space.chunks.push_back(chunks);
+  space.enumeration = pipeprof::BalanceEnumeration::Auto;
+  runSearch(state, space);
+}
+BENCHMARK(BM_SearchEverySchedule32Layers4Devices)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 /// One candidate with warm caches (what each search step costs): args layers, devices, chunks.
 void BM_SimulateCandidate(benchmark::State& state) {

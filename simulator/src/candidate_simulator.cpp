@@ -44,9 +44,18 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
     throw std::invalid_argument("batch must be positive, got " + std::to_string(candidate.batch));
   }
   const auto n = static_cast<std::int64_t>(candidate.balance.size());
-  if (!candidate.devices.empty() && static_cast<std::int64_t>(candidate.devices.size()) != n) {
+  if (candidate.stagesPerDevice < 1) {
+    throw std::invalid_argument("stages per device must be positive, got " + std::to_string(candidate.stagesPerDevice));
+  }
+  const std::string shape = scheduleShapeError(candidate.schedule, candidate.stagesPerDevice, n,
+                                               microBatching(candidate.batch, candidate.chunks).count);
+  if (!shape.empty()) throw std::invalid_argument(shape);
+  const std::int64_t p = candidate.pipelineDevices();
+  if (!candidate.devices.empty() && static_cast<std::int64_t>(candidate.devices.size()) != p) {
     throw std::invalid_argument("candidate places " + std::to_string(candidate.devices.size()) +
-                                " partitions on devices but its balance has " + std::to_string(n));
+                                " pipeline devices on cluster devices but it has " + std::to_string(p) + " (" +
+                                std::to_string(n) + " stages / " + std::to_string(candidate.stagesPerDevice) +
+                                " per device); give one cluster device per pipeline device");
   }
   for (std::int64_t j = 0; j < n; ++j) {
     const std::int64_t device = candidate.deviceOf(j);
@@ -81,6 +90,7 @@ ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candida
   spec.training = training;
   spec.skips = profile.skipRoutes();
   spec.kind = candidate.schedule;
+  spec.stagesPerDevice = candidate.stagesPerDevice;
   return spec;
 }
 
@@ -97,6 +107,8 @@ CandidateSimulator::CandidateSimulator(const Profile& profile, const Cluster& cl
 }
 
 const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candidate, std::int64_t count, bool training) {
+  scratchKey_.kind = candidate.schedule;
+  scratchKey_.stagesPerDevice = candidate.stagesPerDevice;
   scratchKey_.partitions = static_cast<std::int64_t>(candidate.balance.size());
   scratchKey_.chunks = count;
   scratchKey_.mode = candidate.checkpoint;
@@ -130,7 +142,9 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   const auto deviceCount = static_cast<std::int32_t>(cluster_.deviceCount());
   engine_.run(compiled, resolved_, deviceCount, recordTrace);
 
+  // busyNs, peakBytes and peakOp are per pipeline device (lane): a device's stages together.
   Prediction& p = out.prediction;
+  const auto lanes = static_cast<std::size_t>(compiled.lanes);
   p.iterationNs = engine_.iterationNs();
   const double seconds = static_cast<double>(p.iterationNs) * 1e-9;
   p.samplesPerS = seconds > 0.0 ? static_cast<double>(candidate.batch) / seconds : 0.0;
@@ -139,21 +153,24 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   for (TimeNs busy : p.busyNs) {
     idle += p.iterationNs > 0 ? 1.0 - static_cast<double>(busy) / static_cast<double>(p.iterationNs) : 0.0;
   }
-  p.bubbleFraction = idle / static_cast<double>(n);
-  p.peakBytes.resize(n);
-  p.peakOp.resize(n);
+  p.bubbleFraction = idle / static_cast<double>(lanes);
+  p.peakBytes.assign(lanes, 0);
+  p.peakOp.resize(lanes);
+  for (std::size_t j = 0; j < n; ++j) {
+    p.peakBytes[static_cast<std::size_t>(compiled.partitionLane[j])] += resolved_.staticBytes[j];
+  }
   devicePeakBytes_.assign(static_cast<std::size_t>(deviceCount), 0);
   const MemoryTimeline& memory = engine_.memory();
-  for (std::size_t j = 0; j < n; ++j) {
-    const auto jj = static_cast<std::int32_t>(j);
-    p.peakBytes[j] = resolved_.staticBytes[j] + memory.peakDynamic(jj);
-    const std::int64_t op = memory.peakOp(jj);
+  for (std::size_t d = 0; d < lanes; ++d) {
+    const auto dd = static_cast<std::int32_t>(d);
+    p.peakBytes[d] += memory.peakDynamic(dd);
+    const std::int64_t op = memory.peakOp(dd);
     if (op >= 0) {
-      p.peakOp[j] = compiled.labels[static_cast<std::size_t>(op)];
+      p.peakOp[d] = compiled.labels[static_cast<std::size_t>(op)];
     } else {
-      p.peakOp[j].clear();
+      p.peakOp[d].clear();
     }
-    devicePeakBytes_[static_cast<std::size_t>(resolved_.partitionDevice[j])] += p.peakBytes[j];
+    devicePeakBytes_[static_cast<std::size_t>(resolved_.partitionDevice[d])] += p.peakBytes[d];
   }
   p.fits = true;
   p.overflowDevices.clear();

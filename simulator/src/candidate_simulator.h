@@ -32,19 +32,22 @@ class CandidateSimulator {
   /// Simulates a validated candidate into `out` (its vectors are reused).
   void simulate(const Candidate& candidate, bool training, bool recordTrace, SimulationResult& out);
 
-  /// Per cluster device: the sum of the peaks of the partitions placed on it (last run).
+  /// Per cluster device: the sum of the peaks of the pipeline devices placed on it (last run).
   const std::vector<Bytes>& devicePeakBytes() const { return devicePeakBytes_; }
 
  private:
   struct Key {
+    ScheduleKind kind;
+    std::int64_t stagesPerDevice;
     std::int64_t partitions;
     std::int64_t chunks;
     Checkpoint mode;
     bool training;
     std::vector<std::int32_t> skipPartitions;  ///< stash, pop of every skip route
     bool operator<(const Key& other) const {
-      return std::tie(partitions, chunks, mode, training, skipPartitions) <
-             std::tie(other.partitions, other.chunks, other.mode, other.training, other.skipPartitions);
+      return std::tie(kind, stagesPerDevice, partitions, chunks, mode, training, skipPartitions) <
+             std::tie(other.kind, other.stagesPerDevice, other.partitions, other.chunks, other.mode, other.training,
+                      other.skipPartitions);
     }
   };
   const CompiledSchedule& compiledFor(const Candidate& candidate, std::int64_t count, bool training);

@@ -175,11 +175,17 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
     out.ops[index].endRelease = append(out.effects, effects[index].endRelease);
   }
 
+  // One lane per pipeline device: its worker runs deviceOrder(d), every virtual stage's ops.
+  const std::int64_t p = schedule.devices();
+  out.lanes = narrow(p);
+  for (std::int64_t j = 0; j < n; ++j) out.partitionLane.push_back(narrow(schedule.deviceOf(j)));
   out.orderStart.push_back(0);
-  for (std::int64_t j = 0; j < n; ++j) {
-    const std::vector<OpIndex>& order = schedule.partitionOrder(j);
+  for (std::int64_t d = 0; d < p; ++d) {
+    const std::vector<OpIndex>& order = schedule.deviceOrder(d);
     for (std::size_t position = 0; position < order.size(); ++position) {
-      out.ops[order[position]].orderPosition = static_cast<std::uint32_t>(position);
+      CompiledOp& c = out.ops[order[position]];
+      c.lane = narrow(d);
+      c.orderPosition = static_cast<std::uint32_t>(position);
       out.orderOps.push_back(static_cast<std::uint32_t>(order[position]));
     }
     out.orderStart.push_back(static_cast<std::uint32_t>(out.orderOps.size()));

@@ -60,7 +60,8 @@ struct CompiledOp {
   std::int32_t toJ = 0;
   std::int32_t durationSlot = 0;  ///< absolute duration slot (size class already applied)
   std::uint32_t dependencyCount = 0;
-  std::uint32_t orderPosition = 0;  ///< compute ops: position in partitionOrder(j)
+  std::int32_t lane = 0;            ///< compute ops: the pipeline device d = j mod p whose worker runs it
+  std::uint32_t orderPosition = 0;  ///< compute ops: position in deviceOrder(lane)
   Range successors;
   Range startAlloc;   ///< at op start: allocations (copy buffers)
   Range transient;    ///< allocated at op start, released first at op end (a compute op's transient peak)
@@ -74,15 +75,18 @@ struct CompiledOp {
 };
 
 /// The structure of one schedule, independent of the balance's layer counts (it depends on
-/// n, the micro-batch count, the checkpoint mode, training, and the partitions of skip routes).
+/// the schedule family, n, v, the micro-batch count, the checkpoint mode, training, and the
+/// partitions of skip routes).
 struct CompiledSchedule {
   SlotLayout layout;
   std::int32_t chunks = 0;  ///< micro-batch count m
+  std::int32_t lanes = 0;   ///< p: pipeline devices, one worker lane each (stage j on lane j mod p)
   std::vector<CompiledOp> ops;
   std::vector<std::uint32_t> successors;
   std::vector<MemoryEffect> effects;
-  std::vector<std::uint32_t> orderOps;       ///< partitionOrder(j) for every j, concatenated
-  std::vector<std::uint32_t> orderStart;     ///< n + 1 offsets into orderOps
+  std::vector<std::uint32_t> orderOps;       ///< deviceOrder(d) for every lane d, concatenated
+  std::vector<std::uint32_t> orderStart;     ///< lanes + 1 offsets into orderOps
+  std::vector<std::int32_t> partitionLane;   ///< per partition j: its lane, j mod p
   std::vector<std::string> labels;           ///< Schedule::label of every op
   std::vector<std::int32_t> skipStashPartition;
   std::vector<std::int32_t> skipPopPartition;

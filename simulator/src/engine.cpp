@@ -13,19 +13,20 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   costs_ = &costs;
   deviceCount_ = deviceCount;
   const std::size_t count = compiled.ops.size();
-  const auto n = static_cast<std::size_t>(compiled.layout.n);
+  const auto lanes = static_cast<std::size_t>(compiled.lanes);
   const auto devices = static_cast<std::size_t>(deviceCount);
 
   events_.clear();
-  memory_.reset(costs.partitionDevice, costs.staticBytes, deviceCount, recordMemorySamples);
+  memory_.reset(compiled.partitionLane, compiled.lanes, costs.partitionDevice, costs.staticBytes, deviceCount,
+                recordMemorySamples);
   remaining_.resize(count);
   startNs_.assign(count, -1);
   endNs_.assign(count, -1);
   resource_.resize(count);
-  nextPosition_.assign(n, 0);
-  eligibleOp_.assign(n, -1);
-  eligibleSinceNs_.assign(n, 0);
-  busyNs_.assign(n, 0);
+  nextPosition_.assign(lanes, 0);
+  eligibleOp_.assign(lanes, -1);
+  eligibleSinceNs_.assign(lanes, 0);
+  busyNs_.assign(lanes, 0);
   deviceBusy_.assign(devices, 0);
   deviceTouched_.assign(devices, 0);
   if (links_.size() < devices * devices) links_.resize(devices * devices);
@@ -40,17 +41,19 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   iterationNs_ = 0;
   eventCount_ = 0;
 
-  // Partitions of each device, in increasing j.
-  devicePartitionStart_.assign(devices + 1, 0);
-  for (std::size_t j = 0; j < n; ++j) ++devicePartitionStart_[static_cast<std::size_t>(costs.partitionDevice[j]) + 1];
-  for (std::size_t d = 0; d < devices; ++d) devicePartitionStart_[d + 1] += devicePartitionStart_[d];
-  devicePartitions_.resize(n);
+  // Lane d runs on stage d's cluster device; the lanes of each device in increasing d.
+  laneDevice_.resize(lanes);
+  for (std::size_t d = 0; d < lanes; ++d) laneDevice_[d] = costs.partitionDevice[d];
+  deviceLaneStart_.assign(devices + 1, 0);
+  for (std::size_t d = 0; d < lanes; ++d) ++deviceLaneStart_[static_cast<std::size_t>(laneDevice_[d]) + 1];
+  for (std::size_t device = 0; device < devices; ++device) deviceLaneStart_[device + 1] += deviceLaneStart_[device];
+  deviceLanes_.resize(lanes);
   {
     std::vector<std::int32_t>& fill = touchedDevices_;  // scratch, cleared below
-    fill.assign(devicePartitionStart_.begin(), devicePartitionStart_.end() - 1);
-    for (std::size_t j = 0; j < n; ++j) {
-      const auto d = static_cast<std::size_t>(costs.partitionDevice[j]);
-      devicePartitions_[static_cast<std::size_t>(fill[d]++)] = static_cast<std::int32_t>(j);
+    fill.assign(deviceLaneStart_.begin(), deviceLaneStart_.end() - 1);
+    for (std::size_t d = 0; d < lanes; ++d) {
+      const auto device = static_cast<std::size_t>(laneDevice_[d]);
+      deviceLanes_[static_cast<std::size_t>(fill[device]++)] = static_cast<std::int32_t>(d);
     }
     fill.clear();
   }
@@ -58,11 +61,11 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   for (std::size_t op = 0; op < count; ++op) {
     const CompiledOp& c = compiled.ops[op];
     remaining_[op] = c.dependencyCount;
-    const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
     if (c.isCompute()) {
-      resource_[op] = from;
-      busyNs_[static_cast<std::size_t>(c.j)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
+      resource_[op] = laneDevice_[static_cast<std::size_t>(c.lane)];
+      busyNs_[static_cast<std::size_t>(c.lane)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
     } else {
+      const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
       const std::int32_t to = costs.partitionDevice[static_cast<std::size_t>(c.toJ)];
       resource_[op] = deviceCount + from * deviceCount + to;
     }
@@ -103,10 +106,10 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
 void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   if (c.isCompute()) {
-    const auto j = static_cast<std::size_t>(c.j);
-    if (c.orderPosition != nextPosition_[j] || eligibleOp_[j] == static_cast<std::int64_t>(op)) return;
-    eligibleOp_[j] = op;
-    eligibleSinceNs_[j] = timeNs;
+    const auto lane = static_cast<std::size_t>(c.lane);
+    if (c.orderPosition != nextPosition_[lane] || eligibleOp_[lane] == static_cast<std::int64_t>(op)) return;
+    eligibleOp_[lane] = op;
+    eligibleSinceNs_[lane] = timeNs;
     touchDevice(resource_[op]);
   } else {
     const std::int32_t link = resource_[op] - deviceCount_;
@@ -131,12 +134,12 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
   if (c.isCompute()) {
-    const auto j = static_cast<std::size_t>(c.j);
+    const auto lane = static_cast<std::size_t>(c.lane);
     deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
     touchDevice(resource_[op]);
-    const std::uint32_t position = ++nextPosition_[j];
-    const std::uint32_t orderIndex = compiled_->orderStart[j] + position;
-    if (orderIndex < compiled_->orderStart[j + 1]) {
+    const std::uint32_t position = ++nextPosition_[lane];
+    const std::uint32_t orderIndex = compiled_->orderStart[lane] + position;
+    if (orderIndex < compiled_->orderStart[lane + 1]) {
       const std::uint32_t next = compiled_->orderOps[orderIndex];
       if (remaining_[next] == 0) makeReady(next, timeNs);
     }
@@ -155,18 +158,18 @@ void Engine::dispatchDevice(std::int32_t device, TimeNs timeNs) {
   const auto d = static_cast<std::size_t>(device);
   if (deviceBusy_[d]) return;
   std::int64_t best = -1;
-  std::size_t bestJ = 0;
-  for (std::int32_t k = devicePartitionStart_[d]; k < devicePartitionStart_[d + 1]; ++k) {
-    const auto j = static_cast<std::size_t>(devicePartitions_[static_cast<std::size_t>(k)]);
-    if (eligibleOp_[j] < 0) continue;
-    // Partitions are visited in increasing j, so on equal ready times the lower j wins.
-    if (best < 0 || eligibleSinceNs_[j] < eligibleSinceNs_[bestJ]) {
-      best = eligibleOp_[j];
-      bestJ = j;
+  std::size_t bestLane = 0;
+  for (std::int32_t k = deviceLaneStart_[d]; k < deviceLaneStart_[d + 1]; ++k) {
+    const auto lane = static_cast<std::size_t>(deviceLanes_[static_cast<std::size_t>(k)]);
+    if (eligibleOp_[lane] < 0) continue;
+    // Lanes are visited in increasing d, so on equal ready times the lower lane wins.
+    if (best < 0 || eligibleSinceNs_[lane] < eligibleSinceNs_[bestLane]) {
+      best = eligibleOp_[lane];
+      bestLane = lane;
     }
   }
   if (best < 0) return;
-  eligibleOp_[bestJ] = -1;
+  eligibleOp_[bestLane] = -1;
   deviceBusy_[d] = 1;
   start(static_cast<std::uint32_t>(best), timeNs);
 }

@@ -13,12 +13,14 @@
 
 namespace pipeprof::sim {
 
-/// Resources: one compute resource per cluster device (partitions placed on one device
-/// contend for it) and one copy resource per direction of each link. A compute op starts when
-/// its dependencies are done, it is next in its partition's order and its device is free;
-/// among ready ops of one device the one ready first wins, then the lower partition, then the
-/// lower op index. Copies on one link direction run FIFO by ready time, then op index.
-/// All events at one time are processed before any op starts at that time.
+/// Resources: one compute resource per cluster device and one copy resource per direction of
+/// each link. Each pipeline device d is a lane: its worker runs deviceOrder(d) (the compute ops
+/// of all its virtual stages, losses included) on cluster device deviceOf(d); lanes placed on
+/// one cluster device contend for it. A compute op starts when its dependencies are done, it
+/// is next in its lane's order and its device is free; among ready ops of one device the one
+/// ready first wins, then the lower lane, then the lower op index. Copies on one link
+/// direction run FIFO by ready time, then op index. All events at one time are processed
+/// before any op starts at that time.
 ///
 /// An Engine keeps its buffers between runs, so a search reuses one per thread.
 class Engine {
@@ -29,7 +31,7 @@ class Engine {
 
   TimeNs iterationNs() const { return iterationNs_; }
   std::int64_t eventCount() const { return eventCount_; }
-  /// Per partition: the sum of its compute ops' durations.
+  /// Per lane (pipeline device): the sum of its compute ops' durations.
   const std::vector<TimeNs>& busyNs() const { return busyNs_; }
   TimeNs startNs(std::size_t op) const { return startNs_[op]; }
   TimeNs endNs(std::size_t op) const { return endNs_[op]; }
@@ -64,11 +66,12 @@ class Engine {
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
   std::vector<std::int32_t> resource_;  ///< device index, or deviceCount + link index for copies
-  std::vector<std::uint32_t> nextPosition_;  ///< per partition
-  std::vector<std::int64_t> eligibleOp_;     ///< per partition, -1 when none
-  std::vector<TimeNs> eligibleSinceNs_;      ///< per partition
-  std::vector<std::int32_t> devicePartitionStart_;  ///< deviceCount + 1 offsets
-  std::vector<std::int32_t> devicePartitions_;
+  std::vector<std::uint32_t> nextPosition_;  ///< per lane
+  std::vector<std::int64_t> eligibleOp_;     ///< per lane, -1 when none
+  std::vector<TimeNs> eligibleSinceNs_;      ///< per lane
+  std::vector<std::int32_t> laneDevice_;     ///< per lane: its cluster device
+  std::vector<std::int32_t> deviceLaneStart_;  ///< deviceCount + 1 offsets
+  std::vector<std::int32_t> deviceLanes_;
   std::vector<char> deviceBusy_;
   std::vector<LinkQueue> links_;
   std::vector<char> linkBusy_;

@@ -1,4 +1,4 @@
-// Bytes in use per partition over simulated time: running totals, peaks, the op of each peak, device counters.
+// Bytes in use per pipeline device over simulated time: running totals, peaks, the op of each peak, device counters.
 #include "memory_timeline.h"
 
 #include <cstddef>
@@ -7,10 +7,21 @@ namespace pipeprof::sim {
 
 void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
                            std::int32_t deviceCount, bool recordSamples) {
+  identityLanes_.resize(partitionDevice.size());
+  for (std::size_t j = 0; j < identityLanes_.size(); ++j) identityLanes_[j] = static_cast<std::int32_t>(j);
+  reset(identityLanes_, static_cast<std::int32_t>(identityLanes_.size()), partitionDevice, staticBytes, deviceCount,
+        recordSamples);
+}
+
+void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionLane, std::int32_t laneCount,
+                           const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+                           std::int32_t deviceCount, bool recordSamples) {
   const std::size_t n = partitionDevice.size();
-  current_.assign(n, 0);
-  peak_.assign(n, 0);
-  peakOp_.assign(n, -1);
+  const auto lanes = static_cast<std::size_t>(laneCount);
+  current_.assign(lanes, 0);
+  peak_.assign(lanes, 0);
+  peakOp_.assign(lanes, -1);
+  partitionLane_ = &partitionLane;
   partitionDevice_ = &partitionDevice;
   record_ = recordSamples;
   samples_.clear();
@@ -34,10 +45,11 @@ void MemoryTimeline::allocate(const CompiledSchedule& compiled, Range range, con
     const Bytes amount = bytes[effect.slot];
     if (amount == 0) continue;
     const auto j = static_cast<std::size_t>(effect.j);
-    current_[j] += amount;
-    if (current_[j] > peak_[j]) {
-      peak_[j] = current_[j];
-      peakOp_[j] = op;
+    const auto lane = static_cast<std::size_t>((*partitionLane_)[j]);
+    current_[lane] += amount;
+    if (current_[lane] > peak_[lane]) {
+      peak_[lane] = current_[lane];
+      peakOp_[lane] = op;
     }
     if (record_) {
       const auto device = static_cast<std::size_t>((*partitionDevice_)[j]);
@@ -54,7 +66,7 @@ void MemoryTimeline::release(const CompiledSchedule& compiled, Range range, cons
     const Bytes amount = bytes[effect.slot];
     if (amount == 0) continue;
     const auto j = static_cast<std::size_t>(effect.j);
-    current_[j] -= amount;
+    current_[static_cast<std::size_t>((*partitionLane_)[j])] -= amount;
     if (record_) {
       const auto device = static_cast<std::size_t>((*partitionDevice_)[j]);
       deviceBytes_[device] -= amount;

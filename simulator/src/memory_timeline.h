@@ -1,4 +1,4 @@
-// Bytes in use per partition over simulated time: running totals, peaks, the op of each peak, device counters.
+// Bytes in use per pipeline device over simulated time: running totals, peaks, the op of each peak, device counters.
 #pragma once
 
 #include "compiled_schedule.h"
@@ -19,31 +19,41 @@ struct MemorySample {
   Bytes bytes = 0;
 };
 
+/// Memory effects name a partition (stage) j; the timeline sums them per lane, the pipeline
+/// device d = j mod p that holds the stage (one lane per partition when v is 1), and keeps each
+/// lane's running total and peak.
 class MemoryTimeline {
  public:
-  /// Starts a run: partition j lives on partitionDevice[j]; staticBytes are live throughout.
+  /// Starts a run: partition j counts on lane partitionLane[j] (< laneCount) and lives on cluster
+  /// device partitionDevice[j]; staticBytes (per partition) are live throughout.
+  void reset(const std::vector<std::int32_t>& partitionLane, std::int32_t laneCount,
+             const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+             std::int32_t deviceCount, bool recordSamples);
+  /// The same with one lane per partition.
   void reset(const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
              std::int32_t deviceCount, bool recordSamples);
 
   /// Applies allocations (+bytes) of effects [range) for `op` at timeNs; a new maximum of a
-  /// partition's dynamic bytes records `op` as its peak op.
+  /// lane's dynamic bytes records `op` as its peak op.
   void allocate(const CompiledSchedule& compiled, Range range, const Bytes* bytes, std::uint32_t op, TimeNs timeNs);
   /// Applies releases (-bytes) of effects [range) at timeNs.
   void release(const CompiledSchedule& compiled, Range range, const Bytes* bytes, TimeNs timeNs);
 
-  /// Largest dynamic bytes of partition j (static not included).
-  Bytes peakDynamic(std::int32_t j) const { return peak_[static_cast<std::size_t>(j)]; }
-  /// The op at which partition j's peak was first reached, or -1 when it never rose above 0.
-  std::int64_t peakOp(std::int32_t j) const { return peakOp_[static_cast<std::size_t>(j)]; }
-  Bytes currentDynamic(std::int32_t j) const { return current_[static_cast<std::size_t>(j)]; }
+  /// Largest dynamic bytes of lane d (static not included): the sum over its partitions.
+  Bytes peakDynamic(std::int32_t d) const { return peak_[static_cast<std::size_t>(d)]; }
+  /// The op at which lane d's peak was first reached, or -1 when it never rose above 0.
+  std::int64_t peakOp(std::int32_t d) const { return peakOp_[static_cast<std::size_t>(d)]; }
+  Bytes currentDynamic(std::int32_t d) const { return current_[static_cast<std::size_t>(d)]; }
   const std::vector<MemorySample>& samples() const { return samples_; }
 
  private:
   void sample(TimeNs timeNs);
 
-  std::vector<Bytes> current_;
-  std::vector<Bytes> peak_;
+  std::vector<Bytes> current_;  ///< per lane
+  std::vector<Bytes> peak_;     ///< per lane
   std::vector<std::int64_t> peakOp_;
+  std::vector<std::int32_t> identityLanes_;
+  const std::vector<std::int32_t>* partitionLane_ = nullptr;
   const std::vector<std::int32_t>* partitionDevice_ = nullptr;
   bool record_ = false;
   std::vector<Bytes> deviceBytes_;

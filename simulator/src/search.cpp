@@ -1,4 +1,4 @@
-// search(): enumerate balances x chunks x checkpoint modes, simulate each, rank those that fit.
+// search(): enumerate schedules x v x balances x chunks x checkpoint modes, simulate each, rank those that fit.
 #include <pipeprof/simulator/search.h>
 
 #include "balance.h"
@@ -16,6 +16,40 @@
 namespace pipeprof {
 namespace {
 
+/// A schedule family with its stages per device: the outer loops of the search.
+struct ScheduleShape {
+  ScheduleKind kind = ScheduleKind::GPipe;
+  std::int64_t v = 1;
+};
+
+std::string joined(const std::vector<std::int64_t>& values) {
+  std::string text;
+  for (std::size_t k = 0; k < values.size(); ++k) text += (k > 0 ? "," : "") + std::to_string(values[k]);
+  return text;
+}
+
+/// gpipe and 1f1b with v = 1, interleaved with every v >= 2 of the space, in the tie order
+/// (gpipe < 1f1b < interleaved, then increasing v).
+std::vector<ScheduleShape> scheduleShapes(const SearchSpace& space) {
+  std::vector<ScheduleKind> kinds = space.schedules;
+  std::sort(kinds.begin(), kinds.end());
+  kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+  std::vector<std::int64_t> vs = space.stagesPerDevice;
+  std::sort(vs.begin(), vs.end());
+  vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
+  std::vector<ScheduleShape> shapes;
+  for (ScheduleKind kind : kinds) {
+    if (kind != ScheduleKind::Interleaved) {
+      shapes.push_back({kind, 1});
+      continue;
+    }
+    for (std::int64_t v : vs) {
+      if (v >= 2) shapes.push_back({kind, v});
+    }
+  }
+  return shapes;
+}
+
 void validateSpace(const Profile& profile, const Cluster& cluster, const SearchSpace& space) {
   if (space.batch < 1) throw std::invalid_argument("search: batch must be positive, got " + std::to_string(space.batch));
   if (space.partitions < 1) {
@@ -30,13 +64,33 @@ void validateSpace(const Profile& profile, const Cluster& cluster, const SearchS
                                 std::to_string(space.partitions) + " devices (partition j on device j); the cluster has " +
                                 std::to_string(cluster.deviceCount()));
   }
+  if (space.schedules.empty()) {
+    throw std::invalid_argument("search: no schedules to try; give at least one of gpipe, 1f1b, interleaved");
+  }
+  for (std::int64_t v : space.stagesPerDevice) {
+    if (v < 1) {
+      throw std::invalid_argument("search: stages per device must be positive, got " + std::to_string(v) +
+                                  " (stages per device: " + joined(space.stagesPerDevice) + ")");
+    }
+  }
   if (space.chunks.empty()) throw std::invalid_argument("search: no chunk counts to try; give at least one");
   for (std::int64_t chunks : space.chunks) {
     if (chunks < 1) throw std::invalid_argument("search: chunks must be positive, got " + std::to_string(chunks));
   }
   if (space.modes.empty()) throw std::invalid_argument("search: no checkpoint modes to try; give at least one");
-  if (space.enumeration == BalanceEnumeration::Given && space.balances.empty()) {
-    throw std::invalid_argument("search: enumeration Given needs at least one balance");
+  if (space.enumeration == BalanceEnumeration::Given) {
+    if (space.balances.empty()) throw std::invalid_argument("search: enumeration Given needs at least one balance");
+    // Every given balance must have p * v stages for a v the space tries.
+    std::vector<std::int64_t> stageCounts;
+    for (const ScheduleShape& shape : scheduleShapes(space)) stageCounts.push_back(space.partitions * shape.v);
+    for (const auto& balance : space.balances) {
+      const auto n = static_cast<std::int64_t>(balance.size());
+      if (std::find(stageCounts.begin(), stageCounts.end(), n) == stageCounts.end()) {
+        throw std::invalid_argument("search: balance " + formatBalance(balance) + " has " + std::to_string(n) +
+                                    " partitions but the space asks for " + joined(stageCounts) + " (" +
+                                    std::to_string(space.partitions) + " devices x the stages per device tried)");
+      }
+    }
   }
 }
 
@@ -49,8 +103,9 @@ std::vector<T> sortedUnique(std::vector<T> values) {
 
 bool rankedBefore(const RankedCandidate& a, const RankedCandidate& b) {
   if (a.prediction.samplesPerS != b.prediction.samplesPerS) return a.prediction.samplesPerS > b.prediction.samplesPerS;
-  return std::tie(a.candidate.chunks, a.candidate.checkpoint, a.candidate.balance) <
-         std::tie(b.candidate.chunks, b.candidate.checkpoint, b.candidate.balance);
+  return std::tie(a.candidate.chunks, a.candidate.checkpoint, a.candidate.schedule, a.candidate.stagesPerDevice,
+                  a.candidate.balance) < std::tie(b.candidate.chunks, b.candidate.checkpoint, b.candidate.schedule,
+                                                  b.candidate.stagesPerDevice, b.candidate.balance);
 }
 
 }  // namespace
@@ -78,24 +133,33 @@ std::string rejectionReason(const Cluster& cluster, const std::vector<Bytes>& de
 }
 
 std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,
-                                                         const SearchSpace& space) {
+                                                         const SearchSpace& space, std::int64_t stagesPerDevice) {
   validateSpace(profile, cluster, space);
+  if (stagesPerDevice < 1) {
+    throw std::invalid_argument("search: stages per device must be positive, got " + std::to_string(stagesPerDevice));
+  }
   const std::int64_t layers = profile.layerCount();
-  const std::int64_t n = space.partitions;
+  const std::int64_t p = space.partitions;
+  const std::int64_t n = p * stagesPerDevice;
+  if (n > layers) {
+    throw std::invalid_argument("search: " + std::to_string(n) + " stages (" + std::to_string(p) + " devices x " +
+                                std::to_string(stagesPerDevice) + " stages per device) need at least as many layers; the profile has " +
+                                std::to_string(layers));
+  }
   std::vector<sim::Balance> balances;
   switch (space.enumeration) {
     case BalanceEnumeration::Given:
-      balances = space.balances;
-      for (const auto& balance : balances) {
-        if (static_cast<std::int64_t>(balance.size()) != n) {
-          throw std::invalid_argument("search: balance " + formatBalance(balance) + " has " +
-                                      std::to_string(balance.size()) + " partitions but the space asks for " +
-                                      std::to_string(n));
-        }
+      for (const auto& balance : space.balances) {
+        if (static_cast<std::int64_t>(balance.size()) != n) continue;  // for another v
+        // The balance alone is checked: a shape every v can schedule (p micro-batches).
         Candidate probe;
         probe.balance = balance;
-        probe.batch = space.batch;
+        probe.schedule = stagesPerDevice > 1 ? ScheduleKind::Interleaved : ScheduleKind::GPipe;
+        probe.stagesPerDevice = stagesPerDevice;
+        probe.batch = p;
+        probe.chunks = p;
         sim::validateCandidate(profile, cluster, probe);
+        balances.push_back(balance);
       }
       break;
     case BalanceEnumeration::All:
@@ -106,8 +170,9 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
         balances = sim::allCompositions(layers, n);
         break;
       }
+      // Stage j runs on pipeline device j mod p, cluster device j mod p.
       std::vector<double> speeds;
-      for (std::int64_t j = 0; j < n; ++j) speeds.push_back(cluster.devices[static_cast<std::size_t>(j)].relativeSpeed);
+      for (std::int64_t j = 0; j < n; ++j) speeds.push_back(cluster.devices[static_cast<std::size_t>(j % p)].relativeSpeed);
       std::vector<std::int64_t> sizes;
       for (std::int64_t chunks : space.chunks) sizes.push_back(microBatching(space.batch, chunks).chunkSize);
       for (std::int64_t size : sortedUnique(sizes)) {
@@ -126,14 +191,29 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
 
 SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
                     const SearchProgress& progress) {
-  const std::vector<sim::Balance> balances = enumerateBalances(profile, cluster, space);
+  validateSpace(profile, cluster, space);
+  const std::int64_t layers = profile.layerCount();
+  const std::int64_t p = space.partitions;
+  const std::vector<ScheduleShape> shapes = scheduleShapes(space);
   const std::vector<std::int64_t> chunkList = sortedUnique(space.chunks);
   const std::vector<Checkpoint> modes = sortedUnique(space.modes);
-  const auto total = static_cast<std::int64_t>(balances.size() * chunkList.size() * modes.size());
+
+  // Balances per shape (v); a shape with more stages than layers is one rejection.
+  std::vector<std::vector<sim::Balance>> balances(shapes.size());
+  std::int64_t total = 0;
+  for (std::size_t s = 0; s < shapes.size(); ++s) {
+    if (p * shapes[s].v > layers) {
+      ++total;
+      continue;
+    }
+    balances[s] = enumerateBalances(profile, cluster, space, shapes[s].v);
+    total += static_cast<std::int64_t>(balances[s].size() * chunkList.size() * modes.size());
+  }
 
   // Profile-level checks (skip layers, cost samples) once; every enumerated balance is valid.
   Candidate probe;
-  probe.balance = balances.front();
+  probe.balance.assign(static_cast<std::size_t>(p), 1);
+  probe.balance.front() += layers - p;
   probe.batch = space.batch;
   sim::validateCandidate(profile, cluster, probe);
 
@@ -148,33 +228,67 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
     result.cancelled = true;
     return result;
   }
-  for (std::int64_t chunks : chunkList) {
-    for (Checkpoint mode : modes) {
-      for (const sim::Balance& balance : balances) {
-        candidate.balance = balance;
-        candidate.chunks = chunks;
-        candidate.checkpoint = mode;
-        simulator.simulate(candidate, true, false, simulated);
-        RankedCandidate ranked;
-        ranked.candidate = candidate;
-        ranked.prediction = simulated.prediction;
-        ++result.evaluated;
-        result.simulatedEvents += simulated.eventCount;
-        if (ranked.prediction.fits) {
-          result.ranked.push_back(std::move(ranked));
-        } else {
-          ranked.rejection = rejectionReason(cluster, simulator.devicePeakBytes());
-          result.rejected.push_back(std::move(ranked));
+  // Counts one decided candidate; false when the caller cancelled.
+  auto advance = [&]() {
+    ++result.evaluated;
+    if (progress && (result.evaluated % kProgressEvery == 0 || result.evaluated == total) &&
+        !progress(result.evaluated, total)) {
+      result.cancelled = true;
+    }
+    return !result.cancelled;
+  };
+  for (std::size_t s = 0; s < shapes.size() && !result.cancelled; ++s) {
+    const ScheduleShape& shape = shapes[s];
+    const std::int64_t n = p * shape.v;
+    candidate.schedule = shape.kind;
+    candidate.stagesPerDevice = shape.v;
+    if (n > layers) {
+      RankedCandidate ranked;
+      ranked.candidate = candidate;
+      ranked.candidate.balance.clear();
+      ranked.candidate.chunks = chunkList.front();
+      ranked.candidate.checkpoint = modes.front();
+      ranked.prediction.fits = false;
+      ranked.rejection = scheduleKindName(shape.kind) + " with " + std::to_string(shape.v) +
+                         " stages per device needs " + std::to_string(n) + " stages (" + std::to_string(p) +
+                         " devices x " + std::to_string(shape.v) + ") but the model has " + std::to_string(layers) +
+                         " layers";
+      result.rejected.push_back(std::move(ranked));
+      advance();
+      continue;
+    }
+    for (std::int64_t chunks : chunkList) {
+      // The shape depends on the micro-batches that exist, not on the chunks asked for.
+      const std::string shapeError =
+          scheduleShapeError(shape.kind, shape.v, n, microBatching(space.batch, chunks).count);
+      for (Checkpoint mode : modes) {
+        for (const sim::Balance& balance : balances[s]) {
+          candidate.balance = balance;
+          candidate.chunks = chunks;
+          candidate.checkpoint = mode;
+          RankedCandidate ranked;
+          ranked.candidate = candidate;
+          if (!shapeError.empty()) {
+            ranked.prediction.fits = false;
+            ranked.rejection = shapeError;
+            result.rejected.push_back(std::move(ranked));
+          } else {
+            simulator.simulate(candidate, true, false, simulated);
+            ranked.prediction = simulated.prediction;
+            result.simulatedEvents += simulated.eventCount;
+            if (ranked.prediction.fits) {
+              result.ranked.push_back(std::move(ranked));
+            } else {
+              ranked.rejection = rejectionReason(cluster, simulator.devicePeakBytes());
+              result.rejected.push_back(std::move(ranked));
+            }
+          }
+          if (!advance()) break;
         }
-        if (progress && (result.evaluated % kProgressEvery == 0 || result.evaluated == total) &&
-            !progress(result.evaluated, total)) {
-          result.cancelled = true;
-          break;
-        }
+        if (result.cancelled) break;
       }
       if (result.cancelled) break;
     }
-    if (result.cancelled) break;
   }
   std::sort(result.ranked.begin(), result.ranked.end(), rankedBefore);
   return result;

@@ -1,4 +1,4 @@
-// Tests for search(): exhaustive optimum, fit filtering with reasons, enumeration, order, cancel, errors.
+// Tests for search(): exhaustive optimum, fit filtering with reasons, enumeration, order, cancel, errors, schedules.
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace pipeprof {
 namespace {
@@ -29,6 +32,7 @@ TEST(Search, FindsTheExhaustiveOptimum) {
   SearchSpace space;
   space.batch = 8;
   space.partitions = 3;
+  space.schedules = {ScheduleKind::GPipe};
   space.chunks = {1, 2, 4, 8};
   space.enumeration = BalanceEnumeration::All;
   const SearchResult result = search(profile, cluster, space);
@@ -74,8 +78,15 @@ TEST(Search, NeverSuggestsACandidatePredictedNotToFit) {
     EXPECT_TRUE(ranked.rejection.empty());
     for (Bytes peak : ranked.prediction.peakBytes) EXPECT_LE(peak, 3 * 1024);
   }
+  std::int64_t memoryRejections = 0;
   for (const RankedCandidate& rejected : result.rejected) {
     EXPECT_FALSE(rejected.prediction.fits);
+    if (rejected.candidate.schedule == ScheduleKind::Interleaved) {
+      // 6 stages on 3 devices need micro-batches in multiples of 3: 1, 2 and 8 are not.
+      EXPECT_EQ(rejected.rejection.rfind("interleaved needs chunks a multiple of devices", 0), 0u) << rejected.rejection;
+      continue;
+    }
+    ++memoryRejections;
     ASSERT_FALSE(rejected.prediction.overflowDevices.empty());
     const std::int64_t device = rejected.prediction.overflowDevices.front();
     const Bytes peak = rejected.prediction.peakBytes[static_cast<std::size_t>(device)];
@@ -85,6 +96,7 @@ TEST(Search, NeverSuggestsACandidatePredictedNotToFit) {
               0u)
         << rejected.rejection;
   }
+  EXPECT_GT(memoryRejections, 0);
 }
 
 TEST(Search, TiesBreakByChunksThenModeThenBalance) {
@@ -93,6 +105,7 @@ TEST(Search, TiesBreakByChunksThenModeThenBalance) {
   SearchSpace space;
   space.batch = 4;
   space.partitions = 2;
+  space.schedules = {ScheduleKind::GPipe};
   space.chunks = {2, 1};
   space.modes = {Checkpoint::Never, Checkpoint::Always};
   const SearchResult result = search(profile, test::freeCluster(2), space);
@@ -140,6 +153,7 @@ TEST(Search, GivenBalancesAndChunksAboveTheBatch) {
   space.batch = 2;
   space.partitions = 2;
   space.chunks = {4};  // only 2 micro-batches exist: legal
+  space.schedules = {ScheduleKind::GPipe};
   space.modes = {Checkpoint::ExceptLast};
   space.enumeration = BalanceEnumeration::Given;
   space.balances = {{3, 3}, {2, 4}};
@@ -157,6 +171,7 @@ TEST(Search, CancelsWhenProgressSaysSo) {
   SearchSpace space;
   space.batch = 8;
   space.partitions = 2;
+  space.schedules = {ScheduleKind::GPipe};
   space.chunks = {1, 2, 4, 8, 16, 32, 64, 128};
   space.enumeration = BalanceEnumeration::All;
   std::int64_t calls = 0;
@@ -184,6 +199,138 @@ TEST(Search, RejectsAnInconsistentSpace) {
   Profile badSkip = profile;
   badSkip.skips.push_back({"far", 4, 2, 4});
   EXPECT_THROW(search(badSkip, test::freeCluster(2), space), std::invalid_argument);
+  space.schedules = {};
+  EXPECT_THROW(search(profile, test::freeCluster(2), space), std::invalid_argument);
+  space.schedules = {ScheduleKind::Interleaved};
+  space.stagesPerDevice = {2, 0};
+  try {
+    search(profile, test::freeCluster(2), space);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()), "search: stages per device must be positive, got 0 (stages per device: 2,0)");
+  }
+}
+
+// Eight equal layers on two devices, every schedule: each family is simulated and ranked.
+TEST(Search, TriesEverySchedule) {
+  const Profile profile = test::uniformProfile(8, {10, 20, 100, 10, 0, 0});
+  SearchSpace space;
+  space.batch = 8;
+  space.partitions = 2;
+  space.chunks = {2, 4, 8};
+  space.stagesPerDevice = {1, 2, 4};
+  space.enumeration = BalanceEnumeration::All;
+  const SearchResult result = search(profile, test::freeCluster(2), space);
+  // gpipe and 1f1b over C(7,1) = 7 balances, interleaved v2 over C(7,3) = 35, v4 over 1.
+  EXPECT_EQ(result.evaluated, (7 + 7 + 35 + 1) * 3 * 3);
+  EXPECT_TRUE(result.rejected.empty());
+  EXPECT_EQ(static_cast<std::int64_t>(result.ranked.size()), result.evaluated);
+  std::map<std::pair<ScheduleKind, std::int64_t>, std::int64_t> seen;
+  for (const RankedCandidate& ranked : result.ranked) {
+    ++seen[{ranked.candidate.schedule, ranked.candidate.stagesPerDevice}];
+    EXPECT_EQ(static_cast<std::int64_t>(ranked.candidate.balance.size()), 2 * ranked.candidate.stagesPerDevice);
+    EXPECT_EQ(ranked.prediction.peakBytes.size(), 2u);  // per pipeline device
+  }
+  EXPECT_EQ(seen[std::make_pair(ScheduleKind::GPipe, std::int64_t{1})], 7 * 9);
+  EXPECT_EQ(seen[std::make_pair(ScheduleKind::OneFOneB, std::int64_t{1})], 7 * 9);
+  EXPECT_EQ(seen[std::make_pair(ScheduleKind::Interleaved, std::int64_t{2})], 35 * 9);
+  EXPECT_EQ(seen[std::make_pair(ScheduleKind::Interleaved, std::int64_t{4})], 1 * 9);
+  // The best is interleaved with the most stages per device (its bubble is the smallest).
+  EXPECT_EQ(result.ranked.front().candidate.schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(result.ranked.front().candidate.stagesPerDevice, 4);
+  EXPECT_EQ(result.ranked.front().candidate.chunks, 8);
+}
+
+// Interleaved needs micro-batches in multiples of the devices; what counts is the number that
+// exist (8 chunks of a batch of 6 are 6 micro-batches).
+TEST(Search, RejectsInterleavedShapesUnsimulated) {
+  const Profile profile = test::uniformProfile(8, {10, 20, 0, 0, 0, 0});
+  SearchSpace space;
+  space.batch = 6;
+  space.partitions = 4;
+  space.chunks = {8};
+  space.modes = {Checkpoint::Never};
+  space.enumeration = BalanceEnumeration::Given;
+  space.balances = {{2, 2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, 1}};
+  const SearchResult result = search(profile, test::freeCluster(4), space);
+  EXPECT_EQ(result.evaluated, 3);
+  ASSERT_EQ(result.ranked.size(), 2u);  // gpipe and 1f1b
+  ASSERT_EQ(result.rejected.size(), 1u);
+  const RankedCandidate& rejected = result.rejected.front();
+  EXPECT_EQ(rejected.candidate.schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(rejected.candidate.stagesPerDevice, 2);
+  EXPECT_EQ(rejected.candidate.balance, (std::vector<std::int64_t>{1, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(rejected.rejection,
+            "interleaved needs chunks a multiple of devices (chunks: 6, devices: 4, stages per device: 2)");
+  EXPECT_FALSE(rejected.prediction.fits);
+  EXPECT_TRUE(rejected.prediction.peakBytes.empty());  // not simulated
+  // A given balance with a stage count no v of the space has.
+  space.balances = {{2, 2, 2, 2}, {1, 1, 1, 1, 1, 3}};
+  EXPECT_THROW(search(profile, test::freeCluster(4), space), std::invalid_argument);
+}
+
+TEST(Search, RejectsMoreStagesThanLayers) {
+  const Profile profile = sixLayers();
+  SearchSpace space;
+  space.batch = 8;
+  space.partitions = 4;
+  space.chunks = {4, 8};
+  const SearchResult result = search(profile, test::freeCluster(4), space);
+  ASSERT_EQ(result.rejected.size(), 1u);
+  EXPECT_EQ(result.rejected.front().rejection,
+            "interleaved with 2 stages per device needs 8 stages (4 devices x 2) but the model has 6 layers");
+  EXPECT_TRUE(result.rejected.front().candidate.balance.empty());
+  // gpipe and 1f1b over C(5,3) = 10 balances x 2 chunks x 3 modes, and the rejection.
+  EXPECT_EQ(result.evaluated, 2 * 10 * 2 * 3 + 1);
+  EXPECT_EQ(static_cast<std::int64_t>(result.ranked.size() + result.rejected.size()), result.evaluated);
+}
+
+// Saved activations dominate: GPipe keeps all 8 micro-batches on device 0 (8 x 1000 bytes),
+// 1F1B at most p = 2 of them; a 4000-byte cap rejects GPipe and ranks 1F1B.
+TEST(Search, OneFOneBFitsWhereGPipeDoesNot) {
+  const Profile profile = test::uniformProfile(2, {10, 20, 1000, 0, 0, 0});
+  SearchSpace space;
+  space.batch = 8;
+  space.partitions = 2;
+  space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
+  space.chunks = {8};
+  space.modes = {Checkpoint::Never};
+  const SearchResult result = search(profile, test::freeCluster(2, Bytes{4000}), space);
+  ASSERT_EQ(result.ranked.size(), 1u);
+  EXPECT_EQ(result.ranked.front().candidate.schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(result.ranked.front().prediction.peakBytes, (std::vector<Bytes>{2000, 1000}));
+  ASSERT_EQ(result.rejected.size(), 1u);
+  EXPECT_EQ(result.rejected.front().candidate.schedule, ScheduleKind::GPipe);
+  EXPECT_EQ(result.rejected.front().rejection, "predicted peak " + formatBytes(8000) + " > " + formatBytes(4000) +
+                                                   " on device 0; predicted peak " + formatBytes(8000) + " > " +
+                                                   formatBytes(4000) + " on device 1");
+  // Without the cap they tie on time; gpipe comes first.
+  const SearchResult free = search(profile, test::freeCluster(2), space);
+  ASSERT_EQ(free.ranked.size(), 2u);
+  EXPECT_EQ(free.ranked[0].prediction.samplesPerS, free.ranked[1].prediction.samplesPerS);
+  EXPECT_EQ(free.ranked[0].candidate.schedule, ScheduleKind::GPipe);
+}
+
+TEST(Search, TiesBreakByScheduleThenStagesPerDeviceBeforeBalance) {
+  const Profile profile = test::uniformProfile(4, {0, 0, 1, 1, 0, 0});
+  SearchSpace space;
+  space.batch = 2;
+  space.partitions = 2;
+  space.schedules = {ScheduleKind::Interleaved, ScheduleKind::OneFOneB, ScheduleKind::GPipe};
+  space.chunks = {2};
+  space.modes = {Checkpoint::Never};
+  space.enumeration = BalanceEnumeration::Given;
+  space.balances = {{3, 1}, {1, 1, 1, 1}, {2, 2}};
+  const SearchResult result = search(profile, test::freeCluster(2), space);
+  std::vector<std::tuple<ScheduleKind, std::int64_t, std::vector<std::int64_t>>> order;
+  for (const RankedCandidate& ranked : result.ranked) {
+    order.emplace_back(ranked.candidate.schedule, ranked.candidate.stagesPerDevice, ranked.candidate.balance);
+  }
+  const std::vector<std::tuple<ScheduleKind, std::int64_t, std::vector<std::int64_t>>> expected{
+      {ScheduleKind::GPipe, 1, {2, 2}},    {ScheduleKind::GPipe, 1, {3, 1}},
+      {ScheduleKind::OneFOneB, 1, {2, 2}}, {ScheduleKind::OneFOneB, 1, {3, 1}},
+      {ScheduleKind::Interleaved, 2, {1, 1, 1, 1}}};
+  EXPECT_EQ(order, expected);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Search over balances, chunks and checkpoint modes; torchgpipe's balance_by_time for comparison.
+// Search over schedules, stages per device, balances, chunks and checkpoint modes; torchgpipe's balance_by_time for comparison.
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -33,21 +33,27 @@ struct SearchSpace {
   std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+  /// Balances over the n = partitions * v stages of each v tried.
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
-  std::vector<std::vector<std::int64_t>> balances;  ///< for Given
+  /// For Given: every balance has partitions * v entries for a v tried, and is used for that v.
+  std::vector<std::vector<std::int64_t>> balances;
   std::int64_t maxExhaustiveBalances = 5000;
 };
 
 struct RankedCandidate {
   Candidate candidate;
   Prediction prediction;
-  std::string rejection;  ///< empty when it fits; e.g. "predicted peak 17.2 GiB > 16 GiB on device 2"
+  /// Empty when it fits; e.g. "predicted peak 17.2 GiB > 16 GiB on device 2", or the shape error of
+  /// a candidate not simulated (scheduleShapeError's text, or too few layers for p * v stages:
+  /// then the balance is empty and prediction is default with fits false).
+  std::string rejection;
 };
 
 struct SearchResult {
   std::vector<RankedCandidate> ranked;    ///< fitting candidates, best predicted throughput first
-  std::vector<RankedCandidate> rejected;  ///< predicted not to fit (chunks > batch is legal: fewer micro-batches)
-  std::int64_t evaluated = 0;
+  /// Predicted not to fit, or not schedulable (chunks > batch is legal: fewer micro-batches)
+  std::vector<RankedCandidate> rejected;
+  std::int64_t evaluated = 0;  ///< candidates decided: ranked + rejected (when not cancelled)
   std::int64_t simulatedEvents = 0;
   bool cancelled = false;
 };
@@ -55,15 +61,22 @@ struct SearchResult {
 /// Progress callback: (done, total). Return false to cancel the search.
 using SearchProgress = std::function<bool(std::int64_t done, std::int64_t total)>;
 
-/// Enumerates and simulates the space; deterministic order for ties (fewer chunks, then mode
-/// order always < except_last < never, then lexicographic balance). Throws
-/// std::invalid_argument for an empty or inconsistent space, naming the values.
+/// Enumerates and simulates the space: schedules x v (gpipe and 1f1b with v = 1, interleaved
+/// with each v >= 2 of stagesPerDevice) x balances of partitions * v stages x chunks x modes.
+/// A candidate whose shape the schedule cannot run (scheduleShapeError, e.g. interleaved with
+/// micro-batches not a multiple of the devices) or with more stages than layers is rejected
+/// unsimulated with that reason. Deterministic order for ties: fewer chunks, then mode order
+/// always < except_last < never, then schedule gpipe < 1f1b < interleaved, then smaller v,
+/// then lexicographic balance. Throws std::invalid_argument for an empty or inconsistent space
+/// (no schedules, v < 1, no chunks, ...), naming the values.
 SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
                     const SearchProgress& progress = {});
 
-/// Balances the search would try (for a given space), in deterministic order.
+/// Balances of partitions * stagesPerDevice stages the search would try (for a given space), in
+/// deterministic order. Throws std::invalid_argument for an inconsistent space or when the
+/// profile has fewer layers than stages.
 std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,
-                                                         const SearchSpace& space);
+                                                         const SearchSpace& space, std::int64_t stagesPerDevice = 1);
 
 /// Number of compositions of `layers` into `partitions` positive parts, C(layers-1, partitions-1).
 std::int64_t countBalances(std::int64_t layers, std::int64_t partitions);
@@ -81,7 +94,7 @@ std::vector<double> layerTimesNs(const Profile& profile, std::int64_t microBatch
 /// The rejection text for a prediction that does not fit, e.g.
 /// "predicted peak 17.2 GiB > 16.0 GiB on device 2" (one clause per overflowing device, "; "
 /// between them); empty when it fits. devicePeakBytes: per cluster device, the sum of the peaks
-/// of the partitions placed on it.
+/// of the pipeline devices placed on it.
 std::string rejectionReason(const Cluster& cluster, const std::vector<Bytes>& devicePeakBytes);
 
 }  // namespace pipeprof
