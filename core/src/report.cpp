@@ -30,10 +30,12 @@ std::string optionalString(const JsonCursor& json, const char* key) {
   return json.has(key) ? json.at(key).asString() : std::string();
 }
 
-/// Per-partition lists are empty or have one entry per partition.
+/// Per-device lists are empty or have one entry per pipeline device (per partition when
+/// every device holds one stage).
 void requirePerPartition(const JsonCursor& json, std::size_t size, std::size_t partitions) {
   if (size != 0 && size != partitions) {
-    json.fail("expected one entry per partition (" + std::to_string(partitions) + "), got " + std::to_string(size));
+    json.fail("expected one entry per pipeline device (" + std::to_string(partitions) + "), got " +
+              std::to_string(size));
   }
 }
 
@@ -109,7 +111,7 @@ CandidateResult resultFromJson(const JsonCursor& json) {
   CandidateResult result;
   JsonCursor candidate = json.at("candidate");
   result.candidate = candidateFromJson(candidate.value(), candidate.file(), candidate.path());
-  const std::size_t partitions = result.candidate.balance.size();
+  const auto partitions = static_cast<std::size_t>(result.candidate.pipelineDevices());
   result.prediction = predictionFromJson(json.at("prediction"), partitions);
   result.predictedRank = json.at("predicted_rank").asNonNegativeInt();
   JsonCursor status = json.at("status");

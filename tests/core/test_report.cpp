@@ -150,6 +150,26 @@ TEST(ReportJson, RoundTripIsExact) {
   ::unlink(path.c_str());
 }
 
+TEST(ReportJson, InterleavedCandidatesHaveOneEntryPerPipelineDevice) {
+  Report report = exampleReport();
+  CandidateResult interleaved = result({1, 1, 1, 1}, 4, 3, 900, 7e6);
+  interleaved.candidate.schedule = ScheduleKind::Interleaved;
+  interleaved.candidate.stagesPerDevice = 2;
+  for (auto* perDevice : {&interleaved.prediction.peakBytes, &interleaved.measurement->peakBytes}) perDevice->resize(2);
+  interleaved.prediction.busyNs.resize(2);
+  interleaved.prediction.peakOp.resize(2);
+  report.candidates.push_back(interleaved);
+  nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["candidates"][5]["candidate"]["stages_per_device"], 2);
+  Report back = reportFromJson(json, "r.json");
+  EXPECT_EQ(back.candidates[5].candidate, interleaved.candidate);
+  EXPECT_EQ(back.candidates[5].prediction.peakBytes.size(), 2u);
+  json["candidates"][5]["prediction"]["busy_ns"] = {1, 2, 3, 4};
+  EXPECT_THAT([&] { reportFromJson(json, "r.json"); },
+              ThrowsMessage<FormatError>(
+                  StrEq("r.json: $.candidates[5].prediction.busy_ns: expected one entry per pipeline device (2), got 4")));
+}
+
 std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json json = toJson(exampleReport());
   edit(json);
@@ -167,7 +187,7 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["iteration_ns"] = -5; }),
             "r.json: $.candidates[1].prediction.iteration_ns: expected a non-negative integer, got -5");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["peak_bytes"] = {1, 2, 3}; }),
-            "r.json: $.candidates[1].prediction.peak_bytes: expected one entry per partition (2), got 3");
+            "r.json: $.candidates[1].prediction.peak_bytes: expected one entry per pipeline device (2), got 3");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["bubble_fraction"] = 1.5; }),
             "r.json: $.candidates[1].prediction.bubble_fraction: expected a fraction between 0 and 1, got 1.5");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["status"] = "skipped"; }),

@@ -22,9 +22,9 @@ struct Prediction {
   TimeNs iterationNs = 0;  ///< one training step (forward + backward of the mini-batch)
   double samplesPerS = 0.0;
   double bubbleFraction = 0.0;       ///< mean over devices of idle / iteration time
-  std::vector<TimeNs> busyNs;        ///< per partition
-  std::vector<Bytes> peakBytes;      ///< per partition
-  std::vector<std::string> peakOp;   ///< per partition: label of the op at which the peak happens
+  std::vector<TimeNs> busyNs;        ///< per pipeline device (per partition when v is 1)
+  std::vector<Bytes> peakBytes;      ///< per pipeline device: all its stages together
+  std::vector<std::string> peakOp;   ///< per pipeline device: label of the op at which the peak happens
   bool fits = true;                  ///< every device's peak within its capacity
   std::vector<std::int64_t> overflowDevices;  ///< cluster device indices over capacity
   std::string tracePath;             ///< predicted timeline (Chrome trace), if written
@@ -39,10 +39,10 @@ struct Measurement {
   TimeNs stepNsMin = 0;
   TimeNs stepNsMax = 0;
   double samplesPerS = 0.0;        ///< batch / median step time
-  std::vector<Bytes> peakBytes;    ///< per partition, as defined in docs/formats.md
+  std::vector<Bytes> peakBytes;    ///< per pipeline device, as defined in docs/formats.md
   std::string tracePath;           ///< measured timeline (Chrome trace), if written
 
-  /// Appends one more round: its steps, its peaks (the largest per partition wins); then
+  /// Appends one more round: its steps, its peaks (the largest per device wins); then
   /// recomputes the statistics below for `batch` samples per step.
   void addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes,
                 std::int64_t batch);
@@ -71,7 +71,7 @@ struct CandidateResult {
 
   /// (predicted - measured) / measured * 100 of the median step time; nullopt unless measured.
   std::optional<double> stepTimeErrorPct() const;
-  /// The same for peak memory: the largest per-partition peak, predicted against measured.
+  /// The same for peak memory: the largest per-device peak, predicted against measured.
   std::optional<double> peakBytesErrorPct() const;
 };
 
