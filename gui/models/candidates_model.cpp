@@ -77,8 +77,11 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
       return isSuggested;
     case LabelRole:
       return qs(result.candidate.label());
+    case ScheduleRole:
+      return static_cast<int>(result.candidate.schedule);
     case Qt::TextAlignmentRole:
-      if (index.column() == Balance || index.column() == Mode || index.column() == Status) {
+      if (index.column() == Balance || index.column() == Mode || index.column() == Schedule ||
+          index.column() == Status) {
         return QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
       }
       return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
@@ -117,6 +120,7 @@ QVariant CandidatesModel::display(const CandidateResult& result, int column) con
     case Balance: return QStringLiteral("[%1]").arg(qs(formatBalance(result.candidate.balance)));
     case Chunks: return QString::number(result.candidate.chunks);
     case Mode: return qs(std::string(checkpointName(result.candidate.checkpoint)));
+    case Schedule: return scheduleText(result.candidate.schedule, result.candidate.stagesPerDevice);
     case PredictedStep: return durationText(predicted.iterationNs);
     case MeasuredStep: return measured ? durationText(measured->stepNsMedian) : QString();
     case PredictedThroughput: return throughputText(predicted.samplesPerS);
@@ -140,6 +144,8 @@ QVariant CandidatesModel::sortValue(const CandidateResult& result, int column) c
     case Balance: return qs(formatBalance(result.candidate.balance));
     case Chunks: return static_cast<qlonglong>(result.candidate.chunks);
     case Mode: return static_cast<int>(result.candidate.checkpoint);
+    case Schedule:
+      return static_cast<qlonglong>(static_cast<int>(result.candidate.schedule)) * 1000 + result.candidate.stagesPerDevice;
     case PredictedStep: return static_cast<double>(predicted.iterationNs);
     case MeasuredStep: return measured ? static_cast<double>(measured->stepNsMedian) : kMissing;
     case PredictedThroughput: return predicted.samplesPerS;
@@ -162,8 +168,9 @@ QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, i
       case Rank: return tr("Predicted rank among the candidates that fit (★ = suggested)");
       case PredictedStep: return tr("Predicted time of one training step");
       case MeasuredStep: return tr("Median measured time of one training step");
-      case PredictedPeak: return tr("Predicted peak memory per device (partition 0 | partition 1 | ...)");
-      case MeasuredPeak: return tr("Measured peak memory per device");
+      case Schedule: return tr("Schedule family, with the stages per device v of interleaved 1F1B");
+      case PredictedPeak: return tr("Predicted peak memory per pipeline device (device 0 | device 1 | ...)");
+      case MeasuredPeak: return tr("Measured peak memory per pipeline device");
       case StepError: return tr("(predicted - measured) / measured step time");
       default: return {};
     }
@@ -174,6 +181,7 @@ QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, i
     case Balance: return tr("Balance");
     case Chunks: return tr("Chunks");
     case Mode: return tr("Checkpoint");
+    case Schedule: return tr("Schedule");
     case PredictedStep: return tr("Pred. step");
     case MeasuredStep: return tr("Meas. step");
     case PredictedThroughput: return tr("Pred. throughput");

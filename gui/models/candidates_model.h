@@ -22,6 +22,7 @@ class CandidatesModel : public QAbstractTableModel {
     Balance,
     Chunks,
     Mode,
+    Schedule,         ///< "gpipe", "1f1b", "interleaved v2"
     PredictedStep,
     MeasuredStep,
     PredictedThroughput,
@@ -38,6 +39,7 @@ class CandidatesModel : public QAbstractTableModel {
     StatusRole,          ///< CandidateStatus as int
     SuggestedRole,       ///< bool: best measured, or best predicted when nothing is measured
     LabelRole,           ///< Candidate::label()
+    ScheduleRole,        ///< ScheduleKind as int
   };
 
   explicit CandidatesModel(QObject* parent = nullptr);

@@ -1,10 +1,12 @@
 // Text forms of durations, sizes, throughputs and errors for the GUI (wrapping core's units).
 #pragma once
 
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
 #include <QString>
 
+#include <cstdint>
 #include <string>
 
 namespace pipeprof::gui {
@@ -19,6 +21,9 @@ QString bytesText(Bytes bytes);
 QString throughputText(double samplesPerS);
 /// Signed percentage: "+4.2 %", "-12.0 %".
 QString errorText(double percent);
+/// The schedule of a candidate: "gpipe", "1f1b", "interleaved v2" (v is written only for
+/// interleaved, the one family with more than one stage per device).
+QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice);
 /// Milliseconds as a double (charts plot step times in ms).
 double toMs(TimeNs durationNs);
 /// Mebibytes as a double.

@@ -1,7 +1,9 @@
-// Per-partition peak memory of one candidate, predicted beside measured, against device capacity.
+// Per-device peak memory of one candidate, predicted beside measured, against device capacity.
 #include "models/memory_model.h"
 
 #include "models/format.h"
+
+#include <QStringList>
 
 #include <algorithm>
 
@@ -16,10 +18,15 @@ void MemoryModel::setCandidate(std::shared_ptr<const Report> report, std::option
   rows_.clear();
   if (candidate_) {
     const CandidateResult& result = report_->candidates[*candidate_];
-    const auto n = result.candidate.balance.size();
-    for (std::size_t j = 0; j < n; ++j) {
+    const auto n = static_cast<std::int64_t>(result.candidate.balance.size());
+    const std::int64_t p = std::max<std::int64_t>(1, result.candidate.pipelineDevices());
+    for (std::int64_t d = 0; d < p && d < n; ++d) {
+      const auto j = static_cast<std::size_t>(d);
       Row row;
-      const std::int64_t device = result.candidate.deviceOf(static_cast<std::int64_t>(j));
+      QStringList stages;
+      for (std::int64_t stage = d; stage < n; stage += p) stages << QString::number(stage);
+      row.stages = (stages.size() == 1 ? tr("stage %1") : tr("stages %1")).arg(stages.join(QStringLiteral(", ")));
+      const std::int64_t device = result.candidate.deviceOf(d);
       if (report_->cluster && device < report_->cluster->deviceCount()) {
         const DeviceSpec& spec = report_->cluster->devices[static_cast<std::size_t>(device)];
         row.device = qs(spec.name);
@@ -80,7 +87,7 @@ QVariant MemoryModel::data(const QModelIndex& index, int role) const {
   }
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
-    case Partition: return tr("partition %1").arg(index.row());
+    case PipelineDevice: return tr("device %1 · %2").arg(index.row()).arg(row.stages);
     case Device: return row.device;
     case Capacity: return row.capacity ? bytesText(*row.capacity) : tr("unbounded");
     case PeakOp: return row.peakOp;
@@ -94,7 +101,7 @@ QVariant MemoryModel::data(const QModelIndex& index, int role) const {
 QVariant MemoryModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-    case Partition: return tr("Partition");
+    case PipelineDevice: return tr("Pipeline device");
     case Device: return tr("Device");
     case Predicted: return tr("Predicted peak");
     case Measured: return tr("Measured peak");

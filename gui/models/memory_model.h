@@ -1,4 +1,4 @@
-// Per-partition peak memory of one candidate, predicted beside measured, against device capacity.
+// Per-device peak memory of one candidate, predicted beside measured, against device capacity.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -10,14 +10,24 @@
 
 namespace pipeprof::gui {
 
-/// One row per partition of the selected candidate. DisplayRole is text with units; BytesRole
+/// One row per pipeline device d of the selected candidate (p rows: under interleaved a device
+/// holds the v stages d, d + p, ...; Prediction::peakBytes and Measurement::peakBytes are per
+/// pipeline device). DisplayRole is text with units; BytesRole
 /// holds the raw byte count (qlonglong) or an invalid QVariant when unknown (not measured, or
 /// an unbounded device).
 class MemoryModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Partition, Device, Predicted, Measured, Capacity, PeakOp, ColumnCount };
+  enum Column {
+    PipelineDevice,  ///< "device 0 · stage 0" or, interleaved, "device 0 · stages 0, 2"
+    Device,          ///< the cluster device's name
+    Predicted,
+    Measured,
+    Capacity,
+    PeakOp,
+    ColumnCount
+  };
   enum Role { BytesRole = Qt::UserRole + 1 };
 
   explicit MemoryModel(QObject* parent = nullptr);
@@ -38,6 +48,7 @@ class MemoryModel : public QAbstractTableModel {
 
  private:
   struct Row {
+    QString stages;  ///< "stage 0" / "stages 0, 2"
     QString device;
     std::optional<Bytes> predicted;
     std::optional<Bytes> measured;

@@ -20,10 +20,19 @@
 namespace pipeprof::gui {
 namespace {
 
-// Compute lanes first, then streams, then copies, counters last.
+// j of a stage's compute lane "partition j", else -1.
+std::int64_t stageOfLane(const QString& name, bool isCounter) {
+  static const QLatin1String prefix("partition ");
+  if (isCounter || !name.startsWith(prefix)) return -1;
+  bool ok = false;
+  const qlonglong j = name.mid(prefix.size()).toLongLong(&ok);
+  return ok && j >= 0 ? j : -1;
+}
+
+// Compute lanes first (in stage order), then streams, then copies, counters last.
 int laneRank(const QString& name, bool isCounter) {
   if (isCounter) return 3;
-  if (name.startsWith(QLatin1String("partition"))) return 0;
+  if (stageOfLane(name, isCounter) >= 0 || name.startsWith(QLatin1String("partition"))) return 0;
   if (name.contains(QLatin1String("copy"))) return 2;
   return 1;
 }
@@ -31,7 +40,7 @@ int laneRank(const QString& name, bool isCounter) {
 QString spanDetails(const TraceEvent& event, TimeNs relativeStartNs) {
   QString text = QStringLiteral("<b>%1</b><br>%2").arg(qs(event.name).toHtmlEscaped(), qs(phaseName(event.phase)));
   if (event.microBatch >= 0) text += QStringLiteral(" · micro-batch %1").arg(event.microBatch);
-  if (event.partition >= 0) text += QStringLiteral(" · partition %1").arg(event.partition);
+  if (event.partition >= 0) text += QStringLiteral(" · stage %1").arg(event.partition);
   text += QStringLiteral("<br>start %1 · duration %2").arg(durationText(relativeStartNs), durationText(event.durationNs));
   text += QStringLiteral("<br>%1 / %2").arg(qs(event.device).toHtmlEscaped(), qs(event.lane).toHtmlEscaped());
   if (event.bytes > 0) text += QStringLiteral("<br>%1 moved").arg(bytesText(event.bytes));
@@ -109,17 +118,21 @@ void TimelineModel::addSection(const QString& title, const std::optional<Trace>&
     for (const TraceEvent& event : step->events) {
       if (event.kind == EventKind::Span || event.kind == EventKind::Counter) originNs = std::min(originNs, event.startNs);
     }
-    // (device, rank, lane name) -> lane, so lanes come out grouped by device in a stable order.
-    std::map<std::tuple<QString, int, QString>, TimelineLane> byKey;
+    // (device, rank, stage, lane name) -> lane, so lanes come out grouped by device in a stable
+    // order, a device's stages (interleaved: several) in increasing j.
+    std::map<std::tuple<QString, int, std::int64_t, QString>, TimelineLane> byKey;
     for (const TraceEvent& event : step->events) {
       if (event.kind != EventKind::Span && event.kind != EventKind::Counter) continue;
       const bool isCounter = event.kind == EventKind::Counter;
       const QString device = qs(event.device);
       const QString name = isCounter ? qs(event.name) : qs(event.lane);
-      TimelineLane& lane = byKey[{device, laneRank(name, isCounter), name}];
+      const std::int64_t stage = stageOfLane(name, isCounter);
+      TimelineLane& lane = byKey[{device, laneRank(name, isCounter), stage, name}];
       lane.section = sectionIndex;
       lane.device = device;
       lane.name = name;
+      lane.stage = stage;
+      lane.label = device + QStringLiteral(" · ") + (stage >= 0 ? tr("stage %1").arg(stage) : name);
       lane.isCounter = isCounter;
       const TimeNs startNs = event.startNs - originNs;
       if (isCounter) {

@@ -30,10 +30,14 @@ struct TimelineSpan {
 };
 
 /// A row of the timeline: the spans of one (device, lane), or one memory counter of a device.
+/// A compute lane holds one stage's ops (the trace's lane "partition j"): under interleaved
+/// 1F1B a device has several, one per virtual stage, listed together in stage order.
 struct TimelineLane {
   int section = 0;  ///< index into TimelineModel::sections()
   QString device;
-  QString name;
+  QString name;   ///< the trace's lane name: "partition 2", "copy 0->1", "memory", a stream
+  QString label;  ///< what the view shows: "cpu:0 · stage 2", "cpu:0 · copy 0->1"
+  std::int64_t stage = -1;  ///< j of a compute lane "partition j", else -1
   bool isCounter = false;
   std::vector<TimelineSpan> spans;                       ///< sorted by start
   std::vector<std::pair<TimeNs, double>> counterPoints;  ///< (time, value), sorted by time

@@ -1,10 +1,12 @@
-// Balance tuning: the profile's layers with their partition, re-simulated on every edit.
+// Tuning: the profile's layers with their stage, re-simulated on every edit of balance, chunks, mode or schedule.
 #include "models/tuning_model.h"
 
 #include "models/format.h"
 
+#include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include <algorithm>
 #include <exception>
 #include <numeric>
 #include <stdexcept>
@@ -21,6 +23,7 @@ void TuningModel::setInputs(const Profile& profile, const Cluster& cluster, cons
   profile_ = profile;
   cluster_ = cluster;
   candidate_ = candidate;
+  edited_ = candidate;
   prediction_ = std::move(result.prediction);
   trace_ = std::move(result.trace);
   endResetModel();
@@ -32,24 +35,33 @@ void TuningModel::clear() {
   profile_.reset();
   cluster_ = {};
   candidate_ = {};
+  edited_ = {};
   prediction_ = {};
   trace_ = {};
   endResetModel();
   emit predictionChanged();
 }
 
+std::string TuningModel::shapeError(const Candidate& candidate) const {
+  if (candidate.chunks > candidate.batch) {
+    return "chunks " + std::to_string(candidate.chunks) + " exceed the mini-batch of " +
+           std::to_string(candidate.batch) + " samples: use at most " + std::to_string(candidate.batch) + " chunks";
+  }
+  if (candidate.chunks < 1 || candidate.batch < 1 || candidate.balance.empty()) return {};  // the simulator explains
+  const auto n = static_cast<std::int64_t>(candidate.balance.size());
+  return scheduleShapeError(candidate.schedule, candidate.stagesPerDevice, n,
+                            microBatching(candidate.batch, candidate.chunks).count);
+}
+
 bool TuningModel::apply(const Candidate& candidate) {
+  edited_ = candidate;
   if (!profile_) {
     emit invalidEdit(tr("Nothing to tune: open a report with an embedded profile."));
     return false;
   }
   SimulationResult result;
   try {
-    if (candidate.chunks > candidate.batch) {
-      throw std::invalid_argument("chunks " + std::to_string(candidate.chunks) + " exceed the mini-batch of " +
-                                  std::to_string(candidate.batch) + " samples: use at most " +
-                                  std::to_string(candidate.batch) + " chunks");
-    }
+    if (const std::string error = shapeError(candidate); !error.empty()) throw std::invalid_argument(error);
     SimulationOptions options;
     options.recordTrace = true;
     result = simulate(*profile_, cluster_, candidate, options);
@@ -70,24 +82,52 @@ bool TuningModel::apply(const Candidate& candidate) {
 }
 
 bool TuningModel::setBalance(const std::vector<std::int64_t>& balance) {
-  Candidate next = candidate_;
+  Candidate next = edited_;
   next.balance = balance;
-  if (next.devices.size() != balance.size()) next.devices.clear();
+  // devices: one per pipeline device, p = n / v; a balance with another p drops the placement.
+  if (next.devices.size() * static_cast<std::size_t>(std::max<std::int64_t>(1, next.stagesPerDevice)) != balance.size()) {
+    next.devices.clear();
+  }
   return apply(next);
 }
 
 bool TuningModel::setChunks(std::int64_t chunks) {
-  Candidate next = candidate_;
+  Candidate next = edited_;
   next.chunks = chunks;
   return apply(next);
 }
 
 bool TuningModel::setCheckpoint(Checkpoint checkpoint) {
-  Candidate next = candidate_;
+  Candidate next = edited_;
   next.checkpoint = checkpoint;
   return apply(next);
 }
 
+bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice) {
+  Candidate next = edited_;
+  next.schedule = schedule;
+  next.stagesPerDevice = schedule == ScheduleKind::Interleaved ? std::max<std::int64_t>(2, stagesPerDevice) : 1;
+  // Keep the pipeline devices of the last valid candidate; the stages follow from v.
+  const std::int64_t p = candidate_.balance.empty() ? 1 : std::max<std::int64_t>(1, candidate_.pipelineDevices());
+  const std::int64_t n = p * next.stagesPerDevice;
+  if (static_cast<std::int64_t>(next.balance.size()) != n) {
+    const std::int64_t layers = profile_ ? profile_->layerCount() : 0;
+    if (layers < n) {
+      edited_ = next;
+      emit invalidEdit(tr("%1 with %2 stages per device on %3 devices needs %4 stages, but the model has only %5 layers")
+                           .arg(scheduleText(next.schedule, next.stagesPerDevice))
+                           .arg(next.stagesPerDevice).arg(p).arg(n).arg(layers));
+      return false;
+    }
+    std::vector<double> costs;
+    for (TimeNs time : layerTimesNs()) costs.push_back(static_cast<double>(time));
+    next.balance = minBottleneckBalance(costs, n);
+  }
+  if (next.devices.size() != static_cast<std::size_t>(p)) next.devices.clear();
+  return apply(next);
+}
+
+// Moves a boundary of the last valid balance (the one the layer chart draws).
 bool TuningModel::moveBoundary(std::int64_t boundary, std::int64_t firstLayer) {
   const auto n = static_cast<std::int64_t>(candidate_.balance.size());
   if (boundary < 0 || boundary >= n - 1) {

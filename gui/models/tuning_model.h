@@ -1,4 +1,4 @@
-// Balance tuning: the profile's layers with their partition, re-simulated on every edit.
+// Tuning: the profile's layers with their stage, re-simulated on every edit of balance, chunks, mode or schedule.
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -14,11 +14,14 @@
 
 namespace pipeprof::gui {
 
-/// One row per layer of the profile: its partition under the edited balance and its costs at
-/// the micro-batch size batch / chunks (rounded up). Every edit that yields a valid candidate
-/// runs the simulator at once (a step of a small model simulates in well under a millisecond)
-/// and emits predictionChanged(); an invalid edit emits invalidEdit(message) and keeps the
-/// last valid candidate and prediction.
+/// One row per layer of the profile: its stage (partition) under the edited balance and its
+/// costs at the micro-batch size batch / chunks (rounded up). Every edit that yields a valid
+/// candidate runs the simulator at once (a step of a small model simulates in well under a
+/// millisecond) and emits predictionChanged(); an invalid edit (a balance that does not sum to
+/// the layers, a shape the schedule cannot run: scheduleShapeError's text) emits
+/// invalidEdit(message) and keeps the last valid candidate and prediction. Edits build on the
+/// last edited configuration, valid or not (edited()), so that fixing the chunks after picking
+/// interleaved keeps interleaved.
 class TuningModel : public QAbstractTableModel {
   Q_OBJECT
 
@@ -39,13 +42,21 @@ class TuningModel : public QAbstractTableModel {
   bool setBalance(const std::vector<std::int64_t>& balance);
   bool setChunks(std::int64_t chunks);
   bool setCheckpoint(Checkpoint checkpoint);
+  /// Sets the schedule family and v (forced to 1 for gpipe and 1f1b, at least 2 for
+  /// interleaved), keeping the p pipeline devices: when the balance does not have p * v
+  /// stages, it is replaced by the min-bottleneck balance of p * v stages over the layers'
+  /// compute times.
+  bool setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice = 1);
   /// Moves the boundary after partition `boundary` (0 <= boundary < n - 1) so that partition
   /// boundary + 1 starts at layer `firstLayer`; every partition keeps at least one layer.
   bool moveBoundary(std::int64_t boundary, std::int64_t firstLayer);
 
   const std::optional<Profile>& profile() const { return profile_; }
   const Cluster& cluster() const { return cluster_; }
+  /// The last valid candidate (the one predicted).
   const Candidate& candidate() const { return candidate_; }
+  /// The last edited configuration: candidate() after a valid edit, else what was asked.
+  const Candidate& edited() const { return edited_; }
   const Prediction& prediction() const { return prediction_; }
   /// The predicted timeline of the current candidate.
   const Trace& trace() const { return trace_; }
@@ -67,11 +78,14 @@ class TuningModel : public QAbstractTableModel {
 
  private:
   bool apply(const Candidate& candidate);
+  /// Why the candidate cannot be simulated before the simulator is asked, or empty.
+  std::string shapeError(const Candidate& candidate) const;
   std::int64_t partitionOfLayer(std::int64_t layer) const;
 
   std::optional<Profile> profile_;
   Cluster cluster_;
   Candidate candidate_;
+  Candidate edited_;
   Prediction prediction_;
   Trace trace_;
 };

@@ -69,6 +69,7 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
 
   // Partition bands and their totals.
   const std::vector<std::int64_t>& balance = model_->candidate().balance;
+  const std::int64_t devices = std::max<std::int64_t>(1, model_->candidate().pipelineDevices());
   const Prediction& prediction = model_->prediction();
   std::int64_t first = 0;
   QFont bold = font();
@@ -79,17 +80,22 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
     painter.fillRect(QRectF(x1, 0, x2 - x1, plotBottom), partitionColor(static_cast<int>(j)));
     TimeNs sumNs = 0;
     for (std::int64_t l = first; l < first + balance[j]; ++l) sumNs += times[static_cast<std::size_t>(l)];
-    const QString peak = j < prediction.peakBytes.size() ? bytesText(prediction.peakBytes[j]) : QString();
+    // Peaks are per pipeline device: stage j runs on device j mod p (with its other stages).
+    const auto d = static_cast<std::size_t>(static_cast<std::int64_t>(j) % devices);
+    const QString peak = d < prediction.peakBytes.size() ? bytesText(prediction.peakBytes[d]) : QString();
     painter.setPen(QColor(0x22, 0x22, 0x22));
     painter.setFont(bold);
     const QRectF header(x1 + 3, 2, x2 - x1 - 6, 18);
     painter.drawText(header, Qt::AlignLeft | Qt::AlignVCenter,
-                     painter.fontMetrics().elidedText(tr("partition %1: %2 layers").arg(j).arg(balance[j]), Qt::ElideRight,
+                     painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size())
+                                                          ? tr("partition %1: %2 layers").arg(j).arg(balance[j])
+                                                          : tr("stage %1 (device %2): %3 layers").arg(j).arg(d).arg(balance[j])), Qt::ElideRight,
                                                       static_cast<int>(header.width())));
     painter.setFont(font());
     const QRectF detail(x1 + 3, 20, x2 - x1 - 6, 18);
     painter.drawText(detail, Qt::AlignLeft | Qt::AlignVCenter,
-                     painter.fontMetrics().elidedText(tr("compute %1 · peak %2").arg(durationText(sumNs), peak), Qt::ElideRight,
+                     painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size()) ? tr("compute %1 · peak %2")
+                                                                                                : tr("compute %1 · device peak %2")).arg(durationText(sumNs), peak), Qt::ElideRight,
                                                       static_cast<int>(detail.width())));
     first += balance[j];
   }

@@ -25,15 +25,20 @@ namespace pipeprof::gui {
 
 CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
     : QWidget(parent), model_(model), proxy_(new CandidatesFilterModel(this)), filter_(new QLineEdit(this)),
-      status_(new QComboBox(this)), summary_(new QLabel(this)), table_(new QTableView(this)), details_(new QLabel(this)) {
+      status_(new QComboBox(this)), schedule_(new QComboBox(this)), summary_(new QLabel(this)), table_(new QTableView(this)), details_(new QLabel(this)) {
   proxy_->setSourceModel(model_);
 
-  filter_->setPlaceholderText(tr("Filter by balance, chunks, mode or status, e.g. \"x8\" or \"[2,6]\""));
+  filter_->setPlaceholderText(tr("Filter by balance, chunks, mode, schedule or status, e.g. \"x8\" or \"[2,6]\""));
   filter_->setClearButtonEnabled(true);
   status_->addItem(tr("All statuses"), -1);
   status_->addItem(tr("Measured"), static_cast<int>(CandidateStatus::Measured));
   status_->addItem(tr("Predicted only"), static_cast<int>(CandidateStatus::Predicted));
   status_->addItem(tr("Failed"), static_cast<int>(CandidateStatus::Failed));
+  schedule_->addItem(tr("All schedules"), -1);
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+    schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
+  }
+  schedule_->setToolTip(tr("Keep one schedule family (interleaved: every number of stages per device)"));
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);
 
@@ -52,6 +57,7 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
   bar->addWidget(new QLabel(tr("Filter:"), this));
   bar->addWidget(filter_, 1);
   bar->addWidget(status_);
+  bar->addWidget(schedule_);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(bar);
   layout->addWidget(summary_);
@@ -69,6 +75,10 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
   connect(status_, &QComboBox::currentIndexChanged, this, [this](int row) {
     const int status = status_->itemData(row).toInt();
     proxy_->setStatusFilter(status < 0 ? std::nullopt : std::optional(static_cast<CandidateStatus>(status)));
+  });
+  connect(schedule_, &QComboBox::currentIndexChanged, this, [this](int row) {
+    const int kind = schedule_->itemData(row).toInt();
+    proxy_->setScheduleFilter(kind < 0 ? std::nullopt : std::optional(static_cast<ScheduleKind>(kind)));
   });
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& current) {
@@ -135,13 +145,14 @@ void CandidatesView::showDetails(std::optional<std::size_t> candidate) {
   const CandidateResult& result = report->candidates[*candidate];
   const Prediction& p = result.prediction;
   QStringList lines;
-  lines << tr("<b>%1</b> · batch %2 · %3")
+  lines << tr("<b>%1</b> · %2 schedule · batch %3 · %4")
                .arg(qs(result.candidate.label()).toHtmlEscaped())
+               .arg(scheduleText(result.candidate.schedule, result.candidate.stagesPerDevice))
                .arg(result.candidate.batch)
                .arg(qs(candidateStatusName(result.status)));
   QStringList busy;
   for (std::size_t j = 0; j < p.busyNs.size(); ++j) {
-    busy << tr("partition %1 busy %2, peak %3%4")
+    busy << tr("device %1 busy %2, peak %3%4")
                 .arg(j)
                 .arg(durationText(p.busyNs[j]))
                 .arg(j < p.peakBytes.size() ? bytesText(p.peakBytes[j]) : QString())

@@ -30,6 +30,8 @@ class CandidatesView : public QWidget {
   QTableView* table() const { return table_; }
   CandidatesFilterModel* proxy() const { return proxy_; }
   QLineEdit* filterEdit() const { return filter_; }
+  /// "All schedules", "gpipe", "1f1b", "interleaved": keeps one schedule family.
+  QComboBox* scheduleCombo() const { return schedule_; }
   /// Rich text describing the current candidate under the table.
   QString detailsText() const;
   QWidget* exportTarget() const;
@@ -47,6 +49,7 @@ class CandidatesView : public QWidget {
   CandidatesFilterModel* proxy_;
   QLineEdit* filter_;
   QComboBox* status_;
+  QComboBox* schedule_;
   QLabel* summary_;
   QTableView* table_;
   QLabel* details_;

@@ -63,7 +63,8 @@ void MemoryChartView::rebuild() {
   measured->setLabelColor(Qt::white);
   QStringList categories;
   for (int j = 0; j < n; ++j) {
-    categories << tr("partition %1 (%2)").arg(j).arg(model_->index(j, MemoryModel::Device).data().toString());
+    categories << tr("%1 (%2)").arg(model_->index(j, MemoryModel::PipelineDevice).data().toString(),
+                                     model_->index(j, MemoryModel::Device).data().toString());
     predicted->append(model_->index(j, MemoryModel::Predicted).data(MemoryModel::BytesRole).toDouble() / unit.divisor);
     measured->append(model_->index(j, MemoryModel::Measured).data(MemoryModel::BytesRole).toDouble() / unit.divisor);
   }

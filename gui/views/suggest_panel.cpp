@@ -26,17 +26,21 @@ namespace pipeprof::gui {
 namespace {
 
 constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+// Indexed by ScheduleKind (scheduleCheck relies on it).
+constexpr ScheduleKind kSchedules[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
+static_assert(static_cast<int>(kSchedules[2]) == 2);
 
 }  // namespace
 
 SuggestPanel::SuggestPanel(QWidget* parent)
     : QWidget(parent), worker_(new SuggestWorker(this)), devices_(new QSpinBox(this)), memory_(new QLineEdit(this)),
-      chunks_(new QLineEdit(QStringLiteral("1,2,4,8"), this)), suggest_(new QPushButton(tr("Suggest"), this)),
+      chunks_(new QLineEdit(QStringLiteral("1,2,4,8"), this)), stagesPerDevice_(new QLineEdit(QStringLiteral("2"), this)),
+      suggest_(new QPushButton(tr("Suggest"), this)),
       cancel_(new QPushButton(tr("Cancel"), this)), progress_(new QProgressBar(this)), status_(new QLabel(this)),
-      results_(new QTableWidget(0, 4, this)), tune_(new QPushButton(tr("Tune"), this)),
+      results_(new QTableWidget(0, 5, this)), tune_(new QPushButton(tr("Tune"), this)),
       copyRun_(new QPushButton(tr("Copy run command"), this)), copySweep_(new QPushButton(tr("Copy sweep command"), this)) {
   devices_->setRange(1, 64);
-  devices_->setToolTip(tr("Number of pipeline partitions, one per device"));
+  devices_->setToolTip(tr("Number of pipeline devices p (interleaved: p × v stages, stage j on device j mod p)"));
   memory_->setPlaceholderText(tr("unbounded"));
   memory_->setToolTip(tr("Memory of each device, e.g. 16GiB or 512MiB; empty keeps the report's cluster"));
   chunks_->setToolTip(tr("Chunk counts to try, comma-separated"));
@@ -46,9 +50,21 @@ SuggestPanel::SuggestPanel(QWidget* parent)
     modes_[m]->setChecked(true);
     modes->addWidget(modes_[m]);
   }
+  auto* schedules = new QHBoxLayout;
+  for (std::size_t k = 0; k < 3; ++k) {
+    schedules_[k] = new QCheckBox(qs(scheduleKindName(kSchedules[k])), this);
+    schedules_[k]->setChecked(true);
+    schedules->addWidget(schedules_[k]);
+  }
+  schedules->addWidget(new QLabel(tr("v:"), this));
+  schedules->addWidget(stagesPerDevice_);
+  stagesPerDevice_->setToolTip(tr("Stages per device to try for interleaved, comma-separated, each at least 2"));
+  stagesPerDevice_->setMaximumWidth(60);
+  connect(schedules_[2], &QCheckBox::toggled, stagesPerDevice_, &QLineEdit::setEnabled);
   auto* form = new QFormLayout;
   form->addRow(tr("Devices:"), devices_);
   form->addRow(tr("Memory per device:"), memory_);
+  form->addRow(tr("Schedules:"), schedules);
   form->addRow(tr("Chunks:"), chunks_);
   form->addRow(tr("Checkpoint modes:"), modes);
   cancel_->setEnabled(false);
@@ -59,7 +75,7 @@ SuggestPanel::SuggestPanel(QWidget* parent)
   run->addWidget(suggest_);
   run->addWidget(progress_, 1);
   run->addWidget(cancel_);
-  results_->setHorizontalHeaderLabels({tr("Candidate"), tr("Step"), tr("Throughput"), tr("Max peak")});
+  results_->setHorizontalHeaderLabels({tr("Candidate"), tr("Schedule"), tr("Step"), tr("Throughput"), tr("Max peak")});
   results_->verticalHeader()->hide();
   results_->setSelectionBehavior(QAbstractItemView::SelectRows);
   results_->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -132,7 +148,7 @@ void SuggestPanel::setContext(const std::optional<Profile>& profile, const Clust
     memory_->setText(bytesText(*cluster.devices.front().memoryBytes).remove(QLatin1Char(' ')));
   }
   setEnabled(profile_.has_value());
-  status_->setText(profile_ ? tr("Search the balances, chunks and modes that fit these constraints.")
+  status_->setText(profile_ ? tr("Search the schedules, balances, chunks and modes that fit these constraints.")
                             : tr("This report has no embedded profile: nothing to search."));
 }
 
@@ -158,8 +174,28 @@ std::optional<SearchSpace> SuggestPanel::searchSpace(QString* error) const {
   space.partitions = devices_->value();
   space.chunks.clear();
   space.modes.clear();
+  space.schedules.clear();
+  space.stagesPerDevice = {1};
+  for (std::size_t k = 0; k < 3; ++k) {
+    if (schedules_[k]->isChecked()) space.schedules.push_back(kSchedules[k]);
+  }
+  if (space.schedules.empty()) {
+    *error = tr("Tick at least one schedule.");
+    return std::nullopt;
+  }
   try {
     space.chunks = parseBalance(chunks_->text().toStdString());  // the same "1,2,4" list syntax
+    if (schedules_[2]->isChecked()) {
+      for (std::int64_t v : parseBalance(stagesPerDevice_->text().toStdString())) {
+        if (v < 2) {
+          *error = tr("Stages per device of interleaved must be at least 2, got %1 in \"%2\".")
+                       .arg(v)
+                       .arg(stagesPerDevice_->text());
+          return std::nullopt;
+        }
+        space.stagesPerDevice.push_back(v);
+      }
+    }
     if (!memory_->text().trimmed().isEmpty()) parseBytes(memory_->text().trimmed().toStdString());
   } catch (const std::exception& exception) {
     *error = qs(exception.what()).replace(QStringLiteral("balance"), QStringLiteral("list"));
@@ -203,7 +239,9 @@ void SuggestPanel::showResults() {
     const RankedCandidate& ranked = result.ranked[static_cast<std::size_t>(row)];
     const std::vector<Bytes>& peaks = ranked.prediction.peakBytes;
     const Bytes peak = peaks.empty() ? 0 : *std::max_element(peaks.begin(), peaks.end());
-    const QStringList cells{qs(ranked.candidate.label()), durationText(ranked.prediction.iterationNs),
+    const QStringList cells{qs(ranked.candidate.label()),
+                            scheduleText(ranked.candidate.schedule, ranked.candidate.stagesPerDevice),
+                            durationText(ranked.prediction.iterationNs),
                             throughputText(ranked.prediction.samplesPerS), bytesText(peak)};
     for (int column = 0; column < cells.size(); ++column) {
       auto* item = new QTableWidgetItem(cells[column]);

@@ -24,7 +24,8 @@ namespace pipeprof::gui {
 
 class SuggestWorker;
 
-/// Constraints (devices, memory per device, chunk counts, checkpoint modes), a Suggest button
+/// Constraints (devices, memory per device, schedules, stages per device of interleaved, chunk
+/// counts, checkpoint modes), a Suggest button
 /// that runs SuggestWorker with a progress bar and a Cancel button, and the best candidates
 /// with actions to tune one or copy its `pipeprof run` / `pipeprof sweep` command line.
 class SuggestPanel : public QWidget {
@@ -50,6 +51,10 @@ class SuggestPanel : public QWidget {
   QPushButton* cancelButton() const { return cancel_; }
   QTableWidget* results() const { return results_; }
   QLineEdit* chunksEdit() const { return chunks_; }
+  /// gpipe, 1f1b, interleaved (in that order).
+  QCheckBox* scheduleCheck(ScheduleKind kind) const { return schedules_[static_cast<std::size_t>(kind)]; }
+  /// Stages per device to try for interleaved, e.g. "2,4".
+  QLineEdit* stagesPerDeviceEdit() const { return stagesPerDevice_; }
 
  public slots:
   void startSuggest();
@@ -70,6 +75,8 @@ class SuggestPanel : public QWidget {
   QLineEdit* memory_;
   QLineEdit* chunks_;
   QCheckBox* modes_[3];
+  QCheckBox* schedules_[3];
+  QLineEdit* stagesPerDevice_;
   QPushButton* suggest_;
   QPushButton* cancel_;
   QProgressBar* progress_;

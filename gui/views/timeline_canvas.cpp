@@ -167,7 +167,7 @@ void TimelineCanvas::paintLane(QPainter& painter, const Row& row) {
   painter.setPen(QColor(0xe6, 0xe6, 0xe6));
   painter.drawLine(0, row.top + row.height - 1, width(), row.top + row.height - 1);
   painter.setPen(QColor(0x33, 0x33, 0x33));
-  const QString label = lane.device + QStringLiteral(" · ") + lane.name;
+  const QString& label = lane.label;
   painter.drawText(labelRect, Qt::AlignVCenter | Qt::AlignLeft,
                    painter.fontMetrics().elidedText(label, Qt::ElideMiddle, labelRect.width()));
   painter.save();

@@ -1,4 +1,4 @@
-// Balance tuning: edit balance, chunks and mode (or drag boundaries) and see the prediction at once.
+// Tuning: edit schedule, stages per device, balance, chunks and mode (or drag boundaries) and see the prediction at once.
 #include "views/tuning_panel.h"
 
 #include "models/format.h"
@@ -30,6 +30,7 @@ namespace pipeprof::gui {
 namespace {
 
 constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+constexpr ScheduleKind kSchedules[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
 
 QString versus(double now, double base, bool higherIsBetter) {
   if (base <= 0) return {};
@@ -43,10 +44,18 @@ QString versus(double now, double base, bool higherIsBetter) {
 
 TuningPanel::TuningPanel(QWidget* parent)
     : QWidget(parent), model_(new TuningModel(this)), timeline_(new TimelineModel(this)), picker_(new CandidatePicker(this)),
-      balance_(new QLineEdit(this)), chunks_(new QSpinBox(this)), mode_(new QComboBox(this)), error_(new QLabel(this)),
+      balance_(new QLineEdit(this)), chunks_(new QSpinBox(this)), mode_(new QComboBox(this)), schedule_(new QComboBox(this)),
+      stagesPerDevice_(new QSpinBox(this)), error_(new QLabel(this)),
       prediction_(new QLabel(this)), editor_(new BalanceEditor(model_, this)), canvas_(new TimelineCanvas(timeline_, this)),
       suggest_(new SuggestPanel(this)) {
-  balance_->setToolTip(tr("Layers per partition, e.g. 3,5 — the prediction updates as you type"));
+  balance_->setToolTip(tr("Layers per stage, e.g. 3,5 — p × v stages, stage j on device j mod p; the prediction "
+                          "updates as you type"));
+  for (ScheduleKind kind : kSchedules) schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
+  schedule_->setToolTip(tr("gpipe: all forwards, then all backwards; 1f1b: one forward one backward; interleaved: "
+                           "1F1B over v stages per device"));
+  stagesPerDevice_->setRange(2, 64);
+  stagesPerDevice_->setToolTip(tr("Stages per device v (interleaved only): the balance then has p × v stages"));
+  stagesPerDevice_->setEnabled(false);
   chunks_->setRange(1, 4096);
   chunks_->setToolTip(tr("Micro-batches per mini-batch"));
   for (Checkpoint mode : kModes) mode_->addItem(qs(std::string(checkpointName(mode))), static_cast<int>(mode));
@@ -59,6 +68,11 @@ TuningPanel::TuningPanel(QWidget* parent)
   auto* configuration = new QGroupBox(tr("Configuration"), this);
   auto* form = new QFormLayout(configuration);
   form->addRow(tr("Start from:"), picker_);
+  auto* schedule = new QHBoxLayout;
+  schedule->addWidget(schedule_, 1);
+  schedule->addWidget(new QLabel(tr("stages per device:"), this));
+  schedule->addWidget(stagesPerDevice_);
+  form->addRow(tr("Schedule:"), schedule);
   form->addRow(tr("Balance:"), balance_);
   form->addRow(tr("Chunks:"), chunks_);
   form->addRow(tr("Checkpoint:"), mode_);
@@ -104,7 +118,22 @@ TuningPanel::TuningPanel(QWidget* parent)
     const auto mode = static_cast<Checkpoint>(mode_->itemData(row).toInt());
     if (mode != model_->candidate().checkpoint) model_->setCheckpoint(mode);
   });
-  connect(model_, &TuningModel::invalidEdit, error_, &QLabel::setText);
+  connect(schedule_, &QComboBox::currentIndexChanged, this, [this](int row) {
+    const auto kind = static_cast<ScheduleKind>(schedule_->itemData(row).toInt());
+    stagesPerDevice_->setEnabled(kind == ScheduleKind::Interleaved);
+    const Candidate& edited = model_->edited();
+    if (kind != edited.schedule) model_->setSchedule(kind, stagesPerDevice_->value());
+  });
+  connect(stagesPerDevice_, &QSpinBox::valueChanged, this, [this](int v) {
+    const Candidate& edited = model_->edited();
+    if (edited.schedule == ScheduleKind::Interleaved && v != edited.stagesPerDevice) {
+      model_->setSchedule(ScheduleKind::Interleaved, v);
+    }
+  });
+  connect(model_, &TuningModel::invalidEdit, this, [this](const QString& message) {
+    error_->setText(message);
+    syncControls();  // e.g. the balance of p * v stages that a schedule edit made
+  });
   connect(model_, &TuningModel::predictionChanged, this, [this] {
     error_->clear();
     syncControls();
@@ -164,14 +193,23 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
   }
 }
 
+QString TuningPanel::errorText() const { return error_->text(); }
+
+// The controls show the last edited configuration (valid or not), so an invalid schedule edit
+// stays on screen with its reason until the user fixes it.
 void TuningPanel::syncControls() {
-  const Candidate& candidate = model_->candidate();
+  const Candidate& candidate = model_->edited();
   if (!balance_->hasFocus()) balance_->setText(qs(formatBalance(candidate.balance)));
   const QSignalBlocker chunksBlocker(chunks_);
   chunks_->setMaximum(static_cast<int>(std::max<std::int64_t>(1, candidate.batch)));
   chunks_->setValue(static_cast<int>(candidate.chunks));
   const QSignalBlocker modeBlocker(mode_);
   mode_->setCurrentIndex(mode_->findData(static_cast<int>(candidate.checkpoint)));
+  const QSignalBlocker scheduleBlocker(schedule_);
+  schedule_->setCurrentIndex(schedule_->findData(static_cast<int>(candidate.schedule)));
+  const QSignalBlocker stagesBlocker(stagesPerDevice_);
+  stagesPerDevice_->setEnabled(candidate.schedule == ScheduleKind::Interleaved);
+  if (candidate.schedule == ScheduleKind::Interleaved) stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
 }
 
 void TuningPanel::showPrediction() {
@@ -188,9 +226,15 @@ void TuningPanel::showPrediction() {
   row(tr("Step time"), durationText(p.iterationNs) +
                            (base ? versus(static_cast<double>(p.iterationNs), static_cast<double>(base->iterationNs), false) : QString()));
   row(tr("Throughput"), throughputText(p.samplesPerS) + (base ? versus(p.samplesPerS, base->samplesPerS, true) : QString()));
+  row(tr("Schedule"), scheduleText(model_->candidate().schedule, model_->candidate().stagesPerDevice) +
+                          tr(", %1 stages on %2 devices")
+                              .arg(model_->candidate().balance.size())
+                              .arg(model_->candidate().pipelineDevices()));
   row(tr("Bubble"), QStringLiteral("%1 %").arg(p.bubbleFraction * 100.0, 0, 'f', 1));
   const Cluster& cluster = model_->cluster();
-  for (std::size_t j = 0; j < p.peakBytes.size(); ++j) {
+  // One peak per pipeline device d (its cluster device is candidate.deviceOf(d), d < p).
+  const auto stages = static_cast<std::size_t>(model_->candidate().balance.size());
+  for (std::size_t j = 0; j < p.peakBytes.size() && j < stages; ++j) {
     const std::int64_t device = model_->candidate().deviceOf(static_cast<std::int64_t>(j));
     QString value = bytesText(p.peakBytes[j]);
     if (device < cluster.deviceCount() && cluster.devices[static_cast<std::size_t>(device)].memoryBytes) {
@@ -198,7 +242,7 @@ void TuningPanel::showPrediction() {
       value += tr(" of %1").arg(bytesText(capacity));
       if (p.peakBytes[j] > capacity) value = QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(value);
     }
-    row(tr("Peak, partition %1").arg(j), value);
+    row(tr("Peak, device %1").arg(j), value);
   }
   row(tr("Fits"), p.fits ? tr("yes") : QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(tr("no")));
   text += QStringLiteral("</table>");

@@ -1,4 +1,4 @@
-// Balance tuning: edit balance, chunks and mode (or drag boundaries) and see the prediction at once.
+// Tuning: edit schedule, stages per device, balance, chunks and mode (or drag boundaries) and see the prediction at once.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -42,6 +42,12 @@ class TuningPanel : public QWidget {
   QLineEdit* balanceEdit() const { return balance_; }
   QSpinBox* chunksSpin() const { return chunks_; }
   QComboBox* modeCombo() const { return mode_; }
+  /// gpipe / 1f1b / interleaved; the item data is the ScheduleKind as int.
+  QComboBox* scheduleCombo() const { return schedule_; }
+  /// v, stages per device: enabled for interleaved only (minimum 2).
+  QSpinBox* stagesPerDeviceSpin() const { return stagesPerDevice_; }
+  /// The red message under the controls (an invalid edit's reason), empty when valid.
+  QString errorText() const;
   CandidatePicker* picker() const { return picker_; }
   SuggestPanel* suggestPanel() const { return suggest_; }
   BalanceEditor* balanceEditor() const { return editor_; }
@@ -58,6 +64,8 @@ class TuningPanel : public QWidget {
   QLineEdit* balance_;
   QSpinBox* chunks_;
   QComboBox* mode_;
+  QComboBox* schedule_;
+  QSpinBox* stagesPerDevice_;
   QLabel* error_;
   QLabel* prediction_;
   BalanceEditor* editor_;

@@ -82,6 +82,8 @@ int main(int argc, char** argv) {
     Checkpoint mode;
     double skew;  // measured / predicted step time; 0 = not measured; < 0 = failed
     bool traces;
+    ScheduleKind schedule = ScheduleKind::GPipe;
+    std::int64_t stagesPerDevice = 1;
   };
   const Spec specs[] = {
       {{4, 4}, 4, Checkpoint::ExceptLast, 1.06, true},  {{3, 5}, 4, Checkpoint::ExceptLast, 1.04, true},
@@ -89,6 +91,10 @@ int main(int argc, char** argv) {
       {{4, 4}, 2, Checkpoint::Always, 1.09, false},     {{2, 6}, 4, Checkpoint::ExceptLast, -1, false},
       {{4, 4}, 1, Checkpoint::Never, 0, false},         {{6, 2}, 8, Checkpoint::Always, 0, false},
       {{7, 1}, 2, Checkpoint::Never, 0, false},
+      // Another schedule family: 1f1b, measured. (Interleaved candidates are appended in
+      // memory by sample.h's withInterleaved(): core's report reader still expects the
+      // per-device lists to have one entry per stage.)
+      {{4, 4}, 4, Checkpoint::ExceptLast, 1.05, false, ScheduleKind::OneFOneB, 1},
   };
   int index = 0;
   for (const Spec& spec : specs) {
@@ -97,6 +103,8 @@ int main(int argc, char** argv) {
     result.candidate.chunks = spec.chunks;
     result.candidate.checkpoint = spec.mode;
     result.candidate.batch = 32;
+    result.candidate.schedule = spec.schedule;
+    result.candidate.stagesPerDevice = spec.stagesPerDevice;
     SimulationOptions options;
     options.recordTrace = true;
     SimulationResult simulated = simulate(*report.profile, *report.cluster, result.candidate, options);

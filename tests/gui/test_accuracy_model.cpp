@@ -16,8 +16,8 @@ TEST(AccuracyModel, OrdersByPredictedThroughputAndKeepsMissingValuesInvalid) {
   const std::shared_ptr<const Report> report = test::sampleReport();
   model.setReport(report);
   ASSERT_EQ(model.rowCount(), test::kSampleCandidates);
-  EXPECT_EQ(model.measuredCount(), 5);
-  EXPECT_EQ(model.summary().measuredCount, 5);
+  EXPECT_EQ(model.measuredCount(), 6);
+  EXPECT_EQ(model.summary().measuredCount, 6);
   for (int row = 1; row < model.rowCount(); ++row) {
     EXPECT_GE(model.index(row - 1, AccuracyModel::PredictedThroughput).data().toDouble(),
               model.index(row, AccuracyModel::PredictedThroughput).data().toDouble());

@@ -35,7 +35,9 @@ TEST(CandidatesModel, ShowsConfigurationTimesAndStatusWithUnits) {
   EXPECT_EQ(text(0, CandidatesModel::Mode), QStringLiteral("except_last"));
   EXPECT_EQ(text(0, CandidatesModel::PredictedStep), QStringLiteral("17.0 ms"));
   EXPECT_EQ(text(0, CandidatesModel::MeasuredStep), QStringLiteral("18.0 ms"));
-  EXPECT_EQ(text(0, CandidatesModel::PredictedPeak), QStringLiteral("48.4 MiB | 61.2 MiB"));
+  EXPECT_EQ(text(0, CandidatesModel::Schedule), QStringLiteral("gpipe"));
+  EXPECT_EQ(text(test::kSampleOneFOneB, CandidatesModel::Schedule), QStringLiteral("1f1b"));
+  EXPECT_EQ(text(0, CandidatesModel::PredictedPeak), QStringLiteral("48.4 MiB | 61.1 MiB"));
   EXPECT_EQ(text(0, CandidatesModel::StepError), QStringLiteral("-5.7 %"));
   EXPECT_EQ(text(0, CandidatesModel::Status), QStringLiteral("measured"));
   EXPECT_EQ(text(5, CandidatesModel::Status), QStringLiteral("failed"));
@@ -62,11 +64,11 @@ TEST(CandidatesFilterModel, SortsNumericallyWithMissingValuesLast) {
   proxy.setSourceModel(&model);
   proxy.sort(CandidatesModel::MeasuredStep, Qt::AscendingOrder);
   EXPECT_EQ(candidateAt(proxy, 0), 3u);  // 15.9 ms
-  EXPECT_EQ(candidateAt(proxy, 4), 2u);  // 20.8 ms, the slowest measured
-  EXPECT_FALSE(proxy.index(5, CandidatesModel::MeasuredStep).data().toString().size() > 0);
+  EXPECT_EQ(candidateAt(proxy, 5), 2u);  // 20.8 ms, the slowest measured
+  EXPECT_FALSE(proxy.index(6, CandidatesModel::MeasuredStep).data().toString().size() > 0);
   proxy.sort(CandidatesModel::Rank, Qt::AscendingOrder);
   EXPECT_EQ(candidateAt(proxy, 0), 3u);
-  EXPECT_EQ(candidateAt(proxy, 8), 8u);  // does not fit: no rank, last
+  EXPECT_EQ(candidateAt(proxy, 9), 8u);  // does not fit: no rank, last
 }
 
 TEST(CandidatesFilterModel, FiltersByTextAndStatus) {
@@ -79,16 +81,63 @@ TEST(CandidatesFilterModel, FiltersByTextAndStatus) {
   EXPECT_EQ(proxy.rowCount(), 2);  // [4,4] x8 except_last and [6,2] x8 always
   proxy.setFilterText(QStringLiteral("NEVER"));
   EXPECT_EQ(proxy.rowCount(), 3);
+  proxy.setFilterText(QStringLiteral("1f1b"));  // the label names the schedule
+  ASSERT_EQ(proxy.rowCount(), 1);
+  EXPECT_EQ(candidateAt(proxy, 0), test::kSampleOneFOneB);
   proxy.setFilterText(QString());
   proxy.setStatusFilter(CandidateStatus::Failed);
   ASSERT_EQ(proxy.rowCount(), 1);
   EXPECT_EQ(candidateAt(proxy, 0), 5u);
   proxy.setStatusFilter(CandidateStatus::Measured);
   proxy.setFilterText(QStringLiteral("[4,4]"));
-  EXPECT_EQ(proxy.rowCount(), 3);
+  EXPECT_EQ(proxy.rowCount(), 4);  // x4, x8, x2 and x4 1f1b
   proxy.setStatusFilter(std::nullopt);
   proxy.setFilterText(QString());
   EXPECT_EQ(proxy.rowCount(), test::kSampleCandidates);
+}
+
+TEST(CandidatesModel, ShowsTheScheduleWithStagesPerDeviceAndSortsByIt) {
+  CandidatesModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.setReport(test::sampleReportWithInterleaved());
+  ASSERT_EQ(model.rowCount(), test::kSampleCandidates + 2);
+  EXPECT_EQ(model.headerData(CandidatesModel::Schedule, Qt::Horizontal).toString(), QStringLiteral("Schedule"));
+  EXPECT_EQ(model.index(10, CandidatesModel::Schedule).data().toString(), QStringLiteral("interleaved v2"));
+  EXPECT_EQ(model.index(10, CandidatesModel::Balance).data().toString(), QStringLiteral("[2,2,2,2]"));
+  EXPECT_EQ(model.index(10, 0).data(CandidatesModel::ScheduleRole).toInt(), static_cast<int>(ScheduleKind::Interleaved));
+  EXPECT_EQ(model.index(10, 0).data(CandidatesModel::LabelRole).toString(),
+            QStringLiteral("[2,2,2,2] x4 except_last interleaved v2"));
+  // Peaks are per pipeline device: 2 devices for 4 stages.
+  EXPECT_EQ(model.index(10, CandidatesModel::PredictedPeak).data().toString().count(QLatin1Char('|')), 1);
+  CandidatesFilterModel proxy;
+  proxy.setSourceModel(&model);
+  proxy.sort(CandidatesModel::Schedule, Qt::DescendingOrder);
+  EXPECT_EQ(proxy.index(0, CandidatesModel::Schedule).data().toString(), QStringLiteral("interleaved v2"));
+  EXPECT_EQ(proxy.index(2, CandidatesModel::Schedule).data().toString(), QStringLiteral("1f1b"));
+  EXPECT_EQ(proxy.index(3, CandidatesModel::Schedule).data().toString(), QStringLiteral("gpipe"));
+}
+
+TEST(CandidatesFilterModel, FiltersBySchedule) {
+  CandidatesModel model;
+  model.setReport(test::sampleReportWithInterleaved());
+  CandidatesFilterModel proxy;
+  QAbstractItemModelTester tester(&proxy, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  proxy.setSourceModel(&model);
+  proxy.setScheduleFilter(ScheduleKind::Interleaved);
+  ASSERT_EQ(proxy.rowCount(), 2);
+  EXPECT_EQ(candidateAt(proxy, 0), 10u);
+  EXPECT_EQ(candidateAt(proxy, 1), 11u);
+  proxy.setScheduleFilter(ScheduleKind::OneFOneB);
+  ASSERT_EQ(proxy.rowCount(), 1);
+  EXPECT_EQ(candidateAt(proxy, 0), test::kSampleOneFOneB);
+  proxy.setScheduleFilter(ScheduleKind::GPipe);
+  EXPECT_EQ(proxy.rowCount(), 9);
+  proxy.setStatusFilter(CandidateStatus::Measured);  // the filters combine
+  EXPECT_EQ(proxy.rowCount(), 5);
+  proxy.setScheduleFilter(std::nullopt);
+  EXPECT_EQ(proxy.rowCount(), 6);
+  proxy.setStatusFilter(std::nullopt);
+  EXPECT_EQ(proxy.rowCount(), test::kSampleCandidates + 2);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <QMimeData>
 #include <QUrl>
 #include <QChartView>
+#include <QComboBox>
 #include <QFile>
 #include <QImage>
 #include <QSignalSpy>
@@ -42,7 +43,7 @@ TEST(MainWindow, OpeningTheSampleFillsTheTableAndSelectsTheSuggestion) {
   EXPECT_EQ(window.candidatesView()->table()->model()->rowCount(), test::kSampleCandidates);
   EXPECT_EQ(window.selectedCandidate(), test::kSampleSuggested);
   EXPECT_EQ(window.memoryModel()->candidate(), test::kSampleSuggested);
-  EXPECT_EQ(window.accuracyView()->pointCount(), 5);
+  EXPECT_EQ(window.accuracyView()->pointCount(), 6);
   if (window.timelineModel()->isLoading()) {
     QSignalSpy loaded(window.timelineModel(), &TimelineModel::loaded);
     ASSERT_TRUE(loaded.wait(10000));
@@ -50,6 +51,22 @@ TEST(MainWindow, OpeningTheSampleFillsTheTableAndSelectsTheSuggestion) {
   EXPECT_EQ(window.timelineModel()->sections().size(), 2u);
   EXPECT_TRUE(window.tuningPanel()->model()->hasInputs());
   EXPECT_TRUE(window.windowTitle().startsWith(QStringLiteral("sample_report.json")));
+}
+
+TEST(MainWindow, TheScheduleComboFiltersTheTable) {
+  MainWindow window(quiet());
+  ASSERT_TRUE(window.openReport(test::samplePath()));
+  QComboBox* schedule = window.candidatesView()->scheduleCombo();
+  ASSERT_EQ(schedule->count(), 4);  // all, gpipe, 1f1b, interleaved
+  EXPECT_EQ(schedule->itemText(0), QStringLiteral("All schedules"));
+  schedule->setCurrentIndex(schedule->findText(QStringLiteral("1f1b")));
+  QAbstractItemModel* table = window.candidatesView()->table()->model();
+  ASSERT_EQ(table->rowCount(), 1);
+  EXPECT_EQ(table->index(0, CandidatesModel::Schedule).data().toString(), QStringLiteral("1f1b"));
+  schedule->setCurrentIndex(schedule->findText(QStringLiteral("interleaved")));
+  EXPECT_EQ(table->rowCount(), 0);
+  schedule->setCurrentIndex(0);
+  EXPECT_EQ(table->rowCount(), test::kSampleCandidates);
 }
 
 TEST(MainWindow, SelectingARowUpdatesTheMemoryChartAndTheTimeline) {

@@ -1,4 +1,4 @@
-// Tests of MemoryModel: per-partition predicted and measured peaks against capacity.
+// Tests of MemoryModel: per-device predicted and measured peaks against capacity.
 #include "models/memory_model.h"
 
 #include "sample.h"
@@ -42,6 +42,22 @@ TEST(MemoryModel, UnmeasuredCandidateHasNoMeasuredValuesAndNulloptClears) {
   EXPECT_EQ(model.rowCount(), 0);
   model.setCandidate(report, 99);
   EXPECT_EQ(model.rowCount(), 0);
+}
+
+TEST(MemoryModel, InterleavedHasOneRowPerPipelineDeviceNamingItsStages) {
+  MemoryModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  const std::shared_ptr<const Report> report = test::sampleReportWithInterleaved();
+  model.setCandidate(report, 10);  // [2,2,2,2] x4 except_last interleaved v2
+  ASSERT_EQ(model.rowCount(), 2);  // p = 2 devices, not 4 stages
+  EXPECT_EQ(model.index(0, MemoryModel::PipelineDevice).data().toString(), QStringLiteral("device 0 · stages 0, 2"));
+  EXPECT_EQ(model.index(1, MemoryModel::PipelineDevice).data().toString(), QStringLiteral("device 1 · stages 1, 3"));
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_EQ(model.index(d, MemoryModel::Predicted).data(MemoryModel::BytesRole).toLongLong(),
+              report->candidates[10].prediction.peakBytes[static_cast<std::size_t>(d)]);
+  }
+  model.setCandidate(report, 0);
+  EXPECT_EQ(model.index(1, MemoryModel::PipelineDevice).data().toString(), QStringLiteral("device 1 · stage 1"));
 }
 
 }  // namespace

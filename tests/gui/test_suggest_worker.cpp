@@ -7,6 +7,8 @@
 
 #include <QSignalSpy>
 
+#include <algorithm>
+
 namespace pipeprof::gui {
 namespace {
 
@@ -39,11 +41,44 @@ TEST(SuggestWorker, FinishesWithRankedCandidatesAndProgress) {
   ASSERT_GE(progress.count(), 1);
   EXPECT_EQ(progress.last().at(0).toLongLong(), progress.last().at(1).toLongLong());  // the last report is 100 %
   const SearchResult& result = worker.result();
-  EXPECT_EQ(result.evaluated, 7 * 4 * 3);  // balances of 8 layers in 2 parts x chunks x modes
+  // gpipe and 1f1b: balances of 8 layers in 2 parts x chunks x modes; interleaved v2: in 4 parts.
+  EXPECT_EQ(result.evaluated, 2 * 7 * 4 * 3 + 35 * 4 * 3);
   ASSERT_FALSE(result.ranked.empty());
   for (std::size_t r = 1; r < result.ranked.size(); ++r) {
     EXPECT_GE(result.ranked[r - 1].prediction.samplesPerS, result.ranked[r].prediction.samplesPerS);
   }
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+    EXPECT_TRUE(std::any_of(result.ranked.begin(), result.ranked.end(),
+                            [kind](const RankedCandidate& ranked) { return ranked.candidate.schedule == kind; }))
+        << scheduleKindName(kind);
+  }
+}
+
+TEST(SuggestWorker, SearchesOnlyTheGivenSchedulesAndStagesPerDevice) {
+  const std::shared_ptr<const Report> report = test::sampleReport();
+  SuggestWorker worker;
+  QSignalSpy finished(&worker, &SuggestWorker::finished);
+  SearchSpace space;
+  space.batch = 32;
+  space.partitions = 2;
+  space.schedules = {ScheduleKind::Interleaved};
+  space.stagesPerDevice = {2, 4};
+  space.chunks = {2, 3};
+  space.modes = {Checkpoint::Never};
+  ASSERT_TRUE(worker.start(*report->profile, *report->cluster, space));
+  ASSERT_TRUE(finished.wait(20000));
+  const SearchResult& result = worker.result();
+  // v = 2: 35 balances of 4 stages, v = 4: 1 balance of 8 stages; x 2 chunk counts.
+  EXPECT_EQ(result.evaluated, (35 + 1) * 2);
+  ASSERT_FALSE(result.ranked.empty());
+  for (const RankedCandidate& ranked : result.ranked) {
+    EXPECT_EQ(ranked.candidate.schedule, ScheduleKind::Interleaved);
+    EXPECT_EQ(ranked.candidate.chunks, 2);  // 3 micro-batches are not a multiple of 2 devices
+    EXPECT_EQ(ranked.candidate.balance.size(), static_cast<std::size_t>(2 * ranked.candidate.stagesPerDevice));
+  }
+  EXPECT_TRUE(std::any_of(result.rejected.begin(), result.rejected.end(), [](const RankedCandidate& rejected) {
+    return rejected.rejection.find("multiple of devices") != std::string::npos;
+  }));
 }
 
 TEST(SuggestWorker, CancelStopsTheSearchAndDeliversNoResult) {
@@ -58,6 +93,7 @@ TEST(SuggestWorker, CancelStopsTheSearchAndDeliversNoResult) {
   space.batch = 32;
   space.partitions = 4;
   space.chunks = {1, 2, 4, 8, 16, 32};
+  space.schedules = {ScheduleKind::GPipe};
   space.enumeration = BalanceEnumeration::All;
   ASSERT_TRUE(worker.start(profile, cluster, space));
   worker.cancel();

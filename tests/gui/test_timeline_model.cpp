@@ -5,6 +5,7 @@
 #include "sample.h"
 
 #include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/simulator/simulator.h>
 
 #include <gtest/gtest.h>
 
@@ -42,7 +43,7 @@ TEST(TimelineModel, ReadsBothTracesIntoLanesPerDevice) {
   const Report& report = *document.report();
   EXPECT_EQ(model.sections()[0].endNs, report.candidates[test::kSampleSuggested].prediction.iterationNs);
   EXPECT_EQ(model.endNs(), std::max(model.sections()[0].endNs, model.sections()[1].endNs));
-  EXPECT_EQ(model.spanCount(), 2 * (8 + 8 + 4 + 4));
+  EXPECT_EQ(model.spanCount(), 2 * (8 + 12 + 4 + 4));  // partition 1 also runs the 4 losses
 }
 
 TEST(TimelineModel, SimulatesAMissingPredictedTraceAndSaysWhyNothingWasMeasured) {
@@ -141,6 +142,37 @@ TEST(TimelineModel, ShowsTheMedianStepOfAMeasuredTraceWithSeveralSteps) {
   ASSERT_EQ(memory.counterPoints.size(), 1u);  // the value at the step's start, carried in
   EXPECT_EQ(memory.counterPoints[0].first, 0);
   EXPECT_EQ(memory.counterPoints[0].second, 64.0);
+}
+
+TEST(TimelineModel, InterleavedDevicesShowALanePerStageInStageOrderWithLosses) {
+  const std::shared_ptr<const Report> report = test::sampleReportWithInterleaved();
+  const Candidate& candidate = report->candidates[10].candidate;  // [2,2,2,2] x4 interleaved v2
+  SimulationOptions options;
+  options.recordTrace = true;
+  const Trace trace = simulate(*report->profile, *report->cluster, candidate, options).trace;
+  TimelineModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.setTraces(trace, {}, std::nullopt, {});
+  std::vector<QString> labels;
+  for (const TimelineLane& lane : model.lanes()) {
+    if (lane.stage >= 0) labels.push_back(lane.label);
+  }
+  const QString d0 = QString::fromStdString(report->cluster->devices[0].name);
+  const QString d1 = QString::fromStdString(report->cluster->devices[1].name);
+  ASSERT_EQ(labels.size(), 4u);
+  EXPECT_EQ(labels[0], d0 + QStringLiteral(" · stage 0"));
+  EXPECT_EQ(labels[1], d0 + QStringLiteral(" · stage 2"));
+  EXPECT_EQ(labels[2], d1 + QStringLiteral(" · stage 1"));
+  EXPECT_EQ(labels[3], d1 + QStringLiteral(" · stage 3"));
+  int losses = 0;
+  for (const TimelineLane& lane : model.lanes()) {
+    for (const TimelineSpan& span : lane.spans) {
+      if (span.phase != Phase::Loss) continue;
+      ++losses;
+      EXPECT_EQ(lane.stage, 3);  // on the last stage
+    }
+  }
+  EXPECT_EQ(losses, 4);  // one per micro-batch
 }
 
 }  // namespace

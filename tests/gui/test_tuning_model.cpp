@@ -3,6 +3,7 @@
 
 #include "sample.h"
 
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include <gtest/gtest.h>
@@ -80,6 +81,48 @@ TEST_F(TuningModelTest, InvalidEditsEmitAMessageAndKeepTheLastPrediction) {
   EXPECT_EQ(changed.count(), 0);
   EXPECT_EQ(model_.candidate(), report_->candidates[0].candidate);
   EXPECT_EQ(model_.prediction().iterationNs, before.iterationNs);
+}
+
+TEST_F(TuningModelTest, ChangingTheScheduleResimulatesWithPTimesVStages) {
+  QSignalSpy changed(&model_, &TuningModel::predictionChanged);
+  const Prediction gpipe = model_.prediction();
+  ASSERT_TRUE(model_.setSchedule(ScheduleKind::OneFOneB, 7));  // v is 1 for 1f1b
+  Candidate expected = report_->candidates[0].candidate;
+  expected.schedule = ScheduleKind::OneFOneB;
+  EXPECT_EQ(model_.candidate(), expected);
+  EXPECT_EQ(model_.prediction().peakBytes, report_->candidates[test::kSampleOneFOneB].prediction.peakBytes);
+  EXPECT_NE(model_.prediction().peakBytes, gpipe.peakBytes);  // 1f1b holds fewer micro-batches
+  ASSERT_TRUE(model_.setSchedule(ScheduleKind::Interleaved, 2));
+  EXPECT_EQ(model_.candidate().stagesPerDevice, 2);
+  ASSERT_EQ(model_.candidate().balance.size(), 4u);  // p = 2 devices x v = 2
+  EXPECT_EQ(model_.candidate().pipelineDevices(), 2);
+  EXPECT_EQ(model_.prediction().peakBytes.size(), 2u);  // per pipeline device
+  EXPECT_EQ(model_.prediction().iterationNs, simulated(model_.candidate()));
+  EXPECT_LT(model_.prediction().iterationNs, gpipe.iterationNs);  // the bubble shrinks
+  EXPECT_EQ(model_.index(7, TuningModel::PartitionColumn).data(TuningModel::ValueRole).toLongLong(), 3);
+  EXPECT_EQ(changed.count(), 2);
+}
+
+TEST_F(TuningModelTest, AnInvalidScheduleShapeShowsItsReasonAndTheNextEditKeepsTheSchedule) {
+  ASSERT_TRUE(model_.setSchedule(ScheduleKind::Interleaved, 2));
+  const Candidate valid = model_.candidate();
+  QSignalSpy invalid(&model_, &TuningModel::invalidEdit);
+  QSignalSpy changed(&model_, &TuningModel::predictionChanged);
+  EXPECT_FALSE(model_.setChunks(3));  // 3 micro-batches on 2 devices
+  ASSERT_EQ(invalid.count(), 1);
+  EXPECT_EQ(invalid.at(0).at(0).toString().toStdString(), scheduleShapeError(ScheduleKind::Interleaved, 2, 4, 3));
+  EXPECT_EQ(model_.candidate(), valid);  // the prediction stays that of the last valid one
+  EXPECT_EQ(model_.edited().chunks, 3);
+  EXPECT_EQ(model_.edited().schedule, ScheduleKind::Interleaved);
+  ASSERT_TRUE(model_.setChunks(8));  // builds on the edit: still interleaved
+  EXPECT_EQ(model_.candidate().schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(model_.candidate().chunks, 8);
+  EXPECT_EQ(changed.count(), 1);
+  EXPECT_FALSE(model_.setSchedule(ScheduleKind::Interleaved, 8));  // 16 stages, 8 layers
+  EXPECT_TRUE(invalid.last().at(0).toString().contains(QStringLiteral("8 layers"))) << invalid.last().at(0).toString().toStdString();
+  ASSERT_TRUE(model_.setSchedule(ScheduleKind::GPipe));  // back to 2 stages
+  EXPECT_EQ(model_.candidate().balance.size(), 2u);
+  EXPECT_EQ(model_.candidate().stagesPerDevice, 1);
 }
 
 }  // namespace

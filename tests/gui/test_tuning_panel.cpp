@@ -11,7 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QLineEdit>
+#include <QSpinBox>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -69,6 +72,9 @@ TEST_F(TuningPanelTest, SuggestListsTheBestCandidatesAndTuneLoadsOne) {
   ASSERT_EQ(suggest->results()->rowCount(), SuggestPanel::kShown);
   const Candidate best = suggest->worker()->result().ranked.front().candidate;
   EXPECT_EQ(suggest->results()->item(0, 0)->text(), QString::fromStdString(best.label()));
+  const QString schedule = QString::fromStdString(scheduleKindName(best.schedule)) +
+                           (best.schedule == ScheduleKind::Interleaved ? QStringLiteral(" v%1").arg(best.stagesPerDevice) : QString());
+  EXPECT_EQ(suggest->results()->item(0, 1)->text(), schedule);
   emit suggest->tuneRequested(best);
   EXPECT_EQ(panel_.model()->candidate(), best);
 }
@@ -81,6 +87,62 @@ TEST_F(TuningPanelTest, SuggestRejectsAMalformedChunkList) {
   EXPECT_TRUE(error.contains(QStringLiteral("1,two"))) << error.toStdString();
   suggest->startSuggest();
   EXPECT_FALSE(suggest->worker()->isRunning());
+}
+
+TEST_F(TuningPanelTest, PickingAScheduleAndVRepredictsAndAnInvalidShapeShowsItsReason) {
+  QSignalSpy changed(panel_.model(), &TuningModel::predictionChanged);
+  const TimeNs gpipe = panel_.model()->prediction().iterationNs;
+  QComboBox* schedule = panel_.scheduleCombo();
+  QSpinBox* v = panel_.stagesPerDeviceSpin();
+  EXPECT_FALSE(v->isEnabled());
+  schedule->setCurrentIndex(schedule->findData(static_cast<int>(ScheduleKind::Interleaved)));
+  EXPECT_EQ(changed.count(), 1);
+  EXPECT_TRUE(v->isEnabled());
+  EXPECT_EQ(v->value(), 2);
+  EXPECT_EQ(panel_.model()->candidate().schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(panel_.balanceEdit()->text().split(QLatin1Char(',')).size(), 4);  // p * v stages
+  EXPECT_NE(panel_.model()->prediction().iterationNs, gpipe);
+  EXPECT_TRUE(panel_.errorText().isEmpty());
+  v->setValue(4);
+  EXPECT_EQ(changed.count(), 2);
+  EXPECT_EQ(panel_.model()->candidate().stagesPerDevice, 4);
+  EXPECT_EQ(panel_.balanceEdit()->text(), QStringLiteral("1,1,1,1,1,1,1,1"));
+  const Prediction valid = panel_.model()->prediction();
+  panel_.chunksSpin()->setValue(3);  // interleaved needs chunks a multiple of the 2 devices
+  EXPECT_EQ(changed.count(), 2);
+  EXPECT_EQ(panel_.errorText().toStdString(), scheduleShapeError(ScheduleKind::Interleaved, 4, 8, 3));
+  EXPECT_EQ(panel_.model()->prediction().iterationNs, valid.iterationNs);
+  EXPECT_EQ(schedule->currentData().toInt(), static_cast<int>(ScheduleKind::Interleaved));  // the edit stays
+  panel_.chunksSpin()->setValue(6);
+  EXPECT_EQ(changed.count(), 3);
+  EXPECT_TRUE(panel_.errorText().isEmpty());
+  EXPECT_EQ(panel_.model()->candidate().chunks, 6);
+  EXPECT_EQ(panel_.model()->candidate().stagesPerDevice, 4);
+  schedule->setCurrentIndex(schedule->findData(static_cast<int>(ScheduleKind::OneFOneB)));
+  EXPECT_FALSE(v->isEnabled());
+  EXPECT_EQ(panel_.model()->candidate().balance.size(), 2u);
+  EXPECT_EQ(panel_.model()->candidate().schedule, ScheduleKind::OneFOneB);
+}
+
+TEST_F(TuningPanelTest, SuggestSearchesTheTickedSchedulesAndStagesPerDevice) {
+  SuggestPanel* suggest = panel_.suggestPanel();
+  QString error;
+  std::optional<SearchSpace> space = suggest->searchSpace(&error);
+  ASSERT_TRUE(space.has_value()) << error.toStdString();
+  EXPECT_EQ(space->schedules, (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+  EXPECT_EQ(space->stagesPerDevice, (std::vector<std::int64_t>{1, 2}));
+  suggest->scheduleCheck(ScheduleKind::GPipe)->setChecked(false);
+  suggest->stagesPerDeviceEdit()->setText(QStringLiteral("2,4"));
+  space = suggest->searchSpace(&error);
+  ASSERT_TRUE(space.has_value()) << error.toStdString();
+  EXPECT_EQ(space->schedules, (std::vector<ScheduleKind>{ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+  EXPECT_EQ(space->stagesPerDevice, (std::vector<std::int64_t>{1, 2, 4}));
+  suggest->stagesPerDeviceEdit()->setText(QStringLiteral("1"));
+  EXPECT_FALSE(suggest->searchSpace(&error).has_value());
+  EXPECT_TRUE(error.contains(QStringLiteral("at least 2"))) << error.toStdString();
+  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) suggest->scheduleCheck(kind)->setChecked(false);
+  EXPECT_FALSE(suggest->searchSpace(&error).has_value());
+  EXPECT_EQ(error, QStringLiteral("Tick at least one schedule."));
 }
 
 }  // namespace
