@@ -3,6 +3,7 @@
 
 #include <pipeprof/runtime/pipe.h>
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 #include <stdexcept>
@@ -42,7 +43,8 @@ Tensors asTensors(torch::nn::AnyValue& value, const std::string& layerName) {
 }  // namespace
 
 void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
-                           std::size_t deviceCount, std::int64_t chunks) {
+                           std::size_t deviceCount, std::int64_t chunks, ScheduleKind kind,
+                           std::int64_t stagesPerDevice) {
   const auto layers = static_cast<std::int64_t>(module->size());
   const std::int64_t total = std::accumulate(balance.begin(), balance.end(), std::int64_t{0});
   if (total != layers) {
@@ -52,9 +54,22 @@ void validatePipeArguments(const torch::nn::Sequential& module, const std::vecto
   if (balance.empty() || std::any_of(balance.begin(), balance.end(), [](std::int64_t b) { return b <= 0; })) {
     throw std::invalid_argument("all balance numbers must be positive integer (balance: " + listText(balance) + ")");
   }
-  if (deviceCount < balance.size()) {
+  const auto n = static_cast<std::int64_t>(balance.size());
+  // The shape apart from the micro-batch count (checked after scattering): m = p passes.
+  const std::string shape =
+      scheduleShapeError(kind, stagesPerDevice, n, stagesPerDevice > 0 ? std::max<std::int64_t>(n / stagesPerDevice, 1) : 1);
+  if (!shape.empty()) {
+    throw std::invalid_argument(shape + " (balance: " + listText(balance) + ")");
+  }
+  if (stagesPerDevice == 1 && deviceCount < balance.size()) {
     throw std::invalid_argument("too few devices to hold given partitions (devices: " + std::to_string(deviceCount) +
                                 ", partitions: " + std::to_string(balance.size()) + ")");
+  }
+  const auto p = static_cast<std::size_t>(n / stagesPerDevice);
+  if (deviceCount < p) {
+    throw std::invalid_argument("too few devices to hold given stages (devices: " + std::to_string(deviceCount) +
+                                ", stages: " + std::to_string(n) + ", stages per device: " +
+                                std::to_string(stagesPerDevice) + ", devices needed: " + std::to_string(p) + ")");
   }
   if (chunks <= 0) {
     throw std::invalid_argument("number of chunks must be positive integer (chunks: " + std::to_string(chunks) + ")");
@@ -79,7 +94,7 @@ void validatePipeArguments(const torch::nn::Sequential& module, const std::vecto
   }
 }
 
-std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t partitions) {
+std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t pipelineDevices) {
   if (!devices.empty()) {
     return devices;
   }
@@ -90,8 +105,8 @@ std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devi
     }
     return resolved;
   }
-  // No accelerator: every partition shares the one CPU device (each still has its own worker).
-  resolved.assign(partitions, torch::Device(torch::kCPU));
+  // No accelerator: every pipeline device is the CPU (each still has its own worker).
+  resolved.assign(pipelineDevices, torch::Device(torch::kCPU));
   return resolved;
 }
 
@@ -104,7 +119,8 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
     Partition partition;
     partition.j = static_cast<std::int64_t>(j);
     partition.firstLayer = layer;
-    partition.device = devices[j];
+    partition.d = static_cast<std::int64_t>(j % devices.size());
+    partition.device = devices[j % devices.size()];
     for (std::int64_t k = 0; k < balance[j]; ++k, ++layer) {
       const auto index = static_cast<std::size_t>(layer);
       std::shared_ptr<torch::nn::Module> child = module->ptr(index);

@@ -3,6 +3,7 @@
 
 #include "microbatch.h"
 
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
 #include <torch/torch.h>
@@ -13,9 +14,10 @@
 
 namespace pipeprof {
 
-/// A contiguous run of layers on one device.
+/// A contiguous run of layers (a stage) on one device.
 struct Partition {
   std::int64_t j = 0;
+  std::int64_t d = 0;                    ///< pipeline device that runs it (j mod p)
   std::int64_t firstLayer = 0;           ///< index of its first layer in the Sequential
   torch::Device device = torch::kCPU;
   std::vector<torch::nn::AnyModule> layers;
@@ -25,14 +27,19 @@ struct Partition {
 };
 
 /// Throws std::invalid_argument with torchgpipe's messages for a bad balance, too few
-/// devices, non-positive chunks, duplicate children or parameters shared by distinct children.
+/// devices, non-positive chunks, duplicate children or parameters shared by distinct children,
+/// and with scheduleShapeError's for a (schedule, stages per device) that cannot hold the
+/// balance. The p = n / v pipeline devices need deviceCount >= p.
 void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
-                           std::size_t deviceCount, std::int64_t chunks);
+                           std::size_t deviceCount, std::int64_t chunks, ScheduleKind kind = ScheduleKind::GPipe,
+                           std::int64_t stagesPerDevice = 1);
 
-/// The devices to use: `devices` when given, else every CUDA device (or one CPU device).
-std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t partitions);
+/// The devices to use: `devices` when given, else every CUDA device (or `pipelineDevices` CPU
+/// devices when there is none).
+std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t pipelineDevices);
 
-/// Splits the (validated) Sequential by balance and moves each partition's layers to its device.
+/// Splits the (validated) Sequential by balance and moves each partition's layers to its
+/// device: stage j goes to devices[j mod devices.size()].
 std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
                                    const std::vector<torch::Device>& devices);
 

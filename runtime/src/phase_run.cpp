@@ -1,21 +1,9 @@
-// One phase of a step (its forward ops, or its recompute and backward ops) on the workers.
+// One phase of a step (its forward ops, its recompute and backward ops, or all) on the workers.
 #include "phase_run.h"
 
 #include <ATen/Parallel.h>
 
 namespace pipeprof {
-namespace {
-
-void runOps(Step& step, std::int64_t j, StepPhase phase) {
-  if (phase == StepPhase::Forward) {
-    step.runForward(j);
-  } else {
-    step.runBackward(j);
-  }
-}
-
-}  // namespace
-
 PhaseRun::PhaseRun(std::shared_ptr<Workers> workers, std::shared_ptr<Step> step, StepPhase phase)
     : workers_(std::move(workers)), step_(std::move(step)), phase_(phase) {}
 
@@ -23,22 +11,22 @@ void PhaseRun::start() {
   if (workers_->size() == 1) {
     return;  // finish() runs the ops
   }
-  for (std::size_t j = 0; j < workers_->size(); ++j) {
+  for (std::size_t d = 0; d < workers_->size(); ++d) {
     // The task shares the step: a started backward whose PipeBackward never runs (another
     // node of the caller's graph failed) still finishes on valid cells.
-    done_.push_back((*workers_)[j]->submit([step = step_, partition = static_cast<std::int64_t>(j), phase = phase_] {
+    done_.push_back((*workers_)[d]->submit([step = step_, device = static_cast<std::int64_t>(d), phase = phase_] {
       // ATen's OpenMP thread count is per thread: workers adopt the caller's intra-op setting.
       if (at::get_num_threads() != step->config().intraOpThreads) {
         at::set_num_threads(step->config().intraOpThreads);
       }
-      runOps(*step, partition, phase);
+      step->run(device, phase);
     }));
   }
 }
 
 void PhaseRun::finish() {
   if (workers_->size() == 1) {
-    runOps(*step_, 0, phase_);
+    step_->run(0, phase_);
   }
   for (auto& future : done_) {
     future.get();

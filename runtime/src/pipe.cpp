@@ -1,4 +1,4 @@
-// The GPipe Pipe: validation, partitions, workers and streams, and the forward step.
+// The Pipe: validation, stages on devices, workers and streams, forward() and step().
 #include <pipeprof/runtime/pipe.h>
 
 #include "device_memory.h"
@@ -17,6 +17,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -31,10 +32,10 @@ std::string errorText(const std::exception& error) {
 
 namespace {
 
-std::string traceDeviceName(const torch::Device& device, std::int64_t j) {
-  // Each CPU partition has its own worker: the trace shows it as its own CPU device.
+std::string traceDeviceName(const torch::Device& device, std::int64_t d) {
+  // Each CPU pipeline device has its own worker: the trace shows it as its own CPU device.
   if (device.is_cpu()) {
-    return "cpu:" + std::to_string(j);
+    return "cpu:" + std::to_string(d);
   }
   return device.str();
 }
@@ -77,10 +78,13 @@ class PipeImpl {
     if (module_.is_empty()) {
       throw std::invalid_argument("the Pipe needs a Sequential module (got an empty holder)");
     }
-    devices_ = resolveDevices(options_.devices, balance_.size());
-    validatePipeArguments(module_, balance_, devices_.size(), options_.chunks);
+    const std::int64_t v = options_.stagesPerDevice;
+    const auto n = static_cast<std::int64_t>(balance_.size());
+    const auto p = static_cast<std::size_t>(v > 0 && n / v > 0 ? n / v : std::max<std::int64_t>(n, 1));
+    devices_ = resolveDevices(options_.devices, p);
+    validatePipeArguments(module_, balance_, devices_.size(), options_.chunks, options_.schedule, v);
     verifySkips(module_);
-    devices_.resize(balance_.size(), devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
+    devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
     options_.devices = devices_;
     installMemoryTracker();
     partitions_ = splitModule(module_, balance_, devices_);
@@ -88,11 +92,19 @@ class PipeImpl {
       module_ = withDeferredBatchNorm(module_, deferredBatchNorms_);
       partitions_ = splitModule(module_, balance_, devices_);
     }
+    deviceParameterBytes_.assign(p, 0);
+    std::vector<torch::Device> stageDevices;
+    std::vector<std::int64_t> memoryTags;
     for (const auto& partition : partitions_) {
-      deviceNames_.push_back(traceDeviceName(partition.device, partition.j));
+      deviceNames_.push_back(traceDeviceName(partition.device, partition.d));
+      deviceParameterBytes_[static_cast<std::size_t>(partition.d)] += partition.parameterBytes;
+      stageDevices.push_back(partition.device);
+      memoryTags.push_back(partition.d);  // a device's stages count against one tag
+    }
+    for (std::size_t d = 0; d < p; ++d) {
       workers_->push_back(std::make_unique<Worker>());
     }
-    streams_ = std::make_unique<const PipeStreams>(devices_);
+    streams_ = std::make_unique<const PipeStreams>(std::move(stageDevices), std::move(memoryTags));
     auto routes = skipRouteKeys(module_);
     scheduleSkips_ = skipRoutes(module_);  // same order as the keys, distinct names
     for (std::size_t s = 0; s < routes.size(); ++s) {
@@ -102,7 +114,58 @@ class PipeImpl {
   }
 
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn);
 
+  /// Throws std::invalid_argument when the schedule cannot run the m micro-batches that
+  /// scattering `rows` rows into options_.chunks gave.
+  void checkMicroBatches(std::int64_t m, std::int64_t rows) const {
+    const std::string shape = scheduleShapeError(options_.schedule, options_.stagesPerDevice,
+                                                 static_cast<std::int64_t>(balance_.size()), m);
+    if (!shape.empty()) {
+      throw std::invalid_argument("a batch of " + std::to_string(rows) + " rows in " + std::to_string(options_.chunks) +
+                                  " chunks splits into " + std::to_string(m) +
+                                  " micro-batches (as torch.chunk does), which the schedule cannot run: " + shape);
+    }
+  }
+
+  void checkFirstDevice(const std::vector<torch::Tensor>& inputs) const {
+    const torch::Device first = devices_.front();
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      if (inputs[k].defined() && inputs[k].device() != first) {
+        throw std::invalid_argument("input " + std::to_string(k) + " is on " + inputs[k].device().str() +
+                                    " but the first partition is on " + first.str() + "; move the input there first");
+      }
+    }
+  }
+
+  StepConfig stepConfig(const Schedule& schedule, bool gradEnabled) const {
+    StepConfig config;
+    config.partitions = &partitions_;
+    config.streams = streams_.get();
+    config.schedule = &schedule;
+    config.routes = routes_;
+    config.gradEnabled = gradEnabled;
+    config.tracer = tracer_;
+    config.deviceNames = deviceNames_;
+    config.intraOpThreads = at::get_num_threads();
+    config.deviceParameterBytes = deviceParameterBytes_;
+    const bool stochastic =
+        std::any_of(partitions_.begin(), partitions_.end(), [](const Partition& p) { return p.stochastic; });
+    config.baseSeed = stochastic ? drawSeed() : 0;
+    return config;
+  }
+
+  /// Before a step: memory windows, the streams' memory attribution, deferred statistics.
+  void beginStep() {
+    streams_->attributeMemory();  // pool streams may have served another Pipe since the last step
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      resetPeakBytes(static_cast<std::int64_t>(d));
+      resetDevicePeakBytes(devices_[d]);
+    }
+    for (const auto& batchNorm : deferredBatchNorms_) {
+      batchNorm->resetStatistics();
+    }
+  }
   std::int64_t partitionOf(std::int64_t layer) const {
     for (const auto& partition : partitions_) {
       if (layer < partition.firstLayer + static_cast<std::int64_t>(partition.layers.size())) {
@@ -122,6 +185,8 @@ class PipeImpl {
       spec.checkpoint = training ? options_.checkpoint : Checkpoint::Never;
       spec.training = gradEnabled;
       spec.skips = scheduleSkips_;
+      spec.kind = options_.schedule;
+      spec.stagesPerDevice = options_.stagesPerDevice;
       it = schedules_.emplace(key, std::make_unique<Schedule>(Schedule::build(spec))).first;
     }
     return *it->second;
@@ -132,7 +197,8 @@ class PipeImpl {
   PipeOptions options_;
   std::vector<torch::Device> devices_;
   std::vector<Partition> partitions_;
-  std::vector<std::string> deviceNames_;
+  std::vector<std::string> deviceNames_;  ///< per stage: its pipeline device's trace name
+  std::vector<Bytes> deviceParameterBytes_;  ///< per pipeline device: its stages' parameters
   /// Shared with the autograd nodes of pending steps, so a backward can run after the Pipe moved.
   std::shared_ptr<Workers> workers_ = std::make_shared<Workers>();
   std::unique_ptr<const PipeStreams> streams_;
@@ -144,39 +210,21 @@ class PipeImpl {
 };
 
 std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& inputs) {
-  const torch::Device first = devices_.front();
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    if (inputs[k].defined() && inputs[k].device() != first) {
-      throw std::invalid_argument("input " + std::to_string(k) + " is on " + inputs[k].device().str() +
-                                  " but the first partition is on " + first.str() + "; move the input there first");
-    }
-  }
-  std::vector<Tensors> microBatches = scatter(inputs, options_.chunks);
+  checkFirstDevice(inputs);
   const bool gradEnabled = torch::GradMode::is_enabled();
   const bool training = module_->is_training() && gradEnabled;
+  if (training && options_.schedule != ScheduleKind::GPipe) {
+    throw std::invalid_argument("the " + scheduleKindName(options_.schedule) +
+                                " schedule interleaves forwards and backwards, which forward() + backward() cannot "
+                                "do: train with step(input, target, lossFn); forward() runs this Pipe only in eval "
+                                "mode or without gradients (torch::NoGradGuard)");
+  }
+  std::vector<Tensors> microBatches = scatter(inputs, options_.chunks);
   const auto m = static_cast<std::int64_t>(microBatches.size());
+  checkMicroBatches(m, inputs.front().size(0));
 
-  StepConfig config;
-  config.partitions = &partitions_;
-  config.streams = streams_.get();
-  config.schedule = &scheduleFor(m, gradEnabled, training);
-  config.routes = routes_;
-  config.gradEnabled = gradEnabled;
-  config.tracer = tracer_;
-  config.deviceNames = deviceNames_;
-  config.intraOpThreads = at::get_num_threads();
-  const bool stochastic =
-      std::any_of(partitions_.begin(), partitions_.end(), [](const Partition& p) { return p.stochastic; });
-  config.baseSeed = stochastic ? drawSeed() : 0;
-
-  streams_->attributeMemory();  // pool streams may have served another Pipe since the last step
-  for (const auto& partition : partitions_) {
-    resetPeakBytes(partition.j);
-    resetDevicePeakBytes(partition.device);
-  }
-  for (const auto& batchNorm : deferredBatchNorms_) {
-    batchNorm->resetStatistics();
-  }
+  StepConfig config = stepConfig(scheduleFor(m, gradEnabled, training), gradEnabled);
+  beginStep();
   auto step = std::make_shared<Step>(std::move(config), std::move(microBatches));
   streams_->fork();  // the workers' streams start after the caller's work on inputs and parameters
   PhaseRun forwardRun(workers_, step, StepPhase::Forward);
@@ -232,6 +280,56 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
   return outputs;
 }
 
+torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn) {
+  if (!lossFn) {
+    throw std::invalid_argument("step() needs a loss function (got an empty LossFn)");
+  }
+  checkFirstDevice({input});
+  if (!target.defined() || target.dim() == 0) {
+    throw std::invalid_argument("step() needs a target with a batch dimension (dim 0), split like the input");
+  }
+  std::vector<Tensors> microBatches = scatter({input}, options_.chunks);
+  const std::int64_t rows = input.size(0);
+  if (target.size(0) != rows) {
+    throw std::invalid_argument("the target must have the input's rows along dim 0 (input: " + std::to_string(rows) +
+                                " rows, target: " + std::to_string(target.size(0)) + ")");
+  }
+  const auto m = static_cast<std::int64_t>(microBatches.size());
+  checkMicroBatches(m, rows);
+
+  // The whole step trains, whatever the caller's grad mode (one device runs on this thread).
+  torch::AutoGradMode gradMode(true);
+  StepConfig config = stepConfig(scheduleFor(m, true, module_->is_training()), true);
+  config.lossFn = &lossFn;
+  config.batchRows = rows;
+  {
+    // On the caller's current stream of the last device: fork() orders the workers after it.
+    const torch::Device last = partitions_.back().device;
+    for (const auto& piece : scatter({target}, options_.chunks)) {
+      config.targets.push_back(piece.front().to(last));
+    }
+  }
+  beginStep();
+  auto step = std::make_shared<Step>(std::move(config), std::move(microBatches));
+  streams_->fork();
+  PhaseRun run(workers_, step, StepPhase::Training);
+  run.start();
+  try {
+    run.finish();
+  } catch (...) {
+    step->release();
+    throw;
+  }
+  if (module_->is_training()) {
+    for (const auto& batchNorm : deferredBatchNorms_) {
+      batchNorm->commit();  // every forward of the step has run
+    }
+  }
+  torch::Tensor loss = step->lossSum();
+  step->release();
+  return loss;
+}
+
 Pipe::Pipe(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options)
     : impl_(std::make_unique<PipeImpl>(std::move(module), std::move(balance), std::move(options))) {}
 
@@ -250,6 +348,10 @@ torch::Tensor Pipe::forward(const torch::Tensor& input) {
 
 std::vector<torch::Tensor> Pipe::forward(const std::vector<torch::Tensor>& inputs) { return impl_->forward(inputs); }
 
+torch::Tensor Pipe::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn) {
+  return impl_->step(input, target, lossFn);
+}
+
 const std::vector<std::int64_t>& Pipe::balance() const { return impl_->balance_; }
 const std::vector<torch::Device>& Pipe::devices() const { return impl_->devices_; }
 const PipeOptions& Pipe::options() const { return impl_->options_; }
@@ -261,24 +363,24 @@ bool Pipe::isTraining() const { return impl_->module_->is_training(); }
 
 std::vector<Bytes> Pipe::peakBytes() const {
   std::vector<Bytes> peaks;
-  for (const auto& partition : impl_->partitions_) {
-    // What the partition allocated (its worker's CPU tensors, or its streams' CUDA blocks) on
-    // top of its parameters.
-    peaks.push_back(partition.parameterBytes + pipeprof::peakBytes(partition.j));
+  for (std::size_t d = 0; d < impl_->devices_.size(); ++d) {
+    // What the device's worker allocated for all its stages (its CPU tensors, or its stages'
+    // streams' CUDA blocks) on top of its stages' parameters.
+    peaks.push_back(impl_->deviceParameterBytes_[d] + pipeprof::peakBytes(static_cast<std::int64_t>(d)));
   }
   return peaks;
 }
 
 std::vector<std::optional<Bytes>> Pipe::devicePeakBytes() const {
   std::vector<std::optional<Bytes>> peaks;
-  for (const auto& partition : impl_->partitions_) peaks.push_back(pipeprof::devicePeakBytes(partition.device));
+  for (const auto& device : impl_->devices_) peaks.push_back(pipeprof::devicePeakBytes(device));
   return peaks;
 }
 
 void Pipe::resetPeakBytes() {
-  for (const auto& partition : impl_->partitions_) {
-    pipeprof::resetPeakBytes(partition.j);
-    resetDevicePeakBytes(partition.device);
+  for (std::size_t d = 0; d < impl_->devices_.size(); ++d) {
+    pipeprof::resetPeakBytes(static_cast<std::int64_t>(d));
+    resetDevicePeakBytes(impl_->devices_[d]);
   }
 }
 

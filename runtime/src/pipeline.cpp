@@ -1,4 +1,4 @@
-// One training step of the pipeline: per-cell state and the forward/backward ops each worker runs.
+// One training step of the pipeline: per-cell state and the ops each device's worker runs.
 #include "pipeline.h"
 
 #include "checkpoint.h"
@@ -142,6 +142,9 @@ Step::Step(StepConfig config, std::vector<Tensors> microBatches)
       changed_(static_cast<std::size_t>(n_)) {
   for (std::int64_t i = 0; i < m_; ++i) {
     cell(i, 0).inputs = std::move(microBatches[static_cast<std::size_t>(i)]);
+    if (static_cast<std::size_t>(i) < config_.targets.size()) {
+      cell(i, n_ - 1).target = config_.targets[static_cast<std::size_t>(i)];
+    }
     if (!config_.gradEnabled) {
       continue;
     }
@@ -183,18 +186,34 @@ void Step::fail(const Op& op, std::exception_ptr error) {
 void Step::recordMemory(std::int64_t j) const {
   HostTracer* tracer = config_.tracer;
   if (tracer != nullptr && tracer->enabled()) {
-    const Partition& partition = (*config_.partitions)[static_cast<std::size_t>(j)];
+    const std::int64_t d = (*config_.partitions)[static_cast<std::size_t>(j)].d;
     tracer->recordCounter(config_.deviceNames.at(static_cast<std::size_t>(j)), "memory", tracer->nowNs(),
-                          static_cast<double>(liveBytes(j) + partition.parameterBytes));
+                          static_cast<double>(liveBytes(d) + config_.deviceParameterBytes.at(static_cast<std::size_t>(d))));
   }
 }
 
-void Step::runForward(std::int64_t j) {
-  ScopedAllocationTag tag(j);
-  PipeStreams::ComputeScope onCompute(*config_.streams, j);
-  for (OpIndex index : config_.schedule->partitionOrder(j)) {
+namespace {
+
+bool inPhase(OpKind kind, StepPhase phase) {
+  switch (phase) {
+    case StepPhase::Forward:
+      return kind == OpKind::Forward;
+    case StepPhase::Backward:
+      return kind == OpKind::Recompute || kind == OpKind::Backward;  // the caller computed the loss
+    case StepPhase::Training:
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Step::run(std::int64_t d, StepPhase phase) {
+  // Everything the worker allocates counts against its device, whichever stage it runs.
+  ScopedAllocationTag tag(d);
+  for (OpIndex index : config_.schedule->deviceOrder(d)) {
     const Op& op = config_.schedule->op(index);
-    if (op.kind != OpKind::Forward) {
+    if (!op.isCompute() || !inPhase(op.kind, phase) || (op.kind == OpKind::Loss && config_.lossFn == nullptr)) {
       continue;
     }
     {
@@ -204,36 +223,24 @@ void Step::runForward(std::int64_t j) {
       }
     }
     try {
-      forwardOp(op);
-    } catch (const StepAborted&) {
-      return;
-    } catch (...) {
-      fail(op, std::current_exception());
-      return;
-    }
-    recordMemory(j);
-  }
-}
-
-void Step::runBackward(std::int64_t j) {
-  ScopedAllocationTag tag(j);
-  PipeStreams::ComputeScope onCompute(*config_.streams, j);
-  for (OpIndex index : config_.schedule->partitionOrder(j)) {
-    const Op& op = config_.schedule->op(index);
-    if (op.kind == OpKind::Forward || op.kind == OpKind::Loss) {
-      continue;  // the caller computed the loss between the phases
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (failed_) {
-        return;
-      }
-    }
-    try {
-      if (op.kind == OpKind::Recompute) {
-        recomputeOp(op);
-      } else {
-        backwardOp(op);
+      // Each op runs on its own stage's compute stream (a device's stages have one each).
+      PipeStreams::ComputeScope onCompute(*config_.streams, op.j);
+      switch (op.kind) {
+        case OpKind::Forward:
+          forwardOp(op);
+          break;
+        case OpKind::Recompute:
+          recomputeOp(op);
+          break;
+        case OpKind::Backward:
+          backwardOp(op);
+          break;
+        case OpKind::Loss:
+          lossOp(op);
+          break;
+        case OpKind::Copy:
+        case OpKind::SkipCopy:
+          break;
       }
     } catch (const StepAborted&) {
       return;
@@ -241,7 +248,7 @@ void Step::runBackward(std::int64_t j) {
       fail(op, std::current_exception());
       return;
     }
-    recordMemory(j);
+    recordMemory(op.j);
   }
 }
 
@@ -314,19 +321,70 @@ void Step::recomputeOp(const Op& op) {
   torch::AutoGradMode gradMode(true);
   RecomputeScope recomputing;
   Tensors outputs = runPartition(op.i, op.j, own.inputs, Pass::Recompute);
+  if (config_.lossFn != nullptr && op.j == n_ - 1) {
+    // step(): loss(i) ran without a graph; backward(i, n-1) starts from the loss recomputed here.
+    torch::Tensor loss = weightedLoss(outputs, own.target);
+    std::lock_guard<std::mutex> lock(mutex_);
+    own.loss = std::move(loss);
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  own.outputs = std::move(outputs);
+  own.recomputed = std::move(outputs);
+}
+
+torch::Tensor Step::weightedLoss(const Tensors& outputs, const torch::Tensor& target) const {
+  if (outputs.size() != 1) {
+    throw std::invalid_argument("step() needs the last layer to return one tensor (it returned " +
+                                std::to_string(outputs.size()) + ")");
+  }
+  torch::Tensor loss = (*config_.lossFn)(outputs.front(), target);
+  if (!loss.defined() || loss.numel() != 1) {
+    throw std::invalid_argument("the loss function must return a scalar (it returned " +
+                                (loss.defined() ? std::to_string(loss.numel()) + " elements" : std::string("nothing")) +
+                                ")");
+  }
+  // A mean over the micro-batch's rows, weighed by its share: the sum is the mini-batch's mean.
+  const double weight = static_cast<double>(target.size(0)) / static_cast<double>(config_.batchRows);
+  return loss.reshape({}) * weight;
+}
+
+void Step::lossOp(const Op& op) {
+  Cell& own = cell(op.i, n_ - 1);
+  Tensors outputs;
+  torch::Tensor target;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outputs = std::move(own.outputs);  // the loss's graph keeps what backward needs
+    target = own.target;
+  }
+  std::optional<OpSpan> span;
+  openSpan(span, config_, op);
+  // A checkpointed micro-batch's forward kept no graph: its loss is recomputed before backward.
+  const bool keepGraph = config_.gradEnabled && !checkpointed(op.i);
+  torch::Tensor loss;
+  {
+    torch::AutoGradMode gradMode(keepGraph);
+    loss = weightedLoss(outputs, target);
+  }
+  outputs.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  own.lossValue = loss.detach();
+  if (keepGraph) {
+    own.loss = std::move(loss);
+  }
 }
 
 void Step::backwardOp(const Op& op) {
   const std::int64_t i = op.i;
   const std::int64_t j = op.j;
   Cell& own = cell(i, j);
+  // step(): the last stage's backward starts from loss(i), which its own worker computed.
+  const bool fromLoss = config_.lossFn != nullptr && j == n_ - 1;
   Handover outputGradsIn;
   std::map<SkipKey, Handover> stashGradsIn;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!waitFor(lock, j, [&] { return own.outputGradsReady && own.pendingStashGrads == 0; })) {
+    if (!waitFor(lock, j, [&] { return (fromLoss || own.outputGradsReady) && own.pendingStashGrads == 0; })) {
       return;
     }
     outputGradsIn = std::move(own.outputGrads);
@@ -345,9 +403,17 @@ void Step::backwardOp(const Op& op) {
     openSpan(span, config_, op);
     std::vector<torch::Tensor> tensors;
     std::vector<torch::Tensor> grads;
-    for (std::size_t k = 0; k < own.outputs.size() && k < outputGrads.size(); ++k) {
-      if (own.outputs[k].requires_grad() && outputGrads[k].defined()) {
-        tensors.push_back(own.outputs[k]);
+    if (fromLoss) {
+      if (own.loss.defined() && own.loss.requires_grad()) {
+        tensors.push_back(own.loss);
+        grads.push_back(torch::ones_like(own.loss));
+      }
+    }
+    // A checkpointed micro-batch's graph is the recompute's; its forward outputs went to j+1.
+    const Tensors& graphOutputs = checkpointed(i) ? own.recomputed : own.outputs;
+    for (std::size_t k = 0; k < graphOutputs.size() && k < outputGrads.size(); ++k) {
+      if (graphOutputs[k].requires_grad() && outputGrads[k].defined()) {
+        tensors.push_back(graphOutputs[k]);
         grads.push_back(outputGrads[k]);
       }
     }
@@ -374,6 +440,9 @@ void Step::backwardOp(const Op& op) {
     }
     own.inputs.clear();
     own.outputs.clear();
+    own.recomputed.clear();
+    own.loss = torch::Tensor();
+    own.target = torch::Tensor();
     own.stashedOut.clear();
     own.poppedLeaves.clear();
     outputGrads.clear();
@@ -448,6 +517,19 @@ std::vector<Tensors> Step::inputGrads() const {
     grads.push_back(config_.streams->accept({cells_[static_cast<std::size_t>(i * n_)].inputGrads, nullptr}, 0));
   }
   return grads;
+}
+
+torch::Tensor Step::lossSum() const {
+  Tensors values;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (std::int64_t i = 0; i < m_; ++i) {
+      values.push_back(cells_[static_cast<std::size_t>(i * n_ + n_ - 1)].lossValue);
+    }
+  }
+  values = config_.streams->accept({std::move(values), nullptr}, n_ - 1);
+  torch::NoGradGuard noGrad;
+  return torch::stack(values).sum();
 }
 
 void Step::rethrowIfFailed() const {

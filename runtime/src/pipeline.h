@@ -1,4 +1,10 @@
-// One training step of the pipeline: per-cell state and the forward/backward ops each worker runs.
+// One training step of the pipeline: per-cell state and the ops each device's worker runs.
+//
+// Stages and devices: stage (partition) j runs on pipeline device d = j mod p; device d's
+// worker runs the compute ops of all its stages (v = n / p of them) in
+// Schedule::deviceOrder(d), each under its own stage's compute stream. Cells, waits and
+// copies are per stage, so two virtual stages of one device hand tensors over exactly as two
+// devices do (without a copy).
 //
 // Data flow of micro-batch i between partitions (training, autograd on):
 //
@@ -21,6 +27,8 @@
 #include "streams.h"
 
 #include <pipeprof/core/schedule.h>
+#include <pipeprof/core/units.h>
+#include <pipeprof/runtime/pipe.h>
 #include <pipeprof/runtime/skip.h>
 
 #include <condition_variable>
@@ -43,6 +51,10 @@ struct PartitionSkipRoute {
   std::int64_t popJ = 0;
 };
 
+/// Which ops of its order a worker runs: the forwards (forward()), the recomputes and
+/// backwards (the autograd backward after forward()), or all of them with the losses (step()).
+enum class StepPhase { Forward, Backward, Training };
+
 /// What a step is run with; fixed for the step.
 struct StepConfig {
   const std::vector<Partition>* partitions = nullptr;
@@ -52,8 +64,14 @@ struct StepConfig {
   bool gradEnabled = true;       ///< autograd on: keep graphs, run backward
   std::uint64_t baseSeed = 0;    ///< RNG seed of the step (stochastic partitions)
   HostTracer* tracer = nullptr;
-  std::vector<std::string> deviceNames;  ///< trace device of each partition
+  std::vector<std::string> deviceNames;  ///< trace device of each partition (its pipeline device's)
   int intraOpThreads = 1;                ///< the caller's at::get_num_threads(), adopted by workers
+  std::vector<Bytes> deviceParameterBytes;  ///< per pipeline device: its stages' parameters
+  /// step(): the loss of a micro-batch; null for forward() (the caller computes the loss).
+  const LossFn* lossFn = nullptr;
+  /// step(): the target rows of each micro-batch, on the last stage's device.
+  std::vector<torch::Tensor> targets;
+  std::int64_t batchRows = 0;  ///< step(): rows of the mini-batch (loss(i) weighs rows_i / batchRows)
 };
 
 /// The state of one step; shared by the Pipe's forward, the autograd nodes and the workers.
@@ -65,10 +83,9 @@ class Step {
   std::int64_t partitions() const { return n_; }
   const StepConfig& config() const { return config_; }
 
-  /// Worker j's forward ops (forward(i, j) for every i, in schedule order).
-  void runForward(std::int64_t j);
-  /// Worker j's backward ops (recompute and backward, in schedule order).
-  void runBackward(std::int64_t j);
+  /// Device d's worker: the ops of `phase` in Schedule::deviceOrder(d). Never throws: the
+  /// first failure is kept for rethrowIfFailed() and stops every worker early.
+  void run(std::int64_t d, StepPhase phase);
 
   /// Outputs of the last partition per micro-batch, for use on the calling thread's current
   /// streams (after the forward phase finished).
@@ -79,6 +96,9 @@ class Step {
   /// Gradients of the step's inputs per micro-batch, for use on the calling thread's current
   /// streams (after the backward phase finished); undefined tensors where an input got none.
   std::vector<Tensors> inputGrads() const;
+  /// step(): the sum of the micro-batches' weighted losses (detached), for use on the calling
+  /// thread's current streams (after the training phase finished).
+  torch::Tensor lossSum() const;
 
   /// Throws PipeError (with the original exception nested) when an op failed.
   void rethrowIfFailed() const;
@@ -89,6 +109,9 @@ class Step {
   struct Cell {
     Tensors inputs;    ///< leaves when gradEnabled (kept for backward and recompute)
     Tensors outputs;   ///< last layer's outputs (with graph unless checkpointed)
+    /// recompute(i, j)'s outputs, with graph. Apart from `outputs`: a device may recompute
+    /// (i, j) before stage j+1 took the forward's outputs (1F1B, interleaved).
+    Tensors recomputed;
     ReadyEvent outputsWritten;  ///< on the compute stream, after the forward wrote outputs
     bool outputReady = false;
     Handover outputGrads;
@@ -98,6 +121,9 @@ class Step {
     std::map<SkipKey, Handover> stashGrads;         ///< gradients of stashedOut
     std::int64_t pendingStashGrads = 0;
     Tensors inputGrads;
+    torch::Tensor target;     ///< step(), last stage: the micro-batch's target rows
+    torch::Tensor loss;       ///< step(), last stage: the weighted loss with its graph, for backward
+    torch::Tensor lossValue;  ///< step(), last stage: the weighted loss, detached
   };
   class CellTracker;
   friend class CellTracker;
@@ -107,6 +133,9 @@ class Step {
   void forwardOp(const Op& op);
   void recomputeOp(const Op& op);
   void backwardOp(const Op& op);
+  void lossOp(const Op& op);
+  /// lossFn(output, target) * rows_i / batchRows, checked to be a scalar.
+  torch::Tensor weightedLoss(const Tensors& outputs, const torch::Tensor& target) const;
   /// Sends the gradients of (i, j)'s inputs and popped skips to the partitions they came from.
   void sendGradients(std::int64_t i, std::int64_t j, Tensors inputGrads,
                      std::vector<std::pair<const PartitionSkipRoute*, torch::Tensor>> popGrads);
@@ -120,6 +149,7 @@ class Step {
   template <typename Ready>
   bool waitFor(std::unique_lock<std::mutex>& lock, std::int64_t j, Ready ready);
   void wake(std::int64_t j);
+  /// A memory counter sample of stage j's device (when tracing).
   void recordMemory(std::int64_t j) const;
 
   StepConfig config_;

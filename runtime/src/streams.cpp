@@ -43,7 +43,11 @@ void useOn(const torch::Tensor& tensor, const c10::Stream& stream) {
 
 }  // namespace
 
-PipeStreams::PipeStreams(std::vector<torch::Device> devices) : devices_(std::move(devices)) {
+PipeStreams::PipeStreams(std::vector<torch::Device> devices, std::vector<std::int64_t> memoryTags)
+    : devices_(std::move(devices)), memoryTags_(std::move(memoryTags)) {
+  if (memoryTags_.empty()) {
+    for (std::size_t j = 0; j < devices_.size(); ++j) memoryTags_.push_back(static_cast<std::int64_t>(j));
+  }
   for (const auto& device : devices_) {
     if (!hasStreams(device)) {
       streams_.emplace_back();
@@ -67,7 +71,7 @@ void PipeStreams::attributeMemory() const {
   std::vector<StreamTag> owned;
   for (std::size_t j = 0; j < streams_.size(); ++j) {
     if (!streams_[j]) continue;
-    const auto tag = static_cast<std::int64_t>(j);
+    const std::int64_t tag = memoryTags_.at(j);
     owned.emplace_back(streams_[j]->compute, tag);
     for (const c10::Stream& copy : streams_[j]->copy) owned.emplace_back(copy, tag);
   }

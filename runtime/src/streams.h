@@ -65,8 +65,10 @@ struct Handover {
 /// returns at once. Thread-safe: workers call it concurrently.
 class PipeStreams {
  public:
-  /// One entry per partition. Draws the streams of the CUDA partitions from the pools.
-  explicit PipeStreams(std::vector<torch::Device> devices);
+  /// One entry per partition (stage). Draws the streams of the CUDA partitions from the pools.
+  /// memoryTags[j]: the memory-tracker tag partition j's streams count against (its pipeline
+  /// device, so that the stages of one device add up); empty: tag j.
+  explicit PipeStreams(std::vector<torch::Device> devices, std::vector<std::int64_t> memoryTags = {});
 
   /// An event on the calling thread's current stream of partition j's device, after the work
   /// enqueued so far (null on CPU).
@@ -85,8 +87,9 @@ class PipeStreams {
   /// stream (call when the workers are idle).
   void join() const;
 
-  /// Makes the CUDA caching allocator's blocks on partition j's streams count against tag j of
-  /// the memory tracker, for every CUDA partition j, and no other streams' (device_memory.h).
+  /// Makes the CUDA caching allocator's blocks on partition j's streams count against its
+  /// memory tag (memoryTags[j]), for every CUDA partition j, and no other streams'
+  /// (device_memory.h).
   void attributeMemory() const;
   /// Makes partition j's compute stream current on the calling thread for the scope (nothing
   /// on CPU).
@@ -108,6 +111,7 @@ class PipeStreams {
   const c10::Stream* copyStream(std::int64_t j, CopyDirection direction) const;
 
   std::vector<torch::Device> devices_;
+  std::vector<std::int64_t> memoryTags_;
   std::vector<std::optional<PartitionStreams>> streams_;  ///< nullopt for CPU partitions
   bool any_ = false;                                      ///< some partition has streams
 };

@@ -1,4 +1,4 @@
-// A worker: one thread per partition running tasks from a queue, in submission order.
+// A worker: one thread per pipeline device running tasks from a queue, in submission order.
 #pragma once
 
 #include <condition_variable>

@@ -1,4 +1,4 @@
-// The GPipe Pipe: a Sequential split into partitions on devices, trained by micro-batches.
+// The Pipe: a Sequential split into stages on pipeline devices, trained by micro-batches on a schedule.
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
@@ -20,8 +20,8 @@ namespace pipeprof {
 class HostTracer;
 
 struct PipeOptions {
-  /// One per pipeline device (stage j runs on devices[j mod p]); empty: every CUDA device, or
-  /// one CPU device when there is none.
+  /// One per pipeline device (stage j runs on devices[j mod p]; entries past the p-th are
+  /// ignored); empty: every CUDA device, or p CPU devices when there is none.
   std::vector<torch::Device> devices;
   std::int64_t chunks = 1;
   Checkpoint checkpoint = Checkpoint::ExceptLast;
@@ -64,12 +64,16 @@ class Stochastic {
   virtual ~Stochastic() = default;
 };
 
-/// Splits `module` by `balance` and runs it as a pipeline. forward() returns a tensor
-/// connected to autograd; loss.backward() runs the pipeline's backward on the partitions'
-/// workers and accumulates every parameter's gradient exactly as for the unpartitioned module.
+/// Splits `module` by `balance` into n stages on p = n / v pipeline devices (stage j on device
+/// j mod p) and runs it as a pipeline, one worker thread per device running its stages' ops in
+/// the schedule's device order. step() trains under any schedule. With GPipe, forward()
+/// returns a tensor connected to autograd and loss.backward() runs the pipeline's backward on
+/// the workers; either way every parameter's gradient is accumulated exactly as for the
+/// unpartitioned module.
 ///
 /// Throws std::invalid_argument (bad balance, chunks, devices, duplicate children/parameters,
-/// unmatched skip stash/pop pairs) with a message naming the bad values.
+/// unmatched skip stash/pop pairs, a (schedule, stagesPerDevice) that does not fit the
+/// balance) with a message naming the bad values.
 class Pipe {
  public:
   Pipe(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options = {});
@@ -77,6 +81,10 @@ class Pipe {
   Pipe(Pipe&&) noexcept;
   Pipe& operator=(Pipe&&) noexcept;
 
+  /// Runs the forwards. Under 1f1b and interleaved only in eval mode or without gradients:
+  /// in training with grad enabled it throws std::invalid_argument (use step()). Throws
+  /// std::invalid_argument when the micro-batches that exist after scattering (torch::chunk)
+  /// do not fit the schedule (interleaved: m a multiple of p), naming m, p and v.
   torch::Tensor forward(const torch::Tensor& input);
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
 
@@ -85,10 +93,15 @@ class Pipe {
   /// ends, and runs the backwards in schedule order. Accumulates every parameter's gradient
   /// exactly as lossFn(module(input), target).backward() would for a mean-reduced loss
   /// (micro-batch i's loss is weighted by its share of the samples). Returns the mini-batch
-  /// loss (detached). Throws PipeError when an op fails, std::invalid_argument for bad inputs.
+  /// loss (detached, on the last stage's device). The input's gradient is not computed; the
+  /// target may be on any device (its pieces are moved to the last stage's). Throws PipeError
+  /// (naming op, stage and micro-batch) when an op or lossFn fails, the Pipe staying usable;
+  /// std::invalid_argument for bad inputs (input not on devices()[0], target rows differing
+  /// from the input's, m not fitting the schedule).
   torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn);
 
   const std::vector<std::int64_t>& balance() const;
+  /// The p pipeline devices (stage j runs on devices()[j mod p]).
   const std::vector<torch::Device>& devices() const;
   const PipeOptions& options() const;
 
@@ -101,13 +114,15 @@ class Pipe {
   void eval() { train(false); }
   bool isTraining() const;
 
-  /// Per-partition peak bytes of the last step (forward + backward), as defined in
-  /// docs/formats.md: parameters, gradients, activations kept for backward, skip tensors and
-  /// transients, attributed to the partition whose worker allocated them.
+  /// Per pipeline device (p entries; per partition when v = 1), peak bytes of the last step
+  /// (forward + backward, or step()), as defined in docs/formats.md: the parameters of the
+  /// device's stages, gradients, activations kept for backward, skip tensors and transients,
+  /// attributed to the device whose worker allocated them (docs/runtime.md). The tracker's
+  /// tags are per process: read it before another Pipe runs.
   std::vector<Bytes> peakBytes() const;
-  /// Per partition, the CUDA caching allocator's peak allocated bytes on its device since the
-  /// last forward: the whole device, so partitions sharing it read the same figure. nullopt
-  /// for CPU partitions and builds without CUDA.
+  /// Per pipeline device, the CUDA caching allocator's peak allocated bytes on it since the
+  /// last forward or step: the whole device, so pipeline devices sharing it read the same
+  /// figure. nullopt for CPU devices and builds without CUDA.
   std::vector<std::optional<Bytes>> devicePeakBytes() const;
   /// Starts a new measurement window for peakBytes() (done automatically at each forward).
   void resetPeakBytes();
