@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 namespace pipeprof::cli {
@@ -40,6 +41,10 @@ std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& rank
   std::map<std::vector<std::int64_t>, std::int64_t> balanceCount;
   std::map<std::int64_t, std::int64_t> chunksCount;
   std::map<Checkpoint, std::int64_t> modeCount;
+  std::map<std::pair<ScheduleKind, std::int64_t>, std::int64_t> scheduleCount;  // (schedule, v)
+  auto scheduleOf = [&](std::size_t index) {
+    return std::make_pair(ranked[index].schedule, ranked[index].stagesPerDevice);
+  };
   std::vector<bool> taken(total, false);
   auto take = [&](std::size_t index) {
     taken[index] = true;
@@ -47,6 +52,7 @@ std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& rank
     ++balanceCount[ranked[index].balance];
     ++chunksCount[ranked[index].chunks];
     ++modeCount[ranked[index].checkpoint];
+    ++scheduleCount[scheduleOf(index)];
   };
   for (std::size_t index = 0; index < byRank; ++index) take(index);
   while (picked.size() < wanted) {
@@ -56,7 +62,7 @@ std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& rank
       if (taken[index]) continue;
       const Candidate& candidate = ranked[index];
       const std::int64_t score = balanceCount[candidate.balance] + chunksCount[candidate.chunks] +
-                                 modeCount[candidate.checkpoint];
+                                 modeCount[candidate.checkpoint] + scheduleCount[scheduleOf(index)];
       if (score < bestScore) {  // strict: ties keep the better predicted (lower index)
         bestScore = score;
         best = index;

@@ -24,9 +24,11 @@ MeasurePolicy parseMeasurePolicy(const std::string& text);
 
 /// Picks the candidates to measure from `ranked` (fitting candidates, best predicted first).
 /// top:N takes the best ceil(N/3) by prediction, then repeatedly the candidate whose balance,
-/// chunk count and checkpoint mode are least represented among those already picked (the sum
-/// of the three counts; ties go to the better predicted), so the measured set spreads over
-/// balances, chunks and modes and a rank correlation over it means something.
+/// chunk count, checkpoint mode and schedule (with its stages per device) are least represented
+/// among those already picked (the sum of the four counts; ties go to the better predicted), so
+/// the measured set spreads over schedules, balances, chunks and modes and a rank correlation
+/// over it means something. (Among candidates of one schedule the schedule count adds the same
+/// to every score and changes nothing.)
 /// Returns indices into `ranked`, in the order picked.
 std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& ranked,
                                               const MeasurePolicy& policy);

@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "environment_info.h"
 #include "model_options.h"
+#include "schedule_options.h"
 #include "training_loop.h"
 
 #include <pipeprof/core/candidate.h>
@@ -30,6 +31,7 @@ struct RunFlags {
   std::string balance = "auto";
   std::int64_t chunks = 4;
   std::string checkpoint = "except_last";
+  ScheduleFlags schedule;
   std::int64_t steps = 10;
   std::int64_t warmup = 2;
   double learningRate = 1e-3;
@@ -38,10 +40,11 @@ struct RunFlags {
   bool json = false;
 };
 
-/// The balance the simulator predicts fastest for these devices, chunks and mode, from the
-/// given profile or one measured now on the first device (a short budget).
+/// The balance the simulator predicts fastest for these devices, schedule, chunks and mode,
+/// from the given profile or one measured now on the first device (a short budget).
 std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, std::int64_t batch,
-                                      const std::vector<DeviceDesc>& devices, Checkpoint mode, std::ostream& log) {
+                                      const std::vector<DeviceDesc>& devices, const ScheduleChoice& schedule,
+                                      Checkpoint mode, std::ostream& log) {
   Profile profile;
   if (!flags.profilePath.empty()) {
     profile = readProfile(flags.profilePath);
@@ -65,6 +68,8 @@ std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, std::
   SearchSpace space;
   space.batch = batch;
   space.partitions = n;
+  space.schedules = {schedule.kind};
+  space.stagesPerDevice = {schedule.stagesPerDevice};
   space.chunks = {flags.chunks};
   space.modes = {mode};
   space.enumeration = BalanceEnumeration::Auto;
@@ -72,7 +77,8 @@ std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, std::
   if (result.ranked.empty()) {
     std::string why = result.rejected.empty() ? std::string("no candidate") : result.rejected.front().rejection;
     throw UsageError("--balance auto found no balance of " + std::to_string(profile.layerCount()) + " layers over " +
-                     std::to_string(n) + " devices: " + why);
+                     std::to_string(n * schedule.stagesPerDevice) + " stages on " + std::to_string(n) +
+                     " devices: " + why);
   }
   const RankedCandidate& best = result.ranked.front();
   log << fmt::format("balance auto: chose {} of {} evaluated (predicted step {}, {:.1f} samples/s)\n",
@@ -101,12 +107,15 @@ void runRun(const RunFlags& flags) {
   }
   if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
   if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
+  const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
+  const auto devices = static_cast<std::int64_t>(deviceDescs.size());
+  checkScheduleShape(schedule, devices, batch, flags.chunks);
 
   std::ostream& log = flags.json ? std::cerr : std::cout;
   TrainingOptions options;
   options.devices = torchDevices(deviceDescs);
   if (flags.balance == "auto") {
-    options.balance = autoBalance(flags, model, batch, deviceDescs, mode, log);
+    options.balance = autoBalance(flags, model, batch, deviceDescs, schedule, mode, log);
   } else {
     try {
       options.balance = parseBalance(flags.balance);
@@ -114,11 +123,9 @@ void runRun(const RunFlags& flags) {
       throw UsageError(std::string("--balance: ") + error.what() + " (or auto)");
     }
   }
-  if (options.balance.size() != deviceDescs.size()) {
-    throw UsageError("--balance " + formatBalance(options.balance) + " has " + std::to_string(options.balance.size()) +
-                     " partitions but --devices " + flags.devices + " names " + std::to_string(deviceDescs.size()) +
-                     " devices: give one device per partition");
-  }
+  checkScheduleShape(schedule, options.balance, batch, flags.chunks, devices, "--devices " + flags.devices);
+  options.schedule = schedule.kind;
+  options.stagesPerDevice = schedule.stagesPerDevice;
   options.chunks = flags.chunks;
   options.checkpoint = mode;
   options.batch = batch;
@@ -134,6 +141,8 @@ void runRun(const RunFlags& flags) {
   candidate.chunks = options.chunks;
   candidate.checkpoint = mode;
   candidate.batch = batch;
+  candidate.schedule = schedule.kind;
+  candidate.stagesPerDevice = schedule.stagesPerDevice;
   if (!flags.tracePath.empty()) {
     result.trace.metadata["model"] = flags.model.model;
     result.trace.metadata["candidate"] = candidate.label();
@@ -149,19 +158,26 @@ void runRun(const RunFlags& flags) {
     out["candidate"] = toJson(candidate);
     out["model"] = flags.model.model;
     out["devices"] = flags.devices;
+    out["schedule"] = scheduleKindName(schedule.kind);
+    out["stages_per_device"] = schedule.stagesPerDevice;
+    out["losses"] = result.losses;
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}\n", flags.model.model,
-                           flags.devices, batch, formatBalance(candidate.balance), candidate.chunks,
-                           checkpointName(mode));
+  std::cout << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n",
+                           flags.model.model, flags.devices, batch, formatBalance(candidate.balance), candidate.chunks,
+                           checkpointName(mode), scheduleLabel(candidate));
   std::cout << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
                            formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
                            m.stepNs.size(), m.warmupSteps);
   std::cout << fmt::format("throughput: {:.1f} samples/s\n", m.samplesPerS);
+  if (!result.losses.empty()) {
+    std::cout << fmt::format("loss: {:.6g} at the first step, {:.6g} at the last ({} steps, warm-up included)\n",
+                             result.losses.front(), result.losses.back(), result.losses.size());
+  }
   std::cout << "peak memory:";
-  for (std::size_t j = 0; j < m.peakBytes.size(); ++j) {
-    std::cout << (j == 0 ? " " : ", ") << "partition " << j << " " << formatBytes(m.peakBytes[j]);
+  for (std::size_t d = 0; d < m.peakBytes.size(); ++d) {
+    std::cout << (d == 0 ? " " : ", ") << "device " << d << " " << formatBytes(m.peakBytes[d]);
   }
   std::cout << "\n";
   if (!result.devicePeakBytes.empty()) {
@@ -184,19 +200,26 @@ void addRunCommand(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* command = app.add_subcommand(
       "run",
-      "Train a model on a GPipe pipeline for a few steps: median step time, throughput, per-partition\n"
-      "peak memory, and the measured timeline as a Chrome trace.\n"
-      "Example: pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json");
+      "Train a model on a pipeline (GPipe, 1F1B or interleaved 1F1B) for a few steps: median step time,\n"
+      "throughput, the loss of every step, per-device peak memory, and the measured timeline as a Chrome trace.\n"
+      "Examples:\n"
+      "  pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json\n"
+      "  pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --schedule 1f1b\n"
+      "  pipeprof run --model mlp --devices cpu,cpu --balance 4,4,4,3 --chunks 4 --schedule interleaved \\\n"
+      "      --stages-per-device 2      # 4 stages: 0 and 2 on the first device, 1 and 3 on the second");
   addModelFlags(*command, flags->model);
   command->get_option("--threads")->description(
-      "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / partitions), as the sweep)");
-  command->add_option("--devices", flags->devices, "one device per partition, e.g. cpu,cpu or cuda:0,cuda:1")
+      "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / devices), as the sweep)");
+  command->add_option("--devices", flags->devices,
+                      "the pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; stage j runs on device j mod devices")
       ->capture_default_str();
   command->add_option("--balance", flags->balance,
-                      "layers per partition, e.g. 3,5; auto: the simulator's best for these devices, chunks, mode")
+                      "layers per stage (devices x stages-per-device entries), e.g. 3,5; auto: the simulator's best "
+                      "for these devices, schedule, chunks, mode")
       ->capture_default_str();
   command->add_option("--chunks", flags->chunks, "micro-batches per mini-batch")->capture_default_str();
   command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never")->capture_default_str();
+  addScheduleFlags(*command, flags->schedule);
   command->add_option("--steps", flags->steps, "measured training steps")->capture_default_str();
   command->add_option("--warmup", flags->warmup, "untimed warm-up steps before them")->capture_default_str();
   command->add_option("--lr", flags->learningRate, "SGD learning rate")->capture_default_str();

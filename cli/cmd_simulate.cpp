@@ -1,6 +1,7 @@
 // `pipeprof simulate`: predict one candidate's step time, throughput, bubble and memory from a profile.
 #include "cluster_options.h"
 #include "commands.h"
+#include "schedule_options.h"
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
@@ -26,6 +27,7 @@ struct SimulateFlags {
   std::string balance;
   std::int64_t chunks = 1;
   std::string checkpoint = "except_last";
+  ScheduleFlags schedule;
   std::string tracePath;
   bool json = false;
 };
@@ -38,17 +40,28 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
   const MicroBatching split = microBatching(candidate.batch, candidate.chunks);
   std::cout << fmt::format("candidate    {} (batch {}, {} micro-batches of up to {} samples)\n", candidate.label(),
                            candidate.batch, split.count, split.chunkSize);
+  std::cout << fmt::format("schedule     {} ({} stage{} on {} device{})\n", scheduleLabel(candidate),
+                           candidate.balance.size(), candidate.balance.size() == 1 ? "" : "s",
+                           candidate.pipelineDevices(), candidate.pipelineDevices() == 1 ? "" : "s");
   std::cout << fmt::format("step time    {}\n", formatDuration(p.iterationNs));
   std::cout << fmt::format("throughput   {:.1f} samples/s\n", p.samplesPerS);
   std::cout << fmt::format("bubble       {}\n\n", percent(p.bubbleFraction));
-  std::cout << fmt::format("{:<10} {:<12} {:>10} {:>7} {:>11}  {}\n", "partition", "device", "busy", "busy%", "peak",
-                           "peak at");
-  for (std::size_t j = 0; j < p.busyNs.size(); ++j) {
-    const double busy = p.iterationNs > 0 ? static_cast<double>(p.busyNs[j]) / static_cast<double>(p.iterationNs) : 0.0;
-    const auto device = static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(j)));
-    std::cout << fmt::format("{:<10} {:<12} {:>10} {:>7} {:>11}  {}\n", j, cluster.devices[device].name,
-                             formatDuration(p.busyNs[j]), percent(busy), formatBytes(p.peakBytes[j]),
-                             p.peakOp[j].empty() ? "-" : p.peakOp[j]);
+  // One row per pipeline device d (busy time and peak are per pipeline device): the stages it
+  // holds (d, d + p, ...) and the cluster device it runs on.
+  const std::int64_t devices = candidate.pipelineDevices();
+  std::cout << fmt::format("{:<10} {:<12} {:<12} {:>10} {:>7} {:>11}  {}\n", "device", "stages", "on", "busy", "busy%",
+                           "peak", "peak at");
+  for (std::size_t d = 0; d < p.busyNs.size(); ++d) {
+    const double busy = p.iterationNs > 0 ? static_cast<double>(p.busyNs[d]) / static_cast<double>(p.iterationNs) : 0.0;
+    const auto device = static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(d)));
+    std::string stages;
+    for (auto j = static_cast<std::int64_t>(d); j < static_cast<std::int64_t>(candidate.balance.size()); j += devices) {
+      stages += (stages.empty() ? "" : ",") + std::to_string(j);
+    }
+    std::cout << fmt::format("{:<10} {:<12} {:<12} {:>10} {:>7} {:>11}  {}\n", d, stages, cluster.devices[device].name,
+                             formatDuration(p.busyNs[d]), percent(busy),
+                             d < p.peakBytes.size() ? formatBytes(p.peakBytes[d]) : std::string("-"),
+                             d >= p.peakOp.size() || p.peakOp[d].empty() ? "-" : p.peakOp[d]);
   }
   std::cout << "\n";
   if (p.fits) {
@@ -74,14 +87,20 @@ void runSimulate(const SimulateFlags& flags) {
   }
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
   if (flags.chunks < 1) throw UsageError("--chunks " + std::to_string(flags.chunks) + ": give a positive chunk count");
+  const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
+  // p pipeline devices: the balance's n = p * v stages over v.
+  checkScheduleShape(schedule, balance, flags.batch, flags.chunks, 0, "");
+  const auto devices = static_cast<std::int64_t>(balance.size()) / schedule.stagesPerDevice;
 
   const Profile profile = loadProfileFromFlags(flags.cluster);
-  const Cluster cluster = buildClusterFromFlags(flags.cluster, static_cast<std::int64_t>(balance.size()));
+  const Cluster cluster = buildClusterFromFlags(flags.cluster, devices);
   Candidate candidate;
   candidate.balance = balance;
   candidate.chunks = flags.chunks;
   candidate.checkpoint = mode;
   candidate.batch = flags.batch;
+  candidate.schedule = schedule.kind;
+  candidate.stagesPerDevice = schedule.stagesPerDevice;
 
   SimulationOptions options;
   options.recordTrace = !flags.tracePath.empty();
@@ -90,16 +109,19 @@ void runSimulate(const SimulateFlags& flags) {
     writeChromeTraceFile(result.trace, flags.tracePath);
     result.prediction.tracePath = flags.tracePath;
   }
+  // Per cluster device, the peaks of the pipeline devices placed on it.
   std::vector<Bytes> devicePeaks(static_cast<std::size_t>(cluster.deviceCount()), 0);
-  for (std::size_t j = 0; j < balance.size(); ++j) {
-    devicePeaks[static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(j)))] +=
-        result.prediction.peakBytes[j];
+  for (std::size_t d = 0; d < result.prediction.peakBytes.size(); ++d) {
+    devicePeaks[static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(d)))] +=
+        result.prediction.peakBytes[d];
   }
 
   if (flags.json) {
     nlohmann::json json = toJson(result.prediction);
     json["candidate"] = toJson(candidate);
     json["label"] = candidate.label();
+    json["schedule"] = scheduleKindName(candidate.schedule);
+    json["stages_per_device"] = candidate.stagesPerDevice;
     json["rejection"] = rejectionReason(cluster, devicePeaks);
     json["simulated_events"] = result.eventCount;
     std::cout << json.dump(2) << "\n";
@@ -113,14 +135,19 @@ void runSimulate(const SimulateFlags& flags) {
 void addSimulateCommand(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* command = app.add_subcommand(
-      "simulate", "Predict one candidate (balance, chunks, checkpoint) from a layer profile: step time, throughput, "
-                  "bubble, per-partition busy time and peak memory");
+      "simulate", "Predict one candidate (schedule, balance, chunks, checkpoint) from a layer profile: step time, "
+                  "throughput, bubble, per-device busy time and peak memory");
   addClusterFlags(*command, flags->cluster);
   command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
-  command->add_option("--balance", flags->balance, "Layers per partition, e.g. 2,3,3")->required()->type_name("LIST");
+  command->add_option("--balance", flags->balance,
+                      "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod "
+                      "devices")
+      ->required()
+      ->type_name("LIST");
   command->add_option("--chunks", flags->chunks, "Micro-batches per mini-batch (default: 1)")->type_name("M");
   command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never (default: except_last)")
       ->type_name("MODE");
+  addScheduleFlags(*command, flags->schedule);
   command->add_option("--trace", flags->tracePath, "Write the predicted timeline (Chrome trace JSON)")
       ->type_name("FILE");
   command->add_flag("--json", flags->json, "Print one JSON object instead of the summary");
@@ -130,7 +157,10 @@ void addSimulateCommand(CLI::App& app) {
       "  pipeprof simulate --profile profile.json --cluster cluster.json --batch 64 --balance 4,4 \\\n"
       "      --chunks 16 --checkpoint never --trace predicted.json\n"
       "  pipeprof simulate --profile profile.json --devices 4 --device-memory 16GiB --link-bandwidth 25GB/s \\\n"
-      "      --link-latency 5us --batch 32 --balance 2,2,2,2 --chunks 8 --json\n");
+      "      --link-latency 5us --batch 32 --balance 2,2,2,2 --chunks 8 --json\n"
+      "  pipeprof simulate --profile profile.json --batch 32 --balance 2,3,3 --chunks 8 --schedule 1f1b\n"
+      "  pipeprof simulate --profile profile.json --batch 32 --balance 1,1,2,2,1,1 --chunks 6 \\\n"
+      "      --schedule interleaved --stages-per-device 2      # 6 stages on 3 devices\n");
   command->callback([flags] { runSimulate(*flags); });
 }
 

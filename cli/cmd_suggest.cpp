@@ -1,6 +1,7 @@
 // `pipeprof suggest`: search balances x chunks x checkpoint modes on the simulator and print the best.
 #include "cluster_options.h"
 #include "commands.h"
+#include "schedule_options.h"
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
@@ -9,7 +10,7 @@
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -31,6 +32,7 @@ struct SuggestFlags {
   std::string chunks = "1,2,4,8";
   std::string checkpoint = "always,except_last,never";
   std::string balances = "auto";
+  ScheduleListFlags schedules;
   std::int64_t top = 5;
   bool json = false;
 };
@@ -76,9 +78,6 @@ void parseBalancesFlag(const std::string& text, SearchSpace& space) {
       throw UsageError("--balances " + text + ": expected auto, all or balances separated by ';' (e.g. \"2,6;4,4\"): " +
                        error.what());
     }
-    if (space.balances.back().size() != space.balances.front().size()) {
-      throw UsageError("--balances " + text + ": every balance needs the same number of partitions");
-    }
   }
   if (space.balances.empty()) throw UsageError("--balances " + text + ": give auto, all or at least one balance");
 }
@@ -104,7 +103,11 @@ struct RejectionGroup {
 std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected) {
   std::map<std::string, RejectionGroup> groups;
   for (const RankedCandidate& candidate : rejected) {
-    const std::string reason = "predicted not to fit on " + devicesText(candidate.prediction.overflowDevices);
+    // Memory rejections group by the devices that overflow; shape rejections (a schedule that
+    // cannot run the candidate's chunks or stage count) by their reason.
+    const std::string reason = candidate.prediction.overflowDevices.empty()
+                                   ? "not schedulable: " + candidate.rejection
+                                   : "predicted not to fit on " + devicesText(candidate.prediction.overflowDevices);
     RejectionGroup& group = groups[reason];
     group.reason = reason;
     ++group.count;
@@ -119,6 +122,8 @@ std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& 
 nlohmann::json rankedJson(const RankedCandidate& ranked, std::int64_t rank) {
   nlohmann::json json = {{"candidate", toJson(ranked.candidate)},
                          {"label", ranked.candidate.label()},
+                         {"schedule", scheduleKindName(ranked.candidate.schedule)},
+                         {"stages_per_device", ranked.candidate.stagesPerDevice},
                          {"prediction", toJson(ranked.prediction)}};
   if (rank > 0) json["rank"] = rank;
   if (!ranked.rejection.empty()) json["rejection"] = ranked.rejection;
@@ -137,11 +142,17 @@ void runSuggest(const SuggestFlags& flags) {
     throw UsageError(std::string("--checkpoint: ") + error.what());
   }
   parseBalancesFlag(flags.balances, space);
+  applyScheduleListFlags(flags.schedules, space);
 
   const Profile profile = loadProfileFromFlags(flags.cluster);
   std::int64_t partitions = flags.partitions;
   if (partitions == 0 && space.enumeration == BalanceEnumeration::Given) {
-    partitions = static_cast<std::int64_t>(space.balances.front().size());
+    // The shortest given balance over the fewest stages per device the schedules use.
+    std::size_t shortest = space.balances.front().size();
+    for (const auto& balance : space.balances) shortest = std::min(shortest, balance.size());
+    const std::vector<std::int64_t> perDevice = stageCounts(space, 1);
+    partitions = static_cast<std::int64_t>(shortest) / perDevice.front();
+    if (partitions < 1) partitions = 1;
   }
   if (partitions == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
     throw UsageError("give --cluster, --devices or --partitions: how many partitions to search");
@@ -150,6 +161,18 @@ void runSuggest(const SuggestFlags& flags) {
   if (partitions == 0) partitions = cluster.deviceCount();
   if (partitions < 1) throw UsageError("--partitions " + std::to_string(partitions) + ": give a positive count");
   space.partitions = partitions;
+  if (space.enumeration == BalanceEnumeration::Given) {
+    const std::vector<std::int64_t> counts = stageCounts(space, partitions);
+    for (const auto& balance : space.balances) {
+      if (std::find(counts.begin(), counts.end(), static_cast<std::int64_t>(balance.size())) == counts.end()) {
+        throw UsageError(fmt::format("--balances {}: balance {} has {} stages but {} devices run {} (devices x the "
+                                     "stages per device of --schedules {} --stages-per-device {})",
+                                     flags.balances, formatBalance(balance), balance.size(), partitions,
+                                     fmt::join(counts, " or "), flags.schedules.schedules,
+                                     flags.schedules.stagesPerDevice));
+      }
+    }
+  }
 
   const auto started = std::chrono::steady_clock::now();
   const SearchResult result = search(profile, cluster, space);
@@ -197,12 +220,12 @@ void runSuggest(const SuggestFlags& flags) {
   if (shown == 0) {
     std::cout << "No candidate is predicted to fit.\n";
   } else {
-    std::cout << fmt::format("{:<5} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", "rank", "balance", "chunks",
-                             "checkpoint", "step time", "throughput", "max peak");
+    std::cout << fmt::format("{:<5} {:<16} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", "rank", "schedule", "balance",
+                             "chunks", "checkpoint", "step time", "throughput", "max peak");
     for (std::size_t k = 0; k < shown; ++k) {
       const RankedCandidate& r = result.ranked[k];
-      std::cout << fmt::format("{:<5} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1,
-                               formatBalance(r.candidate.balance), r.candidate.chunks,
+      std::cout << fmt::format("{:<5} {:<16} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1,
+                               scheduleLabel(r.candidate), formatBalance(r.candidate.balance), r.candidate.chunks,
                                std::string(checkpointName(r.candidate.checkpoint)), formatDuration(r.prediction.iterationNs),
                                fmt::format("{:.1f} samples/s", r.prediction.samplesPerS),
                                formatBytes(static_cast<Bytes>(maxPeak(r.prediction))));
@@ -211,8 +234,10 @@ void runSuggest(const SuggestFlags& flags) {
   if (!groups.empty()) {
     std::cout << fmt::format("\nRejected {} candidates:\n", result.rejected.size());
     for (const RejectionGroup& group : groups) {
-      std::cout << fmt::format("  {} x {}, e.g. {}: {}\n", group.count, group.reason, group.example->candidate.label(),
-                               group.example->rejection);
+      // A shape rejection's reason is its group's name: said once.
+      const bool shape = group.example->prediction.overflowDevices.empty();
+      std::cout << fmt::format("  {} x {}, e.g. {}: {}\n", group.count, shape ? "not schedulable" : group.reason,
+                               group.example->candidate.label(), group.example->rejection);
     }
   }
   std::cout << fmt::format("\ntorchgpipe balance_by_time: {} -> {}: {}, {:.1f} samples/s, max peak {}, {}\n",
@@ -227,12 +252,14 @@ void runSuggest(const SuggestFlags& flags) {
 void addSuggestCommand(CLI::App& app) {
   auto flags = std::make_shared<SuggestFlags>();
   CLI::App* command = app.add_subcommand(
-      "suggest", "Search balances x chunks x checkpoint modes on the simulator and print the best candidates, "
+      "suggest", "Search schedules x stages per device x balances x chunks x checkpoint modes on the simulator and "
+                 "print the best candidates, "
                  "why others were rejected, and torchgpipe's balance_by_time for comparison");
   addClusterFlags(*command, flags->cluster);
   command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
   command->add_option("--partitions", flags->partitions,
-                      "Partitions (default: the given balances' length, else the number of devices)")
+                      "Pipeline devices p (default: the shortest given balance's length over its stages per device, "
+                      "else the number of devices)")
       ->type_name("N");
   command->add_option("--chunks", flags->chunks, "Chunk counts to try (default: 1,2,4,8)")->type_name("LIST");
   command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try (default: always,except_last,never)")
@@ -240,6 +267,7 @@ void addSuggestCommand(CLI::App& app) {
   command->add_option("--balances", flags->balances,
                       "auto (all when few, else min-bottleneck and its neighbours), all, or e.g. \"2,6;4,4\"")
       ->type_name("SPEC");
+  addScheduleListFlags(*command, flags->schedules);
   command->add_option("--top", flags->top, "How many of the best candidates to print (default: 5)")->type_name("N");
   command->add_flag("--json", flags->json, "Print one JSON object instead of the tables");
   command->footer(
@@ -248,7 +276,9 @@ void addSuggestCommand(CLI::App& app) {
       "  pipeprof suggest --profile profile.json --cluster cluster.json --batch 64 --chunks 4,8,16 \\\n"
       "      --checkpoint except_last,never --top 10\n"
       "  pipeprof suggest --profile profile.json --devices 2 --device-memory 8GiB --batch 32 \\\n"
-      "      --balances \"2,6;4,4\" --json\n");
+      "      --balances \"2,6;4,4\" --json\n"
+      "  pipeprof suggest --profile profile.json --devices 2 --batch 32 --schedules 1f1b,interleaved \\\n"
+      "      --stages-per-device 2,3\n");
   command->callback([flags] { runSuggest(*flags); });
 }
 

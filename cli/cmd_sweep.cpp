@@ -4,6 +4,7 @@
 #include "comparison_table.h"
 #include "environment_info.h"
 #include "model_options.h"
+#include "schedule_options.h"
 #include "sweep_runner.h"
 
 #include <pipeprof/core/json_file.h>
@@ -38,6 +39,7 @@ struct SweepFlags {
   std::string chunks = "1,2,4,8";
   std::string checkpoint = "always,except_last,never";
   std::string balances = "auto";
+  ScheduleListFlags schedules;
   std::string measure = "top:12";
   std::int64_t steps = 10;
   std::int64_t warmup = 3;
@@ -77,14 +79,19 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
       throw UsageError("--devices '" + flags.devices + "': mix of device types; use all cpu or all cuda");
     }
   }
-  const auto partitions = static_cast<std::int64_t>(config.devices.size());
+  const auto partitions = static_cast<std::int64_t>(config.devices.size());  // p pipeline devices
+  SearchSpace schedules;
+  applyScheduleListFlags(flags.schedules, schedules);
+  config.schedules = schedules.schedules;
+  config.stagesPerDevice = schedules.stagesPerDevice;
+  const std::vector<std::int64_t> stages = stageCounts(schedules, partitions);
 
   torchDevices(config.devices);  // CUDA present and indices in range, else UsageError
   const Model model = buildModelFromFlags(flags.model);
   const auto layers = static_cast<std::int64_t>(model.sequential->size());
   config.batch = batchFromFlags(flags.model, model);
   if (layers < partitions) {
-    throw UsageError(fmt::format("--devices: {} partitions but model '{}' has only {} layers", partitions,
+    throw UsageError(fmt::format("--devices: {} devices need at least one layer each but model '{}' has only {} layers", partitions,
                                  config.model, layers));
   }
   config.chunks = parseChunkList(flags.chunks);
@@ -111,9 +118,14 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
       }
       std::int64_t sum = 0;
       for (const std::int64_t part : balance) sum += part;
-      if (static_cast<std::int64_t>(balance.size()) != partitions || sum != layers) {
-        throw UsageError(fmt::format("--balances: '{}' must have {} positive parts (one per device) summing to "
-                                     "{} (the layers of '{}')", one, partitions, layers, config.model));
+      const bool shaped = std::find(stages.begin(), stages.end(), static_cast<std::int64_t>(balance.size())) !=
+                          stages.end();
+      if (!shaped || sum != layers) {
+        throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per "
+                                     "device of --schedules {} --stages-per-device {}) summing to {} (the layers of "
+                                     "'{}')",
+                                     one, fmt::join(stages, " or "), partitions, flags.schedules.schedules,
+                                     flags.schedules.stagesPerDevice, layers, config.model));
       }
       config.balances.push_back(balance);
       if (semicolon == std::string::npos) break;
@@ -206,28 +218,34 @@ void addSweepCommand(CLI::App& app) {
   auto flags = std::make_shared<SweepFlags>();
   CLI::App* command = app.add_subcommand(
       "sweep",
-      "Profile a model, simulate every candidate (balance x chunks x checkpoint mode), measure the\n"
-      "best predicted ones on the devices, and write one report with the suggestion.\n\n"
+      "Profile a model, simulate every candidate (schedule x stages per device x balance x chunks x\n"
+      "checkpoint mode), measure the best predicted ones on the devices, and write one report with the\n"
+      "suggestion.\n\n"
       "Examples:\n"
       "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
       "  pipeprof sweep --model resnet --batch 32 --chunks 2,4 --measure top:6 --steps 3\n"
       "  pipeprof sweep --model gpt --balances \"3,4;4,3\" --measure all --profile gpt.profile.json\n"
+      "  pipeprof sweep --model mlp --batch 64 --schedules 1f1b,interleaved --stages-per-device 2,3\n"
       "  pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash\n\n"
-      "Threads: unless --threads is given, the sweep uses max(1, cores / partitions) intra-op\n"
-      "threads (LibTorch and OpenBLAS) so the partitions' workers do not oversubscribe the cores;\n"
+      "Threads: unless --threads is given, the sweep uses max(1, cores / devices) intra-op\n"
+      "threads (LibTorch and OpenBLAS) so the devices' workers do not oversubscribe the cores;\n"
       "the profile is measured with the same count.");
   addModelFlags(*command, flags->model);
   command->get_option("--threads")->description(
-      "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / partitions))");
-  command->add_option("--devices", flags->devices, "One device per partition, e.g. cpu,cpu or cuda:0,cuda:1")
+      "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
+  command->add_option("--devices", flags->devices,
+                      "The pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; a candidate with v stages per device "
+                      "runs stage j on device j mod devices")
       ->capture_default_str();
   command->add_option("--chunks", flags->chunks, "Chunk counts to try")->capture_default_str();
   command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try")->capture_default_str();
-  command->add_option("--balances", flags->balances, "auto, all, or balances such as \"2,6;4,4\"")
+  command->add_option("--balances", flags->balances,
+                      "auto, all, or balances such as \"2,6;4,4\" (devices x stages per device entries each)")
       ->capture_default_str();
+  addScheduleListFlags(*command, flags->schedules);
   command->add_option("--measure", flags->measure,
-                      "Which candidates to measure: top:N (best N/3 predicted, then spread over balances, "
-                      "chunks and modes), all or none")
+                      "Which candidates to measure: top:N (best N/3 predicted, then spread over schedules, "
+                      "balances, chunks and modes), all or none")
       ->capture_default_str();
   command->add_option("--steps", flags->steps, "Measured training steps per candidate, over all its rounds")
       ->capture_default_str();

@@ -1,6 +1,8 @@
 // The comparison table and summary printed by `pipeprof sweep` and `pipeprof compare`.
 #include "comparison_table.h"
 
+#include "schedule_options.h"
+
 #include <pipeprof/core/accuracy.h>
 
 #include <fmt/format.h>
@@ -70,8 +72,8 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
   });
 
   const std::string header = fmt::format(
-      "{:>5} {:>5}  {:<24} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}", "pred#", "meas#",
-      "candidate", "pred step", "meas step", "error", "pred peak", "meas peak", "error", "status");
+      "{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}", "pred#", "meas#",
+      "candidate", "schedule", "pred step", "meas step", "error", "pred peak", "meas peak", "error", "status");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   for (const std::size_t index : rows) {
     const CandidateResult& result = report.candidates[index];
@@ -89,9 +91,10 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     if (result.status == CandidateStatus::Predicted && !result.notMeasuredReason.empty()) {
       status += " (" + result.notMeasuredReason + ")";
     }
-    out << fmt::format("{:>5} {:>5}  {:<24} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}\n",
+    out << fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}\n",
                        result.predictedRank > 0 ? std::to_string(result.predictedRank) : "-",
                        rank != ranks.end() ? std::to_string(rank->second) : "-", candidate,
+                       scheduleLabel(result.candidate),
                        formatDuration(result.prediction.iterationNs), measuredStep,
                        percent(result.stepTimeErrorPct()), formatBytes(largest(result.prediction.peakBytes)),
                        measuredPeak, percent(result.peakBytesErrorPct()), status);

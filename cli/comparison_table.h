@@ -13,8 +13,9 @@ struct ComparisonOptions {
   bool allCandidates = false;  ///< also list candidates that were only predicted
 };
 
-/// Writes the table (predicted vs measured step time and peak memory, error %, predicted and
-/// measured rank, status) and the summary lines (step-time MAPE, peak-memory MAPE, Spearman,
+/// Writes the table (candidate, schedule -- "gpipe", "1f1b", "interleaved v2" --, predicted vs
+/// measured step time and the largest per-pipeline-device peak, error %, predicted and measured
+/// rank, status) and the summary lines (step-time MAPE, peak-memory MAPE, Spearman,
 /// suggestion). Both commands call this on the same Report, so compare reproduces the sweep.
 void printComparison(const Report& report, std::ostream& out, const ComparisonOptions& options = {});
 

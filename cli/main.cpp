@@ -15,8 +15,9 @@ constexpr int kExitUsage = 2;
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "pipeprof: tune GPipe pipeline parallelism -- profile a model, simulate candidate\n"
-      "balances, chunk counts and checkpoint modes, measure them, and suggest the best.\n\n"
+      "pipeprof: tune pipeline parallelism -- profile a model, simulate candidate schedules\n"
+      "(GPipe, 1F1B, interleaved 1F1B), balances, chunk counts and checkpoint modes, measure\n"
+      "them, and suggest the best.\n\n"
       "Examples:\n"
       "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
       "  pipeprof simulate --profile profile.json --devices 4 --batch 32 --balance 2,2,2,2 --chunks 8\n"

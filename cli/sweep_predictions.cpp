@@ -104,6 +104,8 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
   SearchSpace space;
   space.batch = config.batch;
   space.partitions = static_cast<std::int64_t>(config.devices.size());
+  space.schedules = config.schedules;
+  space.stagesPerDevice = config.stagesPerDevice;
   space.chunks = config.chunks;
   space.modes = config.modes;
   space.enumeration = config.enumeration;
@@ -142,6 +144,9 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
     report.candidates.push_back(std::move(result));
   }
   for (const RankedCandidate& rejected : searched.rejected) {
+    // A candidate the schedule cannot run (interleaved chunks not a multiple of the devices,
+    // more stages than layers) was never simulated: it is no candidate of the report.
+    if (rejected.candidate.balance.empty() || rejected.prediction.peakBytes.empty()) continue;
     CandidateResult result;
     result.candidate = rejected.candidate;
     result.prediction = rejected.prediction;

@@ -45,7 +45,9 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
 
 /// A report holding every candidate of the search, predicted without drift: first those that
 /// fit, best predicted throughput first (predictedRank 1, 2, ...), then those predicted not to
-/// fit. Each prediction carries the calibrated step overhead of its chunk count.
+/// fit. Each prediction carries the calibrated step overhead of its chunk count. Candidates the
+/// schedules cannot run (interleaved with chunks not a multiple of the devices, more stages
+/// than layers) are left out: they have no prediction.
 Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup);
 
 /// Every candidate's prediction as predictedReport made it (before drift), in report order.

@@ -46,7 +46,13 @@ TrainingResult measureRound(const SweepConfig& config, const Candidate& candidat
   Model model = buildModelFromFlags(config.modelFlags);
   TrainingOptions options;
   options.balance = candidate.balance;
-  options.devices = torchDevices(config.devices);
+  // One torch device per pipeline device: the candidate's placement, or device d on sweep device d.
+  const std::vector<torch::Device> devices = torchDevices(config.devices);
+  for (std::int64_t d = 0; d < candidate.pipelineDevices(); ++d) {
+    options.devices.push_back(devices.at(static_cast<std::size_t>(candidate.deviceOf(d))));
+  }
+  options.schedule = candidate.schedule;
+  options.stagesPerDevice = candidate.stagesPerDevice;
   options.chunks = candidate.chunks;
   options.checkpoint = candidate.checkpoint;
   options.batch = config.batch;
@@ -155,12 +161,6 @@ std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<
     sizes.insert(batch - full * (count - 1));
   }
   return {sizes.begin(), sizes.end()};
-}
-
-std::string candidateSlug(const Candidate& candidate) {
-  std::string balance = formatBalance(candidate.balance);
-  std::replace(balance.begin(), balance.end(), ',', '-');
-  return fmt::format("b{}_m{}_{}", balance, candidate.chunks, checkpointName(candidate.checkpoint));
 }
 
 std::string profileMismatch(const Profile& profile, const SweepConfig& config, std::int64_t layerCount) {

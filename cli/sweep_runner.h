@@ -12,6 +12,7 @@
 #include "candidate_selection.h"
 #include "model_options.h"
 #include "progress_reporter.h"
+#include "schedule_options.h"
 
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/device.h>
@@ -33,12 +34,14 @@ namespace pipeprof::cli {
 struct SweepConfig {
   std::string model;  ///< zoo name or TorchScript path (modelFlags.model)
   ModelFlags modelFlags;  ///< --model, --width, --depth, --seed (threads: see below)
-  std::vector<DeviceDesc> devices;  ///< one partition per device
+  std::vector<DeviceDesc> devices;  ///< the p pipeline devices (stage j on device j mod p)
   std::int64_t batch = 1;
+  std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
+  std::vector<std::int64_t> stagesPerDevice{1, 2};  ///< v tried by interleaved (gpipe and 1f1b run 1)
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
-  std::vector<std::vector<std::int64_t>> balances;  ///< for BalanceEnumeration::Given
+  std::vector<std::vector<std::int64_t>> balances;  ///< for BalanceEnumeration::Given: p * v entries each
   MeasurePolicy measure;
   std::int64_t warmupSteps = 2;  ///< per round
   std::int64_t steps = 5;        ///< timed steps per candidate, over all its rounds
@@ -93,9 +96,6 @@ void throwIfFailureInjected(const std::string& what);
 
 /// The first line of `text` (an error message for a table cell or a progress line).
 std::string firstLine(const std::string& text);
-
-/// "b2-6_m8_except_last": a file-name-safe slug of a candidate.
-std::string candidateSlug(const Candidate& candidate);
 
 /// The micro-batch sizes the candidates use (every chunk count's full and remainder sizes).
 std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<std::int64_t>& chunks);

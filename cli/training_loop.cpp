@@ -59,12 +59,17 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   pipeOptions.devices = options.devices;
   pipeOptions.chunks = options.chunks;
   pipeOptions.checkpoint = options.checkpoint;
+  pipeOptions.schedule = options.schedule;
+  pipeOptions.stagesPerDevice = options.stagesPerDevice;
   Pipe pipe(model.sequential, options.balance, pipeOptions);
   pipe.train();
 
   const Batch batch = model.makeBatch(options.batch, options.dataSeed);
   const torch::Tensor input = batch.input.to(pipe.devices().front());
-  const torch::Tensor target = batch.target.to(pipe.devices().back());
+  // The loss runs on the last stage's device: stage n - 1 on pipeline device (n - 1) mod p.
+  const std::size_t lastDevice = (options.balance.size() - 1) % pipe.devices().size();
+  const torch::Tensor target = batch.target.to(pipe.devices()[lastDevice]);
+  const LossFn lossFn = model.loss;
   const std::vector<torch::Tensor> parameters = pipe.parameters();
   torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(options.learningRate));
 
@@ -92,9 +97,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
     const TimeNs startNs = tracer ? tracer->nowNs() : 0;
     const auto start = Clock::now();
     zeroGradientsInPlace(parameters);
-    const torch::Tensor output = pipe.forward(input);
-    const torch::Tensor loss = model.loss(output, target);
-    loss.backward();
+    const torch::Tensor loss = pipe.step(input, target, lossFn);
     const TimeNs optimizerStartNs = tracer ? tracer->nowNs() : 0;
     optimizer.step();
     synchronizeDevices(options.devices);
@@ -104,6 +107,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
       recordHostSpan(tracer.get(), Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
       if (measured) recordHostSpan(tracer.get(), Phase::Step, "step", startNs, endNs);
     }
+    result.losses.push_back(loss.item<double>());  // after the clock: reading it may synchronise
     if (options.shouldStop && options.shouldStop()) {
       throw TrainingStopped("stopped after a step on request");
     }
@@ -118,7 +122,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
 
   Measurement& m = result.measurement;
   m.warmupSteps = options.warmupSteps;
-  m.peakBytes.assign(options.balance.size(), 0);
+  m.peakBytes.assign(pipe.devices().size(), 0);  // per pipeline device
   for (std::int64_t s = 0; s < options.steps; ++s) {
     m.stepNs.push_back(step(true));
     const std::vector<Bytes> peaks = pipe.peakBytes();

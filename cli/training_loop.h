@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/trace.h>
 #include <pipeprof/runtime/models.h>
 
@@ -18,8 +19,10 @@
 namespace pipeprof::cli {
 
 struct TrainingOptions {
-  std::vector<std::int64_t> balance;
-  std::vector<torch::Device> devices;  ///< one per partition
+  std::vector<std::int64_t> balance;   ///< layers per stage: p * v entries
+  std::vector<torch::Device> devices;  ///< one per pipeline device (p); stage j on devices[j mod p]
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  std::int64_t stagesPerDevice = 1;  ///< v
   std::int64_t chunks = 1;
   Checkpoint checkpoint = Checkpoint::ExceptLast;
   std::int64_t batch = 1;
@@ -40,7 +43,9 @@ class TrainingStopped : public std::runtime_error {
 };
 
 struct TrainingResult {
-  Measurement measurement;  ///< tracePath left empty: the caller writes the trace
+  Measurement measurement;  ///< tracePath left empty: the caller writes the trace; peaks per pipeline device
+  /// The mini-batch loss of every step, warm-up steps first, in order.
+  std::vector<double> losses;
   Trace trace;              ///< empty unless captureTrace
   /// CUDA devices only: the caching allocator's whole-device peak (Pipe::devicePeakBytes),
   /// the largest over the measured steps, by device name ("cuda:0").
@@ -50,11 +55,14 @@ struct TrainingResult {
   std::string collectorNote;
 };
 
-/// Trains `model` (moved into a Pipe) for warmupSteps + steps steps of SGD on one synthetic
-/// batch: each step is forward, loss, backward and an optimizer step, timed with a steady clock
-/// (CUDA devices synchronised before the clock is read). Gradients are zeroed in place, not
-/// freed, so they stay allocated between steps as the memory model assumes. Per-partition
-/// peak bytes are the largest Pipe::peakBytes() over the measured steps.
+/// Trains `model` (moved into a Pipe with the options' schedule) for warmupSteps + steps steps
+/// of SGD on one synthetic batch: each step is Pipe::step (forward, the model's loss per
+/// micro-batch on the last stage, backward, in schedule order) and an optimizer step, timed
+/// with a steady clock (CUDA devices synchronised before the clock is read). Gradients are
+/// zeroed in place, not freed, so they stay allocated between steps as the memory model
+/// assumes. Per-pipeline-device peak bytes are the largest Pipe::peakBytes() over the measured
+/// steps. Every schedule and balance computes the same gradients, so with the same model seed
+/// and batch the losses agree up to float rounding.
 ///
 /// With captureTrace the trace holds host spans "warmup" and "step" (device "host", lane
 /// "host") and "optimizer" (lane "optimizer"), the Pipe's op spans and memory counters, and on CUDA the CUPTI kernels

@@ -58,6 +58,19 @@ TEST(SelectForMeasurement, TopBeyondTheListTakesEveryCandidate) {
   EXPECT_EQ(picked, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
 }
 
+TEST(SelectForMeasurement, TopSpreadsOverSchedules) {
+  // top:3 takes 0 by rank; then the scores (balance + chunks + mode + schedule counts) are
+  // 1: 1+0+1+1 = 3, 2: 0+1+1+1 = 3, 3 (1f1b): 1+1+1+0 = 3, 4 (interleaved v2): 0+1+1+0 = 2 -> 4;
+  // then 1: 1+0+2+1 = 4, 2: 0+2+2+1 = 5, 3: 1+2+2+0 = 5 -> 1.
+  std::vector<Candidate> candidates = {make({2, 2}, 2, Checkpoint::Never), make({2, 2}, 4, Checkpoint::Never),
+                                       make({1, 3}, 2, Checkpoint::Never), make({2, 2}, 2, Checkpoint::Never),
+                                       make({1, 1, 1, 1}, 2, Checkpoint::Never)};
+  candidates[3].schedule = ScheduleKind::OneFOneB;
+  candidates[4].schedule = ScheduleKind::Interleaved;
+  candidates[4].stagesPerDevice = 2;
+  EXPECT_EQ(selectForMeasurement(candidates, {MeasureKind::Top, 3}), (std::vector<std::size_t>{0, 4, 1}));
+}
+
 TEST(SelectForMeasurement, AllAndNone) {
   EXPECT_EQ(selectForMeasurement(ranked(), {MeasureKind::All, 0}), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_TRUE(selectForMeasurement(ranked(), {MeasureKind::None, 0}).empty());

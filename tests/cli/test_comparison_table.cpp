@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 namespace pipeprof::cli {
@@ -81,6 +83,57 @@ TEST(PrintSummary, MapeSpearmanAndSuggestion) {
   EXPECT_NE(text.find("Spearman (pred vs meas):  1.000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("best measured:            [2,2] x2 never"), std::string::npos) << text;
   EXPECT_NE(text.find("agree:                    yes\n"), std::string::npos) << text;
+}
+
+TEST(PrintComparison, ScheduleColumnNamesEverySchedule) {
+  Report report = sampleReport();
+  report.candidates[0].candidate.schedule = ScheduleKind::OneFOneB;
+  CandidateResult interleaved = measured({1, 1, 1, 1}, 3, 150'000'000, 160'000'000, 900, 1000);
+  interleaved.candidate.schedule = ScheduleKind::Interleaved;
+  interleaved.candidate.stagesPerDevice = 2;
+  report.candidates.push_back(interleaved);
+  report.updateSuggestion();
+  std::ostringstream out;
+  printComparison(report, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("candidate                schedule      "), std::string::npos) << text;
+  // Each row: the candidate column (24 wide), then the schedule.
+  EXPECT_NE(text.find("[2,2] x2 never           gpipe         "), std::string::npos) << text;
+  EXPECT_NE(text.find("[1,3] x2 never           1f1b          "), std::string::npos) << text;
+  EXPECT_NE(text.find("[1,1,1,1] x2 never       interleaved v2"), std::string::npos) << text;
+}
+
+TEST(PrintComparison, AnOldReportWithoutScheduleFieldsShowsGpipe) {
+  // A report written before schedules existed: its candidates carry no "schedule" and no
+  // "stages_per_device".
+  nlohmann::json json = toJson(sampleReport());
+  for (nlohmann::json& candidate : json.at("candidates")) {
+    candidate.at("candidate").erase("schedule");
+    candidate.at("candidate").erase("stages_per_device");
+  }
+  const Report old = reportFromJson(json, "old.json");
+  std::ostringstream out;
+  printComparison(old, out);
+  EXPECT_NE(out.str().find("[2,2] x2 never           gpipe"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("[1,3] x2 never           gpipe"), std::string::npos) << out.str();
+}
+
+TEST(PrintComparison, PeaksArePerPipelineDevice) {
+  // An interleaved candidate with 4 stages on 2 devices has 2 peaks; the largest is shown.
+  Report report;
+  report.environment.batch = 8;
+  CandidateResult result = measured({1, 1, 1, 1}, 1, 100'000'000, 100'000'000, 3072, 4096);
+  result.candidate.schedule = ScheduleKind::Interleaved;
+  result.candidate.stagesPerDevice = 2;
+  report.candidates.push_back(result);
+  report.complete = true;
+  report.updateSuggestion();
+  std::ostringstream out;
+  printComparison(report, out);
+  ASSERT_EQ(result.prediction.peakBytes.size(), 2u);
+  EXPECT_NE(out.str().find(formatBytes(3072)), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(formatBytes(4096)), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("-25.0%"), std::string::npos) << out.str();
 }
 
 TEST(SummaryJson, CarriesTheSameFigures) {

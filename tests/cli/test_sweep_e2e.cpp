@@ -152,6 +152,49 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   EXPECT_EQ(countLines(run.err, "measured "), 3u) << run.err;  // plain progress lines: not a terminal
 }
 
+TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule) {
+  // mlp --depth 3: 5 layers. One balance per schedule: gpipe and 1f1b [2,3] (2 stages), interleaved
+  // v2 [1,1,1,2] (4 stages on the 2 devices).
+  const fs::path report = dir_ / "report.json";
+  const CommandResult run = pipeprof(
+      "sweep --model mlp --width 16 --depth 3 --devices cpu,cpu --batch 8 --chunks 2 --checkpoint never "
+      "--balances '2,3;1,1,1,2' --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 0 -o " +
+      quote(report.string()));
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const Report parsed = readReport(report.string());
+  ASSERT_EQ(parsed.candidates.size(), 3u);
+  std::vector<std::string> labels;
+  for (const CandidateResult& result : parsed.candidates) {
+    labels.push_back(result.candidate.label());
+    EXPECT_EQ(result.status, CandidateStatus::Measured) << result.candidate.label() << ": " << result.error;
+    ASSERT_TRUE(result.measurement.has_value()) << result.candidate.label();
+    // One peak per pipeline device, measured and predicted.
+    EXPECT_EQ(result.measurement->peakBytes.size(), 2u) << result.candidate.label();
+    EXPECT_EQ(result.prediction.peakBytes.size(), 2u) << result.candidate.label();
+    const fs::path measured = report.parent_path() / result.measurement->tracePath;
+    const fs::path predicted = report.parent_path() / result.prediction.tracePath;
+    EXPECT_TRUE(fs::is_regular_file(measured)) << measured;
+    EXPECT_TRUE(fs::is_regular_file(predicted)) << predicted;
+    EXPECT_EQ(measured.filename().string().find(' '), std::string::npos) << measured;
+    // The measured trace parses and holds the candidate's loss ops.
+    const std::string trace = slurp(measured);
+    EXPECT_NE(trace.find("\"loss(0)\""), std::string::npos) << measured;
+  }
+  std::sort(labels.begin(), labels.end());
+  EXPECT_EQ(labels, (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[2,3] x2 never",
+                                              "[2,3] x2 never 1f1b"}));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b1-1-1-2_m2_never_interleaved-v2.measured.json"));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never_1f1b.predicted.json"));
+  EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never.measured.json"));
+
+  const CommandResult compare = pipeprof("compare " + quote(report.string()));
+  ASSERT_EQ(compare.exitCode, 0) << compare.err;
+  EXPECT_NE(compare.out.find("schedule"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("[1,1,1,2] x2 never       interleaved v2"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("[2,3] x2 never           1f1b"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("[2,3] x2 never           gpipe"), std::string::npos) << compare.out;
+}
+
 TEST_F(SweepE2E, CompareReproducesTheSweepsOutput) {
   const fs::path report = dir_ / "report.json";
   const CommandResult sweep = pipeprof(tinySweep(report.string(), "top:2"));
@@ -362,6 +405,10 @@ TEST_F(SweepE2E, MalformedInputsExitTwoAndCreateNothing) {
       "--model mlp --devices cpu,gpu",
       "--model mlp --steps 0",
       "--model mlp --no-such-flag",
+      "--model mlp --schedules gpipe,zigzag",
+      "--model mlp --stages-per-device 0,2",
+      "--model mlp --schedules interleaved --stages-per-device 1",
+      "--model mlp --balances 7,8 --schedules interleaved",
   };
   for (const std::string& extra : cases) {
     const CommandResult run = pipeprof(base + " " + extra);

@@ -75,7 +75,9 @@ TEST_F(RunTrace, RunsAndReports) {
   ASSERT_EQ(code_, 0) << output_;
   EXPECT_NE(output_.find("step time: median"), std::string::npos) << output_;
   EXPECT_NE(output_.find("throughput:"), std::string::npos) << output_;
-  EXPECT_NE(output_.find("partition 1"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("peak memory: device 0 "), std::string::npos) << output_;  // per pipeline device
+  EXPECT_NE(output_.find("device 1 "), std::string::npos) << output_;
+  EXPECT_NE(output_.find("loss: "), std::string::npos) << output_;
 }
 
 TEST_F(RunTrace, EveryCellHasItsOpsOnItsLane) {

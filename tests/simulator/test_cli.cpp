@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -103,16 +104,64 @@ TEST_F(SimulatorCli, SimulateSummaryAndMemoryOverflow) {
 TEST_F(SimulatorCli, SuggestJson) {
   writeCluster(Cluster::uniform(2, Bytes{400}, 0.0, 0), path("cluster.json"));
   const CliRun r = run("suggest --profile " + path("profile.json") + " --cluster " + path("cluster.json") +
-                    " --batch 4 --chunks 1,2,4 --json");
+                    " --batch 4 --chunks 1,2,4 --schedules gpipe --json");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json.at("evaluated"), 9);
+  EXPECT_EQ(json.at("ranked")[0].at("schedule"), "gpipe");
+  EXPECT_EQ(json.at("ranked")[0].at("stages_per_device"), 1);
   ASSERT_FALSE(json.at("ranked").empty());
   EXPECT_EQ(json.at("ranked")[0].at("rank"), 1);
   EXPECT_EQ(json.at("ranked")[0].at("prediction").at("fits"), true);
   EXPECT_GT(json.at("rejected_count").get<int>(), 0);
   EXPECT_EQ(json.at("rejections")[0].at("example").at("prediction").at("fits"), false);
   EXPECT_EQ(json.at("balance_by_time").at("candidate").at("balance"), nlohmann::json::array({1, 1}));
+}
+
+TEST_F(SimulatorCli, SuggestSearchesEveryScheduleByDefault) {
+  // 2 layers on 2 devices: gpipe and 1f1b 3 chunks x 3 modes x 1 balance each; interleaved v2
+  // needs 4 stages, more than the 2 layers: one rejection, said why.
+  const CliRun r = run("suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --chunks 1,2,4 --json");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(json.at("evaluated"), 19);
+  EXPECT_EQ(json.at("fitting_count"), 18);
+  ASSERT_EQ(json.at("rejections").size(), 1u) << json.at("rejections");
+  const std::string reason = json.at("rejections")[0].at("reason");
+  EXPECT_NE(reason.find("not schedulable: interleaved with 2 stages per device needs 4 stages"), std::string::npos)
+      << reason;
+  std::set<std::string> schedules;
+  for (const nlohmann::json& ranked : json.at("ranked")) schedules.insert(ranked.at("schedule").get<std::string>());
+  EXPECT_EQ(schedules, (std::set<std::string>{"gpipe", "1f1b"})) << "the 5 best of both";
+}
+
+TEST_F(SimulatorCli, SimulateRunsEverySchedule) {
+  writeProfile(test::uniformProfile(4, {10, 20, 100, 10, 5, 8}), path("four.json"));
+  const std::string base = "simulate --profile " + path("four.json") + " --batch 4 --chunks 4 ";
+  const CliRun gpipe = run(base + "--balance 2,2 --json");
+  const CliRun oneF = run(base + "--balance 2,2 --schedule 1f1b --json");
+  const CliRun inter = run(base + "--balance 1,1,1,1 --schedule interleaved --json");
+  ASSERT_EQ(gpipe.exitCode, 0) << gpipe.err;
+  ASSERT_EQ(oneF.exitCode, 0) << oneF.err;
+  ASSERT_EQ(inter.exitCode, 0) << inter.err;
+  const nlohmann::json g = nlohmann::json::parse(gpipe.out);
+  const nlohmann::json o = nlohmann::json::parse(oneF.out);
+  const nlohmann::json i = nlohmann::json::parse(inter.out);
+  EXPECT_EQ(g.at("schedule"), "gpipe");
+  EXPECT_EQ(o.at("schedule"), "1f1b");
+  EXPECT_EQ(o.at("label"), "[2,2] x4 except_last 1f1b");
+  EXPECT_EQ(i.at("schedule"), "interleaved");
+  EXPECT_EQ(i.at("stages_per_device"), 2) << "interleaved defaults to 2 stages per device";
+  EXPECT_EQ(i.at("candidate").at("stages_per_device"), 2);
+  EXPECT_EQ(i.at("peak_bytes").size(), 2u) << "one peak per pipeline device";
+  EXPECT_EQ(i.at("busy_ns").size(), 2u);
+  // Same work on the devices, a smaller bubble: the step is shorter.
+  EXPECT_LT(i.at("iteration_ns").get<std::int64_t>(), g.at("iteration_ns").get<std::int64_t>());
+  const CliRun text = run(base + "--balance 1,1,1,1 --schedule interleaved");
+  ASSERT_EQ(text.exitCode, 0) << text.err;
+  EXPECT_NE(text.out.find("schedule     interleaved v2 (4 stages on 2 devices)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("0          0,2 "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1          1,3 "), std::string::npos) << text.out;
 }
 
 TEST_F(SimulatorCli, SuggestTable) {
@@ -147,7 +196,16 @@ TEST_F(SimulatorCli, BadInputsExitWithTwo) {
       {simulateArgs() + base + " --balance 1,1 --link-latency fast", "--link-latency fast"},
       {simulateArgs() + base + " --balance 1,1 --devices 1", "device 1"},
       {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --chunks 2,x", "--chunks"},
-      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --balances '1,1;2'", "--balances"},
+      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --balances '1,1;1,1,1'", "--balances"},
+      {simulateArgs() + base + " --balance 1,1 --schedule zigzag", "--schedule zigzag: unknown schedule"},
+      {simulateArgs() + base + " --balance 1,1 --schedule interleaved --stages-per-device 0", "--stages-per-device 0"},
+      {simulateArgs() + base + " --balance 1,1 --stages-per-device 2", "--schedule gpipe runs one stage per device"},
+      {simulateArgs() + " --batch 6 --chunks 3 --balance 1,1,1,1 --schedule interleaved",
+       "--chunks 3: interleaved needs chunks a multiple of devices"},
+      {simulateArgs() + base + " --balance 1,1,1 --schedule interleaved", "not a multiple of 2"},
+      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --schedules gpipe,zigzag", "zigzag"},
+      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --schedules interleaved "
+       "--stages-per-device 1", "--stages-per-device 1"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.arguments);

@@ -1,0 +1,211 @@
+// Shared CLI flags for the schedule of one candidate or of a search, and the schedule's labels.
+#include "schedule_options.h"
+
+#include "commands.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace pipeprof::cli {
+namespace {
+
+/// "2" -> 2; nullopt-like -1 for text that is not a whole number.
+std::int64_t parseCount(const std::string& text) {
+  std::size_t used = 0;
+  std::int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return -1;
+  }
+  return used == text.size() && !text.empty() ? value : -1;
+}
+
+ScheduleKind parseScheduleOrThrow(const std::string& flag, const std::string& text) {
+  try {
+    return parseScheduleKind(text);
+  } catch (const std::invalid_argument&) {
+    throw UsageError(fmt::format("{} {}: unknown schedule; expected gpipe, 1f1b or interleaved", flag, text));
+  }
+}
+
+/// The fix for an interleaved shape error: chunk counts that are multiples of p.
+std::string chunkHint(std::int64_t devices) {
+  return fmt::format("give --chunks a multiple of {} (the devices), e.g. {} or {}", devices, devices, 2 * devices);
+}
+
+}  // namespace
+
+void addScheduleFlags(CLI::App& command, ScheduleFlags& flags) {
+  command
+      .add_option("--schedule", flags.schedule,
+                  "gpipe (all forwards, then all backwards), 1f1b (one forward one backward) or interleaved "
+                  "(1F1B over several stages per device)")
+      ->capture_default_str()
+      ->type_name("KIND");
+  command
+      .add_option("--stages-per-device", flags.stagesPerDevice,
+                  "Stages per device v: the balance has devices x v entries, stage j on device j mod devices "
+                  "(default: 1, or 2 with --schedule interleaved)")
+      ->type_name("V");
+}
+
+ScheduleChoice scheduleFromFlags(const ScheduleFlags& flags) {
+  ScheduleChoice choice;
+  choice.kind = parseScheduleOrThrow("--schedule", flags.schedule);
+  if (flags.stagesPerDevice.empty()) {
+    choice.stagesPerDevice = choice.kind == ScheduleKind::Interleaved ? 2 : 1;
+    return choice;
+  }
+  const std::int64_t v = parseCount(flags.stagesPerDevice);
+  if (v < 1) {
+    throw UsageError(fmt::format("--stages-per-device {}: give a positive count (1 for gpipe and 1f1b, 2 or more "
+                                 "for interleaved)",
+                                 flags.stagesPerDevice));
+  }
+  if (choice.kind != ScheduleKind::Interleaved && v != 1) {
+    throw UsageError(fmt::format("--stages-per-device {}: --schedule {} runs one stage per device; add --schedule "
+                                 "interleaved for {} stages per device, or drop --stages-per-device",
+                                 flags.stagesPerDevice, flags.schedule, v));
+  }
+  if (choice.kind == ScheduleKind::Interleaved && v < 2) {
+    throw UsageError(fmt::format("--stages-per-device {}: --schedule interleaved needs at least 2 stages per device "
+                                 "(one stage per device is --schedule 1f1b)",
+                                 flags.stagesPerDevice));
+  }
+  choice.stagesPerDevice = v;
+  return choice;
+}
+
+void checkScheduleShape(const ScheduleChoice& schedule, const std::vector<std::int64_t>& balance, std::int64_t batch,
+                        std::int64_t chunks, std::int64_t devices, const std::string& devicesText) {
+  const auto n = static_cast<std::int64_t>(balance.size());
+  const std::int64_t v = schedule.stagesPerDevice;
+  const std::string shape = v == 1 ? "one stage per device"
+                                   : fmt::format("{} stages per device (--stages-per-device {})", v, v);
+  if (devices > 0 && n != devices * v) {
+    throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and --schedule {} runs {}: give "
+                                 "{} entries ({} x {})",
+                                 formatBalance(balance), n, devicesText, devices, devices == 1 ? "" : "s",
+                                 scheduleKindName(schedule.kind), shape, devices * v, devices, v));
+  }
+  if (n % v != 0) {
+    throw UsageError(fmt::format("--balance {} has {} stages, not a multiple of {}: --schedule {} runs {}",
+                                 formatBalance(balance), n, v, scheduleKindName(schedule.kind), shape));
+  }
+  checkScheduleShape(schedule, n / v, batch, chunks);
+}
+
+void checkScheduleShape(const ScheduleChoice& schedule, std::int64_t devices, std::int64_t batch, std::int64_t chunks) {
+  if (batch < 1 || chunks < 1 || devices < 1) return;  // reported by the callers' own checks
+  const MicroBatching split = microBatching(batch, chunks);
+  const std::string error =
+      scheduleShapeError(schedule.kind, schedule.stagesPerDevice, devices * schedule.stagesPerDevice, split.count);
+  if (error.empty()) return;
+  const std::string exists =
+      split.count == chunks
+          ? std::string()
+          : fmt::format(" (batch {} in chunks of {} samples makes only {} micro-batches)", batch, split.chunkSize,
+                        split.count);
+  throw UsageError(fmt::format("--chunks {}{}: {}; {}", chunks, exists, error, chunkHint(devices)));
+}
+
+void addScheduleListFlags(CLI::App& command, ScheduleListFlags& flags) {
+  command.add_option("--schedules", flags.schedules, "Schedules to try: gpipe, 1f1b, interleaved")
+      ->capture_default_str()
+      ->type_name("LIST");
+  command
+      .add_option("--stages-per-device", flags.stagesPerDevice,
+                  "Stages per device to try; gpipe and 1f1b always run 1, interleaved each v >= 2 of the list")
+      ->capture_default_str()
+      ->type_name("LIST");
+}
+
+void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) {
+  std::vector<ScheduleKind> kinds;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = flags.schedules.find(',', start);
+    const std::string item = flags.schedules.substr(start, comma == std::string::npos ? comma : comma - start);
+    ScheduleKind kind = ScheduleKind::GPipe;
+    try {
+      kind = parseScheduleKind(item);
+    } catch (const std::invalid_argument&) {
+      throw UsageError(fmt::format("--schedules {}: unknown schedule '{}'; expected a comma-separated list of gpipe, "
+                                   "1f1b and interleaved",
+                                   flags.schedules, item));
+    }
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::vector<std::int64_t> vs;
+  start = 0;
+  while (true) {
+    const std::size_t comma = flags.stagesPerDevice.find(',', start);
+    const std::string item = flags.stagesPerDevice.substr(start, comma == std::string::npos ? comma : comma - start);
+    const std::int64_t v = parseCount(item);
+    if (v < 1) {
+      throw UsageError(fmt::format("--stages-per-device {}: expected comma-separated positive counts, e.g. 1,2 "
+                                   "('{}' is not one)",
+                                   flags.stagesPerDevice, item));
+    }
+    if (std::find(vs.begin(), vs.end(), v) == vs.end()) vs.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::Interleaved) != kinds.end();
+  const bool anyV2 = std::any_of(vs.begin(), vs.end(), [](std::int64_t v) { return v >= 2; });
+  if (interleaved && !anyV2) {
+    if (kinds.size() == 1) {
+      throw UsageError(fmt::format("--stages-per-device {}: --schedules interleaved needs a count of 2 or more, "
+                                   "e.g. --stages-per-device 2",
+                                   flags.stagesPerDevice));
+    }
+    // Interleaved among others with only v = 1: it contributes nothing; say so rather than
+    // silently searching fewer schedules than asked.
+    throw UsageError(fmt::format("--stages-per-device {}: interleaved (in --schedules {}) needs a count of 2 or more; "
+                                 "add one (e.g. --stages-per-device 1,2) or drop interleaved",
+                                 flags.stagesPerDevice, flags.schedules));
+  }
+  space.schedules = kinds;
+  space.stagesPerDevice = vs;
+}
+
+std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices) {
+  std::vector<std::int64_t> counts;
+  for (const ScheduleKind kind : space.schedules) {
+    if (kind != ScheduleKind::Interleaved) {
+      counts.push_back(devices);
+      continue;
+    }
+    for (const std::int64_t v : space.stagesPerDevice) {
+      if (v >= 2) counts.push_back(devices * v);
+    }
+  }
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
+  if (kind == ScheduleKind::Interleaved) return fmt::format("interleaved v{}", stagesPerDevice);
+  return scheduleKindName(kind);
+}
+
+std::string scheduleLabel(const Candidate& candidate) {
+  return scheduleLabel(candidate.schedule, candidate.stagesPerDevice);
+}
+
+std::string candidateSlug(const Candidate& candidate) {
+  std::string balance = formatBalance(candidate.balance);
+  std::replace(balance.begin(), balance.end(), ',', '-');
+  std::string slug = fmt::format("b{}_m{}_{}", balance, candidate.chunks, checkpointName(candidate.checkpoint));
+  if (candidate.schedule == ScheduleKind::OneFOneB) slug += "_1f1b";
+  if (candidate.schedule == ScheduleKind::Interleaved) slug += fmt::format("_interleaved-v{}", candidate.stagesPerDevice);
+  return slug;
+}
+
+}  // namespace pipeprof::cli

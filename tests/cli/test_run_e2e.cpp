@@ -1,0 +1,108 @@
+// End-to-end tests of `pipeprof run` under every schedule: the losses of the steps, and the schedule flags' errors.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+const std::string kBinary = PIPEPROF_BINARY_DIR "/cli/pipeprof";
+
+struct Result {
+  int code = -1;
+  std::string out;  ///< stdout and stderr together
+};
+
+Result pipeprof(const std::string& args) {
+  Result result;
+  const std::string command = kBinary + " " + args + " 2>&1 < /dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.out += buffer.data();
+  const int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// mlp --width 16 --depth 3: fc0 relu0 fc1 relu1 fc2 = 5 layers; batch 8 in 2 micro-batches.
+const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunks 2 --devices cpu,cpu --seed 7 "
+                         "--lr 0.5 --warmup 1 --steps 3 --threads 1 --json ";
+
+std::vector<double> losses(const std::string& flags) {
+  const Result r = pipeprof(kRun + flags);
+  EXPECT_EQ(r.code, 0) << flags << "\n" << r.out;
+  if (r.code != 0) return {};
+  const nlohmann::json json = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  return json.at("losses").get<std::vector<double>>();
+}
+
+TEST(RunE2E, EveryScheduleAndBalanceTrainsToTheSameLosses) {
+  // The same model (seed), batch and chunks: every schedule computes the same gradients, so the
+  // SGD steps and the losses agree up to float rounding.
+  const std::vector<double> gpipe = losses("--balance 2,3 --schedule gpipe --checkpoint except_last");
+  ASSERT_EQ(gpipe.size(), 4u) << "one loss per step, the warm-up step included";
+  EXPECT_LT(gpipe.back(), gpipe.front()) << "the steps train: the loss falls";
+  const std::string others[] = {
+      "--balance 3,2 --schedule 1f1b --checkpoint except_last",
+      "--balance 2,3 --schedule 1f1b --checkpoint never",
+      "--balance 1,1,1,2 --schedule interleaved --stages-per-device 2 --checkpoint except_last",
+      "--balance 2,1,1,1 --schedule interleaved --stages-per-device 2 --checkpoint always",
+  };
+  for (const std::string& flags : others) {
+    const std::vector<double> other = losses(flags);
+    ASSERT_EQ(other.size(), gpipe.size()) << flags;
+    for (std::size_t s = 0; s < gpipe.size(); ++s) {
+      EXPECT_NEAR(other[s], gpipe[s], 1e-5 * std::abs(gpipe[s]) + 1e-7) << flags << ", step " << s;
+    }
+  }
+}
+
+TEST(RunE2E, JsonAndTextNameTheScheduleAndThePerDevicePeaks) {
+  const Result json = pipeprof(kRun + "--balance 1,1,1,2 --schedule interleaved");
+  ASSERT_EQ(json.code, 0) << json.out;
+  const nlohmann::json out = nlohmann::json::parse(json.out.substr(json.out.find('{')));
+  EXPECT_EQ(out.at("schedule"), "interleaved");
+  EXPECT_EQ(out.at("stages_per_device"), 2) << "interleaved defaults to 2 stages per device";
+  EXPECT_EQ(out.at("candidate").at("stages_per_device"), 2);
+  EXPECT_EQ(out.at("peak_bytes").size(), 2u) << "one peak per pipeline device, not per stage";
+
+  std::string text = kRun + "--balance 3,2 --schedule 1f1b";
+  text.replace(text.find("--json"), 6, "");
+  const Result r = pipeprof(text);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("schedule 1f1b"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loss: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("device 1 "), std::string::npos) << r.out;
+}
+
+TEST(RunE2E, BadScheduleFlagsAreUsageErrorsNamingTheValue) {
+  struct Case {
+    std::string flags;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"--balance 2,3 --schedule zigzag", "--schedule zigzag"},
+      {"--balance 1,1,1,2 --schedule interleaved --stages-per-device 0", "--stages-per-device 0"},
+      {"--balance 2,3 --schedule 1f1b --stages-per-device 2", "--schedule 1f1b runs one stage per device"},
+      {"--balance 2,3 --schedule interleaved", "--balance 2,3 has 2 stages but --devices cpu,cpu names 2 devices"},
+      {"--balance 1,1,1,2 --schedule interleaved --chunks 3", "--chunks 3: interleaved needs chunks a multiple of"},
+  };
+  for (const Case& c : cases) {
+    std::string args = kRun + c.flags;
+    if (c.flags.find("--chunks") != std::string::npos) args.replace(args.find("--chunks 2"), 10, "");
+    const Result r = pipeprof(args);
+    EXPECT_EQ(r.code, 2) << c.flags << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.flags << "\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof

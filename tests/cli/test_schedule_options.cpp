@@ -1,0 +1,141 @@
+// Tests of cli/schedule_options: the schedule flags' validation, labels and trace-file slugs.
+#include "schedule_options.h"
+
+#include "commands.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace pipeprof::cli {
+namespace {
+
+/// The UsageError message of `call`, or "" when it does not throw one.
+template <typename Call>
+std::string usageError(Call call) {
+  try {
+    call();
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ScheduleFromFlags, DefaultsToOneStagePerDeviceAndTwoForInterleaved) {
+  ScheduleFlags flags;
+  EXPECT_EQ(scheduleFromFlags(flags).kind, ScheduleKind::GPipe);
+  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 1);
+  flags.schedule = "1f1b";
+  EXPECT_EQ(scheduleFromFlags(flags).kind, ScheduleKind::OneFOneB);
+  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 1);
+  flags.schedule = "interleaved";
+  EXPECT_EQ(scheduleFromFlags(flags).kind, ScheduleKind::Interleaved);
+  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 2);
+  flags.stagesPerDevice = "3";
+  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 3);
+}
+
+TEST(ScheduleFromFlags, BadValuesNameTheValueAndTheFix) {
+  struct Case {
+    std::string schedule;
+    std::string v;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"pipedream", "", "--schedule pipedream: unknown schedule; expected gpipe, 1f1b or interleaved"},
+      {"interleaved", "0", "--stages-per-device 0: give a positive count"},
+      {"interleaved", "two", "--stages-per-device two: give a positive count"},
+      {"gpipe", "2", "--stages-per-device 2: --schedule gpipe runs one stage per device; add --schedule interleaved"},
+      {"interleaved", "1", "--stages-per-device 1: --schedule interleaved needs at least 2 stages per device"},
+  };
+  for (const Case& c : cases) {
+    ScheduleFlags flags;
+    flags.schedule = c.schedule;
+    flags.stagesPerDevice = c.v;
+    const std::string message = usageError([&] { scheduleFromFlags(flags); });
+    EXPECT_NE(message.find(c.message), std::string::npos) << c.schedule << " " << c.v << ": " << message;
+  }
+}
+
+TEST(CheckScheduleShape, BalanceLengthMustBeDevicesTimesV) {
+  const ScheduleChoice interleaved{ScheduleKind::Interleaved, 2};
+  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved, {1, 1, 1, 1}, 8, 4, 2, "--devices cpu,cpu"); }), "");
+  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved, {2, 2}, 8, 4, 2, "--devices cpu,cpu"); }),
+            "--balance 2,2 has 2 stages but --devices cpu,cpu names 2 devices and --schedule interleaved runs 2 "
+            "stages per device (--stages-per-device 2): give 4 entries (2 x 2)");
+  // Without a device count (simulate): n must be a multiple of v.
+  EXPECT_NE(usageError([&] { checkScheduleShape(interleaved, {1, 1, 1}, 8, 4, 0, ""); })
+                .find("--balance 1,1,1 has 3 stages, not a multiple of 2"),
+            std::string::npos);
+}
+
+TEST(CheckScheduleShape, InterleavedChunksMustBeAMultipleOfTheDevices) {
+  const ScheduleChoice interleaved{ScheduleKind::Interleaved, 2};
+  const std::string message =
+      usageError([&] { checkScheduleShape(interleaved, {1, 1, 1, 1}, 8, 3, 2, "--devices cpu,cpu"); });
+  EXPECT_NE(message.find("--chunks 3: interleaved needs chunks a multiple of devices (chunks: 3, devices: 2"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("give --chunks a multiple of 2"), std::string::npos) << message;
+  // 4 chunks of a batch of 6 make only 3 micro-batches (of 2 samples): the message says so.
+  const std::string fewer =
+      usageError([&] { checkScheduleShape(interleaved, {1, 1, 1, 1}, 6, 4, 2, "--devices cpu,cpu"); });
+  EXPECT_NE(fewer.find("batch 6 in chunks of 2 samples makes only 3 micro-batches"), std::string::npos) << fewer;
+  // 1F1B runs any chunk count.
+  EXPECT_EQ(usageError([&] {
+              checkScheduleShape({ScheduleKind::OneFOneB, 1}, {2, 2}, 8, 3, 2, "--devices cpu,cpu");
+            }),
+            "");
+}
+
+TEST(ApplyScheduleListFlags, DefaultsSearchEveryScheduleWithOneAndTwoStagesPerDevice) {
+  SearchSpace space;
+  space.schedules.clear();
+  applyScheduleListFlags(ScheduleListFlags{}, space);
+  EXPECT_EQ(space.schedules,
+            (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+  EXPECT_EQ(space.stagesPerDevice, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(stageCounts(space, 3), (std::vector<std::int64_t>{3, 6}));
+}
+
+TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
+  SearchSpace space;
+  EXPECT_NE(usageError([&] { applyScheduleListFlags({"gpipe,zigzag", "1,2"}, space); })
+                .find("--schedules gpipe,zigzag: unknown schedule 'zigzag'"),
+            std::string::npos);
+  EXPECT_NE(usageError([&] { applyScheduleListFlags({"interleaved", "1,0"}, space); })
+                .find("--stages-per-device 1,0: expected comma-separated positive counts"),
+            std::string::npos);
+  EXPECT_NE(usageError([&] { applyScheduleListFlags({"interleaved", "1"}, space); })
+                .find("--schedules interleaved needs a count of 2 or more"),
+            std::string::npos);
+  EXPECT_NE(usageError([&] { applyScheduleListFlags({"gpipe,interleaved", "1"}, space); })
+                .find("drop interleaved"),
+            std::string::npos);
+  applyScheduleListFlags({"1f1b,interleaved", "2,3"}, space);
+  EXPECT_EQ(stageCounts(space, 2), (std::vector<std::int64_t>{2, 4, 6}));
+}
+
+TEST(ScheduleLabel, NamesTheScheduleAndTheStagesPerDeviceOfInterleaved) {
+  EXPECT_EQ(scheduleLabel(ScheduleKind::GPipe, 1), "gpipe");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::OneFOneB, 1), "1f1b");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::Interleaved, 2), "interleaved v2");
+}
+
+TEST(CandidateSlug, IsFileNameSafeAndKeepsTheGpipeSlug) {
+  Candidate candidate;
+  candidate.balance = {2, 6};
+  candidate.chunks = 8;
+  candidate.checkpoint = Checkpoint::ExceptLast;
+  EXPECT_EQ(candidateSlug(candidate), "b2-6_m8_except_last");
+  candidate.schedule = ScheduleKind::OneFOneB;
+  EXPECT_EQ(candidateSlug(candidate), "b2-6_m8_except_last_1f1b");
+  candidate.balance = {1, 1, 1, 1};
+  candidate.schedule = ScheduleKind::Interleaved;
+  candidate.stagesPerDevice = 2;
+  candidate.checkpoint = Checkpoint::Never;
+  EXPECT_EQ(candidateSlug(candidate), "b1-1-1-1_m8_never_interleaved-v2");
+}
+
+}  // namespace
+}  // namespace pipeprof::cli
