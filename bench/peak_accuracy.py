@@ -28,7 +28,8 @@ def predict_peaks(pipeprof, profile_path, candidate, devices):
     balance = ",".join(str(layers) for layers in candidate["balance"])
     command = [pipeprof, "simulate", "--profile", profile_path, "--devices", str(devices),
                "--batch", str(candidate["batch"]), "--balance", balance, "--chunks", str(candidate["chunks"]),
-               "--checkpoint", candidate["checkpoint"], "--json"]
+               "--checkpoint", candidate["checkpoint"], "--schedule", candidate.get("schedule", "gpipe"),
+               "--stages-per-device", str(candidate.get("stages_per_device", 1)), "--json"]
     result = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     return result["peak_bytes"], result["peak_op"]
 

@@ -30,6 +30,11 @@ QStringList commonArguments(const ReportEnvironment& environment, const Candidat
   args << (sweep ? QStringLiteral("--balances") : QStringLiteral("--balance")) << qs(formatBalance(candidate.balance));
   args << QStringLiteral("--chunks") << QString::number(candidate.chunks);
   args << QStringLiteral("--checkpoint") << qs(std::string(checkpointName(candidate.checkpoint)));
+  // The schedule only where it is not the default gpipe (a sweep takes lists: one value each).
+  if (candidate.schedule != ScheduleKind::GPipe) {
+    args << (sweep ? QStringLiteral("--schedules") : QStringLiteral("--schedule")) << qs(scheduleKindName(candidate.schedule));
+    args << QStringLiteral("--stages-per-device") << QString::number(candidate.stagesPerDevice);
+  }
   return args;
 }
 
