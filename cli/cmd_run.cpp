@@ -166,7 +166,7 @@ void runRun(const RunFlags& flags) {
   }
   std::cout << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n",
                            flags.model.model, flags.devices, batch, formatBalance(candidate.balance), candidate.chunks,
-                           checkpointName(mode), scheduleLabel(candidate));
+                           checkpointName(mode), candidate.scheduleLabel());
   std::cout << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
                            formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
                            m.stepNs.size(), m.warmupSteps);

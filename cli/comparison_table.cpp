@@ -94,7 +94,7 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     out << fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}\n",
                        result.predictedRank > 0 ? std::to_string(result.predictedRank) : "-",
                        rank != ranks.end() ? std::to_string(rank->second) : "-", candidate,
-                       scheduleLabel(result.candidate),
+                       result.candidate.scheduleLabel(),
                        formatDuration(result.prediction.iterationNs), measuredStep,
                        percent(result.stepTimeErrorPct()), formatBytes(largest(result.prediction.peakBytes)),
                        measuredPeak, percent(result.peakBytesErrorPct()), status);

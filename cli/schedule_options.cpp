@@ -125,37 +125,21 @@ void addScheduleListFlags(CLI::App& command, ScheduleListFlags& flags) {
 
 void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) {
   std::vector<ScheduleKind> kinds;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = flags.schedules.find(',', start);
-    const std::string item = flags.schedules.substr(start, comma == std::string::npos ? comma : comma - start);
-    ScheduleKind kind = ScheduleKind::GPipe;
-    try {
-      kind = parseScheduleKind(item);
-    } catch (const std::invalid_argument&) {
-      throw UsageError(fmt::format("--schedules {}: unknown schedule '{}'; expected a comma-separated list of gpipe, "
-                                   "1f1b and interleaved",
-                                   flags.schedules, item));
-    }
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  try {
+    kinds = parseScheduleKindList(flags.schedules);
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(fmt::format("--schedules {}: {}; give a comma-separated list of them", flags.schedules,
+                                 error.what()));
   }
   std::vector<std::int64_t> vs;
-  start = 0;
-  while (true) {
-    const std::size_t comma = flags.stagesPerDevice.find(',', start);
-    const std::string item = flags.stagesPerDevice.substr(start, comma == std::string::npos ? comma : comma - start);
-    const std::int64_t v = parseCount(item);
-    if (v < 1) {
-      throw UsageError(fmt::format("--stages-per-device {}: expected comma-separated positive counts, e.g. 1,2 "
-                                   "('{}' is not one)",
-                                   flags.stagesPerDevice, item));
-    }
-    if (std::find(vs.begin(), vs.end(), v) == vs.end()) vs.push_back(v);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  try {
+    vs = parseBalance(flags.stagesPerDevice);  // comma-separated positive counts
+  } catch (const std::invalid_argument&) {
+    throw UsageError(fmt::format("--stages-per-device {}: expected comma-separated positive counts, e.g. 1,2",
+                                 flags.stagesPerDevice));
   }
+  std::sort(vs.begin(), vs.end());
+  vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
   const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::Interleaved) != kinds.end();
   const bool anyV2 = std::any_of(vs.begin(), vs.end(), [](std::int64_t v) { return v >= 2; });
   if (interleaved && !anyV2) {
@@ -190,14 +174,6 @@ std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t dev
   return counts;
 }
 
-std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  if (kind == ScheduleKind::Interleaved) return fmt::format("interleaved v{}", stagesPerDevice);
-  return scheduleKindName(kind);
-}
-
-std::string scheduleLabel(const Candidate& candidate) {
-  return scheduleLabel(candidate.schedule, candidate.stagesPerDevice);
-}
 
 std::string candidateSlug(const Candidate& candidate) {
   std::string balance = formatBalance(candidate.balance);

@@ -27,10 +27,10 @@ std::int64_t Candidate::deviceOf(std::int64_t j) const {
 std::string Candidate::label() const {
   std::string text =
       "[" + formatBalance(balance) + "] x" + std::to_string(chunks) + " " + std::string(checkpointName(checkpoint));
-  if (schedule == ScheduleKind::Interleaved) return text + " interleaved v" + std::to_string(stagesPerDevice);
-  if (schedule != ScheduleKind::GPipe) return text + " " + scheduleKindName(schedule);
-  return text;
+  return schedule == ScheduleKind::GPipe ? text : text + " " + scheduleLabel();
 }
+
+std::string Candidate::scheduleLabel() const { return pipeprof::scheduleLabel(schedule, stagesPerDevice); }
 
 MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
   if (batch < 1) throw std::invalid_argument("batch must be positive, got " + std::to_string(batch));

@@ -247,6 +247,11 @@ ScheduleKind parseScheduleKind(const std::string& text) {
   throw std::invalid_argument("invalid schedule '" + text + "': expected gpipe, 1f1b or interleaved");
 }
 
+std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
+  if (kind == ScheduleKind::Interleaved) return "interleaved v" + std::to_string(stagesPerDevice);
+  return scheduleKindName(kind);
+}
+
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
   std::vector<ScheduleKind> kinds;
   std::size_t start = 0;

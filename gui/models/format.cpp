@@ -25,10 +25,6 @@ double toMs(TimeNs durationNs) { return static_cast<double>(durationNs) / 1e6; }
 
 double toMiB(Bytes bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
-QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  QString text = qs(scheduleKindName(kind));
-  if (kind == ScheduleKind::Interleaved) text += QStringLiteral(" v%1").arg(stagesPerDevice);
-  return text;
-}
+QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice) { return qs(scheduleLabel(kind, stagesPerDevice)); }
 
 }  // namespace pipeprof::gui

@@ -101,7 +101,7 @@ TEST(ApplyScheduleListFlags, DefaultsSearchEveryScheduleWithOneAndTwoStagesPerDe
 TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
   SearchSpace space;
   EXPECT_NE(usageError([&] { applyScheduleListFlags({"gpipe,zigzag", "1,2"}, space); })
-                .find("--schedules gpipe,zigzag: unknown schedule 'zigzag'"),
+                .find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b or interleaved"),
             std::string::npos);
   EXPECT_NE(usageError([&] { applyScheduleListFlags({"interleaved", "1,0"}, space); })
                 .find("--stages-per-device 1,0: expected comma-separated positive counts"),
@@ -114,12 +114,6 @@ TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
             std::string::npos);
   applyScheduleListFlags({"1f1b,interleaved", "2,3"}, space);
   EXPECT_EQ(stageCounts(space, 2), (std::vector<std::int64_t>{2, 4, 6}));
-}
-
-TEST(ScheduleLabel, NamesTheScheduleAndTheStagesPerDeviceOfInterleaved) {
-  EXPECT_EQ(scheduleLabel(ScheduleKind::GPipe, 1), "gpipe");
-  EXPECT_EQ(scheduleLabel(ScheduleKind::OneFOneB, 1), "1f1b");
-  EXPECT_EQ(scheduleLabel(ScheduleKind::Interleaved, 2), "interleaved v2");
 }
 
 TEST(CandidateSlug, IsFileNameSafeAndKeepsTheGpipeSlug) {

@@ -171,6 +171,12 @@ TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
   }
 }
 
+TEST(ScheduleLabel, NamesTheScheduleAndTheStagesPerDeviceOfInterleaved) {
+  EXPECT_EQ(scheduleLabel(ScheduleKind::GPipe, 1), "gpipe");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::OneFOneB, 1), "1f1b");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::Interleaved, 2), "interleaved v2");
+}
+
 TEST(ScheduleShape, RejectsWhatItCannotScheduleNamingMPAndV) {
   EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 8, 6),
             "interleaved needs chunks a multiple of devices (chunks: 6, devices: 4, stages per device: 2)");

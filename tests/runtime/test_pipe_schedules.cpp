@@ -3,6 +3,7 @@
 #include <pipeprof/runtime/skip.h>
 
 #include "pipe_test_util.h"
+#include "skip_test_layers.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -13,23 +14,9 @@ namespace pipeprof {
 namespace {
 
 using testing::close;
+using testing::NamedSkip;
 using testing::text;
 
-/// Pops its pop names (adding them to x), then stashes x * 2 under its stash names.
-struct NamedSkipImpl : Skippable {
-  NamedSkipImpl(std::vector<std::string> stashes, std::vector<std::string> pops)
-      : Skippable(std::move(stashes), std::move(pops)) {}
-  torch::Tensor forward(torch::Tensor x) {
-    for (const auto& name : popNames()) {
-      x = x + pop(name);
-    }
-    for (const auto& name : stashNames()) {
-      stash(name, x * 2);
-    }
-    return x;
-  }
-};
-TORCH_MODULE(NamedSkip);
 
 constexpr std::int64_t kSkipLayers = 12;
 

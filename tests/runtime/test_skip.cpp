@@ -3,6 +3,7 @@
 #include <pipeprof/runtime/skip.h>
 
 #include "pipe_test_util.h"
+#include "skip_test_layers.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -12,27 +13,11 @@ namespace {
 
 using testing::allBalances;
 using testing::close;
+using testing::makeSkip;
+using testing::NamedSkip;
 using testing::text;
 
-/// Pops its pop names (adding them to x), then stashes x under its stash names.
-struct NamedSkipImpl : Skippable {
-  NamedSkipImpl(std::vector<std::string> stashes, std::vector<std::string> pops)
-      : Skippable(std::move(stashes), std::move(pops)) {}
-  torch::Tensor forward(torch::Tensor x) {
-    for (const auto& name : popNames()) {
-      x = x + pop(name);
-    }
-    for (const auto& name : stashNames()) {
-      stash(name, x * 2);
-    }
-    return x;
-  }
-};
-TORCH_MODULE(NamedSkip);
 
-NamedSkip makeSkip(std::vector<std::string> stashes, std::vector<std::string> pops) {
-  return NamedSkip(std::move(stashes), std::move(pops));
-}
 
 /// fc0, stash a, fc2, tanh, pop a, fc5 — the skip crosses partitions in most balances.
 torch::nn::Sequential skipModel(bool namespaced) {

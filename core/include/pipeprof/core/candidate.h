@@ -33,6 +33,8 @@ struct Candidate {
   /// ("[2,6] x8 never 1f1b", "[1,1,1,1] x4 never interleaved v2"); identifies a candidate in a
   /// sweep.
   std::string label() const;
+  /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
+  std::string scheduleLabel() const;
   /// The schedule spec for training with the given skip routes. Its chunks is the number of
   /// micro-batches that exist (microBatching(batch, chunks).count), as the runtime splits.
   ScheduleSpec scheduleSpec(const std::vector<SkipRoute>& skips, bool training = true) const;

@@ -80,6 +80,10 @@ std::string scheduleKindName(ScheduleKind kind);
 ScheduleKind parseScheduleKind(const std::string& text);
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text);
 
+/// The schedule as users read it: "gpipe", "1f1b", "interleaved v2" (v named only for
+/// interleaved, the one family that has a choice).
+std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice);
+
 /// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
 /// v must be 1 for gpipe and 1f1b and at least 2 for interleaved, n a multiple of v, and for
 /// interleaved m a multiple of the p = n / v devices, e.g. "interleaved needs chunks a
