@@ -249,7 +249,8 @@ void SuggestPanel::showResults() {
       results_->setItem(row, column, item);
     }
   }
-  status_->setText(tr("%1 candidates simulated: %2 fit, %3 rejected. Best first.")
+  // Rejected candidates include shapes a schedule cannot run, which are never simulated.
+  status_->setText(tr("%1 candidates evaluated: %2 fit, %3 rejected. Best first.")
                        .arg(result.evaluated)
                        .arg(result.ranked.size())
                        .arg(result.rejected.size()));
