@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 namespace pipeprof {
@@ -15,8 +16,8 @@ namespace {
 using Interval = std::pair<TimeNs, TimeNs>;  // [start, end)
 
 bool isCompute(const TraceEvent& e) {
-  return e.kind == EventKind::Span &&
-         (e.phase == Phase::Forward || e.phase == Phase::Recompute || e.phase == Phase::Backward);
+  return e.kind == EventKind::Span && (e.phase == Phase::Forward || e.phase == Phase::Recompute ||
+                                       e.phase == Phase::Backward || e.phase == Phase::Loss);
 }
 
 bool isCopy(const TraceEvent& e) {
@@ -98,8 +99,9 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
 
   // Events inside the windows.
   std::map<StageKey, std::vector<std::vector<Interval>>> busy;  // stage -> per window intervals
-  std::map<StageKey, std::vector<std::vector<const TraceEvent*>>> stageOps;
   std::map<StageKey, StageSummary> stages;
+  std::map<std::string, std::vector<std::vector<const TraceEvent*>>> deviceOps;  // device -> per window
+  std::map<std::string, DeviceSummary> devices;
   std::map<std::string, OpKindSummary> kinds;
   std::map<std::string, CopySummary> copies;
   std::map<std::string, KernelSummary> kernels;
@@ -122,10 +124,17 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
       if (stage.device.empty()) stage.device = e.device;
       ++stage.ops;
       auto& perWindow = busy[key];
-      auto& opsPerWindow = stageOps[key];
       perWindow.resize(windows.size());
-      opsPerWindow.resize(windows.size());
       perWindow[static_cast<std::size_t>(w)].emplace_back(e.startNs, std::min(e.endNs(), windows[static_cast<std::size_t>(w)].second));
+      DeviceSummary& device = devices[e.device];
+      device.device = e.device;
+      ++device.ops;
+      if (e.partition >= 0 &&
+          std::find(device.partitions.begin(), device.partitions.end(), e.partition) == device.partitions.end()) {
+        device.partitions.push_back(e.partition);
+      }
+      auto& opsPerWindow = deviceOps[e.device];
+      opsPerWindow.resize(windows.size());
       opsPerWindow[static_cast<std::size_t>(w)].push_back(&e);
     } else if (isCopy(e)) {
       const std::string direction = directionOf(e);
@@ -142,35 +151,51 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
     }
   }
 
+  auto idleOf = [&](TimeNs busyNs) {
+    return std::make_pair(out.windowNs - busyNs, out.windowNs > 0 ? static_cast<double>(out.windowNs - busyNs) /
+                                                                        static_cast<double>(out.windowNs)
+                                                                  : 0.0);
+  };
+  for (auto& [key, stage] : stages) {
+    for (const std::vector<Interval>& intervals : busy[key]) {
+      for (const Interval& iv : mergeIntervals(intervals)) stage.busyNs += iv.second - iv.first;
+    }
+    std::tie(stage.idleNs, stage.bubbleFraction) = idleOf(stage.busyNs);
+    out.stages.push_back(stage);
+  }
+
   std::vector<IdleGap> gaps;
   double bubbleSum = 0.0;
-  for (auto& [key, stage] : stages) {
-    auto& perWindow = busy[key];
+  for (auto& [name, device] : devices) {
+    std::sort(device.partitions.begin(), device.partitions.end());
     for (std::size_t w = 0; w < windows.size(); ++w) {
-      const std::vector<Interval> merged = mergeIntervals(perWindow[w]);
-      for (const Interval& iv : merged) stage.busyNs += iv.second - iv.first;
-      // Gaps: lead-in, between busy intervals, tail.
-      std::vector<const TraceEvent*> ops = stageOps[key][w];
+      std::vector<const TraceEvent*> ops = deviceOps[name][w];
       std::sort(ops.begin(), ops.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
+      std::vector<Interval> intervals;
+      for (const TraceEvent* op : ops) intervals.emplace_back(op->startNs, std::min(op->endNs(), windows[w].second));
+      const std::vector<Interval> merged = mergeIntervals(std::move(intervals));
+      for (const Interval& iv : merged) device.busyNs += iv.second - iv.first;
+      // Gaps: lead-in, between busy intervals, tail.
       TimeNs cursor = windows[w].first;
       auto addGap = [&](TimeNs from, TimeNs to) {
         if (to <= from) return;
         IdleGap gap;
-        gap.partition = stage.partition;
-        gap.device = stage.device;
+        gap.partition = device.partitions.size() == 1 ? device.partitions.front() : -1;
+        gap.device = name;
         gap.startNs = from - origin;
         gap.durationNs = to - from;
         for (const TraceEvent* op : ops) {
           if (op->startNs >= to) {
             gap.nextOp = op->name;
+            gap.partition = op->partition;
             break;
           }
         }
-        // What it waited for: the compute or copy span of another stage that ended last
-        // within (from, to].
+        // What it waited for: the compute span on another device, or the copy, that ended
+        // last within (from, to].
         TimeNs bestEnd = from;
         for (const TraceEvent& e : trace.events) {
-          if (!(isCompute(e) || isCopy(e)) || (isCompute(e) && stageOf(e) == key)) continue;
+          if (!(isCompute(e) || isCopy(e)) || (isCompute(e) && e.device == name)) continue;
           if (e.endNs() > bestEnd && e.endNs() <= to) {
             bestEnd = e.endNs();
             gap.waitedFor = e.name;
@@ -184,12 +209,11 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
       }
       addGap(cursor, windows[w].second);
     }
-    stage.idleNs = out.windowNs - stage.busyNs;
-    stage.bubbleFraction = out.windowNs > 0 ? static_cast<double>(stage.idleNs) / static_cast<double>(out.windowNs) : 0.0;
-    bubbleSum += stage.bubbleFraction;
-    out.stages.push_back(stage);
+    std::tie(device.idleNs, device.bubbleFraction) = idleOf(device.busyNs);
+    bubbleSum += device.bubbleFraction;
+    out.devices.push_back(device);
   }
-  out.bubbleFraction = out.stages.empty() ? 0.0 : bubbleSum / static_cast<double>(out.stages.size());
+  out.bubbleFraction = out.devices.empty() ? 0.0 : bubbleSum / static_cast<double>(out.devices.size());
 
   std::stable_sort(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) {
     if (a.durationNs != b.durationNs) return a.durationNs > b.durationNs;
@@ -230,6 +254,11 @@ nlohmann::json toJson(const TimelineAnalysis& a) {
     j["stages"].push_back({{"partition", s.partition}, {"device", s.device}, {"ops", s.ops}, {"busy_ns", s.busyNs},
                            {"idle_ns", s.idleNs}, {"bubble_fraction", s.bubbleFraction}});
   }
+  j["devices"] = nlohmann::json::array();
+  for (const DeviceSummary& d : a.devices) {
+    j["devices"].push_back({{"device", d.device}, {"partitions", d.partitions}, {"ops", d.ops}, {"busy_ns", d.busyNs},
+                            {"idle_ns", d.idleNs}, {"bubble_fraction", d.bubbleFraction}});
+  }
   j["op_kinds"] = nlohmann::json::array();
   for (const OpKindSummary& k : a.opKinds) {
     j["op_kinds"].push_back({{"kind", k.kind}, {"count", k.count}, {"total_ns", k.totalNs}, {"mean_ns", k.meanNs}});
@@ -262,6 +291,15 @@ std::string formatAnalysis(const TimelineAnalysis& a) {
         << ": " << s.ops << " ops, busy " << formatDuration(s.busyNs) << ", idle " << formatDuration(s.idleNs)
         << ", bubble " << s.bubbleFraction * 100.0 << "%\n";
   }
+  if (std::any_of(a.devices.begin(), a.devices.end(), [](const DeviceSummary& d) { return d.partitions.size() > 1; })) {
+    out << "devices:\n";
+    for (const DeviceSummary& d : a.devices) {
+      out << "  " << d.device << " (stages";
+      for (std::size_t k = 0; k < d.partitions.size(); ++k) out << (k == 0 ? " " : ", ") << d.partitions[k];
+      out << "): " << d.ops << " ops, busy " << formatDuration(d.busyNs) << ", idle " << formatDuration(d.idleNs)
+          << ", bubble " << d.bubbleFraction * 100.0 << "%\n";
+    }
+  }
   out << "op kinds:\n";
   for (const OpKindSummary& k : a.opKinds) {
     out << "  " << k.kind << ": " << k.count << " x mean " << formatDuration(k.meanNs) << " = "
@@ -279,7 +317,7 @@ std::string formatAnalysis(const TimelineAnalysis& a) {
   if (!a.largestGaps.empty()) {
     out << "largest idle gaps:\n";
     for (const IdleGap& g : a.largestGaps) {
-      out << "  " << (g.partition >= 0 ? "partition " + std::to_string(g.partition) : g.device) << " at +"
+      out << "  " << g.device << (g.partition >= 0 ? " (partition " + std::to_string(g.partition) + ")" : "") << " at +"
           << formatDuration(g.startNs) << ": " << formatDuration(g.durationNs);
       if (!g.waitedFor.empty()) out << ", waiting for " << g.waitedFor;
       if (!g.nextOp.empty()) out << ", then " << g.nextOp;

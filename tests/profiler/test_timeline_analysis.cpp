@@ -147,6 +147,52 @@ TEST(TimelineAnalysis, StepSpansDefineTheWindows) {
   EXPECT_EQ(a.largestGaps[3].startNs, 200);
 }
 
+// Interleaved, one device holding stages 0 and 2, another stage 1 (its own device):
+//   cpu:0  s0 F [0,10)  s2 F [20,30)  s2 B [40,50)  s0 B [60,70)
+//   cpu:1  s1 F [10,20)               s1 B [50,60)
+// Stage 0 alone waits 50 of 70, but its device only 30 (it runs stage 2 meanwhile).
+TEST(TimelineAnalysis, VirtualStagesOfOneDeviceShareItsBusyTime) {
+  Trace t;
+  auto on = [](TraceEvent e, const std::string& device) {
+    e.device = device;
+    return e;
+  };
+  t.events = {op("forward(0,0)", Phase::Forward, 0, 0, 10),
+              on(op("forward(0,1)", Phase::Forward, 1, 10, 10), "cpu:1"),
+              on(op("forward(0,2)", Phase::Forward, 2, 20, 10), "cpu:0"),
+              on(op("loss(0)", Phase::Loss, 2, 30, 0), "cpu:0"),
+              on(op("backward(0,2)", Phase::Backward, 2, 40, 10), "cpu:0"),
+              on(op("backward(0,1)", Phase::Backward, 1, 50, 10), "cpu:1"),
+              op("backward(0,0)", Phase::Backward, 0, 60, 10)};
+  const TimelineAnalysis a = analyzeTimeline(t);
+  ASSERT_EQ(a.stages.size(), 3u);
+  EXPECT_EQ(a.stages[0].busyNs, 20);
+  EXPECT_DOUBLE_EQ(a.stages[0].bubbleFraction, 50.0 / 70.0);
+  ASSERT_EQ(a.devices.size(), 2u);
+  EXPECT_EQ(a.devices[0].device, "cpu:0");
+  EXPECT_EQ(a.devices[0].partitions, (std::vector<std::int64_t>{0, 2}));
+  EXPECT_EQ(a.devices[0].ops, 5);
+  EXPECT_EQ(a.devices[0].busyNs, 40);
+  EXPECT_DOUBLE_EQ(a.devices[0].bubbleFraction, 30.0 / 70.0);
+  EXPECT_EQ(a.devices[1].busyNs, 20);
+  EXPECT_DOUBLE_EQ(a.bubbleFraction, (30.0 / 70.0 + 50.0 / 70.0) / 2.0);
+  // cpu:1 idles [20,50) (and 10 ns at each end); cpu:0 idles [10,20), [30,40) and [50,60),
+  // each gap naming the stage whose op ends it and what the other device did meanwhile.
+  ASSERT_EQ(a.largestGaps.size(), 5u);
+  EXPECT_EQ(a.largestGaps[0].device, "cpu:1");
+  EXPECT_EQ(a.largestGaps[0].durationNs, 30);
+  EXPECT_EQ(a.largestGaps[0].nextOp, "backward(0,1)");
+  EXPECT_EQ(a.largestGaps[0].waitedFor, "backward(0,2)");
+  const IdleGap& first = a.largestGaps[2];
+  EXPECT_EQ(first.device, "cpu:0");
+  EXPECT_EQ(first.startNs, 10);
+  EXPECT_EQ(first.durationNs, 10);
+  EXPECT_EQ(first.nextOp, "forward(0,2)");
+  EXPECT_EQ(first.partition, 2);
+  EXPECT_EQ(first.waitedFor, "forward(0,1)");
+  EXPECT_NE(formatAnalysis(a).find("cpu:0 (stages 0, 2): 5 ops, busy 40 ns"), std::string::npos) << formatAnalysis(a);
+}
+
 TEST(TimelineAnalysis, EmptyTraceIsAllZeros) {
   const TimelineAnalysis a = analyzeTimeline(Trace{});
   EXPECT_EQ(a.steps, 0);
@@ -165,6 +211,8 @@ TEST(TimelineAnalysis, JsonAndTextForms) {
   EXPECT_EQ(j["top_kernels"][0]["name"], "relu");
   const std::string text = formatAnalysis(a);
   EXPECT_NE(text.find("partition 0 on cpu:0: 4 ops"), std::string::npos) << text;
+  EXPECT_EQ(text.find("devices:"), std::string::npos) << text;  // one stage per device: the stages say it all
+  EXPECT_EQ(j["devices"][0]["partitions"], nlohmann::json::array({0}));
   EXPECT_NE(text.find("waiting for backward(0,1), then backward(1,0)"), std::string::npos) << text;
 }
 
