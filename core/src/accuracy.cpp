@@ -55,6 +55,8 @@ AccuracySummary summarizeAccuracy(const Report& report) {
   double stepErrorSum = 0.0;
   double stepSignedErrorSum = 0.0;
   std::int64_t stepErrors = 0;
+  double beforeDriftErrorSum = 0.0;
+  std::int64_t beforeDriftErrors = 0;
   double peakErrorSum = 0.0;
   std::int64_t peakErrors = 0;
   std::vector<double> predictedNs;
@@ -70,6 +72,10 @@ AccuracySummary summarizeAccuracy(const Report& report) {
       stepErrorSum += std::fabs(*error);
       stepSignedErrorSum += *error;
       ++stepErrors;
+    }
+    if (auto error = result.stepTimeErrorBeforeDriftPct()) {
+      beforeDriftErrorSum += std::fabs(*error);
+      ++beforeDriftErrors;
     }
     if (auto error = result.peakBytesErrorPct()) {
       peakErrorSum += std::fabs(*error);
@@ -94,6 +100,7 @@ AccuracySummary summarizeAccuracy(const Report& report) {
     summary.stepTimeMapePct = stepErrorSum / static_cast<double>(stepErrors);
     summary.stepTimeBiasPct = stepSignedErrorSum / static_cast<double>(stepErrors);
   }
+  if (beforeDriftErrors > 0) summary.stepTimeMapeBeforeDriftPct = beforeDriftErrorSum / static_cast<double>(beforeDriftErrors);
   if (peakErrors > 0) summary.peakBytesMapePct = peakErrorSum / static_cast<double>(peakErrors);
   summary.spearman = spearman(predictedNs, measuredNs);
   if (bestMeasured && suggested) {

@@ -106,6 +106,26 @@ auto embedded(const JsonCursor& json, Read read) {
   }
 }
 
+/// The prediction before drift: its times (iteration_ns, samples_per_s, busy_ns,
+/// bubble_fraction) over `drifted`, whose memory the drift never changes.
+Prediction timesBeforeDrift(const JsonCursor& json, Prediction drifted, std::size_t partitions) {
+  if (!json.value().is_object()) json.fail("expected an object");
+  drifted.iterationNs = json.at("iteration_ns").asNonNegativeInt();
+  drifted.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
+  drifted.bubbleFraction = json.has("bubble_fraction") ? json.at("bubble_fraction").asNonNegativeNumber() : 0.0;
+  drifted.busyNs.clear();
+  if (json.has("busy_ns")) {
+    JsonCursor busy = json.at("busy_ns");
+    if (busy.size() != partitions) {
+      busy.fail("expected " + std::to_string(partitions) + " entries (one per pipeline device), got " +
+                std::to_string(busy.size()));
+    }
+    for (const JsonCursor& item : busy.items()) drifted.busyNs.push_back(item.asNonNegativeInt());
+  }
+  drifted.tracePath.clear();
+  return drifted;
+}
+
 CandidateResult resultFromJson(const JsonCursor& json) {
   if (!json.value().is_object()) json.fail("expected a candidate result object");
   CandidateResult result;
@@ -113,6 +133,9 @@ CandidateResult resultFromJson(const JsonCursor& json) {
   result.candidate = candidateFromJson(candidate.value(), candidate.file(), candidate.path());
   const auto partitions = static_cast<std::size_t>(result.candidate.pipelineDevices());
   result.prediction = predictionFromJson(json.at("prediction"), partitions);
+  if (json.has("prediction_before_drift") && !json.at("prediction_before_drift").value().is_null()) {
+    result.predictionBeforeDrift = timesBeforeDrift(json.at("prediction_before_drift"), result.prediction, partitions);
+  }
   result.predictedRank = json.at("predicted_rank").asNonNegativeInt();
   JsonCursor status = json.at("status");
   std::string statusText = status.asString();
@@ -193,6 +216,13 @@ std::optional<double> CandidateResult::stepTimeErrorPct() const {
   return (static_cast<double>(prediction.iterationNs) - measured) / measured * 100.0;
 }
 
+std::optional<double> CandidateResult::stepTimeErrorBeforeDriftPct() const {
+  if (!predictionBeforeDrift) return std::nullopt;
+  CandidateResult before = *this;
+  before.prediction = *predictionBeforeDrift;
+  return before.stepTimeErrorPct();
+}
+
 std::optional<double> CandidateResult::peakBytesErrorPct() const {
   if (status != CandidateStatus::Measured || !measurement || prediction.peakBytes.empty()) return std::nullopt;
   Bytes measured = largest(measurement->peakBytes);
@@ -249,6 +279,13 @@ nlohmann::json toJson(const Report& report) {
                            {"status", candidateStatusName(result.status)},
                            {"not_measured_reason", result.notMeasuredReason},
                            {"error", result.error}};
+    if (result.predictionBeforeDrift) {
+      const Prediction& before = *result.predictionBeforeDrift;
+      item["prediction_before_drift"] = {{"iteration_ns", before.iterationNs},
+                                         {"samples_per_s", before.samplesPerS},
+                                         {"bubble_fraction", before.bubbleFraction},
+                                         {"busy_ns", before.busyNs}};
+    }
     if (result.measurement) item["measurement"] = toJson(*result.measurement);
     if (!result.predictedAnalysis.is_null()) item["predicted_analysis"] = result.predictedAnalysis;
     if (!result.measuredAnalysis.is_null()) item["measured_analysis"] = result.measuredAnalysis;
@@ -274,6 +311,8 @@ nlohmann::json toJson(const Report& report) {
   if (report.profile) json["profile"] = toJson(*report.profile);
   if (report.cluster) json["cluster"] = toJson(*report.cluster);
   if (!report.calibration.is_null()) json["calibration"] = report.calibration;
+  if (!report.calibrationDrift.is_null()) json["calibration_drift"] = report.calibrationDrift;
+  if (!report.calibrationError.empty()) json["calibration_error"] = report.calibrationError;
   return json;
 }
 
@@ -308,6 +347,12 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
     }
     report.calibration = calibration.value();
   }
+  if (root.has("calibration_drift")) {
+    JsonCursor drift = root.at("calibration_drift");
+    if (!drift.value().is_null() && !drift.value().is_object()) drift.fail("expected an object, got " + drift.value().dump());
+    report.calibrationDrift = drift.value();
+  }
+  report.calibrationError = optionalString(root, "calibration_error");
   for (const JsonCursor& item : root.at("candidates").items()) report.candidates.push_back(resultFromJson(item));
   if (root.has("suggestion")) {
     JsonCursor suggestion = root.at("suggestion");

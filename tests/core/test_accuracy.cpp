@@ -52,6 +52,13 @@ TEST(SummarizeAccuracy, OverMeasuredCandidates) {
   predictedOnly.predictedRank = 4;
   report.candidates.push_back(predictedOnly);
   AccuracySummary summary = summarizeAccuracy(report);
+  EXPECT_FALSE(summary.stepTimeMapeBeforeDriftPct.has_value());  // no candidate kept one
+  report.candidates[0].predictionBeforeDrift = report.candidates[0].prediction;
+  report.candidates[0].predictionBeforeDrift->iterationNs = 900;  // -10 %
+  report.candidates[1].predictionBeforeDrift = report.candidates[1].prediction;
+  report.candidates[1].predictionBeforeDrift->iterationNs = 1800;  // +20 %
+  summary = summarizeAccuracy(report);
+  EXPECT_DOUBLE_EQ(*summary.stepTimeMapeBeforeDriftPct, 15.0);
   EXPECT_EQ(summary.measuredCount, 3);
   EXPECT_DOUBLE_EQ(*summary.stepTimeMapePct, (10.0 + 20.0 + 100.0 / 12.0) / 3.0);
   EXPECT_NEAR(*summary.stepTimeBiasPct, (10.0 - 20.0 + 100.0 / 12.0) / 3.0, 1e-12);  // cancellation

@@ -63,10 +63,16 @@ Report exampleReport() {
   profile.layers = {layer, layer};
   report.profile = profile;
   report.cluster = Cluster::uniform(2, 1 << 20, 1e9, 100, "cpu");
-  report.calibration = {{"contention", 1.05}};
+  report.calibration = {{"schema", "pipeprof.calibration/v1"}, {"device_speeds", {1.0, 0.9}}};
+  report.calibrationDrift = {{"factor", 1.1}, {"references", nlohmann::json::array()}};
   report.candidates = {result({1, 1}, 2, 1, 1000, 6e6), result({1, 1}, 4, 2, 1100, 8e6),
                        result({1, 1}, 8, 3, 1300, std::nullopt), result({2}, 1, 0, 900, std::nullopt)};
   report.candidates[1].predictedAnalysis = {{"bubble", 0.5}};
+  Prediction beforeDrift = report.candidates[1].prediction;  // the drift factor 1.1 undone
+  beforeDrift.iterationNs = 1000;
+  beforeDrift.samplesPerS = 8e6;
+  beforeDrift.busyNs = {500, 500};
+  report.candidates[1].predictionBeforeDrift = beforeDrift;
   report.candidates[1].measuredAnalysis = {{"bubble", 0.4}};
   report.candidates[3].prediction.fits = false;
   report.candidates[3].prediction.overflowDevices = {0};
@@ -87,6 +93,10 @@ TEST(CandidateResult, ErrorsAgainstMeasurement) {
   measured.prediction.peakBytes = {900, 1200};
   measured.measurement->peakBytes = {1000, 700};
   EXPECT_DOUBLE_EQ(*measured.peakBytesErrorPct(), 20.0);  // max 1200 against max 1000
+  EXPECT_FALSE(measured.stepTimeErrorBeforeDriftPct().has_value());
+  measured.predictionBeforeDrift = measured.prediction;
+  measured.predictionBeforeDrift->iterationNs = 950;
+  EXPECT_DOUBLE_EQ(*measured.stepTimeErrorBeforeDriftPct(), -5.0);
   CandidateResult predicted = result({1, 1}, 2, 1, 1100, std::nullopt);
   EXPECT_FALSE(predicted.stepTimeErrorPct().has_value());
   EXPECT_FALSE(predicted.peakBytesErrorPct().has_value());
@@ -141,7 +151,14 @@ TEST(ReportJson, RoundTripIsExact) {
   EXPECT_EQ(back.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
   ASSERT_TRUE(back.cluster.has_value());
   EXPECT_EQ(back.cluster->link(0, 1).latencyNs, 100);
-  EXPECT_EQ(back.calibration["contention"], 1.05);
+  EXPECT_EQ(back.calibration["device_speeds"][1], 0.9);
+  EXPECT_EQ(back.calibrationDrift["factor"], 1.1);
+  EXPECT_TRUE(back.calibrationError.empty());
+  ASSERT_TRUE(back.candidates[1].predictionBeforeDrift.has_value());
+  EXPECT_EQ(back.candidates[1].predictionBeforeDrift->iterationNs, 1000);
+  EXPECT_EQ(back.candidates[1].predictionBeforeDrift->peakBytes, back.candidates[1].prediction.peakBytes);
+  EXPECT_FALSE(back.candidates[0].predictionBeforeDrift.has_value());
+  EXPECT_FALSE(json["candidates"][1]["prediction_before_drift"].contains("peak_bytes"));  // drift keeps memory
   EXPECT_EQ(json["candidates"][1]["measurement"]["rounds"], 1);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_report_" + std::to_string(::getpid()) + ".json";

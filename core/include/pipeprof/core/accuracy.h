@@ -16,6 +16,9 @@ struct AccuracySummary {
   /// average. Close to +-MAPE, the error is mostly one offset shared by every candidate (on a
   /// shared machine: it ran at another speed while calibrating than while measuring).
   std::optional<double> stepTimeBiasPct;
+  /// Step-time MAPE of the predictions before the sweep's drift factor (what a user gets
+  /// before measuring anything), over the measured candidates that keep one.
+  std::optional<double> stepTimeMapeBeforeDriftPct;
   std::optional<double> peakBytesMapePct;   ///< mean |error| of predicted peak memory, percent
   std::optional<double> spearman;           ///< rank correlation of predicted vs measured step time
   /// Measured throughput of the best-predicted measured candidate over the best measured, as

@@ -60,7 +60,12 @@ std::string candidateStatusName(CandidateStatus status);  ///< "predicted", "mea
 
 struct CandidateResult {
   Candidate candidate;
+  /// The report's prediction: the calibrated simulator's, scaled by the sweep's drift factor.
   Prediction prediction;
+  /// The calibrated simulator's prediction before the drift factor: what `pipeprof simulate`
+  /// with the report's profile, cluster and calibration says (memory as in `prediction`, which
+  /// the drift never changes). nullopt in reports written before it was kept.
+  std::optional<Prediction> predictionBeforeDrift;
   std::int64_t predictedRank = 0;  ///< 1 = best predicted among those that fit; 0 = does not fit
   CandidateStatus status = CandidateStatus::Predicted;
   std::optional<Measurement> measurement;
@@ -71,6 +76,8 @@ struct CandidateResult {
 
   /// (predicted - measured) / measured * 100 of the median step time; nullopt unless measured.
   std::optional<double> stepTimeErrorPct() const;
+  /// The same for predictionBeforeDrift; nullopt unless measured and kept.
+  std::optional<double> stepTimeErrorBeforeDriftPct() const;
   /// The same for peak memory: the largest per-device peak, predicted against measured.
   std::optional<double> peakBytesErrorPct() const;
 };
@@ -96,9 +103,15 @@ struct Report {
   std::string profilePath;          ///< where the profile was cached, if anywhere
   std::optional<Profile> profile;   ///< embedded profile
   std::optional<Cluster> cluster;   ///< the cluster the simulator used
-  /// How the sweep calibrated the simulator's inputs (free-form object, see docs/formats.md;
-  /// null when none).
+  /// The calibration the predictions used: a pipeprof.calibration/v1 object (the simulator
+  /// reads it; see docs/formats.md), null when none. Reports written before it had a file of
+  /// its own hold {"chained": ..., "drift": ...} here, with the profile and cluster above
+  /// already calibrated.
   nlohmann::json calibration;
+  /// The sweep's drift correction: {"factor", "references"} (docs/formats.md); null when none.
+  nlohmann::json calibrationDrift;
+  /// Why calibrating failed (the predictions then use the raw profile); empty when it did not.
+  std::string calibrationError;
   std::vector<CandidateResult> candidates;
   Suggestion suggestion;
   bool complete = false;  ///< false while a sweep is still running or was interrupted

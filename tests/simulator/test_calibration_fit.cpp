@@ -1,9 +1,9 @@
-// Tests of cli/chained_calibration: scales and step overheads derived from reference pipeline traces.
-#include "chained_calibration.h"
+// Tests of simulator/calibration_fit: scales, device speeds and step overheads fitted to reference pipeline traces.
+#include <pipeprof/simulator/calibration_fit.h>
 
 #include <gtest/gtest.h>
 
-namespace pipeprof::cli {
+namespace pipeprof {
 namespace {
 
 /// Two layers; at micro-batch b each takes b ns forward and 2b ns backward.
@@ -61,7 +61,7 @@ ReferenceRun reference(std::vector<std::int64_t> balance, std::int64_t chunks, s
 
 Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
 
-TEST(ChainedCalibration, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
+TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   // Batch 8 over [1,1], chunks 2: two micro-batches of 4. Each partition's forward takes
   // 3 x 4 = 12 (whole model 24 against 2 x 4 = 8 profiled: x3) and its backward 5 x 4 = 20
   // (40 against 16: x2.5). With the calibrated profile the simulator predicts GPipe's 3
@@ -76,17 +76,32 @@ TEST(ChainedCalibration, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount
   ReferenceRun three = reference({1, 1}, 3, 8);
   addStep(three.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
 
-  const ChainedCalibration calibration = chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {two, three, twoAgain});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {two, three, twoAgain});
   ASSERT_EQ(calibration.scales.size(), 3U);
   EXPECT_DOUBLE_EQ(calibration.scales.at(4).forward, 3.0);
   EXPECT_DOUBLE_EQ(calibration.scales.at(4).backward, 2.5);
   EXPECT_DOUBLE_EQ(calibration.scales.at(2).forward, 2.0);
   EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile's 12
-  EXPECT_EQ(calibration.overheadNs.at(2), 110 - (3 * 12 + 3 * 20));
+  EXPECT_EQ(calibration.stepOverheadNs.at(2), 110 - (3 * 12 + 3 * 20));
   EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0}));  // the partitions ran alike
+  ASSERT_EQ(calibration.provenance.references.size(), 2U);  // chunks 2 (both rounds pooled), chunks 3
+  EXPECT_EQ(calibration.provenance.references[0].chunks, 2);
+  EXPECT_EQ(calibration.provenance.references[0].steps, 3);
+  EXPECT_EQ(calibration.provenance.references[0].stepNsMedian, 110);
+  EXPECT_EQ(calibration.provenance.references[0].balance, (std::vector<std::int64_t>{1, 1}));
 }
 
-TEST(ChainedCalibration, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
+TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
+  EXPECT_EQ(evenBalance(7, 3), (std::vector<std::int64_t>{3, 2, 2}));
+  const Candidate reference = referenceCandidate(2, 4, 8, 64);  // more devices than layers
+  EXPECT_EQ(reference.balance, (std::vector<std::int64_t>{1, 1}));
+  EXPECT_EQ(reference.checkpoint, Checkpoint::Never);
+  EXPECT_EQ(reference.schedule, ScheduleKind::GPipe);
+  EXPECT_EQ(reference.chunks, 8);
+  EXPECT_EQ(reference.batch, 64);
+}
+
+TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
   // Chunks 1 over [1,1]: partition 1 takes twice partition 0's time. Whole model: forward 24
   // against 16 profiled, backward 48 against 32 (x1.5 both), so each layer is calibrated to
   // 12 + 24 = 36; partition 0 measured 24 (speed 1.5), partition 1 48 (speed 0.75). At those
@@ -97,68 +112,27 @@ TEST(ChainedCalibration, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceS
   run.trace.events.push_back(span(Phase::Forward, 1, 16, 0, 1));
   run.trace.events.push_back(span(Phase::Backward, 2, 32, 0, 1));
   run.trace.events.push_back(span(Phase::Backward, 2, 16, 0, 0));
-  const ChainedCalibration calibration = chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
   EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
-  EXPECT_EQ(calibration.overheadNs.at(1), 28);
+  EXPECT_EQ(calibration.stepOverheadNs.at(1), 28);
   const Cluster cluster = calibratedCluster(twoCpus(), calibration);
   EXPECT_EQ(cluster.devices[0].relativeSpeed, 1.5);
   EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.75);
 }
 
-TEST(ChainedCalibration, OverheadIsNeverNegative) {
+TEST(CalibrationFit, OverheadIsNeverNegative) {
   ReferenceRun run = reference({1, 1}, 1, 8);
   addStep(run.trace, 0, 10, {8}, 2, 1, 1);  // a step shorter than its simulated compute
-  EXPECT_EQ(chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {run}).overheadNs.at(1), 0);
+  EXPECT_EQ(calibrationFromRuns(twoLayerProfile(), twoCpus(), {run}).stepOverheadNs.at(1), 0);
 }
 
-TEST(ChainedCalibration, ScalesAreClampedAndMissingDataKeepsOne) {
+TEST(CalibrationFit, ScalesAreClampedAndMissingDataKeepsOne) {
   ReferenceRun run = reference({1, 1}, 1, 8);
   addStep(run.trace, 0, 100000, {8}, 2, 100, 0);  // forward 1600 against 16 profiled; no backward time
-  const ChainedCalibration calibration = chainedCalibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
   EXPECT_DOUBLE_EQ(calibration.scales.at(8).forward, 4.0);
   EXPECT_DOUBLE_EQ(calibration.scales.at(8).backward, 1.0);
 }
 
-TEST(ChainedCalibration, StepOverheadFallsBackToTheNearestMeasuredChunkCount) {
-  ChainedCalibration calibration;
-  EXPECT_EQ(calibration.stepOverheadNs(4), 0);
-  calibration.overheadNs = {{2, 200}, {8, 800}};
-  EXPECT_EQ(calibration.stepOverheadNs(1), 200);
-  EXPECT_EQ(calibration.stepOverheadNs(2), 200);
-  EXPECT_EQ(calibration.stepOverheadNs(4), 200);
-  EXPECT_EQ(calibration.stepOverheadNs(8), 800);
-  EXPECT_EQ(calibration.stepOverheadNs(16), 800);
-}
-
-TEST(ChainedCalibration, CalibratedProfileScalesOnlyTheCalibratedSizes) {
-  ChainedCalibration calibration;
-  calibration.scales[4] = {1.5, 0.5};
-  const Profile profile = calibratedProfile(twoLayerProfile(), calibration);
-  for (const LayerProfile& layer : profile.layers) {
-    EXPECT_EQ(layer.costAt(4).forwardNs, 6);
-    EXPECT_EQ(layer.costAt(4).backwardNs, 4);
-    EXPECT_EQ(layer.costAt(8).forwardNs, 8);
-    EXPECT_EQ(layer.costAt(8).backwardNs, 16);
-  }
-}
-
-TEST(ChainedCalibration, JsonRoundTripAndDescription) {
-  ChainedCalibration calibration;
-  calibration.scales[16] = {1.25, 1.5};
-  calibration.scales[32] = {1.0, 0.75};
-  calibration.overheadNs = {{1, 1000}, {2, 1500}};
-  calibration.deviceSpeeds = {1.25, 0.8};
-  const nlohmann::json json = toJson(calibration);
-  EXPECT_EQ(json["micro_batch_scales"][0]["micro_batch"], 16);
-  EXPECT_EQ(json["step_overhead_ns"][1]["ns"], 1500);
-  const ChainedCalibration back = chainedCalibrationFromJson(json);
-  EXPECT_EQ(toJson(back), json);
-  EXPECT_TRUE(chainedCalibrationFromJson(nlohmann::json()).scales.empty());
-  EXPECT_EQ(describeChainedCalibration(calibration),
-            "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
-            "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
-            "zeroing, loss, SGD step, waking the workers)");
-}
-
 }  // namespace
-}  // namespace pipeprof::cli
+}  // namespace pipeprof

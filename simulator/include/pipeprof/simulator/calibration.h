@@ -1,0 +1,106 @@
+// The calibration (pipeprof.calibration/v1): measured corrections of a profile inside a real pipeline.
+//
+// The layer profiler times every layer alone, repeatedly, on hot caches. Inside a training step
+// the layers run back to back through one autograd graph while the other partitions of the host
+// compute, and the step pays for grad zeroing, the loss, the optimizer and waking the workers.
+// A calibration, measured by timing reference pipelines (`pipeprof calibrate`, or the sweep
+// before it measures anything; see simulator/calibration_fit.h), holds three corrections:
+//
+//   scales(b)       how long the layers take chained in the pipeline at micro-batch size b
+//                   against the profile: every layer's forward (and recompute) time at b times
+//                   forward, its backward time times backward (sizes without a scale: 1.0)
+//   deviceSpeeds(j) the relative speed of cluster device j (on one CPU host the partitions do
+//                   not run alike)
+//   stepOverhead(m) what a step with m chunks costs beyond the simulated pipeline
+//
+// The simulator's cost model is profile + cluster + calibration (simulator/predictor.h): every
+// command that predicts (simulate, suggest, sweep, the GUI) applies the same calibration the
+// same way.
+#pragma once
+
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/units.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+inline constexpr const char* kCalibrationSchema = "pipeprof.calibration/v1";
+
+/// Chained-in-the-pipeline over profiled compute of the whole model at one micro-batch size
+/// (1.0: as profiled).
+struct MicroBatchScale {
+  double forward = 1.0;
+  double backward = 1.0;
+};
+
+/// One reference pipeline the calibration timed.
+struct CalibrationReference {
+  std::int64_t chunks = 1;
+  std::vector<std::int64_t> balance;  ///< every device, layers split evenly; checkpoint `never`
+  std::int64_t steps = 0;             ///< timed steps pooled over its rounds
+  TimeNs stepNsMedian = 0;
+};
+
+/// How and when a calibration was measured (all optional: a calibration written by hand has none).
+struct CalibrationProvenance {
+  std::string model;                 ///< zoo name or TorchScript path
+  std::int64_t batch = 0;            ///< mini-batch of the reference pipelines
+  std::vector<std::string> devices;  ///< e.g. {"cpu", "cpu"}
+  std::int64_t threads = 0;          ///< intra-op threads per worker
+  std::string torchVersion;
+  std::string pipeprofRevision;
+  std::string createdAt;             ///< ISO 8601 UTC
+  std::int64_t rounds = 0;           ///< rounds of the reference pipelines
+  std::vector<CalibrationReference> references;
+};
+
+struct Calibration {
+  std::map<std::int64_t, MicroBatchScale> scales;  ///< by micro-batch size (samples)
+  std::vector<double> deviceSpeeds;                ///< relative speed of cluster device j
+  std::map<std::int64_t, TimeNs> stepOverheadNs;   ///< by chunk count
+  CalibrationProvenance provenance;
+
+  /// True when it corrects nothing (no scales, speeds or overheads).
+  bool empty() const { return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty(); }
+  /// The step overhead of a candidate with `chunks` chunks: the measured one, else the one of
+  /// the largest measured chunk count below it (the smallest above when there is none); 0 when
+  /// nothing was measured.
+  TimeNs stepOverheadNsFor(std::int64_t chunks) const;
+};
+
+/// The profile the simulator uses: every layer's forward (and recompute) and backward time at
+/// each calibrated micro-batch size multiplied by that size's scale (rounded to the nearest ns);
+/// sizes without a scale are left as they are.
+Profile calibratedProfile(Profile profile, const Calibration& calibration);
+
+/// The cluster the simulator uses: device j's relativeSpeed set to deviceSpeeds[j] (for the
+/// devices that have one).
+Cluster calibratedCluster(Cluster cluster, const Calibration& calibration);
+
+/// One line: the range of the scales, the device speeds and the range of the step overheads.
+std::string describeCalibration(const Calibration& calibration);
+
+/// JSON form (docs/formats.md). calibrationFromJson throws FormatError naming `file`, the JSON
+/// path and what was expected: a foreign schema tag, a scale or speed that is not a positive
+/// number, a negative overhead, a size or chunk count given twice. Missing lists are empty.
+nlohmann::json toJson(const Calibration& calibration);
+/// `jsonPath` is where the object sits in `file` ("$" for a calibration file).
+Calibration calibrationFromJson(const nlohmann::json& json, const std::string& file, const std::string& jsonPath = "$");
+Calibration readCalibration(const std::string& path);
+void writeCalibration(const Calibration& calibration, const std::string& path);  ///< atomic
+
+/// The calibration a report's predictions used, to predict again from its profile and
+/// cluster: its pipeprof.calibration/v1 object; for a report written before calibrations had a
+/// file of their own ({"chained": ...}, its profile and cluster already calibrated) only the
+/// step overheads; empty when it has none. Throws FormatError naming `file` and $.calibration.
+Calibration reportCalibration(const Report& report, const std::string& file);
+
+}  // namespace pipeprof

@@ -1,0 +1,55 @@
+// Fitting a calibration to traced reference pipelines: the scales, device speeds and step overheads they imply.
+//
+// A reference pipeline of chunk count m runs every device, the layers split evenly, checkpoint
+// `never`. From traced runs of one reference per chunk count (in rounds, so a burst of load on
+// a shared machine spoils part of every chunk count's samples rather than all of one's):
+//
+//   forwardScale(b)  = median over micro-batches of b samples of (sum over partitions of its
+//                      forward spans) / the profile's forward of the whole model at b;
+//                      backwardScale(b) likewise
+//   speed(j)         = the scaled profile's compute of partition j's layers over what partition
+//                      j measured, over all the runs (on CPU the partitions of one host do not
+//                      run alike: the last one's backward measured 10-15% slower per GEMM)
+//   overhead(m)      = median step time of reference m - the simulator's step time for it with
+//                      the scales and speeds applied (zeroing, loss, SGD step, waking workers)
+//
+//   step span  |<--------------------------------- step ------------------------------------>|
+//   partition 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
+//   partition 1       [f0][f1][f2][f3] loss [b3][b2][b1][b0]
+#pragma once
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/core/trace.h>
+#include <pipeprof/simulator/calibration.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pipeprof {
+
+/// The layers of a `layers`-layer model split as evenly as possible over `partitions`
+/// partitions (the first ones take one more); the reference pipelines' balance.
+std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
+
+/// The reference pipeline of chunk count `chunks`: every device (at most one per layer), an
+/// even balance, `never`, GPipe.
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch);
+
+/// One traced reference run: the candidate it trained and its trace (step spans and the
+/// pipeline's op spans, each op carrying its micro-batch and partition).
+struct ReferenceRun {
+  Candidate candidate;
+  Trace trace;
+};
+
+/// The calibration the runs imply (see the file comment); runs of the same chunk count pool
+/// their steps. Partition j of every run is on cluster device j. Scales are clamped to
+/// [0.25, 4] and speeds to [0.5, 2]; a size without spans or without profile time keeps 1.0;
+/// overheads are never negative. provenance.references lists each chunk count's steps and
+/// median (the caller fills in the rest of the provenance). Throws what the simulator throws
+/// for a reference candidate it cannot simulate.
+Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs);
+
+}  // namespace pipeprof

@@ -1,0 +1,219 @@
+// The calibration (pipeprof.calibration/v1): its application to a profile and cluster, and its JSON form.
+#include <pipeprof/simulator/calibration.h>
+
+#include <pipeprof/core/json_file.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
+
+namespace pipeprof {
+namespace {
+
+TimeNs scaled(TimeNs ns, double scale) { return static_cast<TimeNs>(static_cast<double>(ns) * scale + 0.5); }
+
+/// `value` with two decimals.
+std::string twoDecimals(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.2f", value);
+  return text;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : ", ") + part;
+  return text;
+}
+
+/// A positive, finite number (a scale or a speed).
+double positiveNumber(const JsonCursor& json) {
+  const double value = json.asNumber();
+  if (!(value > 0.0) || !std::isfinite(value)) json.fail("expected a positive number, got " + json.value().dump());
+  return value;
+}
+
+std::vector<std::int64_t> intList(const JsonCursor& json) {
+  std::vector<std::int64_t> values;
+  for (const JsonCursor& item : json.items()) values.push_back(item.asPositiveInt());
+  return values;
+}
+
+nlohmann::json provenanceToJson(const CalibrationProvenance& provenance) {
+  nlohmann::json references = nlohmann::json::array();
+  for (const CalibrationReference& reference : provenance.references) {
+    references.push_back({{"chunks", reference.chunks},
+                          {"balance", reference.balance},
+                          {"steps", reference.steps},
+                          {"step_ns_median", reference.stepNsMedian}});
+  }
+  return {{"model", provenance.model},
+          {"batch", provenance.batch},
+          {"devices", provenance.devices},
+          {"threads", provenance.threads},
+          {"torch_version", provenance.torchVersion},
+          {"pipeprof_revision", provenance.pipeprofRevision},
+          {"created_at", provenance.createdAt},
+          {"rounds", provenance.rounds},
+          {"references", references}};
+}
+
+std::string optionalString(const JsonCursor& json, const std::string& key) {
+  return json.has(key) ? json.at(key).asString() : std::string();
+}
+
+std::int64_t optionalCount(const JsonCursor& json, const std::string& key) {
+  return json.has(key) ? json.at(key).asNonNegativeInt() : 0;
+}
+
+CalibrationProvenance provenanceFromJson(const JsonCursor& json) {
+  CalibrationProvenance provenance;
+  provenance.model = optionalString(json, "model");
+  provenance.batch = optionalCount(json, "batch");
+  if (json.has("devices")) {
+    for (const JsonCursor& item : json.at("devices").items()) provenance.devices.push_back(item.asString());
+  }
+  provenance.threads = optionalCount(json, "threads");
+  provenance.torchVersion = optionalString(json, "torch_version");
+  provenance.pipeprofRevision = optionalString(json, "pipeprof_revision");
+  provenance.createdAt = optionalString(json, "created_at");
+  provenance.rounds = optionalCount(json, "rounds");
+  if (json.has("references")) {
+    for (const JsonCursor& item : json.at("references").items()) {
+      CalibrationReference reference;
+      reference.chunks = item.at("chunks").asPositiveInt();
+      if (item.has("balance")) reference.balance = intList(item.at("balance"));
+      reference.steps = optionalCount(item, "steps");
+      reference.stepNsMedian = optionalCount(item, "step_ns_median");
+      provenance.references.push_back(std::move(reference));
+    }
+  }
+  return provenance;
+}
+
+}  // namespace
+
+TimeNs Calibration::stepOverheadNsFor(std::int64_t chunks) const {
+  if (stepOverheadNs.empty()) return 0;
+  auto above = stepOverheadNs.upper_bound(chunks);
+  return above == stepOverheadNs.begin() ? above->second : std::prev(above)->second;
+}
+
+Profile calibratedProfile(Profile profile, const Calibration& calibration) {
+  if (calibration.scales.empty()) return profile;
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      auto scale = calibration.scales.find(cost.microBatch);
+      if (scale == calibration.scales.end()) continue;
+      cost.forwardNs = scaled(cost.forwardNs, scale->second.forward);
+      cost.backwardNs = scaled(cost.backwardNs, scale->second.backward);
+    }
+  }
+  return profile;
+}
+
+Cluster calibratedCluster(Cluster cluster, const Calibration& calibration) {
+  for (std::size_t d = 0; d < cluster.devices.size() && d < calibration.deviceSpeeds.size(); ++d) {
+    cluster.devices[d].relativeSpeed = calibration.deviceSpeeds[d];
+  }
+  return cluster;
+}
+
+std::string describeCalibration(const Calibration& calibration) {
+  if (calibration.empty()) return "calibration: none (predicting from the raw profile)";
+  std::string scales = "none";
+  if (!calibration.scales.empty()) {
+    auto range = [&](double MicroBatchScale::*member) {
+      double low = calibration.scales.begin()->second.*member;
+      double high = low;
+      for (const auto& [size, scale] : calibration.scales) {
+        low = std::min(low, scale.*member);
+        high = std::max(high, scale.*member);
+      }
+      return twoDecimals(low) + "-" + twoDecimals(high);
+    };
+    scales = range(&MicroBatchScale::forward) + " (forward) and " + range(&MicroBatchScale::backward) +
+             " (backward) x their profiled time at micro-batches " + std::to_string(calibration.scales.begin()->first) +
+             "-" + std::to_string(calibration.scales.rbegin()->first);
+  }
+  std::vector<std::string> speeds;
+  for (const double speed : calibration.deviceSpeeds) speeds.push_back(twoDecimals(speed));
+  std::string overheads = "none";
+  if (!calibration.stepOverheadNs.empty()) {
+    TimeNs lowNs = calibration.stepOverheadNs.begin()->second;
+    TimeNs highNs = lowNs;
+    for (const auto& [chunks, ns] : calibration.stepOverheadNs) {
+      lowNs = std::min(lowNs, ns);
+      highNs = std::max(highNs, ns);
+    }
+    overheads = formatDuration(lowNs) + "-" + formatDuration(highNs) + " (grad zeroing, loss, SGD step, waking the workers)";
+  }
+  return "calibration: layers chained in the pipeline take " + scales + "; device speeds " +
+         (speeds.empty() ? std::string("1") : joined(speeds)) + "; step overhead " + overheads;
+}
+
+nlohmann::json toJson(const Calibration& calibration) {
+  nlohmann::json scales = nlohmann::json::array();
+  for (const auto& [size, scale] : calibration.scales) {
+    scales.push_back({{"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}});
+  }
+  nlohmann::json overheads = nlohmann::json::array();
+  for (const auto& [chunks, ns] : calibration.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
+  return {{"schema", kCalibrationSchema},
+          {"micro_batch_scales", scales},
+          {"device_speeds", calibration.deviceSpeeds},
+          {"step_overhead_ns", overheads},
+          {"measured", provenanceToJson(calibration.provenance)}};
+}
+
+Calibration calibrationFromJson(const nlohmann::json& json, const std::string& file, const std::string& jsonPath) {
+  JsonCursor root(json, file, jsonPath);
+  if (!json.is_object()) root.fail("expected an object with schema '" + std::string(kCalibrationSchema) + "'");
+  root.requireSchema(kCalibrationSchema);
+  Calibration calibration;
+  if (root.has("micro_batch_scales")) {
+    for (const JsonCursor& item : root.at("micro_batch_scales").items()) {
+      const std::int64_t size = item.at("micro_batch").asPositiveInt();
+      if (calibration.scales.count(size) > 0) item.at("micro_batch").fail("micro-batch " + std::to_string(size) + " given twice");
+      calibration.scales[size] = {positiveNumber(item.at("forward")), positiveNumber(item.at("backward"))};
+    }
+  }
+  if (root.has("device_speeds")) {
+    for (const JsonCursor& item : root.at("device_speeds").items()) calibration.deviceSpeeds.push_back(positiveNumber(item));
+  }
+  if (root.has("step_overhead_ns")) {
+    for (const JsonCursor& item : root.at("step_overhead_ns").items()) {
+      const std::int64_t chunks = item.at("chunks").asPositiveInt();
+      if (calibration.stepOverheadNs.count(chunks) > 0) {
+        item.at("chunks").fail("chunk count " + std::to_string(chunks) + " given twice");
+      }
+      calibration.stepOverheadNs[chunks] = item.at("ns").asNonNegativeInt();
+    }
+  }
+  if (root.has("measured")) calibration.provenance = provenanceFromJson(root.at("measured"));
+  return calibration;
+}
+
+Calibration readCalibration(const std::string& path) { return calibrationFromJson(readJsonFile(path), path); }
+
+void writeCalibration(const Calibration& calibration, const std::string& path) {
+  writeFileAtomically(path, toJson(calibration).dump(2) + "\n");
+}
+
+Calibration reportCalibration(const Report& report, const std::string& file) {
+  const nlohmann::json& json = report.calibration;
+  if (!json.is_object()) return {};
+  if (!json.contains("chained")) return calibrationFromJson(json, file, "$.calibration");
+  // Before pipeprof.calibration/v1 the report embedded the calibrated profile and cluster:
+  // only the step overheads are still to apply.
+  Calibration calibration;
+  const JsonCursor chained = JsonCursor(json, file, "$.calibration").at("chained");
+  if (chained.value().is_object() && chained.has("step_overhead_ns")) {
+    for (const JsonCursor& item : chained.at("step_overhead_ns").items()) {
+      calibration.stepOverheadNs[item.at("chunks").asPositiveInt()] = item.at("ns").asNonNegativeInt();
+    }
+  }
+  return calibration;
+}
+
+}  // namespace pipeprof

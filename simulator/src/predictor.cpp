@@ -1,0 +1,58 @@
+// The Predictor: simulate() and search() on calibrated inputs, plus the calibrated step overhead.
+#include <pipeprof/simulator/predictor.h>
+
+#include <algorithm>
+
+namespace pipeprof {
+
+Predictor::Predictor(Profile profile, Cluster cluster, Calibration calibration)
+    : profile_(calibratedProfile(std::move(profile), calibration)),
+      cluster_(calibratedCluster(std::move(cluster), calibration)),
+      calibration_(std::move(calibration)) {}
+
+SimulationResult Predictor::predict(const Candidate& candidate, const SimulationOptions& options) const {
+  SimulationResult result = simulate(profile_, cluster_, candidate, options);
+  if (!options.training) return result;
+  const TimeNs overheadNs = calibration_.stepOverheadNsFor(candidate.chunks);
+  addStepOverhead(result.prediction, overheadNs, candidate.batch);
+  if (options.recordTrace && overheadNs > 0) appendStepOverheadSpan(result.trace, overheadNs);
+  return result;
+}
+
+SearchResult Predictor::search(const SearchSpace& space, const SearchProgress& progress) const {
+  SearchResult result = pipeprof::search(profile_, cluster_, space, progress);
+  auto addOverhead = [&](RankedCandidate& entry) {
+    if (entry.prediction.iterationNs <= 0) return;  // not simulated (a shape the schedule cannot run)
+    addStepOverhead(entry.prediction, calibration_.stepOverheadNsFor(entry.candidate.chunks), entry.candidate.batch);
+  };
+  std::for_each(result.ranked.begin(), result.ranked.end(), addOverhead);
+  std::for_each(result.rejected.begin(), result.rejected.end(), addOverhead);
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+    return a.prediction.samplesPerS > b.prediction.samplesPerS;
+  });
+  return result;
+}
+
+void addStepOverhead(Prediction& prediction, TimeNs overheadNs, std::int64_t batch) {
+  prediction.iterationNs += overheadNs;
+  prediction.samplesPerS = prediction.iterationNs > 0
+                               ? static_cast<double>(batch) * 1e9 / static_cast<double>(prediction.iterationNs)
+                               : 0.0;
+}
+
+void appendStepOverheadSpan(Trace& trace, TimeNs overheadNs) {
+  TimeNs endNs = 0;
+  for (const TraceEvent& event : trace.events) endNs = std::max(endNs, event.endNs());
+  TraceEvent span;
+  span.kind = EventKind::Span;
+  span.name = "calibration (step overhead)";
+  span.device = "host";
+  span.lane = "host";
+  span.startNs = endNs;
+  span.durationNs = overheadNs;
+  span.phase = Phase::Optimizer;
+  span.args["source"] = "the calibration's step overhead: grad zeroing, loss, SGD step, waking the workers";
+  trace.events.push_back(span);
+}
+
+}  // namespace pipeprof

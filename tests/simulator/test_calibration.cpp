@@ -1,0 +1,156 @@
+// Tests of simulator/calibration: its application to a profile and cluster, and its file format.
+#include <pipeprof/simulator/calibration.h>
+
+#include <pipeprof/core/json_file.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace pipeprof {
+namespace {
+
+/// Two layers; at micro-batch b each takes b ns forward and 2b ns backward.
+Profile twoLayerProfile() {
+  Profile profile;
+  for (const char* name : {"a", "b"}) {
+    LayerProfile layer;
+    layer.name = name;
+    for (std::int64_t size : {4, 8}) layer.costs.push_back({size, size, 2 * size, 0, 0, 0, 0});
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+Calibration sampleCalibration() {
+  Calibration calibration;
+  calibration.scales[16] = {1.25, 1.5};
+  calibration.scales[32] = {1.0, 0.75};
+  calibration.stepOverheadNs = {{1, 1000}, {2, 1500}};
+  calibration.deviceSpeeds = {1.25, 0.8};
+  calibration.provenance.model = "mlp";
+  calibration.provenance.batch = 64;
+  calibration.provenance.devices = {"cpu", "cpu"};
+  calibration.provenance.threads = 1;
+  calibration.provenance.rounds = 3;
+  calibration.provenance.references = {{1, {4, 4}, 12, 5000}, {2, {4, 4}, 12, 6500}};
+  return calibration;
+}
+
+/// The FormatError message of reading `json`, or "" when it loads.
+std::string formatError(const nlohmann::json& json) {
+  try {
+    calibrationFromJson(json, "cal.json");
+  } catch (const FormatError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Calibration, StepOverheadFallsBackToTheNearestMeasuredChunkCount) {
+  Calibration calibration;
+  EXPECT_EQ(calibration.stepOverheadNsFor(4), 0);
+  EXPECT_TRUE(calibration.empty());
+  calibration.stepOverheadNs = {{2, 200}, {8, 800}};
+  EXPECT_FALSE(calibration.empty());
+  EXPECT_EQ(calibration.stepOverheadNsFor(1), 200);
+  EXPECT_EQ(calibration.stepOverheadNsFor(2), 200);
+  EXPECT_EQ(calibration.stepOverheadNsFor(4), 200);
+  EXPECT_EQ(calibration.stepOverheadNsFor(8), 800);
+  EXPECT_EQ(calibration.stepOverheadNsFor(16), 800);
+}
+
+TEST(Calibration, CalibratedProfileScalesOnlyTheCalibratedSizes) {
+  Calibration calibration;
+  calibration.scales[4] = {1.5, 0.5};
+  const Profile profile = calibratedProfile(twoLayerProfile(), calibration);
+  for (const LayerProfile& layer : profile.layers) {
+    EXPECT_EQ(layer.costAt(4).forwardNs, 6);
+    EXPECT_EQ(layer.costAt(4).backwardNs, 4);
+    EXPECT_EQ(layer.costAt(8).forwardNs, 8);
+    EXPECT_EQ(layer.costAt(8).backwardNs, 16);
+  }
+}
+
+TEST(Calibration, CalibratedClusterTakesTheSpeedsOfTheDevicesItHas) {
+  Calibration calibration;
+  calibration.deviceSpeeds = {1.25, 0.8, 2.0};
+  const Cluster cluster = calibratedCluster(Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"), calibration);
+  ASSERT_EQ(cluster.devices.size(), 2U);
+  EXPECT_EQ(cluster.devices[0].relativeSpeed, 1.25);
+  EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.8);
+}
+
+TEST(Calibration, FileRoundTripAndDescription) {
+  const Calibration calibration = sampleCalibration();
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["schema"], kCalibrationSchema);
+  EXPECT_EQ(json["micro_batch_scales"][0]["micro_batch"], 16);
+  EXPECT_EQ(json["step_overhead_ns"][1]["ns"], 1500);
+  EXPECT_EQ(json["measured"]["references"][1]["step_ns_median"], 6500);
+  const std::string path = (std::filesystem::temp_directory_path() / "pipeprof_test_calibration.json").string();
+  writeCalibration(calibration, path);
+  EXPECT_EQ(toJson(readCalibration(path)), json);
+  std::remove(path.c_str());
+  EXPECT_EQ(describeCalibration(calibration),
+            "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
+            "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
+            "zeroing, loss, SGD step, waking the workers)");
+  EXPECT_EQ(describeCalibration(Calibration{}), "calibration: none (predicting from the raw profile)");
+}
+
+TEST(Calibration, MissingListsAreEmpty) {
+  const Calibration calibration = calibrationFromJson({{"schema", kCalibrationSchema}}, "cal.json");
+  EXPECT_TRUE(calibration.empty());
+  EXPECT_TRUE(calibration.provenance.model.empty());
+}
+
+TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
+  EXPECT_EQ(formatError({{"schema", "pipeprof.profile/v1"}}),
+            "cal.json: $.schema: expected schema 'pipeprof.calibration/v1', got 'pipeprof.profile/v1'");
+  nlohmann::json json = toJson(sampleCalibration());
+  json["micro_batch_scales"][1]["forward"] = 0;
+  EXPECT_EQ(formatError(json), "cal.json: $.micro_batch_scales[1].forward: expected a positive number, got 0");
+  json = toJson(sampleCalibration());
+  json["micro_batch_scales"][1]["micro_batch"] = 16;
+  EXPECT_EQ(formatError(json), "cal.json: $.micro_batch_scales[1].micro_batch: micro-batch 16 given twice");
+  json = toJson(sampleCalibration());
+  json["device_speeds"][0] = -1.0;
+  EXPECT_EQ(formatError(json), "cal.json: $.device_speeds[0]: expected a positive number, got -1.0");
+  json = toJson(sampleCalibration());
+  json["step_overhead_ns"][0]["ns"] = -5;
+  EXPECT_NE(formatError(json).find("cal.json: $.step_overhead_ns[0].ns: expected a non-negative integer"),
+            std::string::npos);
+  json = toJson(sampleCalibration());
+  json["step_overhead_ns"][1]["chunks"] = 1;
+  EXPECT_EQ(formatError(json), "cal.json: $.step_overhead_ns[1].chunks: chunk count 1 given twice");
+  json = toJson(sampleCalibration());
+  json["measured"]["devices"] = "cpu";
+  EXPECT_NE(formatError(json).find("cal.json: $.measured.devices"), std::string::npos);
+}
+
+TEST(Calibration, AReportHoldsItsCalibrationOrTheOverheadsOfAnOlderOne) {
+  Report report;
+  EXPECT_TRUE(reportCalibration(report, "r.json").empty());
+  report.calibration = toJson(sampleCalibration());
+  EXPECT_EQ(toJson(reportCalibration(report, "r.json")), report.calibration);
+  // Before calibration files: the profile and cluster are already calibrated; the overheads stay.
+  report.calibration = nlohmann::json::parse(R"({"chained": {"micro_batch_scales": [{"micro_batch": 4, "forward": 2.0,
+      "backward": 2.0}], "device_speeds": [0.9, 1.1], "step_overhead_ns": [{"chunks": 2, "ns": 700}]},
+      "drift": {"factor": 1.1, "references": []}})");
+  const Calibration legacy = reportCalibration(report, "r.json");
+  EXPECT_TRUE(legacy.scales.empty());
+  EXPECT_TRUE(legacy.deviceSpeeds.empty());
+  EXPECT_EQ(legacy.stepOverheadNs, (std::map<std::int64_t, TimeNs>{{2, 700}}));
+  report.calibration = {{"schema", kCalibrationSchema}, {"device_speeds", {0}}};
+  try {
+    reportCalibration(report, "r.json");
+    FAIL() << "a zero speed loaded";
+  } catch (const FormatError& error) {
+    EXPECT_STREQ(error.what(), "r.json: $.calibration.device_speeds[0]: expected a positive number, got 0");
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof

@@ -1,0 +1,113 @@
+// Tests of simulator/predictor: the calibrated prediction is simulate() on calibrated inputs plus the step overhead.
+#include <pipeprof/simulator/predictor.h>
+
+#include <gtest/gtest.h>
+
+namespace pipeprof {
+namespace {
+
+/// Four layers; at micro-batch b each takes 10b ns forward and 20b ns backward.
+Profile fourLayerProfile() {
+  Profile profile;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    LayerProfile layer;
+    layer.name = name;
+    layer.paramBytes = 100;
+    for (std::int64_t size : {2, 4, 8}) layer.costs.push_back({size, 10 * size, 20 * size, 8, 8, 0, 0});
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
+
+Candidate candidate(std::vector<std::int64_t> balance, std::int64_t chunks, ScheduleKind schedule = ScheduleKind::GPipe) {
+  Candidate result;
+  result.balance = std::move(balance);
+  result.chunks = chunks;
+  result.batch = 8;
+  result.checkpoint = Checkpoint::Never;
+  result.schedule = schedule;
+  return result;
+}
+
+Calibration calibration() {
+  Calibration result;
+  result.scales[4] = {2.0, 1.5};
+  result.deviceSpeeds = {1.0, 0.5};
+  result.stepOverheadNs = {{1, 1000}, {2, 3000}};
+  return result;
+}
+
+TEST(Predictor, WithoutACalibrationItIsTheSimulator) {
+  const Predictor predictor(fourLayerProfile(), twoCpus());
+  const Candidate c = candidate({2, 2}, 2);
+  const SimulationResult predicted = predictor.predict(c);
+  const SimulationResult simulated = simulate(fourLayerProfile(), twoCpus(), c);
+  EXPECT_EQ(predicted.prediction.iterationNs, simulated.prediction.iterationNs);
+  EXPECT_EQ(predicted.prediction.peakBytes, simulated.prediction.peakBytes);
+}
+
+TEST(Predictor, AppliesScalesSpeedsAndTheStepOverheadOfTheChunkCount) {
+  // Chunks 2 of batch 8: micro-batches of 4, scaled to 80 ns forward and 120 ns backward per
+  // layer; device 1 runs at half speed (320 and 480 per micro-batch for its two layers against
+  // device 0's 160 and 240). GPipe's step: device 0 forwards (160) then device 1's two
+  // forwards (640), device 1's two backwards (960) and then device 0's last (240) -- 2000 --
+  // plus the overhead of chunks 2 (3000).
+  const Predictor predictor(fourLayerProfile(), twoCpus(), calibration());
+  const SimulationResult result = predictor.predict(candidate({2, 2}, 2));
+  EXPECT_EQ(result.prediction.iterationNs, 2000 + 3000);
+  EXPECT_DOUBLE_EQ(result.prediction.samplesPerS, 8 * 1e9 / 5000);
+  EXPECT_EQ(predictor.cluster().devices[1].relativeSpeed, 0.5);
+  EXPECT_EQ(predictor.profile().layers[0].costAt(4).forwardNs, 80);
+  EXPECT_EQ(predictor.profile().layers[0].costAt(8).forwardNs, 80);  // 8 has no scale
+}
+
+TEST(Predictor, ATracedPredictionEndsWithTheStepOverhead) {
+  const Predictor predictor(fourLayerProfile(), twoCpus(), calibration());
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult result = predictor.predict(candidate({2, 2}, 2), options);
+  ASSERT_FALSE(result.trace.events.empty());
+  const TraceEvent& last = result.trace.events.back();
+  EXPECT_EQ(last.name, "calibration (step overhead)");
+  EXPECT_EQ(last.startNs, 2000);
+  EXPECT_EQ(last.durationNs, 3000);
+}
+
+TEST(Predictor, AForwardOnlyStepPaysNoStepOverhead) {
+  const Predictor predictor(fourLayerProfile(), twoCpus(), calibration());
+  SimulationOptions options;
+  options.training = false;
+  const Candidate c = candidate({2, 2}, 2);
+  EXPECT_EQ(predictor.predict(c, options).prediction.iterationNs,
+            simulate(predictor.profile(), predictor.cluster(), c, options).prediction.iterationNs);
+}
+
+TEST(Predictor, SearchGivesEveryCandidateItsPredictionAndRanksWithTheOverhead) {
+  // A large overhead at chunks 2 makes chunks 1 win although the pipeline alone is faster at 2.
+  Calibration expensive = calibration();
+  expensive.scales.clear();
+  expensive.deviceSpeeds.clear();
+  expensive.stepOverheadNs = {{1, 0}, {2, 100000}};
+  const Predictor predictor(fourLayerProfile(), twoCpus(), expensive);
+  SearchSpace space;
+  space.batch = 8;
+  space.partitions = 2;
+  space.chunks = {1, 2};
+  space.modes = {Checkpoint::Never};
+  space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
+  const SearchResult result = predictor.search(space);
+  ASSERT_FALSE(result.ranked.empty());
+  EXPECT_EQ(result.ranked.front().candidate.chunks, 1);
+  for (const RankedCandidate& entry : result.ranked) {
+    EXPECT_EQ(entry.prediction.iterationNs, predictor.predict(entry.candidate).prediction.iterationNs)
+        << entry.candidate.label();
+  }
+  for (std::size_t k = 1; k < result.ranked.size(); ++k) {
+    EXPECT_GE(result.ranked[k - 1].prediction.samplesPerS, result.ranked[k].prediction.samplesPerS);
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof
