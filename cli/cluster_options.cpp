@@ -1,7 +1,8 @@
-// Shared CLI flags for the simulator commands: --profile and a cluster (--cluster, or --devices with memory, link, speed).
+// Shared CLI flags for the simulator commands: --profile, --calibration and a cluster (--cluster, or --devices ...).
 #include "cluster_options.h"
 
 #include "commands.h"
+#include "model_options.h"
 
 #include <pipeprof/core/units.h>
 
@@ -27,12 +28,17 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
   command.add_option("--profile", flags.profilePath, "Layer profile (pipeprof.profile/v1 JSON)")
       ->required()
       ->type_name("FILE");
+  command.add_option("--calibration", flags.calibrationPath,
+                     "Calibration (pipeprof.calibration/v1 JSON, from `pipeprof calibrate` or a sweep's report): the "
+                     "corrections a real pipeline measured (default: predict from the raw profile)")
+      ->type_name("FILE");
   auto* cluster = command.add_option("--cluster", flags.clusterPath,
                                      "Cluster description (pipeprof.cluster/v1 JSON): devices, memory, links")
                       ->type_name("FILE");
   auto* devices = command.add_option("--devices", flags.devices,
                                      "Number of identical devices (default: one per partition)")
-                      ->type_name("N");
+                      ->type_name("N")
+                      ->check(atLeastOne("one device per partition"));
   auto* memory = command.add_option("--device-memory", flags.deviceMemory,
                                     "Memory of each device, e.g. 16GiB (default: unbounded)")
                      ->type_name("SIZE");
@@ -49,6 +55,21 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
 }
 
 Profile loadProfileFromFlags(const ClusterFlags& flags) { return readProfile(flags.profilePath); }
+
+Predictor predictorFromFlags(const ClusterFlags& flags, Profile profile, Cluster cluster) {
+  Calibration calibration;
+  if (!flags.calibrationPath.empty()) {
+    calibration = readCalibration(flags.calibrationPath);
+    const std::string& measuredFor = calibration.provenance.model;
+    const std::string& profiled = profile.environment.model;
+    if (!measuredFor.empty() && !profiled.empty() && measuredFor != profiled) {
+      throw UsageError("--calibration " + flags.calibrationPath + " was measured for model '" + measuredFor +
+                       "' but --profile " + flags.profilePath + " profiles '" + profiled +
+                       "'; calibrate against this profile (pipeprof calibrate --profile " + flags.profilePath + ")");
+    }
+  }
+  return Predictor(std::move(profile), std::move(cluster), std::move(calibration));
+}
 
 Cluster buildClusterFromFlags(const ClusterFlags& flags, std::int64_t defaultDevices) {
   if (!flags.clusterPath.empty()) return readCluster(flags.clusterPath);

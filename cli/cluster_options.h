@@ -1,8 +1,9 @@
-// Shared CLI flags for the simulator commands: --profile and a cluster (--cluster, or --devices with memory, link, speed).
+// Shared CLI flags for the simulator commands: --profile, --calibration and a cluster (--cluster, or --devices with memory, link, speed).
 #pragma once
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
+#include <pipeprof/simulator/predictor.h>
 
 #include <CLI/CLI.hpp>
 
@@ -14,6 +15,7 @@ namespace pipeprof::cli {
 /// What the profile and cluster flags hold after parsing (text until validated).
 struct ClusterFlags {
   std::string profilePath;
+  std::string calibrationPath;  ///< empty: predict from the raw profile
   std::string clusterPath;
   std::int64_t devices = 0;     ///< 0: one device per partition
   std::string deviceMemory;     ///< empty: unbounded
@@ -22,7 +24,7 @@ struct ClusterFlags {
   double deviceSpeed = 1.0;
 };
 
-/// Adds --profile (required), --cluster, and the --devices shorthand flags (--device-memory,
+/// Adds --profile (required), --calibration, --cluster, and the --devices shorthand flags (--device-memory,
 /// --link-bandwidth, --link-latency, --device-speed; they exclude --cluster) to a subcommand.
 void addClusterFlags(CLI::App& command, ClusterFlags& flags);
 
@@ -34,5 +36,10 @@ Profile loadProfileFromFlags(const ClusterFlags& flags);
 /// `defaultDevices` devices when --devices is not given. Throws UsageError naming the flag
 /// and the value for a bad size, rate, duration, speed or count; FormatError propagates.
 Cluster buildClusterFromFlags(const ClusterFlags& flags, std::int64_t defaultDevices);
+
+/// The Predictor of the profile, the cluster and --calibration (none: the raw profile). Throws
+/// FormatError for a malformed calibration and UsageError for one measured for another model
+/// than the profile's.
+Predictor predictorFromFlags(const ClusterFlags& flags, Profile profile, Cluster cluster);
 
 }  // namespace pipeprof::cli

@@ -7,6 +7,7 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/runtime/torch_environment.h>
 
 #include <fmt/format.h>
 

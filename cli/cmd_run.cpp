@@ -1,9 +1,7 @@
 // `pipeprof run`: trains a model on a Pipe for a few steps and reports step time, throughput, peaks.
 #include "commands.h"
-#include "environment_info.h"
 #include "model_options.h"
 #include "schedule_options.h"
-#include "training_loop.h"
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
@@ -13,7 +11,10 @@
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/runtime/training_loop.h>
 #include <pipeprof/simulator/search.h>
+#include <pipeprof/tuner/environment_info.h>
 
 #include <fmt/format.h>
 
@@ -93,7 +94,8 @@ void runRun(const RunFlags& flags) {
   const std::vector<DeviceDesc> deviceDescs = parseDevicesFlag(flags.devices);
   // The sweep's thread policy: without it, OpenBLAS's own pool on every worker oversubscribes
   // the cores and a 2-partition CPU step runs ~10x slower.
-  setThreads(sweepThreads(flags.model.threads, static_cast<std::int64_t>(deviceDescs.size()), hardwareThreads()));
+  setIntraOpThreads(tuner::sweepThreads(flags.model.threads, static_cast<std::int64_t>(deviceDescs.size()),
+                                        tuner::hardwareThreads()));
   Checkpoint mode;
   try {
     mode = parseCheckpoint(flags.checkpoint);

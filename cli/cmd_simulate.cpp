@@ -92,8 +92,9 @@ void runSimulate(const SimulateFlags& flags) {
   checkScheduleShape(schedule, balance, flags.batch, flags.chunks, 0, "");
   const auto devices = static_cast<std::int64_t>(balance.size()) / schedule.stagesPerDevice;
 
-  const Profile profile = loadProfileFromFlags(flags.cluster);
-  const Cluster cluster = buildClusterFromFlags(flags.cluster, devices);
+  const Predictor predictor =
+      predictorFromFlags(flags.cluster, loadProfileFromFlags(flags.cluster), buildClusterFromFlags(flags.cluster, devices));
+  const Cluster& cluster = predictor.cluster();
   Candidate candidate;
   candidate.balance = balance;
   candidate.chunks = flags.chunks;
@@ -104,7 +105,7 @@ void runSimulate(const SimulateFlags& flags) {
 
   SimulationOptions options;
   options.recordTrace = !flags.tracePath.empty();
-  SimulationResult result = simulate(profile, cluster, candidate, options);
+  SimulationResult result = predictor.predict(candidate, options);
   if (!flags.tracePath.empty()) {
     writeChromeTraceFile(result.trace, flags.tracePath);
     result.prediction.tracePath = flags.tracePath;
@@ -124,10 +125,12 @@ void runSimulate(const SimulateFlags& flags) {
     json["stages_per_device"] = candidate.stagesPerDevice;
     json["rejection"] = rejectionReason(cluster, devicePeaks);
     json["simulated_events"] = result.eventCount;
+    json["calibration"] = describeCalibration(predictor.calibration());
     std::cout << json.dump(2) << "\n";
     return;
   }
   printSummary(candidate, cluster, result, devicePeaks);
+  std::cout << describeCalibration(predictor.calibration()) << "\n";
 }
 
 }  // namespace
@@ -135,8 +138,8 @@ void runSimulate(const SimulateFlags& flags) {
 void addSimulateCommand(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* command = app.add_subcommand(
-      "simulate", "Predict one candidate (schedule, balance, chunks, checkpoint) from a layer profile: step time, "
-                  "throughput, bubble, per-device busy time and peak memory");
+      "simulate", "Predict one candidate (schedule, balance, chunks, checkpoint) from a layer profile (and a "
+                  "calibration): step time, throughput, bubble, per-device busy time and peak memory");
   addClusterFlags(*command, flags->cluster);
   command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
   command->add_option("--balance", flags->balance,
@@ -159,6 +162,8 @@ void addSimulateCommand(CLI::App& app) {
       "  pipeprof simulate --profile profile.json --devices 4 --device-memory 16GiB --link-bandwidth 25GB/s \\\n"
       "      --link-latency 5us --batch 32 --balance 2,2,2,2 --chunks 8 --json\n"
       "  pipeprof simulate --profile profile.json --batch 32 --balance 2,3,3 --chunks 8 --schedule 1f1b\n"
+      "  pipeprof simulate --profile profile.json --calibration calibration.json --devices 2 --batch 64 \\\n"
+      "      --balance 7,8 --chunks 4      # the same step time as a sweep's report, before its drift\n"
       "  pipeprof simulate --profile profile.json --batch 32 --balance 1,1,2,2,1,1 --chunks 6 \\\n"
       "      --schedule interleaved --stages-per-device 2      # 6 stages on 3 devices\n");
   command->callback([flags] { runSimulate(*flags); });

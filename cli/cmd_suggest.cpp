@@ -1,7 +1,9 @@
 // `pipeprof suggest`: search balances x chunks x checkpoint modes on the simulator and print the best.
 #include "cluster_options.h"
 #include "commands.h"
+#include "model_options.h"
 #include "schedule_options.h"
+#include "search_flags.h"
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
@@ -18,7 +20,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -36,51 +37,6 @@ struct SuggestFlags {
   std::int64_t top = 5;
   bool json = false;
 };
-
-std::vector<std::int64_t> parseChunkList(const std::string& text) {
-  std::vector<std::int64_t> chunks;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::size_t used = 0;
-    std::int64_t value = 0;
-    try {
-      value = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || value < 1) {
-      throw UsageError("--chunks " + text + ": expected comma-separated positive counts, e.g. 1,2,4,8");
-    }
-    chunks.push_back(value);
-  }
-  if (chunks.empty()) throw UsageError("--chunks " + text + ": give at least one chunk count, e.g. 1,2,4,8");
-  return chunks;
-}
-
-/// Fills enumeration/balances from --balances: "auto", "all" or "2,6;4,4".
-void parseBalancesFlag(const std::string& text, SearchSpace& space) {
-  if (text == "auto") {
-    space.enumeration = BalanceEnumeration::Auto;
-    return;
-  }
-  if (text == "all") {
-    space.enumeration = BalanceEnumeration::All;
-    return;
-  }
-  space.enumeration = BalanceEnumeration::Given;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ';')) {
-    try {
-      space.balances.push_back(parseBalance(item));
-    } catch (const std::invalid_argument& error) {
-      throw UsageError("--balances " + text + ": expected auto, all or balances separated by ';' (e.g. \"2,6;4,4\"): " +
-                       error.what());
-    }
-  }
-  if (space.balances.empty()) throw UsageError("--balances " + text + ": give auto, all or at least one balance");
-}
 
 double maxPeak(const Prediction& prediction) {
   Bytes peak = 0;
@@ -135,7 +91,7 @@ void runSuggest(const SuggestFlags& flags) {
   if (flags.top < 1) throw UsageError("--top " + std::to_string(flags.top) + ": give a positive count");
   SearchSpace space;
   space.batch = flags.batch;
-  space.chunks = parseChunkList(flags.chunks);
+  space.chunks = parseChunksFlag(flags.chunks);
   try {
     space.modes = parseCheckpointList(flags.checkpoint);
   } catch (const std::invalid_argument& error) {
@@ -144,7 +100,7 @@ void runSuggest(const SuggestFlags& flags) {
   parseBalancesFlag(flags.balances, space);
   applyScheduleListFlags(flags.schedules, space);
 
-  const Profile profile = loadProfileFromFlags(flags.cluster);
+  Profile rawProfile = loadProfileFromFlags(flags.cluster);
   std::int64_t partitions = flags.partitions;
   if (partitions == 0 && space.enumeration == BalanceEnumeration::Given) {
     // The shortest given balance over the fewest stages per device the schedules use.
@@ -157,8 +113,10 @@ void runSuggest(const SuggestFlags& flags) {
   if (partitions == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
     throw UsageError("give --cluster, --devices or --partitions: how many partitions to search");
   }
-  const Cluster cluster = buildClusterFromFlags(flags.cluster, partitions);
-  if (partitions == 0) partitions = cluster.deviceCount();
+  const Predictor predictor =
+      predictorFromFlags(flags.cluster, std::move(rawProfile), buildClusterFromFlags(flags.cluster, partitions));
+  const Profile& profile = predictor.profile();
+  if (partitions == 0) partitions = predictor.cluster().deviceCount();
   if (partitions < 1) throw UsageError("--partitions " + std::to_string(partitions) + ": give a positive count");
   space.partitions = partitions;
   if (space.enumeration == BalanceEnumeration::Given) {
@@ -175,7 +133,7 @@ void runSuggest(const SuggestFlags& flags) {
   }
 
   const auto started = std::chrono::steady_clock::now();
-  const SearchResult result = search(profile, cluster, space);
+  const SearchResult result = predictor.search(space);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   // torchgpipe's balance_by_time on per-layer times at the whole batch, with the winner's
@@ -185,7 +143,7 @@ void runSuggest(const SuggestFlags& flags) {
   byTime.batch = flags.batch;
   byTime.chunks = result.ranked.empty() ? space.chunks.front() : result.ranked.front().candidate.chunks;
   byTime.checkpoint = result.ranked.empty() ? space.modes.front() : result.ranked.front().candidate.checkpoint;
-  const Prediction byTimePrediction = simulate(profile, cluster, byTime).prediction;
+  const Prediction byTimePrediction = predictor.predict(byTime).prediction;
   std::optional<std::int64_t> byTimeRank;
   for (std::size_t k = 0; k < result.ranked.size(); ++k) {
     if (result.ranked[k].candidate == byTime) byTimeRank = static_cast<std::int64_t>(k + 1);
@@ -200,7 +158,8 @@ void runSuggest(const SuggestFlags& flags) {
     for (const RejectionGroup& group : groups) {
       rejections.push_back({{"reason", group.reason}, {"count", group.count}, {"example", rankedJson(*group.example, 0)}});
     }
-    nlohmann::json json = {{"evaluated", result.evaluated},
+    nlohmann::json json = {{"calibration", describeCalibration(predictor.calibration())},
+                           {"evaluated", result.evaluated},
                            {"fitting_count", static_cast<std::int64_t>(result.ranked.size())},
                            {"rejected_count", static_cast<std::int64_t>(result.rejected.size())},
                            {"simulated_events", result.simulatedEvents},
@@ -215,8 +174,9 @@ void runSuggest(const SuggestFlags& flags) {
     return;
   }
 
-  std::cout << fmt::format("Simulated {} candidates in {:.2f} s: {} fit, {} rejected.\n\n", result.evaluated, seconds,
-                           result.ranked.size(), result.rejected.size());
+  std::cout << fmt::format("Simulated {} candidates in {:.2f} s: {} fit, {} rejected.\n{}\n\n", result.evaluated,
+                           seconds, result.ranked.size(), result.rejected.size(),
+                           describeCalibration(predictor.calibration()));
   if (shown == 0) {
     std::cout << "No candidate is predicted to fit.\n";
   } else {
@@ -260,7 +220,8 @@ void addSuggestCommand(CLI::App& app) {
   command->add_option("--partitions", flags->partitions,
                       "Pipeline devices p (default: the shortest given balance's length over its stages per device, "
                       "else the number of devices)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(atLeastOne("the devices or the given balances' length"));
   command->add_option("--chunks", flags->chunks, "Chunk counts to try (default: 1,2,4,8)")->type_name("LIST");
   command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try (default: always,except_last,never)")
       ->type_name("LIST");

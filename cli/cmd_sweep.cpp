@@ -2,13 +2,17 @@
 #include "commands.h"
 
 #include "comparison_table.h"
-#include "environment_info.h"
 #include "model_options.h"
+#include "progress_reporter.h"
 #include "schedule_options.h"
-#include "sweep_runner.h"
+#include "search_flags.h"
 
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/tuner/candidate_measurer.h>
+#include <pipeprof/tuner/environment_info.h>
+#include <pipeprof/tuner/sweep.h>
 
 #include <fmt/format.h>
 
@@ -23,6 +27,8 @@ namespace pipeprof::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using tuner::SweepConfig;
+using tuner::SweepInputs;
 
 /// Set by SIGINT; the sweep checks it between steps. (A signal handler can only reach a
 /// global; nothing else reads it.)
@@ -46,6 +52,7 @@ struct SweepFlags {
   std::int64_t rounds = 3;
   std::string deviceMemory;
   std::string profile;
+  std::string calibration;
   double profileBudget = 20.0;
   double calibrationBudget = 8.0;
   std::string output = "report.json";
@@ -54,24 +61,10 @@ struct SweepFlags {
   bool json = false;
 };
 
-std::vector<std::int64_t> parseChunkList(const std::string& text) {
-  std::vector<std::int64_t> chunks;
-  try {
-    chunks = parseBalance(text);
-  } catch (const std::invalid_argument&) {
-    throw UsageError("--chunks '" + text + "': expected positive integers separated by commas, e.g. 1,2,4,8");
-  }
-  for (const std::int64_t m : chunks) {
-    if (m < 1) throw UsageError("--chunks '" + text + "': every chunk count must be at least 1");
-  }
-  return chunks;
-}
-
 /// Validates every flag and input file; creates nothing.
 SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   SweepConfig config;
-  config.model = flags.model.model;
-  config.modelFlags = flags.model;
+  config.model = flags.model.spec();
   config.devices = parseDevicesFlag(flags.devices);
   if (config.devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
   for (const DeviceDesc& device : config.devices) {
@@ -86,54 +79,39 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.stagesPerDevice = schedules.stagesPerDevice;
   const std::vector<std::int64_t> stages = stageCounts(schedules, partitions);
 
-  torchDevices(config.devices);  // CUDA present and indices in range, else UsageError
+  torchDevices(config.devices);  // CUDA present and indices in range, else std::invalid_argument (exit 2)
   const Model model = buildModelFromFlags(flags.model);
   const auto layers = static_cast<std::int64_t>(model.sequential->size());
   config.batch = batchFromFlags(flags.model, model);
   if (layers < partitions) {
     throw UsageError(fmt::format("--devices: {} devices need at least one layer each but model '{}' has only {} layers", partitions,
-                                 config.model, layers));
+                                 config.model.name, layers));
   }
-  config.chunks = parseChunkList(flags.chunks);
+  config.chunks = parseChunksFlag(flags.chunks);
   try {
     config.modes = parseCheckpointList(flags.checkpoint);
   } catch (const std::invalid_argument& error) {
     throw UsageError(std::string("--checkpoint: ") + error.what());
   }
-  if (flags.balances == "auto") {
-    config.enumeration = BalanceEnumeration::Auto;
-  } else if (flags.balances == "all") {
-    config.enumeration = BalanceEnumeration::All;
-  } else {
-    config.enumeration = BalanceEnumeration::Given;
-    std::string rest = flags.balances;
-    while (true) {
-      const std::size_t semicolon = rest.find(';');
-      const std::string one = rest.substr(0, semicolon);
-      std::vector<std::int64_t> balance;
-      try {
-        balance = parseBalance(one);
-      } catch (const std::invalid_argument&) {
-        throw UsageError("--balances '" + flags.balances + "': expected auto, all or balances like \"2,6;4,4\"");
-      }
-      std::int64_t sum = 0;
-      for (const std::int64_t part : balance) sum += part;
-      const bool shaped = std::find(stages.begin(), stages.end(), static_cast<std::int64_t>(balance.size())) !=
-                          stages.end();
-      if (!shaped || sum != layers) {
-        throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per "
-                                     "device of --schedules {} --stages-per-device {}) summing to {} (the layers of "
-                                     "'{}')",
-                                     one, fmt::join(stages, " or "), partitions, flags.schedules.schedules,
-                                     flags.schedules.stagesPerDevice, layers, config.model));
-      }
-      config.balances.push_back(balance);
-      if (semicolon == std::string::npos) break;
-      rest = rest.substr(semicolon + 1);
+  parseBalancesFlag(flags.balances, schedules);
+  config.enumeration = schedules.enumeration;
+  for (const std::vector<std::int64_t>& balance : schedules.balances) {
+    std::int64_t sum = 0;
+    for (const std::int64_t part : balance) sum += part;
+    const bool shaped =
+        std::find(stages.begin(), stages.end(), static_cast<std::int64_t>(balance.size())) != stages.end();
+    if (!shaped || sum != layers) {
+      throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per "
+                                   "device of --schedules {} --stages-per-device {}) summing to {} (the layers of "
+                                   "'{}')",
+                                   formatBalance(balance), fmt::join(stages, " or "), partitions,
+                                   flags.schedules.schedules, flags.schedules.stagesPerDevice, layers,
+                                   config.model.name));
     }
+    config.balances.push_back(balance);
   }
   try {
-    config.measure = parseMeasurePolicy(flags.measure);
+    config.measure = tuner::parseMeasurePolicy(flags.measure);
   } catch (const std::invalid_argument& error) {
     throw UsageError(error.what());
   }
@@ -143,8 +121,10 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.steps = flags.steps;
   config.warmupSteps = flags.warmup;
   config.rounds = std::min(flags.rounds, flags.steps);
-  config.threads = sweepThreads(flags.model.threads, partitions, hardwareThreads());
-  config.modelFlags.threads = config.threads;
+  config.model.threads = tuner::sweepThreads(flags.model.threads, partitions, tuner::hardwareThreads());
+  if (!(flags.profileBudget > 0)) {
+    throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
+  }
   config.profileBudgetSeconds = flags.profileBudget;
   if (flags.calibrationBudget < 0) {
     throw UsageError(fmt::format("--calibration-budget {}: must not be negative", flags.calibrationBudget));
@@ -170,7 +150,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
 
   if (flags.resume && fs::exists(flags.output)) {
     Report resumed = readReport(flags.output);
-    const std::string mismatch = resumeMismatch(resumed, config);
+    const std::string mismatch = tuner::resumeMismatch(resumed, config);
     if (!mismatch.empty()) {
       throw UsageError("--resume: " + flags.output + " is from another sweep (" + mismatch +
                        "); use another -o or drop --resume");
@@ -182,11 +162,16 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
     inputs.cachedProfile = readProfile(flags.profile);
   }
   if (inputs.cachedProfile) {
-    const std::string mismatch = profileMismatch(*inputs.cachedProfile, config, layers);
+    const std::string mismatch = tuner::profileMismatch(*inputs.cachedProfile, config.model, config.devices.front().typeName(), layers);
     if (!mismatch.empty()) {
       throw UsageError("cached profile " + (flags.profile.empty() ? flags.output : flags.profile) +
                        " does not fit this sweep: " + mismatch + "; delete it or name another --profile to re-profile");
     }
+  }
+  if (!flags.calibration.empty()) {
+    if (flags.resume) throw UsageError("--calibration: a resumed sweep keeps its report's calibration; drop one");
+    inputs.calibration = readCalibration(flags.calibration);
+    config.calibrationPath = flags.calibration;
   }
   return config;
 }
@@ -199,7 +184,8 @@ void runSweepCommand(const SweepFlags& flags) {
   auto previous = std::signal(SIGINT, onInterrupt);
   Report report;
   try {
-    report = runSweep(config, inputs, progress, gStopRequested);
+    tuner::ThreadedMeasurer measurer(config.model, config.devices);
+    report = tuner::runSweep(config, inputs, measurer, progress, gStopRequested);
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
@@ -259,6 +245,9 @@ void addSweepCommand(CLI::App& app) {
   command->add_option("--profile", flags->profile,
                       "Profile cache: reused when it exists (refused if measured on another device type, "
                       "thread count or LibTorch version), written after profiling otherwise");
+  command->add_option("--calibration", flags->calibration,
+                      "Calibration to predict with (pipeprof.calibration/v1, from `pipeprof calibrate`) instead of "
+                      "timing the reference pipelines now");
   command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
   command->add_option("--calibration-budget", flags->calibrationBudget,

@@ -22,6 +22,7 @@ void addRunCommand(CLI::App& app);
 void addTraceCommand(CLI::App& app);
 void addSweepCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
+void addCalibrateCommand(CLI::App& app);
 void addModelsCommand(CLI::App& app);
 
 }  // namespace pipeprof::cli

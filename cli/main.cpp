@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli::addSimulateCommand(app);
   cli::addSuggestCommand(app);
   cli::addProfileCommand(app);
+  cli::addCalibrateCommand(app);
   cli::addRunCommand(app);
   cli::addTraceCommand(app);
   cli::addModelsCommand(app);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/units.h>
+#include <pipeprof/tuner/sweep_progress.h>
 
 #include <chrono>
 #include <cstdint>
@@ -13,28 +14,28 @@ namespace pipeprof::cli {
 /// Reports candidate rounds done of total (one round per candidate unless the sweep
 /// interleaves), the current candidate, elapsed and remaining time.
 /// Writes only to the stream it is given (stderr), never to stdout.
-class ProgressReporter {
+class ProgressReporter : public tuner::SweepProgress {
  public:
   /// interactive: redraw one line with '\r' (a terminal); otherwise print one line per event.
   ProgressReporter(std::ostream& out, bool interactive, std::int64_t total);
 
   /// The number of candidate rounds to measure (known once the search has ranked them).
-  void setTotal(std::int64_t total) { total_ = total; }
+  void setTotal(std::int64_t total) override { total_ = total; }
   /// A free-form phase message ("profiling mlp on cpu with 1 thread").
-  void phase(const std::string& message);
+  void phase(const std::string& message) override;
   /// Candidate `label` starts measuring.
-  void begin(const std::string& label);
+  void begin(const std::string& label) override;
   /// One step of the current candidate finished (updates the bar only).
-  void step(std::int64_t done, std::int64_t steps);
+  void step(std::int64_t done, std::int64_t steps) override;
   /// The current candidate was measured: "measured 3/12 [2,6] x8 except_last: 41.2 ms (predicted 39.8 ms)".
-  void measured(const std::string& label, TimeNs measuredNs, TimeNs predictedNs);
+  void measured(const std::string& label, TimeNs measuredNs, TimeNs predictedNs) override;
   /// A round of the current candidate, not its last, finished: "partly measured 3/36 [2,6] x8
   /// never (round 1/3): 40.9 ms so far".
-  void roundDone(const std::string& label, TimeNs medianSoFarNs);
+  void roundDone(const std::string& label, TimeNs medianSoFarNs) override;
   /// The current candidate failed: "failed 3/12 <label>: <error>".
-  void failed(const std::string& label, const std::string& error);
+  void failed(const std::string& label, const std::string& error) override;
   /// Ends the bar's line (interactive) so later output starts on a fresh line.
-  void finish();
+  void finish() override;
 
   /// True when stderr is a terminal.
   static bool stderrIsTerminal();

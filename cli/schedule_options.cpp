@@ -174,14 +174,4 @@ std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t dev
   return counts;
 }
 
-
-std::string candidateSlug(const Candidate& candidate) {
-  std::string balance = formatBalance(candidate.balance);
-  std::replace(balance.begin(), balance.end(), ',', '-');
-  std::string slug = fmt::format("b{}_m{}_{}", balance, candidate.chunks, checkpointName(candidate.checkpoint));
-  if (candidate.schedule == ScheduleKind::OneFOneB) slug += "_1f1b";
-  if (candidate.schedule == ScheduleKind::Interleaved) slug += fmt::format("_interleaved-v{}", candidate.stagesPerDevice);
-  return slug;
-}
-
 }  // namespace pipeprof::cli

@@ -62,8 +62,4 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space);
 /// The stage counts (p * v) the space's schedules use for p pipeline devices, increasing.
 std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices);
 
-/// "b2-6_m8_except_last", "b1-1-1-1_m4_never_interleaved-v2": a file-name-safe slug of a
-/// candidate (gpipe candidates keep their old slug, so an old sweep's traces keep their names).
-std::string candidateSlug(const Candidate& candidate);
-
 }  // namespace pipeprof::cli

@@ -141,4 +141,14 @@ Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
   return candidate;
 }
 
+std::string candidateSlug(const Candidate& candidate) {
+  std::string balance = formatBalance(candidate.balance);
+  std::replace(balance.begin(), balance.end(), ',', '-');
+  std::string slug = "b" + balance + "_m" + std::to_string(candidate.chunks) + "_" +
+                     std::string(checkpointName(candidate.checkpoint));
+  if (candidate.schedule == ScheduleKind::OneFOneB) slug += "_1f1b";
+  if (candidate.schedule == ScheduleKind::Interleaved) slug += "_interleaved-v" + std::to_string(candidate.stagesPerDevice);
+  return slug;
+}
+
 }  // namespace pipeprof

@@ -1,5 +1,6 @@
 // The model zoo's registry: names, descriptions and dispatch to each model's builder or TorchScript.
 #include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/torch_environment.h>
 
 #include "models/zoo.h"
 
@@ -62,6 +63,15 @@ Model buildModel(const std::string& nameOrPath, const ModelOptions& options) {
   }
   throw std::invalid_argument("unknown model '" + nameOrPath + "' (known: " + known +
                               ", or a TorchScript file ending in .pt)");
+}
+
+Model buildModel(const ModelSpec& spec) {
+  if (spec.threads < 0) {
+    throw std::invalid_argument("intra-op threads must be at least 1 (or 0 to leave them), got " +
+                                std::to_string(spec.threads));
+  }
+  if (spec.threads > 0) setIntraOpThreads(spec.threads);
+  return buildModel(spec.name, spec.options);
 }
 
 }  // namespace pipeprof

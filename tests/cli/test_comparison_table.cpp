@@ -79,6 +79,7 @@ TEST(PrintSummary, MapeSpearmanAndSuggestion) {
   // Step errors 9.09% and 5.26% -> 7.2%; peak errors 9.09% and 0% -> 4.5%.
   EXPECT_NE(text.find("step-time MAPE:           7.2%\n"), std::string::npos) << text;
   EXPECT_NE(text.find("step-time bias:           -1.9%\n"), std::string::npos) << text;  // (-9.09 + 5.26) / 2
+  EXPECT_NE(text.find("  before the drift factor n/a\n"), std::string::npos) << text;  // none kept
   EXPECT_NE(text.find("peak-memory MAPE:         4.5%\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Spearman (pred vs meas):  1.000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("best measured:            [2,2] x2 never"), std::string::npos) << text;
@@ -134,6 +135,23 @@ TEST(PrintComparison, PeaksArePerPipelineDevice) {
   EXPECT_NE(out.str().find(formatBytes(3072)), std::string::npos) << out.str();
   EXPECT_NE(out.str().find(formatBytes(4096)), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("-25.0%"), std::string::npos) << out.str();
+}
+
+TEST(PrintSummary, BothMapesWhenTheReportKeptItsPredictionsBeforeDrift) {
+  Report report = sampleReport();
+  report.calibrationDrift = {{"factor", 1.25}, {"references", nlohmann::json::array()}};
+  for (CandidateResult& result : report.candidates) {
+    result.predictionBeforeDrift = result.prediction;
+    result.predictionBeforeDrift->iterationNs = result.prediction.iterationNs * 4 / 5;
+  }
+  std::ostringstream out;
+  printSummary(report, out);
+  // Before drift: 80 ms against 110 (-27.3%) and 160 against 190 (-15.8%) -> 21.5%.
+  EXPECT_NE(out.str().find("  before the drift factor 21.5% (the sweep scaled every prediction by x1.250"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NEAR(summaryJson(report)["step_time_mape_before_drift_pct"].get<double>(),
+              (300.0 / 11.0 + 300.0 / 19.0) / 2.0, 1e-9);
 }
 
 TEST(SummaryJson, CarriesTheSameFigures) {

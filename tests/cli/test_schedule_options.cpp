@@ -116,20 +116,5 @@ TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
   EXPECT_EQ(stageCounts(space, 2), (std::vector<std::int64_t>{2, 4, 6}));
 }
 
-TEST(CandidateSlug, IsFileNameSafeAndKeepsTheGpipeSlug) {
-  Candidate candidate;
-  candidate.balance = {2, 6};
-  candidate.chunks = 8;
-  candidate.checkpoint = Checkpoint::ExceptLast;
-  EXPECT_EQ(candidateSlug(candidate), "b2-6_m8_except_last");
-  candidate.schedule = ScheduleKind::OneFOneB;
-  EXPECT_EQ(candidateSlug(candidate), "b2-6_m8_except_last_1f1b");
-  candidate.balance = {1, 1, 1, 1};
-  candidate.schedule = ScheduleKind::Interleaved;
-  candidate.stagesPerDevice = 2;
-  candidate.checkpoint = Checkpoint::Never;
-  EXPECT_EQ(candidateSlug(candidate), "b1-1-1-1_m8_never_interleaved-v2");
-}
-
 }  // namespace
 }  // namespace pipeprof::cli

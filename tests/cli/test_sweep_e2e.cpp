@@ -120,12 +120,15 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   EXPECT_FALSE(parsed.environment.pipeprofRevision.empty());
   ASSERT_TRUE(parsed.profile.has_value());
   // One reference pipeline per chunk count calibrated every micro-batch size (8 and 4).
-  const nlohmann::json& chained = parsed.calibration.at("chained");
-  ASSERT_EQ(chained.at("micro_batch_scales").size(), 2u) << chained;
-  EXPECT_EQ(chained.at("micro_batch_scales")[0].at("micro_batch"), 4);
-  EXPECT_EQ(chained.at("step_overhead_ns")[1].at("chunks"), 2);
+  const nlohmann::json& calibration = parsed.calibration;
+  EXPECT_EQ(calibration.at("schema"), "pipeprof.calibration/v1");
+  ASSERT_EQ(calibration.at("micro_batch_scales").size(), 2u) << calibration;
+  EXPECT_EQ(calibration.at("micro_batch_scales")[0].at("micro_batch"), 4);
+  EXPECT_EQ(calibration.at("step_overhead_ns")[1].at("chunks"), 2);
+  EXPECT_EQ(calibration.at("measured").at("model"), "mlp");
+  EXPECT_EQ(calibration.at("measured").at("references").size(), 2u);
   // The measuring round timed each reference once more (--steps 1): the drift correction.
-  const nlohmann::json& drift = parsed.calibration.at("drift");
+  const nlohmann::json& drift = parsed.calibrationDrift;
   ASSERT_EQ(drift.at("references").size(), 2u) << drift;
   for (const nlohmann::json& reference : drift.at("references")) {
     EXPECT_GT(reference.at("predicted_ns").get<TimeNs>(), 0) << reference;
@@ -144,12 +147,51 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
     EXPECT_TRUE(fs::is_regular_file(report.parent_path() / result->prediction.tracePath))
         << result->prediction.tracePath;
     EXPECT_TRUE(result->stepTimeErrorPct().has_value());
+    EXPECT_TRUE(result->stepTimeErrorBeforeDriftPct().has_value());
     EXPECT_DOUBLE_EQ(result->predictedAnalysis.at("calibration_drift_factor").get<double>(), factor);
   }
   EXPECT_TRUE(parsed.suggestion.bestMeasured.has_value());
   EXPECT_TRUE(parsed.suggestion.bestPredicted.has_value());
   EXPECT_NE(run.out.find("step-time MAPE:"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("before the drift factor"), std::string::npos) << run.out;
   EXPECT_EQ(countLines(run.err, "measured "), 3u) << run.err;  // plain progress lines: not a terminal
+}
+
+TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWhatTheReportDoes) {
+  const fs::path report = dir_ / "report.json";
+  ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).exitCode, 0);
+  const Report parsed = readReport(report.string());
+  ASSERT_TRUE(parsed.profile.has_value());
+  const fs::path profile = dir_ / "profile.json";
+  const fs::path calibration = dir_ / "calibration.json";
+  writeProfile(*parsed.profile, profile.string());
+  std::ofstream(calibration) << parsed.calibration.dump(2);
+  const std::string inputs =
+      " --profile " + quote(profile.string()) + " --calibration " + quote(calibration.string()) + " --batch 8 --json";
+  const CommandResult suggest = pipeprof("suggest --devices 2 --chunks 1,2 --top 100" + inputs);
+  ASSERT_EQ(suggest.exitCode, 0) << suggest.err;
+  const nlohmann::json suggested = nlohmann::json::parse(suggest.out);
+  std::size_t compared = 0;
+  for (const CandidateResult& result : parsed.candidates) {
+    if (result.predictedRank < 1 || result.predictedRank > 3) continue;
+    ASSERT_TRUE(result.predictionBeforeDrift.has_value());
+    const Candidate& candidate = result.candidate;
+    const CommandResult simulate =
+        pipeprof("simulate --devices 2 --balance " + formatBalance(candidate.balance) + " --chunks " +
+                 std::to_string(candidate.chunks) + " --checkpoint " + std::string(checkpointName(candidate.checkpoint)) +
+                 " --schedule " + std::string(scheduleKindName(candidate.schedule)) + inputs);
+    ASSERT_EQ(simulate.exitCode, 0) << simulate.err;
+    EXPECT_EQ(nlohmann::json::parse(simulate.out).at("iteration_ns").get<TimeNs>(),
+              result.predictionBeforeDrift->iterationNs)
+        << candidate.label();
+    for (const nlohmann::json& ranked : suggested.at("ranked")) {
+      if (ranked.at("label") != candidate.label()) continue;
+      EXPECT_EQ(ranked.at("prediction").at("iteration_ns").get<TimeNs>(), result.predictionBeforeDrift->iterationNs)
+          << candidate.label();
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 3u);
 }
 
 TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule) {
@@ -252,14 +294,14 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
     }
     // Its predicted twin was scaled again by the drift of both runs together.
     EXPECT_DOUBLE_EQ(result->predictedAnalysis.at("calibration_drift_factor").get<double>(),
-                     finished.calibration.at("drift").at("factor").get<double>());
+                     finished.calibrationDrift.at("factor").get<double>());
   }
   EXPECT_TRUE(kept);
   // The references are timed between a round's candidates: the killed run timed x1 before its
   // first candidate; the resumed run timed x1 and x2 between its two, adding to the drift.
   auto referenceSteps = [](const Report& written) {
     std::vector<std::size_t> steps;
-    for (const nlohmann::json& reference : written.calibration.at("drift").at("references")) {
+    for (const nlohmann::json& reference : written.calibrationDrift.at("references")) {
       steps.push_back(reference.at("step_ns").size());
     }
     return steps;
@@ -358,7 +400,8 @@ TEST_F(SweepE2E, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
       << run.err;
   const Report parsed = readReport(report.string());
   EXPECT_TRUE(parsed.complete);
-  EXPECT_NE(parsed.calibration.at("error").get<std::string>().find("testing hook"), std::string::npos);
+  EXPECT_NE(parsed.calibrationError.find("testing hook"), std::string::npos);
+  EXPECT_TRUE(parsed.calibration.is_null());
   EXPECT_EQ(withStatus(parsed, CandidateStatus::Measured).size(), 3u);
 }
 

@@ -166,5 +166,20 @@ TEST(CandidateJson, RejectsMalformedInput) {
             "r.json: $.candidates[2].candidate.batch: expected a positive integer, got -1");
 }
 
+TEST(CandidateSlug, IsFileNameSafeAndKeepsTheGpipeSlug) {
+  Candidate candidate;
+  candidate.balance = {2, 6};
+  candidate.chunks = 8;
+  candidate.checkpoint = Checkpoint::ExceptLast;
+  EXPECT_EQ(candidateSlug(candidate), "b2-6_m8_except_last");
+  candidate.schedule = ScheduleKind::OneFOneB;
+  EXPECT_EQ(candidateSlug(candidate), "b2-6_m8_except_last_1f1b");
+  candidate.balance = {1, 1, 1, 1};
+  candidate.schedule = ScheduleKind::Interleaved;
+  candidate.stagesPerDevice = 2;
+  candidate.checkpoint = Checkpoint::Never;
+  EXPECT_EQ(candidateSlug(candidate), "b1-1-1-1_m8_never_interleaved-v2");
+}
+
 }  // namespace
 }  // namespace pipeprof

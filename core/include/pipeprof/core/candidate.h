@@ -62,6 +62,10 @@ std::vector<std::int64_t> parseBalance(const std::string& text);
 /// "2,3,3".
 std::string formatBalance(const std::vector<std::int64_t>& balance);
 
+/// A file-name-safe name of the candidate for its trace files, e.g. "b2-6_m8_except_last",
+/// "b2-6_m8_except_last_1f1b", "b1-1-1-1_m8_never_interleaved-v2".
+std::string candidateSlug(const Candidate& candidate);
+
 nlohmann::json toJson(const Candidate& candidate);
 /// Throws FormatError naming file and JSON path.
 Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,

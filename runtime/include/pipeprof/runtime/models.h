@@ -52,4 +52,16 @@ std::vector<ModelInfo> zooModels();
 /// an unknown name (listing the known ones) or an unreadable/unsuitable file.
 Model buildModel(const std::string& nameOrPath, const ModelOptions& options = {});
 
+/// A model to build again for every run (each measured run trains a fresh one): what the
+/// CLI's model flags name.
+struct ModelSpec {
+  std::string name = "mlp";  ///< zoo name or TorchScript file (.pt)
+  ModelOptions options;
+  std::int64_t threads = 0;  ///< intra-op threads set before building (setIntraOpThreads); 0: leave them
+};
+
+/// Sets the spec's intra-op threads, then builds its model. Throws std::invalid_argument as
+/// buildModel does, and for negative threads.
+Model buildModel(const ModelSpec& spec);
+
 }  // namespace pipeprof

@@ -1,5 +1,5 @@
 // The sweep's drift correction: one factor from the reference pipelines timed during measuring.
-#include "calibration_drift.h"
+#include <pipeprof/tuner/calibration_drift.h>
 
 #include <pipeprof/core/statistics.h>
 
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 namespace {
 
 constexpr double kLowestFactor = 0.5;
@@ -81,4 +81,4 @@ std::string describeCalibrationDrift(const CalibrationDrift& drift) {
                      factor, steps, factor);
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

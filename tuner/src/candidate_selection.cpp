@@ -1,5 +1,5 @@
 // Which predicted candidates a sweep measures: `--measure top:N|all|none` and its spread rule.
-#include "candidate_selection.h"
+#include <pipeprof/tuner/candidate_selection.h>
 
 #include <algorithm>
 #include <limits>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <stdexcept>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
 MeasurePolicy parseMeasurePolicy(const std::string& text) {
   const std::string help = "expected top:N (N >= 1), all or none";
@@ -73,4 +73,4 @@ std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& rank
   return picked;
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

@@ -1,25 +1,25 @@
-// The main job: profile, simulate every candidate, measure a chosen subset, write the report.
+// The main job as a library: profile, calibrate, predict every candidate, measure a chosen subset, write the report.
 //
-//   profile (or cached) -> calibrate (reference pipelines) -> search (every candidate
-//     predicted, ranked) -> select (--measure)
-//     -> in each of --rounds rounds, for each selected candidate: train warm-up + its share of
-//        the steps on a fresh Pipe, rewrite the report atomically (the last round also traces
-//        the measured steps and simulates the predicted twin trace); the reference pipelines
-//        are timed again in between (the drift correction, cli/calibration_drift.h)
+//   profile (or cached) -> calibrate (reference pipelines, or a calibration file) -> search
+//     (every candidate predicted by the Predictor, ranked) -> select (MeasurePolicy)
+//     -> in each of `rounds` rounds, for each selected candidate: a CandidateMeasurer trains
+//        warm-up + its share of the steps on a fresh pipeline, the report is rewritten
+//        atomically (the last round also traces the measured steps and predicts the twin
+//        trace); the reference pipelines are timed again in between (the drift correction,
+//        tuner/calibration_drift.h)
 //     -> complete = true, suggestion
 #pragma once
-
-#include "candidate_selection.h"
-#include "model_options.h"
-#include "progress_reporter.h"
-#include "schedule_options.h"
 
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/models.h>
+#include <pipeprof/simulator/calibration.h>
 #include <pipeprof/simulator/search.h>
+#include <pipeprof/tuner/candidate_measurer.h>
+#include <pipeprof/tuner/candidate_selection.h>
+#include <pipeprof/tuner/sweep_progress.h>
 
 #include <atomic>
 #include <cstdint>
@@ -28,12 +28,11 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
-/// Everything a sweep needs, validated by the command before any file is created.
+/// Everything a sweep needs, validated by the caller before any file is created.
 struct SweepConfig {
-  std::string model;  ///< zoo name or TorchScript path (modelFlags.model)
-  ModelFlags modelFlags;  ///< --model, --width, --depth, --seed (threads: see below)
+  ModelSpec model;  ///< its threads are the intra-op threads of profiling and measuring (>= 1)
   std::vector<DeviceDesc> devices;  ///< the p pipeline devices (stage j on device j mod p)
   std::int64_t batch = 1;
   std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
@@ -47,10 +46,10 @@ struct SweepConfig {
   std::int64_t steps = 5;        ///< timed steps per candidate, over all its rounds
   std::int64_t rounds = 1;       ///< interleaved rounds (1..steps): see runSweep
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
-  std::int64_t threads = 1;                ///< intra-op threads (resolved, see sweepThreads)
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 8.0;  ///< reference rounds go on this long (at least 3)
   std::string profilePath;  ///< cache: read when it exists, written after profiling otherwise
+  std::string calibrationPath;  ///< where SweepInputs::calibration came from ("" when calibrating)
   std::string reportPath;
   std::string tracesDir;
 };
@@ -59,6 +58,7 @@ struct SweepConfig {
 struct SweepInputs {
   std::optional<Profile> cachedProfile;   ///< from --profile or the resumed report
   std::optional<Report> resumedReport;    ///< --resume: finished candidates are kept
+  std::optional<Calibration> calibration; ///< a calibration file: no reference pipelines before measuring
 };
 
 /// Ctrl-C during a sweep: the report on disk is valid (complete = false); --resume continues.
@@ -75,12 +75,21 @@ class SweepInterrupted : public std::runtime_error {
 /// "measuring: ...") and --resume continues it. A candidate that throws is recorded as Failed
 /// and the sweep goes on. Throws SweepInterrupted when `stop` becomes true (checked between
 /// steps).
-Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
-                const std::atomic<bool>& stop);
+/// Candidates and reference pipelines run through `measurer`.
+Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
+                SweepProgress& progress, const std::atomic<bool>& stop);
 
-/// Checks a cached profile against this sweep (model, device type, threads, LibTorch
-/// version, layer count); returns the reason it does not fit, or "" when it does.
-std::string profileMismatch(const Profile& profile, const SweepConfig& config, std::int64_t layerCount);
+/// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` (the layer
+/// profiler of runtime/layer_profiler.h), recording the model's name and threads in the
+/// profile's environment.
+Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const std::vector<std::int64_t>& microBatches,
+                       double budgetSeconds);
+
+/// Checks a cached profile against the model it is to predict (name, intra-op threads,
+/// `deviceType`, LibTorch version, layer count); returns the reason it does not fit, or "" when
+/// it does.
+std::string profileMismatch(const Profile& profile, const ModelSpec& model, const std::string& deviceType,
+                            std::int64_t layerCount);
 
 /// Checks that a report to resume was written by the same sweep (model, batch, devices,
 /// threads); returns the reason, or "" when it was.
@@ -100,4 +109,4 @@ std::string firstLine(const std::string& text);
 /// The micro-batch sizes the candidates use (every chunk count's full and remainder sizes).
 std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<std::int64_t>& chunks);
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

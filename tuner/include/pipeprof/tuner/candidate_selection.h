@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
 enum class MeasureKind { Top, All, None };
 
@@ -33,4 +33,4 @@ MeasurePolicy parseMeasurePolicy(const std::string& text);
 std::vector<std::size_t> selectForMeasurement(const std::vector<Candidate>& ranked,
                                               const MeasurePolicy& policy);
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

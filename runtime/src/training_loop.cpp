@@ -1,5 +1,5 @@
 // The measured training loop: warm-up, timed SGD steps on a Pipe, peak memory and the trace.
-#include "training_loop.h"
+#include <pipeprof/runtime/training_loop.h>
 
 #include <pipeprof/profiler/cupti_collector.h>
 #include <pipeprof/profiler/host_tracer.h>
@@ -11,7 +11,7 @@
 #include <optional>
 #include <stdexcept>
 
-namespace pipeprof::cli {
+namespace pipeprof {
 
 namespace {
 
@@ -154,4 +154,4 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   return result;
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof

@@ -1,50 +1,34 @@
-// The sweep's predictions: calibrated simulator inputs, every candidate predicted, drift applied.
-#include "sweep_predictions.h"
-
-#include "environment_info.h"
-#include "sweep_calibration.h"
+// The sweep's predictions: the calibration, every candidate predicted by one Predictor, drift applied.
+#include <pipeprof/tuner/sweep_predictions.h>
 
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/profiler/timeline_analysis.h>
 #include <pipeprof/runtime/pipe.h>
-#include <pipeprof/simulator/search.h>
-#include <pipeprof/simulator/simulator.h>
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/simulator/calibration_fit.h>
+#include <pipeprof/tuner/environment_info.h>
+#include <pipeprof/tuner/reference_calibration.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// One cluster device per sweep device. CPU partitions share the host's memory, so their
-/// links cost nothing (no copies); CUDA devices get the same zero-cost links until the
-/// cluster flags say otherwise.
-Cluster sweepCluster(const SweepConfig& config) {
-  Cluster cluster;
-  const auto n = static_cast<std::int64_t>(config.devices.size());
-  for (std::int64_t j = 0; j < n; ++j) {
-    DeviceSpec spec;
-    spec.name = config.devices[static_cast<std::size_t>(j)].typeName() + ":" + std::to_string(j);
-    spec.memoryBytes = config.deviceMemoryBytes;
-    cluster.devices.push_back(spec);
-  }
-  cluster.links.assign(static_cast<std::size_t>(n), std::vector<Link>(static_cast<std::size_t>(n)));
-  return cluster;
-}
-
-/// Each reference pipeline's predicted step time (calibrated simulation plus its step
-/// overhead), by chunk count: what the drift correction compares the references' steps with.
+/// Each reference pipeline's predicted step time (the calibrated prediction, step overhead
+/// included), by chunk count: what the drift correction compares the references' steps with.
 std::map<std::int64_t, TimeNs> referencePredictions(const SweepConfig& config, const CalibratedSetup& setup) {
+  const Predictor predictor = setup.predictor();
   std::map<std::int64_t, TimeNs> predicted;
   for (const std::int64_t m : config.chunks) {
     if (m < 1 || m > config.batch) continue;
     const Candidate reference = referenceCandidate(setup.profile.layerCount(),
                                                    static_cast<std::int64_t>(config.devices.size()), m, config.batch);
-    predicted[m] = simulate(setup.profile, setup.cluster, reference).prediction.iterationNs +
-                   setup.chained.stepOverheadNs(m);
+    predicted[m] = predictor.predict(reference).prediction.iterationNs;
   }
   return predicted;
 }
@@ -53,26 +37,36 @@ std::string relativeTo(const fs::path& file, const fs::path& directory) {
   return fs::proximate(fs::absolute(file), fs::absolute(directory)).generic_string();
 }
 
+/// What a resumed report holds: its calibration (and drift and error), in the format of today
+/// or of the reports written before calibration files.
+void resumeCalibration(CalibratedSetup& setup, const Report& resumed, const std::string& reportPath) {
+  setup.calibration = reportCalibration(resumed, reportPath);
+  if (resumed.cluster) setup.cluster = *resumed.cluster;
+  nlohmann::json drift = resumed.calibrationDrift;
+  setup.calibrationError = resumed.calibrationError;
+  if (resumed.calibration.is_object() && resumed.calibration.contains("chained")) {
+    drift = resumed.calibration.value("drift", nlohmann::json());
+    setup.calibrationError = resumed.calibration.value("error", std::string());
+  }
+  setup.drift = calibrationDriftFromJson(drift);
+}
+
 }  // namespace
 
-nlohmann::json CalibratedSetup::json() const {
-  if (!calibrationError.empty()) return {{"error", calibrationError}};
-  nlohmann::json result = {{"chained", toJson(chained)}};
-  if (!drift.predictedNs.empty()) result["drift"] = toJson(drift);
-  return result;
+void CalibratedSetup::storeIn(Report& report) const {
+  report.calibration = calibration.empty() ? nlohmann::json() : toJson(calibration);
+  report.calibrationDrift = drift.predictedNs.empty() ? nlohmann::json() : toJson(drift);
+  report.calibrationError = calibrationError;
 }
 
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
-                          ProgressReporter& progress) {
-  CalibratedSetup setup{std::move(profile), sweepCluster(config), {}, {}, {}};
+                          CandidateMeasurer& measurer, SweepProgress& progress) {
+  CalibratedSetup setup{std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes), {}, {}, {}};
   if (inputs.resumedReport) {
-    const nlohmann::json& calibration = inputs.resumedReport->calibration;
-    if (calibration.is_object()) {
-      setup.chained = chainedCalibrationFromJson(calibration.value("chained", nlohmann::json()));
-      setup.drift = calibrationDriftFromJson(calibration.value("drift", nlohmann::json()));
-      setup.calibrationError = calibration.value("error", std::string());
-    }
-    setup.cluster = calibratedCluster(std::move(setup.cluster), setup.chained);
+    resumeCalibration(setup, *inputs.resumedReport, config.reportPath);
+  } else if (inputs.calibration) {
+    setup.calibration = *inputs.calibration;
+    progress.phase(describeCalibration(setup.calibration) + " (from " + config.calibrationPath + ")");
   } else {
     progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
                                config.calibrationBudgetSeconds));
@@ -81,8 +75,9 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-      setup.chained = measureChainedCalibration(config.modelFlags, setup.profile, setup.cluster, config.batch,
-                                                config.chunks, torchDevices(config.devices), rounds);
+      setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
+                                             static_cast<std::int64_t>(config.devices.size()), rounds);
+      stampProvenance(setup.calibration, config.model, config.batch, config.devices);
     } catch (const std::exception& failure) {
       setup.calibrationError = firstLine(errorText(failure));
     }
@@ -90,11 +85,9 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
       progress.phase("calibration failed, predicting from the raw profile: " + setup.calibrationError);
       return setup;
     }
-    setup.profile = calibratedProfile(std::move(setup.profile), setup.chained);
-    setup.cluster = calibratedCluster(std::move(setup.cluster), setup.chained);
-    progress.phase(describeChainedCalibration(setup.chained));
+    progress.phase(describeCalibration(setup.calibration));
   }
-  if (setup.calibrationError.empty() && !setup.chained.scales.empty()) {
+  if (setup.calibrationError.empty() && !setup.calibration.empty() && setup.drift.predictedNs.empty()) {
     setup.drift.predictedNs = referencePredictions(config, setup);
   }
   return setup;
@@ -110,32 +103,21 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
   space.modes = config.modes;
   space.enumeration = config.enumeration;
   space.balances = config.balances;
-  SearchResult searched = search(setup.profile, setup.cluster, space);
-
-  auto addOverhead = [&](RankedCandidate& entry) {
-    if (entry.prediction.iterationNs <= 0) return;
-    addStepOverhead(entry.prediction, setup.chained.stepOverheadNs(entry.candidate.chunks), config.batch);
-  };
-  for (RankedCandidate& entry : searched.ranked) addOverhead(entry);
-  for (RankedCandidate& entry : searched.rejected) addOverhead(entry);
-  std::stable_sort(searched.ranked.begin(), searched.ranked.end(),
-                   [](const RankedCandidate& a, const RankedCandidate& b) {
-                     return a.prediction.samplesPerS > b.prediction.samplesPerS;
-                   });
+  const SearchResult searched = setup.predictor().search(space);
 
   Report report;
   ReportEnvironment& env = report.environment;
-  env.model = config.model;
+  env.model = config.model.name;
   env.batch = config.batch;
   for (const DeviceDesc& device : config.devices) env.devices.push_back(device.str());
-  env.threads = config.threads;
+  env.threads = config.model.threads;
   env.torchVersion = torchVersion();
   env.pipeprofRevision = pipeprofRevision();
   env.createdAt = utcNowIso8601();
   report.profilePath = config.profilePath;
   report.profile = setup.profile;
   report.cluster = setup.cluster;
-  report.calibration = setup.json();
+  setup.storeIn(report);
   for (std::size_t index = 0; index < searched.ranked.size(); ++index) {
     CandidateResult result;
     result.candidate = searched.ranked[index].candidate;
@@ -159,36 +141,38 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
 std::vector<Prediction> predictionsOf(const Report& report) {
   std::vector<Prediction> predictions;
   predictions.reserve(report.candidates.size());
-  for (const CandidateResult& result : report.candidates) predictions.push_back(result.prediction);
+  for (const CandidateResult& result : report.candidates) {
+    predictions.push_back(result.predictionBeforeDrift ? *result.predictionBeforeDrift : result.prediction);
+  }
   return predictions;
 }
 
 void applyDrift(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup) {
   const double factor = setup.drift.factor();
   for (std::size_t index = 0; index < report.candidates.size() && index < base.size(); ++index) {
-    Prediction& prediction = report.candidates[index].prediction;
-    std::string tracePath = std::move(prediction.tracePath);
-    prediction = driftedPrediction(base[index], factor, report.environment.batch);
-    prediction.tracePath = std::move(tracePath);
+    CandidateResult& result = report.candidates[index];
+    std::string tracePath = std::move(result.prediction.tracePath);
+    result.prediction = driftedPrediction(base[index], factor, report.environment.batch);
+    result.prediction.tracePath = std::move(tracePath);
+    result.predictionBeforeDrift = base[index];
+    result.predictionBeforeDrift->tracePath.clear();
   }
-  report.calibration = setup.json();
+  setup.storeIn(report);
 }
 
-void writePredictedTwin(CandidateResult& result, const Prediction& base, const CalibratedSetup& setup,
-                        const fs::path& tracesDir, const fs::path& reportDir) {
+void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, const fs::path& tracesDir,
+                        const fs::path& reportDir) {
   SimulationOptions options;
   options.recordTrace = true;
-  SimulationResult twin = simulate(setup.profile, setup.cluster, result.candidate, options);
+  SimulationResult twin = setup.predictor().predict(result.candidate, options);
   twin.trace.metadata["source"] = "predicted";
   twin.trace.metadata["candidate"] = result.candidate.label();
-  // What the prediction adds to the simulator's step: the calibrated step overhead.
-  const TimeNs overheadNs = std::max<TimeNs>(0, base.iterationNs - twin.prediction.iterationNs);
-  appendStepOverheadSpan(twin.trace, overheadNs);
   const double factor = setup.drift.factor();
   scaleTraceTimes(twin.trace, factor);
   const fs::path path = tracesDir / (candidateSlug(result.candidate) + ".predicted.json");
   writeChromeTraceFile(twin.trace, path.string());
   result.predictedAnalysis = toJson(analyzeTimeline(twin.trace));
+  const TimeNs overheadNs = setup.calibration.stepOverheadNsFor(result.candidate.chunks);
   result.predictedAnalysis["calibrated_step_overhead_ns"] = std::llround(static_cast<double>(overheadNs) * factor);
   result.predictedAnalysis["calibration_drift_factor"] = factor;
   result.prediction.tracePath = relativeTo(path, reportDir);
@@ -199,4 +183,4 @@ double twinDriftFactor(const CandidateResult& result) {
   return result.predictedAnalysis.value("calibration_drift_factor", 1.0);
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::cli {
+namespace pipeprof {
 
 struct TrainingOptions {
   std::vector<std::int64_t> balance;   ///< layers per stage: p * v entries
@@ -72,4 +72,4 @@ struct TrainingResult {
 /// or non-positive steps, batch or chunks > batch; TrainingStopped when shouldStop says so.
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options);
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof

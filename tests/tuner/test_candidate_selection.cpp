@@ -1,11 +1,11 @@
-// Tests of cli/candidate_selection: --measure parsing and the spread rule of top:N.
-#include "candidate_selection.h"
+// Tests of tuner/candidate_selection: --measure parsing and the spread rule of top:N.
+#include <pipeprof/tuner/candidate_selection.h>
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 namespace {
 
 Candidate make(std::vector<std::int64_t> balance, std::int64_t chunks, Checkpoint mode) {
@@ -78,4 +78,4 @@ TEST(SelectForMeasurement, AllAndNone) {
 }
 
 }  // namespace
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

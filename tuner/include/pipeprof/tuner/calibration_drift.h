@@ -2,7 +2,7 @@
 // measured, and the one factor by which the machine ran slower (or faster) then than while it
 // was calibrated.
 //
-// The calibration (cli/chained_calibration.h) times the reference pipelines -- every device, an
+// The calibration (tuner/reference_calibration.h) times the reference pipelines -- every device, an
 // even balance, `never`, one per chunk count -- for a few seconds before the candidates are
 // measured. On a shared machine the minutes of measuring that follow can run 10-20% faster or
 // slower than those seconds did, and every prediction then carries that offset. So each
@@ -25,7 +25,7 @@
 #include <map>
 #include <vector>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
 struct CalibrationDrift {
   /// Each reference's predicted step time before drift (the calibrated simulation plus its
@@ -56,4 +56,4 @@ CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json);
 /// One line for the sweep's progress: the factor and what it means.
 std::string describeCalibrationDrift(const CalibrationDrift& drift);
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

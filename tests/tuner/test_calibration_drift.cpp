@@ -1,10 +1,10 @@
-// Tests of cli/calibration_drift: the one factor by which the machine ran slower or faster while
+// Tests of tuner/calibration_drift: the one factor by which the machine ran slower or faster while
 // the candidates were measured than while it was calibrated.
-#include "calibration_drift.h"
+#include <pipeprof/tuner/calibration_drift.h>
 
 #include <gtest/gtest.h>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 namespace {
 
 TEST(CalibrationDrift, IsOneUntilAReferenceHasBothAPredictionAndATimedStep) {
@@ -93,4 +93,4 @@ TEST(CalibrationDrift, DescribesTheFactorOnceStepsWereTimed) {
 }
 
 }  // namespace
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

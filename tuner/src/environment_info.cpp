@@ -1,5 +1,5 @@
 // Facts about where a sweep runs: pipeprof's git revision, threads, time.
-#include "environment_info.h"
+#include <pipeprof/tuner/environment_info.h>
 
 #include <pipeprof_git_revision.h>
 
@@ -7,7 +7,7 @@
 #include <ctime>
 #include <thread>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
 std::string pipeprofRevision() { return PIPEPROF_GIT_REVISION; }
 
@@ -29,4 +29,4 @@ std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::
   return std::max<std::int64_t>(1, cores / std::max<std::int64_t>(1, partitions));
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

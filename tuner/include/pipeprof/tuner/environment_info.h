@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
 /// The git revision pipeprof was built from (`git describe --always --dirty` at build time),
 /// or "unknown" outside a git checkout.
@@ -17,4 +17,4 @@ std::int64_t hardwareThreads();
 /// do not oversubscribe the cores, unless the user gave one (requested > 0).
 std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::int64_t cores);
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

@@ -1,9 +1,10 @@
-// The main job: profile, simulate every candidate, measure a chosen subset, write the report.
-#include "sweep_runner.h"
+// The main job as a library: profile, calibrate, predict every candidate, measure a chosen subset, write the report.
+#include <pipeprof/tuner/sweep.h>
 
-#include "sweep_calibration.h"
-#include "sweep_predictions.h"
-#include "training_loop.h"
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/runtime/training_loop.h>
+#include <pipeprof/simulator/calibration_fit.h>
+#include <pipeprof/tuner/sweep_predictions.h>
 
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/profile.h>
@@ -23,7 +24,7 @@
 #include <set>
 #include <thread>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,31 +39,19 @@ std::string envOr(const char* name) {
   return value ? std::string(value) : std::string();
 }
 
-/// One round of a candidate's measured run: the shared training loop (cli/training_loop.h) on a
-/// fresh copy of the model, `steps` timed steps, traced when `traced`.
-TrainingResult measureRound(const SweepConfig& config, const Candidate& candidate, std::int64_t steps, bool traced,
-                            const std::atomic<bool>& stop) {
+/// One round of a candidate's measured run through the measurer: `steps` timed steps, traced
+/// when `traced`.
+MeasuredRun measureRound(CandidateMeasurer& measurer, const SweepConfig& config, const Candidate& candidate,
+                         std::int64_t steps, bool traced, const std::atomic<bool>& stop) {
   throwIfFailureInjected(candidate.label());
-  Model model = buildModelFromFlags(config.modelFlags);
-  TrainingOptions options;
-  options.balance = candidate.balance;
-  // One torch device per pipeline device: the candidate's placement, or device d on sweep device d.
-  const std::vector<torch::Device> devices = torchDevices(config.devices);
-  for (std::int64_t d = 0; d < candidate.pipelineDevices(); ++d) {
-    options.devices.push_back(devices.at(static_cast<std::size_t>(candidate.deviceOf(d))));
-  }
-  options.schedule = candidate.schedule;
-  options.stagesPerDevice = candidate.stagesPerDevice;
-  options.chunks = candidate.chunks;
-  options.checkpoint = candidate.checkpoint;
-  options.batch = config.batch;
-  options.warmupSteps = config.warmupSteps;
-  options.steps = steps;
-  options.captureTrace = traced;
-  options.shouldStop = [&stop] { return stop.load(); };
-  TrainingResult result = trainAndMeasure(model, options);
-  result.trace.metadata["candidate"] = candidate.label();
-  return result;
+  MeasureRequest request;
+  request.warmupSteps = config.warmupSteps;
+  request.steps = steps;
+  request.traced = traced;
+  request.shouldStop = [&stop] { return stop.load(); };
+  MeasuredRun run = measurer.measure(candidate, request);
+  run.trace.metadata["candidate"] = candidate.label();
+  return run;
 }
 
 void pauseForTests() {
@@ -71,19 +60,13 @@ void pauseForTests() {
   std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(delay)));
 }
 
-Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress) {
+Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, SweepProgress& progress) {
   if (inputs.cachedProfile) return *inputs.cachedProfile;
-  progress.phase(fmt::format("profiling {} on {} with {} thread{} (micro-batches {})", config.model,
-                             config.devices.front().typeName(), config.threads, config.threads == 1 ? "" : "s",
-                             formatBalance(microBatchSizes(config.batch, config.chunks))));
-  Model model = buildModelFromFlags(config.modelFlags);
-  LayerProfilerOptions options;
-  options.device = torchDevice(config.devices.front());
-  options.microBatches = microBatchSizes(config.batch, config.chunks);
-  options.timeBudgetSeconds = config.profileBudgetSeconds;
-  Profile profile = profileModel(model, options);
-  profile.environment.model = config.model;
-  profile.environment.threads = config.threads;
+  const std::vector<std::int64_t> sizes = microBatchSizes(config.batch, config.chunks);
+  progress.phase(fmt::format("profiling {} on {} with {} thread{} (micro-batches {})", config.model.name,
+                             config.devices.front().typeName(), config.model.threads,
+                             config.model.threads == 1 ? "" : "s", formatBalance(sizes)));
+  Profile profile = measureProfile(config.model, config.devices.front(), sizes, config.profileBudgetSeconds);
   if (!config.profilePath.empty()) {
     fs::create_directories(fs::absolute(config.profilePath).parent_path());
     writeProfile(profile, config.profilePath);
@@ -99,13 +82,13 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 }
 
 /// Measures round `round` of a candidate into its (partial) measurement. The final round is
-/// traced: it writes the measured trace and the predicted twin (from `base`, the candidate's
-/// prediction before drift) and marks the result Measured. Throws whatever the run throws; the
+/// traced: it writes the measured trace and the predicted twin and marks the result Measured. Throws whatever the run throws; the
 /// result is untouched then.
-void measureRoundInto(CandidateResult& result, const Prediction& base, std::int64_t round, const SweepConfig& config,
-                      const CalibratedSetup& setup, const fs::path& reportDir, const std::atomic<bool>& stop) {
+void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepConfig& config,
+                      const CalibratedSetup& setup, const fs::path& reportDir, CandidateMeasurer& measurer,
+                      const std::atomic<bool>& stop) {
   const bool last = round + 1 == config.rounds;
-  TrainingResult run = measureRound(config, result.candidate, roundSteps(config, round), last, stop);
+  const MeasuredRun run = measureRound(measurer, config, result.candidate, roundSteps(config, round), last, stop);
   Measurement measurement = round > 0 && result.measurement ? *result.measurement : Measurement{};
   measurement.warmupSteps = config.warmupSteps;
   measurement.rounds = round + 1;
@@ -117,7 +100,7 @@ void measureRoundInto(CandidateResult& result, const Prediction& base, std::int6
   }
   const fs::path measuredPath = fs::path(config.tracesDir) / (candidateSlug(result.candidate) + ".measured.json");
   writeChromeTraceFile(run.trace, measuredPath.string());
-  writePredictedTwin(result, base, setup, config.tracesDir, reportDir);
+  writePredictedTwin(result, setup, config.tracesDir, reportDir);
   result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
   measurement.tracePath = fs::proximate(fs::absolute(measuredPath), reportDir).generic_string();
   result.measurement = std::move(measurement);
@@ -163,21 +146,34 @@ std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<
   return {sizes.begin(), sizes.end()};
 }
 
-std::string profileMismatch(const Profile& profile, const SweepConfig& config, std::int64_t layerCount) {
+Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const std::vector<std::int64_t>& microBatches,
+                       double budgetSeconds) {
+  Model built = buildModel(model);
+  LayerProfilerOptions options;
+  options.device = torchDevice(device);
+  options.microBatches = microBatches;
+  options.timeBudgetSeconds = budgetSeconds;
+  Profile profile = profileModel(built, options);
+  profile.environment.model = model.name;
+  profile.environment.threads = model.threads;
+  return profile;
+}
+
+std::string profileMismatch(const Profile& profile, const ModelSpec& model, const std::string& deviceType,
+                            std::int64_t layerCount) {
   const ProfileEnvironment& env = profile.environment;
-  const std::string deviceType = config.devices.front().typeName();
   if (env.deviceType != deviceType) {
     return fmt::format("it was measured on device type '{}', this sweep runs on '{}'", env.deviceType, deviceType);
   }
-  if (env.threads != config.threads) {
+  if (env.threads != model.threads) {
     return fmt::format("it was measured with {} intra-op thread(s), this sweep uses {} (pass --threads {} or re-profile)",
-                       env.threads, config.threads, env.threads);
+                       env.threads, model.threads, env.threads);
   }
   if (env.torchVersion != torchVersion()) {
     return fmt::format("it was measured with LibTorch {}, this is LibTorch {}", env.torchVersion, torchVersion());
   }
-  if (!env.model.empty() && env.model != config.model) {
-    return fmt::format("it profiles model '{}', this sweep is of '{}'", env.model, config.model);
+  if (!env.model.empty() && env.model != model.name) {
+    return fmt::format("it profiles model '{}', this sweep is of '{}'", env.model, model.name);
   }
   if (profile.layerCount() != layerCount) {
     return fmt::format("it has {} layers, the model has {}", profile.layerCount(), layerCount);
@@ -189,12 +185,14 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
   const ReportEnvironment& env = report.environment;
   std::vector<std::string> devices;
   for (const DeviceDesc& device : config.devices) devices.push_back(device.str());
-  if (env.model != config.model) return fmt::format("model '{}' there, '{}' here", env.model, config.model);
+  if (env.model != config.model.name) return fmt::format("model '{}' there, '{}' here", env.model, config.model.name);
   if (env.batch != config.batch) return fmt::format("batch {} there, {} here", env.batch, config.batch);
   if (env.devices != devices) {
     return fmt::format("devices {} there, {} here", fmt::join(env.devices, ","), fmt::join(devices, ","));
   }
-  if (env.threads != config.threads) return fmt::format("{} thread(s) there, {} here", env.threads, config.threads);
+  if (env.threads != config.model.threads) {
+    return fmt::format("{} thread(s) there, {} here", env.threads, config.model.threads);
+  }
   return "";
 }
 
@@ -253,7 +251,7 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
 }
 
 /// Ctrl-C between or during runs: the report on disk holds what finished.
-SweepInterrupted interruption(const std::string& when, const SweepConfig& config, ProgressReporter& progress) {
+SweepInterrupted interruption(const std::string& when, const SweepConfig& config, SweepProgress& progress) {
   progress.finish();
   return SweepInterrupted(fmt::format("interrupted {}; {} holds what finished -- continue with the same command and "
                                       "--resume", when, config.reportPath));
@@ -263,7 +261,7 @@ SweepInterrupted interruption(const std::string& when, const SweepConfig& config
 /// once more (untraced, at most kReferenceStepsPerRound timed steps) and adds its steps to the
 /// drift. A reference that fails is left out with a note; the others still correct the drift.
 void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t round, const SweepConfig& config,
-                   ProgressReporter& progress, const std::atomic<bool>& stop) {
+                   CandidateMeasurer& measurer, SweepProgress& progress, const std::atomic<bool>& stop) {
   constexpr std::int64_t kReferenceStepsPerRound = 5;
   const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
   if (stop.load()) throw interruption("before " + label, config, progress);
@@ -271,10 +269,11 @@ void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t rou
   const Candidate reference = referenceCandidate(setup.profile.layerCount(),
                                                  static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
   try {
-    const TrainingResult run = trainReference(config.modelFlags, reference, torchDevices(config.devices),
-                                              std::max<std::int64_t>(1, config.warmupSteps),
-                                              std::min(roundSteps(config, round), kReferenceStepsPerRound), false,
-                                              [&stop] { return stop.load(); });
+    MeasureRequest request;
+    request.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
+    request.steps = std::min(roundSteps(config, round), kReferenceStepsPerRound);
+    request.shouldStop = [&stop] { return stop.load(); };
+    const MeasuredRun run = measurer.measure(reference, request);
     std::vector<TimeNs>& timed = setup.drift.measuredNs[chunks];
     timed.insert(timed.end(), run.measurement.stepNs.begin(), run.measurement.stepNs.end());
   } catch (const TrainingStopped&) {
@@ -287,13 +286,13 @@ void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t rou
 
 /// Rewrites the predicted twins whose drift factor is not the final one: those written before
 /// the last references of the final round were timed, or before a --resume.
-void refreshPredictedTwins(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup,
-                           const SweepConfig& config, const fs::path& reportDir) {
+void refreshPredictedTwins(Report& report, const CalibratedSetup& setup, const SweepConfig& config,
+                           const fs::path& reportDir) {
   const double factor = setup.drift.factor();
   for (std::size_t index = 0; index < report.candidates.size(); ++index) {
     CandidateResult& result = report.candidates[index];
     if (result.status != CandidateStatus::Measured || std::abs(twinDriftFactor(result) - factor) < 1e-9) continue;
-    writePredictedTwin(result, base[index], setup, config.tracesDir, reportDir);
+    writePredictedTwin(result, setup, config.tracesDir, reportDir);
   }
 }
 
@@ -305,7 +304,7 @@ void refreshPredictedTwins(Report& report, const std::vector<Prediction>& base, 
 /// Trace paths are written relative to `reportDir`, the report's directory.
 void measureInRounds(Report& report, const std::vector<Prediction>& base, const std::vector<std::size_t>& selected,
                      const SweepConfig& config, CalibratedSetup& setup, const fs::path& reportDir,
-                     ProgressReporter& progress, const std::atomic<bool>& stop) {
+                     CandidateMeasurer& measurer, SweepProgress& progress, const std::atomic<bool>& stop) {
   std::vector<std::size_t> todo;
   std::int64_t roundsToRun = 0;
   for (const std::size_t index : selected) {
@@ -337,7 +336,7 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
       // that they sample the machine's speed over the same span as the candidates.
       while (referencesTimed < references.size() &&
              referencesTimed * running.size() / references.size() <= position) {
-        timeReference(setup, references[referencesTimed++], round, config, progress, stop);
+        timeReference(setup, references[referencesTimed++], round, config, measurer, progress, stop);
         applyDrift(report, base, setup);
       }
       CandidateResult& result = report.candidates[running[position]];
@@ -348,7 +347,7 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
       progress.begin(roundLabel);
       std::string error;
       try {
-        measureRoundInto(result, base[running[position]], round, config, setup, reportDir, stop);
+        measureRoundInto(result, round, config, setup, reportDir, measurer, stop);
         if (result.status == CandidateStatus::Measured) {
           progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
         } else {
@@ -374,17 +373,17 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
   progress.finish();
   if (setup.timesReferences()) {
     progress.phase(describeCalibrationDrift(setup.drift));
-    refreshPredictedTwins(report, base, setup, config, reportDir);
+    refreshPredictedTwins(report, setup, config, reportDir);
     applyDrift(report, base, setup);
   }
 }
 
 }  // namespace
 
-Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressReporter& progress,
-                const std::atomic<bool>& stop) {
-  setThreads(config.threads);  // LibTorch and OpenBLAS, before profiling (model_options.h)
-  CalibratedSetup setup = calibrate(config, inputs, obtainProfile(config, inputs, progress), progress);
+Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
+                SweepProgress& progress, const std::atomic<bool>& stop) {
+  setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling
+  CalibratedSetup setup = calibrate(config, inputs, obtainProfile(config, inputs, progress), measurer, progress);
   Report report = predictedReport(config, setup);
   const std::vector<Prediction> base = predictionsOf(report);
 
@@ -403,11 +402,11 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, ProgressRe
   applyDrift(report, base, setup);  // a resumed sweep's drift so far
   report.updateSuggestion();
   writeReport(report, config.reportPath);
-  measureInRounds(report, base, selected, config, setup, reportDir, progress, stop);
+  measureInRounds(report, base, selected, config, setup, reportDir, measurer, progress, stop);
   report.complete = true;
   report.updateSuggestion();
   writeReport(report, config.reportPath);
   return report;
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

@@ -1,0 +1,133 @@
+// `pipeprof calibrate`: time reference pipelines and write the calibration that simulate, suggest and sweep take.
+#include "commands.h"
+#include "model_options.h"
+#include "search_flags.h"
+
+#include <pipeprof/core/units.h>
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/simulator/calibration.h>
+#include <pipeprof/tuner/candidate_measurer.h>
+#include <pipeprof/tuner/environment_info.h>
+#include <pipeprof/tuner/reference_calibration.h>
+#include <pipeprof/tuner/sweep.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace pipeprof::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CalibrateFlags {
+  ModelFlags model;
+  std::string devices = "cpu,cpu";
+  std::string chunks = "1,2,4,8";
+  std::string profile;
+  double profileBudget = 20.0;
+  double budget = 8.0;
+  std::string output = "calibration.json";
+  bool json = false;
+};
+
+/// The profile the calibration corrects: --profile when it exists (checked against the model),
+/// else measured now (and written to --profile when given).
+Profile obtainProfile(const CalibrateFlags& flags, const ModelSpec& spec, const std::vector<DeviceDesc>& devices,
+                      std::int64_t layers, const std::vector<std::int64_t>& sizes) {
+  if (!flags.profile.empty() && fs::exists(flags.profile)) {
+    Profile profile = readProfile(flags.profile);
+    const std::string mismatch = tuner::profileMismatch(profile, spec, devices.front().typeName(), layers);
+    if (!mismatch.empty()) {
+      throw UsageError("--profile " + flags.profile + " does not fit: " + mismatch +
+                       "; delete it or name another --profile to re-profile");
+    }
+    return profile;
+  }
+  std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", spec.name, devices.front().typeName(),
+                           formatBalance(sizes));
+  Profile profile = tuner::measureProfile(spec, devices.front(), sizes, flags.profileBudget);
+  if (!flags.profile.empty()) writeProfile(profile, flags.profile);
+  return profile;
+}
+
+void runCalibrate(const CalibrateFlags& flags) {
+  const std::vector<DeviceDesc> devices = parseDevicesFlag(flags.devices);
+  if (devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
+  torchDevices(devices);  // CUDA present and indices in range, else std::invalid_argument (exit 2)
+  const std::vector<std::int64_t> chunks = parseChunksFlag(flags.chunks);
+  if (!(flags.budget >= 0)) throw UsageError(fmt::format("--budget {}: must not be negative", flags.budget));
+  if (!(flags.profileBudget > 0)) {
+    throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
+  }
+  if (flags.output.empty() || fs::is_directory(flags.output)) {
+    throw UsageError("-o '" + flags.output + "': name the calibration file to write, e.g. -o calibration.json");
+  }
+  ModelSpec spec = flags.model.spec();
+  spec.threads = tuner::sweepThreads(spec.threads, static_cast<std::int64_t>(devices.size()), tuner::hardwareThreads());
+  const Model model = buildModelFromFlags(flags.model);
+  const std::int64_t batch = batchFromFlags(flags.model, model);
+  const auto layers = static_cast<std::int64_t>(model.sequential->size());
+  for (const std::int64_t m : chunks) {
+    if (m > batch) throw UsageError(fmt::format("--chunks {}: {} exceeds the batch {}", flags.chunks, m, batch));
+  }
+  setIntraOpThreads(spec.threads);
+  const Profile profile = obtainProfile(flags, spec, devices, layers, tuner::microBatchSizes(batch, chunks));
+
+  std::cerr << fmt::format("calibrating: one reference pipeline per chunk count ({}), in rounds for {:g} s\n",
+                           flags.chunks, flags.budget);
+  tuner::ThreadedMeasurer measurer(spec, devices);
+  tuner::CalibrationRounds rounds;
+  rounds.budgetSeconds = flags.budget;
+  Calibration calibration =
+      tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt), batch, chunks,
+                                static_cast<std::int64_t>(devices.size()), rounds);
+  tuner::stampProvenance(calibration, spec, batch, devices);
+  if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
+  writeCalibration(calibration, flags.output);
+  if (flags.json) {
+    std::cout << toJson(calibration).dump(2) << "\n";
+    return;
+  }
+  std::cout << describeCalibration(calibration) << "\n";
+  for (const CalibrationReference& reference : calibration.provenance.references) {
+    std::cout << fmt::format("  reference x{} (balance {}, never): {} steps, median {}, step overhead {}\n",
+                             reference.chunks, formatBalance(reference.balance), reference.steps,
+                             formatDuration(reference.stepNsMedian),
+                             formatDuration(calibration.stepOverheadNsFor(reference.chunks)));
+  }
+  std::cout << "wrote " << flags.output << "\n";
+}
+
+}  // namespace
+
+void addCalibrateCommand(CLI::App& app) {
+  auto flags = std::make_shared<CalibrateFlags>();
+  CLI::App* command = app.add_subcommand(
+      "calibrate",
+      "Time reference pipelines (every device, an even balance, never; one per chunk count) and write the\n"
+      "calibration -- per micro-batch scales, device speeds, step overhead per chunk count -- that\n"
+      "`simulate --calibration`, `suggest --calibration` and `sweep --calibration` predict with.\n\n"
+      "Examples:\n"
+      "  pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o mlp.calibration.json\n"
+      "  pipeprof simulate --profile mlp.profile.json --calibration mlp.calibration.json --devices 2 --batch 64 \\\n"
+      "      --balance 7,8 --chunks 4");
+  addModelFlags(*command, flags->model);
+  command->add_option("--devices", flags->devices, "The pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1")
+      ->capture_default_str();
+  command->add_option("--chunks", flags->chunks, "Chunk counts to time a reference pipeline for")
+      ->capture_default_str();
+  command->add_option("--profile", flags->profile,
+                      "The profile to calibrate: read when it exists, else measured now and written there");
+  command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
+      ->capture_default_str();
+  command->add_option("--budget", flags->budget, "Seconds of reference-pipeline rounds (at least 3 rounds)")
+      ->capture_default_str();
+  command->add_option("-o,--output", flags->output, "Calibration path (pipeprof.calibration/v1)")->capture_default_str();
+  command->add_flag("--json", flags->json, "Print the calibration JSON on stdout instead of the summary");
+  command->callback([flags] { runCalibrate(*flags); });
+}
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,55 @@
+// Where LibTorch runs: version, intra-op threads (LibTorch's and OpenBLAS's), torch devices.
+#include <pipeprof/runtime/torch_environment.h>
+
+#include <torch/version.h>
+
+#include <dlfcn.h>
+
+#include <stdexcept>
+
+namespace pipeprof {
+namespace {
+
+/// OpenBLAS's own pool, when OpenBLAS is linked in (Debian's LibTorch uses it for GEMM).
+void setBlasThreads(int threads) {
+  using SetThreads = void (*)(int);
+  if (void* symbol = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
+    reinterpret_cast<SetThreads>(symbol)(threads);
+  }
+}
+
+}  // namespace
+
+void setIntraOpThreads(std::int64_t threads) {
+  if (threads < 1) throw std::invalid_argument("intra-op threads must be at least 1, got " + std::to_string(threads));
+  torch::set_num_threads(static_cast<int>(threads));
+  setBlasThreads(static_cast<int>(threads));
+}
+
+std::string torchVersion() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+torch::Device torchDevice(const DeviceDesc& device) {
+  if (device.type == DeviceType::Cpu) return torch::Device(torch::kCPU);
+  if (!torch::cuda::is_available()) {
+    throw std::invalid_argument("device " + device.str() +
+                                " asked for, but CUDA is not available to LibTorch here; use cpu");
+  }
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (device.index < 0 || device.index >= count) {
+    throw std::invalid_argument("device " + device.str() + " does not exist: " + std::to_string(count) +
+                                " CUDA device(s)");
+  }
+  return torch::Device(torch::kCUDA, static_cast<torch::DeviceIndex>(device.index));
+}
+
+std::vector<torch::Device> torchDevices(const std::vector<DeviceDesc>& devices) {
+  std::vector<torch::Device> out;
+  out.reserve(devices.size());
+  for (const DeviceDesc& device : devices) out.push_back(torchDevice(device));
+  return out;
+}
+
+}  // namespace pipeprof

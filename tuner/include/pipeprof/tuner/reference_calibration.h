@@ -1,0 +1,53 @@
+// Measuring a calibration: reference pipelines timed in rounds, and the calibration they imply.
+//
+// One reference pipeline per chunk count (every device, an even balance, `never`; see
+// simulator/calibration_fit.h) is trained through a CandidateMeasurer, traced, in interleaved
+// rounds; the fitted scales, device speeds and step overheads are the calibration that
+// `pipeprof calibrate` writes and the sweep embeds in its report.
+#pragma once
+
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/device.h>
+#include <pipeprof/core/profile.h>
+#include <pipeprof/runtime/models.h>
+#include <pipeprof/simulator/calibration.h>
+#include <pipeprof/tuner/candidate_measurer.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace pipeprof::tuner {
+
+/// How long the reference runs go on: rounds until `budgetSeconds` have passed, and at least
+/// `minRounds` (a round trains each reference once, `warmupSteps` + `steps` steps). The
+/// references warm up as the candidates do: a fresh Pipe's first 2-3 steps on a CPU run
+/// 10-100% slower than the ones after.
+struct CalibrationRounds {
+  double budgetSeconds = 8.0;
+  std::int64_t minRounds = 3;
+  std::int64_t warmupSteps = 1;
+  std::int64_t steps = 4;
+};
+
+/// Trains one reference pipeline per chunk count in `chunks` (1 <= m <= batch; over
+/// `devices` devices) in interleaved rounds through `measurer`, traced, and fits the
+/// calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
+/// longer time, so that a slow spell of a shared machine weighs on the calibration as it will
+/// on the measured candidates. provenance.rounds and .references are filled. Throws what the
+/// measurer throws.
+Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
+                               std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
+                               const CalibrationRounds& rounds);
+
+/// Fills the rest of the calibration's provenance: the model, batch, devices, threads, LibTorch
+/// version, pipeprof's revision and the time now.
+void stampProvenance(Calibration& calibration, const ModelSpec& model, std::int64_t batch,
+                     const std::vector<DeviceDesc>& devices);
+
+/// One cluster device per sweep device, with `memoryBytes` each (nullopt: unbounded). CPU
+/// partitions share the host's memory, so their links cost nothing (no copies); CUDA devices
+/// get the same zero-cost links until the cluster flags say otherwise.
+Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes> memoryBytes);
+
+}  // namespace pipeprof::tuner

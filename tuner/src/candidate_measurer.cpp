@@ -1,0 +1,33 @@
+// The threaded measurer: a candidate trained on a fresh Pipe whose stages are threads of this process.
+#include <pipeprof/tuner/candidate_measurer.h>
+
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/runtime/training_loop.h>
+
+namespace pipeprof::tuner {
+
+ThreadedMeasurer::ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices)
+    : model_(std::move(model)), devices_(std::move(devices)) {}
+
+MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureRequest& request) {
+  Model model = buildModel(model_);
+  TrainingOptions options;
+  options.balance = candidate.balance;
+  const std::vector<torch::Device> devices = torchDevices(devices_);
+  for (std::int64_t d = 0; d < candidate.pipelineDevices(); ++d) {
+    options.devices.push_back(devices.at(static_cast<std::size_t>(candidate.deviceOf(d))));
+  }
+  options.schedule = candidate.schedule;
+  options.stagesPerDevice = candidate.stagesPerDevice;
+  options.chunks = candidate.chunks;
+  options.checkpoint = candidate.checkpoint;
+  options.batch = candidate.batch;
+  options.warmupSteps = request.warmupSteps;
+  options.steps = request.steps;
+  options.captureTrace = request.traced;
+  options.shouldStop = request.shouldStop;
+  TrainingResult result = trainAndMeasure(model, options);
+  return {std::move(result.measurement), std::move(result.trace)};
+}
+
+}  // namespace pipeprof::tuner

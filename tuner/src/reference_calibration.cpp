@@ -1,0 +1,65 @@
+// Measuring a calibration: reference pipelines timed in interleaved rounds, then fitted.
+#include <pipeprof/tuner/reference_calibration.h>
+
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/simulator/calibration_fit.h>
+#include <pipeprof/tuner/environment_info.h>
+
+#include <chrono>
+
+namespace pipeprof::tuner {
+
+Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
+                               std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
+                               const CalibrationRounds& rounds) {
+  std::vector<ReferenceRun> runs;
+  const auto start = std::chrono::steady_clock::now();
+  auto budgetLeft = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < rounds.budgetSeconds;
+  };
+  MeasureRequest request;
+  request.warmupSteps = rounds.warmupSteps;
+  request.steps = rounds.steps;
+  request.traced = true;
+  std::int64_t round = 0;
+  for (; round < rounds.minRounds || budgetLeft(); ++round) {
+    for (const std::int64_t m : chunks) {
+      if (m < 1 || m > batch) continue;
+      ReferenceRun run;
+      run.candidate = referenceCandidate(profile.layerCount(), devices, m, batch);
+      run.trace = measurer.measure(run.candidate, request).trace;
+      runs.push_back(std::move(run));
+    }
+  }
+  Calibration calibration = calibrationFromRuns(profile, cluster, runs);
+  calibration.provenance.rounds = round;
+  return calibration;
+}
+
+void stampProvenance(Calibration& calibration, const ModelSpec& model, std::int64_t batch,
+                     const std::vector<DeviceDesc>& devices) {
+  CalibrationProvenance& provenance = calibration.provenance;
+  provenance.model = model.name;
+  provenance.batch = batch;
+  provenance.devices.clear();
+  for (const DeviceDesc& device : devices) provenance.devices.push_back(device.str());
+  provenance.threads = model.threads;
+  provenance.torchVersion = torchVersion();
+  provenance.pipeprofRevision = pipeprofRevision();
+  provenance.createdAt = utcNowIso8601();
+}
+
+Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes> memoryBytes) {
+  Cluster cluster;
+  const auto n = static_cast<std::int64_t>(devices.size());
+  for (std::int64_t j = 0; j < n; ++j) {
+    DeviceSpec spec;
+    spec.name = devices[static_cast<std::size_t>(j)].typeName() + ":" + std::to_string(j);
+    spec.memoryBytes = memoryBytes;
+    cluster.devices.push_back(spec);
+  }
+  cluster.links.assign(static_cast<std::size_t>(n), std::vector<Link>(static_cast<std::size_t>(n)));
+  return cluster;
+}
+
+}  // namespace pipeprof::tuner
