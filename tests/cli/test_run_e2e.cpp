@@ -104,5 +104,31 @@ TEST(RunE2E, BadScheduleFlagsAreUsageErrorsNamingTheValue) {
   }
 }
 
+TEST(RunE2E, ACountTypedOutOfRangeIsAnErrorNotTheDefault) {
+  // 0 used to be taken for "the model's default" without a word.
+  struct Case {
+    std::string command;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"run --model mlp --batch 0", "--batch: must be an integer of at least 1, got 0 (leave the flag out for the "
+                                    "model's default batch)"},
+      {"run --model mlp --batch -4", "--batch: must be an integer of at least 1, got -4"},
+      {"run --model mlp --width 0", "--width: must be an integer of at least 1, got 0"},
+      {"run --model mlp --threads 0", "--threads: must be an integer of at least 1, got 0"},
+      {"sweep --model mlp --batch 0 -o /nonexistent/never.json", "--batch: must be an integer of at least 1, got 0"},
+      {"sweep --model mlp --depth 0 -o /nonexistent/never.json", "--depth: must be an integer of at least 1, got 0"},
+      {"calibrate --model mlp --batch 0", "--batch: must be an integer of at least 1, got 0"},
+      {"profile --model mlp --batch 0", "--batch: must be an integer of at least 1, got 0"},
+      {"simulate --profile p.json --batch 8 --balance 1,1 --devices 0", "--devices: must be an integer of at least 1"},
+      {"suggest --profile p.json --batch 8 --partitions 0", "--partitions: must be an integer of at least 1"},
+  };
+  for (const Case& c : cases) {
+    const Result r = pipeprof(c.command);
+    EXPECT_EQ(r.code, 2) << c.command << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.command << "\n" << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace pipeprof
