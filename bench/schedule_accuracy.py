@@ -11,7 +11,9 @@ The figures follow core/src/accuracy.cpp: the step-time error compares the predi
 with the measured median; the peak error compares the largest per-device peaks; Spearman
 ranks the measured candidates of the group by predicted and by measured step time; the
 ratio is the measured throughput of the group's best predicted candidate over its best
-measured one. The last row, "all", is the report's own summary.
+measured one. "before drift" is the step MAPE of the predictions before the sweep's drift
+factor (the report's `prediction_before_drift`; "-" for reports without it). The last row,
+"all", is the report's own summary.
 """
 import argparse
 import json
@@ -54,11 +56,14 @@ def spearman(a, b):
 
 
 def summarize(results):
-    step_errors, peak_errors, predicted, measured = [], [], [], []
+    step_errors, before_errors, peak_errors, predicted, measured = [], [], [], [], []
     for result in results:
         step = result["measurement"]["step_ns_median"]
         iteration = result["prediction"]["iteration_ns"]
         step_errors.append((iteration - step) / step * 100.0)
+        if result.get("prediction_before_drift"):
+            before = result["prediction_before_drift"]["iteration_ns"]
+            before_errors.append((before - step) / step * 100.0)
         measured_peak = max(result["measurement"]["peak_bytes"] or [0])
         if measured_peak > 0 and result["prediction"]["peak_bytes"]:
             peak_errors.append((max(result["prediction"]["peak_bytes"]) - measured_peak) / measured_peak * 100.0)
@@ -72,6 +77,7 @@ def summarize(results):
         "measured": len(results),
         "step_mape": sum(abs(e) for e in step_errors) / len(step_errors),
         "step_bias": sum(step_errors) / len(step_errors),
+        "before_mape": sum(abs(e) for e in before_errors) / len(before_errors) if before_errors else None,
         "peak_mape": sum(abs(e) for e in peak_errors) / len(peak_errors) if peak_errors else None,
         "spearman": spearman(predicted, measured),
         "ratio": suggested["measurement"]["samples_per_s"] / best_measured["measurement"]["samples_per_s"],
@@ -95,12 +101,13 @@ def main():
     groups = {}
     for result in measured:
         groups.setdefault(schedule_of(result["candidate"]), []).append(result)
-    fmt = "{:<16} {:>8} {:>10} {:>10} {:>10} {:>9} {:>7}  {}"
-    print(fmt.format("schedule", "measured", "step MAPE", "step bias", "peak MAPE", "Spearman", "ratio",
-                     "best measured"))
+    fmt = "{:<16} {:>8} {:>10} {:>10} {:>13} {:>10} {:>9} {:>7}  {}"
+    print(fmt.format("schedule", "measured", "step MAPE", "step bias", "before drift", "peak MAPE", "Spearman",
+                     "ratio", "best measured"))
     for name, results in sorted(groups.items()) + [("all", measured)]:
         s = summarize(results)
         print(fmt.format(name, s["measured"], "%.1f%%" % s["step_mape"], "%+.1f%%" % s["step_bias"],
+                         "-" if s["before_mape"] is None else "%.1f%%" % s["before_mape"],
                          "-" if s["peak_mape"] is None else "%.1f%%" % s["peak_mape"],
                          "-" if s["spearman"] is None else "%.3f" % s["spearman"], "%.3f" % s["ratio"],
                          label(s["best"]) + ("" if name != "all" else " " + schedule_of(s["best"]))))
