@@ -27,6 +27,27 @@ void AccuracyModel::setReport(std::shared_ptr<const Report> report) {
   endResetModel();
 }
 
+QStringList AccuracyModel::summaryParts() const {
+  const AccuracySummary& summary = summary_;
+  QStringList parts;
+  parts << tr("<b>%1</b> of %2 candidates measured").arg(summary.measuredCount).arg(rowCount());
+  if (summary.stepTimeMapePct) {
+    parts << tr("step-time MAPE <b>%1 %</b> (bias %2 %)")
+                 .arg(*summary.stepTimeMapePct, 0, 'f', 1)
+                 .arg(QString::asprintf("%+.1f", summary.stepTimeBiasPct.value_or(0.0)));
+    parts << (summary.stepTimeMapeBeforeDriftPct
+                  ? tr("before the drift factor <b>%1 %</b>").arg(*summary.stepTimeMapeBeforeDriftPct, 0, 'f', 1)
+                  : tr("before the drift factor -"));
+  }
+  if (summary.peakBytesMapePct) parts << tr("peak-memory MAPE <b>%1 %</b>").arg(*summary.peakBytesMapePct, 0, 'f', 1);
+  if (summary.spearman) parts << tr("Spearman rank correlation <b>%1</b>").arg(*summary.spearman, 0, 'f', 2);
+  if (summary.suggestionThroughputRatio) {
+    parts << tr("best-predicted reaches <b>%1 %</b> of the best measured throughput")
+                 .arg(*summary.suggestionThroughputRatio * 100.0, 0, 'f', 1);
+  }
+  return parts;
+}
+
 int AccuracyModel::measuredCount() const {
   if (!report_) return 0;
   return static_cast<int>(std::count_if(report_->candidates.begin(), report_->candidates.end(),

@@ -5,6 +5,7 @@
 #include <pipeprof/core/report.h>
 
 #include <QAbstractTableModel>
+#include <QStringList>
 
 #include <memory>
 
@@ -29,6 +30,10 @@ class AccuracyModel : public QAbstractTableModel {
   void setReport(std::shared_ptr<const Report> report);
   /// MAPE, Spearman and suggestion quality over the measured candidates.
   const AccuracySummary& summary() const { return summary_; }
+  /// The summary as rich-text phrases for the view's header: measured count, step-time MAPE
+  /// (bias) after and before the sweep's drift factor, peak-memory MAPE, Spearman, the
+  /// suggestion's share of the best measured throughput.
+  QStringList summaryParts() const;
   /// Number of rows with a measurement.
   int measuredCount() const;
 

@@ -3,6 +3,8 @@
 
 #include "models/format.h"
 
+#include <pipeprof/simulator/predictor.h>
+
 #include <QMetaObject>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -17,7 +19,8 @@ SuggestWorker::~SuggestWorker() {
   future_.waitForFinished();
 }
 
-bool SuggestWorker::start(const Profile& profile, const Cluster& cluster, const SearchSpace& space) {
+bool SuggestWorker::start(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
+                          const Calibration& calibration) {
   if (running_) return false;
   running_ = true;
   auto run = std::make_shared<Run>();
@@ -25,11 +28,12 @@ bool SuggestWorker::start(const Profile& profile, const Cluster& cluster, const 
   // The destructor waits for the search, so `self` outlives the worker thread's use of it; the
   // queued delivery is dropped by Qt if the worker is destroyed first.
   SuggestWorker* self = this;
-  future_ = QtConcurrent::run([self, run, profile, cluster, space] {
+  future_ = QtConcurrent::run([self, run, profile, cluster, space, calibration] {
     SearchResult result;
     QString error;
     try {
-      result = search(profile, cluster, space, [self, run](std::int64_t done, std::int64_t total) {
+      const Predictor predictor(profile, cluster, calibration);
+      result = predictor.search(space, [self, run](std::int64_t done, std::int64_t total) {
         if (run->cancel) return false;
         const int percent = total > 0 ? static_cast<int>(done * 100 / total) : 100;
         // Emitted from the pool thread: connections to GUI-thread receivers are queued.

@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
+#include <pipeprof/simulator/calibration.h>
 #include <pipeprof/simulator/search.h>
 
 #include <QFuture>
@@ -27,7 +28,10 @@ class SuggestWorker : public QObject {
   ~SuggestWorker() override;
 
   /// Starts a search; returns false (and does nothing) while one is running.
-  bool start(const Profile& profile, const Cluster& cluster, const SearchSpace& space);
+  /// Searches with Predictor(profile, cluster, calibration): the predictions of the report
+  /// and of `pipeprof suggest --calibration`.
+  bool start(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
+             const Calibration& calibration = {});
   /// Asks the running search to stop; cancelled() follows. No effect when idle.
   void cancel();
   bool isRunning() const { return running_; }

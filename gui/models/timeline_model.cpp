@@ -5,7 +5,7 @@
 #include "models/report_document.h"
 
 #include <pipeprof/core/chrome_trace.h>
-#include <pipeprof/simulator/simulator.h>
+#include <pipeprof/simulator/predictor.h>
 
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -188,7 +188,9 @@ TimelineModel::CandidateTraces TimelineModel::readCandidateTraces(const std::sha
     try {
       SimulationOptions options;
       options.recordTrace = true;
-      traces.predicted = simulate(*report->profile, *report->cluster, result.candidate, options).trace;
+      // The report's own inputs (its calibration included): the twin the sweep would have written.
+      const Predictor predictor(*report->profile, *report->cluster, reportCalibration(*report, "the report"));
+      traces.predicted = predictor.predict(result.candidate, options).trace;
       traces.predictedMessage.clear();
     } catch (const std::exception& error) {
       if (traces.predictedMessage.isEmpty()) traces.predictedMessage = qs(error.what());

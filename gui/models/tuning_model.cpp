@@ -3,8 +3,8 @@
 
 #include "models/format.h"
 
+#include <pipeprof/simulator/predictor.h>
 #include <pipeprof/simulator/search.h>
-#include <pipeprof/simulator/simulator.h>
 
 #include <algorithm>
 #include <exception>
@@ -15,13 +15,16 @@ namespace pipeprof::gui {
 
 TuningModel::TuningModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void TuningModel::setInputs(const Profile& profile, const Cluster& cluster, const Candidate& candidate) {
+void TuningModel::setInputs(const Profile& profile, const Cluster& cluster, const Candidate& candidate,
+                            const Calibration& calibration) {
   SimulationOptions options;
   options.recordTrace = true;
-  SimulationResult result = simulate(profile, cluster, candidate, options);  // throws on mismatch
+  Predictor predictor(profile, cluster, calibration);
+  SimulationResult result = predictor.predict(candidate, options);  // throws on mismatch
   beginResetModel();
   profile_ = profile;
   cluster_ = cluster;
+  predictor_ = std::move(predictor);
   candidate_ = candidate;
   edited_ = candidate;
   prediction_ = std::move(result.prediction);
@@ -34,6 +37,7 @@ void TuningModel::clear() {
   beginResetModel();
   profile_.reset();
   cluster_ = {};
+  predictor_.reset();
   candidate_ = {};
   edited_ = {};
   prediction_ = {};
@@ -64,7 +68,7 @@ bool TuningModel::apply(const Candidate& candidate) {
     if (const std::string error = shapeError(candidate); !error.empty()) throw std::invalid_argument(error);
     SimulationOptions options;
     options.recordTrace = true;
-    result = simulate(*profile_, cluster_, candidate, options);
+    result = predictor_->predict(candidate, options);
   } catch (const std::exception& error) {
     emit invalidEdit(qs(error.what()));
     return false;

@@ -6,6 +6,7 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/trace.h>
+#include <pipeprof/simulator/predictor.h>
 
 #include <QAbstractTableModel>
 
@@ -31,9 +32,12 @@ class TuningModel : public QAbstractTableModel {
 
   explicit TuningModel(QObject* parent = nullptr);
 
-  /// Starts tuning from the candidate (its balance must sum to the profile's layer count).
-  /// Throws std::invalid_argument (the simulator's message) when it does not match.
-  void setInputs(const Profile& profile, const Cluster& cluster, const Candidate& candidate);
+  /// Starts tuning from the candidate (its balance must sum to the profile's layer count),
+  /// predicting with the profile, cluster and calibration through one Predictor -- the
+  /// prediction `pipeprof simulate --calibration` and the report (before drift) make. Throws
+  /// std::invalid_argument (the simulator's message) when it does not match.
+  void setInputs(const Profile& profile, const Cluster& cluster, const Candidate& candidate,
+                 const Calibration& calibration = {});
   void clear();
   bool hasInputs() const { return profile_.has_value(); }
 
@@ -53,6 +57,8 @@ class TuningModel : public QAbstractTableModel {
 
   const std::optional<Profile>& profile() const { return profile_; }
   const Cluster& cluster() const { return cluster_; }
+  /// The calibration the predictions apply (empty: the raw profile).
+  const Calibration& calibration() const { return predictor_ ? predictor_->calibration() : noCalibration_; }
   /// The last valid candidate (the one predicted).
   const Candidate& candidate() const { return candidate_; }
   /// The last edited configuration: candidate() after a valid edit, else what was asked.
@@ -84,6 +90,8 @@ class TuningModel : public QAbstractTableModel {
 
   std::optional<Profile> profile_;
   Cluster cluster_;
+  std::optional<Predictor> predictor_;  ///< the profile, cluster and calibration, applied once
+  Calibration noCalibration_;
   Candidate candidate_;
   Candidate edited_;
   Prediction prediction_;

@@ -67,21 +67,7 @@ AccuracyChartView::AccuracyChartView(AccuracyModel* model, QWidget* parent)
 }
 
 void AccuracyChartView::rebuild() {
-  const AccuracySummary& summary = model_->summary();
-  QStringList parts;
-  parts << tr("<b>%1</b> of %2 candidates measured").arg(summary.measuredCount).arg(model_->rowCount());
-  if (summary.stepTimeMapePct) {
-    parts << tr("step-time MAPE <b>%1 %</b> (bias %2 %)")
-                 .arg(*summary.stepTimeMapePct, 0, 'f', 1)
-                 .arg(QString::asprintf("%+.1f", summary.stepTimeBiasPct.value_or(0.0)));
-  }
-  if (summary.peakBytesMapePct) parts << tr("peak-memory MAPE <b>%1 %</b>").arg(*summary.peakBytesMapePct, 0, 'f', 1);
-  if (summary.spearman) parts << tr("Spearman rank correlation <b>%1</b>").arg(*summary.spearman, 0, 'f', 2);
-  if (summary.suggestionThroughputRatio) {
-    parts << tr("best-predicted reaches <b>%1 %</b> of the best measured throughput")
-                 .arg(*summary.suggestionThroughputRatio * 100.0, 0, 'f', 1);
-  }
-  summary_->setText(parts.join(QStringLiteral(" · ")));
+  summary_->setText(model_->summaryParts().join(QStringLiteral(" · ")));
   rebuildScatter();
   rebuildBars();
 }

@@ -137,9 +137,11 @@ SuggestPanel::SuggestPanel(QWidget* parent)
 }
 
 void SuggestPanel::setContext(const std::optional<Profile>& profile, const Cluster& cluster,
-                              const ReportEnvironment& environment, std::int64_t batch) {
+                              const ReportEnvironment& environment, std::int64_t batch,
+                              const Calibration& calibration) {
   profile_ = profile;
   cluster_ = cluster;
+  calibration_ = calibration;
   environment_ = environment;
   batch_ = batch;
   devices_->setValue(static_cast<int>(std::max<std::int64_t>(1, cluster.deviceCount())));
@@ -228,7 +230,7 @@ void SuggestPanel::startSuggest() {
   status_->setText(tr("Searching…"));
   suggest_->setEnabled(false);
   cancel_->setEnabled(true);
-  worker_->start(*profile_, constrainedCluster(), *space);
+  worker_->start(*profile_, constrainedCluster(), *space, calibration_);
 }
 
 void SuggestPanel::showResults() {

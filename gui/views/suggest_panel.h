@@ -4,6 +4,7 @@
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/simulator/calibration.h>
 #include <pipeprof/simulator/search.h>
 
 #include <QWidget>
@@ -37,10 +38,11 @@ class SuggestPanel : public QWidget {
 
   explicit SuggestPanel(QWidget* parent = nullptr);
 
-  /// What to search: the profile and cluster of the report, its environment (for command
-  /// lines) and mini-batch. A null profile disables the panel.
+  /// What to search: the profile, cluster and calibration of the report (the search predicts
+  /// as the report does before its drift factor), its environment (for command lines) and
+  /// mini-batch. A null profile disables the panel.
   void setContext(const std::optional<Profile>& profile, const Cluster& cluster, const ReportEnvironment& environment,
-                  std::int64_t batch);
+                  std::int64_t batch, const Calibration& calibration = {});
   /// The search space and cluster from the constraints; nullopt with a message when a
   /// constraint is malformed.
   std::optional<SearchSpace> searchSpace(QString* error) const;
@@ -68,6 +70,7 @@ class SuggestPanel : public QWidget {
 
   std::optional<Profile> profile_;
   Cluster cluster_;
+  Calibration calibration_;
   ReportEnvironment environment_;
   std::int64_t batch_ = 1;
   SuggestWorker* worker_;

@@ -155,21 +155,32 @@ void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded)
   if (report_) suggested = report_->suggestion.bestMeasured ? report_->suggestion.bestMeasured : report_->suggestion.bestPredicted;
   picker_->setReport(report_.get(), suggested);
   if (sameProfile) return;  // a live reload of the same sweep: keep the user's edits
+  calibration_ = {};
+  calibrationError_.clear();
+  try {
+    if (report_) calibration_ = reportCalibration(*report_, "the report");
+  } catch (const std::exception& exception) {
+    calibrationError_ = tr("%1; predicting from the raw profile").arg(qs(exception.what()));
+  }
   Cluster cluster;
   if (report_ && report_->cluster) cluster = *report_->cluster;
   else if (report_) cluster = Cluster::uniform(std::max<std::int64_t>(1, static_cast<std::int64_t>(report_->environment.devices.size())),
                                                 std::nullopt, 0.0, 0, "device");
   suggest_->setContext(report_ ? report_->profile : std::nullopt, cluster,
-                       report_ ? report_->environment : ReportEnvironment{}, report_ ? report_->environment.batch : 1);
+                       report_ ? report_->environment : ReportEnvironment{}, report_ ? report_->environment.batch : 1,
+                       calibration_);
   model_->clear();
   basePrediction_.reset();
+  error_->setText(calibrationError_);
 }
 
 void TuningPanel::loadCandidate(std::size_t candidate) {
   if (!report_ || candidate >= report_->candidates.size()) return;
   picker_->setCurrentCandidate(candidate);
   loadCandidate(report_->candidates[candidate].candidate, qs(report_->candidates[candidate].candidate.label()));
-  reportIterationNs_ = report_->candidates[candidate].prediction.iterationNs;
+  const CandidateResult& result = report_->candidates[candidate];
+  reportIterationNs_ = result.prediction.iterationNs;
+  if (result.predictionBeforeDrift) reportBeforeDriftNs_ = result.predictionBeforeDrift->iterationNs;
   showPrediction();
 }
 
@@ -184,8 +195,9 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
                                              : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
     basePrediction_.reset();
     reportIterationNs_.reset();
+    reportBeforeDriftNs_.reset();
     baseLabel_ = origin;
-    model_->setInputs(*report_->profile, cluster, candidate);
+    model_->setInputs(*report_->profile, cluster, candidate, calibration_);
     basePrediction_ = model_->prediction();
     showPrediction();
   } catch (const std::exception& exception) {
@@ -194,6 +206,8 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
 }
 
 QString TuningPanel::errorText() const { return error_->text(); }
+
+QString TuningPanel::predictionText() const { return prediction_->text(); }
 
 // The controls show the last edited configuration (valid or not), so an invalid schedule edit
 // stays on screen with its reason until the user fixes it.
@@ -247,10 +261,24 @@ void TuningPanel::showPrediction() {
   row(tr("Fits"), p.fits ? tr("yes") : QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(tr("no")));
   text += QStringLiteral("</table>");
   if (!baseLabel_.isEmpty()) text += tr("<span style='color:#777'>changes against %1</span>").arg(baseLabel_.toHtmlEscaped());
-  if (reportIterationNs_ && base && *reportIterationNs_ != base->iterationNs) {
-    text += tr("<br><span style='color:#777'>the report says %1: the sweep adds its calibrated step overhead "
-               "(grad zeroing, loss, SGD step) and scales by its calibration drift, this panel runs the "
-               "simulator alone</span>")
+  if (!calibrationError_.isEmpty()) {
+    text += QStringLiteral("<br><span style='color:#c0392b'>%1</span>").arg(calibrationError_.toHtmlEscaped());
+  }
+  if (reportBeforeDriftNs_ && reportIterationNs_) {
+    // The panel predicts with the report's profile, cluster and calibration: the report's
+    // prediction before its drift factor. The sweep then scaled it by what it measured.
+    const double factor = static_cast<double>(*reportIterationNs_) / static_cast<double>(std::max<TimeNs>(1, *reportBeforeDriftNs_));
+    text += tr("<br><span style='color:#777'>the report predicts %1 with this calibration")
+                .arg(durationText(*reportBeforeDriftNs_));
+    if (*reportIterationNs_ != *reportBeforeDriftNs_) {
+      text += tr(", and %1 after its drift factor (x%2: the machine's speed while the sweep measured)")
+                  .arg(durationText(*reportIterationNs_))
+                  .arg(factor, 0, 'f', 3);
+    }
+    text += QStringLiteral("</span>");
+  } else if (reportIterationNs_ && base && *reportIterationNs_ != base->iterationNs) {
+    text += tr("<br><span style='color:#777'>the report says %1 (written before reports kept their prediction "
+               "before the drift factor)</span>")
                 .arg(durationText(*reportIterationNs_));
   }
   prediction_->setText(text);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/report.h>
+#include <pipeprof/simulator/calibration.h>
 
 #include <QWidget>
 
@@ -48,6 +49,8 @@ class TuningPanel : public QWidget {
   QSpinBox* stagesPerDeviceSpin() const { return stagesPerDevice_; }
   /// The red message under the controls (an invalid edit's reason), empty when valid.
   QString errorText() const;
+  /// The prediction summary as shown (rich text), with how it relates to the report's own.
+  QString predictionText() const;
   CandidatePicker* picker() const { return picker_; }
   SuggestPanel* suggestPanel() const { return suggest_; }
   BalanceEditor* balanceEditor() const { return editor_; }
@@ -72,10 +75,16 @@ class TuningPanel : public QWidget {
   TimelineCanvas* canvas_;
   SuggestPanel* suggest_;
   std::optional<Prediction> basePrediction_;
-  /// The report's own prediction of the starting candidate: a sweep adds its calibrated step
-  /// overhead and scales by its drift factor, which this panel's plain simulation (of the
-  /// report's calibrated profile) does not.
+  /// The calibration of the report (reportCalibration): the panel predicts with the report's
+  /// profile, cluster and calibration, as the sweep did before its drift factor.
+  Calibration calibration_;
+  /// Why the report's calibration could not be read (the panel then predicts from the raw
+  /// profile); empty when it could.
+  QString calibrationError_;
+  /// The report's own predictions of the starting candidate: after the sweep's drift factor,
+  /// and before it (equal to this panel's prediction; absent in older reports).
   std::optional<TimeNs> reportIterationNs_;
+  std::optional<TimeNs> reportBeforeDriftNs_;
   QString baseLabel_;
 };
 
