@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev
   xvfb xauth
+  clang libclang-rt-14-dev
 )
 # The reference-implementation benchmark (bench/) compares against PyTorch's Python Pipe.
 if [[ "${PIPEPROF_BOOTSTRAP_PYTHON:-0}" == 1 ]]; then

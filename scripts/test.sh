@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bootstraps, builds everything (warnings are errors) and runs the whole test suite with ctest;
-# then builds the torch-free targets with ASan/UBSan and runs their tests.
+# then builds the torch-free targets with ASan/UBSan and runs their tests; then fuzzes every
+# file reader for a bounded time (scripts/fuzz.sh: 5 x 20 s by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,3 +27,6 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir "$sanitize_dir
 
 echo "== tests ($build_dir)"
 ctest --test-dir "$build_dir" -j "$jobs" --timeout 1200
+
+echo "== fuzzing the file readers (scripts/fuzz.sh, ${PIPEPROF_FUZZ_SECONDS:-20} s each)"
+./scripts/fuzz.sh
