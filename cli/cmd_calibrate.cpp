@@ -35,28 +35,19 @@ struct CalibrateFlags {
 
 /// The profile the calibration corrects: --profile when it exists (checked against the model),
 /// else measured now (and written to --profile when given).
-Profile obtainProfile(const CalibrateFlags& flags, const ModelSpec& spec, const std::vector<DeviceDesc>& devices,
-                      std::int64_t layers, const std::vector<std::int64_t>& sizes) {
-  if (!flags.profile.empty() && fs::exists(flags.profile)) {
-    Profile profile = readProfile(flags.profile);
-    const std::string mismatch = tuner::profileMismatch(profile, spec, devices.front().typeName(), layers);
-    if (!mismatch.empty()) {
-      throw UsageError("--profile " + flags.profile + " does not fit: " + mismatch +
-                       "; delete it or name another --profile to re-profile");
-    }
-    return profile;
-  }
-  std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", spec.name, devices.front().typeName(),
-                           formatBalance(sizes));
-  Profile profile = tuner::measureProfile(spec, devices.front(), sizes, flags.profileBudget);
+Profile obtainProfile(const CalibrateFlags& flags, const ModelOnDevices& model, const std::vector<std::int64_t>& sizes) {
+  if (std::optional<Profile> cached = readCachedProfile(flags.profile, model)) return *cached;
+  std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", model.spec.name,
+                           model.devices.front().typeName(), formatBalance(sizes));
+  Profile profile = tuner::measureProfile(model.spec, model.devices.front(), sizes, flags.profileBudget);
   if (!flags.profile.empty()) writeProfile(profile, flags.profile);
   return profile;
 }
 
 void runCalibrate(const CalibrateFlags& flags) {
-  const std::vector<DeviceDesc> devices = parseDevicesFlag(flags.devices);
-  if (devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
-  torchDevices(devices);  // CUDA present and indices in range, else std::invalid_argument (exit 2)
+  const ModelOnDevices model = resolveModelOnDevices(flags.model, flags.devices);
+  const std::vector<DeviceDesc>& devices = model.devices;
+  const std::int64_t batch = model.batch;
   const std::vector<std::int64_t> chunks = parseChunksFlag(flags.chunks);
   if (!(flags.budget >= 0)) throw UsageError(fmt::format("--budget {}: must not be negative", flags.budget));
   if (!(flags.profileBudget > 0)) {
@@ -65,26 +56,21 @@ void runCalibrate(const CalibrateFlags& flags) {
   if (flags.output.empty() || fs::is_directory(flags.output)) {
     throw UsageError("-o '" + flags.output + "': name the calibration file to write, e.g. -o calibration.json");
   }
-  ModelSpec spec = flags.model.spec();
-  spec.threads = tuner::sweepThreads(spec.threads, static_cast<std::int64_t>(devices.size()), tuner::hardwareThreads());
-  const Model model = buildModelFromFlags(flags.model);
-  const std::int64_t batch = batchFromFlags(flags.model, model);
-  const auto layers = static_cast<std::int64_t>(model.sequential->size());
   for (const std::int64_t m : chunks) {
     if (m > batch) throw UsageError(fmt::format("--chunks {}: {} exceeds the batch {}", flags.chunks, m, batch));
   }
-  setIntraOpThreads(spec.threads);
-  const Profile profile = obtainProfile(flags, spec, devices, layers, tuner::microBatchSizes(batch, chunks));
+  setIntraOpThreads(model.spec.threads);
+  const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(batch, chunks));
 
   std::cerr << fmt::format("calibrating: one reference pipeline per chunk count ({}), in rounds for {:g} s\n",
                            flags.chunks, flags.budget);
-  tuner::ThreadedMeasurer measurer(spec, devices);
+  tuner::ThreadedMeasurer measurer(model.spec, devices);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
   Calibration calibration =
       tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt), batch, chunks,
                                 static_cast<std::int64_t>(devices.size()), rounds);
-  tuner::stampProvenance(calibration, spec, batch, devices);
+  tuner::stampProvenance(calibration, model.spec, batch, devices);
   if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
   writeCalibration(calibration, flags.output);
   if (flags.json) {

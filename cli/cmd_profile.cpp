@@ -30,14 +30,6 @@ struct ProfileFlags {
   std::int64_t warmupRuns = 2;
 };
 
-std::vector<std::int64_t> parseSizes(const std::string& text) {
-  try {
-    return parseBalance(text);  // the same "a,b,c" list of positive integers
-  } catch (const std::invalid_argument& error) {
-    throw UsageError("--micro-batches: " + std::string(error.what()) + " (expected sizes such as 1,2,4,8)");
-  }
-}
-
 /// The sizes a GPipe run of the batch with 1, 2, 4 or 8 chunks gives its micro-batches.
 std::vector<std::int64_t> defaultSizes(std::int64_t batch) {
   std::set<std::int64_t> sizes;
@@ -71,20 +63,16 @@ void printSummary(const Profile& profile, std::ostream& out) {
 void runProfile(const ProfileFlags& flags) {
   Model model = buildModelFromFlags(flags.model);
   const std::int64_t batch = batchFromFlags(flags.model, model);
-  DeviceDesc device;
-  try {
-    device = DeviceDesc::parse(flags.device);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--device: ") + error.what());
-  }
+  const DeviceDesc device = parseFlag("--device", [&] { return DeviceDesc::parse(flags.device); });
   LayerProfilerOptions options;
   options.device = torchDevice(device);
-  options.microBatches = flags.microBatches.empty() ? defaultSizes(batch) : parseSizes(flags.microBatches);
-  try {
-    options.timeBudgetSeconds = static_cast<double>(parseDuration(flags.timeBudget)) / 1e9;
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--time-budget: ") + error.what());
-  }
+  // --micro-batches is the same "a,b,c" list of positive integers as a balance.
+  options.microBatches = flags.microBatches.empty()
+                             ? defaultSizes(batch)
+                             : parseFlag("--micro-batches", [&] { return parseBalance(flags.microBatches); },
+                                         " (expected sizes such as 1,2,4,8)");
+  options.timeBudgetSeconds =
+      static_cast<double>(parseFlag("--time-budget", [&] { return parseDuration(flags.timeBudget); })) / 1e9;
   if (flags.minRuns <= 0) throw UsageError("--min-runs must be positive, got " + std::to_string(flags.minRuns));
   if (flags.warmupRuns < 0) throw UsageError("--warmup-runs must not be negative, got " + std::to_string(flags.warmupRuns));
   options.minRuns = flags.minRuns;

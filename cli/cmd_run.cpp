@@ -10,10 +10,9 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
-#include <pipeprof/runtime/layer_profiler.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
-#include <pipeprof/simulator/search.h>
+#include <pipeprof/tuner/auto_balance.h>
 #include <pipeprof/tuner/environment_info.h>
 
 #include <fmt/format.h>
@@ -43,20 +42,14 @@ struct RunFlags {
 
 /// The balance the simulator predicts fastest for these devices, schedule, chunks and mode,
 /// from the given profile or one measured now on the first device (a short budget).
-std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, std::int64_t batch,
-                                      const std::vector<DeviceDesc>& devices, const ScheduleChoice& schedule,
-                                      Checkpoint mode, std::ostream& log) {
+std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, const Candidate& shape,
+                                      const std::vector<DeviceDesc>& devices, std::ostream& log) {
   Profile profile;
   if (!flags.profilePath.empty()) {
     profile = readProfile(flags.profilePath);
     log << "balance auto: using profile " << flags.profilePath << "\n";
   } else {
-    LayerProfilerOptions options;
-    options.device = torchDevice(devices.front());
-    options.microBatches = {std::max<std::int64_t>(1, batch / flags.chunks), batch};
-    options.timeBudgetSeconds = 2.0;
-    options.minRuns = 3;
-    profile = profileModel(model, options);
+    profile = tuner::quickProfile(model, devices.front(), shape.batch, shape.chunks);
     log << "balance auto: measured a profile of " << profile.layerCount() << " layers on " << devices.front().str()
         << "\n";
   }
@@ -64,44 +57,29 @@ std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, std::
     throw UsageError("--profile " + flags.profilePath + " has " + std::to_string(profile.layerCount()) +
                      " layers but the model has " + std::to_string(model.sequential->size()));
   }
-  const auto n = static_cast<std::int64_t>(devices.size());
-  Cluster cluster = Cluster::uniform(n, std::nullopt, 0.0, 0, devices.front().typeName());
-  SearchSpace space;
-  space.batch = batch;
-  space.partitions = n;
-  space.schedules = {schedule.kind};
-  space.stagesPerDevice = {schedule.stagesPerDevice};
-  space.chunks = {flags.chunks};
-  space.modes = {mode};
-  space.enumeration = BalanceEnumeration::Auto;
-  const SearchResult result = search(profile, cluster, space);
-  if (result.ranked.empty()) {
-    std::string why = result.rejected.empty() ? std::string("no candidate") : result.rejected.front().rejection;
-    throw UsageError("--balance auto found no balance of " + std::to_string(profile.layerCount()) + " layers over " +
-                     std::to_string(n * schedule.stagesPerDevice) + " stages on " + std::to_string(n) +
-                     " devices: " + why);
-  }
-  const RankedCandidate& best = result.ranked.front();
+  const tuner::FastestBalance fastest = tuner::fastestBalance(
+      profile, shape, static_cast<std::int64_t>(devices.size()), devices.front().typeName());
   log << fmt::format("balance auto: chose {} of {} evaluated (predicted step {}, {:.1f} samples/s)\n",
-                     formatBalance(best.candidate.balance), result.evaluated,
-                     formatDuration(best.prediction.iterationNs), best.prediction.samplesPerS);
-  return best.candidate.balance;
+                     formatBalance(fastest.best.candidate.balance), fastest.evaluated,
+                     formatDuration(fastest.best.prediction.iterationNs), fastest.best.prediction.samplesPerS);
+  return fastest.best.candidate.balance;
 }
 
 void runRun(const RunFlags& flags) {
   Model model = buildModelFromFlags(flags.model);
-  const std::int64_t batch = batchFromFlags(flags.model, model);
   const std::vector<DeviceDesc> deviceDescs = parseDevicesFlag(flags.devices);
+  const auto devices = static_cast<std::int64_t>(deviceDescs.size());
   // The sweep's thread policy: without it, OpenBLAS's own pool on every worker oversubscribes
   // the cores and a 2-partition CPU step runs ~10x slower.
-  setIntraOpThreads(tuner::sweepThreads(flags.model.threads, static_cast<std::int64_t>(deviceDescs.size()),
-                                        tuner::hardwareThreads()));
-  Checkpoint mode;
-  try {
-    mode = parseCheckpoint(flags.checkpoint);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--checkpoint: ") + error.what());
-  }
+  setIntraOpThreads(tuner::sweepThreads(flags.model.threads, devices, tuner::hardwareThreads()));
+  const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
+  Candidate candidate;  // the balance follows
+  candidate.batch = batchFromFlags(flags.model, model);
+  candidate.chunks = flags.chunks;
+  candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
+  candidate.schedule = schedule.kind;
+  candidate.stagesPerDevice = schedule.stagesPerDevice;
+  const std::int64_t batch = candidate.batch;
   if (flags.chunks <= 0) throw UsageError("--chunks must be positive, got " + std::to_string(flags.chunks));
   if (flags.chunks > batch) {
     throw UsageError("--chunks " + std::to_string(flags.chunks) + " exceeds --batch " + std::to_string(batch) +
@@ -109,27 +87,20 @@ void runRun(const RunFlags& flags) {
   }
   if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
   if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
-  const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
-  const auto devices = static_cast<std::int64_t>(deviceDescs.size());
   checkScheduleShape(schedule, devices, batch, flags.chunks);
 
   std::ostream& log = flags.json ? std::cerr : std::cout;
+  candidate.balance = flags.balance == "auto"
+                          ? autoBalance(flags, model, candidate, deviceDescs, log)
+                          : parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
+  checkScheduleShape(schedule, candidate.balance, batch, flags.chunks, devices, "--devices " + flags.devices);
   TrainingOptions options;
   options.devices = torchDevices(deviceDescs);
-  if (flags.balance == "auto") {
-    options.balance = autoBalance(flags, model, batch, deviceDescs, schedule, mode, log);
-  } else {
-    try {
-      options.balance = parseBalance(flags.balance);
-    } catch (const std::invalid_argument& error) {
-      throw UsageError(std::string("--balance: ") + error.what() + " (or auto)");
-    }
-  }
-  checkScheduleShape(schedule, options.balance, batch, flags.chunks, devices, "--devices " + flags.devices);
-  options.schedule = schedule.kind;
-  options.stagesPerDevice = schedule.stagesPerDevice;
-  options.chunks = flags.chunks;
-  options.checkpoint = mode;
+  options.balance = candidate.balance;
+  options.schedule = candidate.schedule;
+  options.stagesPerDevice = candidate.stagesPerDevice;
+  options.chunks = candidate.chunks;
+  options.checkpoint = candidate.checkpoint;
   options.batch = batch;
   options.steps = flags.steps;
   options.warmupSteps = flags.warmup;
@@ -138,13 +109,6 @@ void runRun(const RunFlags& flags) {
 
   TrainingResult result = trainAndMeasure(model, options);
   Measurement& m = result.measurement;
-  Candidate candidate;
-  candidate.balance = options.balance;
-  candidate.chunks = options.chunks;
-  candidate.checkpoint = mode;
-  candidate.batch = batch;
-  candidate.schedule = schedule.kind;
-  candidate.stagesPerDevice = schedule.stagesPerDevice;
   if (!flags.tracePath.empty()) {
     result.trace.metadata["model"] = flags.model.model;
     result.trace.metadata["candidate"] = candidate.label();
@@ -160,15 +124,15 @@ void runRun(const RunFlags& flags) {
     out["candidate"] = toJson(candidate);
     out["model"] = flags.model.model;
     out["devices"] = flags.devices;
-    out["schedule"] = scheduleKindName(schedule.kind);
-    out["stages_per_device"] = schedule.stagesPerDevice;
+    out["schedule"] = scheduleKindName(candidate.schedule);
+    out["stages_per_device"] = candidate.stagesPerDevice;
     out["losses"] = result.losses;
     std::cout << out.dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n",
                            flags.model.model, flags.devices, batch, formatBalance(candidate.balance), candidate.chunks,
-                           checkpointName(mode), candidate.scheduleLabel());
+                           checkpointName(candidate.checkpoint), candidate.scheduleLabel());
   std::cout << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
                            formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
                            m.stepNs.size(), m.warmupSteps);

@@ -73,18 +73,8 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
 }
 
 void runSimulate(const SimulateFlags& flags) {
-  std::vector<std::int64_t> balance;
-  try {
-    balance = parseBalance(flags.balance);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--balance: ") + error.what());
-  }
-  Checkpoint mode = Checkpoint::ExceptLast;
-  try {
-    mode = parseCheckpoint(flags.checkpoint);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--checkpoint: ") + error.what());
-  }
+  const std::vector<std::int64_t> balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); });
+  const Checkpoint mode = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
   if (flags.chunks < 1) throw UsageError("--chunks " + std::to_string(flags.chunks) + ": give a positive chunk count");
   const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);

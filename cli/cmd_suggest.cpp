@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -44,37 +43,6 @@ double maxPeak(const Prediction& prediction) {
   return static_cast<double>(peak);
 }
 
-std::string devicesText(const std::vector<std::int64_t>& devices) {
-  std::string text = devices.size() == 1 ? "device " : "devices ";
-  for (std::size_t k = 0; k < devices.size(); ++k) text += (k > 0 ? "," : "") + std::to_string(devices[k]);
-  return text;
-}
-
-struct RejectionGroup {
-  std::string reason;
-  std::int64_t count = 0;
-  const RankedCandidate* example = nullptr;
-};
-
-std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected) {
-  std::map<std::string, RejectionGroup> groups;
-  for (const RankedCandidate& candidate : rejected) {
-    // Memory rejections group by the devices that overflow; shape rejections (a schedule that
-    // cannot run the candidate's chunks or stage count) by their reason.
-    const std::string reason = candidate.prediction.overflowDevices.empty()
-                                   ? "not schedulable: " + candidate.rejection
-                                   : "predicted not to fit on " + devicesText(candidate.prediction.overflowDevices);
-    RejectionGroup& group = groups[reason];
-    group.reason = reason;
-    ++group.count;
-    if (group.example == nullptr) group.example = &candidate;
-  }
-  std::vector<RejectionGroup> out;
-  for (auto& [key, group] : groups) out.push_back(group);
-  std::stable_sort(out.begin(), out.end(), [](const RejectionGroup& a, const RejectionGroup& b) { return a.count > b.count; });
-  return out;
-}
-
 nlohmann::json rankedJson(const RankedCandidate& ranked, std::int64_t rank) {
   nlohmann::json json = {{"candidate", toJson(ranked.candidate)},
                          {"label", ranked.candidate.label()},
@@ -92,11 +60,7 @@ void runSuggest(const SuggestFlags& flags) {
   SearchSpace space;
   space.batch = flags.batch;
   space.chunks = parseChunksFlag(flags.chunks);
-  try {
-    space.modes = parseCheckpointList(flags.checkpoint);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--checkpoint: ") + error.what());
-  }
+  space.modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
   parseBalancesFlag(flags.balances, space);
   applyScheduleListFlags(flags.schedules, space);
 

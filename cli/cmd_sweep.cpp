@@ -64,14 +64,11 @@ struct SweepFlags {
 /// Validates every flag and input file; creates nothing.
 SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   SweepConfig config;
-  config.model = flags.model.spec();
-  config.devices = parseDevicesFlag(flags.devices);
-  if (config.devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
-  for (const DeviceDesc& device : config.devices) {
-    if (device.type != config.devices.front().type) {
-      throw UsageError("--devices '" + flags.devices + "': mix of device types; use all cpu or all cuda");
-    }
-  }
+  const ModelOnDevices resolved = resolveModelOnDevices(flags.model, flags.devices);
+  config.model = resolved.spec;
+  config.devices = resolved.devices;
+  config.batch = resolved.batch;
+  const std::int64_t layers = resolved.layers;
   const auto partitions = static_cast<std::int64_t>(config.devices.size());  // p pipeline devices
   SearchSpace schedules;
   applyScheduleListFlags(flags.schedules, schedules);
@@ -79,20 +76,8 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.stagesPerDevice = schedules.stagesPerDevice;
   const std::vector<std::int64_t> stages = stageCounts(schedules, partitions);
 
-  torchDevices(config.devices);  // CUDA present and indices in range, else std::invalid_argument (exit 2)
-  const Model model = buildModelFromFlags(flags.model);
-  const auto layers = static_cast<std::int64_t>(model.sequential->size());
-  config.batch = batchFromFlags(flags.model, model);
-  if (layers < partitions) {
-    throw UsageError(fmt::format("--devices: {} devices need at least one layer each but model '{}' has only {} layers", partitions,
-                                 config.model.name, layers));
-  }
   config.chunks = parseChunksFlag(flags.chunks);
-  try {
-    config.modes = parseCheckpointList(flags.checkpoint);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--checkpoint: ") + error.what());
-  }
+  config.modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
   parseBalancesFlag(flags.balances, schedules);
   config.enumeration = schedules.enumeration;
   for (const std::vector<std::int64_t>& balance : schedules.balances) {
@@ -110,18 +95,13 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
     }
     config.balances.push_back(balance);
   }
-  try {
-    config.measure = tuner::parseMeasurePolicy(flags.measure);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  config.measure = tuner::parseMeasurePolicy(flags.measure);  // std::invalid_argument: exit 2 too
   if (flags.steps < 1) throw UsageError(fmt::format("--steps {}: must be at least 1", flags.steps));
   if (flags.warmup < 0) throw UsageError(fmt::format("--warmup {}: must be at least 0", flags.warmup));
   if (flags.rounds < 1) throw UsageError(fmt::format("--rounds {}: must be at least 1", flags.rounds));
   config.steps = flags.steps;
   config.warmupSteps = flags.warmup;
   config.rounds = std::min(flags.rounds, flags.steps);
-  config.model.threads = tuner::sweepThreads(flags.model.threads, partitions, tuner::hardwareThreads());
   if (!(flags.profileBudget > 0)) {
     throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
   }
@@ -131,11 +111,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   }
   config.calibrationBudgetSeconds = flags.calibrationBudget;
   if (!flags.deviceMemory.empty()) {
-    try {
-      config.deviceMemoryBytes = parseBytes(flags.deviceMemory);
-    } catch (const std::invalid_argument& error) {
-      throw UsageError(std::string("--device-memory: ") + error.what());
-    }
+    config.deviceMemoryBytes = parseFlag("--device-memory", [&] { return parseBytes(flags.deviceMemory); });
   }
   if (flags.output.empty()) throw UsageError("-o: give the report's path, e.g. -o out/report.json");
   if (fs::is_directory(flags.output)) throw UsageError("-o '" + flags.output + "' is a directory; name a file");
@@ -158,15 +134,15 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
     if (resumed.profile) inputs.cachedProfile = resumed.profile;
     inputs.resumedReport = std::move(resumed);
   }
-  if (!inputs.cachedProfile && !flags.profile.empty() && fs::exists(flags.profile)) {
-    inputs.cachedProfile = readProfile(flags.profile);
-  }
   if (inputs.cachedProfile) {
-    const std::string mismatch = tuner::profileMismatch(*inputs.cachedProfile, config.model, config.devices.front().typeName(), layers);
+    const std::string mismatch =
+        tuner::profileMismatch(*inputs.cachedProfile, config.model, config.devices.front().typeName(), layers);
     if (!mismatch.empty()) {
-      throw UsageError("cached profile " + (flags.profile.empty() ? flags.output : flags.profile) +
-                       " does not fit this sweep: " + mismatch + "; delete it or name another --profile to re-profile");
+      throw UsageError("the profile of " + flags.output + " does not fit this sweep: " + mismatch +
+                       "; use another -o or drop --resume");
     }
+  } else {
+    inputs.cachedProfile = readCachedProfile(flags.profile, resolved);
   }
   if (!flags.calibration.empty()) {
     if (flags.resume) throw UsageError("--calibration: a resumed sweep keeps its report's calibration; drop one");

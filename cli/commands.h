@@ -15,6 +15,17 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Runs `parse()`; a std::invalid_argument it throws becomes a UsageError "<flag>: <its
+/// message><hint>", e.g. parseFlag("--checkpoint", [&] { return parseCheckpoint(text); }).
+template <typename Parse>
+auto parseFlag(const std::string& flag, Parse parse, const std::string& hint = "") {
+  try {
+    return parse();
+  } catch (const std::invalid_argument& error) {
+    throw UsageError(flag + ": " + error.what() + hint);
+  }
+}
+
 void addSimulateCommand(CLI::App& app);
 void addSuggestCommand(CLI::App& app);
 void addProfileCommand(CLI::App& app);

@@ -3,6 +3,12 @@
 
 #include "commands.h"
 
+#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/tuner/environment_info.h>
+#include <pipeprof/tuner/sweep.h>
+
+#include <filesystem>
+
 #include <stdexcept>
 
 namespace pipeprof::cli {
@@ -42,11 +48,7 @@ void addModelFlags(CLI::App& command, ModelFlags& flags) {
 }
 
 Model buildModelFromFlags(const ModelFlags& flags) {
-  try {
-    return buildModel(flags.spec());
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(error.what());
-  }
+  return buildModel(flags.spec());  // std::invalid_argument (unknown model, bad file): exit 2 as a UsageError
 }
 
 std::int64_t batchFromFlags(const ModelFlags& flags, const Model& model) {
@@ -54,11 +56,42 @@ std::int64_t batchFromFlags(const ModelFlags& flags, const Model& model) {
 }
 
 std::vector<DeviceDesc> parseDevicesFlag(const std::string& text) {
-  try {
-    return parseDeviceList(text);
-  } catch (const std::invalid_argument& error) {
-    throw UsageError(std::string("--devices: ") + error.what());
+  return parseFlag("--devices", [&] { return parseDeviceList(text); });
+}
+
+ModelOnDevices resolveModelOnDevices(const ModelFlags& flags, const std::string& devicesText) {
+  ModelOnDevices resolved;
+  resolved.devices = parseDevicesFlag(devicesText);
+  if (resolved.devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
+  for (const DeviceDesc& device : resolved.devices) {
+    if (device.type != resolved.devices.front().type) {
+      throw UsageError("--devices '" + devicesText + "': mix of device types; use all cpu or all cuda");
+    }
   }
+  torchDevices(resolved.devices);  // CUDA present and indices in range
+  const auto devices = static_cast<std::int64_t>(resolved.devices.size());
+  resolved.spec = flags.spec();
+  resolved.spec.threads = tuner::sweepThreads(flags.threads, devices, tuner::hardwareThreads());
+  const Model model = buildModelFromFlags(flags);
+  resolved.layers = static_cast<std::int64_t>(model.sequential->size());
+  resolved.batch = batchFromFlags(flags, model);
+  if (resolved.layers < devices) {
+    throw UsageError("--devices: " + std::to_string(devices) + " devices need at least one layer each but model '" +
+                     flags.model + "' has only " + std::to_string(resolved.layers) + " layers");
+  }
+  return resolved;
+}
+
+std::optional<Profile> readCachedProfile(const std::string& path, const ModelOnDevices& model) {
+  if (path.empty() || !std::filesystem::exists(path)) return std::nullopt;
+  Profile profile = readProfile(path);
+  const std::string mismatch =
+      tuner::profileMismatch(profile, model.spec, model.devices.front().typeName(), model.layers);
+  if (!mismatch.empty()) {
+    throw UsageError("cached profile " + path + " does not fit: " + mismatch +
+                     "; delete it or name another --profile to re-profile");
+  }
+  return profile;
 }
 
 }  // namespace pipeprof::cli

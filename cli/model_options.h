@@ -3,11 +3,13 @@
 #pragma once
 
 #include <pipeprof/core/device.h>
+#include <pipeprof/core/profile.h>
 #include <pipeprof/runtime/models.h>
 
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +36,8 @@ void addModelFlags(CLI::App& command, ModelFlags& flags);
 /// integer of at least 1; the message says what leaving the flag out means.
 CLI::Validator atLeastOne(const std::string& whenLeftOut);
 
-/// Builds the model the flags name and applies --threads. Throws UsageError for an unknown
-/// model or an unreadable file.
+/// Builds the model the flags name and applies --threads. Throws std::invalid_argument (exit 2,
+/// as a UsageError) for an unknown model or an unreadable file.
 Model buildModelFromFlags(const ModelFlags& flags);
 
 /// The batch the flags ask for, or the model's default batch.
@@ -43,5 +45,23 @@ std::int64_t batchFromFlags(const ModelFlags& flags, const Model& model);
 
 /// Parses a comma-separated device list ("cpu,cpu", "cuda:0,cuda:1"); UsageError on bad text.
 std::vector<DeviceDesc> parseDevicesFlag(const std::string& text);
+
+/// The model on its pipeline devices, as sweep and calibrate take them.
+struct ModelOnDevices {
+  ModelSpec spec;  ///< threads resolved: --threads, else max(1, cores / devices)
+  std::vector<DeviceDesc> devices;
+  std::int64_t batch = 0;   ///< --batch, else the model's default
+  std::int64_t layers = 0;  ///< of the model, built once to check
+};
+
+/// Resolves the model flags and --devices (`devicesText`): at least one device, all of one
+/// type, present (CUDA available, indices in range), and no more devices than layers. Throws
+/// UsageError (or std::invalid_argument from the runtime, exit 2 alike) naming what is wrong.
+ModelOnDevices resolveModelOnDevices(const ModelFlags& flags, const std::string& devicesText);
+
+/// The profile cached at `path` when that file exists (nullopt for an empty path or no file),
+/// checked against the model it is to predict (tuner::profileMismatch). Throws UsageError
+/// naming the file and the difference, FormatError for a malformed file.
+std::optional<Profile> readCachedProfile(const std::string& path, const ModelOnDevices& model);
 
 }  // namespace pipeprof::cli

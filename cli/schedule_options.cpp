@@ -158,20 +158,4 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) 
   space.stagesPerDevice = vs;
 }
 
-std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices) {
-  std::vector<std::int64_t> counts;
-  for (const ScheduleKind kind : space.schedules) {
-    if (kind != ScheduleKind::Interleaved) {
-      counts.push_back(devices);
-      continue;
-    }
-    for (const std::int64_t v : space.stagesPerDevice) {
-      if (v >= 2) counts.push_back(devices * v);
-    }
-  }
-  std::sort(counts.begin(), counts.end());
-  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  return counts;
-}
-
 }  // namespace pipeprof::cli

@@ -59,7 +59,4 @@ void addScheduleListFlags(CLI::App& command, ScheduleListFlags& flags);
 /// unknown schedule, a v that is not a positive integer, or interleaved asked for with no v >= 2.
 void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space);
 
-/// The stage counts (p * v) the space's schedules use for p pipeline devices, increasing.
-std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices);
-
 }  // namespace pipeprof::cli

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -292,6 +293,40 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
   }
   std::sort(result.ranked.begin(), result.ranked.end(), rankedBefore);
   return result;
+}
+
+std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices) {
+  std::vector<std::int64_t> counts;
+  for (const ScheduleKind kind : space.schedules) {
+    if (kind != ScheduleKind::Interleaved) {
+      counts.push_back(devices);
+      continue;
+    }
+    for (const std::int64_t v : space.stagesPerDevice) {
+      if (v >= 2) counts.push_back(devices * v);
+    }
+  }
+  return sortedUnique(counts);
+}
+
+std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected) {
+  std::map<std::string, RejectionGroup> groups;
+  for (const RankedCandidate& candidate : rejected) {
+    const std::vector<std::int64_t>& overflow = candidate.prediction.overflowDevices;
+    std::string reason = "not schedulable: " + candidate.rejection;
+    if (!overflow.empty()) {
+      reason = overflow.size() == 1 ? "predicted not to fit on device " : "predicted not to fit on devices ";
+      for (std::size_t k = 0; k < overflow.size(); ++k) reason += (k > 0 ? "," : "") + std::to_string(overflow[k]);
+    }
+    RejectionGroup& group = groups[reason];
+    group.reason = reason;
+    ++group.count;
+    if (group.example == nullptr) group.example = &candidate;
+  }
+  std::vector<RejectionGroup> out;
+  for (auto& [reason, group] : groups) out.push_back(group);
+  std::stable_sort(out.begin(), out.end(), [](const RejectionGroup& a, const RejectionGroup& b) { return a.count > b.count; });
+  return out;
 }
 
 }  // namespace pipeprof

@@ -333,5 +333,31 @@ TEST(Search, TiesBreakByScheduleThenStagesPerDeviceBeforeBalance) {
   EXPECT_EQ(order, expected);
 }
 
+TEST(StageCounts, OnePerScheduleFamilyAndV) {
+  SearchSpace space;
+  space.schedules = {ScheduleKind::GPipe, ScheduleKind::Interleaved};
+  space.stagesPerDevice = {1, 3, 2};
+  EXPECT_EQ(stageCounts(space, 2), (std::vector<std::int64_t>{2, 4, 6}));
+  space.schedules = {ScheduleKind::Interleaved};
+  space.stagesPerDevice = {1};
+  EXPECT_TRUE(stageCounts(space, 2).empty());
+}
+
+TEST(GroupRejections, ByOverflowingDevicesOrShapeReasonLargestFirst) {
+  std::vector<RankedCandidate> rejected(4);
+  rejected[0].prediction.overflowDevices = {1};
+  rejected[1].rejection = "interleaved needs chunks a multiple of 2";
+  rejected[2].prediction.overflowDevices = {1};
+  rejected[3].prediction.overflowDevices = {0, 1};
+  const std::vector<RejectionGroup> groups = groupRejections(rejected);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[0].reason, "predicted not to fit on device 1");
+  EXPECT_EQ(groups[0].count, 2);
+  EXPECT_EQ(groups[0].example, &rejected[0]);
+  EXPECT_EQ(groups[1].reason, "not schedulable: interleaved needs chunks a multiple of 2");
+  EXPECT_EQ(groups[2].reason, "predicted not to fit on devices 0,1");
+  EXPECT_EQ(groups[2].count, 1);
+}
+
 }  // namespace
 }  // namespace pipeprof

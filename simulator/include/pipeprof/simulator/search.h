@@ -72,6 +72,22 @@ using SearchProgress = std::function<bool(std::int64_t done, std::int64_t total)
 SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
                     const SearchProgress& progress = {});
 
+/// The stage counts (p * v) the space's schedules use for p = `devices` pipeline devices,
+/// increasing: p for gpipe and 1f1b, p * v for interleaved with each v >= 2 of the space.
+std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices);
+
+/// Rejected candidates of one kind: how many, and the first of them.
+struct RejectionGroup {
+  std::string reason;  ///< "predicted not to fit on devices 0,1", or "not schedulable: <the shape error>"
+  std::int64_t count = 0;
+  const RankedCandidate* example = nullptr;  ///< points into the vector grouped
+};
+
+/// Groups a search's rejected candidates: memory rejections by the cluster devices that
+/// overflow, shape rejections (a schedule that cannot run the chunks or stage count) by their
+/// reason. The largest group first; equal counts keep the order of their reasons.
+std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected);
+
 /// Balances of partitions * stagesPerDevice stages the search would try (for a given space), in
 /// deterministic order. Throws std::invalid_argument for an inconsistent space or when the
 /// profile has fewer layers than stages.
