@@ -3,6 +3,8 @@
 
 #include <pipeprof/core/json_file.h>
 
+#include "two_layer_profile.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -11,17 +13,7 @@
 namespace pipeprof {
 namespace {
 
-/// Two layers; at micro-batch b each takes b ns forward and 2b ns backward.
-Profile twoLayerProfile() {
-  Profile profile;
-  for (const char* name : {"a", "b"}) {
-    LayerProfile layer;
-    layer.name = name;
-    for (std::int64_t size : {4, 8}) layer.costs.push_back({size, size, 2 * size, 0, 0, 0, 0});
-    profile.layers.push_back(layer);
-  }
-  return profile;
-}
+using test::twoLayerProfile;
 
 Calibration sampleCalibration() {
   Calibration calibration;

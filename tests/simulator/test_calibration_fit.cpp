@@ -1,28 +1,14 @@
 // Tests of simulator/calibration_fit: scales, device speeds and step overheads fitted to reference pipeline traces.
 #include <pipeprof/simulator/calibration_fit.h>
 
+#include "two_layer_profile.h"
+
 #include <gtest/gtest.h>
 
 namespace pipeprof {
 namespace {
 
-/// Two layers; at micro-batch b each takes b ns forward and 2b ns backward.
-Profile twoLayerProfile() {
-  Profile profile;
-  for (const char* name : {"a", "b"}) {
-    LayerProfile layer;
-    layer.name = name;
-    for (std::int64_t size : {2, 3, 4, 8}) {
-      CostSample cost;
-      cost.microBatch = size;
-      cost.forwardNs = size;
-      cost.backwardNs = 2 * size;
-      layer.costs.push_back(cost);
-    }
-    profile.layers.push_back(layer);
-  }
-  return profile;
-}
+using test::twoLayerProfile;
 
 TraceEvent span(Phase phase, TimeNs startNs, TimeNs durationNs, std::int64_t i = -1, std::int64_t j = -1) {
   TraceEvent event;

@@ -1,0 +1,27 @@
+// A two-layer profile whose costs are easy to reckon with, shared by the calibration tests.
+#pragma once
+
+#include <pipeprof/core/profile.h>
+
+namespace pipeprof::test {
+
+/// Two layers "a" and "b", profiled at micro-batches 2, 3, 4 and 8; at micro-batch b each
+/// takes b ns forward and 2b ns backward, and keeps nothing.
+inline Profile twoLayerProfile() {
+  Profile profile;
+  for (const char* name : {"a", "b"}) {
+    LayerProfile layer;
+    layer.name = name;
+    for (std::int64_t size : {2, 3, 4, 8}) {
+      CostSample cost;
+      cost.microBatch = size;
+      cost.forwardNs = size;
+      cost.backwardNs = 2 * size;
+      layer.costs.push_back(cost);
+    }
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+}  // namespace pipeprof::test
