@@ -109,5 +109,61 @@ TEST(Predictor, SearchGivesEveryCandidateItsPredictionAndRanksWithTheOverhead) {
   }
 }
 
+TEST(Predictor, AScheduleScaleStretchesThatScheduleOnly) {
+  Calibration scaled = calibration();
+  scaled.scheduleScales = {{ScheduleKind::OneFOneB, 1, 1.5}};
+  const Predictor predictor(fourLayerProfile(), twoCpus(), scaled);
+  const Predictor unscaled(fourLayerProfile(), twoCpus(), calibration());
+  const Candidate gpipe = candidate({2, 2}, 2);
+  const Candidate oneFOneB = candidate({2, 2}, 2, ScheduleKind::OneFOneB);
+  EXPECT_EQ(predictor.predict(gpipe).prediction.iterationNs, unscaled.predict(gpipe).prediction.iterationNs);
+  // The whole step, its overhead included: (2000 + 3000) x 1.5.
+  EXPECT_EQ(unscaled.predict(oneFOneB).prediction.iterationNs, 5000);
+  EXPECT_EQ(predictor.predict(oneFOneB).prediction.iterationNs, 7500);
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult traced = predictor.predict(oneFOneB, options);
+  EXPECT_EQ(traced.trace.events.back().endNs(), 7500);  // the overhead span ends the stretched step
+  SearchSpace space;
+  space.batch = 8;
+  space.partitions = 2;
+  space.chunks = {2};
+  space.modes = {Checkpoint::Never};
+  space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
+  for (const RankedCandidate& entry : predictor.search(space).ranked) {
+    EXPECT_EQ(entry.prediction.iterationNs, predictor.predict(entry.candidate).prediction.iterationNs)
+        << entry.candidate.label();
+  }
+}
+
+TEST(ScaledPrediction, ScalesEveryPredictedTimeButNotTheMemory) {
+  Prediction base;
+  base.iterationNs = 1000;
+  base.busyNs = {400, 601};
+  base.peakBytes = {1 << 20, 2 << 20};
+  base.samplesPerS = 8e6;
+  const Prediction drifted = scaledPrediction(base, 1.1, 8);
+  EXPECT_EQ(drifted.iterationNs, 1100);
+  EXPECT_EQ(drifted.busyNs, (std::vector<TimeNs>{440, 661}));
+  EXPECT_EQ(drifted.peakBytes, base.peakBytes);
+  EXPECT_DOUBLE_EQ(drifted.samplesPerS, 8.0 * 1e9 / 1100.0);
+}
+
+TEST(ScaleTraceTimes, AdjacentSpansStayAdjacent) {
+  Trace trace;
+  for (const auto& [start, duration] : std::vector<std::pair<TimeNs, TimeNs>>{{0, 3}, {3, 3}, {6, 5}}) {
+    TraceEvent event;
+    event.kind = EventKind::Span;
+    event.startNs = start;
+    event.durationNs = duration;
+    trace.events.push_back(event);
+  }
+  scaleTraceTimes(trace, 1.5);  // 4.5 and 9 round; the spans must still meet
+  EXPECT_EQ(trace.events[0].startNs, 0);
+  EXPECT_EQ(trace.events[0].endNs(), trace.events[1].startNs);
+  EXPECT_EQ(trace.events[1].endNs(), trace.events[2].startNs);
+  EXPECT_EQ(trace.events[2].endNs(), 17);  // 11 x 1.5 = 16.5, rounded away from zero
+}
+
 }  // namespace
 }  // namespace pipeprof
