@@ -29,7 +29,6 @@ struct CalibrateFlags {
   std::string profile;
   double profileBudget = 20.0;
   double budget = 8.0;
-  std::vector<std::int64_t> interleaved{2};
   std::string output = "calibration.json";
   bool json = false;
 };
@@ -50,9 +49,6 @@ void runCalibrate(const CalibrateFlags& flags) {
   const std::vector<DeviceDesc>& devices = model.devices;
   const std::int64_t batch = model.batch;
   const std::vector<std::int64_t> chunks = parseChunksFlag(flags.chunks);
-  for (const std::int64_t v : flags.interleaved) {
-    if (v < 2) throw UsageError(fmt::format("--interleaved {}: every v must be at least 2 (stages per device)", v));
-  }
   if (!(flags.budget >= 0)) throw UsageError(fmt::format("--budget {}: must not be negative", flags.budget));
   if (!(flags.profileBudget > 0)) {
     throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
@@ -73,7 +69,7 @@ void runCalibrate(const CalibrateFlags& flags) {
   rounds.budgetSeconds = flags.budget;
   Calibration calibration =
       tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt), batch, chunks,
-                                static_cast<std::int64_t>(devices.size()), rounds, flags.interleaved);
+                                static_cast<std::int64_t>(devices.size()), rounds);
   tuner::stampProvenance(calibration, model.spec, batch, devices);
   if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
   writeCalibration(calibration, flags.output);
@@ -83,11 +79,10 @@ void runCalibrate(const CalibrateFlags& flags) {
   }
   std::cout << describeCalibration(calibration) << "\n";
   for (const CalibrationReference& reference : calibration.provenance.references) {
-    const std::string schedule = reference.schedule == ScheduleKind::Interleaved
-                                     ? fmt::format(" interleaved v{}", reference.stagesPerDevice)
-                                     : "";
-    std::cout << fmt::format("  reference [{}] x{} never{}: {} steps, median {}\n", fmt::join(reference.balance, ","),
-                             reference.chunks, schedule, reference.steps, formatDuration(reference.stepNsMedian));
+    std::cout << fmt::format("  reference x{} (balance {}, never): {} steps, median {}, step overhead {}\n",
+                             reference.chunks, formatBalance(reference.balance), reference.steps,
+                             formatDuration(reference.stepNsMedian),
+                             formatDuration(calibration.stepOverheadNsFor(reference.chunks)));
   }
   std::cout << "wrote " << flags.output << "\n";
 }
@@ -113,11 +108,6 @@ void addCalibrateCommand(CLI::App& app) {
   command->add_option("--profile", flags->profile,
                       "The profile to calibrate: read when it exists, else measured now and written there");
   command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
-      ->capture_default_str();
-  command->add_option("--interleaved", flags->interleaved,
-                      "Stages per device v of the interleaved schedule to time a reference of (each >= 2; the "
-                      "calibration's step scale of interleaved with that v)")
-      ->delimiter(',')
       ->capture_default_str();
   command->add_option("--budget", flags->budget, "Seconds of reference-pipeline rounds (at least 3 rounds)")
       ->capture_default_str();

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
-#include <stdexcept>
 
 namespace pipeprof {
 namespace {
@@ -43,9 +42,7 @@ std::vector<std::int64_t> intList(const JsonCursor& json) {
 nlohmann::json provenanceToJson(const CalibrationProvenance& provenance) {
   nlohmann::json references = nlohmann::json::array();
   for (const CalibrationReference& reference : provenance.references) {
-    references.push_back({{"schedule", scheduleKindName(reference.schedule)},
-                          {"stages_per_device", reference.stagesPerDevice},
-                          {"chunks", reference.chunks},
+    references.push_back({{"chunks", reference.chunks},
                           {"balance", reference.balance},
                           {"steps", reference.steps},
                           {"step_ns_median", reference.stepNsMedian}});
@@ -59,15 +56,6 @@ nlohmann::json provenanceToJson(const CalibrationProvenance& provenance) {
           {"created_at", provenance.createdAt},
           {"rounds", provenance.rounds},
           {"references", references}};
-}
-
-ScheduleKind scheduleFrom(const JsonCursor& json) {
-  const std::string text = json.asString();
-  try {
-    return parseScheduleKind(text);
-  } catch (const std::invalid_argument&) {
-    json.fail("expected gpipe, 1f1b or interleaved, got '" + text + "'");
-  }
 }
 
 std::string optionalString(const JsonCursor& json, const std::string& key) {
@@ -93,8 +81,6 @@ CalibrationProvenance provenanceFromJson(const JsonCursor& json) {
   if (json.has("references")) {
     for (const JsonCursor& item : json.at("references").items()) {
       CalibrationReference reference;
-      if (item.has("schedule")) reference.schedule = scheduleFrom(item.at("schedule"));
-      if (item.has("stages_per_device")) reference.stagesPerDevice = item.at("stages_per_device").asPositiveInt();
       reference.chunks = item.at("chunks").asPositiveInt();
       if (item.has("balance")) reference.balance = intList(item.at("balance"));
       reference.steps = optionalCount(item, "steps");
@@ -111,13 +97,6 @@ TimeNs Calibration::stepOverheadNsFor(std::int64_t chunks) const {
   if (stepOverheadNs.empty()) return 0;
   auto above = stepOverheadNs.upper_bound(chunks);
   return above == stepOverheadNs.begin() ? above->second : std::prev(above)->second;
-}
-
-double Calibration::scheduleScaleFor(ScheduleKind schedule, std::int64_t stagesPerDevice) const {
-  for (const ScheduleScale& scale : scheduleScales) {
-    if (scale.schedule == schedule && scale.stagesPerDevice == stagesPerDevice) return scale.step;
-  }
-  return 1.0;
 }
 
 Profile calibratedProfile(Profile profile, const Calibration& calibration) {
@@ -169,14 +148,8 @@ std::string describeCalibration(const Calibration& calibration) {
     }
     overheads = formatDuration(lowNs) + "-" + formatDuration(highNs) + " (grad zeroing, loss, SGD step, waking the workers)";
   }
-  std::string text = "calibration: layers chained in the pipeline take " + scales + "; device speeds " +
-                     (speeds.empty() ? std::string("1") : joined(speeds)) + "; step overhead " + overheads;
-  for (const ScheduleScale& scale : calibration.scheduleScales) {
-    text += "; " + scheduleKindName(scale.schedule) +
-            (scale.schedule == ScheduleKind::Interleaved ? " v" + std::to_string(scale.stagesPerDevice) : "") +
-            " steps x" + twoDecimals(scale.step);
-  }
-  return text;
+  return "calibration: layers chained in the pipeline take " + scales + "; device speeds " +
+         (speeds.empty() ? std::string("1") : joined(speeds)) + "; step overhead " + overheads;
 }
 
 nlohmann::json toJson(const Calibration& calibration) {
@@ -186,17 +159,10 @@ nlohmann::json toJson(const Calibration& calibration) {
   }
   nlohmann::json overheads = nlohmann::json::array();
   for (const auto& [chunks, ns] : calibration.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
-  nlohmann::json schedules = nlohmann::json::array();
-  for (const ScheduleScale& scale : calibration.scheduleScales) {
-    schedules.push_back({{"schedule", scheduleKindName(scale.schedule)},
-                         {"stages_per_device", scale.stagesPerDevice},
-                         {"step", scale.step}});
-  }
   return {{"schema", kCalibrationSchema},
           {"micro_batch_scales", scales},
           {"device_speeds", calibration.deviceSpeeds},
           {"step_overhead_ns", overheads},
-          {"schedule_scales", schedules},
           {"measured", provenanceToJson(calibration.provenance)}};
 }
 
@@ -222,21 +188,6 @@ Calibration calibrationFromJson(const nlohmann::json& json, const std::string& f
         item.at("chunks").fail("chunk count " + std::to_string(chunks) + " given twice");
       }
       calibration.stepOverheadNs[chunks] = item.at("ns").asNonNegativeInt();
-    }
-  }
-  if (root.has("schedule_scales")) {
-    for (const JsonCursor& item : root.at("schedule_scales").items()) {
-      ScheduleScale scale;
-      scale.schedule = scheduleFrom(item.at("schedule"));
-      scale.stagesPerDevice = item.at("stages_per_device").asPositiveInt();
-      scale.step = positiveNumber(item.at("step"));
-      for (const ScheduleScale& known : calibration.scheduleScales) {
-        if (known.schedule == scale.schedule && known.stagesPerDevice == scale.stagesPerDevice) {
-          item.fail("schedule " + scheduleKindName(scale.schedule) + " with " + std::to_string(scale.stagesPerDevice) +
-                    " stages per device given twice");
-        }
-      }
-      calibration.scheduleScales.push_back(scale);
     }
   }
   if (root.has("measured")) calibration.provenance = provenanceFromJson(root.at("measured"));

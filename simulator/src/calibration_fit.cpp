@@ -101,32 +101,16 @@ std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitio
   return balance;
 }
 
-Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch,
-                             ScheduleKind schedule, std::int64_t stagesPerDevice) {
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch) {
   Candidate candidate;
-  candidate.balance = evenBalance(layers, std::min(devices * stagesPerDevice, layers));
+  candidate.balance = evenBalance(layers, std::min(devices, layers));
   candidate.chunks = chunks;
   candidate.checkpoint = Checkpoint::Never;
   candidate.batch = batch;
-  candidate.schedule = schedule;
-  candidate.stagesPerDevice = stagesPerDevice;
   return candidate;
 }
 
-Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster,
-                                const std::vector<ReferenceRun>& allRuns) {
-  // GPipe with one stage per device fits the scales, speeds and overheads; the reference of
-  // another schedule family fits only its scale, on top of them.
-  std::vector<ReferenceRun> runs;
-  std::map<std::pair<ScheduleKind, std::int64_t>, std::vector<const ReferenceRun*>> families;
-  for (const ReferenceRun& run : allRuns) {
-    const Candidate& candidate = run.candidate;
-    if (candidate.schedule == ScheduleKind::GPipe && candidate.stagesPerDevice == 1) {
-      runs.push_back(run);
-    } else {
-      families[{candidate.schedule, candidate.stagesPerDevice}].push_back(&run);
-    }
-  }
+Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
   WholeModelSamples samples;
   for (const ReferenceRun& run : runs) samples.add(run);
   Calibration calibration;
@@ -159,24 +143,8 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster,
     const TimeNs predictedNs = simulate(calibrated, calibratedDevices, reference).prediction.iterationNs;
     const TimeNs medianStepNs = medianNs(pooledNs);
     calibration.stepOverheadNs[chunks] = std::max<TimeNs>(0, medianStepNs - predictedNs);
-    calibration.provenance.references.push_back({ScheduleKind::GPipe, 1, chunks, reference.balance,
-                                                 static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
-  }
-  for (const auto& [family, familyRuns] : families) {
-    std::vector<TimeNs> pooledNs;
-    for (const ReferenceRun* run : familyRuns) {
-      for (const TraceEvent* step : stepSpans(run->trace)) pooledNs.push_back(step->durationNs);
-    }
-    if (pooledNs.empty()) continue;
-    const Candidate& reference = familyRuns.front()->candidate;
-    // What the calibration so far predicts for it, step overhead included (predictor.h).
-    const TimeNs predictedNs = simulate(calibrated, calibratedDevices, reference).prediction.iterationNs +
-                               calibration.stepOverheadNsFor(reference.chunks);
-    const TimeNs medianStepNs = medianNs(pooledNs);
-    const double scale = static_cast<double>(medianStepNs) / static_cast<double>(std::max<TimeNs>(1, predictedNs));
-    calibration.scheduleScales.push_back({family.first, family.second, std::clamp(scale, 0.5, 2.0)});
-    calibration.provenance.references.push_back({family.first, family.second, reference.chunks, reference.balance,
-                                                 static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
+    calibration.provenance.references.push_back(
+        {chunks, reference.balance, static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
   }
   return calibration;
 }

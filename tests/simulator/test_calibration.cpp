@@ -26,10 +26,7 @@ Calibration sampleCalibration() {
   calibration.provenance.devices = {"cpu", "cpu"};
   calibration.provenance.threads = 1;
   calibration.provenance.rounds = 3;
-  calibration.scheduleScales = {{ScheduleKind::Interleaved, 2, 1.25}};
-  calibration.provenance.references = {{ScheduleKind::GPipe, 1, 1, {4, 4}, 12, 5000},
-                                       {ScheduleKind::GPipe, 1, 2, {4, 4}, 12, 6500},
-                                       {ScheduleKind::Interleaved, 2, 2, {2, 2, 2, 2}, 12, 9000}};
+  calibration.provenance.references = {{1, {4, 4}, 12, 5000}, {2, {4, 4}, 12, 6500}};
   return calibration;
 }
 
@@ -54,11 +51,6 @@ TEST(Calibration, StepOverheadFallsBackToTheNearestMeasuredChunkCount) {
   EXPECT_EQ(calibration.stepOverheadNsFor(4), 200);
   EXPECT_EQ(calibration.stepOverheadNsFor(8), 800);
   EXPECT_EQ(calibration.stepOverheadNsFor(16), 800);
-  EXPECT_EQ(calibration.scheduleScaleFor(ScheduleKind::Interleaved, 2), 1.0);
-  calibration.scheduleScales = {{ScheduleKind::Interleaved, 2, 1.2}};
-  EXPECT_EQ(calibration.scheduleScaleFor(ScheduleKind::Interleaved, 2), 1.2);
-  EXPECT_EQ(calibration.scheduleScaleFor(ScheduleKind::Interleaved, 3), 1.0);
-  EXPECT_EQ(calibration.scheduleScaleFor(ScheduleKind::GPipe, 1), 1.0);
 }
 
 TEST(Calibration, CalibratedProfileScalesOnlyTheCalibratedSizes) {
@@ -89,8 +81,6 @@ TEST(Calibration, FileRoundTripAndDescription) {
   EXPECT_EQ(json["micro_batch_scales"][0]["micro_batch"], 16);
   EXPECT_EQ(json["step_overhead_ns"][1]["ns"], 1500);
   EXPECT_EQ(json["measured"]["references"][1]["step_ns_median"], 6500);
-  EXPECT_EQ(json["schedule_scales"][0]["schedule"], "interleaved");
-  EXPECT_EQ(json["measured"]["references"][2]["stages_per_device"], 2);
   const std::string path = (std::filesystem::temp_directory_path() / "pipeprof_test_calibration.json").string();
   writeCalibration(calibration, path);
   EXPECT_EQ(toJson(readCalibration(path)), json);
@@ -98,7 +88,7 @@ TEST(Calibration, FileRoundTripAndDescription) {
   EXPECT_EQ(describeCalibration(calibration),
             "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
             "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
-            "zeroing, loss, SGD step, waking the workers); interleaved v2 steps x1.25");
+            "zeroing, loss, SGD step, waking the workers)");
   EXPECT_EQ(describeCalibration(Calibration{}), "calibration: none (predicting from the raw profile)");
 }
 
@@ -127,13 +117,6 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
   json = toJson(sampleCalibration());
   json["step_overhead_ns"][1]["chunks"] = 1;
   EXPECT_EQ(formatError(json), "cal.json: $.step_overhead_ns[1].chunks: chunk count 1 given twice");
-  json = toJson(sampleCalibration());
-  json["schedule_scales"][0]["schedule"] = "zigzag";
-  EXPECT_EQ(formatError(json),
-            "cal.json: $.schedule_scales[0].schedule: expected gpipe, 1f1b or interleaved, got 'zigzag'");
-  json = toJson(sampleCalibration());
-  json["schedule_scales"].push_back(json["schedule_scales"][0]);
-  EXPECT_EQ(formatError(json), "cal.json: $.schedule_scales[1]: schedule interleaved with 2 stages per device given twice");
   json = toJson(sampleCalibration());
   json["measured"]["devices"] = "cpu";
   EXPECT_NE(formatError(json).find("cal.json: $.measured.devices"), std::string::npos);

@@ -120,30 +120,5 @@ TEST(CalibrationFit, ScalesAreClampedAndMissingDataKeepsOne) {
   EXPECT_DOUBLE_EQ(calibration.scales.at(8).backward, 1.0);
 }
 
-TEST(CalibrationFit, AnotherScheduleFamilysReferenceFitsItsStepScale) {
-  // GPipe [1,1] x2 never at the profile's speed: forwards of 4, backwards of 8 per layer and
-  // micro-batch of 4; the simulated step is 3 clocks of 4 + 3 of 8 = 36 of the 100 measured,
-  // so the overhead at chunks 2 is 64. Interleaved with 2 stages on 1 device runs all four
-  // ops of both micro-batches in a row: 2 x 2 x (4 + 8) = 48, + 64 = 112 predicted; it
-  // measured 140 and 150 (median 145): x145/112.
-  ReferenceRun gpipe = reference({1, 1}, 2, 8);
-  addStep(gpipe.trace, 0, 100, {4, 4}, 2, 1, 2);
-  ReferenceRun interleaved;
-  interleaved.candidate = referenceCandidate(2, 2, 2, 8, ScheduleKind::Interleaved, 2);
-  EXPECT_EQ(interleaved.candidate.balance, (std::vector<std::int64_t>{1, 1}));  // at most one stage per layer
-  interleaved.trace.events.push_back(span(Phase::Step, 0, 140));
-  interleaved.trace.events.push_back(span(Phase::Step, 200, 150));
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {gpipe, interleaved});
-  EXPECT_EQ(calibration.stepOverheadNs.at(2), 64);
-  EXPECT_DOUBLE_EQ(calibration.scales.at(4).forward, 1.0);
-  ASSERT_EQ(calibration.scheduleScales.size(), 1u);
-  EXPECT_EQ(calibration.scheduleScales[0].schedule, ScheduleKind::Interleaved);
-  EXPECT_EQ(calibration.scheduleScales[0].stagesPerDevice, 2);
-  EXPECT_DOUBLE_EQ(calibration.scheduleScales[0].step, 145.0 / 112.0);
-  ASSERT_EQ(calibration.provenance.references.size(), 2u);
-  EXPECT_EQ(calibration.provenance.references[1].schedule, ScheduleKind::Interleaved);
-  EXPECT_EQ(calibration.provenance.references[1].stepNsMedian, 145);
-}
-
 }  // namespace
 }  // namespace pipeprof

@@ -14,6 +14,8 @@ namespace {
 constexpr double kLowestFactor = 0.5;
 constexpr double kHighestFactor = 2.0;
 
+TimeNs scaled(TimeNs ns, double factor) { return std::llround(static_cast<double>(ns) * factor); }
+
 }  // namespace
 
 double CalibrationDrift::factor() const {
@@ -28,6 +30,22 @@ double CalibrationDrift::factor() const {
   const std::size_t n = ratios.size();
   const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0;
   return std::clamp(median, kLowestFactor, kHighestFactor);
+}
+
+Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch) {
+  base.iterationNs = scaled(base.iterationNs, factor);
+  for (TimeNs& busy : base.busyNs) busy = scaled(busy, factor);
+  base.samplesPerS =
+      base.iterationNs > 0 ? static_cast<double>(batch) * 1e9 / static_cast<double>(base.iterationNs) : 0.0;
+  return base;
+}
+
+void scaleTraceTimes(Trace& trace, double factor) {
+  for (TraceEvent& event : trace.events) {
+    const TimeNs endNs = scaled(event.endNs(), factor);
+    event.startNs = scaled(event.startNs, factor);
+    event.durationNs = endNs - event.startNs;  // adjacent spans stay adjacent after rounding
+  }
 }
 
 nlohmann::json toJson(const CalibrationDrift& drift) {

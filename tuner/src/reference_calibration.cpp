@@ -1,7 +1,6 @@
 // Measuring a calibration: reference pipelines timed in interleaved rounds, then fitted.
 #include <pipeprof/tuner/reference_calibration.h>
 
-#include <pipeprof/core/schedule.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
@@ -10,32 +9,9 @@
 
 namespace pipeprof::tuner {
 
-std::vector<Candidate> referenceCandidates(std::int64_t layers, std::int64_t batch,
-                                           const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                                           const std::vector<std::int64_t>& interleavedStagesPerDevice) {
-  std::vector<Candidate> references;
-  for (const std::int64_t m : chunks) {
-    if (m >= 1 && m <= batch) references.push_back(referenceCandidate(layers, devices, m, batch));
-  }
-  for (const std::int64_t v : interleavedStagesPerDevice) {
-    if (v < 2 || layers < devices * v) continue;
-    std::int64_t best = 0;  // the largest chunk count interleaved can run
-    for (const std::int64_t m : chunks) {
-      if (m < 1 || m > batch || m <= best) continue;
-      const std::int64_t microBatches = microBatching(batch, m).count;
-      if (scheduleShapeError(ScheduleKind::Interleaved, v, devices * v, microBatches).empty()) best = m;
-    }
-    if (best > 0) references.push_back(referenceCandidate(layers, devices, best, batch, ScheduleKind::Interleaved, v));
-  }
-  return references;
-}
-
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds,
-                               const std::vector<std::int64_t>& interleavedStagesPerDevice) {
-  const std::vector<Candidate> references =
-      referenceCandidates(profile.layerCount(), batch, chunks, devices, interleavedStagesPerDevice);
+                               const CalibrationRounds& rounds) {
   std::vector<ReferenceRun> runs;
   const auto start = std::chrono::steady_clock::now();
   auto budgetLeft = [&] {
@@ -47,9 +23,10 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
   request.traced = true;
   std::int64_t round = 0;
   for (; round < rounds.minRounds || budgetLeft(); ++round) {
-    for (const Candidate& reference : references) {
+    for (const std::int64_t m : chunks) {
+      if (m < 1 || m > batch) continue;
       ReferenceRun run;
-      run.candidate = reference;
+      run.candidate = referenceCandidate(profile.layerCount(), devices, m, batch);
       run.trace = measurer.measure(run.candidate, request).trace;
       runs.push_back(std::move(run));
     }

@@ -75,12 +75,8 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-      std::vector<std::int64_t> interleaved;  // the v >= 2 the search tries: each gets its reference
-      if (std::count(config.schedules.begin(), config.schedules.end(), ScheduleKind::Interleaved) > 0) {
-        interleaved = config.stagesPerDevice;
-      }
       setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
-                                             static_cast<std::int64_t>(config.devices.size()), rounds, interleaved);
+                                             static_cast<std::int64_t>(config.devices.size()), rounds);
       stampProvenance(setup.calibration, config.model, config.batch, config.devices);
     } catch (const std::exception& failure) {
       setup.calibrationError = firstLine(errorText(failure));
@@ -156,7 +152,7 @@ void applyDrift(Report& report, const std::vector<Prediction>& base, const Calib
   for (std::size_t index = 0; index < report.candidates.size() && index < base.size(); ++index) {
     CandidateResult& result = report.candidates[index];
     std::string tracePath = std::move(result.prediction.tracePath);
-    result.prediction = scaledPrediction(base[index], factor, report.environment.batch);
+    result.prediction = driftedPrediction(base[index], factor, report.environment.batch);
     result.prediction.tracePath = std::move(tracePath);
     result.predictionBeforeDrift = base[index];
     result.predictionBeforeDrift->tracePath.clear();

@@ -12,10 +12,6 @@
 //   deviceSpeeds(j) the relative speed of cluster device j (on one CPU host the partitions do
 //                   not run alike)
 //   stepOverhead(m) what a step with m chunks costs beyond the simulated pipeline
-//   scheduleScale(s, v)  measured / predicted step of a reference pipeline run under
-//                   schedule s with v stages per device (the GPipe references above calibrate
-//                   one stage per device; a device running two stages pays for it: on CPU the
-//                   models with skip connections ran 12-27% slower interleaved than predicted)
 //
 // The simulator's cost model is profile + cluster + calibration (simulator/predictor.h): every
 // command that predicts (simulate, suggest, sweep, the GUI) applies the same calibration the
@@ -25,7 +21,6 @@
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
-#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
 #include <nlohmann/json.hpp>
@@ -46,17 +41,8 @@ struct MicroBatchScale {
   double backward = 1.0;
 };
 
-/// Measured over predicted step of a schedule family's reference pipeline.
-struct ScheduleScale {
-  ScheduleKind schedule = ScheduleKind::Interleaved;
-  std::int64_t stagesPerDevice = 2;  ///< v
-  double step = 1.0;
-};
-
 /// One reference pipeline the calibration timed.
 struct CalibrationReference {
-  ScheduleKind schedule = ScheduleKind::GPipe;
-  std::int64_t stagesPerDevice = 1;
   std::int64_t chunks = 1;
   std::vector<std::int64_t> balance;  ///< every device, layers split evenly; checkpoint `never`
   std::int64_t steps = 0;             ///< timed steps pooled over its rounds
@@ -80,20 +66,14 @@ struct Calibration {
   std::map<std::int64_t, MicroBatchScale> scales;  ///< by micro-batch size (samples)
   std::vector<double> deviceSpeeds;                ///< relative speed of cluster device j
   std::map<std::int64_t, TimeNs> stepOverheadNs;   ///< by chunk count
-  std::vector<ScheduleScale> scheduleScales;       ///< at most one per (schedule, v)
   CalibrationProvenance provenance;
 
-  /// True when it corrects nothing (no scales, speeds, overheads or schedule scales).
-  bool empty() const {
-    return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty() && scheduleScales.empty();
-  }
+  /// True when it corrects nothing (no scales, speeds or overheads).
+  bool empty() const { return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty(); }
   /// The step overhead of a candidate with `chunks` chunks: the measured one, else the one of
   /// the largest measured chunk count below it (the smallest above when there is none); 0 when
   /// nothing was measured.
   TimeNs stepOverheadNsFor(std::int64_t chunks) const;
-  /// The step scale of a candidate under `schedule` with `stagesPerDevice`: the measured one,
-  /// else 1.0.
-  double scheduleScaleFor(ScheduleKind schedule, std::int64_t stagesPerDevice) const;
 };
 
 /// The profile the simulator uses: every layer's forward (and recompute) and backward time at
@@ -110,8 +90,7 @@ std::string describeCalibration(const Calibration& calibration);
 
 /// JSON form (docs/formats.md). calibrationFromJson throws FormatError naming `file`, the JSON
 /// path and what was expected: a foreign schema tag, a scale or speed that is not a positive
-/// number, a negative overhead, a size, chunk count or schedule given twice, an unknown
-/// schedule. Missing lists are empty.
+/// number, a negative overhead, a size or chunk count given twice. Missing lists are empty.
 nlohmann::json toJson(const Calibration& calibration);
 /// `jsonPath` is where the object sits in `file` ("$" for a calibration file).
 Calibration calibrationFromJson(const nlohmann::json& json, const std::string& file, const std::string& jsonPath = "$");

@@ -12,9 +12,6 @@
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
 //   overhead(m)      = median step time of reference m - the simulator's step time for it with
 //                      the scales and speeds applied (zeroing, loss, SGD step, waking workers)
-//   scheduleScale(s, v) = median step time of the reference of schedule s with v stages per
-//                      device (an even balance of p * v stages) / its prediction with all of the
-//                      above: what running several stages per device costs beyond the model
 //
 //   step span  |<--------------------------------- step ------------------------------------>|
 //   partition 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
@@ -36,10 +33,9 @@ namespace pipeprof {
 /// partitions (the first ones take one more); the reference pipelines' balance.
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
 
-/// The reference pipeline of chunk count `chunks`: every device, an even balance of
-/// `devices` x `stagesPerDevice` stages (at most one per layer), `never`, under `schedule`.
-Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch,
-                             ScheduleKind schedule = ScheduleKind::GPipe, std::int64_t stagesPerDevice = 1);
+/// The reference pipeline of chunk count `chunks`: every device (at most one per layer), an
+/// even balance, `never`, GPipe.
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch);
 
 /// One traced reference run: the candidate it trained and its trace (step spans and the
 /// pipeline's op spans, each op carrying its micro-batch and partition).
@@ -49,10 +45,9 @@ struct ReferenceRun {
 };
 
 /// The calibration the runs imply (see the file comment); runs of the same chunk count pool
-/// their steps. The GPipe runs (one stage per device, partition j on cluster device j) fit the
-/// scales, speeds and overheads; the runs of each other (schedule, v) pool into its schedule
-/// scale. Scales are clamped to [0.25, 4], speeds and schedule scales to [0.5, 2]; a size
-/// without spans or without profile time keeps 1.0; overheads are never negative. provenance.references lists each chunk count's steps and
+/// their steps. Partition j of every run is on cluster device j. Scales are clamped to
+/// [0.25, 4] and speeds to [0.5, 2]; a size without spans or without profile time keeps 1.0;
+/// overheads are never negative. provenance.references lists each chunk count's steps and
 /// median (the caller fills in the rest of the provenance). Throws what the simulator throws
 /// for a reference candidate it cannot simulate.
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs);

@@ -26,9 +26,7 @@ class Predictor {
   /// simulate() on the calibrated inputs; a training step also pays the calibration's step
   /// overhead for its chunk count (iterationNs, samplesPerS recomputed; busy times unchanged)
   /// and, with recordTrace, shows it as a host span "calibration (step overhead)" after the
-  /// last event; then every time is multiplied by the calibration's scale for the candidate's
-  /// schedule and v (scaledPrediction; a traced step is stretched alike). Throws what
-  /// simulate() throws.
+  /// last event. Throws what simulate() throws.
   SimulationResult predict(const Candidate& candidate, const SimulationOptions& options = {}) const;
 
   /// search() on the calibrated inputs, every simulated prediction with its step overhead, the
@@ -41,13 +39,6 @@ class Predictor {
   Cluster cluster_;
   Calibration calibration_;
 };
-
-/// `prediction` with every time multiplied by `factor`: iteration and busy times (rounded to
-/// the nearest ns), samplesPerS recomputed for `batch`. Memory is left as it is.
-Prediction scaledPrediction(Prediction prediction, double factor, std::int64_t batch);
-
-/// Multiplies every event's start and end in `trace` by `factor`; spans that met still meet.
-void scaleTraceTimes(Trace& trace, double factor);
 
 /// Adds `overheadNs` to a prediction's step: iterationNs += overheadNs, samplesPerS recomputed
 /// for `batch` samples.

@@ -11,8 +11,7 @@
 //   factor = median over chunk counts m of  median(reference m's steps in the measuring rounds)
 //                                           / reference m's prediction (calibrated, no drift)
 //
-// and the sweep multiplies every predicted time by the factor (scaledPrediction,
-// simulator/predictor.h). One factor for all candidates
+// and the sweep multiplies every predicted time by the factor. One factor for all candidates
 // keeps their predicted order exactly: it corrects the offset, never the ranking.
 #pragma once
 
@@ -39,6 +38,14 @@ struct CalibrationDrift {
   /// and a timed step.
   double factor() const;
 };
+
+/// `base` (a prediction without drift) with every time multiplied by `factor`: iteration,
+/// busy times, and samplesPerS recomputed for `batch`. Memory is left as it is.
+Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch);
+
+/// Multiplies every event's start and duration in `trace` by `factor` (a predicted twin under
+/// drift).
+void scaleTraceTimes(Trace& trace, double factor);
 
 /// {"factor": f, "references": [{"chunks": m, "predicted_ns": p, "step_ns": [...]}]} --
 /// stored in the report's calibration (docs/formats.md).

@@ -1,10 +1,9 @@
 // Measuring a calibration: reference pipelines timed in rounds, and the calibration they imply.
 //
-// One reference pipeline per chunk count (every device, an even balance, `never`, GPipe; see
-// simulator/calibration_fit.h), and one per interleaved v asked for, is trained through a
-// CandidateMeasurer, traced, in interleaved rounds; the fitted scales, device speeds, step
-// overheads and schedule scales are the calibration that `pipeprof calibrate` writes and the
-// sweep embeds in its report.
+// One reference pipeline per chunk count (every device, an even balance, `never`; see
+// simulator/calibration_fit.h) is trained through a CandidateMeasurer, traced, in interleaved
+// rounds; the fitted scales, device speeds and step overheads are the calibration that
+// `pipeprof calibrate` writes and the sweep embeds in its report.
 #pragma once
 
 #include <pipeprof/core/cluster.h>
@@ -32,23 +31,14 @@ struct CalibrationRounds {
 };
 
 /// Trains one reference pipeline per chunk count in `chunks` (1 <= m <= batch; over
-/// `devices` devices), and one interleaved reference per v of `interleavedStagesPerDevice`
-/// (v >= 2, at the largest of `chunks` that interleaved can run; left out when there is none
-/// or the model has fewer layers than p * v stages), in interleaved rounds through `measurer`,
-/// traced, and fits the calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
+/// `devices` devices) in interleaved rounds through `measurer`, traced, and fits the
+/// calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
 /// longer time, so that a slow spell of a shared machine weighs on the calibration as it will
 /// on the measured candidates. provenance.rounds and .references are filled. Throws what the
 /// measurer throws.
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds,
-                               const std::vector<std::int64_t>& interleavedStagesPerDevice = {});
-
-/// The references measureCalibration trains in each round: GPipe per chunk count, then the
-/// interleaved ones (see there).
-std::vector<Candidate> referenceCandidates(std::int64_t layers, std::int64_t batch,
-                                           const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                                           const std::vector<std::int64_t>& interleavedStagesPerDevice);
+                               const CalibrationRounds& rounds);
 
 /// Fills the rest of the calibration's provenance: the model, batch, devices, threads, LibTorch
 /// version, pipeprof's revision and the time now.
