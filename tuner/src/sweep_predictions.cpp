@@ -41,12 +41,17 @@ std::string relativeTo(const fs::path& file, const fs::path& directory) {
 /// or of the reports written before calibration files.
 void resumeCalibration(CalibratedSetup& setup, const Report& resumed, const std::string& reportPath) {
   setup.calibration = reportCalibration(resumed, reportPath);
-  if (resumed.cluster) setup.cluster = *resumed.cluster;
   nlohmann::json drift = resumed.calibrationDrift;
   setup.calibrationError = resumed.calibrationError;
   if (resumed.calibration.is_object() && resumed.calibration.contains("chained")) {
+    // Its profile is calibrated already, and so are its cluster's device speeds: keep those
+    // (the memory stays this sweep's --device-memory).
     drift = resumed.calibration.value("drift", nlohmann::json());
     setup.calibrationError = resumed.calibration.value("error", std::string());
+    for (std::size_t d = 0; resumed.cluster && d < resumed.cluster->devices.size() && d < setup.cluster.devices.size();
+         ++d) {
+      setup.cluster.devices[d].relativeSpeed = resumed.cluster->devices[d].relativeSpeed;
+    }
   }
   setup.drift = calibrationDriftFromJson(drift);
 }
