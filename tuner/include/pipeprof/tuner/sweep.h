@@ -68,14 +68,13 @@ class SweepInterrupted : public std::runtime_error {
 };
 
 /// Runs the sweep; writes the report after the predictions and after every measured round of a
-/// candidate (atomically). The selected candidates are measured in `rounds` rounds, each
-/// training every candidate once on a fresh Pipe (warm-up, then its share of the steps), so
-/// that every candidate's steps sample the whole measuring time; the final round is traced.
-/// A partly measured candidate keeps its rounds in the report (status predicted, reason
-/// "measuring: ...") and --resume continues it. A candidate that throws is recorded as Failed
-/// and the sweep goes on. Throws SweepInterrupted when `stop` becomes true (checked between
-/// steps).
-/// Candidates and reference pipelines run through `measurer`.
+/// candidate (atomically). Candidates and reference pipelines run through `measurer`. The
+/// selected candidates are measured in `rounds` rounds, each training every candidate once on
+/// a fresh pipeline (warm-up, then its share of the steps), so that every candidate's steps
+/// sample the whole measuring time; the final round is traced. A partly measured candidate
+/// keeps its rounds in the report (status predicted, reason "measuring: ...") and --resume
+/// continues it. A candidate that throws is recorded as Failed and the sweep goes on. Throws
+/// SweepInterrupted when `stop` becomes true (checked between steps).
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const std::atomic<bool>& stop);
 
