@@ -1,4 +1,4 @@
-// Tests for cluster.cpp: link transfer times, the uniform shorthand, JSON round trips and errors.
+// Tests for cluster.cpp: link transfer times, the uniform and host shorthands, JSON round trips and errors.
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/json_file.h>
 
@@ -7,7 +7,9 @@
 
 #include <unistd.h>
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 namespace pipeprof {
 namespace {
@@ -83,6 +85,125 @@ TEST(ClusterJson, HandWrittenUnitsAndSingleDevice) {
   EXPECT_EQ(toJson(clusterFromJson(toJson(single), "c.json")), toJson(single));
 }
 
+TEST(Cluster, WithHostsJoinsDevicesByIntraAndInterHostLinks) {
+  const Link nvlink{1000, 300e9};
+  const Link ethernet{20000, 12.5e9};
+  Cluster cluster = Cluster::withHosts({"node0", "node0", "node1", "node1"}, Bytes{80} << 30, nvlink, ethernet, "cuda");
+  ASSERT_EQ(cluster.deviceCount(), 4);
+  EXPECT_EQ(cluster.devices[3].name, "cuda:3");
+  EXPECT_EQ(cluster.devices[2].memoryBytes, Bytes{80} << 30);
+  EXPECT_EQ(cluster.hosts, (std::vector<std::string>{"node0", "node0", "node1", "node1"}));
+  EXPECT_EQ(cluster.hostOf(0), "node0");
+  EXPECT_EQ(cluster.hostOf(3), "node1");
+  EXPECT_EQ(cluster.link(0, 1).bandwidthBytesPerS, 300e9);
+  EXPECT_EQ(cluster.link(3, 2).latencyNs, 1000);
+  EXPECT_EQ(cluster.link(1, 2).bandwidthBytesPerS, 12.5e9);
+  EXPECT_EQ(cluster.link(2, 0).latencyNs, 20000);
+  EXPECT_EQ(cluster.link(2, 2).latencyNs, 0);
+  EXPECT_THROW(cluster.hostOf(4), std::out_of_range);
+  EXPECT_THROW(Cluster::withHosts({}, std::nullopt, nvlink, ethernet), std::invalid_argument);
+  EXPECT_THROW(Cluster::withHosts({"a", ""}, std::nullopt, nvlink, ethernet), std::invalid_argument);
+  // A cluster that names no hosts has every device on one unnamed host.
+  EXPECT_EQ(Cluster::uniform(2, std::nullopt, 1e9, 0).hostOf(1), "");
+  cluster.hosts.pop_back();
+  EXPECT_THROW(cluster.hostOf(0), std::out_of_range);
+  EXPECT_THROW(toJson(cluster), std::invalid_argument);
+}
+
+TEST(ClusterJson, HostsRoundTripWritesIntraAndInterHostLinks) {
+  Cluster cluster = Cluster::withHosts({"node0", "node0", "node1"}, std::nullopt, Link{1000, 300e9},
+                                       Link{20000, 12.5e9}, "cuda");
+  nlohmann::json json = toJson(cluster);
+  EXPECT_EQ(json, nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
+      "devices": [{"name": "cuda:0", "relative_speed": 1.0, "host": "node0"},
+                  {"name": "cuda:1", "relative_speed": 1.0, "host": "node0"},
+                  {"name": "cuda:2", "relative_speed": 1.0, "host": "node1"}],
+      "intra_host_link": {"latency_ns": 1000, "bandwidth_bytes_per_s": 300e9},
+      "inter_host_link": {"latency_ns": 20000, "bandwidth_bytes_per_s": 12.5e9}})J"));
+  Cluster back = clusterFromJson(json, "c.json");
+  EXPECT_EQ(back.hosts, cluster.hosts);
+  EXPECT_EQ(toJson(back), json);
+  for (std::int64_t a = 0; a < 3; ++a) {
+    for (std::int64_t b = 0; b < 3; ++b) {
+      EXPECT_EQ(back.link(a, b).latencyNs, cluster.link(a, b).latencyNs) << a << "->" << b;
+      EXPECT_EQ(back.link(a, b).bandwidthBytesPerS, cluster.link(a, b).bandwidthBytesPerS) << a << "->" << b;
+    }
+  }
+  // Equal intra- and inter-host links are written as one "link"; the hosts stay.
+  Cluster same = Cluster::withHosts({"a", "b"}, std::nullopt, Link{5, 1e9}, Link{5, 1e9});
+  EXPECT_EQ(toJson(same)["link"], nlohmann::json::parse(R"J({"latency_ns": 5, "bandwidth_bytes_per_s": 1e9})J"));
+  EXPECT_FALSE(toJson(same).contains("inter_host_link"));
+  EXPECT_EQ(clusterFromJson(toJson(same), "c.json").hosts, (std::vector<std::string>{"a", "b"}));
+  // A pair that differs from its host class is written as the matrix, hosts beside it.
+  cluster.links[0][2] = Link{7, 1e9};
+  json = toJson(cluster);
+  ASSERT_TRUE(json.contains("links"));
+  EXPECT_FALSE(json.contains("intra_host_link"));
+  back = clusterFromJson(json, "c.json");
+  EXPECT_EQ(back.hosts, cluster.hosts);
+  EXPECT_EQ(back.link(0, 2).latencyNs, 7);
+  EXPECT_EQ(back.link(0, 1).latencyNs, 1000);
+  EXPECT_EQ(toJson(back), json);
+}
+
+TEST(ClusterJson, HandWrittenHostsWithOneHostLinkOrTheMatrix) {
+  // Only the link class that some pair needs is required: all devices on one host.
+  Cluster one = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
+      "devices": [{"name": "a", "host": "n0"}, {"name": "b", "host": "n0"}],
+      "intra_host_link": {"latency_ns": "1us", "bandwidth_bytes_per_s": "300GB/s"}})J"), "c.json");
+  EXPECT_EQ(one.hostOf(1), "n0");
+  EXPECT_EQ(one.link(1, 0).latencyNs, 1000);
+  EXPECT_EQ(one.link(0, 1).bandwidthBytesPerS, 300e9);
+  // An explicit matrix gives the links; the hosts still say which transfers share one.
+  Cluster matrix = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
+      "devices": [{"name": "a", "host": "n0"}, {"name": "b", "host": "n1"}],
+      "links": [[null, {"bandwidth_bytes_per_s": 1e9}], [{"latency_ns": 3, "bandwidth_bytes_per_s": 2e9}, null]]})J"),
+                                   "c.json");
+  EXPECT_EQ(matrix.hosts, (std::vector<std::string>{"n0", "n1"}));
+  EXPECT_EQ(matrix.link(1, 0).bandwidthBytesPerS, 2e9);
+  // One "link" with hosts: every pair uses it.
+  Cluster shared = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
+      "devices": [{"name": "a", "host": "n0"}, {"name": "b", "host": "n1"}],
+      "link": {"bandwidth_bytes_per_s": 1e9}})J"), "c.json");
+  EXPECT_EQ(shared.hostOf(1), "n1");
+  EXPECT_EQ(shared.link(0, 1).bandwidthBytesPerS, 1e9);
+}
+
+// tests/core/data/cluster_two_hosts.json (also a seed of the cluster fuzzer): two hosts of two
+// GPUs, read and written back byte for byte.
+TEST(ClusterJson, TwoHostFileReadsAndWritesBackByteIdentical) {
+  const std::string path = std::string(PIPEPROF_SOURCE_DIR) + "/tests/core/data/cluster_two_hosts.json";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty()) << path;
+  const Cluster cluster = readCluster(path);
+  EXPECT_EQ(cluster.hosts, (std::vector<std::string>{"node0", "node0", "node1", "node1"}));
+  EXPECT_EQ(cluster.link(0, 1).latencyNs, 2000);
+  EXPECT_EQ(cluster.link(1, 2).bandwidthBytesPerS, 12.5e9);
+  const Cluster built = Cluster::withHosts(cluster.hosts, Bytes{80} << 30, Link{2000, 300e9}, Link{20000, 12.5e9},
+                                           "cuda");
+  EXPECT_EQ(toJson(built), toJson(cluster));
+  EXPECT_EQ(toJson(cluster).dump(2) + "\n", text.str());
+}
+
+TEST(ClusterJson, OldFilesLoadWithoutHostsAndWriteBackUnchanged) {
+  for (const char* text : {
+           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0}]})J",
+           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0},
+                {"name": "b", "memory_bytes": 4096, "relative_speed": 2.0}],
+                "link": {"latency_ns": 5, "bandwidth_bytes_per_s": 1e9}})J",
+           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0},
+                {"name": "b", "relative_speed": 1.0}],
+                "links": [[{"latency_ns": 0, "bandwidth_bytes_per_s": 0.0}, {"latency_ns": 1, "bandwidth_bytes_per_s": 1e9}],
+                          [{"latency_ns": 2, "bandwidth_bytes_per_s": 1e9}, {"latency_ns": 0, "bandwidth_bytes_per_s": 0.0}]]})J"}) {
+    const nlohmann::json json = nlohmann::json::parse(text);
+    const Cluster cluster = clusterFromJson(json, "c.json");
+    EXPECT_TRUE(cluster.hosts.empty()) << text;
+    EXPECT_EQ(toJson(cluster).dump(2), json.dump(2)) << text;
+  }
+}
+
 std::string errorFor(const std::string& text) {
   try {
     clusterFromJson(nlohmann::json::parse(text), "c.json");
@@ -124,6 +245,46 @@ TEST(ClusterJson, RejectsMalformedInputNamingThePlace) {
   EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}], "link": {"bandwidth_bytes_per_s": 1},
                         "links": [[null]]})J"),
             "c.json: $.links: give either 'link' or 'links', not both");
+}
+
+TEST(ClusterJson, RejectsContradictoryHostsAndHostLinksNamingThePlace) {
+  const std::string hosts2 = R"J("devices": [{"name": "a", "host": "n0"}, {"name": "b", "host": "n1"}])J";
+  const std::string intra = R"J("intra_host_link": {"bandwidth_bytes_per_s": 1e9})J";
+  const std::string inter = R"J("inter_host_link": {"bandwidth_bytes_per_s": 1e8})J";
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "host": "n0"}, {"name": "b"}],
+                        "link": {"bandwidth_bytes_per_s": 1}})J"),
+            "c.json: $.devices[1]: missing required field 'host' (devices[0] names its host: give every device a "
+            "host, or none)");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}, {"name": "b", "host": "n0"}],
+                        "link": {"bandwidth_bytes_per_s": 1}})J"),
+            "c.json: $.devices[0]: missing required field 'host' (devices[1] names its host: give every device a "
+            "host, or none)");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "host": ""}]})J"),
+            "c.json: $.devices[0].host: expected a non-empty host name, e.g. \"node0\"");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "host": 3}]})J"),
+            "c.json: $.devices[0].host: expected a string, got 3");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}, {"name": "b"}], )J" + inter +
+                     "}"),
+            "c.json: $.inter_host_link: expected the devices' hosts: give every device a 'host', or give 'link' or "
+            "'links' instead");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 + ", " + intra + ", " + inter +
+                     R"J(, "link": {"bandwidth_bytes_per_s": 1}})J"),
+            "c.json: $.intra_host_link: give either 'link' or 'intra_host_link' and 'inter_host_link', not both");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 + ", " + inter +
+                     R"J(, "links": [[null, {"bandwidth_bytes_per_s": 1}], [{"bandwidth_bytes_per_s": 1}, null]]})J"),
+            "c.json: $.inter_host_link: give either 'links' or 'intra_host_link' and 'inter_host_link', not both");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 + ", " + intra + "}"),
+            "c.json: $: missing required field 'inter_host_link' (devices 0 and 1 are on different hosts, 'n0' and "
+            "'n1')");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "host": "n0"},
+                        {"name": "b", "host": "n0"}], )J" + inter + "}"),
+            "c.json: $: missing required field 'intra_host_link' (devices 0 and 1 are on one host, 'n0')");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 + "}"),
+            "c.json: $: missing required field 'link' (or 'intra_host_link' and 'inter_host_link', or 'links', an "
+            "n x n matrix)");
+  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 +
+                     R"J(, "inter_host_link": {"latency_ns": -2, "bandwidth_bytes_per_s": 1}})J"),
+            "c.json: $.inter_host_link.latency_ns: expected a non-negative integer, got -2");
 }
 
 }  // namespace

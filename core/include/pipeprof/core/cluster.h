@@ -1,4 +1,4 @@
-// The cluster (pipeprof.cluster/v1): devices with memory and speed, and the links between them.
+// The cluster (pipeprof.cluster/v1): devices with memory and speed, their hosts, and the links between them.
 #pragma once
 
 #include <pipeprof/core/units.h>
@@ -31,19 +31,35 @@ struct Link {
 struct Cluster {
   std::vector<DeviceSpec> devices;
   std::vector<std::vector<Link>> links;  ///< links[a][b]: a full matrix, a == b unused
+  /// hosts[d]: the host of device d, one non-empty name per device; empty when the cluster names
+  /// no hosts. Naming hosts makes the simulator share link bandwidth: transfers between two
+  /// hosts share one link per direction (docs/simulator.md, "Links").
+  std::vector<std::string> hosts;
 
   std::int64_t deviceCount() const { return static_cast<std::int64_t>(devices.size()); }
   const Link& link(std::int64_t from, std::int64_t to) const;
+  /// The host of device d; "" when the cluster names no hosts. Throws std::out_of_range for a
+  /// device outside the cluster or a hosts list that is not one name per device.
+  std::string hostOf(std::int64_t device) const;
 
   /// n identical devices joined by identical links (the CLI's --devices shorthand).
   static Cluster uniform(std::int64_t deviceCount, std::optional<Bytes> memoryBytes,
                          BytesPerS bandwidthBytesPerS, TimeNs latencyNs,
                          const std::string& deviceName = "device");
+
+  /// One device per entry of hosts (device d on host hosts[d], named deviceName:d): two devices
+  /// on one host are joined by intraHostLink, two on different hosts by interHostLink. Throws
+  /// std::invalid_argument for no hosts or an empty host name.
+  static Cluster withHosts(const std::vector<std::string>& hosts, std::optional<Bytes> memoryBytes,
+                           const Link& intraHostLink, const Link& interHostLink,
+                           const std::string& deviceName = "device");
 };
 
-/// JSON form: {"schema", "devices": [{"name", "memory_bytes"?, "relative_speed"?}],
-/// "link": {"latency_ns", "bandwidth_bytes_per_s"} (uniform) or "links": n x n matrix}.
-/// clusterFromJson throws FormatError naming file, JSON path and expectation.
+/// JSON form: {"schema", "devices": [{"name", "memory_bytes"?, "relative_speed"?, "host"?}],
+/// then "link": {"latency_ns", "bandwidth_bytes_per_s"} (uniform), or "links": n x n matrix,
+/// or -- when the devices name hosts -- "intra_host_link" and "inter_host_link"}.
+/// clusterFromJson throws FormatError naming file, JSON path and expectation; toJson throws
+/// std::invalid_argument for a hosts list that is not one name per device.
 nlohmann::json toJson(const Cluster& cluster);
 Cluster clusterFromJson(const nlohmann::json& json, const std::string& file);
 Cluster readCluster(const std::string& path);
