@@ -97,6 +97,7 @@ ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candida
 CandidateSimulator::CandidateSimulator(const Profile& profile, const Cluster& cluster)
     : profile_(profile), cluster_(cluster), costs_(profile) {
   if (cluster.deviceCount() < 1) throw std::invalid_argument("the cluster has no devices");
+  hostIndices(cluster);  // throws for a hosts list that is not one name per device
   for (std::size_t d = 0; d < cluster.devices.size(); ++d) {
     if (!(cluster.devices[d].relativeSpeed > 0.0)) {
       throw std::invalid_argument("device " + std::to_string(d) + " (" + cluster.devices[d].name +

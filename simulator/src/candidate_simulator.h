@@ -26,7 +26,8 @@ ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candida
 class CandidateSimulator {
  public:
   /// Keeps references: profile and cluster must outlive the simulator. Throws
-  /// std::invalid_argument for a cluster without devices or with a non-positive speed.
+  /// std::invalid_argument for a cluster without devices, with a non-positive speed, or with
+  /// hosts that are not one name per device.
   CandidateSimulator(const Profile& profile, const Cluster& cluster);
 
   /// Simulates a validated candidate into `out` (its vectors are reused).

@@ -89,6 +89,30 @@ TimeNs scaleTime(TimeNs profileNs, double relativeSpeed) {
 
 bool isZeroCostLink(const Link& link) { return link.latencyNs == 0 && link.bandwidthBytesPerS == 0.0; }
 
+std::int32_t ResolvedCosts::hostCount() const {
+  std::int32_t count = 0;
+  for (std::int32_t host : deviceHost) count = std::max(count, host + 1);
+  return count;
+}
+
+std::vector<std::int32_t> hostIndices(const Cluster& cluster) {
+  std::vector<std::int32_t> indices;
+  if (cluster.hosts.empty()) return indices;
+  if (cluster.hosts.size() != cluster.devices.size()) {
+    throw std::invalid_argument("the cluster names " + std::to_string(cluster.hosts.size()) + " hosts for " +
+                                std::to_string(cluster.devices.size()) +
+                                " devices; give one host per device, or none");
+  }
+  indices.resize(cluster.hosts.size());
+  std::int32_t next = 0;
+  for (std::size_t d = 0; d < cluster.hosts.size(); ++d) {
+    std::size_t first = 0;
+    while (cluster.hosts[first] != cluster.hosts[d]) ++first;  // the host's first device
+    indices[d] = first == d ? next++ : indices[first];
+  }
+  return indices;
+}
+
 void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
                   const Candidate& candidate, const MicroBatching& batching,
                   const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
@@ -104,8 +128,17 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         costs.staticBytes(firstLayer[static_cast<std::size_t>(j)], firstLayer[static_cast<std::size_t>(j) + 1]);
   }
   auto deviceOf = [&](std::int32_t j) { return out.partitionDevice[static_cast<std::size_t>(j)]; };
-  // Transfer time and destination buffer of `bytes` moved from partition a to partition b.
-  auto transfer = [&](std::int32_t a, std::int32_t b, Bytes bytes, TimeNs& timeNs, Bytes& bufferBytes) {
+  out.deviceHost = hostIndices(cluster);
+  const bool shared = out.sharedLinks();
+  if (shared) {
+    out.copyLatencyNs.assign(out.durationNs.size(), 0);
+  } else {
+    out.copyLatencyNs.clear();
+  }
+  // Transfer time (with shared links its latency part in copyLatencyNs) and destination buffer
+  // of `bytes` moved from partition a to partition b.
+  auto transfer = [&](std::int32_t a, std::int32_t b, Bytes bytes, std::int32_t durationSlot, Bytes& bufferBytes) {
+    TimeNs& timeNs = out.durationNs[static_cast<std::size_t>(durationSlot)];
     const std::int32_t from = deviceOf(a);
     const std::int32_t to = deviceOf(b);
     if (from == to || isZeroCostLink(cluster.link(from, to))) {
@@ -113,8 +146,10 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bufferBytes = 0;
       return;
     }
-    timeNs = cluster.link(from, to).transferNs(bytes);
+    const Link& link = cluster.link(from, to);
+    timeNs = link.transferNs(bytes);
     bufferBytes = bytes;
+    if (shared) out.copyLatencyNs[static_cast<std::size_t>(durationSlot)] = timeNs > 0 ? link.latencyNs : 0;
   };
 
   const Profile& profile = costs.profile();
@@ -122,6 +157,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     const std::int64_t size = sizeClass == 0 ? batching.chunkSize : batching.lastSize;
     const LayerCostTable& table = costs.table(size);
     TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
+    const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
     Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
     for (std::int32_t j = 0; j < n; ++j) {
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
@@ -137,8 +173,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bytes[layout.backwardPeak(j)] = peaks.backward;
       if (j + 1 < n) {
         const Bytes boundary = table.outputBytes[end - 1];
-        transfer(j, j + 1, boundary, duration[layout.copyNs(j, false)], bytes[layout.copyBytes(j, false)]);
-        transfer(j + 1, j, boundary, duration[layout.copyNs(j, true)], bytes[layout.copyBytes(j, true)]);
+        transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
+        transfer(j + 1, j, boundary, classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
       }
     }
     for (std::int32_t s = 0; s < layout.skips; ++s) {
@@ -147,8 +183,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
       bytes[layout.skipBytes(s)] = skip;
       bytes[layout.skipUnsavedBytes(s)] = profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size;
-      transfer(stash, pop, skip, duration[layout.skipCopyNs(s, false)], bytes[layout.skipCopyBytes(s, false)]);
-      transfer(pop, stash, skip, duration[layout.skipCopyNs(s, true)], bytes[layout.skipCopyBytes(s, true)]);
+      transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
+      transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
     }
   }
 }

@@ -48,7 +48,20 @@ struct ResolvedCosts {
   std::vector<Bytes> bytes;             ///< 2 * layout.bytesPerClass()
   std::vector<Bytes> staticBytes;       ///< per partition
   std::vector<std::int32_t> partitionDevice;  ///< cluster device of each partition
+  /// Shared links (the cluster names hosts; docs/simulator.md, "Links"), else both empty:
+  /// per cluster device the index of its host (hosts numbered in order of first appearance),
+  /// and per duration slot the latency part of a copy's duration (the rest is drain time).
+  std::vector<std::int32_t> deviceHost;
+  std::vector<TimeNs> copyLatencyNs;
+
+  bool sharedLinks() const { return !deviceHost.empty(); }
+  std::int32_t hostCount() const;
 };
+
+/// Per cluster device the index of its host, hosts numbered in order of first appearance;
+/// empty when the cluster names no hosts. Throws std::invalid_argument for a hosts list that
+/// is not one name per device.
+std::vector<std::int32_t> hostIndices(const Cluster& cluster);
 
 /// A profile time on a device: time / relativeSpeed, rounded to the nearest nanosecond
 /// (exact when the speed is 1).

@@ -1,11 +1,20 @@
 // The discrete-event engine: runs a compiled schedule against resolved costs on devices and links.
 #include "engine.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 
 namespace pipeprof::sim {
+namespace {
+
+// Event tags. Without shared links every event is an op's completion.
+constexpr std::uint32_t kFinishTag = 0;  ///< op completes
+constexpr std::uint32_t kDrainTag = 1;   ///< op has paid its latency and starts draining on its link
+constexpr std::uint32_t kCheckTag = 2;   ///< kCheckTag + generation: link `op`'s next transfer is due
+
+}  // namespace
 
 void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, std::int32_t deviceCount,
                  bool recordMemorySamples) {
@@ -29,13 +38,22 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   busyNs_.assign(lanes, 0);
   deviceBusy_.assign(devices, 0);
   deviceTouched_.assign(devices, 0);
-  if (links_.size() < devices * devices) links_.resize(devices * devices);
+  // Links: the device pairs, then (shared links) the host pairs.
+  sharedLinks_ = costs.sharedLinks();
+  const std::int32_t hosts = sharedLinks_ ? costs.hostCount() : 0;
+  linkCount_ = deviceCount * deviceCount + hosts * hosts;
+  const auto linkCount = static_cast<std::size_t>(linkCount_);
+  if (links_.size() < linkCount) links_.resize(linkCount);
   for (LinkQueue& link : links_) {
     link.items.clear();
     link.head = 0;
   }
-  linkBusy_.assign(devices * devices, 0);
-  linkTouched_.assign(devices * devices, 0);
+  linkBusy_.assign(linkCount, 0);
+  linkTouched_.assign(linkCount, 0);
+  if (sharedLinks_) {
+    sharing_.reset(linkCount);
+    checkGeneration_.assign(linkCount, 0);
+  }
   touchedDevices_.clear();
   touchedLinks_.clear();
   iterationNs_ = 0;
@@ -67,7 +85,13 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     } else {
       const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
       const std::int32_t to = costs.partitionDevice[static_cast<std::size_t>(c.toJ)];
-      resource_[op] = deviceCount + from * deviceCount + to;
+      std::int32_t link = from * deviceCount + to;
+      if (sharedLinks_) {
+        const std::int32_t fromHost = costs.deviceHost[static_cast<std::size_t>(from)];
+        const std::int32_t toHost = costs.deviceHost[static_cast<std::size_t>(to)];
+        if (fromHost != toHost) link = deviceCount * deviceCount + fromHost * hosts + toHost;
+      }
+      resource_[op] = deviceCount + link;
     }
   }
   for (std::size_t op = 0; op < count; ++op) {
@@ -91,16 +115,21 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     now = events_.top().timeNs;
     while (!events_.empty() && events_.top().timeNs == now) {
       const Event event = events_.pop();
-      ++eventCount_;
-      ++finished;
-      finish(event.op, now);
+      if (event.tag == kFinishTag) {
+        ++eventCount_;
+        ++finished;
+        finish(event.op, now);
+      } else {
+        finished += linkEvent(event, now);
+      }
     }
   }
   if (finished != count) {
     throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " +
                            std::to_string(count) + " ops never became ready (cyclic dependencies?)");
   }
-  iterationNs_ = now;
+  // A stale link check may outlive the last op; the step ends with the last op.
+  iterationNs_ = sharedLinks_ ? (count > 0 ? *std::max_element(endNs_.begin(), endNs_.end()) : 0) : now;
 }
 
 void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
@@ -143,7 +172,7 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
       const std::uint32_t next = compiled_->orderOps[orderIndex];
       if (remaining_[next] == 0) makeReady(next, timeNs);
     }
-  } else {
+  } else if (!sharedLinks_) {
     const std::int32_t link = resource_[op] - deviceCount_;
     linkBusy_[static_cast<std::size_t>(link)] = 0;
     touchLink(link);
@@ -177,6 +206,13 @@ void Engine::dispatchDevice(std::int32_t device, TimeNs timeNs) {
 void Engine::dispatchLink(std::int32_t link, TimeNs timeNs) {
   const auto l = static_cast<std::size_t>(link);
   LinkQueue& queue = links_[l];
+  if (sharedLinks_) {
+    // Shared links run every ready copy at once, in (ready time, op index) order.
+    for (std::size_t k = queue.head; k < queue.items.size(); ++k) start(queue.items[k].op, timeNs);
+    queue.items.clear();
+    queue.head = 0;
+    return;
+  }
   if (linkBusy_[l] || queue.head == queue.items.size()) return;
   const std::uint32_t op = queue.items[queue.head++].op;
   if (queue.head == queue.items.size()) {
@@ -193,7 +229,46 @@ void Engine::start(std::uint32_t op, TimeNs timeNs) {
   const Bytes* bytes = costs_->bytes.data();
   memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
-  events_.push(timeNs + costs_->durationNs[static_cast<std::size_t>(c.durationSlot)], op);
+  const auto slot = static_cast<std::size_t>(c.durationSlot);
+  const TimeNs durationNs = costs_->durationNs[slot];
+  if (sharedLinks_ && !c.isCompute() && durationNs > costs_->copyLatencyNs[slot]) {
+    events_.push(timeNs + costs_->copyLatencyNs[slot], op, kDrainTag);  // bytes to drain after the latency
+    return;
+  }
+  events_.push(timeNs + durationNs, op);
+}
+
+std::size_t Engine::linkEvent(const Event& event, TimeNs timeNs) {
+  if (event.tag == kDrainTag) {
+    ++eventCount_;
+    const std::uint32_t op = event.op;
+    const std::int32_t link = resource_[op] - deviceCount_;
+    // Transfers due now leave before this one enters, whatever the order of the events at one time.
+    const std::size_t finished = finishDrained(link, timeNs);
+    const auto slot = static_cast<std::size_t>(compiled_->ops[op].durationSlot);
+    sharing_.enter(link, op, costs_->durationNs[slot] - costs_->copyLatencyNs[slot], timeNs);
+    scheduleCheck(link);
+    return finished;
+  }
+  const auto link = static_cast<std::int32_t>(event.op);
+  if (event.tag - kCheckTag != checkGeneration_[static_cast<std::size_t>(link)]) return 0;  // re-rated since
+  ++eventCount_;
+  const std::size_t finished = finishDrained(link, timeNs);
+  scheduleCheck(link);
+  return finished;
+}
+
+std::size_t Engine::finishDrained(std::int32_t link, TimeNs timeNs) {
+  drained_.clear();
+  sharing_.finishDue(link, timeNs, drained_);
+  for (std::uint32_t op : drained_) finish(op, timeNs);
+  return drained_.size();
+}
+
+void Engine::scheduleCheck(std::int32_t link) {
+  const std::uint32_t generation = ++checkGeneration_[static_cast<std::size_t>(link)];
+  const TimeNs dueNs = sharing_.nextFinishNs(link);
+  if (dueNs >= 0) events_.push(dueNs, static_cast<std::uint32_t>(link), kCheckTag + generation);
 }
 
 void Engine::touchDevice(std::int32_t device) {

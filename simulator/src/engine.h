@@ -4,6 +4,7 @@
 #include "compiled_schedule.h"
 #include "cost_model.h"
 #include "event_queue.h"
+#include "link_sharing.h"
 #include "memory_timeline.h"
 
 #include <pipeprof/core/units.h>
@@ -13,14 +14,19 @@
 
 namespace pipeprof::sim {
 
-/// Resources: one compute resource per cluster device and one copy resource per direction of
-/// each link. Each pipeline device d is a lane: its worker runs deviceOrder(d) (the compute ops
+/// Resources: one compute resource per cluster device and one copy resource per link
+/// direction. Each pipeline device d is a lane: its worker runs deviceOrder(d) (the compute ops
 /// of all its virtual stages, losses included) on cluster device deviceOf(d); lanes placed on
 /// one cluster device contend for it. A compute op starts when its dependencies are done, it
 /// is next in its lane's order and its device is free; among ready ops of one device the one
-/// ready first wins, then the lower lane, then the lower op index. Copies on one link
-/// direction run FIFO by ready time, then op index. All events at one time are processed
-/// before any op starts at that time.
+/// ready first wins, then the lower lane, then the lower op index. All events at one time are
+/// processed before any op starts at that time.
+///
+/// Links (docs/simulator.md, "Links"). Without hosts (costs.sharedLinks() false) a link is the
+/// (from device, to device) pair and its copies run one at a time, FIFO by ready time, then op
+/// index. With hosts a link is the device pair within a host and the (from host, to host) pair
+/// between hosts; a copy starts when it is ready, pays its latency, then drains on its link
+/// at a share of the bandwidth (LinkSharing).
 ///
 /// An Engine keeps its buffers between runs, so a search reuses one per thread.
 class Engine {
@@ -55,6 +61,12 @@ class Engine {
   void start(std::uint32_t op, TimeNs timeNs);
   void touchDevice(std::int32_t device);
   void touchLink(std::int32_t link);
+  /// Shared links: handles a drain or link-check event; returns how many ops finished.
+  std::size_t linkEvent(const Event& event, TimeNs timeNs);
+  /// Shared links: finishes the transfers on link done by timeNs; returns how many.
+  std::size_t finishDrained(std::int32_t link, TimeNs timeNs);
+  /// Shared links: schedules the check of link's next finish (older checks become stale).
+  void scheduleCheck(std::int32_t link);
 
   const CompiledSchedule* compiled_ = nullptr;
   const ResolvedCosts* costs_ = nullptr;
@@ -66,6 +78,7 @@ class Engine {
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
   std::vector<std::int32_t> resource_;  ///< device index, or deviceCount + link index for copies
+  std::int32_t linkCount_ = 0;  ///< D * D device pairs, then (shared links) H * H host pairs
   std::vector<std::uint32_t> nextPosition_;  ///< per lane
   std::vector<std::int64_t> eligibleOp_;     ///< per lane, -1 when none
   std::vector<TimeNs> eligibleSinceNs_;      ///< per lane
@@ -80,6 +93,10 @@ class Engine {
   std::vector<std::int32_t> touchedDevices_;
   std::vector<std::int32_t> touchedLinks_;
   std::vector<TimeNs> busyNs_;
+  bool sharedLinks_ = false;
+  LinkSharing sharing_;
+  std::vector<std::uint32_t> checkGeneration_;  ///< per link: the generation of its live check
+  std::vector<std::uint32_t> drained_;          ///< scratch: ops LinkSharing reports done
   TimeNs iterationNs_ = 0;
   std::int64_t eventCount_ = 0;
 };

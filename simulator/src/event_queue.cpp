@@ -5,8 +5,8 @@
 
 namespace pipeprof::sim {
 
-void EventQueue::push(TimeNs timeNs, std::uint32_t op) {
-  heap_.push_back(Event{timeNs, nextSequence_++, op});
+void EventQueue::push(TimeNs timeNs, std::uint32_t op, std::uint32_t tag) {
+  heap_.push_back(Event{timeNs, nextSequence_++, op, tag});
   std::size_t child = heap_.size() - 1;
   const Event moving = heap_[child];
   while (child > 0) {

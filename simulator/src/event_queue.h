@@ -11,7 +11,8 @@ namespace pipeprof::sim {
 struct Event {
   TimeNs timeNs = 0;
   std::uint64_t sequence = 0;  ///< order of scheduling; breaks ties between equal times
-  std::uint32_t op = 0;        ///< the op that completes
+  std::uint32_t op = 0;        ///< the op that completes (tag 0), or what the tag says
+  std::uint32_t tag = 0;       ///< 0: op completes; other values are the engine's (shared links)
 };
 
 /// A binary min-heap on (timeNs, sequence). clear() keeps the storage for the next run.
@@ -23,8 +24,8 @@ class EventQueue {
   }
   bool empty() const { return heap_.empty(); }
   const Event& top() const { return heap_.front(); }
-  /// Schedules op's completion at timeNs.
-  void push(TimeNs timeNs, std::uint32_t op);
+  /// Schedules op's completion at timeNs (or, with a tag, another event of the engine's).
+  void push(TimeNs timeNs, std::uint32_t op, std::uint32_t tag = 0);
   /// Removes and returns the earliest event.
   Event pop();
 
