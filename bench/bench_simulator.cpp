@@ -3,7 +3,8 @@
 // Run: build-sim/bench/bench_simulator --benchmark_counters_tabular=true
 // Target (docs/performance.md): 32 layers on 4 devices, GPipe, all 4,495 balances x chunks
 // {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core. The search over
-// every schedule (gpipe, 1f1b, interleaved v2; chunks 1..32) is measured beside it.
+// every schedule (gpipe, 1f1b, interleaved v2; chunks 1..32) is measured beside it, and the
+// GPipe search on a cluster whose devices name two hosts (shared links).
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
@@ -49,11 +50,17 @@ pipeprof::Cluster benchCluster(std::int64_t devices) {
   return pipeprof::Cluster::uniform(devices, Bytes{16} << 30, 25e9, 5'000, "gpu");
 }
 
+/// Four devices, two per host: the bench link within a host, 12.5 GB/s and 20 us between them.
+pipeprof::Cluster twoHostCluster() {
+  return pipeprof::Cluster::withHosts({"node0", "node0", "node1", "node1"}, Bytes{16} << 30,
+                                      pipeprof::Link{5'000, 25e9}, pipeprof::Link{20'000, 12.5e9}, "gpu");
+}
+
 /// Runs the search once per iteration and reports candidates (decided per search), simulated
 /// (candidates simulated, i.e. not rejected for their shape) and rates.
-void runSearch(benchmark::State& state, const pipeprof::SearchSpace& space) {
+void runSearch(benchmark::State& state, const pipeprof::SearchSpace& space,
+               const pipeprof::Cluster& cluster = benchCluster(4)) {
   const pipeprof::Profile profile = benchProfile(32);
-  const pipeprof::Cluster cluster = benchCluster(4);
   std::int64_t candidates = 0;
   std::int64_t shapeRejected = 0;
   std::int64_t events = 0;
@@ -73,17 +80,25 @@ void runSearch(benchmark::State& state, const pipeprof::SearchSpace& space) {
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 
-/// The speed target: an exhaustive GPipe search of 80,910 candidates.
-void BM_SearchAllBalances32Layers4Devices(benchmark::State& state) {
+pipeprof::SearchSpace allBalancesSpace() {
   pipeprof::SearchSpace space;
   space.batch = 32;
   space.partitions = 4;
   space.schedules = {pipeprof::ScheduleKind::GPipe};
   space.chunks = {1, 2, 4, 8, 16, 32};
   space.enumeration = pipeprof::BalanceEnumeration::All;
-  runSearch(state, space);
+  return space;
 }
+
+/// The speed target: an exhaustive GPipe search of 80,910 candidates.
+void BM_SearchAllBalances32Layers4Devices(benchmark::State& state) { runSearch(state, allBalancesSpace()); }
 BENCHMARK(BM_SearchAllBalances32Layers4Devices)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+/// The same search on two hosts of two devices: copies drain on shared links.
+void BM_SearchAllBalances32Layers4DevicesTwoHosts(benchmark::State& state) {
+  runSearch(state, allBalancesSpace(), twoHostCluster());
+}
+BENCHMARK(BM_SearchAllBalances32Layers4DevicesTwoHosts)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 /// Every schedule: gpipe and 1f1b over all 4,495 balances of 4 stages, interleaved v2 over the
 /// Auto neighbourhood of 8 stages (C(31,7) is too many), chunks 1..32, 3 modes.
