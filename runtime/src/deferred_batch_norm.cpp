@@ -105,4 +105,32 @@ void DeferredBatchNormImpl::resetStatistics() {
   count_ = 0;
 }
 
+torch::nn::Sequential withDeferredBatchNorm(const torch::nn::Sequential& module,
+                                            std::vector<std::shared_ptr<DeferredBatchNormImpl>>& converted) {
+  torch::nn::Sequential result;
+  auto named = module->named_children();
+  for (std::size_t index = 0; index < module->size(); ++index) {
+    const auto& child = named[index].value();
+    if (isBatchNorm(*child)) {
+      auto deferred = std::make_shared<DeferredBatchNormImpl>(*child);
+      deferred->train(child->is_training());
+      converted.push_back(deferred);
+      result->push_back(named[index].key(), torch::nn::AnyModule(deferred));
+      continue;
+    }
+    for (const auto& descendant : child->modules(/*include_self=*/false)) {
+      if (isBatchNorm(*descendant)) {
+        throw std::invalid_argument("deferredBatchNorm converts only BatchNorm layers of the Sequential itself, but layer " +
+                                    std::to_string(index) + " ('" + named[index].key() +
+                                    "') contains a nested BatchNorm; make it a layer of its own or turn "
+                                    "deferredBatchNorm off");
+      }
+    }
+    result->push_back(named[index].key(), *std::next(module->begin(), static_cast<std::ptrdiff_t>(index)));
+  }
+  result->train(module->is_training());
+  return result;
+}
+
+
 }  // namespace pipeprof

@@ -110,6 +110,24 @@ std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devi
   return resolved;
 }
 
+std::vector<PartitionSkipRoute> partitionSkipRoutes(const torch::nn::Sequential& module,
+                                                    const std::vector<std::int64_t>& balance) {
+  const auto partitionOf = [&](std::int64_t layer) {
+    std::int64_t end = 0;
+    for (std::size_t j = 0; j < balance.size(); ++j) {
+      end += balance[j];
+      if (layer < end) return static_cast<std::int64_t>(j);
+    }
+    return static_cast<std::int64_t>(balance.size()) - 1;
+  };
+  std::vector<PartitionSkipRoute> routes;
+  const std::vector<SkipRouteKey> keys = skipRouteKeys(module);
+  for (std::size_t s = 0; s < keys.size(); ++s) {
+    routes.push_back({keys[s].key, static_cast<std::int64_t>(s), partitionOf(keys[s].stashLayer), partitionOf(keys[s].popLayer)});
+  }
+  return routes;
+}
+
 std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
                                    const std::vector<torch::Device>& devices) {
   std::vector<Partition> partitions;

@@ -5,6 +5,7 @@
 
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/runtime/skip.h>
 
 #include <torch/torch.h>
 
@@ -25,6 +26,18 @@ struct Partition {
   bool stochastic = false;               ///< holds a dropout-like layer: its forward is seeded
   Bytes parameterBytes = 0;              ///< bytes of its parameters (static memory)
 };
+
+/// A skip route between partitions (stash partition != pop partition, or the same).
+struct PartitionSkipRoute {
+  SkipKey key;
+  std::int64_t scheduleIndex = 0;  ///< index into ScheduleSpec::skips (for op labels)
+  std::int64_t stashJ = 0;
+  std::int64_t popJ = 0;
+};
+
+/// The skip routes of a (verified) Sequential split by balance, in skipRoutes' order.
+std::vector<PartitionSkipRoute> partitionSkipRoutes(const torch::nn::Sequential& module,
+                                                    const std::vector<std::int64_t>& balance);
 
 /// Throws std::invalid_argument with torchgpipe's messages for a bad balance, too few
 /// devices, non-positive chunks, duplicate children or parameters shared by distinct children,

@@ -40,35 +40,6 @@ std::string traceDeviceName(const torch::Device& device, std::int64_t d) {
   return device.str();
 }
 
-/// Replaces the BatchNorm layers by DeferredBatchNorm layers sharing their tensors. Throws
-/// std::invalid_argument when a BatchNorm is nested inside a layer (it cannot be replaced).
-torch::nn::Sequential withDeferredBatchNorm(const torch::nn::Sequential& module,
-                                            std::vector<std::shared_ptr<DeferredBatchNormImpl>>& converted) {
-  torch::nn::Sequential result;
-  auto named = module->named_children();
-  for (std::size_t index = 0; index < module->size(); ++index) {
-    const auto& child = named[index].value();
-    if (isBatchNorm(*child)) {
-      auto deferred = std::make_shared<DeferredBatchNormImpl>(*child);
-      deferred->train(child->is_training());
-      converted.push_back(deferred);
-      result->push_back(named[index].key(), torch::nn::AnyModule(deferred));
-      continue;
-    }
-    for (const auto& descendant : child->modules(/*include_self=*/false)) {
-      if (isBatchNorm(*descendant)) {
-        throw std::invalid_argument("deferredBatchNorm converts only BatchNorm layers of the Sequential itself, but layer " +
-                                    std::to_string(index) + " ('" + named[index].key() +
-                                    "') contains a nested BatchNorm; make it a layer of its own or turn "
-                                    "deferredBatchNorm off");
-      }
-    }
-    result->push_back(named[index].key(), *std::next(module->begin(), static_cast<std::ptrdiff_t>(index)));
-  }
-  result->train(module->is_training());
-  return result;
-}
-
 }  // namespace
 
 class PipeImpl {
@@ -105,12 +76,8 @@ class PipeImpl {
       workers_->push_back(std::make_unique<Worker>());
     }
     streams_ = std::make_unique<const PipeStreams>(std::move(stageDevices), std::move(memoryTags));
-    auto routes = skipRouteKeys(module_);
-    scheduleSkips_ = skipRoutes(module_);  // same order as the keys, distinct names
-    for (std::size_t s = 0; s < routes.size(); ++s) {
-      routes_.push_back({routes[s].key, static_cast<std::int64_t>(s), partitionOf(routes[s].stashLayer),
-                         partitionOf(routes[s].popLayer)});
-    }
+    routes_ = partitionSkipRoutes(module_, balance_);
+    scheduleSkips_ = skipRoutes(module_);  // same order as the routes, distinct names
   }
 
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
@@ -165,14 +132,6 @@ class PipeImpl {
     for (const auto& batchNorm : deferredBatchNorms_) {
       batchNorm->resetStatistics();
     }
-  }
-  std::int64_t partitionOf(std::int64_t layer) const {
-    for (const auto& partition : partitions_) {
-      if (layer < partition.firstLayer + static_cast<std::int64_t>(partition.layers.size())) {
-        return partition.j;
-      }
-    }
-    return static_cast<std::int64_t>(partitions_.size()) - 1;
   }
 
   const Schedule& scheduleFor(std::int64_t m, bool gradEnabled, bool training) {

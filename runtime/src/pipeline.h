@@ -43,14 +43,6 @@ namespace pipeprof {
 
 class HostTracer;
 
-/// A skip route between partitions (stash partition != pop partition, or the same).
-struct PartitionSkipRoute {
-  SkipKey key;
-  std::int64_t scheduleIndex = 0;  ///< index into ScheduleSpec::skips (for op labels)
-  std::int64_t stashJ = 0;
-  std::int64_t popJ = 0;
-};
-
 /// Which ops of its order a worker runs: the forwards (forward()), the recomputes and
 /// backwards (the autograd backward after forward()), or all of them with the losses (step()).
 enum class StepPhase { Forward, Backward, Training };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace pipeprof {
 
@@ -45,5 +46,11 @@ TORCH_MODULE(DeferredBatchNorm);
 
 /// Whether the module is a BatchNorm1d, BatchNorm2d or BatchNorm3d.
 bool isBatchNorm(const torch::nn::Module& module);
+
+/// A copy of the Sequential whose BatchNorm layers are DeferredBatchNorm layers sharing their
+/// tensors; the converted layers are appended to `converted` (to commit them after a step).
+/// Throws std::invalid_argument when a BatchNorm is nested inside a layer (it cannot be replaced).
+torch::nn::Sequential withDeferredBatchNorm(const torch::nn::Sequential& module,
+                                            std::vector<std::shared_ptr<DeferredBatchNormImpl>>& converted);
 
 }  // namespace pipeprof

@@ -1,0 +1,174 @@
+// The measured training loop of one rank of a multi-process pipeline.
+#include <pipeprof/runtime/rank_training.h>
+
+#include <pipeprof/profiler/host_tracer.h>
+#include <pipeprof/runtime/rank_environment.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+namespace pipeprof {
+namespace {
+
+/// Control messages use tags above every step message's (MessageTags stays below 2^30).
+constexpr std::uint32_t kClockTag = 1u << 30;
+
+TimeNs steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+torch::Tensor timeTensor(TimeNs value) { return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong); }
+
+void recordSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,
+                TimeNs endNs) {
+  if (tracer == nullptr) return;
+  TraceEvent event;
+  event.kind = EventKind::Span;
+  event.phase = phase;
+  event.name = name;
+  event.device = device;
+  event.lane = phase == Phase::Optimizer ? "optimizer" : "host";
+  event.startNs = startNs;
+  event.durationNs = endNs - startNs;
+  tracer->record(std::move(event));
+}
+
+}  // namespace
+
+ClockOffset alignClocks(Transport& transport, int rounds) {
+  const int rank = transport.rank();
+  ClockOffset own;
+  if (rank == 0) {
+    const TimeNs epochNs = steadyNowNs();
+    own.epochNs = epochNs;
+    for (int peer = 1; peer < transport.worldSize(); ++peer) {
+      TimeNs bestRoundTrip = std::numeric_limits<TimeNs>::max();
+      ClockOffset best;
+      for (int round = 0; round < rounds; ++round) {
+        const TimeNs sentNs = steadyNowNs();
+        transport.send(timeTensor(sentNs), peer, kClockTag)->wait();
+        torch::Tensor reply = timeTensor(0);
+        transport.receive(reply, peer, kClockTag);
+        const TimeNs receivedNs = steadyNowNs();
+        const TimeNs peerNs = reply.item<std::int64_t>();
+        if (receivedNs - sentNs < bestRoundTrip) {
+          bestRoundTrip = receivedNs - sentNs;
+          best.offsetNs = (sentNs + receivedNs) / 2 - peerNs;  // rank 0's clock minus the peer's
+          best.uncertaintyNs = bestRoundTrip / 2;
+        }
+      }
+      torch::Tensor result = torch::tensor({static_cast<std::int64_t>(best.offsetNs),
+                                            static_cast<std::int64_t>(best.uncertaintyNs), static_cast<std::int64_t>(epochNs)},
+                                           torch::kLong);
+      transport.send(result, peer, kClockTag + 1)->wait();
+    }
+    return own;
+  }
+  for (int round = 0; round < rounds; ++round) {
+    torch::Tensor ping = timeTensor(0);
+    transport.receive(ping, 0, kClockTag);
+    transport.send(timeTensor(steadyNowNs()), 0, kClockTag)->wait();
+  }
+  torch::Tensor result = torch::zeros({3}, torch::kLong);
+  transport.receive(result, 0, kClockTag + 1);
+  own.offsetNs = result[0].item<std::int64_t>();
+  own.uncertaintyNs = result[1].item<std::int64_t>();
+  own.epochNs = result[2].item<std::int64_t>();
+  return own;
+}
+
+RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Transport& transport) {
+  if (options.steps <= 0) throw std::invalid_argument("steps must be positive, got " + std::to_string(options.steps));
+  if (options.warmupSteps < 0) {
+    throw std::invalid_argument("warm-up steps must not be negative, got " + std::to_string(options.warmupSteps));
+  }
+  if (options.batch <= 0) throw std::invalid_argument("batch must be positive, got " + std::to_string(options.batch));
+  if (options.chunks > options.batch) {
+    throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
+                                std::to_string(options.batch) + "): every micro-batch needs a sample");
+  }
+  const int rank = transport.rank();
+  if (static_cast<int>(options.devices.size()) <= rank) {
+    throw std::invalid_argument("rank " + std::to_string(rank) + " has no device: " +
+                                std::to_string(options.devices.size()) + " given, one per rank needed");
+  }
+  StageOptions stageOptions;
+  stageOptions.balance = options.balance;
+  stageOptions.schedule = options.schedule;
+  stageOptions.stagesPerDevice = options.stagesPerDevice;
+  stageOptions.chunks = options.chunks;
+  stageOptions.checkpoint = options.checkpoint;
+  stageOptions.device = options.devices[static_cast<std::size_t>(rank)];
+  StageRuntime runtime(model.sequential, stageOptions, transport);
+  model.sequential = nullptr;  // the other ranks' stages are freed here
+  runtime.train(true);
+
+  const Batch batch = model.makeBatch(options.batch, options.dataSeed);
+  const std::vector<torch::Tensor> parameters = runtime.parameters();
+  std::unique_ptr<torch::optim::SGD> optimizer;
+  if (!parameters.empty()) {
+    optimizer = std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(options.learningRate));
+  }
+  const bool last = !runtime.stages().empty() &&
+                    runtime.stages().back() == static_cast<std::int64_t>(options.balance.size()) - 1;
+
+  RankTrainingResult result;
+  result.rank = rank;
+  result.stages = runtime.stages();
+  result.device = stageOptions.device.str();
+  result.clock = alignClocks(transport);
+
+  std::unique_ptr<HostTracer> tracer;
+  const std::string traceDevice = rankLabel(rank, stageOptions.device.str());
+  if (options.captureTrace) {
+    tracer = std::make_unique<HostTracer>();
+    tracer->enable();
+    runtime.setTracer(tracer.get());
+  }
+  const auto step = [&](bool measured) {
+    transport.barrier();
+    const TimeNs startNs = steadyNowNs();
+    for (const torch::Tensor& parameter : parameters) {
+      if (parameter.grad().defined()) parameter.grad().zero_();
+    }
+    const TransferTotals before = runtime.transferTotals();
+    const torch::Tensor loss = runtime.step(batch.input, batch.target, model.loss, runtime.stepSeed());
+    const TimeNs optimizerStartNs = steadyNowNs();
+    if (optimizer) optimizer->step();
+    if (stageOptions.device.is_cuda()) torch::cuda::synchronize(stageOptions.device.index());
+    const TimeNs endNs = steadyNowNs();
+    recordSpan(tracer.get(), traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
+    if (last) result.losses.push_back(loss.item<double>());
+    if (!measured) return;
+    recordSpan(tracer.get(), traceDevice, Phase::Step, "step", startNs, endNs);
+    result.stepNs.push_back(endNs - startNs);
+    result.peakBytes = std::max(result.peakBytes, runtime.peakBytes());
+    const TransferTotals after = runtime.transferTotals();
+    result.transfers.sentBytes += after.sentBytes - before.sentBytes;
+    result.transfers.receivedBytes += after.receivedBytes - before.receivedBytes;
+    result.transfers.messagesSent += after.messagesSent - before.messagesSent;
+    result.transfers.messagesReceived += after.messagesReceived - before.messagesReceived;
+    if (options.shouldStop && options.shouldStop()) throw TrainingStopped("stopped after a step on request");
+  };
+  const TimeNs warmupStartNs = steadyNowNs();
+  for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
+  if (options.warmupSteps > 0) recordSpan(tracer.get(), traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
+  for (std::int64_t s = 0; s < options.steps; ++s) step(true);
+  transport.barrier();  // no rank leaves (and takes the store with it) while another still needs it
+
+  if (tracer) {
+    runtime.setTracer(nullptr);
+    tracer->disable();
+    result.trace = tracer->drain();
+    for (TraceEvent& event : result.trace.events) event.startNs += result.clock.offsetNs;
+    result.trace.baseNs = result.clock.epochNs;  // every rank's file counts from the same instant
+    result.trace.metadata["source"] = "measured";
+  }
+  return result;
+}
+
+}  // namespace pipeprof
