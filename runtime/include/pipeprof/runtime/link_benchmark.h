@@ -9,7 +9,7 @@
 
 namespace pipeprof {
 
-/// One message size: the median one-way time (half the round trip) over the repeats.
+/// One message size: the one-way time (half the fastest round trip of the repeats).
 struct LinkSample {
   Bytes bytes = 0;
   TimeNs oneWayNs = 0;
