@@ -77,6 +77,39 @@ std::vector<std::int64_t> parseBalance(const std::string& text) {
   return balance;
 }
 
+std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames, const std::string& splitAt) {
+  std::string known;
+  for (std::size_t index = 0; index < layerNames.size(); ++index) known += (index > 0 ? ", " : "") + layerNames[index];
+  std::vector<std::int64_t> starts;
+  std::size_t pos = 0;
+  while (pos <= splitAt.size()) {
+    const std::size_t comma = std::min(splitAt.find(',', pos), splitAt.size());
+    std::string name = splitAt.substr(pos, comma - pos);
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
+    const auto found = std::find(layerNames.begin(), layerNames.end(), name);
+    if (found == layerNames.end()) {
+      throw std::invalid_argument("no layer is named '" + name + "'; the layers are: " + known);
+    }
+    const auto index = static_cast<std::int64_t>(found - layerNames.begin());
+    if (index == 0) throw std::invalid_argument("'" + name + "' is the first layer: the first stage begins there anyway");
+    if (!starts.empty() && index <= starts.back()) {
+      throw std::invalid_argument("'" + name + "' does not come after '" + layerNames[static_cast<std::size_t>(starts.back())] +
+                                  "': give the split points in layer order, each once");
+    }
+    starts.push_back(index);
+    pos = comma + 1;
+  }
+  std::vector<std::int64_t> balance;
+  std::int64_t previous = 0;
+  for (std::int64_t start : starts) {
+    balance.push_back(start - previous);
+    previous = start;
+  }
+  balance.push_back(static_cast<std::int64_t>(layerNames.size()) - previous);
+  return balance;
+}
+
 std::string formatBalance(const std::vector<std::int64_t>& balance) {
   std::string text;
   for (std::size_t index = 0; index < balance.size(); ++index) {

@@ -312,6 +312,7 @@ nlohmann::json toJson(const Report& report) {
   if (report.cluster) json["cluster"] = toJson(*report.cluster);
   if (!report.calibration.is_null()) json["calibration"] = report.calibration;
   if (!report.calibrationDrift.is_null()) json["calibration_drift"] = report.calibrationDrift;
+  if (!report.processLayout.is_null()) json["process_layout"] = report.processLayout;
   if (!report.calibrationError.empty()) json["calibration_error"] = report.calibrationError;
   return json;
 }
@@ -351,6 +352,11 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
     JsonCursor drift = root.at("calibration_drift");
     if (!drift.value().is_null() && !drift.value().is_object()) drift.fail("expected an object, got " + drift.value().dump());
     report.calibrationDrift = drift.value();
+  }
+  if (root.has("process_layout")) {
+    JsonCursor layout = root.at("process_layout");
+    if (!layout.value().is_null() && !layout.value().is_object()) layout.fail("expected an object, got " + layout.value().dump());
+    report.processLayout = layout.value();
   }
   report.calibrationError = optionalString(root, "calibration_error");
   for (const JsonCursor& item : root.at("candidates").items()) report.candidates.push_back(resultFromJson(item));

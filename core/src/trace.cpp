@@ -62,4 +62,20 @@ void sortEvents(Trace& trace) {
   });
 }
 
+Trace concatenateTraces(const std::vector<Trace>& traces) {
+  Trace merged;
+  if (!traces.empty()) {
+    merged.baseNs = traces.front().baseNs;
+    merged.metadata = traces.front().metadata;
+  }
+  for (const Trace& trace : traces) {
+    for (const TraceEvent& event : trace.events) {
+      merged.events.push_back(event);
+      merged.events.back().startNs += trace.baseNs - merged.baseNs;
+    }
+  }
+  sortEvents(merged);
+  return merged;
+}
+
 }  // namespace pipeprof

@@ -122,6 +122,21 @@ TEST(Balance, ParseAndFormat) {
   }
 }
 
+TEST(Balance, FromSplitPointsWhereStagesBegin) {
+  const std::vector<std::string> layers{"a", "b", "c", "d", "e"};
+  EXPECT_THAT(balanceFromSplitPoints(layers, "c,e"), ElementsAre(2, 2, 1));
+  EXPECT_THAT(balanceFromSplitPoints(layers, " b "), ElementsAre(1, 4));
+  EXPECT_THAT([&] { balanceFromSplitPoints(layers, "c,x"); },
+              ThrowsMessage<std::invalid_argument>(StrEq("no layer is named 'x'; the layers are: a, b, c, d, e")));
+  EXPECT_THAT([&] { balanceFromSplitPoints(layers, "a"); },
+              ThrowsMessage<std::invalid_argument>(StrEq("'a' is the first layer: the first stage begins there anyway")));
+  EXPECT_THAT([&] { balanceFromSplitPoints(layers, "d,c"); },
+              ThrowsMessage<std::invalid_argument>(
+                  StrEq("'c' does not come after 'd': give the split points in layer order, each once")));
+  EXPECT_THROW(balanceFromSplitPoints(layers, "c,c"), std::invalid_argument);
+  EXPECT_THROW(balanceFromSplitPoints(layers, ""), std::invalid_argument);
+}
+
 TEST(CandidateJson, RoundTrip) {
   Candidate candidate = example();
   nlohmann::json json = toJson(candidate);

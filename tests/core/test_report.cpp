@@ -65,6 +65,7 @@ Report exampleReport() {
   report.cluster = Cluster::uniform(2, 1 << 20, 1e9, 100, "cpu");
   report.calibration = {{"schema", "pipeprof.calibration/v1"}, {"device_speeds", {1.0, 0.9}}};
   report.calibrationDrift = {{"factor", 1.1}, {"references", nlohmann::json::array()}};
+  report.processLayout = {{"procs", 2}, {"transport", "gloo"}};
   report.candidates = {result({1, 1}, 2, 1, 1000, 6e6), result({1, 1}, 4, 2, 1100, 8e6),
                        result({1, 1}, 8, 3, 1300, std::nullopt), result({2}, 1, 0, 900, std::nullopt)};
   report.candidates[1].predictedAnalysis = {{"bubble", 0.5}};
@@ -153,6 +154,8 @@ TEST(ReportJson, RoundTripIsExact) {
   EXPECT_EQ(back.cluster->link(0, 1).latencyNs, 100);
   EXPECT_EQ(back.calibration["device_speeds"][1], 0.9);
   EXPECT_EQ(back.calibrationDrift["factor"], 1.1);
+  EXPECT_EQ(back.processLayout["procs"], 2);
+  EXPECT_EQ(back.processLayout["transport"], "gloo");
   EXPECT_TRUE(back.calibrationError.empty());
   ASSERT_TRUE(back.candidates[1].predictionBeforeDrift.has_value());
   EXPECT_EQ(back.candidates[1].predictionBeforeDrift->iterationNs, 1000);

@@ -52,5 +52,24 @@ TEST(SortEvents, ByStartDeviceLaneName) {
   EXPECT_EQ(trace.events[2].endNs(), 12);
 }
 
+TEST(ConcatenateTraces, KeepsEveryEventOnTheFirstTracesBase) {
+  Trace rank0;
+  rank0.baseNs = 100;
+  rank0.metadata["source"] = "measured";
+  rank0.events = {event(130, "rank 0", "send", "s")};
+  Trace rank1;
+  rank1.baseNs = 90;  // counts from 10 ns earlier: its events shift by -10 on rank 0's base
+  rank1.events = {event(125, "rank 1", "receive", "r"), event(110, "rank 1", "partition 1", "f")};
+  const Trace merged = concatenateTraces({rank0, rank1});
+  EXPECT_EQ(merged.baseNs, 100);
+  EXPECT_EQ(merged.metadata.at("source"), "measured");
+  ASSERT_EQ(merged.events.size(), 3u);
+  EXPECT_EQ(merged.events[0].name, "f");
+  EXPECT_EQ(merged.events[0].startNs, 100);
+  EXPECT_EQ(merged.events[1].startNs, 115);
+  EXPECT_EQ(merged.events[2].startNs, 130);
+  EXPECT_TRUE(concatenateTraces({}).events.empty());
+}
+
 }  // namespace
 }  // namespace pipeprof

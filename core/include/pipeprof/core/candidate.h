@@ -59,6 +59,11 @@ MicroBatching microBatching(std::int64_t batch, std::int64_t chunks);
 
 /// "2,3,3" -> {2, 3, 3}. Throws std::invalid_argument naming the text.
 std::vector<std::int64_t> parseBalance(const std::string& text);
+/// The balance that starts a new stage at each named layer, like torch.distributed.pipelining's
+/// SplitPoint.BEGINNING: layers {a, b, c, d, e} split at "c,e" -> {2, 2, 1}. Throws
+/// std::invalid_argument naming an unknown or repeated name, the first layer, or names out of
+/// layer order, and listing the layers.
+std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames, const std::string& splitAt);
 /// "2,3,3".
 std::string formatBalance(const std::vector<std::int64_t>& balance);
 

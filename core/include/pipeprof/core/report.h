@@ -110,6 +110,10 @@ struct Report {
   nlohmann::json calibration;
   /// The sweep's drift correction: {"factor", "references"} (docs/formats.md); null when none.
   nlohmann::json calibrationDrift;
+  /// How the measured pipelines ran: null for threads of one process; for one process per
+  /// pipeline device {"procs", "transport": "gloo" | "nccl", "link": {"latency_ns",
+  /// "bandwidth_bytes_per_s"}} (docs/formats.md).
+  nlohmann::json processLayout;
   /// Why calibrating failed (the predictions then use the raw profile); empty when it did not.
   std::string calibrationError;
   std::vector<CandidateResult> candidates;

@@ -60,4 +60,8 @@ struct Trace {
 /// Sorts events by (start, device, lane, name) so output is deterministic.
 void sortEvents(Trace& trace);
 
+/// One timeline from traces that share a time base (the rank files of one multi-process run,
+/// each counting from the same instant): every event, sorted; the first trace's metadata.
+Trace concatenateTraces(const std::vector<Trace>& traces);
+
 }  // namespace pipeprof
