@@ -49,7 +49,8 @@ void stampProvenance(Calibration& calibration, const ModelSpec& model, std::int6
   provenance.createdAt = utcNowIso8601();
 }
 
-Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes> memoryBytes) {
+Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes> memoryBytes,
+                     const std::optional<Link>& rankLink) {
   Cluster cluster;
   const auto n = static_cast<std::int64_t>(devices.size());
   for (std::int64_t j = 0; j < n; ++j) {
@@ -59,6 +60,13 @@ Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes
     cluster.devices.push_back(spec);
   }
   cluster.links.assign(static_cast<std::size_t>(n), std::vector<Link>(static_cast<std::size_t>(n)));
+  if (rankLink) {
+    for (std::int64_t a = 0; a < n; ++a) {
+      for (std::int64_t b = 0; b < n; ++b) {
+        if (a != b) cluster.links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = *rankLink;
+      }
+    }
+  }
   return cluster;
 }
 

@@ -193,6 +193,11 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
   if (env.threads != config.model.threads) {
     return fmt::format("{} thread(s) there, {} here", env.threads, config.model.threads);
   }
+  const auto procs = [](const nlohmann::json& layout) { return layout.is_object() ? layout.value("procs", 0) : 0; };
+  if (procs(report.processLayout) != procs(config.processLayout)) {
+    const auto layout = [&](int n) { return n == 0 ? std::string("threads of one process") : fmt::format("{} processes", n); };
+    return fmt::format("{} there, {} here", layout(procs(report.processLayout)), layout(procs(config.processLayout)));
+  }
   return "";
 }
 

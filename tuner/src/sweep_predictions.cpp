@@ -66,7 +66,7 @@ void CalibratedSetup::storeIn(Report& report) const {
 
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
                           CandidateMeasurer& measurer, SweepProgress& progress) {
-  CalibratedSetup setup{std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes), {}, {}, {}};
+  CalibratedSetup setup{std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes, config.rankLink), {}, {}, {}};
   if (inputs.resumedReport) {
     resumeCalibration(setup, *inputs.resumedReport, config.reportPath);
   } else if (inputs.calibration) {
@@ -122,6 +122,7 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
   report.profilePath = config.profilePath;
   report.profile = setup.profile;
   report.cluster = setup.cluster;
+  report.processLayout = config.processLayout;
   setup.storeIn(report);
   for (std::size_t index = 0; index < searched.ranked.size(); ++index) {
     CandidateResult result;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/cluster.h>
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
@@ -52,6 +53,12 @@ struct SweepConfig {
   std::string calibrationPath;  ///< where SweepInputs::calibration came from ("" when calibrating)
   std::string reportPath;
   std::string tracesDir;
+  /// One process per pipeline device: the transport's link between ranks (measured like
+  /// `pipeprof bench-link`), charged on every copy between devices; nullopt for threads of one
+  /// process, whose CPU copies cost nothing.
+  std::optional<Link> rankLink;
+  /// The report's process_layout (docs/formats.md); null for threads of one process.
+  nlohmann::json processLayout;
 };
 
 /// What the command loaded (and validated) before the sweep starts.
