@@ -1,7 +1,6 @@
 // `pipeprof run`: trains a model on a Pipe for a few steps and reports step time, throughput, peaks.
 #include "commands.h"
-#include "model_options.h"
-#include "schedule_options.h"
+#include "run_plan.h"
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
@@ -10,6 +9,7 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/runtime/rank_environment.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
 #include <pipeprof/tuner/auto_balance.h>
@@ -24,21 +24,6 @@
 namespace pipeprof::cli {
 
 namespace {
-
-struct RunFlags {
-  ModelFlags model;
-  std::string devices = "cpu,cpu";
-  std::string balance = "auto";
-  std::int64_t chunks = 4;
-  std::string checkpoint = "except_last";
-  ScheduleFlags schedule;
-  std::int64_t steps = 10;
-  std::int64_t warmup = 2;
-  double learningRate = 1e-3;
-  std::string tracePath;
-  std::string profilePath;
-  bool json = false;
-};
 
 /// The balance the simulator predicts fastest for these devices, schedule, chunks and mode,
 /// from the given profile or one measured now on the first device (a short budget).
@@ -65,15 +50,20 @@ std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, const
   return fastest.best.candidate.balance;
 }
 
-void runRun(const RunFlags& flags) {
-  Model model = buildModelFromFlags(flags.model);
-  const std::vector<DeviceDesc> deviceDescs = parseDevicesFlag(flags.devices);
-  const auto devices = static_cast<std::int64_t>(deviceDescs.size());
+}  // namespace
+
+RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowed) {
+  RunPlan plan;
+  plan.model = buildModelFromFlags(flags.model);
+  Model& model = plan.model;
+  plan.devices = parseDevicesFlag(flags.devices);
+  const auto devices = static_cast<std::int64_t>(plan.devices.size());
   // The sweep's thread policy: without it, OpenBLAS's own pool on every worker oversubscribes
-  // the cores and a 2-partition CPU step runs ~10x slower.
-  setIntraOpThreads(tuner::sweepThreads(flags.model.threads, devices, tuner::hardwareThreads()));
+  // the cores and a 2-partition CPU step runs ~10x slower. A rank has its device to itself.
+  const std::int64_t sharing = flags.procs > 0 || !balanceAutoAllowed ? 1 : devices;
+  setIntraOpThreads(tuner::sweepThreads(flags.model.threads, sharing, tuner::hardwareThreads()));
   const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
-  Candidate candidate;  // the balance follows
+  Candidate& candidate = plan.candidate;  // the balance follows
   candidate.batch = batchFromFlags(flags.model, model);
   candidate.chunks = flags.chunks;
   candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
@@ -87,15 +77,26 @@ void runRun(const RunFlags& flags) {
   }
   if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
   if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
+  if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds, got " + fmt::format("{}", flags.timeoutS));
   checkScheduleShape(schedule, devices, batch, flags.chunks);
 
-  std::ostream& log = flags.json ? std::cerr : std::cout;
-  candidate.balance = flags.balance == "auto"
-                          ? autoBalance(flags, model, candidate, deviceDescs, log)
-                          : parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
+  if (!flags.splitAt.empty()) {
+    if (flags.balance != "auto") throw UsageError("give --balance or --split-at, not both");
+    std::vector<std::string> names;
+    for (const auto& named : model.sequential->named_children()) names.push_back(named.key());
+    candidate.balance = parseFlag("--split-at", [&] { return balanceFromSplitPoints(names, flags.splitAt); });
+  } else if (flags.balance == "auto") {
+    if (!balanceAutoAllowed) {
+      throw UsageError("--balance auto would have every rank measure its own profile and maybe choose another balance: "
+                       "give the ranks --balance or --split-at (pipeprof run --procs N chooses one for them)");
+    }
+    candidate.balance = autoBalance(flags, model, candidate, plan.devices, log);
+  } else {
+    candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
+  }
   checkScheduleShape(schedule, candidate.balance, batch, flags.chunks, devices, "--devices " + flags.devices);
-  TrainingOptions options;
-  options.devices = torchDevices(deviceDescs);
+  TrainingOptions& options = plan.options;
+  options.devices = torchDevices(plan.devices);
   options.balance = candidate.balance;
   options.schedule = candidate.schedule;
   options.stagesPerDevice = candidate.stagesPerDevice;
@@ -106,46 +107,60 @@ void runRun(const RunFlags& flags) {
   options.warmupSteps = flags.warmup;
   options.learningRate = flags.learningRate;
   options.captureTrace = !flags.tracePath.empty();
+  return plan;
+}
 
-  TrainingResult result = trainAndMeasure(model, options);
+void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& m, const std::vector<double>& losses,
+              const nlohmann::json& extra, std::ostream& out) {
+  const Candidate& candidate = plan.candidate;
+  if (flags.json) {
+    nlohmann::json json = toJson(m);
+    json["candidate"] = toJson(candidate);
+    json["model"] = flags.model.model;
+    json["devices"] = flags.devices;
+    json["schedule"] = scheduleKindName(candidate.schedule);
+    json["stages_per_device"] = candidate.stagesPerDevice;
+    json["losses"] = losses;
+    json.update(extra);
+    out << json.dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n", flags.model.model,
+                     flags.devices, candidate.batch, formatBalance(candidate.balance), candidate.chunks,
+                     checkpointName(candidate.checkpoint), candidate.scheduleLabel());
+  out << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
+                     formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
+                     m.stepNs.size(), m.warmupSteps);
+  out << fmt::format("throughput: {:.1f} samples/s\n", m.samplesPerS);
+  if (!losses.empty()) {
+    out << fmt::format("loss: {:.6g} at the first step, {:.6g} at the last ({} steps, warm-up included)\n",
+                       losses.front(), losses.back(), losses.size());
+  }
+  out << "peak memory:";
+  for (std::size_t d = 0; d < m.peakBytes.size(); ++d) {
+    out << (d == 0 ? " " : ", ") << "device " << d << " " << formatBytes(m.peakBytes[d]);
+  }
+  out << "\n";
+}
+
+namespace {
+
+void runThreaded(const RunFlags& flags) {
+  std::ostream& log = flags.json ? std::cerr : std::cout;
+  RunPlan plan = planRun(flags, log, /*balanceAutoAllowed=*/true);
+  TrainingResult result = trainAndMeasure(plan.model, plan.options);
   Measurement& m = result.measurement;
   if (!flags.tracePath.empty()) {
     result.trace.metadata["model"] = flags.model.model;
-    result.trace.metadata["candidate"] = candidate.label();
+    result.trace.metadata["candidate"] = plan.candidate.label();
     result.trace.metadata["devices"] = flags.devices;
-    result.trace.metadata["batch"] = std::to_string(batch);
+    result.trace.metadata["batch"] = std::to_string(plan.candidate.batch);
     writeChromeTraceFile(result.trace, flags.tracePath);
     m.tracePath = flags.tracePath;
   }
   if (!result.collectorNote.empty()) log << result.collectorNote << "\n";
-
-  if (flags.json) {
-    nlohmann::json out = toJson(m);
-    out["candidate"] = toJson(candidate);
-    out["model"] = flags.model.model;
-    out["devices"] = flags.devices;
-    out["schedule"] = scheduleKindName(candidate.schedule);
-    out["stages_per_device"] = candidate.stagesPerDevice;
-    out["losses"] = result.losses;
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
-  std::cout << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n",
-                           flags.model.model, flags.devices, batch, formatBalance(candidate.balance), candidate.chunks,
-                           checkpointName(candidate.checkpoint), candidate.scheduleLabel());
-  std::cout << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
-                           formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
-                           m.stepNs.size(), m.warmupSteps);
-  std::cout << fmt::format("throughput: {:.1f} samples/s\n", m.samplesPerS);
-  if (!result.losses.empty()) {
-    std::cout << fmt::format("loss: {:.6g} at the first step, {:.6g} at the last ({} steps, warm-up included)\n",
-                             result.losses.front(), result.losses.back(), result.losses.size());
-  }
-  std::cout << "peak memory:";
-  for (std::size_t d = 0; d < m.peakBytes.size(); ++d) {
-    std::cout << (d == 0 ? " " : ", ") << "device " << d << " " << formatBytes(m.peakBytes[d]);
-  }
-  std::cout << "\n";
+  printRun(flags, plan, m, result.losses, nlohmann::json::object(), std::cout);
+  if (flags.json) return;
   if (!result.devicePeakBytes.empty()) {
     std::cout << "device peak (whole device, caching allocator):";
     const char* separator = " ";
@@ -157,6 +172,22 @@ void runRun(const RunFlags& flags) {
   }
   if (!flags.tracePath.empty()) {
     std::cout << "trace: " << flags.tracePath << " (" << result.trace.events.size() << " events)\n";
+  }
+}
+
+void runRun(RunFlags flags) {
+  if (flags.procs < 0) throw UsageError("--procs must be positive, got " + std::to_string(flags.procs));
+  if (flags.procs > 0 && !flags.devicesGiven) {
+    flags.devices = "cpu";
+    for (int r = 1; r < flags.procs; ++r) flags.devices += ",cpu";
+  }
+  if (rankEnvironmentFromProcess()) {
+    if (flags.procs > 0) throw UsageError("--procs starts the ranks itself; a rank (RANK is set) takes no --procs");
+    runAsRank(flags);
+  } else if (flags.procs > 0) {
+    runLaunchedRanks(flags);
+  } else {
+    runThreaded(flags);
   }
 }
 
@@ -172,17 +203,24 @@ void addRunCommand(CLI::App& app) {
       "  pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json\n"
       "  pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --schedule 1f1b\n"
       "  pipeprof run --model mlp --devices cpu,cpu --balance 4,4,4,3 --chunks 4 --schedule interleaved \\\n"
-      "      --stages-per-device 2      # 4 stages: 0 and 2 on the first device, 1 and 3 on the second");
+      "      --stages-per-device 2      # 4 stages: 0 and 2 on the first device, 1 and 3 on the second\n"
+      "  pipeprof run --model mlp --procs 2 --balance 7,8 --schedule 1f1b   # one process per stage\n"
+      "  RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 MASTER_PORT=29500 pipeprof run --devices cpu,cpu --balance 7,8 ...");
   addModelFlags(*command, flags->model);
   command->get_option("--threads")->description(
       "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / devices), as the sweep)");
   command->add_option("--devices", flags->devices,
-                      "the pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; stage j runs on device j mod devices")
-      ->capture_default_str();
+                      "the pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; stage j runs on device j mod devices "
+                      "(with --procs or as a rank: device r is rank r's; default with --procs N: N CPUs)")
+      ->capture_default_str()
+      ->each([flags](const std::string&) { flags->devicesGiven = true; });
   command->add_option("--balance", flags->balance,
                       "layers per stage (devices x stages-per-device entries), e.g. 3,5; auto: the simulator's best "
                       "for these devices, schedule, chunks, mode")
       ->capture_default_str();
+  command->add_option("--split-at", flags->splitAt,
+                      "layer names where a new stage begins, e.g. block2,block4 (instead of --balance; "
+                      "pipeprof models lists the layers)");
   command->add_option("--chunks", flags->chunks, "micro-batches per mini-batch")->capture_default_str();
   command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never")->capture_default_str();
   addScheduleFlags(*command, flags->schedule);
@@ -192,6 +230,12 @@ void addRunCommand(CLI::App& app) {
   command->add_option("--trace", flags->tracePath, "write the measured timeline (Chrome trace JSON) here");
   command->add_option("--profile", flags->profilePath, "profile for --balance auto (default: measure one now)");
   command->add_flag("--json", flags->json, "print one JSON object (the measurement) instead of text");
+  command->add_option("--procs", flags->procs,
+                      "run one process per pipeline device on this host (c10d: Gloo on CPU, NCCL on CUDA), started "
+                      "and watched by this one; as torchrun does across hosts, see the README");
+  command->add_option("--timeout", flags->timeoutS,
+                      "multi-process: seconds a rank waits for another before the run stops, naming it")
+      ->capture_default_str();
   command->callback([flags] { runRun(*flags); });
 }
 

@@ -1,5 +1,7 @@
 // `pipeprof sweep`: predicted and measured candidates in one JSON report, with a suggestion.
+#include "bench_link.h"
 #include "commands.h"
+#include "process_measurer.h"
 
 #include "comparison_table.h"
 #include "model_options.h"
@@ -59,6 +61,8 @@ struct SweepFlags {
   std::string tracesDir;
   bool resume = false;
   bool json = false;
+  int procs = 0;         ///< > 0: one process per pipeline device measures each candidate
+  double timeoutS = 120;  ///< --procs: the longest a rank waits for another
 };
 
 /// Validates every flag and input file; creates nothing.
@@ -70,6 +74,16 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.batch = resolved.batch;
   const std::int64_t layers = resolved.layers;
   const auto partitions = static_cast<std::int64_t>(config.devices.size());  // p pipeline devices
+  if (flags.procs < 0) throw UsageError("--procs must be positive, got " + std::to_string(flags.procs));
+  if (flags.procs > 0) {
+    if (flags.procs != partitions) {
+      throw UsageError("--procs " + std::to_string(flags.procs) + " but --devices " + flags.devices + " names " +
+                       std::to_string(partitions) + " pipeline devices: one process runs each device");
+    }
+    if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
+    config.processLayout = {{"procs", flags.procs},
+                            {"transport", config.devices.front().typeName() == "cuda" ? "nccl" : "gloo"}};
+  }
   SearchSpace schedules;
   applyScheduleListFlags(flags.schedules, schedules);
   config.schedules = schedules.schedules;
@@ -152,16 +166,34 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   return config;
 }
 
+/// --procs: the transport's link, measured now (the predictions charge it on every copy).
+void measureRankLink(const SweepFlags& flags, SweepConfig& config) {
+  const std::chrono::milliseconds timeout(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
+  std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
+  const Link link = measureLocalLink(config.devices.front().typeName(), 5, timeout);
+  std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
+                           link.bandwidthBytesPerS / 1e9);
+  config.rankLink = link;
+  config.processLayout["link"] = {{"latency_ns", link.latencyNs}, {"bandwidth_bytes_per_s", link.bandwidthBytesPerS}};
+}
+
 void runSweepCommand(const SweepFlags& flags) {
   SweepInputs inputs;
-  const SweepConfig config = validate(flags, inputs);
+  SweepConfig config = validate(flags, inputs);
+  if (flags.procs > 0) measureRankLink(flags, config);
   ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
   gStopRequested.store(false);
   auto previous = std::signal(SIGINT, onInterrupt);
   Report report;
   try {
-    tuner::ThreadedMeasurer measurer(config.model, config.devices);
-    report = tuner::runSweep(config, inputs, measurer, progress, gStopRequested);
+    std::unique_ptr<tuner::CandidateMeasurer> measurer;
+    if (flags.procs > 0) {
+      measurer = std::make_unique<ProcessMeasurer>(config.model, config.devices,
+                                                   std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0)));
+    } else {
+      measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);
+    }
+    report = tuner::runSweep(config, inputs, *measurer, progress, gStopRequested);
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
@@ -234,6 +266,11 @@ void addSweepCommand(CLI::App& app) {
                       "Where measured and predicted traces go (default: <report stem>.traces next to the report)");
   command->add_flag("--resume", flags->resume, "Continue the sweep in -o, keeping finished candidates");
   command->add_flag("--json", flags->json, "Print the report JSON on stdout instead of the table");
+  command->add_option("--procs", flags->procs,
+                      "Measure every candidate with one process per pipeline device (as pipeprof run --procs), after "
+                      "measuring the transport's link, which the predictions then charge on every copy");
+  command->add_option("--timeout", flags->timeoutS, "With --procs: seconds a rank waits for another")
+      ->capture_default_str();
   command->callback([flags] { runSweepCommand(*flags); });
 }
 

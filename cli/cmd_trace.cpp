@@ -1,4 +1,4 @@
-// `pipeprof trace summarize`: the timeline analysis of a Chrome trace (measured or predicted).
+// `pipeprof trace summarize` and `merge`: the timeline analysis of a Chrome trace, one timeline from rank traces.
 #include "commands.h"
 
 #include <pipeprof/core/chrome_trace.h>
@@ -32,6 +32,19 @@ void runSummarize(const SummarizeFlags& flags) {
   }
 }
 
+struct MergeFlags {
+  std::vector<std::string> paths;
+  std::string output;
+};
+
+void runMerge(const MergeFlags& flags) {
+  std::vector<Trace> traces;
+  for (const std::string& path : flags.paths) traces.push_back(readChromeTraceFile(path));
+  const Trace merged = concatenateTraces(traces);
+  writeChromeTraceFile(merged, flags.output);
+  std::cout << flags.output << ": " << merged.events.size() << " events from " << traces.size() << " traces\n";
+}
+
 }  // namespace
 
 void addTraceCommand(CLI::App& app) {
@@ -47,6 +60,16 @@ void addTraceCommand(CLI::App& app) {
   summarize->add_option("--gaps", flags->gaps, "how many idle gaps to list")->capture_default_str();
   summarize->add_option("--kernels", flags->kernels, "how many kernels to list")->capture_default_str();
   summarize->callback([flags] { runSummarize(*flags); });
+
+  auto mergeFlags = std::make_shared<MergeFlags>();
+  CLI::App* merge = trace->add_subcommand(
+      "merge",
+      "One timeline from the per-rank traces of a multi-process run (each rank of a torchrun launch writes\n"
+      "TRACE.rankR.json; their clocks are aligned at set-up): one process per rank, flows between them.\n"
+      "Example: pipeprof trace merge run.rank0.json run.rank1.json -o run.json");
+  merge->add_option("traces", mergeFlags->paths, "the rank traces")->required()->check(CLI::ExistingFile);
+  merge->add_option("-o,--output", mergeFlags->output, "the merged trace to write")->required();
+  merge->callback([mergeFlags] { runMerge(*mergeFlags); });
 }
 
 }  // namespace pipeprof::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   cli::addRunCommand(app);
   cli::addTraceCommand(app);
   cli::addModelsCommand(app);
+  cli::addBenchLinkCommand(app);
 
   try {
     app.parse(argc, argv);
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& error) {
     std::cerr << "pipeprof: error: " << error.what() << "\n";
     return kExitUsage;
+  } catch (const cli::ReportedFailure&) {
+    return kExitRuntimeFailure;
   } catch (const std::exception& error) {
     std::cerr << "pipeprof: failed: " << error.what() << "\n";
     return kExitRuntimeFailure;

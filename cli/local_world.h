@@ -1,0 +1,56 @@
+// A multi-process world on this host: ranks of this executable, the rendezvous store, their results.
+#pragma once
+
+#include "rank_launcher.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+
+/// A temporary directory removed with its files when the scope ends.
+class ScratchDirectory {
+ public:
+  ScratchDirectory();
+  ~ScratchDirectory();
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// How the ranks of a local world ended: every rank's result file (nullopt where it wrote none),
+/// and the first failure a rank published to the store.
+struct LocalWorldRun {
+  LaunchOutcome outcome;
+  std::vector<std::optional<nlohmann::json>> results;
+  std::string publishedFailure;
+
+  bool succeeded() const { return !outcome.interrupted && outcome.firstFailedRank < 0; }
+  /// The message of a failed run: the first failure a rank published, or, for a rank that
+  /// could say nothing (killed), its exit and what the others saw; `describeRank` names a rank
+  /// ("rank 1 (stage 1)").
+  std::string failure(const std::function<std::string(int rank)>& describeRank) const;
+};
+
+/// Starts `procs` ranks of this executable with `arguments` (argv[1..]) on 127.0.0.1, with the
+/// torchrun variables (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) set, the store
+/// hosted here (TORCHELASTIC_USE_AGENT_STORE) and each rank's result file named by
+/// PIPEPROF_RANK_RESULT in `scratch`; waits for all of them (launchRanks: a failure stops the
+/// others after `timeout` and five seconds more).
+LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs, std::chrono::milliseconds timeout,
+                            const ScratchDirectory& scratch);
+
+/// A rank's side: where the launcher wants its result (PIPEPROF_RANK_RESULT), or empty when it
+/// was not started by runLocalWorld (torchrun, two shells).
+std::string rankResultPath();
+
+}  // namespace pipeprof::cli

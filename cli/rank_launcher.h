@@ -1,0 +1,53 @@
+// Starts the ranks of a local multi-process world as child processes, watches them, leaves none behind.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+
+/// What to start: `worldSize` copies of `executable` with `arguments`, each with the
+/// environment of this process plus rankEnvironment(rank).
+struct RankLaunch {
+  std::string executable;
+  std::vector<std::string> arguments;  ///< argv[1..]
+  int worldSize = 1;
+  std::function<std::map<std::string, std::string>(int rank)> rankEnvironment;
+  /// After the first rank failed, how long the others get to stop on their own before they
+  /// are terminated (SIGTERM, then SIGKILL two seconds later).
+  std::chrono::milliseconds grace{10000};
+};
+
+/// How one rank ended.
+struct RankExit {
+  int rank = 0;
+  int pid = 0;
+  bool exited = false;  ///< exited on its own with `code`; else killed by `signal`
+  int code = 0;
+  int signal = 0;
+  bool terminatedByLauncher = false;  ///< the launcher stopped it (after another's failure, or Ctrl-C)
+
+  bool succeeded() const { return exited && code == 0; }
+  /// "exit code 1", "killed by signal 9 (Killed)".
+  std::string describe() const;
+};
+
+struct LaunchOutcome {
+  std::vector<RankExit> ranks;  ///< by rank
+  int firstFailedRank = -1;     ///< the first rank seen to fail, or -1
+  bool interrupted = false;     ///< Ctrl-C (SIGINT) or SIGTERM reached the launcher
+};
+
+/// Starts every rank (each dies with the launcher: PR_SET_PDEATHSIG), waits for all of them,
+/// and stops the rest once one fails (after `grace`) or the launcher is interrupted (at once).
+/// Returns when no rank is left. Throws std::runtime_error when a rank cannot be started (the
+/// ones already started are stopped first).
+LaunchOutcome launchRanks(const RankLaunch& launch);
+
+/// The path of the running executable (/proc/self/exe).
+std::string currentExecutable();
+
+}  // namespace pipeprof::cli

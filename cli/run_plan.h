@@ -1,0 +1,81 @@
+// `pipeprof run`'s flags and the validated run they describe, shared by the threaded and multi-process layouts.
+#pragma once
+
+#include "model_options.h"
+#include "schedule_options.h"
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/device.h>
+#include <pipeprof/core/report.h>
+#include <pipeprof/core/trace.h>
+#include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/training_loop.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace pipeprof::cli {
+
+struct RunFlags {
+  ModelFlags model;
+  std::string devices = "cpu,cpu";
+  bool devicesGiven = false;  ///< --devices was on the command line (--procs N defaults to N CPUs)
+  std::string balance = "auto";
+  std::string splitAt;  ///< layer names where a new stage begins (instead of --balance)
+  std::int64_t chunks = 4;
+  std::string checkpoint = "except_last";
+  ScheduleFlags schedule;
+  std::int64_t steps = 10;
+  std::int64_t warmup = 2;
+  double learningRate = 1e-3;
+  std::string tracePath;
+  std::string profilePath;
+  bool json = false;
+  int procs = 0;           ///< > 0: one process per pipeline device, started here
+  double timeoutS = 120;   ///< multi-process: the longest any rank waits for another
+};
+
+/// A run the flags describe, validated before anything is computed: the model, the candidate
+/// (balance resolved: --balance, --split-at or auto) and the training options.
+struct RunPlan {
+  Model model;
+  Candidate candidate;
+  std::vector<DeviceDesc> devices;
+  TrainingOptions options;
+};
+
+/// Validates the flags and resolves the balance (auto: the simulator's fastest, logged on
+/// `log`). `balanceAutoAllowed` false (a rank under torchrun) refuses auto: every rank would
+/// measure its own profile. Throws UsageError naming the flag.
+RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowed);
+
+/// Prints a finished run (text, or one JSON object with `extra` merged in).
+void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& measurement,
+              const std::vector<double>& losses, const nlohmann::json& extra, std::ostream& out);
+
+/// What the ranks of a launched run measured, put together.
+struct LaunchedRun {
+  Measurement measurement;  ///< the pipeline's steps (each the slowest rank's), peaks by rank
+  std::vector<double> losses;  ///< the last stage's rank's
+  nlohmann::json ranks = nlohmann::json::array();  ///< every rank's own figures
+  nlohmann::json layout;  ///< {"procs", "transport", "hosts"}
+  std::string transport;  ///< "gloo" or "nccl"
+  Trace trace;  ///< traced: every rank's, on rank 0's clock
+  TimeNs clockUncertaintyNs = 0;
+};
+
+/// Starts flags.procs ranks of this executable on this host running `plan` and waits for them.
+/// Throws UsageError when --procs differs from the devices, std::runtime_error naming the
+/// failed rank when the run fails.
+LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced);
+
+/// `pipeprof run --procs N`: launchRun, then the report.
+void runLaunchedRanks(const RunFlags& flags);
+/// `pipeprof run` started as a rank (RANK and WORLD_SIZE set, as torchrun does): joins the world.
+void runAsRank(const RunFlags& flags);
+
+}  // namespace pipeprof::cli

@@ -1,0 +1,239 @@
+// End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts, failures.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+const std::string kBinary = PIPEPROF_BINARY_DIR "/cli/pipeprof";
+
+struct Result {
+  int code = -1;
+  std::string out;  ///< stdout and stderr together
+};
+
+/// Runs a shell command line, stdout and stderr together.
+Result shell(const std::string& commandLine) {
+  Result result;
+  const std::string command = "(" + commandLine + ") 2>&1 < /dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  std::array<char, 4096> buffer{};
+  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.out += buffer.data();
+  const int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Result pipeprof(const std::string& args) { return shell(kBinary + " " + args); }
+
+nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(out.substr(out.find("\n{") + 1)); }
+
+// mlp --width 16 --depth 3: fc0 relu0 fc1 relu1 fc2 = 5 layers; batch 8 in 4 micro-batches.
+const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunks 4 --seed 7 --lr 0.5 --warmup 1 "
+                         "--steps 2 --threads 1 --timeout 30 --json ";
+
+std::vector<double> losses(const std::string& flags) {
+  const Result r = pipeprof(kRun + flags);
+  EXPECT_EQ(r.code, 0) << flags << "\n" << r.out;
+  if (r.code != 0) return {};
+  return lastJson(r.out).at("losses").get<std::vector<double>>();
+}
+
+void expectSameLosses(const std::vector<double>& actual, const std::vector<double>& expected, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (std::size_t s = 0; s < expected.size(); ++s) {
+    EXPECT_NEAR(actual[s], expected[s], 1e-5 * std::abs(expected[s]) + 1e-7) << what << ", step " << s;
+  }
+}
+
+TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--devices cpu,cpu --balance 2,3 --schedule gpipe", "--procs 2 --balance 2,3 --schedule gpipe"},
+      {"--devices cpu,cpu --balance 3,2 --schedule 1f1b --checkpoint never",
+       "--procs 2 --balance 3,2 --schedule 1f1b --checkpoint never"},
+      {"--devices cpu,cpu --balance 1,1,1,2 --schedule interleaved --stages-per-device 2 --checkpoint always",
+       "--procs 2 --balance 1,1,1,2 --schedule interleaved --stages-per-device 2 --checkpoint always"},
+      {"--devices cpu,cpu,cpu --balance 2,2,1 --schedule 1f1b", "--procs 3 --balance 2,2,1 --schedule 1f1b"},
+      {"--devices cpu,cpu,cpu --balance 1,3,1 --schedule gpipe --checkpoint never",
+       "--procs 3 --balance 1,3,1 --schedule gpipe --checkpoint never"},
+  };
+  for (const auto& [threaded, processes] : cases) {
+    const std::vector<double> expected = losses(threaded);
+    ASSERT_EQ(expected.size(), 3u) << threaded;
+    expectSameLosses(losses(processes), expected, processes);
+  }
+}
+
+/// unet --depth 2 has 19 layers: enc0 (conv relu stash pool) enc1 (4) mid (2) dec1 (up concat conv
+/// relu) dec0 (4) head. Split 3,8,8: skip0 goes from stage 0 (layer 2) to stage 2 (layer 15),
+/// past rank 1; skip1 from stage 1 (layer 6) to stage 2 (layer 11).
+constexpr const char* kUnetBalance = "3,8,8";
+
+TEST(RunDist, SkipConnectionsCrossRanksStraightFromStashToPop) {
+  const std::string unet = "run --model unet --width 4 --depth 2 --batch 4 --chunks 2 --warmup 1 --steps 1 --threads 1 "
+                           "--lr 0.1 --timeout 30 --json ";
+  const Result threaded = pipeprof(unet + "--devices cpu,cpu,cpu --balance " + std::string(kUnetBalance));
+  ASSERT_EQ(threaded.code, 0) << threaded.out;
+  const nlohmann::json expected = lastJson(threaded.out);
+  const std::string balance = kUnetBalance;
+  const Result processes = pipeprof(unet + "--procs 3 --schedule 1f1b --balance " + balance);
+  ASSERT_EQ(processes.code, 0) << processes.out;
+  const nlohmann::json actual = lastJson(processes.out);
+  expectSameLosses(actual.at("losses").get<std::vector<double>>(), expected.at("losses").get<std::vector<double>>(),
+                   "unet on 3 ranks, balance " + balance);
+  std::int64_t skipBytes = 0;
+  for (const auto& rank : actual.at("ranks")) skipBytes += rank.at("sent_bytes").get<std::int64_t>();
+  EXPECT_GT(skipBytes, 0);
+}
+
+TEST(RunDist, SplitAtNamesTheLayersWhereStagesBegin) {
+  const Result r = pipeprof(kRun + "--procs 2 --split-at fc1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json json = lastJson(r.out);
+  EXPECT_EQ(json.at("candidate").at("balance"), nlohmann::json::array({2, 3}));
+  EXPECT_EQ(json.at("process_layout").at("procs"), 2);
+  EXPECT_EQ(json.at("process_layout").at("transport"), "gloo");
+  ASSERT_EQ(json.at("ranks").size(), 2u);
+  EXPECT_EQ(json.at("ranks")[0].at("stages"), nlohmann::json::array({0}));
+  EXPECT_GT(json.at("ranks")[0].at("sent_bytes").get<std::int64_t>(), 0);
+  EXPECT_EQ(json.at("ranks")[0].at("sent_bytes"), json.at("ranks")[1].at("received_bytes"))
+      << "activations and gradients have the same shapes";
+  expectSameLosses(json.at("losses").get<std::vector<double>>(), losses("--devices cpu,cpu --balance 2,3"), "split");
+}
+
+TEST(RunDist, BadLayoutsAreRefusedBeforeAnyRankStarts) {
+  Result r = pipeprof(kRun + "--procs 3 --devices cpu,cpu --balance 2,3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--procs 3 but --devices cpu,cpu names 2 pipeline devices"), std::string::npos) << r.out;
+  r = pipeprof(kRun + "--procs 2 --split-at fc9");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no layer is named 'fc9'"), std::string::npos) << r.out;
+  r = shell("RANK=0 WORLD_SIZE=3 " + kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("WORLD_SIZE is 3 but --devices cpu,cpu names 2 pipeline devices"), std::string::npos) << r.out;
+  r = shell("RANK=0 WORLD_SIZE=2 " + kBinary + " " + kRun + "--devices cpu,cpu");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--balance auto would have every rank"), std::string::npos) << r.out;
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; good enough on a test machine).
+int freePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST(RunDist, TwoShellsWithTorchrunsVariablesFormOnePipeline) {
+  const int port = freePort();
+  const std::string flags = kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3 --schedule 1f1b";
+  const std::string environment = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port);
+  const std::string dir = ::testing::TempDir();
+  const std::string command = "(RANK=1 LOCAL_RANK=1 " + environment + " " + flags + " > " + dir + "/rank1.out 2>&1 &) ; " +
+                              "RANK=0 LOCAL_RANK=0 " + environment + " " + flags + " > " + dir + "/rank0.out 2>&1; " +
+                              "sleep 1; cat " + dir + "/rank1.out";
+  const Result r = shell(command);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json rank1 = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(rank1.at("rank"), 1);
+  expectSameLosses(rank1.at("losses").get<std::vector<double>>(), losses("--devices cpu,cpu --balance 2,3"), "torchrun layout");
+}
+
+std::vector<pid_t> childrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  std::ifstream file("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children");
+  pid_t pid = 0;
+  while (file >> pid) children.push_back(pid);
+  return children;
+}
+
+bool alive(pid_t pid) { return kill(pid, 0) == 0; }
+
+TEST(RunDist, AKilledRankEndsTheRunCleanlyNamingIt) {
+  const std::string output = ::testing::TempDir() + "/killed.out";
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    const std::string command = kBinary + " run --model mlp --width 64 --depth 3 --batch 64 --chunks 4 --procs 2 "
+                                "--balance 2,3 --schedule 1f1b --steps 100000 --warmup 0 --threads 1 --timeout 10 > " +
+                                output + " 2>&1";
+    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
+    _exit(127);
+  }
+  std::vector<pid_t> ranks;
+  const auto start = std::chrono::steady_clock::now();
+  while (ranks.size() < 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ranks = childrenOf(launcher);
+  }
+  ASSERT_EQ(ranks.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // set up and stepping
+  const auto killed = std::chrono::steady_clock::now();
+  kill(ranks[1], SIGKILL);
+  int status = 0;
+  while (waitpid(launcher, &status, WNOHANG) == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(30)) << "the run did not stop";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(10)) << "within the timeout";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(output);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("rank 1 (stage 1) died: killed by signal 9"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("rank 1 (stage 1) is gone"), std::string::npos) << text.str();
+  for (pid_t rank : ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+}
+
+TEST(RunDist, TheMergedTraceHasAProcessPerRankAndFlowsBetweenThem) {
+  const std::string trace = ::testing::TempDir() + "/dist_trace.json";
+  const Result r = pipeprof(kRun + "--procs 2 --balance 2,3 --schedule 1f1b --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(trace);
+  const nlohmann::json json = nlohmann::json::parse(in);
+  std::set<std::string> processes;
+  std::size_t flowStarts = 0;
+  std::size_t flowEnds = 0;
+  std::set<std::string> lanes;
+  for (const auto& event : json.at("traceEvents")) {
+    if (event.at("ph") == "M" && event.at("name") == "process_name") processes.insert(event.at("args").at("name"));
+    if (event.at("ph") == "M" && event.at("name") == "thread_name") lanes.insert(event.at("args").at("name"));
+    if (event.at("ph") == "s") ++flowStarts;
+    if (event.at("ph") == "f") ++flowEnds;
+  }
+  ASSERT_EQ(processes.size(), 2u);
+  EXPECT_EQ(processes.begin()->rfind("rank 0 (", 0), 0u) << *processes.begin();
+  EXPECT_EQ(processes.rbegin()->rfind("rank 1 (", 0), 0u) << *processes.rbegin();
+  EXPECT_TRUE(lanes.count("send") && lanes.count("receive"));
+  // 3 steps x 4 micro-batches x (activation + gradient) messages, each one flow.
+  EXPECT_EQ(flowStarts, 24u);
+  EXPECT_EQ(flowEnds, 24u);
+}
+
+}  // namespace
+}  // namespace pipeprof
