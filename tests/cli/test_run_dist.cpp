@@ -173,41 +173,93 @@ std::vector<pid_t> childrenOf(pid_t parent) {
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
-TEST(RunDist, AKilledRankEndsTheRunCleanlyNamingIt) {
-  const std::string output = ::testing::TempDir() + "/killed.out";
-  const pid_t launcher = fork();
-  ASSERT_GE(launcher, 0);
-  if (launcher == 0) {
+/// A launcher of a long 2-rank run whose output goes to `output`, and its two ranks once they run.
+struct LongRun {
+  pid_t launcher = -1;
+  std::vector<pid_t> ranks;
+};
+
+LongRun startLongRun(const std::string& output, const std::string& timeout) {
+  LongRun run;
+  run.launcher = fork();
+  if (run.launcher == 0) {
     const std::string command = kBinary + " run --model mlp --width 64 --depth 3 --batch 64 --chunks 4 --procs 2 "
-                                "--balance 2,3 --schedule 1f1b --steps 100000 --warmup 0 --threads 1 --timeout 10 > " +
-                                output + " 2>&1";
+                                "--balance 2,3 --schedule 1f1b --steps 100000 --warmup 0 --threads 1 --timeout " +
+                                timeout + " > " + output + " 2>&1";
     execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
     _exit(127);
   }
-  std::vector<pid_t> ranks;
   const auto start = std::chrono::steady_clock::now();
-  while (ranks.size() < 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
+  while (run.ranks.size() < 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ranks = childrenOf(launcher);
+    run.ranks = childrenOf(run.launcher);
   }
-  ASSERT_EQ(ranks.size(), 2u);
   std::this_thread::sleep_for(std::chrono::seconds(3));  // set up and stepping
-  const auto killed = std::chrono::steady_clock::now();
-  kill(ranks[1], SIGKILL);
+  return run;
+}
+
+/// Waits for the launcher (at most `limit`); returns its exit status and how long it took.
+std::pair<int, std::chrono::steady_clock::duration> waitForLauncher(pid_t launcher, std::chrono::seconds limit) {
+  const auto start = std::chrono::steady_clock::now();
   int status = 0;
   while (waitpid(launcher, &status, WNOHANG) == 0) {
-    ASSERT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(30)) << "the run did not stop";
+    if (std::chrono::steady_clock::now() - start > limit) {
+      kill(launcher, SIGKILL);
+      waitpid(launcher, &status, 0);
+      return {-1, std::chrono::steady_clock::now() - start};
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - killed, std::chrono::seconds(10)) << "within the timeout";
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  std::ifstream in(output);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, std::chrono::steady_clock::now() - start};
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_NE(text.str().find("rank 1 (stage 1) died: killed by signal 9"), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("rank 1 (stage 1) is gone"), std::string::npos) << text.str();
-  for (pid_t rank : ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+  return text.str();
+}
+
+TEST(RunDist, AKilledRankEndsTheRunCleanlyNamingIt) {
+  const std::string output = ::testing::TempDir() + "/killed.out";
+  const LongRun run = startLongRun(output, "10");
+  ASSERT_EQ(run.ranks.size(), 2u);
+  kill(run.ranks[1], SIGKILL);
+  const auto [code, took] = waitForLauncher(run.launcher, std::chrono::seconds(30));
+  EXPECT_LT(took, std::chrono::seconds(10)) << "within the timeout";
+  EXPECT_EQ(code, 1);
+  const std::string text = readFile(output);
+  EXPECT_NE(text.find("rank 1 (stage 1) died: killed by signal 9"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 1 (stage 1) is gone"), std::string::npos) << text;
+  for (pid_t rank : run.ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+}
+
+TEST(RunDist, AHangingRankIsNamedAfterTheTimeoutAndStopped) {
+  const std::string output = ::testing::TempDir() + "/hung.out";
+  const LongRun run = startLongRun(output, "2");
+  ASSERT_EQ(run.ranks.size(), 2u);
+  kill(run.ranks[1], SIGSTOP);  // alive, silent
+  const auto [code, took] = waitForLauncher(run.launcher, std::chrono::seconds(30));
+  // Rank 0 gives up after 2 s; the launcher then gives rank 1 the timeout and 5 s more to stop
+  // on its own, then SIGTERM, then SIGKILL 2 s later.
+  EXPECT_LT(took, std::chrono::seconds(15));
+  EXPECT_EQ(code, 1);
+  const std::string text = readFile(output);
+  EXPECT_NE(text.find("rank 1 (stage 1) sent nothing for 2 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 1 (stage 1) did not stop on its own and was terminated"), std::string::npos) << text;
+  for (pid_t rank : run.ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+}
+
+TEST(RunDist, CtrlCStopsEveryRank) {
+  const std::string output = ::testing::TempDir() + "/interrupted.out";
+  const LongRun run = startLongRun(output, "30");
+  ASSERT_EQ(run.ranks.size(), 2u);
+  kill(run.launcher, SIGINT);
+  const auto [code, took] = waitForLauncher(run.launcher, std::chrono::seconds(30));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(readFile(output).find("interrupted: every rank was stopped"), std::string::npos) << readFile(output);
+  for (pid_t rank : run.ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
 }
 
 TEST(RunDist, TheMergedTraceHasAProcessPerRankAndFlowsBetweenThem) {
