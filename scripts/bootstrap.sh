@@ -10,6 +10,7 @@ packages=(
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev
   xvfb xauth
   clang libclang-rt-14-dev
+  libprotobuf-dev  # found by the CMake config of LibTorch 2.6 in scripts/torch2-check.sh
 )
 # The reference-implementation benchmark (bench/) compares against PyTorch's Python Pipe.
 if [[ "${PIPEPROF_BOOTSTRAP_PYTHON:-0}" == 1 ]]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bootstraps, builds everything (warnings are errors) and runs the whole test suite with ctest;
-# then builds the torch-free targets with ASan/UBSan and runs their tests; then fuzzes every
-# file reader for a bounded time (scripts/fuzz.sh: 5 x 20 s by default).
+# compiles the LibTorch code against LibTorch 2.6, CPU and CUDA (scripts/torch2-check.sh;
+# PIPEPROF_SKIP_TORCH2=1 skips it); builds the torch-free targets with ASan/UBSan and runs their
+# tests; then fuzzes every file reader for a bounded time (scripts/fuzz.sh: 5 x 20 s by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,13 @@ export QT_QPA_PLATFORM=offscreen
 echo "== build ($build_dir, Release)"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIPEPROF_WERROR=ON
 cmake --build "$build_dir" -j "$jobs"
+
+echo "== LibTorch 2.6 compile check (scripts/torch2-check.sh: build-torch2-cpu, build-torch2-cuda)"
+if [[ "${PIPEPROF_SKIP_TORCH2:-0}" == 1 ]]; then
+  echo "skipped (PIPEPROF_SKIP_TORCH2=1)"
+else
+  ./scripts/torch2-check.sh
+fi
 
 echo "== build ($sanitize_dir, address,undefined; torch-free targets)"
 cmake -S . -B "$sanitize_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPEPROF_WERROR=ON \
