@@ -128,6 +128,20 @@ std::vector<PartitionSkipRoute> partitionSkipRoutes(const torch::nn::Sequential&
   return routes;
 }
 
+const PartitionSkipRoute* crossRoute(const std::vector<PartitionSkipRoute>& routes, const SkipKey& key, std::int64_t j,
+                                     bool stashing) {
+  for (const auto& route : routes) {
+    if (route.key == key && (stashing ? route.stashJ : route.popJ) == j && route.stashJ != route.popJ) return &route;
+  }
+  return nullptr;
+}
+
+torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
+  torch::Tensor leaf = tensor.detach();
+  if (requiresGrad && (leaf.is_floating_point() || leaf.is_complex())) leaf.requires_grad_(true);
+  return leaf;
+}
+
 std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
                                    const std::vector<torch::Device>& devices) {
   std::vector<Partition> partitions;

@@ -39,6 +39,15 @@ struct PartitionSkipRoute {
 std::vector<PartitionSkipRoute> partitionSkipRoutes(const torch::nn::Sequential& module,
                                                     const std::vector<std::int64_t>& balance);
 
+/// The route of `key` that crosses partitions and is stashed (stashing) or popped in partition
+/// j, or null when the skip stays inside j or is not j's.
+const PartitionSkipRoute* crossRoute(const std::vector<PartitionSkipRoute>& routes, const SkipKey& key, std::int64_t j,
+                                     bool stashing);
+
+/// A tensor handed to another partition as a leaf of that partition's graph: detached, and
+/// requiring grad when asked and floating.
+torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad);
+
 /// Throws std::invalid_argument with torchgpipe's messages for a bad balance, too few
 /// devices, non-positive chunks, duplicate children or parameters shared by distinct children,
 /// and with scheduleShapeError's for a (schedule, stages per device) that cannot hold the

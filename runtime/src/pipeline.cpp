@@ -17,14 +17,6 @@ namespace {
 /// Thrown inside a worker when another op failed; never reported as the step's error.
 struct StepAborted {};
 
-torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
-  torch::Tensor leaf = tensor.detach();
-  if (requiresGrad && (leaf.is_floating_point() || leaf.is_complex())) {
-    leaf.requires_grad_(true);
-  }
-  return leaf;
-}
-
 /// The span of an op when tracing is on; nothing (one branch) when it is off.
 void openSpan(std::optional<OpSpan>& span, const StepConfig& config, const Op& op) {
   if (config.tracer != nullptr && config.tracer->enabled()) {
@@ -56,7 +48,7 @@ class Step::CellTracker final : public SkipTracker {
   CellTracker(Step& step, std::int64_t i, std::int64_t j, Pass pass) : step_(step), i_(i), j_(j), pass_(pass) {}
 
   void stash(const SkipKey& key, torch::Tensor tensor) override {
-    const PartitionSkipRoute* route = crossRoute(key, /*stashing=*/true);
+    const PartitionSkipRoute* route = crossRoute(step_.config_.routes, key, j_, /*stashing=*/true);
     if (route == nullptr) {
       local_[key] = std::move(tensor);
       return;
@@ -82,7 +74,7 @@ class Step::CellTracker final : public SkipTracker {
       local_.erase(local);
       return tensor;
     }
-    const PartitionSkipRoute* route = crossRoute(key, /*stashing=*/false);
+    const PartitionSkipRoute* route = crossRoute(step_.config_.routes, key, j_, /*stashing=*/false);
     if (route == nullptr) {
       throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
     }
@@ -118,15 +110,6 @@ class Step::CellTracker final : public SkipTracker {
   }
 
  private:
-  const PartitionSkipRoute* crossRoute(const SkipKey& key, bool stashing) const {
-    for (const auto& route : step_.config_.routes) {
-      if (route.key == key && (stashing ? route.stashJ : route.popJ) == j_ && route.stashJ != route.popJ) {
-        return &route;
-      }
-    }
-    return nullptr;
-  }
-
   Step& step_;
   std::int64_t i_;
   std::int64_t j_;

@@ -82,15 +82,7 @@ ClockOffset alignClocks(Transport& transport, int rounds) {
 }
 
 RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Transport& transport) {
-  if (options.steps <= 0) throw std::invalid_argument("steps must be positive, got " + std::to_string(options.steps));
-  if (options.warmupSteps < 0) {
-    throw std::invalid_argument("warm-up steps must not be negative, got " + std::to_string(options.warmupSteps));
-  }
-  if (options.batch <= 0) throw std::invalid_argument("batch must be positive, got " + std::to_string(options.batch));
-  if (options.chunks > options.batch) {
-    throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
-                                std::to_string(options.batch) + "): every micro-batch needs a sample");
-  }
+  validateTrainingOptions(options);
   const int rank = transport.rank();
   if (static_cast<int>(options.devices.size()) <= rank) {
     throw std::invalid_argument("rank " + std::to_string(rank) + " has no device: " +

@@ -32,7 +32,7 @@ class ShapeTracker final : public SkipTracker {
       : routes_(routes), j_(j), stash_(std::move(stash)), pop_(std::move(pop)) {}
 
   void stash(const SkipKey& key, torch::Tensor tensor) override {
-    if (const PartitionSkipRoute* route = crossRoute(key, true)) {
+    if (const PartitionSkipRoute* route = crossRoute(routes_, key, j_, /*stashing=*/true)) {
       stash_(*route, tensor);
       return;
     }
@@ -42,17 +42,11 @@ class ShapeTracker final : public SkipTracker {
   torch::Tensor pop(const SkipKey& key) override {
     auto local = local_.find(key);
     if (local != local_.end()) return local->second;
-    if (const PartitionSkipRoute* route = crossRoute(key, false)) return pop_(*route);
+    if (const PartitionSkipRoute* route = crossRoute(routes_, key, j_, /*stashing=*/false)) return pop_(*route);
     throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
   }
 
  private:
-  const PartitionSkipRoute* crossRoute(const SkipKey& key, bool stashing) const {
-    for (const auto& route : routes_) {
-      if (route.key == key && (stashing ? route.stashJ : route.popJ) == j_ && route.stashJ != route.popJ) return &route;
-    }
-    return nullptr;
-  }
 
   const std::vector<PartitionSkipRoute>& routes_;
   std::int64_t j_;

@@ -13,12 +13,6 @@
 namespace pipeprof {
 namespace {
 
-torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
-  torch::Tensor leaf = tensor.detach();
-  if (requiresGrad && (leaf.is_floating_point() || leaf.is_complex())) leaf.requires_grad_(true);
-  return leaf;
-}
-
 bool carriesGradient(const TensorSpec& spec) { return c10::isFloatingType(spec.dtype) || c10::isComplexType(spec.dtype); }
 
 bool tracing(const HostTracer* tracer) { return tracer != nullptr && tracer->enabled(); }
@@ -32,7 +26,7 @@ class RankStep::Tracker final : public SkipTracker {
   Tracker(RankStep& step, std::int64_t i, std::int64_t j, Pass pass) : step_(step), i_(i), j_(j), pass_(pass) {}
 
   void stash(const SkipKey& key, torch::Tensor tensor) override {
-    const PartitionSkipRoute* route = crossRoute(key, /*stashing=*/true);
+    const PartitionSkipRoute* route = crossRoute(step_.context_.routes, key, j_, /*stashing=*/true);
     if (route == nullptr) {
       local_[key] = std::move(tensor);
       return;
@@ -56,7 +50,7 @@ class RankStep::Tracker final : public SkipTracker {
       local_.erase(local);
       return tensor;
     }
-    const PartitionSkipRoute* route = crossRoute(key, /*stashing=*/false);
+    const PartitionSkipRoute* route = crossRoute(step_.context_.routes, key, j_, /*stashing=*/false);
     if (route == nullptr) throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
     Cell& cell = step_.cell(i_, j_);
     if (pass_ == Pass::Recompute) return cell.poppedLeaves.at(key);
@@ -71,13 +65,6 @@ class RankStep::Tracker final : public SkipTracker {
   }
 
  private:
-  const PartitionSkipRoute* crossRoute(const SkipKey& key, bool stashing) const {
-    for (const auto& route : step_.context_.routes) {
-      if (route.key == key && (stashing ? route.stashJ : route.popJ) == j_ && route.stashJ != route.popJ) return &route;
-    }
-    return nullptr;
-  }
-
   RankStep& step_;
   std::int64_t i_;
   std::int64_t j_;
@@ -158,62 +145,49 @@ void RankStep::recordMemory() const {
   }
 }
 
-torch::Tensor RankStep::receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const std::string& label) {
+void RankStep::traceMessage(bool sending, const torch::Tensor& tensor, int peer, std::uint32_t tag,
+                            const std::string& label, TimeNs startNs) const {
   HostTracer* tracer = context_.tracer;
-  if (!tracing(tracer) || fromRank == context_.mailbox->rank()) {
-    return context_.mailbox->receive(spec, fromRank, tag, context_.device);
-  }
-  const TimeNs startNs = tracer->nowNs();
-  torch::Tensor tensor = context_.mailbox->receive(spec, fromRank, tag, context_.device);
   TraceEvent span;
   span.kind = EventKind::Span;
   span.phase = Phase::Copy;
-  span.name = "receive " + label;
+  span.name = (sending ? "send " : "receive ") + label;
   span.device = context_.deviceName;
-  span.lane = "receive";
+  span.lane = sending ? "send" : "receive";
   span.startNs = startNs;
   span.durationNs = tracer->nowNs() - startNs;
   span.bytes = static_cast<Bytes>(tensor.numel() * tensor.element_size());
-  span.args["from_rank"] = std::to_string(fromRank);
+  span.args[sending ? "to_rank" : "from_rank"] = std::to_string(peer);
+  // The arrow leaves when the send starts and lands when the receive ends.
   TraceEvent flow;
-  flow.kind = EventKind::FlowEnd;
+  flow.kind = sending ? EventKind::FlowStart : EventKind::FlowEnd;
   flow.name = label;
   flow.device = span.device;
   flow.lane = span.lane;
-  flow.startNs = span.endNs();
+  flow.startNs = sending ? span.startNs : span.endNs();
   flow.correlationId = (context_.stepIndex << 32) | static_cast<std::int64_t>(tag);
   tracer->record(std::move(span));
   tracer->record(std::move(flow));
+}
+
+torch::Tensor RankStep::receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const std::string& label) {
+  if (!tracing(context_.tracer) || fromRank == context_.mailbox->rank()) {
+    return context_.mailbox->receive(spec, fromRank, tag, context_.device);
+  }
+  const TimeNs startNs = context_.tracer->nowNs();
+  torch::Tensor tensor = context_.mailbox->receive(spec, fromRank, tag, context_.device);
+  traceMessage(/*sending=*/false, tensor, fromRank, tag, label, startNs);
   return tensor;
 }
 
 void RankStep::send(const torch::Tensor& tensor, int toRank, std::uint32_t tag, const std::string& label) {
-  HostTracer* tracer = context_.tracer;
-  if (!tracing(tracer) || toRank == context_.mailbox->rank()) {
+  if (!tracing(context_.tracer) || toRank == context_.mailbox->rank()) {
     context_.mailbox->send(tensor, toRank, tag);
     return;
   }
-  const TimeNs startNs = tracer->nowNs();
+  const TimeNs startNs = context_.tracer->nowNs();
   context_.mailbox->send(tensor, toRank, tag);
-  TraceEvent span;
-  span.kind = EventKind::Span;
-  span.phase = Phase::Copy;
-  span.name = "send " + label;
-  span.device = context_.deviceName;
-  span.lane = "send";
-  span.startNs = startNs;
-  span.durationNs = tracer->nowNs() - startNs;
-  span.bytes = static_cast<Bytes>(tensor.numel() * tensor.element_size());
-  span.args["to_rank"] = std::to_string(toRank);
-  TraceEvent flow;
-  flow.kind = EventKind::FlowStart;
-  flow.name = label;
-  flow.device = span.device;
-  flow.lane = span.lane;
-  flow.startNs = startNs;
-  flow.correlationId = (context_.stepIndex << 32) | static_cast<std::int64_t>(tag);
-  tracer->record(std::move(span));
-  tracer->record(std::move(flow));
+  traceMessage(/*sending=*/true, tensor, toRank, tag, label, startNs);
 }
 
 void RankStep::sendGradients(const Tensors& grads, const TensorSpecs& specs, int toRank, MessageKind kind,

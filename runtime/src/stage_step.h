@@ -86,6 +86,10 @@ class RankStep {
   /// Receives / sends one message, tracing it as a span with a flow from sender to receiver.
   torch::Tensor receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const std::string& label);
   void send(const torch::Tensor& tensor, int toRank, std::uint32_t tag, const std::string& label);
+  /// The span of a message on this rank's "send" or "receive" lane, and its end of the flow
+  /// arrow (id: step and tag, the same on both ranks).
+  void traceMessage(bool sending, const torch::Tensor& tensor, int peer, std::uint32_t tag, const std::string& label,
+                    TimeNs startNs) const;
   /// The gradient messages of `specs`' floating tensors (a missing gradient goes as zeros).
   void sendGradients(const Tensors& grads, const TensorSpecs& specs, int toRank, MessageKind kind, std::int64_t edge,
                      std::int64_t i, std::int64_t skip, const std::string& label);

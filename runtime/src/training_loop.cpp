@@ -45,7 +45,7 @@ void recordHostSpan(HostTracer* tracer, Phase phase, const std::string& name, Ti
 
 }  // namespace
 
-TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
+void validateTrainingOptions(const TrainingOptions& options) {
   if (options.steps <= 0) throw std::invalid_argument("steps must be positive, got " + std::to_string(options.steps));
   if (options.warmupSteps < 0) {
     throw std::invalid_argument("warm-up steps must not be negative, got " + std::to_string(options.warmupSteps));
@@ -55,6 +55,10 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
     throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
                                 std::to_string(options.batch) + "): every micro-batch needs a sample");
   }
+}
+
+TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
+  validateTrainingOptions(options);
   PipeOptions pipeOptions;
   pipeOptions.devices = options.devices;
   pipeOptions.chunks = options.chunks;

@@ -1,4 +1,6 @@
 // End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts, failures.
+#include "cli_test_util.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -8,10 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -22,27 +22,10 @@
 namespace pipeprof {
 namespace {
 
-const std::string kBinary = PIPEPROF_BINARY_DIR "/cli/pipeprof";
-
-struct Result {
-  int code = -1;
-  std::string out;  ///< stdout and stderr together
-};
-
-/// Runs a shell command line, stdout and stderr together.
-Result shell(const std::string& commandLine) {
-  Result result;
-  const std::string command = "(" + commandLine + ") 2>&1 < /dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.out += buffer.data();
-  const int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-Result pipeprof(const std::string& args) { return shell(kBinary + " " + args); }
+using testing::pipeprof;
+using testing::Result;
+using testing::shell;
+const std::string& kBinary = testing::kPipeprof;
 
 nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(out.substr(out.find("\n{") + 1)); }
 

@@ -1,36 +1,19 @@
 // End-to-end tests of `pipeprof run` under every schedule: the losses of the steps, and the schedule flags' errors.
+#include "cli_test_util.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 namespace pipeprof {
 namespace {
 
-const std::string kBinary = PIPEPROF_BINARY_DIR "/cli/pipeprof";
-
-struct Result {
-  int code = -1;
-  std::string out;  ///< stdout and stderr together
-};
-
-Result pipeprof(const std::string& args) {
-  Result result;
-  const std::string command = kBinary + " " + args + " 2>&1 < /dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.out += buffer.data();
-  const int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using testing::pipeprof;
+using testing::Result;
 
 // mlp --width 16 --depth 3: fc0 relu0 fc1 relu1 fc2 = 5 layers; batch 8 in 2 micro-batches.
 const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunks 2 --devices cpu,cpu --seed 7 "

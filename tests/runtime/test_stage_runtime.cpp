@@ -16,32 +16,9 @@ namespace pipeprof {
 namespace {
 
 using testing::close;
-using testing::NamedSkip;
+using testing::meanSquaredError;
+using testing::skipModel;
 using testing::text;
-
-/// fc0, stash a, fc2, tanh3, fc4, pop a, stash b, fc7, tanh8, pop b, fc10, tanh11 (width 8):
-/// under [2, 2, 4, 4] skip a goes from stage 0 to stage 2 and skip b from stage 2 to stage 3.
-torch::nn::Sequential skipModel() {
-  torch::manual_seed(3);
-  torch::nn::Sequential model;
-  model->push_back("fc0", torch::nn::Linear(8, 8));
-  model->push_back("stash_a", NamedSkip(std::vector<std::string>{"a"}, std::vector<std::string>{}));
-  model->push_back("fc2", torch::nn::Linear(8, 8));
-  model->push_back("tanh3", torch::nn::Tanh());
-  model->push_back("fc4", torch::nn::Linear(8, 8));
-  model->push_back("pop_a", NamedSkip(std::vector<std::string>{}, std::vector<std::string>{"a"}));
-  model->push_back("stash_b", NamedSkip(std::vector<std::string>{"b"}, std::vector<std::string>{}));
-  model->push_back("fc7", torch::nn::Linear(8, 8));
-  model->push_back("tanh8", torch::nn::Tanh());
-  model->push_back("pop_b", NamedSkip(std::vector<std::string>{}, std::vector<std::string>{"b"}));
-  model->push_back("fc10", torch::nn::Linear(8, 8));
-  model->push_back("tanh11", torch::nn::Tanh());
-  return model;
-}
-
-torch::Tensor meanSquaredError(const torch::Tensor& output, const torch::Tensor& target) {
-  return (output - target).pow(2).mean();
-}
 
 struct RankResult {
   torch::Tensor loss;

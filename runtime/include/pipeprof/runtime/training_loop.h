@@ -55,6 +55,10 @@ struct TrainingResult {
   std::string collectorNote;
 };
 
+/// Throws std::invalid_argument for non-positive steps or batch, negative warm-up steps, or
+/// chunks > batch (the checks of every training loop, threaded or one rank's).
+void validateTrainingOptions(const TrainingOptions& options);
+
 /// Trains `model` (moved into a Pipe with the options' schedule) for warmupSteps + steps steps
 /// of SGD on one synthetic batch: each step is Pipe::step (forward, the model's loss per
 /// micro-batch on the last stage, backward, in schedule order) and an optimizer step, timed
