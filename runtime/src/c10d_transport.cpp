@@ -71,6 +71,25 @@ class C10dSend final : public PendingSend {
   int toRank_;
 };
 
+class C10dReceive final : public Transport::PendingReceive {
+ public:
+  C10dReceive(std::vector<at::Tensor> tensors, c10::intrusive_ptr<c10d::Work> work, int fromRank)
+      : tensors_(std::move(tensors)), work_(std::move(work)), fromRank_(fromRank) {}
+
+  void wait() override {
+    try {
+      work_->wait();
+    } catch (const std::exception& error) {
+      throw transportError(error, fromRank_, "receiving from rank " + std::to_string(fromRank_) + " failed");
+    }
+  }
+
+ private:
+  std::vector<at::Tensor> tensors_;
+  c10::intrusive_ptr<c10d::Work> work_;
+  int fromRank_;
+};
+
 class C10dTransport final : public Transport {
  public:
   C10dTransport(const RankEnvironment& environment, const torch::Device& device, c10::intrusive_ptr<c10d::Store> store,
@@ -99,6 +118,17 @@ class C10dTransport final : public Transport {
     } catch (const std::exception& error) {
       throw transportError(error, fromRank, "receiving from rank " + std::to_string(fromRank) + " failed");
     }
+  }
+
+  std::unique_ptr<PendingReceive> postReceive(torch::Tensor& tensor, int fromRank, std::uint32_t tag) override {
+    std::vector<at::Tensor> tensors{tensor};
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = group_->recv(tensors, fromRank, static_cast<int>(tag));
+    } catch (const std::exception& error) {
+      throw transportError(error, fromRank, "receiving from rank " + std::to_string(fromRank) + " failed");
+    }
+    return std::make_unique<C10dReceive>(std::move(tensors), std::move(work), fromRank);
   }
 
   void barrier() override {

@@ -49,6 +49,11 @@ class InProcessTransport final : public Transport {
     tensor.copy_(message);
   }
 
+  std::unique_ptr<PendingReceive> postReceive(torch::Tensor& tensor, int fromRank, std::uint32_t tag) override {
+    checkPeer(fromRank);
+    return std::make_unique<LazyReceive>(*this, tensor, fromRank, tag);
+  }
+
   void barrier() override {
     std::unique_lock<std::mutex> lock(world_.mutex_);
     const std::int64_t generation = world_.barrierGeneration_;
@@ -84,6 +89,16 @@ class InProcessTransport final : public Transport {
  private:
   struct Done final : PendingSend {
     void wait() override {}
+  };
+  /// Messages wait in the world until taken, so a posted receive simply receives when waited on.
+  struct LazyReceive final : PendingReceive {
+    LazyReceive(InProcessTransport& transport, torch::Tensor& tensor, int fromRank, std::uint32_t tag)
+        : transport(transport), tensor(tensor), fromRank(fromRank), tag(tag) {}
+    void wait() override { transport.receive(tensor, fromRank, tag); }
+    InProcessTransport& transport;
+    torch::Tensor tensor;
+    int fromRank;
+    std::uint32_t tag;
   };
 
   void checkPeer(int peer) const {

@@ -89,6 +89,14 @@ void Mailbox::send(const torch::Tensor& tensor, int toRank, std::uint32_t tag) {
   inFlight_.push_back(transport_.send(message, toRank, tag));
 }
 
+void Mailbox::post(const TensorSpec& spec, int fromRank, std::uint32_t tag) {
+  if (fromRank == transport_.rank() || posted_.count({fromRank, tag}) > 0) return;
+  Posted posted;
+  posted.tensor = torch::empty(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(transport_.device()));
+  posted.pending = transport_.postReceive(posted.tensor, fromRank, tag);
+  posted_.emplace(std::make_pair(fromRank, tag), std::move(posted));
+}
+
 torch::Tensor Mailbox::receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const torch::Device& device) {
   if (fromRank == transport_.rank()) {
     auto it = toSelf_.find(tag);
@@ -101,8 +109,16 @@ torch::Tensor Mailbox::receive(const TensorSpec& spec, int fromRank, std::uint32
     if (it->second.empty()) toSelf_.erase(it);
     return tensor;
   }
-  torch::Tensor tensor = torch::empty(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(transport_.device()));
-  transport_.receive(tensor, fromRank, tag);
+  torch::Tensor tensor;
+  auto posted = posted_.find({fromRank, tag});
+  if (posted != posted_.end()) {
+    posted->second.pending->wait();
+    tensor = std::move(posted->second.tensor);
+    posted_.erase(posted);
+  } else {
+    tensor = torch::empty(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(transport_.device()));
+    transport_.receive(tensor, fromRank, tag);
+  }
   totals_.receivedBytes += static_cast<Bytes>(tensor.numel() * tensor.element_size());
   ++totals_.messagesReceived;
   return tensor.device() == device ? tensor : tensor.to(device);
@@ -115,6 +131,7 @@ void Mailbox::finishSends() {
 
 void Mailbox::abandon() {
   inFlight_.clear();
+  posted_.clear();
   toSelf_.clear();
 }
 

@@ -65,7 +65,10 @@ class Mailbox {
   int rank() const { return transport_.rank(); }
   /// Sends tensor (made contiguous on the transport's device) to `toRank`.
   void send(const torch::Tensor& tensor, int toRank, std::uint32_t tag);
-  /// Receives a tensor of `spec` from `fromRank`, on `device`.
+  /// Posts the receive of a tensor of `spec` from `fromRank` (nothing for messages to itself),
+  /// so that the data moves as soon as the peer sends it; receive() then takes it.
+  void post(const TensorSpec& spec, int fromRank, std::uint32_t tag);
+  /// Receives a tensor of `spec` from `fromRank` (the one posted, if it was), on `device`.
   torch::Tensor receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const torch::Device& device);
   /// Waits for every send in flight.
   void finishSends();
@@ -77,6 +80,11 @@ class Mailbox {
  private:
   Transport& transport_;
   std::vector<std::unique_ptr<PendingSend>> inFlight_;
+  struct Posted {
+    torch::Tensor tensor;
+    std::unique_ptr<Transport::PendingReceive> pending;
+  };
+  std::map<std::pair<int, std::uint32_t>, Posted> posted_;  ///< (from rank, tag)
   std::map<std::uint32_t, std::vector<torch::Tensor>> toSelf_;
   TransferTotals totals_;
 };

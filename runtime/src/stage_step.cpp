@@ -17,6 +17,9 @@ bool carriesGradient(const TensorSpec& spec) { return c10::isFloatingType(spec.d
 
 bool tracing(const HostTracer* tracer) { return tracer != nullptr && tracer->enabled(); }
 
+/// How many ops ahead of the running one a rank posts its receives.
+constexpr std::size_t kReceiveWindow = 2;
+
 }  // namespace
 
 /// Routes stash/pop of the layers of (i, j): same-stage skips stay local, skips to another
@@ -112,9 +115,15 @@ void RankStep::run() {
   ScopedAllocationTag tag(context_.memoryTag);
   torch::AutoGradMode gradMode(true);
   const int rank = context_.mailbox->rank();
-  for (OpIndex index : context_.schedule->deviceOrder(rank)) {
-    const Op& op = context_.schedule->op(index);
+  const std::vector<OpIndex>& order = context_.schedule->deviceOrder(rank);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const Op& op = context_.schedule->op(order[k]);
     try {
+      // The next ops' messages may arrive while this one computes (posted receives let the
+      // data move as soon as it is sent; a bounded window keeps their buffers few).
+      for (std::size_t ahead = k == 0 ? 0 : kReceiveWindow; ahead <= kReceiveWindow && k + ahead < order.size(); ++ahead) {
+        postReceivesOf(context_.schedule->op(order[k + ahead]));
+      }
       switch (op.kind) {
         case OpKind::Forward: forwardOp(op); break;
         case OpKind::Recompute: recomputeOp(op); break;
@@ -212,6 +221,39 @@ Tensors RankStep::receiveGradients(const TensorSpecs& specs, int fromRank, Messa
                         : torch::Tensor());
   }
   return grads;
+}
+
+void RankStep::postReceivesOf(const Op& op) {
+  Mailbox& mailbox = *context_.mailbox;
+  const MessageTags& tags = *context_.tags;
+  const std::int64_t i = op.i;
+  const std::int64_t j = op.j;
+  if (op.kind == OpKind::Forward) {
+    if (j > 0) {
+      const TensorSpecs& specs = activationSpecs(j - 1, i);
+      for (std::size_t k = 0; k < specs.size(); ++k) {
+        mailbox.post(specs[k], context_.rankOf(j - 1), tags.tag(MessageKind::Activation, j - 1, i, static_cast<std::int64_t>(k)));
+      }
+    }
+    for (const auto& route : context_.routes) {
+      if (route.popJ != j || route.stashJ == j) continue;
+      mailbox.post(skipSpec(route.scheduleIndex, i), context_.rankOf(route.stashJ),
+                   tags.tag(MessageKind::Skip, route.stashJ, i, 0, route.scheduleIndex));
+    }
+  } else if (op.kind == OpKind::Backward) {
+    if (j + 1 < n_) {
+      const TensorSpecs& specs = activationSpecs(j, i);
+      for (std::size_t k = 0; k < specs.size(); ++k) {
+        if (!carriesGradient(specs[k])) continue;
+        mailbox.post(specs[k], context_.rankOf(j + 1), tags.tag(MessageKind::Gradient, j, i, static_cast<std::int64_t>(k)));
+      }
+    }
+    for (const auto& route : context_.routes) {
+      if (route.stashJ != j || route.popJ == j || !carriesGradient(skipSpec(route.scheduleIndex, i))) continue;
+      mailbox.post(skipSpec(route.scheduleIndex, i), context_.rankOf(route.popJ),
+                   tags.tag(MessageKind::SkipGradient, route.stashJ, i, 0, route.scheduleIndex));
+    }
+  }
 }
 
 Tensors RankStep::runPartition(std::int64_t i, std::int64_t j, Tensors inputs, Pass pass) {

@@ -76,6 +76,8 @@ class RankStep {
   class Tracker;
   enum class Pass { Forward, Recompute };
 
+  /// Posts the receives `op` will wait for (a rank posts the next op's while it runs one).
+  void postReceivesOf(const Op& op);
   void forwardOp(const Op& op);
   void recomputeOp(const Op& op);
   void lossOp(const Op& op);

@@ -55,6 +55,16 @@ class Transport {
   /// the agreed shape and dtype). Blocks up to the transport's timeout; throws TransportError
   /// when the peer is gone or the timeout passed.
   virtual void receive(torch::Tensor& tensor, int fromRank, std::uint32_t tag) = 0;
+  /// A receive in flight: the message lands in `tensor` (which must stay alive) by wait().
+  class PendingReceive {
+   public:
+    virtual ~PendingReceive() = default;
+    /// Blocks like receive() until the message is in the tensor; throws TransportError like it.
+    virtual void wait() = 0;
+  };
+  /// Starts receiving into `tensor` (as receive() would) and returns at once: a receive posted
+  /// before the peer sends lets the data move as soon as it is sent.
+  virtual std::unique_ptr<PendingReceive> postReceive(torch::Tensor& tensor, int fromRank, std::uint32_t tag) = 0;
   /// Returns when every rank called it; throws TransportError like receive.
   virtual void barrier() = 0;
 
