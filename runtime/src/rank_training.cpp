@@ -21,7 +21,10 @@ TimeNs steadyNowNs() {
       .count();
 }
 
-torch::Tensor timeTensor(TimeNs value) { return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong); }
+/// A timestamp as a message on the transport's device (NCCL sends CUDA tensors only).
+torch::Tensor timeTensor(const Transport& transport, TimeNs value) {
+  return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
+}
 
 void recordSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,
                 TimeNs endNs) {
@@ -50,11 +53,11 @@ ClockOffset alignClocks(Transport& transport, int rounds) {
       ClockOffset best;
       for (int round = 0; round < rounds; ++round) {
         const TimeNs sentNs = steadyNowNs();
-        transport.send(timeTensor(sentNs), peer, kClockTag)->wait();
-        torch::Tensor reply = timeTensor(0);
+        transport.send(timeTensor(transport, sentNs), peer, kClockTag)->wait();
+        torch::Tensor reply = timeTensor(transport, 0);
         transport.receive(reply, peer, kClockTag);
         const TimeNs receivedNs = steadyNowNs();
-        const TimeNs peerNs = reply.item<std::int64_t>();
+        const TimeNs peerNs = reply.cpu().item<std::int64_t>();
         if (receivedNs - sentNs < bestRoundTrip) {
           bestRoundTrip = receivedNs - sentNs;
           best.offsetNs = (sentNs + receivedNs) / 2 - peerNs;  // rank 0's clock minus the peer's
@@ -63,18 +66,20 @@ ClockOffset alignClocks(Transport& transport, int rounds) {
       }
       torch::Tensor result = torch::tensor({static_cast<std::int64_t>(best.offsetNs),
                                             static_cast<std::int64_t>(best.uncertaintyNs), static_cast<std::int64_t>(epochNs)},
-                                           torch::kLong);
+                                           torch::kLong)
+                                  .to(transport.device());
       transport.send(result, peer, kClockTag + 1)->wait();
     }
     return own;
   }
   for (int round = 0; round < rounds; ++round) {
-    torch::Tensor ping = timeTensor(0);
+    torch::Tensor ping = timeTensor(transport, 0);
     transport.receive(ping, 0, kClockTag);
-    transport.send(timeTensor(steadyNowNs()), 0, kClockTag)->wait();
+    transport.send(timeTensor(transport, steadyNowNs()), 0, kClockTag)->wait();
   }
-  torch::Tensor result = torch::zeros({3}, torch::kLong);
+  torch::Tensor result = torch::zeros({3}, torch::TensorOptions().dtype(torch::kLong).device(transport.device()));
   transport.receive(result, 0, kClockTag + 1);
+  result = result.cpu();
   own.offsetNs = result[0].item<std::int64_t>();
   own.uncertaintyNs = result[1].item<std::int64_t>();
   own.epochNs = result[2].item<std::int64_t>();
