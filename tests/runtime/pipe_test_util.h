@@ -35,6 +35,18 @@ inline torch::nn::Sequential dropoutModel() {
   return model;
 }
 
+/// fc0 (4 -> 6), relu1, bn2 (BatchNorm1d), relu3, flatten4, with a fixed seed.
+inline torch::nn::Sequential bnModel() {
+  torch::manual_seed(2);
+  torch::nn::Sequential model;
+  model->push_back("fc0", torch::nn::Linear(4, 6));
+  model->push_back("relu1", torch::nn::ReLU());
+  model->push_back("bn2", torch::nn::BatchNorm1d(6));
+  model->push_back("relu3", torch::nn::ReLU());
+  model->push_back("flatten4", torch::nn::Flatten());
+  return model;
+}
+
 /// Every composition of `layers` into positive parts (all balances).
 inline std::vector<std::vector<std::int64_t>> allBalances(std::int64_t layers) {
   std::vector<std::vector<std::int64_t>> result;

@@ -14,6 +14,7 @@ namespace pipeprof {
 namespace {
 
 using testing::close;
+using testing::bnModel;
 using testing::meanSquaredError;
 using testing::skipModel;
 using testing::text;
@@ -159,17 +160,6 @@ TEST(PipeSchedules, DropoutReplaysTheSameNumbersUnderEveryScheduleAndMode) {
 
 /// fc0, relu1, bn2 (BatchNorm1d), relu3, flatten4: only one BatchNorm, so its input is the
 /// same with and without micro-batches.
-torch::nn::Sequential bnModel() {
-  torch::manual_seed(2);
-  torch::nn::Sequential model;
-  model->push_back("fc0", torch::nn::Linear(4, 6));
-  model->push_back("relu1", torch::nn::ReLU());
-  model->push_back("bn2", torch::nn::BatchNorm1d(6));
-  model->push_back("relu3", torch::nn::ReLU());
-  model->push_back("flatten4", torch::nn::Flatten());
-  return model;
-}
-
 TEST(PipeSchedules, DeferredBatchNormStatisticsEqualTheWholeBatchsUnderEverySchedule) {
   torch::manual_seed(1);
   const torch::Tensor input = torch::randn({10, 4}) * 3 + 1;

@@ -116,6 +116,51 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
   }
 }
 
+TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
+  torch::manual_seed(1);
+  const torch::Tensor input = torch::randn({10, 4}) * 3 + 1;
+  const torch::Tensor target = torch::randn({10, 6});
+  torch::nn::Sequential expected = testing::bnModel();
+  for (int step = 0; step < 2; ++step) expected->forward(input);
+  // bn2 is in stage 1 (rank 1) under both; 10 rows in 4 chunks are 3, 3, 3, 1.
+  for (const Case& c : {Case{ScheduleKind::GPipe, 1, {2, 3}, 4}, Case{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4}}) {
+    SCOPED_TRACE(scheduleKindName(c.kind) + " balance " + text(c.balance));
+    StageOptions options = stageOptions(c.kind, c.v, c.balance, c.chunks, Checkpoint::ExceptLast);
+    options.deferredBatchNorm = true;
+    const auto p = static_cast<int>(c.balance.size());
+    InProcessWorld world(p, std::chrono::seconds(30));
+    std::vector<torch::nn::Sequential> models;
+    for (int r = 0; r < p; ++r) models.push_back(testing::bnModel());
+    std::vector<std::string> errors(static_cast<std::size_t>(p));
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < p; ++r) {
+      ranks.emplace_back([&, r] {
+        try {
+          auto transport = world.transport(r);
+          StageRuntime runtime(models[static_cast<std::size_t>(r)], options, *transport);
+          for (int step = 0; step < 2; ++step) runtime.step(input, target, meanSquaredError, 0);
+        } catch (const std::exception& error) {
+          errors[static_cast<std::size_t>(r)] = error.what();
+          world.kill(r);
+        }
+      });
+    }
+    for (auto& rank : ranks) rank.join();
+    std::string failures;
+    for (const std::string& error : errors) failures += error;
+    ASSERT_EQ(failures, "");
+    // The rank holding bn2 shares its buffers with the Sequential it was given.
+    auto actual = models[1]->named_buffers();
+    for (const auto& item : expected->named_buffers()) {
+      if (item.value().is_floating_point()) {
+        EXPECT_TRUE(torch::allclose(actual[item.key()], item.value(), 1e-4, 1e-4)) << item.key();
+      } else {
+        EXPECT_TRUE(torch::equal(actual[item.key()], item.value())) << item.key();
+      }
+    }
+  }
+}
+
 TEST(StageRuntime, EachRankHoldsOnlyItsOwnStagesParameters) {
   InProcessWorld world(2, std::chrono::seconds(30));
   const auto results = runWorld(world, skipModel, stageOptions(ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, 2, Checkpoint::Never),
