@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
+#include <type_traits>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -52,43 +53,34 @@ TransportError transportError(const std::exception& error, int peer, const std::
   return TransportError(what + ": " + text, peer, timedOut);
 }
 
-class C10dSend final : public PendingSend {
+/// A c10d send (Pending = PendingSend) or receive (Transport::PendingReceive) in flight: its
+/// tensors stay alive until wait() returned.
+template <typename Pending>
+class C10dPending final : public Pending {
  public:
-  C10dSend(std::vector<at::Tensor> tensors, c10::intrusive_ptr<c10d::Work> work, int toRank)
-      : tensors_(std::move(tensors)), work_(std::move(work)), toRank_(toRank) {}
+  C10dPending(std::vector<at::Tensor> tensors, c10::intrusive_ptr<c10d::Work> work, int peer)
+      : tensors_(std::move(tensors)), work_(std::move(work)), peer_(peer) {}
 
   void wait() override {
     try {
       work_->wait();
     } catch (const std::exception& error) {
-      throw transportError(error, toRank_, "sending to rank " + std::to_string(toRank_) + " failed");
+      throw transportError(error, peer_, failedWith(peer_));
     }
   }
 
- private:
-  std::vector<at::Tensor> tensors_;  ///< kept alive until the send completed
-  c10::intrusive_ptr<c10d::Work> work_;
-  int toRank_;
-};
-
-class C10dReceive final : public Transport::PendingReceive {
- public:
-  C10dReceive(std::vector<at::Tensor> tensors, c10::intrusive_ptr<c10d::Work> work, int fromRank)
-      : tensors_(std::move(tensors)), work_(std::move(work)), fromRank_(fromRank) {}
-
-  void wait() override {
-    try {
-      work_->wait();
-    } catch (const std::exception& error) {
-      throw transportError(error, fromRank_, "receiving from rank " + std::to_string(fromRank_) + " failed");
-    }
+  static std::string failedWith(int peer) {
+    constexpr bool sending = std::is_same_v<Pending, PendingSend>;
+    return (sending ? "sending to rank " : "receiving from rank ") + std::to_string(peer) + " failed";
   }
 
  private:
   std::vector<at::Tensor> tensors_;
   c10::intrusive_ptr<c10d::Work> work_;
-  int fromRank_;
+  int peer_;
 };
+using C10dSend = C10dPending<PendingSend>;
+using C10dReceive = C10dPending<Transport::PendingReceive>;
 
 class C10dTransport final : public Transport {
  public:
@@ -106,18 +98,13 @@ class C10dTransport final : public Transport {
     try {
       work = group_->send(tensors, toRank, static_cast<int>(tag));
     } catch (const std::exception& error) {
-      throw transportError(error, toRank, "sending to rank " + std::to_string(toRank) + " failed");
+      throw transportError(error, toRank, C10dSend::failedWith(toRank));
     }
     return std::make_unique<C10dSend>(std::move(tensors), std::move(work), toRank);
   }
 
   void receive(torch::Tensor& tensor, int fromRank, std::uint32_t tag) override {
-    std::vector<at::Tensor> tensors{tensor};
-    try {
-      group_->recv(tensors, fromRank, static_cast<int>(tag))->wait();
-    } catch (const std::exception& error) {
-      throw transportError(error, fromRank, "receiving from rank " + std::to_string(fromRank) + " failed");
-    }
+    postReceive(tensor, fromRank, tag)->wait();
   }
 
   std::unique_ptr<PendingReceive> postReceive(torch::Tensor& tensor, int fromRank, std::uint32_t tag) override {
@@ -126,7 +113,7 @@ class C10dTransport final : public Transport {
     try {
       work = group_->recv(tensors, fromRank, static_cast<int>(tag));
     } catch (const std::exception& error) {
-      throw transportError(error, fromRank, "receiving from rank " + std::to_string(fromRank) + " failed");
+      throw transportError(error, fromRank, C10dReceive::failedWith(fromRank));
     }
     return std::make_unique<C10dReceive>(std::move(tensors), std::move(work), fromRank);
   }

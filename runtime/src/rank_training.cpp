@@ -26,19 +26,6 @@ torch::Tensor timeTensor(const Transport& transport, TimeNs value) {
   return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
 }
 
-void recordSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,
-                TimeNs endNs) {
-  if (tracer == nullptr) return;
-  TraceEvent event;
-  event.kind = EventKind::Span;
-  event.phase = phase;
-  event.name = name;
-  event.device = device;
-  event.lane = phase == Phase::Optimizer ? "optimizer" : "host";
-  event.startNs = startNs;
-  event.durationNs = endNs - startNs;
-  tracer->record(std::move(event));
-}
 
 }  // namespace
 
@@ -138,10 +125,10 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     if (optimizer) optimizer->step();
     if (stageOptions.device.is_cuda()) torch::cuda::synchronize(stageOptions.device.index());
     const TimeNs endNs = steadyNowNs();
-    recordSpan(tracer.get(), traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
+    recordLoopSpan(tracer.get(), traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
     if (last) result.losses.push_back(loss.item<double>());
     if (!measured) return;
-    recordSpan(tracer.get(), traceDevice, Phase::Step, "step", startNs, endNs);
+    recordLoopSpan(tracer.get(), traceDevice, Phase::Step, "step", startNs, endNs);
     result.stepNs.push_back(endNs - startNs);
     result.peakBytes = std::max(result.peakBytes, runtime.peakBytes());
     const TransferTotals after = runtime.transferTotals();
@@ -153,7 +140,7 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
   };
   const TimeNs warmupStartNs = steadyNowNs();
   for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
-  if (options.warmupSteps > 0) recordSpan(tracer.get(), traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
+  if (options.warmupSteps > 0) recordLoopSpan(tracer.get(), traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
   for (std::int64_t s = 0; s < options.steps; ++s) step(true);
   transport.barrier();  // no rank leaves (and takes the store with it) while another still needs it
 

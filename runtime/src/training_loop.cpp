@@ -28,20 +28,6 @@ void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters) {
   }
 }
 
-/// A host span on device "host", recorded when the tracer is on. Steps and the warm-up share lane
-/// "host"; the optimizer (inside a step) has its own lane so spans on one lane never overlap.
-void recordHostSpan(HostTracer* tracer, Phase phase, const std::string& name, TimeNs startNs, TimeNs endNs) {
-  if (tracer == nullptr) return;
-  TraceEvent event;
-  event.kind = EventKind::Span;
-  event.phase = phase;
-  event.name = name;
-  event.device = "host";
-  event.lane = phase == Phase::Optimizer ? "optimizer" : "host";
-  event.startNs = startNs;
-  event.durationNs = endNs - startNs;
-  tracer->record(std::move(event));
-}
 
 }  // namespace
 
@@ -55,6 +41,20 @@ void validateTrainingOptions(const TrainingOptions& options) {
     throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
                                 std::to_string(options.batch) + "): every micro-batch needs a sample");
   }
+}
+
+void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,
+                    TimeNs endNs) {
+  if (tracer == nullptr) return;
+  TraceEvent event;
+  event.kind = EventKind::Span;
+  event.phase = phase;
+  event.name = name;
+  event.device = device;
+  event.lane = phase == Phase::Optimizer ? "optimizer" : "host";
+  event.startNs = startNs;
+  event.durationNs = endNs - startNs;
+  tracer->record(std::move(event));
 }
 
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
@@ -108,8 +108,8 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
     const auto end = Clock::now();
     if (tracer) {
       const TimeNs endNs = tracer->nowNs();
-      recordHostSpan(tracer.get(), Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
-      if (measured) recordHostSpan(tracer.get(), Phase::Step, "step", startNs, endNs);
+      recordLoopSpan(tracer.get(), "host", Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
+      if (measured) recordLoopSpan(tracer.get(), "host", Phase::Step, "step", startNs, endNs);
     }
     result.losses.push_back(loss.item<double>());  // after the clock: reading it may synchronise
     if (options.shouldStop && options.shouldStop()) {
@@ -121,7 +121,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   const TimeNs warmupStartNs = tracer ? tracer->nowNs() : 0;
   for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
   if (tracer && options.warmupSteps > 0) {
-    recordHostSpan(tracer.get(), Phase::Warmup, "warmup", warmupStartNs, tracer->nowNs());
+    recordLoopSpan(tracer.get(), "host", Phase::Warmup, "warmup", warmupStartNs, tracer->nowNs());
   }
 
   Measurement& m = result.measurement;

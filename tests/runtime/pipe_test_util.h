@@ -1,6 +1,7 @@
 // Shared helpers of the runtime tests: small models built twice alike, and tensor comparisons.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -45,6 +46,18 @@ inline torch::nn::Sequential bnModel() {
   model->push_back("relu3", torch::nn::ReLU());
   model->push_back("flatten4", torch::nn::Flatten());
   return model;
+}
+
+/// Every buffer of `expected` equals the one of the same name in `actual` (floating ones to 1e-4).
+inline void expectSameBuffers(const torch::nn::Sequential& expected, const torch::nn::Sequential& actual) {
+  auto buffers = actual->named_buffers();
+  for (const auto& item : expected->named_buffers()) {
+    if (item.value().is_floating_point()) {
+      EXPECT_TRUE(torch::allclose(buffers[item.key()], item.value(), 1e-4, 1e-4)) << item.key();
+    } else {
+      EXPECT_TRUE(torch::equal(buffers[item.key()], item.value())) << item.key();
+    }
+  }
 }
 
 /// Every composition of `layers` into positive parts (all balances).

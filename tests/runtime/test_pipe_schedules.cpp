@@ -181,14 +181,7 @@ TEST(PipeSchedules, DeferredBatchNormStatisticsEqualTheWholeBatchsUnderEverySche
         torch::nn::Sequential model = bnModel();
         Pipe pipe(model, c.balance, options);
         for (int step = 0; step < 2; ++step) pipe.step(input, target, meanSquaredError);
-        auto actual = model->named_buffers();
-        for (const auto& item : expected->named_buffers()) {
-          if (item.value().is_floating_point()) {
-            EXPECT_TRUE(torch::allclose(actual[item.key()], item.value(), 1e-4, 1e-4)) << item.key();
-          } else {
-            EXPECT_TRUE(torch::equal(actual[item.key()], item.value())) << item.key();
-          }
-        }
+        testing::expectSameBuffers(expected, model);
       }
     }
   }

@@ -150,14 +150,7 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
     for (const std::string& error : errors) failures += error;
     ASSERT_EQ(failures, "");
     // The rank holding bn2 shares its buffers with the Sequential it was given.
-    auto actual = models[1]->named_buffers();
-    for (const auto& item : expected->named_buffers()) {
-      if (item.value().is_floating_point()) {
-        EXPECT_TRUE(torch::allclose(actual[item.key()], item.value(), 1e-4, 1e-4)) << item.key();
-      } else {
-        EXPECT_TRUE(torch::equal(actual[item.key()], item.value())) << item.key();
-      }
-    }
+    testing::expectSameBuffers(expected, models[1]);
   }
 }
 

@@ -55,6 +55,13 @@ struct TrainingResult {
   std::string collectorNote;
 };
 
+class HostTracer;
+
+/// Records a training loop's host span on `device` when the tracer is set: warm-up and step on
+/// lane "host", the optimizer (inside a step) on lane "optimizer", so spans on a lane never overlap.
+void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,
+                    TimeNs endNs);
+
 /// Throws std::invalid_argument for non-positive steps or batch, negative warm-up steps, or
 /// chunks > batch (the checks of every training loop, threaded or one rank's).
 void validateTrainingOptions(const TrainingOptions& options);
