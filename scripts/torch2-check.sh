@@ -156,6 +156,21 @@ report_errors() {
   sed -n 's/^FAILED: \(.*\)/  \1/p' "$build_log" >&2
 }
 
+# The CUDA toolkit's root: the first of $CUDA_HOME, nvcc's on PATH and /usr/local/cuda that has
+# cuda.h (nvcc on PATH may be a wrapper script in /usr/local/bin).
+cuda_toolkit_root() {
+  local nvcc root
+  nvcc=$(command -v nvcc || true)
+  for root in "${CUDA_HOME:-}" "${nvcc:+$(dirname "$(dirname "$(readlink -f "$nvcc")")")}" \
+      /usr/local/cuda; do
+    if [[ -n $root && -f $root/include/cuda.h && -x $root/bin/nvcc ]]; then
+      echo "$root"
+      return 0
+    fi
+  done
+  return 1
+}
+
 check_config() {
   local name=$1 root=$cache/$1 build=build-torch2-$1
   mkdir -p "$build"
@@ -169,6 +184,13 @@ check_config() {
   if [[ $name == cuda ]]; then
     # CUDA_NVRTC_SHORTHASH: otherwise the config hashes libnvrtc with Python (unused here).
     cmake_args+=(-DPIPEPROF_WITH_CUPTI=ON -DCUDA_NVRTC_SHORTHASH=00000000)
+    # 2.6's config finds the toolkit with CMake's old FindCUDA, which looks only where nvcc is
+    # on PATH; CI's PATH may not name /usr/local/cuda/bin, so the toolkit is named outright.
+    local toolkit
+    if toolkit=$(cuda_toolkit_root); then
+      cmake_args+=(-DCUDA_TOOLKIT_ROOT_DIR="$toolkit" -DCUDAToolkit_ROOT="$toolkit"
+        -DCMAKE_CUDA_COMPILER="$toolkit/bin/nvcc")
+    fi
   else
     cmake_args+=(-DPIPEPROF_WITH_CUPTI=OFF)
   fi
