@@ -1,6 +1,8 @@
 // The calibration (pipeprof.calibration/v1): its application to a profile and cluster, and its JSON form.
 #include <pipeprof/simulator/calibration.h>
 
+#include "cost_model.h"
+
 #include <pipeprof/core/json_file.h>
 
 #include <algorithm>
@@ -116,6 +118,17 @@ Cluster calibratedCluster(Cluster cluster, const Calibration& calibration) {
   for (std::size_t d = 0; d < cluster.devices.size() && d < calibration.deviceSpeeds.size(); ++d) {
     cluster.devices[d].relativeSpeed = calibration.deviceSpeeds[d];
   }
+  if (calibration.messageLatencyNs) {
+    // The references measured messages between ranks of one host: links between hosts keep theirs.
+    for (std::int64_t a = 0; a < cluster.deviceCount() && a < static_cast<std::int64_t>(cluster.links.size()); ++a) {
+      std::vector<Link>& row = cluster.links[static_cast<std::size_t>(a)];
+      for (std::int64_t b = 0; b < static_cast<std::int64_t>(row.size()); ++b) {
+        Link& link = row[static_cast<std::size_t>(b)];
+        if (a == b || sim::isZeroCostLink(link) || cluster.hostOf(a) != cluster.hostOf(b)) continue;
+        link.latencyNs = *calibration.messageLatencyNs;
+      }
+    }
+  }
   return cluster;
 }
 
@@ -148,8 +161,12 @@ std::string describeCalibration(const Calibration& calibration) {
     }
     overheads = formatDuration(lowNs) + "-" + formatDuration(highNs) + " (grad zeroing, loss, SGD step, waking the workers)";
   }
-  return "calibration: layers chained in the pipeline take " + scales + "; device speeds " +
-         (speeds.empty() ? std::string("1") : joined(speeds)) + "; step overhead " + overheads;
+  std::string text = "calibration: layers chained in the pipeline take " + scales + "; device speeds " +
+                     (speeds.empty() ? std::string("1") : joined(speeds)) + "; step overhead " + overheads;
+  if (calibration.messageLatencyNs) {
+    text += "; messages between ranks " + formatDuration(*calibration.messageLatencyNs) + " latency";
+  }
+  return text;
 }
 
 nlohmann::json toJson(const Calibration& calibration) {
@@ -159,11 +176,13 @@ nlohmann::json toJson(const Calibration& calibration) {
   }
   nlohmann::json overheads = nlohmann::json::array();
   for (const auto& [chunks, ns] : calibration.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
-  return {{"schema", kCalibrationSchema},
-          {"micro_batch_scales", scales},
-          {"device_speeds", calibration.deviceSpeeds},
-          {"step_overhead_ns", overheads},
-          {"measured", provenanceToJson(calibration.provenance)}};
+  nlohmann::json json = {{"schema", kCalibrationSchema},
+                         {"micro_batch_scales", scales},
+                         {"device_speeds", calibration.deviceSpeeds},
+                         {"step_overhead_ns", overheads},
+                         {"measured", provenanceToJson(calibration.provenance)}};
+  if (calibration.messageLatencyNs) json["message_latency_ns"] = *calibration.messageLatencyNs;
+  return json;
 }
 
 Calibration calibrationFromJson(const nlohmann::json& json, const std::string& file, const std::string& jsonPath) {
@@ -190,6 +209,7 @@ Calibration calibrationFromJson(const nlohmann::json& json, const std::string& f
       calibration.stepOverheadNs[chunks] = item.at("ns").asNonNegativeInt();
     }
   }
+  if (root.has("message_latency_ns")) calibration.messageLatencyNs = root.at("message_latency_ns").asNonNegativeInt();
   if (root.has("measured")) calibration.provenance = provenanceFromJson(root.at("measured"));
   return calibration;
 }

@@ -5,9 +5,13 @@
 #include <pipeprof/simulator/simulator.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
 
 namespace pipeprof {
 namespace {
@@ -93,6 +97,64 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<Re
   return speeds;
 }
 
+/// The message latency the runs imply (calibration_fit.h), or nullopt when fewer than
+/// kMinMessageSamples messages found their receiver waiting.
+constexpr std::size_t kMinMessageSamples = 3;
+
+std::optional<TimeNs> messageLatencyNs(const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<TimeNs>> samplesByDirection;
+  std::size_t sampleCount = 0;
+  for (const ReferenceRun& run : runs) {
+    const std::vector<const TraceEvent*> steps = stepSpans(run.trace);
+    auto timed = [&](TimeNs ns) {
+      return std::any_of(steps.begin(), steps.end(),
+                         [&](const TraceEvent* step) { return ns >= step->startNs && ns < step->endNs(); });
+    };
+    // A flow leaves where its send span starts and lands where its receive span ends.
+    std::map<std::pair<std::string, TimeNs>, const TraceEvent*> sends;
+    std::map<std::pair<std::string, TimeNs>, const TraceEvent*> receives;
+    std::map<std::int64_t, std::pair<const TraceEvent*, const TraceEvent*>> flows;
+    for (const TraceEvent& event : run.trace.events) {
+      if (event.kind == EventKind::Span && event.phase == Phase::Copy && event.lane == "send") {
+        sends[{event.device, event.startNs}] = &event;
+      } else if (event.kind == EventKind::Span && event.phase == Phase::Copy && event.lane == "receive") {
+        receives[{event.device, event.endNs()}] = &event;
+      } else if (event.kind == EventKind::FlowStart) {
+        flows[event.correlationId].first = &event;
+      } else if (event.kind == EventKind::FlowEnd) {
+        flows[event.correlationId].second = &event;
+      }
+    }
+    for (const auto& [id, ends] : flows) {
+      if (ends.first == nullptr || ends.second == nullptr) continue;
+      const auto send = sends.find({ends.first->device, ends.first->startNs});
+      const auto receive = receives.find({ends.second->device, ends.second->startNs});
+      if (send == sends.end() || receive == receives.end()) continue;
+      const TraceEvent& sent = *send->second;
+      const TraceEvent& received = *receive->second;
+      // Only a receiver already waiting when the send began times the whole message.
+      if (received.startNs > sent.startNs || !timed(sent.startNs)) continue;
+      const auto to = sent.args.find("to_rank");
+      const auto from = received.args.find("from_rank");
+      if (to == sent.args.end() || from == received.args.end()) continue;
+      const std::int64_t a = std::stoll(from->second);
+      const std::int64_t b = std::stoll(to->second);
+      if (a < 0 || b < 0 || a >= cluster.deviceCount() || b >= cluster.deviceCount() || a == b) continue;
+      const Link& link = cluster.link(a, b);
+      const TimeNs drainNs = std::max<TimeNs>(0, link.transferNs(sent.bytes) - link.latencyNs);
+      samplesByDirection[{a, b}].push_back(received.endNs() - sent.startNs - drainNs);
+      ++sampleCount;
+    }
+  }
+  if (sampleCount < kMinMessageSamples) return std::nullopt;
+  // Rank clocks are aligned to within tens of microseconds: an offset lengthens one direction's
+  // messages as much as it shortens the other's, so the directions weigh alike.
+  double sumNs = 0.0;
+  for (const auto& [direction, samples] : samplesByDirection) sumNs += static_cast<double>(medianNs(samples));
+  const double meanNs = sumNs / static_cast<double>(samplesByDirection.size());
+  return std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(meanNs)));
+}
+
 }  // namespace
 
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions) {
@@ -114,6 +176,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   WholeModelSamples samples;
   for (const ReferenceRun& run : runs) samples.add(run);
   Calibration calibration;
+  calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
   for (const auto& [size, forwardNs] : samples.forwardNs) {
     TimeNs profiledForwardNs = 0;
     TimeNs profiledBackwardNs = 0;

@@ -74,6 +74,40 @@ TEST(Calibration, CalibratedClusterTakesTheSpeedsOfTheDevicesItHas) {
   EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.8);
 }
 
+TEST(Calibration, MessageLatencyReplacesTheLatencyOfCostlyLinksWithinAHost) {
+  Calibration calibration;
+  calibration.messageLatencyNs = 90'000;
+  // Three devices on two hosts: a and b share one, c is alone; the free link stays free.
+  Cluster cluster = Cluster::withHosts({"a", "a", "b"}, std::nullopt, {40'000, 3e9}, {200'000, 1e9}, "cpu");
+  cluster.links[1][0] = Link{};
+  const Cluster calibrated = calibratedCluster(cluster, calibration);
+  EXPECT_EQ(calibrated.link(0, 1).latencyNs, 90'000);
+  EXPECT_EQ(calibrated.link(0, 1).bandwidthBytesPerS, 3e9);
+  EXPECT_EQ(calibrated.link(1, 0).latencyNs, 0);
+  EXPECT_EQ(calibrated.link(1, 0).bandwidthBytesPerS, 0.0);
+  EXPECT_EQ(calibrated.link(0, 2).latencyNs, 200'000);
+  EXPECT_EQ(calibrated.link(2, 1).latencyNs, 200'000);
+  // A cluster without hosts is one host.
+  const Cluster uniform = calibratedCluster(Cluster::uniform(2, std::nullopt, 1e9, 5'000, "cpu"), calibration);
+  EXPECT_EQ(uniform.link(0, 1).latencyNs, 90'000);
+  EXPECT_EQ(uniform.link(1, 0).latencyNs, 90'000);
+  EXPECT_EQ(calibratedCluster(cluster, Calibration{}).link(0, 1).latencyNs, 40'000);
+}
+
+TEST(Calibration, MessageLatencyRoundTripsAndIsDescribed) {
+  Calibration calibration;
+  EXPECT_TRUE(calibration.empty());
+  calibration.messageLatencyNs = 85'000;
+  EXPECT_FALSE(calibration.empty());
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["message_latency_ns"], 85'000);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").messageLatencyNs, 85'000);
+  EXPECT_FALSE(toJson(Calibration{}).contains("message_latency_ns"));
+  EXPECT_FALSE(calibrationFromJson(toJson(Calibration{}), "cal.json").messageLatencyNs.has_value());
+  EXPECT_NE(describeCalibration(calibration).find("; messages between ranks 85.0 us latency"), std::string::npos)
+      << describeCalibration(calibration);
+}
+
 TEST(Calibration, FileRoundTripAndDescription) {
   const Calibration calibration = sampleCalibration();
   const nlohmann::json json = toJson(calibration);
@@ -117,6 +151,10 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
   json = toJson(sampleCalibration());
   json["step_overhead_ns"][1]["chunks"] = 1;
   EXPECT_EQ(formatError(json), "cal.json: $.step_overhead_ns[1].chunks: chunk count 1 given twice");
+  json = toJson(sampleCalibration());
+  json["message_latency_ns"] = -1;
+  EXPECT_NE(formatError(json).find("cal.json: $.message_latency_ns: expected a non-negative integer"),
+            std::string::npos);
   json = toJson(sampleCalibration());
   json["measured"]["devices"] = "cpu";
   EXPECT_NE(formatError(json).find("cal.json: $.measured.devices"), std::string::npos);

@@ -120,5 +120,98 @@ TEST(CalibrationFit, ScalesAreClampedAndMissingDataKeepsOne) {
   EXPECT_DOUBLE_EQ(calibration.scales.at(8).backward, 1.0);
 }
 
+/// A message of a multi-process run as the stage runtime traces it: a send span on the
+/// sender's lane "send", a receive span on the receiver's lane "receive", a flow from the send's
+/// start to the receive's end.
+void addMessage(Trace& trace, std::int64_t id, int from, int to, TimeNs sendStartNs, TimeNs receiveStartNs,
+                TimeNs receiveEndNs, Bytes bytes) {
+  const std::string sender = "rank " + std::to_string(from);
+  const std::string receiver = "rank " + std::to_string(to);
+  TraceEvent send = span(Phase::Copy, sendStartNs, 30);
+  send.device = sender;
+  send.lane = "send";
+  send.bytes = bytes;
+  send.args["to_rank"] = std::to_string(to);
+  TraceEvent receive = span(Phase::Copy, receiveStartNs, receiveEndNs - receiveStartNs);
+  receive.device = receiver;
+  receive.lane = "receive";
+  receive.bytes = bytes;
+  receive.args["from_rank"] = std::to_string(from);
+  TraceEvent leaves;
+  leaves.kind = EventKind::FlowStart;
+  leaves.device = sender;
+  leaves.lane = "send";
+  leaves.startNs = sendStartNs;
+  leaves.correlationId = id;
+  TraceEvent lands = leaves;
+  lands.kind = EventKind::FlowEnd;
+  lands.device = receiver;
+  lands.lane = "receive";
+  lands.startNs = receiveEndNs;
+  trace.events.insert(trace.events.end(), {send, receive, leaves, lands});
+}
+
+TEST(CalibrationFit, MessageLatencyIsTimedOnMessagesWhoseReceiverWasWaiting) {
+  // Links of 10 us and 1 GB/s: 2000 bytes drain in 2 us. Rank 1's clock runs 5 us behind rank
+  // 0's, so messages 0 -> 1 read 5 us short and 1 -> 0 5 us long; their medians (43, 53)
+  // average to the true 48 us.
+  ReferenceRun run = reference({1, 1}, 2, 8);
+  addStep(run.trace, 0, 1'000'000, {4, 4}, 2, 3, 5);
+  addMessage(run.trace, 1, 0, 1, 1'000, 900, 1'000 + 45'000, 2'000);     // 45 - 2 = 43
+  addMessage(run.trace, 2, 0, 1, 100'000, 100'000, 100'000 + 40'000, 2'000);  // 38 (ends tie the wait)
+  addMessage(run.trace, 3, 0, 1, 200'000, 150'000, 200'000 + 50'000, 2'000);  // 48
+  addMessage(run.trace, 4, 1, 0, 300'000, 250'000, 300'000 + 55'000, 2'000);  // 53
+  // The receiver came late: the data was waiting, the span says nothing of the message.
+  addMessage(run.trace, 5, 1, 0, 400'000, 480'000, 480'003, 2'000);
+  // Outside the timed step (warm-up): ignored.
+  addMessage(run.trace, 6, 0, 1, 2'000'000, 1'900'000, 2'900'000, 2'000);
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 1e9, 10'000, "cpu");
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), cluster, {run});
+  ASSERT_TRUE(calibration.messageLatencyNs.has_value());
+  EXPECT_EQ(*calibration.messageLatencyNs, (43'000 + 53'000) / 2);
+}
+
+TEST(CalibrationFit, MessageLatencyNeedsThreeWaitingReceiversAndIsNeverNegative) {
+  ReferenceRun few = reference({1, 1}, 2, 8);
+  addStep(few.trace, 0, 1'000'000, {4, 4}, 2, 3, 5);
+  addMessage(few.trace, 1, 0, 1, 1'000, 900, 50'000, 2'000);
+  addMessage(few.trace, 2, 1, 0, 100'000, 90'000, 150'000, 2'000);
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 1e9, 10'000, "cpu");
+  EXPECT_FALSE(calibrationFromRuns(twoLayerProfile(), cluster, {few}).messageLatencyNs.has_value());
+  // A threaded run's trace has no messages at all.
+  EXPECT_FALSE(calibrationFromRuns(twoLayerProfile(), twoCpus(), {reference({1, 1}, 2, 8)}).messageLatencyNs);
+
+  // Messages faster than the link's drain time (a clock far off) give 0, not less.
+  ReferenceRun fast = reference({1, 1}, 2, 8);
+  addStep(fast.trace, 0, 1'000'000, {4, 4}, 2, 3, 5);
+  for (int k = 0; k < 3; ++k) addMessage(fast.trace, k, 0, 1, 1'000 * (k + 1), 500, 1'000 * (k + 1) + 100, 2'000);
+  EXPECT_EQ(calibrationFromRuns(twoLayerProfile(), cluster, {fast}).messageLatencyNs, 0);
+}
+
+TEST(CalibrationFit, TheFittedMessageLatencyEntersTheOverhead) {
+  // Every layer's output is 1 byte, so each copy holds its link for the latency L (a link
+  // without hosts moves one copy at a time). GPipe over [1,1] with 2 micro-batches (forward 12,
+  // backward 20 per partition once calibrated) with L above 12: the second activation copy
+  // waits for the first, the second gradient copy for the first, so the step is
+  // 12 + 2L + 12 + 20 + 20 + 2L = 64 + 4L. The overhead is what the step measured beyond
+  // that, so fitting L = 70 us instead of the link's 1 us takes 4 x 69 us off it.
+  Profile profile = twoLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) cost.outputBytes = 1;
+  }
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 1'000, "cpu");
+  ReferenceRun plain = reference({1, 1}, 2, 8);
+  addStep(plain.trace, 0, 1'000'000, {4, 4}, 2, 3, 5);
+  ReferenceRun withMessages = plain;
+  for (int k = 0; k < 4; ++k) {
+    addMessage(withMessages.trace, k, k % 2, 1 - k % 2, 10'000 * k, 10'000 * k, 10'000 * k + 70'000, 1);
+  }
+  const Calibration unfitted = calibrationFromRuns(profile, cluster, {plain});
+  const Calibration fitted = calibrationFromRuns(profile, cluster, {withMessages});
+  ASSERT_EQ(fitted.messageLatencyNs, 70'000);
+  EXPECT_EQ(unfitted.stepOverheadNs.at(2), 1'000'000 - (64 + 4 * 1'000));
+  EXPECT_EQ(fitted.stepOverheadNs.at(2), 1'000'000 - (64 + 4 * 70'000));
+}
+
 }  // namespace
 }  // namespace pipeprof

@@ -12,6 +12,9 @@
 //   deviceSpeeds(j) the relative speed of cluster device j (on one CPU host the partitions do
 //                   not run alike)
 //   stepOverhead(m) what a step with m chunks costs beyond the simulated pipeline
+//   messageLatency  (one process per device) how long a message between two ranks takes inside
+//                   the pipeline beyond its drain time: the link's latency as the pipeline sees
+//                   it, wake-ups of busy cores included, where a ping-pong sees an idle machine
 //
 // The simulator's cost model is profile + cluster + calibration (simulator/predictor.h): every
 // command that predicts (simulate, suggest, sweep, the GUI) applies the same calibration the
@@ -27,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,10 +70,15 @@ struct Calibration {
   std::map<std::int64_t, MicroBatchScale> scales;  ///< by micro-batch size (samples)
   std::vector<double> deviceSpeeds;                ///< relative speed of cluster device j
   std::map<std::int64_t, TimeNs> stepOverheadNs;   ///< by chunk count
+  /// The latency of every link between two devices of one host (of every link when the
+  /// cluster names no hosts) that moves data at a cost; nullopt: the cluster's latencies.
+  std::optional<TimeNs> messageLatencyNs;
   CalibrationProvenance provenance;
 
-  /// True when it corrects nothing (no scales, speeds or overheads).
-  bool empty() const { return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty(); }
+  /// True when it corrects nothing (no scales, speeds, overheads or message latency).
+  bool empty() const {
+    return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty() && !messageLatencyNs;
+  }
   /// The step overhead of a candidate with `chunks` chunks: the measured one, else the one of
   /// the largest measured chunk count below it (the smallest above when there is none); 0 when
   /// nothing was measured.
@@ -82,7 +91,8 @@ struct Calibration {
 Profile calibratedProfile(Profile profile, const Calibration& calibration);
 
 /// The cluster the simulator uses: device j's relativeSpeed set to deviceSpeeds[j] (for the
-/// devices that have one).
+/// devices that have one), and with a message latency, the latency of every link it applies to
+/// (see Calibration::messageLatencyNs; a link that costs nothing stays free).
 Cluster calibratedCluster(Cluster cluster, const Calibration& calibration);
 
 /// One line: the range of the scales, the device speeds and the range of the step overheads.

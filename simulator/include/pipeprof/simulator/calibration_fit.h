@@ -10,8 +10,14 @@
 //   speed(j)         = the scaled profile's compute of partition j's layers over what partition
 //                      j measured, over all the runs (on CPU the partitions of one host do not
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
+//   messageLatency   = (runs of one process per device, whose traces hold send and receive
+//                      spans joined by flows) over the messages whose receiver was already
+//                      waiting when the send began: receive end - send start - the link's drain
+//                      time; the median per direction, the mean of the directions (a clock
+//                      offset between two ranks lengthens one direction as it shortens the other)
 //   overhead(m)      = median step time of reference m - the simulator's step time for it with
-//                      the scales and speeds applied (zeroing, loss, SGD step, waking workers)
+//                      the scales, speeds and message latency applied (zeroing, loss, SGD step,
+//                      waking workers)
 //
 //   step span  |<--------------------------------- step ------------------------------------>|
 //   partition 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
@@ -47,9 +53,11 @@ struct ReferenceRun {
 /// The calibration the runs imply (see the file comment); runs of the same chunk count pool
 /// their steps. Partition j of every run is on cluster device j. Scales are clamped to
 /// [0.25, 4] and speeds to [0.5, 2]; a size without spans or without profile time keeps 1.0;
-/// overheads are never negative. provenance.references lists each chunk count's steps and
-/// median (the caller fills in the rest of the provenance). Throws what the simulator throws
-/// for a reference candidate it cannot simulate.
+/// overheads are never negative; the message latency is fitted from 3 messages or more (else
+/// left unset), never negative, with the cluster's links for the drain time, and applies to
+/// the links between ranks of one host (calibratedCluster). provenance.references lists each
+/// chunk count's steps and median (the caller fills in the rest of the provenance). Throws what
+/// the simulator throws for a reference candidate it cannot simulate.
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs);
 
 }  // namespace pipeprof
