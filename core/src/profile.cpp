@@ -140,16 +140,19 @@ nlohmann::json toJson(const Profile& profile) {
                      {"unsaved_bytes_per_sample", skip.unsavedBytesPerSample}});
   }
   const ProfileEnvironment& environment = profile.environment;
-  return {{"schema", kProfileSchema},
-          {"environment",
-           {{"model", environment.model},
-            {"device_type", environment.deviceType},
-            {"device_name", environment.deviceName},
-            {"threads", environment.threads},
-            {"torch_version", environment.torchVersion}}},
-          {"input_bytes_per_sample", profile.inputBytesPerSample},
-          {"layers", layers},
-          {"skips", skips}};
+  nlohmann::json json = {{"schema", kProfileSchema},
+                         {"environment",
+                          {{"model", environment.model},
+                           {"device_type", environment.deviceType},
+                           {"device_name", environment.deviceName},
+                           {"threads", environment.threads},
+                           {"torch_version", environment.torchVersion}}},
+                         {"input_bytes_per_sample", profile.inputBytesPerSample},
+                         {"layers", layers},
+                         {"skips", skips}};
+  // Written only when there is one, so profiles without it write back byte for byte as before.
+  if (profile.libraryWorkspaceBytes != 0) json["library_workspace_bytes"] = profile.libraryWorkspaceBytes;
+  return json;
 }
 
 Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
@@ -159,6 +162,15 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
   Profile profile;
   if (root.has("environment")) profile.environment = environmentFromJson(root.at("environment"));
   profile.inputBytesPerSample = root.at("input_bytes_per_sample").asNonNegativeInt();
+  if (root.has("library_workspace_bytes")) {
+    const JsonCursor workspace = root.at("library_workspace_bytes");
+    profile.libraryWorkspaceBytes = workspace.asNonNegativeInt();
+    if (profile.libraryWorkspaceBytes != 0 && !profile.onCuda()) {
+      workspace.fail("expected 0 on a profile whose environment.device_type is '" + profile.environment.deviceType +
+                     "' (library workspaces are a CUDA device's), got " +
+                     std::to_string(profile.libraryWorkspaceBytes));
+    }
+  }
   JsonCursor layers = root.at("layers");
   if (layers.size() == 0) layers.fail("expected at least one layer");
   for (const JsonCursor& item : layers.items()) profile.layers.push_back(layerFromJson(item));

@@ -37,6 +37,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
   out.layout.n = narrow(n);
   out.layout.skips = narrow(static_cast<std::int64_t>(spec.skips.size()));
   out.chunks = narrow(m);
+  out.training = training;
   const SlotLayout& layout = out.layout;
 
   for (const SkipRoute& route : spec.skips) {

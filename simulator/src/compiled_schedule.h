@@ -81,6 +81,7 @@ struct CompiledSchedule {
   SlotLayout layout;
   std::int32_t chunks = 0;  ///< micro-batch count m
   std::int32_t lanes = 0;   ///< p: pipeline devices, one worker lane each (stage j on lane j mod p)
+  bool training = true;     ///< false: forward only (no backward ops)
   std::vector<CompiledOp> ops;
   std::vector<std::uint32_t> successors;
   std::vector<MemoryEffect> effects;

@@ -1,6 +1,8 @@
 // The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
 #include "cost_model.h"
 
+#include <pipeprof/core/allocator_rounding.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -9,12 +11,25 @@
 
 namespace pipeprof::sim {
 
-CostModel::CostModel(const Profile& profile) : profile_(&profile) {
+CostModel::CostModel(const Profile& profile) : profile_(&profile), cuda_(profile.onCuda()) {
   staticPrefix_.assign(profile.layers.size() + 1, 0);
   for (std::size_t l = 0; l < profile.layers.size(); ++l) {
     const LayerProfile& layer = profile.layers[l];
-    staticPrefix_[l + 1] = staticPrefix_[l] + layer.paramBytes + layer.gradBytes + layer.optimizerBytes;
+    staticPrefix_[l + 1] =
+        staticPrefix_[l] + sumBytes(layer.paramBytes) + sumBytes(layer.gradBytes) + sumBytes(layer.optimizerBytes);
   }
+}
+
+Bytes CostModel::tensorBytes(Bytes bytes) const { return cuda_ ? roundToAllocatorBlock(bytes) : bytes; }
+
+Bytes CostModel::sumBytes(Bytes bytes) const {
+  return cuda_ ? roundUpToMultiple(bytes, kAllocatorMinBlockBytes) : bytes;
+}
+
+Bytes CostModel::libraryWorkspaceBytes(bool training) const {
+  if (!cuda_) return 0;
+  const Bytes threads = training ? 2 : 1;  // the worker's, and the autograd engine's for backward
+  return threads * profile_->libraryWorkspaceBytes;
 }
 
 const LayerCostTable& CostModel::table(std::int64_t microBatch) {
@@ -28,16 +43,18 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->backwardPrefix.assign(layers + 1, 0);
   table->savedPrefix.assign(layers + 1, 0);
   table->outputBytes.assign(layers, 0);
+  table->outputMovedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
   table->backwardWorkspaceBytes.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
     const CostSample cost = profile_->layers[l].costAt(microBatch);
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
     table->backwardPrefix[l + 1] = table->backwardPrefix[l] + cost.backwardNs;
-    table->savedPrefix[l + 1] = table->savedPrefix[l] + cost.savedBytes;
-    table->outputBytes[l] = cost.outputBytes;
-    table->forwardWorkspaceBytes[l] = cost.forwardWorkspaceBytes;
-    table->backwardWorkspaceBytes[l] = cost.backwardWorkspaceBytes;
+    table->savedPrefix[l + 1] = table->savedPrefix[l] + sumBytes(cost.savedBytes);
+    table->outputBytes[l] = tensorBytes(cost.outputBytes);
+    table->outputMovedBytes[l] = cost.outputBytes;
+    table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
+    table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
   }
   tables_.push_back(std::move(table));
   return *tables_.back();
@@ -122,10 +139,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   out.bytes.assign(2 * static_cast<std::size_t>(layout.bytesPerClass()), 0);
   out.staticBytes.resize(static_cast<std::size_t>(n));
   out.partitionDevice.resize(static_cast<std::size_t>(n));
+  const Bytes workspaces = costs.libraryWorkspaceBytes(compiled.training);
   for (std::int32_t j = 0; j < n; ++j) {
     out.partitionDevice[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(candidate.deviceOf(j));
     out.staticBytes[static_cast<std::size_t>(j)] =
-        costs.staticBytes(firstLayer[static_cast<std::size_t>(j)], firstLayer[static_cast<std::size_t>(j) + 1]);
+        costs.staticBytes(firstLayer[static_cast<std::size_t>(j)], firstLayer[static_cast<std::size_t>(j) + 1]) +
+        workspaces;
   }
   auto deviceOf = [&](std::int32_t j) { return out.partitionDevice[static_cast<std::size_t>(j)]; };
   out.deviceHost = hostIndices(cluster);
@@ -136,7 +155,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     out.copyLatencyNs.clear();
   }
   // Transfer time (with shared links its latency part in copyLatencyNs) and destination buffer
-  // of `bytes` moved from partition a to partition b.
+  // (a tensor of `bytes`, counted as the cost model counts tensors) of `bytes` moved from
+  // partition a to partition b.
   auto transfer = [&](std::int32_t a, std::int32_t b, Bytes bytes, std::int32_t durationSlot, Bytes& bufferBytes) {
     TimeNs& timeNs = out.durationNs[static_cast<std::size_t>(durationSlot)];
     const std::int32_t from = deviceOf(a);
@@ -148,7 +168,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     }
     const Link& link = cluster.link(from, to);
     timeNs = link.transferNs(bytes);
-    bufferBytes = bytes;
+    bufferBytes = costs.tensorBytes(bytes);
     if (shared) out.copyLatencyNs[static_cast<std::size_t>(durationSlot)] = timeNs > 0 ? link.latencyNs : 0;
   };
 
@@ -172,7 +192,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
       if (j + 1 < n) {
-        const Bytes boundary = table.outputBytes[end - 1];
+        const Bytes boundary = table.outputMovedBytes[end - 1];
         transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
         transfer(j + 1, j, boundary, classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
       }
@@ -181,8 +201,9 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const Bytes skip = profile.skips[static_cast<std::size_t>(s)].bytesPerSample * size;
       const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
-      bytes[layout.skipBytes(s)] = skip;
-      bytes[layout.skipUnsavedBytes(s)] = profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size;
+      bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
+      bytes[layout.skipUnsavedBytes(s)] =
+          costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size);
       transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
       transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
     }

@@ -20,12 +20,19 @@ struct LayerCostTable {
   std::vector<TimeNs> forwardPrefix;
   std::vector<TimeNs> backwardPrefix;
   std::vector<Bytes> savedPrefix;
-  std::vector<Bytes> outputBytes;
+  std::vector<Bytes> outputBytes;       ///< as held in memory (an allocator block on CUDA)
+  std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
 };
 
 /// A profile's costs, cached per micro-batch size so a search interpolates each size once.
+///
+/// On a CUDA profile the sizes are the caching allocator's (core/allocator_rounding.h): a figure
+/// of one tensor (a layer's output, a skip tensor, so every copy buffer and boundary gradient)
+/// is the block the allocator hands out for it, a figure that sums several tensors (saved bytes,
+/// workspaces, parameters) is rounded up to whole 512-byte blocks. A CPU profile's sizes are
+/// used as they are.
 class CostModel {
  public:
   explicit CostModel(const Profile& profile);
@@ -35,9 +42,20 @@ class CostModel {
   const LayerCostTable& table(std::int64_t microBatch);
   /// Sum of param + grad + optimizer bytes of layers [first, end).
   Bytes staticBytes(std::int64_t first, std::int64_t end) const;
+  /// Library workspaces one stage holds all step long on a CUDA profile: one per host thread
+  /// that launches the stage's work on its stream -- its device's worker thread (forward,
+  /// recompute) and, when training, the autograd engine's thread for the device (backward) --
+  /// each libraryWorkspaceBytes. 0 on other profiles.
+  Bytes libraryWorkspaceBytes(bool training) const;
+  /// The size of one tensor of `bytes` as the model counts it (the allocator's block on CUDA).
+  Bytes tensorBytes(Bytes bytes) const;
 
  private:
+  /// A figure summing several tensors, as the model counts it (whole blocks on CUDA).
+  Bytes sumBytes(Bytes bytes) const;
+
   const Profile* profile_;
+  bool cuda_;
   std::vector<Bytes> staticPrefix_;
   std::vector<std::unique_ptr<LayerCostTable>> tables_;
 };

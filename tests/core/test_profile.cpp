@@ -1,4 +1,6 @@
-// Tests for profile.cpp: cost interpolation, JSON round trip and every kind of malformed input.
+// Tests for profile.cpp: cost interpolation, JSON round trip and every kind of malformed input;
+// and allocator_rounding.h, the CUDA caching allocator's block sizes.
+#include <pipeprof/core/allocator_rounding.h>
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/profile.h>
 
@@ -206,6 +208,66 @@ TEST(ProfileJson, RejectsMalformedInputNamingThePlace) {
             "p.json: $.input_bytes_per_sample: expected a non-negative integer, got 1.5");
   EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["name"] = nullptr; }),
             "p.json: $.layers[0].name: expected a string, got null");
+}
+
+TEST(ProfileJson, LibraryWorkspaceRoundTripsOnCudaAndOldFilesReadZero) {
+  Profile profile = exampleProfile();
+  EXPECT_FALSE(toJson(profile).contains("library_workspace_bytes"));  // 0 is not written
+  EXPECT_EQ(profileFromJson(toJson(profile), "p.json").libraryWorkspaceBytes, 0);
+  EXPECT_FALSE(profile.onCuda());
+
+  profile.environment.deviceType = "cuda";
+  profile.libraryWorkspaceBytes = 33554432 + 1048576;
+  EXPECT_TRUE(profile.onCuda());
+  nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["library_workspace_bytes"], 34603008);
+  EXPECT_EQ(profileFromJson(json, "p.json").libraryWorkspaceBytes, 34603008);
+  expectEqual(profileFromJson(json, "p.json"), profile);
+
+  std::string path = ::testing::TempDir() + "pipeprof_core_profile_cuda_" + std::to_string(::getpid()) + ".json";
+  writeProfile(profile, path);
+  expectEqual(readProfile(path), profile);
+  ::unlink(path.c_str());
+}
+
+TEST(ProfileJson, LibraryWorkspaceIsValidated) {
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["environment"]["device_type"] = "cuda";
+              j["library_workspace_bytes"] = -1;
+            }),
+            "p.json: $.library_workspace_bytes: expected a non-negative integer, got -1");
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["environment"]["device_type"] = "cuda";
+              j["library_workspace_bytes"] = "32MiB";
+            }),
+            "p.json: $.library_workspace_bytes: expected a non-negative integer, got \"32MiB\"");
+  EXPECT_EQ(errorAfter([](auto& j) { j["library_workspace_bytes"] = 4096; }),
+            "p.json: $.library_workspace_bytes: expected 0 on a profile whose environment.device_type is 'cpu' "
+            "(library workspaces are a CUDA device's), got 4096");
+  EXPECT_EQ(errorAfter([](auto& j) { j["library_workspace_bytes"] = 0; }), "no error");
+}
+
+// c10/cuda/CUDACachingAllocator.cpp: round_size to 512, small requests split from 2 MiB
+// segments, 1-10 MiB from 20 MiB ones, 10 MiB and more get a segment rounded to 2 MiB that is
+// split only when more than 1 MiB remains.
+TEST(AllocatorRounding, BlockOfOneRequest) {
+  constexpr Bytes kKiB = 1024;
+  constexpr Bytes kMiB = 1024 * kKiB;
+  EXPECT_EQ(roundToAllocatorBlock(0), 0);
+  EXPECT_EQ(roundToAllocatorBlock(1), 512);
+  EXPECT_EQ(roundToAllocatorBlock(512), 512);
+  EXPECT_EQ(roundToAllocatorBlock(513), 1024);
+  EXPECT_EQ(roundToAllocatorBlock(1 * kMiB), 1 * kMiB);                // largest small request
+  EXPECT_EQ(roundToAllocatorBlock(1 * kMiB + 1), 1 * kMiB + 512);      // large pool, 20 MiB segment
+  EXPECT_EQ(roundToAllocatorBlock(9 * kMiB + 1), 9 * kMiB + 512);
+  EXPECT_EQ(roundToAllocatorBlock(10 * kMiB - 1), 10 * kMiB);          // its own 10 MiB segment
+  EXPECT_EQ(roundToAllocatorBlock(10 * kMiB + 1), 10 * kMiB + 512);    // 12 MiB segment, split
+  EXPECT_EQ(roundToAllocatorBlock(11 * kMiB - 512), 11 * kMiB - 512);  // 1 MiB + 512 remain: split
+  EXPECT_EQ(roundToAllocatorBlock(11 * kMiB), 12 * kMiB);              // exactly 1 MiB remains: not
+  EXPECT_EQ(roundToAllocatorBlock(11 * kMiB + 1), 12 * kMiB);
+  EXPECT_EQ(roundToAllocatorBlock(32 * kMiB), 32 * kMiB);
+  EXPECT_EQ(roundUpToMultiple(1025, kAllocatorMinBlockBytes), 1536);
+  static_assert(roundToAllocatorBlock(700) == 1024, "usable in constant expressions");
 }
 
 TEST(ProfileJson, ReadProfileNamesTheFile) {

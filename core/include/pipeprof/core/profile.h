@@ -69,15 +69,23 @@ struct Profile {
   Bytes inputBytesPerSample = 0;  ///< the model input, per sample (partition 0's input)
   std::vector<LayerProfile> layers;
   std::vector<SkipProfile> skips;
+  /// CUDA only (0 elsewhere): the device memory the math libraries keep for one (host thread,
+  /// stream) pair once the thread has launched a matrix multiplication on the stream -- LibTorch
+  /// 2.x's cuBLAS and cuBLASLt workspaces, allocated through the caching allocator and kept
+  /// until cleared (docs/simulator.md, "Memory model", says what the simulator charges).
+  Bytes libraryWorkspaceBytes = 0;
 
   std::int64_t layerCount() const { return static_cast<std::int64_t>(layers.size()); }
+  /// Whether the profile was measured on a CUDA device (environment.deviceType "cuda"): its
+  /// sizes are the caching allocator's blocks and its partitions hold library workspaces.
+  bool onCuda() const { return environment.deviceType == "cuda"; }
   /// The skip routes as the schedule needs them.
   std::vector<SkipRoute> skipRoutes() const;
 };
 
 /// JSON form. profileFromJson validates everything (schema tag, required fields, non-negative
-/// times and sizes, skip layers in range and stash < pop) and throws FormatError naming the
-/// file, the JSON path and what was expected.
+/// times and sizes, skip layers in range and stash < pop, a library workspace only on CUDA)
+/// and throws FormatError naming the file, the JSON path and what was expected.
 nlohmann::json toJson(const Profile& profile);
 Profile profileFromJson(const nlohmann::json& json, const std::string& file);
 Profile readProfile(const std::string& path);
