@@ -1,12 +1,14 @@
 // Activity records -> trace events: clock mapping, attribution (by external correlation, else by
-// stream and launch time) and flows.
+// stream and launch or queue time, else by stream order) and flows.
 #include <pipeprof/profiler/activity_converter.h>
 
 #include <cxxabi.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -71,12 +73,40 @@ ClockMap ClockMap::fit(const std::vector<ClockSample>& samples) {
 
 ActivityConverter::ActivityConverter(ClockMap clock) : clock_(clock) {}
 
+namespace {
+
+bool isCompute(Phase phase) {
+  return phase == Phase::Forward || phase == Phase::Recompute || phase == Phase::Backward;
+}
+
+/// A share in [0, 1] with 3 decimals, e.g. "0.902".
+std::string formatShare(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", share);
+  return text;
+}
+
+/// N of "cuda:N", else -1.
+std::int64_t cudaIndex(const std::string& device) {
+  const std::string prefix = "cuda:";
+  if (device.compare(0, prefix.size(), prefix) != 0 || device.size() == prefix.size()) return -1;
+  std::int64_t index = 0;
+  for (std::size_t c = prefix.size(); c < device.size(); ++c) {
+    if (device[c] < '0' || device[c] > '9' || index > 1'000'000) return -1;
+    index = index * 10 + (device[c] - '0');
+  }
+  return index;
+}
+
+}  // namespace
+
 void ActivityConverter::addHostSpans(const Trace& hostTrace) {
   for (const TraceEvent& event : hostTrace.events) {
     if (event.kind != EventKind::Span || event.correlationId < 0) continue;
-    ops_[event.correlationId] = OpRef{event.name,      event.device, event.correlationId,
+    ops_[event.correlationId] = OpRef{event.name,      event.device,    event.correlationId,
                                       event.microBatch, event.partition, event.phase,
-                                      event.startNs,   event.startNs + event.durationNs};
+                                      event.startNs,   event.startNs + event.durationNs,
+                                      cudaIndex(event.device)};
   }
 }
 
@@ -98,58 +128,85 @@ const ActivityConverter::OpRef* ActivityConverter::opOf(std::uint32_t cuptiCorre
   return op == ops_.end() ? nullptr : &op->second;
 }
 
-namespace {
-
-bool isCompute(Phase phase) {
-  return phase == Phase::Forward || phase == Phase::Recompute || phase == Phase::Backward;
+std::optional<std::int64_t> ActivityConverter::queuedHostNs(const KernelRecord& kernel) const {
+  if (kernel.queuedNs == 0) return std::nullopt;
+  return clock_.toHostNs(kernel.queuedNs);
 }
-
-}  // namespace
 
 void ActivityConverter::prepareStreamAttribution() {
   streams_ = StreamAttribution();
   launchNs_.clear();
   for (const auto& [id, op] : ops_) {
-    if (isCompute(op.phase)) streams_.addSpan(op.j, id, op.startNs, op.endNs);
+    if (isCompute(op.phase)) streams_.addSpan(op.j, id, op.startNs, op.endNs, op.deviceIndex);
   }
-  auto learn = [this](const auto& records) {
-    for (const auto& record : records) {
-      const OpRef* op = opOf(record.correlationId);
-      if (op != nullptr && isCompute(op->phase)) streams_.learnStream(record.deviceId, record.streamId, op->j);
-    }
-  };
-  learn(records_.kernels);
-  learn(records_.memcpys);
-  learn(records_.memsets);
   for (const RuntimeApiRecord& record : records_.apiCalls) {
     const std::int64_t startNs = clock_.toHostNs(record.startNs);
     const auto [it, inserted] = launchNs_.emplace(record.correlationId, startNs);
     if (!inserted) it->second = std::min(it->second, startNs);  // a driver call inside a runtime call
   }
+  // Work with an op teaches its stream's partition; work without one votes with its launch time
+  // for the partitions whose compute spans on its device were open then.
+  auto learn = [this](const auto& records, auto queuedOf) {
+    for (const auto& record : records) {
+      if (const OpRef* op = opOf(record.correlationId)) {
+        if (isCompute(op->phase)) streams_.learnStream(record.deviceId, record.streamId, op->j);
+      } else if (const auto launchNs = launchTimeOf(record.correlationId, queuedOf(record))) {
+        streams_.voteStream(record.deviceId, record.streamId, *launchNs);
+      }
+    }
+  };
+  auto noQueueTime = [](const auto&) { return std::optional<std::int64_t>(); };
+  learn(records_.kernels, [this](const KernelRecord& kernel) { return queuedHostNs(kernel); });
+  learn(records_.memcpys, noQueueTime);
+  learn(records_.memsets, noQueueTime);
+  streams_.settleVotes();
 }
 
-ActivityConverter::Resolved ActivityConverter::resolve(std::uint32_t cuptiCorrelationId, std::uint32_t deviceId,
-                                                       std::uint32_t streamId) const {
-  if (const OpRef* op = opOf(cuptiCorrelationId)) return {op, false};
+std::optional<std::int64_t> ActivityConverter::launchTimeOf(std::uint32_t cuptiCorrelationId,
+                                                            std::optional<std::int64_t> queuedNs) const {
   const auto launch = launchNs_.find(cuptiCorrelationId);
-  if (launch == launchNs_.end()) return {};
-  const auto op = ops_.find(streams_.find(deviceId, streamId, launch->second));
-  return op == ops_.end() ? Resolved{} : Resolved{&op->second, true};
+  if (launch != launchNs_.end()) return launch->second;
+  return queuedNs;
 }
 
-void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, std::uint32_t deviceId,
-                                  std::uint32_t streamId) {
+ActivityConverter::Resolved ActivityConverter::resolve(std::uint32_t cuptiCorrelationId,
+                                                       std::uint32_t deviceId, std::uint32_t streamId,
+                                                       std::optional<std::int64_t> queuedNs) const {
+  if (const OpRef* op = opOf(cuptiCorrelationId)) return {op, Link::ById, true};
+  const std::optional<std::int64_t> launchNs = launchTimeOf(cuptiCorrelationId, queuedNs);
+  if (!launchNs) return {};
+  const Link link = launchNs_.count(cuptiCorrelationId) != 0 ? Link::ByLaunchTime : Link::ByQueueTime;
+  const auto op = ops_.find(streams_.find(deviceId, streamId, *launchNs));
+  return op == ops_.end() ? Resolved{nullptr, Link::None, true} : Resolved{&op->second, link, true};
+}
+
+void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId,
+                                  const Resolved& resolved) {
   event.args["cupti_correlation"] = std::to_string(cuptiCorrelationId);
-  const auto [op, byStream] = resolve(cuptiCorrelationId, deviceId, streamId);
+  const OpRef* op = resolved.op;
   if (op == nullptr) {
     ++stats_.unattributed;
     return;
   }
   ++stats_.attributed;
-  if (byStream) {
-    ++stats_.attributedByStream;
-    event.args["attributed_by"] = "stream";
+  if (event.phase == Phase::Kernel) ++stats_.attributedKernels;
+  switch (resolved.link) {
+    case Link::ByLaunchTime:
+      event.args["attributed_by"] = "stream";
+      break;
+    case Link::ByQueueTime:
+      event.args["attributed_by"] = "queue time";
+      ++stats_.attributedByQueueTime;
+      break;
+    case Link::ByStreamOrder:
+      event.args["attributed_by"] = "stream order";
+      ++stats_.attributedByStreamOrder;
+      break;
+    case Link::ById:
+    case Link::None:
+      break;
   }
+  if (resolved.link != Link::ById) ++stats_.attributedByStream;
   event.correlationId = op->correlationId;
   event.microBatch = op->i;
   event.partition = op->j;
@@ -178,17 +235,53 @@ Trace ActivityConverter::convert() {
     return event;
   };
 
+  // Kernels are resolved first: work that nothing dates (a copy or memset without an API
+  // record, a kernel without a queue time) takes the op of the dated kernels just before and
+  // after it on its stream when both have the same one (a stream runs its work in launch order).
+  std::vector<Resolved> kernelOps;
+  kernelOps.reserve(records_.kernels.size());
+  using Placed = std::pair<std::uint64_t, const OpRef*>;  // (device start, op or null)
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Placed>> streamOrder;
+  for (const KernelRecord& record : records_.kernels) {
+    kernelOps.push_back(
+        resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
+    if (kernelOps.back().timed) {
+      streamOrder[{record.deviceId, record.streamId}].emplace_back(record.startNs, kernelOps.back().op);
+    }
+  }
+  for (auto& [stream, order] : streamOrder) {
+    std::sort(order.begin(), order.end(), [](const Placed& a, const Placed& b) { return a.first < b.first; });
+  }
+  auto resolveUntimed = [&](Resolved resolved, std::uint32_t deviceId, std::uint32_t streamId,
+                            std::uint64_t startNs) {
+    if (resolved.timed) return resolved;
+    const auto order = streamOrder.find({deviceId, streamId});
+    if (order == streamOrder.end()) return resolved;
+    const auto later = [](std::uint64_t t, const Placed& placed) { return t < placed.first; };
+    const auto next = std::upper_bound(order->second.begin(), order->second.end(), startNs, later);
+    if (next == order->second.begin() || next == order->second.end()) return resolved;
+    const OpRef* before = std::prev(next)->second;
+    if (before == nullptr || before != next->second) return resolved;
+    return Resolved{before, Link::ByStreamOrder, false};
+  };
+
   // CUPTI correlation ids that launched device work, with the device and stream it ran on.
   std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> launched;
   std::set<std::uint32_t> launchedKernels;
-  for (const KernelRecord& record : records_.kernels) {
+  for (std::size_t k = 0; k < records_.kernels.size(); ++k) {
+    const KernelRecord& record = records_.kernels[k];
     TraceEvent event = span(Phase::Kernel, demangle(record.name), record.deviceId, record.streamId,
                             record.startNs, record.endNs);
     event.args["grid"] = std::to_string(record.gridX) + "," + std::to_string(record.gridY) + "," +
                          std::to_string(record.gridZ);
     event.args["block"] = std::to_string(record.blockX) + "," + std::to_string(record.blockY) + "," +
                           std::to_string(record.blockZ);
-    attribute(event, record.correlationId, record.deviceId, record.streamId);
+    if (record.queuedNs != 0 && record.startNs >= record.queuedNs) {
+      event.args["queued_to_start_ns"] = std::to_string(record.startNs - record.queuedNs);
+    }
+    if (!kernelOps[k].timed) ++stats_.kernelsWithoutLaunchTime;
+    attribute(event, record.correlationId,
+              resolveUntimed(kernelOps[k], record.deviceId, record.streamId, record.startNs));
     launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     // Flow end: at the kernel's start, on its stream.
     TraceEvent flowEnd;
@@ -209,7 +302,9 @@ Trace ActivityConverter::convert() {
                             record.streamId, record.startNs, record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
     event.args["copy_kind"] = memcpyKindName(record.copyKind);
-    attribute(event, record.correlationId, record.deviceId, record.streamId);
+    attribute(event, record.correlationId,
+              resolveUntimed(resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
+                             record.deviceId, record.streamId, record.startNs));
     launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     trace.events.push_back(std::move(event));
     ++stats_.memcpys;
@@ -218,7 +313,9 @@ Trace ActivityConverter::convert() {
     TraceEvent event = span(Phase::Memset, "Memset", record.deviceId, record.streamId, record.startNs,
                             record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
-    attribute(event, record.correlationId, record.deviceId, record.streamId);
+    attribute(event, record.correlationId,
+              resolveUntimed(resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
+                             record.deviceId, record.streamId, record.startNs));
     launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     trace.events.push_back(std::move(event));
     ++stats_.memsets;
@@ -233,7 +330,7 @@ Trace ActivityConverter::convert() {
     const auto work = launched.find(record.correlationId);
     if (work == launched.end()) continue;
     if (record.driver && runtimeCalls.count(record.correlationId) != 0) continue;
-    const OpRef* op = resolve(record.correlationId, work->second.first, work->second.second).op;
+    const OpRef* op = resolve(record.correlationId, work->second.first, work->second.second, std::nullopt).op;
     TraceEvent event;
     event.kind = EventKind::Span;
     event.phase = Phase::Launch;
@@ -282,7 +379,12 @@ Trace ActivityConverter::convert() {
   trace.metadata["cupti_memcpys"] = std::to_string(stats_.memcpys);
   trace.metadata["cupti_memsets"] = std::to_string(stats_.memsets);
   trace.metadata["cupti_unattributed"] = std::to_string(stats_.unattributed);
+  trace.metadata["cupti_attributed_kernels"] = std::to_string(stats_.attributedKernels);
+  trace.metadata["cupti_attributed_kernel_share"] = formatShare(stats_.attributedKernelShare());
   trace.metadata["cupti_attributed_by_stream"] = std::to_string(stats_.attributedByStream);
+  trace.metadata["cupti_attributed_by_queue_time"] = std::to_string(stats_.attributedByQueueTime);
+  trace.metadata["cupti_attributed_by_stream_order"] = std::to_string(stats_.attributedByStreamOrder);
+  trace.metadata["cupti_kernels_without_launch_time"] = std::to_string(stats_.kernelsWithoutLaunchTime);
   trace.metadata["cupti_dropped_records"] = std::to_string(stats_.droppedRecords);
   return trace;
 }

@@ -1,12 +1,29 @@
 // The CUPTI activity source: the only code that includes CUPTI headers (chosen by CMake).
 //
+// Modes (docs/profiler.md, "CUPTI collector"):
+//   cheap  CONCURRENT_KERNEL, MEMCPY, MEMSET and cuptiActivityEnableLatencyTimestamps(1), so each
+//          kernel record carries when it was queued (during its launch call) and submitted.
+//          No API records, and no EXTERNAL_CORRELATION either: cupti_activity.h documents
+//          (cuptiActivityPushExternalCorrelationId) that an external correlation record is
+//          written when an *API* activity record is created inside a pushed region, preceding
+//          that record; kernels, copies and memsets carry only the correlation id of their API
+//          call. With no RUNTIME/DRIVER records there is nothing for one to precede, so the
+//          kind is left off and the pushes are skipped; the converter attributes by stream and
+//          queue time instead. (The header also asks for the latency call before CUDA is
+//          initialised; pipeprof starts a capture later, so the converter counts kernels that
+//          come without a queue time and the summary line says so.)
+//   exact  the same kinds without latency timestamps, EXTERNAL_CORRELATION, and API records of
+//          the launch, copy and memset calls only, enabled one callback id at a time with
+//          cuptiActivityEnableRuntimeApi / cuptiActivityEnableDriverApi; if CUPTI refuses those,
+//          the whole RUNTIME and DRIVER kinds (the modeNote says so).
+//
 // Record structs: CUPTI writes each record in the newest layout of its version; pipeprof reads
 // only the leading fields, which are identical in every layout since CUDA 11, through the struct
-// names present in both CUDA 12.x and 13.0: CUpti_ActivityKernel9 (CONCURRENT_KERNEL),
-// CUpti_ActivityMemcpy5 (MEMCPY), CUpti_ActivityMemset4 (MEMSET), CUpti_ActivityAPI (RUNTIME,
-// DRIVER) and CUpti_ActivityExternalCorrelation. (In 13.0 the first two live in
-// cupti_activity_deprecated.h, which cupti_activity.h includes.) The serialising KERNEL kind is
-// never enabled.
+// names present in both CUDA 12.x and 13.0: CUpti_ActivityKernel9 (CONCURRENT_KERNEL; queued and
+// submitted are leading fields since Kernel4), CUpti_ActivityMemcpy5 (MEMCPY),
+// CUpti_ActivityMemset4 (MEMSET), CUpti_ActivityAPI (RUNTIME, DRIVER) and
+// CUpti_ActivityExternalCorrelation. (In 13.0 the first two live in cupti_activity_deprecated.h,
+// which cupti_activity.h includes.) The serialising KERNEL kind is never enabled.
 //
 // CUPTI's activity callbacks are process-wide, so one source records at a time; start() on a
 // second one fails with a reason. Buffers are 4 MiB, 8-byte aligned, handed out and taken back
@@ -16,12 +33,14 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace pipeprof {
 
@@ -66,6 +85,67 @@ std::string apiName(bool driver, CUpti_CallbackId cbid) {
   return text;
 }
 
+// Exact mode's API records: the calls that launch kernels, copy or set device memory (with
+// their per-thread-default-stream twins). Nothing else records (cudaGetDevice, event calls...).
+constexpr CUpti_CallbackId kRuntimeLaunchCalls[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
+};
+constexpr CUpti_CallbackId kDriverLaunchCalls[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+};
+
 class CuptiActivitySource;
 // CUPTI's buffer callbacks are plain functions with no user pointer: they reach the recording
 // source through this pointer (set while a source records).
@@ -73,7 +153,7 @@ std::atomic<CuptiActivitySource*> gRecording{nullptr};
 
 class CuptiActivitySource final : public ActivitySource {
  public:
-  CuptiActivitySource() {
+  explicit CuptiActivitySource(CuptiMode mode) : mode_(mode) {
     int devices = 0;
     const cudaError_t status = cudaGetDeviceCount(&devices);
     if (status != cudaSuccess) {
@@ -95,20 +175,31 @@ class CuptiActivitySource final : public ActivitySource {
       reason_ = "CUPTI collector unavailable: another capture is already recording in this process";
       return false;
     }
+    note_.clear();
     if (!check("cuptiActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(&bufferRequested, &bufferCompleted))) {
       gRecording.store(nullptr);
       return false;
     }
-    const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                        CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                                        CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
-    for (CUpti_ActivityKind kind : kinds) {
-      if (!check("cuptiActivityEnable", cuptiActivityEnable(kind))) {
-        disableAll();
-        gRecording.store(nullptr);
-        return false;
+    if (mode_ == CuptiMode::Cheap) {
+      // Not fatal: without queue times the converter still attributes what it can and counts
+      // the rest.
+      const CUptiResult latency = cuptiActivityEnableLatencyTimestamps(1);
+      latencyTimestamps_ = latency == CUPTI_SUCCESS;
+      if (!latencyTimestamps_) {
+        note_ = "no queue times: " + cuptiError("cuptiActivityEnableLatencyTimestamps", latency);
       }
-      enabled_.push_back(kind);
+    }
+    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                             CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+    if (mode_ == CuptiMode::Exact) kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
+    bool ok = enableKinds(kinds);
+    if (ok && mode_ == CuptiMode::Exact && !enableLaunchCalls()) {
+      ok = enableKinds({CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER});
+    }
+    if (!ok) {
+      disableAll();
+      gRecording.store(nullptr);
+      return false;
     }
     dropped_.store(0);
     recording_ = true;
@@ -138,12 +229,18 @@ class CuptiActivitySource final : public ActivitySource {
 
   std::int64_t droppedRecords() const override { return dropped_.load(); }
 
+  // Only while external correlation records are on (exact mode): in cheap mode no record
+  // would carry the id.
   void pushExternalCorrelation(std::uint64_t externalId) override {
-    if (recording_) (void)cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, externalId);
+    if (recording_ && correlating()) {
+      (void)cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, externalId);
+    }
   }
   void popExternalCorrelation() override {
     std::uint64_t last = 0;
-    if (recording_) (void)cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+    if (recording_ && correlating()) {
+      (void)cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+    }
   }
 
   ClockSample clockSample(const std::function<std::int64_t()>& hostNowNs) override {
@@ -156,6 +253,9 @@ class CuptiActivitySource final : public ActivitySource {
     return ClockSample{ok ? static_cast<std::int64_t>(device) : host, host};
   }
 
+  CuptiMode mode() const override { return mode_; }
+  std::string modeNote() const override { return note_; }
+
  private:
   bool check(const char* call, CUptiResult result) {
     if (result == CUPTI_SUCCESS) return true;
@@ -163,9 +263,58 @@ class CuptiActivitySource final : public ActivitySource {
     return false;
   }
 
+  bool correlating() const {
+    const CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    return std::find(enabled_.begin(), enabled_.end(), kind) != enabled_.end();
+  }
+
+  bool enableKinds(const std::vector<CUpti_ActivityKind>& kinds) {
+    for (CUpti_ActivityKind kind : kinds) {
+      if (!check("cuptiActivityEnable", cuptiActivityEnable(kind))) return false;
+      enabled_.push_back(kind);
+    }
+    return true;
+  }
+
+  /// API records for the launch calls only. False (nothing left enabled, modeNote saying why)
+  /// when CUPTI refuses one.
+  bool enableLaunchCalls() {
+    for (CUpti_CallbackId cbid : kRuntimeLaunchCalls) {
+      const CUptiResult result = cuptiActivityEnableRuntimeApi(cbid, 1);
+      if (result != CUPTI_SUCCESS) {
+        return refuseLaunchCalls(cuptiError("cuptiActivityEnableRuntimeApi", result));
+      }
+      runtimeCalls_.push_back(cbid);
+    }
+    for (CUpti_CallbackId cbid : kDriverLaunchCalls) {
+      const CUptiResult result = cuptiActivityEnableDriverApi(cbid, 1);
+      if (result != CUPTI_SUCCESS) {
+        return refuseLaunchCalls(cuptiError("cuptiActivityEnableDriverApi", result));
+      }
+      driverCalls_.push_back(cbid);
+    }
+    return true;
+  }
+
+  bool refuseLaunchCalls(const std::string& why) {
+    disableLaunchCalls();
+    note_ = "exact mode records every runtime and driver call (" + why + ")";
+    return false;
+  }
+
+  void disableLaunchCalls() {
+    for (CUpti_CallbackId cbid : runtimeCalls_) (void)cuptiActivityEnableRuntimeApi(cbid, 0);
+    for (CUpti_CallbackId cbid : driverCalls_) (void)cuptiActivityEnableDriverApi(cbid, 0);
+    runtimeCalls_.clear();
+    driverCalls_.clear();
+  }
+
   void disableAll() {
     for (CUpti_ActivityKind kind : enabled_) (void)cuptiActivityDisable(kind);
     enabled_.clear();
+    disableLaunchCalls();
+    if (latencyTimestamps_) (void)cuptiActivityEnableLatencyTimestamps(0);
+    latencyTimestamps_ = false;
   }
 
   static void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxNumRecords) {
@@ -207,6 +356,8 @@ class CuptiActivitySource final : public ActivitySource {
         r.contextId = k.contextId;
         r.streamId = k.streamId;
         r.correlationId = k.correlationId;
+        r.queuedNs = k.queued;  // CUPTI_TIMESTAMP_UNKNOWN (0) without latency timestamps
+        r.submittedNs = k.submitted;
         r.gridX = k.gridX, r.gridY = k.gridY, r.gridZ = k.gridZ;
         r.blockX = k.blockX, r.blockY = k.blockY, r.blockZ = k.blockZ;
         out.kernels.push_back(std::move(r));
@@ -242,10 +393,15 @@ class CuptiActivitySource final : public ActivitySource {
     }
   }
 
+  CuptiMode mode_;
   std::string reason_;
+  std::string note_;  ///< how the last start() set the mode up, when not as planned
   int deviceCount_ = 0;
   bool recording_ = false;
+  bool latencyTimestamps_ = false;
   std::vector<CUpti_ActivityKind> enabled_;
+  std::vector<CUpti_CallbackId> runtimeCalls_;  ///< exact mode: the API records enabled one by one
+  std::vector<CUpti_CallbackId> driverCalls_;
   std::atomic<std::int64_t> dropped_{0};
   std::mutex mutex_;
   std::vector<ActivityBuffer> completed_;
@@ -253,6 +409,8 @@ class CuptiActivitySource final : public ActivitySource {
 
 }  // namespace
 
-std::unique_ptr<ActivitySource> makeCuptiActivitySource() { return std::make_unique<CuptiActivitySource>(); }
+std::unique_ptr<ActivitySource> makeCuptiActivitySource(CuptiMode mode) {
+  return std::make_unique<CuptiActivitySource>(mode);
+}
 
 }  // namespace pipeprof

@@ -7,6 +7,7 @@ namespace {
 
 class UnavailableActivitySource final : public ActivitySource {
  public:
+  explicit UnavailableActivitySource(CuptiMode mode) : mode_(mode) {}
   bool available() const override { return false; }
   std::string unavailableReason() const override {
     return "CUPTI collector unavailable: pipeprof was built without CUDA/CUPTI (PIPEPROF_WITH_CUPTI)";
@@ -21,12 +22,17 @@ class UnavailableActivitySource final : public ActivitySource {
     const std::int64_t now = hostNowNs();
     return ClockSample{now, now};
   }
+  CuptiMode mode() const override { return mode_; }
+  std::string modeNote() const override { return {}; }
+
+ private:
+  CuptiMode mode_;
 };
 
 }  // namespace
 
-std::unique_ptr<ActivitySource> makeCuptiActivitySource() {
-  return std::make_unique<UnavailableActivitySource>();
+std::unique_ptr<ActivitySource> makeCuptiActivitySource(CuptiMode mode) {
+  return std::make_unique<UnavailableActivitySource>(mode);
 }
 
 }  // namespace pipeprof

@@ -2,14 +2,30 @@
 #include <pipeprof/profiler/cupti_collector.h>
 
 #include <algorithm>
+#include <iomanip>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 #include <utility>
 
 namespace pipeprof {
 
-std::unique_ptr<CuptiCollector> CuptiCollector::create(HostTracer& tracer) {
-  return std::make_unique<CuptiCollector>(tracer, makeCuptiActivitySource());
+std::string cuptiModeName(CuptiMode mode) {
+  switch (mode) {
+    case CuptiMode::Cheap: return "cheap";
+    case CuptiMode::Exact: return "exact";
+  }
+  return "cheap";
+}
+
+CuptiMode parseCuptiMode(const std::string& name) {
+  if (name == "cheap") return CuptiMode::Cheap;
+  if (name == "exact") return CuptiMode::Exact;
+  throw std::invalid_argument("unknown CUPTI mode '" + name + "': expected cheap or exact");
+}
+
+std::unique_ptr<CuptiCollector> CuptiCollector::create(HostTracer& tracer, CuptiMode mode) {
+  return std::make_unique<CuptiCollector>(tracer, makeCuptiActivitySource(mode));
 }
 
 CuptiCollector::CuptiCollector(HostTracer& tracer, std::unique_ptr<ActivitySource> source)
@@ -22,6 +38,8 @@ bool CuptiCollector::available() const { return source_ && source_->available();
 std::string CuptiCollector::unavailableReason() const {
   return source_ ? source_->unavailableReason() : std::string("no activity source");
 }
+
+CuptiMode CuptiCollector::mode() const { return source_ ? source_->mode() : CuptiMode::Cheap; }
 
 bool CuptiCollector::start() {
   if (started_) return true;
@@ -51,6 +69,7 @@ Trace CuptiCollector::trace(const Trace& hostTrace) {
   for (const ActivityBuffer& buffer : buffers_) converter.addBuffer(buffer);
   converter.setDroppedRecords(droppedRecords());
   Trace out = converter.convert();
+  out.metadata["cupti_mode"] = cuptiModeName(mode());
   stats_ = converter.stats();
   return out;
 }
@@ -59,9 +78,16 @@ std::int64_t CuptiCollector::droppedRecords() const { return source_ ? source_->
 
 std::string CuptiCollector::summary() const {
   std::ostringstream out;
-  out << "cupti: " << stats_.kernels << " kernels, " << stats_.memcpys << " copies, " << stats_.memsets
-      << " memsets; " << stats_.attributedByStream << " attributed by stream, " << stats_.unattributed
-      << " unattributed; " << stats_.droppedRecords << " dropped";
+  out << "cupti (" << cuptiModeName(mode()) << "): " << stats_.kernels << " kernels, " << stats_.memcpys
+      << " copies, " << stats_.memsets << " memsets; " << stats_.attributedKernels << " of " << stats_.kernels
+      << " kernels attributed (" << std::fixed << std::setprecision(1)
+      << 100.0 * stats_.attributedKernelShare() << "%), " << stats_.attributedByStream << " by stream; "
+      << stats_.unattributed << " unattributed; " << stats_.droppedRecords << " dropped";
+  if (stats_.kernelsWithoutLaunchTime > 0) {
+    out << "; " << stats_.kernelsWithoutLaunchTime << " kernels without a launch or queue time";
+  }
+  const std::string note = source_ ? source_->modeNote() : std::string();
+  if (!note.empty()) out << "; " << note;
   return out.str();
 }
 

@@ -28,6 +28,8 @@ class FakeActivitySource final : public ActivitySource {
   bool stopCalled = false;
   /// Called on every push (lets a test "launch" work while an id is pushed).
   std::function<void(std::uint64_t)> onPush;
+  CuptiMode recordingMode = CuptiMode::Exact;
+  std::string note;
 
   bool available() const override { return isAvailable; }
   std::string unavailableReason() const override { return isAvailable ? std::string() : reason; }
@@ -51,6 +53,8 @@ class FakeActivitySource final : public ActivitySource {
     const std::int64_t host = hostNowNs();
     return ClockSample{host + deviceOffsetNs, host};
   }
+  CuptiMode mode() const override { return recordingMode; }
+  std::string modeNote() const override { return note; }
 };
 
 }  // namespace pipeprof::test

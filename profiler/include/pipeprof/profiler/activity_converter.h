@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace pipeprof {
@@ -32,10 +34,23 @@ struct ConversionStats {
   std::int64_t memsets = 0;
   std::int64_t launches = 0;      ///< runtime/driver API calls that launched attributed work
   std::int64_t attributed = 0;    ///< kernels, copies and memsets linked to a host op span
-  std::int64_t attributedByStream = 0;  ///< of those, linked by stream and launch time
+  std::int64_t attributedKernels = 0;  ///< of those, kernels
+  /// Of the attributed, linked by stream: by the launch time of their API record, by their
+  /// queue time (a kernel without one) or by the kernels around them on their stream.
+  std::int64_t attributedByStream = 0;
+  std::int64_t attributedByQueueTime = 0;    ///< of attributedByStream, by queue time
+  std::int64_t attributedByStreamOrder = 0;  ///< of attributedByStream, by the kernels around them
   std::int64_t unattributed = 0;  ///< kernels, copies and memsets with no op (e.g. outside any op)
+  /// Kernels with no external id, no API record and no queued timestamp: nothing says when
+  /// they were launched (in cheap mode: CUPTI did not collect queue times).
+  std::int64_t kernelsWithoutLaunchTime = 0;
   std::int64_t flows = 0;         ///< launch -> kernel flow pairs
   std::int64_t droppedRecords = 0;
+
+  /// attributedKernels / kernels (0 without kernels).
+  double attributedKernelShare() const {
+    return kernels > 0 ? static_cast<double>(attributedKernels) / static_cast<double>(kernels) : 0.0;
+  }
 };
 
 /// Accumulates activity buffers (in any order) and the host spans of the same capture, then
@@ -47,9 +62,12 @@ struct ConversionStats {
 /// Attribution: CUPTI correlationId -> external id (pushed around each op) -> the host span
 /// with that correlationId; the event then carries the op's i and j, args "op" (its name) and
 /// "op_phase", and correlationId = the op's id. Work without an external id (what autograd
-/// launches from its own device thread) is attributed by its stream and launch time instead
-/// (stream_attribution.h), with args "attributed_by" = "stream". Flows (FlowStart at the
-/// launch, FlowEnd at the kernel) use the CUPTI correlation id as flow id.
+/// launches from its own device thread, and everything in cheap mode) is attributed by its
+/// stream and launch time instead (stream_attribution.h): the start of its API record (args
+/// "attributed_by" = "stream"), else a kernel's queued timestamp ("queue time"); a copy or
+/// memset with neither takes the op of the kernels just before and after it on its stream
+/// when both have the same one ("stream order"). Flows (FlowStart at the launch, FlowEnd at
+/// the kernel) use the CUPTI correlation id as flow id.
 class ActivityConverter {
  public:
   explicit ActivityConverter(ClockMap clock = {});
@@ -73,18 +91,31 @@ class ActivityConverter {
     Phase phase = Phase::Other;
     std::int64_t startNs = 0;  ///< host clock
     std::int64_t endNs = 0;
+    std::int64_t deviceIndex = -1;  ///< N of a "cuda:N" device, else -1
   };
-  /// The op of some device work, and whether it was found by stream rather than by id.
+  /// How some device work was linked to its op.
+  enum class Link { None, ById, ByLaunchTime, ByQueueTime, ByStreamOrder };
+  /// The op of some device work (null: none) and how it was found. `timed`: an external id, an
+  /// API record or a queue time said when the work was launched (work without one may still
+  /// be placed by stream order).
   struct Resolved {
     const OpRef* op = nullptr;
-    bool byStream = false;
+    Link link = Link::None;
+    bool timed = false;
   };
   const OpRef* opOf(std::uint32_t cuptiCorrelationId) const;
   /// Teaches the stream attribution the ops' compute spans and the streams of work attributed
-  /// by id, and notes when each correlation id was launched.
+  /// by id (else by votes of the launch and queue times), and notes when each correlation id
+  /// was launched.
   void prepareStreamAttribution();
-  Resolved resolve(std::uint32_t cuptiCorrelationId, std::uint32_t deviceId, std::uint32_t streamId) const;
-  void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, std::uint32_t deviceId, std::uint32_t streamId);
+  /// The launch time of a correlation id's API record, else the queue time (host clock) given.
+  std::optional<std::int64_t> launchTimeOf(std::uint32_t cuptiCorrelationId,
+                                           std::optional<std::int64_t> queuedNs) const;
+  Resolved resolve(std::uint32_t cuptiCorrelationId, std::uint32_t deviceId, std::uint32_t streamId,
+                   std::optional<std::int64_t> queuedNs) const;
+  /// A kernel's queued timestamp on the host clock, when CUPTI collected one.
+  std::optional<std::int64_t> queuedHostNs(const KernelRecord& kernel) const;
+  void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, const Resolved& resolved);
 
   ClockMap clock_;
   std::map<std::int64_t, OpRef> ops_;                  ///< host span correlationId -> op

@@ -7,11 +7,16 @@
 
 namespace pipeprof {
 
-/// CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL. Times are device timestamps in ns (CUPTI's clock).
+/// CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL. Times are device timestamps in ns (CUPTI's clock);
+/// 0 is unknown (CUPTI_TIMESTAMP_UNKNOWN).
 struct KernelRecord {
   std::string name;
   std::uint64_t startNs = 0;
   std::uint64_t endNs = 0;
+  /// When the launch was written into the command buffer (during the launching call on the host)
+  /// and when that buffer was submitted to the GPU: only with latency timestamps on (cheap mode).
+  std::uint64_t queuedNs = 0;
+  std::uint64_t submittedNs = 0;
   std::uint32_t deviceId = 0;
   std::uint32_t contextId = 0;
   std::uint32_t streamId = 0;

@@ -11,6 +11,22 @@
 
 namespace pipeprof {
 
+/// What the CUPTI source records (docs/profiler.md, "CUPTI collector").
+enum class CuptiMode {
+  /// Kernels (with CUPTI's queued and submitted timestamps), copies and memsets; no API records.
+  /// Work is attributed by stream and queue time. The default: it adds no record per API call.
+  Cheap,
+  /// Cheap's kinds without queue times, plus one API record for each launch, copy and memset
+  /// call (only those calls) and the external correlation records that tie them to ops.
+  Exact,
+};
+
+/// "cheap" or "exact".
+std::string cuptiModeName(CuptiMode mode);
+/// The mode named `name` ("cheap" or "exact"). Throws std::invalid_argument naming the value and
+/// the choices.
+CuptiMode parseCuptiMode(const std::string& name);
+
 /// A producer of activity buffers. The CUPTI implementation is the only code that includes
 /// CUPTI headers (profiler/src/cupti_activity_source.cpp, chosen by CMake); the CUDA-less build
 /// links a twin whose source is never available. Implementations never throw and never abort:
@@ -41,10 +57,16 @@ class ActivitySource {
 
   /// Reads the device clock and the given host clock back to back.
   virtual ClockSample clockSample(const std::function<std::int64_t()>& hostNowNs) = 0;
+
+  /// What this source records.
+  virtual CuptiMode mode() const = 0;
+  /// One line when the last start() set the mode up other than planned (exact mode fell back
+  /// to whole API kinds, queue timestamps could not be turned on), else empty.
+  virtual std::string modeNote() const = 0;
 };
 
-/// The CUPTI-backed source (or, in a build without CUPTI, one that reports why it is
-/// unavailable). Never throws.
-std::unique_ptr<ActivitySource> makeCuptiActivitySource();
+/// The CUPTI-backed source recording in `mode` (or, in a build without CUPTI, one that reports
+/// why it is unavailable). Never throws.
+std::unique_ptr<ActivitySource> makeCuptiActivitySource(CuptiMode mode = CuptiMode::Cheap);
 
 }  // namespace pipeprof

@@ -28,8 +28,9 @@ namespace pipeprof {
 /// unavailableReason() says why in one line, and the host tracer carries on alone.
 class CuptiCollector final : public OpHooks {
  public:
-  /// A collector on the CUPTI source (the unavailable twin in a CUDA-less build).
-  static std::unique_ptr<CuptiCollector> create(HostTracer& tracer);
+  /// A collector on the CUPTI source recording in `mode` (the unavailable twin in a CUDA-less
+  /// build).
+  static std::unique_ptr<CuptiCollector> create(HostTracer& tracer, CuptiMode mode = CuptiMode::Cheap);
   /// A collector on any source (tests pass a fake).
   CuptiCollector(HostTracer& tracer, std::unique_ptr<ActivitySource> source);
   ~CuptiCollector() override;
@@ -38,6 +39,8 @@ class CuptiCollector final : public OpHooks {
 
   bool available() const;
   std::string unavailableReason() const;
+  /// What the source records.
+  CuptiMode mode() const;
 
   /// Begins a capture; returns false (with a reason) when the source cannot record.
   bool start();
@@ -46,13 +49,16 @@ class CuptiCollector final : public OpHooks {
   bool started() const { return started_; }
 
   /// The device events of the capture attributed to the host trace's op spans, on the host
-  /// clock. Call after stop().
+  /// clock; metadata "cupti_mode" and the converter's "cupti_*" counts. Call after stop().
   Trace trace(const Trace& hostTrace);
   /// Records dropped by CUPTI during the capture (reported, never hidden).
   std::int64_t droppedRecords() const;
   /// Counts of the last trace() call.
   const ConversionStats& stats() const { return stats_; }
-  /// A one-line summary, e.g. "cupti: 812 kernels, 24 copies, 0 memsets; 0 unattributed; 0 dropped".
+  /// A one-line summary of the last trace(), e.g. "cupti (cheap): 812 kernels, 24 copies,
+  /// 0 memsets; 790 of 812 kernels attributed (97.3%), 380 by stream; 22 unattributed;
+  /// 0 dropped", followed by the kernels nothing dated and the source's mode note when there
+  /// are any.
   std::string summary() const;
 
   void onOpBegin(std::int64_t correlationId) override;
