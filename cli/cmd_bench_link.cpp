@@ -80,7 +80,7 @@ nlohmann::json launchBenchLink(const BenchLinkFlags& flags) {
   const std::vector<std::string> arguments{"bench-link", "--procs", std::to_string(flags.procs), "--device", flags.device,
                                            "--repeats", std::to_string(flags.repeats), "--timeout",
                                            fmt::format("{}", flags.timeoutS)};
-  const LocalWorldRun run = runLocalWorld(arguments, flags.procs, timeoutOf(flags), scratch);
+  const LocalWorldRun run = runLocalWorld(arguments, flags.procs, timeoutOf(flags), scratch, CpuBinding::Cores);
   if (!run.succeeded()) {
     throw std::runtime_error("measuring the link failed: " +
                              run.failure([](int rank) { return "rank " + std::to_string(rank); }));
@@ -94,6 +94,7 @@ void runBenchLink(const BenchLinkFlags& flags) {
   if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
   const std::string transport = flags.device == "cpu" ? "gloo" : "nccl";
   if (const std::optional<RankEnvironment> environment = rankEnvironmentFromProcess()) {
+    bindToRankCpus();  // measured as the pipeline's ranks will run
     const torch::Device device = rankDevice(flags, *environment);
     const std::unique_ptr<Transport> link = connectC10d(*environment, device, timeoutOf(flags));
     const LinkMeasurement measurement = measureLink(*link, defaultLinkSizes(), flags.repeats);

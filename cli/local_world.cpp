@@ -1,6 +1,8 @@
 // A multi-process world on this host: ranks of this executable, the rendezvous store, their results.
 #include "local_world.h"
 
+#include "cpu_binding.h"
+
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/runtime/c10d_transport.h>
 
@@ -11,6 +13,7 @@ namespace pipeprof::cli {
 namespace {
 
 constexpr const char* kResultVariable = "PIPEPROF_RANK_RESULT";
+constexpr const char* kCpusVariable = "PIPEPROF_RANK_CPUS";
 
 std::string resultFile(int rank) { return "rank" + std::to_string(rank) + ".json"; }
 
@@ -50,7 +53,8 @@ std::string LocalWorldRun::failure(const std::function<std::string(int rank)>& d
 }
 
 LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs, std::chrono::milliseconds timeout,
-                            const ScratchDirectory& scratch) {
+                            const ScratchDirectory& scratch, CpuBinding binding) {
+  const std::vector<int> cpus = binding == CpuBinding::Cores ? allowedCpus() : std::vector<int>{};
   const std::unique_ptr<RendezvousStore> store = hostRendezvousStore("127.0.0.1", timeout);
   RankLaunch launch;
   launch.executable = currentExecutable();
@@ -58,13 +62,17 @@ LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs
   launch.worldSize = procs;
   launch.grace = timeout + std::chrono::seconds(5);
   launch.rankEnvironment = [&](int rank) {
-    return std::map<std::string, std::string>{{"RANK", std::to_string(rank)},
-                                              {"LOCAL_RANK", std::to_string(rank)},
-                                              {"WORLD_SIZE", std::to_string(procs)},
-                                              {"MASTER_ADDR", "127.0.0.1"},
-                                              {"MASTER_PORT", std::to_string(store->port())},
-                                              {"TORCHELASTIC_USE_AGENT_STORE", "True"},
-                                              {kResultVariable, scratch.file(resultFile(rank))}};
+    std::map<std::string, std::string> environment{{"RANK", std::to_string(rank)},
+                                                   {"LOCAL_RANK", std::to_string(rank)},
+                                                   {"WORLD_SIZE", std::to_string(procs)},
+                                                   {"LOCAL_WORLD_SIZE", std::to_string(procs)},
+                                                   {"MASTER_ADDR", "127.0.0.1"},
+                                                   {"MASTER_PORT", std::to_string(store->port())},
+                                                   {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                                   {kResultVariable, scratch.file(resultFile(rank))}};
+    const std::vector<int> share = cpuShare(cpus, rank, procs);
+    if (!share.empty()) environment[kCpusVariable] = formatCpuList(share);
+    return environment;
   };
   LocalWorldRun run;
   run.outcome = launchRanks(launch);
@@ -79,6 +87,14 @@ LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs
 std::string rankResultPath() {
   const char* path = std::getenv(kResultVariable);
   return path != nullptr ? path : "";
+}
+
+std::vector<int> bindToRankCpus() {
+  const char* text = std::getenv(kCpusVariable);
+  if (text == nullptr) return {};
+  const std::vector<int> cpus = parseCpuList(text);
+  bindToCpus(cpus);
+  return cpus;
 }
 
 }  // namespace pipeprof::cli

@@ -41,16 +41,26 @@ struct LocalWorldRun {
   std::string failure(const std::function<std::string(int rank)>& describeRank) const;
 };
 
+/// Whether the ranks of a local world get CPUs of their own (cpu_binding.h).
+enum class CpuBinding { Cores, None };
+
 /// Starts `procs` ranks of this executable with `arguments` (argv[1..]) on 127.0.0.1, with the
-/// torchrun variables (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) set, the store
-/// hosted here (TORCHELASTIC_USE_AGENT_STORE) and each rank's result file named by
-/// PIPEPROF_RANK_RESULT in `scratch`; waits for all of them (launchRanks: a failure stops the
-/// others after `timeout` and five seconds more).
+/// torchrun variables (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT)
+/// set, the store hosted here (TORCHELASTIC_USE_AGENT_STORE), each rank's result file named by
+/// PIPEPROF_RANK_RESULT in `scratch` and, with CpuBinding::Cores and at least as many CPUs as
+/// ranks, rank r's share of this process's CPUs in PIPEPROF_RANK_CPUS (bindToRankCpus); waits
+/// for all of them (launchRanks: a failure stops the others after `timeout` and five seconds more).
 LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs, std::chrono::milliseconds timeout,
-                            const ScratchDirectory& scratch);
+                            const ScratchDirectory& scratch, CpuBinding binding);
 
 /// A rank's side: where the launcher wants its result (PIPEPROF_RANK_RESULT), or empty when it
 /// was not started by runLocalWorld (torchrun, two shells).
 std::string rankResultPath();
+
+/// A rank's side: binds this process to the CPUs the launcher gave it (PIPEPROF_RANK_CPUS) and
+/// returns them; empty, and nothing bound, when it gave none (torchrun, two shells, CpuBinding::None,
+/// fewer CPUs than ranks). Throws std::invalid_argument for a malformed list and
+/// std::system_error when the kernel refuses the binding.
+std::vector<int> bindToRankCpus();
 
 }  // namespace pipeprof::cli

@@ -1,5 +1,6 @@
 // `pipeprof run` with one process per pipeline device: the launcher (--procs N) and a rank's side (torchrun).
 #include "commands.h"
+#include "cpu_binding.h"
 #include "local_world.h"
 #include "run_plan.h"
 
@@ -105,6 +106,7 @@ std::vector<std::string> rankArguments(const RunFlags& flags, const RunPlan& pla
 }  // namespace
 
 void runAsRank(const RunFlags& flags) {
+  const std::vector<int> cpus = bindToRankCpus();  // before any thread of this rank starts
   const RankEnvironment environment = *rankEnvironmentFromProcess();
   const std::string resultPath = rankResultPath();
   RunPlan plan = planRun(flags, std::cerr, /*balanceAutoAllowed=*/false);
@@ -132,6 +134,7 @@ void runAsRank(const RunFlags& flags) {
     writeChromeTraceFile(result.trace, rankTracePath(flags.tracePath, environment.rank));
   }
   nlohmann::json json = toJson(result);
+  json["cpus"] = formatCpuList(cpus);
   if (!resultPath.empty()) {
     writeFileAtomically(resultPath, json.dump());
     return;
@@ -161,7 +164,7 @@ LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced) {
   }
   const ScratchDirectory scratch;
   const LocalWorldRun run = runLocalWorld(rankArguments(flags, plan, traced ? scratch.file("trace.json") : ""),
-                                          flags.procs, timeoutOf(flags), scratch);
+                                          flags.procs, timeoutOf(flags), scratch, CpuBinding::Cores);
   if (!run.succeeded()) {
     throw std::runtime_error(
         run.failure([&](int rank) { return "rank " + std::to_string(rank) + " (" + stagesText(rank, plan.candidate) + ")"; }));
@@ -211,11 +214,13 @@ void runLaunchedRanks(const RunFlags& flags) {
     Measurement own;
     own.stepNs = rank.at("step_ns").get<std::vector<TimeNs>>();
     own.updateStatistics(plan.candidate.batch);
-    std::cout << fmt::format("  {} ({}): step {}, sent {} in {} messages, received {}\n",
+    const std::string cpus = rank.value("cpus", std::string());
+    std::cout << fmt::format("  {} ({}): step {}, sent {} in {} messages, received {}{}\n",
                              rankLabel(rank.at("rank").get<int>(), rank.at("device").get<std::string>()),
                              stagesText(rank.at("rank").get<int>(), plan.candidate), formatDuration(own.stepNsMedian),
                              formatBytes(rank.at("sent_bytes").get<Bytes>()), rank.at("messages_sent").get<std::int64_t>(),
-                             formatBytes(rank.at("received_bytes").get<Bytes>()));
+                             formatBytes(rank.at("received_bytes").get<Bytes>()),
+                             cpus.empty() ? std::string() : ", on CPU " + cpus);
   }
   std::cout << fmt::format("transport: {} over 127.0.0.1, {} processes\n", launched.transport, flags.procs);
   if (!flags.tracePath.empty()) {
