@@ -9,6 +9,7 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/rank_environment.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
@@ -67,6 +68,7 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   candidate.batch = batchFromFlags(flags.model, model);
   candidate.chunks = flags.chunks;
   candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
+  const CuptiMode cuptiMode = parseFlag("--cupti-mode", [&] { return parseCuptiMode(flags.cuptiMode); });
   candidate.schedule = schedule.kind;
   candidate.stagesPerDevice = schedule.stagesPerDevice;
   const std::int64_t batch = candidate.batch;
@@ -107,6 +109,7 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   options.warmupSteps = flags.warmup;
   options.learningRate = flags.learningRate;
   options.captureTrace = !flags.tracePath.empty();
+  options.cuptiMode = cuptiMode;
   return plan;
 }
 
@@ -177,6 +180,9 @@ void runThreaded(const RunFlags& flags) {
 
 void runRun(RunFlags flags) {
   if (flags.procs < 0) throw UsageError("--procs must be positive, got " + std::to_string(flags.procs));
+  if (!flags.cpuBind.empty() && flags.cpuBind != "cores" && flags.cpuBind != "none") {
+    throw UsageError("--cpu-bind must be cores or none, got '" + flags.cpuBind + "'");
+  }
   if (flags.procs > 0 && !flags.devicesGiven) {
     flags.devices = "cpu";
     for (int r = 1; r < flags.procs; ++r) flags.devices += ",cpu";
@@ -228,6 +234,10 @@ void addRunCommand(CLI::App& app) {
   command->add_option("--warmup", flags->warmup, "untimed warm-up steps before them")->capture_default_str();
   command->add_option("--lr", flags->learningRate, "SGD learning rate")->capture_default_str();
   command->add_option("--trace", flags->tracePath, "write the measured timeline (Chrome trace JSON) here");
+  command->add_option("--cupti-mode", flags->cuptiMode,
+                      "with --trace on CUDA: cheap (kernels, copies, memsets with queue times; no API records) or "
+                      "exact (also the API records of the launch calls)")
+      ->capture_default_str();
   command->add_option("--profile", flags->profilePath, "profile for --balance auto (default: measure one now)");
   command->add_flag("--json", flags->json, "print one JSON object (the measurement) instead of text");
   command->add_option("--procs", flags->procs,
@@ -236,6 +246,9 @@ void addRunCommand(CLI::App& app) {
   command->add_option("--timeout", flags->timeoutS,
                       "multi-process: seconds a rank waits for another before the run stops, naming it")
       ->capture_default_str();
+  command->add_option("--cpu-bind", flags->cpuBind,
+                      "multi-process: cores (each rank of this host on CPUs of its own, split evenly in blocks; "
+                      "the default with --procs) or none (the default as a torchrun rank)");
   command->callback([flags] { runRun(*flags); });
 }
 

@@ -85,7 +85,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   if (options.captureTrace) {
     tracer = std::make_unique<HostTracer>();
     if (onCuda) {
-      collector = CuptiCollector::create(*tracer);
+      collector = CuptiCollector::create(*tracer, options.cuptiMode);
       if (!collector->start()) {
         result.collectorNote = collector->unavailableReason();
         collector.reset();

@@ -198,5 +198,19 @@ TEST(CliE2e, BadFlagsAreUsageErrors) {
   EXPECT_EQ(runPipeprof("trace summarize /nonexistent/trace.json").code, 2);
 }
 
+TEST(CliE2e, CuptiModeFlagTakesCheapOrExact) {
+  const std::string run = "run --model mlp --width 8 --depth 2 --devices cpu,cpu --balance 1,2 --chunks 2 --batch 4 "
+                          "--steps 1 --warmup 0 --json --trace " + scratch("cupti_mode.json").string();
+  const Result bad = runPipeprof(run + " --cupti-mode full");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--cupti-mode: unknown CUPTI mode 'full': expected cheap or exact"), std::string::npos)
+      << bad.output;
+  // On CPU devices no collector starts: both modes run and trace the host alone.
+  for (const std::string mode : {"cheap", "exact"}) {
+    const Result ok = runPipeprof(run + " --cupti-mode " + mode);
+    EXPECT_EQ(ok.code, 0) << mode << ": " << ok.output;
+  }
+}
+
 }  // namespace
 }  // namespace pipeprof

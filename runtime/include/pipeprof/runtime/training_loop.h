@@ -5,6 +5,7 @@
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/trace.h>
+#include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/models.h>
 
 #include <torch/torch.h>
@@ -31,6 +32,7 @@ struct TrainingOptions {
   double learningRate = 1e-3;  ///< plain SGD, no momentum (no optimizer state)
   std::int64_t dataSeed = 0;   ///< seed of the synthetic batch
   bool captureTrace = false;   ///< record host spans, memory counters (and CUPTI events on CUDA)
+  CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
   /// Asked after every step (warm-up and measured); returning true stops the loop there by
   /// throwing TrainingStopped (the sweep's Ctrl-C). Empty: never stop.
   std::function<bool()> shouldStop;
