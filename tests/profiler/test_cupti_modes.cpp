@@ -1,13 +1,14 @@
 // Tests of the collector's two CUPTI modes on fake records: cheap mode (kernels with queue times,
 // no API or external correlation records) attributed by stream and queue time, on hand-made
-// records and on the records of a real capture (traces/cuda_run_mlp.json); the attributed share
-// in the stats, metadata and summary; the mode's names.
+// records and on the records of a real capture (traces/cuda_run_mlp.json); the stream votes;
+// the attributed share in the stats, metadata and summary; the mode's names.
 #include "fake_activity_source.h"
 #include "fake_clock.h"
 
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/profiler/activity_converter.h>
 #include <pipeprof/profiler/cupti_collector.h>
+#include <pipeprof/profiler/stream_attribution.h>
 
 #include <gtest/gtest.h>
 
@@ -39,6 +40,26 @@ TEST(CuptiMode, NamesRoundTripAndBadNamesSayTheChoices) {
       EXPECT_EQ(std::string(error.what()), "unknown CUPTI mode '" + bad + "': expected cheap or exact");
     }
   }
+}
+
+TEST(StreamAttribution, VotesGiveAStreamToTheMajorityPartitionOfItsDevice) {
+  StreamAttribution streams;
+  streams.addSpan(0, 10, 0, 100, 0);
+  streams.addSpan(1, 11, 50, 150, 0);
+  streams.addSpan(2, 12, 0, 1'000, 1);
+  for (std::int64_t t : {10, 20, 60}) streams.voteStream(0, 5, t);    // 0: 3 votes, 1: 1
+  for (std::int64_t t : {60, 70}) streams.voteStream(0, 6, t);        // 0 and 1 tie
+  for (std::int64_t t : {10, 500, 600}) streams.voteStream(0, 7, t);  // 0: 1 vote of 3 launches
+  streams.voteStream(1, 5, 10);                                       // only partition 2 is on cuda:1
+  streams.learnStream(0, 8, 1);
+  for (std::int64_t t : {10, 20, 30}) streams.voteStream(0, 8, t);    // an id taught it: votes ignored
+  streams.settleVotes();
+  EXPECT_EQ(streams.find(0, 5, 60), 10);
+  EXPECT_EQ(streams.find(0, 5, 120), -1);  // partition 0's, and none of its spans is open
+  EXPECT_EQ(streams.find(0, 6, 60), -1);
+  EXPECT_EQ(streams.find(0, 7, 10), -1);
+  EXPECT_EQ(streams.find(1, 5, 10), 12);
+  EXPECT_EQ(streams.find(0, 8, 60), 11);
 }
 
 TraceEvent opSpan(const std::string& name, Phase phase, const std::string& device, std::int64_t j,
