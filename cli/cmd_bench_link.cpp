@@ -94,7 +94,7 @@ void runBenchLink(const BenchLinkFlags& flags) {
   if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
   const std::string transport = flags.device == "cpu" ? "gloo" : "nccl";
   if (const std::optional<RankEnvironment> environment = rankEnvironmentFromProcess()) {
-    bindToRankCpus();  // measured as the pipeline's ranks will run
+    bindToRankCpus(CpuBinding::None, *environment);  // as the launcher bound it: as the pipeline's ranks run
     const torch::Device device = rankDevice(flags, *environment);
     const std::unique_ptr<Transport> link = connectC10d(*environment, device, timeoutOf(flags));
     const LinkMeasurement measurement = measureLink(*link, defaultLinkSizes(), flags.repeats);

@@ -1,6 +1,7 @@
 // A multi-process world on this host: ranks of this executable, the rendezvous store, their results.
 #include "local_world.h"
 
+#include "commands.h"
 #include "cpu_binding.h"
 
 #include <pipeprof/core/json_file.h>
@@ -89,11 +90,18 @@ std::string rankResultPath() {
   return path != nullptr ? path : "";
 }
 
-std::vector<int> bindToRankCpus() {
-  const char* text = std::getenv(kCpusVariable);
-  if (text == nullptr) return {};
-  const std::vector<int> cpus = parseCpuList(text);
-  bindToCpus(cpus);
+std::vector<int> bindToRankCpus(CpuBinding binding, const RankEnvironment& environment) {
+  std::vector<int> cpus;
+  if (const char* given = std::getenv(kCpusVariable)) {
+    cpus = parseCpuList(given);
+  } else if (binding == CpuBinding::Cores) {
+    if (environment.localWorldSize < 1) {
+      throw UsageError("--cpu-bind cores splits this host's CPUs among its LOCAL_WORLD_SIZE ranks, which is not set "
+                       "(torchrun sets it): set it, or leave --cpu-bind out");
+    }
+    cpus = cpuShare(allowedCpus(), environment.localRank, environment.localWorldSize);
+  }
+  if (!cpus.empty()) bindToCpus(cpus);
   return cpus;
 }
 

@@ -3,6 +3,8 @@
 
 #include "rank_launcher.h"
 
+#include <pipeprof/runtime/rank_environment.h>
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -57,10 +59,12 @@ LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs
 /// was not started by runLocalWorld (torchrun, two shells).
 std::string rankResultPath();
 
-/// A rank's side: binds this process to the CPUs the launcher gave it (PIPEPROF_RANK_CPUS) and
-/// returns them; empty, and nothing bound, when it gave none (torchrun, two shells, CpuBinding::None,
-/// fewer CPUs than ranks). Throws std::invalid_argument for a malformed list and
-/// std::system_error when the kernel refuses the binding.
-std::vector<int> bindToRankCpus();
+/// A rank's side: binds this process to the CPUs the launcher gave it (PIPEPROF_RANK_CPUS);
+/// without them, and with CpuBinding::Cores (`--cpu-bind cores` under torchrun), to its share of
+/// this process's CPUs by its local rank among the host's LOCAL_WORLD_SIZE ranks. Returns the
+/// CPUs, empty when nothing was bound (CpuBinding::None, fewer CPUs than ranks). Throws
+/// UsageError for Cores without LOCAL_WORLD_SIZE, std::invalid_argument for a malformed list
+/// and std::system_error when the kernel refuses the binding.
+std::vector<int> bindToRankCpus(CpuBinding binding, const RankEnvironment& environment);
 
 }  // namespace pipeprof::cli

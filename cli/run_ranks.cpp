@@ -106,8 +106,9 @@ std::vector<std::string> rankArguments(const RunFlags& flags, const RunPlan& pla
 }  // namespace
 
 void runAsRank(const RunFlags& flags) {
-  const std::vector<int> cpus = bindToRankCpus();  // before any thread of this rank starts
   const RankEnvironment environment = *rankEnvironmentFromProcess();
+  // Before this rank starts its threads; under torchrun only when asked.
+  const std::vector<int> cpus = bindToRankCpus(flags.cpuBind == "cores" ? CpuBinding::Cores : CpuBinding::None, environment);
   const std::string resultPath = rankResultPath();
   RunPlan plan = planRun(flags, std::cerr, /*balanceAutoAllowed=*/false);
   const auto devices = static_cast<int>(plan.devices.size());
@@ -164,7 +165,8 @@ LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced) {
   }
   const ScratchDirectory scratch;
   const LocalWorldRun run = runLocalWorld(rankArguments(flags, plan, traced ? scratch.file("trace.json") : ""),
-                                          flags.procs, timeoutOf(flags), scratch, CpuBinding::Cores);
+                                          flags.procs, timeoutOf(flags), scratch,
+                                          flags.cpuBind == "none" ? CpuBinding::None : CpuBinding::Cores);
   if (!run.succeeded()) {
     throw std::runtime_error(
         run.failure([&](int rank) { return "rank " + std::to_string(rank) + " (" + stagesText(rank, plan.candidate) + ")"; }));
@@ -222,7 +224,10 @@ void runLaunchedRanks(const RunFlags& flags) {
                              formatBytes(rank.at("received_bytes").get<Bytes>()),
                              cpus.empty() ? std::string() : ", on CPU " + cpus);
   }
-  std::cout << fmt::format("transport: {} over 127.0.0.1, {} processes\n", launched.transport, flags.procs);
+  const bool bound = std::any_of(launched.ranks.begin(), launched.ranks.end(),
+                                 [](const nlohmann::json& rank) { return !rank.value("cpus", std::string()).empty(); });
+  std::cout << fmt::format("transport: {} over 127.0.0.1, {} processes{}\n", launched.transport, flags.procs,
+                           bound || flags.cpuBind == "none" ? "" : " sharing the CPUs (fewer CPUs than ranks)");
   if (!flags.tracePath.empty()) {
     std::cout << fmt::format("trace: {} (one process per rank; clocks aligned within {})\n", flags.tracePath,
                              formatDuration(launched.clockUncertaintyNs));

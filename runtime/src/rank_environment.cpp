@@ -39,6 +39,9 @@ std::optional<RankEnvironment> rankEnvironmentFrom(
   environment.worldSize = parseInt("WORLD_SIZE", *worldSize, 1, 1 << 20);
   environment.rank = parseInt("RANK", *rank, 0, environment.worldSize - 1);
   if (auto localRank = lookup("LOCAL_RANK")) environment.localRank = parseInt("LOCAL_RANK", *localRank, 0, 1 << 20);
+  if (auto localWorldSize = lookup("LOCAL_WORLD_SIZE")) {
+    environment.localWorldSize = parseInt("LOCAL_WORLD_SIZE", *localWorldSize, 1, environment.worldSize);
+  }
   if (auto address = lookup("MASTER_ADDR")) {
     if (address->empty()) throw std::invalid_argument("MASTER_ADDR is set but empty: give rank 0's host name or address");
     environment.masterAddr = *address;

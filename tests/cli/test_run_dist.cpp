@@ -117,6 +117,30 @@ TEST(RunDist, BadLayoutsAreRefusedBeforeAnyRankStarts) {
   EXPECT_NE(r.out.find("--balance auto would have every rank"), std::string::npos) << r.out;
 }
 
+TEST(RunDist, LaunchedRanksRunOnCpusOfTheirOwnUnlessToldNot) {
+  const unsigned cpus = std::thread::hardware_concurrency();
+  if (cpus < 2) GTEST_SKIP() << "one CPU: two ranks cannot have one each";
+  Result r = pipeprof(kRun + "--procs 2 --balance 2,3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json ranks = lastJson(r.out).at("ranks");
+  const std::string first = ranks.at(0).at("cpus");
+  const std::string second = ranks.at(1).at("cpus");
+  EXPECT_FALSE(first.empty());
+  EXPECT_FALSE(second.empty());
+  EXPECT_NE(first, second);
+  r = pipeprof(kRun + "--procs 2 --balance 2,3 --cpu-bind none");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(lastJson(r.out).at("ranks").at(0).at("cpus"), "");
+  r = pipeprof(kRun + "--procs 2 --balance 2,3 --cpu-bind numa");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--cpu-bind must be cores or none, got 'numa'"), std::string::npos) << r.out;
+  // Under torchrun binding is asked for, and needs LOCAL_WORLD_SIZE to split the host.
+  r = shell("RANK=0 WORLD_SIZE=2 " + kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3 --cpu-bind cores");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--cpu-bind cores splits this host's CPUs among its LOCAL_WORLD_SIZE ranks"), std::string::npos)
+      << r.out;
+}
+
 /// A free TCP port on 127.0.0.1 (bound and released; good enough on a test machine).
 int freePort() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -136,13 +160,18 @@ TEST(RunDist, TwoShellsWithTorchrunsVariablesFormOnePipeline) {
   const std::string flags = kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3 --schedule 1f1b";
   const std::string environment = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port);
   const std::string dir = ::testing::TempDir();
-  const std::string command = "(RANK=1 LOCAL_RANK=1 " + environment + " " + flags + " > " + dir + "/rank1.out 2>&1 &) ; " +
-                              "RANK=0 LOCAL_RANK=0 " + environment + " " + flags + " > " + dir + "/rank0.out 2>&1; " +
-                              "sleep 1; cat " + dir + "/rank1.out";
+  // Rank 1 asks for a CPU share of its own, as a torchrun user would with --cpu-bind cores.
+  const std::string command = "(RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 " + environment + " " + flags +
+                              " --cpu-bind cores > " + dir + "/rank1.out 2>&1 &) ; " + "RANK=0 LOCAL_RANK=0 " +
+                              environment + " " + flags + " > " + dir + "/rank0.out 2>&1; " + "sleep 1; cat " + dir +
+                              "/rank1.out";
   const Result r = shell(command);
   ASSERT_EQ(r.code, 0) << r.out;
   const nlohmann::json rank1 = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   EXPECT_EQ(rank1.at("rank"), 1);
+  if (std::thread::hardware_concurrency() >= 2) {
+    EXPECT_FALSE(rank1.at("cpus").get<std::string>().empty());
+  }
   expectSameLosses(rank1.at("losses").get<std::vector<double>>(), losses("--devices cpu,cpu --balance 2,3"), "torchrun layout");
 }
 

@@ -9,12 +9,13 @@
 namespace pipeprof {
 
 /// The launcher's description of this process: torchrun's RANK, WORLD_SIZE, LOCAL_RANK,
-/// MASTER_ADDR, MASTER_PORT (and TORCHELASTIC_USE_AGENT_STORE, set when the launcher hosts
-/// the store).
+/// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and TORCHELASTIC_USE_AGENT_STORE, set when the
+/// launcher hosts the store).
 struct RankEnvironment {
   int rank = 0;
   int worldSize = 1;
   int localRank = 0;
+  int localWorldSize = 0;  ///< ranks on this host; 0 when the launcher does not say
   std::string masterAddr = "127.0.0.1";
   int masterPort = 29500;
   bool externalStore = false;  ///< the launcher hosts the TCPStore: rank 0 only connects
