@@ -4,7 +4,9 @@
 #include <pipeprof/core/json_file.h>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace pipeprof {
 namespace {
@@ -16,6 +18,35 @@ std::int64_t onLine(std::int64_t x0, std::int64_t v0, std::int64_t x1, std::int6
   long double value = numerator / static_cast<long double>(x1 - x0);
   if (value <= 0.0L) return 0;
   return static_cast<std::int64_t>(std::llround(value));
+}
+
+/// One pass's launch data at microBatch on the line through a's and b's; absent unless both have it.
+std::optional<LaunchCost> interpolateLaunch(const CostSample& a, const CostSample& b, std::int64_t microBatch,
+                                            std::optional<LaunchCost> CostSample::*pass) {
+  const std::optional<LaunchCost>& first = a.*pass;
+  const std::optional<LaunchCost>& second = b.*pass;
+  if (!first || !second) return std::nullopt;
+  auto at = [&](std::int64_t LaunchCost::*field) {
+    return onLine(a.microBatch, (*first).*field, b.microBatch, (*second).*field, microBatch);
+  };
+  LaunchCost launch;
+  launch.hostNs = at(&LaunchCost::hostNs);
+  launch.deviceNs = at(&LaunchCost::deviceNs);
+  launch.kernels = at(&LaunchCost::kernels);
+  if (launch.deviceNs > 0 && launch.kernels < 1) launch.kernels = 1;  // device time runs in kernels
+  return launch;
+}
+
+/// A single sample's launch data at microBatch: the device time proportional to size, the host
+/// time and the kernel count as measured (launching does not grow with the batch).
+std::optional<LaunchCost> scaleLaunch(const CostSample& only, std::int64_t microBatch,
+                                      std::optional<LaunchCost> CostSample::*pass) {
+  const std::optional<LaunchCost>& measured = only.*pass;
+  if (!measured) return std::nullopt;
+  LaunchCost launch = *measured;
+  launch.deviceNs = onLine(0, 0, only.microBatch, measured->deviceNs, microBatch);
+  if (launch.deviceNs > 0 && launch.kernels < 1) launch.kernels = 1;
+  return launch;
 }
 
 CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t microBatch) {
@@ -30,17 +61,61 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
   result.savedBytes = at(&CostSample::savedBytes);
   result.forwardWorkspaceBytes = at(&CostSample::forwardWorkspaceBytes);
   result.backwardWorkspaceBytes = at(&CostSample::backwardWorkspaceBytes);
+  result.forwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::forwardLaunch);
+  result.backwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::backwardLaunch);
   return result;
 }
 
+/// The JSON fields of one pass's launch data: `<pass>_host_ns`, `<pass>_device_ns`, `<pass>_kernels`.
+struct LaunchFields {
+  std::string host;
+  std::string device;
+  std::string kernels;
+  explicit LaunchFields(const std::string& pass)
+      : host(pass + "_host_ns"), device(pass + "_device_ns"), kernels(pass + "_kernels") {}
+  std::string all() const { return host + ", " + device + " and " + kernels; }
+};
+
+void launchToJson(const std::optional<LaunchCost>& launch, const std::string& pass, nlohmann::json& json) {
+  if (!launch) return;
+  const LaunchFields fields(pass);
+  json[fields.host] = launch->hostNs;
+  json[fields.device] = launch->deviceNs;
+  json[fields.kernels] = launch->kernels;
+}
+
 nlohmann::json costToJson(const CostSample& cost) {
-  return {{"micro_batch", cost.microBatch},
-          {"forward_ns", cost.forwardNs},
-          {"backward_ns", cost.backwardNs},
-          {"output_bytes", cost.outputBytes},
-          {"saved_bytes", cost.savedBytes},
-          {"forward_workspace_bytes", cost.forwardWorkspaceBytes},
-          {"backward_workspace_bytes", cost.backwardWorkspaceBytes}};
+  nlohmann::json json = {{"micro_batch", cost.microBatch},
+                         {"forward_ns", cost.forwardNs},
+                         {"backward_ns", cost.backwardNs},
+                         {"output_bytes", cost.outputBytes},
+                         {"saved_bytes", cost.savedBytes},
+                         {"forward_workspace_bytes", cost.forwardWorkspaceBytes},
+                         {"backward_workspace_bytes", cost.backwardWorkspaceBytes}};
+  // Written only when measured, so profiles without launch data write back byte for byte as before.
+  launchToJson(cost.forwardLaunch, "forward", json);
+  launchToJson(cost.backwardLaunch, "backward", json);
+  return json;
+}
+
+/// One pass's launch data: its three fields together or none of them.
+std::optional<LaunchCost> launchFromJson(const JsonCursor& json, const std::string& pass) {
+  const LaunchFields fields(pass);
+  const int present = static_cast<int>(json.has(fields.host)) + static_cast<int>(json.has(fields.device)) +
+                      static_cast<int>(json.has(fields.kernels));
+  if (present == 0) return std::nullopt;
+  for (const std::string* field : {&fields.host, &fields.device, &fields.kernels}) {
+    if (!json.has(*field)) json.fail("missing field '" + *field + "' (" + fields.all() + " come together)");
+  }
+  LaunchCost launch;
+  launch.hostNs = json.at(fields.host).asNonNegativeInt();
+  launch.deviceNs = json.at(fields.device).asNonNegativeInt();
+  launch.kernels = json.at(fields.kernels).asNonNegativeInt();
+  if (launch.deviceNs > 0 && launch.kernels == 0) {
+    json.at(fields.kernels)
+        .fail("expected at least 1 kernel for " + fields.device + " " + std::to_string(launch.deviceNs) + ", got 0");
+  }
+  return launch;
 }
 
 CostSample costFromJson(const JsonCursor& json) {
@@ -56,10 +131,40 @@ CostSample costFromJson(const JsonCursor& json) {
       json.has("forward_workspace_bytes") ? json.at("forward_workspace_bytes").asNonNegativeInt() : workspace;
   cost.backwardWorkspaceBytes =
       json.has("backward_workspace_bytes") ? json.at("backward_workspace_bytes").asNonNegativeInt() : workspace;
+  cost.forwardLaunch = launchFromJson(json, "forward");
+  cost.backwardLaunch = launchFromJson(json, "backward");
+  if (cost.forwardLaunch.has_value() != cost.backwardLaunch.has_value()) {
+    const LaunchFields missing(cost.forwardLaunch ? "backward" : "forward");
+    json.fail("missing " + missing.all() + " (a sample carries the launch data of both passes or of neither)");
+  }
   return cost;
 }
 
-LayerProfile layerFromJson(const JsonCursor& json) {
+/// Launch data is a CUDA profile's, and a profile carries it on every cost sample or on none:
+/// `first` is the path of the first sample read, `firstHas` whether it carried launch data.
+struct LaunchConsistency {
+  std::string deviceType;
+  std::string firstPath;
+  bool firstHas = false;
+
+  void check(const JsonCursor& json, const CostSample& cost) {
+    const bool has = cost.forwardLaunch.has_value();
+    if (has && deviceType != "cuda") {
+      json.at("forward_host_ns")
+          .fail("expected no launch data on a profile whose environment.device_type is '" + deviceType +
+                "' (launches are a CUDA device's)");
+    }
+    if (firstPath.empty()) {
+      firstPath = json.path();
+      firstHas = has;
+    } else if (has != firstHas) {
+      json.fail(std::string(has ? "unexpected" : "missing") + " launch data (" + firstPath +
+                (firstHas ? " has it" : " has none") + "; a profile carries it on every cost sample or on none)");
+    }
+  }
+};
+
+LayerProfile layerFromJson(const JsonCursor& json, LaunchConsistency& launches) {
   LayerProfile layer;
   layer.name = json.at("name").asString();
   layer.paramBytes = json.at("param_bytes").asNonNegativeInt();
@@ -69,6 +174,7 @@ LayerProfile layerFromJson(const JsonCursor& json) {
   if (costs.size() == 0) costs.fail("expected at least one cost sample");
   for (const JsonCursor& item : costs.items()) {
     CostSample cost = costFromJson(item);
+    launches.check(item, cost);
     if (!layer.costs.empty() && cost.microBatch <= layer.costs.back().microBatch) {
       item.at("micro_batch").fail("costs must be sorted by micro_batch with distinct sizes (" +
                                   std::to_string(cost.microBatch) + " after " +
@@ -103,7 +209,10 @@ CostSample LayerProfile::costAt(std::int64_t microBatch) const {
     zero.microBatch = 0;
     zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
-    return interpolate(zero, costs.front(), microBatch);
+    CostSample result = interpolate(zero, costs.front(), microBatch);
+    result.forwardLaunch = scaleLaunch(costs.front(), microBatch, &CostSample::forwardLaunch);
+    result.backwardLaunch = scaleLaunch(costs.front(), microBatch, &CostSample::backwardLaunch);
+    return result;
   }
   std::size_t upper = 1;  // the segment [upper-1, upper] used for microBatch
   while (upper + 1 < costs.size() && costs[upper].microBatch < microBatch) ++upper;
@@ -112,6 +221,17 @@ CostSample LayerProfile::costAt(std::int64_t microBatch) const {
   if (microBatch == a.microBatch) return a;
   if (microBatch == b.microBatch) return b;
   return interpolate(a, b, microBatch);
+}
+
+bool Profile::hasLaunchData() const {
+  if (layers.empty()) return false;
+  for (const LayerProfile& layer : layers) {
+    if (layer.costs.empty()) return false;
+    for (const CostSample& cost : layer.costs) {
+      if (!cost.forwardLaunch || !cost.backwardLaunch) return false;
+    }
+  }
+  return true;
 }
 
 std::vector<SkipRoute> Profile::skipRoutes() const {
@@ -173,7 +293,9 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
   }
   JsonCursor layers = root.at("layers");
   if (layers.size() == 0) layers.fail("expected at least one layer");
-  for (const JsonCursor& item : layers.items()) profile.layers.push_back(layerFromJson(item));
+  LaunchConsistency launches;
+  launches.deviceType = profile.environment.deviceType;
+  for (const JsonCursor& item : layers.items()) profile.layers.push_back(layerFromJson(item, launches));
   if (root.has("skips")) {
     JsonCursor skips = root.at("skips");
     for (const JsonCursor& item : skips.items()) {

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <functional>
+#include <optional>
+#include <string>
 
 namespace pipeprof {
 namespace {
@@ -268,6 +270,156 @@ TEST(AllocatorRounding, BlockOfOneRequest) {
   EXPECT_EQ(roundToAllocatorBlock(32 * kMiB), 32 * kMiB);
   EXPECT_EQ(roundUpToMultiple(1025, kAllocatorMinBlockBytes), 1536);
   static_assert(roundToAllocatorBlock(700) == 1024, "usable in constant expressions");
+}
+
+LaunchCost launch(TimeNs hostNs, TimeNs deviceNs, std::int64_t kernels) {
+  LaunchCost cost;
+  cost.hostNs = hostNs;
+  cost.deviceNs = deviceNs;
+  cost.kernels = kernels;
+  return cost;
+}
+
+void expectLaunch(const std::optional<LaunchCost>& cost, TimeNs hostNs, TimeNs deviceNs, std::int64_t kernels) {
+  ASSERT_TRUE(cost.has_value());
+  EXPECT_EQ(cost->hostNs, hostNs);
+  EXPECT_EQ(cost->deviceNs, deviceNs);
+  EXPECT_EQ(cost->kernels, kernels);
+}
+
+TEST(CostAt, LaunchDataIsInterpolatedLikeTheOtherFields) {
+  LayerProfile layer;
+  layer.costs = {sample(2, 100, 200, 0, 0, 0), sample(4, 180, 400, 0, 0, 0)};
+  layer.costs[0].forwardLaunch = launch(50, 10, 3);
+  layer.costs[0].backwardLaunch = launch(90, 21, 6);
+  layer.costs[1].forwardLaunch = launch(54, 30, 3);
+  layer.costs[1].backwardLaunch = launch(100, 60, 8);
+  expectLaunch(layer.costAt(2).forwardLaunch, 50, 10, 3);
+  expectLaunch(layer.costAt(3).forwardLaunch, 52, 20, 3);
+  expectLaunch(layer.costAt(3).backwardLaunch, 95, 41, 7);  // 40.5 -> 41
+  expectLaunch(layer.costAt(8).backwardLaunch, 120, 138, 12);
+  expectLaunch(layer.costAt(1).backwardLaunch, 85, 2, 5);  // 1.5 -> 2
+  // Extrapolated below one kernel while the device still has work: one kernel.
+  layer.costs[0].backwardLaunch = launch(90, 30, 1);
+  layer.costs[1].backwardLaunch = launch(100, 40, 7);
+  expectLaunch(layer.costAt(1).backwardLaunch, 85, 25, 1);  // -2 kernels -> 1
+
+  // A sample without launch data (a CPU profile): none at any size.
+  layer.costs[0].forwardLaunch.reset();
+  EXPECT_FALSE(layer.costAt(3).forwardLaunch.has_value());
+  EXPECT_FALSE(layer.costAt(8).forwardLaunch.has_value());
+}
+
+TEST(CostAt, SingleSampleScalesOnlyTheDeviceTimeOfALaunch) {
+  LayerProfile layer;
+  layer.costs = {sample(4, 1000, 2000, 0, 0, 0)};
+  layer.costs[0].forwardLaunch = launch(300, 101, 5);
+  layer.costs[0].backwardLaunch = launch(600, 400, 9);
+  expectLaunch(layer.costAt(2).forwardLaunch, 300, 51, 5);  // 50.5 -> 51
+  expectLaunch(layer.costAt(8).backwardLaunch, 600, 800, 9);
+  EXPECT_EQ(layer.costAt(8).forwardNs, 2000);
+}
+
+Profile launchProfile() {
+  Profile profile = exampleProfile();
+  profile.environment.deviceType = "cuda";
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardLaunch = launch(4000 + cost.microBatch, 900 * cost.microBatch, 3);
+      cost.backwardLaunch = launch(9000, 0, 0);
+    }
+  }
+  return profile;
+}
+
+TEST(ProfileJson, LaunchDataRoundTripsAndOldFilesHaveNone) {
+  Profile old = exampleProfile();
+  EXPECT_FALSE(old.hasLaunchData());
+  nlohmann::json oldJson = toJson(old);
+  EXPECT_FALSE(oldJson["layers"][0]["costs"][0].contains("forward_host_ns"));  // absent is not written
+  EXPECT_FALSE(profileFromJson(oldJson, "p.json").hasLaunchData());
+
+  Profile profile = launchProfile();
+  EXPECT_TRUE(profile.hasLaunchData());
+  nlohmann::json json = toJson(profile);
+  const nlohmann::json& cost = json["layers"][0]["costs"][1];
+  EXPECT_EQ(cost["forward_host_ns"], 4004);
+  EXPECT_EQ(cost["forward_device_ns"], 3600);
+  EXPECT_EQ(cost["forward_kernels"], 3);
+  EXPECT_EQ(cost["backward_host_ns"], 9000);
+  EXPECT_EQ(cost["backward_device_ns"], 0);
+  EXPECT_EQ(cost["backward_kernels"], 0);
+  Profile back = profileFromJson(json, "p.json");
+  EXPECT_TRUE(back.hasLaunchData());
+  expectLaunch(back.layers[0].costs[1].forwardLaunch, 4004, 3600, 3);
+  expectLaunch(back.layers[2].costs[0].backwardLaunch, 9000, 0, 0);
+  expectEqual(back, profile);
+
+  std::string path = ::testing::TempDir() + "pipeprof_core_profile_launch_" + std::to_string(::getpid()) + ".json";
+  writeProfile(profile, path);
+  expectEqual(readProfile(path), profile);
+  ::unlink(path.c_str());
+
+  profile.layers[1].costs[0].backwardLaunch.reset();  // in memory a partial profile has no launch data
+  EXPECT_FALSE(profile.hasLaunchData());
+}
+
+/// The message profileFromJson throws for the launch profile after `edit`.
+std::string launchErrorAfter(const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json json = toJson(launchProfile());
+  edit(json);
+  try {
+    profileFromJson(json, "p.json");
+  } catch (const FormatError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(ProfileJson, LaunchDataIsValidated) {
+  EXPECT_EQ(launchErrorAfter([](auto&) {}), "no error");
+  EXPECT_EQ(launchErrorAfter([](auto& j) { j["layers"][0]["costs"][1]["forward_host_ns"] = -1; }),
+            "p.json: $.layers[0].costs[1].forward_host_ns: expected a non-negative integer, got -1");
+  EXPECT_EQ(launchErrorAfter([](auto& j) { j["layers"][1]["costs"][0]["backward_device_ns"] = 2.5; }),
+            "p.json: $.layers[1].costs[0].backward_device_ns: expected a non-negative integer, got 2.5");
+  EXPECT_EQ(launchErrorAfter([](auto& j) { j["layers"][0]["costs"][0]["forward_kernels"] = "3"; }),
+            "p.json: $.layers[0].costs[0].forward_kernels: expected a non-negative integer, got \"3\"");
+  EXPECT_EQ(launchErrorAfter([](auto& j) { j["layers"][0]["costs"][0].erase("forward_kernels"); }),
+            "p.json: $.layers[0].costs[0]: missing field 'forward_kernels' (forward_host_ns, forward_device_ns "
+            "and forward_kernels come together)");
+  EXPECT_EQ(launchErrorAfter([](auto& j) {
+              for (const char* field : {"backward_host_ns", "backward_device_ns", "backward_kernels"}) {
+                j["layers"][2]["costs"][0].erase(field);
+              }
+            }),
+            "p.json: $.layers[2].costs[0]: missing backward_host_ns, backward_device_ns and backward_kernels (a "
+            "sample carries the launch data of both passes or of neither)");
+  EXPECT_EQ(launchErrorAfter([](auto& j) { j["layers"][0]["costs"][1]["forward_kernels"] = 0; }),
+            "p.json: $.layers[0].costs[1].forward_kernels: expected at least 1 kernel for forward_device_ns 3600, "
+            "got 0");
+  EXPECT_EQ(launchErrorAfter([](auto& j) {
+              for (const char* pass : {"forward", "backward"}) {
+                for (const char* field : {"_host_ns", "_device_ns", "_kernels"}) {
+                  j["layers"][1]["costs"][0].erase(std::string(pass) + field);
+                }
+              }
+            }),
+            "p.json: $.layers[1].costs[0]: missing launch data ($.layers[0].costs[0] has it; a profile carries it "
+            "on every cost sample or on none)");
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["environment"]["device_type"] = "cuda";
+              j["layers"][2]["costs"][0]["forward_host_ns"] = 1;
+              j["layers"][2]["costs"][0]["forward_device_ns"] = 1;
+              j["layers"][2]["costs"][0]["forward_kernels"] = 1;
+              j["layers"][2]["costs"][0]["backward_host_ns"] = 1;
+              j["layers"][2]["costs"][0]["backward_device_ns"] = 1;
+              j["layers"][2]["costs"][0]["backward_kernels"] = 1;
+            }),
+            "p.json: $.layers[2].costs[0]: unexpected launch data ($.layers[0].costs[0] has none; a profile carries "
+            "it on every cost sample or on none)");
+  EXPECT_EQ(launchErrorAfter([](auto& j) { j["environment"]["device_type"] = "cpu"; }),
+            "p.json: $.layers[0].costs[0].forward_host_ns: expected no launch data on a profile whose "
+            "environment.device_type is 'cpu' (launches are a CUDA device's)");
 }
 
 TEST(ProfileJson, ReadProfileNamesTheFile) {

@@ -7,12 +7,23 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace pipeprof {
 
 inline constexpr const char* kProfileSchema = "pipeprof.profile/v1";
+
+/// How one pass of a layer (its forward or its backward) runs on a CUDA device when the host
+/// launches it without synchronizing: the host's time to launch its kernels, their time on
+/// the device, and how many there are. The simulator's launch model (docs/simulator.md,
+/// "Launches") feeds a stream from the launching thread with these.
+struct LaunchCost {
+  TimeNs hostNs = 0;         ///< the launching thread's time inside the pass (its launches)
+  TimeNs deviceNs = 0;       ///< the sum of the pass's kernel durations on the device
+  std::int64_t kernels = 0;  ///< kernels launched; at least 1 when deviceNs > 0
+};
 
 /// Costs of one layer at one micro-batch size.
 struct CostSample {
@@ -26,6 +37,10 @@ struct CostSample {
   /// Transient peak of the backward above the bytes live when it starts (the gradients of the
   /// layer's output and input included).
   Bytes backwardWorkspaceBytes = 0;
+  /// CUDA only, and optional: the forward's and the backward's launches (both or neither; a
+  /// profile carries them on every sample or on none). Absent in CPU profiles and older files.
+  std::optional<LaunchCost> forwardLaunch;
+  std::optional<LaunchCost> backwardLaunch;
 };
 
 struct LayerProfile {
@@ -37,7 +52,10 @@ struct LayerProfile {
 
   /// Costs at any micro-batch size: piecewise-linear between samples, extrapolated from the
   /// nearest two outside them, proportional to size with a single sample. Times and bytes are
-  /// clamped at zero and rounded to the nearest integer.
+  /// clamped at zero and rounded to the nearest integer. Launch data is interpolated alike
+  /// where both samples carry it (the kernel count rounded, at least 1 while the device time is
+  /// positive), except that with a single sample only the device time is proportional: a
+  /// launch's host time and kernel count do not grow with the batch.
   CostSample costAt(std::int64_t microBatch) const;
 };
 
@@ -79,13 +97,17 @@ struct Profile {
   /// Whether the profile was measured on a CUDA device (environment.deviceType "cuda"): its
   /// sizes are the caching allocator's blocks and its partitions hold library workspaces.
   bool onCuda() const { return environment.deviceType == "cuda"; }
+  /// Whether every cost sample carries launch data for both passes (the simulator then runs its
+  /// launch model; docs/simulator.md, "Launches"). False for CPU profiles and older files.
+  bool hasLaunchData() const;
   /// The skip routes as the schedule needs them.
   std::vector<SkipRoute> skipRoutes() const;
 };
 
 /// JSON form. profileFromJson validates everything (schema tag, required fields, non-negative
-/// times and sizes, skip layers in range and stash < pop, a library workspace only on CUDA)
-/// and throws FormatError naming the file, the JSON path and what was expected.
+/// times and sizes, skip layers in range and stash < pop, a library workspace and launch data
+/// only on CUDA, launch data complete and on every sample or none) and throws FormatError
+/// naming the file, the JSON path and what was expected.
 nlohmann::json toJson(const Profile& profile);
 Profile profileFromJson(const nlohmann::json& json, const std::string& file);
 Profile readProfile(const std::string& path);
