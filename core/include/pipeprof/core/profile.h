@@ -39,8 +39,10 @@ struct CostSample {
   Bytes backwardWorkspaceBytes = 0;
   /// CUDA only, and optional: the forward's and the backward's launches (both or neither; a
   /// profile carries them on every sample or on none). Absent in CPU profiles and older files.
-  std::optional<LaunchCost> forwardLaunch;
-  std::optional<LaunchCost> backwardLaunch;
+  /// (Initialised here so that aggregate initialisers of the fields above may leave them out
+  /// under -Wmissing-field-initializers.)
+  std::optional<LaunchCost> forwardLaunch{};
+  std::optional<LaunchCost> backwardLaunch{};
 };
 
 struct LayerProfile {
