@@ -152,7 +152,11 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   p.busyNs = engine_.busyNs();
   double idle = 0.0;
   for (TimeNs busy : p.busyNs) {
-    idle += p.iterationNs > 0 ? 1.0 - static_cast<double>(busy) / static_cast<double>(p.iterationNs) : 0.0;
+    // With launches a device's streams may overlap, so busy (the device time) may exceed the
+    // step; such a device idles 0. Without them busy never exceeds the step.
+    if (p.iterationNs > 0 && busy < p.iterationNs) {
+      idle += 1.0 - static_cast<double>(busy) / static_cast<double>(p.iterationNs);
+    }
   }
   p.bubbleFraction = idle / static_cast<double>(lanes);
   p.peakBytes.assign(lanes, 0);

@@ -11,7 +11,8 @@
 
 namespace pipeprof::sim {
 
-CostModel::CostModel(const Profile& profile) : profile_(&profile), cuda_(profile.onCuda()) {
+CostModel::CostModel(const Profile& profile)
+    : profile_(&profile), cuda_(profile.onCuda()), launches_(profile.hasLaunchData()) {
   staticPrefix_.assign(profile.layers.size() + 1, 0);
   for (std::size_t l = 0; l < profile.layers.size(); ++l) {
     const LayerProfile& layer = profile.layers[l];
@@ -56,8 +57,30 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
   }
+  if (launches_) fillLaunchPrefixes(*table);
   tables_.push_back(std::move(table));
   return *tables_.back();
+}
+
+void CostModel::fillLaunchPrefixes(LayerCostTable& table) const {
+  const std::size_t layers = profile_->layers.size();
+  table.forwardHostPrefix.assign(layers + 1, 0);
+  table.forwardDevicePrefix.assign(layers + 1, 0);
+  table.forwardKernelPrefix.assign(layers + 1, 0);
+  table.backwardHostPrefix.assign(layers + 1, 0);
+  table.backwardDevicePrefix.assign(layers + 1, 0);
+  table.backwardKernelPrefix.assign(layers + 1, 0);
+  for (std::size_t l = 0; l < layers; ++l) {
+    const CostSample cost = profile_->layers[l].costAt(table.microBatch);
+    const LaunchCost forward = cost.forwardLaunch.value_or(LaunchCost{});
+    const LaunchCost backward = cost.backwardLaunch.value_or(LaunchCost{});
+    table.forwardHostPrefix[l + 1] = table.forwardHostPrefix[l] + forward.hostNs;
+    table.forwardDevicePrefix[l + 1] = table.forwardDevicePrefix[l] + forward.deviceNs;
+    table.forwardKernelPrefix[l + 1] = table.forwardKernelPrefix[l] + forward.kernels;
+    table.backwardHostPrefix[l + 1] = table.backwardHostPrefix[l] + backward.hostNs;
+    table.backwardDevicePrefix[l + 1] = table.backwardDevicePrefix[l] + backward.deviceNs;
+    table.backwardKernelPrefix[l + 1] = table.backwardKernelPrefix[l] + backward.kernels;
+  }
 }
 
 Bytes CostModel::staticBytes(std::int64_t first, std::int64_t end) const {
@@ -154,6 +177,13 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   } else {
     out.copyLatencyNs.clear();
   }
+  if (costs.launches()) {
+    out.launchNs.assign(out.durationNs.size(), 0);
+    out.kernels.assign(out.durationNs.size(), 0);
+  } else {
+    out.launchNs.clear();
+    out.kernels.clear();
+  }
   // Transfer time (with shared links its latency part in copyLatencyNs) and destination buffer
   // (a tensor of `bytes`, counted as the cost model counts tensors) of `bytes` moved from
   // partition a to partition b.
@@ -185,6 +215,23 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const double speed = cluster.devices[static_cast<std::size_t>(deviceOf(j))].relativeSpeed;
       duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
+      if (costs.launches()) {
+        // The device runs the kernels at its speed; the host launches them at its own.
+        const std::int32_t forward = classSlot + layout.forwardNs(j);
+        const std::int32_t backward = classSlot + layout.backwardNs(j);
+        out.durationNs[static_cast<std::size_t>(forward)] =
+            scaleTime(table.forwardDevicePrefix[end] - table.forwardDevicePrefix[first], speed);
+        out.durationNs[static_cast<std::size_t>(backward)] =
+            scaleTime(table.backwardDevicePrefix[end] - table.backwardDevicePrefix[first], speed);
+        out.launchNs[static_cast<std::size_t>(forward)] =
+            table.forwardHostPrefix[end] - table.forwardHostPrefix[first];
+        out.launchNs[static_cast<std::size_t>(backward)] =
+            table.backwardHostPrefix[end] - table.backwardHostPrefix[first];
+        out.kernels[static_cast<std::size_t>(forward)] =
+            table.forwardKernelPrefix[end] - table.forwardKernelPrefix[first];
+        out.kernels[static_cast<std::size_t>(backward)] =
+            table.backwardKernelPrefix[end] - table.backwardKernelPrefix[first];
+      }
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       const TransientPeaks peaks = transientPeaks(table, first, end);

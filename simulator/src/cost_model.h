@@ -24,6 +24,14 @@ struct LayerCostTable {
   std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
+  /// Launch data (the profile carries it; else all empty), prefix sums like the times above:
+  /// the host's launch time, the device time and the kernel count of each pass.
+  std::vector<TimeNs> forwardHostPrefix;
+  std::vector<TimeNs> forwardDevicePrefix;
+  std::vector<std::int64_t> forwardKernelPrefix;
+  std::vector<TimeNs> backwardHostPrefix;
+  std::vector<TimeNs> backwardDevicePrefix;
+  std::vector<std::int64_t> backwardKernelPrefix;
 };
 
 /// A profile's costs, cached per micro-batch size so a search interpolates each size once.
@@ -38,6 +46,9 @@ class CostModel {
   explicit CostModel(const Profile& profile);
 
   const Profile& profile() const { return *profile_; }
+  /// Whether the profile carries launch data (Profile::hasLaunchData): compute ops then run
+  /// the launch model (docs/simulator.md, "Launches").
+  bool launches() const { return launches_; }
   /// The table at a micro-batch size (computed on first use, then cached).
   const LayerCostTable& table(std::int64_t microBatch);
   /// Sum of param + grad + optimizer bytes of layers [first, end).
@@ -53,9 +64,12 @@ class CostModel {
  private:
   /// A figure summing several tensors, as the model counts it (whole blocks on CUDA).
   Bytes sumBytes(Bytes bytes) const;
+  /// Fills the table's launch prefix sums (profiles with launch data only).
+  void fillLaunchPrefixes(LayerCostTable& table) const;
 
   const Profile* profile_;
   bool cuda_;
+  bool launches_;
   std::vector<Bytes> staticPrefix_;
   std::vector<std::unique_ptr<LayerCostTable>> tables_;
 };
@@ -71,8 +85,14 @@ struct ResolvedCosts {
   /// and per duration slot the latency part of a copy's duration (the rest is drain time).
   std::vector<std::int32_t> deviceHost;
   std::vector<TimeNs> copyLatencyNs;
+  /// Launch data (the profile carries it; docs/simulator.md, "Launches"), else both empty: per
+  /// duration slot, the host's time launching a forward (recompute) or backward -- not scaled
+  /// by the device's speed -- and its kernel count; durationNs then holds those ops' device time.
+  std::vector<TimeNs> launchNs;
+  std::vector<std::int64_t> kernels;
 
   bool sharedLinks() const { return !deviceHost.empty(); }
+  bool launches() const { return !launchNs.empty(); }
   std::int32_t hostCount() const;
 };
 

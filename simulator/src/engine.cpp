@@ -1,6 +1,8 @@
 // The discrete-event engine: runs a compiled schedule against resolved costs on devices and links.
 #include "engine.h"
 
+#include "launch_model.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
@@ -9,10 +11,12 @@
 namespace pipeprof::sim {
 namespace {
 
-// Event tags. Without shared links every event is an op's completion.
-constexpr std::uint32_t kFinishTag = 0;  ///< op completes
-constexpr std::uint32_t kDrainTag = 1;   ///< op has paid its latency and starts draining on its link
-constexpr std::uint32_t kCheckTag = 2;   ///< kCheckTag + generation: link `op`'s next transfer is due
+// Event tags. Without shared links and launches every event is an op's completion.
+constexpr std::uint32_t kFinishTag = 0;    ///< op completes
+constexpr std::uint32_t kDrainTag = 1;     ///< op has paid its latency and starts draining on its link
+constexpr std::uint32_t kLaunchedTag = 2;  ///< launches: the host has launched op's last kernel
+constexpr std::uint32_t kCheckTag = 3;     ///< kCheckTag + generation: link `op`'s next transfer is due
+constexpr std::uint32_t kNoOp = ~std::uint32_t{0};
 
 }  // namespace
 
@@ -36,8 +40,17 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   eligibleOp_.assign(lanes, -1);
   eligibleSinceNs_.assign(lanes, 0);
   busyNs_.assign(lanes, 0);
-  deviceBusy_.assign(devices, 0);
-  deviceTouched_.assign(devices, 0);
+  // Compute resources: the cluster devices, or with launches the host threads (the lanes'
+  // workers, then one autograd thread per cluster device).
+  launches_ = costs.launches();
+  const std::size_t computeResources = launches_ ? lanes + devices : devices;
+  deviceBusy_.assign(computeResources, 0);
+  deviceTouched_.assign(computeResources, 0);
+  if (launches_) {
+    streamFreeNs_.assign(static_cast<std::size_t>(compiled.layout.n), 0);
+    launchedNs_.assign(count, -1);
+    firstKernelNs_.assign(count, -1);
+  }
   // Links: the device pairs, then (shared links) the host pairs.
   sharedLinks_ = costs.sharedLinks();
   const std::int32_t hosts = sharedLinks_ ? costs.hostCount() : 0;
@@ -80,7 +93,8 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     const CompiledOp& c = compiled.ops[op];
     remaining_[op] = c.dependencyCount;
     if (c.isCompute()) {
-      resource_[op] = laneDevice_[static_cast<std::size_t>(c.lane)];
+      const std::int32_t device = laneDevice_[static_cast<std::size_t>(c.lane)];
+      resource_[op] = !launches_ ? device : c.kind == OpKind::Backward ? compiled.lanes + device : c.lane;
       busyNs_[static_cast<std::size_t>(c.lane)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
     } else {
       const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
@@ -103,7 +117,11 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   while (true) {
     for (std::int32_t device : touchedDevices_) {
       deviceTouched_[static_cast<std::size_t>(device)] = 0;
-      dispatchDevice(device, now);
+      if (launches_) {
+        dispatchHost(device, now);
+      } else {
+        dispatchDevice(device, now);
+      }
     }
     touchedDevices_.clear();
     for (std::int32_t link : touchedLinks_) {
@@ -119,6 +137,9 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
         ++eventCount_;
         ++finished;
         finish(event.op, now);
+      } else if (event.tag == kLaunchedTag) {
+        ++eventCount_;
+        launched(event.op, now);
       } else {
         finished += linkEvent(event, now);
       }
@@ -162,15 +183,12 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.transient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
+  std::uint32_t released = kNoOp;  // launches: the lane's next op, released when op had launched
   if (c.isCompute()) {
-    const auto lane = static_cast<std::size_t>(c.lane);
-    deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
-    touchDevice(resource_[op]);
-    const std::uint32_t position = ++nextPosition_[lane];
-    const std::uint32_t orderIndex = compiled_->orderStart[lane] + position;
-    if (orderIndex < compiled_->orderStart[lane + 1]) {
-      const std::uint32_t next = compiled_->orderOps[orderIndex];
-      if (remaining_[next] == 0) makeReady(next, timeNs);
+    if (launches_) {
+      released = nextInLane(op);
+    } else {
+      advanceLane(op, timeNs);
     }
   } else if (!sharedLinks_) {
     const std::int32_t link = resource_[op] - deviceCount_;
@@ -179,8 +197,71 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   }
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
+    if (successor == released) continue;
     if (--remaining_[successor] == 0) makeReady(successor, timeNs);
   }
+}
+
+std::uint32_t Engine::nextInLane(std::uint32_t op) const {
+  const CompiledOp& c = compiled_->ops[op];
+  const auto lane = static_cast<std::size_t>(c.lane);
+  const std::uint32_t orderIndex = compiled_->orderStart[lane] + c.orderPosition + 1;
+  return orderIndex < compiled_->orderStart[lane + 1] ? compiled_->orderOps[orderIndex] : kNoOp;
+}
+
+void Engine::advanceLane(std::uint32_t op, TimeNs timeNs) {
+  const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
+  deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
+  touchDevice(resource_[op]);
+  const std::uint32_t position = ++nextPosition_[lane];
+  const std::uint32_t orderIndex = compiled_->orderStart[lane] + position;
+  if (orderIndex < compiled_->orderStart[lane + 1]) {
+    const std::uint32_t next = compiled_->orderOps[orderIndex];
+    if (remaining_[next] == 0) makeReady(next, timeNs);
+  }
+}
+
+void Engine::launched(std::uint32_t op, TimeNs timeNs) {
+  launchedNs_[op] = timeNs;
+  // The schedule chains every compute op to the previous one of its lane: with launches that
+  // dependency is the host's, met once the previous op is launched (its kernels, on the same
+  // stream or another, are ordered by their streams, not by the host).
+  const std::uint32_t next = nextInLane(op);
+  if (next != kNoOp) --remaining_[next];
+  advanceLane(op, timeNs);
+}
+
+void Engine::dispatchHost(std::int32_t host, TimeNs timeNs) {
+  const auto h = static_cast<std::size_t>(host);
+  if (deviceBusy_[h]) return;
+  const std::int32_t lanes = compiled_->lanes;
+  std::int64_t best = -1;
+  std::size_t bestLane = 0;
+  if (host < lanes) {
+    // Lane `host`'s worker launches its forwards, recomputes and losses; a backward waiting
+    // there is the autograd thread's.
+    const std::int64_t op = eligibleOp_[h];
+    if (op < 0 || resource_[static_cast<std::size_t>(op)] != host) return;
+    best = op;
+    bestLane = h;
+  } else {
+    // The autograd thread of a cluster device: the backwards of every lane on it.
+    const auto device = static_cast<std::size_t>(host - lanes);
+    for (std::int32_t k = deviceLaneStart_[device]; k < deviceLaneStart_[device + 1]; ++k) {
+      const auto lane = static_cast<std::size_t>(deviceLanes_[static_cast<std::size_t>(k)]);
+      const std::int64_t op = eligibleOp_[lane];
+      if (op < 0 || resource_[static_cast<std::size_t>(op)] != host) continue;
+      // Lanes are visited in increasing d, so on equal ready times the lower lane wins.
+      if (best < 0 || eligibleSinceNs_[lane] < eligibleSinceNs_[bestLane]) {
+        best = op;
+        bestLane = lane;
+      }
+    }
+    if (best < 0) return;
+  }
+  eligibleOp_[bestLane] = -1;
+  deviceBusy_[h] = 1;
+  start(static_cast<std::uint32_t>(best), timeNs);
 }
 
 void Engine::dispatchDevice(std::int32_t device, TimeNs timeNs) {
@@ -231,6 +312,16 @@ void Engine::start(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
   const TimeNs durationNs = costs_->durationNs[slot];
+  if (launches_ && c.isCompute()) {
+    TimeNs& streamFreeNs = streamFreeNs_[static_cast<std::size_t>(c.j)];
+    const LaunchTimes times =
+        launchTimes(timeNs, costs_->launchNs[slot], durationNs, costs_->kernels[slot], streamFreeNs);
+    streamFreeNs = times.endNs;
+    firstKernelNs_[op] = times.firstKernelNs;
+    events_.push(times.launchedNs, op, kLaunchedTag);
+    events_.push(times.endNs, op);
+    return;
+  }
   if (sharedLinks_ && !c.isCompute() && durationNs > costs_->copyLatencyNs[slot]) {
     events_.push(timeNs + costs_->copyLatencyNs[slot], op, kDrainTag);  // bytes to drain after the latency
     return;

@@ -28,6 +28,16 @@ namespace pipeprof::sim {
 /// between hosts; a copy starts when it is ready, pays its latency, then drains on its link
 /// at a share of the bandwidth (LinkSharing).
 ///
+/// Launches (costs.launches(): the profile carries launch data; docs/simulator.md, "Launches").
+/// Compute ops no longer hold their cluster device: a forward, recompute or loss is launched by
+/// its lane's worker thread, a backward by the autograd thread of its cluster device (one per
+/// device, shared by every lane on it; among its ready backwards the one ready first wins, then
+/// the lower lane), each for the op's host launch time, and its kernels run on its stage's
+/// stream as launchTimes() says. A lane's next op may start once the host has launched the
+/// previous one (the schedule's device-order dependency is met then); everything else that
+/// waits for an op (its other successors, copies, memory effects at its end) waits for its
+/// last kernel. busyNs is then the device time.
+///
 /// An Engine keeps its buffers between runs, so a search reuses one per thread.
 class Engine {
  public:
@@ -41,6 +51,12 @@ class Engine {
   const std::vector<TimeNs>& busyNs() const { return busyNs_; }
   TimeNs startNs(std::size_t op) const { return startNs_[op]; }
   TimeNs endNs(std::size_t op) const { return endNs_[op]; }
+  /// Launches only: when the host launched op's last kernel, and when its first kernel started.
+  TimeNs launchedNs(std::size_t op) const { return launchedNs_[op]; }
+  TimeNs firstKernelNs(std::size_t op) const { return firstKernelNs_[op]; }
+  /// The op's device (cluster device index), or with launches a compute op's host thread (lane
+  /// d's worker: d; cluster device c's autograd thread: lanes + c), or deviceCount + link
+  /// index for copies.
   std::int32_t resourceOf(std::size_t op) const { return resource_[op]; }
   const MemoryTimeline& memory() const { return memory_; }
 
@@ -57,6 +73,14 @@ class Engine {
   void makeReady(std::uint32_t op, TimeNs timeNs);
   void finish(std::uint32_t op, TimeNs timeNs);
   void dispatchDevice(std::int32_t device, TimeNs timeNs);
+  /// Launches: starts the next op of a free host thread (a lane's worker or a device's autograd thread).
+  void dispatchHost(std::int32_t host, TimeNs timeNs);
+  /// Launches: the host has launched op's last kernel.
+  void launched(std::uint32_t op, TimeNs timeNs);
+  /// Frees op's compute resource and makes the next op of its lane ready when it can be.
+  void advanceLane(std::uint32_t op, TimeNs timeNs);
+  /// The op after compute op `op` in its lane's order, or ~0u when it is the last.
+  std::uint32_t nextInLane(std::uint32_t op) const;
   void dispatchLink(std::int32_t link, TimeNs timeNs);
   void start(std::uint32_t op, TimeNs timeNs);
   void touchDevice(std::int32_t device);
@@ -77,7 +101,7 @@ class Engine {
   std::vector<std::uint32_t> remaining_;
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
-  std::vector<std::int32_t> resource_;  ///< device index, or deviceCount + link index for copies
+  std::vector<std::int32_t> resource_;  ///< see resourceOf
   std::int32_t linkCount_ = 0;  ///< D * D device pairs, then (shared links) H * H host pairs
   std::vector<std::uint32_t> nextPosition_;  ///< per lane
   std::vector<std::int64_t> eligibleOp_;     ///< per lane, -1 when none
@@ -85,7 +109,7 @@ class Engine {
   std::vector<std::int32_t> laneDevice_;     ///< per lane: its cluster device
   std::vector<std::int32_t> deviceLaneStart_;  ///< deviceCount + 1 offsets
   std::vector<std::int32_t> deviceLanes_;
-  std::vector<char> deviceBusy_;
+  std::vector<char> deviceBusy_;  ///< per compute resource: cluster device, or with launches host thread
   std::vector<LinkQueue> links_;
   std::vector<char> linkBusy_;
   std::vector<char> deviceTouched_;
@@ -97,6 +121,10 @@ class Engine {
   LinkSharing sharing_;
   std::vector<std::uint32_t> checkGeneration_;  ///< per link: the generation of its live check
   std::vector<std::uint32_t> drained_;          ///< scratch: ops LinkSharing reports done
+  bool launches_ = false;
+  std::vector<TimeNs> streamFreeNs_;   ///< launches: per stage, when its stream's last kernel ends
+  std::vector<TimeNs> launchedNs_;     ///< launches: per op
+  std::vector<TimeNs> firstKernelNs_;  ///< launches: per op
   TimeNs iterationNs_ = 0;
   std::int64_t eventCount_ = 0;
 };

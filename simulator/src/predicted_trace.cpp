@@ -2,9 +2,38 @@
 #include "predicted_trace.h"
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 namespace pipeprof::sim {
+namespace {
+
+/// Launches: the host's span launching compute op `index` (its op span is `opEvent`), on the
+/// lane of the thread that launches it, named like the measured "cuda api" lanes: its
+/// pipeline device's worker (forward, recompute, loss) or its cluster device's autograd thread
+/// (backward). An op that launches nothing in no time (a loss) has none.
+void addLaunch(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine,
+               std::size_t index, const TraceEvent& opEvent, Trace& trace) {
+  const CompiledOp& op = compiled.ops[index];
+  const auto slot = static_cast<std::size_t>(op.durationSlot);
+  const TimeNs launchNs = engine.launchedNs(index) - engine.startNs(index);
+  if (launchNs == 0 && costs.kernels[slot] == 0) return;
+  TraceEvent launch;
+  launch.kind = EventKind::Span;
+  launch.name = "launch " + opEvent.name;
+  launch.device = opEvent.device;
+  launch.lane = op.kind == OpKind::Backward ? "cuda api autograd" : "cuda api worker " + std::to_string(op.lane);
+  launch.startNs = engine.startNs(index);
+  launch.durationNs = launchNs;
+  launch.microBatch = op.i;
+  launch.partition = op.j;
+  launch.phase = Phase::Launch;
+  launch.args["op"] = opEvent.name;
+  launch.args["kernels"] = std::to_string(costs.kernels[slot]);
+  trace.events.push_back(std::move(launch));
+}
+
+}  // namespace
 
 Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine,
                      const Cluster& cluster, const std::string& candidateLabel) {
@@ -31,6 +60,7 @@ Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& cost
     event.microBatch = op.i;
     event.partition = op.j;
     event.phase = phaseOf(op.kind);
+    if (costs.launches() && op.isCompute()) addLaunch(compiled, costs, engine, index, event, trace);
     trace.events.push_back(std::move(event));
   }
   for (const MemorySample& sample : engine.memory().samples()) {
