@@ -33,4 +33,33 @@ void resetDevicePeakBytes(const c10::Device& device);
 /// CPU devices and builds without CUDA.
 std::optional<Bytes> devicePeakBytes(const c10::Device& device);
 
+/// CUDA streams of their own for the layer profiler: the blocks the caching allocator hands out
+/// on stream t count against memory-tracker tag t (as a Pipe's partition streams do), so the
+/// layer that runs on stream t is measured under tag t wherever its tensors are freed -- its
+/// backward too, which the autograd engine runs on the stream of the forward.
+///
+///   layer:   0         1         2   ...      each run with its stream current, the device
+///   stream:  s0 -> t0  s1 -> t1  s2 -> t2     synchronised between layers
+///
+/// On destruction the device is synchronised, the library workspaces that running on these
+/// streams created are freed (clearLibraryWorkspaces), the streams stop counting and are
+/// destroyed. On a CPU device, or in a build without CUDA, there are no streams (stream()
+/// returns nullopt) and nothing is counted.
+class TaggedStreams {
+ public:
+  /// `count` streams, tags 0 .. count-1, on `device`.
+  TaggedStreams(const c10::Device& device, std::int64_t count);
+  ~TaggedStreams();
+  TaggedStreams(const TaggedStreams&) = delete;
+  TaggedStreams& operator=(const TaggedStreams&) = delete;
+
+  /// The stream counting against `tag`; nullopt when there are none.
+  std::optional<c10::Stream> stream(std::int64_t tag) const;
+
+ private:
+  c10::Device device_;
+  std::vector<c10::Stream> streams_;
+  std::vector<void*> handles_;  ///< the cudaStream_t of each stream, owned
+};
+
 }  // namespace pipeprof

@@ -7,11 +7,20 @@
 // touched while it is held) and nothing here allocates device memory. When another set of
 // streams takes over (another Pipe's first step) the live blocks are walked once, to move
 // those of streams that changed hands; a Pipe stepping again costs one map comparison.
+//
+// A block counts as the size the allocator hands out for the request (roundToAllocatorBlock:
+// the trace names the requested size), which is what the simulator predicts on a CUDA profile.
 #include "device_memory.h"
 
+#include <pipeprof/core/allocator_rounding.h>
+#include <pipeprof/runtime/library_workspaces.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <cstddef>
@@ -51,7 +60,8 @@ class StreamLedger {
   void onTrace(const TraceEntry& entry) {
     switch (entry.action_) {
       case TraceEntry::ALLOC:
-        allocated(static_cast<std::size_t>(entry.addr_), entry.stream_, static_cast<Bytes>(entry.size_));
+        allocated(static_cast<std::size_t>(entry.addr_), entry.stream_,
+                  roundToAllocatorBlock(static_cast<Bytes>(entry.size_)));
         break;
       // A block freed while other streams still use it completes its free later; it counts as
       // freed at the request, as a tensor does on CPU. The first of the two ends it.
@@ -125,6 +135,44 @@ std::optional<Bytes> devicePeakBytes(const c10::Device& device) {
   constexpr std::size_t kAggregate = 0;  // StatType::AGGREGATE: all pools together
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.has_index() ? device.index() : 0);
   return static_cast<Bytes>(stats.allocated_bytes[kAggregate].peak);
+}
+
+TaggedStreams::TaggedStreams(const c10::Device& device, std::int64_t count) : device_(device) {
+  if (!device.is_cuda()) return;
+  const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
+  c10::cuda::CUDAGuard guard(index);
+  std::vector<StreamTag> owned;
+  try {
+    for (std::int64_t tag = 0; tag < count; ++tag) {
+      cudaStream_t handle = nullptr;
+      C10_CUDA_CHECK(cudaStreamCreateWithFlags(&handle, cudaStreamNonBlocking));
+      handles_.push_back(handle);
+      streams_.push_back(c10::cuda::getStreamFromExternal(handle, index).unwrap());
+      owned.emplace_back(streams_.back(), tag);
+    }
+  } catch (...) {
+    for (void* handle : handles_) (void)cudaStreamDestroy(static_cast<cudaStream_t>(handle));
+    throw;
+  }
+  attributeDeviceStreams(owned);
+}
+
+TaggedStreams::~TaggedStreams() {
+  if (handles_.empty()) return;
+  c10::cuda::CUDAGuard guard(device_.has_index() ? device_.index() : 0);
+  // Nothing may throw from here: a failure leaves workspaces or cached blocks behind, no more.
+  try {
+    clearLibraryWorkspaces({device_});  // synchronises; frees the workspaces of these streams
+    attributeDeviceStreams({});
+    c10::cuda::CUDACachingAllocator::emptyCache();  // the cached blocks of these streams
+  } catch (...) {
+  }
+  for (void* handle : handles_) (void)cudaStreamDestroy(static_cast<cudaStream_t>(handle));
+}
+
+std::optional<c10::Stream> TaggedStreams::stream(std::int64_t tag) const {
+  if (tag < 0 || tag >= static_cast<std::int64_t>(streams_.size())) return std::nullopt;
+  return streams_[static_cast<std::size_t>(tag)];
 }
 
 }  // namespace pipeprof

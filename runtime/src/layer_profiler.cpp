@@ -2,7 +2,12 @@
 //
 // Per micro-batch size b (see docs/profiler.md and the memory model's "Profile fields"):
 //
-//   memory (CPU, tracked allocator, tag = layer index)
+//   memory (on the target device, tag = layer index; the library workspace measured first)
+//     on CPU the tracked CPU allocator counts what the thread allocates under tag L; on CUDA
+//     layer L runs with a stream of its own current whose caching-allocator blocks count
+//     against tag L (TaggedStreams in device_memory.h; its backward runs on that stream too),
+//     the device synchronised after each layer. Every (thread, stream) pair's library workspace
+//     is created by pass 1, so it is in every "before" and never in a layer's figures.
 //     1. one untimed pass (per-layer forward + backward) so every gradient already exists, as
 //        in a training run whose grads are zeroed in place;
 //     2. the whole model forward in training mode, layer L under tag L, keeping the graph:
@@ -21,9 +26,14 @@
 // so a popping layer's backward stops at the skip instead of running the stasher's too.
 #include <pipeprof/runtime/layer_profiler.h>
 
+#include "device_memory.h"
+
+#include <pipeprof/core/allocator_rounding.h>
+#include <pipeprof/runtime/library_workspaces.h>
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/skip.h>
 
+#include <c10/core/StreamGuard.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -105,6 +115,23 @@ void backwardOf(const Tensors& outputs) { runBackward(backwardRoots(outputs)); }
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
+
+/// Where what layer L allocates is counted, under memory-tracker tag L, while the scope lives:
+/// on CPU the calling thread's allocation tag; on CUDA the layer's own stream, made current (the
+/// thread tag stays off, so no CPU allocation of the thread counts). The caller synchronises
+/// the device before the next layer, which runs on another stream.
+class LayerMemoryScope {
+ public:
+  LayerMemoryScope(const TaggedStreams& streams, std::int64_t L)
+      : stream_(streams.stream(L)), tag_(stream_ ? kNoAllocationTag : L) {
+    if (stream_) guard_.reset_stream(*stream_);
+  }
+
+ private:
+  std::optional<c10::Stream> stream_;
+  ScopedAllocationTag tag_;
+  c10::OptionalStreamGuard guard_;
+};
 
 /// Stash/pop for layers run one by one. Records the bytes stashed by each layer.
 class ProfilerSkipTracker final : public SkipTracker {
@@ -247,8 +274,10 @@ Layers layersOf(torch::nn::Sequential& sequential) {
   return layers;
 }
 
-/// Memory fields of every layer at one size (on CPU with the tracked allocator).
-void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips) {
+/// Memory fields of every layer at one size, on `device` (the input's): on CPU with the tracked
+/// allocator, on CUDA with the caching allocator's blocks on each layer's stream.
+void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
+                   const TaggedStreams& streams, const torch::Device& device) {
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot).
   {
@@ -258,8 +287,13 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
       Tensors in = leaves(x, L);
-      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
-      backwardOf(out);
+      Tensors out;
+      {
+        LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
+        out = runLayer(*layers.modules[L], in, layers.names[L]);
+        backwardOf(out);
+        synchronize(device);
+      }
       x = out;
     }
   }
@@ -274,8 +308,9 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       resetPeakBytes(L);
       Tensors out;
       {
-        ScopedAllocationTag tag(L);
+        LayerMemoryScope scope(streams, L);
         out = runLayer(*layers.modules[L], x, layers.names[L]);
+        synchronize(device);
       }
       const Bytes live = liveBytes(L) - before[L];
       const Bytes peak = peakBytes(L) - before[L];
@@ -299,11 +334,12 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       Bytes start = 0;
       {
         // The forward under the tag too, so what the backward frees of it counts against its peak.
-        ScopedAllocationTag tag(L);
+        LayerMemoryScope scope(streams, L);
         out = runLayer(*layers.modules[L], in, layers.names[L]);
         start = liveBytes(L);
         resetPeakBytes(L);
         backwardOf(out);
+        synchronize(device);
       }
       costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
       x = out;
@@ -391,28 +427,36 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   profile.environment.threads = torch::get_num_threads();
   profile.environment.torchVersion = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
                                      "." + std::to_string(TORCH_VERSION_PATCH);
+  // Memory is measured on the target device (on CUDA the caching allocator's blocks): CPU and
+  // CUDA keep different tensors for backward (dropout keeps a mask on CUDA, its noise on CPU).
+  const bool cuda = options.device.is_cuda();
+  const torch::Device memoryDevice = cuda ? options.device : torch::Device(torch::kCPU);
+  // On CUDA a parameter, and its gradient, is one block of the caching allocator.
+  auto parameterBytes = [&](const torch::Tensor& p) { return cuda ? roundToAllocatorBlock(bytesOf(p)) : bytesOf(p); };
   profile.layers.resize(static_cast<std::size_t>(n));
   for (std::int64_t L = 0; L < n; ++L) {
     LayerProfile& layer = profile.layers[L];
     layer.name = layers.names[L];
     for (const torch::Tensor& p : sequential->ptr(L)->parameters()) {
-      layer.paramBytes += bytesOf(p);
-      if (p.requires_grad()) layer.gradBytes += bytesOf(p);
+      layer.paramBytes += parameterBytes(p);
+      if (p.requires_grad()) layer.gradBytes += parameterBytes(p);
     }
   }
+  profile.libraryWorkspaceBytes = measureLibraryWorkspaceBytes(options.device);  // 0 on CPU
 
   ProfilerSkipTracker skips(false);
   {
     ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
+    const TaggedStreams streams(memoryDevice, n);  // CUDA: one per layer; frees their workspaces last
     sequential->train();
     const double budgetPerSize = options.timeBudgetSeconds / static_cast<double>(sizes.size());
     for (std::int64_t b : sizes) {
       const Batch batch = model.makeBatch(b, /*seed=*/0);
       std::vector<CostSample> costs(static_cast<std::size_t>(n));
       for (CostSample& c : costs) c.microBatch = b;
-      // Memory on CPU, where the tracked allocator sees every allocation.
-      moveDroppingGradients(*sequential, torch::kCPU);
-      measureMemory(layers, {batch.input.to(torch::kCPU)}, costs, skips);
+      // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
+      moveDroppingGradients(*sequential, memoryDevice);
+      measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice);
       // Times on the target device.
       moveDroppingGradients(*sequential, options.device);
       measureTimes(layers, {batch.input.to(options.device)}, costs, options.device, options, budgetPerSize);

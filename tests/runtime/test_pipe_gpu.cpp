@@ -1,6 +1,9 @@
 // CUDA tests of the Pipe (label gpu): they skip themselves when no CUDA device is present.
+#include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/runtime/library_workspaces.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/runtime/skip.h>
+#include <pipeprof/simulator/simulator.h>
 
 #include "pipe_test_util.h"
 #include "skip_test_layers.h"
@@ -164,6 +167,67 @@ TEST(PipeGpu, PeakBytesCountEachPartitionsOwnBlocksWhenTheyShareADevice) {
     EXPECT_EQ(devicePeaks[0], devicePeaks[1]);
     EXPECT_GE(*devicePeaks[0], 32 * kMiB + 2048 * 2 * 4 * 2) << "step " << step;
   }
+}
+
+// A profile measured on CUDA predicts each partition's measured peak to 10%: the two library
+// workspaces of each partition (its worker's and the autograd thread's, on its stream) and the
+// caching allocator's blocks are in both.
+TEST(PipeGpu, ACudaProfilePredictsEachPartitionsPeak) {
+  PIPEPROF_REQUIRE_CUDA();
+  torch::manual_seed(3);
+  torch::nn::Sequential sequential;
+  sequential->push_back("fc0", torch::nn::Linear(1024, 1024));
+  sequential->push_back("relu1", torch::nn::ReLU());
+  sequential->push_back("fc2", torch::nn::Linear(1024, 1024));
+  sequential->push_back("relu3", torch::nn::ReLU());
+  Model model;
+  model.name = "test";
+  model.sequential = sequential;
+  model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
+    torch::manual_seed(static_cast<std::uint64_t>(seed));
+    return Batch{torch::randn({batch, 1024}), torch::randn({batch, 1024})};
+  };
+  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
+  LayerProfilerOptions profiling;
+  profiling.device = kCuda0;
+  profiling.microBatches = {32};
+  profiling.warmupRuns = 1;
+  profiling.minRuns = 1;
+  profiling.timeBudgetSeconds = 0.0;
+  const Profile profile = profileModel(model, profiling);
+  ASSERT_GT(profile.libraryWorkspaceBytes, 0);
+
+  constexpr std::int64_t kBatch = 64;
+  constexpr std::int64_t kChunks = 2;
+  Candidate candidate;
+  candidate.balance = {2, 2};
+  candidate.chunks = kChunks;
+  candidate.checkpoint = Checkpoint::Never;
+  candidate.batch = kBatch;
+  candidate.devices = {0, 0};
+  const Prediction predicted =
+      simulate(profile, Cluster::uniform(1, std::nullopt, 0.0, 0, "cuda:"), candidate).prediction;
+
+  // What earlier tests' threads left on the pool streams is not this Pipe's.
+  clearLibraryWorkspaces({kCuda0});
+  Pipe pipe(sequential, {2, 2}, PipeOptions{{kCuda0, kCuda0}, kChunks, Checkpoint::Never, false});
+  const Batch batch = model.makeBatch(kBatch, 0);
+  for (int step = 0; step < 2; ++step) {  // the second step starts with gradients and workspaces live
+    for (torch::Tensor& parameter : sequential->parameters()) {
+      if (parameter.grad().defined()) parameter.mutable_grad().zero_();  // in place, as the sweep does
+    }
+    model.loss(pipe.forward(batch.input.to(kCuda0)), batch.target.to(kCuda0)).backward();
+  }
+  const std::vector<Bytes> measured = pipe.peakBytes();
+  ASSERT_EQ(measured.size(), 2U);
+  ASSERT_EQ(predicted.peakBytes.size(), 2U);
+  for (std::size_t j = 0; j < 2; ++j) {
+    EXPECT_NEAR(static_cast<double>(predicted.peakBytes[j]), static_cast<double>(measured[j]),
+                0.1 * static_cast<double>(measured[j]))
+        << "partition " << j << ", library workspace " << profile.libraryWorkspaceBytes;
+    EXPECT_GT(measured[j], 2 * profile.libraryWorkspaceBytes) << "partition " << j;
+  }
+  clearLibraryWorkspaces({kCuda0});
 }
 
 TEST(PipeGpu, TwoPartitionsEqualTheUnpartitionedModelInEveryModeAndChunks) {

@@ -1,6 +1,7 @@
 // The threaded measurer: a candidate trained on a fresh Pipe whose stages are threads of this process.
 #include <pipeprof/tuner/candidate_measurer.h>
 
+#include <pipeprof/runtime/library_workspaces.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
 
@@ -26,6 +27,10 @@ MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureR
   options.steps = request.steps;
   options.captureTrace = request.traced;
   options.shouldStop = request.shouldStop;
+  // The pool streams earlier Pipes of this process used (the calibration's, the previous
+  // candidate's) keep their cuBLAS workspaces, and this Pipe may get the same streams: free
+  // them, so its peaks hold only the workspaces of its own stages (docs/simulator.md).
+  clearLibraryWorkspaces(options.devices);
   TrainingResult result = trainAndMeasure(model, options);
   return {std::move(result.measurement), std::move(result.trace)};
 }

@@ -21,8 +21,12 @@ struct LayerProfilerOptions {
 
 /// Measures every layer of the model at each micro-batch size: forward and backward time
 /// (median of the timed runs), output bytes, bytes saved for backward and transient peak,
-/// plus parameter bytes and the skip routes with their sizes. Leaves the model's parameters
-/// and buffers unchanged. Records the device, thread count and LibTorch version.
+/// plus parameter bytes and the skip routes with their sizes. Memory is measured on
+/// options.device: on CPU through the tracked CPU allocator, on CUDA through the caching
+/// allocator (its blocks; parameters counted as one block each), where the library workspace
+/// of one (thread, stream) pair is measured too (Profile::libraryWorkspaceBytes, 0 on CPU).
+/// Leaves the model's parameters and buffers unchanged, and on CUDA frees the library
+/// workspaces it made. Records the device, thread count and LibTorch version.
 Profile profileModel(Model& model, const LayerProfilerOptions& options);
 
 }  // namespace pipeprof
