@@ -183,13 +183,17 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.transient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
-  std::uint32_t released = kNoOp;  // launches: the lane's next op, released when op had launched
   if (c.isCompute()) {
     if (launches_) {
-      released = nextInLane(op);
-    } else {
-      advanceLane(op, timeNs);
+      // The lane's next op was released when op had launched (launched()).
+      const std::uint32_t released = nextInLane(op);
+      for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
+        const std::uint32_t successor = compiled_->successors[s];
+        if (successor != released && --remaining_[successor] == 0) makeReady(successor, timeNs);
+      }
+      return;
     }
+    advanceLane(op, timeNs);
   } else if (!sharedLinks_) {
     const std::int32_t link = resource_[op] - deviceCount_;
     linkBusy_[static_cast<std::size_t>(link)] = 0;
@@ -197,7 +201,6 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   }
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
-    if (successor == released) continue;
     if (--remaining_[successor] == 0) makeReady(successor, timeNs);
   }
 }
