@@ -232,6 +232,31 @@ TEST(LaunchModel, StagesOfOneDeviceShareItsAutogradThread) {
   EXPECT_EQ(span(trace, "launch backward(1,0)").lane, "cuda api autograd");
 }
 
+// Copies and the next stage wait for the producer's last kernel. Two stages on two devices,
+// m 1, never, one kernel per pass (l/d 10/100 forward, 20/200 backward), boundary copies of c:
+//   F00 [0,10] -> 110; copy 110 -> 110 + c; F01 from 110 + c -> 220 + c; L0 (220 + c); B01
+//   from L0's launch, 120 + c: max(220 + c + 200, 120 + c + 220) = 420 + c; grad copy -> 420 +
+//   2c; B00 on device 0's autograd thread from 420 + 2c -> 640 + 2c.
+// A cluster whose devices name hosts (shared links) moves one copy at a time alike.
+TEST(LaunchModel, CopiesWaitForTheLastKernel) {
+  constexpr TimeNs kC = 7;
+  Profile profile = launchProfile(2, launch(10, 100, 1), launch(20, 200, 1));
+  for (LayerProfile& layer : profile.layers) layer.costs[0].outputBytes = 100;
+  const Candidate candidate = test::makeCandidate({1, 1}, 1, Checkpoint::Never, 1);
+  const Cluster plain = Cluster::uniform(2, std::nullopt, 0.0, kC, "dev");
+  const Cluster hosts = Cluster::withHosts({"a", "b"}, std::nullopt, Link{kC, 0.0}, Link{kC, 0.0}, "dev");
+  for (const Cluster* cluster : {&plain, &hosts}) {
+    const SimulationResult result = simulateTraced(profile, *cluster, candidate);
+    EXPECT_EQ(result.prediction.iterationNs, 640 + 2 * kC);
+    EXPECT_EQ(interval(result.trace, "copy(0,0->1)"), (std::vector<TimeNs>{110, 110 + kC}));
+    EXPECT_EQ(interval(result.trace, "forward(0,1)"), (std::vector<TimeNs>{110 + kC, 220 + kC}));
+    EXPECT_EQ(interval(result.trace, "backward(0,1)"), (std::vector<TimeNs>{120 + kC, 420 + kC}));
+    EXPECT_EQ(interval(result.trace, "backward(0,0)"), (std::vector<TimeNs>{420 + 2 * kC, 640 + 2 * kC}));
+    EXPECT_EQ(span(result.trace, "launch backward(0,0)").device, "dev:0");
+    EXPECT_EQ(span(result.trace, "launch backward(0,1)").device, "dev:1");
+  }
+}
+
 // (d) The same profile without launch data (a CPU profile, or a file from before) runs the
 // model it always ran: one compute resource per device, the synchronised times, no launch spans.
 TEST(LaunchModel, ProfileWithoutLaunchDataIsUnchanged) {
