@@ -153,6 +153,39 @@ std::vector<std::int32_t> hostIndices(const Cluster& cluster) {
   return indices;
 }
 
+namespace {
+
+/// Profiles with launch data: a forward's (recompute's) and a backward's host launch time and
+/// kernel count, and their device time in place of the synchronised one. The device runs the
+/// kernels at its speed; the host launches them at its own.
+void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
+                     const MicroBatching& batching, const std::vector<std::int64_t>& firstLayer,
+                     ResolvedCosts& out) {
+  const SlotLayout& layout = compiled.layout;
+  out.launchNs.assign(out.durationNs.size(), 0);
+  out.kernels.assign(out.durationNs.size(), 0);
+  for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
+    const LayerCostTable& table = costs.table(sizeClass == 0 ? batching.chunkSize : batching.lastSize);
+    const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
+    for (std::int32_t j = 0; j < layout.n; ++j) {
+      const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
+      const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
+      const double speed = cluster.devices[static_cast<std::size_t>(out.partitionDevice[static_cast<std::size_t>(j)])]
+                               .relativeSpeed;
+      const auto forward = static_cast<std::size_t>(classSlot + layout.forwardNs(j));
+      const auto backward = static_cast<std::size_t>(classSlot + layout.backwardNs(j));
+      out.durationNs[forward] = scaleTime(table.forwardDevicePrefix[end] - table.forwardDevicePrefix[first], speed);
+      out.durationNs[backward] = scaleTime(table.backwardDevicePrefix[end] - table.backwardDevicePrefix[first], speed);
+      out.launchNs[forward] = table.forwardHostPrefix[end] - table.forwardHostPrefix[first];
+      out.launchNs[backward] = table.backwardHostPrefix[end] - table.backwardHostPrefix[first];
+      out.kernels[forward] = table.forwardKernelPrefix[end] - table.forwardKernelPrefix[first];
+      out.kernels[backward] = table.backwardKernelPrefix[end] - table.backwardKernelPrefix[first];
+    }
+  }
+}
+
+}  // namespace
+
 void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
                   const Candidate& candidate, const MicroBatching& batching,
                   const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
@@ -176,13 +209,6 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     out.copyLatencyNs.assign(out.durationNs.size(), 0);
   } else {
     out.copyLatencyNs.clear();
-  }
-  if (costs.launches()) {
-    out.launchNs.assign(out.durationNs.size(), 0);
-    out.kernels.assign(out.durationNs.size(), 0);
-  } else {
-    out.launchNs.clear();
-    out.kernels.clear();
   }
   // Transfer time (with shared links its latency part in copyLatencyNs) and destination buffer
   // (a tensor of `bytes`, counted as the cost model counts tensors) of `bytes` moved from
@@ -215,23 +241,6 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const double speed = cluster.devices[static_cast<std::size_t>(deviceOf(j))].relativeSpeed;
       duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
-      if (costs.launches()) {
-        // The device runs the kernels at its speed; the host launches them at its own.
-        const std::int32_t forward = classSlot + layout.forwardNs(j);
-        const std::int32_t backward = classSlot + layout.backwardNs(j);
-        out.durationNs[static_cast<std::size_t>(forward)] =
-            scaleTime(table.forwardDevicePrefix[end] - table.forwardDevicePrefix[first], speed);
-        out.durationNs[static_cast<std::size_t>(backward)] =
-            scaleTime(table.backwardDevicePrefix[end] - table.backwardDevicePrefix[first], speed);
-        out.launchNs[static_cast<std::size_t>(forward)] =
-            table.forwardHostPrefix[end] - table.forwardHostPrefix[first];
-        out.launchNs[static_cast<std::size_t>(backward)] =
-            table.backwardHostPrefix[end] - table.backwardHostPrefix[first];
-        out.kernels[static_cast<std::size_t>(forward)] =
-            table.forwardKernelPrefix[end] - table.forwardKernelPrefix[first];
-        out.kernels[static_cast<std::size_t>(backward)] =
-            table.backwardKernelPrefix[end] - table.backwardKernelPrefix[first];
-      }
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       const TransientPeaks peaks = transientPeaks(table, first, end);
@@ -254,6 +263,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
       transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
     }
+  }
+  if (costs.launches()) {
+    resolveLaunches(compiled, costs, cluster, batching, firstLayer, out);
+  } else {
+    out.launchNs.clear();
+    out.kernels.clear();
   }
 }
 

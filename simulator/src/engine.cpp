@@ -93,8 +93,7 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     const CompiledOp& c = compiled.ops[op];
     remaining_[op] = c.dependencyCount;
     if (c.isCompute()) {
-      const std::int32_t device = laneDevice_[static_cast<std::size_t>(c.lane)];
-      resource_[op] = !launches_ ? device : c.kind == OpKind::Backward ? compiled.lanes + device : c.lane;
+      resource_[op] = laneDevice_[static_cast<std::size_t>(c.lane)];
       busyNs_[static_cast<std::size_t>(c.lane)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
     } else {
       const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
@@ -108,16 +107,36 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
       resource_[op] = deviceCount + link;
     }
   }
+  if (launches_) {
+    // A compute op's resource is the host thread that launches it.
+    for (std::size_t op = 0; op < count; ++op) {
+      const CompiledOp& c = compiled.ops[op];
+      if (!c.isCompute()) continue;
+      resource_[op] = c.kind == OpKind::Backward ? compiled.lanes + resource_[op] : c.lane;
+    }
+  }
   for (std::size_t op = 0; op < count; ++op) {
     if (remaining_[op] == 0) makeReady(static_cast<std::uint32_t>(op), 0);
   }
 
   std::size_t finished = 0;
+  // The loop is compiled once per model, so the one without launches pays nothing for them.
+  const TimeNs now = launches_ ? runEvents<true>(finished) : runEvents<false>(finished);
+  if (finished != count) {
+    throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " +
+                           std::to_string(count) + " ops never became ready (cyclic dependencies?)");
+  }
+  // A stale link check may outlive the last op; the step ends with the last op.
+  iterationNs_ = sharedLinks_ ? (count > 0 ? *std::max_element(endNs_.begin(), endNs_.end()) : 0) : now;
+}
+
+template <bool Launches>
+TimeNs Engine::runEvents(std::size_t& finished) {
   TimeNs now = 0;
   while (true) {
     for (std::int32_t device : touchedDevices_) {
       deviceTouched_[static_cast<std::size_t>(device)] = 0;
-      if (launches_) {
+      if constexpr (Launches) {
         dispatchHost(device, now);
       } else {
         dispatchDevice(device, now);
@@ -136,8 +155,14 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
       if (event.tag == kFinishTag) {
         ++eventCount_;
         ++finished;
+        if constexpr (Launches) {
+          if (compiled_->ops[event.op].isCompute()) {
+            kernelsDone(event.op, now);
+            continue;
+          }
+        }
         finish(event.op, now);
-      } else if (event.tag == kLaunchedTag) {
+      } else if (Launches && event.tag == kLaunchedTag) {
         ++eventCount_;
         launched(event.op, now);
       } else {
@@ -145,12 +170,7 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
       }
     }
   }
-  if (finished != count) {
-    throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " +
-                           std::to_string(count) + " ops never became ready (cyclic dependencies?)");
-  }
-  // A stale link check may outlive the last op; the step ends with the last op.
-  iterationNs_ = sharedLinks_ ? (count > 0 ? *std::max_element(endNs_.begin(), endNs_.end()) : 0) : now;
+  return now;
 }
 
 void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
@@ -176,6 +196,8 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
   }
 }
 
+// finish() and start() keep their steps inline (the launch model's kernelsDone(), launched()
+// and startLaunch() repeat the few they share): calls here cost the search a few percent.
 void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   endNs_[op] = timeNs;
@@ -184,16 +206,15 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
   if (c.isCompute()) {
-    if (launches_) {
-      // The lane's next op was released when op had launched (launched()).
-      const std::uint32_t released = nextInLane(op);
-      for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
-        const std::uint32_t successor = compiled_->successors[s];
-        if (successor != released && --remaining_[successor] == 0) makeReady(successor, timeNs);
-      }
-      return;
+    const auto lane = static_cast<std::size_t>(c.lane);
+    deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
+    touchDevice(resource_[op]);
+    const std::uint32_t position = ++nextPosition_[lane];
+    const std::uint32_t orderIndex = compiled_->orderStart[lane] + position;
+    if (orderIndex < compiled_->orderStart[lane + 1]) {
+      const std::uint32_t next = compiled_->orderOps[orderIndex];
+      if (remaining_[next] == 0) makeReady(next, timeNs);
     }
-    advanceLane(op, timeNs);
   } else if (!sharedLinks_) {
     const std::int32_t link = resource_[op] - deviceCount_;
     linkBusy_[static_cast<std::size_t>(link)] = 0;
@@ -202,6 +223,20 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
     if (--remaining_[successor] == 0) makeReady(successor, timeNs);
+  }
+}
+
+void Engine::kernelsDone(std::uint32_t op, TimeNs timeNs) {
+  const CompiledOp& c = compiled_->ops[op];
+  endNs_[op] = timeNs;
+  const Bytes* bytes = costs_->bytes.data();
+  memory_.release(*compiled_, c.transient, bytes, timeNs);
+  memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
+  memory_.release(*compiled_, c.endRelease, bytes, timeNs);
+  const std::uint32_t released = nextInLane(op);  // when op had launched (launched())
+  for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
+    const std::uint32_t successor = compiled_->successors[s];
+    if (successor != released && --remaining_[successor] == 0) makeReady(successor, timeNs);
   }
 }
 
@@ -264,7 +299,7 @@ void Engine::dispatchHost(std::int32_t host, TimeNs timeNs) {
   }
   eligibleOp_[bestLane] = -1;
   deviceBusy_[h] = 1;
-  start(static_cast<std::uint32_t>(best), timeNs);
+  startLaunch(static_cast<std::uint32_t>(best), timeNs);
 }
 
 void Engine::dispatchDevice(std::int32_t device, TimeNs timeNs) {
@@ -315,21 +350,27 @@ void Engine::start(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
   const TimeNs durationNs = costs_->durationNs[slot];
-  if (launches_ && c.isCompute()) {
-    TimeNs& streamFreeNs = streamFreeNs_[static_cast<std::size_t>(c.j)];
-    const LaunchTimes times =
-        launchTimes(timeNs, costs_->launchNs[slot], durationNs, costs_->kernels[slot], streamFreeNs);
-    streamFreeNs = times.endNs;
-    firstKernelNs_[op] = times.firstKernelNs;
-    events_.push(times.launchedNs, op, kLaunchedTag);
-    events_.push(times.endNs, op);
-    return;
-  }
   if (sharedLinks_ && !c.isCompute() && durationNs > costs_->copyLatencyNs[slot]) {
     events_.push(timeNs + costs_->copyLatencyNs[slot], op, kDrainTag);  // bytes to drain after the latency
     return;
   }
   events_.push(timeNs + durationNs, op);
+}
+
+void Engine::startLaunch(std::uint32_t op, TimeNs timeNs) {
+  const CompiledOp& c = compiled_->ops[op];
+  startNs_[op] = timeNs;
+  const Bytes* bytes = costs_->bytes.data();
+  memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
+  memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
+  const auto slot = static_cast<std::size_t>(c.durationSlot);
+  TimeNs& streamFreeNs = streamFreeNs_[static_cast<std::size_t>(c.j)];
+  const LaunchTimes times =
+      launchTimes(timeNs, costs_->launchNs[slot], costs_->durationNs[slot], costs_->kernels[slot], streamFreeNs);
+  streamFreeNs = times.endNs;
+  firstKernelNs_[op] = times.firstKernelNs;
+  events_.push(times.launchedNs, op, kLaunchedTag);
+  events_.push(times.endNs, op);
 }
 
 std::size_t Engine::linkEvent(const Event& event, TimeNs timeNs) {

@@ -70,14 +70,23 @@ class Engine {
     std::size_t head = 0;
   };
 
+  /// The event loop; returns the time of the last event.
+  template <bool Launches>
+  TimeNs runEvents(std::size_t& finished);
   void makeReady(std::uint32_t op, TimeNs timeNs);
+  /// A copy, or without launches a compute op, completes.
   void finish(std::uint32_t op, TimeNs timeNs);
   void dispatchDevice(std::int32_t device, TimeNs timeNs);
   /// Launches: starts the next op of a free host thread (a lane's worker or a device's autograd thread).
   void dispatchHost(std::int32_t host, TimeNs timeNs);
+  /// Launches: the host starts launching compute op (its kernels follow on its stage's stream).
+  /// The compute ops' start, as start() is the copies' and, without launches, everything's.
+  void startLaunch(std::uint32_t op, TimeNs timeNs);
   /// Launches: the host has launched op's last kernel.
   void launched(std::uint32_t op, TimeNs timeNs);
-  /// Frees op's compute resource and makes the next op of its lane ready when it can be.
+  /// Launches: op's last kernel ended; releases its successors but the lane's next op.
+  void kernelsDone(std::uint32_t op, TimeNs timeNs);
+  /// Launches: frees op's host thread and makes the next op of its lane ready when it can be.
   void advanceLane(std::uint32_t op, TimeNs timeNs);
   /// The op after compute op `op` in its lane's order, or ~0u when it is the last.
   std::uint32_t nextInLane(std::uint32_t op) const;
