@@ -20,6 +20,11 @@
 //     warm-up passes, then passes until minRuns are done and the budget is spent (or a cap):
 //     each pass runs the layers in order, each on a detached input that requires grad, timing
 //     its forward and then torch::autograd::backward of its output alone; medians are kept.
+//     On CUDA each pass also times the host up to the return of the forward and of the
+//     backward, before the synchronize: the host's launch time (LaunchCost::hostNs).
+//   kernels (CUDA, CUPTI's cheap mode)
+//     one more pass, each layer's forward and backward captured alone: how many kernels each
+//     ran and their summed device time. Without CUPTI the profile has no launch data at all.
 //
 // Skip tensors go through a tracker of our own: in the memory pass it keeps the stashed
 // tensor as is (its graph alive, as in a Pipe); in timed passes it hands out detached copies,
@@ -29,6 +34,8 @@
 #include "device_memory.h"
 
 #include <pipeprof/core/allocator_rounding.h>
+#include <pipeprof/profiler/cupti_collector.h>
+#include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/library_workspaces.h>
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/skip.h>
@@ -353,6 +360,8 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   using Clock = std::chrono::steady_clock;
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
+  std::vector<std::vector<TimeNs>> forwardLaunchNs(n), backwardLaunchNs(n);  // CUDA: before the synchronize
+  auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
   ProfilerSkipTracker detached(true);
   ScopedSkipTracker scope(&detached);
   auto pass = [&](bool record) {
@@ -363,6 +372,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
       synchronize(device);
       const auto t0 = Clock::now();
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      const auto forwardLaunched = Clock::now();
       synchronize(device);
       const auto t1 = Clock::now();
       // The output gradient is made outside the clock: inside a pipeline it arrives from the
@@ -371,12 +381,15 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
       const BackwardRoots backward = backwardRoots(out);
       synchronize(device);
       const auto t2 = Clock::now();
-      runBackward(backward);
+      runBackward(backward);  // returns once autograd's device thread has launched it all
+      const auto backwardLaunched = Clock::now();
       synchronize(device);
       const auto t3 = Clock::now();
       if (record) {
-        forwardNs[L].push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
-        backwardNs[L].push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t3 - t2).count());
+        forwardNs[L].push_back(ns(t1 - t0));
+        backwardNs[L].push_back(ns(t3 - t2));
+        forwardLaunchNs[L].push_back(ns(forwardLaunched - t0));
+        backwardLaunchNs[L].push_back(ns(backwardLaunched - t2));
       }
       x = out;
     }
@@ -393,7 +406,56 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   for (std::int64_t L = 0; L < n; ++L) {
     costs[L].forwardNs = median(forwardNs[L]);
     costs[L].backwardNs = median(backwardNs[L]);
+    if (device.is_cuda()) {
+      costs[L].forwardLaunch = LaunchCost{median(forwardLaunchNs[L]), 0, 0};
+      costs[L].backwardLaunch = LaunchCost{median(backwardLaunchNs[L]), 0, 0};
+    }
   }
+}
+
+/// The kernels a run launched on the device, counted and their durations summed, captured alone
+/// by `collector`; nullopt when the collector cannot record.
+template <typename Run>
+std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch::Device& device, Run run) {
+  synchronize(device);
+  if (!collector.start()) return std::nullopt;
+  run();
+  collector.stop();  // synchronises the device and flushes every record
+  LaunchCost kernels;
+  for (const TraceEvent& event : collector.trace(Trace{}).events) {
+    if (event.kind != EventKind::Span || event.phase != Phase::Kernel) continue;
+    kernels.deviceNs += event.durationNs;
+    ++kernels.kernels;
+  }
+  return kernels;
+}
+
+/// CUDA: every layer's forward and backward kernels at one size (one pass, each captured alone
+/// by the cheap CUPTI mode) into costs[L].forwardLaunch / backwardLaunch, whose host times
+/// measureTimes filled. Returns false, leaving them incomplete, when CUPTI cannot record.
+bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
+                    CuptiCollector& collector) {
+  ProfilerSkipTracker detached(true);
+  ScopedSkipTracker scope(&detached);
+  Tensors x = input;
+  for (std::size_t L = 0; L < layers.modules.size(); ++L) {
+    detached.setLayer(static_cast<std::int64_t>(L));
+    Tensors in = leaves(x, static_cast<std::int64_t>(L));
+    Tensors out;
+    const std::optional<LaunchCost> forward =
+        capturedKernels(collector, device, [&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
+    if (!forward) return false;
+    const BackwardRoots backward = backwardRoots(out);
+    const std::optional<LaunchCost> back = capturedKernels(collector, device, [&] { runBackward(backward); });
+    if (!back || !costs[L].forwardLaunch || !costs[L].backwardLaunch) return false;
+    costs[L].forwardLaunch->deviceNs = forward->deviceNs;
+    costs[L].forwardLaunch->kernels = forward->kernels;
+    costs[L].backwardLaunch->deviceNs = back->deviceNs;
+    costs[L].backwardLaunch->kernels = back->kernels;
+    x = out;
+  }
+  detached.clear();
+  return true;
 }
 
 }  // namespace
@@ -443,6 +505,12 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
     }
   }
   profile.libraryWorkspaceBytes = measureLibraryWorkspaceBytes(options.device);  // 0 on CPU
+  // CUDA: the kernels of each pass, for the simulator's launch model; without CUPTI (no driver
+  // or permission, a build without it) the profile carries no launch data at all.
+  HostTracer kernelClock;
+  const std::unique_ptr<CuptiCollector> kernelCollector =
+      options.device.is_cuda() ? CuptiCollector::create(kernelClock, CuptiMode::Cheap) : nullptr;
+  bool launchData = kernelCollector && kernelCollector->available();
 
   ProfilerSkipTracker skips(false);
   {
@@ -460,6 +528,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       // Times on the target device.
       moveDroppingGradients(*sequential, options.device);
       measureTimes(layers, {batch.input.to(options.device)}, costs, options.device, options, budgetPerSize);
+      if (launchData) launchData = measureKernels(layers, {batch.input.to(options.device)}, costs, options.device, *kernelCollector);
       for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
       profile.inputBytesPerSample = bytesOf(batch.input) / b;
       for (const SkipRoute& route : model.skips) {
@@ -476,6 +545,14 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       }
     }
     moveDroppingGradients(*sequential, home);
+  }
+  if (!launchData) {  // on every sample or on none
+    for (LayerProfile& layer : profile.layers) {
+      for (CostSample& cost : layer.costs) {
+        cost.forwardLaunch.reset();
+        cost.backwardLaunch.reset();
+      }
+    }
   }
   return profile;
 }

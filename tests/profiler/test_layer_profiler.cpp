@@ -126,6 +126,9 @@ TEST(LayerProfiler, TimesArePositiveAndAWiderLayerIsSlower) {
   // 64x the multiply-adds: a margin that parallel ctest jobs on 2 cores cannot close.
   EXPECT_GT(profile.layers[1].costs[0].forwardNs, profile.layers[0].costs[0].forwardNs);
   EXPECT_GT(profile.layers[1].costs[0].backwardNs, profile.layers[0].costs[0].backwardNs);
+  // Launches are a CUDA matter: a CPU profile carries none, so its predictions run one lane.
+  EXPECT_FALSE(profile.hasLaunchData());
+  EXPECT_FALSE(profile.layers[0].costs[0].forwardLaunch.has_value());
 }
 
 TEST(LayerProfiler, TheFirstLayerIsProfiledWithoutAnInputGradient) {

@@ -47,6 +47,23 @@ TEST(LayerProfilerGpu, ProfilesOnCudaAtSeveralSizesAndLeavesTheModelOnItsDevice)
       EXPECT_GT(cost.outputBytes, 0) << layer.name;
     }
   }
+  // The launch data of every pass (CUPTI's cheap mode; a profile without CUPTI has none): the
+  // host's launch time, and the kernels the device ran: every layer here launches at least
+  // one kernel each way.
+  if (profile.hasLaunchData()) {
+    for (const LayerProfile& layer : profile.layers) {
+      for (const CostSample& cost : layer.costs) {
+        ASSERT_TRUE(cost.forwardLaunch && cost.backwardLaunch) << layer.name;
+        EXPECT_GT(cost.forwardLaunch->hostNs, 0) << layer.name;
+        EXPECT_LE(cost.forwardLaunch->hostNs, cost.forwardNs) << layer.name;  // part of the same passes
+        EXPECT_GE(cost.forwardLaunch->kernels, 1) << layer.name;
+        EXPECT_GE(cost.backwardLaunch->kernels, 1) << layer.name;
+        EXPECT_GT(cost.backwardLaunch->deviceNs, 0) << layer.name;
+      }
+    }
+  } else {
+    ADD_FAILURE() << "no launch data: CUPTI could not record on this machine";
+  }
   const auto after = sequential->parameters();
   for (std::size_t k = 0; k < after.size(); ++k) {
     EXPECT_TRUE(after[k].is_cpu()) << "parameter " << k;
