@@ -164,9 +164,9 @@ TEST(ProfileJson, OneWorkspaceFigureFromBeforeTheSplitServesBothPasses) {
   EXPECT_EQ(read.backwardWorkspaceBytes, 30);
 }
 
-/// The message profileFromJson throws for the example profile after `edit`.
-std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
-  nlohmann::json json = toJson(exampleProfile());
+/// The message profileFromJson throws for `profile` (the example one by default) after `edit`.
+std::string errorAfter(const std::function<void(nlohmann::json&)>& edit, const Profile& profile = exampleProfile()) {
+  nlohmann::json json = toJson(profile);
   edit(json);
   try {
     profileFromJson(json, "p.json");
@@ -366,14 +366,7 @@ TEST(ProfileJson, LaunchDataRoundTripsAndOldFilesHaveNone) {
 
 /// The message profileFromJson throws for the launch profile after `edit`.
 std::string launchErrorAfter(const std::function<void(nlohmann::json&)>& edit) {
-  nlohmann::json json = toJson(launchProfile());
-  edit(json);
-  try {
-    profileFromJson(json, "p.json");
-  } catch (const FormatError& error) {
-    return error.what();
-  }
-  return "no error";
+  return errorAfter(edit, launchProfile());
 }
 
 TEST(ProfileJson, LaunchDataIsValidated) {

@@ -2,6 +2,7 @@
 // clock mapping, out-of-order buffers and the dropped-record count.
 #include "fake_activity_source.h"
 #include "fake_clock.h"
+#include "op_spans.h"
 
 #include <pipeprof/profiler/activity_converter.h>
 #include <pipeprof/profiler/cupti_collector.h>
@@ -14,6 +15,8 @@
 
 namespace pipeprof {
 namespace {
+
+using test::opSpan;
 
 const TraceEvent* findEvent(const Trace& trace, EventKind kind, const std::string& name) {
   for (const TraceEvent& e : trace.events) {
@@ -172,21 +175,6 @@ TEST(ActivityConverter, FlowEndWithoutItsLaunchIsDropped) {
   Trace trace = converter.convert();
   EXPECT_EQ(countKind(trace, EventKind::FlowEnd), 0);
   EXPECT_EQ(converter.stats().unattributed, 3);
-}
-
-TraceEvent opSpan(const std::string& name, Phase phase, std::int64_t j, std::int64_t id, std::int64_t startNs,
-                  std::int64_t endNs) {
-  TraceEvent span;
-  span.name = name;
-  span.device = "cuda:0";
-  span.lane = "partition " + std::to_string(j);
-  span.phase = phase;
-  span.microBatch = 0;
-  span.partition = j;
-  span.correlationId = id;
-  span.startNs = startNs;
-  span.durationNs = endNs - startNs;
-  return span;
 }
 
 /// A kernel on cuda:0 and the runtime call that launched it at launchNs (device clock = host).

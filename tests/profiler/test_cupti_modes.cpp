@@ -4,6 +4,7 @@
 // the attributed share in the stats, metadata and summary; the mode's names.
 #include "fake_activity_source.h"
 #include "fake_clock.h"
+#include "op_spans.h"
 
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/profiler/activity_converter.h>
@@ -19,6 +20,8 @@
 
 namespace pipeprof {
 namespace {
+
+using test::opSpan;
 
 const TraceEvent* findSpan(const Trace& trace, const std::string& name) {
   for (const TraceEvent& e : trace.events) {
@@ -60,21 +63,6 @@ TEST(StreamAttribution, VotesGiveAStreamToTheMajorityPartitionOfItsDevice) {
   EXPECT_EQ(streams.find(0, 7, 10), -1);
   EXPECT_EQ(streams.find(1, 5, 10), 12);
   EXPECT_EQ(streams.find(0, 8, 60), 11);
-}
-
-TraceEvent opSpan(const std::string& name, Phase phase, const std::string& device, std::int64_t j,
-                  std::int64_t id, std::int64_t startNs, std::int64_t endNs) {
-  TraceEvent span;
-  span.name = name;
-  span.device = device;
-  span.lane = "partition " + std::to_string(j);
-  span.phase = phase;
-  span.microBatch = 0;
-  span.partition = j;
-  span.correlationId = id;
-  span.startNs = startNs;
-  span.durationNs = endNs - startNs;
-  return span;
 }
 
 // The device clock runs 1 ms ahead of the host's: host = device - 1'000'000.
