@@ -527,8 +527,9 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice);
       // Times on the target device.
       moveDroppingGradients(*sequential, options.device);
-      measureTimes(layers, {batch.input.to(options.device)}, costs, options.device, options, budgetPerSize);
-      if (launchData) launchData = measureKernels(layers, {batch.input.to(options.device)}, costs, options.device, *kernelCollector);
+      const Tensors input{batch.input.to(options.device)};
+      measureTimes(layers, input, costs, options.device, options, budgetPerSize);
+      if (launchData) launchData = measureKernels(layers, input, costs, options.device, *kernelCollector);
       for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
       profile.inputBytesPerSample = bytesOf(batch.input) / b;
       for (const SkipRoute& route : model.skips) {
