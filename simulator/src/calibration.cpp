@@ -41,10 +41,130 @@ std::vector<std::int64_t> intList(const JsonCursor& json) {
   return values;
 }
 
+/// "1.00-1.25": the range of one member of the scales.
+std::string scaleRange(const ScheduleCorrections& corrections, double MicroBatchScale::*member) {
+  double low = corrections.scales.begin()->second.*member;
+  double high = low;
+  for (const auto& [size, scale] : corrections.scales) {
+    low = std::min(low, scale.*member);
+    high = std::max(high, scale.*member);
+  }
+  return twoDecimals(low) + "-" + twoDecimals(high);
+}
+
+/// "1.00 us-1.50 us", or "none".
+std::string overheadRange(const ScheduleCorrections& corrections) {
+  if (corrections.stepOverheadNs.empty()) return "none";
+  TimeNs lowNs = corrections.stepOverheadNs.begin()->second;
+  TimeNs highNs = lowNs;
+  for (const auto& [chunks, ns] : corrections.stepOverheadNs) {
+    lowNs = std::min(lowNs, ns);
+    highNs = std::max(highNs, ns);
+  }
+  return formatDuration(lowNs) + "-" + formatDuration(highNs);
+}
+
+std::string speedList(const ScheduleCorrections& corrections) {
+  std::vector<std::string> speeds;
+  for (const double speed : corrections.deviceSpeeds) speeds.push_back(twoDecimals(speed));
+  return speeds.empty() ? std::string("1") : joined(speeds);
+}
+
+/// "layers chained in the pipeline take ...; device speeds ...; step overhead ...".
+std::string describeCorrections(const ScheduleCorrections& corrections) {
+  std::string scales = "none";
+  if (!corrections.scales.empty()) {
+    scales = scaleRange(corrections, &MicroBatchScale::forward) + " (forward) and " +
+             scaleRange(corrections, &MicroBatchScale::backward) + " (backward) x their profiled time at micro-batches " +
+             std::to_string(corrections.scales.begin()->first) + "-" + std::to_string(corrections.scales.rbegin()->first);
+  }
+  std::string overheads = overheadRange(corrections);
+  if (!corrections.stepOverheadNs.empty()) overheads += " (grad zeroing, loss, SGD step, waking the workers)";
+  return "layers chained in the pipeline take " + scales + "; device speeds " + speedList(corrections) +
+         "; step overhead " + overheads;
+}
+
+/// The same, short: "scales 1.00-1.00 forward, 1.25-1.25 backward, speeds 1, overhead 900 ns-900 ns".
+std::string describeCorrectionsBriefly(const ScheduleCorrections& corrections) {
+  const std::string scales = corrections.scales.empty()
+                                 ? std::string("none")
+                                 : scaleRange(corrections, &MicroBatchScale::forward) + " forward, " +
+                                       scaleRange(corrections, &MicroBatchScale::backward) + " backward";
+  return "scales " + scales + ", speeds " + speedList(corrections) + ", overhead " + overheadRange(corrections);
+}
+
+/// "gpipe", "1f1b" or "interleaved vN" with N >= 2 (scheduleLabel's forms).
+bool isScheduleLabel(const std::string& text) {
+  if (text == "gpipe" || text == "1f1b") return true;
+  const std::string prefix = "interleaved v";
+  if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size() || text.size() > prefix.size() + 6) return false;
+  const std::string digits = text.substr(prefix.size());
+  if (digits.front() == '0' || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+  return std::stoll(digits) >= 2;
+}
+
+/// `schedule` and `checkpoint` of an object; absent, GPipe's and `never` (a calibration
+/// written before shapes timed only those).
+ReferenceShape shapeFromJson(const JsonCursor& json) {
+  ReferenceShape shape;
+  if (json.has("schedule")) {
+    const JsonCursor schedule = json.at("schedule");
+    shape.schedule = schedule.asString();
+    if (!isScheduleLabel(shape.schedule)) {
+      schedule.fail("expected a schedule (gpipe, 1f1b or interleaved vN), got '" + shape.schedule + "'");
+    }
+  }
+  if (json.has("checkpoint")) {
+    const JsonCursor checkpoint = json.at("checkpoint");
+    try {
+      shape.checkpoint = parseCheckpoint(checkpoint.asString());
+    } catch (const std::invalid_argument&) {
+      checkpoint.fail("expected always, except_last or never, got '" + checkpoint.asString() + "'");
+    }
+  }
+  return shape;
+}
+
+nlohmann::json correctionsToJson(const ScheduleCorrections& corrections) {
+  nlohmann::json scales = nlohmann::json::array();
+  for (const auto& [size, scale] : corrections.scales) {
+    scales.push_back({{"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}});
+  }
+  nlohmann::json overheads = nlohmann::json::array();
+  for (const auto& [chunks, ns] : corrections.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
+  return {{"micro_batch_scales", scales}, {"device_speeds", corrections.deviceSpeeds}, {"step_overhead_ns", overheads}};
+}
+
+ScheduleCorrections correctionsFromJson(const JsonCursor& json) {
+  ScheduleCorrections corrections;
+  if (json.has("micro_batch_scales")) {
+    for (const JsonCursor& item : json.at("micro_batch_scales").items()) {
+      const std::int64_t size = item.at("micro_batch").asPositiveInt();
+      if (corrections.scales.count(size) > 0) item.at("micro_batch").fail("micro-batch " + std::to_string(size) + " given twice");
+      corrections.scales[size] = {positiveNumber(item.at("forward")), positiveNumber(item.at("backward"))};
+    }
+  }
+  if (json.has("device_speeds")) {
+    for (const JsonCursor& item : json.at("device_speeds").items()) corrections.deviceSpeeds.push_back(positiveNumber(item));
+  }
+  if (json.has("step_overhead_ns")) {
+    for (const JsonCursor& item : json.at("step_overhead_ns").items()) {
+      const std::int64_t chunks = item.at("chunks").asPositiveInt();
+      if (corrections.stepOverheadNs.count(chunks) > 0) {
+        item.at("chunks").fail("chunk count " + std::to_string(chunks) + " given twice");
+      }
+      corrections.stepOverheadNs[chunks] = item.at("ns").asNonNegativeInt();
+    }
+  }
+  return corrections;
+}
+
 nlohmann::json provenanceToJson(const CalibrationProvenance& provenance) {
   nlohmann::json references = nlohmann::json::array();
   for (const CalibrationReference& reference : provenance.references) {
-    references.push_back({{"chunks", reference.chunks},
+    references.push_back({{"schedule", reference.shape.schedule},
+                          {"checkpoint", checkpointName(reference.shape.checkpoint)},
+                          {"chunks", reference.chunks},
                           {"balance", reference.balance},
                           {"steps", reference.steps},
                           {"step_ns_median", reference.stepNsMedian}});
@@ -83,6 +203,7 @@ CalibrationProvenance provenanceFromJson(const JsonCursor& json) {
   if (json.has("references")) {
     for (const JsonCursor& item : json.at("references").items()) {
       CalibrationReference reference;
+      reference.shape = shapeFromJson(item);
       reference.chunks = item.at("chunks").asPositiveInt();
       if (item.has("balance")) reference.balance = intList(item.at("balance"));
       reference.steps = optionalCount(item, "steps");
@@ -95,10 +216,25 @@ CalibrationProvenance provenanceFromJson(const JsonCursor& json) {
 
 }  // namespace
 
-TimeNs Calibration::stepOverheadNsFor(std::int64_t chunks) const {
+TimeNs ScheduleCorrections::stepOverheadNsFor(std::int64_t chunks) const {
   if (stepOverheadNs.empty()) return 0;
   auto above = stepOverheadNs.upper_bound(chunks);
   return above == stepOverheadNs.begin() ? above->second : std::prev(above)->second;
+}
+
+std::string ReferenceShape::label() const { return schedule + " " + std::string(checkpointName(checkpoint)); }
+
+const ScheduleCorrections& Calibration::correctionsFor(const ReferenceShape& shape) const {
+  auto own = byShape.find(shape);
+  if (own == byShape.end()) own = byShape.find({shape.schedule, Checkpoint::Never});
+  return own == byShape.end() ? *this : own->second;
+}
+
+Calibration Calibration::forShape(const ReferenceShape& shape) const {
+  Calibration calibration = *this;
+  static_cast<ScheduleCorrections&>(calibration) = correctionsFor(shape);
+  calibration.byShape.clear();
+  return calibration;
 }
 
 Profile calibratedProfile(Profile profile, const Calibration& calibration) {
@@ -134,35 +270,10 @@ Cluster calibratedCluster(Cluster cluster, const Calibration& calibration) {
 
 std::string describeCalibration(const Calibration& calibration) {
   if (calibration.empty()) return "calibration: none (predicting from the raw profile)";
-  std::string scales = "none";
-  if (!calibration.scales.empty()) {
-    auto range = [&](double MicroBatchScale::*member) {
-      double low = calibration.scales.begin()->second.*member;
-      double high = low;
-      for (const auto& [size, scale] : calibration.scales) {
-        low = std::min(low, scale.*member);
-        high = std::max(high, scale.*member);
-      }
-      return twoDecimals(low) + "-" + twoDecimals(high);
-    };
-    scales = range(&MicroBatchScale::forward) + " (forward) and " + range(&MicroBatchScale::backward) +
-             " (backward) x their profiled time at micro-batches " + std::to_string(calibration.scales.begin()->first) +
-             "-" + std::to_string(calibration.scales.rbegin()->first);
+  std::string text = "calibration: " + describeCorrections(calibration);
+  for (const auto& [shape, corrections] : calibration.byShape) {
+    text += "; " + shape.label() + ": " + describeCorrectionsBriefly(corrections);
   }
-  std::vector<std::string> speeds;
-  for (const double speed : calibration.deviceSpeeds) speeds.push_back(twoDecimals(speed));
-  std::string overheads = "none";
-  if (!calibration.stepOverheadNs.empty()) {
-    TimeNs lowNs = calibration.stepOverheadNs.begin()->second;
-    TimeNs highNs = lowNs;
-    for (const auto& [chunks, ns] : calibration.stepOverheadNs) {
-      lowNs = std::min(lowNs, ns);
-      highNs = std::max(highNs, ns);
-    }
-    overheads = formatDuration(lowNs) + "-" + formatDuration(highNs) + " (grad zeroing, loss, SGD step, waking the workers)";
-  }
-  std::string text = "calibration: layers chained in the pipeline take " + scales + "; device speeds " +
-                     (speeds.empty() ? std::string("1") : joined(speeds)) + "; step overhead " + overheads;
   if (calibration.messageLatencyNs) {
     text += "; messages between ranks " + formatDuration(*calibration.messageLatencyNs) + " latency";
   }
@@ -170,18 +281,19 @@ std::string describeCalibration(const Calibration& calibration) {
 }
 
 nlohmann::json toJson(const Calibration& calibration) {
-  nlohmann::json scales = nlohmann::json::array();
-  for (const auto& [size, scale] : calibration.scales) {
-    scales.push_back({{"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}});
+  nlohmann::json json = {{"schema", kCalibrationSchema}};
+  json.update(correctionsToJson(calibration));
+  if (!calibration.byShape.empty()) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const auto& [shape, corrections] : calibration.byShape) {
+      nlohmann::json entry = {{"schedule", shape.schedule}, {"checkpoint", checkpointName(shape.checkpoint)}};
+      entry.update(correctionsToJson(corrections));
+      shapes.push_back(std::move(entry));
+    }
+    json["shapes"] = std::move(shapes);
   }
-  nlohmann::json overheads = nlohmann::json::array();
-  for (const auto& [chunks, ns] : calibration.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
-  nlohmann::json json = {{"schema", kCalibrationSchema},
-                         {"micro_batch_scales", scales},
-                         {"device_speeds", calibration.deviceSpeeds},
-                         {"step_overhead_ns", overheads},
-                         {"measured", provenanceToJson(calibration.provenance)}};
   if (calibration.messageLatencyNs) json["message_latency_ns"] = *calibration.messageLatencyNs;
+  json["measured"] = provenanceToJson(calibration.provenance);
   return json;
 }
 
@@ -190,23 +302,13 @@ Calibration calibrationFromJson(const nlohmann::json& json, const std::string& f
   if (!json.is_object()) root.fail("expected an object with schema '" + std::string(kCalibrationSchema) + "'");
   root.requireSchema(kCalibrationSchema);
   Calibration calibration;
-  if (root.has("micro_batch_scales")) {
-    for (const JsonCursor& item : root.at("micro_batch_scales").items()) {
-      const std::int64_t size = item.at("micro_batch").asPositiveInt();
-      if (calibration.scales.count(size) > 0) item.at("micro_batch").fail("micro-batch " + std::to_string(size) + " given twice");
-      calibration.scales[size] = {positiveNumber(item.at("forward")), positiveNumber(item.at("backward"))};
-    }
-  }
-  if (root.has("device_speeds")) {
-    for (const JsonCursor& item : root.at("device_speeds").items()) calibration.deviceSpeeds.push_back(positiveNumber(item));
-  }
-  if (root.has("step_overhead_ns")) {
-    for (const JsonCursor& item : root.at("step_overhead_ns").items()) {
-      const std::int64_t chunks = item.at("chunks").asPositiveInt();
-      if (calibration.stepOverheadNs.count(chunks) > 0) {
-        item.at("chunks").fail("chunk count " + std::to_string(chunks) + " given twice");
-      }
-      calibration.stepOverheadNs[chunks] = item.at("ns").asNonNegativeInt();
+  static_cast<ScheduleCorrections&>(calibration) = correctionsFromJson(root);
+  if (root.has("shapes")) {
+    for (const JsonCursor& item : root.at("shapes").items()) {
+      (void)item.at("schedule");  // required here: throws naming it when it is missing
+      const ReferenceShape shape = shapeFromJson(item);
+      if (calibration.byShape.count(shape) > 0) item.fail("shape '" + shape.label() + "' given twice");
+      calibration.byShape[shape] = correctionsFromJson(item);
     }
   }
   if (root.has("message_latency_ns")) calibration.messageLatencyNs = root.at("message_latency_ns").asNonNegativeInt();

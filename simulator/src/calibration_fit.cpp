@@ -66,25 +66,28 @@ struct WholeModelSamples {
   }
 };
 
-/// Per partition j: the calibrated profile's forward + backward time of its layers over what
-/// its spans measured, over every timed step of every run (clamped to [0.5, 2]).
-std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<ReferenceRun>& runs) {
+/// Per device d: the calibrated profile's forward + backward time of the layers of its stages
+/// over what their spans measured, over every timed step of every run (clamped to [0.5, 2]).
+/// Stage j of a run runs on device j mod (its stages / its stages per device).
+std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs) {
   std::vector<TimeNs> predictedNs;
   std::vector<TimeNs> measuredNs;
-  for (const ReferenceRun& run : runs) {
-    const std::vector<std::int64_t>& balance = run.candidate.balance;
-    predictedNs.resize(std::max(predictedNs.size(), balance.size()), 0);
+  for (const ReferenceRun* run : runs) {
+    const std::vector<std::int64_t>& balance = run->candidate.balance;
+    const auto devices = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(balance.size()) / std::max<std::int64_t>(1, run->candidate.stagesPerDevice)));
+    predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
-    forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
+    forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
       const auto j = static_cast<std::size_t>(op.partition);
       if (j >= balance.size()) return;
       const auto first = std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j),
                                          std::int64_t{0});
       for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
         const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
-        predictedNs[j] += op.phase == Phase::Forward ? cost.forwardNs : cost.backwardNs;
+        predictedNs[j % devices] += op.phase == Phase::Forward ? cost.forwardNs : cost.backwardNs;
       }
-      measuredNs[j] += op.durationNs;
+      measuredNs[j % devices] += op.durationNs;
     });
   }
   std::vector<double> speeds;
@@ -163,20 +166,30 @@ std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitio
   return balance;
 }
 
-Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch) {
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch,
+                             ScheduleKind schedule, std::int64_t stagesPerDevice, Checkpoint checkpoint) {
   Candidate candidate;
-  candidate.balance = evenBalance(layers, std::min(devices, layers));
+  candidate.schedule = schedule;
+  candidate.stagesPerDevice = schedule == ScheduleKind::Interleaved ? stagesPerDevice : 1;
+  candidate.balance = evenBalance(layers, std::min(devices * candidate.stagesPerDevice, layers));
   candidate.chunks = chunks;
-  candidate.checkpoint = Checkpoint::Never;
+  candidate.checkpoint = checkpoint;
   candidate.batch = batch;
   return candidate;
 }
 
-Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
+namespace {
+
+/// The scales, device speeds and step overheads one schedule's runs imply (calibration_fit.h);
+/// `messageLatencyNs` is already fitted. Appends each chunk count's reference to `references`.
+ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& cluster,
+                                        const std::optional<TimeNs>& messageLatencyNs,
+                                        const std::vector<const ReferenceRun*>& runs,
+                                        std::vector<CalibrationReference>& references) {
   WholeModelSamples samples;
-  for (const ReferenceRun& run : runs) samples.add(run);
+  for (const ReferenceRun* run : runs) samples.add(*run);
   Calibration calibration;
-  calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
+  calibration.messageLatencyNs = messageLatencyNs;
   for (const auto& [size, forwardNs] : samples.forwardNs) {
     TimeNs profiledForwardNs = 0;
     TimeNs profiledBackwardNs = 0;
@@ -197,17 +210,38 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   // Runs of one chunk count (several rounds of the same reference) pool their steps.
   std::map<std::int64_t, std::vector<TimeNs>> stepNs;
   std::map<std::int64_t, Candidate> candidates;
-  for (const ReferenceRun& run : runs) {
-    for (const TraceEvent* step : stepSpans(run.trace)) stepNs[run.candidate.chunks].push_back(step->durationNs);
-    candidates[run.candidate.chunks] = run.candidate;
+  for (const ReferenceRun* run : runs) {
+    for (const TraceEvent* step : stepSpans(run->trace)) stepNs[run->candidate.chunks].push_back(step->durationNs);
+    candidates[run->candidate.chunks] = run->candidate;
   }
   for (const auto& [chunks, pooledNs] : stepNs) {
     const Candidate& reference = candidates.at(chunks);
     const TimeNs predictedNs = simulate(calibrated, calibratedDevices, reference).prediction.iterationNs;
     const TimeNs medianStepNs = medianNs(pooledNs);
     calibration.stepOverheadNs[chunks] = std::max<TimeNs>(0, medianStepNs - predictedNs);
-    calibration.provenance.references.push_back(
-        {chunks, reference.balance, static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
+    references.push_back({ReferenceShape::of(reference), chunks, reference.balance,
+                          static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
+  }
+  return std::move(static_cast<ScheduleCorrections&>(calibration));
+}
+
+}  // namespace
+
+Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
+  // By shape, in the order gpipe < 1f1b < interleaved (then by stages per device), then by mode.
+  std::map<std::tuple<ScheduleKind, std::int64_t, Checkpoint>, std::vector<const ReferenceRun*>> runsByShape;
+  for (const ReferenceRun& run : runs) {
+    runsByShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}].push_back(&run);
+  }
+  const std::tuple<ScheduleKind, std::int64_t, Checkpoint> gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
+  const auto own = runsByShape.count(gpipe) > 0 ? gpipe : runsByShape.begin()->first;
+  Calibration calibration;
+  calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
+  for (const auto& [key, shapeRuns] : runsByShape) {
+    ScheduleCorrections corrections = correctionsFromRuns(profile, cluster, calibration.messageLatencyNs, shapeRuns,
+                                                          calibration.provenance.references);
+    if (key == own) static_cast<ScheduleCorrections&>(calibration) = corrections;
+    if (key != gpipe) calibration.byShape[ReferenceShape::of(shapeRuns.front()->candidate)] = std::move(corrections);
   }
   return calibration;
 }

@@ -5,25 +5,45 @@
 
 namespace pipeprof {
 
+Predictor::CalibratedInputs Predictor::calibrated(const Profile& profile, const Cluster& cluster,
+                                                 const Calibration& calibration) {
+  return {calibratedProfile(profile, calibration), calibratedCluster(cluster, calibration), calibration};
+}
+
 Predictor::Predictor(Profile profile, Cluster cluster, Calibration calibration)
-    : profile_(calibratedProfile(std::move(profile), calibration)),
-      cluster_(calibratedCluster(std::move(cluster), calibration)),
-      calibration_(std::move(calibration)) {}
+    : calibration_(std::move(calibration)),
+      base_(calibrated(profile, cluster, calibration_.forShape({"gpipe", Checkpoint::Never}))) {
+  for (const auto& entry : calibration_.byShape) {
+    byShape_.emplace(entry.first, calibrated(profile, cluster, calibration_.forShape(entry.first)));
+  }
+}
+
+const Predictor::CalibratedInputs& Predictor::inputsFor(const ReferenceShape& shape) const {
+  auto own = byShape_.find(shape);
+  if (own == byShape_.end()) own = byShape_.find({shape.schedule, Checkpoint::Never});
+  return own == byShape_.end() ? base_ : own->second;
+}
 
 SimulationResult Predictor::predict(const Candidate& candidate, const SimulationOptions& options) const {
-  SimulationResult result = simulate(profile_, cluster_, candidate, options);
+  const CalibratedInputs& inputs = inputsFor(ReferenceShape::of(candidate));
+  SimulationResult result = simulate(inputs.profile, inputs.cluster, candidate, options);
   if (!options.training) return result;
-  const TimeNs overheadNs = calibration_.stepOverheadNsFor(candidate.chunks);
+  const TimeNs overheadNs = inputs.corrections.stepOverheadNsFor(candidate.chunks);
   addStepOverhead(result.prediction, overheadNs, candidate.batch);
   if (options.recordTrace && overheadNs > 0) appendStepOverheadSpan(result.trace, overheadNs);
   return result;
 }
 
 SearchResult Predictor::search(const SearchSpace& space, const SearchProgress& progress) const {
-  SearchResult result = pipeprof::search(profile_, cluster_, space, progress);
+  auto inputs = [&](ScheduleKind kind, std::int64_t stagesPerDevice, Checkpoint mode) {
+    const CalibratedInputs& own = inputsFor({scheduleLabel(kind, stagesPerDevice), mode});
+    return ShapeInputs{&own.profile, &own.cluster};
+  };
+  SearchResult result = pipeprof::search(inputs, space, progress);
   auto addOverhead = [&](RankedCandidate& entry) {
     if (entry.prediction.iterationNs <= 0) return;  // not simulated (a shape the schedule cannot run)
-    addStepOverhead(entry.prediction, calibration_.stepOverheadNsFor(entry.candidate.chunks), entry.candidate.batch);
+    const CalibratedInputs& own = inputsFor(ReferenceShape::of(entry.candidate));
+    addStepOverhead(entry.prediction, own.corrections.stepOverheadNsFor(entry.candidate.chunks), entry.candidate.batch);
   };
   std::for_each(result.ranked.begin(), result.ranked.end(), addOverhead);
   std::for_each(result.rejected.begin(), result.rejected.end(), addOverhead);

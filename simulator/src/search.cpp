@@ -8,6 +8,7 @@
 #include <pipeprof/core/units.h>
 
 #include <algorithm>
+#include <memory>
 #include <cstddef>
 #include <map>
 #include <stdexcept>
@@ -192,22 +193,39 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
 
 SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
                     const SearchProgress& progress) {
-  validateSpace(profile, cluster, space);
-  const std::int64_t layers = profile.layerCount();
+  return search([&](ScheduleKind, std::int64_t, Checkpoint) { return ShapeInputs{&profile, &cluster}; }, space, progress);
+}
+
+SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const SearchProgress& progress) {
+  const ShapeInputs base = inputs(ScheduleKind::GPipe, 1, Checkpoint::Never);
+  validateSpace(*base.profile, *base.cluster, space);
+  const std::int64_t layers = base.profile->layerCount();
   const std::int64_t p = space.partitions;
   const std::vector<ScheduleShape> shapes = scheduleShapes(space);
   const std::vector<std::int64_t> chunkList = sortedUnique(space.chunks);
   const std::vector<Checkpoint> modes = sortedUnique(space.modes);
 
-  // Balances per shape (v); a shape with more stages than layers is one rejection.
+  // Inputs per schedule and mode, balances per schedule (v, from its inputs without
+  // checkpoints); a schedule with more stages than layers is one rejection.
+  std::vector<std::vector<ShapeInputs>> modeInputs(shapes.size());
   std::vector<std::vector<sim::Balance>> balances(shapes.size());
   std::int64_t total = 0;
+  auto checkedInputs = [&](const ScheduleShape& shape, Checkpoint mode) {
+    const ShapeInputs shapeInputs = inputs(shape.kind, shape.v, mode);
+    if (shapeInputs.profile->layerCount() != layers || shapeInputs.cluster->deviceCount() != base.cluster->deviceCount()) {
+      throw std::invalid_argument("search: the inputs of " + scheduleLabel(shape.kind, shape.v) + " " +
+                                  std::string(checkpointName(mode)) + " have other layers or devices than gpipe's");
+    }
+    return shapeInputs;
+  };
   for (std::size_t s = 0; s < shapes.size(); ++s) {
+    for (const Checkpoint mode : modes) modeInputs[s].push_back(checkedInputs(shapes[s], mode));
     if (p * shapes[s].v > layers) {
       ++total;
       continue;
     }
-    balances[s] = enumerateBalances(profile, cluster, space, shapes[s].v);
+    const ShapeInputs balanceInputs = checkedInputs(shapes[s], Checkpoint::Never);
+    balances[s] = enumerateBalances(*balanceInputs.profile, *balanceInputs.cluster, space, shapes[s].v);
     total += static_cast<std::int64_t>(balances[s].size() * chunkList.size() * modes.size());
   }
 
@@ -216,11 +234,10 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
   probe.balance.assign(static_cast<std::size_t>(p), 1);
   probe.balance.front() += layers - p;
   probe.batch = space.batch;
-  sim::validateCandidate(profile, cluster, probe);
+  sim::validateCandidate(*base.profile, *base.cluster, probe);
 
   SearchResult result;
   result.ranked.reserve(static_cast<std::size_t>(total));
-  sim::CandidateSimulator simulator(profile, cluster);
   SimulationResult simulated;
   Candidate candidate;
   candidate.batch = space.batch;
@@ -240,6 +257,10 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
   };
   for (std::size_t s = 0; s < shapes.size() && !result.cancelled; ++s) {
     const ScheduleShape& shape = shapes[s];
+    std::vector<std::unique_ptr<sim::CandidateSimulator>> simulators;  // one per mode
+    for (const ShapeInputs& modeInput : modeInputs[s]) {
+      simulators.push_back(std::make_unique<sim::CandidateSimulator>(*modeInput.profile, *modeInput.cluster));
+    }
     const std::int64_t n = p * shape.v;
     candidate.schedule = shape.kind;
     candidate.stagesPerDevice = shape.v;
@@ -262,7 +283,9 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
       // The shape depends on the micro-batches that exist, not on the chunks asked for.
       const std::string shapeError =
           scheduleShapeError(shape.kind, shape.v, n, microBatching(space.batch, chunks).count);
-      for (Checkpoint mode : modes) {
+      for (std::size_t k = 0; k < modes.size(); ++k) {
+        const Checkpoint mode = modes[k];
+        sim::CandidateSimulator& simulator = *simulators[k];
         for (const sim::Balance& balance : balances[s]) {
           candidate.balance = balance;
           candidate.chunks = chunks;
@@ -280,7 +303,7 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
             if (ranked.prediction.fits) {
               result.ranked.push_back(std::move(ranked));
             } else {
-              ranked.rejection = rejectionReason(cluster, simulator.devicePeakBytes());
+              ranked.rejection = rejectionReason(*modeInputs[s][k].cluster, simulator.devicePeakBytes());
               result.rejected.push_back(std::move(ranked));
             }
           }

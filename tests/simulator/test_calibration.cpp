@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 namespace pipeprof {
 namespace {
@@ -26,7 +27,17 @@ Calibration sampleCalibration() {
   calibration.provenance.devices = {"cpu", "cpu"};
   calibration.provenance.threads = 1;
   calibration.provenance.rounds = 3;
-  calibration.provenance.references = {{1, {4, 4}, 12, 5000}, {2, {4, 4}, 12, 6500}};
+  for (const auto& [schedule, chunks, medianNs] : {std::tuple{"gpipe", 1, 5000}, {"gpipe", 2, 6500}, {"1f1b", 2, 6000}}) {
+    CalibrationReference reference;
+    reference.shape.schedule = schedule;
+    reference.chunks = chunks;
+    reference.balance = {4, 4};
+    reference.steps = 12;
+    reference.stepNsMedian = medianNs;
+    calibration.provenance.references.push_back(reference);
+  }
+  calibration.byShape[{"1f1b", Checkpoint::Never}].scales[16] = {1.0, 1.25};
+  calibration.byShape[{"1f1b", Checkpoint::Never}].stepOverheadNs = {{2, 900}};
   return calibration;
 }
 
@@ -122,8 +133,57 @@ TEST(Calibration, FileRoundTripAndDescription) {
   EXPECT_EQ(describeCalibration(calibration),
             "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
             "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
-            "zeroing, loss, SGD step, waking the workers)");
+            "zeroing, loss, SGD step, waking the workers); 1f1b never: scales 1.00-1.00 forward, 1.25-1.25 backward, "
+            "speeds 1, overhead 900 ns-900 ns");
   EXPECT_EQ(describeCalibration(Calibration{}), "calibration: none (predicting from the raw profile)");
+}
+
+TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesElseTheCalibrations) {
+  Calibration calibration = sampleCalibration();
+  calibration.messageLatencyNs = 70'000;
+  calibration.byShape[{"1f1b", Checkpoint::Always}].stepOverheadNs = {{2, 400}};
+  const Calibration always = calibration.forShape({"1f1b", Checkpoint::Always});
+  EXPECT_TRUE(always.byShape.empty());
+  EXPECT_TRUE(always.scales.empty());  // its own corrections whole, not merged
+  EXPECT_EQ(always.stepOverheadNsFor(2), 400);
+  EXPECT_EQ(always.messageLatencyNs, 70'000);
+  EXPECT_EQ(always.provenance.references.size(), 3U);
+  const Calibration exceptLast = calibration.forShape({"1f1b", Checkpoint::ExceptLast});  // 1f1b's without checkpoints
+  EXPECT_EQ(exceptLast.scales.at(16).backward, 1.25);
+  EXPECT_TRUE(exceptLast.deviceSpeeds.empty());
+  EXPECT_EQ(exceptLast.stepOverheadNsFor(4), 900);
+  const Calibration interleaved = calibration.forShape({"interleaved v2", Checkpoint::Always});
+  EXPECT_TRUE(interleaved.byShape.empty());
+  EXPECT_EQ(interleaved.scales.at(16).forward, 1.25);
+  EXPECT_EQ(interleaved.deviceSpeeds, (std::vector<double>{1.25, 0.8}));
+  EXPECT_EQ(interleaved.stepOverheadNsFor(2), 1500);
+  EXPECT_EQ(&calibration.correctionsFor({"gpipe", Checkpoint::Always}), &static_cast<const ScheduleCorrections&>(calibration));
+  EXPECT_EQ(ReferenceShape({"interleaved v2", Checkpoint::ExceptLast}).label(), "interleaved v2 except_last");
+
+  Calibration onlyShapes;
+  onlyShapes.byShape[{"1f1b", Checkpoint::Never}] = {};
+  EXPECT_FALSE(onlyShapes.empty());
+}
+
+TEST(Calibration, ShapeCorrectionsRoundTrip) {
+  const nlohmann::json json = toJson(sampleCalibration());
+  ASSERT_EQ(json["shapes"].size(), 1U);
+  EXPECT_EQ(json["shapes"][0]["schedule"], "1f1b");
+  EXPECT_EQ(json["shapes"][0]["checkpoint"], "never");
+  EXPECT_EQ(json["shapes"][0]["micro_batch_scales"][0]["backward"], 1.25);
+  EXPECT_EQ(json["shapes"][0]["step_overhead_ns"][0]["ns"], 900);
+  EXPECT_EQ(json["measured"]["references"][2]["schedule"], "1f1b");
+  EXPECT_EQ(json["measured"]["references"][2]["checkpoint"], "never");
+  const Calibration read = calibrationFromJson(json, "cal.json");
+  const ReferenceShape oneFOneB{"1f1b", Checkpoint::Never};
+  EXPECT_EQ(read.byShape.at(oneFOneB).stepOverheadNs, (std::map<std::int64_t, TimeNs>{{2, 900}}));
+  EXPECT_EQ(read.provenance.references[2].shape, oneFOneB);
+  EXPECT_FALSE(toJson(Calibration{}).contains("shapes"));
+  nlohmann::json older = json;  // a calibration of before shapes: its references were GPipe's, never
+  older.erase("shapes");
+  older["measured"]["references"][0].erase("schedule");
+  older["measured"]["references"][0].erase("checkpoint");
+  EXPECT_EQ(calibrationFromJson(older, "cal.json").provenance.references[0].shape, ReferenceShape{});
 }
 
 TEST(Calibration, MissingListsAreEmpty) {
@@ -155,6 +215,25 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
   json["message_latency_ns"] = -1;
   EXPECT_NE(formatError(json).find("cal.json: $.message_latency_ns: expected a non-negative integer"),
             std::string::npos);
+  json = toJson(sampleCalibration());
+  json["shapes"][0]["schedule"] = "interleaved v1";
+  EXPECT_EQ(formatError(json),
+            "cal.json: $.shapes[0].schedule: expected a schedule (gpipe, 1f1b or interleaved vN), got 'interleaved v1'");
+  json = toJson(sampleCalibration());
+  json["shapes"][0]["checkpoint"] = "sometimes";
+  EXPECT_EQ(formatError(json), "cal.json: $.shapes[0].checkpoint: expected always, except_last or never, got 'sometimes'");
+  json = toJson(sampleCalibration());
+  json["shapes"].push_back(json["shapes"][0]);
+  EXPECT_EQ(formatError(json), "cal.json: $.shapes[1]: shape '1f1b never' given twice");
+  json = toJson(sampleCalibration());
+  json["shapes"][0].erase("schedule");
+  EXPECT_NE(formatError(json).find("cal.json: $.shapes[0]"), std::string::npos);
+  json = toJson(sampleCalibration());
+  json["shapes"][0]["step_overhead_ns"][0]["ns"] = "x";
+  EXPECT_NE(formatError(json).find("cal.json: $.shapes[0].step_overhead_ns[0].ns"), std::string::npos);
+  json = toJson(sampleCalibration());
+  json["measured"]["references"][0]["schedule"] = "zigzag";
+  EXPECT_NE(formatError(json).find("cal.json: $.measured.references[0].schedule: expected a schedule"), std::string::npos);
   json = toJson(sampleCalibration());
   json["measured"]["devices"] = "cpu";
   EXPECT_NE(formatError(json).find("cal.json: $.measured.devices"), std::string::npos);

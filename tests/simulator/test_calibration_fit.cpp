@@ -77,6 +77,85 @@ TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   EXPECT_EQ(calibration.provenance.references[0].balance, (std::vector<std::int64_t>{1, 1}));
 }
 
+TEST(CalibrationFit, EveryShapesRunsFitItsOwnCorrections) {
+  // The GPipe runs of the test above, and a 1F1B reference whose forwards take 2 per sample
+  // (x2 the profile's) and backwards 4 (x2). Over [1,1] with two micro-batches 1F1B takes
+  // 3 forward and 3 backward clocks as GPipe does: 3 x 8 + 3 x 16 = 72 of its 90.
+  ReferenceRun two = reference({1, 1}, 2, 8);
+  addStep(two.trace, 0, 100, {4, 4}, 2, 3, 5);
+  addStep(two.trace, 1000, 120, {4, 4}, 2, 3, 5);
+  addStep(two.trace, 2000, 110, {4, 4}, 2, 3, 5);
+  ReferenceRun oneFOneB = reference({1, 1}, 2, 8);
+  oneFOneB.candidate.schedule = ScheduleKind::OneFOneB;
+  addStep(oneFOneB.trace, 0, 90, {4, 4}, 2, 2, 4);
+
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {oneFOneB, two});
+  EXPECT_DOUBLE_EQ(calibration.scales.at(4).forward, 3.0);  // GPipe's: the calibration's own
+  EXPECT_DOUBLE_EQ(calibration.scales.at(4).backward, 2.5);
+  EXPECT_EQ(calibration.stepOverheadNs.at(2), 110 - 96);
+  ASSERT_EQ(calibration.byShape.size(), 1U);
+  const ScheduleCorrections& own = calibration.byShape.at({"1f1b", Checkpoint::Never});
+  EXPECT_DOUBLE_EQ(own.scales.at(4).forward, 2.0);
+  EXPECT_DOUBLE_EQ(own.scales.at(4).backward, 2.0);
+  EXPECT_EQ(own.deviceSpeeds, (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(own.stepOverheadNs.at(2), 90 - 72);
+  ASSERT_EQ(calibration.provenance.references.size(), 2U);  // gpipe first
+  EXPECT_EQ(calibration.provenance.references[0].shape, ReferenceShape{});
+  EXPECT_EQ(calibration.provenance.references[0].steps, 3);
+  EXPECT_EQ(calibration.provenance.references[1].shape.label(), "1f1b never");
+  EXPECT_EQ(calibration.provenance.references[1].stepNsMedian, 90);
+
+  // Without GPipe runs the first schedule's corrections are the calibration's own too.
+  const Calibration onlyOneFOneB = calibrationFromRuns(twoLayerProfile(), twoCpus(), {oneFOneB});
+  EXPECT_DOUBLE_EQ(onlyOneFOneB.scales.at(4).forward, 2.0);
+  EXPECT_EQ(onlyOneFOneB.stepOverheadNs.at(2), 18);
+  EXPECT_EQ(onlyOneFOneB.byShape.count({"1f1b", Checkpoint::Never}), 1U);
+
+  // A checkpointed GPipe reference is a shape of its own; the one without checkpoints stays the
+  // calibration's own.
+  ReferenceRun always = two;
+  always.candidate.checkpoint = Checkpoint::Always;
+  const Calibration withAlways = calibrationFromRuns(twoLayerProfile(), twoCpus(), {always, two});
+  EXPECT_EQ(withAlways.byShape.size(), 1U);
+  EXPECT_EQ(withAlways.byShape.count({"gpipe", Checkpoint::Always}), 1U);
+  EXPECT_EQ(withAlways.stepOverheadNs.at(2), 110 - 96);
+}
+
+TEST(CalibrationFit, AnInterleavedReferenceTimesEachDeviceOverItsStages) {
+  // Four layers of the two-layer profile's costs, interleaved v2 over 2 devices: stages 0 and 2
+  // on device 0, 1 and 3 on device 1. Chunks 2 of batch 4 (micro-batches of 2, 2 ns forward and
+  // 4 backward per layer as profiled). Device 0's stages take the profile's time, device 1's
+  // three times it: the whole model is x2 (16 and 32 against 8 and 16), so each layer is
+  // calibrated to 4 + 8 and device 0 (6 of 12 predicted per micro-batch) gets speed 2, device 1
+  // (18 of 12) 2/3.
+  Profile profile = twoLayerProfile();
+  profile.layers.push_back(profile.layers[0]);
+  profile.layers.push_back(profile.layers[1]);
+  profile.layers[2].name = "c";
+  profile.layers[3].name = "d";
+  const Candidate candidate = referenceCandidate(4, 2, 2, 4, ScheduleKind::Interleaved, 2);
+  EXPECT_EQ(candidate.balance, (std::vector<std::int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(candidate.stagesPerDevice, 2);
+  ReferenceRun run;
+  run.candidate = candidate;
+  run.trace.events.push_back(span(Phase::Step, 0, 1000));
+  for (std::int64_t i = 0; i < 2; ++i) {
+    for (std::int64_t j = 0; j < 4; ++j) {
+      const TimeNs factor = j % 2 == 0 ? 1 : 3;
+      run.trace.events.push_back(span(Phase::Forward, 1, 2 * factor, i, j));
+      run.trace.events.push_back(span(Phase::Backward, 2, 4 * factor, i, j));
+    }
+  }
+  const Calibration calibration = calibrationFromRuns(profile, twoCpus(), {run});
+  EXPECT_DOUBLE_EQ(calibration.scales.at(2).forward, 2.0);
+  EXPECT_DOUBLE_EQ(calibration.scales.at(2).backward, 2.0);
+  ASSERT_EQ(calibration.deviceSpeeds.size(), 2U);
+  EXPECT_DOUBLE_EQ(calibration.deviceSpeeds[0], 2.0);
+  EXPECT_DOUBLE_EQ(calibration.deviceSpeeds[1], 2.0 / 3.0);
+  ASSERT_EQ(calibration.byShape.count({"interleaved v2", Checkpoint::Never}), 1U);
+  EXPECT_EQ(calibration.provenance.references.front().shape.schedule, "interleaved v2");
+}
+
 TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(evenBalance(7, 3), (std::vector<std::int64_t>{3, 2, 2}));
   const Candidate reference = referenceCandidate(2, 4, 8, 64);  // more devices than layers
@@ -85,6 +164,15 @@ TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(reference.schedule, ScheduleKind::GPipe);
   EXPECT_EQ(reference.chunks, 8);
   EXPECT_EQ(reference.batch, 64);
+  const Candidate interleaved = referenceCandidate(15, 2, 4, 64, ScheduleKind::Interleaved, 2);
+  EXPECT_EQ(interleaved.balance, (std::vector<std::int64_t>{4, 4, 4, 3}));
+  EXPECT_EQ(interleaved.stagesPerDevice, 2);
+  EXPECT_EQ(interleaved.scheduleLabel(), "interleaved v2");
+  const Candidate oneFOneB = referenceCandidate(15, 2, 4, 64, ScheduleKind::OneFOneB, 2,  // v is interleaved's
+                                                Checkpoint::ExceptLast);
+  EXPECT_EQ(oneFOneB.balance, (std::vector<std::int64_t>{8, 7}));
+  EXPECT_EQ(oneFOneB.stagesPerDevice, 1);
+  EXPECT_EQ(oneFOneB.checkpoint, Checkpoint::ExceptLast);
 }
 
 TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {

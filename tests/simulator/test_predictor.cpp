@@ -109,5 +109,43 @@ TEST(Predictor, SearchGivesEveryCandidateItsPredictionAndRanksWithTheOverhead) {
   }
 }
 
+TEST(Predictor, AShapeWithCorrectionsOfItsOwnIsPredictedWithThem) {
+  // 1F1B has its own: no scales, speeds 1, overhead 500 (the calibration's own: x2 forward,
+  // device 1 at half speed, overhead 3000 at chunks 2); 1F1B always has overhead 50 000.
+  // GPipe keeps the calibration's own.
+  Calibration byShape = calibration();
+  byShape.byShape[{"1f1b", Checkpoint::Never}].stepOverheadNs = {{2, 500}};
+  byShape.byShape[{"1f1b", Checkpoint::Always}].stepOverheadNs = {{1, 50'000}};
+  const Predictor predictor(fourLayerProfile(), twoCpus(), byShape);
+  const Candidate oneFOneB = candidate({2, 2}, 2, ScheduleKind::OneFOneB);
+  EXPECT_EQ(predictor.predict(oneFOneB).prediction.iterationNs,
+            simulate(fourLayerProfile(), twoCpus(), oneFOneB).prediction.iterationNs + 500);
+  EXPECT_EQ(predictor.predict(candidate({2, 2}, 2)).prediction.iterationNs, 2000 + 3000);
+  Candidate always = oneFOneB;
+  always.checkpoint = Checkpoint::Always;
+  EXPECT_EQ(predictor.predict(always).prediction.iterationNs,
+            simulate(fourLayerProfile(), twoCpus(), always).prediction.iterationNs + 50'000);
+
+  SearchSpace space;
+  space.batch = 8;
+  space.partitions = 2;
+  space.chunks = {1, 2};
+  space.modes = {Checkpoint::Never, Checkpoint::Always};
+  space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
+  const SearchResult result = predictor.search(space);
+  std::int64_t oneFOneBs = 0;
+  for (const RankedCandidate& entry : result.ranked) {
+    oneFOneBs += entry.candidate.schedule == ScheduleKind::OneFOneB;
+    EXPECT_EQ(entry.prediction.iterationNs, predictor.predict(entry.candidate).prediction.iterationNs)
+        << entry.candidate.label();
+    EXPECT_EQ(entry.prediction.peakBytes, predictor.predict(entry.candidate).prediction.peakBytes)
+        << entry.candidate.label();
+  }
+  EXPECT_GT(oneFOneBs, 0);
+  // Unhandicapped, 1F1B without checkpoints ranks first.
+  EXPECT_EQ(result.ranked.front().candidate.schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(result.ranked.front().candidate.checkpoint, Checkpoint::Never);
+}
+
 }  // namespace
 }  // namespace pipeprof

@@ -16,11 +16,20 @@
 //                   the pipeline beyond its drain time: the link's latency as the pipeline sees
 //                   it, wake-ups of busy cores included, where a ping-pong sees an idle machine
 //
+// The first three depend on the schedule and the checkpoint mode: an interleaved rank alternates
+// between the weights of several stages; a backward right after its recompute finds the
+// micro-batch's weights and activations in cache where one after an unrelated forward does not.
+// A calibration fitted from GPipe references without checkpoints holds them for every candidate;
+// one that also timed references of other schedules and modes holds those shapes' own
+// (byShape), and a candidate is predicted with the corrections of its shape when there are any.
+//
 // The simulator's cost model is profile + cluster + calibration (simulator/predictor.h): every
 // command that predicts (simulate, suggest, sweep, the GUI) applies the same calibration the
 // same way.
 #pragma once
 
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
@@ -32,6 +41,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace pipeprof {
@@ -45,10 +55,26 @@ struct MicroBatchScale {
   double backward = 1.0;
 };
 
+/// The shape of a reference pipeline: what it shares with the candidates it calibrates.
+struct ReferenceShape {
+  std::string schedule = "gpipe";  ///< Candidate::scheduleLabel(): "gpipe", "1f1b", "interleaved v2"
+  Checkpoint checkpoint = Checkpoint::Never;
+
+  static ReferenceShape of(const Candidate& candidate) { return {candidate.scheduleLabel(), candidate.checkpoint}; }
+  std::string label() const;  ///< "1f1b except_last"
+  bool operator<(const ReferenceShape& other) const {
+    return std::tie(schedule, checkpoint) < std::tie(other.schedule, other.checkpoint);
+  }
+  bool operator==(const ReferenceShape& other) const {
+    return schedule == other.schedule && checkpoint == other.checkpoint;
+  }
+};
+
 /// One reference pipeline the calibration timed.
 struct CalibrationReference {
+  ReferenceShape shape;
   std::int64_t chunks = 1;
-  std::vector<std::int64_t> balance;  ///< every device, layers split evenly; checkpoint `never`
+  std::vector<std::int64_t> balance;  ///< every stage, layers split evenly
   std::int64_t steps = 0;             ///< timed steps pooled over its rounds
   TimeNs stepNsMedian = 0;
 };
@@ -66,23 +92,39 @@ struct CalibrationProvenance {
   std::vector<CalibrationReference> references;
 };
 
-struct Calibration {
+/// The corrections that depend on the schedule and checkpoint mode, fitted from reference
+/// pipelines of one shape.
+struct ScheduleCorrections {
   std::map<std::int64_t, MicroBatchScale> scales;  ///< by micro-batch size (samples)
   std::vector<double> deviceSpeeds;                ///< relative speed of cluster device j
   std::map<std::int64_t, TimeNs> stepOverheadNs;   ///< by chunk count
+
+  /// True when it corrects nothing (no scales, speeds or overheads).
+  bool empty() const { return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty(); }
+  /// The step overhead of a candidate with `chunks` chunks: the measured one, else the one of
+  /// the largest measured chunk count below it (the smallest above when there is none); 0 when
+  /// nothing was measured.
+  TimeNs stepOverheadNsFor(std::int64_t chunks) const;
+};
+
+/// The corrections it holds itself (its ScheduleCorrections base, fitted from GPipe references
+/// without checkpoints) apply to every candidate whose shape has none of its own in byShape.
+struct Calibration : ScheduleCorrections {
+  /// The corrections fitted from the reference pipelines of other shapes.
+  std::map<ReferenceShape, ScheduleCorrections> byShape;
   /// The latency of every link between two devices of one host (of every link when the
   /// cluster names no hosts) that moves data at a cost; nullopt: the cluster's latencies.
   std::optional<TimeNs> messageLatencyNs;
   CalibrationProvenance provenance;
 
-  /// True when it corrects nothing (no scales, speeds, overheads or message latency).
-  bool empty() const {
-    return scales.empty() && deviceSpeeds.empty() && stepOverheadNs.empty() && !messageLatencyNs;
-  }
-  /// The step overhead of a candidate with `chunks` chunks: the measured one, else the one of
-  /// the largest measured chunk count below it (the smallest above when there is none); 0 when
-  /// nothing was measured.
-  TimeNs stepOverheadNsFor(std::int64_t chunks) const;
+  /// True when it corrects nothing (no scales, speeds, overheads, schedule corrections or
+  /// message latency).
+  bool empty() const { return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs; }
+  /// The corrections a candidate of `shape` is predicted with: its shape's, else those of its
+  /// schedule without checkpoints, else the calibration's own.
+  const ScheduleCorrections& correctionsFor(const ReferenceShape& shape) const;
+  /// This calibration with correctionsFor(shape) in place of its own, and no byShape.
+  Calibration forShape(const ReferenceShape& shape) const;
 };
 
 /// The profile the simulator uses: every layer's forward (and recompute) and backward time at
@@ -95,12 +137,14 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration);
 /// (see Calibration::messageLatencyNs; a link that costs nothing stays free).
 Cluster calibratedCluster(Cluster cluster, const Calibration& calibration);
 
-/// One line: the range of the scales, the device speeds and the range of the step overheads.
+/// One line: the range of the scales, the device speeds and the range of the step overheads,
+/// and the shapes with corrections of their own.
 std::string describeCalibration(const Calibration& calibration);
 
 /// JSON form (docs/formats.md). calibrationFromJson throws FormatError naming `file`, the JSON
 /// path and what was expected: a foreign schema tag, a scale or speed that is not a positive
-/// number, a negative overhead, a size or chunk count given twice. Missing lists are empty.
+/// number, a negative overhead, a size or chunk count given twice, a schedule that is not a
+/// schedule label, an unknown checkpoint mode, a shape given twice. Missing lists are empty.
 nlohmann::json toJson(const Calibration& calibration);
 /// `jsonPath` is where the object sits in `file` ("$" for a calibration file).
 Calibration calibrationFromJson(const nlohmann::json& json, const std::string& file, const std::string& jsonPath = "$");

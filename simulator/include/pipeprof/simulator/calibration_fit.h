@@ -1,14 +1,16 @@
 // Fitting a calibration to traced reference pipelines: the scales, device speeds and step overheads they imply.
 //
-// A reference pipeline of chunk count m runs every device, the layers split evenly, checkpoint
-// `never`. From traced runs of one reference per chunk count (in rounds, so a burst of load on
-// a shared machine spoils part of every chunk count's samples rather than all of one's):
+// A reference pipeline of chunk count m runs every device, the layers split evenly over its
+// stages, in one shape: a schedule and a checkpoint mode (GPipe without checkpoints, or a shape
+// it calibrates). From traced runs of one reference per shape and chunk count (in rounds, so a
+// burst of load on a shared machine spoils part of every reference's samples rather than all of
+// one's), each shape's runs apart:
 //
 //   forwardScale(b)  = median over micro-batches of b samples of (sum over partitions of its
 //                      forward spans) / the profile's forward of the whole model at b;
 //                      backwardScale(b) likewise
-//   speed(j)         = the scaled profile's compute of partition j's layers over what partition
-//                      j measured, over all the runs (on CPU the partitions of one host do not
+//   speed(d)         = the scaled profile's compute of device d's stages' layers over what
+//                      they measured, over the runs (on CPU the partitions of one host do not
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
 //   messageLatency   = (runs of one process per device, whose traces hold send and receive
 //                      spans joined by flows) over the messages whose receiver was already
@@ -18,6 +20,14 @@
 //   overhead(m)      = median step time of reference m - the simulator's step time for it with
 //                      the scales, speeds and message latency applied (zeroing, loss, SGD step,
 //                      waking workers)
+//
+// and, over the runs of every shape, one message latency. The runs of GPipe without checkpoints
+// give the calibration's own scales, speeds and overheads (every candidate's, unless its shape
+// has its own); every other shape's are its entry in Calibration::byShape. Shapes differ in
+// what the profile does not see: an interleaved rank switches between its stages' weights at
+// every op; a backward right after its recompute finds the micro-batch in cache, one after
+// another micro-batch's forward and a wait for its gradient does not (2 ranks on 2 cores, 1F1B:
+// rank 0's backward 1.0 ms after a wait under `never`, 0.6 ms under `except_last`).
 //
 //   step span  |<--------------------------------- step ------------------------------------>|
 //   partition 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
@@ -39,9 +49,12 @@ namespace pipeprof {
 /// partitions (the first ones take one more); the reference pipelines' balance.
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
 
-/// The reference pipeline of chunk count `chunks`: every device (at most one per layer), an
-/// even balance, `never`, GPipe.
-Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch);
+/// The reference pipeline of chunk count `chunks` under `schedule` and `checkpoint`: every
+/// device, its stages (stagesPerDevice per device for interleaved, else one; at most one per
+/// layer) with an even balance.
+Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch,
+                             ScheduleKind schedule = ScheduleKind::GPipe, std::int64_t stagesPerDevice = 1,
+                             Checkpoint checkpoint = Checkpoint::Never);
 
 /// One traced reference run: the candidate it trained and its trace (step spans and the
 /// pipeline's op spans, each op carrying its micro-batch and partition).
@@ -50,13 +63,17 @@ struct ReferenceRun {
   Trace trace;
 };
 
-/// The calibration the runs imply (see the file comment); runs of the same chunk count pool
-/// their steps. Partition j of every run is on cluster device j. Scales are clamped to
+/// The calibration the runs imply (see the file comment); runs of the same shape and chunk
+/// count pool their steps. Without runs of GPipe without checkpoints, the calibration's own
+/// corrections are those of the first shape (gpipe, 1f1b, interleaved by stages per device;
+/// then always, except_last, never). Stage j of
+/// every run is on cluster device j mod its device count. Scales are clamped to
 /// [0.25, 4] and speeds to [0.5, 2]; a size without spans or without profile time keeps 1.0;
 /// overheads are never negative; the message latency is fitted from 3 messages or more (else
 /// left unset), never negative, with the cluster's links for the drain time, and applies to
 /// the links between ranks of one host (calibratedCluster). provenance.references lists each
-/// chunk count's steps and median (the caller fills in the rest of the provenance). Throws what
+/// shape's and chunk count's steps and median (the caller fills in the rest of the
+/// provenance). Throws what
 /// the simulator throws for a reference candidate it cannot simulate.
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs);
 

@@ -8,6 +8,9 @@
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include <map>
+#include <string>
+
 namespace pipeprof {
 
 /// The cost model of docs/simulator.md: profile + cluster + calibration. `pipeprof simulate`,
@@ -16,28 +19,42 @@ namespace pipeprof {
 /// scales its report's predictions by a drift factor it measured, and keeps both).
 class Predictor {
  public:
-  /// Applies the calibration once: calibratedProfile and calibratedCluster.
+  /// Applies the calibration once: calibratedProfile and calibratedCluster, with its own
+  /// corrections and with each shape's of Calibration::byShape.
   Predictor(Profile profile, Cluster cluster, Calibration calibration = {});
 
-  const Profile& profile() const { return profile_; }  ///< calibrated
-  const Cluster& cluster() const { return cluster_; }  ///< calibrated
+  /// Calibrated with the calibration's own corrections (every shape without its own); the
+  /// layers and devices of every shape's inputs.
+  const Profile& profile() const { return base_.profile; }
+  const Cluster& cluster() const { return base_.cluster; }
   const Calibration& calibration() const { return calibration_; }
 
-  /// simulate() on the calibrated inputs; a training step also pays the calibration's step
-  /// overhead for its chunk count (iterationNs, samplesPerS recomputed; busy times unchanged)
-  /// and, with recordTrace, shows it as a host span "calibration (step overhead)" after the
-  /// last event. Throws what simulate() throws.
+  /// simulate() on the calibrated inputs of the candidate's shape (Calibration::correctionsFor);
+  /// a training step also pays that shape's step overhead for its chunk count (iterationNs, samplesPerS recomputed;
+  /// busy times unchanged) and, with recordTrace, shows it as a host span "calibration (step
+  /// overhead)" after the last event. Throws what simulate() throws.
   SimulationResult predict(const Candidate& candidate, const SimulationOptions& options = {}) const;
 
-  /// search() on the calibrated inputs, every simulated prediction with its step overhead, the
-  /// fitting ones ranked again by predicted throughput (ties keep search()'s order). Throws
-  /// what search() throws.
+  /// search() with every shape on its calibrated inputs, every simulated prediction with its
+  /// shape's step overhead, the fitting ones ranked again by predicted throughput (ties keep
+  /// search()'s order). Throws what search() throws.
   SearchResult search(const SearchSpace& space, const SearchProgress& progress = {}) const;
 
  private:
-  Profile profile_;
-  Cluster cluster_;
+  /// One shape's calibrated inputs and the corrections they were made with.
+  struct CalibratedInputs {
+    Profile profile;
+    Cluster cluster;
+    ScheduleCorrections corrections;
+  };
+  /// (profile, cluster) calibrated with `calibration`'s own corrections and message latency.
+  static CalibratedInputs calibrated(const Profile& profile, const Cluster& cluster, const Calibration& calibration);
+  /// Its shape's, else its schedule's without checkpoints, else base_ (as correctionsFor).
+  const CalibratedInputs& inputsFor(const ReferenceShape& shape) const;
+
   Calibration calibration_;
+  CalibratedInputs base_;
+  std::map<ReferenceShape, CalibratedInputs> byShape_;
 };
 
 /// Adds `overheadNs` to a prediction's step: iterationNs += overheadNs, samplesPerS recomputed

@@ -72,6 +72,24 @@ using SearchProgress = std::function<bool(std::int64_t done, std::int64_t total)
 SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
                     const SearchProgress& progress = {});
 
+/// What the candidates of one schedule and checkpoint mode are simulated on. Every shape's
+/// profile has the same layers and every cluster the same devices; their costs may differ (a
+/// calibration corrects the profile per shape, simulator/predictor.h).
+struct ShapeInputs {
+  const Profile* profile = nullptr;
+  const Cluster* cluster = nullptr;
+};
+/// The inputs of a schedule family with its stages per device (1 for gpipe and 1f1b) in a
+/// checkpoint mode; called once per schedule and mode searched, with `never` for the inputs a
+/// schedule's balances are enumerated from, and with (gpipe, 1, never) for the checks that
+/// concern every shape.
+using InputsByShape = std::function<ShapeInputs(ScheduleKind kind, std::int64_t stagesPerDevice, Checkpoint mode)>;
+
+/// search() with each shape's candidates simulated on its own inputs; the same order, progress
+/// and errors, and std::invalid_argument when a shape's inputs have other layers or devices
+/// than gpipe's.
+SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const SearchProgress& progress = {});
+
 /// The stage counts (p * v) the space's schedules use for p = `devices` pipeline devices,
 /// increasing: p for gpipe and 1f1b, p * v for interleaved with each v >= 2 of the space.
 std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices);
