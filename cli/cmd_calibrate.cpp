@@ -1,6 +1,7 @@
 // `pipeprof calibrate`: time reference pipelines and write the calibration that simulate, suggest and sweep take.
 #include "commands.h"
 #include "model_options.h"
+#include "schedule_options.h"
 #include "search_flags.h"
 
 #include <pipeprof/core/units.h>
@@ -26,6 +27,8 @@ struct CalibrateFlags {
   ModelFlags model;
   std::string devices = "cpu,cpu";
   std::string chunks = "1,2,4,8";
+  ScheduleListFlags schedules{"gpipe", "2"};
+  std::string checkpoint = "never";
   std::string profile;
   double profileBudget = 20.0;
   double budget = 8.0;
@@ -62,14 +65,19 @@ void runCalibrate(const CalibrateFlags& flags) {
   setIntraOpThreads(model.spec.threads);
   const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(batch, chunks));
 
-  std::cerr << fmt::format("calibrating: one reference pipeline per chunk count ({}), in rounds for {:g} s\n",
-                           flags.chunks, flags.budget);
+  SearchSpace schedules;
+  applyScheduleListFlags(flags.schedules, schedules);
+  const std::vector<Checkpoint> modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
+  const auto deviceCount = static_cast<std::int64_t>(devices.size());
+  const std::vector<tuner::ReferenceShapeSpec> shapes =
+      tuner::referenceShapes(schedules.schedules, schedules.stagesPerDevice, modes, deviceCount, profile.layerCount());
+  std::cerr << fmt::format("calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n",
+                           shapes.size(), flags.chunks, flags.budget);
   tuner::ThreadedMeasurer measurer(model.spec, devices);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
-  Calibration calibration =
-      tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt), batch, chunks,
-                                static_cast<std::int64_t>(devices.size()), rounds);
+  Calibration calibration = tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt),
+                                                      batch, chunks, deviceCount, rounds, shapes);
   tuner::stampProvenance(calibration, model.spec, batch, devices);
   if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
   writeCalibration(calibration, flags.output);
@@ -79,10 +87,10 @@ void runCalibrate(const CalibrateFlags& flags) {
   }
   std::cout << describeCalibration(calibration) << "\n";
   for (const CalibrationReference& reference : calibration.provenance.references) {
-    std::cout << fmt::format("  reference x{} (balance {}, never): {} steps, median {}, step overhead {}\n",
-                             reference.chunks, formatBalance(reference.balance), reference.steps,
-                             formatDuration(reference.stepNsMedian),
-                             formatDuration(calibration.stepOverheadNsFor(reference.chunks)));
+    std::cout << fmt::format("  reference {} x{} (balance {}): {} steps, median {}, step overhead {}\n",
+                             reference.shape.label(), reference.chunks, formatBalance(reference.balance),
+                             reference.steps, formatDuration(reference.stepNsMedian),
+                             formatDuration(calibration.correctionsFor(reference.shape).stepOverheadNsFor(reference.chunks)));
   }
   std::cout << "wrote " << flags.output << "\n";
 }
@@ -93,17 +101,23 @@ void addCalibrateCommand(CLI::App& app) {
   auto flags = std::make_shared<CalibrateFlags>();
   CLI::App* command = app.add_subcommand(
       "calibrate",
-      "Time reference pipelines (every device, an even balance, never; one per chunk count) and write the\n"
-      "calibration -- per micro-batch scales, device speeds, step overhead per chunk count -- that\n"
-      "`simulate --calibration`, `suggest --calibration` and `sweep --calibration` predict with.\n\n"
+      "Time reference pipelines (every device, an even balance; one per shape -- schedule and checkpoint\n"
+      "mode, GPipe and never unless told -- and chunk count) and write the calibration -- per micro-batch\n"
+      "scales, device speeds, step overhead per chunk count, for each shape -- that `simulate\n"
+      "--calibration`, `suggest --calibration` and `sweep --calibration` predict with.\n\n"
       "Examples:\n"
       "  pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o mlp.calibration.json\n"
+      "  pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --schedules gpipe,1f1b,interleaved \\\n"
+      "      --checkpoint except_last,never -o mlp.calibration.json\n"
       "  pipeprof simulate --profile mlp.profile.json --calibration mlp.calibration.json --devices 2 --batch 64 \\\n"
       "      --balance 7,8 --chunks 4");
   addModelFlags(*command, flags->model);
   command->add_option("--devices", flags->devices, "The pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1")
       ->capture_default_str();
   command->add_option("--chunks", flags->chunks, "Chunk counts to time a reference pipeline for")
+      ->capture_default_str();
+  addScheduleListFlags(*command, flags->schedules);
+  command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to time references in (with every schedule)")
       ->capture_default_str();
   command->add_option("--profile", flags->profile,
                       "The profile to calibrate: read when it exists, else measured now and written there");

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,7 +127,17 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   EXPECT_EQ(calibration.at("micro_batch_scales")[0].at("micro_batch"), 4);
   EXPECT_EQ(calibration.at("step_overhead_ns")[1].at("chunks"), 2);
   EXPECT_EQ(calibration.at("measured").at("model"), "mlp");
-  EXPECT_EQ(calibration.at("measured").at("references").size(), 2u);
+  // One reference per shape (schedule and mode the sweep tries; the tiny model has too few
+  // layers for interleaved) and chunk count: gpipe never's are the calibration's own.
+  std::set<std::pair<std::string, std::string>> shapes;
+  for (const nlohmann::json& reference : calibration.at("measured").at("references")) {
+    shapes.insert({reference.at("schedule").get<std::string>(), reference.at("checkpoint").get<std::string>()});
+  }
+  EXPECT_EQ(calibration.at("measured").at("references").size(), 2u * 6u) << calibration;
+  EXPECT_EQ(shapes.size(), 6u);
+  EXPECT_EQ(shapes.count({"gpipe", "never"}), 1u);
+  EXPECT_EQ(shapes.count({"1f1b", "except_last"}), 1u);
+  ASSERT_EQ(calibration.at("shapes").size(), 5u) << calibration;
   // The measuring round timed each reference once more (--steps 1): the drift correction.
   const nlohmann::json& drift = parsed.calibrationDrift;
   ASSERT_EQ(drift.at("references").size(), 2u) << drift;

@@ -5,13 +5,52 @@
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 namespace pipeprof::tuner {
 
+std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>& kinds,
+                                                const std::vector<std::int64_t>& stagesPerDevice,
+                                                const std::vector<Checkpoint>& modes, std::int64_t devices,
+                                                std::int64_t layers) {
+  std::vector<std::pair<ScheduleKind, std::int64_t>> schedules;
+  for (const ScheduleKind kind : std::set<ScheduleKind>(kinds.begin(), kinds.end())) {
+    if (kind != ScheduleKind::Interleaved) {
+      schedules.emplace_back(kind, 1);
+      continue;
+    }
+    for (const std::int64_t v : std::set<std::int64_t>(stagesPerDevice.begin(), stagesPerDevice.end())) {
+      if (v >= 2 && devices * v <= layers) schedules.emplace_back(kind, v);
+    }
+  }
+  std::vector<ReferenceShapeSpec> shapes{ReferenceShapeSpec{}};
+  for (const auto& [kind, v] : schedules) {
+    for (const Checkpoint mode : std::set<Checkpoint>(modes.begin(), modes.end())) {
+      if (kind != ScheduleKind::GPipe || mode != Checkpoint::Never) shapes.push_back({kind, v, mode});
+    }
+  }
+  return shapes;
+}
+
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds) {
+                               const CalibrationRounds& rounds, const std::vector<ReferenceShapeSpec>& shapes) {
+  // The references every round trains: each shape's chunk counts that its schedule can run.
+  std::vector<Candidate> references;
+  for (const ReferenceShapeSpec& shape : shapes) {
+    for (const std::int64_t m : chunks) {
+      if (m < 1 || m > batch) continue;
+      Candidate reference = referenceCandidate(profile.layerCount(), devices, m, batch, shape.kind,
+                                               shape.stagesPerDevice, shape.checkpoint);
+      const auto stages = static_cast<std::int64_t>(reference.balance.size());
+      if (!scheduleShapeError(reference.schedule, reference.stagesPerDevice, stages, microBatching(batch, m).count).empty()) {
+        continue;
+      }
+      references.push_back(std::move(reference));
+    }
+  }
   std::vector<ReferenceRun> runs;
   const auto start = std::chrono::steady_clock::now();
   auto budgetLeft = [&] {
@@ -23,10 +62,9 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
   request.traced = true;
   std::int64_t round = 0;
   for (; round < rounds.minRounds || budgetLeft(); ++round) {
-    for (const std::int64_t m : chunks) {
-      if (m < 1 || m > batch) continue;
+    for (const Candidate& reference : references) {
       ReferenceRun run;
-      run.candidate = referenceCandidate(profile.layerCount(), devices, m, batch);
+      run.candidate = reference;
       run.trace = measurer.measure(run.candidate, request).trace;
       runs.push_back(std::move(run));
     }

@@ -73,15 +73,19 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     setup.calibration = *inputs.calibration;
     progress.phase(describeCalibration(setup.calibration) + " (from " + config.calibrationPath + ")");
   } else {
-    progress.phase(fmt::format("calibrating: one reference pipeline per chunk count, in rounds for {:g} s",
-                               config.calibrationBudgetSeconds));
+    const auto devices = static_cast<std::int64_t>(config.devices.size());
+    const std::vector<ReferenceShapeSpec> shapes =
+        referenceShapes(config.schedules, config.stagesPerDevice, config.modes, devices, setup.profile.layerCount());
+    progress.phase(fmt::format("calibrating: one reference pipeline per schedule, checkpoint mode ({} shapes) and chunk "
+                               "count, in rounds for {:g} s",
+                               shapes.size(), config.calibrationBudgetSeconds));
     try {
       throwIfFailureInjected("calibration");
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
       setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
-                                             static_cast<std::int64_t>(config.devices.size()), rounds);
+                                             devices, rounds, shapes);
       stampProvenance(setup.calibration, config.model, config.batch, config.devices);
     } catch (const std::exception& failure) {
       setup.calibrationError = firstLine(errorText(failure));

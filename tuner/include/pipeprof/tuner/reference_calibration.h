@@ -1,9 +1,10 @@
 // Measuring a calibration: reference pipelines timed in rounds, and the calibration they imply.
 //
-// One reference pipeline per chunk count (every device, an even balance, `never`; see
-// simulator/calibration_fit.h) is trained through a CandidateMeasurer, traced, in interleaved
-// rounds; the fitted scales, device speeds and step overheads are the calibration that
-// `pipeprof calibrate` writes and the sweep embeds in its report.
+// One reference pipeline per shape (schedule and checkpoint mode) and chunk count (every device,
+// an even balance; see simulator/calibration_fit.h) is trained through a CandidateMeasurer,
+// traced, in interleaved rounds; the fitted scales, device speeds and step overheads (GPipe's
+// without checkpoints, and each other shape's own) are the calibration that `pipeprof
+// calibrate` writes and the sweep embeds in its report.
 #pragma once
 
 #include <pipeprof/core/cluster.h>
@@ -30,15 +31,34 @@ struct CalibrationRounds {
   std::int64_t steps = 4;
 };
 
-/// Trains one reference pipeline per chunk count in `chunks` (1 <= m <= batch; over
-/// `devices` devices) in interleaved rounds through `measurer`, traced, and fits the
-/// calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
+/// A shape whose reference pipelines a calibration times.
+struct ReferenceShapeSpec {
+  ScheduleKind kind = ScheduleKind::GPipe;
+  std::int64_t stagesPerDevice = 1;  ///< interleaved: v >= 2; else 1
+  Checkpoint checkpoint = Checkpoint::Never;
+};
+
+/// The reference shapes of a sweep over `kinds` with `stagesPerDevice` and `modes` on
+/// `devices` devices of a `layers`-layer model: gpipe without checkpoints first, always (the
+/// calibration's own corrections, and the drift correction's references), then every schedule
+/// the sweep tries (interleaved with each v >= 2 that has at most one stage per layer) in every
+/// mode it tries.
+std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>& kinds,
+                                                const std::vector<std::int64_t>& stagesPerDevice,
+                                                const std::vector<Checkpoint>& modes, std::int64_t devices,
+                                                std::int64_t layers);
+
+/// Trains one reference pipeline per shape of `shapes` and chunk count of `chunks` (1 <= m <=
+/// batch, a shape the schedule can run: interleaved needs micro-batches a multiple of the
+/// devices; over `devices` devices) in interleaved rounds through `measurer`, traced, and fits
+/// the calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
 /// longer time, so that a slow spell of a shared machine weighs on the calibration as it will
 /// on the measured candidates. provenance.rounds and .references are filled. Throws what the
 /// measurer throws.
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds);
+                               const CalibrationRounds& rounds,
+                               const std::vector<ReferenceShapeSpec>& shapes = {ReferenceShapeSpec{}});
 
 /// Fills the rest of the calibration's provenance: the model, batch, devices, threads, LibTorch
 /// version, pipeprof's revision and the time now.
