@@ -74,8 +74,9 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
   std::vector<TimeNs> measuredNs;
   for (const ReferenceRun* run : runs) {
     const std::vector<std::int64_t>& balance = run->candidate.balance;
-    const auto devices = static_cast<std::size_t>(
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(balance.size()) / std::max<std::int64_t>(1, run->candidate.stagesPerDevice)));
+    const std::int64_t stagesPerDevice = std::max<std::int64_t>(1, run->candidate.stagesPerDevice);
+    const auto devices =
+        static_cast<std::size_t>(std::max<std::int64_t>(1, static_cast<std::int64_t>(balance.size()) / stagesPerDevice));
     predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
@@ -180,7 +181,7 @@ Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int
 
 namespace {
 
-/// The scales, device speeds and step overheads one schedule's runs imply (calibration_fit.h);
+/// The scales, device speeds and step overheads one shape's runs imply (calibration_fit.h);
 /// `messageLatencyNs` is already fitted. Appends each chunk count's reference to `references`.
 ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& cluster,
                                         const std::optional<TimeNs>& messageLatencyNs,
@@ -233,9 +234,10 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (const ReferenceRun& run : runs) {
     runsByShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}].push_back(&run);
   }
+  Calibration calibration;
+  if (runsByShape.empty()) return calibration;
   const std::tuple<ScheduleKind, std::int64_t, Checkpoint> gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
   const auto own = runsByShape.count(gpipe) > 0 ? gpipe : runsByShape.begin()->first;
-  Calibration calibration;
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
   for (const auto& [key, shapeRuns] : runsByShape) {
     ScheduleCorrections corrections = correctionsFromRuns(profile, cluster, calibration.messageLatencyNs, shapeRuns,

@@ -194,6 +194,10 @@ TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed
   EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.75);
 }
 
+TEST(CalibrationFit, NoRunsCorrectNothing) {
+  EXPECT_TRUE(calibrationFromRuns(twoLayerProfile(), twoCpus(), {}).empty());
+}
+
 TEST(CalibrationFit, OverheadIsNeverNegative) {
   ReferenceRun run = reference({1, 1}, 1, 8);
   addStep(run.trace, 0, 10, {8}, 2, 1, 1);  // a step shorter than its simulated compute
