@@ -2,6 +2,7 @@
 #include "commands.h"
 
 #include <pipeprof/core/json_file.h>
+#include <pipeprof/runtime/torch_environment.h>
 
 #include <exception>
 #include <iostream>
@@ -14,6 +15,7 @@ constexpr int kExitUsage = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
+  pipeprof::keepFreedHostMemory();  // every command, so profiles, threaded runs and ranks allocate alike
   CLI::App app{
       "pipeprof: tune pipeline parallelism -- profile a model, simulate candidate schedules\n"
       "(GPipe, 1F1B, interleaved 1F1B), balances, chunk counts and checkpoint modes, measure\n"

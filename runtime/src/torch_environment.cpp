@@ -1,10 +1,15 @@
-// Where LibTorch runs: version, intra-op threads (LibTorch's and OpenBLAS's), torch devices.
+// Where LibTorch runs: version, intra-op threads (LibTorch's and OpenBLAS's), host memory reuse, torch devices.
 #include <pipeprof/runtime/torch_environment.h>
 
 #include <torch/version.h>
 
 #include <dlfcn.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -24,6 +29,18 @@ void setIntraOpThreads(std::int64_t threads) {
   if (threads < 1) throw std::invalid_argument("intra-op threads must be at least 1, got " + std::to_string(threads));
   torch::set_num_threads(static_cast<int>(threads));
   setBlasThreads(static_cast<int>(threads));
+}
+
+bool keepFreedHostMemory() {
+#ifdef __GLIBC__
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return false;
+  constexpr int kTrimThresholdBytes = 1 << 30;
+  constexpr int kMmapThresholdBytes = 32 << 20;  // glibc refuses more on 64-bit hosts
+  return mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
+#else
+  return false;
+#endif
 }
 
 std::string torchVersion() {

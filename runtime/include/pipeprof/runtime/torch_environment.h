@@ -1,4 +1,4 @@
-// Where LibTorch runs: its version, its intra-op threads (and OpenBLAS's), and torch devices for device names.
+// Where LibTorch runs: its version, its intra-op threads (and OpenBLAS's), host memory reuse, and torch devices for device names.
 #pragma once
 
 #include <pipeprof/core/device.h>
@@ -16,6 +16,17 @@ namespace pipeprof {
 /// threads: a 2-partition CPU step measured 10x slower). Throws std::invalid_argument for
 /// threads < 1.
 void setIntraOpThreads(std::int64_t threads);
+
+/// Makes glibc's malloc keep the memory a training step frees for the next step. By default it
+/// returns the top of the heap to the system once 128 KiB there are free, and serves blocks of
+/// 128 KiB and more with mmap (a threshold it raises as such blocks are freed), so every step
+/// faults its activations' pages in again: a rank of the 2-rank mlp pipeline took ~800 minor
+/// faults per step, the threaded Pipe ~280. Sets M_TRIM_THRESHOLD to 1 GiB and
+/// M_MMAP_THRESHOLD to 32 MiB (glibc's largest), unless GLIBC_TUNABLES sets a glibc.malloc
+/// tunable (the user's choice wins). Returns whether it set them (false without glibc too).
+/// pipeprof's CLI calls it at start-up, for every command: the profiler, the threaded Pipe and
+/// every rank see the same allocator.
+bool keepFreedHostMemory();
 
 /// LibTorch's version, e.g. "1.13.0".
 std::string torchVersion();

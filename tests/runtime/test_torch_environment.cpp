@@ -1,0 +1,69 @@
+// Tests of runtime/torch_environment: host memory reuse.
+#include <pipeprof/runtime/torch_environment.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+namespace pipeprof {
+namespace {
+
+/// Sets (or, with nullopt, unsets) an environment variable for the scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value->c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+#ifdef __GLIBC__
+TEST(KeepFreedHostMemory, AFreedActivationSizedBlockStaysInTheHeapForTheNextStep) {
+  const ScopedEnv tunables("GLIBC_TUNABLES", std::nullopt);
+  ASSERT_TRUE(keepFreedHostMemory());
+  // 8 MiB: above glibc's default mmap threshold (128 KiB), below the 32 MiB set.
+  constexpr std::size_t kBytes = 8U << 20;
+  const struct mallinfo2 before = mallinfo2();
+  void* volatile block = std::malloc(kBytes);
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 1, kBytes);
+  const struct mallinfo2 held = mallinfo2();
+  EXPECT_EQ(held.hblks, before.hblks) << "served by mmap";
+  std::free(block);
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_GE(after.arena, before.arena + kBytes) << "returned to the system";
+  EXPECT_GE(after.fordblks, kBytes);
+}
+#endif
+
+TEST(KeepFreedHostMemory, TheUsersMallocTunablesWin) {
+  const ScopedEnv tunables("GLIBC_TUNABLES", std::string("glibc.malloc.trim_threshold=131072"));
+  EXPECT_FALSE(keepFreedHostMemory());
+}
+
+}  // namespace
+}  // namespace pipeprof
