@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -46,6 +47,52 @@ TEST(HostTracer, DrainSortsAndEmpties) {
   EXPECT_EQ(trace.baseNs, 10);
   EXPECT_EQ(trace.metadata.at("source"), "measured");
   EXPECT_TRUE(tracer.drain().events.empty());
+}
+
+TEST(HostTracer, EveryFieldOfAnEventSurvivesTheBuffer) {
+  // The buffer keeps names, devices, lanes and arguments once each (interned): events that
+  // share them, and ones that differ only there, must come back as they went in.
+  HostTracer tracer;
+  tracer.enable();
+  std::vector<TraceEvent> recorded;
+  for (int step = 0; step < 3; ++step) {
+    TraceEvent copy = span("receive grad-copy(12,3->2)", 100 * step, 7);  // longer than a short string
+    copy.kind = EventKind::Span;
+    copy.phase = Phase::Copy;
+    copy.microBatch = 12;
+    copy.partition = 3;
+    copy.correlationId = 40 + step;
+    copy.bytes = 65536;
+    copy.args = {{"from_rank", "1"}, {"to", std::to_string(step % 2)}};
+    TraceEvent flow = copy;
+    flow.kind = EventKind::FlowEnd;
+    flow.lane = "receive";
+    flow.startNs += 7;
+    flow.durationNs = 0;
+    flow.args.clear();
+    for (const TraceEvent& event : {copy, flow}) {
+      tracer.record(event);
+      recorded.push_back(event);
+    }
+  }
+  const Trace trace = tracer.drain();
+  ASSERT_EQ(trace.events.size(), recorded.size());
+  for (std::size_t k = 0; k < recorded.size(); ++k) {
+    const TraceEvent& in = recorded[k];
+    const TraceEvent& out = trace.events[k];
+    EXPECT_EQ(out.kind, in.kind) << k;
+    EXPECT_EQ(out.phase, in.phase) << k;
+    EXPECT_EQ(out.name, in.name) << k;
+    EXPECT_EQ(out.device, in.device) << k;
+    EXPECT_EQ(out.lane, in.lane) << k;
+    EXPECT_EQ(out.args, in.args) << k;
+    EXPECT_EQ(out.startNs, in.startNs) << k;
+    EXPECT_EQ(out.durationNs, in.durationNs) << k;
+    EXPECT_EQ(out.microBatch, in.microBatch) << k;
+    EXPECT_EQ(out.partition, in.partition) << k;
+    EXPECT_EQ(out.correlationId, in.correlationId) << k;
+    EXPECT_EQ(out.bytes, in.bytes) << k;
+  }
 }
 
 TEST(HostTracer, ManyThreadsEachKeepTheirEvents) {
