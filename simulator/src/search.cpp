@@ -8,9 +8,9 @@
 #include <pipeprof/core/units.h>
 
 #include <algorithm>
-#include <memory>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>

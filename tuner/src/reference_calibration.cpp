@@ -5,7 +5,6 @@
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 
-#include <algorithm>
 #include <chrono>
 #include <set>
 
