@@ -224,10 +224,15 @@ TimeNs ScheduleCorrections::stepOverheadNsFor(std::int64_t chunks) const {
 
 std::string ReferenceShape::label() const { return schedule + " " + std::string(checkpointName(checkpoint)); }
 
-const ScheduleCorrections& Calibration::correctionsFor(const ReferenceShape& shape) const {
+const ReferenceShape* Calibration::correctingShape(const ReferenceShape& shape) const {
   auto own = byShape.find(shape);
   if (own == byShape.end()) own = byShape.find({shape.schedule, Checkpoint::Never});
-  return own == byShape.end() ? *this : own->second;
+  return own == byShape.end() ? nullptr : &own->first;
+}
+
+const ScheduleCorrections& Calibration::correctionsFor(const ReferenceShape& shape) const {
+  const ReferenceShape* key = correctingShape(shape);
+  return key == nullptr ? *this : byShape.at(*key);
 }
 
 Calibration Calibration::forShape(const ReferenceShape& shape) const {

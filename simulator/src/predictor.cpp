@@ -19,9 +19,8 @@ Predictor::Predictor(Profile profile, Cluster cluster, Calibration calibration)
 }
 
 const Predictor::CalibratedInputs& Predictor::inputsFor(const ReferenceShape& shape) const {
-  auto own = byShape_.find(shape);
-  if (own == byShape_.end()) own = byShape_.find({shape.schedule, Checkpoint::Never});
-  return own == byShape_.end() ? base_ : own->second;
+  const ReferenceShape* key = calibration_.correctingShape(shape);
+  return key == nullptr ? base_ : byShape_.at(*key);
 }
 
 SimulationResult Predictor::predict(const Candidate& candidate, const SimulationOptions& options) const {

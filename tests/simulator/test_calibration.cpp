@@ -158,6 +158,9 @@ TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesElseTheC
   EXPECT_EQ(interleaved.deviceSpeeds, (std::vector<double>{1.25, 0.8}));
   EXPECT_EQ(interleaved.stepOverheadNsFor(2), 1500);
   EXPECT_EQ(&calibration.correctionsFor({"gpipe", Checkpoint::Always}), &static_cast<const ScheduleCorrections&>(calibration));
+  EXPECT_EQ(calibration.correctingShape({"gpipe", Checkpoint::Always}), nullptr);
+  ASSERT_NE(calibration.correctingShape({"1f1b", Checkpoint::ExceptLast}), nullptr);
+  EXPECT_EQ(calibration.correctingShape({"1f1b", Checkpoint::ExceptLast})->label(), "1f1b never");
   EXPECT_EQ(ReferenceShape({"interleaved v2", Checkpoint::ExceptLast}).label(), "interleaved v2 except_last");
 
   Calibration onlyShapes;

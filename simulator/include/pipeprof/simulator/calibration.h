@@ -120,8 +120,11 @@ struct Calibration : ScheduleCorrections {
   /// True when it corrects nothing (no scales, speeds, overheads, schedule corrections or
   /// message latency).
   bool empty() const { return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs; }
-  /// The corrections a candidate of `shape` is predicted with: its shape's, else those of its
-  /// schedule without checkpoints, else the calibration's own.
+  /// The key of byShape whose corrections a candidate of `shape` is predicted with: its shape,
+  /// else its schedule without checkpoints; nullptr when neither has corrections (the
+  /// calibration's own apply).
+  const ReferenceShape* correctingShape(const ReferenceShape& shape) const;
+  /// Those corrections: byShape's at correctingShape(shape), else the calibration's own.
   const ScheduleCorrections& correctionsFor(const ReferenceShape& shape) const;
   /// This calibration with correctionsFor(shape) in place of its own, and no byShape.
   Calibration forShape(const ReferenceShape& shape) const;

@@ -66,15 +66,14 @@ struct ReferenceRun {
 /// The calibration the runs imply (see the file comment); runs of the same shape and chunk
 /// count pool their steps. Without runs of GPipe without checkpoints, the calibration's own
 /// corrections are those of the first shape (gpipe, 1f1b, interleaved by stages per device;
-/// then always, except_last, never). Stage j of
-/// every run is on cluster device j mod its device count. Scales are clamped to
-/// [0.25, 4] and speeds to [0.5, 2]; a size without spans or without profile time keeps 1.0;
-/// overheads are never negative; the message latency is fitted from 3 messages or more (else
-/// left unset), never negative, with the cluster's links for the drain time, and applies to
-/// the links between ranks of one host (calibratedCluster). provenance.references lists each
-/// shape's and chunk count's steps and median (the caller fills in the rest of the
-/// provenance). Throws what
-/// the simulator throws for a reference candidate it cannot simulate.
+/// then always, except_last, never). Stage j of every run is on cluster device j mod its device
+/// count. Scales are clamped to [0.25, 4] and speeds to [0.5, 2]; a size without spans or
+/// without profile time keeps 1.0; overheads are never negative; the message latency is fitted
+/// from 3 messages or more (else left unset), never negative, with the cluster's links for the
+/// drain time, and applies to the links between ranks of one host (calibratedCluster).
+/// provenance.references lists each shape's and chunk count's steps and median (the caller
+/// fills in the rest of the provenance); no runs give an empty calibration. Throws what the
+/// simulator throws for a reference candidate it cannot simulate.
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs);
 
 }  // namespace pipeprof

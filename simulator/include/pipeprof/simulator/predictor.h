@@ -49,7 +49,7 @@ class Predictor {
   };
   /// (profile, cluster) calibrated with `calibration`'s own corrections and message latency.
   static CalibratedInputs calibrated(const Profile& profile, const Cluster& cluster, const Calibration& calibration);
-  /// Its shape's, else its schedule's without checkpoints, else base_ (as correctionsFor).
+  /// byShape_ at Calibration::correctingShape(shape), else base_.
   const CalibratedInputs& inputsFor(const ReferenceShape& shape) const;
 
   Calibration calibration_;
