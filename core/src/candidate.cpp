@@ -9,11 +9,6 @@
 
 namespace pipeprof {
 
-std::int64_t Candidate::pipelineDevices() const {
-  const auto n = static_cast<std::int64_t>(balance.size());
-  return stagesPerDevice > 0 ? n / stagesPerDevice : n;
-}
-
 std::int64_t Candidate::deviceOf(std::int64_t j) const {
   const std::int64_t d = j % std::max<std::int64_t>(pipelineDevices(), 1);
   const bool placed = devices.empty() || static_cast<std::size_t>(d) < devices.size();
@@ -30,8 +25,6 @@ std::string Candidate::label() const {
   return schedule == ScheduleKind::GPipe ? text : text + " " + scheduleLabel();
 }
 
-std::string Candidate::scheduleLabel() const { return pipeprof::scheduleLabel(schedule, stagesPerDevice); }
-
 MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
   if (batch < 1) throw std::invalid_argument("batch must be positive, got " + std::to_string(batch));
   if (chunks < 1) throw std::invalid_argument("chunks must be positive, got " + std::to_string(chunks));
@@ -44,13 +37,10 @@ MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
 
 ScheduleSpec Candidate::scheduleSpec(const std::vector<SkipRoute>& skips, bool training) const {
   ScheduleSpec spec;
-  spec.balance = balance;
+  static_cast<PipelineShape&>(spec) = *this;
   spec.chunks = microBatching(batch, chunks).count;
-  spec.checkpoint = checkpoint;
   spec.training = training;
   spec.skips = skips;
-  spec.kind = schedule;
-  spec.stagesPerDevice = stagesPerDevice;
   return spec;
 }
 
@@ -120,12 +110,8 @@ std::string formatBalance(const std::vector<std::int64_t>& balance) {
 }
 
 nlohmann::json toJson(const Candidate& candidate) {
-  nlohmann::json json = {{"balance", candidate.balance},
-                         {"chunks", candidate.chunks},
-                         {"checkpoint", std::string(checkpointName(candidate.checkpoint))},
-                         {"batch", candidate.batch},
-                         {"schedule", scheduleKindName(candidate.schedule)}};
-  if (candidate.stagesPerDevice != 1) json["stages_per_device"] = candidate.stagesPerDevice;
+  nlohmann::json json = toJson(static_cast<const PipelineShape&>(candidate));
+  json["batch"] = candidate.batch;
   if (!candidate.devices.empty()) json["devices"] = candidate.devices;
   return json;
 }
@@ -134,34 +120,8 @@ Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
   JsonCursor root(json, file, path);
   if (!json.is_object()) root.fail("expected a candidate object with balance, chunks, checkpoint and batch");
   Candidate candidate;
-  JsonCursor balance = root.at("balance");
-  if (balance.size() == 0) balance.fail("expected at least one partition");
-  for (const JsonCursor& item : balance.items()) candidate.balance.push_back(item.asPositiveInt());
-  candidate.chunks = root.at("chunks").asPositiveInt();
-  JsonCursor checkpoint = root.at("checkpoint");
-  try {
-    candidate.checkpoint = parseCheckpoint(checkpoint.asString());
-  } catch (const std::invalid_argument& error) {
-    checkpoint.fail(error.what());
-  }
+  static_cast<PipelineShape&>(candidate) = pipelineShapeFromJson(json, file, path);
   candidate.batch = root.at("batch").asPositiveInt();
-  if (root.has("schedule")) {
-    JsonCursor schedule = root.at("schedule");
-    try {
-      candidate.schedule = parseScheduleKind(schedule.asString());
-    } catch (const std::invalid_argument& error) {
-      schedule.fail(error.what());
-    }
-  }
-  if (root.has("stages_per_device")) {
-    JsonCursor stagesPerDevice = root.at("stages_per_device");
-    candidate.stagesPerDevice = stagesPerDevice.asPositiveInt();
-    const auto n = static_cast<std::int64_t>(candidate.balance.size());
-    if (n % candidate.stagesPerDevice != 0) {
-      stagesPerDevice.fail("expected a divisor of the " + std::to_string(n) + " stages of the balance, got " +
-                           std::to_string(candidate.stagesPerDevice));
-    }
-  }
   if (root.has("devices")) {
     JsonCursor devices = root.at("devices");
     for (const JsonCursor& item : devices.items()) candidate.devices.push_back(item.asNonNegativeInt());

@@ -30,15 +30,6 @@ struct Slot {
   bool waitsForForwardPass;
 };
 
-std::string formatList(const std::vector<std::int64_t>& values) {
-  std::string text = "[";
-  for (std::size_t index = 0; index < values.size(); ++index) {
-    if (index > 0) text += ", ";
-    text += std::to_string(values[index]);
-  }
-  return text + "]";
-}
-
 /// GPipe: forward by clock cycles (a loss right after each forward of the last stage), then
 /// per stage backward for i = m-1 .. 0 with recompute(i, j) right before backward(i, j) for
 /// checkpointed micro-batches. Backward slots are emitted by reversed clocks (decreasing j
@@ -71,7 +62,7 @@ std::vector<Slot> gpipeSlots(std::int64_t m, std::int64_t n, bool training, std:
 /// each backward of a checkpointed micro-batch. Forward only: the forwards in the same order.
 std::vector<Slot> orderedSlots(const ScheduleSpec& spec, std::int64_t n, std::int64_t stop) {
   std::vector<Slot> slots;
-  for (const auto& steps : deviceSteps(spec.kind, n, spec.chunks, spec.stagesPerDevice)) {
+  for (const auto& steps : deviceSteps(spec.schedule, n, spec.chunks, spec.stagesPerDevice)) {
     for (const OrderStep& step : steps) {
       if (!step.backward) {
         slots.push_back({OpKind::Forward, step.i, step.j, false});
@@ -87,7 +78,7 @@ std::vector<Slot> orderedSlots(const ScheduleSpec& spec, std::int64_t n, std::in
 
 std::vector<Slot> computeSlots(const ScheduleSpec& spec, std::int64_t stop) {
   auto n = static_cast<std::int64_t>(spec.balance.size());
-  switch (spec.kind) {
+  switch (spec.schedule) {
     case ScheduleKind::GPipe: return gpipeSlots(spec.chunks, n, spec.training, stop);
     case ScheduleKind::OneFOneB:
     case ScheduleKind::Interleaved: return orderedSlots(spec, n, stop);
@@ -132,21 +123,7 @@ std::vector<OrderStep> interleavedSteps(std::int64_t d, std::int64_t p, std::int
 }
 
 void validate(const ScheduleSpec& spec) {
-  if (spec.balance.empty()) {
-    throw std::invalid_argument("balance must have at least one partition (balance: [])");
-  }
-  for (std::int64_t layers : spec.balance) {
-    if (layers <= 0) {
-      throw std::invalid_argument("all balance numbers must be positive integer (balance: " +
-                                  formatList(spec.balance) + ")");
-    }
-  }
-  if (spec.chunks <= 0) {
-    throw std::invalid_argument("number of chunks must be positive integer (chunks: " +
-                                std::to_string(spec.chunks) + ")");
-  }
-  std::string shape = scheduleShapeError(spec.kind, spec.stagesPerDevice,
-                                         static_cast<std::int64_t>(spec.balance.size()), spec.chunks);
+  const std::string shape = spec.shapeError();
   if (!shape.empty()) throw std::invalid_argument(shape);
   std::int64_t layerCount = std::accumulate(spec.balance.begin(), spec.balance.end(), std::int64_t{0});
   std::string range = "(layers: 0.." + std::to_string(layerCount - 1) + ")";
@@ -229,61 +206,6 @@ std::vector<std::vector<Cell>> clockCycles(std::int64_t m, std::int64_t n) {
     clocks.push_back(std::move(cells));
   }
   return clocks;
-}
-
-std::string scheduleKindName(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::GPipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved: return "interleaved";
-  }
-  return "unknown";
-}
-
-ScheduleKind parseScheduleKind(const std::string& text) {
-  if (text == "gpipe") return ScheduleKind::GPipe;
-  if (text == "1f1b") return ScheduleKind::OneFOneB;
-  if (text == "interleaved") return ScheduleKind::Interleaved;
-  throw std::invalid_argument("invalid schedule '" + text + "': expected gpipe, 1f1b or interleaved");
-}
-
-std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  if (kind == ScheduleKind::Interleaved) return "interleaved v" + std::to_string(stagesPerDevice);
-  return scheduleKindName(kind);
-}
-
-std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
-  std::vector<ScheduleKind> kinds;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', start);
-    const ScheduleKind kind = parseScheduleKind(text.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-    if (comma == std::string::npos) return kinds;
-    start = comma + 1;
-  }
-}
-
-std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m) {
-  const std::string v = std::to_string(stagesPerDevice);
-  if (stagesPerDevice < 1) return "stages per device must be positive (stages per device: " + v + ")";
-  if (kind != ScheduleKind::Interleaved && stagesPerDevice != 1) {
-    return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
-           "); use the interleaved schedule for more";
-  }
-  if (kind == ScheduleKind::Interleaved && stagesPerDevice < 2) {
-    return "interleaved needs at least 2 stages per device (stages per device: " + v + ")";
-  }
-  if (n % stagesPerDevice != 0) {
-    return "the stages must split evenly over the devices: " + std::to_string(n) +
-           " stages is not a multiple of " + v + " stages per device";
-  }
-  const std::int64_t p = n / stagesPerDevice;
-  if (kind == ScheduleKind::Interleaved && m % p != 0) {
-    return "interleaved needs chunks a multiple of devices (chunks: " + std::to_string(m) +
-           ", devices: " + std::to_string(p) + ", stages per device: " + v + ")";
-  }
-  return {};
 }
 
 std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v) {

@@ -45,7 +45,7 @@ TEST(Candidate, InterleavedStagesLoopOverThePipelineDevices) {
   EXPECT_EQ(candidate.deviceOf(1), 4);
   EXPECT_THROW(candidate.deviceOf(4), std::out_of_range);
   ScheduleSpec spec = candidate.scheduleSpec({});
-  EXPECT_EQ(spec.kind, ScheduleKind::Interleaved);
+  EXPECT_EQ(spec.schedule, ScheduleKind::Interleaved);
   EXPECT_EQ(spec.stagesPerDevice, 2);
   candidate.schedule = ScheduleKind::OneFOneB;
   candidate.stagesPerDevice = 1;

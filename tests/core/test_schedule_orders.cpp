@@ -40,7 +40,7 @@ std::vector<std::string> table(const Schedule& schedule) {
 Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v,
                Checkpoint checkpoint = Checkpoint::Never, bool training = true) {
   ScheduleSpec spec;
-  spec.kind = kind;
+  spec.schedule = kind;
   spec.stagesPerDevice = v;
   spec.balance.assign(static_cast<std::size_t>(p * v), 1);
   spec.chunks = m;
@@ -162,7 +162,7 @@ TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
     for (int count : seen) EXPECT_EQ(count, 1) << scheduleKindName(kind) << " p " << p << " m " << m << " v " << v;
     // Every schedule is free of deadlock: building it sorts its ops topologically.
     ScheduleSpec spec;
-    spec.kind = kind;
+    spec.schedule = kind;
     spec.stagesPerDevice = v;
     spec.balance.assign(static_cast<std::size_t>(p * v), 1);
     spec.chunks = m;

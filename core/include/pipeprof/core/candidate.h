@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/schedule.h>
 
 #include <nlohmann/json.hpp>
@@ -12,38 +13,29 @@
 
 namespace pipeprof {
 
-struct Candidate {
-  std::vector<std::int64_t> balance;
-  std::int64_t chunks = 1;
-  Checkpoint checkpoint = Checkpoint::ExceptLast;
+/// A pipeline shape with its mini-batch and its placement on cluster devices.
+struct Candidate : PipelineShape {
   std::int64_t batch = 1;  ///< mini-batch size in samples
-  ScheduleKind schedule = ScheduleKind::GPipe;
-  /// v: stages per device (1 for gpipe and 1f1b, >= 2 for interleaved); the balance has
-  /// n = p * v stages and stage j runs on pipeline device j mod p.
-  std::int64_t stagesPerDevice = 1;
   /// Cluster device index of each pipeline device (p entries, one per stage when v is 1);
   /// empty means pipeline device d on cluster device d.
   std::vector<std::int64_t> devices;
 
-  /// p: the number of pipeline devices, n / v.
-  std::int64_t pipelineDevices() const;
   /// Cluster device of stage j: devices[j mod p], or j mod p when devices is empty.
   std::int64_t deviceOf(std::int64_t j) const;
   /// "[2,6] x8 except_last": balance, chunks and mode, then the schedule unless it is gpipe
   /// ("[2,6] x8 never 1f1b", "[1,1,1,1] x4 never interleaved v2"); identifies a candidate in a
   /// sweep.
   std::string label() const;
-  /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
-  std::string scheduleLabel() const;
-  /// The schedule spec for training with the given skip routes. Its chunks is the number of
-  /// micro-batches that exist (microBatching(batch, chunks).count), as the runtime splits.
+  /// The schedule spec for training with the given skip routes: this shape, its chunks the
+  /// number of micro-batches that exist (microBatching(batch, chunks).count), as the runtime
+  /// splits.
   ScheduleSpec scheduleSpec(const std::vector<SkipRoute>& skips, bool training = true) const;
 
   friend bool operator==(const Candidate& a, const Candidate& b) {
-    return a.balance == b.balance && a.chunks == b.chunks && a.checkpoint == b.checkpoint &&
-           a.batch == b.batch && a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice &&
+    return static_cast<const PipelineShape&>(a) == static_cast<const PipelineShape&>(b) && a.batch == b.batch &&
            a.devices == b.devices;
   }
+  friend bool operator!=(const Candidate& a, const Candidate& b) { return !(a == b); }
 };
 
 /// How torch::chunk splits a batch of B samples into m chunks: chunks of c = ceil(B / m)
@@ -71,6 +63,7 @@ std::string formatBalance(const std::vector<std::int64_t>& balance);
 /// "b2-6_m8_except_last_1f1b", "b1-1-1-1_m8_never_interleaved-v2".
 std::string candidateSlug(const Candidate& candidate);
 
+/// The shape's keys (toJson(const PipelineShape&)), batch, and devices when placed.
 nlohmann::json toJson(const Candidate& candidate);
 /// Throws FormatError naming file and JSON path.
 Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,

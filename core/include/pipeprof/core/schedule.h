@@ -50,6 +50,8 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/pipeline_shape.h>
+#include <pipeprof/core/schedule_kind.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -69,26 +71,6 @@ struct Cell {
 /// GPipe's clock cycles: for k in [0, m + n - 1) the cells (i, j) with i + j == k, in
 /// increasing j. Throws std::invalid_argument when m or n is not positive.
 std::vector<std::vector<Cell>> clockCycles(std::int64_t m, std::int64_t n);
-
-/// The schedule family: gpipe (all forwards, then all backwards), 1f1b (one forward one
-/// backward), interleaved (1F1B over v >= 2 virtual stages per device).
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
-
-/// "gpipe", "1f1b", "interleaved". parseScheduleKind throws std::invalid_argument on unknown
-/// text; parseScheduleKindList parses a comma-separated list such as "gpipe,1f1b".
-std::string scheduleKindName(ScheduleKind kind);
-ScheduleKind parseScheduleKind(const std::string& text);
-std::vector<ScheduleKind> parseScheduleKindList(const std::string& text);
-
-/// The schedule as users read it: "gpipe", "1f1b", "interleaved v2" (v named only for
-/// interleaved, the one family that has a choice).
-std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice);
-
-/// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
-/// v must be 1 for gpipe and 1f1b and at least 2 for interleaved, n a multiple of v, and for
-/// interleaved m a multiple of the p = n / v devices, e.g. "interleaved needs chunks a
-/// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
-std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
 
 /// One step of a device's order before recomputes and losses are inserted: the forward or
 /// the backward of micro-batch i on stage j.
@@ -115,15 +97,11 @@ struct SkipRoute {
   std::int64_t popLayer = 0;
 };
 
-/// What a schedule is built from.
-struct ScheduleSpec {
-  std::vector<std::int64_t> balance;  ///< layers per stage; n = balance.size()
-  std::int64_t chunks = 1;            ///< m
-  Checkpoint checkpoint = Checkpoint::ExceptLast;
+/// What a schedule is built from: a pipeline shape whose chunks is m, the micro-batches that
+/// exist (Candidate::scheduleSpec), and what the step does with them.
+struct ScheduleSpec : PipelineShape {
   bool training = true;  ///< false: forward only, nothing checkpointed (eval / no grad)
   std::vector<SkipRoute> skips;
-  ScheduleKind kind = ScheduleKind::GPipe;
-  std::int64_t stagesPerDevice = 1;  ///< v: 1 for gpipe and 1f1b, >= 2 for interleaved; p = n / v
 };
 
 enum class OpKind { Forward, Recompute, Backward, Copy, SkipCopy, Loss };
@@ -156,8 +134,8 @@ struct Op {
 /// forward-only one (spec.training false) has neither losses nor backward ops.
 class Schedule {
  public:
-  /// Validates the spec (positive balance entries and chunks, skip layers inside the model,
-  /// stash before pop, the shape of scheduleShapeError) and expands it. Throws
+  /// Validates the spec (its shapeError(): positive balance entries and chunks, the shape of
+  /// scheduleShapeError; skip layers inside the model, stash before pop) and expands it. Throws
   /// std::invalid_argument naming the bad values.
   static Schedule build(const ScheduleSpec& spec);
 
@@ -166,7 +144,7 @@ class Schedule {
   /// n: the number of stages (partitions).
   std::int64_t partitions() const { return static_cast<std::int64_t>(spec_.balance.size()); }
   /// p: the number of devices (n / v).
-  std::int64_t devices() const { return partitions() / spec_.stagesPerDevice; }
+  std::int64_t devices() const { return spec_.pipelineDevices(); }
   std::int64_t stagesPerDevice() const { return spec_.stagesPerDevice; }
   /// The device that runs stage j: j mod p.
   std::int64_t deviceOf(std::int64_t j) const { return j % devices(); }

@@ -1,0 +1,75 @@
+// The pipeline shape: balance, schedule, stages per device, chunks and checkpoint mode, one value from the command line to the ranks.
+#pragma once
+
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/schedule_kind.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+/// How a model runs as a pipeline: n stages of balance[j] layers each, v stages per pipeline
+/// device on p = n / v devices (stage j on device j mod p), trained in m = chunks micro-batches
+/// under a schedule and a checkpoint mode.
+///
+/// Candidate, ScheduleSpec, PipeOptions, StageOptions and TrainingOptions inherit it (their
+/// other fields say where and how long it runs), so a shape passes from one to the next by
+/// slicing, never field by field:
+///
+///   static_cast<PipelineShape&>(options) = candidate;
+///
+/// operator== compares shapes only: a type that inherits it and has fields of its own defines
+/// its own operator== (Candidate does).
+struct PipelineShape {
+  std::vector<std::int64_t> balance;  ///< layers per stage; n = balance.size()
+  ScheduleKind schedule = ScheduleKind::GPipe;
+  /// v: stages per pipeline device (1 for gpipe and 1f1b, >= 2 for interleaved).
+  std::int64_t stagesPerDevice = 1;
+  std::int64_t chunks = 1;  ///< m: micro-batches asked for (torch.chunk may make fewer)
+  Checkpoint checkpoint = Checkpoint::ExceptLast;
+
+  /// n: the number of stages, balance.size().
+  std::int64_t stages() const { return static_cast<std::int64_t>(balance.size()); }
+  /// p: the number of pipeline devices, n / v. The one definition every part of pipeprof
+  /// uses: for a malformed shape (v < 1, or v not dividing n) it is n, one device per stage,
+  /// so counts stay defined until shapeError() names the problem.
+  std::int64_t pipelineDevices() const;
+  /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
+  std::string scheduleLabel() const;
+
+  /// Why the shape cannot run, or "" when it can: an empty balance or an entry < 1, chunks <
+  /// 1, then scheduleShapeError(schedule, v, n, chunks), e.g. "interleaved needs chunks a
+  /// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
+  std::string shapeError() const { return shapeError(chunks); }
+  /// The same with the m micro-batches that exist after splitting a batch (torch.chunk can
+  /// make fewer than chunks: microBatching(batch, chunks).count), which is what a schedule runs.
+  std::string shapeError(std::int64_t microBatches) const;
+
+  friend bool operator==(const PipelineShape& a, const PipelineShape& b) {
+    return a.balance == b.balance && a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice &&
+           a.chunks == b.chunks && a.checkpoint == b.checkpoint;
+  }
+  friend bool operator!=(const PipelineShape& a, const PipelineShape& b) { return !(a == b); }
+};
+
+/// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
+/// v must be 1 for gpipe and 1f1b and at least 2 for interleaved, n a multiple of v, and for
+/// interleaved m a multiple of the p = n / v devices, e.g. "interleaved needs chunks a
+/// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
+std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
+
+/// The shape's JSON form, the shape keys of a candidate (docs/formats.md): balance, chunks,
+/// checkpoint, schedule, and stages_per_device when it is not 1.
+nlohmann::json toJson(const PipelineShape& shape);
+/// Reads those keys of an object (other keys are left to the caller): balance (at least one
+/// positive entry), chunks and checkpoint required; schedule (default gpipe) and
+/// stages_per_device (default 1, a divisor of the stages) optional, so files written before
+/// schedules existed still load. Throws FormatError naming file and JSON path.
+PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::string& file,
+                                    const std::string& path = "$");
+
+}  // namespace pipeprof
