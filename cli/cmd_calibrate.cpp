@@ -69,7 +69,7 @@ void runCalibrate(const CalibrateFlags& flags) {
   applyScheduleListFlags(flags.schedules, schedules);
   const std::vector<Checkpoint> modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
   const auto deviceCount = static_cast<std::int64_t>(devices.size());
-  const std::vector<tuner::ReferenceShapeSpec> shapes =
+  const std::vector<PipelineShape> shapes =
       tuner::referenceShapes(schedules.schedules, schedules.stagesPerDevice, modes, deviceCount, profile.layerCount());
   std::cerr << fmt::format("calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n",
                            shapes.size(), flags.chunks, flags.budget);

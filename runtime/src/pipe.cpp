@@ -49,9 +49,9 @@ class PipeImpl {
     if (module_.is_empty()) {
       throw std::invalid_argument("the Pipe needs a Sequential module (got an empty holder)");
     }
+    options_.balance = balance_;
     const std::int64_t v = options_.stagesPerDevice;
-    const auto n = static_cast<std::int64_t>(balance_.size());
-    const auto p = static_cast<std::size_t>(v > 0 && n / v > 0 ? n / v : std::max<std::int64_t>(n, 1));
+    const auto p = static_cast<std::size_t>(options_.pipelineDevices());
     devices_ = resolveDevices(options_.devices, p);
     validatePipeArguments(module_, balance_, devices_.size(), options_.chunks, options_.schedule, v);
     verifySkips(module_);
@@ -139,13 +139,11 @@ class PipeImpl {
     auto it = schedules_.find(key);
     if (it == schedules_.end()) {
       ScheduleSpec spec;
-      spec.balance = balance_;
+      static_cast<PipelineShape&>(spec) = options_;
       spec.chunks = m;
       spec.checkpoint = training ? options_.checkpoint : Checkpoint::Never;
       spec.training = gradEnabled;
       spec.skips = scheduleSkips_;
-      spec.kind = options_.schedule;
-      spec.stagesPerDevice = options_.stagesPerDevice;
       it = schedules_.emplace(key, std::make_unique<Schedule>(Schedule::build(spec))).first;
     }
     return *it->second;
@@ -291,6 +289,9 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
 
 Pipe::Pipe(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options)
     : impl_(std::make_unique<PipeImpl>(std::move(module), std::move(balance), std::move(options))) {}
+
+Pipe::Pipe(torch::nn::Sequential module, PipeOptions options)
+    : impl_(std::make_unique<PipeImpl>(std::move(module), options.balance, options)) {}
 
 Pipe::~Pipe() = default;
 Pipe::Pipe(Pipe&&) noexcept = default;

@@ -81,11 +81,7 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
                                 std::to_string(options.devices.size()) + " given, one per rank needed");
   }
   StageOptions stageOptions;
-  stageOptions.balance = options.balance;
-  stageOptions.schedule = options.schedule;
-  stageOptions.stagesPerDevice = options.stagesPerDevice;
-  stageOptions.chunks = options.chunks;
-  stageOptions.checkpoint = options.checkpoint;
+  static_cast<PipelineShape&>(stageOptions) = options;
   stageOptions.device = options.devices[static_cast<std::size_t>(rank)];
   StageRuntime runtime(model.sequential, stageOptions, transport);
   model.sequential = nullptr;  // the other ranks' stages are freed here

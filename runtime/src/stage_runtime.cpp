@@ -72,7 +72,7 @@ class StageRuntimeImpl {
     if (module.is_empty()) throw std::invalid_argument("the stage runtime needs a Sequential module (got an empty holder)");
     const std::int64_t v = options_.stagesPerDevice;
     const auto n = static_cast<std::int64_t>(options_.balance.size());
-    p_ = v > 0 && n % v == 0 && n / v > 0 ? n / v : n;
+    p_ = options_.pipelineDevices();
     validatePipeArguments(module, options_.balance, static_cast<std::size_t>(p_), options_.chunks, options_.schedule, v);
     verifySkips(module);
     if (transport.worldSize() != p_) {
@@ -201,13 +201,10 @@ class StageRuntimeImpl {
     auto schedule = schedules_.find(m);
     if (schedule == schedules_.end()) {
       ScheduleSpec spec;
-      spec.balance = options_.balance;
+      static_cast<PipelineShape&>(spec) = options_;
       spec.chunks = m;
-      spec.checkpoint = options_.checkpoint;
       spec.training = true;
       spec.skips = scheduleSkips_;
-      spec.kind = options_.schedule;
-      spec.stagesPerDevice = options_.stagesPerDevice;
       schedule = schedules_.emplace(m, std::make_unique<Schedule>(Schedule::build(spec))).first;
       tags_.emplace(m, std::make_unique<MessageTags>(static_cast<std::int64_t>(options_.balance.size()), m,
                                                      static_cast<std::int64_t>(scheduleSkips_.size())));

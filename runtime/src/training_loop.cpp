@@ -60,12 +60,9 @@ void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, 
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   validateTrainingOptions(options);
   PipeOptions pipeOptions;
+  static_cast<PipelineShape&>(pipeOptions) = options;
   pipeOptions.devices = options.devices;
-  pipeOptions.chunks = options.chunks;
-  pipeOptions.checkpoint = options.checkpoint;
-  pipeOptions.schedule = options.schedule;
-  pipeOptions.stagesPerDevice = options.stagesPerDevice;
-  Pipe pipe(model.sequential, options.balance, pipeOptions);
+  Pipe pipe(model.sequential, pipeOptions);
   pipe.train();
 
   const Batch batch = model.makeBatch(options.batch, options.dataSeed);

@@ -47,8 +47,7 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
   if (candidate.stagesPerDevice < 1) {
     throw std::invalid_argument("stages per device must be positive, got " + std::to_string(candidate.stagesPerDevice));
   }
-  const std::string shape = scheduleShapeError(candidate.schedule, candidate.stagesPerDevice, n,
-                                               microBatching(candidate.batch, candidate.chunks).count);
+  const std::string shape = candidate.shapeError(microBatching(candidate.batch, candidate.chunks).count);
   if (!shape.empty()) throw std::invalid_argument(shape);
   const std::int64_t p = candidate.pipelineDevices();
   if (!candidate.devices.empty() && static_cast<std::int64_t>(candidate.devices.size()) != p) {
@@ -80,18 +79,6 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
                                   ") has no cost samples");
     }
   }
-}
-
-ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candidate, bool training) {
-  ScheduleSpec spec;
-  spec.balance = candidate.balance;
-  spec.chunks = microBatching(candidate.batch, candidate.chunks).count;
-  spec.checkpoint = candidate.checkpoint;
-  spec.training = training;
-  spec.skips = profile.skipRoutes();
-  spec.kind = candidate.schedule;
-  spec.stagesPerDevice = candidate.stagesPerDevice;
-  return spec;
 }
 
 CandidateSimulator::CandidateSimulator(const Profile& profile, const Cluster& cluster)
@@ -126,7 +113,7 @@ const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candida
   }
   auto found = cache_.find(scratchKey_);
   if (found != cache_.end()) return *found->second;
-  const Schedule schedule = Schedule::build(actualScheduleSpec(profile_, candidate, training));
+  const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile_.skipRoutes(), training));
   auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule));
   return *cache_.emplace(scratchKey_, std::move(compiled)).first->second;
 }

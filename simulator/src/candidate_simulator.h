@@ -19,10 +19,6 @@ namespace pipeprof::sim {
 /// (balance sum, non-positive entries, chunks, batch, device indices), naming the values.
 void validateCandidate(const Profile& profile, const Cluster& cluster, const Candidate& candidate);
 
-/// The schedule spec the runtime executes for the candidate: chunks is the number of
-/// micro-batches that actually exist (see MicroBatching).
-ScheduleSpec actualScheduleSpec(const Profile& profile, const Candidate& candidate, bool training);
-
 class CandidateSimulator {
  public:
   /// Keeps references: profile and cluster must outlive the simulator. Throws

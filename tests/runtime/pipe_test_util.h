@@ -1,6 +1,8 @@
 // Shared helpers of the runtime tests: small models built twice alike, and tensor comparisons.
 #pragma once
 
+#include <pipeprof/runtime/pipe.h>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +12,18 @@
 #include <vector>
 
 namespace pipeprof::testing {
+
+/// The PipeOptions most tests use: devices, chunks, checkpoint mode and deferred batch norm
+/// (the schedule gpipe, one stage per device; the balance given to the Pipe).
+inline PipeOptions pipeOptions(std::vector<torch::Device> devices, std::int64_t chunks, Checkpoint checkpoint,
+                               bool deferredBatchNorm) {
+  PipeOptions options;
+  options.devices = std::move(devices);
+  options.chunks = chunks;
+  options.checkpoint = checkpoint;
+  options.deferredBatchNorm = deferredBatchNorm;
+  return options;
+}
 
 /// Builds a Sequential of `layers` layers (Linear and Tanh alternating, width 8) with a fixed seed.
 inline torch::nn::Sequential linearTanh(std::int64_t layers, std::int64_t seed = 0, std::int64_t width = 8) {

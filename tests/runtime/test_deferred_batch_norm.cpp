@@ -2,11 +2,15 @@
 #include <pipeprof/runtime/deferred_batch_norm.h>
 #include <pipeprof/runtime/pipe.h>
 
+#include "pipe_test_util.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 namespace pipeprof {
 namespace {
+
+using testing::pipeOptions;
 
 /// fc0, bn1, relu2, (unflatten3, bn4, relu5 when twoDimensional: a cumulative-average BatchNorm2d).
 /// Only the last BatchNorm sees the same input with and without deferral (earlier ones
@@ -69,7 +73,7 @@ TEST(DeferredBatchNorm, RunningStatisticsMatchOneBatchNormOverTheWholeBatch) {
 
 TEST(DeferredBatchNorm, WithoutItStatisticsAreUpdatedPerMicroBatch) {
   torch::nn::Sequential model = bnModel(2);
-  Pipe pipe(model, {2, 3}, PipeOptions{{}, 4, Checkpoint::Never, false});
+  Pipe pipe(model, {2, 3}, pipeOptions({}, 4, Checkpoint::Never, false));
   pipe.forward(torch::randn({8, 4})).sum().backward();
   EXPECT_EQ(model->named_buffers()["bn2.num_batches_tracked"].item<std::int64_t>(), 4);
 }
@@ -79,7 +83,7 @@ TEST(DeferredBatchNorm, EvalUsesRunningStatisticsAndDoesNotUpdateThem) {
   torch::nn::Sequential model = bnModel(2);
   const torch::Tensor input = torch::randn({6, 4});
   reference->forward(input);
-  Pipe pipe(model, {1, 4}, PipeOptions{{}, 2, Checkpoint::Always, true});
+  Pipe pipe(model, {1, 4}, pipeOptions({}, 2, Checkpoint::Always, true));
   pipe.forward(input);
   reference->eval();
   pipe.eval();
@@ -99,7 +103,7 @@ TEST(DeferredBatchNorm, NestedBatchNormIsRefused) {
   model->push_back("block", std::make_shared<BlockImpl>());
   model->push_back("fc", torch::nn::Linear(4, 4));
   try {
-    Pipe pipe(model, {1, 1}, PipeOptions{{}, 2, Checkpoint::Never, true});
+    Pipe pipe(model, {1, 1}, pipeOptions({}, 2, Checkpoint::Never, true));
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("layer 0 ('block') contains a nested BatchNorm"), std::string::npos)

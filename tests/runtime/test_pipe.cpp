@@ -13,6 +13,7 @@ namespace {
 using testing::allBalances;
 using testing::close;
 using testing::linearTanh;
+using testing::pipeOptions;
 using testing::text;
 
 constexpr std::int64_t kBatch = 5;
@@ -94,7 +95,7 @@ TEST(Pipe, RecomputesMicroBatchesAsTheModeSays) {
 }
 
 TEST(Pipe, NoGradRunsForwardOnlyAndKeepsNothing) {
-  Pipe pipe(linearTanh(4), {1, 3}, PipeOptions{{}, 3, Checkpoint::Always, false});
+  Pipe pipe(linearTanh(4), {1, 3}, pipeOptions({}, 3, Checkpoint::Always, false));
   torch::NoGradGuard noGrad;
   torch::Tensor output = pipe.forward(torch::randn({6, 8}));
   EXPECT_FALSE(output.requires_grad());
@@ -102,7 +103,7 @@ TEST(Pipe, NoGradRunsForwardOnlyAndKeepsNothing) {
 }
 
 TEST(Pipe, OutputRequiresGradThroughParametersAlone) {
-  Pipe pipe(linearTanh(2), {1, 1}, PipeOptions{{}, 2, Checkpoint::ExceptLast, false});
+  Pipe pipe(linearTanh(2), {1, 1}, pipeOptions({}, 2, Checkpoint::ExceptLast, false));
   torch::Tensor output = pipe.forward(torch::randn({4, 8}));
   EXPECT_TRUE(output.requires_grad());
   output.sum().backward();
@@ -124,7 +125,7 @@ TEST(Pipe, ReportsItsConfiguration) {
 TEST(Pipe, TracesEveryOpWithScheduleLabels) {
   HostTracer tracer;
   tracer.enable();
-  Pipe pipe(linearTanh(4), {2, 2}, PipeOptions{{}, 2, Checkpoint::ExceptLast, false});
+  Pipe pipe(linearTanh(4), {2, 2}, pipeOptions({}, 2, Checkpoint::ExceptLast, false));
   pipe.setTracer(&tracer);
   pipe.forward(torch::randn({4, 8})).sum().backward();
   Trace trace = tracer.drain();

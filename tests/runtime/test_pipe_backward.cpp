@@ -13,6 +13,7 @@ namespace {
 
 using testing::close;
 using testing::linearTanh;
+using testing::pipeOptions;
 using testing::text;
 
 using Outputs = std::vector<torch::Tensor>;
@@ -74,7 +75,7 @@ void expectExactGradients(const std::function<torch::nn::Sequential()>& build, c
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
         SCOPED_TRACE("balance " + text(balance) + " chunks " + std::to_string(chunks) + " mode " +
                      std::string(checkpointName(mode)));
-        Pipe pipe(build(), balance, PipeOptions{{}, chunks, mode, false});
+        Pipe pipe(build(), balance, pipeOptions({}, chunks, mode, false));
         torch::Tensor leaf = input.clone().requires_grad_(true);
         Outputs outputs = pipe.forward(Outputs{leaf});
         ASSERT_EQ(outputs.size(), expected.outputs.size());
@@ -96,7 +97,7 @@ void expectExactGradients(const std::function<torch::nn::Sequential()>& build, c
 }
 
 TEST(PipeBackward, OutputsHandOffTheirGradientsToACpuNodeThatReturnsTheInputs) {
-  Pipe pipe(withHead(torch::nn::AnyModule(TwoHeads())), {2, 2}, PipeOptions{{}, 2, Checkpoint::Never, false});
+  Pipe pipe(withHead(torch::nn::AnyModule(TwoHeads())), {2, 2}, pipeOptions({}, 2, Checkpoint::Never, false));
   torch::Tensor input = torch::randn({4, 8}).requires_grad_(true);
   Outputs outputs = pipe.forward(Outputs{input});
   ASSERT_EQ(outputs.size(), 2U);
@@ -143,7 +144,7 @@ TEST(PipeBackward, ARetainedGraphRefusesASecondBackwardAndThePipeStaysUsable) {
   torch::nn::Sequential reference = linearTanh(4, 5);
   const torch::Tensor input = torch::randn({4, 8});
   reference->forward(input).sum().backward();
-  Pipe pipe(linearTanh(4, 5), {2, 2}, PipeOptions{{}, 2, Checkpoint::ExceptLast, false});
+  Pipe pipe(linearTanh(4, 5), {2, 2}, pipeOptions({}, 2, Checkpoint::ExceptLast, false));
   torch::Tensor loss = pipe.forward(input).sum();
   loss.backward({}, /*retain_graph=*/true);
   for (std::size_t k = 0; k < reference->parameters().size(); ++k) {

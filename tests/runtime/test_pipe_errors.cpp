@@ -15,6 +15,7 @@ namespace {
 using testing::close;
 using testing::dropoutModel;
 using testing::linearTanh;
+using testing::pipeOptions;
 
 std::string constructionError(torch::nn::Sequential model, std::vector<std::int64_t> balance, PipeOptions options = {}) {
   try {
@@ -30,9 +31,9 @@ TEST(PipeErrors, ValidationMessagesNameTheBadValues) {
             "module and sum of balance have different length (module: 4, sum of balance: 3)");
   EXPECT_EQ(constructionError(linearTanh(4), {5, -1}), "all balance numbers must be positive integer (balance: [5, -1])");
   EXPECT_EQ(constructionError(linearTanh(4), {4, 0}), "all balance numbers must be positive integer (balance: [4, 0])");
-  EXPECT_EQ(constructionError(linearTanh(4), {2, 2}, PipeOptions{{torch::kCPU}, 1, Checkpoint::Never, false}),
+  EXPECT_EQ(constructionError(linearTanh(4), {2, 2}, pipeOptions({torch::kCPU}, 1, Checkpoint::Never, false)),
             "too few devices to hold given partitions (devices: 1, partitions: 2)");
-  EXPECT_EQ(constructionError(linearTanh(4), {2, 2}, PipeOptions{{}, 0, Checkpoint::Never, false}),
+  EXPECT_EQ(constructionError(linearTanh(4), {2, 2}, pipeOptions({}, 0, Checkpoint::Never, false)),
             "number of chunks must be positive integer (chunks: 0)");
 
   torch::nn::Linear shared(8, 8);
@@ -104,7 +105,7 @@ TEST(PipeErrors, ALayerExceptionStopsTheScheduleAndIsRethrownNamingTheCell) {
   torch::nn::Sequential model;
   model->push_back("trap", trap);
   model->push_back("counter", Counter(counterCalls));
-  Pipe pipe(model, {1, 1}, PipeOptions{{}, 4, Checkpoint::ExceptLast, false});
+  Pipe pipe(model, {1, 1}, pipeOptions({}, 4, Checkpoint::ExceptLast, false));
   try {
     pipe.forward(torch::ones({4, 2}));
     FAIL() << "expected PipeError";
@@ -142,7 +143,7 @@ TEST(PipeErrors, ABackwardExceptionSurfacesFromBackwardAsAPipeErrorNamingTheCell
     torch::nn::Sequential model;
     model->push_back("fc", torch::nn::Linear(2, 2));
     model->push_back("bad", std::make_shared<BadGradImpl>());
-    Pipe pipe(model, c.balance, PipeOptions{{}, 2, Checkpoint::Never, false});
+    Pipe pipe(model, c.balance, pipeOptions({}, 2, Checkpoint::Never, false));
     torch::Tensor output = pipe.forward(torch::ones({2, 2}));
     try {
       output.sum().backward();
@@ -163,7 +164,7 @@ TEST(PipeErrors, DropoutGivesIdenticalGradientsWithAndWithoutCheckpointing) {
   std::vector<torch::Tensor> outputs;
   for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always, Checkpoint::ExceptLast}) {
     torch::nn::Sequential model = dropoutModel();
-    Pipe pipe(model, {2, 2}, PipeOptions{{}, 3, mode, false});
+    Pipe pipe(model, {2, 2}, pipeOptions({}, 3, mode, false));
     torch::manual_seed(99);
     torch::Tensor output = pipe.forward(torch::ones({6, 16}));
     output.sum().backward();
@@ -184,7 +185,7 @@ TEST(PipeErrors, DropoutGivesIdenticalGradientsWithAndWithoutCheckpointing) {
 
 TEST(PipeErrors, PeakBytesCountParametersGradientsAndActivationsPerPartition) {
   torch::nn::Sequential model = linearTanh(4, 0, 64);
-  Pipe pipe(model, {2, 2}, PipeOptions{{}, 2, Checkpoint::Never, false});
+  Pipe pipe(model, {2, 2}, pipeOptions({}, 2, Checkpoint::Never, false));
   const Bytes parameterBytes = (64 * 64 + 64) * 4;
   pipe.forward(torch::randn({32, 64})).sum().backward();
   std::vector<Bytes> peaks = pipe.peakBytes();

@@ -18,10 +18,11 @@
 namespace pipeprof {
 namespace {
 
-using testing::dropoutModel;
-using testing::linearTanh;
 using testing::PopAdd;
 using testing::Stash;
+using testing::dropoutModel;
+using testing::linearTanh;
+using testing::pipeOptions;
 using testing::text;
 
 #define PIPEPROF_REQUIRE_CUDA()                                        \
@@ -97,7 +98,7 @@ void expectEqualsTheUnpartitionedModel(const std::function<torch::nn::Sequential
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
         SCOPED_TRACE("devices " + text(devices) + " balance " + text(balance) + " chunks " + std::to_string(chunks) +
                      " mode " + std::string(checkpointName(mode)));
-        Pipe pipe(build(), balance, PipeOptions{devices, chunks, mode, false});
+        Pipe pipe(build(), balance, pipeOptions(devices, chunks, mode, false));
         const Run actual = trainStep([&](const torch::Tensor& x) { return pipe.forward(x); }, pipe.parameters(),
                                      input.to(devices.front()), target);
         ASSERT_EQ(actual.output.device(), devices.back());
@@ -120,7 +121,7 @@ TEST(PipeGpu, ForwardOnCudaEqualsTheCpuSequential) {
   torch::NoGradGuard noGrad;
   const torch::Tensor expected = reference->forward(input);
   // Two partitions sharing one device, each with its own worker.
-  Pipe pipe(linearTanh(4, 1), {2, 2}, PipeOptions{{kCuda0, kCuda0}, 3, Checkpoint::ExceptLast, false});
+  Pipe pipe(linearTanh(4, 1), {2, 2}, pipeOptions({kCuda0, kCuda0}, 3, Checkpoint::ExceptLast, false));
   const torch::Tensor output = pipe.forward(input.to(kCuda0));
   EXPECT_TRUE(output.is_cuda());
   EXPECT_TRUE(torch::allclose(output.cpu(), expected, 1e-5, 1e-6));
@@ -138,7 +139,7 @@ TEST(PipeGpu, NoDevicesNamedMeansEveryCudaDevice) {
 
 TEST(PipeGpu, ParametersMoveToTheirPartitionsDevice) {
   PIPEPROF_REQUIRE_CUDA();
-  Pipe pipe(linearTanh(4, 1), {1, 3}, PipeOptions{{torch::kCPU, kCuda0}, 2, Checkpoint::Never, false});
+  Pipe pipe(linearTanh(4, 1), {1, 3}, pipeOptions({torch::kCPU, kCuda0}, 2, Checkpoint::Never, false));
   auto parameters = pipe.parameters();
   EXPECT_TRUE(parameters[0].is_cpu());
   EXPECT_TRUE(parameters[2].is_cuda());
@@ -152,7 +153,7 @@ TEST(PipeGpu, PeakBytesCountEachPartitionsOwnBlocksWhenTheyShareADevice) {
   torch::nn::Sequential model;
   model->push_back("fc0", torch::nn::Linear(2048, 2048));
   model->push_back("fc1", torch::nn::Linear(2048, 2));
-  Pipe pipe(model, {1, 1}, PipeOptions{{kCuda0, kCuda0}, 2, Checkpoint::Never, false});
+  Pipe pipe(model, {1, 1}, pipeOptions({kCuda0, kCuda0}, 2, Checkpoint::Never, false));
   constexpr Bytes kMiB = 1 << 20;
   for (int step = 0; step < 2; ++step) {  // the second step starts with gradients and workspaces live
     pipe.forward(torch::randn({64, 2048}, kCuda0)).sum().backward();
@@ -210,7 +211,7 @@ TEST(PipeGpu, ACudaProfilePredictsEachPartitionsPeak) {
 
   // What earlier tests' threads left on the pool streams is not this Pipe's.
   clearLibraryWorkspaces({kCuda0});
-  Pipe pipe(sequential, {2, 2}, PipeOptions{{kCuda0, kCuda0}, kChunks, Checkpoint::Never, false});
+  Pipe pipe(sequential, {2, 2}, pipeOptions({kCuda0, kCuda0}, kChunks, Checkpoint::Never, false));
   const Batch batch = model.makeBatch(kBatch, 0);
   for (int step = 0; step < 2; ++step) {  // the second step starts with gradients and workspaces live
     for (torch::Tensor& parameter : sequential->parameters()) {
@@ -242,7 +243,7 @@ TEST(PipeGpu, OnePartitionOnCudaEqualsTheUnpartitionedModel) {
 
 TEST(PipeGpu, TheBlockingBackwardNodeTakesACpuInputWhereverTheOutputsAre) {
   PIPEPROF_REQUIRE_CUDA();
-  Pipe pipe(linearTanh(4, 1), {2, 2}, PipeOptions{{kCuda0, kCuda0}, 2, Checkpoint::Never, false});
+  Pipe pipe(linearTanh(4, 1), {2, 2}, pipeOptions({kCuda0, kCuda0}, 2, Checkpoint::Never, false));
   const torch::Tensor output = pipe.forward(torch::randn({4, 8}, kCuda0));
   ASSERT_EQ(output.grad_fn()->name(), "pipeprof::PipeGradientHandoff");
   EXPECT_TRUE(output.grad_fn()->input_metadata(0).device().is_cuda());  // runs on cuda:0's thread
@@ -258,7 +259,7 @@ TEST(PipeGpu, DropoutReplaysOnCudaSoCheckpointingKeepsTheGradients) {
     std::vector<std::vector<torch::Tensor>> grads;
     std::vector<torch::Tensor> outputs;
     for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always, Checkpoint::ExceptLast}) {
-      Pipe pipe(dropoutModel(), {2, 2}, PipeOptions{devices, 3, mode, false});
+      Pipe pipe(dropoutModel(), {2, 2}, pipeOptions(devices, 3, mode, false));
       torch::manual_seed(99);  // the step's base seed comes from the CPU generator
       torch::Tensor output = pipe.forward(torch::ones({6, 16}, devices.front()));
       output.sum().backward();

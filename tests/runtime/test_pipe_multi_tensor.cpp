@@ -11,6 +11,7 @@ namespace {
 
 using testing::allBalances;
 using testing::close;
+using testing::pipeOptions;
 using testing::text;
 
 struct SplitImpl : torch::nn::Module {
@@ -60,7 +61,7 @@ void expectEquivalent(bool twoInputs) {
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::Never}) {
         SCOPED_TRACE("balance " + text(balance) + " chunks " + std::to_string(chunks) + " " +
                      std::string(checkpointName(mode)));
-        Pipe pipe(pairModel(twoInputs), balance, PipeOptions{{}, chunks, mode, false});
+        Pipe pipe(pairModel(twoInputs), balance, pipeOptions({}, chunks, mode, false));
         torch::Tensor pa = a.clone().requires_grad_(true);
         torch::Tensor pb = b.clone().requires_grad_(true);
         torch::Tensor output = twoInputs ? pipe.forward(std::vector<torch::Tensor>{pa, pb}).at(0) : pipe.forward(pa);

@@ -11,10 +11,11 @@
 namespace pipeprof {
 namespace {
 
+using testing::NamedSkip;
 using testing::allBalances;
 using testing::close;
 using testing::makeSkip;
-using testing::NamedSkip;
+using testing::pipeOptions;
 using testing::text;
 
 
@@ -90,7 +91,7 @@ TEST(Skip, EvalAndNoGradWork) {
   const torch::Tensor input = torch::randn({6, 8});
   torch::NoGradGuard noGrad;
   const torch::Tensor expected = reference->forward(input);
-  Pipe pipe(skipModel(false), {1, 2, 2, 1}, PipeOptions{{}, 3, Checkpoint::Always, false});
+  Pipe pipe(skipModel(false), {1, 2, 2, 1}, pipeOptions({}, 3, Checkpoint::Always, false));
   EXPECT_TRUE(close(pipe.forward(input), expected));
 }
 

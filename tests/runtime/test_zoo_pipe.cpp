@@ -11,6 +11,7 @@ namespace pipeprof {
 namespace {
 
 using testing::close;
+using testing::pipeOptions;
 
 ModelOptions sized(std::int64_t width, std::int64_t depth, std::int64_t seed) {
   ModelOptions options;
@@ -97,7 +98,7 @@ TEST(ZooPipe, ResnetEqualsItsUnpartitionedFormInEval) {
   Model reference = buildModel("resnet", sized(8, 2, 1));
   Model partitioned = buildModel("resnet", sized(8, 2, 1));
   reference.sequential->eval();
-  Pipe pipe(partitioned.sequential, {5, 12, 9}, PipeOptions{{}, 3, Checkpoint::Always, false});
+  Pipe pipe(partitioned.sequential, {5, 12, 9}, pipeOptions({}, 3, Checkpoint::Always, false));
   pipe.eval();
   Batch batch = reference.makeBatch(5, 2);
   torch::Tensor input = batch.input.clone().requires_grad_(true);
@@ -129,7 +130,7 @@ TEST(ZooPipe, LoadsATorchScriptSequential) {
 
   Model reference = buildModel(kFixture);
   reference.loss(reference.sequential->forward(x), batch.target).backward();
-  Pipe pipe(model.sequential, {1, 2}, PipeOptions{{}, 2, Checkpoint::Always, false});
+  Pipe pipe(model.sequential, {1, 2}, pipeOptions({}, 2, Checkpoint::Always, false));
   model.loss(pipe.forward(x), batch.target).backward();
   auto expected = reference.sequential->parameters();
   auto actual = pipe.parameters();

@@ -13,15 +13,11 @@ ThreadedMeasurer::ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devi
 MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureRequest& request) {
   Model model = buildModel(model_);
   TrainingOptions options;
-  options.balance = candidate.balance;
+  static_cast<PipelineShape&>(options) = candidate;
   const std::vector<torch::Device> devices = torchDevices(devices_);
   for (std::int64_t d = 0; d < candidate.pipelineDevices(); ++d) {
     options.devices.push_back(devices.at(static_cast<std::size_t>(candidate.deviceOf(d))));
   }
-  options.schedule = candidate.schedule;
-  options.stagesPerDevice = candidate.stagesPerDevice;
-  options.chunks = candidate.chunks;
-  options.checkpoint = candidate.checkpoint;
   options.batch = candidate.batch;
   options.warmupSteps = request.warmupSteps;
   options.steps = request.steps;

@@ -10,7 +10,13 @@
 
 namespace pipeprof::tuner {
 
-std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>& kinds,
+PipelineShape gpipeReferenceShape() {
+  PipelineShape shape;
+  shape.checkpoint = Checkpoint::Never;
+  return shape;
+}
+
+std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kinds,
                                                 const std::vector<std::int64_t>& stagesPerDevice,
                                                 const std::vector<Checkpoint>& modes, std::int64_t devices,
                                                 std::int64_t layers) {
@@ -24,10 +30,15 @@ std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>&
       if (v >= 2 && devices * v <= layers) schedules.emplace_back(kind, v);
     }
   }
-  std::vector<ReferenceShapeSpec> shapes{ReferenceShapeSpec{}};
+  std::vector<PipelineShape> shapes{gpipeReferenceShape()};
   for (const auto& [kind, v] : schedules) {
     for (const Checkpoint mode : std::set<Checkpoint>(modes.begin(), modes.end())) {
-      if (kind != ScheduleKind::GPipe || mode != Checkpoint::Never) shapes.push_back({kind, v, mode});
+      if (kind == ScheduleKind::GPipe && mode == Checkpoint::Never) continue;
+      PipelineShape shape;
+      shape.schedule = kind;
+      shape.stagesPerDevice = v;
+      shape.checkpoint = mode;
+      shapes.push_back(shape);
     }
   }
   return shapes;
@@ -35,18 +46,15 @@ std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>&
 
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds, const std::vector<ReferenceShapeSpec>& shapes) {
+                               const CalibrationRounds& rounds, const std::vector<PipelineShape>& shapes) {
   // The references every round trains: each shape's chunk counts that its schedule can run.
   std::vector<Candidate> references;
-  for (const ReferenceShapeSpec& shape : shapes) {
+  for (const PipelineShape& shape : shapes) {
     for (const std::int64_t m : chunks) {
       if (m < 1 || m > batch) continue;
-      Candidate reference = referenceCandidate(profile.layerCount(), devices, m, batch, shape.kind,
+      Candidate reference = referenceCandidate(profile.layerCount(), devices, m, batch, shape.schedule,
                                                shape.stagesPerDevice, shape.checkpoint);
-      const auto stages = static_cast<std::int64_t>(reference.balance.size());
-      if (!scheduleShapeError(reference.schedule, reference.stagesPerDevice, stages, microBatching(batch, m).count).empty()) {
-        continue;
-      }
+      if (!reference.shapeError(microBatching(batch, m).count).empty()) continue;
       references.push_back(std::move(reference));
     }
   }

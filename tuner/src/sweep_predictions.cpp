@@ -74,7 +74,7 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     progress.phase(describeCalibration(setup.calibration) + " (from " + config.calibrationPath + ")");
   } else {
     const auto devices = static_cast<std::int64_t>(config.devices.size());
-    const std::vector<ReferenceShapeSpec> shapes =
+    const std::vector<PipelineShape> shapes =
         referenceShapes(config.schedules, config.stagesPerDevice, config.modes, devices, setup.profile.layerCount());
     progress.phase(fmt::format("calibrating: one reference pipeline per schedule, checkpoint mode ({} shapes) and chunk "
                                "count, in rounds for {:g} s",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
@@ -19,17 +20,12 @@ namespace pipeprof {
 
 class HostTracer;
 
-struct PipeOptions {
+/// The Pipe's shape (balance, schedule, v, chunks, checkpoint mode) and where it runs.
+struct PipeOptions : PipelineShape {
   /// One per pipeline device (stage j runs on devices[j mod p]; entries past the p-th are
   /// ignored); empty: every CUDA device, or p CPU devices when there is none.
   std::vector<torch::Device> devices;
-  std::int64_t chunks = 1;
-  Checkpoint checkpoint = Checkpoint::ExceptLast;
   bool deferredBatchNorm = false;
-  ScheduleKind schedule = ScheduleKind::GPipe;
-  /// v: stages per device (1 for gpipe and 1f1b, >= 2 for interleaved); the balance has
-  /// p * v stages.
-  std::int64_t stagesPerDevice = 1;
 };
 
 /// The loss of one micro-batch: the last stage's output and the target rows of that
@@ -76,7 +72,10 @@ class Stochastic {
 /// balance) with a message naming the bad values.
 class Pipe {
  public:
+  /// The shape's balance is `balance` (options.balance is replaced by it).
   Pipe(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options = {});
+  /// The shape's balance is options.balance.
+  Pipe(torch::nn::Sequential module, PipeOptions options);
   ~Pipe();
   Pipe(Pipe&&) noexcept;
   Pipe& operator=(Pipe&&) noexcept;

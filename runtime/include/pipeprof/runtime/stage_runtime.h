@@ -18,6 +18,7 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/pipe.h>
@@ -34,12 +35,9 @@ namespace pipeprof {
 
 class HostTracer;
 
-struct StageOptions {
-  std::vector<std::int64_t> balance;  ///< layers per stage, all n = p * v stages of the model
-  ScheduleKind schedule = ScheduleKind::GPipe;
-  std::int64_t stagesPerDevice = 1;  ///< v
-  std::int64_t chunks = 1;
-  Checkpoint checkpoint = Checkpoint::ExceptLast;
+/// The whole pipeline's shape (the balance has all n = p * v stages of the model) and this
+/// rank's device.
+struct StageOptions : PipelineShape {
   bool deferredBatchNorm = false;
   torch::Device device = torch::kCPU;  ///< this rank's device
 };

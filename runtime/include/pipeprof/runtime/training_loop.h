@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/trace.h>
@@ -19,13 +20,9 @@
 
 namespace pipeprof {
 
-struct TrainingOptions {
-  std::vector<std::int64_t> balance;   ///< layers per stage: p * v entries
+/// The shape trained (the balance has p * v entries), where, on what batch and for how long.
+struct TrainingOptions : PipelineShape {
   std::vector<torch::Device> devices;  ///< one per pipeline device (p); stage j on devices[j mod p]
-  ScheduleKind schedule = ScheduleKind::GPipe;
-  std::int64_t stagesPerDevice = 1;  ///< v
-  std::int64_t chunks = 1;
-  Checkpoint checkpoint = Checkpoint::ExceptLast;
   std::int64_t batch = 1;
   std::int64_t warmupSteps = 2;
   std::int64_t steps = 10;

@@ -9,6 +9,7 @@
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/device.h>
+#include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/simulator/calibration.h>
@@ -31,19 +32,16 @@ struct CalibrationRounds {
   std::int64_t steps = 4;
 };
 
-/// A shape whose reference pipelines a calibration times.
-struct ReferenceShapeSpec {
-  ScheduleKind kind = ScheduleKind::GPipe;
-  std::int64_t stagesPerDevice = 1;  ///< interleaved: v >= 2; else 1
-  Checkpoint checkpoint = Checkpoint::Never;
-};
+/// gpipe without checkpoints: the reference shape every calibration times (its own corrections,
+/// and the drift correction's references). Its balance and chunks are filled per reference.
+PipelineShape gpipeReferenceShape();
 
 /// The reference shapes of a sweep over `kinds` with `stagesPerDevice` and `modes` on
-/// `devices` devices of a `layers`-layer model: gpipe without checkpoints first, always (the
-/// calibration's own corrections, and the drift correction's references), then every schedule
-/// the sweep tries (interleaved with each v >= 2 that has at most one stage per layer) in every
-/// mode it tries.
-std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>& kinds,
+/// `devices` devices of a `layers`-layer model: gpipeReferenceShape() first, always, then every
+/// schedule the sweep tries (interleaved with each v >= 2 that has at most one stage per layer)
+/// in every mode it tries. Each has its schedule, v and checkpoint mode; the balance (even over
+/// the devices' stages) and the chunks are filled per reference by measureCalibration.
+std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kinds,
                                                 const std::vector<std::int64_t>& stagesPerDevice,
                                                 const std::vector<Checkpoint>& modes, std::int64_t devices,
                                                 std::int64_t layers);
@@ -58,7 +56,7 @@ std::vector<ReferenceShapeSpec> referenceShapes(const std::vector<ScheduleKind>&
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
                                const CalibrationRounds& rounds,
-                               const std::vector<ReferenceShapeSpec>& shapes = {ReferenceShapeSpec{}});
+                               const std::vector<PipelineShape>& shapes = {gpipeReferenceShape()});
 
 /// Fills the rest of the calibration's provenance: the model, batch, devices, threads, LibTorch
 /// version, pipeprof's revision and the time now.
