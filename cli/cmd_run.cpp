@@ -63,14 +63,12 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   // the cores and a 2-partition CPU step runs ~10x slower. A rank has its device to itself.
   const std::int64_t sharing = flags.procs > 0 || !balanceAutoAllowed ? 1 : devices;
   setIntraOpThreads(tuner::sweepThreads(flags.model.threads, sharing, tuner::hardwareThreads()));
-  const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
   Candidate& candidate = plan.candidate;  // the balance follows
+  applyScheduleFlags(flags.schedule, candidate);
   candidate.batch = batchFromFlags(flags.model, model);
   candidate.chunks = flags.chunks;
   candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
   const CuptiMode cuptiMode = parseFlag("--cupti-mode", [&] { return parseCuptiMode(flags.cuptiMode); });
-  candidate.schedule = schedule.kind;
-  candidate.stagesPerDevice = schedule.stagesPerDevice;
   const std::int64_t batch = candidate.batch;
   if (flags.chunks <= 0) throw UsageError("--chunks must be positive, got " + std::to_string(flags.chunks));
   if (flags.chunks > batch) {
@@ -80,7 +78,7 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
   if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
   if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds, got " + fmt::format("{}", flags.timeoutS));
-  checkScheduleShape(schedule, devices, batch, flags.chunks);
+  checkScheduleShape(candidate, batch, devices);
 
   if (!flags.splitAt.empty()) {
     if (flags.balance != "auto") throw UsageError("give --balance or --split-at, not both");
@@ -96,14 +94,10 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   } else {
     candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
   }
-  checkScheduleShape(schedule, candidate.balance, batch, flags.chunks, devices, "--devices " + flags.devices);
+  checkScheduleShape(candidate, batch, devices, "--devices " + flags.devices);
   TrainingOptions& options = plan.options;
+  static_cast<PipelineShape&>(options) = candidate;
   options.devices = torchDevices(plan.devices);
-  options.balance = candidate.balance;
-  options.schedule = candidate.schedule;
-  options.stagesPerDevice = candidate.stagesPerDevice;
-  options.chunks = candidate.chunks;
-  options.checkpoint = candidate.checkpoint;
   options.batch = batch;
   options.steps = flags.steps;
   options.warmupSteps = flags.warmup;

@@ -77,22 +77,19 @@ void runSimulate(const SimulateFlags& flags) {
   const Checkpoint mode = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
   if (flags.chunks < 1) throw UsageError("--chunks " + std::to_string(flags.chunks) + ": give a positive chunk count");
-  const ScheduleChoice schedule = scheduleFromFlags(flags.schedule);
-  // p pipeline devices: the balance's n = p * v stages over v.
-  checkScheduleShape(schedule, balance, flags.batch, flags.chunks, 0, "");
-  const auto devices = static_cast<std::int64_t>(balance.size()) / schedule.stagesPerDevice;
-
-  const Predictor predictor =
-      predictorFromFlags(flags.cluster, loadProfileFromFlags(flags.cluster), buildClusterFromFlags(flags.cluster, devices));
-  const Cluster& cluster = predictor.cluster();
   Candidate candidate;
   candidate.balance = balance;
   candidate.chunks = flags.chunks;
   candidate.checkpoint = mode;
   candidate.batch = flags.batch;
-  candidate.schedule = schedule.kind;
-  candidate.stagesPerDevice = schedule.stagesPerDevice;
+  applyScheduleFlags(flags.schedule, candidate);
+  checkScheduleShape(candidate, flags.batch, 0, "");
+  // p pipeline devices: the balance's n = p * v stages over v.
+  const std::int64_t devices = candidate.pipelineDevices();
 
+  const Predictor predictor =
+      predictorFromFlags(flags.cluster, loadProfileFromFlags(flags.cluster), buildClusterFromFlags(flags.cluster, devices));
+  const Cluster& cluster = predictor.cluster();
   SimulationOptions options;
   options.recordTrace = !flags.tracePath.empty();
   SimulationResult result = predictor.predict(candidate, options);

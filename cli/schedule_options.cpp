@@ -52,12 +52,12 @@ void addScheduleFlags(CLI::App& command, ScheduleFlags& flags) {
       ->type_name("V");
 }
 
-ScheduleChoice scheduleFromFlags(const ScheduleFlags& flags) {
-  ScheduleChoice choice;
-  choice.kind = parseScheduleOrThrow("--schedule", flags.schedule);
+void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
+  const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);
   if (flags.stagesPerDevice.empty()) {
-    choice.stagesPerDevice = choice.kind == ScheduleKind::Interleaved ? 2 : 1;
-    return choice;
+    shape.schedule = kind;
+    shape.stagesPerDevice = kind == ScheduleKind::Interleaved ? 2 : 1;
+    return;
   }
   const std::int64_t v = parseCount(flags.stagesPerDevice);
   if (v < 1) {
@@ -65,44 +65,46 @@ ScheduleChoice scheduleFromFlags(const ScheduleFlags& flags) {
                                  "for interleaved)",
                                  flags.stagesPerDevice));
   }
-  if (choice.kind != ScheduleKind::Interleaved && v != 1) {
+  if (kind != ScheduleKind::Interleaved && v != 1) {
     throw UsageError(fmt::format("--stages-per-device {}: --schedule {} runs one stage per device; add --schedule "
                                  "interleaved for {} stages per device, or drop --stages-per-device",
                                  flags.stagesPerDevice, flags.schedule, v));
   }
-  if (choice.kind == ScheduleKind::Interleaved && v < 2) {
+  if (kind == ScheduleKind::Interleaved && v < 2) {
     throw UsageError(fmt::format("--stages-per-device {}: --schedule interleaved needs at least 2 stages per device "
                                  "(one stage per device is --schedule 1f1b)",
                                  flags.stagesPerDevice));
   }
-  choice.stagesPerDevice = v;
-  return choice;
+  shape.schedule = kind;
+  shape.stagesPerDevice = v;
 }
 
-void checkScheduleShape(const ScheduleChoice& schedule, const std::vector<std::int64_t>& balance, std::int64_t batch,
-                        std::int64_t chunks, std::int64_t devices, const std::string& devicesText) {
-  const auto n = static_cast<std::int64_t>(balance.size());
-  const std::int64_t v = schedule.stagesPerDevice;
-  const std::string shape = v == 1 ? "one stage per device"
-                                   : fmt::format("{} stages per device (--stages-per-device {})", v, v);
+void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices,
+                        const std::string& devicesText) {
+  const std::vector<std::int64_t>& balance = shape.balance;
+  const std::int64_t n = shape.stages();
+  const std::int64_t v = shape.stagesPerDevice;
+  const std::string perDevice = v == 1 ? "one stage per device"
+                                       : fmt::format("{} stages per device (--stages-per-device {})", v, v);
   if (devices > 0 && n != devices * v) {
     throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and --schedule {} runs {}: give "
                                  "{} entries ({} x {})",
                                  formatBalance(balance), n, devicesText, devices, devices == 1 ? "" : "s",
-                                 scheduleKindName(schedule.kind), shape, devices * v, devices, v));
+                                 scheduleKindName(shape.schedule), perDevice, devices * v, devices, v));
   }
   if (n % v != 0) {
     throw UsageError(fmt::format("--balance {} has {} stages, not a multiple of {}: --schedule {} runs {}",
-                                 formatBalance(balance), n, v, scheduleKindName(schedule.kind), shape));
+                                 formatBalance(balance), n, v, scheduleKindName(shape.schedule), perDevice));
   }
-  checkScheduleShape(schedule, n / v, batch, chunks);
+  checkScheduleShape(shape, batch, n / v);
 }
 
-void checkScheduleShape(const ScheduleChoice& schedule, std::int64_t devices, std::int64_t batch, std::int64_t chunks) {
+void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices) {
+  const std::int64_t chunks = shape.chunks;
   if (batch < 1 || chunks < 1 || devices < 1) return;  // reported by the callers' own checks
   const MicroBatching split = microBatching(batch, chunks);
   const std::string error =
-      scheduleShapeError(schedule.kind, schedule.stagesPerDevice, devices * schedule.stagesPerDevice, split.count);
+      scheduleShapeError(shape.schedule, shape.stagesPerDevice, devices * shape.stagesPerDevice, split.count);
   if (error.empty()) return;
   const std::string exists =
       split.count == chunks

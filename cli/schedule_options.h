@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pipeprof/core/candidate.h>
+#include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/simulator/search.h>
 
@@ -20,30 +21,24 @@ struct ScheduleFlags {
   std::string stagesPerDevice;  ///< empty: 1, or 2 with --schedule interleaved
 };
 
-/// A validated (schedule, v) of one candidate.
-struct ScheduleChoice {
-  ScheduleKind kind = ScheduleKind::GPipe;
-  std::int64_t stagesPerDevice = 1;
-};
-
 /// Adds --schedule and --stages-per-device to a subcommand.
 void addScheduleFlags(CLI::App& command, ScheduleFlags& flags);
 
-/// The schedule the flags ask for. Throws UsageError naming the value and the fix: an unknown
-/// schedule, a v that is not a positive integer, v != 1 for gpipe and 1f1b, v < 2 for
-/// interleaved.
-ScheduleChoice scheduleFromFlags(const ScheduleFlags& flags);
+/// Sets the shape's schedule and stages per device from the flags. Throws UsageError naming the
+/// value and the fix: an unknown schedule, a v that is not a positive integer, v != 1 for gpipe
+/// and 1f1b, v < 2 for interleaved.
+void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape);
 
-/// Checks a balance of one candidate against the schedule: balance.size() must be p * v (with
-/// `devices` = p pipeline devices when known, > 0; `devicesText` says where p came from, e.g.
-/// "--devices cpu,cpu"), and the schedule must run the micro-batches that exist
-/// (scheduleShapeError, e.g. interleaved chunks a multiple of p). Throws UsageError naming
-/// the values and the fix.
-void checkScheduleShape(const ScheduleChoice& schedule, const std::vector<std::int64_t>& balance, std::int64_t batch,
-                        std::int64_t chunks, std::int64_t devices, const std::string& devicesText);
+/// Checks the balance of one candidate's shape against its schedule: balance.size() must be
+/// p * v (with `devices` = p pipeline devices when known, > 0; `devicesText` says where p came
+/// from, e.g. "--devices cpu,cpu"), and the schedule must run the micro-batches that a batch of
+/// `batch` samples in shape.chunks chunks makes (scheduleShapeError, e.g. interleaved chunks a
+/// multiple of p). Throws UsageError naming the values and the fix.
+void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices,
+                        const std::string& devicesText);
 
 /// The same check before the balance is known (--balance auto): n = devices * v stages.
-void checkScheduleShape(const ScheduleChoice& schedule, std::int64_t devices, std::int64_t batch, std::int64_t chunks);
+void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices);
 
 /// What --schedules and --stages-per-device hold after parsing.
 struct ScheduleListFlags {

@@ -21,21 +21,28 @@ std::string usageError(Call call) {
   return "";
 }
 
-TEST(ScheduleFromFlags, DefaultsToOneStagePerDeviceAndTwoForInterleaved) {
-  ScheduleFlags flags;
-  EXPECT_EQ(scheduleFromFlags(flags).kind, ScheduleKind::GPipe);
-  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 1);
-  flags.schedule = "1f1b";
-  EXPECT_EQ(scheduleFromFlags(flags).kind, ScheduleKind::OneFOneB);
-  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 1);
-  flags.schedule = "interleaved";
-  EXPECT_EQ(scheduleFromFlags(flags).kind, ScheduleKind::Interleaved);
-  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 2);
-  flags.stagesPerDevice = "3";
-  EXPECT_EQ(scheduleFromFlags(flags).stagesPerDevice, 3);
+/// The shape applyScheduleFlags makes of a default one.
+PipelineShape applied(const ScheduleFlags& flags) {
+  PipelineShape shape;
+  applyScheduleFlags(flags, shape);
+  return shape;
 }
 
-TEST(ScheduleFromFlags, BadValuesNameTheValueAndTheFix) {
+TEST(ApplyScheduleFlags, DefaultsToOneStagePerDeviceAndTwoForInterleaved) {
+  ScheduleFlags flags;
+  EXPECT_EQ(applied(flags).schedule, ScheduleKind::GPipe);
+  EXPECT_EQ(applied(flags).stagesPerDevice, 1);
+  flags.schedule = "1f1b";
+  EXPECT_EQ(applied(flags).schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(applied(flags).stagesPerDevice, 1);
+  flags.schedule = "interleaved";
+  EXPECT_EQ(applied(flags).schedule, ScheduleKind::Interleaved);
+  EXPECT_EQ(applied(flags).stagesPerDevice, 2);
+  flags.stagesPerDevice = "3";
+  EXPECT_EQ(applied(flags).stagesPerDevice, 3);
+}
+
+TEST(ApplyScheduleFlags, BadValuesNameTheValueAndTheFix) {
   struct Case {
     std::string schedule;
     std::string v;
@@ -52,38 +59,41 @@ TEST(ScheduleFromFlags, BadValuesNameTheValueAndTheFix) {
     ScheduleFlags flags;
     flags.schedule = c.schedule;
     flags.stagesPerDevice = c.v;
-    const std::string message = usageError([&] { scheduleFromFlags(flags); });
+    const std::string message = usageError([&] { applied(flags); });
     EXPECT_NE(message.find(c.message), std::string::npos) << c.schedule << " " << c.v << ": " << message;
   }
 }
 
+/// An interleaved v = 2 shape of `balance` in `chunks` chunks.
+PipelineShape interleaved(std::vector<std::int64_t> balance, std::int64_t chunks) {
+  return PipelineShape{std::move(balance), ScheduleKind::Interleaved, 2, chunks};
+}
+
 TEST(CheckScheduleShape, BalanceLengthMustBeDevicesTimesV) {
-  const ScheduleChoice interleaved{ScheduleKind::Interleaved, 2};
-  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved, {1, 1, 1, 1}, 8, 4, 2, "--devices cpu,cpu"); }), "");
-  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved, {2, 2}, 8, 4, 2, "--devices cpu,cpu"); }),
+  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved({1, 1, 1, 1}, 4), 8, 2, "--devices cpu,cpu"); }), "");
+  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved({2, 2}, 4), 8, 2, "--devices cpu,cpu"); }),
             "--balance 2,2 has 2 stages but --devices cpu,cpu names 2 devices and --schedule interleaved runs 2 "
             "stages per device (--stages-per-device 2): give 4 entries (2 x 2)");
   // Without a device count (simulate): n must be a multiple of v.
-  EXPECT_NE(usageError([&] { checkScheduleShape(interleaved, {1, 1, 1}, 8, 4, 0, ""); })
+  EXPECT_NE(usageError([&] { checkScheduleShape(interleaved({1, 1, 1}, 4), 8, 0, ""); })
                 .find("--balance 1,1,1 has 3 stages, not a multiple of 2"),
             std::string::npos);
 }
 
 TEST(CheckScheduleShape, InterleavedChunksMustBeAMultipleOfTheDevices) {
-  const ScheduleChoice interleaved{ScheduleKind::Interleaved, 2};
   const std::string message =
-      usageError([&] { checkScheduleShape(interleaved, {1, 1, 1, 1}, 8, 3, 2, "--devices cpu,cpu"); });
+      usageError([&] { checkScheduleShape(interleaved({1, 1, 1, 1}, 3), 8, 2, "--devices cpu,cpu"); });
   EXPECT_NE(message.find("--chunks 3: interleaved needs chunks a multiple of devices (chunks: 3, devices: 2"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("give --chunks a multiple of 2"), std::string::npos) << message;
   // 4 chunks of a batch of 6 make only 3 micro-batches (of 2 samples): the message says so.
   const std::string fewer =
-      usageError([&] { checkScheduleShape(interleaved, {1, 1, 1, 1}, 6, 4, 2, "--devices cpu,cpu"); });
+      usageError([&] { checkScheduleShape(interleaved({1, 1, 1, 1}, 4), 6, 2, "--devices cpu,cpu"); });
   EXPECT_NE(fewer.find("batch 6 in chunks of 2 samples makes only 3 micro-batches"), std::string::npos) << fewer;
   // 1F1B runs any chunk count.
   EXPECT_EQ(usageError([&] {
-              checkScheduleShape({ScheduleKind::OneFOneB, 1}, {2, 2}, 8, 3, 2, "--devices cpu,cpu");
+              checkScheduleShape(PipelineShape{{2, 2}, ScheduleKind::OneFOneB, 1, 3}, 8, 2, "--devices cpu,cpu");
             }),
             "");
 }
