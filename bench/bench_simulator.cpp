@@ -83,7 +83,7 @@ void runSearch(benchmark::State& state, const pipeprof::SearchSpace& space,
 pipeprof::SearchSpace allBalancesSpace() {
   pipeprof::SearchSpace space;
   space.batch = 32;
-  space.partitions = 4;
+  space.devices = 4;
   space.schedules = {pipeprof::ScheduleKind::GPipe};
   space.chunks = {1, 2, 4, 8, 16, 32};
   space.enumeration = pipeprof::BalanceEnumeration::All;
@@ -105,7 +105,7 @@ BENCHMARK(BM_SearchAllBalances32Layers4DevicesTwoHosts)->Unit(benchmark::kMillis
 void BM_SearchEverySchedule32Layers4Devices(benchmark::State& state) {
   pipeprof::SearchSpace space;
   space.batch = 32;
-  space.partitions = 4;
+  space.devices = 4;
   space.schedules = {pipeprof::ScheduleKind::GPipe, pipeprof::ScheduleKind::OneFOneB,
                      pipeprof::ScheduleKind::Interleaved};
   space.stagesPerDevice = {1, 2};

@@ -36,9 +36,9 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
                                      "Cluster description (pipeprof.cluster/v1 JSON): devices, memory, links")
                       ->type_name("FILE");
   auto* devices = command.add_option("--devices", flags.devices,
-                                     "Number of identical devices (default: one per partition)")
+                                     "Number of identical devices (default: one per pipeline device)")
                       ->type_name("N")
-                      ->check(atLeastOne("one device per partition"));
+                      ->check(atLeastOne("one device per pipeline device"));
   auto* memory = command.add_option("--device-memory", flags.deviceMemory,
                                     "Memory of each device, e.g. 16GiB (default: unbounded)")
                      ->type_name("SIZE");

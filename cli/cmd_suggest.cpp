@@ -28,7 +28,7 @@ namespace {
 struct SuggestFlags {
   ClusterFlags cluster;
   std::int64_t batch = 0;
-  std::int64_t partitions = 0;
+  std::int64_t pipelineDevices = 0;  ///< p; 0: from the given balances or the cluster
   std::string chunks = "1,2,4,8";
   std::string checkpoint = "always,except_last,never";
   std::string balances = "auto";
@@ -65,31 +65,33 @@ void runSuggest(const SuggestFlags& flags) {
   applyScheduleListFlags(flags.schedules, space);
 
   Profile rawProfile = loadProfileFromFlags(flags.cluster);
-  std::int64_t partitions = flags.partitions;
-  if (partitions == 0 && space.enumeration == BalanceEnumeration::Given) {
+  std::int64_t pipelineDevices = flags.pipelineDevices;
+  if (pipelineDevices == 0 && space.enumeration == BalanceEnumeration::Given) {
     // The shortest given balance over the fewest stages per device the schedules use.
     std::size_t shortest = space.balances.front().size();
     for (const auto& balance : space.balances) shortest = std::min(shortest, balance.size());
     const std::vector<std::int64_t> perDevice = stageCounts(space, 1);
-    partitions = static_cast<std::int64_t>(shortest) / perDevice.front();
-    if (partitions < 1) partitions = 1;
+    pipelineDevices = static_cast<std::int64_t>(shortest) / perDevice.front();
+    if (pipelineDevices < 1) pipelineDevices = 1;
   }
-  if (partitions == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
-    throw UsageError("give --cluster, --devices or --partitions: how many partitions to search");
+  if (pipelineDevices == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
+    throw UsageError("give --cluster, --devices or --pipeline-devices: how many pipeline devices to search");
   }
   const Predictor predictor =
-      predictorFromFlags(flags.cluster, std::move(rawProfile), buildClusterFromFlags(flags.cluster, partitions));
+      predictorFromFlags(flags.cluster, std::move(rawProfile), buildClusterFromFlags(flags.cluster, pipelineDevices));
   const Profile& profile = predictor.profile();
-  if (partitions == 0) partitions = predictor.cluster().deviceCount();
-  if (partitions < 1) throw UsageError("--partitions " + std::to_string(partitions) + ": give a positive count");
-  space.partitions = partitions;
+  if (pipelineDevices == 0) pipelineDevices = predictor.cluster().deviceCount();
+  if (pipelineDevices < 1) {
+    throw UsageError("--pipeline-devices " + std::to_string(pipelineDevices) + ": give a positive count");
+  }
+  space.devices = pipelineDevices;
   if (space.enumeration == BalanceEnumeration::Given) {
-    const std::vector<std::int64_t> counts = stageCounts(space, partitions);
+    const std::vector<std::int64_t> counts = stageCounts(space, pipelineDevices);
     for (const auto& balance : space.balances) {
       if (std::find(counts.begin(), counts.end(), static_cast<std::int64_t>(balance.size())) == counts.end()) {
         throw UsageError(fmt::format("--balances {}: balance {} has {} stages but {} devices run {} (devices x the "
                                      "stages per device of --schedules {} --stages-per-device {})",
-                                     flags.balances, formatBalance(balance), balance.size(), partitions,
+                                     flags.balances, formatBalance(balance), balance.size(), pipelineDevices,
                                      fmt::join(counts, " or "), flags.schedules.schedules,
                                      flags.schedules.stagesPerDevice));
       }
@@ -103,7 +105,7 @@ void runSuggest(const SuggestFlags& flags) {
   // torchgpipe's balance_by_time on per-layer times at the whole batch, with the winner's
   // chunks and mode (or the first of each asked for when nothing fits).
   Candidate byTime;
-  byTime.balance = balanceByTime(layerTimesNs(profile, flags.batch), partitions);
+  byTime.balance = balanceByTime(layerTimesNs(profile, flags.batch), pipelineDevices);
   byTime.batch = flags.batch;
   byTime.chunks = result.ranked.empty() ? space.chunks.front() : result.ranked.front().candidate.chunks;
   byTime.checkpoint = result.ranked.empty() ? space.modes.front() : result.ranked.front().candidate.checkpoint;
@@ -181,9 +183,9 @@ void addSuggestCommand(CLI::App& app) {
                  "why others were rejected, and torchgpipe's balance_by_time for comparison");
   addClusterFlags(*command, flags->cluster);
   command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
-  command->add_option("--partitions", flags->partitions,
-                      "Pipeline devices p (default: the shortest given balance's length over its stages per device, "
-                      "else the number of devices)")
+  command->add_option("--pipeline-devices,--partitions", flags->pipelineDevices,
+                      "Pipeline devices p, each holding v stages (default: the shortest given balance's length over "
+                      "its stages per device, else the number of devices); --partitions is its old name")
       ->type_name("N")
       ->check(atLeastOne("the devices or the given balances' length"));
   command->add_option("--chunks", flags->chunks, "Chunk counts to try (default: 1,2,4,8)")->type_name("LIST");

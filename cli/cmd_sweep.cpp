@@ -73,12 +73,12 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.devices = resolved.devices;
   config.batch = resolved.batch;
   const std::int64_t layers = resolved.layers;
-  const auto partitions = static_cast<std::int64_t>(config.devices.size());  // p pipeline devices
+  const auto pipelineDevices = static_cast<std::int64_t>(config.devices.size());  // p
   if (flags.procs < 0) throw UsageError("--procs must be positive, got " + std::to_string(flags.procs));
   if (flags.procs > 0) {
-    if (flags.procs != partitions) {
+    if (flags.procs != pipelineDevices) {
       throw UsageError("--procs " + std::to_string(flags.procs) + " but --devices " + flags.devices + " names " +
-                       std::to_string(partitions) + " pipeline devices: one process runs each device");
+                       std::to_string(pipelineDevices) + " pipeline devices: one process runs each device");
     }
     if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
     config.processLayout = {{"procs", flags.procs},
@@ -88,7 +88,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   applyScheduleListFlags(flags.schedules, schedules);
   config.schedules = schedules.schedules;
   config.stagesPerDevice = schedules.stagesPerDevice;
-  const std::vector<std::int64_t> stages = stageCounts(schedules, partitions);
+  const std::vector<std::int64_t> stages = stageCounts(schedules, pipelineDevices);
 
   config.chunks = parseChunksFlag(flags.chunks);
   config.modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
@@ -103,7 +103,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
       throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per "
                                    "device of --schedules {} --stages-per-device {}) summing to {} (the layers of "
                                    "'{}')",
-                                   formatBalance(balance), fmt::join(stages, " or "), partitions,
+                                   formatBalance(balance), fmt::join(stages, " or "), pipelineDevices,
                                    flags.schedules.schedules, flags.schedules.stagesPerDevice, layers,
                                    config.model.name));
     }

@@ -30,16 +30,16 @@ std::string optionalString(const JsonCursor& json, const char* key) {
   return json.has(key) ? json.at(key).asString() : std::string();
 }
 
-/// Per-device lists are empty or have one entry per pipeline device (per partition when
-/// every device holds one stage).
-void requirePerPartition(const JsonCursor& json, std::size_t size, std::size_t partitions) {
-  if (size != 0 && size != partitions) {
-    json.fail("expected one entry per pipeline device (" + std::to_string(partitions) + "), got " +
+/// Per-device lists are empty or have one entry per pipeline device (per stage when every
+/// device holds one stage).
+void requirePerDevice(const JsonCursor& json, std::size_t size, std::size_t devices) {
+  if (size != 0 && size != devices) {
+    json.fail("expected one entry per pipeline device (" + std::to_string(devices) + "), got " +
               std::to_string(size));
   }
 }
 
-Prediction predictionFromJson(const JsonCursor& json, std::size_t partitions) {
+Prediction predictionFromJson(const JsonCursor& json, std::size_t devices) {
   if (!json.value().is_object()) json.fail("expected a prediction object");
   Prediction prediction;
   prediction.iterationNs = json.at("iteration_ns").asNonNegativeInt();
@@ -50,14 +50,14 @@ Prediction predictionFromJson(const JsonCursor& json, std::size_t partitions) {
   }
   JsonCursor busy = json.at("busy_ns");
   prediction.busyNs = nonNegativeInts(busy);
-  requirePerPartition(busy, prediction.busyNs.size(), partitions);
+  requirePerDevice(busy, prediction.busyNs.size(), devices);
   JsonCursor peak = json.at("peak_bytes");
   prediction.peakBytes = nonNegativeInts(peak);
-  requirePerPartition(peak, prediction.peakBytes.size(), partitions);
+  requirePerDevice(peak, prediction.peakBytes.size(), devices);
   if (json.has("peak_op")) {
     JsonCursor peakOp = json.at("peak_op");
     for (const JsonCursor& item : peakOp.items()) prediction.peakOp.push_back(item.asString());
-    requirePerPartition(peakOp, prediction.peakOp.size(), partitions);
+    requirePerDevice(peakOp, prediction.peakOp.size(), devices);
   }
   prediction.fits = json.at("fits").asBool();
   if (json.has("overflow_devices")) prediction.overflowDevices = nonNegativeInts(json.at("overflow_devices"));
@@ -65,7 +65,7 @@ Prediction predictionFromJson(const JsonCursor& json, std::size_t partitions) {
   return prediction;
 }
 
-Measurement measurementFromJson(const JsonCursor& json, std::size_t partitions) {
+Measurement measurementFromJson(const JsonCursor& json, std::size_t devices) {
   if (!json.value().is_object()) json.fail("expected a measurement object");
   Measurement measurement;
   measurement.warmupSteps = json.at("warmup_steps").asNonNegativeInt();
@@ -86,7 +86,7 @@ Measurement measurementFromJson(const JsonCursor& json, std::size_t partitions) 
   measurement.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
   JsonCursor peak = json.at("peak_bytes");
   measurement.peakBytes = nonNegativeInts(peak);
-  requirePerPartition(peak, measurement.peakBytes.size(), partitions);
+  requirePerDevice(peak, measurement.peakBytes.size(), devices);
   measurement.tracePath = optionalString(json, "trace_path");
   return measurement;
 }
@@ -108,7 +108,7 @@ auto embedded(const JsonCursor& json, Read read) {
 
 /// The prediction before drift: its times (iteration_ns, samples_per_s, busy_ns,
 /// bubble_fraction) over `drifted`, whose memory the drift never changes.
-Prediction timesBeforeDrift(const JsonCursor& json, Prediction drifted, std::size_t partitions) {
+Prediction timesBeforeDrift(const JsonCursor& json, Prediction drifted, std::size_t devices) {
   if (!json.value().is_object()) json.fail("expected an object");
   drifted.iterationNs = json.at("iteration_ns").asNonNegativeInt();
   drifted.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
@@ -116,8 +116,8 @@ Prediction timesBeforeDrift(const JsonCursor& json, Prediction drifted, std::siz
   drifted.busyNs.clear();
   if (json.has("busy_ns")) {
     JsonCursor busy = json.at("busy_ns");
-    if (busy.size() != partitions) {
-      busy.fail("expected " + std::to_string(partitions) + " entries (one per pipeline device), got " +
+    if (busy.size() != devices) {
+      busy.fail("expected " + std::to_string(devices) + " entries (one per pipeline device), got " +
                 std::to_string(busy.size()));
     }
     for (const JsonCursor& item : busy.items()) drifted.busyNs.push_back(item.asNonNegativeInt());
@@ -131,10 +131,10 @@ CandidateResult resultFromJson(const JsonCursor& json) {
   CandidateResult result;
   JsonCursor candidate = json.at("candidate");
   result.candidate = candidateFromJson(candidate.value(), candidate.file(), candidate.path());
-  const auto partitions = static_cast<std::size_t>(result.candidate.pipelineDevices());
-  result.prediction = predictionFromJson(json.at("prediction"), partitions);
+  const auto devices = static_cast<std::size_t>(result.candidate.pipelineDevices());
+  result.prediction = predictionFromJson(json.at("prediction"), devices);
   if (json.has("prediction_before_drift") && !json.at("prediction_before_drift").value().is_null()) {
-    result.predictionBeforeDrift = timesBeforeDrift(json.at("prediction_before_drift"), result.prediction, partitions);
+    result.predictionBeforeDrift = timesBeforeDrift(json.at("prediction_before_drift"), result.prediction, devices);
   }
   result.predictedRank = json.at("predicted_rank").asNonNegativeInt();
   JsonCursor status = json.at("status");
@@ -148,7 +148,7 @@ CandidateResult resultFromJson(const JsonCursor& json) {
   }
   if (!known) status.fail("expected one of predicted, measured, failed, got '" + statusText + "'");
   if (json.has("measurement") && !json.at("measurement").value().is_null()) {
-    result.measurement = measurementFromJson(json.at("measurement"), partitions);
+    result.measurement = measurementFromJson(json.at("measurement"), devices);
   }
   if (result.status == CandidateStatus::Measured && !result.measurement) {
     json.fail("missing required field 'measurement' (status is measured)");

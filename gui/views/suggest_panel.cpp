@@ -173,7 +173,7 @@ Cluster SuggestPanel::constrainedCluster() const {
 std::optional<SearchSpace> SuggestPanel::searchSpace(QString* error) const {
   SearchSpace space;
   space.batch = batch_;
-  space.partitions = devices_->value();
+  space.devices = devices_->value();
   space.chunks.clear();
   space.modes.clear();
   space.schedules.clear();
@@ -210,8 +210,8 @@ std::optional<SearchSpace> SuggestPanel::searchSpace(QString* error) const {
     *error = tr("Tick at least one checkpoint mode.");
     return std::nullopt;
   }
-  if (profile_ && space.partitions > profile_->layerCount()) {
-    *error = tr("%1 devices need at least %1 layers; the model has %2.").arg(space.partitions).arg(profile_->layerCount());
+  if (profile_ && space.devices > profile_->layerCount()) {
+    *error = tr("%1 devices need at least %1 layers; the model has %2.").arg(space.devices).arg(profile_->layerCount());
     return std::nullopt;
   }
   return space;

@@ -54,16 +54,18 @@ std::vector<ScheduleShape> scheduleShapes(const SearchSpace& space) {
 
 void validateSpace(const Profile& profile, const Cluster& cluster, const SearchSpace& space) {
   if (space.batch < 1) throw std::invalid_argument("search: batch must be positive, got " + std::to_string(space.batch));
-  if (space.partitions < 1) {
-    throw std::invalid_argument("search: partitions must be positive, got " + std::to_string(space.partitions));
+  if (space.devices < 1) {
+    throw std::invalid_argument("search: pipeline devices must be positive, got " + std::to_string(space.devices));
   }
-  if (space.partitions > profile.layerCount()) {
-    throw std::invalid_argument("search: " + std::to_string(space.partitions) + " partitions need at least as many layers; the profile has " +
+  if (space.devices > profile.layerCount()) {
+    throw std::invalid_argument("search: " + std::to_string(space.devices) +
+                                " pipeline devices need at least as many layers; the profile has " +
                                 std::to_string(profile.layerCount()));
   }
-  if (space.partitions > cluster.deviceCount()) {
-    throw std::invalid_argument("search: " + std::to_string(space.partitions) + " partitions need " +
-                                std::to_string(space.partitions) + " devices (partition j on device j); the cluster has " +
+  if (space.devices > cluster.deviceCount()) {
+    throw std::invalid_argument("search: " + std::to_string(space.devices) + " pipeline devices need " +
+                                std::to_string(space.devices) +
+                                " cluster devices (pipeline device d on cluster device d); the cluster has " +
                                 std::to_string(cluster.deviceCount()));
   }
   if (space.schedules.empty()) {
@@ -84,13 +86,13 @@ void validateSpace(const Profile& profile, const Cluster& cluster, const SearchS
     if (space.balances.empty()) throw std::invalid_argument("search: enumeration Given needs at least one balance");
     // Every given balance must have p * v stages for a v the space tries.
     std::vector<std::int64_t> stageCounts;
-    for (const ScheduleShape& shape : scheduleShapes(space)) stageCounts.push_back(space.partitions * shape.v);
+    for (const ScheduleShape& shape : scheduleShapes(space)) stageCounts.push_back(space.devices * shape.v);
     for (const auto& balance : space.balances) {
       const auto n = static_cast<std::int64_t>(balance.size());
       if (std::find(stageCounts.begin(), stageCounts.end(), n) == stageCounts.end()) {
         throw std::invalid_argument("search: balance " + formatBalance(balance) + " has " + std::to_string(n) +
-                                    " partitions but the space asks for " + joined(stageCounts) + " (" +
-                                    std::to_string(space.partitions) + " devices x the stages per device tried)");
+                                    " stages but the space asks for " + joined(stageCounts) + " (" +
+                                    std::to_string(space.devices) + " devices x the stages per device tried)");
       }
     }
   }
@@ -141,7 +143,7 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
     throw std::invalid_argument("search: stages per device must be positive, got " + std::to_string(stagesPerDevice));
   }
   const std::int64_t layers = profile.layerCount();
-  const std::int64_t p = space.partitions;
+  const std::int64_t p = space.devices;
   const std::int64_t n = p * stagesPerDevice;
   if (n > layers) {
     throw std::invalid_argument("search: " + std::to_string(n) + " stages (" + std::to_string(p) + " devices x " +
@@ -200,7 +202,7 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
   const ShapeInputs base = inputs(ScheduleKind::GPipe, 1, Checkpoint::Never);
   validateSpace(*base.profile, *base.cluster, space);
   const std::int64_t layers = base.profile->layerCount();
-  const std::int64_t p = space.partitions;
+  const std::int64_t p = space.devices;
   const std::vector<ScheduleShape> shapes = scheduleShapes(space);
   const std::vector<std::int64_t> chunkList = sortedUnique(space.chunks);
   const std::vector<Checkpoint> modes = sortedUnique(space.modes);

@@ -104,7 +104,9 @@ TEST(RunE2E, ACountTypedOutOfRangeIsAnErrorNotTheDefault) {
       {"calibrate --model mlp --batch 0", "--batch: must be an integer of at least 1, got 0"},
       {"profile --model mlp --batch 0", "--batch: must be an integer of at least 1, got 0"},
       {"simulate --profile p.json --batch 8 --balance 1,1 --devices 0", "--devices: must be an integer of at least 1"},
-      {"suggest --profile p.json --batch 8 --partitions 0", "--partitions: must be an integer of at least 1"},
+      {"suggest --profile p.json --batch 8 --pipeline-devices 0",
+       "--pipeline-devices: must be an integer of at least 1"},
+      {"suggest --profile p.json --batch 8 --partitions 0", "--pipeline-devices: must be an integer of at least 1"},
   };
   for (const Case& c : cases) {
     const Result r = pipeprof(c.command);

@@ -65,7 +65,7 @@ TEST(OnePrediction, SuggestSearchesWithTheSameCalibration) {
   QSignalSpy finished(&worker, &SuggestWorker::finished);
   SearchSpace space;
   space.batch = 32;
-  space.partitions = 2;
+  space.devices = 2;
   space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
   ASSERT_TRUE(worker.start(*report->profile, *report->cluster, space, sampleCalibration()));
   ASSERT_TRUE(finished.wait(20000));

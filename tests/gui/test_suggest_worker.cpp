@@ -31,7 +31,7 @@ TEST(SuggestWorker, FinishesWithRankedCandidatesAndProgress) {
   QSignalSpy cancelled(&worker, &SuggestWorker::cancelled);
   SearchSpace space;
   space.batch = 32;
-  space.partitions = 2;
+  space.devices = 2;
   ASSERT_TRUE(worker.start(*report->profile, *report->cluster, space));
   EXPECT_TRUE(worker.isRunning());
   EXPECT_FALSE(worker.start(*report->profile, *report->cluster, space));  // one at a time
@@ -60,7 +60,7 @@ TEST(SuggestWorker, SearchesOnlyTheGivenSchedulesAndStagesPerDevice) {
   QSignalSpy finished(&worker, &SuggestWorker::finished);
   SearchSpace space;
   space.batch = 32;
-  space.partitions = 2;
+  space.devices = 2;
   space.schedules = {ScheduleKind::Interleaved};
   space.stagesPerDevice = {2, 4};
   space.chunks = {2, 3};
@@ -91,7 +91,7 @@ TEST(SuggestWorker, CancelStopsTheSearchAndDeliversNoResult) {
   QSignalSpy progress(&worker, &SuggestWorker::progress);
   SearchSpace space;
   space.batch = 32;
-  space.partitions = 4;
+  space.devices = 4;
   space.chunks = {1, 2, 4, 8, 16, 32};
   space.schedules = {ScheduleKind::GPipe};
   space.enumeration = BalanceEnumeration::All;
@@ -111,7 +111,7 @@ TEST(SuggestWorker, AnInconsistentSpaceFails) {
   QSignalSpy failed(&worker, &SuggestWorker::failed);
   SearchSpace space;
   space.batch = 32;
-  space.partitions = 2;
+  space.devices = 2;
   space.chunks.clear();  // nothing to search
   ASSERT_TRUE(worker.start(*report->profile, *report->cluster, space));
   ASSERT_TRUE(failed.wait(20000));

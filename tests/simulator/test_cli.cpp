@@ -135,6 +135,22 @@ TEST_F(SimulatorCli, SuggestSearchesEveryScheduleByDefault) {
   EXPECT_EQ(schedules, (std::set<std::string>{"gpipe", "1f1b"})) << "the 5 best of both";
 }
 
+TEST_F(SimulatorCli, SuggestPipelineDevicesKeepsItsOldNamePartitions) {
+  const std::string base =
+      "suggest --profile " + path("profile.json") + " --batch 4 --chunks 1,2 --schedules gpipe --json ";
+  const CliRun named = run(base + "--pipeline-devices 2");
+  const CliRun alias = run(base + "--partitions 2");
+  const CliRun one = run(base + "--partitions 1");
+  ASSERT_EQ(named.exitCode, 0) << named.err;
+  ASSERT_EQ(alias.exitCode, 0) << alias.err;
+  ASSERT_EQ(one.exitCode, 0) << one.err;
+  const nlohmann::json json = nlohmann::json::parse(named.out);
+  EXPECT_EQ(json.at("evaluated"), 6);  // one balance of 2 stages x 2 chunk counts x 3 modes
+  EXPECT_EQ(json.at("ranked")[0].at("candidate").at("balance"), nlohmann::json::array({1, 1}));
+  EXPECT_EQ(nlohmann::json::parse(alias.out).at("ranked"), json.at("ranked"));
+  EXPECT_EQ(nlohmann::json::parse(one.out).at("ranked")[0].at("candidate").at("balance"), nlohmann::json::array({2}));
+}
+
 TEST_F(SimulatorCli, SimulateRunsEverySchedule) {
   writeProfile(test::uniformProfile(4, {10, 20, 100, 10, 5, 8}), path("four.json"));
   const std::string base = "simulate --profile " + path("four.json") + " --batch 4 --chunks 4 ";

@@ -93,7 +93,7 @@ TEST(Predictor, SearchGivesEveryCandidateItsPredictionAndRanksWithTheOverhead) {
   const Predictor predictor(fourLayerProfile(), twoCpus(), expensive);
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 2;
+  space.devices = 2;
   space.chunks = {1, 2};
   space.modes = {Checkpoint::Never};
   space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
@@ -128,7 +128,7 @@ TEST(Predictor, AShapeWithCorrectionsOfItsOwnIsPredictedWithThem) {
 
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 2;
+  space.devices = 2;
   space.chunks = {1, 2};
   space.modes = {Checkpoint::Never, Checkpoint::Always};
   space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};

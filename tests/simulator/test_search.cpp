@@ -31,7 +31,7 @@ TEST(Search, FindsTheExhaustiveOptimum) {
   const Cluster cluster = Cluster::uniform(3, std::nullopt, 1e9, 5, "dev");
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 3;
+  space.devices = 3;
   space.schedules = {ScheduleKind::GPipe};
   space.chunks = {1, 2, 4, 8};
   space.enumeration = BalanceEnumeration::All;
@@ -67,7 +67,7 @@ TEST(Search, NeverSuggestsACandidatePredictedNotToFit) {
   const Cluster cluster = Cluster::uniform(3, Bytes{3 * 1024}, 1e9, 5, "dev");
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 3;
+  space.devices = 3;
   space.chunks = {1, 2, 8};
   const SearchResult result = search(profile, cluster, space);
   ASSERT_FALSE(result.ranked.empty());
@@ -104,7 +104,7 @@ TEST(Search, TiesBreakByChunksThenModeThenBalance) {
   const Profile profile = test::uniformProfile(3, {0, 0, 1, 1, 0, 0});
   SearchSpace space;
   space.batch = 4;
-  space.partitions = 2;
+  space.devices = 2;
   space.schedules = {ScheduleKind::GPipe};
   space.chunks = {2, 1};
   space.modes = {Checkpoint::Never, Checkpoint::Always};
@@ -126,7 +126,7 @@ TEST(Search, AutoUsesMinBottleneckNeighbourhoodAndBalanceByTime) {
   const Profile profile = test::makeProfile(layers);
   SearchSpace space;
   space.batch = 4;
-  space.partitions = 3;
+  space.devices = 3;
   space.chunks = {4};
   space.maxExhaustiveBalances = 10;  // C(11, 2) = 55 > 10
   const auto balances = enumerateBalances(profile, test::freeCluster(3), space);
@@ -151,7 +151,7 @@ TEST(Search, GivenBalancesAndChunksAboveTheBatch) {
   const Profile profile = sixLayers();
   SearchSpace space;
   space.batch = 2;
-  space.partitions = 2;
+  space.devices = 2;
   space.chunks = {4};  // only 2 micro-batches exist: legal
   space.schedules = {ScheduleKind::GPipe};
   space.modes = {Checkpoint::ExceptLast};
@@ -170,7 +170,7 @@ TEST(Search, CancelsWhenProgressSaysSo) {
   const Profile profile = sixLayers();
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 2;
+  space.devices = 2;
   space.schedules = {ScheduleKind::GPipe};
   space.chunks = {1, 2, 4, 8, 16, 32, 64, 128};
   space.enumeration = BalanceEnumeration::All;
@@ -186,11 +186,13 @@ TEST(Search, RejectsAnInconsistentSpace) {
   const Profile profile = sixLayers();
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 4;
-  EXPECT_THROW(search(profile, test::freeCluster(3), space), std::invalid_argument);  // 4 partitions, 3 devices
-  space.partitions = 7;
-  EXPECT_THROW(search(profile, test::freeCluster(8), space), std::invalid_argument);  // more partitions than layers
-  space.partitions = 2;
+  space.devices = 4;
+  // 4 pipeline devices, 3 cluster devices
+  EXPECT_THROW(search(profile, test::freeCluster(3), space), std::invalid_argument);
+  space.devices = 7;
+  // more pipeline devices than layers
+  EXPECT_THROW(search(profile, test::freeCluster(8), space), std::invalid_argument);
+  space.devices = 2;
   space.chunks = {};
   EXPECT_THROW(search(profile, test::freeCluster(2), space), std::invalid_argument);
   space.chunks = {0};
@@ -216,7 +218,7 @@ TEST(Search, TriesEverySchedule) {
   const Profile profile = test::uniformProfile(8, {10, 20, 100, 10, 0, 0});
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 2;
+  space.devices = 2;
   space.chunks = {2, 4, 8};
   space.stagesPerDevice = {1, 2, 4};
   space.enumeration = BalanceEnumeration::All;
@@ -247,7 +249,7 @@ TEST(Search, RejectsInterleavedShapesUnsimulated) {
   const Profile profile = test::uniformProfile(8, {10, 20, 0, 0, 0, 0});
   SearchSpace space;
   space.batch = 6;
-  space.partitions = 4;
+  space.devices = 4;
   space.chunks = {8};
   space.modes = {Checkpoint::Never};
   space.enumeration = BalanceEnumeration::Given;
@@ -273,7 +275,7 @@ TEST(Search, RejectsMoreStagesThanLayers) {
   const Profile profile = sixLayers();
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 4;
+  space.devices = 4;
   space.chunks = {4, 8};
   const SearchResult result = search(profile, test::freeCluster(4), space);
   ASSERT_EQ(result.rejected.size(), 1u);
@@ -291,7 +293,7 @@ TEST(Search, OneFOneBFitsWhereGPipeDoesNot) {
   const Profile profile = test::uniformProfile(2, {10, 20, 1000, 0, 0, 0});
   SearchSpace space;
   space.batch = 8;
-  space.partitions = 2;
+  space.devices = 2;
   space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
   space.chunks = {8};
   space.modes = {Checkpoint::Never};
@@ -315,7 +317,7 @@ TEST(Search, TiesBreakByScheduleThenStagesPerDeviceBeforeBalance) {
   const Profile profile = test::uniformProfile(4, {0, 0, 1, 1, 0, 0});
   SearchSpace space;
   space.batch = 2;
-  space.partitions = 2;
+  space.devices = 2;
   space.schedules = {ScheduleKind::Interleaved, ScheduleKind::OneFOneB, ScheduleKind::GPipe};
   space.chunks = {2};
   space.modes = {Checkpoint::Never};

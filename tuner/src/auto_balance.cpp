@@ -23,7 +23,7 @@ FastestBalance fastestBalance(const Profile& profile, const Candidate& shape, st
   const Cluster cluster = Cluster::uniform(devices, std::nullopt, 0.0, 0, deviceType);
   SearchSpace space;
   space.batch = shape.batch;
-  space.partitions = devices;
+  space.devices = devices;
   space.schedules = {shape.schedule};
   space.stagesPerDevice = {shape.stagesPerDevice};
   space.chunks = {shape.chunks};

@@ -24,9 +24,9 @@ std::int64_t hardwareThreads() {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::thread::hardware_concurrency()));
 }
 
-std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::int64_t cores) {
+std::int64_t sweepThreads(std::int64_t requested, std::int64_t devices, std::int64_t cores) {
   if (requested > 0) return requested;
-  return std::max<std::int64_t>(1, cores / std::max<std::int64_t>(1, partitions));
+  return std::max<std::int64_t>(1, cores / std::max<std::int64_t>(1, devices));
 }
 
 }  // namespace pipeprof::tuner

@@ -105,7 +105,7 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
 Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) {
   SearchSpace space;
   space.batch = config.batch;
-  space.partitions = static_cast<std::int64_t>(config.devices.size());
+  space.devices = static_cast<std::int64_t>(config.devices.size());
   space.schedules = config.schedules;
   space.stagesPerDevice = config.stagesPerDevice;
   space.chunks = config.chunks;

@@ -26,16 +26,16 @@ struct SearchSpace {
   std::int64_t batch = 1;
   /// p: pipeline devices, device d on cluster device d. A candidate with v stages per device
   /// has p * v stages, stage j on device j mod p.
-  std::int64_t partitions = 1;
+  std::int64_t devices = 1;
   /// Schedule families to try: gpipe and 1f1b with one stage per device, interleaved with
   /// every v >= 2 of stagesPerDevice.
   std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
   std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
-  /// Balances over the n = partitions * v stages of each v tried.
+  /// Balances over the n = devices * v stages of each v tried.
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
-  /// For Given: every balance has partitions * v entries for a v tried, and is used for that v.
+  /// For Given: every balance has devices * v entries for a v tried, and is used for that v.
   std::vector<std::vector<std::int64_t>> balances;
   std::int64_t maxExhaustiveBalances = 5000;
 };
@@ -62,7 +62,7 @@ struct SearchResult {
 using SearchProgress = std::function<bool(std::int64_t done, std::int64_t total)>;
 
 /// Enumerates and simulates the space: schedules x v (gpipe and 1f1b with v = 1, interleaved
-/// with each v >= 2 of stagesPerDevice) x balances of partitions * v stages x chunks x modes.
+/// with each v >= 2 of stagesPerDevice) x balances of devices * v stages x chunks x modes.
 /// A candidate whose shape the schedule cannot run (scheduleShapeError, e.g. interleaved with
 /// micro-batches not a multiple of the devices) or with more stages than layers is rejected
 /// unsimulated with that reason. Deterministic order for ties: fewer chunks, then mode order
@@ -106,7 +106,7 @@ struct RejectionGroup {
 /// reason. The largest group first; equal counts keep the order of their reasons.
 std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected);
 
-/// Balances of partitions * stagesPerDevice stages the search would try (for a given space), in
+/// Balances of devices * stagesPerDevice stages the search would try (for a given space), in
 /// deterministic order. Throws std::invalid_argument for an inconsistent space or when the
 /// profile has fewer layers than stages.
 std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,

@@ -13,8 +13,8 @@ std::string pipeprofRevision();
 std::string utcNowIso8601();
 /// Hardware threads of this machine (at least 1).
 std::int64_t hardwareThreads();
-/// The sweep's intra-op thread count: max(1, cores / partitions) so the partitions' workers
-/// do not oversubscribe the cores, unless the user gave one (requested > 0).
-std::int64_t sweepThreads(std::int64_t requested, std::int64_t partitions, std::int64_t cores);
+/// The sweep's intra-op thread count: max(1, cores / devices) so the workers of the pipeline
+/// devices sharing the cores do not oversubscribe them, unless the user gave one (requested > 0).
+std::int64_t sweepThreads(std::int64_t requested, std::int64_t devices, std::int64_t cores);
 
 }  // namespace pipeprof::tuner

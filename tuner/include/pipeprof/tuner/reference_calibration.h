@@ -64,7 +64,7 @@ void stampProvenance(Calibration& calibration, const ModelSpec& model, std::int6
                      const std::vector<DeviceDesc>& devices);
 
 /// One cluster device per sweep device, with `memoryBytes` each (nullopt: unbounded). CPU
-/// partitions of one process share its memory, so their links cost nothing (no copies); CUDA
+/// pipeline devices of one process share its memory, so their links cost nothing (no copies); CUDA
 /// devices get the same zero-cost links until the cluster flags say otherwise. With
 /// `rankLink` (one process per device) every link between two devices is that one.
 Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes> memoryBytes,
