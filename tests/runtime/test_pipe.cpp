@@ -94,6 +94,22 @@ TEST(Pipe, RecomputesMicroBatchesAsTheModeSays) {
   }
 }
 
+TEST(Pipe, TakesItsShapeFromTheOptionsOrTheBalanceGiven) {
+  PipeOptions options = pipeOptions({}, 2, Checkpoint::Never, false);
+  options.balance = {1, 3};
+  options.schedule = ScheduleKind::OneFOneB;
+  const Pipe fromOptions(linearTanh(4), options);
+  EXPECT_EQ(fromOptions.balance(), (std::vector<std::int64_t>{1, 3}));
+  EXPECT_EQ(static_cast<const PipelineShape&>(fromOptions.options()), static_cast<const PipelineShape&>(options));
+  EXPECT_EQ(fromOptions.devices().size(), 2u);
+  // The balance given replaces the options' one.
+  const Pipe fromBalance(linearTanh(4), {2, 1, 1}, options);
+  EXPECT_EQ(fromBalance.balance(), (std::vector<std::int64_t>{2, 1, 1}));
+  EXPECT_EQ(fromBalance.options().balance, (std::vector<std::int64_t>{2, 1, 1}));
+  EXPECT_EQ(fromBalance.options().schedule, ScheduleKind::OneFOneB);
+  EXPECT_EQ(fromBalance.devices().size(), 3u);
+}
+
 TEST(Pipe, NoGradRunsForwardOnlyAndKeepsNothing) {
   Pipe pipe(linearTanh(4), {1, 3}, pipeOptions({}, 3, Checkpoint::Always, false));
   torch::NoGradGuard noGrad;
