@@ -16,8 +16,8 @@ void PhaseRun::start() {
     // node of the caller's graph failed) still finishes on valid cells.
     done_.push_back((*workers_)[d]->submit([step = step_, device = static_cast<std::int64_t>(d), phase = phase_] {
       // ATen's OpenMP thread count is per thread: workers adopt the caller's intra-op setting.
-      if (at::get_num_threads() != step->config().intraOpThreads) {
-        at::set_num_threads(step->config().intraOpThreads);
+      if (at::get_num_threads() != step->intraOpThreads()) {
+        at::set_num_threads(step->intraOpThreads());
       }
       step->run(device, phase);
     }));
@@ -32,7 +32,7 @@ void PhaseRun::finish() {
     future.get();
   }
   done_.clear();
-  step_->config().streams->join();
+  step_->join();
   step_->rethrowIfFailed();
 }
 

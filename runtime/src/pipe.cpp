@@ -7,7 +7,7 @@
 #include "phase_run.h"
 #include "pipe_backward.h"
 #include "pipeline.h"
-#include "rng.h"
+#include "step_setup.h"
 #include "streams.h"
 #include "worker.h"
 
@@ -45,24 +45,25 @@ std::string traceDeviceName(const torch::Device& device, std::int64_t d) {
 class PipeImpl {
  public:
   PipeImpl(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options)
-      : module_(std::move(module)), balance_(std::move(balance)), options_(std::move(options)) {
+      : module_(std::move(module)), options_(std::move(options)), schedules_(options_, {}) {
     if (module_.is_empty()) {
       throw std::invalid_argument("the Pipe needs a Sequential module (got an empty holder)");
     }
-    options_.balance = balance_;
-    const std::int64_t v = options_.stagesPerDevice;
+    options_.balance = std::move(balance);
     const auto p = static_cast<std::size_t>(options_.pipelineDevices());
     devices_ = resolveDevices(options_.devices, p);
-    validatePipeArguments(module_, balance_, devices_.size(), options_.chunks, options_.schedule, v);
+    validatePipeArguments(module_, options_.balance, devices_.size(), options_.chunks, options_.schedule,
+                          options_.stagesPerDevice);
     verifySkips(module_);
     devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
     options_.devices = devices_;
     installMemoryTracker();
-    partitions_ = splitModule(module_, balance_, devices_);
+    partitions_ = splitModule(module_, options_.balance, devices_);
     if (options_.deferredBatchNorm) {
       module_ = withDeferredBatchNorm(module_, deferredBatchNorms_);
-      partitions_ = splitModule(module_, balance_, devices_);
+      partitions_ = splitModule(module_, options_.balance, devices_);
     }
+    stochastic_ = anyStochastic(partitions_);
     deviceParameterBytes_.assign(p, 0);
     std::vector<torch::Device> stageDevices;
     std::vector<std::int64_t> memoryTags;
@@ -76,24 +77,12 @@ class PipeImpl {
       workers_->push_back(std::make_unique<Worker>());
     }
     streams_ = std::make_unique<const PipeStreams>(std::move(stageDevices), std::move(memoryTags));
-    routes_ = partitionSkipRoutes(module_, balance_);
-    scheduleSkips_ = skipRoutes(module_);  // same order as the routes, distinct names
+    routes_ = partitionSkipRoutes(module_, options_.balance);
+    schedules_ = ScheduleCache(options_, skipRoutes(module_));  // skips in the routes' order, distinct names
   }
 
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
   torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn);
-
-  /// Throws std::invalid_argument when the schedule cannot run the m micro-batches that
-  /// scattering `rows` rows into options_.chunks gave.
-  void checkMicroBatches(std::int64_t m, std::int64_t rows) const {
-    const std::string shape = scheduleShapeError(options_.schedule, options_.stagesPerDevice,
-                                                 static_cast<std::int64_t>(balance_.size()), m);
-    if (!shape.empty()) {
-      throw std::invalid_argument("a batch of " + std::to_string(rows) + " rows in " + std::to_string(options_.chunks) +
-                                  " chunks splits into " + std::to_string(m) +
-                                  " micro-batches (as torch.chunk does), which the schedule cannot run: " + shape);
-    }
-  }
 
   void checkFirstDevice(const std::vector<torch::Tensor>& inputs) const {
     const torch::Device first = devices_.front();
@@ -107,18 +96,17 @@ class PipeImpl {
 
   StepConfig stepConfig(const Schedule& schedule, bool gradEnabled) const {
     StepConfig config;
-    config.partitions = &partitions_;
+    StageCoreConfig& core = config.core;
+    core.schedule = &schedule;
+    for (const Partition& partition : partitions_) core.stages.push_back(&partition);
+    core.routes = &routes_;
+    core.gradEnabled = gradEnabled;
+    core.baseSeed = stepSeed(stochastic_);
+    core.tracer = tracer_;
+    core.traceDevices = deviceNames_;
+    core.deviceParameterBytes = deviceParameterBytes_;
     config.streams = streams_.get();
-    config.schedule = &schedule;
-    config.routes = routes_;
-    config.gradEnabled = gradEnabled;
-    config.tracer = tracer_;
-    config.deviceNames = deviceNames_;
     config.intraOpThreads = at::get_num_threads();
-    config.deviceParameterBytes = deviceParameterBytes_;
-    const bool stochastic =
-        std::any_of(partitions_.begin(), partitions_.end(), [](const Partition& p) { return p.stochastic; });
-    config.baseSeed = stochastic ? drawSeed() : 0;
     return config;
   }
 
@@ -134,24 +122,8 @@ class PipeImpl {
     }
   }
 
-  const Schedule& scheduleFor(std::int64_t m, bool gradEnabled, bool training) {
-    const auto key = std::make_tuple(m, gradEnabled, training);
-    auto it = schedules_.find(key);
-    if (it == schedules_.end()) {
-      ScheduleSpec spec;
-      static_cast<PipelineShape&>(spec) = options_;
-      spec.chunks = m;
-      spec.checkpoint = training ? options_.checkpoint : Checkpoint::Never;
-      spec.training = gradEnabled;
-      spec.skips = scheduleSkips_;
-      it = schedules_.emplace(key, std::make_unique<Schedule>(Schedule::build(spec))).first;
-    }
-    return *it->second;
-  }
-
   torch::nn::Sequential module_;
-  std::vector<std::int64_t> balance_;
-  PipeOptions options_;
+  PipeOptions options_;  ///< its balance, and its devices resolved
   std::vector<torch::Device> devices_;
   std::vector<Partition> partitions_;
   std::vector<std::string> deviceNames_;  ///< per stage: its pipeline device's trace name
@@ -161,8 +133,8 @@ class PipeImpl {
   std::unique_ptr<const PipeStreams> streams_;
   std::vector<std::shared_ptr<DeferredBatchNormImpl>> deferredBatchNorms_;
   std::vector<PartitionSkipRoute> routes_;
-  std::vector<SkipRoute> scheduleSkips_;
-  std::map<std::tuple<std::int64_t, bool, bool>, std::unique_ptr<Schedule>> schedules_;
+  ScheduleCache schedules_;
+  bool stochastic_ = false;  ///< some stage draws random numbers: every step draws a seed
   HostTracer* tracer_ = nullptr;
 };
 
@@ -178,9 +150,9 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
   }
   std::vector<Tensors> microBatches = scatter(inputs, options_.chunks);
   const auto m = static_cast<std::int64_t>(microBatches.size());
-  checkMicroBatches(m, inputs.front().size(0));
+  checkMicroBatches(options_, m, inputs.front().size(0));
 
-  StepConfig config = stepConfig(scheduleFor(m, gradEnabled, training), gradEnabled);
+  StepConfig config = stepConfig(schedules_.get(m, gradEnabled, training), gradEnabled);
   beginStep();
   auto step = std::make_shared<Step>(std::move(config), std::move(microBatches));
   streams_->fork();  // the workers' streams start after the caller's work on inputs and parameters
@@ -242,32 +214,19 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
     throw std::invalid_argument("step() needs a loss function (got an empty LossFn)");
   }
   checkFirstDevice({input});
-  if (!target.defined() || target.dim() == 0) {
-    throw std::invalid_argument("step() needs a target with a batch dimension (dim 0), split like the input");
-  }
-  std::vector<Tensors> microBatches = scatter({input}, options_.chunks);
-  const std::int64_t rows = input.size(0);
-  if (target.size(0) != rows) {
-    throw std::invalid_argument("the target must have the input's rows along dim 0 (input: " + std::to_string(rows) +
-                                " rows, target: " + std::to_string(target.size(0)) + ")");
-  }
-  const auto m = static_cast<std::int64_t>(microBatches.size());
-  checkMicroBatches(m, rows);
+  SplitBatch batch = splitStepBatch(options_, input, target);
+  const auto m = static_cast<std::int64_t>(batch.inputs.size());
 
   // The whole step trains, whatever the caller's grad mode (one device runs on this thread).
   torch::AutoGradMode gradMode(true);
-  StepConfig config = stepConfig(scheduleFor(m, true, module_->is_training()), true);
-  config.lossFn = &lossFn;
-  config.batchRows = rows;
-  {
-    // On the caller's current stream of the last device: fork() orders the workers after it.
-    const torch::Device last = partitions_.back().device;
-    for (const auto& piece : scatter({target}, options_.chunks)) {
-      config.targets.push_back(piece.front().to(last));
-    }
-  }
+  StepConfig config = stepConfig(schedules_.get(m, true, module_->is_training()), true);
+  config.core.lossFn = &lossFn;
+  config.core.batchRows = batch.rows;
+  // On the caller's current stream of the last device: fork() orders the workers after it.
+  const torch::Device last = partitions_.back().device;
+  for (torch::Tensor& piece : batch.targets) piece = piece.to(last);
   beginStep();
-  auto step = std::make_shared<Step>(std::move(config), std::move(microBatches));
+  auto step = std::make_shared<Step>(std::move(config), std::move(batch.inputs), std::move(batch.targets));
   streams_->fork();
   PhaseRun run(workers_, step, StepPhase::Training);
   run.start();
@@ -312,7 +271,7 @@ torch::Tensor Pipe::step(const torch::Tensor& input, const torch::Tensor& target
   return impl_->step(input, target, lossFn);
 }
 
-const std::vector<std::int64_t>& Pipe::balance() const { return impl_->balance_; }
+const std::vector<std::int64_t>& Pipe::balance() const { return impl_->options_.balance; }
 const std::vector<torch::Device>& Pipe::devices() const { return impl_->devices_; }
 const PipeOptions& Pipe::options() const { return impl_->options_; }
 std::vector<torch::Tensor> Pipe::parameters() const { return impl_->module_->parameters(); }
