@@ -19,7 +19,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -32,12 +31,12 @@ namespace fs = std::filesystem;
 using tuner::SweepConfig;
 using tuner::SweepInputs;
 
-/// Set by SIGINT; the sweep checks it between steps. (A signal handler can only reach a
+/// Stopped by SIGINT; the sweep checks it between steps. (A signal handler can only reach a
 /// global; nothing else reads it.)
-std::atomic<bool> gStopRequested{false};
+StopSource* gStopSource = nullptr;
 
 extern "C" void onInterrupt(int) {
-  gStopRequested.store(true);
+  gStopSource->requestStop();
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
@@ -182,7 +181,8 @@ void runSweepCommand(const SweepFlags& flags) {
   SweepConfig config = validate(flags, inputs);
   if (flags.procs > 0) measureRankLink(flags, config);
   ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
-  gStopRequested.store(false);
+  StopSource stop;
+  gStopSource = &stop;
   auto previous = std::signal(SIGINT, onInterrupt);
   Report report;
   try {
@@ -193,7 +193,7 @@ void runSweepCommand(const SweepFlags& flags) {
     } else {
       measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);
     }
-    report = tuner::runSweep(config, inputs, *measurer, progress, gStopRequested);
+    report = tuner::runSweep(config, inputs, *measurer, progress, stop.token());
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;

@@ -31,7 +31,7 @@ tuner::MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const tu
   plan.devices.assign(devices_.begin(), devices_.begin() + candidate.pipelineDevices());
   plan.options.devices = torchDevices(plan.devices);
   LaunchedRun launched = launchRun(flags, plan, request.traced);
-  if (request.shouldStop && request.shouldStop()) throw TrainingStopped("stopped after a run on request");
+  if (request.stop.stopRequested()) throw TrainingStopped("stopped after a run on request");
   tuner::MeasuredRun run;
   run.measurement = std::move(launched.measurement);
   run.trace = std::move(launched.trace);

@@ -123,6 +123,7 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     const TimeNs endNs = steadyNowNs();
     recordLoopSpan(tracer.get(), traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
     if (last) result.losses.push_back(loss.item<double>());
+    if (options.stop.stopRequested()) throw TrainingStopped("stopped after a step on request");
     if (!measured) return;
     recordLoopSpan(tracer.get(), traceDevice, Phase::Step, "step", startNs, endNs);
     result.stepNs.push_back(endNs - startNs);
@@ -132,7 +133,6 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     result.transfers.receivedBytes += after.receivedBytes - before.receivedBytes;
     result.transfers.messagesSent += after.messagesSent - before.messagesSent;
     result.transfers.messagesReceived += after.messagesReceived - before.messagesReceived;
-    if (options.shouldStop && options.shouldStop()) throw TrainingStopped("stopped after a step on request");
   };
   const TimeNs warmupStartNs = steadyNowNs();
   for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);

@@ -109,9 +109,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
       if (measured) recordLoopSpan(tracer.get(), "host", Phase::Step, "step", startNs, endNs);
     }
     result.losses.push_back(loss.item<double>());  // after the clock: reading it may synchronise
-    if (options.shouldStop && options.shouldStop()) {
-      throw TrainingStopped("stopped after a step on request");
-    }
+    if (options.stop.stopRequested()) throw TrainingStopped("stopped after a step on request");
     return std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
   };
 

@@ -96,8 +96,7 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
   const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
   FakeMeasurer measurer(predictor, 1.2);
   SilentProgress progress;
-  std::atomic<bool> stop{false};
-  const Report report = runSweep(config_, inputs_, measurer, progress, stop);
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
 
   ASSERT_TRUE(report.complete);
   std::int64_t measured = 0;
@@ -136,8 +135,9 @@ TEST_F(SweepTest, StopsBetweenCandidatesWithTheReportOnDisk) {
   const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
   FakeMeasurer measurer(predictor, 1.0);
   SilentProgress progress;
-  std::atomic<bool> stop{true};
-  EXPECT_THROW(runSweep(config_, inputs_, measurer, progress, stop), SweepInterrupted);
+  StopSource stop;
+  stop.requestStop();
+  EXPECT_THROW(runSweep(config_, inputs_, measurer, progress, stop.token()), SweepInterrupted);
   const Report onDisk = readReport(config_.reportPath);
   EXPECT_FALSE(onDisk.complete);
   EXPECT_FALSE(onDisk.candidates.empty());

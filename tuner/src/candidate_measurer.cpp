@@ -22,7 +22,7 @@ MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureR
   options.warmupSteps = request.warmupSteps;
   options.steps = request.steps;
   options.captureTrace = request.traced;
-  options.shouldStop = request.shouldStop;
+  options.stop = request.stop;
   // The pool streams earlier Pipes of this process used (the calibration's, the previous
   // candidate's) keep their cuBLAS workspaces, and this Pipe may get the same streams: free
   // them, so its peaks hold only the workspaces of its own stages (docs/simulator.md).

@@ -46,7 +46,8 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds, const std::vector<PipelineShape>& shapes) {
+                               const CalibrationRounds& rounds, const std::vector<PipelineShape>& shapes,
+                               const StopToken& stop) {
   // The references every round trains: each shape's chunk counts that its schedule can run.
   std::vector<Candidate> references;
   for (const PipelineShape& shape : shapes) {
@@ -67,6 +68,7 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
   request.warmupSteps = rounds.warmupSteps;
   request.steps = rounds.steps;
   request.traced = true;
+  request.stop = stop;
   std::int64_t round = 0;
   for (; round < rounds.minRounds || budgetLeft(); ++round) {
     for (const Candidate& reference : references) {

@@ -42,13 +42,13 @@ std::string envOr(const char* name) {
 /// One round of a candidate's measured run through the measurer: `steps` timed steps, traced
 /// when `traced`.
 MeasuredRun measureRound(CandidateMeasurer& measurer, const SweepConfig& config, const Candidate& candidate,
-                         std::int64_t steps, bool traced, const std::atomic<bool>& stop) {
+                         std::int64_t steps, bool traced, const StopToken& stop) {
   throwIfFailureInjected(candidate.label());
   MeasureRequest request;
   request.warmupSteps = config.warmupSteps;
   request.steps = steps;
   request.traced = traced;
-  request.shouldStop = [&stop] { return stop.load(); };
+  request.stop = stop;
   MeasuredRun run = measurer.measure(candidate, request);
   run.trace.metadata["candidate"] = candidate.label();
   return run;
@@ -86,7 +86,7 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 /// result is untouched then.
 void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepConfig& config,
                       const CalibratedSetup& setup, const fs::path& reportDir, CandidateMeasurer& measurer,
-                      const std::atomic<bool>& stop) {
+                      const StopToken& stop) {
   const bool last = round + 1 == config.rounds;
   const MeasuredRun run = measureRound(measurer, config, result.candidate, roundSteps(config, round), last, stop);
   Measurement measurement = round > 0 && result.measurement ? *result.measurement : Measurement{};
@@ -266,10 +266,10 @@ SweepInterrupted interruption(const std::string& when, const SweepConfig& config
 /// once more (untraced, at most kReferenceStepsPerRound timed steps) and adds its steps to the
 /// drift. A reference that fails is left out with a note; the others still correct the drift.
 void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t round, const SweepConfig& config,
-                   CandidateMeasurer& measurer, SweepProgress& progress, const std::atomic<bool>& stop) {
+                   CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
   constexpr std::int64_t kReferenceStepsPerRound = 5;
   const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
-  if (stop.load()) throw interruption("before " + label, config, progress);
+  if (stop.stopRequested()) throw interruption("before " + label, config, progress);
   progress.begin(label);
   const Candidate reference = referenceCandidate(setup.profile.layerCount(),
                                                  static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
@@ -277,7 +277,7 @@ void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t rou
     MeasureRequest request;
     request.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
     request.steps = std::min(roundSteps(config, round), kReferenceStepsPerRound);
-    request.shouldStop = [&stop] { return stop.load(); };
+    request.stop = stop;
     const MeasuredRun run = measurer.measure(reference, request);
     std::vector<TimeNs>& timed = setup.drift.measuredNs[chunks];
     timed.insert(timed.end(), run.measurement.stepNs.begin(), run.measurement.stepNs.end());
@@ -309,7 +309,7 @@ void refreshPredictedTwins(Report& report, const CalibratedSetup& setup, const S
 /// Trace paths are written relative to `reportDir`, the report's directory.
 void measureInRounds(Report& report, const std::vector<Prediction>& base, const std::vector<std::size_t>& selected,
                      const SweepConfig& config, CalibratedSetup& setup, const fs::path& reportDir,
-                     CandidateMeasurer& measurer, SweepProgress& progress, const std::atomic<bool>& stop) {
+                     CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
   std::vector<std::size_t> todo;
   std::int64_t roundsToRun = 0;
   for (const std::size_t index : selected) {
@@ -348,7 +348,7 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
       const std::string label = result.candidate.label();
       const std::string roundLabel =
           config.rounds > 1 ? fmt::format("{} (round {}/{})", label, round + 1, config.rounds) : label;
-      if (stop.load()) throw interruption("before " + roundLabel, config, progress);
+      if (stop.stopRequested()) throw interruption("before " + roundLabel, config, progress);
       progress.begin(roundLabel);
       std::string error;
       try {
@@ -386,9 +386,16 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
 }  // namespace
 
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
-                SweepProgress& progress, const std::atomic<bool>& stop) {
+                SweepProgress& progress, const StopToken& stop) {
   setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling
-  CalibratedSetup setup = calibrate(config, inputs, obtainProfile(config, inputs, progress), measurer, progress);
+  CalibratedSetup setup = [&] {
+    try {
+      return calibrate(config, inputs, obtainProfile(config, inputs, progress), measurer, progress, stop);
+    } catch (const TrainingStopped&) {
+      progress.finish();
+      throw SweepInterrupted("interrupted while calibrating, before any report was written -- run the command again");
+    }
+  }();
   Report report = predictedReport(config, setup);
   const std::vector<Prediction> base = predictionsOf(report);
 

@@ -5,6 +5,7 @@
 #include <pipeprof/profiler/timeline_analysis.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/runtime/training_loop.h>
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 #include <pipeprof/tuner/reference_calibration.h>
@@ -65,7 +66,7 @@ void CalibratedSetup::storeIn(Report& report) const {
 }
 
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
-                          CandidateMeasurer& measurer, SweepProgress& progress) {
+                          CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
   CalibratedSetup setup{std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes, config.rankLink), {}, {}, {}};
   if (inputs.resumedReport) {
     resumeCalibration(setup, *inputs.resumedReport, config.reportPath);
@@ -85,8 +86,10 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
       setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
-                                             devices, rounds, shapes);
+                                             devices, rounds, shapes, stop);
       stampProvenance(setup.calibration, config.model, config.batch, config.devices);
+    } catch (const TrainingStopped&) {
+      throw;  // not a failed calibration: the sweep was interrupted
     } catch (const std::exception& failure) {
       setup.calibrationError = firstLine(errorText(failure));
     }

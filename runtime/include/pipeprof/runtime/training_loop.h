@@ -5,6 +5,7 @@
 #include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/schedule.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/trace.h>
 #include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/models.h>
@@ -12,7 +13,6 @@
 #include <torch/torch.h>
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -30,12 +30,12 @@ struct TrainingOptions : PipelineShape {
   std::int64_t dataSeed = 0;   ///< seed of the synthetic batch
   bool captureTrace = false;   ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
-  /// Asked after every step (warm-up and measured); returning true stops the loop there by
-  /// throwing TrainingStopped (the sweep's Ctrl-C). Empty: never stop.
-  std::function<bool()> shouldStop;
+  /// Asked after every step (warm-up and measured); a stop request ends the loop there by
+  /// throwing TrainingStopped (the sweep's Ctrl-C). Default: never stop.
+  StopToken stop;
 };
 
-/// Thrown by trainAndMeasure when TrainingOptions::shouldStop asked it to stop after a step.
+/// Thrown by the training loops when TrainingOptions::stop asked them to stop after a step.
 class TrainingStopped : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -79,7 +79,7 @@ void validateTrainingOptions(const TrainingOptions& options);
 /// and copies attributed to the ops.
 ///
 /// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe)
-/// or non-positive steps, batch or chunks > batch; TrainingStopped when shouldStop says so.
+/// or non-positive steps, batch or chunks > batch; TrainingStopped when options.stop asks.
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options);
 
 }  // namespace pipeprof

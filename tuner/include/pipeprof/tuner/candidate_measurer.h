@@ -9,11 +9,11 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/trace.h>
 #include <pipeprof/runtime/models.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,8 +24,9 @@ struct MeasureRequest {
   std::int64_t warmupSteps = 1;  ///< untimed steps first
   std::int64_t steps = 1;        ///< timed steps
   bool traced = false;           ///< record the trace (op spans, memory counters, kernels on CUDA)
-  /// Asked after every step; true stops the run by throwing TrainingStopped. Empty: never.
-  std::function<bool()> shouldStop;
+  /// Asked after every step; a stop request ends the run by throwing TrainingStopped. Default:
+  /// never.
+  StopToken stop;
 };
 
 /// What one run measured.
@@ -38,7 +39,7 @@ class CandidateMeasurer {
  public:
   virtual ~CandidateMeasurer() = default;
   /// Trains `candidate` on a fresh model (pipeline device d on the candidate's device d) as
-  /// `request` says. Throws TrainingStopped (runtime/training_loop.h) when shouldStop says so,
+  /// `request` says. Throws TrainingStopped (runtime/training_loop.h) when request.stop asks,
   /// and what the run throws when it fails (std::invalid_argument for a candidate the runtime
   /// refuses, std::runtime_error and others for a failure while training).
   virtual MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) = 0;

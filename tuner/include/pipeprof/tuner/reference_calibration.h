@@ -11,6 +11,7 @@
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/profile.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/simulator/calibration.h>
 #include <pipeprof/tuner/candidate_measurer.h>
@@ -52,11 +53,12 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 /// the calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
 /// longer time, so that a slow spell of a shared machine weighs on the calibration as it will
 /// on the measured candidates. provenance.rounds and .references are filled. Throws what the
-/// measurer throws.
+/// measurer throws (TrainingStopped when `stop` asks).
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
                                const CalibrationRounds& rounds,
-                               const std::vector<PipelineShape>& shapes = {gpipeReferenceShape()});
+                               const std::vector<PipelineShape>& shapes = {gpipeReferenceShape()},
+                               const StopToken& stop = {});
 
 /// Fills the rest of the calibration's provenance: the model, batch, devices, threads, LibTorch
 /// version, pipeprof's revision and the time now.

@@ -14,6 +14,7 @@
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/simulator/calibration.h>
@@ -22,7 +23,6 @@
 #include <pipeprof/tuner/candidate_selection.h>
 #include <pipeprof/tuner/sweep_progress.h>
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -81,9 +81,10 @@ class SweepInterrupted : public std::runtime_error {
 /// sample the whole measuring time; the final round is traced. A partly measured candidate
 /// keeps its rounds in the report (status predicted, reason "measuring: ...") and --resume
 /// continues it. A candidate that throws is recorded as Failed and the sweep goes on. Throws
-/// SweepInterrupted when `stop` becomes true (checked between steps).
+/// SweepInterrupted when `stop` asks (checked after every step of the candidates and reference
+/// pipelines, and between them); the report on disk then holds what finished.
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
-                SweepProgress& progress, const std::atomic<bool>& stop);
+                SweepProgress& progress, const StopToken& stop);
 
 /// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` (the layer
 /// profiler of runtime/layer_profiler.h), recording the model's name and threads in the

@@ -5,6 +5,7 @@
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/simulator/calibration.h>
 #include <pipeprof/simulator/predictor.h>
 #include <pipeprof/tuner/calibration_drift.h>
@@ -41,9 +42,9 @@ struct CalibratedSetup {
 /// and predicts each reference's step time for the drift correction. A resumed sweep keeps its
 /// report's calibration and drift. When the references fail (e.g. the even-balance `never`
 /// reference does not fit a device), the candidates are predicted from the raw profile and
-/// can still be measured.
+/// can still be measured. Throws TrainingStopped when `stop` asks during a reference run.
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
-                          CandidateMeasurer& measurer, SweepProgress& progress);
+                          CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop = {});
 
 /// A report holding every candidate of the search, predicted without drift: first those that
 /// fit, best predicted throughput first (predictedRank 1, 2, ...), then those predicted not to
