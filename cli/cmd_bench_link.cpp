@@ -1,6 +1,7 @@
 // `pipeprof bench-link`: the latency and bandwidth of the ranks' transport, written into a cluster file.
 #include "bench_link.h"
 #include "commands.h"
+#include "interrupts.h"
 #include "local_world.h"
 
 #include <pipeprof/core/cluster.h>
@@ -75,12 +76,13 @@ torch::Device rankDevice(const BenchLinkFlags& flags, const RankEnvironment& env
 }
 
 /// Starts the ranks here and returns rank 0's result.
-nlohmann::json launchBenchLink(const BenchLinkFlags& flags) {
+nlohmann::json launchBenchLink(const BenchLinkFlags& flags, const StopToken& stop) {
   const ScratchDirectory scratch;
   const std::vector<std::string> arguments{"bench-link", "--procs", std::to_string(flags.procs), "--device", flags.device,
                                            "--repeats", std::to_string(flags.repeats), "--timeout",
                                            fmt::format("{}", flags.timeoutS)};
-  const LocalWorldRun run = runLocalWorld(arguments, flags.procs, timeoutOf(flags), scratch, CpuBinding::Cores);
+  const LocalWorldRun run = runLocalWorld(arguments, flags.procs, timeoutOf(flags), scratch, CpuBinding::Cores, stop);
+  if (run.outcome.interrupted) throw Interrupted("interrupted: every rank was stopped, nothing was measured");
   if (!run.succeeded()) {
     throw std::runtime_error("measuring the link failed: " +
                              run.failure([](int rank) { return "rank " + std::to_string(rank); }));
@@ -108,17 +110,17 @@ void runBenchLink(const BenchLinkFlags& flags) {
     return;
   }
   rankDevice(flags, RankEnvironment{});  // refuse a bad --device before starting anything
-  report(flags, launchBenchLink(flags), transport);
+  report(flags, launchBenchLink(flags, interruptToken()), transport);
 }
 
 }  // namespace
 
-Link measureLocalLink(const std::string& device, int repeats, std::chrono::milliseconds timeout) {
+Link measureLocalLink(const std::string& device, int repeats, std::chrono::milliseconds timeout, const StopToken& stop) {
   BenchLinkFlags flags;
   flags.device = device;
   flags.repeats = repeats;
   flags.timeoutS = static_cast<double>(timeout.count()) / 1000.0;
-  const nlohmann::json result = launchBenchLink(flags);
+  const nlohmann::json result = launchBenchLink(flags, stop);
   return Link{result.at("latency_ns").get<TimeNs>(), result.at("bandwidth_bytes_per_s").get<BytesPerS>()};
 }
 

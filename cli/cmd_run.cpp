@@ -1,5 +1,6 @@
 // `pipeprof run`: trains a model on a Pipe for a few steps and reports step time, throughput, peaks.
 #include "commands.h"
+#include "interrupts.h"
 #include "run_plan.h"
 
 #include <pipeprof/core/candidate.h>
@@ -145,7 +146,13 @@ namespace {
 void runThreaded(const RunFlags& flags) {
   std::ostream& log = flags.json ? std::cerr : std::cout;
   RunPlan plan = planRun(flags, log, /*balanceAutoAllowed=*/true);
-  TrainingResult result = trainAndMeasure(plan.model, plan.options);
+  plan.options.stop = interruptToken();
+  TrainingResult result;
+  try {
+    result = trainAndMeasure(plan.model, plan.options);
+  } catch (const TrainingStopped&) {
+    throw Interrupted("interrupted after a step, nothing was written");
+  }
   Measurement& m = result.measurement;
   if (!flags.tracePath.empty()) {
     result.trace.metadata["model"] = flags.model.model;

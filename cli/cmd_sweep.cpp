@@ -1,6 +1,7 @@
 // `pipeprof sweep`: predicted and measured candidates in one JSON report, with a suggestion.
 #include "bench_link.h"
 #include "commands.h"
+#include "interrupts.h"
 #include "process_measurer.h"
 
 #include "comparison_table.h"
@@ -19,7 +20,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -30,15 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using tuner::SweepConfig;
 using tuner::SweepInputs;
-
-/// Stopped by SIGINT; the sweep checks it between steps. (A signal handler can only reach a
-/// global; nothing else reads it.)
-StopSource* gStopSource = nullptr;
-
-extern "C" void onInterrupt(int) {
-  gStopSource->requestStop();
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
 
 struct SweepFlags {
   ModelFlags model;  ///< --model, --batch, --width, --depth, --seed, --threads
@@ -166,10 +157,10 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
 }
 
 /// --procs: the transport's link, measured now (the predictions charge it on every copy).
-void measureRankLink(const SweepFlags& flags, SweepConfig& config) {
+void measureRankLink(const SweepFlags& flags, SweepConfig& config, const StopToken& stop) {
   const std::chrono::milliseconds timeout(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
   std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
-  const Link link = measureLocalLink(config.devices.front().typeName(), 5, timeout);
+  const Link link = measureLocalLink(config.devices.front().typeName(), 5, timeout, stop);
   std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
                            link.bandwidthBytesPerS / 1e9);
   config.rankLink = link;
@@ -179,26 +170,22 @@ void measureRankLink(const SweepFlags& flags, SweepConfig& config) {
 void runSweepCommand(const SweepFlags& flags) {
   SweepInputs inputs;
   SweepConfig config = validate(flags, inputs);
-  if (flags.procs > 0) measureRankLink(flags, config);
+  const StopToken stop = interruptToken();
+  if (flags.procs > 0) measureRankLink(flags, config, stop);
   ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
-  StopSource stop;
-  gStopSource = &stop;
-  auto previous = std::signal(SIGINT, onInterrupt);
+  std::unique_ptr<tuner::CandidateMeasurer> measurer;
+  if (flags.procs > 0) {
+    measurer = std::make_unique<ProcessMeasurer>(config.model, config.devices,
+                                                 std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0)));
+  } else {
+    measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);
+  }
   Report report;
   try {
-    std::unique_ptr<tuner::CandidateMeasurer> measurer;
-    if (flags.procs > 0) {
-      measurer = std::make_unique<ProcessMeasurer>(config.model, config.devices,
-                                                   std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0)));
-    } else {
-      measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);
-    }
-    report = tuner::runSweep(config, inputs, *measurer, progress, stop.token());
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
+    report = tuner::runSweep(config, inputs, *measurer, progress, stop);
+  } catch (const tuner::SweepInterrupted& interrupted) {
+    throw Interrupted(interrupted.what());  // says what the report holds
   }
-  std::signal(SIGINT, previous);
   if (flags.json) {
     std::cout << toJson(report).dump(2) << "\n";
   } else {

@@ -54,7 +54,7 @@ std::string LocalWorldRun::failure(const std::function<std::string(int rank)>& d
 }
 
 LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs, std::chrono::milliseconds timeout,
-                            const ScratchDirectory& scratch, CpuBinding binding) {
+                            const ScratchDirectory& scratch, CpuBinding binding, const StopToken& stop) {
   const std::vector<int> cpus = binding == CpuBinding::Cores ? allowedCpus() : std::vector<int>{};
   const std::unique_ptr<RendezvousStore> store = hostRendezvousStore("127.0.0.1", timeout);
   RankLaunch launch;
@@ -76,7 +76,7 @@ LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs
     return environment;
   };
   LocalWorldRun run;
-  run.outcome = launchRanks(launch);
+  run.outcome = launchRanks(launch, stop);
   for (int rank = 0; rank < procs; ++rank) {
     const std::string path = scratch.file(resultFile(rank));
     run.results.push_back(std::filesystem::exists(path) ? std::optional<nlohmann::json>(readJsonFile(path)) : std::nullopt);

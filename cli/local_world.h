@@ -51,9 +51,10 @@ enum class CpuBinding { Cores, None };
 /// set, the store hosted here (TORCHELASTIC_USE_AGENT_STORE), each rank's result file named by
 /// PIPEPROF_RANK_RESULT in `scratch` and, with CpuBinding::Cores and at least as many CPUs as
 /// ranks, rank r's share of this process's CPUs in PIPEPROF_RANK_CPUS (bindToRankCpus); waits
-/// for all of them (launchRanks: a failure stops the others after `timeout` and five seconds more).
+/// for all of them (launchRanks: a failure stops the others after `timeout` and five seconds more,
+/// `stop` all of them at once).
 LocalWorldRun runLocalWorld(const std::vector<std::string>& arguments, int procs, std::chrono::milliseconds timeout,
-                            const ScratchDirectory& scratch, CpuBinding binding);
+                            const ScratchDirectory& scratch, CpuBinding binding, const StopToken& stop);
 
 /// A rank's side: where the launcher wants its result (PIPEPROF_RANK_RESULT), or empty when it
 /// was not started by runLocalWorld (torchrun, two shells).

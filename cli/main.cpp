@@ -1,5 +1,6 @@
 // pipeprof's entry point: builds the command line and maps exceptions to exit codes.
 #include "commands.h"
+#include "interrupts.h"
 
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/runtime/torch_environment.h>
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& error) {
     std::cerr << "pipeprof: error: " << error.what() << "\n";
     return kExitUsage;
+  } catch (const cli::Interrupted& interrupted) {
+    std::cerr << "pipeprof: " << interrupted.what() << "\n";
+    return cli::kExitInterrupted;
   } catch (const cli::ReportedFailure&) {
     return kExitRuntimeFailure;
   } catch (const std::exception& error) {

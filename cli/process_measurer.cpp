@@ -30,8 +30,7 @@ tuner::MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const tu
   plan.candidate = candidate;
   plan.devices.assign(devices_.begin(), devices_.begin() + candidate.pipelineDevices());
   plan.options.devices = torchDevices(plan.devices);
-  LaunchedRun launched = launchRun(flags, plan, request.traced);
-  if (request.stop.stopRequested()) throw TrainingStopped("stopped after a run on request");
+  LaunchedRun launched = launchRun(flags, plan, request.traced, request.stop);  // TrainingStopped on request
   tuner::MeasuredRun run;
   run.measurement = std::move(launched.measurement);
   run.trace = std::move(launched.trace);

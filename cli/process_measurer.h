@@ -13,8 +13,7 @@ namespace pipeprof::cli {
 /// Runs every candidate as `pipeprof run --procs p` does (launchRun): p ranks of this
 /// executable on this host over c10d, each building the model from `model` and keeping its
 /// stages; the measurement's steps are the slowest rank's, its peaks one per rank, the trace
-/// every rank's on rank 0's clock. request.stop is asked once the run ended (a run is not
-/// interrupted midway).
+/// every rank's on rank 0's clock. A stop request stops every rank at once (TrainingStopped).
 class ProcessMeasurer : public tuner::CandidateMeasurer {
  public:
   ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout);

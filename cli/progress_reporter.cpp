@@ -31,7 +31,11 @@ void ProgressReporter::phase(const std::string& message) {
 void ProgressReporter::begin(const std::string& label) {
   current_ = label;
   stepText_.clear();
-  if (interactive_) redraw();
+  if (interactive_) {
+    redraw();
+    return;
+  }
+  out_ << "measuring " << label << " ...\n" << std::flush;  // a log shows what runs (or hangs)
 }
 
 void ProgressReporter::step(std::int64_t done, std::int64_t steps) {

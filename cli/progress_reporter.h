@@ -23,7 +23,7 @@ class ProgressReporter : public tuner::SweepProgress {
   void setTotal(std::int64_t total) override { total_ = total; }
   /// A free-form phase message ("profiling mlp on cpu with 1 thread").
   void phase(const std::string& message) override;
-  /// Candidate `label` starts measuring.
+  /// Candidate (or reference) `label` starts measuring: "measuring [2,6] x8 never ..." (plain).
   void begin(const std::string& label) override;
   /// One step of the current candidate finished (updates the bar only).
   void step(std::int64_t done, std::int64_t steps) override;

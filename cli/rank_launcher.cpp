@@ -17,33 +17,6 @@ extern char** environ;
 namespace pipeprof::cli {
 namespace {
 
-volatile std::sig_atomic_t interruptedSignal = 0;
-
-void onInterrupt(int signal) { interruptedSignal = signal; }
-
-/// Installs the launcher's SIGINT/SIGTERM handlers for its lifetime and restores the old ones.
-class InterruptScope {
- public:
-  InterruptScope() {
-    interruptedSignal = 0;
-    struct sigaction action {};
-    action.sa_handler = onInterrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previousInt_);
-    sigaction(SIGTERM, &action, &previousTerm_);
-  }
-  ~InterruptScope() {
-    sigaction(SIGINT, &previousInt_, nullptr);
-    sigaction(SIGTERM, &previousTerm_, nullptr);
-  }
-  InterruptScope(const InterruptScope&) = delete;
-  InterruptScope& operator=(const InterruptScope&) = delete;
-
- private:
-  struct sigaction previousInt_ {};
-  struct sigaction previousTerm_ {};
-};
-
 pid_t startRank(const RankLaunch& launch, int rank) {
   std::vector<std::string> environment;
   const std::map<std::string, std::string> extra = launch.rankEnvironment ? launch.rankEnvironment(rank)
@@ -98,8 +71,7 @@ std::string currentExecutable() {
   return std::string(buffer.data(), static_cast<std::size_t>(length));
 }
 
-LaunchOutcome launchRanks(const RankLaunch& launch) {
-  InterruptScope interrupts;
+LaunchOutcome launchRanks(const RankLaunch& launch, const StopToken& stop) {
   LaunchOutcome outcome;
   outcome.ranks.resize(static_cast<std::size_t>(launch.worldSize));
   std::vector<bool> running(static_cast<std::size_t>(launch.worldSize), false);
@@ -131,12 +103,18 @@ LaunchOutcome launchRanks(const RankLaunch& launch) {
       exit.exited = WIFEXITED(status);
       exit.code = exit.exited ? WEXITSTATUS(status) : 0;
       exit.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+      // A terminal's Ctrl-C reaches the ranks too (the foreground process group): not a failure.
+      const bool interruptedRank = exit.signal == SIGINT && !exit.terminatedByLauncher;
+      if (interruptedRank && outcome.firstFailedRank < 0 && !outcome.interrupted) {
+        outcome.interrupted = true;
+        terminateAt = Clock::now();
+      }
       if (!exit.succeeded() && outcome.firstFailedRank < 0 && !outcome.interrupted) {
         outcome.firstFailedRank = static_cast<int>(r);
         terminateAt = Clock::now() + launch.grace;
       }
     }
-    if (interruptedSignal != 0 && !outcome.interrupted) {
+    if (stop.stopRequested() && !outcome.interrupted && outcome.firstFailedRank < 0) {
       outcome.interrupted = true;
       terminateAt = Clock::now();
     }

@@ -1,6 +1,8 @@
 // Starts the ranks of a local multi-process world as child processes, watches them, leaves none behind.
 #pragma once
 
+#include <pipeprof/core/stop_token.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -38,14 +40,18 @@ struct RankExit {
 struct LaunchOutcome {
   std::vector<RankExit> ranks;  ///< by rank
   int firstFailedRank = -1;     ///< the first rank seen to fail, or -1
-  bool interrupted = false;     ///< Ctrl-C (SIGINT) or SIGTERM reached the launcher
+  /// Stopped on request (the StopToken), or a rank was killed by SIGINT (a terminal's Ctrl-C
+  /// reaches the whole process group), before any rank failed.
+  bool interrupted = false;
 };
 
 /// Starts every rank (each dies with the launcher: PR_SET_PDEATHSIG), waits for all of them,
-/// and stops the rest once one fails (after `grace`) or the launcher is interrupted (at once).
-/// Returns when no rank is left. Throws std::runtime_error when a rank cannot be started (the
-/// ones already started are stopped first).
-LaunchOutcome launchRanks(const RankLaunch& launch);
+/// and stops the rest once one fails (after `grace`) or when `stop` asks or a rank was killed
+/// by SIGINT (at once: SIGTERM, then SIGKILL two seconds later). Installs no signal handler: a
+/// program that wants Ctrl-C to stop the ranks requests stop on the token's source. Returns
+/// when no rank is left. Throws std::runtime_error when a rank cannot be started (the ones
+/// already started are stopped first).
+LaunchOutcome launchRanks(const RankLaunch& launch, const StopToken& stop);
 
 /// The path of the running executable (/proc/self/exe).
 std::string currentExecutable();

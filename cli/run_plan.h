@@ -71,9 +71,9 @@ struct LaunchedRun {
 };
 
 /// Starts flags.procs ranks of this executable on this host running `plan` and waits for them.
-/// Throws UsageError when --procs differs from the devices, std::runtime_error naming the
-/// failed rank when the run fails.
-LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced);
+/// Throws UsageError when --procs differs from the devices, TrainingStopped when `stop` asks
+/// (or Ctrl-C reached the ranks), std::runtime_error naming the failed rank when the run fails.
+LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced, const StopToken& stop);
 
 /// `pipeprof run --procs N`: launchRun, then the report.
 void runLaunchedRanks(const RunFlags& flags);

@@ -1,6 +1,7 @@
 // `pipeprof run` with one process per pipeline device: the launcher (--procs N) and a rank's side (torchrun).
 #include "commands.h"
 #include "cpu_binding.h"
+#include "interrupts.h"
 #include "local_world.h"
 #include "run_plan.h"
 
@@ -157,7 +158,7 @@ void runAsRank(const RunFlags& flags) {
   }
 }
 
-LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced) {
+LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced, const StopToken& stop) {
   const auto devices = static_cast<int>(plan.devices.size());
   if (flags.procs != devices) {
     throw UsageError("--procs " + std::to_string(flags.procs) + " but --devices " + flags.devices + " names " +
@@ -166,7 +167,8 @@ LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced) {
   const ScratchDirectory scratch;
   const LocalWorldRun run = runLocalWorld(rankArguments(flags, plan, traced ? scratch.file("trace.json") : ""),
                                           flags.procs, timeoutOf(flags), scratch,
-                                          flags.cpuBind == "none" ? CpuBinding::None : CpuBinding::Cores);
+                                          flags.cpuBind == "none" ? CpuBinding::None : CpuBinding::Cores, stop);
+  if (run.outcome.interrupted) throw TrainingStopped("interrupted: every rank was stopped");
   if (!run.succeeded()) {
     throw std::runtime_error(
         run.failure([&](int rank) { return "rank " + std::to_string(rank) + " (" + stagesText(rank, plan.candidate) + ")"; }));
@@ -204,7 +206,12 @@ LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced) {
 void runLaunchedRanks(const RunFlags& flags) {
   std::ostream& log = flags.json ? std::cerr : std::cout;
   const RunPlan plan = planRun(flags, log, /*balanceAutoAllowed=*/true);
-  LaunchedRun launched = launchRun(flags, plan, !flags.tracePath.empty());
+  LaunchedRun launched;
+  try {
+    launched = launchRun(flags, plan, !flags.tracePath.empty(), interruptToken());
+  } catch (const TrainingStopped&) {
+    throw Interrupted("interrupted: every rank was stopped, nothing was written");
+  }
   Measurement& m = launched.measurement;
   if (!flags.tracePath.empty()) {
     writeChromeTraceFile(launched.trace, flags.tracePath);

@@ -395,8 +395,10 @@ TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(WEXITSTATUS(status), 130);
   EXPECT_NE(slurp(err).find("interrupted during"), std::string::npos) << slurp(err);
+  EXPECT_NE(slurp(err).find("holds what finished -- continue with the same command and --resume"), std::string::npos)
+      << slurp(err);
   const Report interrupted = readReport(report.string());
   EXPECT_FALSE(interrupted.complete);
   EXPECT_TRUE(withStatus(interrupted, CandidateStatus::Measured).empty());
