@@ -1,6 +1,8 @@
 // The measured training loop of one rank of a multi-process pipeline.
 #include <pipeprof/runtime/rank_training.h>
 
+#include "training_steps.h"
+
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/rank_environment.h>
 
@@ -88,14 +90,6 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
   runtime.train(true);
 
   const Batch batch = model.makeBatch(options.batch, options.dataSeed);
-  const std::vector<torch::Tensor> parameters = runtime.parameters();
-  std::unique_ptr<torch::optim::SGD> optimizer;
-  if (!parameters.empty()) {
-    optimizer = std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(options.learningRate));
-  }
-  const bool last = !runtime.stages().empty() &&
-                    runtime.stages().back() == static_cast<std::int64_t>(options.balance.size()) - 1;
-
   RankTrainingResult result;
   result.rank = rank;
   result.stages = runtime.stages();
@@ -109,24 +103,18 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     tracer->enable();
     runtime.setTracer(tracer.get());
   }
-  const auto step = [&](bool measured) {
-    transport.barrier();
-    const TimeNs startNs = steadyNowNs();
-    for (const torch::Tensor& parameter : parameters) {
-      if (parameter.grad().defined()) parameter.grad().zero_();
-    }
-    const TransferTotals before = runtime.transferTotals();
-    const torch::Tensor loss = runtime.step(batch.input, batch.target, model.loss, runtime.stepSeed());
-    const TimeNs optimizerStartNs = steadyNowNs();
-    if (optimizer) optimizer->step();
+  TransferTotals before;
+  StepHooks hooks;
+  hooks.beforeStep = [&] { transport.barrier(); };
+  hooks.runStep = [&] {
+    before = runtime.transferTotals();
+    return runtime.step(batch.input, batch.target, model.loss, runtime.stepSeed());
+  };
+  hooks.afterStep = [&] {
     if (stageOptions.device.is_cuda()) torch::cuda::synchronize(stageOptions.device.index());
-    const TimeNs endNs = steadyNowNs();
-    recordLoopSpan(tracer.get(), traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
-    if (last) result.losses.push_back(loss.item<double>());
-    if (options.stop.stopRequested()) throw TrainingStopped("stopped after a step on request");
-    if (!measured) return;
-    recordLoopSpan(tracer.get(), traceDevice, Phase::Step, "step", startNs, endNs);
-    result.stepNs.push_back(endNs - startNs);
+  };
+  hooks.measured = [&](TimeNs stepNs) {
+    result.stepNs.push_back(stepNs);
     result.peakBytes = std::max(result.peakBytes, runtime.peakBytes());
     const TransferTotals after = runtime.transferTotals();
     result.transfers.sentBytes += after.sentBytes - before.sentBytes;
@@ -134,10 +122,7 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     result.transfers.messagesSent += after.messagesSent - before.messagesSent;
     result.transfers.messagesReceived += after.messagesReceived - before.messagesReceived;
   };
-  const TimeNs warmupStartNs = steadyNowNs();
-  for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
-  if (options.warmupSteps > 0) recordLoopSpan(tracer.get(), traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
-  for (std::int64_t s = 0; s < options.steps; ++s) step(true);
+  result.losses = runTrainingSteps(options, runtime.parameters(), hooks, tracer.get(), traceDevice);
   transport.barrier();  // no rank leaves (and takes the store with it) while another still needs it
 
   if (tracer) {

@@ -54,17 +54,6 @@ struct TrainingResult {
   std::string collectorNote;
 };
 
-class HostTracer;
-
-/// Records a training loop's host span on `device` when the tracer is set: warm-up and step on
-/// lane "host", the optimizer (inside a step) on lane "optimizer", so spans on a lane never overlap.
-void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,
-                    TimeNs endNs);
-
-/// Throws std::invalid_argument for non-positive steps or batch, negative warm-up steps, or
-/// chunks > batch (the checks of every training loop, threaded or one rank's).
-void validateTrainingOptions(const TrainingOptions& options);
-
 /// Trains `model` (moved into a Pipe with the options' schedule) for warmupSteps + steps steps
 /// of SGD on one synthetic batch: each step is Pipe::step (forward, the model's loss per
 /// micro-batch on the last stage, backward, in schedule order) and an optimizer step, timed
