@@ -24,7 +24,7 @@ bool inPhase(OpKind kind, StepPhase phase) {
 Step::Step(StepConfig config, std::vector<Tensors> microBatches, std::vector<torch::Tensor> targets)
     : config_(std::move(config)),
       channel_(*config_.core.schedule, *config_.streams, config_.core.tracer, config_.core.traceDevices),
-      core_(config_.core, channel_, std::move(microBatches), std::move(targets)) {}
+      core_(config_.core, channel_, &channel_, std::move(microBatches), std::move(targets)) {}
 
 void Step::run(std::int64_t d, StepPhase phase) {
   // Everything the worker allocates counts against its device, whichever stage it runs.

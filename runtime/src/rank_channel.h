@@ -42,7 +42,7 @@ struct RankChannelContext {
   int rankOf(std::int64_t j) const { return static_cast<int>(schedule->deviceOf(j)); }
 };
 
-class RankChannel final : public StageChannel {
+class RankChannel final : public ForwardChannel, public BackwardChannel {
  public:
   /// rows: every micro-batch's rows (which agreed shapes its messages have).
   RankChannel(const RankChannelContext& context, std::vector<std::int64_t> rows);
@@ -50,10 +50,12 @@ class RankChannel final : public StageChannel {
   /// Posts the receives `op` will wait for, so their data can arrive while earlier ops compute.
   void postReceivesOf(const Op& op);
 
+  /// sendActivations throws std::runtime_error when the outputs' shapes differ from the agreed ones.
   Tensors receiveActivations(std::int64_t i, std::int64_t j) override;
   void sendActivations(std::int64_t i, std::int64_t j, const Tensors& outputs) override;
   void sendSkip(const PartitionSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) override;
   torch::Tensor receiveSkip(const PartitionSkipRoute& route, std::int64_t i) override;
+  /// Gradients travel for floating tensors only; a missing one goes as zeros.
   Tensors receiveOutputGrads(std::int64_t i, std::int64_t j) override;
   void sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads) override;
   void sendSkipGrad(const PartitionSkipRoute& route, std::int64_t i, torch::Tensor grad) override;

@@ -1,8 +1,6 @@
 // The set-up pass of a rank: the channel passes the shapes of what crosses stages.
 #include "shape_channel.h"
 
-#include <stdexcept>
-
 namespace pipeprof {
 namespace {
 
@@ -12,10 +10,6 @@ Tensors zerosOf(const TensorSpecs& specs, const torch::Device& device) {
     tensors.push_back(torch::zeros(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(device)));
   }
   return tensors;
-}
-
-[[noreturn]] void noBackward() {
-  throw std::logic_error("the shape agreement runs forwards only; a stage asked for a gradient");
 }
 
 }  // namespace
@@ -56,10 +50,5 @@ torch::Tensor ShapeChannel::receiveSkip(const PartitionSkipRoute& route, std::in
   shapes_.skips[{route.scheduleIndex, rows_.at(static_cast<std::size_t>(i))}] = specs.front();
   return zerosOf(specs, context_.device).front();
 }
-
-Tensors ShapeChannel::receiveOutputGrads(std::int64_t, std::int64_t) { noBackward(); }
-void ShapeChannel::sendInputGrads(std::int64_t, std::int64_t, Tensors) { noBackward(); }
-void ShapeChannel::sendSkipGrad(const PartitionSkipRoute&, std::int64_t, torch::Tensor) { noBackward(); }
-torch::Tensor ShapeChannel::receiveSkipGrad(const PartitionSkipRoute&, std::int64_t) { noBackward(); }
 
 }  // namespace pipeprof

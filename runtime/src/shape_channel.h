@@ -15,7 +15,7 @@
 
 namespace pipeprof {
 
-class ShapeChannel final : public StageChannel {
+class ShapeChannel final : public ForwardChannel {
  public:
   /// rows[r]: the rows of the r-th distinct micro-batch size (the core's micro-batch r).
   ShapeChannel(const RankChannelContext& context, AgreedShapes& shapes, std::vector<std::int64_t> rows);
@@ -24,11 +24,6 @@ class ShapeChannel final : public StageChannel {
   void sendActivations(std::int64_t i, std::int64_t j, const Tensors& outputs) override;
   void sendSkip(const PartitionSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) override;
   torch::Tensor receiveSkip(const PartitionSkipRoute& route, std::int64_t i) override;
-  /// The set-up pass runs no backward: these throw std::logic_error.
-  Tensors receiveOutputGrads(std::int64_t i, std::int64_t j) override;
-  void sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads) override;
-  void sendSkipGrad(const PartitionSkipRoute& route, std::int64_t i, torch::Tensor grad) override;
-  torch::Tensor receiveSkipGrad(const PartitionSkipRoute& route, std::int64_t i) override;
 
  private:
   TensorSpecs receiveSpecs(int fromRank, std::uint32_t tag);

@@ -46,7 +46,7 @@ class StageCore::SkipRouter final : public SkipTracker {
       return;
     }
     if (core_.config_.gradEnabled && !core_.checkpointed(i_)) cell.stashedOut[key] = tensor;
-    core_.channel_.sendSkip(*route, i_, tensor);
+    core_.forward_.sendSkip(*route, i_, tensor);
   }
 
   torch::Tensor pop(const SkipKey& key) override {
@@ -60,7 +60,7 @@ class StageCore::SkipRouter final : public SkipTracker {
     if (route == nullptr) throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
     Cell& cell = core_.cell(i_, j_);
     if (pass_ == Pass::Recompute) return cell.poppedLeaves.at(key);
-    torch::Tensor tensor = core_.channel_.receiveSkip(*route, i_);
+    torch::Tensor tensor = core_.forward_.receiveSkip(*route, i_);
     if (!core_.config_.gradEnabled) return tensor;
     torch::Tensor leaf = leafOf(tensor, true);
     cell.poppedLeaves[key] = leaf;
@@ -75,10 +75,11 @@ class StageCore::SkipRouter final : public SkipTracker {
   std::map<SkipKey, torch::Tensor> local_;
 };
 
-StageCore::StageCore(StageCoreConfig config, StageChannel& channel, std::vector<Tensors> microBatches,
-                     std::vector<torch::Tensor> targets)
+StageCore::StageCore(StageCoreConfig config, ForwardChannel& forward, BackwardChannel* backward,
+                     std::vector<Tensors> microBatches, std::vector<torch::Tensor> targets)
     : config_(std::move(config)),
-      channel_(channel),
+      forward_(forward),
+      backward_(backward),
       m_(static_cast<std::int64_t>(microBatches.size())),
       n_(config_.schedule->partitions()),
       microBatches_(std::move(microBatches)),
@@ -131,7 +132,7 @@ Tensors StageCore::runStage(std::int64_t i, std::int64_t j, Tensors inputs, Pass
 }
 
 void StageCore::forward(std::int64_t i, std::int64_t j) {
-  Tensors inputs = j == 0 ? std::move(microBatches_.at(static_cast<std::size_t>(i))) : channel_.receiveActivations(i, j);
+  Tensors inputs = j == 0 ? std::move(microBatches_.at(static_cast<std::size_t>(i))) : forward_.receiveActivations(i, j);
   const bool keepGraph = config_.gradEnabled && !checkpointed(i);
   Tensors outputs;
   {
@@ -146,7 +147,7 @@ void StageCore::forward(std::int64_t i, std::int64_t j) {
     outputs = runStage(i, j, std::move(inputs), Pass::Forward);
   }
   const bool last = j + 1 == n_;
-  if (!last) channel_.sendActivations(i, j, outputs);
+  if (!last) forward_.sendActivations(i, j, outputs);
   // The last stage's outputs wait for the loss (or the caller); others only for backward.
   if (keepGraph || last) cell(i, j).outputs = std::move(outputs);
 }
@@ -199,13 +200,17 @@ void StageCore::loss(std::int64_t i) {
 }
 
 void StageCore::backward(std::int64_t i, std::int64_t j) {
+  if (backward_ == nullptr) {
+    throw std::logic_error("backward(" + std::to_string(i) + "," + std::to_string(j) + ") in a pass of forwards only");
+  }
+  BackwardChannel& channel = *backward_;
   // The last stage of a step with a loss starts from loss(i); every other from the gradients of
   // its outputs (the last stage's from the caller when there is no loss).
   const bool fromLoss = config_.lossFn != nullptr && j + 1 == n_;
-  Tensors outputGrads = fromLoss ? Tensors{} : channel_.receiveOutputGrads(i, j);
+  Tensors outputGrads = fromLoss ? Tensors{} : channel.receiveOutputGrads(i, j);
   std::map<SkipKey, torch::Tensor> stashGrads;
   for (const auto& route : *config_.routes) {
-    if (route.stashJ == j && route.popJ != j) stashGrads[route.key] = channel_.receiveSkipGrad(route, i);
+    if (route.stashJ == j && route.popJ != j) stashGrads[route.key] = channel.receiveSkipGrad(route, i);
   }
   Cell& own = cell(i, j);
   Tensors inputGrads;
@@ -248,8 +253,8 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
     own.lossValue = std::move(lossValue);
     if (fromLoss) targets_.at(static_cast<std::size_t>(i)) = torch::Tensor();
   }
-  channel_.sendInputGrads(i, j, std::move(inputGrads));
-  for (auto& [route, grad] : popGrads) channel_.sendSkipGrad(*route, i, std::move(grad));
+  channel.sendInputGrads(i, j, std::move(inputGrads));
+  for (auto& [route, grad] : popGrads) channel.sendSkipGrad(*route, i, std::move(grad));
 }
 
 void StageCore::recordMemory(std::int64_t j) const {

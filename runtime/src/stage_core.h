@@ -2,9 +2,9 @@
 // recompute, backward, skip routing and RNG replay.
 //
 // The threaded Pipe (pipeline.h) and a rank of the multi-process pipeline (stage_step.h) run the
-// same StageCore; they differ only in their StageChannel, how tensors travel between stages: a
+// same StageCore; they differ only in their channels, how tensors travel between stages: a
 // hand-over between the threads of one process (thread_channel.h) or messages between ranks
-// (rank_channel.h). Data flow of micro-batch i through stage j (training, autograd on):
+// (rank_channel.h); a rank's set-up pass runs forwards through a shape channel (shape_channel.h). Data flow of micro-batch i through stage j (training, autograd on):
 //
 //   receiveActivations(i,j) ──► inputs (leaves) ─layers─► outputs ──► sendActivations(i,j)
 //   receiveSkip(route,i) ─────► popped leaves      │ stash ─────────► sendSkip(route,i)
@@ -39,20 +39,26 @@ namespace pipeprof {
 
 class HostTracer;
 
-/// How tensors travel between stages; the one thing the two executors do differently. Every
-/// call is made by the thread running the op of the stage named (j, or the route's end that
-/// calls it). Receives block until the tensors are there and throw when the step is abandoned.
-/// An undefined tensor stands for "no gradient" both ways.
-class StageChannel {
+/// How tensors travel between stages, the one thing the executors do differently: the forward
+/// half (activations to the next stage, skips to the stage that pops them) and the backward
+/// half (their gradients back). Every call is made by the thread running the op of the stage
+/// named (j, or the route's end that calls it). Receives block until the tensors are there
+/// and throw when the step is abandoned. An undefined tensor stands for "no gradient".
+class ForwardChannel {
  public:
-  virtual ~StageChannel() = default;
-  /// Stage j's inputs for micro-batch i (j > 0): stage j - 1's outputs.
+  virtual ~ForwardChannel() = default;
+  /// Stage j's inputs for micro-batch i (j > 0): what stage j - 1 sent.
   virtual Tensors receiveActivations(std::int64_t i, std::int64_t j) = 0;
   /// Hands stage j's outputs for micro-batch i to stage j + 1 (j + 1 < n).
   virtual void sendActivations(std::int64_t i, std::int64_t j, const Tensors& outputs) = 0;
   /// A skip tensor stashed in route.stashJ, for route.popJ (the route crosses stages).
   virtual void sendSkip(const PartitionSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) = 0;
   virtual torch::Tensor receiveSkip(const PartitionSkipRoute& route, std::int64_t i) = 0;
+};
+
+class BackwardChannel {
+ public:
+  virtual ~BackwardChannel() = default;
   /// The gradients of stage j's outputs: from stage j + 1, or for the last stage of a step
   /// without a loss from the caller (forward() then backward()).
   virtual Tensors receiveOutputGrads(std::int64_t i, std::int64_t j) = 0;
@@ -85,9 +91,9 @@ struct StageCoreConfig {
 class StageCore {
  public:
   /// microBatches: the input's micro-batches (read by stage 0); targets: the target's (read by
-  /// the last stage; empty without a loss).
-  StageCore(StageCoreConfig config, StageChannel& channel, std::vector<Tensors> microBatches,
-            std::vector<torch::Tensor> targets);
+  /// the last stage; empty without a loss). backward: null for a pass of forwards only.
+  StageCore(StageCoreConfig config, ForwardChannel& forward, BackwardChannel* backward,
+            std::vector<Tensors> microBatches, std::vector<torch::Tensor> targets);
 
   const StageCoreConfig& config() const { return config_; }
   std::int64_t chunks() const { return m_; }
@@ -131,7 +137,8 @@ class StageCore {
   void recordMemory(std::int64_t j) const;
 
   StageCoreConfig config_;
-  StageChannel& channel_;
+  ForwardChannel& forward_;
+  BackwardChannel* backward_;
   std::int64_t m_;
   std::int64_t n_;
   std::vector<Tensors> microBatches_;

@@ -185,7 +185,7 @@ class StageRuntimeImpl {
       StageCoreConfig config = coreConfig();
       config.gradEnabled = false;
       config.tracer = nullptr;
-      StageCore core(std::move(config), channel, std::move(inputs), {});
+      StageCore core(std::move(config), channel, /*backward=*/nullptr, std::move(inputs), {});
       torch::NoGradGuard noGrad;
       for (std::size_t r = 0; r < distinct.size(); ++r) {
         for (const Partition& partition : partitions_) {

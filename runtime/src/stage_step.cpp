@@ -18,7 +18,7 @@ RankStep::RankStep(StageCoreConfig core, const RankChannelContext& context, std:
                    std::vector<torch::Tensor> targets, std::vector<std::int64_t> rows)
     : context_(context),
       channel_(context, std::move(rows)),
-      core_(std::move(core), channel_, std::move(microBatches), std::move(targets)) {}
+      core_(std::move(core), channel_, &channel_, std::move(microBatches), std::move(targets)) {}
 
 void RankStep::run() {
   Mailbox& mailbox = *context_.mailbox;

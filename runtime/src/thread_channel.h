@@ -24,16 +24,18 @@ namespace pipeprof {
 /// Thrown by a receive of an abandoned channel (another op failed); never the step's error.
 struct StepAborted {};
 
-class ThreadChannel final : public StageChannel {
+class ThreadChannel final : public ForwardChannel, public BackwardChannel {
  public:
   /// traceDevices: by stage, the trace device of its pipeline device (copy spans).
   ThreadChannel(const Schedule& schedule, const PipeStreams& streams, HostTracer* tracer,
                 std::vector<std::string> traceDevices);
 
+  // The receiver copies activations and skips to its device: a "copy" span on its lane.
   Tensors receiveActivations(std::int64_t i, std::int64_t j) override;
   void sendActivations(std::int64_t i, std::int64_t j, const Tensors& outputs) override;
   void sendSkip(const PartitionSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) override;
   torch::Tensor receiveSkip(const PartitionSkipRoute& route, std::int64_t i) override;
+  // The sender copies gradients to the receiver's device.
   Tensors receiveOutputGrads(std::int64_t i, std::int64_t j) override;
   void sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads) override;
   void sendSkipGrad(const PartitionSkipRoute& route, std::int64_t i, torch::Tensor grad) override;
