@@ -9,42 +9,22 @@
 #include <pipeprof/runtime/stage_runtime.h>
 
 #include "pipe_test_util.h"
+#include "rank_world.h"
 #include "skip_test_layers.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace pipeprof {
 namespace {
 
 using testing::meanSquaredError;
-
-/// Runs body(rank, transport) for every rank of a world of p ranks, each on its own thread;
-/// returns each rank's error text (empty when it succeeded).
-std::vector<std::string> runRanks(int p, const std::function<void(int, Transport&)>& body) {
-  InProcessWorld world(p, std::chrono::seconds(30));
-  std::vector<std::string> errors(static_cast<std::size_t>(p));
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < p; ++r) {
-    ranks.emplace_back([&, r] {
-      try {
-        auto transport = world.transport(r);
-        body(r, *transport);
-      } catch (const std::exception& error) {
-        errors[static_cast<std::size_t>(r)] = error.what();
-        world.kill(r);
-      }
-    });
-  }
-  for (auto& rank : ranks) rank.join();
-  return errors;
-}
+using testing::runRanks;
+using testing::stageOptions;
 
 /// A layer with a dropout inside it (a child of the Sequential that is not itself a dropout).
 struct DropoutBlockImpl : torch::nn::Module {
@@ -66,16 +46,6 @@ torch::nn::Sequential nestedDropoutModel() {
   return model;
 }
 
-StageOptions stageOptions(std::vector<std::int64_t> balance, std::int64_t chunks, Checkpoint mode,
-                          ScheduleKind kind = ScheduleKind::GPipe) {
-  StageOptions options;
-  options.balance = std::move(balance);
-  options.chunks = chunks;
-  options.checkpoint = mode;
-  options.schedule = kind;
-  return options;
-}
-
 PipeOptions pipeOptions(const StageOptions& stage) {
   PipeOptions options;
   static_cast<PipelineShape&>(options) = stage;
@@ -84,7 +54,7 @@ PipeOptions pipeOptions(const StageOptions& stage) {
 }
 
 TEST(ExecutorsAgree, ANestedDropoutDrawsTheSameSeedAndMasksOnTheRanks) {
-  const StageOptions options = stageOptions({2, 1}, 4, Checkpoint::Always);
+  const StageOptions options = stageOptions(ScheduleKind::GPipe, 1, {2, 1}, 4, Checkpoint::Always);
   const torch::Tensor input = torch::randn({8, 16});
   const torch::Tensor target = torch::randn({8, 16});
   torch::manual_seed(5);
@@ -126,7 +96,7 @@ TEST(ExecutorsAgree, BothRunTheSameOpsInTrainingAndInEvalMode) {
   const torch::Tensor target = torch::randn({6, 8});
   for (const bool training : {true, false}) {
     SCOPED_TRACE(training ? "training" : "eval");
-    const StageOptions options = stageOptions({2, 2}, 3, Checkpoint::Always, ScheduleKind::OneFOneB);
+    const StageOptions options = stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 3, Checkpoint::Always);
     HostTracer threadedTracer;
     threadedTracer.enable();
     Pipe pipe(testing::linearTanh(4), options.balance, pipeOptions(options));
@@ -178,7 +148,7 @@ std::pair<std::string, std::string> stepErrors(const StageOptions& options, cons
 
 TEST(ExecutorsAgree, ALossThatIsNotAScalarFailsAlikeNamingItsSize) {
   const auto [threaded, rank] =
-      stepErrors(stageOptions({2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}), torch::randn({4, 8}),
+      stepErrors(stageOptions(ScheduleKind::GPipe, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}), torch::randn({4, 8}),
                  [](const torch::Tensor& output, const torch::Tensor& target) { return (output - target).pow(2); });
   EXPECT_NE(threaded.find("the loss function must return a scalar (it returned 16 elements)"), std::string::npos)
       << threaded;
@@ -186,7 +156,7 @@ TEST(ExecutorsAgree, ALossThatIsNotAScalarFailsAlikeNamingItsSize) {
 }
 
 TEST(ExecutorsAgree, ATargetWithoutRowsIsRefusedAlike) {
-  const auto [threaded, rank] = stepErrors(stageOptions({2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}),
+  const auto [threaded, rank] = stepErrors(stageOptions(ScheduleKind::GPipe, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}),
                                            torch::tensor(1.0), meanSquaredError);
   EXPECT_NE(threaded.find("step() needs a target with a batch dimension"), std::string::npos) << threaded;
   EXPECT_EQ(rank, threaded);
@@ -194,8 +164,7 @@ TEST(ExecutorsAgree, ATargetWithoutRowsIsRefusedAlike) {
 
 TEST(ExecutorsAgree, AMalformedShapeIsRefusedAlike) {
   // Three stages cannot be two per device: both executors say so, with one definition of p.
-  StageOptions options = stageOptions({1, 1, 2}, 2, Checkpoint::Never, ScheduleKind::Interleaved);
-  options.stagesPerDevice = 2;
+  const StageOptions options = stageOptions(ScheduleKind::Interleaved, 2, {1, 1, 2}, 2, Checkpoint::Never);
   std::string threaded;
   try {
     Pipe pipe(testing::linearTanh(4), options.balance, pipeOptions(options));

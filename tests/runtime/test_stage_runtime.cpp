@@ -3,6 +3,7 @@
 #include <pipeprof/runtime/stage_runtime.h>
 
 #include "pipe_test_util.h"
+#include "rank_world.h"
 #include "skip_test_layers.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@ namespace {
 using testing::close;
 using testing::meanSquaredError;
 using testing::skipModel;
+using testing::stageOptions;
 using testing::text;
 
 struct RankResult {
@@ -57,17 +59,6 @@ std::vector<RankResult> runWorld(InProcessWorld& world, const std::function<torc
   }
   for (auto& rank : ranks) rank.join();
   return results;
-}
-
-StageOptions stageOptions(ScheduleKind kind, std::int64_t v, std::vector<std::int64_t> balance, std::int64_t chunks,
-                          Checkpoint mode) {
-  StageOptions options;
-  options.balance = std::move(balance);
-  options.schedule = kind;
-  options.stagesPerDevice = v;
-  options.chunks = chunks;
-  options.checkpoint = mode;
-  return options;
 }
 
 struct Case {
@@ -128,26 +119,12 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
     StageOptions options = stageOptions(c.kind, c.v, c.balance, c.chunks, Checkpoint::ExceptLast);
     options.deferredBatchNorm = true;
     const auto p = static_cast<int>(c.balance.size());
-    InProcessWorld world(p, std::chrono::seconds(30));
     std::vector<torch::nn::Sequential> models;
     for (int r = 0; r < p; ++r) models.push_back(testing::bnModel());
-    std::vector<std::string> errors(static_cast<std::size_t>(p));
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < p; ++r) {
-      ranks.emplace_back([&, r] {
-        try {
-          auto transport = world.transport(r);
-          StageRuntime runtime(models[static_cast<std::size_t>(r)], options, *transport);
-          for (int step = 0; step < 2; ++step) runtime.step(input, target, meanSquaredError, 0);
-        } catch (const std::exception& error) {
-          errors[static_cast<std::size_t>(r)] = error.what();
-          world.kill(r);
-        }
-      });
-    }
-    for (auto& rank : ranks) rank.join();
-    std::string failures;
-    for (const std::string& error : errors) failures += error;
+    const std::string failures = testing::joined(testing::runRanks(p, [&](int r, Transport& transport) {
+      StageRuntime runtime(models[static_cast<std::size_t>(r)], options, transport);
+      for (int step = 0; step < 2; ++step) runtime.step(input, target, meanSquaredError, 0);
+    }));
     ASSERT_EQ(failures, "");
     // The rank holding bn2 shares its buffers with the Sequential it was given.
     testing::expectSameBuffers(expected, models[1]);

@@ -1,0 +1,57 @@
+// Shared helpers of the stage runtime tests: ranks as threads of one InProcessWorld, and their options.
+#pragma once
+
+#include <pipeprof/runtime/in_process_transport.h>
+#include <pipeprof/runtime/stage_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace pipeprof::testing {
+
+/// Runs body(rank, transport) for every rank of a world of p ranks, each on its own thread; a
+/// rank that throws is killed (its peers see it gone). Returns every rank's error text, empty
+/// where it succeeded.
+inline std::vector<std::string> runRanks(int p, const std::function<void(int, Transport&)>& body,
+                                         std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  InProcessWorld world(p, timeout);
+  std::vector<std::string> errors(static_cast<std::size_t>(p));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < p; ++r) {
+    ranks.emplace_back([&, r] {
+      try {
+        auto transport = world.transport(r);
+        body(r, *transport);
+      } catch (const std::exception& error) {
+        errors[static_cast<std::size_t>(r)] = error.what();
+        world.kill(r);
+      }
+    });
+  }
+  for (auto& rank : ranks) rank.join();
+  return errors;
+}
+
+/// The concatenated errors of runRanks ("" when every rank succeeded).
+inline std::string joined(const std::vector<std::string>& errors) {
+  std::string text;
+  for (const std::string& error : errors) text += error;
+  return text;
+}
+
+inline StageOptions stageOptions(ScheduleKind kind, std::int64_t v, std::vector<std::int64_t> balance,
+                                 std::int64_t chunks, Checkpoint mode) {
+  StageOptions options;
+  options.balance = std::move(balance);
+  options.schedule = kind;
+  options.stagesPerDevice = v;
+  options.chunks = chunks;
+  options.checkpoint = mode;
+  return options;
+}
+
+}  // namespace pipeprof::testing
