@@ -1,5 +1,4 @@
 // `pipeprof sweep`: predicted and measured candidates in one JSON report, with a suggestion.
-#include "bench_link.h"
 #include "commands.h"
 #include "interrupts.h"
 #include "process_measurer.h"
@@ -12,6 +11,8 @@
 
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/launch/local_run.h>
+#include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 #include <pipeprof/tuner/environment_info.h>
@@ -158,9 +159,19 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
 
 /// --procs: the transport's link, measured now (the predictions charge it on every copy).
 void measureRankLink(const SweepFlags& flags, SweepConfig& config, const StopToken& stop) {
-  const std::chrono::milliseconds timeout(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
   std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
-  const Link link = measureLocalLink(config.devices.front().typeName(), 5, timeout, stop);
+  launch::RankJob job;
+  job.kind = launch::RankJobKind::LinkBenchmark;
+  job.linkDevice = config.devices.front().typeName();
+  job.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
+  launch::LocalRunOptions options;
+  options.worker = launch::findRankWorker();
+  Link link;
+  try {
+    link = launch::measureLocalLink(job, options, stop).link;
+  } catch (const launch::RunInterrupted&) {
+    throw Interrupted("interrupted while measuring the link, before any report was written");
+  }
   std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
                            link.bandwidthBytesPerS / 1e9);
   config.rankLink = link;

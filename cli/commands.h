@@ -15,13 +15,6 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A failure already reported where it belongs (a launched rank's result file, read by the
-/// launcher that prints it): the CLI exits with code 1 and prints nothing more.
-class ReportedFailure : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 /// Runs `parse()`; a std::invalid_argument it throws becomes a UsageError "<flag>: <its
 /// message><hint>", e.g. parseFlag("--checkpoint", [&] { return parseCheckpoint(text); }).
 template <typename Parse>

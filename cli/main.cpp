@@ -59,8 +59,6 @@ int main(int argc, char** argv) {
   } catch (const cli::Interrupted& interrupted) {
     std::cerr << "pipeprof: " << interrupted.what() << "\n";
     return cli::kExitInterrupted;
-  } catch (const cli::ReportedFailure&) {
-    return kExitRuntimeFailure;
   } catch (const std::exception& error) {
     std::cerr << "pipeprof: failed: " << error.what() << "\n";
     return kExitRuntimeFailure;

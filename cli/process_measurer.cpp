@@ -1,9 +1,9 @@
 // The sweep's multi-process measurer: each candidate trained by one process per pipeline device.
 #include "process_measurer.h"
 
-#include "run_plan.h"
-
-#include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/launch/local_run.h>
+#include <pipeprof/launch/rank_worker.h>
+#include <pipeprof/runtime/training_loop.h>
 
 namespace pipeprof::cli {
 
@@ -11,26 +11,25 @@ ProcessMeasurer::ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> device
     : model_(std::move(model)), devices_(std::move(devices)), timeout_(timeout) {}
 
 tuner::MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const tuner::MeasureRequest& request) {
-  RunFlags flags;
-  flags.model.model = model_.name;
-  flags.model.width = model_.options.width;
-  flags.model.depth = model_.options.depth;
-  flags.model.seed = model_.options.seed;
-  flags.model.threads = model_.threads;
-  flags.procs = static_cast<int>(candidate.pipelineDevices());
-  flags.devices.clear();
+  launch::RankJob job;
+  job.model = model_;
+  job.candidate = candidate;
   for (std::int64_t d = 0; d < candidate.pipelineDevices(); ++d) {
-    flags.devices += (d > 0 ? "," : "") + devices_.at(static_cast<std::size_t>(d)).str();
+    job.devices.push_back(devices_.at(static_cast<std::size_t>(candidate.deviceOf(d))));
   }
-  flags.steps = request.steps;
-  flags.warmup = request.warmupSteps;
-  flags.timeoutS = static_cast<double>(timeout_.count()) / 1000.0;
-
-  RunPlan plan;
-  plan.candidate = candidate;
-  plan.devices.assign(devices_.begin(), devices_.begin() + candidate.pipelineDevices());
-  plan.options.devices = torchDevices(plan.devices);
-  LaunchedRun launched = launchRun(flags, plan, request.traced, request.stop);  // TrainingStopped on request
+  job.steps = request.steps;
+  job.warmupSteps = request.warmupSteps;
+  job.tracePath = request.traced ? "trace.json" : "";  // comes back merged
+  job.timeout = timeout_;
+  launch::LocalRunOptions options;
+  options.procs = static_cast<int>(candidate.pipelineDevices());
+  options.worker = launch::findRankWorker();
+  launch::LocalRun launched;
+  try {
+    launched = launch::launchLocalRun(job, options, request.stop);
+  } catch (const launch::RunInterrupted& interrupted) {
+    throw TrainingStopped(interrupted.what());
+  }
   tuner::MeasuredRun run;
   run.measurement = std::move(launched.measurement);
   run.trace = std::move(launched.trace);

@@ -7,7 +7,6 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/report.h>
-#include <pipeprof/core/trace.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/runtime/training_loop.h>
 
@@ -59,25 +58,11 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
 void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& measurement,
               const std::vector<double>& losses, const nlohmann::json& extra, std::ostream& out);
 
-/// What the ranks of a launched run measured, put together.
-struct LaunchedRun {
-  Measurement measurement;  ///< the pipeline's steps (each the slowest rank's), peaks by rank
-  std::vector<double> losses;  ///< the last stage's rank's
-  nlohmann::json ranks = nlohmann::json::array();  ///< every rank's own figures
-  nlohmann::json layout;  ///< {"procs", "transport", "hosts"}
-  std::string transport;  ///< "gloo" or "nccl"
-  Trace trace;  ///< traced: every rank's, on rank 0's clock
-  TimeNs clockUncertaintyNs = 0;
-};
-
-/// Starts flags.procs ranks of this executable on this host running `plan` and waits for them.
-/// Throws UsageError when --procs differs from the devices, TrainingStopped when `stop` asks
-/// (or Ctrl-C reached the ranks), std::runtime_error naming the failed rank when the run fails.
-LaunchedRun launchRun(const RunFlags& flags, const RunPlan& plan, bool traced, const StopToken& stop);
-
-/// `pipeprof run --procs N`: launchRun, then the report.
+/// `pipeprof run --procs N`: the ranks started here from one job (launch/local_run.h), then the
+/// report. Throws UsageError when --procs differs from the devices, Interrupted on Ctrl-C.
 void runLaunchedRanks(const RunFlags& flags);
-/// `pipeprof run` started as a rank (RANK and WORLD_SIZE set, as torchrun does): joins the world.
+/// `pipeprof run` started as a rank (RANK and WORLD_SIZE set, as torchrun does): builds the
+/// job from the flags and runs it in this process (launch/run_rank_job.h).
 void runAsRank(const RunFlags& flags);
 
 }  // namespace pipeprof::cli

@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace pipeprof::cli {
+namespace pipeprof::launch {
 namespace {
 
 pid_t startRank(const RankLaunch& launch, int rank) {
@@ -129,4 +129,4 @@ LaunchOutcome launchRanks(const RankLaunch& launch, const StopToken& stop) {
   return outcome;
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::launch

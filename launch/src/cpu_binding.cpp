@@ -1,5 +1,5 @@
 // Binding the ranks of one host to their own CPUs.
-#include "cpu_binding.h"
+#include <pipeprof/launch/cpu_binding.h>
 
 #include <sched.h>
 #include <sys/syscall.h>
@@ -11,7 +11,15 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace pipeprof::cli {
+namespace pipeprof::launch {
+
+std::string cpuBindingName(CpuBinding binding) { return binding == CpuBinding::Cores ? "cores" : "none"; }
+
+CpuBinding parseCpuBinding(const std::string& name) {
+  if (name == "cores") return CpuBinding::Cores;
+  if (name == "none") return CpuBinding::None;
+  throw std::invalid_argument("unknown CPU binding '" + name + "': expected cores or none");
+}
 
 std::vector<int> allowedCpus() {
   cpu_set_t set;
@@ -90,4 +98,4 @@ std::vector<int> parseCpuList(const std::string& text) {
   return cpus;
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::launch

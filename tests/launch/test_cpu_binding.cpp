@@ -1,12 +1,12 @@
-// Tests of cli/cpu_binding: each local rank's share of the host's CPUs, CPU lists, binding.
-#include "cpu_binding.h"
+// Tests of cpu_binding.h: each local rank's share of the host's CPUs, CPU lists, binding.
+#include <pipeprof/launch/cpu_binding.h>
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <thread>
 
-namespace pipeprof::cli {
+namespace pipeprof::launch {
 namespace {
 
 TEST(CpuBinding, RanksSplitTheCpusInContiguousBlocksTheFirstOnesLarger) {
@@ -58,5 +58,16 @@ TEST(CpuBinding, BindingNarrowsTheProcessAndTheThreadsItStartsAfterwards) {
   EXPECT_THROW(bindToCpus({-1}), std::invalid_argument);
 }
 
+TEST(CpuBinding, NamesReadBackAndOthersAreRefused) {
+  EXPECT_EQ(parseCpuBinding(cpuBindingName(CpuBinding::Cores)), CpuBinding::Cores);
+  EXPECT_EQ(parseCpuBinding(cpuBindingName(CpuBinding::None)), CpuBinding::None);
+  try {
+    parseCpuBinding("numa");
+    FAIL();
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "unknown CPU binding 'numa': expected cores or none");
+  }
+}
+
 }  // namespace
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::launch

@@ -3,13 +3,23 @@
 //
 // Two ranks on two cores, unbound, let the scheduler put a rank's Gloo I/O thread, woken by a
 // message, on the core where the other rank computes; each rank on a core of its own measured
-// a 1f1b step 10% faster (docs/performance.md, "One process per stage").
+// a 1f1b step 10% faster (docs/performance.md, "One process per stage"). The launcher binds
+// the ranks it starts (local_run.h); a torchrun rank binds itself when its job asks.
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace pipeprof::cli {
+namespace pipeprof::launch {
+
+/// Whether ranks get CPUs of their own: Cores splits the host's CPUs among its ranks in
+/// contiguous blocks (cpuShare); None leaves the placement to the scheduler.
+enum class CpuBinding { Cores, None };
+
+/// "cores" or "none".
+std::string cpuBindingName(CpuBinding binding);
+/// The binding named `name` ("cores" or "none"). Throws std::invalid_argument naming the value.
+CpuBinding parseCpuBinding(const std::string& name);
 
 /// The CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> allowedCpus();
@@ -27,4 +37,4 @@ void bindToCpus(const std::vector<int>& cpus);
 std::string formatCpuList(const std::vector<int>& cpus);
 std::vector<int> parseCpuList(const std::string& text);
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::launch

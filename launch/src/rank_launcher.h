@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::cli {
+namespace pipeprof::launch {
 
 /// What to start: `worldSize` copies of `executable` with `arguments`, each with the
 /// environment of this process plus rankEnvironment(rank).
@@ -56,4 +56,4 @@ LaunchOutcome launchRanks(const RankLaunch& launch, const StopToken& stop);
 /// The path of the running executable (/proc/self/exe).
 std::string currentExecutable();
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::launch

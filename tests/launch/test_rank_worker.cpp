@@ -1,0 +1,80 @@
+// Tests for rank_worker.h: where findRankWorker looks, in order, and what it says when it finds nothing.
+#include <pipeprof/launch/rank_worker.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof::launch {
+namespace {
+
+using ::testing::HasSubstr;
+
+/// Sets (or unsets) PIPEPROF_RANK_WORKER for the scope, and restores it.
+class WorkerVariable {
+ public:
+  explicit WorkerVariable(const std::optional<std::string>& value) {
+    if (const char* old = std::getenv(kRankWorkerVariable)) old_ = old;
+    if (value) {
+      setenv(kRankWorkerVariable, value->c_str(), 1);
+    } else {
+      unsetenv(kRankWorkerVariable);
+    }
+  }
+  ~WorkerVariable() {
+    if (old_) {
+      setenv(kRankWorkerVariable, old_->c_str(), 1);
+    } else {
+      unsetenv(kRankWorkerVariable);
+    }
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+std::string errorOf(const std::string& compiledIn) {
+  try {
+    findRankWorker(compiledIn);
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(RankWorker, ThisBuildsWorkerIsCompiledInAndFound) {
+  const WorkerVariable unset(std::nullopt);
+  const std::string found = findRankWorker();
+  EXPECT_EQ(found, PIPEPROF_LAUNCH_RANK_WORKER);
+  EXPECT_EQ(std::filesystem::path(found).filename(), "pipeprof-rank");
+  EXPECT_TRUE(std::filesystem::is_regular_file(found));
+}
+
+TEST(RankWorker, TheVariableComesFirst) {
+  const WorkerVariable set(std::string("/bin/sh"));
+  EXPECT_EQ(findRankWorker(), "/bin/sh");
+}
+
+TEST(RankWorker, AVariableNamingNoExecutableIsAnError) {
+  const WorkerVariable set(std::string("/no/such/pipeprof-rank"));
+  EXPECT_THAT(errorOf(PIPEPROF_LAUNCH_RANK_WORKER),
+              HasSubstr("PIPEPROF_RANK_WORKER names '/no/such/pipeprof-rank', which is not an executable file"));
+}
+
+TEST(RankWorker, NothingFoundNamesEveryPlaceTried) {
+  const WorkerVariable unset(std::nullopt);
+  const std::string error = errorOf("/no/such/build/pipeprof-rank");
+  EXPECT_THAT(error, HasSubstr("cannot find pipeprof-rank"));
+  EXPECT_THAT(error, HasSubstr("$PIPEPROF_RANK_WORKER (not set)"));
+  EXPECT_THAT(error, HasSubstr("libexec/pipeprof/pipeprof-rank"));  // next to this executable
+  EXPECT_THAT(error, HasSubstr("/no/such/build/pipeprof-rank"));
+  EXPECT_THAT(error, HasSubstr("set PIPEPROF_RANK_WORKER to its path"));
+}
+
+}  // namespace
+}  // namespace pipeprof::launch
