@@ -1,7 +1,6 @@
 // `pipeprof sweep`: predicted and measured candidates in one JSON report, with a suggestion.
 #include "commands.h"
 #include "interrupts.h"
-#include "process_measurer.h"
 
 #include "comparison_table.h"
 #include "model_options.h"
@@ -16,6 +15,7 @@
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 #include <pipeprof/tuner/environment_info.h>
+#include <pipeprof/tuner/process_measurer.h>
 #include <pipeprof/tuner/sweep.h>
 
 #include <fmt/format.h>
@@ -186,8 +186,8 @@ void runSweepCommand(const SweepFlags& flags) {
   ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
   std::unique_ptr<tuner::CandidateMeasurer> measurer;
   if (flags.procs > 0) {
-    measurer = std::make_unique<ProcessMeasurer>(config.model, config.devices,
-                                                 std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0)));
+    const std::chrono::milliseconds timeout(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
+    measurer = std::make_unique<tuner::ProcessMeasurer>(config.model, config.devices, timeout);
   } else {
     measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);
   }

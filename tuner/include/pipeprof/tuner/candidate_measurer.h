@@ -3,7 +3,7 @@
 // The sweep (tuner/sweep.h) and the calibration (tuner/reference_calibration.h) never build a
 // pipeline themselves: they hand a candidate to a CandidateMeasurer and get its timed steps,
 // peaks and trace back. ThreadedMeasurer trains a Pipe whose stages are threads of this
-// process; a multi-process measurer (one process per pipeline device) plugs in beside it.
+// process; ProcessMeasurer (tuner/process_measurer.h) one process per pipeline device.
 #pragma once
 
 #include <pipeprof/core/candidate.h>

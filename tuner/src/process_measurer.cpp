@@ -1,16 +1,16 @@
 // The sweep's multi-process measurer: each candidate trained by one process per pipeline device.
-#include "process_measurer.h"
+#include <pipeprof/tuner/process_measurer.h>
 
 #include <pipeprof/launch/local_run.h>
-#include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/runtime/training_loop.h>
 
-namespace pipeprof::cli {
+namespace pipeprof::tuner {
 
-ProcessMeasurer::ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout)
-    : model_(std::move(model)), devices_(std::move(devices)), timeout_(timeout) {}
+ProcessMeasurer::ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout,
+                                 std::string worker)
+    : model_(std::move(model)), devices_(std::move(devices)), timeout_(timeout), worker_(std::move(worker)) {}
 
-tuner::MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const tuner::MeasureRequest& request) {
+MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const MeasureRequest& request) {
   launch::RankJob job;
   job.model = model_;
   job.candidate = candidate;
@@ -23,17 +23,17 @@ tuner::MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const tu
   job.timeout = timeout_;
   launch::LocalRunOptions options;
   options.procs = static_cast<int>(candidate.pipelineDevices());
-  options.worker = launch::findRankWorker();
+  options.worker = worker_;
   launch::LocalRun launched;
   try {
     launched = launch::launchLocalRun(job, options, request.stop);
   } catch (const launch::RunInterrupted& interrupted) {
-    throw TrainingStopped(interrupted.what());
+    throw TrainingStopped(interrupted.what());  // the sweep's interruption, not a failed candidate
   }
-  tuner::MeasuredRun run;
+  MeasuredRun run;
   run.measurement = std::move(launched.measurement);
   run.trace = std::move(launched.trace);
   return run;
 }
 
-}  // namespace pipeprof::cli
+}  // namespace pipeprof::tuner

@@ -1,0 +1,53 @@
+// Tests for process_measurer.h: a candidate measured by two pipeprof-rank processes, and stopped.
+#include <pipeprof/runtime/training_loop.h>
+#include <pipeprof/tuner/process_measurer.h>
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace pipeprof::tuner {
+namespace {
+
+ProcessMeasurer tinyMeasurer() {
+  ModelSpec model;
+  model.name = "mlp";
+  model.options.width = 16;
+  model.options.depth = 2;
+  model.threads = 1;
+  return ProcessMeasurer(model, {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")}, std::chrono::seconds(30));
+}
+
+Candidate tinyCandidate() {
+  Candidate candidate;
+  candidate.balance = {2, 1};  // mlp --depth 2: fc0 relu0 fc1
+  candidate.chunks = 2;
+  candidate.batch = 8;
+  return candidate;
+}
+
+TEST(ProcessMeasurer, EachPipelineDeviceIsARankOfItsOwn) {
+  ProcessMeasurer measurer = tinyMeasurer();
+  MeasureRequest request;
+  request.steps = 2;
+  request.traced = true;
+  const MeasuredRun run = measurer.measure(tinyCandidate(), request);
+  EXPECT_EQ(run.measurement.stepNs.size(), 2u);
+  EXPECT_EQ(run.measurement.peakBytes.size(), 2u);
+  std::set<std::string> ranks;
+  for (const TraceEvent& event : run.trace.events) ranks.insert(event.device.substr(0, 7));
+  EXPECT_EQ(ranks, (std::set<std::string>{"rank 0 ", "rank 1 "}));
+}
+
+TEST(ProcessMeasurer, AStoppedRunIsTrainingStoppedNotAFailure) {
+  ProcessMeasurer measurer = tinyMeasurer();
+  StopSource source;
+  source.requestStop();
+  MeasureRequest request;
+  request.stop = source.token();
+  EXPECT_THROW(measurer.measure(tinyCandidate(), request), TrainingStopped);
+}
+
+}  // namespace
+}  // namespace pipeprof::tuner

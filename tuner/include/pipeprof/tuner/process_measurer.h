@@ -1,0 +1,37 @@
+// The sweep's multi-process measurer: each candidate trained by one process per pipeline device.
+#pragma once
+
+#include <pipeprof/core/device.h>
+#include <pipeprof/launch/rank_worker.h>
+#include <pipeprof/runtime/models.h>
+#include <pipeprof/tuner/candidate_measurer.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace pipeprof::tuner {
+
+/// Runs every candidate as `pipeprof run --procs p` does: p ranks of the pipeprof-rank worker
+/// on this host (launch::launchLocalRun, Gloo on CPU, NCCL on CUDA), each building the model
+/// from `model` and keeping its stages, each bound to CPUs of its own; pipeline device d runs
+/// on devices[candidate.deviceOf(d)]. The measurement's steps are the slowest rank's, its peaks
+/// one per rank, the trace every rank's on rank 0's clock. A stop request stops every rank at
+/// once and throws TrainingStopped (the sweep then throws SweepInterrupted and the candidate
+/// stays to be measured by --resume); a failed rank throws std::runtime_error naming it.
+class ProcessMeasurer : public CandidateMeasurer {
+ public:
+  /// `timeout`: the longest a rank waits for another. `worker`: the pipeprof-rank executable,
+  /// found where this constructor is called (launch::findRankWorker; throws when there is none).
+  ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout,
+                  std::string worker = launch::findRankWorker());
+  MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override;
+
+ private:
+  ModelSpec model_;
+  std::vector<DeviceDesc> devices_;
+  std::chrono::milliseconds timeout_;
+  std::string worker_;
+};
+
+}  // namespace pipeprof::tuner
