@@ -1,9 +1,10 @@
-# Installs the libraries, executables, public headers and pipeprofConfig.cmake.
+# Installs the libraries, executables (pipeprof-rank in libexec/pipeprof), public headers and
+# pipeprofConfig.cmake.
 include(CMakePackageConfigHelpers)
 
 set(PIPEPROF_INSTALL_TARGETS pipeprof_core pipeprof_simulator pipeprof_profiler)
 if(PIPEPROF_WITH_TORCH)
-  list(APPEND PIPEPROF_INSTALL_TARGETS pipeprof_runtime)
+  list(APPEND PIPEPROF_INSTALL_TARGETS pipeprof_runtime pipeprof_launch pipeprof_tuner)
 endif()
 install(TARGETS ${PIPEPROF_INSTALL_TARGETS}
   EXPORT pipeprofTargets
@@ -15,8 +16,13 @@ foreach(component core simulator profiler)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${component}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
 if(PIPEPROF_WITH_TORCH)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  foreach(component runtime launch tuner)
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${component}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endforeach()
   install(TARGETS pipeprof RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # Where findRankWorker() looks next to an installed executable, and where the installed
+  # package's pipeprof::launch points a consumer (launch/CMakeLists.txt).
+  install(TARGETS pipeprof-rank RUNTIME DESTINATION ${PIPEPROF_RANK_WORKER_INSTALL_DIR})
 endif()
 if(PIPEPROF_GUI_ENABLED)
   install(TARGETS pipeprof-gui RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

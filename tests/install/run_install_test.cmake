@@ -29,7 +29,10 @@ run("install" "${CMAKE_COMMAND}" --install "${PIPEPROF_BUILD_DIR}" --prefix "${p
 foreach(expected
     "include/pipeprof/core/schedule.h"
     "include/pipeprof/simulator/simulator.h"
-    "include/pipeprof/runtime/pipe.h")
+    "include/pipeprof/runtime/pipe.h"
+    "include/pipeprof/launch/local_run.h"
+    "include/pipeprof/tuner/sweep.h"
+    "libexec/pipeprof/pipeprof-rank")
   if(NOT EXISTS "${prefix}/${expected}")
     message(FATAL_ERROR "install test: ${prefix}/${expected} was not installed")
   endif()
@@ -63,5 +66,10 @@ endif()
 run("run consumer" "${consumer}")
 if(NOT last_output MATCHES "pipeprof consumer ok")
   message(FATAL_ERROR "install test: consumer printed no success line:\n${last_output}")
+endif()
+# Its ranks were the installed worker, found through the path compiled into the consumer.
+string(FIND "${last_output}" "worker ${prefix}/libexec/pipeprof/pipeprof-rank" worker_at)
+if(worker_at EQUAL -1)
+  message(FATAL_ERROR "install test: the consumer's ranks did not run the installed pipeprof-rank:\n${last_output}")
 endif()
 message(STATUS "install test passed:\n${last_output}")

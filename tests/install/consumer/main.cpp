@@ -1,10 +1,88 @@
-// Uses the installed pipeprof: a schedule (core), a simulation (simulator) and a Pipe (runtime).
+// Uses the installed pipeprof: a schedule (core), a simulation (simulator), a Pipe (runtime), and
+// a sweep of two candidates each measured by two processes (tuner over launch).
+#include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/schedule.h>
+#include <pipeprof/launch/local_run.h>
+#include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/simulator/simulator.h>
+#include <pipeprof/tuner/process_measurer.h>
+#include <pipeprof/tuner/sweep.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <set>
+#include <string>
+
+namespace {
+
+/// Sweeps a 3-layer mlp over chunks 1 and 2 (balance 2,1, gpipe, never: two candidates), each
+/// measured by a ProcessMeasurer as two pipeprof-rank processes. Returns an error, or "".
+std::string sweepWithTwoProcesses() {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("pipeprof_consumer_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  pipeprof::tuner::SweepConfig config;
+  config.model.name = "mlp";
+  config.model.options.width = 16;
+  config.model.options.depth = 2;
+  config.model.threads = 1;
+  config.devices = {pipeprof::DeviceDesc::parse("cpu"), pipeprof::DeviceDesc::parse("cpu")};
+  config.batch = 8;
+  config.schedules = {pipeprof::ScheduleKind::GPipe};
+  config.stagesPerDevice = {1};
+  config.chunks = {1, 2};
+  config.modes = {pipeprof::Checkpoint::Never};
+  config.enumeration = pipeprof::BalanceEnumeration::Given;
+  config.balances = {{2, 1}};
+  config.measure = pipeprof::tuner::parseMeasurePolicy("all");
+  config.warmupSteps = 1;
+  config.steps = 1;
+  config.rounds = 1;
+  config.profileBudgetSeconds = 1;
+  config.calibrationBudgetSeconds = 0;
+  config.reportPath = (dir / "report.json").string();
+  config.tracesDir = (dir / "traces").string();
+  config.processLayout = {{"procs", 2}, {"transport", "gloo"}};
+
+  pipeprof::launch::RankJob linkJob;
+  linkJob.kind = pipeprof::launch::RankJobKind::LinkBenchmark;
+  linkJob.repeats = 1;
+  pipeprof::launch::LocalRunOptions options;
+  options.worker = pipeprof::launch::findRankWorker();  // the installed one, compiled in here
+  config.rankLink = pipeprof::launch::measureLocalLink(linkJob, options).link;
+
+  pipeprof::tuner::ProcessMeasurer measurer(config.model, config.devices, std::chrono::seconds(60));
+  pipeprof::tuner::SilentProgress progress;
+  const pipeprof::Report report =
+      pipeprof::tuner::runSweep(config, pipeprof::tuner::SweepInputs{}, measurer, progress, pipeprof::StopToken());
+  std::string error;
+  int measured = 0;
+  for (const pipeprof::CandidateResult& result : report.candidates) {
+    if (result.status != pipeprof::CandidateStatus::Measured) {
+      error += result.candidate.label() + " was not measured: " + result.error + result.notMeasuredReason + "; ";
+      continue;
+    }
+    ++measured;
+    std::set<std::string> ranks;
+    const auto trace = pipeprof::readChromeTraceFile((dir / result.measurement->tracePath).string());
+    for (const pipeprof::TraceEvent& event : trace.events) ranks.insert(event.device.substr(0, 7));
+    if (ranks != std::set<std::string>{"rank 0 ", "rank 1 "}) {
+      error += result.candidate.label() + "'s trace is not of two ranks; ";
+    }
+  }
+  if (!report.complete || measured != 2) error += "expected a complete report with 2 measured candidates";
+  fs::remove_all(dir);
+  if (error.empty()) {
+    std::cout << "sweep: 2 candidates measured by 2 processes (worker " << options.worker << ")\n";
+  }
+  return error;
+}
+
+}  // namespace
 
 int main() {
   try {
@@ -49,6 +127,11 @@ int main() {
     output.sum().backward();
     if (output.size(0) != 4 || output.size(1) != 2) {
       std::cerr << "unexpected output shape " << output.sizes() << "\n";
+      return EXIT_FAILURE;
+    }
+    const std::string sweepError = sweepWithTwoProcesses();
+    if (!sweepError.empty()) {
+      std::cerr << "sweep: " << sweepError << "\n";
       return EXIT_FAILURE;
     }
     std::cout << "schedule ops: " << schedule.ops().size() << ", predicted step: "
