@@ -21,6 +21,7 @@
 
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <string>
 
 namespace pipeprof::cli {
@@ -96,6 +97,13 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
     candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
   }
   checkScheduleShape(candidate, batch, devices, "--devices " + flags.devices);
+  const auto layers = static_cast<std::int64_t>(model.sequential->size());
+  const std::int64_t balanced = std::accumulate(candidate.balance.begin(), candidate.balance.end(), std::int64_t{0});
+  if (balanced != layers) {
+    throw UsageError(fmt::format("--balance {} covers {} layers but {} has {}: the entries must sum to {} (pipeprof "
+                                 "models lists the layers)",
+                                 formatBalance(candidate.balance), balanced, flags.model.model, layers, layers));
+  }
   TrainingOptions& options = plan.options;
   static_cast<PipelineShape&>(options) = candidate;
   options.devices = torchDevices(plan.devices);
@@ -180,7 +188,6 @@ void runThreaded(const RunFlags& flags) {
 }
 
 void runRun(RunFlags flags) {
-  if (flags.procs < 0) throw UsageError("--procs must be positive, got " + std::to_string(flags.procs));
   if (!flags.cpuBind.empty() && flags.cpuBind != "cores" && flags.cpuBind != "none") {
     throw UsageError("--cpu-bind must be cores or none, got '" + flags.cpuBind + "'");
   }
@@ -243,7 +250,8 @@ void addRunCommand(CLI::App& app) {
   command->add_flag("--json", flags->json, "print one JSON object (the measurement) instead of text");
   command->add_option("--procs", flags->procs,
                       "run one process per pipeline device on this host (c10d: Gloo on CPU, NCCL on CUDA), started "
-                      "and watched by this one; as torchrun does across hosts, see the README");
+                      "and watched by this one; as torchrun does across hosts, see the README")
+      ->check(atLeastOne("threads of one process"));
   command->add_option("--timeout", flags->timeoutS,
                       "multi-process: seconds a rank waits for another before the run stops, naming it")
       ->capture_default_str();

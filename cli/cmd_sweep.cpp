@@ -52,7 +52,7 @@ struct SweepFlags {
   std::string tracesDir;
   bool resume = false;
   bool json = false;
-  int procs = 0;         ///< > 0: one process per pipeline device measures each candidate
+  int procs = 0;         ///< > 0: one process per pipeline device measures each candidate; 0: left out
   double timeoutS = 120;  ///< --procs: the longest a rank waits for another
 };
 
@@ -65,7 +65,6 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.batch = resolved.batch;
   const std::int64_t layers = resolved.layers;
   const auto pipelineDevices = static_cast<std::int64_t>(config.devices.size());  // p
-  if (flags.procs < 0) throw UsageError("--procs must be positive, got " + std::to_string(flags.procs));
   if (flags.procs > 0) {
     if (flags.procs != pipelineDevices) {
       throw UsageError("--procs " + std::to_string(flags.procs) + " but --devices " + flags.devices + " names " +
@@ -266,7 +265,8 @@ void addSweepCommand(CLI::App& app) {
   command->add_flag("--json", flags->json, "Print the report JSON on stdout instead of the table");
   command->add_option("--procs", flags->procs,
                       "Measure every candidate with one process per pipeline device (as pipeprof run --procs), after "
-                      "measuring the transport's link, which the predictions then charge on every copy");
+                      "measuring the transport's link, which the predictions then charge on every copy")
+      ->check(atLeastOne("threads of one process"));
   command->add_option("--timeout", flags->timeoutS, "With --procs: seconds a rank waits for another")
       ->capture_default_str();
   command->callback([flags] { runSweepCommand(*flags); });

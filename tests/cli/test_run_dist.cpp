@@ -115,6 +115,25 @@ TEST(RunDist, BadLayoutsAreRefusedBeforeAnyRankStarts) {
   r = shell("RANK=0 WORLD_SIZE=2 " + kBinary + " " + kRun + "--devices cpu,cpu");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--balance auto would have every rank"), std::string::npos) << r.out;
+  // 0 processes is not "threads of one process": the flag was given.
+  r = pipeprof(kRun + "--procs 0 --balance 2,3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--procs: must be an integer of at least 1, got 0"), std::string::npos) << r.out;
+  // A balance that does not fit the model or the devices is the user's, found before any rank
+  // starts (the ranks used to find it and the run exited 1); a rank of torchrun's world does
+  // not wait for the others to say so.
+  r = pipeprof(kRun + "--procs 2 --balance 2,2");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--balance 2,2 covers 4 layers but mlp has 5: the entries must sum to 5"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("rank 0"), std::string::npos) << r.out;
+  r = pipeprof(kRun + "--procs 2 --balance 1,1,3");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--balance 1,1,3 has 3 stages but --devices cpu,cpu names 2 devices"), std::string::npos)
+      << r.out;
+  r = shell("RANK=1 WORLD_SIZE=2 MASTER_PORT=1 " + kBinary + " " + kRun + "--devices cpu,cpu --balance 4,2");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--balance 4,2 covers 6 layers but mlp has 5"), std::string::npos) << r.out;
 }
 
 TEST(RunDist, LaunchedRanksRunOnCpusOfTheirOwnUnlessToldNot) {

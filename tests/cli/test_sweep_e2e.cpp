@@ -465,6 +465,8 @@ TEST_F(SweepE2E, MalformedInputsExitTwoAndCreateNothing) {
       "--model mlp --stages-per-device 0,2",
       "--model mlp --schedules interleaved --stages-per-device 1",
       "--model mlp --balances 7,8 --schedules interleaved",
+      "--model mlp --procs 0",
+      "--model mlp --procs 3",
   };
   for (const std::string& extra : cases) {
     const CommandResult run = pipeprof(base + " " + extra);
