@@ -29,7 +29,8 @@ std::string LocalWorldRun::failure(const std::function<std::string(int rank)>& d
   std::string message;
   if (!exit.exited || !reported) {
     // It could say nothing itself: name it, and what the others saw.
-    message = describeRank(first) + " died: " + exit.describe();
+    const bool joined = result && result->value("joined", false);
+    message = describeRank(first) + " died" + (joined ? "" : " before it joined the world") + ": " + exit.describe();
     if (!publishedFailure.empty()) message += "\n  " + publishedFailure;
   } else {
     message = publishedFailure.empty() ? result->at("error").get<std::string>() : publishedFailure;

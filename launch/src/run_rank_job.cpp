@@ -101,6 +101,7 @@ nlohmann::json train(const RankJob& job, const RankEnvironment& environment) {
   const TrainingOptions options = trainingOptions(job);
   const torch::Device device = options.devices.at(static_cast<std::size_t>(rank));
   std::unique_ptr<Transport> transport = connectC10d(environment, device, job.timeout);
+  writeResult(job, rank, {{"rank", rank}, {"joined", true}});
   RankTrainingResult result;
   try {
     result = trainRank(model, options, *transport);
@@ -124,6 +125,7 @@ nlohmann::json benchmarkLink(const RankJob& job, const RankEnvironment& environm
                                    ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(environment.localRank))
                                    : torch::Device(torch::kCPU);
   const std::unique_ptr<Transport> link = connectC10d(environment, device, job.timeout);
+  writeResult(job, environment.rank, {{"rank", environment.rank}, {"joined", true}});
   const LinkMeasurement measurement = measureLink(*link, defaultLinkSizes(), job.repeats);
   nlohmann::json result = environment.rank == 0 ? launch::toJson(measurement) : nlohmann::json::object();
   result["rank"] = environment.rank;

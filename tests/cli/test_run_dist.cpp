@@ -1,5 +1,5 @@
 // End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts, failures.
-#include "cli_test_util.h"
+#include "support/run_process.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -7,14 +7,15 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,9 +23,11 @@
 namespace pipeprof {
 namespace {
 
+using testing::BackgroundProcess;
 using testing::pipeprof;
-using testing::Result;
+using testing::ProcessResult;
 using testing::shell;
+using testing::waitFor;
 const std::string& kBinary = testing::kPipeprof;
 
 nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(out.substr(out.find("\n{") + 1)); }
@@ -34,10 +37,10 @@ const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunk
                          "--steps 2 --threads 1 --timeout 30 --json ";
 
 std::vector<double> losses(const std::string& flags) {
-  const Result r = pipeprof(kRun + flags);
-  EXPECT_EQ(r.code, 0) << flags << "\n" << r.out;
+  const ProcessResult r = pipeprof(kRun + flags);
+  EXPECT_EQ(r.code, 0) << flags << "\n" << r.all;
   if (r.code != 0) return {};
-  return lastJson(r.out).at("losses").get<std::vector<double>>();
+  return lastJson(r.all).at("losses").get<std::vector<double>>();
 }
 
 void expectSameLosses(const std::vector<double>& actual, const std::vector<double>& expected, const std::string& what) {
@@ -73,13 +76,13 @@ constexpr const char* kUnetBalance = "3,8,8";
 TEST(RunDist, SkipConnectionsCrossRanksStraightFromStashToPop) {
   const std::string unet = "run --model unet --width 4 --depth 2 --batch 4 --chunks 2 --warmup 1 --steps 1 --threads 1 "
                            "--lr 0.1 --timeout 30 --json ";
-  const Result threaded = pipeprof(unet + "--devices cpu,cpu,cpu --balance " + std::string(kUnetBalance));
-  ASSERT_EQ(threaded.code, 0) << threaded.out;
-  const nlohmann::json expected = lastJson(threaded.out);
+  const ProcessResult threaded = pipeprof(unet + "--devices cpu,cpu,cpu --balance " + std::string(kUnetBalance));
+  ASSERT_EQ(threaded.code, 0) << threaded.all;
+  const nlohmann::json expected = lastJson(threaded.all);
   const std::string balance = kUnetBalance;
-  const Result processes = pipeprof(unet + "--procs 3 --schedule 1f1b --balance " + balance);
-  ASSERT_EQ(processes.code, 0) << processes.out;
-  const nlohmann::json actual = lastJson(processes.out);
+  const ProcessResult processes = pipeprof(unet + "--procs 3 --schedule 1f1b --balance " + balance);
+  ASSERT_EQ(processes.code, 0) << processes.all;
+  const nlohmann::json actual = lastJson(processes.all);
   expectSameLosses(actual.at("losses").get<std::vector<double>>(), expected.at("losses").get<std::vector<double>>(),
                    "unet on 3 ranks, balance " + balance);
   std::int64_t skipBytes = 0;
@@ -88,9 +91,9 @@ TEST(RunDist, SkipConnectionsCrossRanksStraightFromStashToPop) {
 }
 
 TEST(RunDist, SplitAtNamesTheLayersWhereStagesBegin) {
-  const Result r = pipeprof(kRun + "--procs 2 --split-at fc1");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json json = lastJson(r.out);
+  const ProcessResult r = pipeprof(kRun + "--procs 2 --split-at fc1");
+  ASSERT_EQ(r.code, 0) << r.all;
+  const nlohmann::json json = lastJson(r.all);
   EXPECT_EQ(json.at("candidate").at("balance"), nlohmann::json::array({2, 3}));
   EXPECT_EQ(json.at("process_layout").at("procs"), 2);
   EXPECT_EQ(json.at("process_layout").at("transport"), "gloo");
@@ -103,61 +106,61 @@ TEST(RunDist, SplitAtNamesTheLayersWhereStagesBegin) {
 }
 
 TEST(RunDist, BadLayoutsAreRefusedBeforeAnyRankStarts) {
-  Result r = pipeprof(kRun + "--procs 3 --devices cpu,cpu --balance 2,3");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--procs 3 but --devices cpu,cpu names 2 pipeline devices"), std::string::npos) << r.out;
+  ProcessResult r = pipeprof(kRun + "--procs 3 --devices cpu,cpu --balance 2,3");
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--procs 3 but --devices cpu,cpu names 2 pipeline devices"), std::string::npos) << r.all;
   r = pipeprof(kRun + "--procs 2 --split-at fc9");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("no layer is named 'fc9'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("no layer is named 'fc9'"), std::string::npos) << r.all;
   r = shell("RANK=0 WORLD_SIZE=3 " + kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("WORLD_SIZE is 3 but --devices cpu,cpu names 2 pipeline devices"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("WORLD_SIZE is 3 but --devices cpu,cpu names 2 pipeline devices"), std::string::npos) << r.all;
   r = shell("RANK=0 WORLD_SIZE=2 " + kBinary + " " + kRun + "--devices cpu,cpu");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--balance auto would have every rank"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--balance auto would have every rank"), std::string::npos) << r.all;
   // 0 processes is not "threads of one process": the flag was given.
   r = pipeprof(kRun + "--procs 0 --balance 2,3");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--procs: must be an integer of at least 1, got 0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--procs: must be an integer of at least 1, got 0"), std::string::npos) << r.all;
   // A balance that does not fit the model or the devices is the user's, found before any rank
   // starts (the ranks used to find it and the run exited 1); a rank of torchrun's world does
   // not wait for the others to say so.
   r = pipeprof(kRun + "--procs 2 --balance 2,2");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--balance 2,2 covers 4 layers but mlp has 5: the entries must sum to 5"), std::string::npos)
-      << r.out;
-  EXPECT_EQ(r.out.find("rank 0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--balance 2,2 covers 4 layers but mlp has 5: the entries must sum to 5"), std::string::npos)
+      << r.all;
+  EXPECT_EQ(r.all.find("rank 0"), std::string::npos) << r.all;
   r = pipeprof(kRun + "--procs 2 --balance 1,1,3");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--balance 1,1,3 has 3 stages but --devices cpu,cpu names 2 devices"), std::string::npos)
-      << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--balance 1,1,3 has 3 stages but --devices cpu,cpu names 2 devices"), std::string::npos)
+      << r.all;
   r = shell("RANK=1 WORLD_SIZE=2 MASTER_PORT=1 " + kBinary + " " + kRun + "--devices cpu,cpu --balance 4,2");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--balance 4,2 covers 6 layers but mlp has 5"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--balance 4,2 covers 6 layers but mlp has 5"), std::string::npos) << r.all;
 }
 
 TEST(RunDist, LaunchedRanksRunOnCpusOfTheirOwnUnlessToldNot) {
   const unsigned cpus = std::thread::hardware_concurrency();
   if (cpus < 2) GTEST_SKIP() << "one CPU: two ranks cannot have one each";
-  Result r = pipeprof(kRun + "--procs 2 --balance 2,3");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json ranks = lastJson(r.out).at("ranks");
+  ProcessResult r = pipeprof(kRun + "--procs 2 --balance 2,3");
+  ASSERT_EQ(r.code, 0) << r.all;
+  const nlohmann::json ranks = lastJson(r.all).at("ranks");
   const std::string first = ranks.at(0).at("cpus");
   const std::string second = ranks.at(1).at("cpus");
   EXPECT_FALSE(first.empty());
   EXPECT_FALSE(second.empty());
   EXPECT_NE(first, second);
   r = pipeprof(kRun + "--procs 2 --balance 2,3 --cpu-bind none");
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_EQ(lastJson(r.out).at("ranks").at(0).at("cpus"), "");
+  ASSERT_EQ(r.code, 0) << r.all;
+  EXPECT_EQ(lastJson(r.all).at("ranks").at(0).at("cpus"), "");
   r = pipeprof(kRun + "--procs 2 --balance 2,3 --cpu-bind numa");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--cpu-bind must be cores or none, got 'numa'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--cpu-bind must be cores or none, got 'numa'"), std::string::npos) << r.all;
   // Under torchrun binding is asked for, and needs LOCAL_WORLD_SIZE to split the host.
   r = shell("RANK=0 WORLD_SIZE=2 " + kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3 --cpu-bind cores");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("--cpu-bind cores splits this host's CPUs among its LOCAL_WORLD_SIZE ranks"), std::string::npos)
-      << r.out;
+  EXPECT_EQ(r.code, 2) << r.all;
+  EXPECT_NE(r.all.find("--cpu-bind cores splits this host's CPUs among its LOCAL_WORLD_SIZE ranks"), std::string::npos)
+      << r.all;
 }
 
 /// A free TCP port on 127.0.0.1 (bound and released; good enough on a test machine).
@@ -176,128 +179,136 @@ int freePort() {
 
 TEST(RunDist, TwoShellsWithTorchrunsVariablesFormOnePipeline) {
   const int port = freePort();
-  const std::string flags = kBinary + " " + kRun + "--devices cpu,cpu --balance 2,3 --schedule 1f1b";
-  const std::string environment = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port);
+  const std::string flags = kRun + "--devices cpu,cpu --balance 2,3 --schedule 1f1b";
+  const testing::Environment world{{"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
+  testing::Environment rank0 = world;
+  rank0.insert({{"RANK", "0"}, {"LOCAL_RANK", "0"}});
+  testing::Environment rank1 = world;
+  rank1.insert({{"RANK", "1"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}});
   const std::string dir = ::testing::TempDir();
   // Rank 1 asks for a CPU share of its own, as a torchrun user would with --cpu-bind cores.
-  const std::string command = "(RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 " + environment + " " + flags +
-                              " --cpu-bind cores > " + dir + "/rank1.out 2>&1 &) ; " + "RANK=0 LOCAL_RANK=0 " +
-                              environment + " " + flags + " > " + dir + "/rank0.out 2>&1; " + "sleep 1; cat " + dir +
-                              "/rank1.out";
-  const Result r = shell(command);
-  ASSERT_EQ(r.code, 0) << r.out;
-  const nlohmann::json rank1 = nlohmann::json::parse(r.out.substr(r.out.find('{')));
-  EXPECT_EQ(rank1.at("rank"), 1);
+  BackgroundProcess second({"/bin/sh", "-c", "exec '" + kBinary + "' " + flags + " --cpu-bind cores"},
+                           dir + "/rank1.out", dir + "/rank1.err", rank1);
+  const ProcessResult first = pipeprof(flags, rank0);
+  ASSERT_EQ(first.code, 0) << first.all;
+  const std::optional<ProcessResult> r = second.wait(std::chrono::seconds(30));
+  ASSERT_TRUE(r.has_value()) << "rank 1 did not end";
+  ASSERT_EQ(r->code, 0) << r->all;
+  const nlohmann::json rank1Json = nlohmann::json::parse(r->out);
+  EXPECT_EQ(rank1Json.at("rank"), 1);
   if (std::thread::hardware_concurrency() >= 2) {
-    EXPECT_FALSE(rank1.at("cpus").get<std::string>().empty());
+    EXPECT_FALSE(rank1Json.at("cpus").get<std::string>().empty());
   }
-  expectSameLosses(rank1.at("losses").get<std::vector<double>>(), losses("--devices cpu,cpu --balance 2,3"), "torchrun layout");
+  expectSameLosses(rank1Json.at("losses").get<std::vector<double>>(), losses("--devices cpu,cpu --balance 2,3"),
+                   "torchrun layout");
 }
 
-std::vector<pid_t> childrenOf(pid_t parent) {
-  std::vector<pid_t> children;
-  std::ifstream file("/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children");
-  pid_t pid = 0;
-  while (file >> pid) children.push_back(pid);
-  return children;
+/// A long 2-rank run (`run --procs 2`) in a process group of its own, its scratch files in a
+/// directory of the test's (TMPDIR), started once both ranks have joined the world.
+struct LongRun {
+  std::string dir;
+  std::unique_ptr<BackgroundProcess> launcher;
+  std::vector<pid_t> ranks;
+
+  /// Whether the two ranks have joined the world: each writes its result file then.
+  bool joined() const {
+    for (const auto& scratch : std::filesystem::directory_iterator(dir)) {
+      if (scratch.path().filename().string().rfind("pipeprof-ranks-", 0) != 0) continue;
+      return std::filesystem::exists(scratch.path() / "rank0.json") && std::filesystem::exists(scratch.path() / "rank1.json");
+    }
+    return false;
+  }
+};
+
+LongRun startLongRun(const std::string& name, const std::string& timeout) {
+  LongRun run;
+  run.dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(run.dir);
+  std::filesystem::create_directories(run.dir);
+  run.launcher = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{kBinary, "run", "--model", "mlp", "--width", "64", "--depth", "3", "--batch", "64",
+                               "--chunks", "4", "--procs", "2", "--balance", "2,3", "--schedule", "1f1b", "--steps",
+                               "100000", "--warmup", "0", "--threads", "1", "--timeout", timeout},
+      run.dir + "/out", run.dir + "/err", testing::Environment{{"TMPDIR", run.dir}});
+  if (waitFor([&] { return run.joined(); }, std::chrono::seconds(30))) run.ranks = run.launcher->children();
+  return run;
+}
+
+/// Waits for the launcher (at most `limit`); returns its result and how long it took.
+std::pair<std::optional<ProcessResult>, std::chrono::steady_clock::duration> waitForLauncher(LongRun& run,
+                                                                                             std::chrono::seconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<ProcessResult> result = run.launcher->wait(limit);
+  return {result, std::chrono::steady_clock::now() - start};
 }
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0; }
 
-/// A launcher of a long 2-rank run whose output goes to `output`, and its two ranks once they run.
-struct LongRun {
-  pid_t launcher = -1;
-  std::vector<pid_t> ranks;
-};
-
-LongRun startLongRun(const std::string& output, const std::string& timeout) {
-  LongRun run;
-  run.launcher = fork();
-  if (run.launcher == 0) {
-    const std::string command = kBinary + " run --model mlp --width 64 --depth 3 --batch 64 --chunks 4 --procs 2 "
-                                "--balance 2,3 --schedule 1f1b --steps 100000 --warmup 0 --threads 1 --timeout " +
-                                timeout + " > " + output + " 2>&1";
-    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), nullptr);
-    _exit(127);
-  }
-  const auto start = std::chrono::steady_clock::now();
-  while (run.ranks.size() < 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(30)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    run.ranks = childrenOf(run.launcher);
-  }
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // set up and stepping
-  return run;
-}
-
-/// Waits for the launcher (at most `limit`); returns its exit status and how long it took.
-std::pair<int, std::chrono::steady_clock::duration> waitForLauncher(pid_t launcher, std::chrono::seconds limit) {
-  const auto start = std::chrono::steady_clock::now();
-  int status = 0;
-  while (waitpid(launcher, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() - start > limit) {
-      kill(launcher, SIGKILL);
-      waitpid(launcher, &status, 0);
-      return {-1, std::chrono::steady_clock::now() - start};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, std::chrono::steady_clock::now() - start};
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+/// Every rank ended (reaped by init once the launcher is gone: polled, not slept for).
+void expectNoRankLeft(const LongRun& run) {
+  EXPECT_TRUE(waitFor([&] { return !run.launcher->groupAlive(); }, std::chrono::seconds(5)))
+      << "a rank process was left behind";
 }
 
 TEST(RunDist, AKilledRankEndsTheRunCleanlyNamingIt) {
-  const std::string output = ::testing::TempDir() + "/killed.out";
-  const LongRun run = startLongRun(output, "10");
+  LongRun run = startLongRun("killed", "10");
   ASSERT_EQ(run.ranks.size(), 2u);
   kill(run.ranks[1], SIGKILL);
-  const auto [code, took] = waitForLauncher(run.launcher, std::chrono::seconds(30));
+  const auto [result, took] = waitForLauncher(run, std::chrono::seconds(30));
+  ASSERT_TRUE(result.has_value()) << "the launcher did not end";
   EXPECT_LT(took, std::chrono::seconds(10)) << "within the timeout";
-  EXPECT_EQ(code, 1);
-  const std::string text = readFile(output);
-  EXPECT_NE(text.find("rank 1 (stage 1) died: killed by signal 9"), std::string::npos) << text;
-  EXPECT_NE(text.find("rank 1 (stage 1) is gone"), std::string::npos) << text;
-  for (pid_t rank : run.ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+  EXPECT_EQ(result->code, 1);
+  EXPECT_NE(result->all.find("rank 1 (stage 1) died: killed by signal 9"), std::string::npos) << result->all;
+  EXPECT_NE(result->all.find("rank 1 (stage 1) is gone"), std::string::npos) << result->all;
+  expectNoRankLeft(run);
 }
 
 TEST(RunDist, AHangingRankIsNamedAfterTheTimeoutAndStopped) {
-  const std::string output = ::testing::TempDir() + "/hung.out";
-  const LongRun run = startLongRun(output, "2");
+  LongRun run = startLongRun("hung", "2");
   ASSERT_EQ(run.ranks.size(), 2u);
   kill(run.ranks[1], SIGSTOP);  // alive, silent
-  const auto [code, took] = waitForLauncher(run.launcher, std::chrono::seconds(30));
+  const auto [result, took] = waitForLauncher(run, std::chrono::seconds(30));
+  ASSERT_TRUE(result.has_value()) << "the launcher did not end";
   // Rank 0 gives up after 2 s; the launcher then gives rank 1 the timeout and 5 s more to stop
   // on its own, then SIGTERM, then SIGKILL 2 s later.
   EXPECT_LT(took, std::chrono::seconds(15));
-  EXPECT_EQ(code, 1);
-  const std::string text = readFile(output);
-  EXPECT_NE(text.find("rank 1 (stage 1) sent nothing for 2 s"), std::string::npos) << text;
-  EXPECT_NE(text.find("rank 1 (stage 1) did not stop on its own and was terminated"), std::string::npos) << text;
-  for (pid_t rank : run.ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+  EXPECT_EQ(result->code, 1);
+  EXPECT_NE(result->all.find("rank 1 (stage 1) sent nothing for 2 s"), std::string::npos) << result->all;
+  EXPECT_NE(result->all.find("rank 1 (stage 1) did not stop on its own and was terminated"), std::string::npos)
+      << result->all;
+  expectNoRankLeft(run);
 }
 
 TEST(RunDist, CtrlCStopsEveryRank) {
-  const std::string output = ::testing::TempDir() + "/interrupted.out";
-  const LongRun run = startLongRun(output, "30");
+  LongRun run = startLongRun("interrupted", "30");
   ASSERT_EQ(run.ranks.size(), 2u);
-  kill(run.launcher, SIGINT);
-  const auto [code, took] = waitForLauncher(run.launcher, std::chrono::seconds(30));
+  run.launcher->signal(SIGINT);  // the launcher alone: it stops its ranks
+  const auto [result, took] = waitForLauncher(run, std::chrono::seconds(30));
+  ASSERT_TRUE(result.has_value()) << "the launcher did not end";
   EXPECT_LT(took, std::chrono::seconds(5));
-  EXPECT_EQ(code, 130);
-  EXPECT_NE(readFile(output).find("interrupted: every rank was stopped, nothing was written"), std::string::npos)
-      << readFile(output);
+  EXPECT_EQ(result->code, 130);
+  EXPECT_NE(result->all.find("interrupted: every rank was stopped, nothing was written"), std::string::npos)
+      << result->all;
+  expectNoRankLeft(run);
   for (pid_t rank : run.ranks) EXPECT_FALSE(alive(rank)) << "rank process " << rank << " left behind";
+}
+
+TEST(RunDist, ATerminalsCtrlCReachingEveryRankIsAnInterruptionNotAFailure) {
+  LongRun run = startLongRun("group_interrupted", "30");
+  ASSERT_EQ(run.ranks.size(), 2u);
+  run.launcher->signalGroup(SIGINT);  // the launcher and its ranks, as a terminal does
+  const auto [result, took] = waitForLauncher(run, std::chrono::seconds(30));
+  ASSERT_TRUE(result.has_value()) << "the launcher did not end";
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_EQ(result->code, 130) << result->all;
+  EXPECT_EQ(result->all.find("died"), std::string::npos) << result->all;
+  expectNoRankLeft(run);
 }
 
 TEST(RunDist, TheMergedTraceHasAProcessPerRankAndFlowsBetweenThem) {
   const std::string trace = ::testing::TempDir() + "/dist_trace.json";
-  const Result r = pipeprof(kRun + "--procs 2 --balance 2,3 --schedule 1f1b --trace " + trace);
-  ASSERT_EQ(r.code, 0) << r.out;
+  const ProcessResult r = pipeprof(kRun + "--procs 2 --balance 2,3 --schedule 1f1b --trace " + trace);
+  ASSERT_EQ(r.code, 0) << r.all;
   std::ifstream in(trace);
   const nlohmann::json json = nlohmann::json::parse(in);
   std::set<std::string> processes;

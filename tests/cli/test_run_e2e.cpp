@@ -1,9 +1,8 @@
 // End-to-end tests of `pipeprof run` under every schedule: the losses of the steps, and the schedule flags' errors.
-#include "cli_test_util.h"
+#include "support/run_process.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
 
 #include <cmath>
 #include <string>
@@ -13,17 +12,17 @@ namespace pipeprof {
 namespace {
 
 using testing::pipeprof;
-using testing::Result;
+using testing::ProcessResult;
 
 // mlp --width 16 --depth 3: fc0 relu0 fc1 relu1 fc2 = 5 layers; batch 8 in 2 micro-batches.
 const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunks 2 --devices cpu,cpu --seed 7 "
                          "--lr 0.5 --warmup 1 --steps 3 --threads 1 --json ";
 
 std::vector<double> losses(const std::string& flags) {
-  const Result r = pipeprof(kRun + flags);
-  EXPECT_EQ(r.code, 0) << flags << "\n" << r.out;
+  const ProcessResult r = pipeprof(kRun + flags);
+  EXPECT_EQ(r.code, 0) << flags << "\n" << r.all;
   if (r.code != 0) return {};
-  const nlohmann::json json = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  const nlohmann::json json = nlohmann::json::parse(r.all.substr(r.all.find('{')));
   return json.at("losses").get<std::vector<double>>();
 }
 
@@ -49,9 +48,9 @@ TEST(RunE2E, EveryScheduleAndBalanceTrainsToTheSameLosses) {
 }
 
 TEST(RunE2E, JsonAndTextNameTheScheduleAndThePerDevicePeaks) {
-  const Result json = pipeprof(kRun + "--balance 1,1,1,2 --schedule interleaved");
-  ASSERT_EQ(json.code, 0) << json.out;
-  const nlohmann::json out = nlohmann::json::parse(json.out.substr(json.out.find('{')));
+  const ProcessResult json = pipeprof(kRun + "--balance 1,1,1,2 --schedule interleaved");
+  ASSERT_EQ(json.code, 0) << json.all;
+  const nlohmann::json out = nlohmann::json::parse(json.all.substr(json.all.find('{')));
   EXPECT_EQ(out.at("schedule"), "interleaved");
   EXPECT_EQ(out.at("stages_per_device"), 2) << "interleaved defaults to 2 stages per device";
   EXPECT_EQ(out.at("candidate").at("stages_per_device"), 2);
@@ -59,11 +58,11 @@ TEST(RunE2E, JsonAndTextNameTheScheduleAndThePerDevicePeaks) {
 
   std::string text = kRun + "--balance 3,2 --schedule 1f1b";
   text.replace(text.find("--json"), 6, "");
-  const Result r = pipeprof(text);
-  ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("schedule 1f1b"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("loss: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("device 1 "), std::string::npos) << r.out;
+  const ProcessResult r = pipeprof(text);
+  ASSERT_EQ(r.code, 0) << r.all;
+  EXPECT_NE(r.all.find("schedule 1f1b"), std::string::npos) << r.all;
+  EXPECT_NE(r.all.find("loss: "), std::string::npos) << r.all;
+  EXPECT_NE(r.all.find("device 1 "), std::string::npos) << r.all;
 }
 
 TEST(RunE2E, BadScheduleFlagsAreUsageErrorsNamingTheValue) {
@@ -81,9 +80,9 @@ TEST(RunE2E, BadScheduleFlagsAreUsageErrorsNamingTheValue) {
   for (const Case& c : cases) {
     std::string args = kRun + c.flags;
     if (c.flags.find("--chunks") != std::string::npos) args.replace(args.find("--chunks 2"), 10, "");
-    const Result r = pipeprof(args);
-    EXPECT_EQ(r.code, 2) << c.flags << "\n" << r.out;
-    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.flags << "\n" << r.out;
+    const ProcessResult r = pipeprof(args);
+    EXPECT_EQ(r.code, 2) << c.flags << "\n" << r.all;
+    EXPECT_NE(r.all.find(c.message), std::string::npos) << c.flags << "\n" << r.all;
   }
 }
 
@@ -109,9 +108,9 @@ TEST(RunE2E, ACountTypedOutOfRangeIsAnErrorNotTheDefault) {
       {"suggest --profile p.json --batch 8 --partitions 0", "--pipeline-devices: must be an integer of at least 1"},
   };
   for (const Case& c : cases) {
-    const Result r = pipeprof(c.command);
-    EXPECT_EQ(r.code, 2) << c.command << "\n" << r.out;
-    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.command << "\n" << r.out;
+    const ProcessResult r = pipeprof(c.command);
+    EXPECT_EQ(r.code, 2) << c.command << "\n" << r.all;
+    EXPECT_NE(r.all.find(c.message), std::string::npos) << c.command << "\n" << r.all;
   }
 }
 

@@ -2,18 +2,18 @@
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/report.h>
 
+#include "support/run_process.h"
+
 #include <gtest/gtest.h>
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <set>
@@ -21,27 +21,18 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
-
 namespace pipeprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBinary = PIPEPROF_BINARY_DIR "/cli/pipeprof";
+using testing::BackgroundProcess;
+using testing::contains;
+using testing::Environment;
+using testing::ProcessResult;
+using testing::waitFor;
 
-struct CommandResult {
-  int exitCode = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+std::string slurp(const fs::path& path) { return testing::readFile(path.string()); }
 
 std::string quote(const std::string& text) { return "'" + text + "'"; }
 
@@ -55,18 +46,16 @@ class SweepE2E : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  /// Runs pipeprof with the arguments (already shell-quoted where needed) and an environment prefix.
-  CommandResult pipeprof(const std::string& args, const std::string& envPrefix = "") const {
-    const fs::path out = dir_ / "stdout.txt";
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string command = envPrefix + " " + quote(kBinary) + " " + args + " > " + quote(out.string()) +
-                                " 2> " + quote(err.string()) + " < /dev/null";
-    const int status = std::system(command.c_str());
-    CommandResult run;
-    run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.out = slurp(out);
-    run.err = slurp(err);
-    return run;
+  /// Runs pipeprof with the arguments (already shell-quoted where needed).
+  ProcessResult pipeprof(const std::string& args, const Environment& environment = {}) const {
+    return testing::pipeprof(args, environment);
+  }
+
+  /// Starts pipeprof with the arguments in the background, in a process group of its own.
+  std::unique_ptr<BackgroundProcess> start(const std::string& args, const Environment& environment = {}) const {
+    return std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{"/bin/sh", "-c", "exec " + quote(testing::kPipeprof) + " " + args},
+        (dir_ / "background.out").string(), (dir_ / "background.err").string(), environment);
   }
 
   /// The tiny sweep every test starts from: a 4-layer mlp, batch 8, chunks 1 and 2.
@@ -78,16 +67,6 @@ class SweepE2E : public ::testing::Test {
 
   fs::path dir_;
 };
-
-/// Starts `/bin/sh -c command` without waiting; returns its pid, or -1.
-pid_t spawnShell(const std::string& command) {
-  pid_t pid = -1;
-  std::vector<std::string> argvText{"/bin/sh", "-c", command};
-  std::vector<char*> argv;
-  for (std::string& text : argvText) argv.push_back(text.data());
-  argv.push_back(nullptr);
-  return posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv.data(), environ) == 0 ? pid : -1;
-}
 
 std::size_t countLines(const std::string& text, const std::string& prefix) {
   std::size_t count = 0;
@@ -108,8 +87,8 @@ std::vector<const CandidateResult*> withStatus(const Report& report, CandidateSt
 
 TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   const fs::path report = dir_ / "out" / "report.json";
-  const CommandResult run = pipeprof(tinySweep(report.string()));
-  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const ProcessResult run = pipeprof(tinySweep(report.string()));
+  ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
   EXPECT_TRUE(parsed.complete);
   EXPECT_EQ(parsed.environment.model, "mlp");
@@ -170,7 +149,7 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
 
 TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWhatTheReportDoes) {
   const fs::path report = dir_ / "report.json";
-  ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).exitCode, 0);
+  ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).code, 0);
   const Report parsed = readReport(report.string());
   ASSERT_TRUE(parsed.profile.has_value());
   const fs::path profile = dir_ / "profile.json";
@@ -179,19 +158,19 @@ TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWha
   std::ofstream(calibration) << parsed.calibration.dump(2);
   const std::string inputs =
       " --profile " + quote(profile.string()) + " --calibration " + quote(calibration.string()) + " --batch 8 --json";
-  const CommandResult suggest = pipeprof("suggest --devices 2 --chunks 1,2 --top 100" + inputs);
-  ASSERT_EQ(suggest.exitCode, 0) << suggest.err;
+  const ProcessResult suggest = pipeprof("suggest --devices 2 --chunks 1,2 --top 100" + inputs);
+  ASSERT_EQ(suggest.code, 0) << suggest.err;
   const nlohmann::json suggested = nlohmann::json::parse(suggest.out);
   std::size_t compared = 0;
   for (const CandidateResult& result : parsed.candidates) {
     if (result.predictedRank < 1 || result.predictedRank > 3) continue;
     ASSERT_TRUE(result.predictionBeforeDrift.has_value());
     const Candidate& candidate = result.candidate;
-    const CommandResult simulate =
+    const ProcessResult simulate =
         pipeprof("simulate --devices 2 --balance " + formatBalance(candidate.balance) + " --chunks " +
                  std::to_string(candidate.chunks) + " --checkpoint " + std::string(checkpointName(candidate.checkpoint)) +
                  " --schedule " + std::string(scheduleKindName(candidate.schedule)) + inputs);
-    ASSERT_EQ(simulate.exitCode, 0) << simulate.err;
+    ASSERT_EQ(simulate.code, 0) << simulate.err;
     EXPECT_EQ(nlohmann::json::parse(simulate.out).at("iteration_ns").get<TimeNs>(),
               result.predictionBeforeDrift->iterationNs)
         << candidate.label();
@@ -209,11 +188,11 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
   // mlp --depth 3: 5 layers. One balance per schedule: gpipe and 1f1b [2,3] (2 stages), interleaved
   // v2 [1,1,1,2] (4 stages on the 2 devices).
   const fs::path report = dir_ / "report.json";
-  const CommandResult run = pipeprof(
+  const ProcessResult run = pipeprof(
       "sweep --model mlp --width 16 --depth 3 --devices cpu,cpu --batch 8 --chunks 2 --checkpoint never "
       "--balances '2,3;1,1,1,2' --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 0 -o " +
       quote(report.string()));
-  ASSERT_EQ(run.exitCode, 0) << run.err;
+  ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
   ASSERT_EQ(parsed.candidates.size(), 3u);
   std::vector<std::string> labels;
@@ -240,8 +219,8 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never_1f1b.predicted.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never.measured.json"));
 
-  const CommandResult compare = pipeprof("compare " + quote(report.string()));
-  ASSERT_EQ(compare.exitCode, 0) << compare.err;
+  const ProcessResult compare = pipeprof("compare " + quote(report.string()));
+  ASSERT_EQ(compare.code, 0) << compare.err;
   EXPECT_NE(compare.out.find("schedule"), std::string::npos) << compare.out;
   EXPECT_NE(compare.out.find("[1,1,1,2] x2 never       interleaved v2"), std::string::npos) << compare.out;
   EXPECT_NE(compare.out.find("[2,3] x2 never           1f1b"), std::string::npos) << compare.out;
@@ -250,45 +229,42 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
 
 TEST_F(SweepE2E, CompareReproducesTheSweepsOutput) {
   const fs::path report = dir_ / "report.json";
-  const CommandResult sweep = pipeprof(tinySweep(report.string(), "top:2"));
-  ASSERT_EQ(sweep.exitCode, 0) << sweep.err;
-  const CommandResult compare = pipeprof("compare " + quote(report.string()));
-  ASSERT_EQ(compare.exitCode, 0) << compare.err;
+  const ProcessResult sweep = pipeprof(tinySweep(report.string(), "top:2"));
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  const ProcessResult compare = pipeprof("compare " + quote(report.string()));
+  ASSERT_EQ(compare.code, 0) << compare.err;
   EXPECT_EQ(compare.out, sweep.out);
   EXPECT_TRUE(compare.err.empty()) << compare.err;
 }
 
 TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
   const fs::path report = dir_ / "report.json";
-  const std::string command = "PIPEPROF_TEST_CANDIDATE_DELAY_MS=60000 exec " + quote(kBinary) + " " +
-                              tinySweep(report.string(), "top:3") + " > /dev/null 2> /dev/null";
-  const pid_t pid = spawnShell(command);
-  ASSERT_GT(pid, 0);
+  const auto sweep = start(tinySweep(report.string(), "top:3"), {{"PIPEPROF_TEST_CANDIDATE_DELAY_MS", "60000"}});
 
   // Wait for the first measured candidate in the report, then kill the sweep (it is sleeping
   // in the testing pause after that candidate).
   std::string firstLabel;
   std::vector<TimeNs> firstSteps;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (firstLabel.empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!fs::exists(report)) continue;
-    const Report partial = readReport(report.string());  // always valid: written atomically
-    for (const CandidateResult* result : withStatus(partial, CandidateStatus::Measured)) {
-      firstLabel = result->candidate.label();
-      firstSteps = result->measurement->stepNs;
-    }
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  waitFor(
+      [&] {
+        if (!fs::exists(report)) return false;
+        const Report partial = readReport(report.string());  // always valid: written atomically
+        for (const CandidateResult* result : withStatus(partial, CandidateStatus::Measured)) {
+          firstLabel = result->candidate.label();
+          firstSteps = result->measurement->stepNs;
+        }
+        return !firstLabel.empty();
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(50));
+  sweep->signal(SIGKILL);
+  ASSERT_TRUE(sweep->wait(std::chrono::seconds(10)).has_value());
   ASSERT_FALSE(firstLabel.empty()) << "no candidate was measured within 60 s";
   const Report killed = readReport(report.string());
   EXPECT_FALSE(killed.complete);
   ASSERT_EQ(withStatus(killed, CandidateStatus::Measured).size(), 1u);
 
-  const CommandResult resumed = pipeprof(tinySweep(report.string(), "top:3") + " --resume");
-  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  const ProcessResult resumed = pipeprof(tinySweep(report.string(), "top:3") + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.err.find("resuming: 1 finished candidate(s) kept, 2 to measure"), std::string::npos)
       << resumed.err;
   EXPECT_EQ(countLines(resumed.err, "measured "), 2u) << resumed.err;
@@ -324,30 +300,28 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
 TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
   const fs::path report = dir_ / "report.json";
   const std::string sweep = tinySweep(report.string(), "top:2", "--steps 4 --rounds 2");
-  const pid_t pid = spawnShell("PIPEPROF_TEST_CANDIDATE_DELAY_MS=60000 exec " + quote(kBinary) + " " + sweep +
-                               " > /dev/null 2> /dev/null");
-  ASSERT_GT(pid, 0);
+  const auto running = start(sweep, {{"PIPEPROF_TEST_CANDIDATE_DELAY_MS", "60000"}});
   // Wait for the first round of the first candidate (the hook pauses after it), then kill.
   std::optional<CandidateResult> partly;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!partly && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!fs::exists(report)) continue;
-    for (const CandidateResult& result : readReport(report.string()).candidates) {
-      if (result.measurement) partly = result;
-    }
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  waitFor(
+      [&] {
+        if (!fs::exists(report)) return false;
+        for (const CandidateResult& result : readReport(report.string()).candidates) {
+          if (result.measurement) partly = result;
+        }
+        return partly.has_value();
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(50));
+  running->signal(SIGKILL);
+  ASSERT_TRUE(running->wait(std::chrono::seconds(10)).has_value());
   ASSERT_TRUE(partly) << "no round was measured within 60 s";
   EXPECT_EQ(partly->status, CandidateStatus::Predicted);
   EXPECT_EQ(partly->notMeasuredReason, "measuring: 1 of 2 rounds done");
   EXPECT_EQ(partly->measurement->rounds, 1);
   ASSERT_EQ(partly->measurement->stepNs.size(), 2u) << "round 1 of 2 takes half of --steps 4";
 
-  const CommandResult resumed = pipeprof(sweep + " --resume");
-  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  const ProcessResult resumed = pipeprof(sweep + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_NE(resumed.err.find("resuming: 0 finished candidate(s) kept, 2 to measure (1 partly measured)"),
             std::string::npos)
       << resumed.err;
@@ -371,34 +345,20 @@ TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
 TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
   // So many steps that the first candidate is still measuring when Ctrl-C arrives.
   const fs::path report = dir_ / "report.json";
-  const fs::path err = dir_ / "stderr.txt";
   const std::string sweep = "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 "
                             "--measure top:3 --steps 1000000 --warmup 1 --profile-budget 1 --calibration-budget 0 -o " +
                             quote(report.string());
-  const pid_t pid = spawnShell("exec " + quote(kBinary) + " " + sweep + " > /dev/null 2> " + quote(err.string()));
-  ASSERT_GT(pid, 0);
-  // The report appears once every candidate is predicted, right before measuring starts.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!fs::exists(report) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the candidate's steps
-  kill(pid, SIGINT);
-  int status = 0;
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      FAIL() << "the sweep did not stop within 30 s of Ctrl-C";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  EXPECT_NE(slurp(err).find("interrupted during"), std::string::npos) << slurp(err);
-  EXPECT_NE(slurp(err).find("holds what finished -- continue with the same command and --resume"), std::string::npos)
-      << slurp(err);
+  const auto running = start(sweep);
+  // The candidate's start line ("measuring [...] ...") follows the reference pipelines' ones.
+  ASSERT_TRUE(waitFor([&] { return contains(running->err(), "measuring ["); }, std::chrono::seconds(60)))
+      << running->err();
+  running->signal(SIGINT);
+  const std::optional<ProcessResult> ended = running->wait(std::chrono::seconds(30));
+  ASSERT_TRUE(ended.has_value()) << "the sweep did not stop within 30 s of Ctrl-C";
+  EXPECT_EQ(ended->code, 130);
+  const std::string err = ended->err;
+  EXPECT_NE(err.find("interrupted during ["), std::string::npos) << err;
+  EXPECT_NE(err.find("holds what finished -- continue with the same command and --resume"), std::string::npos) << err;
   const Report interrupted = readReport(report.string());
   EXPECT_FALSE(interrupted.complete);
   EXPECT_TRUE(withStatus(interrupted, CandidateStatus::Measured).empty());
@@ -407,8 +367,8 @@ TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
 
 TEST_F(SweepE2E, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
   const fs::path report = dir_ / "report.json";
-  const CommandResult run = pipeprof(tinySweep(report.string()), "PIPEPROF_TEST_FAIL_CANDIDATE=calibration");
-  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const ProcessResult run = pipeprof(tinySweep(report.string()), {{"PIPEPROF_TEST_FAIL_CANDIDATE", "calibration"}});
+  ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.err.find("calibration failed, predicting from the raw profile: failure injected"), std::string::npos)
       << run.err;
   const Report parsed = readReport(report.string());
@@ -422,15 +382,15 @@ TEST_F(SweepE2E, AFailingCandidateIsRecordedAndTheSweepCompletes) {
   // The labels come from a predict-only run; the second run measures every candidate (its
   // calibrated predictions, and so its order, may differ from the first run's).
   const fs::path plan = dir_ / "plan.json";
-  ASSERT_EQ(pipeprof(tinySweep(plan.string(), "none")).exitCode, 0);
+  ASSERT_EQ(pipeprof(tinySweep(plan.string(), "none")).code, 0);
   const Report planned = readReport(plan.string());
   ASSERT_GE(planned.candidates.size(), 2u);
   const std::string victim = planned.candidates[1].candidate.label();
 
   const fs::path report = dir_ / "report.json";
-  const CommandResult run =
-      pipeprof(tinySweep(report.string(), "all"), "PIPEPROF_TEST_FAIL_CANDIDATE=" + quote(victim));
-  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const ProcessResult run =
+      pipeprof(tinySweep(report.string(), "all"), {{"PIPEPROF_TEST_FAIL_CANDIDATE", victim}});
+  ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
   EXPECT_TRUE(parsed.complete);
   const auto failed = withStatus(parsed, CandidateStatus::Failed);
@@ -469,24 +429,24 @@ TEST_F(SweepE2E, MalformedInputsExitTwoAndCreateNothing) {
       "--model mlp --procs 3",
   };
   for (const std::string& extra : cases) {
-    const CommandResult run = pipeprof(base + " " + extra);
-    EXPECT_EQ(run.exitCode, 2) << extra << "\n" << run.err;
+    const ProcessResult run = pipeprof(base + " " + extra);
+    EXPECT_EQ(run.code, 2) << extra << "\n" << run.err;
     EXPECT_FALSE(run.err.empty()) << extra;
     EXPECT_TRUE(run.out.empty()) << extra << ": " << run.out;
     EXPECT_FALSE(fs::exists(report.parent_path())) << extra << " created " << report.parent_path();
   }
-  const CommandResult compare = pipeprof("compare " + quote(malformed.string()));
-  EXPECT_EQ(compare.exitCode, 2) << compare.err;
-  EXPECT_EQ(pipeprof("compare " + quote((dir_ / "missing.json").string())).exitCode, 2);
+  const ProcessResult compare = pipeprof("compare " + quote(malformed.string()));
+  EXPECT_EQ(compare.code, 2) << compare.err;
+  EXPECT_EQ(pipeprof("compare " + quote((dir_ / "missing.json").string())).code, 2);
 }
 
 TEST_F(SweepE2E, ResumeOfAnotherSweepIsRefused) {
   const fs::path report = dir_ / "report.json";
-  ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).exitCode, 0);
+  ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).code, 0);
   const std::string before = slurp(report);
-  const CommandResult run = pipeprof("sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 4 --chunks 1,2 "
+  const ProcessResult run = pipeprof("sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 4 --chunks 1,2 "
                            "--measure none -o " + quote(report.string()) + " --resume");
-  EXPECT_EQ(run.exitCode, 2) << run.err;
+  EXPECT_EQ(run.code, 2) << run.err;
   EXPECT_NE(run.err.find("batch 8 there, 4 here"), std::string::npos) << run.err;
   EXPECT_EQ(slurp(report), before);
 }
@@ -494,20 +454,20 @@ TEST_F(SweepE2E, ResumeOfAnotherSweepIsRefused) {
 TEST_F(SweepE2E, ACachedProfileIsReusedAndOneFromAnotherEnvironmentRefused) {
   const fs::path profile = dir_ / "cache" / "profile.json";
   const fs::path first = dir_ / "first.json";
-  const CommandResult written = pipeprof(tinySweep(first.string(), "none") + " --profile " + quote(profile.string()));
-  ASSERT_EQ(written.exitCode, 0) << written.err;
+  const ProcessResult written = pipeprof(tinySweep(first.string(), "none") + " --profile " + quote(profile.string()));
+  ASSERT_EQ(written.code, 0) << written.err;
   ASSERT_TRUE(fs::is_regular_file(profile));
   EXPECT_EQ(countLines(written.err, "profiling "), 1u);
 
   const fs::path second = dir_ / "second.json";
-  const CommandResult reused = pipeprof(tinySweep(second.string(), "none") + " --profile " + quote(profile.string()));
-  ASSERT_EQ(reused.exitCode, 0) << reused.err;
+  const ProcessResult reused = pipeprof(tinySweep(second.string(), "none") + " --profile " + quote(profile.string()));
+  ASSERT_EQ(reused.code, 0) << reused.err;
   EXPECT_EQ(countLines(reused.err, "profiling "), 0u) << reused.err;
 
   const fs::path third = dir_ / "third.json";
-  const CommandResult threads =
+  const ProcessResult threads =
       pipeprof(tinySweep(third.string(), "none") + " --threads 3 --profile " + quote(profile.string()));
-  EXPECT_EQ(threads.exitCode, 2) << threads.err;
+  EXPECT_EQ(threads.code, 2) << threads.err;
   EXPECT_NE(threads.err.find("intra-op thread"), std::string::npos) << threads.err;
   EXPECT_FALSE(fs::exists(third));
 
@@ -515,24 +475,24 @@ TEST_F(SweepE2E, ACachedProfileIsReusedAndOneFromAnotherEnvironmentRefused) {
   edited["environment"]["torch_version"] = "0.0.1";
   const fs::path foreign = dir_ / "foreign.json";
   std::ofstream(foreign) << edited.dump();
-  const CommandResult version = pipeprof(tinySweep(third.string(), "none") + " --profile " + quote(foreign.string()));
-  EXPECT_EQ(version.exitCode, 2) << version.err;
+  const ProcessResult version = pipeprof(tinySweep(third.string(), "none") + " --profile " + quote(foreign.string()));
+  EXPECT_EQ(version.code, 2) << version.err;
   EXPECT_NE(version.err.find("LibTorch 0.0.1"), std::string::npos) << version.err;
   EXPECT_FALSE(fs::exists(third));
 }
 
 TEST_F(SweepE2E, JsonPrintsTheReportOnStdout) {
   const fs::path report = dir_ / "report.json";
-  const CommandResult run = pipeprof(tinySweep(report.string(), "top:1") + " --json");
-  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const ProcessResult run = pipeprof(tinySweep(report.string(), "top:1") + " --json");
+  ASSERT_EQ(run.code, 0) << run.err;
   const Report printed = reportFromJson(nlohmann::json::parse(run.out), "stdout");
   EXPECT_TRUE(printed.complete);
   EXPECT_EQ(printed.candidates.size(), readReport(report.string()).candidates.size());
 }
 
 TEST_F(SweepE2E, ModelsListsTheZooAsJson) {
-  const CommandResult run = pipeprof("models --json");
-  ASSERT_EQ(run.exitCode, 0) << run.err;
+  const ProcessResult run = pipeprof("models --json");
+  ASSERT_EQ(run.code, 0) << run.err;
   const nlohmann::json list = nlohmann::json::parse(run.out);
   ASSERT_TRUE(list.is_array());
   ASSERT_FALSE(list.empty());
@@ -546,8 +506,8 @@ TEST_F(SweepE2E, ModelsListsTheZooAsJson) {
 
 TEST_F(SweepE2E, HelpShowsExamples) {
   for (const std::string command : {"--help", "sweep --help", "compare --help", "models --help"}) {
-    const CommandResult run = pipeprof(command);
-    EXPECT_EQ(run.exitCode, 0) << command;
+    const ProcessResult run = pipeprof(command);
+    EXPECT_EQ(run.code, 0) << command;
     EXPECT_NE(run.out.find("Examples:"), std::string::npos) << command << "\n" << run.out;
   }
 }

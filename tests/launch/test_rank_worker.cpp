@@ -1,11 +1,15 @@
-// Tests for rank_worker.h: where findRankWorker looks, in order, and what it says when it finds nothing.
+// Tests for rank_worker.h and worker_main.cpp: where findRankWorker looks, in order, and what the worker refuses.
+#include <pipeprof/launch/rank_job.h>
 #include <pipeprof/launch/rank_worker.h>
+
+#include "support/run_process.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -74,6 +78,35 @@ TEST(RankWorker, NothingFoundNamesEveryPlaceTried) {
   EXPECT_THAT(error, HasSubstr("libexec/pipeprof/pipeprof-rank"));  // next to this executable
   EXPECT_THAT(error, HasSubstr("/no/such/build/pipeprof-rank"));
   EXPECT_THAT(error, HasSubstr("set PIPEPROF_RANK_WORKER to its path"));
+}
+
+TEST(RankWorker, TheWorkerRefusesABadCommandLineJobOrEnvironmentWithExitTwo) {
+  const std::string worker = pipeprof::testing::kRankWorker;
+  EXPECT_EQ(pipeprof::testing::runProcess({worker, "--help"}).code, 0);
+  pipeprof::testing::ProcessResult r = pipeprof::testing::runProcess({worker});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("usage: pipeprof-rank --job FILE"));
+
+  const std::string path = (std::filesystem::temp_directory_path() / "pipeprof_worker_bad_job.json").string();
+  const RankJob train;
+  nlohmann::json job = toJson(train);
+  job["kind"] = "dance";
+  {
+    std::ofstream(path) << job.dump();
+  }
+  r = pipeprof::testing::runProcess({worker, "--job", path}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr(path + ": $.kind: expected \"train\" or \"link_benchmark\""));
+
+  RankJob link;
+  link.kind = RankJobKind::LinkBenchmark;
+  {
+    std::ofstream(path) << toJson(link).dump();
+  }
+  r = pipeprof::testing::runProcess({worker, "--job", path});  // not started as a rank
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("RANK and WORLD_SIZE are not set"));
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -4,16 +4,15 @@
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/profile.h>
 
+#include "support/run_process.h"
+
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -23,24 +22,9 @@
 namespace pipeprof {
 namespace {
 
-const std::string kPipeprof = PIPEPROF_BINARY_DIR "/cli/pipeprof";
+using Result = testing::ProcessResult;
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-Result runPipeprof(const std::string& args) {
-  Result result;
-  const std::string command = kPipeprof + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) result.output += buffer.data();
-  const int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+Result runPipeprof(const std::string& args) { return testing::pipeprof(args); }
 
 std::filesystem::path scratch(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("pipeprof_profiler_e2e_" + std::to_string(::getpid()));
@@ -60,7 +44,7 @@ class RunTrace : public ::testing::Test {
     path_ = scratch("run.json").string();
     const Result r = runPipeprof("run --model mlp --width 32 --depth 4 --devices cpu,cpu --balance 3,4 --chunks 4 "
                                  "--checkpoint except_last --batch 16 --steps 2 --warmup 1 --trace " + path_);
-    output_ = r.output;
+    output_ = r.all;
     code_ = r.code;
   }
   static std::string path_;
@@ -157,12 +141,12 @@ TEST_F(RunTrace, HostSpansCountersAndLaneNames) {
 TEST_F(RunTrace, SummarizeReadsItBack) {
   ASSERT_EQ(code_, 0) << output_;
   const Result text = runPipeprof("trace summarize " + path_);
-  ASSERT_EQ(text.code, 0) << text.output;
-  EXPECT_NE(text.output.find("2 step(s)"), std::string::npos) << text.output;
-  EXPECT_NE(text.output.find("partition 1 on cpu:1"), std::string::npos) << text.output;
+  ASSERT_EQ(text.code, 0) << text.all;
+  EXPECT_NE(text.all.find("2 step(s)"), std::string::npos) << text.all;
+  EXPECT_NE(text.all.find("partition 1 on cpu:1"), std::string::npos) << text.all;
   const Result json = runPipeprof("trace summarize --json " + path_);
-  ASSERT_EQ(json.code, 0) << json.output;
-  const nlohmann::json analysis = nlohmann::json::parse(json.output);
+  ASSERT_EQ(json.code, 0) << json.all;
+  const nlohmann::json analysis = nlohmann::json::parse(json.all);
   EXPECT_EQ(analysis["steps"], 2);
   EXPECT_EQ(analysis["stages"].size(), 2u);
   EXPECT_GT(analysis["stages"][0]["busy_ns"].get<std::int64_t>(), 0);
@@ -172,7 +156,7 @@ TEST(CliE2e, ProfileWritesAProfileOfEveryLayer) {
   const std::string path = scratch("profile.json").string();
   const Result r = runPipeprof("profile --model mlp --width 32 --depth 3 --batch 8 --micro-batches 2,8 "
                                "--time-budget 50ms --min-runs 2 -o " + path);
-  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(r.code, 0) << r.all;
   const Profile profile = readProfile(path);
   ASSERT_EQ(profile.layerCount(), 5);
   EXPECT_EQ(profile.environment.model, "mlp");
@@ -184,9 +168,9 @@ TEST(CliE2e, ProfileWritesAProfileOfEveryLayer) {
 TEST(CliE2e, RunJsonAndAutoBalance) {
   const Result r = runPipeprof("run --model mlp --width 16 --depth 2 --devices cpu,cpu --balance auto --chunks 2 "
                                "--batch 8 --steps 1 --warmup 0 --json");
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("balance auto: chose"), std::string::npos) << r.output;
-  const nlohmann::json out = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  ASSERT_EQ(r.code, 0) << r.all;
+  EXPECT_NE(r.all.find("balance auto: chose"), std::string::npos) << r.all;
+  const nlohmann::json out = nlohmann::json::parse(r.all.substr(r.all.find('{')));
   EXPECT_EQ(out["candidate"]["balance"].size(), 2u);
   EXPECT_EQ(out["step_ns"].size(), 1u);
 }
@@ -202,13 +186,13 @@ TEST(CliE2e, CuptiModeFlagTakesCheapOrExact) {
   const std::string run = "run --model mlp --width 8 --depth 2 --devices cpu,cpu --balance 1,2 --chunks 2 --batch 4 "
                           "--steps 1 --warmup 0 --json --trace " + scratch("cupti_mode.json").string();
   const Result bad = runPipeprof(run + " --cupti-mode full");
-  EXPECT_EQ(bad.code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--cupti-mode: unknown CUPTI mode 'full': expected cheap or exact"), std::string::npos)
-      << bad.output;
+  EXPECT_EQ(bad.code, 2) << bad.all;
+  EXPECT_NE(bad.all.find("--cupti-mode: unknown CUPTI mode 'full': expected cheap or exact"), std::string::npos)
+      << bad.all;
   // On CPU devices no collector starts: both modes run and trace the host alone.
   for (const std::string mode : {"cheap", "exact"}) {
     const Result ok = runPipeprof(run + " --cupti-mode " + mode);
-    EXPECT_EQ(ok.code, 0) << mode << ": " << ok.output;
+    EXPECT_EQ(ok.code, 0) << mode << ": " << ok.all;
   }
 }
 

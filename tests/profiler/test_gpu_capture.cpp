@@ -2,14 +2,14 @@
 // both CUPTI modes.
 #include <pipeprof/core/chrome_trace.h>
 
+#include "support/run_process.h"
+
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
 
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -25,16 +25,11 @@ TEST_P(GpuCapture, KernelsAndCopiesAreAttributedToOps) {
   const std::string devices = twoDevices ? "cuda:0,cuda:1" : "cuda:0,cuda:0";
   const auto path = std::filesystem::temp_directory_path() /
                     ("pipeprof_gpu_" + mode + "_" + std::to_string(::getpid()) + ".json");
-  const std::string command = std::string(PIPEPROF_BINARY_DIR "/cli/pipeprof") +
-                              " run --model mlp --width 256 --depth 4 --devices " + devices +
-                              " --balance 3,4 --chunks 4 --batch 64 --steps 2 --warmup 1" +
-                              " --cupti-mode " + mode + " --trace " + path.string() + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) output += buffer.data();
-  ASSERT_EQ(pclose(pipe), 0) << output;
+  const testing::ProcessResult run = testing::pipeprof(
+      "run --model mlp --width 256 --depth 4 --devices " + devices + " --balance 3,4 --chunks 4 --batch 64 --steps 2" +
+      " --warmup 1 --cupti-mode " + mode + " --trace " + path.string());
+  const std::string& output = run.all;
+  ASSERT_EQ(run.code, 0) << output;
   if (output.find("CUPTI collector unavailable") != std::string::npos) GTEST_SKIP() << output;
   EXPECT_NE(output.find("cupti (" + mode + "): "), std::string::npos) << output;
 

@@ -2,14 +2,13 @@
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 
+#include "support/run_process.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -21,11 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exitCode = -1;
-  std::string out;
-  std::string err;
-};
+using CliRun = testing::ProcessResult;
 
 std::string readText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -48,16 +43,7 @@ class SimulatorCli : public ::testing::Test {
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  CliRun run(const std::string& arguments) const {
-    const std::string command = std::string(PIPEPROF_BINARY_DIR "/cli/pipeprof ") + arguments + " > " +
-                                path("stdout.txt") + " 2> " + path("stderr.txt");
-    const int status = std::system(command.c_str());
-    CliRun result;
-    result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = readText(dir_ / "stdout.txt");
-    result.err = readText(dir_ / "stderr.txt");
-    return result;
-  }
+  CliRun run(const std::string& arguments) const { return testing::pipeprof(arguments); }
 
   std::string simulateArgs() const { return "simulate --profile " + path("profile.json"); }
 
@@ -66,7 +52,7 @@ class SimulatorCli : public ::testing::Test {
 
 TEST_F(SimulatorCli, SimulateJsonMatchesTheClosedForm) {
   const CliRun r = run(simulateArgs() + " --batch 4 --balance 1,1 --chunks 4 --checkpoint never --json");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json.at("iteration_ns"), (4 + 2 - 1) * 30);
   EXPECT_EQ(json.at("busy_ns"), nlohmann::json::array({120, 120}));
@@ -81,9 +67,9 @@ TEST_F(SimulatorCli, SimulateJsonMatchesTheClosedForm) {
 TEST_F(SimulatorCli, SimulateIsByteIdenticalAcrossRuns) {
   const std::string args = " --devices 2 --link-bandwidth 1GB/s --link-latency 5ns --batch 6 --balance 1,1 --chunks 4";
   const CliRun first = run(simulateArgs() + args + " --trace " + path("a.json") + " --json");
-  ASSERT_EQ(first.exitCode, 0) << first.err;
+  ASSERT_EQ(first.code, 0) << first.err;
   const CliRun second = run(simulateArgs() + args + " --trace " + path("b.json") + " --json");
-  ASSERT_EQ(second.exitCode, 0) << second.err;
+  ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_EQ(readText(dir_ / "a.json"), readText(dir_ / "b.json"));
   EXPECT_GT(readText(dir_ / "a.json").size(), 1000u);
   nlohmann::json a = nlohmann::json::parse(first.out);
@@ -95,7 +81,7 @@ TEST_F(SimulatorCli, SimulateIsByteIdenticalAcrossRuns) {
 
 TEST_F(SimulatorCli, SimulateSummaryAndMemoryOverflow) {
   const CliRun r = run(simulateArgs() + " --device-memory 300B --batch 4 --balance 1,1 --chunks 4 --checkpoint never");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("forward(3,0)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("fits         NO: predicted peak 421 B > 300 B on device 0"), std::string::npos) << r.out;
@@ -105,7 +91,7 @@ TEST_F(SimulatorCli, SuggestJson) {
   writeCluster(Cluster::uniform(2, Bytes{400}, 0.0, 0), path("cluster.json"));
   const CliRun r = run("suggest --profile " + path("profile.json") + " --cluster " + path("cluster.json") +
                     " --batch 4 --chunks 1,2,4 --schedules gpipe --json");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json.at("evaluated"), 9);
   EXPECT_EQ(json.at("ranked")[0].at("schedule"), "gpipe");
@@ -122,7 +108,7 @@ TEST_F(SimulatorCli, SuggestSearchesEveryScheduleByDefault) {
   // 2 layers on 2 devices: gpipe and 1f1b 3 chunks x 3 modes x 1 balance each; interleaved v2
   // needs 4 stages, more than the 2 layers: one rejection, said why.
   const CliRun r = run("suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --chunks 1,2,4 --json");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json.at("evaluated"), 19);
   EXPECT_EQ(json.at("fitting_count"), 18);
@@ -141,9 +127,9 @@ TEST_F(SimulatorCli, SuggestPipelineDevicesKeepsItsOldNamePartitions) {
   const CliRun named = run(base + "--pipeline-devices 2");
   const CliRun alias = run(base + "--partitions 2");
   const CliRun one = run(base + "--partitions 1");
-  ASSERT_EQ(named.exitCode, 0) << named.err;
-  ASSERT_EQ(alias.exitCode, 0) << alias.err;
-  ASSERT_EQ(one.exitCode, 0) << one.err;
+  ASSERT_EQ(named.code, 0) << named.err;
+  ASSERT_EQ(alias.code, 0) << alias.err;
+  ASSERT_EQ(one.code, 0) << one.err;
   const nlohmann::json json = nlohmann::json::parse(named.out);
   EXPECT_EQ(json.at("evaluated"), 6);  // one balance of 2 stages x 2 chunk counts x 3 modes
   EXPECT_EQ(json.at("ranked")[0].at("candidate").at("balance"), nlohmann::json::array({1, 1}));
@@ -157,9 +143,9 @@ TEST_F(SimulatorCli, SimulateRunsEverySchedule) {
   const CliRun gpipe = run(base + "--balance 2,2 --json");
   const CliRun oneF = run(base + "--balance 2,2 --schedule 1f1b --json");
   const CliRun inter = run(base + "--balance 1,1,1,1 --schedule interleaved --json");
-  ASSERT_EQ(gpipe.exitCode, 0) << gpipe.err;
-  ASSERT_EQ(oneF.exitCode, 0) << oneF.err;
-  ASSERT_EQ(inter.exitCode, 0) << inter.err;
+  ASSERT_EQ(gpipe.code, 0) << gpipe.err;
+  ASSERT_EQ(oneF.code, 0) << oneF.err;
+  ASSERT_EQ(inter.code, 0) << inter.err;
   const nlohmann::json g = nlohmann::json::parse(gpipe.out);
   const nlohmann::json o = nlohmann::json::parse(oneF.out);
   const nlohmann::json i = nlohmann::json::parse(inter.out);
@@ -174,7 +160,7 @@ TEST_F(SimulatorCli, SimulateRunsEverySchedule) {
   // Same work on the devices, a smaller bubble: the step is shorter.
   EXPECT_LT(i.at("iteration_ns").get<std::int64_t>(), g.at("iteration_ns").get<std::int64_t>());
   const CliRun text = run(base + "--balance 1,1,1,1 --schedule interleaved");
-  ASSERT_EQ(text.exitCode, 0) << text.err;
+  ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("schedule     interleaved v2 (4 stages on 2 devices)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("0          0,2 "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("1          1,3 "), std::string::npos) << text.out;
@@ -182,7 +168,7 @@ TEST_F(SimulatorCli, SimulateRunsEverySchedule) {
 
 TEST_F(SimulatorCli, SuggestTable) {
   const CliRun r = run("suggest --profile " + path("profile.json") + " --devices 2 --batch 8 --top 3");
-  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("rank"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("torchgpipe balance_by_time: 1,1"), std::string::npos) << r.out;
 }
@@ -225,7 +211,7 @@ TEST_F(SimulatorCli, BadInputsExitWithTwo) {
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.arguments);
-    EXPECT_EQ(r.exitCode, 2) << c.arguments << "\n" << r.out << r.err;
+    EXPECT_EQ(r.code, 2) << c.arguments << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.arguments << "\n" << r.err;
   }
 }

@@ -60,7 +60,8 @@ struct RankJob {
   /// Set by a launcher that split its CPUs: rank r binds to rankCpus[r] (an empty list binds
   /// nothing). Empty: cpuBinding decides.
   std::vector<std::vector<int>> rankCpus;
-  /// Non-empty: rank r writes its result, or its error, to rankResultPath(resultDir, r).
+  /// Non-empty: rank r writes {"rank", "joined": true} to rankResultPath(resultDir, r) once it
+  /// joined the world, and its result, or its error, there at the end.
   std::string resultDir;
 };
 

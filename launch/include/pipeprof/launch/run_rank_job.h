@@ -16,7 +16,8 @@ namespace pipeprof::launch {
 ///     trains its stages (trainRank) and, with job.tracePath, writes its trace to
 ///     rankTracePath(job.tracePath, rank) on rank 0's clock. LinkBenchmark: joins the world on
 ///     job.linkDevice and ping-pongs (measureLink; ranks 0 and 1 measure);
-///  3. with job.resultDir, writes its result to rankResultPath(job.resultDir, rank).
+///  3. with job.resultDir, writes {"rank", "joined": true} to rankResultPath(job.resultDir, rank)
+///     once it joined the world, and its result there at the end.
 /// Returns the result: for Train the rank's figures (rank, host, device, stages, step_ns,
 /// peak_bytes, sent/received bytes and messages, losses on the last stage's rank, clock offset
 /// and uncertainty, cpus: docs/cli.md's "ranks" of `run --procs --json`); for LinkBenchmark

@@ -1,0 +1,119 @@
+// End-to-end tests of `pipeprof sweep --procs 2`: the report of a multi-process sweep, and Ctrl-C then --resume.
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/report.h>
+
+#include "support/run_process.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <set>
+#include <string>
+
+namespace pipeprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+using testing::BackgroundProcess;
+using testing::contains;
+using testing::ProcessResult;
+using testing::waitFor;
+
+class SweepDist : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() / ("pipeprof_sweep_dist_" + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+};
+
+std::size_t countStatus(const Report& report, CandidateStatus status) {
+  std::size_t count = 0;
+  for (const CandidateResult& result : report.candidates) count += result.status == status;
+  return count;
+}
+
+TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
+  // mlp --depth 2: 3 layers, balances [1,2] and [2,1]; gpipe without checkpoints calibrates
+  // with one reference shape.
+  const fs::path report = dir_ / "report.json";
+  const ProcessResult run = testing::pipeprof(
+      "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --schedules gpipe "
+      "--checkpoint never --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 0 --procs 2 -o " +
+      report.string());
+  ASSERT_EQ(run.code, 0) << run.all;
+  const Report parsed = readReport(report.string());
+  EXPECT_TRUE(parsed.complete);
+  EXPECT_EQ(parsed.processLayout.at("procs"), 2);
+  EXPECT_EQ(parsed.processLayout.at("transport"), "gloo");
+  EXPECT_GT(parsed.processLayout.at("link").at("bandwidth_bytes_per_s").get<double>(), 0.0);
+  ASSERT_EQ(countStatus(parsed, CandidateStatus::Measured), parsed.candidates.size());
+  ASSERT_EQ(parsed.candidates.size(), 4u);
+  for (const CandidateResult& result : parsed.candidates) {
+    EXPECT_EQ(result.measurement->peakBytes.size(), 2u) << "one peak per rank";
+    const Trace trace = readChromeTraceFile((dir_ / result.measurement->tracePath).string());
+    std::set<std::string> ranks;
+    for (const TraceEvent& event : trace.events) ranks.insert(event.device.substr(0, 7));
+    EXPECT_EQ(ranks, (std::set<std::string>{"rank 0 ", "rank 1 "})) << result.candidate.label();
+  }
+}
+
+/// The issue's sweep, as a new user would type it, with short profiling and calibration.
+std::vector<std::string> issueSweep(const fs::path& report) {
+  return {testing::kPipeprof, "sweep",       "--model",    "mlp",         "--procs",    "2",
+          "--devices",        "cpu,cpu",     "--batch",    "64",          "--chunks",   "2,4",
+          "--schedules",      "1f1b",        "--measure",  "top:4",       "--steps",    "3",
+          "--rounds",         "1",           "--profile-budget", "1",     "--calibration-budget", "0",
+          "-o",               report.string()};
+}
+
+/// Runs the issue's sweep in a process group of its own and sends SIGINT once the first
+/// candidate started (its progress line), to the group (a terminal's Ctrl-C) or the sweep
+/// alone. Checks the interrupted sweep: exit 130, a valid incomplete report, nothing failed,
+/// nothing left running.
+void interruptIssueSweep(const fs::path& dir, bool wholeGroup) {
+  const fs::path report = dir / "R.json";
+  BackgroundProcess sweep(issueSweep(report), (dir / "out").string(), (dir / "err").string());
+  ASSERT_TRUE(waitFor([&] { return contains(sweep.err(), "measuring ["); }, std::chrono::seconds(120)))
+      << sweep.err();
+  if (wholeGroup) {
+    sweep.signalGroup(SIGINT);
+  } else {
+    sweep.signal(SIGINT);
+  }
+  const std::optional<ProcessResult> ended = sweep.wait(std::chrono::seconds(30));
+  ASSERT_TRUE(ended.has_value()) << "the sweep did not stop within 30 s of Ctrl-C\n" << sweep.err();
+  EXPECT_EQ(ended->code, 130) << ended->err;
+  EXPECT_TRUE(contains(ended->err, "holds what finished -- continue with the same command and --resume")) << ended->err;
+  EXPECT_TRUE(waitFor([&] { return !sweep.groupAlive(); }, std::chrono::seconds(5))) << "a rank was left behind";
+  const Report interrupted = readReport(report.string());
+  EXPECT_FALSE(interrupted.complete);
+  EXPECT_EQ(countStatus(interrupted, CandidateStatus::Failed), 0u) << "an interrupted candidate is not a failure";
+  EXPECT_LT(countStatus(interrupted, CandidateStatus::Measured), 4u);
+}
+
+TEST_F(SweepDist, CtrlCStopsTheSweepAndResumeMeasuresTheInterruptedCandidateAgain) {
+  interruptIssueSweep(dir_, /*wholeGroup=*/true);
+  std::vector<std::string> resume = issueSweep(dir_ / "R.json");
+  resume.push_back("--resume");
+  const ProcessResult resumed = testing::runProcess(resume);
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const Report finished = readReport((dir_ / "R.json").string());
+  EXPECT_TRUE(finished.complete);
+  EXPECT_EQ(countStatus(finished, CandidateStatus::Measured), 4u);
+  EXPECT_EQ(countStatus(finished, CandidateStatus::Failed), 0u);
+}
+
+TEST_F(SweepDist, SigintToTheSweepAloneStopsItsRanksToo) { interruptIssueSweep(dir_, /*wholeGroup=*/false); }
+
+}  // namespace
+}  // namespace pipeprof
