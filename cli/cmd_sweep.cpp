@@ -11,7 +11,6 @@
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/launch/local_run.h>
-#include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 #include <pipeprof/tuner/environment_info.h>
@@ -71,8 +70,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
                        std::to_string(pipelineDevices) + " pipeline devices: one process runs each device");
     }
     if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
-    config.processLayout = {{"procs", flags.procs},
-                            {"transport", config.devices.front().typeName() == "cuda" ? "nccl" : "gloo"}};
+    config.processLayout = tuner::processLayout(flags.procs, config.devices);
   }
   SearchSpace schedules;
   applyScheduleListFlags(flags.schedules, schedules);
@@ -156,36 +154,23 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   return config;
 }
 
-/// --procs: the transport's link, measured now (the predictions charge it on every copy).
-void measureRankLink(const SweepFlags& flags, SweepConfig& config, const StopToken& stop) {
-  std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
-  launch::RankJob job;
-  job.kind = launch::RankJobKind::LinkBenchmark;
-  job.linkDevice = config.devices.front().typeName();
-  job.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
-  launch::LocalRunOptions options;
-  options.worker = launch::findRankWorker();
-  Link link;
-  try {
-    link = launch::measureLocalLink(job, options, stop).link;
-  } catch (const launch::RunInterrupted&) {
-    throw Interrupted("interrupted while measuring the link, before any report was written");
-  }
-  std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
-                           link.bandwidthBytesPerS / 1e9);
-  config.rankLink = link;
-  config.processLayout["link"] = {{"latency_ns", link.latencyNs}, {"bandwidth_bytes_per_s", link.bandwidthBytesPerS}};
-}
-
 void runSweepCommand(const SweepFlags& flags) {
   SweepInputs inputs;
   SweepConfig config = validate(flags, inputs);
   const StopToken stop = interruptToken();
-  if (flags.procs > 0) measureRankLink(flags, config, stop);
+  const std::chrono::milliseconds timeout(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
   ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
   std::unique_ptr<tuner::CandidateMeasurer> measurer;
   if (flags.procs > 0) {
-    const std::chrono::milliseconds timeout(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
+    // The predictions charge the transport's link on every copy: measured first.
+    std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
+    try {
+      const Link link = tuner::measureRankLink(config, timeout, stop);
+      std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
+                               link.bandwidthBytesPerS / 1e9);
+    } catch (const launch::RunInterrupted&) {
+      throw Interrupted("interrupted while measuring the link, before any report was written");
+    }
     measurer = std::make_unique<tuner::ProcessMeasurer>(config.model, config.devices, timeout);
   } else {
     measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);

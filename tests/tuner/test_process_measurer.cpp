@@ -49,5 +49,24 @@ TEST(ProcessMeasurer, AStoppedRunIsTrainingStoppedNotAFailure) {
   EXPECT_THROW(measurer.measure(tinyCandidate(), request), TrainingStopped);
 }
 
+TEST(ProcessMeasurer, TheLayoutNamesTheProcessesAndTheTransportOfTheDevices) {
+  EXPECT_EQ(processLayout(2, {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")}),
+            (nlohmann::json{{"procs", 2}, {"transport", "gloo"}}));
+  EXPECT_EQ(processLayout(3, {DeviceDesc::parse("cuda:0"), DeviceDesc::parse("cuda:1"), DeviceDesc::parse("cuda:2")}),
+            (nlohmann::json{{"procs", 3}, {"transport", "nccl"}}));
+}
+
+TEST(ProcessMeasurer, TheRankLinkIsChargedAndRecorded) {
+  SweepConfig config;
+  config.devices = {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")};
+  config.processLayout = processLayout(2, config.devices);
+  const Link link = measureRankLink(config, std::chrono::seconds(30));
+  EXPECT_GT(link.bandwidthBytesPerS, 0.0);
+  ASSERT_TRUE(config.rankLink.has_value());
+  EXPECT_EQ(config.rankLink->latencyNs, link.latencyNs);
+  EXPECT_EQ(config.processLayout.at("link").at("latency_ns"), link.latencyNs);
+  EXPECT_EQ(config.processLayout.at("procs"), 2);
+}
+
 }  // namespace
 }  // namespace pipeprof::tuner

@@ -36,4 +36,23 @@ MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const MeasureRe
   return run;
 }
 
+nlohmann::json processLayout(int procs, const std::vector<DeviceDesc>& devices) {
+  const bool cuda = !devices.empty() && devices.front().typeName() == "cuda";
+  return {{"procs", procs}, {"transport", cuda ? "nccl" : "gloo"}};
+}
+
+Link measureRankLink(SweepConfig& config, std::chrono::milliseconds timeout, const StopToken& stop,
+                     const std::string& worker) {
+  launch::RankJob job;
+  job.kind = launch::RankJobKind::LinkBenchmark;
+  job.linkDevice = config.devices.front().typeName();
+  job.timeout = timeout;
+  launch::LocalRunOptions options;
+  options.worker = worker;
+  const Link link = launch::measureLocalLink(job, options, stop).link;
+  config.rankLink = link;
+  config.processLayout["link"] = {{"latency_ns", link.latencyNs}, {"bandwidth_bytes_per_s", link.bandwidthBytesPerS}};
+  return link;
+}
+
 }  // namespace pipeprof::tuner

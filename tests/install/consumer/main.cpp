@@ -2,7 +2,6 @@
 // a sweep of two candidates each measured by two processes (tuner over launch).
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/schedule.h>
-#include <pipeprof/launch/local_run.h>
 #include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/simulator/simulator.h>
@@ -46,16 +45,11 @@ std::string sweepWithTwoProcesses() {
   config.calibrationBudgetSeconds = 0;
   config.reportPath = (dir / "report.json").string();
   config.tracesDir = (dir / "traces").string();
-  config.processLayout = {{"procs", 2}, {"transport", "gloo"}};
+  config.processLayout = pipeprof::tuner::processLayout(2, config.devices);
+  pipeprof::tuner::measureRankLink(config, std::chrono::seconds(60));  // charged on every copy
 
-  pipeprof::launch::RankJob linkJob;
-  linkJob.kind = pipeprof::launch::RankJobKind::LinkBenchmark;
-  linkJob.repeats = 1;
-  pipeprof::launch::LocalRunOptions options;
-  options.worker = pipeprof::launch::findRankWorker();  // the installed one, compiled in here
-  config.rankLink = pipeprof::launch::measureLocalLink(linkJob, options).link;
-
-  pipeprof::tuner::ProcessMeasurer measurer(config.model, config.devices, std::chrono::seconds(60));
+  const std::string worker = pipeprof::launch::findRankWorker();  // the installed one, compiled in here
+  pipeprof::tuner::ProcessMeasurer measurer(config.model, config.devices, std::chrono::seconds(60), worker);
   pipeprof::tuner::SilentProgress progress;
   const pipeprof::Report report =
       pipeprof::tuner::runSweep(config, pipeprof::tuner::SweepInputs{}, measurer, progress, pipeprof::StopToken());
@@ -77,7 +71,7 @@ std::string sweepWithTwoProcesses() {
   if (!report.complete || measured != 2) error += "expected a complete report with 2 measured candidates";
   fs::remove_all(dir);
   if (error.empty()) {
-    std::cout << "sweep: 2 candidates measured by 2 processes (worker " << options.worker << ")\n";
+    std::cout << "sweep: 2 candidates measured by 2 processes (worker " << worker << ")\n";
   }
   return error;
 }

@@ -2,9 +2,13 @@
 #pragma once
 
 #include <pipeprof/core/device.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/tuner/candidate_measurer.h>
+#include <pipeprof/tuner/sweep.h>
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <string>
@@ -33,5 +37,17 @@ class ProcessMeasurer : public CandidateMeasurer {
   std::chrono::milliseconds timeout_;
   std::string worker_;
 };
+
+/// The report's process_layout of a sweep measured by `procs` processes on `devices`:
+/// {"procs", "transport": "gloo" on CPUs, "nccl" on CUDA devices} (measureRankLink adds "link").
+nlohmann::json processLayout(int procs, const std::vector<DeviceDesc>& devices);
+
+/// Measures the transport's link between two local ranks on config.devices' type (a link job
+/// of launch::measureLocalLink, five round trips per size) and charges it on every copy
+/// between devices: config.rankLink, and "link" in config.processLayout. Returns the link.
+/// Throws launch::RunInterrupted when `stop` asks, std::runtime_error naming the rank when the
+/// measurement fails.
+Link measureRankLink(SweepConfig& config, std::chrono::milliseconds timeout, const StopToken& stop = {},
+                     const std::string& worker = launch::findRankWorker());
 
 }  // namespace pipeprof::tuner
