@@ -9,17 +9,27 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace pipeprof::cli {
 namespace {
 
+/// Parses `text`, the value of `flag`; a std::invalid_argument becomes "<flag> <text>: <why>".
 template <typename Parse>
-auto parseFlag(const std::string& flag, const std::string& value, Parse parse) {
+auto parseFlag(const std::string& flag, const std::string& text, Parse parse) {
   try {
-    return parse(value);
+    return parse(text);
   } catch (const std::invalid_argument& error) {
-    throw UsageError(flag + " " + value + ": " + error.what());
+    throw UsageError(flag + " " + text + ": " + error.what());
   }
+}
+
+/// parseFlag, and the value must be positive: else "<flag> <text>: <fix>".
+template <typename Parse>
+auto parsePositiveFlag(const std::string& flag, const std::string& text, Parse parse, const std::string& fix) {
+  const auto value = parseFlag(flag, text, parse);
+  if (!(value > 0)) throw UsageError(flag + " " + text + ": " + fix);
+  return value;
 }
 
 }  // namespace
@@ -32,26 +42,26 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
                      "Calibration (pipeprof.calibration/v1 JSON, from `pipeprof calibrate` or a sweep's report): the "
                      "corrections a real pipeline measured (default: predict from the raw profile)")
       ->type_name("FILE");
-  auto* cluster = command.add_option("--cluster", flags.clusterPath,
-                                     "Cluster description (pipeprof.cluster/v1 JSON): devices, memory, links")
-                      ->type_name("FILE");
-  auto* devices = command.add_option("--devices", flags.devices,
-                                     "Number of identical devices (default: one per pipeline device)")
-                      ->type_name("N")
-                      ->check(atLeastOne("one device per pipeline device"));
-  auto* memory = command.add_option("--device-memory", flags.deviceMemory,
-                                    "Memory of each device, e.g. 16GiB (default: unbounded)")
-                     ->type_name("SIZE");
-  auto* bandwidth = command.add_option("--link-bandwidth", flags.linkBandwidth,
-                                       "Bandwidth of every link, e.g. 25GB/s (default: infinite)")
-                        ->type_name("RATE");
-  auto* latency = command.add_option("--link-latency", flags.linkLatency,
-                                     "Latency of every link, e.g. 5us (default: 0)")
-                      ->type_name("TIME");
-  auto* speed = command.add_option("--device-speed", flags.deviceSpeed,
-                                   "Speed of each device relative to the profiled one (default: 1.0)")
-                    ->type_name("X");
-  for (CLI::Option* option : {devices, memory, bandwidth, latency, speed}) option->excludes(cluster);
+  CLI::Option* cluster =
+      command.add_option("--cluster", flags.clusterPath, "Cluster description (pipeprof.cluster/v1 JSON): devices, "
+                                                         "memory, links")
+          ->type_name("FILE");
+  // The shorthand for a cluster of identical devices and links (instead of --cluster).
+  command.add_option("--devices", flags.devices, "Number of identical devices (default: one per pipeline device)")
+      ->type_name("N")
+      ->check(atLeastOne("one device per pipeline device"))
+      ->excludes(cluster);
+  // Quantities with units: text until buildClusterFromFlags parses them.
+  const std::tuple<const char*, std::string*, const char*, const char*> quantities[] = {
+      {"--device-memory", &flags.deviceMemory, "SIZE", "Memory of each device, e.g. 16GiB (default: unbounded)"},
+      {"--link-bandwidth", &flags.linkBandwidth, "RATE", "Bandwidth of every link, e.g. 25GB/s (default: infinite)"},
+      {"--link-latency", &flags.linkLatency, "TIME", "Latency of every link, e.g. 5us (default: 0)"}};
+  for (const auto& [name, text, type, help] : quantities) {
+    command.add_option(name, *text, help)->type_name(type)->excludes(cluster);
+  }
+  command.add_option("--device-speed", flags.deviceSpeed, "Speed of each device relative to the profiled one (default: 1.0)")
+      ->type_name("X")
+      ->excludes(cluster);
 }
 
 Profile loadProfileFromFlags(const ClusterFlags& flags) { return readProfile(flags.profilePath); }
@@ -79,22 +89,13 @@ Cluster buildClusterFromFlags(const ClusterFlags& flags, std::int64_t defaultDev
   }
   std::optional<Bytes> memory;
   if (!flags.deviceMemory.empty()) {
-    memory = parseFlag("--device-memory", flags.deviceMemory, [](const std::string& text) { return parseBytes(text); });
-    if (*memory <= 0) throw UsageError("--device-memory " + flags.deviceMemory + ": give a positive size, e.g. 16GiB");
+    memory = parsePositiveFlag("--device-memory", flags.deviceMemory, parseBytes, "give a positive size, e.g. 16GiB");
   }
-  BytesPerS bandwidth = 0.0;
-  if (!flags.linkBandwidth.empty()) {
-    bandwidth = parseFlag("--link-bandwidth", flags.linkBandwidth,
-                          [](const std::string& text) { return parseBandwidth(text); });
-    if (!(bandwidth > 0.0)) {
-      throw UsageError("--link-bandwidth " + flags.linkBandwidth + ": give a positive rate, e.g. 25GB/s");
-    }
-  }
-  TimeNs latency = 0;
-  if (!flags.linkLatency.empty()) {
-    latency = parseFlag("--link-latency", flags.linkLatency, [](const std::string& text) { return parseDuration(text); });
-    if (latency < 0) throw UsageError("--link-latency " + flags.linkLatency + ": give a non-negative time, e.g. 5us");
-  }
+  const BytesPerS bandwidth = flags.linkBandwidth.empty() ? 0.0
+                                                          : parsePositiveFlag("--link-bandwidth", flags.linkBandwidth,
+                                                                              parseBandwidth, "give a positive rate, e.g. 25GB/s");
+  // parseDuration refuses negative times.
+  const TimeNs latency = flags.linkLatency.empty() ? 0 : parseFlag("--link-latency", flags.linkLatency, parseDuration);
   if (!(flags.deviceSpeed > 0.0)) {
     throw UsageError("--device-speed " + std::to_string(flags.deviceSpeed) + ": give a positive factor, e.g. 1.0");
   }

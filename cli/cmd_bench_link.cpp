@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <memory>
 
 namespace pipeprof::cli {
 namespace {
@@ -83,23 +82,21 @@ void runBenchLink(const BenchLinkFlags& flags) {
 }  // namespace
 
 void addBenchLinkCommand(CLI::App& app) {
-  auto flags = std::make_shared<BenchLinkFlags>();
-  CLI::App* command = app.add_subcommand(
-      "bench-link",
-      "Measure the transport between two ranks (c10d: Gloo on CPU, NCCL on CUDA): the one-way time of\n"
-      "messages from 4 KiB to 64 MiB, and the latency and bandwidth that explain them, written into a\n"
-      "cluster file for simulate, suggest and sweep.\n"
-      "Examples:\n"
-      "  pipeprof bench-link --procs 2 -o cluster.json\n"
-      "  torchrun --nnodes 2 --nproc-per-node 1 ... --no-python pipeprof bench-link -o cluster.json");
-  command->add_option("--procs", flags->procs, "ranks to start on this host (ranks 0 and 1 measure)")->capture_default_str();
-  command->add_option("--device", flags->device, "cpu (Gloo) or cuda (NCCL, cuda:LOCAL_RANK per rank)")
+  auto [command, flags] = addCommand<BenchLinkFlags>(
+      app, "bench-link",
+      {"Measure the transport between two ranks (c10d: Gloo on CPU, NCCL on CUDA): the one-way time of\n"
+       "messages from 4 KiB to 64 MiB, and the latency and bandwidth that explain them, written into a\n"
+       "cluster file for simulate, suggest and sweep.",
+       {"pipeprof bench-link --procs 2 -o cluster.json",
+        "torchrun --nnodes 2 --nproc-per-node 1 ... --no-python pipeprof bench-link -o cluster.json"}},
+      runBenchLink);
+  command.add_option("--procs", flags.procs, "ranks to start on this host (ranks 0 and 1 measure)")->capture_default_str();
+  command.add_option("--device", flags.device, "cpu (Gloo) or cuda (NCCL, cuda:LOCAL_RANK per rank)")
       ->capture_default_str();
-  command->add_option("--repeats", flags->repeats, "timed round trips per size (the fastest counts)")->capture_default_str();
-  command->add_option("--timeout", flags->timeoutS, "seconds a rank waits for the other")->capture_default_str();
-  command->add_option("-o,--output", flags->output, "write the measured link into this cluster file");
-  command->add_flag("--json", flags->json, "print the samples and the fitted link as JSON");
-  command->callback([flags] { runBenchLink(*flags); });
+  command.add_option("--repeats", flags.repeats, "timed round trips per size (the fastest counts)")->capture_default_str();
+  command.add_option("--timeout", flags.timeoutS, "seconds a rank waits for the other")->capture_default_str();
+  command.add_option("-o,--output", flags.output, "write the measured link into this cluster file");
+  command.add_flag("--json", flags.json, "print the samples and the fitted link as JSON");
 }
 
 }  // namespace pipeprof::cli

@@ -1,22 +1,20 @@
 // `pipeprof calibrate`: time reference pipelines and write the calibration that simulate, suggest and sweep take.
 #include "commands.h"
 #include "model_options.h"
-#include "schedule_options.h"
 #include "search_flags.h"
 
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/simulator/calibration.h>
 #include <pipeprof/tuner/candidate_measurer.h>
-#include <pipeprof/tuner/environment_info.h>
 #include <pipeprof/tuner/reference_calibration.h>
 #include <pipeprof/tuner/sweep.h>
+#include <pipeprof/tuner/sweep_setup.h>
 
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <iostream>
-#include <memory>
 
 namespace pipeprof::cli {
 namespace {
@@ -26,9 +24,7 @@ namespace fs = std::filesystem;
 struct CalibrateFlags {
   ModelFlags model;
   std::string devices = "cpu,cpu";
-  std::string chunks = "1,2,4,8";
-  ScheduleListFlags schedules{"gpipe", "2"};
-  std::string checkpoint = "never";
+  SearchFlags search{"1,2,4,8", "never", "auto", {"gpipe", "2"}};
   std::string profile;
   double profileBudget = 20.0;
   double budget = 8.0;
@@ -38,8 +34,10 @@ struct CalibrateFlags {
 
 /// The profile the calibration corrects: --profile when it exists (checked against the model),
 /// else measured now (and written to --profile when given).
-Profile obtainProfile(const CalibrateFlags& flags, const ModelOnDevices& model, const std::vector<std::int64_t>& sizes) {
-  if (std::optional<Profile> cached = readCachedProfile(flags.profile, model)) return *cached;
+Profile obtainProfile(const CalibrateFlags& flags, const tuner::SweepModel& model, const std::vector<std::int64_t>& sizes) {
+  if (std::optional<Profile> cached = inFlagWords({}, [&] { return tuner::readCachedProfile(flags.profile, model); })) {
+    return *cached;
+  }
   std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", model.spec.name,
                            model.devices.front().typeName(), formatBalance(sizes));
   Profile profile = tuner::measureProfile(model.spec, model.devices.front(), sizes, flags.profileBudget);
@@ -48,10 +46,9 @@ Profile obtainProfile(const CalibrateFlags& flags, const ModelOnDevices& model, 
 }
 
 void runCalibrate(const CalibrateFlags& flags) {
-  const ModelOnDevices model = resolveModelOnDevices(flags.model, flags.devices);
+  const tuner::SweepModel model = resolveModelOnDevices(flags.model, flags.devices);
   const std::vector<DeviceDesc>& devices = model.devices;
-  const std::int64_t batch = model.batch;
-  const std::vector<std::int64_t> chunks = parseChunksFlag(flags.chunks);
+  const SearchSpace space = searchSpaceFromFlags(flags.search);
   if (!(flags.budget >= 0)) throw UsageError(fmt::format("--budget {}: must not be negative", flags.budget));
   if (!(flags.profileBudget > 0)) {
     throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
@@ -59,26 +56,25 @@ void runCalibrate(const CalibrateFlags& flags) {
   if (flags.output.empty() || fs::is_directory(flags.output)) {
     throw UsageError("-o '" + flags.output + "': name the calibration file to write, e.g. -o calibration.json");
   }
-  for (const std::int64_t m : chunks) {
-    if (m > batch) throw UsageError(fmt::format("--chunks {}: {} exceeds the batch {}", flags.chunks, m, batch));
+  for (const std::int64_t m : space.chunks) {
+    if (m > model.batch) {
+      throw UsageError(fmt::format("--chunks {}: {} exceeds the batch {}", flags.search.chunks, m, model.batch));
+    }
   }
   setIntraOpThreads(model.spec.threads);
-  const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(batch, chunks));
+  const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(model.batch, space.chunks));
 
-  SearchSpace schedules;
-  applyScheduleListFlags(flags.schedules, schedules);
-  const std::vector<Checkpoint> modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
   const auto deviceCount = static_cast<std::int64_t>(devices.size());
   const std::vector<PipelineShape> shapes =
-      tuner::referenceShapes(schedules.schedules, schedules.stagesPerDevice, modes, deviceCount, profile.layerCount());
+      tuner::referenceShapes(space.schedules, space.stagesPerDevice, space.modes, deviceCount, profile.layerCount());
   std::cerr << fmt::format("calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n",
-                           shapes.size(), flags.chunks, flags.budget);
+                           shapes.size(), flags.search.chunks, flags.budget);
   tuner::ThreadedMeasurer measurer(model.spec, devices);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
   Calibration calibration = tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt),
-                                                      batch, chunks, deviceCount, rounds, shapes);
-  tuner::stampProvenance(calibration, model.spec, batch, devices);
+                                                      model.batch, space.chunks, deviceCount, rounds, shapes);
+  tuner::stampProvenance(calibration, model.spec, model.batch, devices);
   if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
   writeCalibration(calibration, flags.output);
   if (flags.json) {
@@ -98,36 +94,29 @@ void runCalibrate(const CalibrateFlags& flags) {
 }  // namespace
 
 void addCalibrateCommand(CLI::App& app) {
-  auto flags = std::make_shared<CalibrateFlags>();
-  CLI::App* command = app.add_subcommand(
-      "calibrate",
-      "Time reference pipelines (every device, an even balance; one per shape -- schedule and checkpoint\n"
-      "mode, GPipe and never unless told -- and chunk count) and write the calibration -- per micro-batch\n"
-      "scales, device speeds, step overhead per chunk count, for each shape -- that `simulate\n"
-      "--calibration`, `suggest --calibration` and `sweep --calibration` predict with.\n\n"
-      "Examples:\n"
-      "  pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o mlp.calibration.json\n"
-      "  pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --schedules gpipe,1f1b,interleaved \\\n"
-      "      --checkpoint except_last,never -o mlp.calibration.json\n"
-      "  pipeprof simulate --profile mlp.profile.json --calibration mlp.calibration.json --devices 2 --batch 64 \\\n"
-      "      --balance 7,8 --chunks 4");
-  addModelFlags(*command, flags->model);
-  command->add_option("--devices", flags->devices, "The pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1")
+  auto [command, flags] = addCommand<CalibrateFlags>(
+      app, "calibrate",
+      {"Time reference pipelines (every device, an even balance; one per shape -- schedule and checkpoint\n"
+       "mode, GPipe and never unless told -- and chunk count) and write the calibration -- per micro-batch\n"
+       "scales, device speeds, step overhead per chunk count, for each shape -- that `simulate\n"
+       "--calibration`, `suggest --calibration` and `sweep --calibration` predict with.",
+       {"pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o mlp.calibration.json",
+        "pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --schedules gpipe,1f1b,interleaved \\\n"
+        "      --checkpoint except_last,never -o mlp.calibration.json",
+        "pipeprof simulate --profile mlp.profile.json --calibration mlp.calibration.json --devices 2 --batch 64 \\\n"
+        "      --balance 7,8 --chunks 4"}},
+      runCalibrate);
+  addModelFlags(command, flags.model);
+  addDevicesFlag(command, flags.devices);
+  addSearchFlags(command, flags.search, "to time reference pipelines with", /*balances=*/false);
+  command.add_option("--profile", flags.profile,
+                     "The profile to calibrate: read when it exists, else measured now and written there");
+  command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
-  command->add_option("--chunks", flags->chunks, "Chunk counts to time a reference pipeline for")
+  command.add_option("--budget", flags.budget, "Seconds of reference-pipeline rounds (at least 3 rounds)")
       ->capture_default_str();
-  addScheduleListFlags(*command, flags->schedules);
-  command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to time references in (with every schedule)")
-      ->capture_default_str();
-  command->add_option("--profile", flags->profile,
-                      "The profile to calibrate: read when it exists, else measured now and written there");
-  command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
-      ->capture_default_str();
-  command->add_option("--budget", flags->budget, "Seconds of reference-pipeline rounds (at least 3 rounds)")
-      ->capture_default_str();
-  command->add_option("-o,--output", flags->output, "Calibration path (pipeprof.calibration/v1)")->capture_default_str();
-  command->add_flag("--json", flags->json, "Print the calibration JSON on stdout instead of the summary");
-  command->callback([flags] { runCalibrate(*flags); });
+  command.add_option("-o,--output", flags.output, "Calibration path (pipeprof.calibration/v1)")->capture_default_str();
+  command.add_flag("--json", flags.json, "Print the calibration JSON on stdout instead of the summary");
 }
 
 }  // namespace pipeprof::cli

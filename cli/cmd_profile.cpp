@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <memory>
 #include <set>
 #include <string>
 
@@ -92,22 +91,21 @@ void runProfile(const ProfileFlags& flags) {
 }  // namespace
 
 void addProfileCommand(CLI::App& app) {
-  auto flags = std::make_shared<ProfileFlags>();
-  CLI::App* command = app.add_subcommand(
-      "profile",
-      "Measure each layer's forward/backward time, output, saved and transient bytes at several micro-batch\n"
-      "sizes, plus parameter bytes and skip sizes, into a pipeprof.profile/v1 file.\n"
-      "Example: pipeprof profile --model mlp --batch 64 --device cpu -o profile.json");
-  addModelFlags(*command, flags->model);
-  command->add_option("--device", flags->device, "device to measure on: cpu or cuda:N")->capture_default_str();
-  command->add_option("--micro-batches", flags->microBatches,
-                      "micro-batch sizes to sample, e.g. 1,2,4,8 (default: the batch divided by 1, 2, 4 and 8)");
-  command->add_option("-o,--output", flags->output, "profile file to write (default: print the JSON)");
-  command->add_option("--time-budget", flags->timeBudget, "total time for the timed runs, e.g. 10s, 500ms")
+  auto [command, flags] = addCommand<ProfileFlags>(
+      app, "profile",
+      {"Measure each layer's forward/backward time, output, saved and transient bytes at several micro-batch\n"
+       "sizes, plus parameter bytes and skip sizes, into a pipeprof.profile/v1 file.",
+       {"pipeprof profile --model mlp --batch 64 --device cpu -o profile.json"}},
+      runProfile);
+  addModelFlags(command, flags.model);
+  command.add_option("--device", flags.device, "device to measure on: cpu or cuda:N")->capture_default_str();
+  command.add_option("--micro-batches", flags.microBatches,
+                     "micro-batch sizes to sample, e.g. 1,2,4,8 (default: the batch divided by 1, 2, 4 and 8)");
+  command.add_option("-o,--output", flags.output, "profile file to write (default: print the JSON)");
+  command.add_option("--time-budget", flags.timeBudget, "total time for the timed runs, e.g. 10s, 500ms")
       ->capture_default_str();
-  command->add_option("--min-runs", flags->minRuns, "at least this many timed runs per size")->capture_default_str();
-  command->add_option("--warmup-runs", flags->warmupRuns, "untimed runs before timing")->capture_default_str();
-  command->callback([flags] { runProfile(*flags); });
+  command.add_option("--min-runs", flags.minRuns, "at least this many timed runs per size")->capture_default_str();
+  command.add_option("--warmup-runs", flags.warmupRuns, "untimed runs before timing")->capture_default_str();
 }
 
 }  // namespace pipeprof::cli

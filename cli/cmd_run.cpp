@@ -6,10 +6,10 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/chrome_trace.h>
-#include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/launch/run_rank_job.h>
 #include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/rank_environment.h>
 #include <pipeprof/runtime/torch_environment.h>
@@ -20,7 +20,6 @@
 #include <fmt/format.h>
 
 #include <iostream>
-#include <memory>
 #include <numeric>
 #include <string>
 
@@ -59,18 +58,20 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   RunPlan plan;
   plan.model = buildModelFromFlags(flags.model);
   Model& model = plan.model;
-  plan.devices = parseDevicesFlag(flags.devices);
-  const auto devices = static_cast<std::int64_t>(plan.devices.size());
+  launch::RankJob& job = plan.job;
+  job.model = flags.model.spec();
+  job.devices = parseDevicesFlag(flags.devices);
+  const auto devices = static_cast<std::int64_t>(job.devices.size());
   // The sweep's thread policy: without it, OpenBLAS's own pool on every worker oversubscribes
   // the cores and a 2-partition CPU step runs ~10x slower. A rank has its device to itself.
   const std::int64_t sharing = flags.procs > 0 || !balanceAutoAllowed ? 1 : devices;
   setIntraOpThreads(tuner::sweepThreads(flags.model.threads, sharing, tuner::hardwareThreads()));
-  Candidate& candidate = plan.candidate;  // the balance follows
+  Candidate& candidate = job.candidate;  // the balance follows
   applyScheduleFlags(flags.schedule, candidate);
   candidate.batch = batchFromFlags(flags.model, model);
   candidate.chunks = flags.chunks;
   candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
-  const CuptiMode cuptiMode = parseFlag("--cupti-mode", [&] { return parseCuptiMode(flags.cuptiMode); });
+  job.cuptiMode = parseFlag("--cupti-mode", [&] { return parseCuptiMode(flags.cuptiMode); });
   const std::int64_t batch = candidate.batch;
   if (flags.chunks <= 0) throw UsageError("--chunks must be positive, got " + std::to_string(flags.chunks));
   if (flags.chunks > batch) {
@@ -92,7 +93,7 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
       throw UsageError("--balance auto would have every rank measure its own profile and maybe choose another balance: "
                        "give the ranks --balance or --split-at (pipeprof run --procs N chooses one for them)");
     }
-    candidate.balance = autoBalance(flags, model, candidate, plan.devices, log);
+    candidate.balance = autoBalance(flags, model, candidate, job.devices, log);
   } else {
     candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
   }
@@ -104,21 +105,19 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
                                  "models lists the layers)",
                                  formatBalance(candidate.balance), balanced, flags.model.model, layers, layers));
   }
-  TrainingOptions& options = plan.options;
-  static_cast<PipelineShape&>(options) = candidate;
-  options.devices = torchDevices(plan.devices);
-  options.batch = batch;
-  options.steps = flags.steps;
-  options.warmupSteps = flags.warmup;
-  options.learningRate = flags.learningRate;
-  options.captureTrace = !flags.tracePath.empty();
-  options.cuptiMode = cuptiMode;
+  torchDevices(job.devices);  // present: CUDA available, indices in range
+  job.steps = flags.steps;
+  job.warmupSteps = flags.warmup;
+  job.learningRate = flags.learningRate;
+  job.tracePath = flags.tracePath;
+  job.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
+  job.cpuBinding = flags.cpuBind == "cores" ? launch::CpuBinding::Cores : launch::CpuBinding::None;
   return plan;
 }
 
 void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& m, const std::vector<double>& losses,
               const nlohmann::json& extra, std::ostream& out) {
-  const Candidate& candidate = plan.candidate;
+  const Candidate& candidate = plan.job.candidate;
   if (flags.json) {
     nlohmann::json json = toJson(m);
     json["candidate"] = toJson(candidate);
@@ -154,19 +153,20 @@ namespace {
 void runThreaded(const RunFlags& flags) {
   std::ostream& log = flags.json ? std::cerr : std::cout;
   RunPlan plan = planRun(flags, log, /*balanceAutoAllowed=*/true);
-  plan.options.stop = interruptToken();
+  TrainingOptions options = launch::trainingOptions(plan.job);
+  options.stop = interruptToken();
   TrainingResult result;
   try {
-    result = trainAndMeasure(plan.model, plan.options);
+    result = trainAndMeasure(plan.model, options);
   } catch (const TrainingStopped&) {
     throw Interrupted("interrupted after a step, nothing was written");
   }
   Measurement& m = result.measurement;
   if (!flags.tracePath.empty()) {
     result.trace.metadata["model"] = flags.model.model;
-    result.trace.metadata["candidate"] = plan.candidate.label();
+    result.trace.metadata["candidate"] = plan.job.candidate.label();
     result.trace.metadata["devices"] = flags.devices;
-    result.trace.metadata["batch"] = std::to_string(plan.candidate.batch);
+    result.trace.metadata["batch"] = std::to_string(plan.job.candidate.batch);
     writeChromeTraceFile(result.trace, flags.tracePath);
     m.tracePath = flags.tracePath;
   }
@@ -208,57 +208,50 @@ void runRun(RunFlags flags) {
 }  // namespace
 
 void addRunCommand(CLI::App& app) {
-  auto flags = std::make_shared<RunFlags>();
-  CLI::App* command = app.add_subcommand(
-      "run",
-      "Train a model on a pipeline (GPipe, 1F1B or interleaved 1F1B) for a few steps: median step time,\n"
-      "throughput, the loss of every step, per-device peak memory, and the measured timeline as a Chrome trace.\n"
-      "Examples:\n"
-      "  pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json\n"
-      "  pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --schedule 1f1b\n"
-      "  pipeprof run --model mlp --devices cpu,cpu --balance 4,4,4,3 --chunks 4 --schedule interleaved \\\n"
-      "      --stages-per-device 2      # 4 stages: 0 and 2 on the first device, 1 and 3 on the second\n"
-      "  pipeprof run --model mlp --procs 2 --balance 7,8 --schedule 1f1b   # one process per stage\n"
-      "  RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 MASTER_PORT=29500 pipeprof run --devices cpu,cpu --balance 7,8 ...");
-  addModelFlags(*command, flags->model);
-  command->get_option("--threads")->description(
-      "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / devices), as the sweep)");
-  command->add_option("--devices", flags->devices,
-                      "the pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; stage j runs on device j mod devices "
-                      "(with --procs or as a rank: device r is rank r's; default with --procs N: N CPUs)")
-      ->capture_default_str()
-      ->each([flags](const std::string&) { flags->devicesGiven = true; });
-  command->add_option("--balance", flags->balance,
-                      "layers per stage (devices x stages-per-device entries), e.g. 3,5; auto: the simulator's best "
-                      "for these devices, schedule, chunks, mode")
+  auto [command, flags] = addCommand<RunFlags>(
+      app, "run",
+      {"Train a model on a pipeline (GPipe, 1F1B or interleaved 1F1B) for a few steps: median step time,\n"
+       "throughput, the loss of every step, per-device peak memory, and the measured timeline as a Chrome trace.",
+       {"pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json",
+        "pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --schedule 1f1b",
+        "pipeprof run --model mlp --devices cpu,cpu --balance 4,4,4,3 --chunks 4 --schedule interleaved \\\n"
+        "      --stages-per-device 2      # 4 stages: 0 and 2 on the first device, 1 and 3 on the second",
+        "pipeprof run --model mlp --procs 2 --balance 7,8 --schedule 1f1b   # one process per stage",
+        "RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 MASTER_PORT=29500 pipeprof run --devices cpu,cpu --balance 7,8 ..."}},
+      runRun);
+  addModelFlags(command, flags.model,
+                "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / devices), as the sweep)");
+  addDevicesFlag(command, flags.devices,
+                 "; stage j runs on device j mod devices (with --procs or as a rank: device r is rank r's; default "
+                 "with --procs N: N CPUs)")
+      ->each([&given = flags.devicesGiven](const std::string&) { given = true; });
+  command.add_option("--balance", flags.balance,
+                     "layers per stage (devices x stages-per-device entries), e.g. 3,5; auto: the simulator's best "
+                     "for these devices, schedule, chunks, mode")
       ->capture_default_str();
-  command->add_option("--split-at", flags->splitAt,
-                      "layer names where a new stage begins, e.g. block2,block4 (instead of --balance; "
-                      "pipeprof models lists the layers)");
-  command->add_option("--chunks", flags->chunks, "micro-batches per mini-batch")->capture_default_str();
-  command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never")->capture_default_str();
-  addScheduleFlags(*command, flags->schedule);
-  command->add_option("--steps", flags->steps, "measured training steps")->capture_default_str();
-  command->add_option("--warmup", flags->warmup, "untimed warm-up steps before them")->capture_default_str();
-  command->add_option("--lr", flags->learningRate, "SGD learning rate")->capture_default_str();
-  command->add_option("--trace", flags->tracePath, "write the measured timeline (Chrome trace JSON) here");
-  command->add_option("--cupti-mode", flags->cuptiMode,
-                      "with --trace on CUDA: cheap (kernels, copies, memsets with queue times; no API records) or "
-                      "exact (also the API records of the launch calls)")
+  command.add_option("--split-at", flags.splitAt,
+                     "layer names where a new stage begins, e.g. block2,block4 (instead of --balance; "
+                     "pipeprof models lists the layers)");
+  command.add_option("--chunks", flags.chunks, "micro-batches per mini-batch")->capture_default_str();
+  command.add_option("--checkpoint", flags.checkpoint, "always | except_last | never")->capture_default_str();
+  addScheduleFlags(command, flags.schedule);
+  command.add_option("--steps", flags.steps, "measured training steps")->capture_default_str();
+  command.add_option("--warmup", flags.warmup, "untimed warm-up steps before them")->capture_default_str();
+  command.add_option("--lr", flags.learningRate, "SGD learning rate")->capture_default_str();
+  command.add_option("--trace", flags.tracePath, "write the measured timeline (Chrome trace JSON) here");
+  command.add_option("--cupti-mode", flags.cuptiMode,
+                     "with --trace on CUDA: cheap (kernels, copies, memsets with queue times; no API records) or "
+                     "exact (also the API records of the launch calls)")
       ->capture_default_str();
-  command->add_option("--profile", flags->profilePath, "profile for --balance auto (default: measure one now)");
-  command->add_flag("--json", flags->json, "print one JSON object (the measurement) instead of text");
-  command->add_option("--procs", flags->procs,
-                      "run one process per pipeline device on this host (c10d: Gloo on CPU, NCCL on CUDA), started "
-                      "and watched by this one; as torchrun does across hosts, see the README")
-      ->check(atLeastOne("threads of one process"));
-  command->add_option("--timeout", flags->timeoutS,
-                      "multi-process: seconds a rank waits for another before the run stops, naming it")
-      ->capture_default_str();
-  command->add_option("--cpu-bind", flags->cpuBind,
-                      "multi-process: cores (each rank of this host on CPUs of its own, split evenly in blocks; "
-                      "the default with --procs) or none (the default as a torchrun rank)");
-  command->callback([flags] { runRun(*flags); });
+  command.add_option("--profile", flags.profilePath, "profile for --balance auto (default: measure one now)");
+  command.add_flag("--json", flags.json, "print one JSON object (the measurement) instead of text");
+  addProcsFlags(command, flags.procs, flags.timeoutS,
+                "run one process per pipeline device on this host (c10d: Gloo on CPU, NCCL on CUDA), started and "
+                "watched by this one; as torchrun does across hosts, see the README",
+                "multi-process: seconds a rank waits for another before the run stops, naming it");
+  command.add_option("--cpu-bind", flags.cpuBind,
+                     "multi-process: cores (each rank of this host on CPUs of its own, split evenly in blocks; "
+                     "the default with --procs) or none (the default as a torchrun rank)");
 }
 
 }  // namespace pipeprof::cli

@@ -14,7 +14,6 @@
 #include <fmt/core.h>
 
 #include <iostream>
-#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -97,12 +96,7 @@ void runSimulate(const SimulateFlags& flags) {
     writeChromeTraceFile(result.trace, flags.tracePath);
     result.prediction.tracePath = flags.tracePath;
   }
-  // Per cluster device, the peaks of the pipeline devices placed on it.
-  std::vector<Bytes> devicePeaks(static_cast<std::size_t>(cluster.deviceCount()), 0);
-  for (std::size_t d = 0; d < result.prediction.peakBytes.size(); ++d) {
-    devicePeaks[static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(d)))] +=
-        result.prediction.peakBytes[d];
-  }
+  const std::vector<Bytes> devicePeaks = clusterPeakBytes(candidate, result.prediction, cluster.deviceCount());
 
   if (flags.json) {
     nlohmann::json json = toJson(result.prediction);
@@ -123,37 +117,34 @@ void runSimulate(const SimulateFlags& flags) {
 }  // namespace
 
 void addSimulateCommand(CLI::App& app) {
-  auto flags = std::make_shared<SimulateFlags>();
-  CLI::App* command = app.add_subcommand(
-      "simulate", "Predict one candidate (schedule, balance, chunks, checkpoint) from a layer profile (and a "
-                  "calibration): step time, throughput, bubble, per-device busy time and peak memory");
-  addClusterFlags(*command, flags->cluster);
-  command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
-  command->add_option("--balance", flags->balance,
-                      "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod "
-                      "devices")
+  auto [command, flags] = addCommand<SimulateFlags>(
+      app, "simulate",
+      {"Predict one candidate (schedule, balance, chunks, checkpoint) from a layer profile (and a calibration):\n"
+       "step time, throughput, bubble, per-device busy time and peak memory.",
+       {"pipeprof simulate --profile profile.json --devices 3 --batch 32 --balance 2,3,3 --chunks 8",
+        "pipeprof simulate --profile profile.json --cluster cluster.json --batch 64 --balance 4,4 \\\n"
+        "      --chunks 16 --checkpoint never --trace predicted.json",
+        "pipeprof simulate --profile profile.json --devices 4 --device-memory 16GiB --link-bandwidth 25GB/s \\\n"
+        "      --link-latency 5us --batch 32 --balance 2,2,2,2 --chunks 8 --json",
+        "pipeprof simulate --profile profile.json --batch 32 --balance 2,3,3 --chunks 8 --schedule 1f1b",
+        "pipeprof simulate --profile profile.json --calibration calibration.json --devices 2 --batch 64 \\\n"
+        "      --balance 7,8 --chunks 4      # the same step time as a sweep's report, before its drift",
+        "pipeprof simulate --profile profile.json --batch 32 --balance 1,1,2,2,1,1 --chunks 6 \\\n"
+        "      --schedule interleaved --stages-per-device 2      # 6 stages on 3 devices"}},
+      runSimulate);
+  addClusterFlags(command, flags.cluster);
+  command.add_option("--batch", flags.batch, "Mini-batch size in samples")->required()->type_name("B");
+  command.add_option("--balance", flags.balance,
+                     "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod devices")
       ->required()
       ->type_name("LIST");
-  command->add_option("--chunks", flags->chunks, "Micro-batches per mini-batch (default: 1)")->type_name("M");
-  command->add_option("--checkpoint", flags->checkpoint, "always | except_last | never (default: except_last)")
+  command.add_option("--chunks", flags.chunks, "Micro-batches per mini-batch")->capture_default_str()->type_name("M");
+  command.add_option("--checkpoint", flags.checkpoint, "always | except_last | never")
+      ->capture_default_str()
       ->type_name("MODE");
-  addScheduleFlags(*command, flags->schedule);
-  command->add_option("--trace", flags->tracePath, "Write the predicted timeline (Chrome trace JSON)")
-      ->type_name("FILE");
-  command->add_flag("--json", flags->json, "Print one JSON object instead of the summary");
-  command->footer(
-      "Examples:\n"
-      "  pipeprof simulate --profile profile.json --devices 3 --batch 32 --balance 2,3,3 --chunks 8\n"
-      "  pipeprof simulate --profile profile.json --cluster cluster.json --batch 64 --balance 4,4 \\\n"
-      "      --chunks 16 --checkpoint never --trace predicted.json\n"
-      "  pipeprof simulate --profile profile.json --devices 4 --device-memory 16GiB --link-bandwidth 25GB/s \\\n"
-      "      --link-latency 5us --batch 32 --balance 2,2,2,2 --chunks 8 --json\n"
-      "  pipeprof simulate --profile profile.json --batch 32 --balance 2,3,3 --chunks 8 --schedule 1f1b\n"
-      "  pipeprof simulate --profile profile.json --calibration calibration.json --devices 2 --batch 64 \\\n"
-      "      --balance 7,8 --chunks 4      # the same step time as a sweep's report, before its drift\n"
-      "  pipeprof simulate --profile profile.json --batch 32 --balance 1,1,2,2,1,1 --chunks 6 \\\n"
-      "      --schedule interleaved --stages-per-device 2      # 6 stages on 3 devices\n");
-  command->callback([flags] { runSimulate(*flags); });
+  addScheduleFlags(command, flags.schedule);
+  command.add_option("--trace", flags.tracePath, "Write the predicted timeline (Chrome trace JSON)")->type_name("FILE");
+  command.add_flag("--json", flags.json, "Print one JSON object instead of the summary");
 }
 
 }  // namespace pipeprof::cli

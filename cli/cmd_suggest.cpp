@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -29,10 +28,7 @@ struct SuggestFlags {
   ClusterFlags cluster;
   std::int64_t batch = 0;
   std::int64_t pipelineDevices = 0;  ///< p; 0: from the given balances or the cluster
-  std::string chunks = "1,2,4,8";
-  std::string checkpoint = "always,except_last,never";
-  std::string balances = "auto";
-  ScheduleListFlags schedules;
+  SearchFlags search;
   std::int64_t top = 5;
   bool json = false;
 };
@@ -57,23 +53,11 @@ nlohmann::json rankedJson(const RankedCandidate& ranked, std::int64_t rank) {
 void runSuggest(const SuggestFlags& flags) {
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
   if (flags.top < 1) throw UsageError("--top " + std::to_string(flags.top) + ": give a positive count");
-  SearchSpace space;
+  SearchSpace space = searchSpaceFromFlags(flags.search);
   space.batch = flags.batch;
-  space.chunks = parseChunksFlag(flags.chunks);
-  space.modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
-  parseBalancesFlag(flags.balances, space);
-  applyScheduleListFlags(flags.schedules, space);
 
   Profile rawProfile = loadProfileFromFlags(flags.cluster);
-  std::int64_t pipelineDevices = flags.pipelineDevices;
-  if (pipelineDevices == 0 && space.enumeration == BalanceEnumeration::Given) {
-    // The shortest given balance over the fewest stages per device the schedules use.
-    std::size_t shortest = space.balances.front().size();
-    for (const auto& balance : space.balances) shortest = std::min(shortest, balance.size());
-    const std::vector<std::int64_t> perDevice = stageCounts(space, 1);
-    pipelineDevices = static_cast<std::int64_t>(shortest) / perDevice.front();
-    if (pipelineDevices < 1) pipelineDevices = 1;
-  }
+  std::int64_t pipelineDevices = flags.pipelineDevices != 0 ? flags.pipelineDevices : devicesOfGivenBalances(space);
   if (pipelineDevices == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
     throw UsageError("give --cluster, --devices or --pipeline-devices: how many pipeline devices to search");
   }
@@ -85,17 +69,14 @@ void runSuggest(const SuggestFlags& flags) {
     throw UsageError("--pipeline-devices " + std::to_string(pipelineDevices) + ": give a positive count");
   }
   space.devices = pipelineDevices;
-  if (space.enumeration == BalanceEnumeration::Given) {
-    const std::vector<std::int64_t> counts = stageCounts(space, pipelineDevices);
-    for (const auto& balance : space.balances) {
-      if (std::find(counts.begin(), counts.end(), static_cast<std::int64_t>(balance.size())) == counts.end()) {
-        throw UsageError(fmt::format("--balances {}: balance {} has {} stages but {} devices run {} (devices x the "
-                                     "stages per device of --schedules {} --stages-per-device {})",
-                                     flags.balances, formatBalance(balance), balance.size(), pipelineDevices,
-                                     fmt::join(counts, " or "), flags.schedules.schedules,
-                                     flags.schedules.stagesPerDevice));
-      }
-    }
+  const std::vector<std::int64_t> counts = stageCounts(space, pipelineDevices);
+  for (const auto& balance : space.balances) {
+    if (std::find(counts.begin(), counts.end(), static_cast<std::int64_t>(balance.size())) != counts.end()) continue;
+    const ScheduleListFlags& schedules = flags.search.schedules;
+    throw UsageError(fmt::format("--balances {}: balance {} has {} stages but {} devices run {} (devices x the stages "
+                                 "per device of --schedules {} --stages-per-device {})",
+                                 flags.search.balances, formatBalance(balance), balance.size(), pipelineDevices,
+                                 fmt::join(counts, " or "), schedules.schedules, schedules.stagesPerDevice));
   }
 
   const auto started = std::chrono::steady_clock::now();
@@ -176,37 +157,28 @@ void runSuggest(const SuggestFlags& flags) {
 }  // namespace
 
 void addSuggestCommand(CLI::App& app) {
-  auto flags = std::make_shared<SuggestFlags>();
-  CLI::App* command = app.add_subcommand(
-      "suggest", "Search schedules x stages per device x balances x chunks x checkpoint modes on the simulator and "
-                 "print the best candidates, "
-                 "why others were rejected, and torchgpipe's balance_by_time for comparison");
-  addClusterFlags(*command, flags->cluster);
-  command->add_option("--batch", flags->batch, "Mini-batch size in samples")->required()->type_name("B");
-  command->add_option("--pipeline-devices,--partitions", flags->pipelineDevices,
-                      "Pipeline devices p, each holding v stages (default: the shortest given balance's length over "
-                      "its stages per device, else the number of devices); --partitions is its old name")
+  auto [command, flags] = addCommand<SuggestFlags>(
+      app, "suggest",
+      {"Search schedules x stages per device x balances x chunks x checkpoint modes on the simulator and print\n"
+       "the best candidates, why others were rejected, and torchgpipe's balance_by_time for comparison.",
+       {"pipeprof suggest --profile profile.json --devices 4 --batch 32",
+        "pipeprof suggest --profile profile.json --cluster cluster.json --batch 64 --chunks 4,8,16 \\\n"
+        "      --checkpoint except_last,never --top 10",
+        "pipeprof suggest --profile profile.json --devices 2 --device-memory 8GiB --batch 32 \\\n"
+        "      --balances \"2,6;4,4\" --json",
+        "pipeprof suggest --profile profile.json --devices 2 --batch 32 --schedules 1f1b,interleaved \\\n"
+        "      --stages-per-device 2,3"}},
+      runSuggest);
+  addClusterFlags(command, flags.cluster);
+  command.add_option("--batch", flags.batch, "Mini-batch size in samples")->required()->type_name("B");
+  command.add_option("--pipeline-devices,--partitions", flags.pipelineDevices,
+                     "Pipeline devices p, each holding v stages (default: the shortest given balance's length over "
+                     "its stages per device, else the number of devices); --partitions is its old name")
       ->type_name("N")
       ->check(atLeastOne("the devices or the given balances' length"));
-  command->add_option("--chunks", flags->chunks, "Chunk counts to try (default: 1,2,4,8)")->type_name("LIST");
-  command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try (default: always,except_last,never)")
-      ->type_name("LIST");
-  command->add_option("--balances", flags->balances,
-                      "auto (all when few, else min-bottleneck and its neighbours), all, or e.g. \"2,6;4,4\"")
-      ->type_name("SPEC");
-  addScheduleListFlags(*command, flags->schedules);
-  command->add_option("--top", flags->top, "How many of the best candidates to print (default: 5)")->type_name("N");
-  command->add_flag("--json", flags->json, "Print one JSON object instead of the tables");
-  command->footer(
-      "Examples:\n"
-      "  pipeprof suggest --profile profile.json --devices 4 --batch 32\n"
-      "  pipeprof suggest --profile profile.json --cluster cluster.json --batch 64 --chunks 4,8,16 \\\n"
-      "      --checkpoint except_last,never --top 10\n"
-      "  pipeprof suggest --profile profile.json --devices 2 --device-memory 8GiB --batch 32 \\\n"
-      "      --balances \"2,6;4,4\" --json\n"
-      "  pipeprof suggest --profile profile.json --devices 2 --batch 32 --schedules 1f1b,interleaved \\\n"
-      "      --stages-per-device 2,3\n");
-  command->callback([flags] { runSuggest(*flags); });
+  addSearchFlags(command, flags.search, "to try");
+  command.add_option("--top", flags.top, "How many of the best candidates to print")->capture_default_str()->type_name("N");
+  command.add_flag("--json", flags.json, "Print one JSON object instead of the tables");
 }
 
 }  // namespace pipeprof::cli

@@ -5,17 +5,14 @@
 #include "comparison_table.h"
 #include "model_options.h"
 #include "progress_reporter.h"
-#include "schedule_options.h"
 #include "search_flags.h"
 
-#include <pipeprof/core/json_file.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/launch/local_run.h>
-#include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/tuner/candidate_measurer.h>
-#include <pipeprof/tuner/environment_info.h>
 #include <pipeprof/tuner/process_measurer.h>
 #include <pipeprof/tuner/sweep.h>
+#include <pipeprof/tuner/sweep_setup.h>
 
 #include <fmt/format.h>
 
@@ -34,10 +31,7 @@ using tuner::SweepInputs;
 struct SweepFlags {
   ModelFlags model;  ///< --model, --batch, --width, --depth, --seed, --threads
   std::string devices = "cpu,cpu";
-  std::string chunks = "1,2,4,8";
-  std::string checkpoint = "always,except_last,never";
-  std::string balances = "auto";
-  ScheduleListFlags schedules;
+  SearchFlags search;
   std::string measure = "top:12";
   std::int64_t steps = 10;
   std::int64_t warmup = 3;
@@ -55,102 +49,64 @@ struct SweepFlags {
   double timeoutS = 120;  ///< --procs: the longest a rank waits for another
 };
 
+/// The flags the sweep's config fields come from.
+const FlagNames kSweepFlags = {{"steps", "--steps"},
+                               {"warmupSteps", "--warmup"},
+                               {"rounds", "--rounds"},
+                               {"profileBudgetSeconds", "--profile-budget"},
+                               {"calibrationBudgetSeconds", "--calibration-budget"}};
+
+/// Checks the config (tuner::checkSweepConfig) in the flags' words.
+void checkConfig(const SweepConfig& config, std::int64_t layers, const SweepFlags& flags) {
+  try {
+    tuner::checkSweepConfig(config, layers);
+  } catch (const tuner::ConfigError& error) {
+    if (error.field() != "balances") throw usageError(error, kSweepFlags);
+    const auto devices = static_cast<std::int64_t>(config.devices.size());
+    throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per device of "
+                                 "--schedules {} --stages-per-device {}) summing to {} (the layers of '{}')",
+                                 error.value(), fmt::join(stageCounts(tuner::sweepSearchSpace(config), devices), " or "),
+                                 devices, flags.search.schedules.schedules, flags.search.schedules.stagesPerDevice,
+                                 layers, config.model.name));
+  }
+}
+
 /// Validates every flag and input file; creates nothing.
 SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
+  const tuner::SweepModel model = resolveModelOnDevices(flags.model, flags.devices);
   SweepConfig config;
-  const ModelOnDevices resolved = resolveModelOnDevices(flags.model, flags.devices);
-  config.model = resolved.spec;
-  config.devices = resolved.devices;
-  config.batch = resolved.batch;
-  const std::int64_t layers = resolved.layers;
-  const auto pipelineDevices = static_cast<std::int64_t>(config.devices.size());  // p
+  config.model = model.spec;
+  config.devices = model.devices;
+  config.batch = model.batch;
   if (flags.procs > 0) {
-    if (flags.procs != pipelineDevices) {
-      throw UsageError("--procs " + std::to_string(flags.procs) + " but --devices " + flags.devices + " names " +
-                       std::to_string(pipelineDevices) + " pipeline devices: one process runs each device");
-    }
+    checkProcsFlag(flags.procs, flags.devices, config.devices.size());
     if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
     config.processLayout = tuner::processLayout(flags.procs, config.devices);
   }
-  SearchSpace schedules;
-  applyScheduleListFlags(flags.schedules, schedules);
-  config.schedules = schedules.schedules;
-  config.stagesPerDevice = schedules.stagesPerDevice;
-  const std::vector<std::int64_t> stages = stageCounts(schedules, pipelineDevices);
-
-  config.chunks = parseChunksFlag(flags.chunks);
-  config.modes = parseFlag("--checkpoint", [&] { return parseCheckpointList(flags.checkpoint); });
-  parseBalancesFlag(flags.balances, schedules);
-  config.enumeration = schedules.enumeration;
-  for (const std::vector<std::int64_t>& balance : schedules.balances) {
-    std::int64_t sum = 0;
-    for (const std::int64_t part : balance) sum += part;
-    const bool shaped =
-        std::find(stages.begin(), stages.end(), static_cast<std::int64_t>(balance.size())) != stages.end();
-    if (!shaped || sum != layers) {
-      throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per "
-                                   "device of --schedules {} --stages-per-device {}) summing to {} (the layers of "
-                                   "'{}')",
-                                   formatBalance(balance), fmt::join(stages, " or "), pipelineDevices,
-                                   flags.schedules.schedules, flags.schedules.stagesPerDevice, layers,
-                                   config.model.name));
-    }
-    config.balances.push_back(balance);
-  }
-  config.measure = tuner::parseMeasurePolicy(flags.measure);  // std::invalid_argument: exit 2 too
-  if (flags.steps < 1) throw UsageError(fmt::format("--steps {}: must be at least 1", flags.steps));
-  if (flags.warmup < 0) throw UsageError(fmt::format("--warmup {}: must be at least 0", flags.warmup));
-  if (flags.rounds < 1) throw UsageError(fmt::format("--rounds {}: must be at least 1", flags.rounds));
+  const SearchSpace space = searchSpaceFromFlags(flags.search);
+  config.schedules = space.schedules;
+  config.stagesPerDevice = space.stagesPerDevice;
+  config.chunks = space.chunks;
+  config.modes = space.modes;
+  config.enumeration = space.enumeration;
+  config.balances = space.balances;
   config.steps = flags.steps;
   config.warmupSteps = flags.warmup;
   config.rounds = std::min(flags.rounds, flags.steps);
-  if (!(flags.profileBudget > 0)) {
-    throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
-  }
   config.profileBudgetSeconds = flags.profileBudget;
-  if (flags.calibrationBudget < 0) {
-    throw UsageError(fmt::format("--calibration-budget {}: must not be negative", flags.calibrationBudget));
-  }
   config.calibrationBudgetSeconds = flags.calibrationBudget;
+  checkConfig(config, model.layers, flags);
+  config.measure = tuner::parseMeasurePolicy(flags.measure);  // std::invalid_argument: exit 2 too
   if (!flags.deviceMemory.empty()) {
     config.deviceMemoryBytes = parseFlag("--device-memory", [&] { return parseBytes(flags.deviceMemory); });
   }
   if (flags.output.empty()) throw UsageError("-o: give the report's path, e.g. -o out/report.json");
   if (fs::is_directory(flags.output)) throw UsageError("-o '" + flags.output + "' is a directory; name a file");
   config.reportPath = flags.output;
-  if (flags.tracesDir.empty()) {
-    const fs::path report(flags.output);
-    config.tracesDir = (report.parent_path() / (report.stem().string() + ".traces")).string();
-  } else {
-    config.tracesDir = flags.tracesDir;
-  }
+  config.tracesDir = flags.tracesDir.empty() ? tuner::defaultTracesDir(flags.output) : flags.tracesDir;
   config.profilePath = flags.profile;
-
-  if (flags.resume && fs::exists(flags.output)) {
-    Report resumed = readReport(flags.output);
-    const std::string mismatch = tuner::resumeMismatch(resumed, config);
-    if (!mismatch.empty()) {
-      throw UsageError("--resume: " + flags.output + " is from another sweep (" + mismatch +
-                       "); use another -o or drop --resume");
-    }
-    if (resumed.profile) inputs.cachedProfile = resumed.profile;
-    inputs.resumedReport = std::move(resumed);
-  }
-  if (inputs.cachedProfile) {
-    const std::string mismatch =
-        tuner::profileMismatch(*inputs.cachedProfile, config.model, config.devices.front().typeName(), layers);
-    if (!mismatch.empty()) {
-      throw UsageError("the profile of " + flags.output + " does not fit this sweep: " + mismatch +
-                       "; use another -o or drop --resume");
-    }
-  } else {
-    inputs.cachedProfile = readCachedProfile(flags.profile, resolved);
-  }
-  if (!flags.calibration.empty()) {
-    if (flags.resume) throw UsageError("--calibration: a resumed sweep keeps its report's calibration; drop one");
-    inputs.calibration = readCalibration(flags.calibration);
-    config.calibrationPath = flags.calibration;
-  }
+  config.calibrationPath = flags.calibration;
+  inputs = inFlagWords({}, [&] { return tuner::loadSweepInputs(config, model.layers, flags.resume); });
   return config;
 }
 
@@ -191,70 +147,56 @@ void runSweepCommand(const SweepFlags& flags) {
 }  // namespace
 
 void addSweepCommand(CLI::App& app) {
-  auto flags = std::make_shared<SweepFlags>();
-  CLI::App* command = app.add_subcommand(
-      "sweep",
-      "Profile a model, simulate every candidate (schedule x stages per device x balance x chunks x\n"
-      "checkpoint mode), measure the best predicted ones on the devices, and write one report with the\n"
-      "suggestion.\n\n"
-      "Examples:\n"
-      "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
-      "  pipeprof sweep --model resnet --batch 32 --chunks 2,4 --measure top:6 --steps 3\n"
-      "  pipeprof sweep --model gpt --balances \"3,4;4,3\" --measure all --profile gpt.profile.json\n"
-      "  pipeprof sweep --model mlp --batch 64 --schedules 1f1b,interleaved --stages-per-device 2,3\n"
-      "  pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash\n\n"
-      "Threads: unless --threads is given, the sweep uses max(1, cores / devices) intra-op\n"
-      "threads (LibTorch and OpenBLAS) so the devices' workers do not oversubscribe the cores;\n"
-      "the profile is measured with the same count.");
-  addModelFlags(*command, flags->model);
-  command->get_option("--threads")->description(
-      "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
-  command->add_option("--devices", flags->devices,
-                      "The pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; a candidate with v stages per device "
-                      "runs stage j on device j mod devices")
+  auto [command, flags] = addCommand<SweepFlags>(
+      app, "sweep",
+      {"Profile a model, simulate every candidate (schedule x stages per device x balance x chunks x\n"
+       "checkpoint mode), measure the best predicted ones on the devices, and write one report with the\n"
+       "suggestion.",
+       {"pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json",
+        "pipeprof sweep --model resnet --batch 32 --chunks 2,4 --measure top:6 --steps 3",
+        "pipeprof sweep --model gpt --balances \"3,4;4,3\" --measure all --profile gpt.profile.json",
+        "pipeprof sweep --model mlp --batch 64 --schedules 1f1b,interleaved --stages-per-device 2,3",
+        "pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash"},
+       "Threads: unless --threads is given, the sweep uses max(1, cores / devices) intra-op\n"
+       "threads (LibTorch and OpenBLAS) so the devices' workers do not oversubscribe the cores;\n"
+       "the profile is measured with the same count."},
+      runSweepCommand);
+  addModelFlags(command, flags.model,
+                "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
+  addDevicesFlag(command, flags.devices, "; a candidate with v stages per device runs stage j on device j mod devices");
+  addSearchFlags(command, flags.search, "to try");
+  command.add_option("--measure", flags.measure,
+                     "Which candidates to measure: top:N (best N/3 predicted, then spread over schedules, "
+                     "balances, chunks and modes), all or none")
       ->capture_default_str();
-  command->add_option("--chunks", flags->chunks, "Chunk counts to try")->capture_default_str();
-  command->add_option("--checkpoint", flags->checkpoint, "Checkpoint modes to try")->capture_default_str();
-  command->add_option("--balances", flags->balances,
-                      "auto, all, or balances such as \"2,6;4,4\" (devices x stages per device entries each)")
+  command.add_option("--steps", flags.steps, "Measured training steps per candidate, over all its rounds")
       ->capture_default_str();
-  addScheduleListFlags(*command, flags->schedules);
-  command->add_option("--measure", flags->measure,
-                      "Which candidates to measure: top:N (best N/3 predicted, then spread over schedules, "
-                      "balances, chunks and modes), all or none")
+  command.add_option("--warmup", flags.warmup, "Warm-up steps before each round's measured steps")->capture_default_str();
+  command.add_option("--rounds", flags.rounds,
+                     "Interleaved rounds: each measures every selected candidate once, on a fresh Pipe, with "
+                     "its share of the steps (at most --steps)")
       ->capture_default_str();
-  command->add_option("--steps", flags->steps, "Measured training steps per candidate, over all its rounds")
+  command.add_option("--device-memory", flags.deviceMemory, "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
+  command.add_option("--profile", flags.profile,
+                     "Profile cache: reused when it exists (refused if measured on another device type, "
+                     "thread count or LibTorch version), written after profiling otherwise");
+  command.add_option("--calibration", flags.calibration,
+                     "Calibration to predict with (pipeprof.calibration/v1, from `pipeprof calibrate`) instead of "
+                     "timing the reference pipelines now");
+  command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
-  command->add_option("--warmup", flags->warmup, "Warm-up steps before each round's measured steps")
+  command.add_option("--calibration-budget", flags.calibrationBudget,
+                     "Seconds of reference-pipeline rounds calibrating the simulator (at least 3 rounds)")
       ->capture_default_str();
-  command->add_option("--rounds", flags->rounds,
-                      "Interleaved rounds: each measures every selected candidate once, on a fresh Pipe, with "
-                      "its share of the steps (at most --steps)")
-      ->capture_default_str();
-  command->add_option("--device-memory", flags->deviceMemory, "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
-  command->add_option("--profile", flags->profile,
-                      "Profile cache: reused when it exists (refused if measured on another device type, "
-                      "thread count or LibTorch version), written after profiling otherwise");
-  command->add_option("--calibration", flags->calibration,
-                      "Calibration to predict with (pipeprof.calibration/v1, from `pipeprof calibrate`) instead of "
-                      "timing the reference pipelines now");
-  command->add_option("--profile-budget", flags->profileBudget, "Seconds the layer profiler may spend")
-      ->capture_default_str();
-  command->add_option("--calibration-budget", flags->calibrationBudget,
-                      "Seconds of reference-pipeline rounds calibrating the simulator (at least 3 rounds)")
-      ->capture_default_str();
-  command->add_option("-o,--output", flags->output, "Report path (pipeprof.report/v1)")->capture_default_str();
-  command->add_option("--traces-dir", flags->tracesDir,
-                      "Where measured and predicted traces go (default: <report stem>.traces next to the report)");
-  command->add_flag("--resume", flags->resume, "Continue the sweep in -o, keeping finished candidates");
-  command->add_flag("--json", flags->json, "Print the report JSON on stdout instead of the table");
-  command->add_option("--procs", flags->procs,
-                      "Measure every candidate with one process per pipeline device (as pipeprof run --procs), after "
-                      "measuring the transport's link, which the predictions then charge on every copy")
-      ->check(atLeastOne("threads of one process"));
-  command->add_option("--timeout", flags->timeoutS, "With --procs: seconds a rank waits for another")
-      ->capture_default_str();
-  command->callback([flags] { runSweepCommand(*flags); });
+  command.add_option("-o,--output", flags.output, "Report path (pipeprof.report/v1)")->capture_default_str();
+  command.add_option("--traces-dir", flags.tracesDir,
+                     "Where measured and predicted traces go (default: <report stem>.traces next to the report)");
+  command.add_flag("--resume", flags.resume, "Continue the sweep in -o, keeping finished candidates");
+  command.add_flag("--json", flags.json, "Print the report JSON on stdout instead of the table");
+  addProcsFlags(command, flags.procs, flags.timeoutS,
+                "Measure every candidate with one process per pipeline device (as pipeprof run --procs), after "
+                "measuring the transport's link, which the predictions then charge on every copy",
+                "With --procs: seconds a rank waits for another");
 }
 
 }  // namespace pipeprof::cli

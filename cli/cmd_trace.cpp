@@ -5,7 +5,6 @@
 #include <pipeprof/profiler/timeline_analysis.h>
 
 #include <iostream>
-#include <memory>
 #include <string>
 
 namespace pipeprof::cli {
@@ -50,26 +49,25 @@ void runMerge(const MergeFlags& flags) {
 void addTraceCommand(CLI::App& app) {
   CLI::App* trace = app.add_subcommand("trace", "Work with timelines (Chrome trace JSON written by pipeprof)");
   trace->require_subcommand(1);
-  auto flags = std::make_shared<SummarizeFlags>();
-  CLI::App* summarize = trace->add_subcommand(
-      "summarize",
-      "Busy/idle time and bubbles per partition, op kinds, copy bandwidth, the largest idle gaps and\n"
-      "what they waited for, and the top kernels.\nExample: pipeprof trace summarize run.json");
-  summarize->add_option("trace", flags->path, "trace file (measured or predicted)")->required();
-  summarize->add_flag("--json", flags->json, "print the analysis as JSON");
-  summarize->add_option("--gaps", flags->gaps, "how many idle gaps to list")->capture_default_str();
-  summarize->add_option("--kernels", flags->kernels, "how many kernels to list")->capture_default_str();
-  summarize->callback([flags] { runSummarize(*flags); });
+  auto [summarize, flags] = addCommand<SummarizeFlags>(
+      *trace, "summarize",
+      {"Busy/idle time and bubbles per partition, op kinds, copy bandwidth, the largest idle gaps and\n"
+       "what they waited for, and the top kernels.",
+       {"pipeprof trace summarize run.json"}},
+      runSummarize);
+  summarize.add_option("trace", flags.path, "trace file (measured or predicted)")->required();
+  summarize.add_flag("--json", flags.json, "print the analysis as JSON");
+  summarize.add_option("--gaps", flags.gaps, "how many idle gaps to list")->capture_default_str();
+  summarize.add_option("--kernels", flags.kernels, "how many kernels to list")->capture_default_str();
 
-  auto mergeFlags = std::make_shared<MergeFlags>();
-  CLI::App* merge = trace->add_subcommand(
-      "merge",
-      "One timeline from the per-rank traces of a multi-process run (each rank of a torchrun launch writes\n"
-      "TRACE.rankR.json; their clocks are aligned at set-up): one process per rank, flows between them.\n"
-      "Example: pipeprof trace merge run.rank0.json run.rank1.json -o run.json");
-  merge->add_option("traces", mergeFlags->paths, "the rank traces")->required()->check(CLI::ExistingFile);
-  merge->add_option("-o,--output", mergeFlags->output, "the merged trace to write")->required();
-  merge->callback([mergeFlags] { runMerge(*mergeFlags); });
+  auto [merge, mergeFlags] = addCommand<MergeFlags>(
+      *trace, "merge",
+      {"One timeline from the per-rank traces of a multi-process run (each rank of a torchrun launch writes\n"
+       "TRACE.rankR.json; their clocks are aligned at set-up): one process per rank, flows between them.",
+       {"pipeprof trace merge run.rank0.json run.rank1.json -o run.json"}},
+      runMerge);
+  merge.add_option("traces", mergeFlags.paths, "the rank traces")->required()->check(CLI::ExistingFile);
+  merge.add_option("-o,--output", mergeFlags.output, "the merged trace to write")->required();
 }
 
 }  // namespace pipeprof::cli

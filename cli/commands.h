@@ -3,8 +3,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace pipeprof::cli {
 
@@ -24,6 +27,30 @@ auto parseFlag(const std::string& flag, Parse parse, const std::string& hint = "
   } catch (const std::invalid_argument& error) {
     throw UsageError(flag + ": " + error.what() + hint);
   }
+}
+
+/// A subcommand's --help text: what it does, then its examples, then a note.
+struct CommandHelp {
+  CommandHelp(std::string summary, std::vector<std::string> examples = {}, std::string note = "")
+      : summary(std::move(summary)), examples(std::move(examples)), note(std::move(note)) {}
+
+  std::string summary;
+  /// One command line each; a long one goes on over lines of its own that start with spaces.
+  std::vector<std::string> examples;
+  std::string note;  ///< after the examples, e.g. how the threads are chosen; empty: none
+};
+
+/// "<summary>\n\nExamples:\n  <example>\n  ...\n\n<note>": every command's help in one layout.
+std::string helpText(const CommandHelp& help);
+
+/// Adds subcommand `name` to `parent` with `help`. The subcommand owns a Flags value that its
+/// flags bind to, and calls run(flags) when the command line names it. Returns both.
+template <typename Flags, typename Run>
+std::pair<CLI::App&, Flags&> addCommand(CLI::App& parent, const std::string& name, const CommandHelp& help, Run run) {
+  auto flags = std::make_shared<Flags>();
+  CLI::App* command = parent.add_subcommand(name, helpText(help));
+  command->callback([flags, run] { run(*flags); });
+  return {*command, *flags};
 }
 
 void addSimulateCommand(CLI::App& app);

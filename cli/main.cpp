@@ -17,20 +17,19 @@ constexpr int kExitUsage = 2;
 
 int main(int argc, char** argv) {
   pipeprof::keepFreedHostMemory();  // every command, so profiles, threaded runs and ranks allocate alike
-  CLI::App app{
-      "pipeprof: tune pipeline parallelism -- profile a model, simulate candidate schedules\n"
-      "(GPipe, 1F1B, interleaved 1F1B), balances, chunk counts and checkpoint modes, measure\n"
-      "them, and suggest the best.\n\n"
-      "Examples:\n"
-      "  pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json\n"
-      "  pipeprof simulate --profile profile.json --devices 4 --batch 32 --balance 2,2,2,2 --chunks 8\n"
-      "  pipeprof compare out/report.json\n",
-      "pipeprof"};
+  namespace cli = pipeprof::cli;
+  CLI::App app{cli::helpText({"pipeprof: tune pipeline parallelism -- profile a model, simulate candidate schedules\n"
+                              "(GPipe, 1F1B, interleaved 1F1B), balances, chunk counts and checkpoint modes, measure\n"
+                              "them, and suggest the best.",
+                              {"pipeprof sweep --model mlp --devices cpu,cpu --batch 64 -o out/report.json",
+                               "pipeprof simulate --profile profile.json --devices 4 --batch 32 --balance 2,2,2,2 "
+                               "--chunks 8",
+                               "pipeprof compare out/report.json"}}),
+               "pipeprof"};
   app.set_version_flag("--version", PIPEPROF_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
 
-  namespace cli = pipeprof::cli;
   cli::addSweepCommand(app);
   cli::addCompareCommand(app);
   cli::addSimulateCommand(app);

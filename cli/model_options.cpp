@@ -1,13 +1,7 @@
-// Shared CLI flags for choosing a model and its batch, and device names.
+// Shared CLI flags for choosing a model, its batch and its devices, and their words for the tuner's refusals.
 #include "model_options.h"
 
-#include "commands.h"
-
 #include <pipeprof/runtime/torch_environment.h>
-#include <pipeprof/tuner/environment_info.h>
-#include <pipeprof/tuner/sweep.h>
-
-#include <filesystem>
 
 #include <stdexcept>
 
@@ -33,7 +27,7 @@ CLI::Validator atLeastOne(const std::string& whenLeftOut) {
       "INT>=1");
 }
 
-void addModelFlags(CLI::App& command, ModelFlags& flags) {
+void addModelFlags(CLI::App& command, ModelFlags& flags, const std::string& threads) {
   command.add_option("--model", flags.model, "zoo model name (see `pipeprof models`) or TorchScript file (.pt)")
       ->capture_default_str();
   command.add_option("--batch", flags.batch, "mini-batch size in samples (default: the model's default batch)")
@@ -43,8 +37,12 @@ void addModelFlags(CLI::App& command, ModelFlags& flags) {
   command.add_option("--depth", flags.depth, "model depth: blocks / layers (default: the model's)")
       ->check(atLeastOne("the model's depth"));
   command.add_option("--seed", flags.seed, "parameter initialisation seed")->capture_default_str();
-  command.add_option("--threads", flags.threads, "intra-op threads of LibTorch and OpenBLAS (default: their own choice)")
-      ->check(atLeastOne("the default thread count"));
+  command.add_option("--threads", flags.threads, threads)->check(atLeastOne("the default thread count"));
+}
+
+CLI::Option* addDevicesFlag(CLI::App& command, std::string& devices, const std::string& more) {
+  return command.add_option("--devices", devices, "The pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1" + more)
+      ->capture_default_str();
 }
 
 Model buildModelFromFlags(const ModelFlags& flags) {
@@ -59,39 +57,45 @@ std::vector<DeviceDesc> parseDevicesFlag(const std::string& text) {
   return parseFlag("--devices", [&] { return parseDeviceList(text); });
 }
 
-ModelOnDevices resolveModelOnDevices(const ModelFlags& flags, const std::string& devicesText) {
-  ModelOnDevices resolved;
-  resolved.devices = parseDevicesFlag(devicesText);
-  if (resolved.devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu,cpu");
-  for (const DeviceDesc& device : resolved.devices) {
-    if (device.type != resolved.devices.front().type) {
-      throw UsageError("--devices '" + devicesText + "': mix of device types; use all cpu or all cuda");
-    }
-  }
-  torchDevices(resolved.devices);  // CUDA present and indices in range
-  const auto devices = static_cast<std::int64_t>(resolved.devices.size());
-  resolved.spec = flags.spec();
-  resolved.spec.threads = tuner::sweepThreads(flags.threads, devices, tuner::hardwareThreads());
-  const Model model = buildModelFromFlags(flags);
-  resolved.layers = static_cast<std::int64_t>(model.sequential->size());
-  resolved.batch = batchFromFlags(flags, model);
-  if (resolved.layers < devices) {
-    throw UsageError("--devices: " + std::to_string(devices) + " devices need at least one layer each but model '" +
-                     flags.model + "' has only " + std::to_string(resolved.layers) + " layers");
-  }
-  return resolved;
+void addProcsFlags(CLI::App& command, int& procs, double& timeoutS, const std::string& procsHelp,
+                   const std::string& timeoutHelp) {
+  command.add_option("--procs", procs, procsHelp)->check(atLeastOne("threads of one process"));
+  command.add_option("--timeout", timeoutS, timeoutHelp)->capture_default_str();
 }
 
-std::optional<Profile> readCachedProfile(const std::string& path, const ModelOnDevices& model) {
-  if (path.empty() || !std::filesystem::exists(path)) return std::nullopt;
-  Profile profile = readProfile(path);
-  const std::string mismatch =
-      tuner::profileMismatch(profile, model.spec, model.devices.front().typeName(), model.layers);
-  if (!mismatch.empty()) {
-    throw UsageError("cached profile " + path + " does not fit: " + mismatch +
-                     "; delete it or name another --profile to re-profile");
+void checkProcsFlag(int procs, const std::string& devicesText, std::size_t devices) {
+  if (static_cast<std::size_t>(procs) == devices) return;
+  throw UsageError("--procs " + std::to_string(procs) + " but --devices " + devicesText + " names " +
+                   std::to_string(devices) + " pipeline devices: one process runs each device");
+}
+
+tuner::SweepModel resolveModelOnDevices(const ModelFlags& flags, const std::string& devicesText) {
+  std::vector<DeviceDesc> devices = parseDevicesFlag(devicesText);
+  return inFlagWords({{"devices", "--devices"}},
+                     [&] { return tuner::resolveSweepModel(flags.spec(), std::move(devices), flags.batch); });
+}
+
+UsageError usageError(const tuner::ConfigError& error, const FlagNames& flags) {
+  const auto flag = flags.find(error.field());
+  return UsageError(flag == flags.end() ? std::string(error.what()) : flag->second + error.rest());
+}
+
+UsageError usageError(const tuner::SweepInputError& error) {
+  using Input = tuner::SweepInputError::Input;
+  switch (error.input()) {
+    case Input::ResumedReport:
+      return UsageError("--resume: " + error.path() + " is from another sweep (" + error.reason() +
+                        "); use another -o or drop --resume");
+    case Input::ResumedProfile:
+      return UsageError("the profile of " + error.path() + " does not fit this sweep: " + error.reason() +
+                        "; use another -o or drop --resume");
+    case Input::CachedProfile:
+      return UsageError("cached profile " + error.path() + " does not fit: " + error.reason() +
+                        "; delete it or name another --profile to re-profile");
+    case Input::ResumedCalibration:
+      break;
   }
-  return profile;
+  return UsageError("--calibration: a resumed sweep keeps its report's calibration; drop one");
 }
 
 }  // namespace pipeprof::cli

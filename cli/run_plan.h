@@ -4,11 +4,9 @@
 #include "model_options.h"
 #include "schedule_options.h"
 
-#include <pipeprof/core/candidate.h>
-#include <pipeprof/core/device.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/launch/rank_job.h>
 #include <pipeprof/runtime/models.h>
-#include <pipeprof/runtime/training_loop.h>
 
 #include <nlohmann/json.hpp>
 
@@ -40,13 +38,12 @@ struct RunFlags {
   std::string cpuBind;     ///< cores | none; empty: cores for --procs, none as a torchrun rank
 };
 
-/// A run the flags describe, validated before anything is computed: the model, the candidate
-/// (balance resolved: --balance, --split-at or auto) and the training options.
+/// A run the flags describe, validated before anything is computed: the model, and the job --
+/// the candidate (its balance resolved: --balance, --split-at or auto), the devices, the steps --
+/// that threads of this process, the ranks started here, or this rank of torchrun's world run.
 struct RunPlan {
   Model model;
-  Candidate candidate;
-  std::vector<DeviceDesc> devices;
-  TrainingOptions options;
+  launch::RankJob job;
 };
 
 /// Validates the flags and resolves the balance (auto: the simulator's fastest, logged on
@@ -58,11 +55,11 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
 void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& measurement,
               const std::vector<double>& losses, const nlohmann::json& extra, std::ostream& out);
 
-/// `pipeprof run --procs N`: the ranks started here from one job (launch/local_run.h), then the
-/// report. Throws UsageError when --procs differs from the devices, Interrupted on Ctrl-C.
+/// `pipeprof run --procs N`: the ranks started here from the plan's job (launch/local_run.h),
+/// then the report. Throws UsageError when --procs differs from the devices, Interrupted on Ctrl-C.
 void runLaunchedRanks(const RunFlags& flags);
-/// `pipeprof run` started as a rank (RANK and WORLD_SIZE set, as torchrun does): builds the
-/// job from the flags and runs it in this process (launch/run_rank_job.h).
+/// `pipeprof run` started as a rank (RANK and WORLD_SIZE set, as torchrun does): runs the plan's
+/// job in this process (launch/run_rank_job.h).
 void runAsRank(const RunFlags& flags);
 
 }  // namespace pipeprof::cli

@@ -4,6 +4,7 @@
 #include "run_plan.h"
 
 #include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/statistics.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/launch/local_run.h>
 #include <pipeprof/launch/rank_worker.h>
@@ -18,22 +19,6 @@
 namespace pipeprof::cli {
 namespace {
 
-/// The job every rank of this run gets (the balance resolved).
-launch::RankJob rankJob(const RunFlags& flags, const RunPlan& plan) {
-  launch::RankJob job;
-  job.model = flags.model.spec();
-  job.candidate = plan.candidate;
-  job.devices = plan.devices;
-  job.steps = flags.steps;
-  job.warmupSteps = flags.warmup;
-  job.learningRate = flags.learningRate;
-  job.tracePath = flags.tracePath;
-  job.cuptiMode = plan.options.cuptiMode;
-  job.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
-  job.cpuBinding = flags.cpuBind == "cores" ? launch::CpuBinding::Cores : launch::CpuBinding::None;
-  return job;
-}
-
 /// "rank 1 (node0, cpu) (stage 1): step 41.2 ms, ..." from a rank's result.
 std::string rankLine(const nlohmann::json& rank, const Candidate& candidate, const std::string& figures) {
   const int r = rank.at("rank").get<int>();
@@ -41,12 +26,8 @@ std::string rankLine(const nlohmann::json& rank, const Candidate& candidate, con
                      launch::rankStagesText(r, candidate), figures);
 }
 
-TimeNs medianStepNs(const nlohmann::json& rank, std::int64_t batch) {
-  Measurement own;
-  own.stepNs = rank.at("step_ns").get<std::vector<TimeNs>>();
-  own.updateStatistics(batch);
-  return own.stepNsMedian;
-}
+/// A rank's median step (its own clock).
+TimeNs medianStepNs(const nlohmann::json& rank) { return medianNs(rank.at("step_ns").get<std::vector<TimeNs>>()); }
 
 }  // namespace
 
@@ -57,18 +38,18 @@ void runAsRank(const RunFlags& flags) {
                      "(torchrun sets it): set it, or leave --cpu-bind out");
   }
   const RunPlan plan = planRun(flags, std::cerr, /*balanceAutoAllowed=*/false);
-  if (environment.worldSize != static_cast<int>(plan.devices.size())) {
+  if (environment.worldSize != static_cast<int>(plan.job.devices.size())) {
     throw UsageError("WORLD_SIZE is " + std::to_string(environment.worldSize) + " but --devices " + flags.devices +
-                     " names " + std::to_string(plan.devices.size()) + " pipeline devices: run one rank per device");
+                     " names " + std::to_string(plan.job.devices.size()) + " pipeline devices: run one rank per device");
   }
-  const nlohmann::json result = launch::runRankJob(rankJob(flags, plan), environment);
+  const nlohmann::json result = launch::runRankJob(plan.job, environment);
   if (flags.json) {
     std::cout << result.dump() << "\n";
     return;
   }
-  std::cout << rankLine(result, plan.candidate,
+  std::cout << rankLine(result, plan.job.candidate,
                         fmt::format(": step time median {} (this rank), peak {}, sent {}, received {}\n",
-                                    formatDuration(medianStepNs(result, plan.candidate.batch)),
+                                    formatDuration(medianStepNs(result)),
                                     formatBytes(result.at("peak_bytes").get<Bytes>()),
                                     formatBytes(result.at("sent_bytes").get<Bytes>()),
                                     formatBytes(result.at("received_bytes").get<Bytes>())));
@@ -81,18 +62,14 @@ void runAsRank(const RunFlags& flags) {
 void runLaunchedRanks(const RunFlags& flags) {
   std::ostream& log = flags.json ? std::cerr : std::cout;
   const RunPlan plan = planRun(flags, log, /*balanceAutoAllowed=*/true);
-  const auto devices = static_cast<int>(plan.devices.size());
-  if (flags.procs != devices) {
-    throw UsageError("--procs " + std::to_string(flags.procs) + " but --devices " + flags.devices + " names " +
-                     std::to_string(devices) + " pipeline devices: one process runs each device");
-  }
+  checkProcsFlag(flags.procs, flags.devices, plan.job.devices.size());
   launch::LocalRunOptions options;
   options.procs = flags.procs;
   options.cpuBinding = flags.cpuBind == "none" ? launch::CpuBinding::None : launch::CpuBinding::Cores;
   options.worker = launch::findRankWorker();
   launch::LocalRun launched;
   try {
-    launched = launch::launchLocalRun(rankJob(flags, plan), options, interruptToken());
+    launched = launch::launchLocalRun(plan.job, options, interruptToken());
   } catch (const launch::RunInterrupted&) {
     throw Interrupted("interrupted: every rank was stopped, nothing was written");
   }
@@ -106,9 +83,9 @@ void runLaunchedRanks(const RunFlags& flags) {
   for (const auto& rank : launched.ranks) {
     const std::string cpus = rank.value("cpus", std::string());
     std::cout << "  "
-              << rankLine(rank, plan.candidate,
+              << rankLine(rank, plan.job.candidate,
                           fmt::format(": step {}, sent {} in {} messages, received {}{}\n",
-                                      formatDuration(medianStepNs(rank, plan.candidate.batch)),
+                                      formatDuration(medianStepNs(rank)),
                                       formatBytes(rank.at("sent_bytes").get<Bytes>()),
                                       rank.at("messages_sent").get<std::int64_t>(),
                                       formatBytes(rank.at("received_bytes").get<Bytes>()),

@@ -114,17 +114,6 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
   throw UsageError(fmt::format("--chunks {}{}: {}; {}", chunks, exists, error, chunkHint(devices)));
 }
 
-void addScheduleListFlags(CLI::App& command, ScheduleListFlags& flags) {
-  command.add_option("--schedules", flags.schedules, "Schedules to try: gpipe, 1f1b, interleaved")
-      ->capture_default_str()
-      ->type_name("LIST");
-  command
-      .add_option("--stages-per-device", flags.stagesPerDevice,
-                  "Stages per device to try; gpipe and 1f1b always run 1, interleaved each v >= 2 of the list")
-      ->capture_default_str()
-      ->type_name("LIST");
-}
-
 void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) {
   std::vector<ScheduleKind> kinds;
   try {

@@ -40,14 +40,12 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
 /// The same check before the balance is known (--balance auto): n = devices * v stages.
 void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices);
 
-/// What --schedules and --stages-per-device hold after parsing.
+/// What --schedules and --stages-per-device hold after parsing (declared with the search flags,
+/// search_flags.h).
 struct ScheduleListFlags {
   std::string schedules = "gpipe,1f1b,interleaved";
   std::string stagesPerDevice = "1,2";
 };
-
-/// Adds --schedules and --stages-per-device (lists) to a subcommand.
-void addScheduleListFlags(CLI::App& command, ScheduleListFlags& flags);
 
 /// Sets space.schedules and space.stagesPerDevice from the flags. gpipe and 1f1b always run
 /// with one stage per device; interleaved with each v >= 2 of the list. Throws UsageError for an

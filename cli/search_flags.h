@@ -1,20 +1,32 @@
-// The search-space flags shared by suggest and sweep: --chunks and --balances lists.
+// The search-space flags shared by suggest, sweep and calibrate: --chunks, --checkpoint, --balances,
+// --schedules and --stages-per-device.
 #pragma once
+
+#include "schedule_options.h"
 
 #include <pipeprof/simulator/search.h>
 
-#include <cstdint>
+#include <CLI/CLI.hpp>
+
 #include <string>
-#include <vector>
 
 namespace pipeprof::cli {
 
-/// Parses --chunks: comma-separated positive counts ("1,2,4,8"). Throws UsageError naming the
-/// text and the expected form.
-std::vector<std::int64_t> parseChunksFlag(const std::string& text);
+/// What the search-space flags hold after parsing (text until validated).
+struct SearchFlags {
+  std::string chunks = "1,2,4,8";
+  std::string checkpoint = "always,except_last,never";
+  std::string balances = "auto";
+  ScheduleListFlags schedules;
+};
 
-/// Fills space.enumeration and space.balances from --balances: "auto", "all" or balances
-/// separated by ';' ("2,6;4,4"). Throws UsageError naming the text and the expected form.
-void parseBalancesFlag(const std::string& text, SearchSpace& space);
+/// Adds --chunks, --checkpoint, --schedules and --stages-per-device, each described with
+/// `purpose` ("Chunk counts to try"), and with `balances` --balances, to a subcommand.
+void addSearchFlags(CLI::App& command, SearchFlags& flags, const std::string& purpose, bool balances = true);
+
+/// The search space the flags describe: chunks, checkpoint modes, balances (auto, all or the
+/// given ones), schedules and stages per device; the batch and devices are the caller's.
+/// Throws UsageError naming the flag, its text and the expected form.
+SearchSpace searchSpaceFromFlags(const SearchFlags& flags);
 
 }  // namespace pipeprof::cli

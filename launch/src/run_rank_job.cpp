@@ -14,6 +14,20 @@
 #include <stdexcept>
 
 namespace pipeprof::launch {
+
+TrainingOptions trainingOptions(const RankJob& job) {
+  TrainingOptions options;
+  static_cast<PipelineShape&>(options) = job.candidate;
+  options.devices = torchDevices(job.devices);
+  options.batch = job.candidate.batch;
+  options.steps = job.steps;
+  options.warmupSteps = job.warmupSteps;
+  options.learningRate = job.learningRate;
+  options.captureTrace = !job.tracePath.empty();
+  options.cuptiMode = job.cuptiMode;
+  return options;
+}
+
 namespace {
 
 /// Binds this process as the job says for `rank`; returns the CPUs (empty: not bound).
@@ -72,19 +86,6 @@ nlohmann::json toJson(const RankTrainingResult& result) {
           {"losses", result.losses},
           {"clock_offset_ns", result.clock.offsetNs},
           {"clock_uncertainty_ns", result.clock.uncertaintyNs}};
-}
-
-TrainingOptions trainingOptions(const RankJob& job) {
-  TrainingOptions options;
-  static_cast<PipelineShape&>(options) = job.candidate;
-  options.devices = torchDevices(job.devices);
-  options.batch = job.candidate.batch;
-  options.steps = job.steps;
-  options.warmupSteps = job.warmupSteps;
-  options.learningRate = job.learningRate;
-  options.captureTrace = !job.tracePath.empty();
-  options.cuptiMode = job.cuptiMode;
-  return options;
 }
 
 void writeResult(const RankJob& job, int rank, const nlohmann::json& result) {

@@ -136,6 +136,16 @@ std::string rejectionReason(const Cluster& cluster, const std::vector<Bytes>& de
   return reason;
 }
 
+std::vector<Bytes> clusterPeakBytes(const Candidate& candidate, const Prediction& prediction,
+                                    std::int64_t clusterDevices) {
+  std::vector<Bytes> peaks(static_cast<std::size_t>(std::max<std::int64_t>(0, clusterDevices)), 0);
+  for (std::size_t d = 0; d < prediction.peakBytes.size(); ++d) {
+    const auto device = static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(d)));
+    if (device < peaks.size()) peaks[device] += prediction.peakBytes[d];
+  }
+  return peaks;
+}
+
 std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,
                                                          const SearchSpace& space, std::int64_t stagesPerDevice) {
   validateSpace(profile, cluster, space);
@@ -332,6 +342,15 @@ std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t dev
     }
   }
   return sortedUnique(counts);
+}
+
+std::int64_t devicesOfGivenBalances(const SearchSpace& space) {
+  if (space.enumeration != BalanceEnumeration::Given || space.balances.empty()) return 0;
+  std::size_t shortest = space.balances.front().size();
+  for (const auto& balance : space.balances) shortest = std::min(shortest, balance.size());
+  const std::vector<std::int64_t> perDevice = stageCounts(space, 1);
+  if (perDevice.empty()) return 1;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(shortest) / perDevice.front());
 }
 
 std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected) {

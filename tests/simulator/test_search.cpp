@@ -345,6 +345,34 @@ TEST(StageCounts, OnePerScheduleFamilyAndV) {
   EXPECT_TRUE(stageCounts(space, 2).empty());
 }
 
+TEST(DevicesOfGivenBalances, TheShortestBalanceOverTheFewestStagesPerDevice) {
+  SearchSpace space;
+  space.schedules = {ScheduleKind::GPipe};
+  EXPECT_EQ(devicesOfGivenBalances(space), 0);  // auto: the balances imply nothing
+  space.enumeration = BalanceEnumeration::Given;
+  space.balances = {{1, 2, 3}, {2, 2}};
+  EXPECT_EQ(devicesOfGivenBalances(space), 2);
+  space.schedules = {ScheduleKind::Interleaved};
+  space.stagesPerDevice = {3, 2};
+  space.balances = {{1, 1, 1, 1, 1, 1}, {1, 1, 1, 1}};
+  EXPECT_EQ(devicesOfGivenBalances(space), 2);  // 4 stages at v = 2
+  space.balances = {{3}};
+  EXPECT_EQ(devicesOfGivenBalances(space), 1);  // never less than one device
+}
+
+TEST(ClusterPeakBytes, AddsThePeaksOfThePipelineDevicesOnEachClusterDevice) {
+  Candidate candidate;
+  candidate.balance = {1, 1, 1, 1};
+  Prediction prediction;
+  prediction.peakBytes = {100, 20, 3};
+  EXPECT_EQ(clusterPeakBytes(candidate, prediction, 3), (std::vector<Bytes>{100, 20, 3}));
+  EXPECT_EQ(clusterPeakBytes(candidate, prediction, 5), (std::vector<Bytes>{100, 20, 3, 0, 0}));
+  // Placed two by two on two cluster devices.
+  candidate.devices = {1, 0, 1, 0};
+  prediction.peakBytes = {100, 20, 3, 4};
+  EXPECT_EQ(clusterPeakBytes(candidate, prediction, 2), (std::vector<Bytes>{24, 103}));
+}
+
 TEST(GroupRejections, ByOverflowingDevicesOrShapeReasonLargestFirst) {
   std::vector<RankedCandidate> rejected(4);
   rejected[0].prediction.overflowDevices = {1};

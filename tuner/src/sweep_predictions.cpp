@@ -9,6 +9,7 @@
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 #include <pipeprof/tuner/reference_calibration.h>
+#include <pipeprof/tuner/sweep_setup.h>
 
 #include <fmt/format.h>
 
@@ -106,16 +107,7 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
 }
 
 Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) {
-  SearchSpace space;
-  space.batch = config.batch;
-  space.devices = static_cast<std::int64_t>(config.devices.size());
-  space.schedules = config.schedules;
-  space.stagesPerDevice = config.stagesPerDevice;
-  space.chunks = config.chunks;
-  space.modes = config.modes;
-  space.enumeration = config.enumeration;
-  space.balances = config.balances;
-  const SearchResult searched = setup.predictor().search(space);
+  const SearchResult searched = setup.predictor().search(sweepSearchSpace(config));
 
   Report report;
   ReportEnvironment& env = report.environment;

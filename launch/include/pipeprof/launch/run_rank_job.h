@@ -4,6 +4,7 @@
 #include <pipeprof/launch/rank_job.h>
 #include <pipeprof/runtime/link_benchmark.h>
 #include <pipeprof/runtime/rank_environment.h>
+#include <pipeprof/runtime/training_loop.h>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,12 @@ namespace pipeprof::launch {
 /// devices, CpuBinding::Cores without LOCAL_WORLD_SIZE) and what the model or the transport
 /// throw while setting up.
 nlohmann::json runRankJob(const RankJob& job, const RankEnvironment& environment);
+
+/// The options of one training loop running the Train `job`: its shape and batch, its devices,
+/// steps, learning rate, trace (when job.tracePath is set) and CUPTI mode. A rank trains its
+/// stages with them (trainRank); `pipeprof run` without --procs trains the whole job as threads
+/// of one process (trainAndMeasure). Throws std::invalid_argument for a device that is not here.
+TrainingOptions trainingOptions(const RankJob& job);
 
 /// The samples and link of a LinkBenchmark job's rank 0 result, and back.
 nlohmann::json toJson(const LinkMeasurement& measurement);

@@ -94,6 +94,11 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
 /// increasing: p for gpipe and 1f1b, p * v for interleaved with each v >= 2 of the space.
 std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices);
 
+/// The pipeline devices p the space's given balances imply: the shortest balance's stage count
+/// over the fewest stages per device its schedules use (stageCounts for p = 1), at least 1; 0
+/// unless the enumeration is Given.
+std::int64_t devicesOfGivenBalances(const SearchSpace& space);
+
 /// Rejected candidates of one kind: how many, and the first of them.
 struct RejectionGroup {
   std::string reason;  ///< "predicted not to fit on devices 0,1", or "not schedulable: <the shape error>"
@@ -130,5 +135,10 @@ std::vector<double> layerTimesNs(const Profile& profile, std::int64_t microBatch
 /// between them); empty when it fits. devicePeakBytes: per cluster device, the sum of the peaks
 /// of the pipeline devices placed on it.
 std::string rejectionReason(const Cluster& cluster, const std::vector<Bytes>& devicePeakBytes);
+
+/// Per cluster device of `clusterDevices`, the sum of the predicted peaks of the candidate's
+/// pipeline devices placed on it (Candidate::deviceOf): what rejectionReason takes.
+std::vector<Bytes> clusterPeakBytes(const Candidate& candidate, const Prediction& prediction,
+                                    std::int64_t clusterDevices);
 
 }  // namespace pipeprof
