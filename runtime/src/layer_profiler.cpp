@@ -281,29 +281,32 @@ Layers layersOf(torch::nn::Sequential& sequential) {
   return layers;
 }
 
+/// Runs every layer alone, in order, on leaves of the previous layer's outputs (skips detached
+/// too): `run(L, inputs)` returns layer L's outputs, which feed layer L + 1.
+template <typename Run>
+void eachLayerAlone(const Layers& layers, const Tensors& input, Run run) {
+  ProfilerSkipTracker detached(true);
+  ScopedSkipTracker scope(&detached);
+  Tensors x = input;
+  for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
+    detached.setLayer(L);
+    x = run(L, leaves(x, L));
+  }
+}
+
 /// Memory fields of every layer at one size, on `device` (the input's): on CPU with the tracked
 /// allocator, on CUDA with the caching allocator's blocks on each layer's stream.
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
                    const TaggedStreams& streams, const torch::Device& device) {
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot).
-  {
-    ProfilerSkipTracker detached(true);
-    ScopedSkipTracker scope(&detached);
-    Tensors x = input;
-    for (std::int64_t L = 0; L < n; ++L) {
-      detached.setLayer(L);
-      Tensors in = leaves(x, L);
-      Tensors out;
-      {
-        LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
-        out = runLayer(*layers.modules[L], in, layers.names[L]);
-        backwardOf(out);
-        synchronize(device);
-      }
-      x = out;
-    }
-  }
+  eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
+    LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
+    Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+    backwardOf(out);
+    synchronize(device);
+    return out;
+  });
   // 2. The whole forward, each layer under its tag, graph kept.
   std::vector<Bytes> before(n);
   {
@@ -330,28 +333,21 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     skips.clear();
   }
   // 3. Each layer's backward under its tag.
-  {
-    ProfilerSkipTracker detached(true);
-    ScopedSkipTracker scope(&detached);
-    Tensors x = input;
-    for (std::int64_t L = 0; L < n; ++L) {
-      detached.setLayer(L);
-      Tensors in = leaves(x, L);
-      Tensors out;
-      Bytes start = 0;
-      {
-        // The forward under the tag too, so what the backward frees of it counts against its peak.
-        LayerMemoryScope scope(streams, L);
-        out = runLayer(*layers.modules[L], in, layers.names[L]);
-        start = liveBytes(L);
-        resetPeakBytes(L);
-        backwardOf(out);
-        synchronize(device);
-      }
-      costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
-      x = out;
+  eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
+    Tensors out;
+    Bytes start = 0;
+    {
+      // The forward under the tag too, so what the backward frees of it counts against its peak.
+      LayerMemoryScope scope(streams, L);
+      out = runLayer(*layers.modules[L], in, layers.names[L]);
+      start = liveBytes(L);
+      resetPeakBytes(L);
+      backwardOf(out);
+      synchronize(device);
     }
-  }
+    costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
+    return out;
+  });
 }
 
 /// Median forward and backward time of every layer at one size.
