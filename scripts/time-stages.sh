@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Times ./scripts/test.sh the way CI runs it: cold, from a fresh clone with an empty ccache and
 # an empty LibTorch 2.6 cache (its packages are downloaded again); with --warm, then once more
-# from another fresh clone with the caches the first run filled. Prints the machine, the
-# revision and each run's stage table (docs/performance.md, "The test command's time").
+# from a fresh clone at the same path with the caches the first run filled (ccache hits need
+# the same path for the tests' objects: they are compiled with the source directory's absolute
+# path). Prints the machine, the revision and each run's stage table (docs/performance.md,
+# "The test command's time").
 #   scripts/time-stages.sh [--quick] [--warm] [REV]     REV defaults to HEAD (commit first)
 # Logs and clones go to $PIPEPROF_TIMING_DIR (default /tmp/pipeprof-timing-<date>), removed
 # again unless the run fails or PIPEPROF_TIMING_KEEP=1. Run it on a machine doing nothing else:
-# the figures are wall times, and the load average is printed beside each stage.
+# wall times depend on what else runs (CPU times much less); each stage shows the load average.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -17,7 +19,7 @@ for arg in "$@"; do
   case $arg in
     --quick) quick=(--quick) ;;
     --warm) warm=1 ;;
-    -h | --help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) echo "time-stages.sh: unknown option '$arg' (--quick, --warm)" >&2; exit 2 ;;
     *) rev=$arg ;;
   esac
@@ -39,7 +41,7 @@ summary=$dir/summary.txt
 
 # run <name>: test.sh in a fresh clone; its stage table goes to the summary.
 run() {
-  local name=$1 clone=$dir/$1 log=$dir/$1.log rc=0
+  local name=$1 clone=$dir/clone log=$dir/$1.log rc=0
   rm -rf "$clone"
   git clone -q --no-hardlinks "$repo" "$clone"
   git -C "$clone" checkout -q --detach "$commit"
@@ -62,6 +64,6 @@ if ((warm && status == 0)); then
 fi
 echo "== summary: $summary"
 if ((status == 0)) && [[ "${PIPEPROF_TIMING_KEEP:-0}" != 1 ]]; then
-  rm -rf "$dir/cold" "$dir/warm" "$CCACHE_DIR" "$PIPEPROF_TORCH2_CACHE"
+  rm -rf "$dir/clone" "$CCACHE_DIR" "$PIPEPROF_TORCH2_CACHE"
 fi
 exit $status
