@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libxkbcommon-dev libgl-dev
   xvfb xauth
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   libprotobuf-dev  # found by the CMake config of LibTorch 2.6 in scripts/torch2-check.sh
 )
 # The reference-implementation benchmark (bench/) compares against PyTorch's Python Pipe.

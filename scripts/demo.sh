@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bootstraps, builds (Release) and runs the main job: a sweep of the default model on two CPU
 # devices, printing the comparison and writing out/report.json with its traces in out/traces.
+# Builds pipeprof-gui too when CMake found Qt, and prints the command that opens the report in it.
 # Extra arguments go to `pipeprof sweep` (e.g. --resume after an interruption).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,12 @@ cd "$(dirname "$0")/.."
 
 build_dir=${PIPEPROF_BUILD_DIR:-build}
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build_dir" -j "$(nproc)" --target pipeprof
+targets=(pipeprof)
+# The GUI target exists when CMake found Qt6 Widgets and Charts (PIPEPROF_WITH_GUI=AUTO).
+if cmake --build "$build_dir" --target help | grep -q '^pipeprof-gui:'; then
+  targets+=(pipeprof-gui)
+fi
+cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 
 mkdir -p out
 # The default model (mlp: 8 Linear layers of width 512 with ReLUs, 15 layers), batch 128, on
@@ -25,3 +31,11 @@ mkdir -p out
   --schedules gpipe,1f1b,interleaved --stages-per-device 1,2 \
   --chunks 1,2,4,8 --checkpoint always,except_last,never --measure top:12 \
   --warmup 3 --steps 120 --rounds 8 -o out/report.json --traces-dir out/traces "$@"
+
+echo
+if [[ " ${targets[*]} " == *" pipeprof-gui "* ]]; then
+  echo "demo: open the report in the GUI: $build_dir/gui/pipeprof-gui out/report.json"
+else
+  echo "demo: pipeprof-gui was not built: CMake found no Qt6 Widgets and Charts (./scripts/bootstrap.sh" \
+    "installs them; then rerun this script); the report is out/report.json (pipeprof compare out/report.json)"
+fi

@@ -2,10 +2,15 @@
 # Compile-checks pipeprof's LibTorch code against LibTorch 2.6: Debian trixie's libtorch-dev (CPU)
 # and libtorch-cuda-dev (CUDA, with NCCL; CUPTI on). The packages are downloaded once with a
 # private apt state (the machine's apt state and sources are not touched) and unpacked into a
-# cache; nothing is installed. Every object of the runtime, tuner, profiler, cli and runtime tests
-# is compiled (-O0, -Werror) in build-torch2-cpu/ and build-torch2-cuda/, not linked: 2.6's
-# libraries need trixie's glibc. The CUDA configuration also compiles a probe of c10d's
-# ProcessGroupNCCL.hpp and nccl.h.
+# cache; nothing is installed. Objects are compiled (-O0, -Werror), not linked: 2.6's libraries
+# need trixie's glibc.
+#  - CPU (build-torch2-cpu/): every object of the runtime, tuner, profiler, cli and runtime tests.
+#  - CUDA (build-torch2-cuda/): only the objects the CPU configuration does not compile -- the
+#    translation units CMake picks for CUDA (the runtime's CUDA backends, c10d's NCCL group) and
+#    CUPTI (the profiler's activity source) -- and a probe of c10d's ProcessGroupNCCL.hpp and
+#    nccl.h. Every other object is the same source against the same 2.6 headers in both
+#    configurations (the CUDA package's headers are the CPU package's plus the CUDA ones), so
+#    compiling it twice would check nothing more. PIPEPROF_TORCH2_CUDA_ALL=1 compiles them all.
 #   scripts/torch2-check.sh                       both configurations (scripts/test.sh runs this)
 #   PIPEPROF_TORCH2_CONFIGS=cpu scripts/torch2-check.sh
 # Environment: PIPEPROF_TORCH2_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/pipeprof/torch2),
@@ -171,7 +176,9 @@ cuda_toolkit_root() {
   return 1
 }
 
-check_config() {
+# configure_config <name>: configures build-torch2-<name> against the unpacked 2.6 and checks
+# that CMake found that LibTorch.
+configure_config() {
   local name=$1 root=$cache/$1 build=build-torch2-$1
   mkdir -p "$build"
   write_shim "$PWD/$build/torch2-shim.cmake"
@@ -179,6 +186,7 @@ check_config() {
     -G Ninja -DCMAKE_BUILD_TYPE=None -DBUILD_SHARED_LIBS=OFF -DPIPEPROF_WERROR=ON
     -DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_PROJECT_pipeprof_INCLUDE="$PWD/$build/torch2-shim.cmake"
     -DPIPEPROF_WITH_GUI=OFF -DPIPEPROF_BUILD_BENCHMARKS=OFF -DPIPEPROF_FUZZ=OFF -DPIPEPROF_BUILD_TESTS=ON
+    -DPIPEPROF_TORCH_PCH=OFF  # the shim has a precompiled header of its own
     -Wno-dev
   )
   if [[ $name == cuda ]]; then
@@ -212,10 +220,66 @@ check_config() {
     log "$build found Torch '$version' in '$torch_dir', not LibTorch 2.x under $root"
     return 1
   fi
+  echo "$version ($torch_dir)" > "$build/torch2-version"
+}
 
+# objects <build>: the objects of the LibTorch code in a configured build, one a line.
+objects() {
+  ninja -C "$1" -t targets all | sed -n 's/^\([^:]*\.o\): .*/\1/p' |
+    grep -E '^(runtime|tuner|profiler|cli|tests/runtime)/CMakeFiles/' | sort
+}
+
+# cuda_subset <cuda-object>...: the objects of the CUDA configuration that compiling the CPU
+# one did not already check: those it does not compile (the CUDA translation units), and those
+# that include a header the two configurations see differently -- a header that differs between
+# the two packages (gloo/config.h), or one that tests a macro only one of them defines
+# (USE_C10D_NCCL in CUDA, USE_C10D_MPI in CPU). The headers an object includes come from the CPU
+# build's dependency log; an object it has none for is compiled as well, and every object is when
+# the precompiled <torch/torch.h> includes such a header (an object's log does not name the
+# headers inside the precompiled one).
+cuda_subset() {
+  local cpu_root=$cache/cpu/usr/include cuda_root=$cache/cuda/usr/include
+  local cpu_objects common sample defines headers
+  cpu_objects=$(objects build-torch2-cpu)
+  comm -23 <(printf '%s\n' "$@") <(echo "$cpu_objects")
+  common=$(comm -12 <(printf '%s\n' "$@") <(echo "$cpu_objects"))
+  [[ -n $common ]] || return 0
+  # Macros defined differently: compare the -D flags of one object both configurations compile.
+  sample=$(head -n 1 <<< "$common")
+  defines=$(comm -3 \
+    <(ninja -C build-torch2-cpu -t commands "$sample" | tail -n 1 | grep -o -- ' -D[^ ]*' | sort -u) \
+    <(ninja -C build-torch2-cuda -t commands "$sample" | tail -n 1 | grep -o -- ' -D[^ ]*' | sort -u) |
+    sed 's/^[[:space:]]*-D//; s/=.*//' | sort -u | paste -sd '|')
+  # Headers that differ, or mention one of those macros (or gloo's CUDA and NCCL switches).
+  headers=$({
+    { diff -rq "$cpu_root" "$cuda_root" 2>/dev/null || true; } |
+      sed -n "s|^Files $cpu_root/\(.*\) and .* differ\$|\1|p"
+    { cd "$cpu_root" && grep -rlwE "${defines:+$defines|}USE_CUDA|GLOO_USE_CUDA|GLOO_USE_NCCL" . || true; } |
+      sed 's|^\./||'
+  } | sort -u)
+  # The CPU build's dependency log: an object's line, then its dependencies indented.
+  ninja -C build-torch2-cpu -t deps 2>/dev/null | awk -v root="$cpu_root/" -v common="$common" -v headers="$headers" '
+    BEGIN {
+      n = split(common, list, "\n"); for (i = 1; i <= n; i++) wanted[list[i]] = 1
+      n = split(headers, list, "\n"); for (i = 1; i <= n; i++) sensitive[list[i]] = 1
+    }
+    /^[^ ]/ { object = $1; sub(/:$/, "", object); seen[object] = 1; next }
+    /^    / {
+      path = $1
+      if (index(path, root) == 1 && (substr(path, length(root) + 1) in sensitive)) {
+        hit[object] = 1
+        if (object ~ /cmake_pch\.hxx\.gch$/) all = 1
+      }
+    }
+    END { for (object in wanted) if (all || !(object in seen) || (object in hit)) print object }'
+}
+
+check_config() {
+  local name=$1 build=build-torch2-$1
+  configure_config "$name" || return 1
   local targets
-  mapfile -t targets < <(ninja -C "$build" -t targets all | sed -n 's/^\([^:]*\.o\): .*/\1/p' |
-    grep -E '^(runtime|tuner|profiler|cli|tests/runtime)/CMakeFiles/')
+  mapfile -t targets < <(objects "$build")
+  local what="every LibTorch object"
   if [[ $name == cuda ]]; then
     # TARGET torch_cuda must have picked the CUDA translation units, and CUPTI its collector.
     local unit
@@ -226,8 +290,23 @@ check_config() {
         return 1
       fi
     done
+    if [[ "${PIPEPROF_TORCH2_CUDA_ALL:-0}" != 1 ]]; then
+      # The CPU configuration's object list: configured here when only CUDA was asked for, or
+      # regenerated by ninja if a CMakeLists.txt changed since.
+      if [[ ! -f build-torch2-cpu/torch2-version ]]; then
+        configure_config cpu || return 1
+      elif ! ninja -C build-torch2-cpu build.ninja > build-torch2-cpu/torch2-regenerate.log 2>&1; then
+        log "regenerating build-torch2-cpu failed (the whole log: build-torch2-cpu/torch2-regenerate.log)"
+        return 1
+      fi
+      mapfile -t targets < <(cuda_subset "${targets[@]}")
+      what="the objects the CPU configuration does not compile, or compiles against other headers"
+    fi
   fi
-  log "$build: LibTorch $version ($torch_dir), compiling ${#targets[@]} objects"
+  if [[ $name == cuda ]]; then
+    what+=": $(printf '%s\n' "${targets[@]}" | sed 's|.*/||; s|\.o$||' | tr '\n' ' ')"
+  fi
+  log "$build: LibTorch $(cat "$build/torch2-version"), compiling ${#targets[@]} objects ($what)"
   local build_log=$build/torch2-build.log start=$SECONDS
   if ! ninja -C "$build" -j "$jobs" -k 0 "${targets[@]}" > "$build_log" 2>&1; then
     report_errors "$build_log"
@@ -277,7 +356,12 @@ EOF
 mkdir -p "$cache"
 exec 9> "$cache/.lock"
 flock 9
-for name in $configs; do
+unpacks=$configs
+# The CUDA configuration compiles what the CPU one does not: it needs the CPU one's object list.
+if [[ " $configs " == *" cuda "* && "${PIPEPROF_TORCH2_CUDA_ALL:-0}" != 1 ]]; then
+  unpacks+=" cpu"
+fi
+for name in $(tr ' ' '\n' <<< "$unpacks" | awk 'NF && !seen[$0]++'); do
   case $name in
     cpu) unpack "$cache/cpu" "${cpu_packages[@]}" ;;
     cuda) unpack "$cache/cuda" "${cuda_packages[@]}" ;;
