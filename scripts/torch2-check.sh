@@ -4,7 +4,7 @@
 # private apt state (the machine's apt state and sources are not touched) and unpacked into a
 # cache; nothing is installed. Objects are compiled (-O0, -Werror), not linked: 2.6's libraries
 # need trixie's glibc.
-#  - CPU (build-torch2-cpu/): every object of the runtime, tuner, profiler, cli and runtime tests.
+#  - CPU (build-torch2-cpu/): every object of the runtime, launch, tuner, profiler, cli and runtime tests.
 #  - CUDA (build-torch2-cuda/): only the objects the CPU configuration does not compile -- the
 #    translation units CMake picks for CUDA (the runtime's CUDA backends, c10d's NCCL group) and
 #    CUPTI (the profiler's activity source) -- and a probe of c10d's ProcessGroupNCCL.hpp and
@@ -123,6 +123,9 @@ write_shim() {
   local shim=$1
   cat > "$shim.new" <<'EOF'
 # Written by scripts/torch2-check.sh: the compile check's adjustments, in its own build only.
+# Nothing links (2.6's libraries need trixie's glibc): an executable another target depends on,
+# like pipeprof's rank worker, is an empty file.
+set(CMAKE_CXX_LINK_EXECUTABLE "<CMAKE_COMMAND> -E touch <TARGET>")
 function(_pipeprof_torch2_shim)
   if(TARGET torch::nvtoolsext AND NOT TARGET CUDA::nvToolsExt)
     add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
@@ -133,7 +136,7 @@ function(_pipeprof_torch2_shim)
   target_link_libraries(pipeprof_torch2_pch PRIVATE torch)
   target_precompile_headers(pipeprof_torch2_pch PRIVATE <torch/torch.h>)
   set_target_properties(pipeprof_torch2_pch PROPERTIES POSITION_INDEPENDENT_CODE OFF)
-  foreach(dir runtime tuner cli tests/runtime)
+  foreach(dir runtime launch tuner cli tests/runtime)
     if(NOT IS_DIRECTORY "${CMAKE_SOURCE_DIR}/${dir}" OR NOT EXISTS "${CMAKE_BINARY_DIR}/${dir}")
       continue()
     endif()
@@ -226,7 +229,7 @@ configure_config() {
 # objects <build>: the objects of the LibTorch code in a configured build, one a line.
 objects() {
   ninja -C "$1" -t targets all | sed -n 's/^\([^:]*\.o\): .*/\1/p' |
-    grep -E '^(runtime|tuner|profiler|cli|tests/runtime)/CMakeFiles/' | sort
+    grep -E '^(runtime|launch|tuner|profiler|cli|tests/runtime)/CMakeFiles/' | sort
 }
 
 # cuda_subset <cuda-object>...: the objects of the CUDA configuration that compiling the CPU
