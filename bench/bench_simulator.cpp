@@ -139,13 +139,24 @@ void BM_SimulateCandidate(benchmark::State& state) {
   }
   state.counters["events"] = benchmark::Counter(static_cast<double>(result.eventCount));
   state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
-  state.counters["candidates/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["candidates/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SimulateCandidate)
     ->ArgNames({"layers", "devices", "chunks"})
-    ->Args({8, 4, 8})->Args({16, 4, 8})->Args({32, 4, 8})->Args({64, 4, 8})->Args({128, 4, 8})
-    ->Args({32, 2, 8})->Args({32, 8, 8})->Args({32, 16, 8})
-    ->Args({32, 4, 1})->Args({32, 4, 4})->Args({32, 4, 16})->Args({32, 4, 32})->Args({32, 4, 64})
+    ->Args({8, 4, 8})
+    ->Args({16, 4, 8})
+    ->Args({32, 4, 8})
+    ->Args({64, 4, 8})
+    ->Args({128, 4, 8})
+    ->Args({32, 2, 8})
+    ->Args({32, 8, 8})
+    ->Args({32, 16, 8})
+    ->Args({32, 4, 1})
+    ->Args({32, 4, 4})
+    ->Args({32, 4, 16})
+    ->Args({32, 4, 32})
+    ->Args({32, 4, 64})
     ->Unit(benchmark::kMicrosecond);
 
 /// The public simulate() (validates, builds and compiles the schedule every call), with a trace.

@@ -38,14 +38,16 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
   command.add_option("--profile", flags.profilePath, "Layer profile (pipeprof.profile/v1 JSON)")
       ->required()
       ->type_name("FILE");
-  command.add_option("--calibration", flags.calibrationPath,
-                     "Calibration (pipeprof.calibration/v1 JSON, from `pipeprof calibrate` or a sweep's report): the "
-                     "corrections a real pipeline measured (default: predict from the raw profile)")
+  command
+      .add_option("--calibration", flags.calibrationPath,
+                  "Calibration (pipeprof.calibration/v1 JSON, from `pipeprof calibrate` or a sweep's report): the "
+                  "corrections a real pipeline measured (default: predict from the raw profile)")
       ->type_name("FILE");
-  CLI::Option* cluster =
-      command.add_option("--cluster", flags.clusterPath, "Cluster description (pipeprof.cluster/v1 JSON): devices, "
-                                                         "memory, links")
-          ->type_name("FILE");
+  CLI::Option* cluster = command
+                             .add_option("--cluster", flags.clusterPath,
+                                         "Cluster description (pipeprof.cluster/v1 JSON): devices, "
+                                         "memory, links")
+                             ->type_name("FILE");
   // The shorthand for a cluster of identical devices and links (instead of --cluster).
   command.add_option("--devices", flags.devices, "Number of identical devices (default: one per pipeline device)")
       ->type_name("N")
@@ -59,7 +61,9 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
   for (const auto& [name, text, type, help] : quantities) {
     command.add_option(name, *text, help)->type_name(type)->excludes(cluster);
   }
-  command.add_option("--device-speed", flags.deviceSpeed, "Speed of each device relative to the profiled one (default: 1.0)")
+  command
+      .add_option("--device-speed", flags.deviceSpeed,
+                  "Speed of each device relative to the profiled one (default: 1.0)")
       ->type_name("X")
       ->excludes(cluster);
 }
@@ -91,9 +95,10 @@ Cluster buildClusterFromFlags(const ClusterFlags& flags, std::int64_t defaultDev
   if (!flags.deviceMemory.empty()) {
     memory = parsePositiveFlag("--device-memory", flags.deviceMemory, parseBytes, "give a positive size, e.g. 16GiB");
   }
-  const BytesPerS bandwidth = flags.linkBandwidth.empty() ? 0.0
-                                                          : parsePositiveFlag("--link-bandwidth", flags.linkBandwidth,
-                                                                              parseBandwidth, "give a positive rate, e.g. 25GB/s");
+  const BytesPerS bandwidth = flags.linkBandwidth.empty()
+                                  ? 0.0
+                                  : parsePositiveFlag("--link-bandwidth", flags.linkBandwidth, parseBandwidth,
+                                                      "give a positive rate, e.g. 25GB/s");
   // parseDuration refuses negative times.
   const TimeNs latency = flags.linkLatency.empty() ? 0 : parseFlag("--link-latency", flags.linkLatency, parseDuration);
   if (!(flags.deviceSpeed > 0.0)) {

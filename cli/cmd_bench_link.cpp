@@ -40,11 +40,12 @@ void report(const BenchLinkFlags& flags, const LinkMeasurement& measurement, con
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{} between ranks 0 and 1 ({} devices), one-way time (the fastest of {} round trips):\n", transport,
-                           flags.device, flags.repeats);
+  std::cout << fmt::format("{} between ranks 0 and 1 ({} devices), one-way time (the fastest of {} round trips):\n",
+                           transport, flags.device, flags.repeats);
   for (const LinkSample& sample : measurement.samples) {
-    std::cout << fmt::format("  {:>10}  {:>10}  {:>8.2f} GB/s\n", formatBytes(sample.bytes), formatDuration(sample.oneWayNs),
-                             static_cast<double>(sample.bytes) / static_cast<double>(std::max<TimeNs>(sample.oneWayNs, 1)));
+    std::cout << fmt::format(
+        "  {:>10}  {:>10}  {:>8.2f} GB/s\n", formatBytes(sample.bytes), formatDuration(sample.oneWayNs),
+        static_cast<double>(sample.bytes) / static_cast<double>(std::max<TimeNs>(sample.oneWayNs, 1)));
   }
   std::cout << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
                            link.bandwidthBytesPerS / 1e9);
@@ -90,10 +91,12 @@ void addBenchLinkCommand(CLI::App& app) {
        {"pipeprof bench-link --procs 2 -o cluster.json",
         "torchrun --nnodes 2 --nproc-per-node 1 ... --no-python pipeprof bench-link -o cluster.json"}},
       runBenchLink);
-  command.add_option("--procs", flags.procs, "ranks to start on this host (ranks 0 and 1 measure)")->capture_default_str();
+  command.add_option("--procs", flags.procs, "ranks to start on this host (ranks 0 and 1 measure)")
+      ->capture_default_str();
   command.add_option("--device", flags.device, "cpu (Gloo) or cuda (NCCL, cuda:LOCAL_RANK per rank)")
       ->capture_default_str();
-  command.add_option("--repeats", flags.repeats, "timed round trips per size (the fastest counts)")->capture_default_str();
+  command.add_option("--repeats", flags.repeats, "timed round trips per size (the fastest counts)")
+      ->capture_default_str();
   command.add_option("--timeout", flags.timeoutS, "seconds a rank waits for the other")->capture_default_str();
   command.add_option("-o,--output", flags.output, "write the measured link into this cluster file");
   command.add_flag("--json", flags.json, "print the samples and the fitted link as JSON");

@@ -34,12 +34,13 @@ struct CalibrateFlags {
 
 /// The profile the calibration corrects: --profile when it exists (checked against the model),
 /// else measured now (and written to --profile when given).
-Profile obtainProfile(const CalibrateFlags& flags, const tuner::SweepModel& model, const std::vector<std::int64_t>& sizes) {
+Profile obtainProfile(const CalibrateFlags& flags, const tuner::SweepModel& model,
+                      const std::vector<std::int64_t>& sizes) {
   if (std::optional<Profile> cached = inFlagWords({}, [&] { return tuner::readCachedProfile(flags.profile, model); })) {
     return *cached;
   }
-  std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", model.spec.name,
-                           model.devices.front().typeName(), formatBalance(sizes));
+  std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", model.spec.name, model.devices.front().typeName(),
+                           formatBalance(sizes));
   Profile profile = tuner::measureProfile(model.spec, model.devices.front(), sizes, flags.profileBudget);
   if (!flags.profile.empty()) writeProfile(profile, flags.profile);
   return profile;
@@ -67,8 +68,9 @@ void runCalibrate(const CalibrateFlags& flags) {
   const auto deviceCount = static_cast<std::int64_t>(devices.size());
   const std::vector<PipelineShape> shapes =
       tuner::referenceShapes(space.schedules, space.stagesPerDevice, space.modes, deviceCount, profile.layerCount());
-  std::cerr << fmt::format("calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n",
-                           shapes.size(), flags.search.chunks, flags.budget);
+  std::cerr << fmt::format(
+      "calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n", shapes.size(),
+      flags.search.chunks, flags.budget);
   tuner::ThreadedMeasurer measurer(model.spec, devices);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
@@ -83,10 +85,10 @@ void runCalibrate(const CalibrateFlags& flags) {
   }
   std::cout << describeCalibration(calibration) << "\n";
   for (const CalibrationReference& reference : calibration.provenance.references) {
-    std::cout << fmt::format("  reference {} x{} (balance {}): {} steps, median {}, step overhead {}\n",
-                             reference.shape.label(), reference.chunks, formatBalance(reference.balance),
-                             reference.steps, formatDuration(reference.stepNsMedian),
-                             formatDuration(calibration.correctionsFor(reference.shape).stepOverheadNsFor(reference.chunks)));
+    std::cout << fmt::format(
+        "  reference {} x{} (balance {}): {} steps, median {}, step overhead {}\n", reference.shape.label(),
+        reference.chunks, formatBalance(reference.balance), reference.steps, formatDuration(reference.stepNsMedian),
+        formatDuration(calibration.correctionsFor(reference.shape).stepOverheadNsFor(reference.chunks)));
   }
   std::cout << "wrote " << flags.output << "\n";
 }
@@ -100,7 +102,8 @@ void addCalibrateCommand(CLI::App& app) {
        "mode, GPipe and never unless told -- and chunk count) and write the calibration -- per micro-batch\n"
        "scales, device speeds, step overhead per chunk count, for each shape -- that `simulate\n"
        "--calibration`, `suggest --calibration` and `sweep --calibration` predict with.",
-       {"pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o mlp.calibration.json",
+       {"pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o "
+        "mlp.calibration.json",
         "pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --schedules gpipe,1f1b,interleaved \\\n"
         "      --checkpoint except_last,never -o mlp.calibration.json",
         "pipeprof simulate --profile mlp.profile.json --calibration mlp.calibration.json --devices 2 --batch 64 \\\n"

@@ -47,7 +47,8 @@ void addModelsCommand(CLI::App& app) {
   auto [command, flags] = addCommand<Flags>(
       app, "models",
       {"List the built-in models (default size): name, layers, parameter bytes, description.",
-       {"pipeprof models", "pipeprof models --json    # [{\"name\", \"layers\", \"param_bytes\", \"description\"}, ...]"}},
+       {"pipeprof models",
+        "pipeprof models --json    # [{\"name\", \"layers\", \"param_bytes\", \"description\"}, ...]"}},
       [](const Flags& flags) { listModels(flags.json); });
   command.add_flag("--json", flags.json, "Print a JSON list");
 }

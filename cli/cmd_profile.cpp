@@ -68,12 +68,14 @@ void runProfile(const ProfileFlags& flags) {
   // --micro-batches is the same "a,b,c" list of positive integers as a balance.
   options.microBatches = flags.microBatches.empty()
                              ? defaultSizes(batch)
-                             : parseFlag("--micro-batches", [&] { return parseBalance(flags.microBatches); },
-                                         " (expected sizes such as 1,2,4,8)");
+                             : parseFlag(
+                                   "--micro-batches", [&] { return parseBalance(flags.microBatches); },
+                                   " (expected sizes such as 1,2,4,8)");
   options.timeBudgetSeconds =
       static_cast<double>(parseFlag("--time-budget", [&] { return parseDuration(flags.timeBudget); })) / 1e9;
   if (flags.minRuns <= 0) throw UsageError("--min-runs must be positive, got " + std::to_string(flags.minRuns));
-  if (flags.warmupRuns < 0) throw UsageError("--warmup-runs must not be negative, got " + std::to_string(flags.warmupRuns));
+  if (flags.warmupRuns < 0)
+    throw UsageError("--warmup-runs must not be negative, got " + std::to_string(flags.warmupRuns));
   options.minRuns = flags.minRuns;
   options.warmupRuns = flags.warmupRuns;
 

@@ -44,8 +44,8 @@ std::vector<std::int64_t> autoBalance(const RunFlags& flags, Model& model, const
     throw UsageError("--profile " + flags.profilePath + " has " + std::to_string(profile.layerCount()) +
                      " layers but the model has " + std::to_string(model.sequential->size()));
   }
-  const tuner::FastestBalance fastest = tuner::fastestBalance(
-      profile, shape, static_cast<std::int64_t>(devices.size()), devices.front().typeName());
+  const tuner::FastestBalance fastest =
+      tuner::fastestBalance(profile, shape, static_cast<std::int64_t>(devices.size()), devices.front().typeName());
   log << fmt::format("balance auto: chose {} of {} evaluated (predicted step {}, {:.1f} samples/s)\n",
                      formatBalance(fastest.best.candidate.balance), fastest.evaluated,
                      formatDuration(fastest.best.prediction.iterationNs), fastest.best.prediction.samplesPerS);
@@ -80,7 +80,8 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   }
   if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
   if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
-  if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds, got " + fmt::format("{}", flags.timeoutS));
+  if (!(flags.timeoutS > 0))
+    throw UsageError("--timeout must be positive seconds, got " + fmt::format("{}", flags.timeoutS));
   checkScheduleShape(candidate, batch, devices);
 
   if (!flags.splitAt.empty()) {
@@ -95,7 +96,8 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
     }
     candidate.balance = autoBalance(flags, model, candidate, job.devices, log);
   } else {
-    candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
+    candidate.balance = parseFlag(
+        "--balance", [&] { return parseBalance(flags.balance); }, " (or auto)");
   }
   checkScheduleShape(candidate, batch, devices, "--devices " + flags.devices);
   const auto layers = static_cast<std::int64_t>(model.sequential->size());
@@ -225,9 +227,10 @@ void addRunCommand(CLI::App& app) {
                  "; stage j runs on device j mod devices (with --procs or as a rank: device r is rank r's; default "
                  "with --procs N: N CPUs)")
       ->each([&given = flags.devicesGiven](const std::string&) { given = true; });
-  command.add_option("--balance", flags.balance,
-                     "layers per stage (devices x stages-per-device entries), e.g. 3,5; auto: the simulator's best "
-                     "for these devices, schedule, chunks, mode")
+  command
+      .add_option("--balance", flags.balance,
+                  "layers per stage (devices x stages-per-device entries), e.g. 3,5; auto: the simulator's best "
+                  "for these devices, schedule, chunks, mode")
       ->capture_default_str();
   command.add_option("--split-at", flags.splitAt,
                      "layer names where a new stage begins, e.g. block2,block4 (instead of --balance; "
@@ -239,9 +242,10 @@ void addRunCommand(CLI::App& app) {
   command.add_option("--warmup", flags.warmup, "untimed warm-up steps before them")->capture_default_str();
   command.add_option("--lr", flags.learningRate, "SGD learning rate")->capture_default_str();
   command.add_option("--trace", flags.tracePath, "write the measured timeline (Chrome trace JSON) here");
-  command.add_option("--cupti-mode", flags.cuptiMode,
-                     "with --trace on CUDA: cheap (kernels, copies, memsets with queue times; no API records) or "
-                     "exact (also the API records of the launch calls)")
+  command
+      .add_option("--cupti-mode", flags.cuptiMode,
+                  "with --trace on CUDA: cheap (kernels, copies, memsets with queue times; no API records) or "
+                  "exact (also the API records of the launch calls)")
       ->capture_default_str();
   command.add_option("--profile", flags.profilePath, "profile for --balance auto (default: measure one now)");
   command.add_flag("--json", flags.json, "print one JSON object (the measurement) instead of text");

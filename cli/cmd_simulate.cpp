@@ -86,8 +86,8 @@ void runSimulate(const SimulateFlags& flags) {
   // p pipeline devices: the balance's n = p * v stages over v.
   const std::int64_t devices = candidate.pipelineDevices();
 
-  const Predictor predictor =
-      predictorFromFlags(flags.cluster, loadProfileFromFlags(flags.cluster), buildClusterFromFlags(flags.cluster, devices));
+  const Predictor predictor = predictorFromFlags(flags.cluster, loadProfileFromFlags(flags.cluster),
+                                                 buildClusterFromFlags(flags.cluster, devices));
   const Cluster& cluster = predictor.cluster();
   SimulationOptions options;
   options.recordTrace = !flags.tracePath.empty();
@@ -134,8 +134,9 @@ void addSimulateCommand(CLI::App& app) {
       runSimulate);
   addClusterFlags(command, flags.cluster);
   command.add_option("--batch", flags.batch, "Mini-batch size in samples")->required()->type_name("B");
-  command.add_option("--balance", flags.balance,
-                     "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod devices")
+  command
+      .add_option("--balance", flags.balance,
+                  "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod devices")
       ->required()
       ->type_name("LIST");
   command.add_option("--chunks", flags.chunks, "Micro-batches per mini-batch")->capture_default_str()->type_name("M");

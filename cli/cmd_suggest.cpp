@@ -100,10 +100,12 @@ void runSuggest(const SuggestFlags& flags) {
   const auto shown = std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(flags.top));
   if (flags.json) {
     nlohmann::json ranked = nlohmann::json::array();
-    for (std::size_t k = 0; k < shown; ++k) ranked.push_back(rankedJson(result.ranked[k], static_cast<std::int64_t>(k + 1)));
+    for (std::size_t k = 0; k < shown; ++k)
+      ranked.push_back(rankedJson(result.ranked[k], static_cast<std::int64_t>(k + 1)));
     nlohmann::json rejections = nlohmann::json::array();
     for (const RejectionGroup& group : groups) {
-      rejections.push_back({{"reason", group.reason}, {"count", group.count}, {"example", rankedJson(*group.example, 0)}});
+      rejections.push_back(
+          {{"reason", group.reason}, {"count", group.count}, {"example", rankedJson(*group.example, 0)}});
     }
     nlohmann::json json = {{"calibration", describeCalibration(predictor.calibration())},
                            {"evaluated", result.evaluated},
@@ -131,11 +133,11 @@ void runSuggest(const SuggestFlags& flags) {
                              "chunks", "checkpoint", "step time", "throughput", "max peak");
     for (std::size_t k = 0; k < shown; ++k) {
       const RankedCandidate& r = result.ranked[k];
-      std::cout << fmt::format("{:<5} {:<16} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1,
-                               r.candidate.scheduleLabel(), formatBalance(r.candidate.balance), r.candidate.chunks,
-                               std::string(checkpointName(r.candidate.checkpoint)), formatDuration(r.prediction.iterationNs),
-                               fmt::format("{:.1f} samples/s", r.prediction.samplesPerS),
-                               formatBytes(static_cast<Bytes>(maxPeak(r.prediction))));
+      std::cout << fmt::format(
+          "{:<5} {:<16} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1, r.candidate.scheduleLabel(),
+          formatBalance(r.candidate.balance), r.candidate.chunks, std::string(checkpointName(r.candidate.checkpoint)),
+          formatDuration(r.prediction.iterationNs), fmt::format("{:.1f} samples/s", r.prediction.samplesPerS),
+          formatBytes(static_cast<Bytes>(maxPeak(r.prediction))));
     }
   }
   if (!groups.empty()) {
@@ -171,13 +173,16 @@ void addSuggestCommand(CLI::App& app) {
       runSuggest);
   addClusterFlags(command, flags.cluster);
   command.add_option("--batch", flags.batch, "Mini-batch size in samples")->required()->type_name("B");
-  command.add_option("--pipeline-devices,--partitions", flags.pipelineDevices,
-                     "Pipeline devices p, each holding v stages (default: the shortest given balance's length over "
-                     "its stages per device, else the number of devices); --partitions is its old name")
+  command
+      .add_option("--pipeline-devices,--partitions", flags.pipelineDevices,
+                  "Pipeline devices p, each holding v stages (default: the shortest given balance's length over "
+                  "its stages per device, else the number of devices); --partitions is its old name")
       ->type_name("N")
       ->check(atLeastOne("the devices or the given balances' length"));
   addSearchFlags(command, flags.search, "to try");
-  command.add_option("--top", flags.top, "How many of the best candidates to print")->capture_default_str()->type_name("N");
+  command.add_option("--top", flags.top, "How many of the best candidates to print")
+      ->capture_default_str()
+      ->type_name("N");
   command.add_flag("--json", flags.json, "Print one JSON object instead of the tables");
 }
 

@@ -45,7 +45,7 @@ struct SweepFlags {
   std::string tracesDir;
   bool resume = false;
   bool json = false;
-  int procs = 0;         ///< > 0: one process per pipeline device measures each candidate; 0: left out
+  int procs = 0;          ///< > 0: one process per pipeline device measures each candidate; 0: left out
   double timeoutS = 120;  ///< --procs: the longest a rank waits for another
 };
 
@@ -63,11 +63,11 @@ void checkConfig(const SweepConfig& config, std::int64_t layers, const SweepFlag
   } catch (const tuner::ConfigError& error) {
     if (error.field() != "balances") throw usageError(error, kSweepFlags);
     const auto devices = static_cast<std::int64_t>(config.devices.size());
-    throw UsageError(fmt::format("--balances: '{}' must have {} positive parts ({} devices x the stages per device of "
-                                 "--schedules {} --stages-per-device {}) summing to {} (the layers of '{}')",
-                                 error.value(), fmt::join(stageCounts(tuner::sweepSearchSpace(config), devices), " or "),
-                                 devices, flags.search.schedules.schedules, flags.search.schedules.stagesPerDevice,
-                                 layers, config.model.name));
+    throw UsageError(fmt::format(
+        "--balances: '{}' must have {} positive parts ({} devices x the stages per device of "
+        "--schedules {} --stages-per-device {}) summing to {} (the layers of '{}')",
+        error.value(), fmt::join(stageCounts(tuner::sweepSearchSpace(config), devices), " or "), devices,
+        flags.search.schedules.schedules, flags.search.schedules.stagesPerDevice, layers, config.model.name));
   }
 }
 
@@ -161,22 +161,27 @@ void addSweepCommand(CLI::App& app) {
        "threads (LibTorch and OpenBLAS) so the devices' workers do not oversubscribe the cores;\n"
        "the profile is measured with the same count."},
       runSweepCommand);
-  addModelFlags(command, flags.model,
-                "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
+  addModelFlags(
+      command, flags.model,
+      "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
   addDevicesFlag(command, flags.devices, "; a candidate with v stages per device runs stage j on device j mod devices");
   addSearchFlags(command, flags.search, "to try");
-  command.add_option("--measure", flags.measure,
-                     "Which candidates to measure: top:N (best N/3 predicted, then spread over schedules, "
-                     "balances, chunks and modes), all or none")
+  command
+      .add_option("--measure", flags.measure,
+                  "Which candidates to measure: top:N (best N/3 predicted, then spread over schedules, "
+                  "balances, chunks and modes), all or none")
       ->capture_default_str();
   command.add_option("--steps", flags.steps, "Measured training steps per candidate, over all its rounds")
       ->capture_default_str();
-  command.add_option("--warmup", flags.warmup, "Warm-up steps before each round's measured steps")->capture_default_str();
-  command.add_option("--rounds", flags.rounds,
-                     "Interleaved rounds: each measures every selected candidate once, on a fresh Pipe, with "
-                     "its share of the steps (at most --steps)")
+  command.add_option("--warmup", flags.warmup, "Warm-up steps before each round's measured steps")
       ->capture_default_str();
-  command.add_option("--device-memory", flags.deviceMemory, "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
+  command
+      .add_option("--rounds", flags.rounds,
+                  "Interleaved rounds: each measures every selected candidate once, on a fresh Pipe, with "
+                  "its share of the steps (at most --steps)")
+      ->capture_default_str();
+  command.add_option("--device-memory", flags.deviceMemory,
+                     "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
   command.add_option("--profile", flags.profile,
                      "Profile cache: reused when it exists (refused if measured on another device type, "
                      "thread count or LibTorch version), written after profiling otherwise");
@@ -185,8 +190,9 @@ void addSweepCommand(CLI::App& app) {
                      "timing the reference pipelines now");
   command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
-  command.add_option("--calibration-budget", flags.calibrationBudget,
-                     "Seconds of reference-pipeline rounds calibrating the simulator (at least 3 rounds)")
+  command
+      .add_option("--calibration-budget", flags.calibrationBudget,
+                  "Seconds of reference-pipeline rounds calibrating the simulator (at least 3 rounds)")
       ->capture_default_str();
   command.add_option("-o,--output", flags.output, "Report path (pipeprof.report/v1)")->capture_default_str();
   command.add_option("--traces-dir", flags.tracesDir,

@@ -92,8 +92,7 @@ UsageError usageError(const tuner::SweepInputError& error) {
     case Input::CachedProfile:
       return UsageError("cached profile " + error.path() + " does not fit: " + error.reason() +
                         "; delete it or name another --profile to re-profile");
-    case Input::ResumedCalibration:
-      break;
+    case Input::ResumedCalibration: break;
   }
   return UsageError("--calibration: a resumed sweep keeps its report's calibration; drop one");
 }

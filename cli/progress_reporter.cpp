@@ -49,8 +49,8 @@ void ProgressReporter::measured(const std::string& label, TimeNs measuredNs, Tim
     redraw();
     return;
   }
-  out_ << fmt::format("measured {}/{} {}: {} (predicted {}) {}\n", done_, total_, label,
-                      formatDuration(measuredNs), formatDuration(predictedNs), timing())
+  out_ << fmt::format("measured {}/{} {}: {} (predicted {}) {}\n", done_, total_, label, formatDuration(measuredNs),
+                      formatDuration(predictedNs), timing())
        << std::flush;
 }
 
@@ -60,8 +60,8 @@ void ProgressReporter::roundDone(const std::string& label, TimeNs medianSoFarNs)
     redraw();
     return;
   }
-  out_ << fmt::format("partly measured {}/{} {}: {} so far {}\n", done_, total_, label,
-                      formatDuration(medianSoFarNs), timing())
+  out_ << fmt::format("partly measured {}/{} {}: {} so far {}\n", done_, total_, label, formatDuration(medianSoFarNs),
+                      timing())
        << std::flush;
 }
 
@@ -79,12 +79,11 @@ void ProgressReporter::finish() {
 }
 
 std::string ProgressReporter::timing() const {
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string text = "[elapsed " + clockText(elapsed);
   if (done_ > 0 && done_ < total_) {
-    text += ", about " + clockText(elapsed / static_cast<double>(done_) *
-                                   static_cast<double>(total_ - done_)) + " left";
+    text +=
+        ", about " + clockText(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_)) + " left";
   }
   return text + "]";
 }

@@ -33,9 +33,9 @@ struct RunFlags {
   std::string cuptiMode = "cheap";  ///< what CUPTI records with --trace on CUDA: cheap | exact
   std::string profilePath;
   bool json = false;
-  int procs = 0;           ///< > 0: one process per pipeline device, started here; 0: --procs left out
-  double timeoutS = 120;   ///< multi-process: the longest any rank waits for another
-  std::string cpuBind;     ///< cores | none; empty: cores for --procs, none as a torchrun rank
+  int procs = 0;          ///< > 0: one process per pipeline device, started here; 0: --procs left out
+  double timeoutS = 120;  ///< multi-process: the longest any rank waits for another
+  std::string cpuBind;    ///< cores | none; empty: cores for --procs, none as a torchrun rank
 };
 
 /// A run the flags describe, validated before anything is computed: the model, and the job --

@@ -40,7 +40,8 @@ void runAsRank(const RunFlags& flags) {
   const RunPlan plan = planRun(flags, std::cerr, /*balanceAutoAllowed=*/false);
   if (environment.worldSize != static_cast<int>(plan.job.devices.size())) {
     throw UsageError("WORLD_SIZE is " + std::to_string(environment.worldSize) + " but --devices " + flags.devices +
-                     " names " + std::to_string(plan.job.devices.size()) + " pipeline devices: run one rank per device");
+                     " names " + std::to_string(plan.job.devices.size()) +
+                     " pipeline devices: run one rank per device");
   }
   const nlohmann::json result = launch::runRankJob(plan.job, environment);
   if (flags.json) {
@@ -78,7 +79,8 @@ void runLaunchedRanks(const RunFlags& flags) {
     writeChromeTraceFile(launched.trace, flags.tracePath);
     m.tracePath = flags.tracePath;
   }
-  printRun(flags, plan, m, launched.losses, {{"process_layout", launched.layout}, {"ranks", launched.ranks}}, std::cout);
+  printRun(flags, plan, m, launched.losses, {{"process_layout", launched.layout}, {"ranks", launched.ranks}},
+           std::cout);
   if (flags.json) return;
   for (const auto& rank : launched.ranks) {
     const std::string cpus = rank.value("cpus", std::string());

@@ -84,8 +84,8 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
   const std::vector<std::int64_t>& balance = shape.balance;
   const std::int64_t n = shape.stages();
   const std::int64_t v = shape.stagesPerDevice;
-  const std::string perDevice = v == 1 ? "one stage per device"
-                                       : fmt::format("{} stages per device (--stages-per-device {})", v, v);
+  const std::string perDevice =
+      v == 1 ? "one stage per device" : fmt::format("{} stages per device (--stages-per-device {})", v, v);
   if (devices > 0 && n != devices * v) {
     throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and --schedule {} runs {}: give "
                                  "{} entries ({} x {})",
@@ -106,11 +106,10 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
   const std::string error =
       scheduleShapeError(shape.schedule, shape.stagesPerDevice, devices * shape.stagesPerDevice, split.count);
   if (error.empty()) return;
-  const std::string exists =
-      split.count == chunks
-          ? std::string()
-          : fmt::format(" (batch {} in chunks of {} samples makes only {} micro-batches)", batch, split.chunkSize,
-                        split.count);
+  const std::string exists = split.count == chunks
+                                 ? std::string()
+                                 : fmt::format(" (batch {} in chunks of {} samples makes only {} micro-batches)", batch,
+                                               split.chunkSize, split.count);
   throw UsageError(fmt::format("--chunks {}{}: {}; {}", chunks, exists, error, chunkHint(devices)));
 }
 
@@ -119,8 +118,8 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) 
   try {
     kinds = parseScheduleKindList(flags.schedules);
   } catch (const std::invalid_argument& error) {
-    throw UsageError(fmt::format("--schedules {}: {}; give a comma-separated list of them", flags.schedules,
-                                 error.what()));
+    throw UsageError(
+        fmt::format("--schedules {}: {}; give a comma-separated list of them", flags.schedules, error.what()));
   }
   std::vector<std::int64_t> vs;
   try {

@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
     // (naming the peer to blame), this one says what happened.
     const std::string result = launch::rankResultPath(job.resultDir, environment->rank);
     if (!std::filesystem::exists(result)) {
-      pipeprof::writeFileAtomically(result, nlohmann::json{{"rank", environment->rank}, {"error", error.what()}}.dump());
+      pipeprof::writeFileAtomically(result,
+                                    nlohmann::json{{"rank", environment->rank}, {"error", error.what()}}.dump());
     }
     return kExitFailed;
   }

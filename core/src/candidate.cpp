@@ -67,7 +67,8 @@ std::vector<std::int64_t> parseBalance(const std::string& text) {
   return balance;
 }
 
-std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames, const std::string& splitAt) {
+std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames,
+                                                 const std::string& splitAt) {
   std::string known;
   for (std::size_t index = 0; index < layerNames.size(); ++index) known += (index > 0 ? ", " : "") + layerNames[index];
   std::vector<std::int64_t> starts;
@@ -82,9 +83,11 @@ std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>&
       throw std::invalid_argument("no layer is named '" + name + "'; the layers are: " + known);
     }
     const auto index = static_cast<std::int64_t>(found - layerNames.begin());
-    if (index == 0) throw std::invalid_argument("'" + name + "' is the first layer: the first stage begins there anyway");
+    if (index == 0)
+      throw std::invalid_argument("'" + name + "' is the first layer: the first stage begins there anyway");
     if (!starts.empty() && index <= starts.back()) {
-      throw std::invalid_argument("'" + name + "' does not come after '" + layerNames[static_cast<std::size_t>(starts.back())] +
+      throw std::invalid_argument("'" + name + "' does not come after '" +
+                                  layerNames[static_cast<std::size_t>(starts.back())] +
                                   "': give the split points in layer order, each once");
     }
     starts.push_back(index);
@@ -137,10 +140,11 @@ Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
 std::string candidateSlug(const Candidate& candidate) {
   std::string balance = formatBalance(candidate.balance);
   std::replace(balance.begin(), balance.end(), ',', '-');
-  std::string slug = "b" + balance + "_m" + std::to_string(candidate.chunks) + "_" +
-                     std::string(checkpointName(candidate.checkpoint));
+  std::string slug =
+      "b" + balance + "_m" + std::to_string(candidate.chunks) + "_" + std::string(checkpointName(candidate.checkpoint));
   if (candidate.schedule == ScheduleKind::OneFOneB) slug += "_1f1b";
-  if (candidate.schedule == ScheduleKind::Interleaved) slug += "_interleaved-v" + std::to_string(candidate.stagesPerDevice);
+  if (candidate.schedule == ScheduleKind::Interleaved)
+    slug += "_interleaved-v" + std::to_string(candidate.stagesPerDevice);
   return slug;
 }
 

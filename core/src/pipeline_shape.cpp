@@ -47,8 +47,8 @@ std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, 
     return "interleaved needs at least 2 stages per device (stages per device: " + v + ")";
   }
   if (n % stagesPerDevice != 0) {
-    return "the stages must split evenly over the devices: " + std::to_string(n) +
-           " stages is not a multiple of " + v + " stages per device";
+    return "the stages must split evenly over the devices: " + std::to_string(n) + " stages is not a multiple of " + v +
+           " stages per device";
   }
   const std::int64_t p = n / stagesPerDevice;
   if (kind == ScheduleKind::Interleaved && m % p != 0) {

@@ -34,8 +34,7 @@ std::string optionalString(const JsonCursor& json, const char* key) {
 /// device holds one stage).
 void requirePerDevice(const JsonCursor& json, std::size_t size, std::size_t devices) {
   if (size != 0 && size != devices) {
-    json.fail("expected one entry per pipeline device (" + std::to_string(devices) + "), got " +
-              std::to_string(size));
+    json.fail("expected one entry per pipeline device (" + std::to_string(devices) + "), got " + std::to_string(size));
   }
 }
 
@@ -46,7 +45,8 @@ Prediction predictionFromJson(const JsonCursor& json, std::size_t devices) {
   prediction.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
   prediction.bubbleFraction = json.at("bubble_fraction").asNonNegativeNumber();
   if (prediction.bubbleFraction > 1.0) {
-    json.at("bubble_fraction").fail("expected a fraction between 0 and 1, got " + json.at("bubble_fraction").value().dump());
+    json.at("bubble_fraction")
+        .fail("expected a fraction between 0 and 1, got " + json.at("bubble_fraction").value().dump());
   }
   JsonCursor busy = json.at("busy_ns");
   prediction.busyNs = nonNegativeInts(busy);
@@ -78,10 +78,9 @@ Measurement measurementFromJson(const JsonCursor& json, std::size_t devices) {
   measurement.stepNsMin = json.at("step_ns_min").asNonNegativeInt();
   measurement.stepNsMax = json.at("step_ns_max").asNonNegativeInt();
   if (measurement.stepNsMin > measurement.stepNsMedian || measurement.stepNsMedian > measurement.stepNsMax) {
-    json.at("step_ns_median").fail("expected step_ns_min <= step_ns_median <= step_ns_max, got " +
-                                   std::to_string(measurement.stepNsMin) + ", " +
-                                   std::to_string(measurement.stepNsMedian) + ", " +
-                                   std::to_string(measurement.stepNsMax));
+    json.at("step_ns_median")
+        .fail("expected step_ns_min <= step_ns_median <= step_ns_max, got " + std::to_string(measurement.stepNsMin) +
+              ", " + std::to_string(measurement.stepNsMedian) + ", " + std::to_string(measurement.stepNsMax));
   }
   measurement.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
   JsonCursor peak = json.at("peak_bytes");
@@ -242,8 +241,8 @@ void Report::updateSuggestion() {
     }
     if (result.predictedRank == 1 && !suggestion.bestPredicted) suggestion.bestPredicted = index;
   }
-  suggestion.agree = suggestion.bestMeasured && suggestion.bestPredicted &&
-                     *suggestion.bestMeasured == *suggestion.bestPredicted;
+  suggestion.agree =
+      suggestion.bestMeasured && suggestion.bestPredicted && *suggestion.bestMeasured == *suggestion.bestPredicted;
 }
 
 nlohmann::json toJson(const Prediction& prediction) {
@@ -259,26 +258,20 @@ nlohmann::json toJson(const Prediction& prediction) {
 }
 
 nlohmann::json toJson(const Measurement& measurement) {
-  return {{"warmup_steps", measurement.warmupSteps},
-          {"rounds", measurement.rounds},
-          {"step_ns", array(measurement.stepNs)},
-          {"step_ns_median", measurement.stepNsMedian},
-          {"step_ns_min", measurement.stepNsMin},
-          {"step_ns_max", measurement.stepNsMax},
-          {"samples_per_s", measurement.samplesPerS},
-          {"peak_bytes", array(measurement.peakBytes)},
+  return {{"warmup_steps", measurement.warmupSteps},  {"rounds", measurement.rounds},
+          {"step_ns", array(measurement.stepNs)},     {"step_ns_median", measurement.stepNsMedian},
+          {"step_ns_min", measurement.stepNsMin},     {"step_ns_max", measurement.stepNsMax},
+          {"samples_per_s", measurement.samplesPerS}, {"peak_bytes", array(measurement.peakBytes)},
           {"trace_path", measurement.tracePath}};
 }
 
 nlohmann::json toJson(const Report& report) {
   nlohmann::json candidates = nlohmann::json::array();
   for (const CandidateResult& result : report.candidates) {
-    nlohmann::json item = {{"candidate", toJson(result.candidate)},
-                           {"prediction", toJson(result.prediction)},
-                           {"predicted_rank", result.predictedRank},
-                           {"status", candidateStatusName(result.status)},
-                           {"not_measured_reason", result.notMeasuredReason},
-                           {"error", result.error}};
+    nlohmann::json item = {
+        {"candidate", toJson(result.candidate)},           {"prediction", toJson(result.prediction)},
+        {"predicted_rank", result.predictedRank},          {"status", candidateStatusName(result.status)},
+        {"not_measured_reason", result.notMeasuredReason}, {"error", result.error}};
     if (result.predictionBeforeDrift) {
       const Prediction& before = *result.predictionBeforeDrift;
       item["prediction_before_drift"] = {{"iteration_ns", before.iterationNs},
@@ -328,7 +321,8 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
   report.environment.model = environment.at("model").asString();
   report.environment.batch = environment.at("batch").asNonNegativeInt();
   if (environment.has("devices")) {
-    for (const JsonCursor& item : environment.at("devices").items()) report.environment.devices.push_back(item.asString());
+    for (const JsonCursor& item : environment.at("devices").items())
+      report.environment.devices.push_back(item.asString());
   }
   if (environment.has("threads")) report.environment.threads = environment.at("threads").asPositiveInt();
   report.environment.torchVersion = optionalString(environment, "torch_version");
@@ -350,12 +344,14 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
   }
   if (root.has("calibration_drift")) {
     JsonCursor drift = root.at("calibration_drift");
-    if (!drift.value().is_null() && !drift.value().is_object()) drift.fail("expected an object, got " + drift.value().dump());
+    if (!drift.value().is_null() && !drift.value().is_object())
+      drift.fail("expected an object, got " + drift.value().dump());
     report.calibrationDrift = drift.value();
   }
   if (root.has("process_layout")) {
     JsonCursor layout = root.at("process_layout");
-    if (!layout.value().is_null() && !layout.value().is_object()) layout.fail("expected an object, got " + layout.value().dump());
+    if (!layout.value().is_null() && !layout.value().is_object())
+      layout.fail("expected an object, got " + layout.value().dump());
     report.processLayout = layout.value();
   }
   report.calibrationError = optionalString(root, "calibration_error");

@@ -143,8 +143,8 @@ void validate(const ScheduleSpec& spec) {
                                   " is outside the model " + range);
     }
     if (skip.popLayer < 0 || skip.popLayer >= layerCount) {
-      throw std::invalid_argument(route + ": pop layer " + std::to_string(skip.popLayer) +
-                                  " is outside the model " + range);
+      throw std::invalid_argument(route + ": pop layer " + std::to_string(skip.popLayer) + " is outside the model " +
+                                  range);
     }
     if (skip.stashLayer >= skip.popLayer) {
       throw std::invalid_argument(route + ": stash layer " + std::to_string(skip.stashLayer) +
@@ -386,12 +386,9 @@ std::string Schedule::label(const Op& op) const {
   switch (op.kind) {
     case OpKind::Forward:
     case OpKind::Recompute:
-    case OpKind::Backward:
-      return opKindName(op.kind) + "(" + i + "," + std::to_string(op.j) + ")";
-    case OpKind::Loss:
-      return "loss(" + i + ")";
-    case OpKind::Copy:
-      return std::string(op.gradient ? "grad-copy(" : "copy(") + i + "," + route + ")";
+    case OpKind::Backward: return opKindName(op.kind) + "(" + i + "," + std::to_string(op.j) + ")";
+    case OpKind::Loss: return "loss(" + i + ")";
+    case OpKind::Copy: return std::string(op.gradient ? "grad-copy(" : "copy(") + i + "," + route + ")";
     case OpKind::SkipCopy: {
       std::string name = op.skip >= 0 && static_cast<std::size_t>(op.skip) < spec_.skips.size()
                              ? spec_.skips[static_cast<std::size_t>(op.skip)].name

@@ -33,12 +33,20 @@ static_assert(static_cast<int>(kSchedules[2]) == 2);
 }  // namespace
 
 SuggestPanel::SuggestPanel(QWidget* parent)
-    : QWidget(parent), worker_(new SuggestWorker(this)), devices_(new QSpinBox(this)), memory_(new QLineEdit(this)),
-      chunks_(new QLineEdit(QStringLiteral("1,2,4,8"), this)), stagesPerDevice_(new QLineEdit(QStringLiteral("2"), this)),
+    : QWidget(parent),
+      worker_(new SuggestWorker(this)),
+      devices_(new QSpinBox(this)),
+      memory_(new QLineEdit(this)),
+      chunks_(new QLineEdit(QStringLiteral("1,2,4,8"), this)),
+      stagesPerDevice_(new QLineEdit(QStringLiteral("2"), this)),
       suggest_(new QPushButton(tr("Suggest"), this)),
-      cancel_(new QPushButton(tr("Cancel"), this)), progress_(new QProgressBar(this)), status_(new QLabel(this)),
-      results_(new QTableWidget(0, 5, this)), tune_(new QPushButton(tr("Tune"), this)),
-      copyRun_(new QPushButton(tr("Copy run command"), this)), copySweep_(new QPushButton(tr("Copy sweep command"), this)) {
+      cancel_(new QPushButton(tr("Cancel"), this)),
+      progress_(new QProgressBar(this)),
+      status_(new QLabel(this)),
+      results_(new QTableWidget(0, 5, this)),
+      tune_(new QPushButton(tr("Tune"), this)),
+      copyRun_(new QPushButton(tr("Copy run command"), this)),
+      copySweep_(new QPushButton(tr("Copy sweep command"), this)) {
   devices_->setRange(1, 64);
   devices_->setToolTip(tr("Number of pipeline devices p (interleaved: p × v stages, stage j on device j mod p)"));
   memory_->setPlaceholderText(tr("unbounded"));
@@ -129,10 +137,12 @@ SuggestPanel::SuggestPanel(QWidget* parent)
     if (const auto candidate = selectedCandidate()) emit tuneRequested(*candidate);
   });
   connect(copyRun_, &QPushButton::clicked, this, [this] {
-    if (const auto candidate = selectedCandidate()) QApplication::clipboard()->setText(runCommandLine(environment_, *candidate));
+    if (const auto candidate = selectedCandidate())
+      QApplication::clipboard()->setText(runCommandLine(environment_, *candidate));
   });
   connect(copySweep_, &QPushButton::clicked, this, [this] {
-    if (const auto candidate = selectedCandidate()) QApplication::clipboard()->setText(sweepCommandLine(environment_, *candidate));
+    if (const auto candidate = selectedCandidate())
+      QApplication::clipboard()->setText(sweepCommandLine(environment_, *candidate));
   });
 }
 
@@ -241,10 +251,9 @@ void SuggestPanel::showResults() {
     const RankedCandidate& ranked = result.ranked[static_cast<std::size_t>(row)];
     const std::vector<Bytes>& peaks = ranked.prediction.peakBytes;
     const Bytes peak = peaks.empty() ? 0 : *std::max_element(peaks.begin(), peaks.end());
-    const QStringList cells{qs(ranked.candidate.label()),
-                            scheduleText(ranked.candidate.schedule, ranked.candidate.stagesPerDevice),
-                            durationText(ranked.prediction.iterationNs),
-                            throughputText(ranked.prediction.samplesPerS), bytesText(peak)};
+    const QStringList cells{
+        qs(ranked.candidate.label()), scheduleText(ranked.candidate.schedule, ranked.candidate.stagesPerDevice),
+        durationText(ranked.prediction.iterationNs), throughputText(ranked.prediction.samplesPerS), bytesText(peak)};
     for (int column = 0; column < cells.size(); ++column) {
       auto* item = new QTableWidgetItem(cells[column]);
       item->setData(Qt::UserRole, row);

@@ -24,7 +24,8 @@ CpuBinding parseCpuBinding(const std::string& name) {
 std::vector<int> allowedCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) throw std::system_error(errno, std::generic_category(), "sched_getaffinity");
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    throw std::system_error(errno, std::generic_category(), "sched_getaffinity");
   std::vector<int> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
@@ -78,7 +79,8 @@ std::string formatCpuList(const std::vector<int>& cpus) {
 std::vector<int> parseCpuList(const std::string& text) {
   const auto invalid = [&] { return std::invalid_argument("'" + text + "' is not a CPU list such as 0-3,8"); };
   auto number = [&](const std::string& part) {
-    if (part.empty() || part.size() > 6 || !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (part.empty() || part.size() > 6 ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       throw invalid();
     }
     return std::stoi(part);

@@ -21,7 +21,8 @@ LocalWorldRun runOrThrow(const RankJob& job, const LocalRunOptions& options, con
                          const std::string& failurePrefix) {
   const std::string worker = options.worker.empty() ? findRankWorker() : options.worker;
   if (access(worker.c_str(), X_OK) != 0) {
-    throw std::runtime_error("the rank worker '" + worker + "' is not an executable file (findRankWorker finds pipeprof-rank)");
+    throw std::runtime_error("the rank worker '" + worker +
+                             "' is not an executable file (findRankWorker finds pipeprof-rank)");
   }
   LocalWorldRun run = runLocalWorld(worker, job, options.procs, scratch, options.cpuBinding, stop);
   if (run.outcome.interrupted) throw RunInterrupted("interrupted: every rank was stopped");
@@ -57,18 +58,21 @@ LocalRun launchLocalRun(const RankJob& given, const LocalRunOptions& options, co
   std::vector<std::string> hosts;
   for (const auto& result : run.results) {
     const auto stepNs = result->at("step_ns").get<std::vector<TimeNs>>();
-    for (std::size_t s = 0; s < stepNs.size() && s < m.stepNs.size(); ++s) m.stepNs[s] = std::max(m.stepNs[s], stepNs[s]);
+    for (std::size_t s = 0; s < stepNs.size() && s < m.stepNs.size(); ++s)
+      m.stepNs[s] = std::max(m.stepNs[s], stepNs[s]);
     m.peakBytes.push_back(result->at("peak_bytes").get<Bytes>());
     const auto rankLosses = result->at("losses").get<std::vector<double>>();
     if (!rankLosses.empty()) launched.losses = rankLosses;
     hosts.push_back(result->at("host").get<std::string>());
     launched.ranks.push_back(*result);
-    launched.clockUncertaintyNs = std::max(launched.clockUncertaintyNs, result->at("clock_uncertainty_ns").get<TimeNs>());
+    launched.clockUncertaintyNs =
+        std::max(launched.clockUncertaintyNs, result->at("clock_uncertainty_ns").get<TimeNs>());
   }
   m.updateStatistics(job.candidate.batch);
   if (traced) {
     std::vector<Trace> rankTraces;
-    for (int rank = 0; rank < procs; ++rank) rankTraces.push_back(readChromeTraceFile(rankTracePath(job.tracePath, rank)));
+    for (int rank = 0; rank < procs; ++rank)
+      rankTraces.push_back(readChromeTraceFile(rankTracePath(job.tracePath, rank)));
     launched.trace = concatenateTraces(rankTraces);
     launched.trace.metadata = {{"source", "measured"},
                                {"model", job.model.name},
@@ -87,7 +91,8 @@ LinkMeasurement measureLocalLink(const RankJob& job, const LocalRunOptions& opti
   }
   const ScratchDirectory scratch;
   const LocalWorldRun run = runOrThrow(
-      job, options, scratch, stop, [](int rank) { return "rank " + std::to_string(rank); }, "measuring the link failed: ");
+      job, options, scratch, stop, [](int rank) { return "rank " + std::to_string(rank); },
+      "measuring the link failed: ");
   return linkMeasurementFromJson(*run.results.front());
 }
 

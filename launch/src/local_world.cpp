@@ -72,7 +72,8 @@ LocalWorldRun runLocalWorld(const std::string& worker, RankJob job, int procs, c
   run.outcome = launchRanks(launch, stop);
   for (int rank = 0; rank < procs; ++rank) {
     const std::string path = rankResultPath(job.resultDir, rank);
-    run.results.push_back(std::filesystem::exists(path) ? std::optional<nlohmann::json>(readJsonFile(path)) : std::nullopt);
+    run.results.push_back(std::filesystem::exists(path) ? std::optional<nlohmann::json>(readJsonFile(path))
+                                                        : std::nullopt);
   }
   if (!run.succeeded()) run.publishedFailure = store->publishedFailure();
   return run;

@@ -28,7 +28,8 @@ ModelSpec modelFromJson(const JsonCursor& json) {
   model.options.seed = json.at("seed").asInt();
   model.threads = json.at("threads").asNonNegativeInt();
   if (json.has("input_shape")) {
-    for (const JsonCursor& size : json.at("input_shape").items()) model.options.inputShape.push_back(size.asPositiveInt());
+    for (const JsonCursor& size : json.at("input_shape").items())
+      model.options.inputShape.push_back(size.asPositiveInt());
   }
   return model;
 }
@@ -101,7 +102,8 @@ RankJob rankJobFromJson(const nlohmann::json& json, const std::string& file) {
     job.kind = RankJobKind::LinkBenchmark;
     const JsonCursor device = root.at("link_device");
     job.linkDevice = device.asString();
-    if (job.linkDevice != "cpu" && job.linkDevice != "cuda") device.fail("expected \"cpu\" or \"cuda\", got \"" + job.linkDevice + "\"");
+    if (job.linkDevice != "cpu" && job.linkDevice != "cuda")
+      device.fail("expected \"cpu\" or \"cuda\", got \"" + job.linkDevice + "\"");
     job.repeats = static_cast<int>(root.at("repeats").asPositiveInt());
   } else {
     kind.fail("expected \"train\" or \"link_benchmark\", got \"" + kindName + "\"");

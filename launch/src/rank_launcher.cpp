@@ -2,8 +2,8 @@
 #include "rank_launcher.h"
 
 #include <csignal>
-#include <optional>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -19,8 +19,8 @@ namespace {
 
 pid_t startRank(const RankLaunch& launch, int rank) {
   std::vector<std::string> environment;
-  const std::map<std::string, std::string> extra = launch.rankEnvironment ? launch.rankEnvironment(rank)
-                                                                          : std::map<std::string, std::string>{};
+  const std::map<std::string, std::string> extra =
+      launch.rankEnvironment ? launch.rankEnvironment(rank) : std::map<std::string, std::string>{};
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text(*entry);
     if (extra.count(text.substr(0, text.find('='))) == 0) environment.push_back(text);
@@ -37,7 +37,8 @@ pid_t startRank(const RankLaunch& launch, int rank) {
 
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("could not start rank ") + std::to_string(rank) + ": " + std::strerror(errno));
+  if (pid < 0)
+    throw std::runtime_error(std::string("could not start rank ") + std::to_string(rank) + ": " + std::strerror(errno));
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the launcher
     if (getppid() != parent) _exit(127);

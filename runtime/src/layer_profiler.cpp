@@ -71,7 +71,8 @@ Bytes bytesOf(const Tensors& tensors) {
 Tensors asTensors(torch::nn::AnyValue& value, const std::string& layer) {
   if (const auto* tensor = value.try_get<torch::Tensor>()) return {*tensor};
   if (const auto* tensors = value.try_get<Tensors>()) return *tensors;
-  throw std::invalid_argument("layer '" + layer + "' returned neither a tensor nor a list of tensors; "
+  throw std::invalid_argument("layer '" + layer +
+                              "' returned neither a tensor nor a list of tensors; "
                               "the layer profiler needs one of those");
 }
 
@@ -465,7 +466,8 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   if (sizes.empty()) throw std::invalid_argument("the layer profiler needs at least one micro-batch size");
   if (options.minRuns <= 0 || options.warmupRuns < 0 || options.timeBudgetSeconds < 0) {
     throw std::invalid_argument("layer profiler options: minRuns must be positive and warm-up runs and the time "
-                                "budget non-negative (got minRuns " + std::to_string(options.minRuns) + ")");
+                                "budget non-negative (got minRuns " +
+                                std::to_string(options.minRuns) + ")");
   }
   if (!model.sequential || model.sequential->size() == 0) {
     throw std::invalid_argument("model '" + model.name + "' has no layers to profile");
@@ -510,7 +512,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
 
   ProfilerSkipTracker skips(false);
   {
-    ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
+    ModuleSnapshot snapshot(*sequential);          // restores parameters, grads, buffers, mode
     const TaggedStreams streams(memoryDevice, n);  // CUDA: one per layer; frees their workspaces last
     sequential->train();
     const double budgetPerSize = options.timeBudgetSeconds / static_cast<double>(sizes.size());
@@ -531,8 +533,9 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       for (const SkipRoute& route : model.skips) {
         const Bytes bytes = skips.stashedBytes(route.stashLayer, route.name);
         const Bytes unsaved = skips.unsavedBytes(route.stashLayer, route.name);
-        auto it = std::find_if(profile.skips.begin(), profile.skips.end(),
-                               [&](const SkipProfile& s) { return s.name == route.name && s.stashLayer == route.stashLayer; });
+        auto it = std::find_if(profile.skips.begin(), profile.skips.end(), [&](const SkipProfile& s) {
+          return s.name == route.name && s.stashLayer == route.stashLayer;
+        });
         if (it == profile.skips.end()) {
           profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0, 0});
           it = std::prev(profile.skips.end());

@@ -126,7 +126,7 @@ class PipeImpl {
   PipeOptions options_;  ///< its balance, and its devices resolved
   std::vector<torch::Device> devices_;
   std::vector<Partition> partitions_;
-  std::vector<std::string> deviceNames_;  ///< per stage: its pipeline device's trace name
+  std::vector<std::string> deviceNames_;     ///< per stage: its pipeline device's trace name
   std::vector<Bytes> deviceParameterBytes_;  ///< per pipeline device: its stages' parameters
   /// Shared with the autograd nodes of pending steps, so a backward can run after the Pipe moved.
   std::shared_ptr<Workers> workers_ = std::make_shared<Workers>();
@@ -201,7 +201,8 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
   {
     std::vector<Tensors> chunks = scatter(inputs, options_.chunks);
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      inputInfos.push_back({inputs[k].sizes().vec(), inputs[k].options(), inputs[k].requires_grad(), rowsOf(chunks, k)});
+      inputInfos.push_back(
+          {inputs[k].sizes().vec(), inputs[k].options(), inputs[k].requires_grad(), rowsOf(chunks, k)});
     }
   }
   connectBackward(outputs, inputs, std::make_shared<PhaseRun>(workers_, std::move(step), StepPhase::Backward),

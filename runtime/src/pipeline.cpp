@@ -9,12 +9,10 @@ namespace {
 
 bool inPhase(OpKind kind, StepPhase phase) {
   switch (phase) {
-    case StepPhase::Forward:
-      return kind == OpKind::Forward;
+    case StepPhase::Forward: return kind == OpKind::Forward;
     case StepPhase::Backward:
       return kind == OpKind::Recompute || kind == OpKind::Backward;  // the caller computed the loss
-    case StepPhase::Training:
-      return true;
+    case StepPhase::Training: return true;
   }
   return false;
 }

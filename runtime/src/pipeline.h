@@ -28,7 +28,7 @@ enum class StepPhase { Forward, Backward, Training };
 
 /// What a step is run with; fixed for the step.
 struct StepConfig {
-  StageCoreConfig core;  ///< every stage of the Pipe; lossFn set by step() only
+  StageCoreConfig core;                  ///< every stage of the Pipe; lossFn set by step() only
   const PipeStreams* streams = nullptr;  ///< one entry per stage
   int intraOpThreads = 1;                ///< the caller's at::get_num_threads(), adopted by workers
 };

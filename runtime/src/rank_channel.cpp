@@ -8,7 +8,9 @@
 namespace pipeprof {
 namespace {
 
-bool carriesGradient(const TensorSpec& spec) { return c10::isFloatingType(spec.dtype) || c10::isComplexType(spec.dtype); }
+bool carriesGradient(const TensorSpec& spec) {
+  return c10::isFloatingType(spec.dtype) || c10::isComplexType(spec.dtype);
+}
 
 bool tracing(const HostTracer* tracer) { return tracer != nullptr && tracer->enabled(); }
 
@@ -57,7 +59,8 @@ void RankChannel::traceMessage(bool sending, const torch::Tensor& tensor, int pe
 
 torch::Tensor RankChannel::receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const std::string& label) {
   Mailbox& mailbox = *context_.mailbox;
-  if (!tracing(context_.tracer) || fromRank == mailbox.rank()) return mailbox.receive(spec, fromRank, tag, context_.device);
+  if (!tracing(context_.tracer) || fromRank == mailbox.rank())
+    return mailbox.receive(spec, fromRank, tag, context_.device);
   const TimeNs startNs = context_.tracer->nowNs();
   torch::Tensor tensor = mailbox.receive(spec, fromRank, tag, context_.device);
   traceMessage(/*sending=*/false, tensor, fromRank, tag, label, startNs);
@@ -91,10 +94,10 @@ Tensors RankChannel::receiveGradients(const TensorSpecs& specs, int fromRank, Me
                                       std::int64_t i, std::int64_t skip, const std::string& label) {
   Tensors grads;
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    grads.push_back(carriesGradient(specs[k])
-                        ? receive(specs[k], fromRank, context_.tags->tag(kind, edge, i, static_cast<std::int64_t>(k), skip),
-                                  label)
-                        : torch::Tensor());
+    grads.push_back(
+        carriesGradient(specs[k])
+            ? receive(specs[k], fromRank, context_.tags->tag(kind, edge, i, static_cast<std::int64_t>(k), skip), label)
+            : torch::Tensor());
   }
   return grads;
 }
@@ -109,7 +112,8 @@ void RankChannel::postReceivesOf(const Op& op) {
     if (j > 0) {
       const TensorSpecs& specs = activationSpecs(j - 1, i);
       for (std::size_t k = 0; k < specs.size(); ++k) {
-        mailbox.post(specs[k], context_.rankOf(j - 1), tags.tag(MessageKind::Activation, j - 1, i, static_cast<std::int64_t>(k)));
+        mailbox.post(specs[k], context_.rankOf(j - 1),
+                     tags.tag(MessageKind::Activation, j - 1, i, static_cast<std::int64_t>(k)));
       }
     }
     for (const auto& route : *context_.routes) {
@@ -122,7 +126,8 @@ void RankChannel::postReceivesOf(const Op& op) {
       const TensorSpecs& specs = activationSpecs(j, i);
       for (std::size_t k = 0; k < specs.size(); ++k) {
         if (!carriesGradient(specs[k])) continue;
-        mailbox.post(specs[k], context_.rankOf(j + 1), tags.tag(MessageKind::Gradient, j, i, static_cast<std::int64_t>(k)));
+        mailbox.post(specs[k], context_.rankOf(j + 1),
+                     tags.tag(MessageKind::Gradient, j, i, static_cast<std::int64_t>(k)));
       }
     }
     for (const auto& route : *context_.routes) {
@@ -139,7 +144,8 @@ Tensors RankChannel::receiveActivations(std::int64_t i, std::int64_t j) {
   Tensors inputs;
   for (std::size_t k = 0; k < specs.size(); ++k) {
     inputs.push_back(receive(specs[k], context_.rankOf(j - 1),
-                             context_.tags->tag(MessageKind::Activation, j - 1, i, static_cast<std::int64_t>(k)), label));
+                             context_.tags->tag(MessageKind::Activation, j - 1, i, static_cast<std::int64_t>(k)),
+                             label));
   }
   return inputs;
 }
@@ -152,13 +158,14 @@ void RankChannel::sendActivations(std::int64_t i, std::int64_t j, const Tensors&
   }
   const std::string label = copyLabel(OpKind::Copy, i, j, j + 1, false, -1);
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    send(outputs[k], context_.rankOf(j + 1), context_.tags->tag(MessageKind::Activation, j, i, static_cast<std::int64_t>(k)),
-         label);
+    send(outputs[k], context_.rankOf(j + 1),
+         context_.tags->tag(MessageKind::Activation, j, i, static_cast<std::int64_t>(k)), label);
   }
 }
 
 void RankChannel::sendSkip(const PartitionSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) {
-  send(tensor, context_.rankOf(route.popJ), context_.tags->tag(MessageKind::Skip, route.stashJ, i, 0, route.scheduleIndex),
+  send(tensor, context_.rankOf(route.popJ),
+       context_.tags->tag(MessageKind::Skip, route.stashJ, i, 0, route.scheduleIndex),
        copyLabel(OpKind::SkipCopy, i, route.stashJ, route.popJ, false, route.scheduleIndex));
 }
 
@@ -189,7 +196,8 @@ torch::Tensor RankChannel::receiveSkipGrad(const PartitionSkipRoute& route, std:
   const TensorSpec& spec = skipSpec(route.scheduleIndex, i);
   if (!carriesGradient(spec)) return {};
   return receiveGradients({spec}, context_.rankOf(route.popJ), MessageKind::SkipGradient, route.stashJ, i,
-                          route.scheduleIndex, copyLabel(OpKind::SkipCopy, i, route.popJ, route.stashJ, true, route.scheduleIndex))
+                          route.scheduleIndex,
+                          copyLabel(OpKind::SkipCopy, i, route.popJ, route.stashJ, true, route.scheduleIndex))
       .front();
 }
 

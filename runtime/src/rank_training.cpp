@@ -28,7 +28,6 @@ torch::Tensor timeTensor(const Transport& transport, TimeNs value) {
   return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
 }
 
-
 }  // namespace
 
 ClockOffset alignClocks(Transport& transport, int rounds) {
@@ -53,10 +52,11 @@ ClockOffset alignClocks(Transport& transport, int rounds) {
           best.uncertaintyNs = bestRoundTrip / 2;
         }
       }
-      torch::Tensor result = torch::tensor({static_cast<std::int64_t>(best.offsetNs),
-                                            static_cast<std::int64_t>(best.uncertaintyNs), static_cast<std::int64_t>(epochNs)},
-                                           torch::kLong)
-                                  .to(transport.device());
+      torch::Tensor result =
+          torch::tensor({static_cast<std::int64_t>(best.offsetNs), static_cast<std::int64_t>(best.uncertaintyNs),
+                         static_cast<std::int64_t>(epochNs)},
+                        torch::kLong)
+              .to(transport.device());
       transport.send(result, peer, kClockTag + 1)->wait();
     }
     return own;

@@ -41,12 +41,13 @@ void ShapeChannel::sendActivations(std::int64_t i, std::int64_t j, const Tensors
 void ShapeChannel::sendSkip(const PartitionSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) {
   const TensorSpecs specs = specsOf({tensor});
   shapes_.skips[{route.scheduleIndex, rows_.at(static_cast<std::size_t>(i))}] = specs.front();
-  sendSpecs(specs, context_.rankOf(route.popJ), context_.tags->tag(MessageKind::Shapes, route.stashJ, i, 0, route.scheduleIndex));
+  sendSpecs(specs, context_.rankOf(route.popJ),
+            context_.tags->tag(MessageKind::Shapes, route.stashJ, i, 0, route.scheduleIndex));
 }
 
 torch::Tensor ShapeChannel::receiveSkip(const PartitionSkipRoute& route, std::int64_t i) {
-  const TensorSpecs specs = receiveSpecs(context_.rankOf(route.stashJ),
-                                         context_.tags->tag(MessageKind::Shapes, route.stashJ, i, 0, route.scheduleIndex));
+  const TensorSpecs specs = receiveSpecs(
+      context_.rankOf(route.stashJ), context_.tags->tag(MessageKind::Shapes, route.stashJ, i, 0, route.scheduleIndex));
   shapes_.skips[{route.scheduleIndex, rows_.at(static_cast<std::size_t>(i))}] = specs.front();
   return zerosOf(specs, context_.device).front();
 }

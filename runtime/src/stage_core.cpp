@@ -88,21 +88,12 @@ StageCore::StageCore(StageCoreConfig config, ForwardChannel& forward, BackwardCh
 
 void StageCore::run(const Op& op) {
   switch (op.kind) {
-    case OpKind::Forward:
-      forward(op.i, op.j);
-      break;
-    case OpKind::Recompute:
-      recompute(op.i, op.j);
-      break;
-    case OpKind::Backward:
-      backward(op.i, op.j);
-      break;
-    case OpKind::Loss:
-      loss(op.i);
-      break;
+    case OpKind::Forward: forward(op.i, op.j); break;
+    case OpKind::Recompute: recompute(op.i, op.j); break;
+    case OpKind::Backward: backward(op.i, op.j); break;
+    case OpKind::Loss: loss(op.i); break;
     case OpKind::Copy:
-    case OpKind::SkipCopy:
-      return;  // the channels move tensors as the compute ops need them
+    case OpKind::SkipCopy: return;  // the channels move tensors as the compute ops need them
   }
   recordMemory(op.j);
 }
@@ -132,7 +123,8 @@ Tensors StageCore::runStage(std::int64_t i, std::int64_t j, Tensors inputs, Pass
 }
 
 void StageCore::forward(std::int64_t i, std::int64_t j) {
-  Tensors inputs = j == 0 ? std::move(microBatches_.at(static_cast<std::size_t>(i))) : forward_.receiveActivations(i, j);
+  Tensors inputs =
+      j == 0 ? std::move(microBatches_.at(static_cast<std::size_t>(i))) : forward_.receiveActivations(i, j);
   const bool keepGraph = config_.gradEnabled && !checkpointed(i);
   Tensors outputs;
   {
@@ -244,9 +236,8 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
     for (const auto& route : *config_.routes) {
       if (route.popJ != j || route.stashJ == j) continue;
       auto leaf = own.poppedLeaves.find(route.key);
-      popGrads.emplace_back(&route, leaf != own.poppedLeaves.end() && leaf->second.requires_grad()
-                                        ? leaf->second.grad()
-                                        : torch::Tensor());
+      popGrads.emplace_back(&route, leaf != own.poppedLeaves.end() && leaf->second.requires_grad() ? leaf->second.grad()
+                                                                                                   : torch::Tensor());
     }
     torch::Tensor lossValue = std::move(own.lossValue);  // the step's loss reads it at the end
     own = Cell{};
@@ -261,8 +252,9 @@ void StageCore::recordMemory(std::int64_t j) const {
   HostTracer* tracer = config_.tracer;
   if (tracer == nullptr || !tracer->enabled()) return;
   const std::int64_t d = config_.stages.at(static_cast<std::size_t>(j))->d;
-  tracer->recordCounter(config_.traceDevices.at(static_cast<std::size_t>(j)), "memory", tracer->nowNs(),
-                        static_cast<double>(liveBytes(d) + config_.deviceParameterBytes.at(static_cast<std::size_t>(d))));
+  tracer->recordCounter(
+      config_.traceDevices.at(static_cast<std::size_t>(j)), "memory", tracer->nowNs(),
+      static_cast<double>(liveBytes(d) + config_.deviceParameterBytes.at(static_cast<std::size_t>(d))));
 }
 
 Tensors StageCore::lossValues() const {

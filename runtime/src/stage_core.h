@@ -4,7 +4,8 @@
 // The threaded Pipe (pipeline.h) and a rank of the multi-process pipeline (stage_step.h) run the
 // same StageCore; they differ only in their channels, how tensors travel between stages: a
 // hand-over between the threads of one process (thread_channel.h) or messages between ranks
-// (rank_channel.h); a rank's set-up pass runs forwards through a shape channel (shape_channel.h). Data flow of micro-batch i through stage j (training, autograd on):
+// (rank_channel.h); a rank's set-up pass runs forwards through a shape channel (shape_channel.h). Data flow of
+// micro-batch i through stage j (training, autograd on):
 //
 //   receiveActivations(i,j) ──► inputs (leaves) ─layers─► outputs ──► sendActivations(i,j)
 //   receiveSkip(route,i) ─────► popped leaves      │ stash ─────────► sendSkip(route,i)
@@ -82,7 +83,7 @@ struct StageCoreConfig {
   const LossFn* lossFn = nullptr;
   std::int64_t batchRows = 0;  ///< rows of the mini-batch (loss(i) weighs rows_i / batchRows)
   HostTracer* tracer = nullptr;
-  std::vector<std::string> traceDevices;  ///< by stage j: the trace device of its pipeline device
+  std::vector<std::string> traceDevices;    ///< by stage j: the trace device of its pipeline device
   std::vector<Bytes> deviceParameterBytes;  ///< by pipeline device: its stages' parameters
 };
 
@@ -111,13 +112,13 @@ class StageCore {
 
  private:
   struct Cell {
-    Tensors inputs;      ///< leaves when gradEnabled (kept for backward and recompute)
-    Tensors outputs;     ///< with graph unless checkpointed; the last stage's until its loss
-    Tensors recomputed;  ///< recompute(i, j)'s outputs, with graph
+    Tensors inputs;                                 ///< leaves when gradEnabled (kept for backward and recompute)
+    Tensors outputs;                                ///< with graph unless checkpointed; the last stage's until its loss
+    Tensors recomputed;                             ///< recompute(i, j)'s outputs, with graph
     std::map<SkipKey, torch::Tensor> stashedOut;    ///< stashed for later stages (graph)
     std::map<SkipKey, torch::Tensor> poppedLeaves;  ///< popped from earlier stages
-    torch::Tensor loss;       ///< last stage: the weighted loss with its graph, for backward
-    torch::Tensor lossValue;  ///< last stage: the weighted loss, detached
+    torch::Tensor loss;                             ///< last stage: the weighted loss with its graph, for backward
+    torch::Tensor lossValue;                        ///< last stage: the weighted loss, detached
   };
   enum class Pass { Forward, Recompute };
   class SkipRouter;

@@ -24,16 +24,17 @@ class StageRuntimeImpl {
  public:
   StageRuntimeImpl(torch::nn::Sequential module, StageOptions options, Transport& transport)
       : options_(std::move(options)), mailbox_(transport), schedules_(options_, {}) {
-    if (module.is_empty()) throw std::invalid_argument("the stage runtime needs a Sequential module (got an empty holder)");
+    if (module.is_empty())
+      throw std::invalid_argument("the stage runtime needs a Sequential module (got an empty holder)");
     p_ = options_.pipelineDevices();
     validatePipeArguments(module, options_.balance, static_cast<std::size_t>(p_), options_.chunks, options_.schedule,
                           options_.stagesPerDevice);
     verifySkips(module);
     if (transport.worldSize() != p_) {
       throw std::invalid_argument("the balance has " + std::to_string(options_.stages()) + " stages on " +
-                                  std::to_string(p_) + " pipeline devices (" + std::to_string(options_.stagesPerDevice) +
-                                  " per device), but the world has " + std::to_string(transport.worldSize()) +
-                                  " ranks: run one rank per pipeline device");
+                                  std::to_string(p_) + " pipeline devices (" +
+                                  std::to_string(options_.stagesPerDevice) + " per device), but the world has " +
+                                  std::to_string(transport.worldSize()) + " ranks: run one rank per pipeline device");
     }
     rank_ = transport.rank();
     routes_ = partitionSkipRoutes(module, options_.balance);
@@ -58,7 +59,8 @@ class StageRuntimeImpl {
           parameters_.push_back(named.value());
         }
         for (const auto& child : partition.layers[k].ptr()->modules(/*include_self=*/true)) {
-          if (auto deferred = std::dynamic_pointer_cast<DeferredBatchNormImpl>(child)) deferredBatchNorms_.push_back(deferred);
+          if (auto deferred = std::dynamic_pointer_cast<DeferredBatchNormImpl>(child))
+            deferredBatchNorms_.push_back(deferred);
         }
       }
       partitions_.push_back(std::move(partition));
@@ -70,7 +72,8 @@ class StageRuntimeImpl {
     context_.shapes = &shapes_;
   }
 
-  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn, std::uint64_t seed) {
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
+                     std::uint64_t seed) {
     if (!lossFn) throw std::invalid_argument("step() needs a loss function (got an empty LossFn)");
     SplitBatch batch = splitStepBatch(options_, input, target);
     const auto m = static_cast<std::int64_t>(batch.inputs.size());
@@ -161,8 +164,10 @@ class StageRuntimeImpl {
     context_.schedule = &schedules_.get(m, /*gradEnabled=*/true, training_);
     auto tags = tags_.find(m);
     if (tags == tags_.end()) {
-      tags = tags_.emplace(m, std::make_unique<MessageTags>(options_.stages(), m,
-                                                            static_cast<std::int64_t>(routes_.size()))).first;
+      tags = tags_
+                 .emplace(
+                     m, std::make_unique<MessageTags>(options_.stages(), m, static_cast<std::int64_t>(routes_.size())))
+                 .first;
     }
     context_.tags = tags->second.get();
     context_.tracer = tracer_;

@@ -32,7 +32,8 @@ void RankStep::run() {
     try {
       // The next ops' messages may arrive while this one computes (posted receives let the
       // data move as soon as it is sent; a bounded window keeps their buffers few).
-      for (std::size_t ahead = k == 0 ? 0 : kReceiveWindow; ahead <= kReceiveWindow && k + ahead < order.size(); ++ahead) {
+      for (std::size_t ahead = k == 0 ? 0 : kReceiveWindow; ahead <= kReceiveWindow && k + ahead < order.size();
+           ++ahead) {
         channel_.postReceivesOf(schedule.op(order[k + ahead]));
       }
       core_.run(op);

@@ -43,7 +43,8 @@ Handover ThreadChannel::transfer(Handover handover, std::int64_t from, std::int6
 
 Tensors ThreadChannel::receiveActivations(std::int64_t i, std::int64_t j) {
   Handover incoming = take({Slot::Activations, i, j - 1}, j);
-  incoming = transfer(std::move(incoming), j - 1, j, CopyDirection::Forward, copyOp(OpKind::Copy, i, j - 1, j, false, -1));
+  incoming =
+      transfer(std::move(incoming), j - 1, j, CopyDirection::Forward, copyOp(OpKind::Copy, i, j - 1, j, false, -1));
   return streams_.accept(std::move(incoming), j);
 }
 
@@ -73,7 +74,8 @@ void ThreadChannel::sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads
     return;
   }
   Handover toPrevious{std::move(grads), streams_.markReady(j)};
-  toPrevious = transfer(std::move(toPrevious), j, j - 1, CopyDirection::Backward, copyOp(OpKind::Copy, i, j, j - 1, true, -1));
+  toPrevious =
+      transfer(std::move(toPrevious), j, j - 1, CopyDirection::Backward, copyOp(OpKind::Copy, i, j, j - 1, true, -1));
   put({Slot::OutputGrads, i, j - 1}, std::move(toPrevious), j - 1);
 }
 

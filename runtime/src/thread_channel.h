@@ -65,7 +65,8 @@ class ThreadChannel final : public ForwardChannel, public BackwardChannel {
   /// Blocks the worker of stage j until the slot is filled; throws StepAborted when abandoned.
   Handover take(const Key& key, std::int64_t j);
   /// Moves a handover to stage `to`'s device under a copy span.
-  Handover transfer(Handover handover, std::int64_t from, std::int64_t to, CopyDirection direction, const Op& copy) const;
+  Handover transfer(Handover handover, std::int64_t from, std::int64_t to, CopyDirection direction,
+                    const Op& copy) const;
 
   const Schedule& schedule_;
   const PipeStreams& streams_;

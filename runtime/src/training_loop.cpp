@@ -43,8 +43,8 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   std::unique_ptr<HostTracer> tracer;
   std::unique_ptr<CuptiCollector> collector;
   TrainingResult result;
-  const bool onCuda = std::any_of(options.devices.begin(), options.devices.end(),
-                                  [](const torch::Device& d) { return d.is_cuda(); });
+  const bool onCuda =
+      std::any_of(options.devices.begin(), options.devices.end(), [](const torch::Device& d) { return d.is_cuda(); });
   if (options.captureTrace) {
     tracer = std::make_unique<HostTracer>();
     if (onCuda) {

@@ -78,7 +78,8 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options, const std::
   };
   const TimeNs warmupStartNs = steadyNowNs();
   for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
-  if (options.warmupSteps > 0) recordLoopSpan(tracer, traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
+  if (options.warmupSteps > 0)
+    recordLoopSpan(tracer, traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
   for (std::int64_t s = 0; s < options.steps; ++s) step(true);
   return losses;
 }

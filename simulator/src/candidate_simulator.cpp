@@ -26,8 +26,8 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
   std::int64_t sum = 0;
   for (std::size_t j = 0; j < candidate.balance.size(); ++j) {
     if (candidate.balance[j] < 1) {
-      throw std::invalid_argument("balance " + balanceText(candidate.balance) + ": partition " +
-                                  std::to_string(j) + " has " + std::to_string(candidate.balance[j]) +
+      throw std::invalid_argument("balance " + balanceText(candidate.balance) + ": partition " + std::to_string(j) +
+                                  " has " + std::to_string(candidate.balance[j]) +
                                   " layers; every partition needs at least one");
     }
     sum += candidate.balance[j];
@@ -59,17 +59,16 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
   for (std::int64_t j = 0; j < n; ++j) {
     const std::int64_t device = candidate.deviceOf(j);
     if (device < 0 || device >= cluster.deviceCount()) {
-      throw std::invalid_argument("partition " + std::to_string(j) + " is placed on device " +
-                                  std::to_string(device) + " but the cluster has " +
-                                  std::to_string(cluster.deviceCount()) + " devices (0.." +
-                                  std::to_string(cluster.deviceCount() - 1) +
-                                  "); add devices or use fewer partitions");
+      throw std::invalid_argument("partition " + std::to_string(j) + " is placed on device " + std::to_string(device) +
+                                  " but the cluster has " + std::to_string(cluster.deviceCount()) + " devices (0.." +
+                                  std::to_string(cluster.deviceCount() - 1) + "); add devices or use fewer partitions");
     }
   }
   for (const SkipProfile& skip : profile.skips) {
     if (skip.stashLayer < 0 || skip.popLayer >= profile.layerCount() || skip.stashLayer >= skip.popLayer) {
-      throw std::invalid_argument("profile skip '" + skip.name + "' stashes at layer " + std::to_string(skip.stashLayer) +
-                                  " and pops at layer " + std::to_string(skip.popLayer) + "; it needs 0 <= stash < pop < " +
+      throw std::invalid_argument("profile skip '" + skip.name + "' stashes at layer " +
+                                  std::to_string(skip.stashLayer) + " and pops at layer " +
+                                  std::to_string(skip.popLayer) + "; it needs 0 <= stash < pop < " +
                                   std::to_string(profile.layerCount()));
     }
   }

@@ -53,7 +53,8 @@ std::vector<ScheduleShape> scheduleShapes(const SearchSpace& space) {
 }
 
 void validateSpace(const Profile& profile, const Cluster& cluster, const SearchSpace& space) {
-  if (space.batch < 1) throw std::invalid_argument("search: batch must be positive, got " + std::to_string(space.batch));
+  if (space.batch < 1)
+    throw std::invalid_argument("search: batch must be positive, got " + std::to_string(space.batch));
   if (space.devices < 1) {
     throw std::invalid_argument("search: pipeline devices must be positive, got " + std::to_string(space.devices));
   }
@@ -157,7 +158,8 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
   const std::int64_t n = p * stagesPerDevice;
   if (n > layers) {
     throw std::invalid_argument("search: " + std::to_string(n) + " stages (" + std::to_string(p) + " devices x " +
-                                std::to_string(stagesPerDevice) + " stages per device) need at least as many layers; the profile has " +
+                                std::to_string(stagesPerDevice) +
+                                " stages per device) need at least as many layers; the profile has " +
                                 std::to_string(layers));
   }
   std::vector<sim::Balance> balances;
@@ -176,9 +178,7 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
         balances.push_back(balance);
       }
       break;
-    case BalanceEnumeration::All:
-      balances = sim::allCompositions(layers, n);
-      break;
+    case BalanceEnumeration::All: balances = sim::allCompositions(layers, n); break;
     case BalanceEnumeration::Auto: {
       if (countBalances(layers, n) <= space.maxExhaustiveBalances) {
         balances = sim::allCompositions(layers, n);
@@ -186,7 +186,8 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
       }
       // Stage j runs on pipeline device j mod p, cluster device j mod p.
       std::vector<double> speeds;
-      for (std::int64_t j = 0; j < n; ++j) speeds.push_back(cluster.devices[static_cast<std::size_t>(j % p)].relativeSpeed);
+      for (std::int64_t j = 0; j < n; ++j)
+        speeds.push_back(cluster.devices[static_cast<std::size_t>(j % p)].relativeSpeed);
       std::vector<std::int64_t> sizes;
       for (std::int64_t chunks : space.chunks) sizes.push_back(microBatching(space.batch, chunks).chunkSize);
       for (std::int64_t size : sortedUnique(sizes)) {
@@ -205,7 +206,11 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
 
 SearchResult search(const Profile& profile, const Cluster& cluster, const SearchSpace& space,
                     const SearchProgress& progress) {
-  return search([&](ScheduleKind, std::int64_t, Checkpoint) { return ShapeInputs{&profile, &cluster}; }, space, progress);
+  return search(
+      [&](ScheduleKind, std::int64_t, Checkpoint) {
+        return ShapeInputs{&profile, &cluster};
+      },
+      space, progress);
 }
 
 SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const SearchProgress& progress) {
@@ -224,7 +229,8 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
   std::int64_t total = 0;
   auto checkedInputs = [&](const ScheduleShape& shape, Checkpoint mode) {
     const ShapeInputs shapeInputs = inputs(shape.kind, shape.v, mode);
-    if (shapeInputs.profile->layerCount() != layers || shapeInputs.cluster->deviceCount() != base.cluster->deviceCount()) {
+    if (shapeInputs.profile->layerCount() != layers ||
+        shapeInputs.cluster->deviceCount() != base.cluster->deviceCount()) {
       throw std::invalid_argument("search: the inputs of " + scheduleLabel(shape.kind, shape.v) + " " +
                                   std::string(checkpointName(mode)) + " have other layers or devices than gpipe's");
     }
@@ -369,7 +375,8 @@ std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& 
   }
   std::vector<RejectionGroup> out;
   for (auto& [reason, group] : groups) out.push_back(group);
-  std::stable_sort(out.begin(), out.end(), [](const RejectionGroup& a, const RejectionGroup& b) { return a.count > b.count; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RejectionGroup& a, const RejectionGroup& b) { return a.count > b.count; });
   return out;
 }
 

@@ -1,4 +1,5 @@
-// End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts, failures.
+// End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts,
+// failures.
 #include "support/run_process.h"
 
 #include <gtest/gtest.h>
@@ -180,7 +181,8 @@ int freePort() {
 TEST(RunDist, TwoShellsWithTorchrunsVariablesFormOnePipeline) {
   const int port = freePort();
   const std::string flags = kRun + "--devices cpu,cpu --balance 2,3 --schedule 1f1b";
-  const testing::Environment world{{"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
+  const testing::Environment world{
+      {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
   testing::Environment rank0 = world;
   rank0.insert({{"RANK", "0"}, {"LOCAL_RANK", "0"}});
   testing::Environment rank1 = world;
@@ -214,7 +216,8 @@ struct LongRun {
   bool joined() const {
     for (const auto& scratch : std::filesystem::directory_iterator(dir)) {
       if (scratch.path().filename().string().rfind("pipeprof-ranks-", 0) != 0) continue;
-      return std::filesystem::exists(scratch.path() / "rank0.json") && std::filesystem::exists(scratch.path() / "rank1.json");
+      return std::filesystem::exists(scratch.path() / "rank0.json") &&
+             std::filesystem::exists(scratch.path() / "rank1.json");
     }
     return false;
   }
@@ -226,17 +229,18 @@ LongRun startLongRun(const std::string& name, const std::string& timeout) {
   std::filesystem::remove_all(run.dir);
   std::filesystem::create_directories(run.dir);
   run.launcher = std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{kBinary, "run", "--model", "mlp", "--width", "64", "--depth", "3", "--batch", "64",
-                               "--chunks", "4", "--procs", "2", "--balance", "2,3", "--schedule", "1f1b", "--steps",
-                               "100000", "--warmup", "0", "--threads", "1", "--timeout", timeout},
+      std::vector<std::string>{kBinary,     "run",       "--model",    "mlp",       "--width", "64",      "--depth",
+                               "3",         "--batch",   "64",         "--chunks",  "4",       "--procs", "2",
+                               "--balance", "2,3",       "--schedule", "1f1b",      "--steps", "100000",  "--warmup",
+                               "0",         "--threads", "1",          "--timeout", timeout},
       run.dir + "/out", run.dir + "/err", testing::Environment{{"TMPDIR", run.dir}});
   if (waitFor([&] { return run.joined(); }, std::chrono::seconds(30))) run.ranks = run.launcher->children();
   return run;
 }
 
 /// Waits for the launcher (at most `limit`); returns its result and how long it took.
-std::pair<std::optional<ProcessResult>, std::chrono::steady_clock::duration> waitForLauncher(LongRun& run,
-                                                                                             std::chrono::seconds limit) {
+std::pair<std::optional<ProcessResult>, std::chrono::steady_clock::duration> waitForLauncher(
+    LongRun& run, std::chrono::seconds limit) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<ProcessResult> result = run.launcher->wait(limit);
   return {result, std::chrono::steady_clock::now() - start};

@@ -71,25 +71,30 @@ PipelineShape interleaved(std::vector<std::int64_t> balance, std::int64_t chunks
 
 TEST(CheckScheduleShape, BalanceLengthMustBeDevicesTimesV) {
   EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved({1, 1, 1, 1}, 4), 8, 2, "--devices cpu,cpu"); }), "");
-  EXPECT_EQ(usageError([&] { checkScheduleShape(interleaved({2, 2}, 4), 8, 2, "--devices cpu,cpu"); }),
+  EXPECT_EQ(usageError([&] {
+              checkScheduleShape(interleaved({2, 2}, 4), 8, 2, "--devices cpu,cpu");
+            }),
             "--balance 2,2 has 2 stages but --devices cpu,cpu names 2 devices and --schedule interleaved runs 2 "
             "stages per device (--stages-per-device 2): give 4 entries (2 x 2)");
   // Without a device count (simulate): n must be a multiple of v.
-  EXPECT_NE(usageError([&] { checkScheduleShape(interleaved({1, 1, 1}, 4), 8, 0, ""); })
-                .find("--balance 1,1,1 has 3 stages, not a multiple of 2"),
+  EXPECT_NE(usageError([&] {
+              checkScheduleShape(interleaved({1, 1, 1}, 4), 8, 0, "");
+            }).find("--balance 1,1,1 has 3 stages, not a multiple of 2"),
             std::string::npos);
 }
 
 TEST(CheckScheduleShape, InterleavedChunksMustBeAMultipleOfTheDevices) {
-  const std::string message =
-      usageError([&] { checkScheduleShape(interleaved({1, 1, 1, 1}, 3), 8, 2, "--devices cpu,cpu"); });
+  const std::string message = usageError([&] {
+    checkScheduleShape(interleaved({1, 1, 1, 1}, 3), 8, 2, "--devices cpu,cpu");
+  });
   EXPECT_NE(message.find("--chunks 3: interleaved needs chunks a multiple of devices (chunks: 3, devices: 2"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("give --chunks a multiple of 2"), std::string::npos) << message;
   // 4 chunks of a batch of 6 make only 3 micro-batches (of 2 samples): the message says so.
-  const std::string fewer =
-      usageError([&] { checkScheduleShape(interleaved({1, 1, 1, 1}, 4), 6, 2, "--devices cpu,cpu"); });
+  const std::string fewer = usageError([&] {
+    checkScheduleShape(interleaved({1, 1, 1, 1}, 4), 6, 2, "--devices cpu,cpu");
+  });
   EXPECT_NE(fewer.find("batch 6 in chunks of 2 samples makes only 3 micro-batches"), std::string::npos) << fewer;
   // 1F1B runs any chunk count.
   EXPECT_EQ(usageError([&] {
@@ -110,17 +115,21 @@ TEST(ApplyScheduleListFlags, DefaultsSearchEveryScheduleWithOneAndTwoStagesPerDe
 
 TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
   SearchSpace space;
-  EXPECT_NE(usageError([&] { applyScheduleListFlags({"gpipe,zigzag", "1,2"}, space); })
-                .find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b or interleaved"),
+  EXPECT_NE(usageError([&] {
+              applyScheduleListFlags({"gpipe,zigzag", "1,2"}, space);
+            }).find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b or interleaved"),
             std::string::npos);
-  EXPECT_NE(usageError([&] { applyScheduleListFlags({"interleaved", "1,0"}, space); })
-                .find("--stages-per-device 1,0: expected comma-separated positive counts"),
+  EXPECT_NE(usageError([&] {
+              applyScheduleListFlags({"interleaved", "1,0"}, space);
+            }).find("--stages-per-device 1,0: expected comma-separated positive counts"),
             std::string::npos);
-  EXPECT_NE(usageError([&] { applyScheduleListFlags({"interleaved", "1"}, space); })
-                .find("--schedules interleaved needs a count of 2 or more"),
+  EXPECT_NE(usageError([&] {
+              applyScheduleListFlags({"interleaved", "1"}, space);
+            }).find("--schedules interleaved needs a count of 2 or more"),
             std::string::npos);
-  EXPECT_NE(usageError([&] { applyScheduleListFlags({"gpipe,interleaved", "1"}, space); })
-                .find("drop interleaved"),
+  EXPECT_NE(usageError([&] {
+              applyScheduleListFlags({"gpipe,interleaved", "1"}, space);
+            }).find("drop interleaved"),
             std::string::npos);
   applyScheduleListFlags({"1f1b,interleaved", "2,3"}, space);
   EXPECT_EQ(stageCounts(space, 2), (std::vector<std::int64_t>{2, 4, 6}));

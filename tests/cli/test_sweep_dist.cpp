@@ -69,11 +69,32 @@ TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
 
 /// The issue's sweep, as a new user would type it, with short profiling and calibration.
 std::vector<std::string> issueSweep(const fs::path& report) {
-  return {testing::kPipeprof, "sweep",       "--model",    "mlp",         "--procs",    "2",
-          "--devices",        "cpu,cpu",     "--batch",    "64",          "--chunks",   "2,4",
-          "--schedules",      "1f1b",        "--measure",  "top:4",       "--steps",    "3",
-          "--rounds",         "1",           "--profile-budget", "1",     "--calibration-budget", "0",
-          "-o",               report.string()};
+  return {testing::kPipeprof,
+          "sweep",
+          "--model",
+          "mlp",
+          "--procs",
+          "2",
+          "--devices",
+          "cpu,cpu",
+          "--batch",
+          "64",
+          "--chunks",
+          "2,4",
+          "--schedules",
+          "1f1b",
+          "--measure",
+          "top:4",
+          "--steps",
+          "3",
+          "--rounds",
+          "1",
+          "--profile-budget",
+          "1",
+          "--calibration-budget",
+          "0",
+          "-o",
+          report.string()};
 }
 
 /// Runs the issue's sweep in a process group of its own and sends SIGINT once the first
@@ -83,8 +104,7 @@ std::vector<std::string> issueSweep(const fs::path& report) {
 void interruptIssueSweep(const fs::path& dir, bool wholeGroup) {
   const fs::path report = dir / "R.json";
   BackgroundProcess sweep(issueSweep(report), (dir / "out").string(), (dir / "err").string());
-  ASSERT_TRUE(waitFor([&] { return contains(sweep.err(), "measuring ["); }, std::chrono::seconds(120)))
-      << sweep.err();
+  ASSERT_TRUE(waitFor([&] { return contains(sweep.err(), "measuring ["); }, std::chrono::seconds(120))) << sweep.err();
   if (wholeGroup) {
     sweep.signalGroup(SIGINT);
   } else {

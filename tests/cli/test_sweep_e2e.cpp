@@ -15,8 +15,8 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,10 +166,10 @@ TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWha
     if (result.predictedRank < 1 || result.predictedRank > 3) continue;
     ASSERT_TRUE(result.predictionBeforeDrift.has_value());
     const Candidate& candidate = result.candidate;
-    const ProcessResult simulate =
-        pipeprof("simulate --devices 2 --balance " + formatBalance(candidate.balance) + " --chunks " +
-                 std::to_string(candidate.chunks) + " --checkpoint " + std::string(checkpointName(candidate.checkpoint)) +
-                 " --schedule " + std::string(scheduleKindName(candidate.schedule)) + inputs);
+    const ProcessResult simulate = pipeprof("simulate --devices 2 --balance " + formatBalance(candidate.balance) +
+                                            " --chunks " + std::to_string(candidate.chunks) + " --checkpoint " +
+                                            std::string(checkpointName(candidate.checkpoint)) + " --schedule " +
+                                            std::string(scheduleKindName(candidate.schedule)) + inputs);
     ASSERT_EQ(simulate.code, 0) << simulate.err;
     EXPECT_EQ(nlohmann::json::parse(simulate.out).at("iteration_ns").get<TimeNs>(),
               result.predictionBeforeDrift->iterationNs)
@@ -213,8 +213,8 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
     EXPECT_NE(trace.find("\"loss(0)\""), std::string::npos) << measured;
   }
   std::sort(labels.begin(), labels.end());
-  EXPECT_EQ(labels, (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[2,3] x2 never",
-                                              "[2,3] x2 never 1f1b"}));
+  EXPECT_EQ(labels,
+            (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[2,3] x2 never", "[2,3] x2 never 1f1b"}));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b1-1-1-2_m2_never_interleaved-v2.measured.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never_1f1b.predicted.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never.measured.json"));
@@ -265,8 +265,7 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
 
   const ProcessResult resumed = pipeprof(tinySweep(report.string(), "top:3") + " --resume");
   ASSERT_EQ(resumed.code, 0) << resumed.err;
-  EXPECT_NE(resumed.err.find("resuming: 1 finished candidate(s) kept, 2 to measure"), std::string::npos)
-      << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming: 1 finished candidate(s) kept, 2 to measure"), std::string::npos) << resumed.err;
   EXPECT_EQ(countLines(resumed.err, "measured "), 2u) << resumed.err;
   EXPECT_EQ(countLines(resumed.err, "profiling "), 0u) << "the report's profile is reused";
   const Report finished = readReport(report.string());
@@ -388,8 +387,7 @@ TEST_F(SweepE2E, AFailingCandidateIsRecordedAndTheSweepCompletes) {
   const std::string victim = planned.candidates[1].candidate.label();
 
   const fs::path report = dir_ / "report.json";
-  const ProcessResult run =
-      pipeprof(tinySweep(report.string(), "all"), {{"PIPEPROF_TEST_FAIL_CANDIDATE", victim}});
+  const ProcessResult run = pipeprof(tinySweep(report.string(), "all"), {{"PIPEPROF_TEST_FAIL_CANDIDATE", victim}});
   ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
   EXPECT_TRUE(parsed.complete);
@@ -445,7 +443,8 @@ TEST_F(SweepE2E, ResumeOfAnotherSweepIsRefused) {
   ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).code, 0);
   const std::string before = slurp(report);
   const ProcessResult run = pipeprof("sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 4 --chunks 1,2 "
-                           "--measure none -o " + quote(report.string()) + " --resume");
+                                     "--measure none -o " +
+                                     quote(report.string()) + " --resume");
   EXPECT_EQ(run.code, 2) << run.err;
   EXPECT_NE(run.err.find("batch 8 there, 4 here"), std::string::npos) << run.err;
   EXPECT_EQ(slurp(report), before);

@@ -128,8 +128,9 @@ TEST(Balance, FromSplitPointsWhereStagesBegin) {
   EXPECT_THAT(balanceFromSplitPoints(layers, " b "), ElementsAre(1, 4));
   EXPECT_THAT([&] { balanceFromSplitPoints(layers, "c,x"); },
               ThrowsMessage<std::invalid_argument>(StrEq("no layer is named 'x'; the layers are: a, b, c, d, e")));
-  EXPECT_THAT([&] { balanceFromSplitPoints(layers, "a"); },
-              ThrowsMessage<std::invalid_argument>(StrEq("'a' is the first layer: the first stage begins there anyway")));
+  EXPECT_THAT(
+      [&] { balanceFromSplitPoints(layers, "a"); },
+      ThrowsMessage<std::invalid_argument>(StrEq("'a' is the first layer: the first stage begins there anyway")));
   EXPECT_THAT([&] { balanceFromSplitPoints(layers, "d,c"); },
               ThrowsMessage<std::invalid_argument>(
                   StrEq("'c' does not come after 'd': give the split points in layer order, each once")));
@@ -140,8 +141,10 @@ TEST(Balance, FromSplitPointsWhereStagesBegin) {
 TEST(CandidateJson, RoundTrip) {
   Candidate candidate = example();
   nlohmann::json json = toJson(candidate);
-  EXPECT_EQ(json, nlohmann::json::parse(
-                      R"J({"balance": [2, 6], "chunks": 8, "checkpoint": "except_last", "batch": 64, "schedule": "gpipe"})J"));
+  EXPECT_EQ(
+      json,
+      nlohmann::json::parse(
+          R"J({"balance": [2, 6], "chunks": 8, "checkpoint": "except_last", "batch": 64, "schedule": "gpipe"})J"));
   EXPECT_EQ(candidateFromJson(json, "r.json"), candidate);
   candidate.devices = {1, 0};
   candidate.checkpoint = Checkpoint::Always;

@@ -109,8 +109,7 @@ TEST(PipelineShapeJson, OldFilesLoadAndBadOnesNameThePath) {
   EXPECT_EQ(error(R"({"balance": [], "chunks": 4, "checkpoint": "never"})"),
             "s.json: $.shape.balance: expected at least one partition");
   EXPECT_EQ(error(R"({"balance": [2], "checkpoint": "never"})"), "s.json: $.shape: missing required field 'chunks'");
-  EXPECT_EQ(error("[2, 6]"),
-            "s.json: $.shape: expected a pipeline shape object with balance, chunks and checkpoint");
+  EXPECT_EQ(error("[2, 6]"), "s.json: $.shape: expected a pipeline shape object with balance, chunks and checkpoint");
 }
 
 /// Options with fields of their own beside the shape, as TrainingOptions has (a core test cannot

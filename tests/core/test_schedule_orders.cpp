@@ -50,9 +50,9 @@ Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v
 }
 
 TEST(OneFOneB, TwoDevicesFourMicroBatches) {
-  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 2, 4, 1)),
-              ElementsAre("F0.0 F1.0 B0.0 F2.0 B1.0 F3.0 B2.0 B3.0",
-                          "F0.1 L0 B0.1 F1.1 L1 B1.1 F2.1 L2 B2.1 F3.1 L3 B3.1"));
+  EXPECT_THAT(
+      table(build(ScheduleKind::OneFOneB, 2, 4, 1)),
+      ElementsAre("F0.0 F1.0 B0.0 F2.0 B1.0 F3.0 B2.0 B3.0", "F0.1 L0 B0.1 F1.1 L1 B1.1 F2.1 L2 B2.1 F3.1 L3 B3.1"));
 }
 
 TEST(OneFOneB, FourDevicesEightMicroBatches) {
@@ -66,23 +66,20 @@ TEST(OneFOneB, FourDevicesEightMicroBatches) {
 
 TEST(OneFOneB, ThreeDevicesThreeMicroBatches) {
   EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 3, 3, 1)),
-              ElementsAre("F0.0 F1.0 F2.0 B0.0 B1.0 B2.0",
-                          "F0.1 F1.1 B0.1 F2.1 B1.1 B2.1",
+              ElementsAre("F0.0 F1.0 F2.0 B0.0 B1.0 B2.0", "F0.1 F1.1 B0.1 F2.1 B1.1 B2.1",
                           "F0.2 L0 B0.2 F1.2 L1 B1.2 F2.2 L2 B2.2"));
 }
 
 TEST(OneFOneB, FewerMicroBatchesThanDevicesWarmUpOnAll) {
-  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 4, 2, 1)),
-              ElementsAre("F0.0 F1.0 B0.0 B1.0",
-                          "F0.1 F1.1 B0.1 B1.1",
-                          "F0.2 F1.2 B0.2 B1.2",
-                          "F0.3 L0 B0.3 F1.3 L1 B1.3"));
+  EXPECT_THAT(
+      table(build(ScheduleKind::OneFOneB, 4, 2, 1)),
+      ElementsAre("F0.0 F1.0 B0.0 B1.0", "F0.1 F1.1 B0.1 B1.1", "F0.2 F1.2 B0.2 B1.2", "F0.3 L0 B0.3 F1.3 L1 B1.3"));
 }
 
 TEST(OneFOneB, RecomputesRightBeforeTheirBackward) {
-  EXPECT_THAT(table(build(ScheduleKind::OneFOneB, 2, 3, 1, Checkpoint::ExceptLast)),
-              ElementsAre("F0.0 F1.0 R0.0 B0.0 F2.0 R1.0 B1.0 B2.0",
-                          "F0.1 L0 R0.1 B0.1 F1.1 L1 R1.1 B1.1 F2.1 L2 B2.1"));
+  EXPECT_THAT(
+      table(build(ScheduleKind::OneFOneB, 2, 3, 1, Checkpoint::ExceptLast)),
+      ElementsAre("F0.0 F1.0 R0.0 B0.0 F2.0 R1.0 B1.0 B2.0", "F0.1 L0 R0.1 B0.1 F1.1 L1 R1.1 B1.1 F2.1 L2 B2.1"));
 }
 
 TEST(OneFOneB, ForwardOnlyRunsTheForwardsInOrder) {
@@ -112,8 +109,7 @@ TEST(Interleaved, FourDevicesEightMicroBatchesTwoStagesEach) {
 
 TEST(Interleaved, AsManyMicroBatchesAsDevicesWarmsUpDeviceZeroFully) {
   EXPECT_THAT(table(build(ScheduleKind::Interleaved, 2, 2, 2)),
-              ElementsAre("F0.0 F1.0 F0.2 F1.2 B0.2 B1.2 B0.0 B1.0",
-                          "F0.1 F1.1 F0.3 L0 B0.3 F1.3 L1 B1.3 B0.1 B1.1"));
+              ElementsAre("F0.0 F1.0 F0.2 F1.2 B0.2 B1.2 B0.0 B1.0", "F0.1 F1.1 F0.3 L0 B0.3 F1.3 L1 B1.3 B0.1 B1.1"));
 }
 
 TEST(Interleaved, OneDeviceRunsItsStagesInTurn) {
@@ -147,9 +143,12 @@ TEST(DeviceSteps, GPipeIsForwardsThenBackwardsInReverse) {
 }
 
 TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
-  for (auto [kind, p, m, v] : std::vector<std::tuple<ScheduleKind, int, int, int>>{
-           {ScheduleKind::GPipe, 3, 5, 1}, {ScheduleKind::OneFOneB, 3, 5, 1}, {ScheduleKind::OneFOneB, 5, 2, 1},
-           {ScheduleKind::Interleaved, 3, 6, 2}, {ScheduleKind::Interleaved, 2, 6, 4}}) {
+  for (auto [kind, p, m, v] :
+       std::vector<std::tuple<ScheduleKind, int, int, int>>{{ScheduleKind::GPipe, 3, 5, 1},
+                                                            {ScheduleKind::OneFOneB, 3, 5, 1},
+                                                            {ScheduleKind::OneFOneB, 5, 2, 1},
+                                                            {ScheduleKind::Interleaved, 3, 6, 2},
+                                                            {ScheduleKind::Interleaved, 2, 6, 4}}) {
     const auto devices = deviceSteps(kind, p * v, m, v);
     ASSERT_EQ(devices.size(), static_cast<std::size_t>(p));
     std::vector<int> seen(static_cast<std::size_t>(2 * m * p * v), 0);
@@ -186,7 +185,8 @@ TEST(ScheduleShape, RejectsWhatItCannotScheduleNamingMPAndV) {
             "1f1b runs one stage per device (stages per device: 2); use the interleaved schedule for more");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 5, 4),
             "the stages must split evenly over the devices: 5 stages is not a multiple of 2 stages per device");
-  EXPECT_EQ(scheduleShapeError(ScheduleKind::GPipe, 0, 4, 4), "stages per device must be positive (stages per device: 0)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::GPipe, 0, 4, 4),
+            "stages per device must be positive (stages per device: 0)");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 8, 8), "");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::OneFOneB, 1, 4, 2), "");
   EXPECT_THAT([] { build(ScheduleKind::Interleaved, 4, 6, 2); },

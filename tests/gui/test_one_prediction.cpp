@@ -1,4 +1,5 @@
-// The GUI predicts what the report does: its tuning panel and Suggest use the report's profile, cluster and calibration.
+// The GUI predicts what the report does: its tuning panel and Suggest use the report's profile, cluster and
+// calibration.
 #include "models/accuracy_model.h"
 #include "models/suggest_worker.h"
 #include "models/tuning_model.h"
@@ -116,7 +117,8 @@ TEST(OnePrediction, TheAccuracyViewShowsTheMapeBeforeAndAfterDrift) {
   EXPECT_TRUE(calibrated.contains(
       QStringLiteral("before the drift factor <b>%1 %</b>").arg(*summary.stepTimeMapeBeforeDriftPct, 0, 'f', 1)))
       << calibrated.toStdString();
-  EXPECT_TRUE(calibrated.contains(QStringLiteral("step-time MAPE <b>%1 %</b>").arg(*summary.stepTimeMapePct, 0, 'f', 1)));
+  EXPECT_TRUE(
+      calibrated.contains(QStringLiteral("step-time MAPE <b>%1 %</b>").arg(*summary.stepTimeMapePct, 0, 'f', 1)));
   model.setReport(test::sampleReport());  // written before reports kept predictions before drift
   EXPECT_TRUE(model.summaryParts().join(QStringLiteral(" · ")).contains(QStringLiteral("before the drift factor -")));
 }

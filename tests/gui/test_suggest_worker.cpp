@@ -48,9 +48,9 @@ TEST(SuggestWorker, FinishesWithRankedCandidatesAndProgress) {
     EXPECT_GE(result.ranked[r - 1].prediction.samplesPerS, result.ranked[r].prediction.samplesPerS);
   }
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
-    EXPECT_TRUE(std::any_of(result.ranked.begin(), result.ranked.end(),
-                            [kind](const RankedCandidate& ranked) { return ranked.candidate.schedule == kind; }))
-        << scheduleKindName(kind);
+    EXPECT_TRUE(std::any_of(result.ranked.begin(), result.ranked.end(), [kind](const RankedCandidate& ranked) {
+      return ranked.candidate.schedule == kind;
+    })) << scheduleKindName(kind);
   }
 }
 

@@ -125,9 +125,8 @@ TEST(LocalRun, AFailedRankIsNamed) {
 TEST(LocalRun, MistakesAreRefusedBeforeAnyRankStarts) {
   LocalRunOptions three = twoRanks();
   three.procs = 3;
-  EXPECT_THAT([&] { launchLocalRun(tinyJob(), three); },
-              ::testing::ThrowsMessage<std::invalid_argument>(
-                  HasSubstr("3 processes but the job names 2 pipeline devices")));
+  EXPECT_THAT([&] { launchLocalRun(tinyJob(), three); }, ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr(
+                                                             "3 processes but the job names 2 pipeline devices")));
   LocalRunOptions missing = twoRanks();
   missing.worker = "/no/such/pipeprof-rank";
   EXPECT_THAT([&] { launchLocalRun(tinyJob(), missing); },

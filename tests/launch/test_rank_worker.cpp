@@ -91,18 +91,14 @@ TEST(RankWorker, TheWorkerRefusesABadCommandLineJobOrEnvironmentWithExitTwo) {
   const RankJob train;
   nlohmann::json job = toJson(train);
   job["kind"] = "dance";
-  {
-    std::ofstream(path) << job.dump();
-  }
+  { std::ofstream(path) << job.dump(); }
   r = pipeprof::testing::runProcess({worker, "--job", path}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(path + ": $.kind: expected \"train\" or \"link_benchmark\""));
 
   RankJob link;
   link.kind = RankJobKind::LinkBenchmark;
-  {
-    std::ofstream(path) << toJson(link).dump();
-  }
+  { std::ofstream(path) << toJson(link).dump(); }
   r = pipeprof::testing::runProcess({worker, "--job", path});  // not started as a rank
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("RANK and WORLD_SIZE are not set"));

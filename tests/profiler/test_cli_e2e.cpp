@@ -43,7 +43,8 @@ class RunTrace : public ::testing::Test {
   static void SetUpTestSuite() {
     path_ = scratch("run.json").string();
     const Result r = runPipeprof("run --model mlp --width 32 --depth 4 --devices cpu,cpu --balance 3,4 --chunks 4 "
-                                 "--checkpoint except_last --batch 16 --steps 2 --warmup 1 --trace " + path_);
+                                 "--checkpoint except_last --batch 16 --steps 2 --warmup 1 --trace " +
+                                 path_);
     output_ = r.all;
     code_ = r.code;
   }
@@ -95,7 +96,8 @@ TEST_F(RunTrace, SpansOnOneLaneDoNotOverlap) {
   }
   EXPECT_GE(lanes.size(), 4u);
   for (auto& [lane, spans] : lanes) {
-    std::sort(spans.begin(), spans.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
+    std::sort(spans.begin(), spans.end(),
+              [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
     for (std::size_t k = 1; k < spans.size(); ++k) {
       EXPECT_GE(spans[k]->startNs, spans[k - 1]->endNs())
           << lane.first << "/" << lane.second << ": " << spans[k - 1]->name << " overlaps " << spans[k]->name;
@@ -127,7 +129,8 @@ TEST_F(RunTrace, HostSpansCountersAndLaneNames) {
   for (const auto& event : raw.at("traceEvents")) {
     if (event.at("ph") != "M") continue;
     if (event.at("name") == "process_name") namedProcesses.insert(event.at("pid").get<int>());
-    if (event.at("name") == "thread_name") namedThreads.insert({event.at("pid").get<int>(), event.at("tid").get<int>()});
+    if (event.at("name") == "thread_name")
+      namedThreads.insert({event.at("pid").get<int>(), event.at("tid").get<int>()});
   }
   for (const auto& event : raw.at("traceEvents")) {
     if (event.at("ph") != "X") continue;
@@ -155,7 +158,8 @@ TEST_F(RunTrace, SummarizeReadsItBack) {
 TEST(CliE2e, ProfileWritesAProfileOfEveryLayer) {
   const std::string path = scratch("profile.json").string();
   const Result r = runPipeprof("profile --model mlp --width 32 --depth 3 --batch 8 --micro-batches 2,8 "
-                               "--time-budget 50ms --min-runs 2 -o " + path);
+                               "--time-budget 50ms --min-runs 2 -o " +
+                               path);
   ASSERT_EQ(r.code, 0) << r.all;
   const Profile profile = readProfile(path);
   ASSERT_EQ(profile.layerCount(), 5);
@@ -184,7 +188,8 @@ TEST(CliE2e, BadFlagsAreUsageErrors) {
 
 TEST(CliE2e, CuptiModeFlagTakesCheapOrExact) {
   const std::string run = "run --model mlp --width 8 --depth 2 --devices cpu,cpu --balance 1,2 --chunks 2 --batch 4 "
-                          "--steps 1 --warmup 0 --json --trace " + scratch("cupti_mode.json").string();
+                          "--steps 1 --warmup 0 --json --trace " +
+                          scratch("cupti_mode.json").string();
   const Result bad = runPipeprof(run + " --cupti-mode full");
   EXPECT_EQ(bad.code, 2) << bad.all;
   EXPECT_NE(bad.all.find("--cupti-mode: unknown CUPTI mode 'full': expected cheap or exact"), std::string::npos)

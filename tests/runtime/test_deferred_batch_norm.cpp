@@ -48,26 +48,26 @@ void expectSameStatistics(const torch::nn::Sequential& a, const torch::nn::Seque
 
 TEST(DeferredBatchNorm, RunningStatisticsMatchOneBatchNormOverTheWholeBatch) {
   for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
-   for (bool twoDimensional : {false, true}) {
-    SCOPED_TRACE(std::string(checkpointName(mode)) + (twoDimensional ? " 2d" : " 1d"));
-    torch::manual_seed(1);
-    const torch::Tensor input = torch::randn({10, 4}) * 3 + 1;
-    torch::nn::Sequential reference = bnModel(2, twoDimensional);
-    for (int step = 0; step < 2; ++step) {
-      reference->forward(input);
+    for (bool twoDimensional : {false, true}) {
+      SCOPED_TRACE(std::string(checkpointName(mode)) + (twoDimensional ? " 2d" : " 1d"));
+      torch::manual_seed(1);
+      const torch::Tensor input = torch::randn({10, 4}) * 3 + 1;
+      torch::nn::Sequential reference = bnModel(2, twoDimensional);
+      for (int step = 0; step < 2; ++step) {
+        reference->forward(input);
+      }
+      PipeOptions options;
+      options.chunks = 4;  // 3, 3, 3, 1 rows
+      options.checkpoint = mode;
+      options.deferredBatchNorm = true;
+      torch::nn::Sequential model = bnModel(2, twoDimensional);
+      Pipe pipe(model, {2, 3}, options);
+      for (int step = 0; step < 2; ++step) {
+        pipe.forward(input).sum().backward();
+      }
+      expectSameStatistics(model, reference);  // the user's BatchNorms share the buffers
+      EXPECT_EQ(model->named_buffers()["bn2.num_batches_tracked"].item<std::int64_t>(), 2);
     }
-    PipeOptions options;
-    options.chunks = 4;  // 3, 3, 3, 1 rows
-    options.checkpoint = mode;
-    options.deferredBatchNorm = true;
-    torch::nn::Sequential model = bnModel(2, twoDimensional);
-    Pipe pipe(model, {2, 3}, options);
-    for (int step = 0; step < 2; ++step) {
-      pipe.forward(input).sum().backward();
-    }
-    expectSameStatistics(model, reference);  // the user's BatchNorms share the buffers
-    EXPECT_EQ(model->named_buffers()["bn2.num_batches_tracked"].item<std::int64_t>(), 2);
-   }
   }
 }
 

@@ -147,17 +147,17 @@ std::pair<std::string, std::string> stepErrors(const StageOptions& options, cons
 }
 
 TEST(ExecutorsAgree, ALossThatIsNotAScalarFailsAlikeNamingItsSize) {
-  const auto [threaded, rank] =
-      stepErrors(stageOptions(ScheduleKind::GPipe, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}), torch::randn({4, 8}),
-                 [](const torch::Tensor& output, const torch::Tensor& target) { return (output - target).pow(2); });
+  const auto [threaded, rank] = stepErrors(
+      stageOptions(ScheduleKind::GPipe, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}), torch::randn({4, 8}),
+      [](const torch::Tensor& output, const torch::Tensor& target) { return (output - target).pow(2); });
   EXPECT_NE(threaded.find("the loss function must return a scalar (it returned 16 elements)"), std::string::npos)
       << threaded;
   EXPECT_EQ(rank, threaded);
 }
 
 TEST(ExecutorsAgree, ATargetWithoutRowsIsRefusedAlike) {
-  const auto [threaded, rank] = stepErrors(stageOptions(ScheduleKind::GPipe, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}),
-                                           torch::tensor(1.0), meanSquaredError);
+  const auto [threaded, rank] = stepErrors(stageOptions(ScheduleKind::GPipe, 1, {2, 2}, 2, Checkpoint::Never),
+                                           torch::randn({4, 8}), torch::tensor(1.0), meanSquaredError);
   EXPECT_NE(threaded.find("step() needs a target with a batch dimension"), std::string::npos) << threaded;
   EXPECT_EQ(rank, threaded);
 }

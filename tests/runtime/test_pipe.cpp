@@ -151,8 +151,8 @@ TEST(Pipe, TracesEveryOpWithScheduleLabels) {
       names.push_back(event.name);
     }
   }
-  for (const char* expected : {"forward(0,0)", "forward(1,1)", "copy(0,0->1)", "recompute(0,1)", "backward(0,0)",
-                               "grad-copy(1,1->0)"}) {
+  for (const char* expected :
+       {"forward(0,0)", "forward(1,1)", "copy(0,0->1)", "recompute(0,1)", "backward(0,0)", "grad-copy(1,1->0)"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
   }
   EXPECT_EQ(std::count(names.begin(), names.end(), std::string("recompute(1,0)")), 0);

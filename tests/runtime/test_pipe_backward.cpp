@@ -120,8 +120,7 @@ TEST(PipeBackward, OutputsHandOffTheirGradientsToACpuNodeThatReturnsTheInputs) {
 
 TEST(PipeBackward, AGradientUsedTwiceIsSummedBeforeTheHandOff) {
   const Loss twice = [](const Outputs& outputs) { return (outputs[0] * 2).sum() + outputs[0].pow(2).sum(); };
-  expectExactGradients([] { return withHead(torch::nn::AnyModule(OneHead())); }, twice,
-                       {{4}, {2, 2}, {1, 1, 2}});
+  expectExactGradients([] { return withHead(torch::nn::AnyModule(OneHead())); }, twice, {{4}, {2, 2}, {1, 1, 2}});
 }
 
 TEST(PipeBackward, EitherOfTwoOutputsAloneGivesExactGradients) {

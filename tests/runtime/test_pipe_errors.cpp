@@ -17,7 +17,8 @@ using testing::dropoutModel;
 using testing::linearTanh;
 using testing::pipeOptions;
 
-std::string constructionError(torch::nn::Sequential model, std::vector<std::int64_t> balance, PipeOptions options = {}) {
+std::string constructionError(torch::nn::Sequential model, std::vector<std::int64_t> balance,
+                              PipeOptions options = {}) {
   try {
     Pipe pipe(std::move(model), std::move(balance), std::move(options));
   } catch (const std::invalid_argument& e) {
@@ -29,7 +30,8 @@ std::string constructionError(torch::nn::Sequential model, std::vector<std::int6
 TEST(PipeErrors, ValidationMessagesNameTheBadValues) {
   EXPECT_EQ(constructionError(linearTanh(4), {1, 2}),
             "module and sum of balance have different length (module: 4, sum of balance: 3)");
-  EXPECT_EQ(constructionError(linearTanh(4), {5, -1}), "all balance numbers must be positive integer (balance: [5, -1])");
+  EXPECT_EQ(constructionError(linearTanh(4), {5, -1}),
+            "all balance numbers must be positive integer (balance: [5, -1])");
   EXPECT_EQ(constructionError(linearTanh(4), {4, 0}), "all balance numbers must be positive integer (balance: [4, 0])");
   EXPECT_EQ(constructionError(linearTanh(4), {2, 2}, pipeOptions({torch::kCPU}, 1, Checkpoint::Never, false)),
             "too few devices to hold given partitions (devices: 1, partitions: 2)");
@@ -117,7 +119,7 @@ TEST(PipeErrors, ALayerExceptionStopsTheScheduleAndIsRethrownNamingTheCell) {
   }
   EXPECT_EQ(trapCalls->load(), 1);     // micro-batches 1..3 never ran
   EXPECT_EQ(counterCalls->load(), 0);  // nor did partition 1
-  trap->armed = false;                  // the Pipe stays usable
+  trap->armed = false;                 // the Pipe stays usable
   torch::Tensor output = pipe.forward(torch::ones({4, 2}));
   EXPECT_TRUE(torch::equal(output, torch::ones({4, 2})));
   EXPECT_EQ(counterCalls->load(), 4);

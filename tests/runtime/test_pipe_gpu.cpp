@@ -18,11 +18,11 @@
 namespace pipeprof {
 namespace {
 
-using testing::PopAdd;
-using testing::Stash;
 using testing::dropoutModel;
 using testing::linearTanh;
 using testing::pipeOptions;
+using testing::PopAdd;
+using testing::Stash;
 using testing::text;
 
 #define PIPEPROF_REQUIRE_CUDA()                                        \
@@ -91,8 +91,8 @@ void expectEqualsTheUnpartitionedModel(const std::function<torch::nn::Sequential
   const torch::Tensor target = torch::randn({8, 8});
   torch::nn::Sequential reference = build();
   reference->to(kCuda0);
-  const Run expected = trainStep([&](const torch::Tensor& x) { return reference->forward(x); },
-                                 reference->parameters(), input.to(kCuda0), target);
+  const Run expected = trainStep([&](const torch::Tensor& x) { return reference->forward(x); }, reference->parameters(),
+                                 input.to(kCuda0), target);
   for (const auto& devices : deviceLists) {
     for (std::int64_t chunks : {1, 4}) {
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {

@@ -76,11 +76,11 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
   torch::Tensor expectedLoss = meanSquaredError(whole->forward(input), target);
   expectedLoss.backward();
   const std::vector<Case> cases{
-      {ScheduleKind::GPipe, 1, {3, 9}, 3},           // skips a and b cross ranks 0 -> 1
-      {ScheduleKind::GPipe, 1, {2, 5, 5}, 4},        // three ranks, rows 2 2 2 1
-      {ScheduleKind::OneFOneB, 1, {2, 4, 6}, 5},     // m = 4 (rows 2 2 2 1)
+      {ScheduleKind::GPipe, 1, {3, 9}, 3},        // skips a and b cross ranks 0 -> 1
+      {ScheduleKind::GPipe, 1, {2, 5, 5}, 4},     // three ranks, rows 2 2 2 1
+      {ScheduleKind::OneFOneB, 1, {2, 4, 6}, 5},  // m = 4 (rows 2 2 2 1)
       {ScheduleKind::OneFOneB, 1, {6, 6}, 7},
-      {ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, 4},  // skip a stays on rank 0 (stage 0 -> 2)
+      {ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, 4},        // skip a stays on rank 0 (stage 0 -> 2)
       {ScheduleKind::Interleaved, 2, {1, 3, 3, 2, 2, 1}, 3},  // three ranks, v = 2
   };
   for (const Case& c : cases) {
@@ -89,7 +89,8 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
                    " mode " + std::string(checkpointName(mode)));
       InProcessWorld world(static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v)),
                            std::chrono::seconds(30));
-      const auto results = runWorld(world, skipModel, stageOptions(c.kind, c.v, c.balance, c.chunks, mode), input, target);
+      const auto results =
+          runWorld(world, skipModel, stageOptions(c.kind, c.v, c.balance, c.chunks, mode), input, target);
       std::map<std::string, torch::Tensor> grads;
       std::string errors;
       for (const RankResult& result : results) errors += result.error;
@@ -133,15 +134,17 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
 
 TEST(StageRuntime, EachRankHoldsOnlyItsOwnStagesParameters) {
   InProcessWorld world(2, std::chrono::seconds(30));
-  const auto results = runWorld(world, skipModel, stageOptions(ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, 2, Checkpoint::Never),
-                                torch::randn({4, 8}), torch::randn({4, 8}));
+  const auto results =
+      runWorld(world, skipModel, stageOptions(ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, 2, Checkpoint::Never),
+               torch::randn({4, 8}), torch::randn({4, 8}));
   std::vector<std::string> rank0;
   for (const auto& [name, grad] : results[0].grads) rank0.push_back(name);
   std::vector<std::string> rank1;
   for (const auto& [name, grad] : results[1].grads) rank1.push_back(name);
   // Stages 0 (fc0, stash_a) and 2 (fc4, pop_a, stash_b, fc7) on rank 0; 1 (fc2, tanh3) and 3
   // (tanh8, pop_b, fc10, tanh11) on rank 1.
-  EXPECT_EQ(rank0, (std::vector<std::string>{"fc0.bias", "fc0.weight", "fc4.bias", "fc4.weight", "fc7.bias", "fc7.weight"}));
+  EXPECT_EQ(rank0,
+            (std::vector<std::string>{"fc0.bias", "fc0.weight", "fc4.bias", "fc4.weight", "fc7.bias", "fc7.weight"}));
   EXPECT_EQ(rank1, (std::vector<std::string>{"fc10.bias", "fc10.weight", "fc2.bias", "fc2.weight"}));
 }
 
@@ -158,9 +161,10 @@ TEST(StageRuntime, OneFOneBSendsTheseMessagesInThisOrder) {
   // linear-tanh x 4 on 2 ranks, 4 rows in 2 micro-batches. Tags: (((kind * (skips + 1) + skip + 1)
   // * n + edge) * m + i) * 8 + tensor, kinds shapes 0, activation 1, gradient 2.
   InProcessWorld world(2, std::chrono::seconds(30));
-  const auto results = runWorld(world, [] { return testing::linearTanh(4); },
-                                stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 2, Checkpoint::Never),
-                                torch::randn({4, 8}), torch::randn({4, 8}));
+  const auto results = runWorld(
+      world, [] { return testing::linearTanh(4); },
+      stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}),
+      torch::randn({4, 8}));
   ASSERT_EQ(results[0].error + results[1].error, "");
   using Sent = std::vector<std::tuple<int, std::uint32_t, std::vector<std::int64_t>>>;
   // Rank 0: the shape header of edge 0 -> 1 (81 int64), then F0 and F1's activations (warm-up 1).
@@ -173,7 +177,8 @@ TEST(StageRuntime, AWorldOfTheWrongSizeIsRefusedNamingBoth) {
   InProcessWorld world(3, std::chrono::seconds(5));
   auto transport = world.transport(0);
   try {
-    StageRuntime runtime(skipModel(), stageOptions(ScheduleKind::OneFOneB, 1, {6, 6}, 2, Checkpoint::Never), *transport);
+    StageRuntime runtime(skipModel(), stageOptions(ScheduleKind::OneFOneB, 1, {6, 6}, 2, Checkpoint::Never),
+                         *transport);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find("2 pipeline devices"), std::string::npos) << error.what();

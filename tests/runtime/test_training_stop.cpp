@@ -1,4 +1,5 @@
-// Tests for TrainingOptions::stop: the threaded and the rank training loops stop after the step in which stop was asked.
+// Tests for TrainingOptions::stop: the threaded and the rank training loops stop after the step in which stop was
+// asked.
 #include <pipeprof/core/stop_token.h>
 #include <pipeprof/runtime/in_process_transport.h>
 #include <pipeprof/runtime/rank_training.h>
@@ -33,8 +34,8 @@ Model stoppingModel(StopSource& source, std::atomic<int>& forwards) {
   torch::manual_seed(0);
   Model model;
   model.name = "stopping";
-  model.sequential = torch::nn::Sequential(torch::nn::Linear(4, 4), StopRequester(&source, &forwards),
-                                           torch::nn::Linear(4, 4));
+  model.sequential =
+      torch::nn::Sequential(torch::nn::Linear(4, 4), StopRequester(&source, &forwards), torch::nn::Linear(4, 4));
   model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
     torch::manual_seed(seed);
     return Batch{torch::randn({batch, 4}), torch::randn({batch, 4})};

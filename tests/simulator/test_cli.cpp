@@ -32,9 +32,8 @@ std::string readText(const fs::path& path) {
 class SimulatorCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("pipeprof_sim_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("pipeprof_sim_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     // Two layers of f 10 ns, b 20 ns per sample; saved 100 B, output 10 B, workspace 5 B.
     writeProfile(test::uniformProfile(2, {10, 20, 100, 10, 5, 8}), path("profile.json"));
@@ -90,7 +89,7 @@ TEST_F(SimulatorCli, SimulateSummaryAndMemoryOverflow) {
 TEST_F(SimulatorCli, SuggestJson) {
   writeCluster(Cluster::uniform(2, Bytes{400}, 0.0, 0), path("cluster.json"));
   const CliRun r = run("suggest --profile " + path("profile.json") + " --cluster " + path("cluster.json") +
-                    " --batch 4 --chunks 1,2,4 --schedules gpipe --json");
+                       " --batch 4 --chunks 1,2,4 --schedules gpipe --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json.at("evaluated"), 9);
@@ -206,8 +205,10 @@ TEST_F(SimulatorCli, BadInputsExitWithTwo) {
        "--chunks 3: interleaved needs chunks a multiple of devices"},
       {simulateArgs() + base + " --balance 1,1,1 --schedule interleaved", "not a multiple of 2"},
       {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --schedules gpipe,zigzag", "zigzag"},
-      {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --schedules interleaved "
-       "--stages-per-device 1", "--stages-per-device 1"},
+      {"suggest --profile " + path("profile.json") +
+           " --devices 2 --batch 4 --schedules interleaved "
+           "--stages-per-device 1",
+       "--stages-per-device 1"},
   };
   for (const Case& c : cases) {
     const CliRun r = run(c.arguments);

@@ -21,7 +21,8 @@ Profile fourLayerProfile() {
 
 Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
 
-Candidate candidate(std::vector<std::int64_t> balance, std::int64_t chunks, ScheduleKind schedule = ScheduleKind::GPipe) {
+Candidate candidate(std::vector<std::int64_t> balance, std::int64_t chunks,
+                    ScheduleKind schedule = ScheduleKind::GPipe) {
   Candidate result;
   result.balance = std::move(balance);
   result.chunks = chunks;

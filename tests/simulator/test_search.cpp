@@ -83,16 +83,16 @@ TEST(Search, NeverSuggestsACandidatePredictedNotToFit) {
     EXPECT_FALSE(rejected.prediction.fits);
     if (rejected.candidate.schedule == ScheduleKind::Interleaved) {
       // 6 stages on 3 devices need micro-batches in multiples of 3: 1, 2 and 8 are not.
-      EXPECT_EQ(rejected.rejection.rfind("interleaved needs chunks a multiple of devices", 0), 0u) << rejected.rejection;
+      EXPECT_EQ(rejected.rejection.rfind("interleaved needs chunks a multiple of devices", 0), 0u)
+          << rejected.rejection;
       continue;
     }
     ++memoryRejections;
     ASSERT_FALSE(rejected.prediction.overflowDevices.empty());
     const std::int64_t device = rejected.prediction.overflowDevices.front();
     const Bytes peak = rejected.prediction.peakBytes[static_cast<std::size_t>(device)];
-    EXPECT_EQ(rejected.rejection.rfind("predicted peak " + formatBytes(peak) + " > 3.00 KiB on device " +
-                                           std::to_string(device),
-                                       0),
+    EXPECT_EQ(rejected.rejection.rfind(
+                  "predicted peak " + formatBytes(peak) + " > 3.00 KiB on device " + std::to_string(device), 0),
               0u)
         << rejected.rejection;
   }
@@ -329,8 +329,10 @@ TEST(Search, TiesBreakByScheduleThenStagesPerDeviceBeforeBalance) {
     order.emplace_back(ranked.candidate.schedule, ranked.candidate.stagesPerDevice, ranked.candidate.balance);
   }
   const std::vector<std::tuple<ScheduleKind, std::int64_t, std::vector<std::int64_t>>> expected{
-      {ScheduleKind::GPipe, 1, {2, 2}},    {ScheduleKind::GPipe, 1, {3, 1}},
-      {ScheduleKind::OneFOneB, 1, {2, 2}}, {ScheduleKind::OneFOneB, 1, {3, 1}},
+      {ScheduleKind::GPipe, 1, {2, 2}},
+      {ScheduleKind::GPipe, 1, {3, 1}},
+      {ScheduleKind::OneFOneB, 1, {2, 2}},
+      {ScheduleKind::OneFOneB, 1, {3, 1}},
       {ScheduleKind::Interleaved, 2, {1, 1, 1, 1}}};
   EXPECT_EQ(order, expected);
 }

@@ -25,7 +25,8 @@ Profile fourLayerProfile() {
     LayerProfile layer;
     layer.name = name;
     layer.paramBytes = 4096;
-    for (std::int64_t size : {1, 2, 4, 8}) layer.costs.push_back({size, 1000 * size, 2000 * size, 64 * size, 64 * size, 0, 0});
+    for (std::int64_t size : {1, 2, 4, 8})
+      layer.costs.push_back({size, 1000 * size, 2000 * size, 64 * size, 64 * size, 0, 0});
     profile.layers.push_back(layer);
   }
   return profile;

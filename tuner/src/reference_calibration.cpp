@@ -17,9 +17,9 @@ PipelineShape gpipeReferenceShape() {
 }
 
 std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kinds,
-                                                const std::vector<std::int64_t>& stagesPerDevice,
-                                                const std::vector<Checkpoint>& modes, std::int64_t devices,
-                                                std::int64_t layers) {
+                                           const std::vector<std::int64_t>& stagesPerDevice,
+                                           const std::vector<Checkpoint>& modes, std::int64_t devices,
+                                           std::int64_t layers) {
   std::vector<std::pair<ScheduleKind, std::int64_t>> schedules;
   for (const ScheduleKind kind : std::set<ScheduleKind>(kinds.begin(), kinds.end())) {
     if (kind != ScheduleKind::Interleaved) {

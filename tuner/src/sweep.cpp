@@ -82,8 +82,8 @@ void recordFailure(CandidateResult& result, const std::string& error) {
 }
 
 /// Measures round `round` of a candidate into its (partial) measurement. The final round is
-/// traced: it writes the measured trace and the predicted twin and marks the result Measured. Throws whatever the run throws; the
-/// result is untouched then.
+/// traced: it writes the measured trace and the predicted twin and marks the result Measured. Throws whatever the run
+/// throws; the result is untouched then.
 void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepConfig& config,
                       const CalibratedSetup& setup, const fs::path& reportDir, CandidateMeasurer& measurer,
                       const StopToken& stop) {
@@ -166,8 +166,9 @@ std::string profileMismatch(const Profile& profile, const ModelSpec& model, cons
     return fmt::format("it was measured on device type '{}', this sweep runs on '{}'", env.deviceType, deviceType);
   }
   if (env.threads != model.threads) {
-    return fmt::format("it was measured with {} intra-op thread(s), this sweep uses {} (pass --threads {} or re-profile)",
-                       env.threads, model.threads, env.threads);
+    return fmt::format(
+        "it was measured with {} intra-op thread(s), this sweep uses {} (pass --threads {} or re-profile)", env.threads,
+        model.threads, env.threads);
   }
   if (env.torchVersion != torchVersion()) {
     return fmt::format("it was measured with LibTorch {}, this is LibTorch {}", env.torchVersion, torchVersion());
@@ -195,7 +196,9 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config) {
   }
   const auto procs = [](const nlohmann::json& layout) { return layout.is_object() ? layout.value("procs", 0) : 0; };
   if (procs(report.processLayout) != procs(config.processLayout)) {
-    const auto layout = [&](int n) { return n == 0 ? std::string("threads of one process") : fmt::format("{} processes", n); };
+    const auto layout = [&](int n) {
+      return n == 0 ? std::string("threads of one process") : fmt::format("{} processes", n);
+    };
     return fmt::format("{} there, {} here", layout(procs(report.processLayout)), layout(procs(config.processLayout)));
   }
   return "";
@@ -259,7 +262,8 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
 SweepInterrupted interruption(const std::string& when, const SweepConfig& config, SweepProgress& progress) {
   progress.finish();
   return SweepInterrupted(fmt::format("interrupted {}; {} holds what finished -- continue with the same command and "
-                                      "--resume", when, config.reportPath));
+                                      "--resume",
+                                      when, config.reportPath));
 }
 
 /// The drift correction in round `round`: trains the reference pipeline with `chunks` chunks
@@ -271,8 +275,8 @@ void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t rou
   const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
   if (stop.stopRequested()) throw interruption("before " + label, config, progress);
   progress.begin(label);
-  const Candidate reference = referenceCandidate(setup.profile.layerCount(),
-                                                 static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
+  const Candidate reference = referenceCandidate(
+      setup.profile.layerCount(), static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
   try {
     MeasureRequest request;
     request.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
@@ -284,8 +288,8 @@ void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t rou
   } catch (const TrainingStopped&) {
     throw interruption("during " + label, config, progress);
   } catch (const std::exception& failure) {
-    progress.phase(fmt::format("{} failed, left out of the drift correction: {}", label,
-                               firstLine(errorText(failure))));
+    progress.phase(
+        fmt::format("{} failed, left out of the drift correction: {}", label, firstLine(errorText(failure))));
   }
 }
 
@@ -339,8 +343,7 @@ void measureInRounds(Report& report, const std::vector<Prediction>& base, const 
     for (std::size_t position = 0; position < running.size(); ++position) {
       // The references spread evenly over the round (reference k before candidate k*n/R), so
       // that they sample the machine's speed over the same span as the candidates.
-      while (referencesTimed < references.size() &&
-             referencesTimed * running.size() / references.size() <= position) {
+      while (referencesTimed < references.size() && referencesTimed * running.size() / references.size() <= position) {
         timeReference(setup, references[referencesTimed++], round, config, measurer, progress, stop);
         applyDrift(report, base, setup);
       }

@@ -68,7 +68,8 @@ void CalibratedSetup::storeIn(Report& report) const {
 
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
                           CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
-  CalibratedSetup setup{std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes, config.rankLink), {}, {}, {}};
+  CalibratedSetup setup{
+      std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes, config.rankLink), {}, {}, {}};
   if (inputs.resumedReport) {
     resumeCalibration(setup, *inputs.resumedReport, config.reportPath);
   } else if (inputs.calibration) {
@@ -78,9 +79,10 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     const auto devices = static_cast<std::int64_t>(config.devices.size());
     const std::vector<PipelineShape> shapes =
         referenceShapes(config.schedules, config.stagesPerDevice, config.modes, devices, setup.profile.layerCount());
-    progress.phase(fmt::format("calibrating: one reference pipeline per schedule, checkpoint mode ({} shapes) and chunk "
-                               "count, in rounds for {:g} s",
-                               shapes.size(), config.calibrationBudgetSeconds));
+    progress.phase(
+        fmt::format("calibrating: one reference pipeline per schedule, checkpoint mode ({} shapes) and chunk "
+                    "count, in rounds for {:g} s",
+                    shapes.size(), config.calibrationBudgetSeconds));
     try {
       throwIfFailureInjected("calibration");
       CalibrationRounds rounds;

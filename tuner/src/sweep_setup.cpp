@@ -61,12 +61,12 @@ void checkSweepConfig(const SweepConfig& config, std::int64_t layers) {
         std::find(stages.begin(), stages.end(), static_cast<std::int64_t>(balance.size())) != stages.end();
     const bool positive = std::all_of(balance.begin(), balance.end(), [](std::int64_t part) { return part > 0; });
     if (shaped && positive && std::accumulate(balance.begin(), balance.end(), std::int64_t{0}) == layers) continue;
-    throw ConfigError(
-        "balances",
-        fmt::format(": '{}' must have {} positive parts ({} devices x the stages per device of the "
-                    "schedules) summing to {} (the layers of '{}')",
-                    formatBalance(balance), fmt::join(stages, " or "), space.devices, layers, config.model.name),
-        formatBalance(balance));
+    throw ConfigError("balances",
+                      fmt::format(": '{}' must have {} positive parts ({} devices x the stages per device of the "
+                                  "schedules) summing to {} (the layers of '{}')",
+                                  formatBalance(balance), fmt::join(stages, " or "), space.devices, layers,
+                                  config.model.name),
+                      formatBalance(balance));
   }
   if (config.steps < 1) throw ConfigError("steps", fmt::format(" {}: must be at least 1", config.steps));
   if (config.warmupSteps < 0)
@@ -94,14 +94,11 @@ namespace {
 
 std::string inputErrorText(SweepInputError::Input input, const std::string& path, const std::string& reason) {
   switch (input) {
-    case SweepInputError::Input::ResumedReport:
-      return "the report " + path + " is from another sweep (" + reason + ")";
+    case SweepInputError::Input::ResumedReport: return "the report " + path + " is from another sweep (" + reason + ")";
     case SweepInputError::Input::ResumedProfile:
       return "the profile of " + path + " does not fit this sweep: " + reason;
-    case SweepInputError::Input::CachedProfile:
-      return "cached profile " + path + " does not fit: " + reason;
-    case SweepInputError::Input::ResumedCalibration:
-      break;
+    case SweepInputError::Input::CachedProfile: return "cached profile " + path + " does not fit: " + reason;
+    case SweepInputError::Input::ResumedCalibration: break;
   }
   return "calibration " + path + ": " + reason;
 }

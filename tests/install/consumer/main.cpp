@@ -128,8 +128,8 @@ int main() {
       std::cerr << "sweep: " << sweepError << "\n";
       return EXIT_FAILURE;
     }
-    std::cout << "schedule ops: " << schedule.ops().size() << ", predicted step: "
-              << simulated.prediction.iterationNs << " ns\npipeprof consumer ok\n";
+    std::cout << "schedule ops: " << schedule.ops().size() << ", predicted step: " << simulated.prediction.iterationNs
+              << " ns\npipeprof consumer ok\n";
     return EXIT_SUCCESS;
   } catch (const std::exception& error) {
     std::cerr << "pipeprof consumer failed: " << error.what() << "\n";

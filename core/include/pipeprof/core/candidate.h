@@ -55,7 +55,8 @@ std::vector<std::int64_t> parseBalance(const std::string& text);
 /// SplitPoint.BEGINNING: layers {a, b, c, d, e} split at "c,e" -> {2, 2, 1}. Throws
 /// std::invalid_argument naming an unknown or repeated name, the first layer, or names out of
 /// layer order, and listing the layers.
-std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames, const std::string& splitAt);
+std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames,
+                                                 const std::string& splitAt);
 /// "2,3,3".
 std::string formatBalance(const std::vector<std::int64_t>& balance);
 
@@ -66,7 +67,6 @@ std::string candidateSlug(const Candidate& candidate);
 /// The shape's keys (toJson(const PipelineShape&)), batch, and devices when placed.
 nlohmann::json toJson(const Candidate& candidate);
 /// Throws FormatError naming file and JSON path.
-Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
-                            const std::string& path = "$");
+Candidate candidateFromJson(const nlohmann::json& json, const std::string& file, const std::string& path = "$");
 
 }  // namespace pipeprof

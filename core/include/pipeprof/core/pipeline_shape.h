@@ -1,4 +1,5 @@
-// The pipeline shape: balance, schedule, stages per device, chunks and checkpoint mode, one value from the command line to the ranks.
+// The pipeline shape: balance, schedule, stages per device, chunks and checkpoint mode, one value from the command line
+// to the ranks.
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
@@ -69,7 +70,6 @@ nlohmann::json toJson(const PipelineShape& shape);
 /// positive entry), chunks and checkpoint required; schedule (default gpipe) and
 /// stages_per_device (default 1, a divisor of the stages) optional, so files written before
 /// schedules existed still load. Throws FormatError naming file and JSON path.
-PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::string& file,
-                                    const std::string& path = "$");
+PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::string& file, const std::string& path = "$");
 
 }  // namespace pipeprof

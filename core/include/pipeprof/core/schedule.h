@@ -114,11 +114,11 @@ using OpIndex = std::size_t;
 /// One unit of scheduled work.
 struct Op {
   OpKind kind = OpKind::Forward;
-  std::int64_t i = 0;  ///< micro-batch
-  std::int64_t j = 0;  ///< stage that runs it (loss: the last stage); for copies the source stage
-  std::int64_t toJ = 0;  ///< copies: destination stage; otherwise equal to j
-  bool gradient = false;  ///< copies carrying gradients backward (toJ < j)
-  std::int64_t skip = -1;  ///< SkipCopy: index into ScheduleSpec::skips; otherwise -1
+  std::int64_t i = 0;         ///< micro-batch
+  std::int64_t j = 0;         ///< stage that runs it (loss: the last stage); for copies the source stage
+  std::int64_t toJ = 0;       ///< copies: destination stage; otherwise equal to j
+  bool gradient = false;      ///< copies carrying gradients backward (toJ < j)
+  std::int64_t skip = -1;     ///< SkipCopy: index into ScheduleSpec::skips; otherwise -1
   std::vector<OpIndex> deps;  ///< ops that must finish before this one starts
 
   /// Ops a device's worker runs in its order: forward, recompute, backward and loss.
@@ -162,7 +162,9 @@ class Schedule {
   /// runs them.
   const std::vector<OpIndex>& deviceOrder(std::int64_t d) const { return deviceOrder_.at(static_cast<std::size_t>(d)); }
   /// Compute ops of stage j in the order they run (a subsequence of deviceOrder(deviceOf(j))).
-  const std::vector<OpIndex>& partitionOrder(std::int64_t j) const { return partitionOrder_.at(static_cast<std::size_t>(j)); }
+  const std::vector<OpIndex>& partitionOrder(std::int64_t j) const {
+    return partitionOrder_.at(static_cast<std::size_t>(j));
+  }
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
   /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;

@@ -43,13 +43,13 @@ class RunInterrupted : public std::runtime_error {
 
 /// What the ranks of a Train job measured, put together.
 struct LocalRun {
-  Measurement measurement;  ///< the pipeline's steps (each the slowest rank's), peaks by rank
-  std::vector<double> losses;  ///< the last stage's rank's, warm-up steps first
+  Measurement measurement;                         ///< the pipeline's steps (each the slowest rank's), peaks by rank
+  std::vector<double> losses;                      ///< the last stage's rank's, warm-up steps first
   nlohmann::json ranks = nlohmann::json::array();  ///< every rank's own figures (runRankJob)
-  nlohmann::json layout;  ///< {"procs", "transport", "hosts"}
-  std::string transport;  ///< "gloo" or "nccl"
-  Trace trace;  ///< traced: every rank's, on rank 0's clock, one process per rank
-  TimeNs clockUncertaintyNs = 0;  ///< the largest of the ranks' clock alignments
+  nlohmann::json layout;                           ///< {"procs", "transport", "hosts"}
+  std::string transport;                           ///< "gloo" or "nccl"
+  Trace trace;                                     ///< traced: every rank's, on rank 0's clock, one process per rank
+  TimeNs clockUncertaintyNs = 0;                   ///< the largest of the ranks' clock alignments
 };
 
 /// Starts options.procs ranks of options.worker on this host running the Train `job` and

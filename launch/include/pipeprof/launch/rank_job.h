@@ -40,9 +40,9 @@ struct RankJob {
   Candidate candidate;
   /// One per rank: rank r trains its stages on devices[r] (the candidate's pipeline devices).
   std::vector<DeviceDesc> devices;
-  std::int64_t steps = 10;        ///< measured training steps
-  std::int64_t warmupSteps = 2;   ///< untimed steps before them
-  double learningRate = 1e-3;     ///< plain SGD
+  std::int64_t steps = 10;       ///< measured training steps
+  std::int64_t warmupSteps = 2;  ///< untimed steps before them
+  double learningRate = 1e-3;    ///< plain SGD
   /// Non-empty: every rank records its trace and writes it to rankTracePath(tracePath, rank).
   std::string tracePath;
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records in a traced rank on CUDA

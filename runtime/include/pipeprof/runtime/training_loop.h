@@ -26,9 +26,9 @@ struct TrainingOptions : PipelineShape {
   std::int64_t batch = 1;
   std::int64_t warmupSteps = 2;
   std::int64_t steps = 10;
-  double learningRate = 1e-3;  ///< plain SGD, no momentum (no optimizer state)
-  std::int64_t dataSeed = 0;   ///< seed of the synthetic batch
-  bool captureTrace = false;   ///< record host spans, memory counters (and CUPTI events on CUDA)
+  double learningRate = 1e-3;              ///< plain SGD, no momentum (no optimizer state)
+  std::int64_t dataSeed = 0;               ///< seed of the synthetic batch
+  bool captureTrace = false;               ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
   /// Asked after every step (warm-up and measured); a stop request ends the loop there by
   /// throwing TrainingStopped (the sweep's Ctrl-C). Default: never stop.
@@ -45,7 +45,7 @@ struct TrainingResult {
   Measurement measurement;  ///< tracePath left empty: the caller writes the trace; peaks per pipeline device
   /// The mini-batch loss of every step, warm-up steps first, in order.
   std::vector<double> losses;
-  Trace trace;              ///< empty unless captureTrace
+  Trace trace;  ///< empty unless captureTrace
   /// CUDA devices only: the caching allocator's whole-device peak (Pipe::devicePeakBytes),
   /// the largest over the measured steps, by device name ("cuda:0").
   std::map<std::string, Bytes> devicePeakBytes;

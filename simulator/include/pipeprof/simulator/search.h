@@ -1,4 +1,5 @@
-// Search over schedules, stages per device, balances, chunks and checkpoint modes; torchgpipe's balance_by_time for comparison.
+// Search over schedules, stages per device, balances, chunks and checkpoint modes; torchgpipe's balance_by_time for
+// comparison.
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -17,9 +18,9 @@
 namespace pipeprof {
 
 enum class BalanceEnumeration {
-  Auto,  ///< all balances when there are at most maxExhaustiveBalances, else min-bottleneck + neighbours
-  All,   ///< every composition of the layers into n positive parts
-  Given, ///< exactly SearchSpace::balances
+  Auto,   ///< all balances when there are at most maxExhaustiveBalances, else min-bottleneck + neighbours
+  All,    ///< every composition of the layers into n positive parts
+  Given,  ///< exactly SearchSpace::balances
 };
 
 struct SearchSpace {
@@ -50,7 +51,7 @@ struct RankedCandidate {
 };
 
 struct SearchResult {
-  std::vector<RankedCandidate> ranked;    ///< fitting candidates, best predicted throughput first
+  std::vector<RankedCandidate> ranked;  ///< fitting candidates, best predicted throughput first
   /// Predicted not to fit, or not schedulable (chunks > batch is legal: fewer micro-batches)
   std::vector<RankedCandidate> rejected;
   std::int64_t evaluated = 0;  ///< candidates decided: ranked + rejected (when not cancelled)

@@ -43,9 +43,9 @@ PipelineShape gpipeReferenceShape();
 /// in every mode it tries. Each has its schedule, v and checkpoint mode; the balance (even over
 /// the devices' stages) and the chunks are filled per reference by measureCalibration.
 std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kinds,
-                                                const std::vector<std::int64_t>& stagesPerDevice,
-                                                const std::vector<Checkpoint>& modes, std::int64_t devices,
-                                                std::int64_t layers);
+                                           const std::vector<std::int64_t>& stagesPerDevice,
+                                           const std::vector<Checkpoint>& modes, std::int64_t devices,
+                                           std::int64_t layers);
 
 /// Trains one reference pipeline per shape of `shapes` and chunk count of `chunks` (1 <= m <=
 /// batch, a shape the schedule can run: interleaved needs micro-batches a multiple of the

@@ -33,7 +33,7 @@ namespace pipeprof::tuner {
 
 /// Everything a sweep needs, validated by the caller before any file is created.
 struct SweepConfig {
-  ModelSpec model;  ///< its threads are the intra-op threads of profiling and measuring (>= 1)
+  ModelSpec model;                  ///< its threads are the intra-op threads of profiling and measuring (>= 1)
   std::vector<DeviceDesc> devices;  ///< the p pipeline devices (stage j on device j mod p)
   std::int64_t batch = 1;
   std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
@@ -43,14 +43,14 @@ struct SweepConfig {
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
   std::vector<std::vector<std::int64_t>> balances;  ///< for BalanceEnumeration::Given: p * v entries each
   MeasurePolicy measure;
-  std::int64_t warmupSteps = 2;  ///< per round
-  std::int64_t steps = 5;        ///< timed steps per candidate, over all its rounds
-  std::int64_t rounds = 1;       ///< interleaved rounds (1..steps): see runSweep
+  std::int64_t warmupSteps = 2;            ///< per round
+  std::int64_t steps = 5;                  ///< timed steps per candidate, over all its rounds
+  std::int64_t rounds = 1;                 ///< interleaved rounds (1..steps): see runSweep
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 8.0;  ///< reference rounds go on this long (at least 3)
-  std::string profilePath;  ///< cache: read when it exists, written after profiling otherwise
-  std::string calibrationPath;  ///< where SweepInputs::calibration came from ("" when calibrating)
+  std::string profilePath;                ///< cache: read when it exists, written after profiling otherwise
+  std::string calibrationPath;            ///< where SweepInputs::calibration came from ("" when calibrating)
   std::string reportPath;
   std::string tracesDir;
   /// One process per pipeline device: the transport's link between ranks (measured like
@@ -63,9 +63,9 @@ struct SweepConfig {
 
 /// What the command loaded (and validated) before the sweep starts.
 struct SweepInputs {
-  std::optional<Profile> cachedProfile;   ///< from --profile or the resumed report
-  std::optional<Report> resumedReport;    ///< --resume: finished candidates are kept
-  std::optional<Calibration> calibration; ///< a calibration file: no reference pipelines before measuring
+  std::optional<Profile> cachedProfile;    ///< from --profile or the resumed report
+  std::optional<Report> resumedReport;     ///< --resume: finished candidates are kept
+  std::optional<Calibration> calibration;  ///< a calibration file: no reference pipelines before measuring
 };
 
 /// Ctrl-C during a sweep: the report on disk is valid (complete = false); --resume continues.
