@@ -10,8 +10,9 @@
 # and prints each stage's wall time at the end. About 30 minutes on a bare 2-core machine with
 # an empty ccache; see docs/performance.md, "The test command's time".
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    stages 1 and 2 only, tests labelled unit and torch: the edit-test
-#                              loop (no e2e, gui, LibTorch 2.6, sanitizer or fuzzing stage)
+#   scripts/test.sh --quick    stages 1 and 2 for the tests labelled unit and torch only (the
+#                              target quick-tests): the edit-test loop -- no CLI, GUI, benchmarks,
+#                              e2e, dist or gui tests, LibTorch 2.6, sanitizer or fuzzing stage
 # Environment: PIPEPROF_SKIP_TORCH2=1 skips stages 3-4; PIPEPROF_BUILD_DIR,
 # PIPEPROF_SANITIZE_BUILD_DIR; PIPEPROF_FUZZ_SECONDS (scripts/fuzz.sh).
 set -euo pipefail
@@ -21,7 +22,7 @@ quick=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$arg' (--quick, or none for the whole suite)" >&2; exit 2 ;;
   esac
 done
@@ -86,7 +87,7 @@ stage() {
 # calls them in an || list).
 release_build() {
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPIPEPROF_WERROR=ON &&
-    cmake --build "$build_dir" -j "$jobs"
+    cmake --build "$build_dir" -j "$jobs" "$@"
 }
 
 release_tests() {
@@ -108,16 +109,17 @@ sanitize_tests() {
 }
 
 stage "bootstrap" ./scripts/bootstrap.sh
-stage "build ($build_dir, Release)" release_build
-
 if ((quick)); then
+  stage "build ($build_dir, Release, target quick-tests)" release_build --target quick-tests
   stage "tests ($build_dir, labels unit, torch)" release_tests -L '^(unit|torch)$'
   print_times
-  echo "test.sh --quick skipped: the tests labelled e2e, dist, gui and gpu, the LibTorch 2.6 compile" \
-    "check (scripts/torch2-check.sh), the sanitizer build and its tests ($sanitize_dir), and fuzzing" \
-    "(scripts/fuzz.sh); ./scripts/test.sh runs them all"
+  echo "test.sh --quick skipped: the CLI, GUI and benchmark targets, the tests labelled e2e, dist," \
+    "gui and gpu, the LibTorch 2.6 compile check (scripts/torch2-check.sh), the sanitizer build" \
+    "and its tests ($sanitize_dir), and fuzzing (scripts/fuzz.sh); ./scripts/test.sh runs them all"
   exit 0
 fi
+
+stage "build ($build_dir, Release)" release_build
 
 stage "tests ($build_dir)" release_tests
 if [[ "${PIPEPROF_SKIP_TORCH2:-0}" == 1 ]]; then
