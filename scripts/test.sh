@@ -7,8 +7,8 @@
 #                                (CUDA backends, CUPTI), and the NCCL probe
 #   5. sanitizer build, tests    build-sanitize/: the torch-free targets with ASan + UBSan
 #   6. fuzzing                   scripts/fuzz.sh: every file reader, 5 x 20 s
-# and prints each stage's wall time at the end. About 30 minutes on a bare 2-core machine with
-# an empty ccache; see docs/performance.md, "The test command's time".
+# and prints each stage's wall time at the end. About 25 minutes on a bare 2-core machine with
+# an empty ccache, 5 warm; see docs/performance.md, "The test command's time".
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    stages 1 and 2 for the tests labelled unit and torch only (the
 #                              target quick-tests): the edit-test loop -- no CLI, GUI, benchmarks,
