@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model_options.h"
+#include "optimizer_options.h"
 #include "schedule_options.h"
 
 #include <pipeprof/core/report.h>
@@ -28,7 +29,7 @@ struct RunFlags {
   ScheduleFlags schedule;
   std::int64_t steps = 10;
   std::int64_t warmup = 2;
-  double learningRate = 1e-3;
+  OptimizerFlags optimizer;
   std::string tracePath;
   std::string cuptiMode = "cheap";  ///< what CUPTI records with --trace on CUDA: cheap | exact
   std::string profilePath;

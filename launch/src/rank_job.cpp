@@ -58,7 +58,7 @@ nlohmann::json toJson(const RankJob& job) {
     json["devices"] = devices;
     json["steps"] = job.steps;
     json["warmup_steps"] = job.warmupSteps;
-    json["learning_rate"] = job.learningRate;
+    json["optimizer"] = pipeprof::toJson(job.optimizer);
     json["trace_path"] = job.tracePath;
     json["cupti_mode"] = cuptiModeName(job.cuptiMode);
   } else {
@@ -95,7 +95,7 @@ RankJob rankJobFromJson(const nlohmann::json& json, const std::string& file) {
     }
     job.steps = root.at("steps").asPositiveInt();
     job.warmupSteps = root.at("warmup_steps").asNonNegativeInt();
-    job.learningRate = root.at("learning_rate").asNumber();
+    job.optimizer = optimizerFromJson(root.at("optimizer"));
     job.tracePath = root.at("trace_path").asString();
     job.cuptiMode = parseAt(root.at("cupti_mode"), parseCuptiMode);
   } else if (kindName == "link_benchmark") {

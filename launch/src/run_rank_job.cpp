@@ -22,7 +22,7 @@ TrainingOptions trainingOptions(const RankJob& job) {
   options.batch = job.candidate.batch;
   options.steps = job.steps;
   options.warmupSteps = job.warmupSteps;
-  options.learningRate = job.learningRate;
+  options.optimizer = job.optimizer;
   options.captureTrace = !job.tracePath.empty();
   options.cuptiMode = job.cuptiMode;
   return options;

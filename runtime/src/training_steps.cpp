@@ -31,6 +31,31 @@ void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, 
   tracer->record(std::move(event));
 }
 
+/// The optimizer of `spec` over `parameters`; its state is created at its first step.
+std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const OptimizerSpec& spec,
+                                                       const std::vector<torch::Tensor>& parameters) {
+  const double decay = spec.effectiveWeightDecay();
+  switch (spec.kind) {
+    case OptimizerKind::Sgd:
+      return std::make_unique<torch::optim::SGD>(parameters,
+                                                 torch::optim::SGDOptions(spec.learningRate).weight_decay(decay));
+    case OptimizerKind::Momentum:
+      return std::make_unique<torch::optim::SGD>(
+          parameters, torch::optim::SGDOptions(spec.learningRate).momentum(spec.momentum).weight_decay(decay));
+    case OptimizerKind::Adam:
+      return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(spec.learningRate)
+                                                                  .betas(std::make_tuple(spec.beta1, spec.beta2))
+                                                                  .eps(spec.eps)
+                                                                  .weight_decay(decay));
+    case OptimizerKind::AdamW:
+      return std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(spec.learningRate)
+                                                                   .betas(std::make_tuple(spec.beta1, spec.beta2))
+                                                                   .eps(spec.eps)
+                                                                   .weight_decay(decay));
+  }
+  throw std::invalid_argument("unknown optimizer kind");
+}
+
 void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters) {
   for (const torch::Tensor& parameter : parameters) {
     torch::Tensor grad = parameter.grad();
@@ -46,6 +71,7 @@ void validateTrainingOptions(const TrainingOptions& options) {
     throw std::invalid_argument("warm-up steps must not be negative, got " + std::to_string(options.warmupSteps));
   }
   if (options.batch <= 0) throw std::invalid_argument("batch must be positive, got " + std::to_string(options.batch));
+  validateOptimizer(options.optimizer);
   if (options.chunks > options.batch) {
     throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
                                 std::to_string(options.batch) + "): every micro-batch needs a sample");
@@ -54,10 +80,8 @@ void validateTrainingOptions(const TrainingOptions& options) {
 
 std::vector<double> runTrainingSteps(const TrainingOptions& options, const std::vector<torch::Tensor>& parameters,
                                      const StepHooks& hooks, HostTracer* tracer, const std::string& traceDevice) {
-  std::unique_ptr<torch::optim::SGD> optimizer;
-  if (!parameters.empty()) {
-    optimizer = std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(options.learningRate));
-  }
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (!parameters.empty()) optimizer = makeOptimizer(options.optimizer, parameters);
   std::vector<double> losses;
   const auto step = [&](bool measured) {
     hooks.beforeStep();

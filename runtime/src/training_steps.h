@@ -36,16 +36,18 @@ struct StepHooks {
 };
 
 /// Runs options.warmupSteps + options.steps steps: gradients zeroed in place (so they stay
-/// allocated between steps, as the memory model assumes), the pipeline step, then plain SGD
-/// (options.learningRate, no momentum) over `parameters` (none: no optimizer step). With a
+/// allocated between steps, as the memory model assumes), the pipeline step, then
+/// options.optimizer's step over `parameters` (none: no optimizer step; its state, if any, is
+/// created at its first step, as LibTorch does). With a
 /// tracer, records "warmup" and "step" on lane "host" and "optimizer" on lane "optimizer" of
 /// `traceDevice`. Returns the loss of every step whose loss was defined, warm-up steps first.
 /// Throws TrainingStopped when options.stop asks after a step, and what the hooks throw.
 std::vector<double> runTrainingSteps(const TrainingOptions& options, const std::vector<torch::Tensor>& parameters,
                                      const StepHooks& hooks, HostTracer* tracer, const std::string& traceDevice);
 
-/// Throws std::invalid_argument for non-positive steps or batch, negative warm-up steps, or
-/// chunks > batch (the checks of every training loop, threaded or one rank's).
+/// Throws std::invalid_argument for non-positive steps or batch, negative warm-up steps,
+/// chunks > batch, or an optimizer hyperparameter out of range (the checks of every training
+/// loop, threaded or one rank's).
 void validateTrainingOptions(const TrainingOptions& options);
 
 }  // namespace pipeprof

@@ -69,6 +69,15 @@ TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
   }
 }
 
+TEST(RunDist, TwoRanksTrainWithEveryOptimizerAsTheThreadedPipe) {
+  for (const std::string optimizer :
+       {"--optimizer momentum", "--optimizer adam", "--optimizer adamw --betas 0.8,0.9"}) {
+    const std::vector<double> expected = losses("--devices cpu,cpu --balance 3,2 --schedule 1f1b " + optimizer);
+    ASSERT_EQ(expected.size(), 3u) << optimizer;
+    expectSameLosses(losses("--procs 2 --balance 3,2 --schedule 1f1b " + optimizer), expected, optimizer);
+  }
+}
+
 /// unet --depth 2 has 19 layers: enc0 (conv relu stash pool) enc1 (4) mid (2) dec1 (up concat conv
 /// relu) dec0 (4) head. Split 3,8,8: skip0 goes from stage 0 (layer 2) to stage 2 (layer 15),
 /// past rank 1; skip1 from stage 1 (layer 6) to stage 2 (layer 11).

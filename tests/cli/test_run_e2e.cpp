@@ -65,6 +65,42 @@ TEST(RunE2E, JsonAndTextNameTheScheduleAndThePerDevicePeaks) {
   EXPECT_NE(r.all.find("device 1 "), std::string::npos) << r.all;
 }
 
+TEST(RunE2E, TheOptimizerAskedForTrainsAndIsReported) {
+  const std::string flags = "--balance 2,3 --schedule 1f1b ";
+  const std::vector<double> sgd = losses(flags);
+  const ProcessResult r = pipeprof(kRun + flags + "--optimizer adamw --betas 0.8,0.99");
+  ASSERT_EQ(r.code, 0) << r.all;
+  const nlohmann::json out = nlohmann::json::parse(r.all.substr(r.all.find('{')));
+  EXPECT_EQ(out.at("optimizer").at("kind"), "adamw");
+  EXPECT_EQ(out.at("optimizer").at("weight_decay"), 0.01) << "PyTorch's default for adamw";
+  EXPECT_EQ(out.at("optimizer").at("betas"), nlohmann::json::array({0.8, 0.99}));
+  const auto adamw = out.at("losses").get<std::vector<double>>();
+  ASSERT_EQ(adamw.size(), sgd.size());
+  EXPECT_DOUBLE_EQ(adamw.front(), sgd.front()) << "the same start";
+  EXPECT_NE(adamw.back(), sgd.back()) << "another update";
+
+  std::string text = kRun + flags + "--optimizer momentum";
+  text.replace(text.find("--json"), 6, "");
+  const ProcessResult momentum = pipeprof(text);
+  ASSERT_EQ(momentum.code, 0) << momentum.all;
+  EXPECT_NE(momentum.all.find("optimizer: momentum (lr 0.5, weight decay 0, momentum 0.9)"), std::string::npos)
+      << momentum.all;
+}
+
+TEST(RunE2E, BadOptimizerFlagsAreUsageErrorsNamingTheFlag) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--optimizer lion", "--optimizer: invalid optimizer 'lion': expected one of sgd, momentum, adam, adamw"},
+      {"--optimizer adamw --weight-decay -1", "--weight-decay must not be negative, got -1"},
+      {"--betas 0.9,0.99", "--betas applies to adam and adamw, not --optimizer sgd"},
+      {"--optimizer adam --betas 1,0.9", "--betas: beta1 must be in [0, 1), got 1"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const ProcessResult r = pipeprof(kRun + "--balance 2,3 " + flags);
+    EXPECT_EQ(r.code, 2) << flags << "\n" << r.all;
+    EXPECT_NE(r.all.find(message), std::string::npos) << flags << "\n" << r.all;
+  }
+}
+
 TEST(RunE2E, BadScheduleFlagsAreUsageErrorsNamingTheValue) {
   struct Case {
     std::string flags;

@@ -34,7 +34,7 @@ RankJob tinyJob() {
   job.devices = {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")};
   job.steps = 2;
   job.warmupSteps = 1;
-  job.learningRate = 0.5;
+  job.optimizer.learningRate = 0.5;
   job.timeout = std::chrono::seconds(30);
   return job;
 }
@@ -73,7 +73,7 @@ TEST(LocalRun, TwoRanksTrainToTheThreadedPipesLosses) {
   options.batch = job.candidate.batch;
   options.steps = job.steps;
   options.warmupSteps = job.warmupSteps;
-  options.learningRate = job.learningRate;
+  options.optimizer = job.optimizer;
   const TrainingResult threaded = trainAndMeasure(model, options);
   ASSERT_EQ(run.losses.size(), threaded.losses.size());
   for (std::size_t s = 0; s < run.losses.size(); ++s) {

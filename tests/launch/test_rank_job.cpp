@@ -28,7 +28,9 @@ RankJob trainJob() {
   job.devices = {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")};
   job.steps = 3;
   job.warmupSteps = 1;
-  job.learningRate = 0.5;
+  job.optimizer.kind = OptimizerKind::AdamW;
+  job.optimizer.learningRate = 0.5;
+  job.optimizer.beta2 = 0.99;
   job.tracePath = "/tmp/t.json";
   job.cuptiMode = CuptiMode::Exact;
   job.timeout = std::chrono::milliseconds(2500);
@@ -65,7 +67,8 @@ TEST(RankJob, ATrainJobReadsBackAsWritten) {
   EXPECT_EQ(back.devices, job.devices);
   EXPECT_EQ(back.steps, 3);
   EXPECT_EQ(back.warmupSteps, 1);
-  EXPECT_DOUBLE_EQ(back.learningRate, 0.5);
+  EXPECT_EQ(back.optimizer, job.optimizer);
+  EXPECT_EQ(json.at("optimizer").at("kind"), "adamw");
   EXPECT_EQ(back.tracePath, "/tmp/t.json");
   EXPECT_EQ(back.cuptiMode, CuptiMode::Exact);
   EXPECT_EQ(back.timeout, std::chrono::milliseconds(2500));
@@ -122,6 +125,12 @@ TEST(RankJob, TheReaderNamesTheFileThePathAndWhatWasExpected) {
   bad = good;
   bad["timeout_ms"] = 0;
   EXPECT_THAT(readError(bad), HasSubstr("job.json: $.timeout_ms"));
+  bad = good;
+  bad["optimizer"]["kind"] = "lion";
+  EXPECT_THAT(readError(bad), HasSubstr("job.json: $.optimizer.kind: invalid optimizer 'lion'"));
+  bad = good;
+  bad["optimizer"]["betas"] = {0.9, 1.0};
+  EXPECT_THAT(readError(bad), HasSubstr("job.json: $.optimizer: beta2 must be in [0, 1), got 1"));
 }
 
 TEST(RankJob, EachRankHasItsOwnTraceResultAndStages) {

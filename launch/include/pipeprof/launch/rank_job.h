@@ -8,6 +8,7 @@
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/device.h>
+#include <pipeprof/core/optimizer.h>
 #include <pipeprof/launch/cpu_binding.h>
 #include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/models.h>
@@ -42,7 +43,7 @@ struct RankJob {
   std::vector<DeviceDesc> devices;
   std::int64_t steps = 10;       ///< measured training steps
   std::int64_t warmupSteps = 2;  ///< untimed steps before them
-  double learningRate = 1e-3;    ///< plain SGD
+  OptimizerSpec optimizer;       ///< every step's optimizer (default: plain SGD)
   /// Non-empty: every rank records its trace and writes it to rankTracePath(tracePath, rank).
   std::string tracePath;
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records in a traced rank on CUDA

@@ -40,7 +40,8 @@ struct RankTrainingResult {
 };
 
 /// Trains this rank's stages of `model` (built whole on the CPU by every rank from the same
-/// seed; the other stages are dropped) for options.warmupSteps + options.steps SGD steps on
+/// seed; the other stages are dropped) for options.warmupSteps + options.steps steps of
+/// options.optimizer (over this rank's parameters: every optimizer here works per parameter) on
 /// the model's synthetic batch, as trainAndMeasure does for the threaded Pipe: the same losses
 /// for the same seed. options.devices holds one device per rank (this rank uses
 /// devices[rank]). Every step starts after a barrier and is timed on this rank alone; the

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/optimizer.h>
 #include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/schedule.h>
@@ -26,7 +27,7 @@ struct TrainingOptions : PipelineShape {
   std::int64_t batch = 1;
   std::int64_t warmupSteps = 2;
   std::int64_t steps = 10;
-  double learningRate = 1e-3;              ///< plain SGD, no momentum (no optimizer state)
+  OptimizerSpec optimizer;                 ///< default: plain SGD, lr 1e-3 (no optimizer state)
   std::int64_t dataSeed = 0;               ///< seed of the synthetic batch
   bool captureTrace = false;               ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
@@ -55,8 +56,8 @@ struct TrainingResult {
 };
 
 /// Trains `model` (moved into a Pipe with the options' schedule) for warmupSteps + steps steps
-/// of SGD on one synthetic batch: each step is Pipe::step (forward, the model's loss per
-/// micro-batch on the last stage, backward, in schedule order) and an optimizer step, timed
+/// of options.optimizer on one synthetic batch: each step is Pipe::step (forward, the model's
+/// loss per micro-batch on the last stage, backward, in schedule order) and an optimizer step, timed
 /// with a steady clock (CUDA devices synchronised before the clock is read). Gradients are
 /// zeroed in place, not freed, so they stay allocated between steps as the memory model
 /// assumes. Per-pipeline-device peak bytes are the largest Pipe::peakBytes() over the measured
@@ -67,8 +68,9 @@ struct TrainingResult {
 /// "host") and "optimizer" (lane "optimizer"), the Pipe's op spans and memory counters, and on CUDA the CUPTI kernels
 /// and copies attributed to the ops.
 ///
-/// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe)
-/// or non-positive steps, batch or chunks > batch; TrainingStopped when options.stop asks.
+/// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe),
+/// non-positive steps, batch or chunks > batch, or an optimizer hyperparameter out of range;
+/// TrainingStopped when options.stop asks.
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options);
 
 }  // namespace pipeprof

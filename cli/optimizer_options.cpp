@@ -1,0 +1,71 @@
+// Shared CLI flags for the training step's optimizer.
+#include "optimizer_options.h"
+
+#include "commands.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace pipeprof::cli {
+namespace {
+
+/// "0.9,0.999" -> {0.9, 0.999}; throws std::invalid_argument otherwise.
+std::pair<double, double> parseBetas(const std::string& text) {
+  const std::size_t comma = text.find(',');
+  const auto number = [&](const std::string& part) {
+    std::size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = std::string::npos;
+    }
+    if (part.empty() || used != part.size()) {
+      throw std::invalid_argument("expected two numbers B1,B2 such as 0.9,0.999, got '" + text + "'");
+    }
+    return value;
+  };
+  if (comma == std::string::npos) number("");
+  return {number(text.substr(0, comma)), number(text.substr(comma + 1))};
+}
+
+}  // namespace
+
+void addOptimizerFlags(CLI::App& command, OptimizerFlags& flags) {
+  command
+      .add_option("--optimizer", flags.optimizer,
+                  "sgd (plain), momentum (SGD, momentum 0.9), adam or adamw: the optimizer step of every training "
+                  "step; its state is created at the first step")
+      ->capture_default_str()
+      ->type_name("KIND");
+  command.add_option("--lr", flags.learningRate, "Learning rate")->capture_default_str();
+  command.add_option("--weight-decay", flags.weightDecay, "Weight decay (default: adamw 0.01, the others 0)")
+      ->type_name("X");
+  command.add_option("--betas", flags.betas, "adam and adamw: the moments' decay rates (default 0.9,0.999)")
+      ->type_name("B1,B2");
+}
+
+OptimizerSpec optimizerFromFlags(const OptimizerFlags& flags) {
+  OptimizerSpec spec;
+  spec.kind = parseFlag("--optimizer", [&] { return parseOptimizerKind(flags.optimizer); });
+  spec.learningRate = flags.learningRate;
+  spec.weightDecay = flags.weightDecay;
+  if (!flags.betas.empty()) {
+    if (!spec.usesBetas()) {
+      throw UsageError(fmt::format("--betas applies to adam and adamw, not --optimizer {}", flags.optimizer));
+    }
+    std::tie(spec.beta1, spec.beta2) = parseFlag("--betas", [&] { return parseBetas(flags.betas); });
+  }
+  if (!(spec.learningRate > 0.0)) throw UsageError(fmt::format("--lr must be positive, got {}", spec.learningRate));
+  if (!(spec.effectiveWeightDecay() >= 0.0)) {
+    throw UsageError(fmt::format("--weight-decay must not be negative, got {}", spec.effectiveWeightDecay()));
+  }
+  parseFlag("--betas", [&] {  // what is left to check: the betas
+    validateOptimizer(spec);
+    return 0;
+  });
+  return spec;
+}
+
+}  // namespace pipeprof::cli
