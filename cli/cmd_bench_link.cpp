@@ -7,6 +7,7 @@
 #include <pipeprof/launch/local_run.h>
 #include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/launch/run_rank_job.h>
+#include <pipeprof/runtime/c10d_transport.h>
 #include <pipeprof/runtime/link_benchmark.h>
 #include <pipeprof/runtime/rank_environment.h>
 
@@ -64,7 +65,7 @@ void runBenchLink(const BenchLinkFlags& flags) {
   job.linkDevice = flags.device;
   job.repeats = flags.repeats;
   job.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
-  const std::string transport = flags.device == "cpu" ? "gloo" : "nccl";
+  const std::string transport = c10dBackendName(flags.device);
   if (const std::optional<RankEnvironment> environment = rankEnvironmentFromProcess()) {
     const nlohmann::json result = launch::runRankJob(job, *environment);  // as a rank of torchrun's world
     if (environment->rank == 0) report(flags, launch::linkMeasurementFromJson(result), transport);

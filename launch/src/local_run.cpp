@@ -6,6 +6,7 @@
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/launch/rank_worker.h>
 #include <pipeprof/launch/run_rank_job.h>
+#include <pipeprof/runtime/c10d_transport.h>
 
 #include <unistd.h>
 
@@ -48,8 +49,7 @@ LocalRun launchLocalRun(const RankJob& given, const LocalRunOptions& options, co
   const bool traced = !given.tracePath.empty();
   if (traced) job.tracePath = scratch.file("trace.json");
   const LocalWorldRun run = runOrThrow(
-      job, options, scratch, stop,
-      [&](int rank) { return "rank " + std::to_string(rank) + " (" + rankStagesText(rank, job.candidate) + ")"; }, "");
+      job, options, scratch, stop, [&](int rank) { return rankWithStagesText(rank, job.candidate); }, "");
 
   LocalRun launched;
   Measurement& m = launched.measurement;
@@ -79,7 +79,7 @@ LocalRun launchLocalRun(const RankJob& given, const LocalRunOptions& options, co
                                {"candidate", job.candidate.label()},
                                {"process_layout", std::to_string(procs) + " processes"}};
   }
-  launched.transport = job.devices.front().typeName() == "cuda" ? "nccl" : "gloo";
+  launched.transport = c10dBackendName(job.devices.front().typeName());
   launched.layout = {{"procs", procs}, {"transport", launched.transport}, {"hosts", hosts}};
   return launched;
 }

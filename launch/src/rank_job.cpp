@@ -141,4 +141,8 @@ std::string rankStagesText(int rank, const Candidate& candidate) {
   return (text.find(',') == std::string::npos ? "stage " : "stages ") + text;
 }
 
+std::string rankWithStagesText(int rank, const Candidate& candidate) {
+  return "rank " + std::to_string(rank) + " (" + rankStagesText(rank, candidate) + ")";
+}
+
 }  // namespace pipeprof::launch

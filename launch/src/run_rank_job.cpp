@@ -64,8 +64,7 @@ std::string describeRankFailure(const std::exception& error, int rank, const std
   const std::string self = rankLabel(rank, device) + " (" + rankStagesText(rank, job.candidate) + ")";
   const std::optional<TransportError> transport = findTransportError(error);
   if (!transport || transport->peer() < 0) return self + " failed: " + errorText(error);
-  const std::string peer =
-      "rank " + std::to_string(transport->peer()) + " (" + rankStagesText(transport->peer(), job.candidate) + ")";
+  const std::string peer = rankWithStagesText(transport->peer(), job.candidate);
   const std::string what =
       transport->timedOut() ? fmt::format(" sent nothing for {} s", static_cast<double>(job.timeout.count()) / 1000.0)
                             : std::string(" is gone");

@@ -8,8 +8,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cstdlib>
-#include <type_traits>
 #include <stdexcept>
+#include <type_traits>
 
 namespace pipeprof {
 namespace {
@@ -34,7 +34,8 @@ std::shared_ptr<::gloo::transport::Device> glooDevice(const RankEnvironment& env
 }
 
 std::unique_ptr<PointToPointGroup> makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
-                                                 const RankEnvironment& environment, std::chrono::milliseconds timeout) {
+                                                 const RankEnvironment& environment,
+                                                 std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(glooDevice(environment));
   return std::make_unique<c10d_detail::GroupAdapter<c10d::ProcessGroupGloo>>(
@@ -130,7 +131,8 @@ class C10dTransport final : public Transport {
 
   void publishFailure(const std::string& message) noexcept override {
     try {
-      if (store_->add(kFailureCountKey, 1) == 1) store_->set(kFailureKey, std::vector<std::uint8_t>(message.begin(), message.end()));
+      if (store_->add(kFailureCountKey, 1) == 1)
+        store_->set(kFailureKey, std::vector<std::uint8_t>(message.begin(), message.end()));
     } catch (...) {
       // The store's host is gone too: the other ranks report what they saw themselves.
     }
@@ -190,6 +192,8 @@ std::unique_ptr<RendezvousStore> hostRendezvousStore(const std::string& address,
   }
 }
 
+std::string c10dBackendName(const std::string& deviceType) { return deviceType == "cuda" ? "nccl" : "gloo"; }
+
 std::unique_ptr<Transport> connectC10d(const RankEnvironment& environment, const torch::Device& device,
                                        std::chrono::milliseconds timeout) {
   const std::string where = environment.masterAddr + ":" + std::to_string(environment.masterPort);
@@ -208,13 +212,15 @@ std::unique_ptr<Transport> connectC10d(const RankEnvironment& environment, const
   }
   std::unique_ptr<PointToPointGroup> group;
   try {
-    group = device.is_cuda() ? c10d_detail::makeNcclGroup(store, environment.rank, environment.worldSize, device, timeout)
-                             : makeGlooGroup(store, environment, timeout);
+    group = device.is_cuda()
+                ? c10d_detail::makeNcclGroup(store, environment.rank, environment.worldSize, device, timeout)
+                : makeGlooGroup(store, environment, timeout);
   } catch (const std::invalid_argument&) {
     throw;
   } catch (const std::exception& error) {
-    throw std::runtime_error("rank " + std::to_string(environment.rank) + " of " + std::to_string(environment.worldSize) +
-                             " could not form the process group over " + where + ": " + messageOf(error));
+    throw std::runtime_error("rank " + std::to_string(environment.rank) + " of " +
+                             std::to_string(environment.worldSize) + " could not form the process group over " + where +
+                             ": " + messageOf(error));
   }
   return std::make_unique<C10dTransport>(environment, device, std::move(store), std::move(group));
 }

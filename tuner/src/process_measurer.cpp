@@ -2,6 +2,7 @@
 #include <pipeprof/tuner/process_measurer.h>
 
 #include <pipeprof/launch/local_run.h>
+#include <pipeprof/runtime/c10d_transport.h>
 #include <pipeprof/runtime/training_loop.h>
 
 namespace pipeprof::tuner {
@@ -37,8 +38,7 @@ MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const MeasureRe
 }
 
 nlohmann::json processLayout(int procs, const std::vector<DeviceDesc>& devices) {
-  const bool cuda = !devices.empty() && devices.front().typeName() == "cuda";
-  return {{"procs", procs}, {"transport", cuda ? "nccl" : "gloo"}};
+  return {{"procs", procs}, {"transport", c10dBackendName(devices.empty() ? "cpu" : devices.front().typeName())}};
 }
 
 Link measureRankLink(SweepConfig& config, std::chrono::milliseconds timeout, const StopToken& stop,

@@ -83,5 +83,7 @@ std::string rankTracePath(const std::string& path, int rank);
 std::string rankResultPath(const std::string& resultDir, int rank);
 /// The stages rank r holds in `candidate`: "stage 1", "stages 0,2".
 std::string rankStagesText(int rank, const Candidate& candidate);
+/// Rank r and its stages, as failures name a rank: "rank 1 (stages 1,3)".
+std::string rankWithStagesText(int rank, const Candidate& candidate);
 
 }  // namespace pipeprof::launch

@@ -21,6 +21,10 @@ namespace pipeprof {
 std::unique_ptr<Transport> connectC10d(const RankEnvironment& environment, const torch::Device& device,
                                        std::chrono::milliseconds timeout);
 
+/// The c10d backend connectC10d uses on a device of `deviceType` ("cpu", "cuda"): "gloo" on a
+/// CPU, "nccl" on CUDA.
+std::string c10dBackendName(const std::string& deviceType);
+
 /// The rendezvous store of a world a launcher starts (`pipeprof run --procs N`). Hosted by the
 /// launcher, it outlives every rank, so the failure a rank publishes survives that rank.
 class RendezvousStore {
