@@ -30,6 +30,18 @@ std::pair<double, double> parseBetas(const std::string& text) {
   return {number(text.substr(0, comma)), number(text.substr(comma + 1))};
 }
 
+/// The flag that sets `field` (momentum and eps have none: the optimizer's).
+std::string flagOf(OptimizerField field) {
+  switch (field) {
+    case OptimizerField::LearningRate: return "--lr";
+    case OptimizerField::WeightDecay: return "--weight-decay";
+    case OptimizerField::Betas: return "--betas";
+    case OptimizerField::Momentum:
+    case OptimizerField::Eps: break;
+  }
+  return "--optimizer";
+}
+
 }  // namespace
 
 void addOptimizerFlags(CLI::App& command, OptimizerFlags& flags) {
@@ -57,14 +69,11 @@ OptimizerSpec optimizerFromFlags(const OptimizerFlags& flags) {
     }
     std::tie(spec.beta1, spec.beta2) = parseFlag("--betas", [&] { return parseBetas(flags.betas); });
   }
-  if (!(spec.learningRate > 0.0)) throw UsageError(fmt::format("--lr must be positive, got {}", spec.learningRate));
-  if (!(spec.effectiveWeightDecay() >= 0.0)) {
-    throw UsageError(fmt::format("--weight-decay must not be negative, got {}", spec.effectiveWeightDecay()));
-  }
-  parseFlag("--betas", [&] {  // what is left to check: the betas
+  try {
     validateOptimizer(spec);
-    return 0;
-  });
+  } catch (const OptimizerError& error) {
+    throw UsageError(flagOf(error.field()) + ": " + error.what());
+  }
   return spec;
 }
 

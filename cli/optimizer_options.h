@@ -22,7 +22,8 @@ struct OptimizerFlags {
 void addOptimizerFlags(CLI::App& command, OptimizerFlags& flags);
 
 /// The optimizer the flags describe. Throws UsageError naming the flag: an unknown optimizer,
-/// a hyperparameter out of range, or --betas given to an optimizer without betas.
+/// a hyperparameter out of range (validateOptimizer's message), or --betas given to an
+/// optimizer without betas.
 OptimizerSpec optimizerFromFlags(const OptimizerFlags& flags);
 
 }  // namespace pipeprof::cli

@@ -20,8 +20,8 @@ std::string number(double value) {
   return text.str();
 }
 
-void requireInUnitInterval(const std::string& name, double value) {
-  if (!(value >= 0.0 && value < 1.0)) throw std::invalid_argument(name + " must be in [0, 1), got " + number(value));
+void requireInUnitInterval(OptimizerField field, const std::string& name, double value) {
+  if (!(value >= 0.0 && value < 1.0)) throw OptimizerError(field, name + " must be in [0, 1), got " + number(value));
 }
 
 }  // namespace
@@ -60,15 +60,18 @@ bool OptimizerSpec::operator==(const OptimizerSpec& other) const {
 
 void validateOptimizer(const OptimizerSpec& spec) {
   if (!(spec.learningRate > 0.0)) {
-    throw std::invalid_argument("the learning rate must be positive, got " + number(spec.learningRate));
+    throw OptimizerError(OptimizerField::LearningRate,
+                         "the learning rate must be positive, got " + number(spec.learningRate));
   }
   if (!(spec.effectiveWeightDecay() >= 0.0)) {
-    throw std::invalid_argument("weight decay must not be negative, got " + number(spec.effectiveWeightDecay()));
+    throw OptimizerError(OptimizerField::WeightDecay,
+                         "weight decay must not be negative, got " + number(spec.effectiveWeightDecay()));
   }
-  requireInUnitInterval("momentum", spec.momentum);
-  requireInUnitInterval("beta1", spec.beta1);
-  requireInUnitInterval("beta2", spec.beta2);
-  if (!(spec.eps >= 0.0)) throw std::invalid_argument("eps must not be negative, got " + number(spec.eps));
+  requireInUnitInterval(OptimizerField::Momentum, "momentum", spec.momentum);
+  requireInUnitInterval(OptimizerField::Betas, "beta1", spec.beta1);
+  requireInUnitInterval(OptimizerField::Betas, "beta2", spec.beta2);
+  if (!(spec.eps >= 0.0))
+    throw OptimizerError(OptimizerField::Eps, "eps must not be negative, got " + number(spec.eps));
 }
 
 std::string describeOptimizer(const OptimizerSpec& spec) {

@@ -53,8 +53,8 @@ TEST(OptimizerFlags, SetEveryHyperparameter) {
 TEST(OptimizerFlags, EachMistakeIsNamedByItsFlag) {
   EXPECT_EQ(usageError({"--optimizer", "lion"}),
             "--optimizer: invalid optimizer 'lion': expected one of sgd, momentum, adam, adamw");
-  EXPECT_EQ(usageError({"--lr", "0"}), "--lr must be positive, got 0");
-  EXPECT_EQ(usageError({"--weight-decay", "-1"}), "--weight-decay must not be negative, got -1");
+  EXPECT_EQ(usageError({"--lr", "0"}), "--lr: the learning rate must be positive, got 0");
+  EXPECT_EQ(usageError({"--weight-decay", "-1"}), "--weight-decay: weight decay must not be negative, got -1");
   EXPECT_EQ(usageError({"--betas", "0.9,0.99"}), "--betas applies to adam and adamw, not --optimizer sgd");
   EXPECT_EQ(usageError({"--optimizer", "adam", "--betas", "0.9"}),
             "--betas: expected two numbers B1,B2 such as 0.9,0.999, got '0.9'");

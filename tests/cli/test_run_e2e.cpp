@@ -90,7 +90,7 @@ TEST(RunE2E, TheOptimizerAskedForTrainsAndIsReported) {
 TEST(RunE2E, BadOptimizerFlagsAreUsageErrorsNamingTheFlag) {
   const std::pair<std::string, std::string> cases[] = {
       {"--optimizer lion", "--optimizer: invalid optimizer 'lion': expected one of sgd, momentum, adam, adamw"},
-      {"--optimizer adamw --weight-decay -1", "--weight-decay must not be negative, got -1"},
+      {"--optimizer adamw --weight-decay -1", "--weight-decay: weight decay must not be negative, got -1"},
       {"--betas 0.9,0.99", "--betas applies to adam and adamw, not --optimizer sgd"},
       {"--optimizer adam --betas 1,0.9", "--betas: beta1 must be in [0, 1), got 1"},
   };

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 namespace pipeprof {
@@ -75,6 +76,27 @@ TEST(Optimizer, EachHyperparameterOutOfRangeIsNamed) {
   spec = OptimizerSpec{};
   spec.eps = -1e-8;
   EXPECT_EQ(validationError(spec), "eps must not be negative, got -1e-08");
+}
+
+TEST(Optimizer, TheErrorSaysWhichHyperparameter) {
+  const auto fieldOf = [](const OptimizerSpec& spec) {
+    try {
+      validateOptimizer(spec);
+    } catch (const OptimizerError& error) {
+      return std::optional<OptimizerField>(error.field());
+    }
+    return std::optional<OptimizerField>();
+  };
+  OptimizerSpec spec;
+  EXPECT_EQ(fieldOf(spec), std::nullopt);
+  spec.learningRate = -1.0;
+  EXPECT_EQ(fieldOf(spec), OptimizerField::LearningRate);
+  spec = OptimizerSpec{};
+  spec.weightDecay = -1.0;
+  EXPECT_EQ(fieldOf(spec), OptimizerField::WeightDecay);
+  spec = OptimizerSpec{};
+  spec.beta1 = 2.0;
+  EXPECT_EQ(fieldOf(spec), OptimizerField::Betas);
 }
 
 TEST(Optimizer, TheDescriptionNamesWhatTheKindUses) {

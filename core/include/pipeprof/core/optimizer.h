@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -43,9 +44,22 @@ struct OptimizerSpec {
   bool operator!=(const OptimizerSpec& other) const { return !(*this == other); }
 };
 
-/// Throws std::invalid_argument naming the value when a hyperparameter is out of range: the
-/// learning rate must be positive, weight decay and eps not negative, momentum and the betas in
-/// [0, 1).
+/// The hyperparameters a validation can find out of range.
+enum class OptimizerField { LearningRate, WeightDecay, Momentum, Betas, Eps };
+
+/// validateOptimizer's error: the message names the value, field() the hyperparameter (so that
+/// a command line can name its flag).
+class OptimizerError : public std::invalid_argument {
+ public:
+  OptimizerError(OptimizerField field, const std::string& message) : std::invalid_argument(message), field_(field) {}
+  OptimizerField field() const { return field_; }
+
+ private:
+  OptimizerField field_;
+};
+
+/// Throws OptimizerError naming the value when a hyperparameter is out of range: the learning
+/// rate must be positive, weight decay and eps not negative, momentum and the betas in [0, 1).
 void validateOptimizer(const OptimizerSpec& spec);
 
 /// "adamw (lr 0.001, weight decay 0.01, betas 0.9,0.999)": the kind and what it uses.
