@@ -44,6 +44,16 @@ OptimizerKind parseOptimizerKind(std::string_view text) {
                               "': expected one of sgd, momentum, adam, adamw");
 }
 
+int optimizerStateCopies(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::Sgd: return 0;
+    case OptimizerKind::Momentum: return 1;
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: return 2;
+  }
+  return 0;
+}
+
 double OptimizerSpec::effectiveWeightDecay() const {
   if (weightDecay) return *weightDecay;
   return kind == OptimizerKind::AdamW ? 0.01 : 0.0;

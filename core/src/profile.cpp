@@ -170,15 +170,18 @@ LayerProfile layerFromJson(const JsonCursor& json, LaunchConsistency& launches) 
   layer.paramBytes = json.at("param_bytes").asNonNegativeInt();
   layer.gradBytes = json.has("grad_bytes") ? json.at("grad_bytes").asNonNegativeInt() : layer.paramBytes;
   layer.optimizerBytes = json.has("optimizer_bytes") ? json.at("optimizer_bytes").asNonNegativeInt() : 0;
+  if (json.has("optimizer_step_ns")) layer.optimizerStepNs = json.at("optimizer_step_ns").asNonNegativeInt();
+  if (json.has("optimizer_step_bytes")) layer.optimizerStepBytes = json.at("optimizer_step_bytes").asNonNegativeInt();
+  if (json.has("cast_cache_bytes")) layer.castCacheBytes = json.at("cast_cache_bytes").asNonNegativeInt();
   JsonCursor costs = json.at("costs");
   if (costs.size() == 0) costs.fail("expected at least one cost sample");
   for (const JsonCursor& item : costs.items()) {
     CostSample cost = costFromJson(item);
     launches.check(item, cost);
     if (!layer.costs.empty() && cost.microBatch <= layer.costs.back().microBatch) {
-      item.at("micro_batch").fail("costs must be sorted by micro_batch with distinct sizes (" +
-                                  std::to_string(cost.microBatch) + " after " +
-                                  std::to_string(layer.costs.back().microBatch) + ")");
+      item.at("micro_batch")
+          .fail("costs must be sorted by micro_batch with distinct sizes (" + std::to_string(cost.microBatch) +
+                " after " + std::to_string(layer.costs.back().microBatch) + ")");
     }
     layer.costs.push_back(cost);
   }
@@ -193,6 +196,8 @@ ProfileEnvironment environmentFromJson(const JsonCursor& json) {
   if (json.has("device_name")) environment.deviceName = json.at("device_name").asString();
   if (json.has("threads")) environment.threads = json.at("threads").asPositiveInt();
   if (json.has("torch_version")) environment.torchVersion = json.at("torch_version").asString();
+  if (json.has("precision")) environment.precision = parseAt(json.at("precision"), parsePrecision);
+  if (json.has("optimizer")) environment.optimizer = optimizerFromJson(json.at("optimizer"));
   return environment;
 }
 
@@ -245,11 +250,16 @@ nlohmann::json toJson(const Profile& profile) {
   for (const LayerProfile& layer : profile.layers) {
     nlohmann::json costs = nlohmann::json::array();
     for (const CostSample& cost : layer.costs) costs.push_back(costToJson(cost));
-    layers.push_back({{"name", layer.name},
-                      {"param_bytes", layer.paramBytes},
-                      {"grad_bytes", layer.gradBytes},
-                      {"optimizer_bytes", layer.optimizerBytes},
-                      {"costs", costs}});
+    nlohmann::json item = {{"name", layer.name},
+                           {"param_bytes", layer.paramBytes},
+                           {"grad_bytes", layer.gradBytes},
+                           {"optimizer_bytes", layer.optimizerBytes}};
+    // Written only when measured, so older profiles write back byte for byte as before.
+    if (layer.optimizerStepNs != 0) item["optimizer_step_ns"] = layer.optimizerStepNs;
+    if (layer.optimizerStepBytes != 0) item["optimizer_step_bytes"] = layer.optimizerStepBytes;
+    if (layer.castCacheBytes != 0) item["cast_cache_bytes"] = layer.castCacheBytes;
+    item["costs"] = costs;
+    layers.push_back(item);
   }
   nlohmann::json skips = nlohmann::json::array();
   for (const SkipProfile& skip : profile.skips) {
@@ -266,7 +276,9 @@ nlohmann::json toJson(const Profile& profile) {
                            {"device_type", environment.deviceType},
                            {"device_name", environment.deviceName},
                            {"threads", environment.threads},
-                           {"torch_version", environment.torchVersion}}},
+                           {"torch_version", environment.torchVersion},
+                           {"precision", precisionName(environment.precision)},
+                           {"optimizer", toJson(environment.optimizer)}}},
                          {"input_bytes_per_sample", profile.inputBytesPerSample},
                          {"layers", layers},
                          {"skips", skips}};
@@ -315,8 +327,9 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
         item.at("pop_layer").fail("pop layer " + std::to_string(skip.popLayer) + " is out of range" + range);
       }
       if (skip.stashLayer >= skip.popLayer) {
-        item.at("pop_layer").fail("pop layer " + std::to_string(skip.popLayer) + " must come after stash layer " +
-                                  std::to_string(skip.stashLayer));
+        item.at("pop_layer")
+            .fail("pop layer " + std::to_string(skip.popLayer) + " must come after stash layer " +
+                  std::to_string(skip.stashLayer));
       }
       skip.bytesPerSample = item.at("bytes_per_sample").asNonNegativeInt();
       skip.unsavedBytesPerSample = skip.bytesPerSample;

@@ -294,7 +294,9 @@ nlohmann::json toJson(const Report& report) {
                            {"threads", environment.threads},
                            {"torch_version", environment.torchVersion},
                            {"pipeprof_revision", environment.pipeprofRevision},
-                           {"created_at", environment.createdAt}}},
+                           {"created_at", environment.createdAt},
+                           {"precision", precisionName(environment.precision)},
+                           {"optimizer", toJson(environment.optimizer)}}},
                          {"profile_path", report.profilePath},
                          {"candidates", candidates},
                          {"suggestion",
@@ -328,6 +330,8 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
   report.environment.torchVersion = optionalString(environment, "torch_version");
   report.environment.pipeprofRevision = optionalString(environment, "pipeprof_revision");
   report.environment.createdAt = optionalString(environment, "created_at");
+  if (environment.has("precision")) report.environment.precision = parseAt(environment.at("precision"), parsePrecision);
+  if (environment.has("optimizer")) report.environment.optimizer = optimizerFromJson(environment.at("optimizer"));
   report.profilePath = optionalString(root, "profile_path");
   if (root.has("profile") && !root.at("profile").value().is_null()) {
     report.profile = embedded(root.at("profile"), profileFromJson);

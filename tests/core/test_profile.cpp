@@ -81,13 +81,19 @@ TEST(CostAt, RejectsEmptyAndNonPositive) {
 
 Profile exampleProfile() {
   Profile profile;
-  profile.environment = {"resnet_tiny", "cpu", "Intel Xeon", 2, "1.13.1"};
+  OptimizerSpec adamw;
+  adamw.kind = OptimizerKind::AdamW;
+  adamw.learningRate = 3e-4;
+  profile.environment = {"resnet_tiny", "cpu", "Intel Xeon", 2, "1.13.1", Precision::Bf16, adamw};
   profile.inputBytesPerSample = 3072;
   LayerProfile a;
   a.name = "conv1";
   a.paramBytes = 1000;
   a.gradBytes = 1000;
   a.optimizerBytes = 2000;
+  a.optimizerStepNs = 700;
+  a.optimizerStepBytes = 1000;
+  a.castCacheBytes = 500;
   a.costs = {sample(1, 10, 20, 30, 40, 50), sample(4, 11, 21, 31, 41, 51)};
   LayerProfile b;
   b.name = "fc";
@@ -117,6 +123,13 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_EQ(back.layers[1].gradBytes, 3);
   EXPECT_EQ(back.skips[0].bytesPerSample, 123);
   EXPECT_EQ(back.skips[0].unsavedBytesPerSample, 100);
+  EXPECT_EQ(json["environment"]["precision"], "bf16");
+  EXPECT_EQ(back.environment.precision, Precision::Bf16);
+  EXPECT_EQ(back.environment.optimizer, profile.environment.optimizer);
+  EXPECT_EQ(back.layers[0].optimizerStepNs, 700);
+  EXPECT_EQ(back.layers[0].optimizerStepBytes, 1000);
+  EXPECT_EQ(back.layers[0].castCacheBytes, 500);
+  EXPECT_FALSE(json["layers"][1].contains("cast_cache_bytes")) << "written only when measured";
   expectEqual(back, profile);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_profile_" + std::to_string(::getpid()) + ".json";
@@ -136,6 +149,10 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   Profile profile = profileFromJson(json, "p.json");
   EXPECT_EQ(profile.layers[0].gradBytes, 16);
   EXPECT_EQ(profile.layers[0].optimizerBytes, 0);
+  EXPECT_EQ(profile.layers[0].optimizerStepNs, 0);
+  EXPECT_EQ(profile.layers[0].castCacheBytes, 0);
+  EXPECT_EQ(profile.environment.precision, Precision::Fp32) << "older profiles were measured in fp32";
+  EXPECT_EQ(profile.environment.optimizer, OptimizerSpec{}) << "and with plain SGD";
   EXPECT_EQ(profile.layers[0].costs[0].forwardWorkspaceBytes, 0);
   EXPECT_EQ(profile.layers[0].costs[0].backwardWorkspaceBytes, 0);
   EXPECT_EQ(profile.environment.threads, 1);
@@ -259,8 +276,8 @@ TEST(AllocatorRounding, BlockOfOneRequest) {
   EXPECT_EQ(roundToAllocatorBlock(1), 512);
   EXPECT_EQ(roundToAllocatorBlock(512), 512);
   EXPECT_EQ(roundToAllocatorBlock(513), 1024);
-  EXPECT_EQ(roundToAllocatorBlock(1 * kMiB), 1 * kMiB);                // largest small request
-  EXPECT_EQ(roundToAllocatorBlock(1 * kMiB + 1), 1 * kMiB + 512);      // large pool, 20 MiB segment
+  EXPECT_EQ(roundToAllocatorBlock(1 * kMiB), 1 * kMiB);            // largest small request
+  EXPECT_EQ(roundToAllocatorBlock(1 * kMiB + 1), 1 * kMiB + 512);  // large pool, 20 MiB segment
   EXPECT_EQ(roundToAllocatorBlock(9 * kMiB + 1), 9 * kMiB + 512);
   EXPECT_EQ(roundToAllocatorBlock(10 * kMiB - 1), 10 * kMiB);          // its own 10 MiB segment
   EXPECT_EQ(roundToAllocatorBlock(10 * kMiB + 1), 10 * kMiB + 512);    // 12 MiB segment, split

@@ -48,7 +48,10 @@ CandidateResult result(std::vector<std::int64_t> balance, std::int64_t chunks, s
 
 Report exampleReport() {
   Report report;
-  report.environment = {"mlp_tiny", 8, {"cpu", "cpu"}, 2, "1.13.1", "abc123", "2026-11-22T03:00:00Z"};
+  OptimizerSpec momentum;
+  momentum.kind = OptimizerKind::Momentum;
+  report.environment = {"mlp_tiny",      8,       {"cpu", "cpu"}, 2, "1.13.1", "abc123", "2026-11-22T03:00:00Z",
+                        Precision::Bf16, momentum};
   report.profilePath = "profile.json";
   Profile profile;
   profile.inputBytesPerSample = 16;
@@ -139,7 +142,8 @@ TEST(ReportJson, RoundTripIsExact) {
   Report report = exampleReport();
   nlohmann::json json = toJson(report);
   EXPECT_EQ(json["schema"], "pipeprof.report/v1");
-  EXPECT_EQ(json["suggestion"], nlohmann::json::parse(R"J({"best_measured": 1, "best_predicted": 0, "agree": false})J"));
+  EXPECT_EQ(json["suggestion"],
+            nlohmann::json::parse(R"J({"best_measured": 1, "best_predicted": 0, "agree": false})J"));
   EXPECT_EQ(json["candidates"][1]["measurement"]["samples_per_s"], 8e6);
   EXPECT_EQ(json["candidates"][0]["prediction"]["peak_op"][1], "forward(1,0)");
   EXPECT_EQ(json["candidates"][4]["status"], "failed");
@@ -150,6 +154,9 @@ TEST(ReportJson, RoundTripIsExact) {
   EXPECT_EQ(back.candidates[1].measuredAnalysis["bubble"], 0.4);
   EXPECT_TRUE(back.candidates[0].predictedAnalysis.is_null());
   EXPECT_EQ(back.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
+  EXPECT_EQ(json["environment"]["precision"], "bf16");
+  EXPECT_EQ(back.environment.precision, Precision::Bf16);
+  EXPECT_EQ(back.environment.optimizer.kind, OptimizerKind::Momentum);
   ASSERT_TRUE(back.cluster.has_value());
   EXPECT_EQ(back.cluster->link(0, 1).latencyNs, 100);
   EXPECT_EQ(back.calibration["device_speeds"][1], 0.9);
@@ -186,8 +193,8 @@ TEST(ReportJson, InterleavedCandidatesHaveOneEntryPerPipelineDevice) {
   EXPECT_EQ(back.candidates[5].prediction.peakBytes.size(), 2u);
   json["candidates"][5]["prediction"]["busy_ns"] = {1, 2, 3, 4};
   EXPECT_THAT([&] { reportFromJson(json, "r.json"); },
-              ThrowsMessage<FormatError>(
-                  StrEq("r.json: $.candidates[5].prediction.busy_ns: expected one entry per pipeline device (2), got 4")));
+              ThrowsMessage<FormatError>(StrEq(
+                  "r.json: $.candidates[5].prediction.busy_ns: expected one entry per pipeline device (2), got 4")));
 }
 
 std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
@@ -206,7 +213,9 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
             "r.json: $.schema: expected schema 'pipeprof.report/v1', got 'pipeprof.report/v0'");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["iteration_ns"] = -5; }),
             "r.json: $.candidates[1].prediction.iteration_ns: expected a non-negative integer, got -5");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["peak_bytes"] = {1, 2, 3}; }),
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["candidates"][1]["prediction"]["peak_bytes"] = {1, 2, 3};
+            }),
             "r.json: $.candidates[1].prediction.peak_bytes: expected one entry per pipeline device (2), got 3");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["bubble_fraction"] = 1.5; }),
             "r.json: $.candidates[1].prediction.bubble_fraction: expected a fraction between 0 and 1, got 1.5");
@@ -239,8 +248,9 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
 }
 
 TEST(ReportJson, ReadReportNamesTheFile) {
-  EXPECT_THAT([] { readReport("/nonexistent/report.json"); },
-              ThrowsMessage<FormatError>(StrEq("/nonexistent/report.json: cannot open file: No such file or directory")));
+  EXPECT_THAT(
+      [] { readReport("/nonexistent/report.json"); },
+      ThrowsMessage<FormatError>(StrEq("/nonexistent/report.json: cannot open file: No such file or directory")));
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ using namespace pipeprof;
 
 Profile makeProfile() {
   Profile profile;
-  profile.environment = {"mlp", "cpu", "synthetic CPU", 1, "1.13.1"};
+  profile.environment = {"mlp", "cpu", "synthetic CPU", 1, "1.13.1", pipeprof::Precision::Fp32, {}};
   profile.inputBytesPerSample = 4096;
   const char* names[] = {"fc0", "relu0", "fc1", "relu1", "fc2", "relu2", "fc3", "head"};
   const double weight[] = {1.0, 0.15, 1.6, 0.15, 1.6, 0.15, 1.2, 0.5};
@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir / "sample");
 
   Report report;
-  report.environment = {"mlp", 32, {"cpu", "cpu"}, 1, "1.13.1", "sample", "2026-11-22T00:00:00Z"};
+  report.environment = {
+      "mlp", 32, {"cpu", "cpu"}, 1, "1.13.1", "sample", "2026-11-22T00:00:00Z", pipeprof::Precision::Fp32, {}};
   report.profile = makeProfile();
   report.cluster = Cluster::uniform(2, Bytes{112} * 1024 * 1024, 10e9, 5'000, "cpu");
   report.complete = true;
@@ -86,10 +87,14 @@ int main(int argc, char** argv) {
     std::int64_t stagesPerDevice = 1;
   };
   const Spec specs[] = {
-      {{4, 4}, 4, Checkpoint::ExceptLast, 1.06, true},  {{3, 5}, 4, Checkpoint::ExceptLast, 1.04, true},
-      {{4, 4}, 8, Checkpoint::ExceptLast, 1.12, false}, {{5, 3}, 4, Checkpoint::Never, 0.95, true},
-      {{4, 4}, 2, Checkpoint::Always, 1.09, false},     {{2, 6}, 4, Checkpoint::ExceptLast, -1, false},
-      {{4, 4}, 1, Checkpoint::Never, 0, false},         {{6, 2}, 8, Checkpoint::Always, 0, false},
+      {{4, 4}, 4, Checkpoint::ExceptLast, 1.06, true},
+      {{3, 5}, 4, Checkpoint::ExceptLast, 1.04, true},
+      {{4, 4}, 8, Checkpoint::ExceptLast, 1.12, false},
+      {{5, 3}, 4, Checkpoint::Never, 0.95, true},
+      {{4, 4}, 2, Checkpoint::Always, 1.09, false},
+      {{2, 6}, 4, Checkpoint::ExceptLast, -1, false},
+      {{4, 4}, 1, Checkpoint::Never, 0, false},
+      {{6, 2}, 8, Checkpoint::Always, 0, false},
       {{7, 1}, 2, Checkpoint::Never, 0, false},
       // Another schedule family: 1f1b, measured. (Interleaved candidates are appended in
       // memory by sample.h's withInterleaved(): core's report reader still expects the
@@ -123,7 +128,8 @@ int main(int argc, char** argv) {
       m.stepNsMin = median - 15'000;
       m.stepNsMax = median + 20'000;
       m.samplesPerS = 32.0 / (static_cast<double>(median) / 1e9);
-      for (Bytes peak : result.prediction.peakBytes) m.peakBytes.push_back(static_cast<Bytes>(peak * (0.9 + 0.05 * index)));
+      for (Bytes peak : result.prediction.peakBytes)
+        m.peakBytes.push_back(static_cast<Bytes>(peak * (0.9 + 0.05 * index)));
       if (spec.traces) {
         m.tracePath = stem + "-measured.json";
         writeChromeTraceFile(measuredTrace(simulated.trace, spec.skew), (dir / m.tracePath).string());
@@ -147,9 +153,11 @@ int main(int argc, char** argv) {
   std::sort(order.begin(), order.end(), [&report](std::size_t a, std::size_t b) {
     return report.candidates[a].prediction.samplesPerS > report.candidates[b].prediction.samplesPerS;
   });
-  for (std::size_t r = 0; r < order.size(); ++r) report.candidates[order[r]].predictedRank = static_cast<std::int64_t>(r + 1);
+  for (std::size_t r = 0; r < order.size(); ++r)
+    report.candidates[order[r]].predictedRank = static_cast<std::int64_t>(r + 1);
   report.updateSuggestion();
   writeReport(report, (dir / "sample_report.json").string());
-  std::cout << "wrote " << (dir / "sample_report.json").string() << " with " << report.candidates.size() << " candidates\n";
+  std::cout << "wrote " << (dir / "sample_report.json").string() << " with " << report.candidates.size()
+            << " candidates\n";
   return 0;
 }

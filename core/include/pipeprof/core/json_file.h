@@ -42,10 +42,10 @@ class JsonCursor {
   const std::string& path() const { return path_; }
 
   bool has(const std::string& key) const;
-  JsonCursor at(const std::string& key) const;        ///< required member of an object
-  JsonCursor at(std::size_t index) const;             ///< element of an array
-  std::size_t size() const;                           ///< array length (requires an array)
-  std::vector<JsonCursor> items() const;              ///< array elements (requires an array)
+  JsonCursor at(const std::string& key) const;  ///< required member of an object
+  JsonCursor at(std::size_t index) const;       ///< element of an array
+  std::size_t size() const;                     ///< array length (requires an array)
+  std::vector<JsonCursor> items() const;        ///< array elements (requires an array)
 
   std::string asString() const;
   std::int64_t asInt() const;
@@ -65,5 +65,17 @@ class JsonCursor {
   std::string file_;
   std::string path_;
 };
+
+/// Runs `parse` on the cursor's string (parsePrecision, DeviceDesc::parse); the
+/// std::invalid_argument it throws becomes a FormatError at the cursor.
+template <typename Parse>
+auto parseAt(const JsonCursor& json, Parse parse) {
+  const std::string text = json.asString();
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& error) {
+    json.fail(error.what());
+  }
+}
 
 }  // namespace pipeprof

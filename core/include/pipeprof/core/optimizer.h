@@ -44,6 +44,11 @@ struct OptimizerSpec {
   bool operator!=(const OptimizerSpec& other) const { return !(*this == other); }
 };
 
+/// The state the optimizer keeps per trainable parameter once it has stepped, in tensors the
+/// size of the parameter (fp32, like the weights): sgd 0, momentum 1 (the momentum buffer),
+/// adam and adamw 2 (the two moments; LibTorch counts the step in a plain integer).
+int optimizerStateCopies(OptimizerKind kind);
+
 /// The hyperparameters a validation can find out of range.
 enum class OptimizerField { LearningRate, WeightDecay, Momentum, Betas, Eps };
 

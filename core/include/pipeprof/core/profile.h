@@ -1,6 +1,8 @@
 // The layer profile (pipeprof.profile/v1): measured per-layer costs of a model on a device type.
 #pragma once
 
+#include <pipeprof/core/optimizer.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
@@ -30,8 +32,8 @@ struct CostSample {
   std::int64_t microBatch = 1;  ///< samples in the micro-batch
   TimeNs forwardNs = 0;
   TimeNs backwardNs = 0;
-  Bytes outputBytes = 0;     ///< the layer's output
-  Bytes savedBytes = 0;      ///< what autograd keeps for backward
+  Bytes outputBytes = 0;  ///< the layer's output
+  Bytes savedBytes = 0;   ///< what autograd keeps for backward
   /// Transient peak of the forward above the layer's live results.
   Bytes forwardWorkspaceBytes = 0;
   /// Transient peak of the backward above the bytes live when it starts (the gradients of the
@@ -48,8 +50,20 @@ struct CostSample {
 struct LayerProfile {
   std::string name;
   Bytes paramBytes = 0;
-  Bytes gradBytes = 0;       ///< defaults to paramBytes in the file format
-  Bytes optimizerBytes = 0;  ///< defaults to 0
+  Bytes gradBytes = 0;  ///< defaults to paramBytes in the file format
+  /// The state of the profile's optimizer for the layer's parameters once it has stepped
+  /// (momentum: one buffer per parameter, adam and adamw: two; optimizerStateBytes). Defaults to 0.
+  Bytes optimizerBytes = 0;
+  /// The profile's optimizer stepping the layer's parameters alone: its time (median) and the
+  /// transient peak of its temporaries above the state (Adam's square root and quotient, the
+  /// size of a parameter). 0 in older files.
+  TimeNs optimizerStepNs = 0;
+  Bytes optimizerStepBytes = 0;
+  /// bf16/fp16: the cast copies of the layer's weights that autocast's cache keeps from their
+  /// first use in a step to the step's end, shared by every micro-batch (the ops that cast a
+  /// weight themselves; a copy made of a view, as LibTorch 1.13's Linear casts weight.t(), is
+  /// not cached and is in each micro-batch's savedBytes instead). 0 in fp32 and older files.
+  Bytes castCacheBytes = 0;
   std::vector<CostSample> costs;  ///< sorted by microBatch, distinct sizes
 
   /// Costs at any micro-batch size: piecewise-linear between samples, extrapolated from the
@@ -82,6 +96,10 @@ struct ProfileEnvironment {
   std::string deviceName;    ///< e.g. "NVIDIA H100" or the CPU model; informational
   std::int64_t threads = 1;  ///< intra-op threads used while measuring
   std::string torchVersion;  ///< LibTorch version, e.g. "1.13.1"
+  /// The training step measured: the forward's arithmetic (a layer's times and saved bytes are
+  /// that precision's) and the optimizer (the layers' optimizer fields). Older files: fp32, SGD.
+  Precision precision = Precision::Fp32;
+  OptimizerSpec optimizer;
 };
 
 struct Profile {

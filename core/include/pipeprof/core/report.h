@@ -21,31 +21,30 @@ inline constexpr const char* kReportSchema = "pipeprof.report/v1";
 struct Prediction {
   TimeNs iterationNs = 0;  ///< one training step (forward + backward of the mini-batch)
   double samplesPerS = 0.0;
-  double bubbleFraction = 0.0;       ///< mean over devices of idle / iteration time
-  std::vector<TimeNs> busyNs;        ///< per pipeline device (per partition when v is 1)
-  std::vector<Bytes> peakBytes;      ///< per pipeline device: all its stages together
-  std::vector<std::string> peakOp;   ///< per pipeline device: label of the op at which the peak happens
-  bool fits = true;                  ///< every device's peak within its capacity
+  double bubbleFraction = 0.0;                ///< mean over devices of idle / iteration time
+  std::vector<TimeNs> busyNs;                 ///< per pipeline device (per partition when v is 1)
+  std::vector<Bytes> peakBytes;               ///< per pipeline device: all its stages together
+  std::vector<std::string> peakOp;            ///< per pipeline device: label of the op at which the peak happens
+  bool fits = true;                           ///< every device's peak within its capacity
   std::vector<std::int64_t> overflowDevices;  ///< cluster device indices over capacity
-  std::string tracePath;             ///< predicted timeline (Chrome trace), if written
+  std::string tracePath;                      ///< predicted timeline (Chrome trace), if written
 };
 
 /// What the runtime did for one candidate.
 struct Measurement {
-  std::int64_t warmupSteps = 0;    ///< untimed steps before each round's timed ones
-  std::int64_t rounds = 1;         ///< runs of the candidate whose steps are pooled here
-  std::vector<TimeNs> stepNs;      ///< every measured step, in order (round after round)
+  std::int64_t warmupSteps = 0;  ///< untimed steps before each round's timed ones
+  std::int64_t rounds = 1;       ///< runs of the candidate whose steps are pooled here
+  std::vector<TimeNs> stepNs;    ///< every measured step, in order (round after round)
   TimeNs stepNsMedian = 0;
   TimeNs stepNsMin = 0;
   TimeNs stepNsMax = 0;
-  double samplesPerS = 0.0;        ///< batch / median step time
-  std::vector<Bytes> peakBytes;    ///< per pipeline device, as defined in docs/formats.md
-  std::string tracePath;           ///< measured timeline (Chrome trace), if written
+  double samplesPerS = 0.0;      ///< batch / median step time
+  std::vector<Bytes> peakBytes;  ///< per pipeline device, as defined in docs/formats.md
+  std::string tracePath;         ///< measured timeline (Chrome trace), if written
 
   /// Appends one more round: its steps, its peaks (the largest per device wins); then
   /// recomputes the statistics below for `batch` samples per step.
-  void addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes,
-                std::int64_t batch);
+  void addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes, std::int64_t batch);
   /// Recomputes stepNsMedian (the mean of the middle two for an even count), stepNsMin,
   /// stepNsMax and samplesPerS from stepNs; all zero when there are no steps.
   void updateStatistics(std::int64_t batch);
@@ -69,8 +68,8 @@ struct CandidateResult {
   std::int64_t predictedRank = 0;  ///< 1 = best predicted among those that fit; 0 = does not fit
   CandidateStatus status = CandidateStatus::Predicted;
   std::optional<Measurement> measurement;
-  std::string notMeasuredReason;  ///< e.g. "not in top 4", "predicted not to fit"
-  std::string error;              ///< Failed: the exception text
+  std::string notMeasuredReason;     ///< e.g. "not in top 4", "predicted not to fit"
+  std::string error;                 ///< Failed: the exception text
   nlohmann::json predictedAnalysis;  ///< timeline analysis of the predicted trace (may be null)
   nlohmann::json measuredAnalysis;   ///< timeline analysis of the measured trace (may be null)
 
@@ -88,8 +87,11 @@ struct ReportEnvironment {
   std::vector<std::string> devices;  ///< e.g. {"cpu", "cpu"}
   std::int64_t threads = 1;          ///< intra-op threads per worker
   std::string torchVersion;
-  std::string pipeprofRevision;      ///< git revision of pipeprof that wrote the report
-  std::string createdAt;             ///< ISO 8601 UTC
+  std::string pipeprofRevision;  ///< git revision of pipeprof that wrote the report
+  std::string createdAt;         ///< ISO 8601 UTC
+  /// What every measured step trained with. Older reports: fp32, plain SGD.
+  Precision precision = Precision::Fp32;
+  OptimizerSpec optimizer;
 };
 
 struct Suggestion {
@@ -100,9 +102,9 @@ struct Suggestion {
 
 struct Report {
   ReportEnvironment environment;
-  std::string profilePath;          ///< where the profile was cached, if anywhere
-  std::optional<Profile> profile;   ///< embedded profile
-  std::optional<Cluster> cluster;   ///< the cluster the simulator used
+  std::string profilePath;         ///< where the profile was cached, if anywhere
+  std::optional<Profile> profile;  ///< embedded profile
+  std::optional<Cluster> cluster;  ///< the cluster the simulator used
   /// The calibration the predictions used: a pipeprof.calibration/v1 object (the simulator
   /// reads it; see docs/formats.md), null when none. Reports written before it had a file of
   /// its own hold {"chained": ..., "drift": ...} here, with the profile and cluster above
