@@ -1,6 +1,7 @@
 // `pipeprof profile`: measures each layer of a model on a device into a pipeprof.profile/v1 file.
 #include "commands.h"
 #include "model_options.h"
+#include "training_step_options.h"
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/device.h>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <set>
 #include <string>
@@ -27,6 +29,7 @@ struct ProfileFlags {
   std::string timeBudget = "10s";
   std::int64_t minRuns = 5;
   std::int64_t warmupRuns = 2;
+  TrainingStepFlags trainingStep;
 };
 
 /// The sizes a GPipe run of the batch with 1, 2, 4 or 8 chunks gives its micro-batches.
@@ -40,9 +43,10 @@ void printSummary(const Profile& profile, std::ostream& out) {
   const std::int64_t largest = profile.layers.empty() || profile.layers.front().costs.empty()
                                    ? 0
                                    : profile.layers.front().costs.back().microBatch;
-  out << fmt::format("{} on {} ({}, {} threads, LibTorch {}), at micro-batch {}:\n", profile.environment.model,
-                     profile.environment.deviceType, profile.environment.deviceName, profile.environment.threads,
-                     profile.environment.torchVersion, largest);
+  const ProfileEnvironment& environment = profile.environment;
+  out << fmt::format("{} on {} ({}, {} threads, LibTorch {}), {}, {}, at micro-batch {}:\n", environment.model,
+                     environment.deviceType, environment.deviceName, environment.threads, environment.torchVersion,
+                     precisionName(environment.precision), describeOptimizer(environment.optimizer), largest);
   out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "#", "layer", "params",
                      "forward", "backward", "output", "saved", "fwd space", "bwd space");
   for (std::size_t L = 0; L < profile.layers.size(); ++L) {
@@ -57,6 +61,16 @@ void printSummary(const Profile& profile, std::ostream& out) {
     out << fmt::format("  skip {}: layer {} -> {}, {} per sample\n", skip.name, skip.stashLayer, skip.popLayer,
                        formatBytes(skip.bytesPerSample));
   }
+  Bytes stateBytes = 0, stepBytes = 0, castBytes = 0;
+  TimeNs stepNs = 0;
+  for (const LayerProfile& layer : profile.layers) {
+    stateBytes += layer.optimizerBytes;
+    stepNs += layer.optimizerStepNs;
+    stepBytes = std::max(stepBytes, layer.optimizerStepBytes);
+    castBytes += layer.castCacheBytes;
+  }
+  out << fmt::format("  optimizer: state {}, step {} (temporaries up to {}); autocast's cast copies {}\n",
+                     formatBytes(stateBytes), formatDuration(stepNs), formatBytes(stepBytes), formatBytes(castBytes));
 }
 
 void runProfile(const ProfileFlags& flags) {
@@ -78,6 +92,9 @@ void runProfile(const ProfileFlags& flags) {
     throw UsageError("--warmup-runs must not be negative, got " + std::to_string(flags.warmupRuns));
   options.minRuns = flags.minRuns;
   options.warmupRuns = flags.warmupRuns;
+  options.optimizer = optimizerFromFlags(flags.trainingStep);
+  options.precision = precisionFromFlags(flags.trainingStep);
+  requirePrecisionDevices(options.precision, {device});
 
   Profile profile = profileModel(model, options);
   profile.environment.model = flags.model.model;  // the name or path the user gave
@@ -108,6 +125,7 @@ void addProfileCommand(CLI::App& app) {
       ->capture_default_str();
   command.add_option("--min-runs", flags.minRuns, "at least this many timed runs per size")->capture_default_str();
   command.add_option("--warmup-runs", flags.warmupRuns, "untimed runs before timing")->capture_default_str();
+  addTrainingStepFlags(command, flags.trainingStep);
 }
 
 }  // namespace pipeprof::cli

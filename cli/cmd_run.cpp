@@ -110,7 +110,9 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   torchDevices(job.devices);  // present: CUDA available, indices in range
   job.steps = flags.steps;
   job.warmupSteps = flags.warmup;
-  job.optimizer = optimizerFromFlags(flags.optimizer);
+  job.optimizer = optimizerFromFlags(flags.trainingStep);
+  job.precision = precisionFromFlags(flags.trainingStep);
+  requirePrecisionDevices(job.precision, job.devices);
   job.tracePath = flags.tracePath;
   job.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.timeoutS * 1000.0));
   job.cpuBinding = flags.cpuBind == "cores" ? launch::CpuBinding::Cores : launch::CpuBinding::None;
@@ -128,6 +130,7 @@ void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& m, 
     json["schedule"] = scheduleKindName(candidate.schedule);
     json["stages_per_device"] = candidate.stagesPerDevice;
     json["optimizer"] = toJson(plan.job.optimizer);
+    json["precision"] = precisionName(plan.job.precision);
     json["losses"] = losses;
     json.update(extra);
     out << json.dump(2) << "\n";
@@ -136,7 +139,8 @@ void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& m, 
   out << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n", flags.model.model,
                      flags.devices, candidate.batch, formatBalance(candidate.balance), candidate.chunks,
                      checkpointName(candidate.checkpoint), candidate.scheduleLabel());
-  out << "optimizer: " << describeOptimizer(plan.job.optimizer) << "\n";
+  out << "optimizer: " << describeOptimizer(plan.job.optimizer) << ", precision " << precisionName(plan.job.precision)
+      << "\n";
   out << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",
                      formatDuration(m.stepNsMedian), formatDuration(m.stepNsMin), formatDuration(m.stepNsMax),
                      m.stepNs.size(), m.warmupSteps);
@@ -242,7 +246,7 @@ void addRunCommand(CLI::App& app) {
   addScheduleFlags(command, flags.schedule);
   command.add_option("--steps", flags.steps, "measured training steps")->capture_default_str();
   command.add_option("--warmup", flags.warmup, "untimed warm-up steps before them")->capture_default_str();
-  addOptimizerFlags(command, flags.optimizer);
+  addTrainingStepFlags(command, flags.trainingStep);
   command.add_option("--trace", flags.tracePath, "write the measured timeline (Chrome trace JSON) here");
   command
       .add_option("--cupti-mode", flags.cuptiMode,

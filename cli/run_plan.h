@@ -2,8 +2,8 @@
 #pragma once
 
 #include "model_options.h"
-#include "optimizer_options.h"
 #include "schedule_options.h"
+#include "training_step_options.h"
 
 #include <pipeprof/core/report.h>
 #include <pipeprof/launch/rank_job.h>
@@ -29,7 +29,7 @@ struct RunFlags {
   ScheduleFlags schedule;
   std::int64_t steps = 10;
   std::int64_t warmup = 2;
-  OptimizerFlags optimizer;
+  TrainingStepFlags trainingStep;
   std::string tracePath;
   std::string cuptiMode = "cheap";  ///< what CUPTI records with --trace on CUDA: cheap | exact
   std::string profilePath;

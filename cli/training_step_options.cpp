@@ -1,5 +1,5 @@
-// Shared CLI flags for the training step's optimizer.
-#include "optimizer_options.h"
+// Shared CLI flags for the training step: its optimizer and its precision.
+#include "training_step_options.h"
 
 #include "commands.h"
 
@@ -44,7 +44,7 @@ std::string flagOf(OptimizerField field) {
 
 }  // namespace
 
-void addOptimizerFlags(CLI::App& command, OptimizerFlags& flags) {
+void addTrainingStepFlags(CLI::App& command, TrainingStepFlags& flags) {
   command
       .add_option("--optimizer", flags.optimizer,
                   "sgd (plain), momentum (SGD, momentum 0.9), adam or adamw: the optimizer step of every training "
@@ -56,9 +56,15 @@ void addOptimizerFlags(CLI::App& command, OptimizerFlags& flags) {
       ->type_name("X");
   command.add_option("--betas", flags.betas, "adam and adamw: the moments' decay rates (default 0.9,0.999)")
       ->type_name("B1,B2");
+  command
+      .add_option("--precision", flags.precision,
+                  "fp32, bf16 (autocast, CPU and CUDA) or fp16 (autocast, CUDA): the forward's arithmetic; weights, "
+                  "gradients and optimizer state stay fp32")
+      ->capture_default_str()
+      ->type_name("TYPE");
 }
 
-OptimizerSpec optimizerFromFlags(const OptimizerFlags& flags) {
+OptimizerSpec optimizerFromFlags(const TrainingStepFlags& flags) {
   OptimizerSpec spec;
   spec.kind = parseFlag("--optimizer", [&] { return parseOptimizerKind(flags.optimizer); });
   spec.learningRate = flags.learningRate;
@@ -75,6 +81,20 @@ OptimizerSpec optimizerFromFlags(const OptimizerFlags& flags) {
     throw UsageError(flagOf(error.field()) + ": " + error.what());
   }
   return spec;
+}
+
+Precision precisionFromFlags(const TrainingStepFlags& flags) {
+  return parseFlag("--precision", [&] { return parsePrecision(flags.precision); });
+}
+
+void requirePrecisionDevices(Precision precision, const std::vector<DeviceDesc>& devices) {
+  if (precision != Precision::Fp16) return;
+  for (const DeviceDesc& device : devices) {
+    if (device.type == DeviceType::Cpu) {
+      throw UsageError("--precision fp16 needs CUDA devices, got " + device.str() +
+                       ": LibTorch autocasts CPU ops to bf16 only (use --precision bf16)");
+    }
+  }
 }
 
 }  // namespace pipeprof::cli

@@ -34,17 +34,6 @@ ModelSpec modelFromJson(const JsonCursor& json) {
   return model;
 }
 
-/// Runs `parse` on the cursor's string; its std::invalid_argument becomes a FormatError there.
-template <typename Parse>
-auto parseAt(const JsonCursor& json, Parse parse) {
-  const std::string text = json.asString();
-  try {
-    return parse(text);
-  } catch (const std::invalid_argument& error) {
-    json.fail(error.what());
-  }
-}
-
 }  // namespace
 
 nlohmann::json toJson(const RankJob& job) {
@@ -59,6 +48,7 @@ nlohmann::json toJson(const RankJob& job) {
     json["steps"] = job.steps;
     json["warmup_steps"] = job.warmupSteps;
     json["optimizer"] = pipeprof::toJson(job.optimizer);
+    json["precision"] = precisionName(job.precision);
     json["trace_path"] = job.tracePath;
     json["cupti_mode"] = cuptiModeName(job.cuptiMode);
   } else {
@@ -96,6 +86,7 @@ RankJob rankJobFromJson(const nlohmann::json& json, const std::string& file) {
     job.steps = root.at("steps").asPositiveInt();
     job.warmupSteps = root.at("warmup_steps").asNonNegativeInt();
     job.optimizer = optimizerFromJson(root.at("optimizer"));
+    job.precision = parseAt(root.at("precision"), parsePrecision);
     job.tracePath = root.at("trace_path").asString();
     job.cuptiMode = parseAt(root.at("cupti_mode"), parseCuptiMode);
   } else if (kindName == "link_benchmark") {

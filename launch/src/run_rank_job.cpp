@@ -23,6 +23,7 @@ TrainingOptions trainingOptions(const RankJob& job) {
   options.steps = job.steps;
   options.warmupSteps = job.warmupSteps;
   options.optimizer = job.optimizer;
+  options.precision = job.precision;
   options.captureTrace = !job.tracePath.empty();
   options.cuptiMode = job.cuptiMode;
   return options;

@@ -22,6 +22,15 @@
 //     its forward and then torch::autograd::backward of its output alone; medians are kept.
 //     On CUDA each pass also times the host up to the return of the forward and of the
 //     backward, before the synchronize: the host's launch time (LaunchCost::hostNs).
+//   precision (bf16, fp16)
+//     every forward above runs under autocast, every backward paused, as in a pipeline step.
+//     Pass 1 fills autocast's cache: what each layer's tag holds more before the cache is
+//     cleared than after is its cast_cache_bytes; the cache is filled again (a forward without
+//     gradients) before pass 2, so saved_bytes holds only each micro-batch's own copies.
+//   optimizer (once, after the sizes)
+//     per layer with trainable parameters: the profile's optimizer over them, stepped once
+//     (its state: optimizer_bytes, exactly optimizerStateCopies x the gradients), then timed
+//     (median) with the transient peak above the state under tag L.
 //   kernels (CUDA, CUPTI's cheap mode)
 //     one more pass, each layer's forward and backward captured alone: how many kernels each
 //     ran and their summed device time. Without CUPTI the profile has no launch data at all.
@@ -31,7 +40,9 @@
 // so a popping layer's backward stops at the skip instead of running the stasher's too.
 #include <pipeprof/runtime/layer_profiler.h>
 
+#include "autocast.h"
 #include "device_memory.h"
+#include "make_optimizer.h"
 
 #include <pipeprof/core/allocator_rounding.h>
 #include <pipeprof/profiler/cupti_collector.h>
@@ -114,6 +125,7 @@ BackwardRoots backwardRoots(const Tensors& outputs) {
 }
 
 void runBackward(const BackwardRoots& backward) {
+  AutocastPause pause;  // the backward's ops take the types the forward chose
   if (!backward.roots.empty()) torch::autograd::backward(backward.roots, backward.grads);
 }
 
@@ -298,9 +310,12 @@ void eachLayerAlone(const Layers& layers, const Tensors& input, Run run) {
 /// Memory fields of every layer at one size, on `device` (the input's): on CPU with the tracked
 /// allocator, on CUDA with the caching allocator's blocks on each layer's stream.
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
-                   const TaggedStreams& streams, const torch::Device& device) {
+                   const TaggedStreams& streams, const torch::Device& device, Precision precision,
+                   std::vector<Bytes>& castCacheBytes) {
   const auto n = static_cast<std::int64_t>(layers.modules.size());
-  // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot).
+  AutocastScope autocast(precision, device);
+  // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot), and
+  // every cast copy autocast caches.
   eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
     LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
@@ -308,6 +323,22 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     synchronize(device);
     return out;
   });
+  if (precision != Precision::Fp32) {
+    std::vector<Bytes> withCache(n);
+    for (std::int64_t L = 0; L < n; ++L) withCache[L] = liveBytes(L);
+    clearAutocastCache();
+    synchronize(device);
+    castCacheBytes.assign(static_cast<std::size_t>(n), 0);
+    for (std::int64_t L = 0; L < n; ++L) castCacheBytes[L] = std::max<Bytes>(0, withCache[L] - liveBytes(L));
+    // The cache again, as a pipeline step holds it after its first micro-batch (with a graph:
+    // autocast caches what it casts without one too).
+    eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
+      LayerMemoryScope scope(streams, L);
+      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      synchronize(device);
+      return out;
+    });
+  }
   // 2. The whole forward, each layer under its tag, graph kept.
   std::vector<Bytes> before(n);
   {
@@ -355,6 +386,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
 void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
                   const LayerProfilerOptions& options, double budgetSeconds) {
   using Clock = std::chrono::steady_clock;
+  AutocastScope autocast(options.precision, device);
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
   std::vector<std::vector<TimeNs>> forwardLaunchNs(n), backwardLaunchNs(n);  // CUDA: before the synchronize
@@ -431,7 +463,8 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 /// by the cheap CUPTI mode) into costs[L].forwardLaunch / backwardLaunch, whose host times
 /// measureTimes filled. Returns false, leaving them incomplete, when CUPTI cannot record.
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
-                    CuptiCollector& collector) {
+                    CuptiCollector& collector, Precision precision) {
+  AutocastScope autocast(precision, device);
   ProfilerSkipTracker detached(true);
   ScopedSkipTracker scope(&detached);
   Tensors x = input;
@@ -455,6 +488,47 @@ bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample
   return true;
 }
 
+/// Per layer with trainable parameters, the profile's optimizer stepping them alone on `device`
+/// (its gradients zeros): the state its first step creates (optimizerStateCopies x the
+/// gradients), then the median time of further steps and their transient peak above the state
+/// under tag L. The caller's snapshot restores the parameters.
+void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const LayerProfilerOptions& options,
+                      const TaggedStreams& streams, const torch::Device& device) {
+  using Clock = std::chrono::steady_clock;
+  const Bytes copies = optimizerStateCopies(options.optimizer.kind);
+  for (std::int64_t L = 0; L < profile.layerCount(); ++L) {
+    LayerProfile& layer = profile.layers[static_cast<std::size_t>(L)];
+    layer.optimizerBytes = copies * layer.gradBytes;
+    std::vector<torch::Tensor> trainable;
+    for (const torch::Tensor& p : sequential->ptr(L)->parameters()) {
+      if (p.requires_grad()) trainable.push_back(p);
+    }
+    if (trainable.empty()) continue;
+    for (torch::Tensor& p : trainable) p.mutable_grad() = torch::zeros_like(p);
+    const std::unique_ptr<torch::optim::Optimizer> optimizer = makeOptimizer(options.optimizer, trainable);
+    {
+      LayerMemoryScope scope(streams, L);
+      optimizer->step();  // creates the state
+      synchronize(device);
+    }
+    std::vector<TimeNs> times;
+    Bytes transient = 0;
+    for (std::int64_t r = 0; r < options.minRuns; ++r) {
+      LayerMemoryScope scope(streams, L);
+      const Bytes start = liveBytes(L);
+      resetPeakBytes(L);
+      const auto t0 = Clock::now();
+      optimizer->step();
+      synchronize(device);
+      times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+      transient = std::max(transient, peakBytes(L) - start);
+    }
+    layer.optimizerStepNs = median(times);
+    layer.optimizerStepBytes = transient;
+    for (torch::Tensor& p : trainable) p.mutable_grad() = torch::Tensor();
+  }
+}
+
 }  // namespace
 
 Profile profileModel(Model& model, const LayerProfilerOptions& options) {
@@ -472,6 +546,8 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   if (!model.sequential || model.sequential->size() == 0) {
     throw std::invalid_argument("model '" + model.name + "' has no layers to profile");
   }
+  validatePrecision(options.precision, options.device);
+  validateOptimizer(options.optimizer);
   installMemoryTracker();
 
   torch::nn::Sequential& sequential = model.sequential;
@@ -487,6 +563,8 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   profile.environment.threads = torch::get_num_threads();
   profile.environment.torchVersion = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
                                      "." + std::to_string(TORCH_VERSION_PATCH);
+  profile.environment.precision = options.precision;
+  profile.environment.optimizer = options.optimizer;
   // Memory is measured on the target device (on CUDA the caching allocator's blocks): CPU and
   // CUDA keep different tensors for backward (dropout keeps a mask on CUDA, its noise on CPU).
   const bool cuda = options.device.is_cuda();
@@ -522,12 +600,18 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       for (CostSample& c : costs) c.microBatch = b;
       // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
       moveDroppingGradients(*sequential, memoryDevice);
-      measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice);
+      std::vector<Bytes> castCacheBytes;
+      measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
+                    castCacheBytes);
+      // The cast copies are of the weights: the same at every size (the largest size's kept).
+      for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
       // Times on the target device.
       moveDroppingGradients(*sequential, options.device);
       const Tensors input{batch.input.to(options.device)};
       measureTimes(layers, input, costs, options.device, options, budgetPerSize);
-      if (launchData) launchData = measureKernels(layers, input, costs, options.device, *kernelCollector);
+      if (launchData) {
+        launchData = measureKernels(layers, input, costs, options.device, *kernelCollector, options.precision);
+      }
       for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
       profile.inputBytesPerSample = bytesOf(batch.input) / b;
       for (const SkipRoute& route : model.skips) {
@@ -544,6 +628,9 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
         it->unsavedBytesPerSample = unsaved / b;
       }
     }
+    // The optimizer on the target device, once: its costs do not depend on the batch.
+    moveDroppingGradients(*sequential, memoryDevice);
+    measureOptimizer(sequential, profile, options, streams, memoryDevice);
     moveDroppingGradients(*sequential, home);
   }
   if (!launchData) {  // on every sample or on none

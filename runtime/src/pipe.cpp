@@ -1,6 +1,7 @@
 // The Pipe: validation, stages on devices, workers and streams, forward() and step().
 #include <pipeprof/runtime/pipe.h>
 
+#include "autocast.h"
 #include "device_memory.h"
 #include "microbatch.h"
 #include "partition.h"
@@ -18,6 +19,8 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <exception>
+#include <future>
 #include <map>
 #include <stdexcept>
 
@@ -54,6 +57,7 @@ class PipeImpl {
     devices_ = resolveDevices(options_.devices, p);
     validatePipeArguments(module_, options_.balance, devices_.size(), options_.chunks, options_.schedule,
                           options_.stagesPerDevice);
+    for (const torch::Device& device : devices_) validatePrecision(options_.precision, device);
     verifySkips(module_);
     devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
     options_.devices = devices_;
@@ -105,6 +109,7 @@ class PipeImpl {
     core.tracer = tracer_;
     core.traceDevices = deviceNames_;
     core.deviceParameterBytes = deviceParameterBytes_;
+    core.precision = options_.precision;
     config.streams = streams_.get();
     config.intraOpThreads = at::get_num_threads();
     return config;
@@ -276,6 +281,43 @@ const std::vector<std::int64_t>& Pipe::balance() const { return impl_->options_.
 const std::vector<torch::Device>& Pipe::devices() const { return impl_->devices_; }
 const PipeOptions& Pipe::options() const { return impl_->options_; }
 std::vector<torch::Tensor> Pipe::parameters() const { return impl_->module_->parameters(); }
+
+std::vector<std::vector<torch::Tensor>> Pipe::deviceParameters() const {
+  std::vector<std::vector<torch::Tensor>> byDevice(impl_->devices_.size());
+  for (const Partition& partition : impl_->partitions_) {
+    for (const auto& layer : partition.layers) {
+      for (const torch::Tensor& parameter : layer.ptr()->parameters()) {
+        byDevice[static_cast<std::size_t>(partition.d)].push_back(parameter);
+      }
+    }
+  }
+  return byDevice;
+}
+
+void Pipe::onEachDevice(const std::function<void(std::int64_t d)>& task) {
+  const auto runOn = [&task](std::int64_t d) {
+    ScopedAllocationTag tag(d);
+    task(d);
+  };
+  Workers& workers = *impl_->workers_;
+  if (workers.size() == 1) {
+    runOn(0);
+    return;
+  }
+  std::vector<std::future<void>> done;
+  for (std::size_t d = 0; d < workers.size(); ++d) {
+    done.push_back(workers[d]->submit([&runOn, d] { runOn(static_cast<std::int64_t>(d)); }));
+  }
+  std::exception_ptr first;
+  for (auto& future : done) {
+    try {
+      future.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
 torch::nn::Sequential Pipe::module() const { return impl_->module_; }
 
 void Pipe::train(bool on) { impl_->module_->train(on); }

@@ -4,6 +4,7 @@
 #include "training_steps.h"
 
 #include <pipeprof/profiler/host_tracer.h>
+#include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/rank_environment.h>
 
 #include <algorithm>
@@ -85,6 +86,7 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
   StageOptions stageOptions;
   static_cast<PipelineShape&>(stageOptions) = options;
   stageOptions.device = options.devices[static_cast<std::size_t>(rank)];
+  stageOptions.precision = options.precision;
   StageRuntime runtime(model.sequential, stageOptions, transport);
   model.sequential = nullptr;  // the other ranks' stages are freed here
   runtime.train(true);
@@ -122,7 +124,11 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     result.transfers.messagesSent += after.messagesSent - before.messagesSent;
     result.transfers.messagesReceived += after.messagesReceived - before.messagesReceived;
   };
-  result.losses = runTrainingSteps(options, runtime.parameters(), hooks, tracer.get(), traceDevice);
+  hooks.onEachDevice = [&](const std::function<void(std::int64_t)>& task) {
+    ScopedAllocationTag tag(rank);  // the rank's own thread, counted against its device
+    task(0);
+  };
+  result.losses = runTrainingSteps(options, {runtime.parameters()}, hooks, tracer.get(), traceDevice);
   transport.barrier();  // no rank leaves (and takes the store with it) while another still needs it
 
   if (tracer) {

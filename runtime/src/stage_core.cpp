@@ -1,6 +1,7 @@
 // One stage's work for one micro-batch, written once for both executors.
 #include "stage_core.h"
 
+#include "autocast.h"
 #include "checkpoint.h"
 #include "rng.h"
 
@@ -119,6 +120,8 @@ Tensors StageCore::runStage(std::int64_t i, std::int64_t j, Tensors inputs, Pass
   ScopedSkipTracker scope(&router);
   std::optional<SeededRngScope> rng;
   if (stage.stochastic) rng.emplace(cellSeed(config_.baseSeed, i, j), stage.device);
+  std::optional<AutocastCacheOff> cacheOff;  // a cast made without a graph is not for the others
+  if (!torch::GradMode::is_enabled()) cacheOff.emplace();
   return runLayers(stage, std::move(inputs));
 }
 
@@ -231,7 +234,10 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
         grads.push_back(grad->second);
       }
     }
-    if (!tensors.empty()) torch::autograd::backward(tensors, grads);
+    if (!tensors.empty()) {
+      AutocastPause pause;  // the backward's ops take the types its forward chose
+      torch::autograd::backward(tensors, grads);
+    }
     for (const auto& input : own.inputs) inputGrads.push_back(input.requires_grad() ? input.grad() : torch::Tensor());
     for (const auto& route : *config_.routes) {
       if (route.popJ != j || route.stashJ == j) continue;

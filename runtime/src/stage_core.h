@@ -26,6 +26,7 @@
 #include "microbatch.h"
 #include "partition.h"
 
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/pipe.h>
@@ -85,6 +86,9 @@ struct StageCoreConfig {
   HostTracer* tracer = nullptr;
   std::vector<std::string> traceDevices;    ///< by stage j: the trace device of its pipeline device
   std::vector<Bytes> deviceParameterBytes;  ///< by pipeline device: its stages' parameters
+  /// The forward's arithmetic. bf16/fp16: the thread running the ops holds an AutocastScope
+  /// for the step (autocast.h, opened by the executor); backward pauses it.
+  Precision precision = Precision::Fp32;
 };
 
 /// The ops of the stages of one step. Construct it per step; run(op) for each compute op, on the

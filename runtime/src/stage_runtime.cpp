@@ -1,6 +1,7 @@
 // One rank of a multi-process pipeline: its stages, the shapes agreed at set-up, and its steps.
 #include <pipeprof/runtime/stage_runtime.h>
 
+#include "autocast.h"
 #include "microbatch.h"
 #include "partition.h"
 #include "shape_channel.h"
@@ -29,6 +30,7 @@ class StageRuntimeImpl {
     p_ = options_.pipelineDevices();
     validatePipeArguments(module, options_.balance, static_cast<std::size_t>(p_), options_.chunks, options_.schedule,
                           options_.stagesPerDevice);
+    validatePrecision(options_.precision, options_.device);
     verifySkips(module);
     if (transport.worldSize() != p_) {
       throw std::invalid_argument("the balance has " + std::to_string(options_.stages()) + " stages on " +
@@ -155,6 +157,7 @@ class StageRuntimeImpl {
     core.traceDevices.assign(static_cast<std::size_t>(options_.stages()), context_.traceDevice);
     core.deviceParameterBytes.assign(static_cast<std::size_t>(p_), 0);
     core.deviceParameterBytes[static_cast<std::size_t>(rank_)] = parameterBytes_;
+    core.precision = options_.precision;
     return core;
   }
 
@@ -192,6 +195,7 @@ class StageRuntimeImpl {
       config.tracer = nullptr;
       StageCore core(std::move(config), channel, /*backward=*/nullptr, std::move(inputs), {});
       torch::NoGradGuard noGrad;
+      AutocastScope autocast(options_.precision, options_.device);  // the step's types cross stages
       for (std::size_t r = 0; r < distinct.size(); ++r) {
         for (const Partition& partition : partitions_) {
           Op forward;

@@ -1,6 +1,8 @@
 // One training step of one rank: its device's ops in schedule order on the shared stage core.
 #include "stage_step.h"
 
+#include "autocast.h"
+
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/pipe.h>
 
@@ -24,6 +26,7 @@ void RankStep::run() {
   Mailbox& mailbox = *context_.mailbox;
   const int rank = mailbox.rank();
   ScopedAllocationTag tag(rank);  // a rank's tag is its pipeline device's
+  AutocastScope autocast(core_.config().precision, context_.device);
   torch::AutoGradMode gradMode(true);
   const Schedule& schedule = *context_.schedule;
   const std::vector<OpIndex>& order = schedule.deviceOrder(rank);

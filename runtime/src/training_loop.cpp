@@ -30,6 +30,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   PipeOptions pipeOptions;
   static_cast<PipelineShape&>(pipeOptions) = options;
   pipeOptions.devices = options.devices;
+  pipeOptions.precision = options.precision;
   Pipe pipe(model.sequential, pipeOptions);
   pipe.train();
 
@@ -78,7 +79,8 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
       peak = std::max(peak, *devicePeaks[j]);
     }
   };
-  result.losses = runTrainingSteps(options, pipe.parameters(), hooks, tracer.get(), "host");
+  hooks.onEachDevice = [&](const std::function<void(std::int64_t)>& task) { pipe.onEachDevice(task); };
+  result.losses = runTrainingSteps(options, pipe.deviceParameters(), hooks, tracer.get(), "host");
   m.updateStatistics(options.batch);
 
   if (tracer) {

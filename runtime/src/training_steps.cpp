@@ -1,6 +1,9 @@
 // The training step users run, written once for both training loops.
 #include "training_steps.h"
 
+#include "autocast.h"
+#include "make_optimizer.h"
+
 #include <pipeprof/profiler/host_tracer.h>
 
 #include <chrono>
@@ -31,31 +34,6 @@ void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, 
   tracer->record(std::move(event));
 }
 
-/// The optimizer of `spec` over `parameters`; its state is created at its first step.
-std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const OptimizerSpec& spec,
-                                                       const std::vector<torch::Tensor>& parameters) {
-  const double decay = spec.effectiveWeightDecay();
-  switch (spec.kind) {
-    case OptimizerKind::Sgd:
-      return std::make_unique<torch::optim::SGD>(parameters,
-                                                 torch::optim::SGDOptions(spec.learningRate).weight_decay(decay));
-    case OptimizerKind::Momentum:
-      return std::make_unique<torch::optim::SGD>(
-          parameters, torch::optim::SGDOptions(spec.learningRate).momentum(spec.momentum).weight_decay(decay));
-    case OptimizerKind::Adam:
-      return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(spec.learningRate)
-                                                                  .betas(std::make_tuple(spec.beta1, spec.beta2))
-                                                                  .eps(spec.eps)
-                                                                  .weight_decay(decay));
-    case OptimizerKind::AdamW:
-      return std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(spec.learningRate)
-                                                                   .betas(std::make_tuple(spec.beta1, spec.beta2))
-                                                                   .eps(spec.eps)
-                                                                   .weight_decay(decay));
-  }
-  throw std::invalid_argument("unknown optimizer kind");
-}
-
 void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters) {
   for (const torch::Tensor& parameter : parameters) {
     torch::Tensor grad = parameter.grad();
@@ -72,24 +50,32 @@ void validateTrainingOptions(const TrainingOptions& options) {
   }
   if (options.batch <= 0) throw std::invalid_argument("batch must be positive, got " + std::to_string(options.batch));
   validateOptimizer(options.optimizer);
+  for (const torch::Device& device : options.devices) validatePrecision(options.precision, device);
   if (options.chunks > options.batch) {
     throw std::invalid_argument("chunks (" + std::to_string(options.chunks) + ") must not exceed the batch (" +
                                 std::to_string(options.batch) + "): every micro-batch needs a sample");
   }
 }
 
-std::vector<double> runTrainingSteps(const TrainingOptions& options, const std::vector<torch::Tensor>& parameters,
+std::vector<double> runTrainingSteps(const TrainingOptions& options,
+                                     const std::vector<std::vector<torch::Tensor>>& parametersByDevice,
                                      const StepHooks& hooks, HostTracer* tracer, const std::string& traceDevice) {
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  if (!parameters.empty()) optimizer = makeOptimizer(options.optimizer, parameters);
+  // One optimizer per device: every parameter's update depends on that parameter alone, so
+  // stepping the devices apart updates exactly as one optimizer over all of them would.
+  std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers;
+  for (const std::vector<torch::Tensor>& parameters : parametersByDevice) {
+    optimizers.push_back(parameters.empty() ? nullptr : makeOptimizer(options.optimizer, parameters));
+  }
   std::vector<double> losses;
   const auto step = [&](bool measured) {
     hooks.beforeStep();
     const TimeNs startNs = steadyNowNs();
-    zeroGradientsInPlace(parameters);
+    for (const std::vector<torch::Tensor>& parameters : parametersByDevice) zeroGradientsInPlace(parameters);
     const torch::Tensor loss = hooks.runStep();
     const TimeNs optimizerStartNs = steadyNowNs();
-    if (optimizer) optimizer->step();
+    hooks.onEachDevice([&](std::int64_t d) {
+      if (const auto& optimizer = optimizers.at(static_cast<std::size_t>(d))) optimizer->step();
+    });
     hooks.afterStep();
     const TimeNs endNs = steadyNowNs();
     recordLoopSpan(tracer, traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);

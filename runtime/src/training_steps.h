@@ -5,9 +5,13 @@
 // only in what surrounds a step (synchronising the devices, or a barrier of the ranks), in how
 // the pipeline step runs and in what they record after a measured one: those are the hooks.
 //
-//   warm-up x w:  before  | zero grads, runStep, optimizer | after    stop?
-//   measured x s: before  | zero grads, runStep, optimizer | after    measured(stepNs), stop?
-//                         ^------------ timed -------------^
+//   warm-up x w:  before  | zero grads, runStep, optimizer on each device | after    stop?
+//   measured x s: before  | zero grads, runStep, optimizer on each device | after    measured(stepNs), stop?
+//                         ^------------------- timed --------------------^
+//
+// Each pipeline device steps its own parameters with an optimizer of its own, on the thread
+// that runs its stages (its worker, or the rank) and counted against its memory: the
+// optimizer's state and the temporaries of its step are that device's, as in the memory model.
 #pragma once
 
 #include <pipeprof/core/units.h>
@@ -33,21 +37,27 @@ struct StepHooks {
   std::function<void()> afterStep;
   /// After each measured step, with its time.
   std::function<void(TimeNs)> measured;
+  /// Runs task(k) for each device this process steps (k indexes runTrainingSteps'
+  /// parametersByDevice), on the thread that runs that device's stages with its memory counted
+  /// against the device, and returns when all are done (rethrowing the first error).
+  std::function<void(const std::function<void(std::int64_t d)>& task)> onEachDevice;
 };
 
 /// Runs options.warmupSteps + options.steps steps: gradients zeroed in place (so they stay
 /// allocated between steps, as the memory model assumes), the pipeline step, then
-/// options.optimizer's step over `parameters` (none: no optimizer step; its state, if any, is
-/// created at its first step, as LibTorch does). With a
+/// options.optimizer's step of each device's parameters (parametersByDevice[d], stepped
+/// through hooks.onEachDevice; a device without parameters steps nothing; the state, if any,
+/// is created at the first step, as LibTorch does). With a
 /// tracer, records "warmup" and "step" on lane "host" and "optimizer" on lane "optimizer" of
 /// `traceDevice`. Returns the loss of every step whose loss was defined, warm-up steps first.
 /// Throws TrainingStopped when options.stop asks after a step, and what the hooks throw.
-std::vector<double> runTrainingSteps(const TrainingOptions& options, const std::vector<torch::Tensor>& parameters,
+std::vector<double> runTrainingSteps(const TrainingOptions& options,
+                                     const std::vector<std::vector<torch::Tensor>>& parametersByDevice,
                                      const StepHooks& hooks, HostTracer* tracer, const std::string& traceDevice);
 
 /// Throws std::invalid_argument for non-positive steps or batch, negative warm-up steps,
-/// chunks > batch, or an optimizer hyperparameter out of range (the checks of every training
-/// loop, threaded or one rank's).
+/// chunks > batch, an optimizer hyperparameter out of range, or a precision a device cannot run
+/// (the checks of every training loop, threaded or one rank's).
 void validateTrainingOptions(const TrainingOptions& options);
 
 }  // namespace pipeprof

@@ -83,16 +83,32 @@ TEST(RunE2E, TheOptimizerAskedForTrainsAndIsReported) {
   text.replace(text.find("--json"), 6, "");
   const ProcessResult momentum = pipeprof(text);
   ASSERT_EQ(momentum.code, 0) << momentum.all;
-  EXPECT_NE(momentum.all.find("optimizer: momentum (lr 0.5, weight decay 0, momentum 0.9)"), std::string::npos)
+  EXPECT_NE(momentum.all.find("optimizer: momentum (lr 0.5, weight decay 0, momentum 0.9), precision fp32"),
+            std::string::npos)
       << momentum.all;
 }
 
-TEST(RunE2E, BadOptimizerFlagsAreUsageErrorsNamingTheFlag) {
+TEST(RunE2E, Bf16TrainsUnderAutocastAndIsReported) {
+  const std::string flags = "--balance 2,3 --schedule 1f1b ";
+  const std::vector<double> fp32 = losses(flags);
+  const ProcessResult r = pipeprof(kRun + flags + "--precision bf16");
+  ASSERT_EQ(r.code, 0) << r.all;
+  const nlohmann::json out = nlohmann::json::parse(r.all.substr(r.all.find('{')));
+  EXPECT_EQ(out.at("precision"), "bf16");
+  const auto bf16 = out.at("losses").get<std::vector<double>>();
+  ASSERT_EQ(bf16.size(), fp32.size());
+  EXPECT_NE(bf16.front(), fp32.front()) << "another arithmetic from the first step";
+  EXPECT_NEAR(bf16.front(), fp32.front(), 0.05 * fp32.front()) << "but the same model";
+}
+
+TEST(RunE2E, BadTrainingStepFlagsAreUsageErrorsNamingTheFlag) {
   const std::pair<std::string, std::string> cases[] = {
       {"--optimizer lion", "--optimizer: invalid optimizer 'lion': expected one of sgd, momentum, adam, adamw"},
       {"--optimizer adamw --weight-decay -1", "--weight-decay: weight decay must not be negative, got -1"},
       {"--betas 0.9,0.99", "--betas applies to adam and adamw, not --optimizer sgd"},
       {"--optimizer adam --betas 1,0.9", "--betas: beta1 must be in [0, 1), got 1"},
+      {"--precision half", "--precision: invalid precision 'half': expected one of fp32, bf16, fp16"},
+      {"--precision fp16", "--precision fp16 needs CUDA devices, got cpu"},
   };
   for (const auto& [flags, message] : cases) {
     const ProcessResult r = pipeprof(kRun + "--balance 2,3 " + flags);

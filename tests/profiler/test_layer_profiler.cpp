@@ -188,5 +188,69 @@ TEST(LayerProfiler, RejectsBadOptions) {
   EXPECT_THROW(profileModel(model, quick({})), std::invalid_argument);
 }
 
+/// A convolution (whose weight autocast casts itself, and caches) and a linear layer on its
+/// flattened output.
+Model convModel() {
+  torch::manual_seed(2);
+  torch::nn::Sequential seq;
+  seq->push_back("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1)));
+  seq->push_back("relu", torch::nn::ReLU());
+  seq->push_back("flatten", torch::nn::Flatten());
+  seq->push_back("fc", torch::nn::Linear(8 * 6 * 6, 10));
+  Model model;
+  model.name = "conv";
+  model.sequential = seq;
+  model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
+    torch::manual_seed(static_cast<std::uint64_t>(seed));
+    return Batch{torch::randn({batch, 3, 6, 6}), torch::randn({batch, 10})};
+  };
+  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
+  return model;
+}
+
+TEST(LayerProfiler, RecordsTheOptimizersStateStepAndTemporaries) {
+  Model model = convModel();
+  LayerProfilerOptions options = quick({2});
+  options.optimizer.kind = OptimizerKind::AdamW;
+  const Profile profile = profileModel(model, options);
+  EXPECT_EQ(profile.environment.optimizer.kind, OptimizerKind::AdamW);
+  EXPECT_EQ(profile.environment.precision, Precision::Fp32);
+  for (const LayerProfile& layer : profile.layers) {
+    EXPECT_EQ(layer.optimizerBytes, 2 * layer.gradBytes) << layer.name << ": two moments per parameter";
+    EXPECT_EQ(layer.optimizerStepNs > 0, layer.paramBytes > 0) << layer.name;
+    EXPECT_EQ(layer.castCacheBytes, 0) << layer.name << ": fp32 casts nothing";
+  }
+  // AdamW's step keeps sqrt(v) and its quotient, each the size of the largest parameter tensor.
+  const Bytes convWeight = 8 * 3 * 3 * 3 * 4;
+  EXPECT_GE(profile.layers[0].optimizerStepBytes, 2 * convWeight);
+  EXPECT_LT(profile.layers[0].optimizerStepBytes, 3 * convWeight);
+
+  options.optimizer.kind = OptimizerKind::Sgd;
+  const Profile sgd = profileModel(model, options);
+  EXPECT_EQ(sgd.layers[0].optimizerBytes, 0) << "plain SGD keeps no state";
+  EXPECT_EQ(sgd.layers[0].optimizerStepBytes, 0) << "and updates in place";
+}
+
+TEST(LayerProfiler, Bf16MeasuresUnderAutocastAndTheCachedCastCopiesApart) {
+  Model model = convModel();
+  LayerProfilerOptions options = quick({4});
+  const Profile fp32 = profileModel(model, options);
+  options.precision = Precision::Bf16;
+  const Profile bf16 = profileModel(model, options);
+  EXPECT_EQ(bf16.environment.precision, Precision::Bf16);
+  // The convolution casts its weight and bias itself: autocast's cache keeps one bf16 copy a step.
+  EXPECT_EQ(bf16.layers[0].castCacheBytes, bf16.layers[0].paramBytes / 2);
+  // Its output is bf16: half the bytes.
+  EXPECT_EQ(bf16.layers[0].costs[0].outputBytes, fp32.layers[0].costs[0].outputBytes / 2);
+  EXPECT_EQ(bf16.layers[3].costs[0].outputBytes, fp32.layers[3].costs[0].outputBytes / 2);
+}
+
+TEST(LayerProfiler, Fp16IsRefusedOnACpu) {
+  Model model = convModel();
+  LayerProfilerOptions options = quick({2});
+  options.precision = Precision::Fp16;
+  EXPECT_THROW(profileModel(model, options), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace pipeprof

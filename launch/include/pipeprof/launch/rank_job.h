@@ -9,6 +9,7 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/device.h>
 #include <pipeprof/core/optimizer.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/launch/cpu_binding.h>
 #include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/models.h>
@@ -41,9 +42,10 @@ struct RankJob {
   Candidate candidate;
   /// One per rank: rank r trains its stages on devices[r] (the candidate's pipeline devices).
   std::vector<DeviceDesc> devices;
-  std::int64_t steps = 10;       ///< measured training steps
-  std::int64_t warmupSteps = 2;  ///< untimed steps before them
-  OptimizerSpec optimizer;       ///< every step's optimizer (default: plain SGD)
+  std::int64_t steps = 10;                ///< measured training steps
+  std::int64_t warmupSteps = 2;           ///< untimed steps before them
+  OptimizerSpec optimizer;                ///< every step's optimizer (default: plain SGD)
+  Precision precision = Precision::Fp32;  ///< the forward's arithmetic (TrainingOptions::precision)
   /// Non-empty: every rank records its trace and writes it to rankTracePath(tracePath, rank).
   std::string tracePath;
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records in a traced rank on CUDA

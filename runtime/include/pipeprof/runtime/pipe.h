@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/pipeline_shape.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
@@ -26,6 +27,10 @@ struct PipeOptions : PipelineShape {
   /// ignored); empty: every CUDA device, or p CPU devices when there is none.
   std::vector<torch::Device> devices;
   bool deferredBatchNorm = false;
+  /// bf16, fp16: every worker runs its forwards (and the loss) under autocast to that type for
+  /// the step, its cast cache cleared at the step's end; backwards run with autocast paused.
+  /// fp16 needs CUDA devices.
+  Precision precision = Precision::Fp32;
 };
 
 /// The loss of one micro-batch: the last stage's output and the target rows of that
@@ -106,6 +111,12 @@ class Pipe {
 
   /// The wrapped module's parameters (on their partitions' devices), in the module's order.
   std::vector<torch::Tensor> parameters() const;
+  /// Per pipeline device (p entries), the parameters of its stages, in the module's order.
+  std::vector<std::vector<torch::Tensor>> deviceParameters() const;
+  /// Runs task(d) for every pipeline device d on d's worker (on the calling thread when there
+  /// is one device), with what it allocates counted against d (peakBytes()), the devices in
+  /// parallel; returns when all are done and rethrows the first exception a task threw.
+  void onEachDevice(const std::function<void(std::int64_t d)>& task);
   /// The wrapped module (its children live on their partitions' devices).
   torch::nn::Sequential module() const;
 

@@ -19,6 +19,7 @@
 
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/pipeline_shape.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/pipe.h>
@@ -40,6 +41,8 @@ class HostTracer;
 struct StageOptions : PipelineShape {
   bool deferredBatchNorm = false;
   torch::Device device = torch::kCPU;  ///< this rank's device
+  /// bf16, fp16: the rank's forwards (and the loss) under autocast, as PipeOptions::precision.
+  Precision precision = Precision::Fp32;
 };
 
 /// Bytes this rank moved through the transport (messages to itself not counted).

@@ -4,6 +4,7 @@
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/optimizer.h>
 #include <pipeprof/core/pipeline_shape.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/stop_token.h>
@@ -28,6 +29,7 @@ struct TrainingOptions : PipelineShape {
   std::int64_t warmupSteps = 2;
   std::int64_t steps = 10;
   OptimizerSpec optimizer;                 ///< default: plain SGD, lr 1e-3 (no optimizer state)
+  Precision precision = Precision::Fp32;   ///< bf16/fp16: the forward under autocast (fp16: CUDA only)
   std::int64_t dataSeed = 0;               ///< seed of the synthetic batch
   bool captureTrace = false;               ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
@@ -69,7 +71,8 @@ struct TrainingResult {
 /// and copies attributed to the ops.
 ///
 /// Throws std::invalid_argument for a bad balance/chunks/devices combination (from the Pipe),
-/// non-positive steps, batch or chunks > batch, or an optimizer hyperparameter out of range;
+/// non-positive steps, batch or chunks > batch, an optimizer hyperparameter out of range, or
+/// fp16 on a CPU device;
 /// TrainingStopped when options.stop asks.
 TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options);
 
