@@ -7,8 +7,8 @@
 
 namespace pipeprof::tuner {
 
-ThreadedMeasurer::ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices)
-    : model_(std::move(model)), devices_(std::move(devices)) {}
+ThreadedMeasurer::ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, TrainingStepOptions step)
+    : model_(std::move(model)), devices_(std::move(devices)), step_(std::move(step)) {}
 
 MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureRequest& request) {
   Model model = buildModel(model_);
@@ -21,6 +21,8 @@ MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureR
   options.batch = candidate.batch;
   options.warmupSteps = request.warmupSteps;
   options.steps = request.steps;
+  options.optimizer = step_.optimizer;
+  options.precision = step_.precision;
   options.captureTrace = request.traced;
   options.stop = request.stop;
   // The pool streams earlier Pipes of this process used (the calibration's, the previous

@@ -8,8 +8,12 @@
 namespace pipeprof::tuner {
 
 ProcessMeasurer::ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout,
-                                 std::string worker)
-    : model_(std::move(model)), devices_(std::move(devices)), timeout_(timeout), worker_(std::move(worker)) {}
+                                 TrainingStepOptions step, std::string worker)
+    : model_(std::move(model)),
+      devices_(std::move(devices)),
+      timeout_(timeout),
+      step_(std::move(step)),
+      worker_(std::move(worker)) {}
 
 MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const MeasureRequest& request) {
   launch::RankJob job;
@@ -20,6 +24,8 @@ MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const MeasureRe
   }
   job.steps = request.steps;
   job.warmupSteps = request.warmupSteps;
+  job.optimizer = step_.optimizer;
+  job.precision = step_.precision;
   job.tracePath = request.traced ? "trace.json" : "";  // comes back merged
   job.timeout = timeout_;
   launch::LocalRunOptions options;

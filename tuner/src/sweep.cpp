@@ -66,7 +66,8 @@ Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, Swee
   progress.phase(fmt::format("profiling {} on {} with {} thread{} (micro-batches {})", config.model.name,
                              config.devices.front().typeName(), config.model.threads,
                              config.model.threads == 1 ? "" : "s", formatBalance(sizes)));
-  Profile profile = measureProfile(config.model, config.devices.front(), sizes, config.profileBudgetSeconds);
+  Profile profile =
+      measureProfile(config.model, config.devices.front(), sizes, config.profileBudgetSeconds, config.step);
   if (!config.profilePath.empty()) {
     fs::create_directories(fs::absolute(config.profilePath).parent_path());
     writeProfile(profile, config.profilePath);
@@ -147,12 +148,14 @@ std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<
 }
 
 Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const std::vector<std::int64_t>& microBatches,
-                       double budgetSeconds) {
+                       double budgetSeconds, const TrainingStepOptions& step) {
   Model built = buildModel(model);
   LayerProfilerOptions options;
   options.device = torchDevice(device);
   options.microBatches = microBatches;
   options.timeBudgetSeconds = budgetSeconds;
+  options.optimizer = step.optimizer;
+  options.precision = step.precision;
   Profile profile = profileModel(built, options);
   profile.environment.model = model.name;
   profile.environment.threads = model.threads;
@@ -160,7 +163,7 @@ Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const s
 }
 
 std::string profileMismatch(const Profile& profile, const ModelSpec& model, const std::string& deviceType,
-                            std::int64_t layerCount) {
+                            std::int64_t layerCount, const TrainingStepOptions& step) {
   const ProfileEnvironment& env = profile.environment;
   if (env.deviceType != deviceType) {
     return fmt::format("it was measured on device type '{}', this sweep runs on '{}'", env.deviceType, deviceType);
@@ -178,6 +181,14 @@ std::string profileMismatch(const Profile& profile, const ModelSpec& model, cons
   }
   if (profile.layerCount() != layerCount) {
     return fmt::format("it has {} layers, the model has {}", profile.layerCount(), layerCount);
+  }
+  if (env.precision != step.precision) {
+    return fmt::format("it was measured in {}, this sweep trains in {}", precisionName(env.precision),
+                       precisionName(step.precision));
+  }
+  if (env.optimizer != step.optimizer) {
+    return fmt::format("it was measured with {}, this sweep trains with {}", describeOptimizer(env.optimizer),
+                       describeOptimizer(step.optimizer));
   }
   return "";
 }

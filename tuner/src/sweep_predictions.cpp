@@ -120,6 +120,8 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
   env.torchVersion = torchVersion();
   env.pipeprofRevision = pipeprofRevision();
   env.createdAt = utcNowIso8601();
+  env.precision = config.step.precision;
+  env.optimizer = config.step.optimizer;
   report.profilePath = config.profilePath;
   report.profile = setup.profile;
   report.cluster = setup.cluster;

@@ -111,10 +111,12 @@ SweepInputError::SweepInputError(Input input, std::string path, std::string reas
       path_(std::move(path)),
       reason_(std::move(reason)) {}
 
-std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model) {
+std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model,
+                                         const TrainingStepOptions& step) {
   if (path.empty() || !fs::exists(path)) return std::nullopt;
   Profile profile = readProfile(path);
-  const std::string mismatch = profileMismatch(profile, model.spec, model.devices.front().typeName(), model.layers);
+  const std::string mismatch =
+      profileMismatch(profile, model.spec, model.devices.front().typeName(), model.layers, step);
   if (!mismatch.empty()) throw SweepInputError(SweepInputError::Input::CachedProfile, path, mismatch);
   return profile;
 }
@@ -129,13 +131,13 @@ SweepInputs loadSweepInputs(const SweepConfig& config, std::int64_t layers, bool
     if (!mismatch.empty()) throw SweepInputError(Input::ResumedReport, config.reportPath, mismatch);
     if (resumed.profile) {
       const std::string profileMisfit =
-          profileMismatch(*resumed.profile, model.spec, model.devices.front().typeName(), layers);
+          profileMismatch(*resumed.profile, model.spec, model.devices.front().typeName(), layers, config.step);
       if (!profileMisfit.empty()) throw SweepInputError(Input::ResumedProfile, config.reportPath, profileMisfit);
       inputs.cachedProfile = resumed.profile;
     }
     inputs.resumedReport = std::move(resumed);
   }
-  if (!inputs.cachedProfile) inputs.cachedProfile = readCachedProfile(config.profilePath, model);
+  if (!inputs.cachedProfile) inputs.cachedProfile = readCachedProfile(config.profilePath, model, config.step);
   if (!config.calibrationPath.empty()) {
     if (resume) {
       throw SweepInputError(Input::ResumedCalibration, config.calibrationPath,

@@ -49,7 +49,7 @@ std::string sweepWithTwoProcesses() {
   pipeprof::tuner::measureRankLink(config, std::chrono::seconds(60));  // charged on every copy
 
   const std::string worker = pipeprof::launch::findRankWorker();  // the installed one, compiled in here
-  pipeprof::tuner::ProcessMeasurer measurer(config.model, config.devices, std::chrono::seconds(60), worker);
+  pipeprof::tuner::ProcessMeasurer measurer(config.model, config.devices, std::chrono::seconds(60), {}, worker);
   pipeprof::tuner::SilentProgress progress;
   const pipeprof::Report report =
       pipeprof::tuner::runSweep(config, pipeprof::tuner::SweepInputs{}, measurer, progress, pipeprof::StopToken());

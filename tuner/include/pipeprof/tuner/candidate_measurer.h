@@ -8,6 +8,8 @@
 
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/device.h>
+#include <pipeprof/core/optimizer.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/trace.h>
@@ -18,6 +20,12 @@
 #include <vector>
 
 namespace pipeprof::tuner {
+
+/// What every step of a measured run trains with beyond the candidate's shape.
+struct TrainingStepOptions {
+  OptimizerSpec optimizer;  ///< default: plain SGD
+  Precision precision = Precision::Fp32;
+};
 
 /// One run of a candidate.
 struct MeasureRequest {
@@ -50,12 +58,13 @@ class CandidateMeasurer {
 /// trained by the training loop of runtime/training_loop.h.
 class ThreadedMeasurer : public CandidateMeasurer {
  public:
-  ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices);
+  ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, TrainingStepOptions step = {});
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override;
 
  private:
   ModelSpec model_;
   std::vector<DeviceDesc> devices_;
+  TrainingStepOptions step_;
 };
 
 }  // namespace pipeprof::tuner

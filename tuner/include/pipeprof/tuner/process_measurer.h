@@ -28,13 +28,14 @@ class ProcessMeasurer : public CandidateMeasurer {
   /// `timeout`: the longest a rank waits for another. `worker`: the pipeprof-rank executable,
   /// found where this constructor is called (launch::findRankWorker; throws when there is none).
   ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout,
-                  std::string worker = launch::findRankWorker());
+                  TrainingStepOptions step = {}, std::string worker = launch::findRankWorker());
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override;
 
  private:
   ModelSpec model_;
   std::vector<DeviceDesc> devices_;
   std::chrono::milliseconds timeout_;
+  TrainingStepOptions step_;
   std::string worker_;
 };
 

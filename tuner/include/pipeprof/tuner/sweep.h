@@ -36,6 +36,8 @@ struct SweepConfig {
   ModelSpec model;                  ///< its threads are the intra-op threads of profiling and measuring (>= 1)
   std::vector<DeviceDesc> devices;  ///< the p pipeline devices (stage j on device j mod p)
   std::int64_t batch = 1;
+  /// The optimizer and precision every step trains with: profiled, calibrated and measured so.
+  TrainingStepOptions step;
   std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
   std::vector<std::int64_t> stagesPerDevice{1, 2};  ///< v tried by interleaved (gpipe and 1f1b run 1)
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
@@ -86,17 +88,17 @@ class SweepInterrupted : public std::runtime_error {
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const StopToken& stop);
 
-/// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` (the layer
-/// profiler of runtime/layer_profiler.h), recording the model's name and threads in the
-/// profile's environment.
+/// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` under `step`'s
+/// precision and optimizer (the layer profiler of runtime/layer_profiler.h), recording the
+/// model's name and threads in the profile's environment.
 Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const std::vector<std::int64_t>& microBatches,
-                       double budgetSeconds);
+                       double budgetSeconds, const TrainingStepOptions& step = {});
 
 /// Checks a cached profile against the model it is to predict (name, intra-op threads,
-/// `deviceType`, LibTorch version, layer count); returns the reason it does not fit, or "" when
-/// it does.
+/// `deviceType`, LibTorch version, layer count) and the training step (precision, optimizer);
+/// returns the reason it does not fit, or "" when it does.
 std::string profileMismatch(const Profile& profile, const ModelSpec& model, const std::string& deviceType,
-                            std::int64_t layerCount);
+                            std::int64_t layerCount, const TrainingStepOptions& step = {});
 
 /// Checks that a report to resume was written by the same sweep (model, batch, devices,
 /// threads); returns the reason, or "" when it was.

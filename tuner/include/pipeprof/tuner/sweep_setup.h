@@ -92,9 +92,10 @@ class SweepInputError : public std::invalid_argument {
 };
 
 /// The profile cached at `path` when that file exists (nullopt for an empty path or no file),
-/// checked against the model it is to predict (profileMismatch). Throws SweepInputError
+/// checked against the model it is to predict and the training step (profileMismatch). Throws SweepInputError
 /// (CachedProfile) when it does not fit, FormatError for a malformed file.
-std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model);
+std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model,
+                                         const TrainingStepOptions& step = {});
 
 /// What a sweep of `config` on a model of `layers` layers starts from: with `resume` and a
 /// report at config.reportPath, that report and its profile (it must be this sweep's:
