@@ -98,7 +98,8 @@ struct TransientPeaks {
   Bytes backward = 0;
 };
 
-TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end) {
+TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
+                              bool receivesOutputGradient) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves, or at least its output.
   auto liveAfter = [&](std::size_t l) {
@@ -114,7 +115,13 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
     peaks.gradForward = std::max(peaks.gradForward, savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace);
     peaks.noGradForward = std::max(peaks.noGradForward, input + table.outputBytes[l] + forwardWorkspace);
-    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - savedAfter);
+    // The profiler runs a layer's backward from a gradient of its output that it allocates
+    // itself. Inside the stage that gradient is the next layer's input gradient (live then); the
+    // last layer's, on a stage that is not the last, is received from j + 1 (counted there as
+    // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
+    // comes from the loss's backward on this device and stays in.)
+    const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
+    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter);
   }
   return peaks;
 }
@@ -244,7 +251,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.
       const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
       bytes[layout.unsavedOutput(j)] = std::max<Bytes>(0, table.outputBytes[end - 1] - lastSaved);
-      const TransientPeaks peaks = transientPeaks(table, first, end);
+      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
