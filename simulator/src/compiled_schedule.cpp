@@ -49,9 +49,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
   const std::size_t count = ops.size();
   // Size class 1 is the last micro-batch (possibly smaller); class 0 every other one.
   auto sizeClass = [m](std::int64_t i) { return i == m - 1 ? 1 : 0; };
-  auto byteSlot = [&](std::int64_t i, std::int32_t slot) {
-    return sizeClass(i) * layout.bytesPerClass() + slot;
-  };
+  auto byteSlot = [&](std::int64_t i, std::int32_t slot) { return sizeClass(i) * layout.bytesPerClass() + slot; };
   auto durationSlot = [&](std::int64_t i, std::int32_t slot) {
     return sizeClass(i) * layout.durationsPerClass() + slot;
   };
@@ -81,16 +79,17 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
     c.dependencyCount = static_cast<std::uint32_t>(op.deps.size());
     const std::int32_t j = c.j;
     OpEffects& e = effects[index];
-    auto mem = [&](std::int32_t partition, std::int32_t slot) {
-      return MemoryEffect{partition, byteSlot(op.i, slot)};
-    };
+    auto mem = [&](std::int32_t partition, std::int32_t slot) { return MemoryEffect{partition, byteSlot(op.i, slot)}; };
     switch (op.kind) {
       case OpKind::Forward: {
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
         const bool keepsGraph = training && !schedule.checkpointed(op.i);
         e.transient.push_back(mem(j, keepsGraph ? layout.gradForwardPeak(j) : layout.noGradForwardPeak(j)));
-        if (training) {
-          e.endAlloc.push_back(mem(j, keepsGraph ? layout.saved(j) : layout.output(j)));
+        if (keepsGraph) {
+          e.endAlloc.push_back(mem(j, layout.saved(j)));
+          e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));
+        } else if (training) {
+          e.endAlloc.push_back(mem(j, layout.output(j)));
         } else {
           if (j + 1 < n) e.endAlloc.push_back(mem(j, layout.output(j)));
           if (j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
@@ -106,21 +105,23 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
       }
       case OpKind::Loss:
         c.durationSlot = durationSlot(op.i, layout.lossNs());
+        // A checkpointed micro-batch's loss runs without a graph: the last stage's output, kept
+        // since its forward for this loss, is freed (recompute(i, n-1) makes it again).
+        if (schedule.checkpointed(op.i)) e.endRelease.push_back(mem(j, layout.output(j)));
         break;
       case OpKind::Recompute:
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
         e.transient.push_back(mem(j, layout.gradForwardPeak(j)));
         e.endAlloc.push_back(mem(j, layout.saved(j)));
+        e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));  // the recomputed output, its graph's root
         break;
       case OpKind::Backward: {
         c.durationSlot = durationSlot(op.i, layout.backwardNs(j));
         e.transient.push_back(mem(j, layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
         e.endRelease.push_back(mem(j, layout.saved(j)));
-        if (schedule.checkpointed(op.i)) {
-          if (j == n - 1) e.endRelease.push_back(mem(j, layout.output(j)));
-          if (j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
-        }
+        e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
+        if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
         if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           if (crossesPartitions(s) && skipHeldUntilPopBackward(op.i) &&
@@ -132,12 +133,10 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
       }
       case OpKind::Copy:
       case OpKind::SkipCopy: {
-        const std::int32_t slot =
-            op.kind == OpKind::Copy ? layout.copyBytes(std::min(c.j, c.toJ), op.gradient)
-                                    : layout.skipCopyBytes(narrow(op.skip), op.gradient);
-        c.durationSlot = durationSlot(
-            op.i, op.kind == OpKind::Copy ? layout.copyNs(std::min(c.j, c.toJ), op.gradient)
-                                          : layout.skipCopyNs(narrow(op.skip), op.gradient));
+        const std::int32_t slot = op.kind == OpKind::Copy ? layout.copyBytes(std::min(c.j, c.toJ), op.gradient)
+                                                          : layout.skipCopyBytes(narrow(op.skip), op.gradient);
+        c.durationSlot = durationSlot(op.i, op.kind == OpKind::Copy ? layout.copyNs(std::min(c.j, c.toJ), op.gradient)
+                                                                    : layout.skipCopyNs(narrow(op.skip), op.gradient));
         // The buffer is allocated on the destination at copy start and freed with the tensor
         // it carries: at the end of the destination's backward (forward when not training).
         e.startAlloc.push_back(mem(c.toJ, slot));

@@ -26,19 +26,22 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 7 * n + 4 * skips; }
+  std::int32_t bytesPerClass() const { return 8 * n + 4 * skips; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
+  /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
+  /// its output until its backward, as the root of its graph (and j + 1 as its input).
+  std::int32_t unsavedOutput(std::int32_t j) const { return 7 * n + j; }
   std::int32_t copyBytes(std::int32_t lowJ, bool gradient) const { return (gradient ? 4 : 3) * n + lowJ; }
   /// A forward that keeps its graph (training, not checkpointed) or a recompute.
   std::int32_t gradForwardPeak(std::int32_t j) const { return j; }
   /// A forward that keeps no graph (a checkpointed micro-batch, or not training).
   std::int32_t noGradForwardPeak(std::int32_t j) const { return 5 * n + j; }
   std::int32_t backwardPeak(std::int32_t j) const { return 6 * n + j; }
-  std::int32_t skipBytes(std::int32_t s) const { return 7 * n + s; }
-  std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 7 * n + (gradient ? 2 : 1) * skips + s; }
+  std::int32_t skipBytes(std::int32_t s) const { return 8 * n + s; }
+  std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 8 * n + (gradient ? 2 : 1) * skips + s; }
   /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
-  std::int32_t skipUnsavedBytes(std::int32_t s) const { return 7 * n + 3 * skips + s; }
+  std::int32_t skipUnsavedBytes(std::int32_t s) const { return 8 * n + 3 * skips + s; }
 };
 
 /// One memory change: `slot`'s bytes on partition j.
@@ -63,10 +66,10 @@ struct CompiledOp {
   std::int32_t lane = 0;            ///< compute ops: the pipeline device d = j mod p whose worker runs it
   std::uint32_t orderPosition = 0;  ///< compute ops: position in deviceOrder(lane)
   Range successors;
-  Range startAlloc;   ///< at op start: allocations (copy buffers)
-  Range transient;    ///< allocated at op start, released first at op end (a compute op's transient peak)
-  Range endAlloc;     ///< at op end, then: allocations (saved, outputs, gradients)
-  Range endRelease;   ///< at op end, last: releases (freed tensors)
+  Range startAlloc;  ///< at op start: allocations (copy buffers)
+  Range transient;   ///< allocated at op start, released first at op end (a compute op's transient peak)
+  Range endAlloc;    ///< at op end, then: allocations (saved, outputs, gradients)
+  Range endRelease;  ///< at op end, last: releases (freed tensors)
 
   /// Ops that run on a device's worker in its order (forward, recompute, backward, loss).
   bool isCompute() const {
@@ -85,10 +88,10 @@ struct CompiledSchedule {
   std::vector<CompiledOp> ops;
   std::vector<std::uint32_t> successors;
   std::vector<MemoryEffect> effects;
-  std::vector<std::uint32_t> orderOps;       ///< deviceOrder(d) for every lane d, concatenated
-  std::vector<std::uint32_t> orderStart;     ///< lanes + 1 offsets into orderOps
-  std::vector<std::int32_t> partitionLane;   ///< per partition j: its lane, j mod p
-  std::vector<std::string> labels;           ///< Schedule::label of every op
+  std::vector<std::uint32_t> orderOps;      ///< deviceOrder(d) for every lane d, concatenated
+  std::vector<std::uint32_t> orderStart;    ///< lanes + 1 offsets into orderOps
+  std::vector<std::int32_t> partitionLane;  ///< per partition j: its lane, j mod p
+  std::vector<std::string> labels;          ///< Schedule::label of every op
   std::vector<std::int32_t> skipStashPartition;
   std::vector<std::int32_t> skipPopPartition;
 };

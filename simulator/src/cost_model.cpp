@@ -98,7 +98,8 @@ struct TransientPeaks {
   Bytes backward = 0;
 };
 
-TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end) {
+TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
+                              bool receivesOutputGradient) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves, or at least its output.
   auto liveAfter = [&](std::size_t l) {
@@ -110,12 +111,17 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // The layer's input is the previous layer's output (the partition's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
-    const Bytes unsavedInput =
-        l > first ? liveAfter(l - 1) - (table.savedPrefix[l] - table.savedPrefix[l - 1]) : 0;
+    const Bytes unsavedInput = l > first ? liveAfter(l - 1) - (table.savedPrefix[l] - table.savedPrefix[l - 1]) : 0;
     const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
     peaks.gradForward = std::max(peaks.gradForward, savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace);
     peaks.noGradForward = std::max(peaks.noGradForward, input + table.outputBytes[l] + forwardWorkspace);
-    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - savedAfter);
+    // The profiler runs a layer's backward from a gradient of its output that it allocates
+    // itself. Inside the stage that gradient is the next layer's input gradient (live then); the
+    // last layer's, on a stage that is not the last, is received from j + 1 (counted there as
+    // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
+    // comes from the loss's backward on this device and stays in.)
+    const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
+    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter);
   }
   return peaks;
 }
@@ -140,8 +146,7 @@ std::vector<std::int32_t> hostIndices(const Cluster& cluster) {
   if (cluster.hosts.empty()) return indices;
   if (cluster.hosts.size() != cluster.devices.size()) {
     throw std::invalid_argument("the cluster names " + std::to_string(cluster.hosts.size()) + " hosts for " +
-                                std::to_string(cluster.devices.size()) +
-                                " devices; give one host per device, or none");
+                                std::to_string(cluster.devices.size()) + " devices; give one host per device, or none");
   }
   indices.resize(cluster.hosts.size());
   std::int32_t next = 0;
@@ -159,8 +164,7 @@ namespace {
 /// kernel count, and their device time in place of the synchronised one. The device runs the
 /// kernels at its speed; the host launches them at its own.
 void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
-                     const MicroBatching& batching, const std::vector<std::int64_t>& firstLayer,
-                     ResolvedCosts& out) {
+                     const MicroBatching& batching, const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
   const SlotLayout& layout = compiled.layout;
   out.launchNs.assign(out.durationNs.size(), 0);
   out.kernels.assign(out.durationNs.size(), 0);
@@ -170,8 +174,8 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
     for (std::int32_t j = 0; j < layout.n; ++j) {
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
       const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
-      const double speed = cluster.devices[static_cast<std::size_t>(out.partitionDevice[static_cast<std::size_t>(j)])]
-                               .relativeSpeed;
+      const double speed =
+          cluster.devices[static_cast<std::size_t>(out.partitionDevice[static_cast<std::size_t>(j)])].relativeSpeed;
       const auto forward = static_cast<std::size_t>(classSlot + layout.forwardNs(j));
       const auto backward = static_cast<std::size_t>(classSlot + layout.backwardNs(j));
       out.durationNs[forward] = scaleTime(table.forwardDevicePrefix[end] - table.forwardDevicePrefix[first], speed);
@@ -243,7 +247,11 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
       bytes[layout.output(j)] = table.outputBytes[end - 1];
-      const TransientPeaks peaks = transientPeaks(table, first, end);
+      // The stage's output lives until backward(i, j); the part of it the last layer's saved
+      // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.
+      const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
+      bytes[layout.unsavedOutput(j)] = std::max<Bytes>(0, table.outputBytes[end - 1] - lastSaved);
+      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;

@@ -50,24 +50,27 @@ TEST(MemoryModel, NeverGrowsLinearlyInMicroBatches) {
 }
 
 // always: the stored inputs (one boundary output per micro-batch) plus one micro-batch's
-// saved tensors during its recompute.
+// saved tensors during its recompute. A single partition is the last stage: its output waits
+// only for loss(i), which runs without a graph and frees it, so nothing is stored.
 TEST(MemoryModel, AlwaysHoldsOneMicroBatchOfSavedTensorsPlusStoredInputs) {
   for (std::int64_t k : {1, 2, 3}) {
     for (std::int64_t m : {1, 2, 4, 8}) {
       const Prediction p = run(k, m, Checkpoint::Always, test::freeCluster(k));
-      EXPECT_EQ(p.peakBytes[0], kStatic + m * kO + kS + kW) << "K=" << k << " M=" << m;
+      const Bytes stored = k == 1 ? 0 : m * kO;
+      EXPECT_EQ(p.peakBytes[0], kStatic + stored + kS + kW) << "K=" << k << " M=" << m;
       EXPECT_EQ(p.peakOp[0], "recompute(" + std::to_string(m - 1) + ",0)");
     }
   }
 }
 
 // except_last: M-1 stored inputs plus the last micro-batch's saved tensors, at the end of
-// forward(M-1,0).
+// forward(M-1,0) (none stored by a single partition: its losses freed them).
 TEST(MemoryModel, ExceptLastKeepsTheLastMicroBatch) {
   for (std::int64_t k : {1, 2, 3}) {
     for (std::int64_t m : {2, 4, 8}) {
       const Prediction p = run(k, m, Checkpoint::ExceptLast, test::freeCluster(k));
-      EXPECT_EQ(p.peakBytes[0], kStatic + (m - 1) * kO + kS + kW) << "K=" << k << " M=" << m;
+      const Bytes stored = k == 1 ? 0 : (m - 1) * kO;
+      EXPECT_EQ(p.peakBytes[0], kStatic + stored + kS + kW) << "K=" << k << " M=" << m;
       EXPECT_EQ(p.peakOp[0], "forward(" + std::to_string(m - 1) + ",0)");
     }
   }
@@ -88,9 +91,10 @@ TEST(MemoryModel, AnOpPeaksAtItsBusiestLayer) {
   const Prediction never = predict(Checkpoint::Never);
   EXPECT_EQ(never.peakBytes[0], 150);
   EXPECT_EQ(never.peakOp[0], "backward(0,0)");
-  // Checkpointed, the output stored for the loss (10) comes on top.
+  // Checkpointed, the same: the output kept for the loss (10) was freed by loss(0), which ran
+  // without a graph, before recompute(0,0) made it again.
   const Prediction always = predict(Checkpoint::Always);
-  EXPECT_EQ(always.peakBytes[0], 160);
+  EXPECT_EQ(always.peakBytes[0], 150);
   EXPECT_EQ(always.peakOp[0], "backward(0,0)");
   // A larger forward workspace of b: its forward peaks with everything saved before it.
   profile.layers[1].costs[0].forwardWorkspaceBytes = 45;
@@ -99,16 +103,76 @@ TEST(MemoryModel, AnOpPeaksAtItsBusiestLayer) {
   EXPECT_EQ(forwardPeak.peakOp[0], "forward(0,0)");
 }
 
+// A stage keeps its output until its backward (the root of its graph, and the next stage's
+// input): two one-layer stages, "a" saving nothing (a Linear whose output only the next ReLU
+// reads) and "b" saving its output (a ReLU), each with output 10, f 10, b 20, no workspace.
+const test::LayerCosts kSavesNothing{10, 20, 0, 10, 0, 0};
+const test::LayerCosts kSavesOutput{10, 20, 10, 10, 0, 0};
+
+Prediction runTwo(const test::LayerCosts& first, std::int64_t m, Checkpoint mode, ScheduleKind schedule) {
+  Candidate candidate = test::makeCandidate({1, 1}, m, mode, m);
+  candidate.schedule = schedule;
+  return simulate(test::makeProfile({first, kSavesOutput}), test::freeCluster(2), candidate).prediction;
+}
+
+// never, GPipe, M = 4: stage 0 holds its 10-byte output per micro-batch although "a" saves
+// nothing (40 once forward(3,0) runs; the model once said 10); stage 1's output is in its
+// saved bytes (40), and backward(3,1) adds the gradient of its input (10) before freeing.
+// 1F1B holds min(p - d, M) micro-batches: 20 on device 0, 10 + 10 on device 1.
+TEST(MemoryModel, AStageKeepsItsOutputUntilItsBackward) {
+  const Prediction gpipe = runTwo(kSavesNothing, 4, Checkpoint::Never, ScheduleKind::GPipe);
+  EXPECT_EQ(gpipe.peakBytes, (std::vector<Bytes>{40, 50}));
+  EXPECT_EQ(gpipe.peakOp, (std::vector<std::string>{"forward(3,0)", "backward(3,1)"}));
+  const Prediction oneF1B = runTwo(kSavesNothing, 4, Checkpoint::Never, ScheduleKind::OneFOneB);
+  EXPECT_EQ(oneF1B.peakBytes, (std::vector<Bytes>{20, 20}));
+  EXPECT_EQ(oneF1B.peakOp, (std::vector<std::string>{"forward(1,0)", "backward(0,1)"}));
+}
+
+// The output counts once, whatever part of it the last layer's saved bytes already hold (its
+// own graph saved it, or the next layer saved it as its input and the profiler charged it to
+// the layer that allocated it): saved 0, 4 or 10 of an output of 10 all hold 10 per micro-batch.
+// Saved bytes beyond the output (15) are other tensors: 15 per micro-batch.
+TEST(MemoryModel, TheOutputIsNotCountedTwiceWhenSavedBytesHoldIt) {
+  for (Bytes saved : {0, 4, 10}) {
+    test::LayerCosts first = kSavesNothing;
+    first.savedBytes = saved;
+    EXPECT_EQ(runTwo(first, 4, Checkpoint::Never, ScheduleKind::GPipe).peakBytes[0], 40) << "saved " << saved;
+  }
+  test::LayerCosts more = kSavesNothing;
+  more.savedBytes = 15;
+  EXPECT_EQ(runTwo(more, 4, Checkpoint::Never, ScheduleKind::GPipe).peakBytes[0], 60);
+}
+
+// always, GPipe, M = 4, "a" with a backward workspace of 50. Stage 0: each forward stores its
+// output for stage 1 (10 each, freed by backward(i,1)); recompute(3,0) runs in [50, 60] and
+// keeps the recomputed output (10) until backward(3,0), which starts at 80 when backward(3,1)
+// has freed the stored output of micro-batch 3: 3 x 10 stored + 10 recomputed + 50 - 10 (the
+// workspace's gradient of a's output, which stage 1 holds) = 80 (70 before the recomputed
+// output was counted). Stage 1 is the last: loss(i), without a graph,
+// frees the output its forward kept, so it holds nothing between its forward and its recompute
+// and peaks at backward(3,1): 10 saved + 10 gradient of its input = 20.
+TEST(MemoryModel, ARecomputedOutputIsHeldUntilItsBackwardAndALossFreesTheLastStagesOutput) {
+  test::LayerCosts first = kSavesNothing;
+  Profile profile = test::makeProfile({first, kSavesOutput});
+  profile.layers[0].costs[0].backwardWorkspaceBytes = 50;
+  const Prediction p =
+      simulate(profile, test::freeCluster(2), test::makeCandidate({1, 1}, 4, Checkpoint::Always, 4)).prediction;
+  EXPECT_EQ(p.peakBytes, (std::vector<Bytes>{80, 20}));
+  EXPECT_EQ(p.peakOp, (std::vector<std::string>{"backward(3,0)", "backward(3,1)"}));
+}
+
 // Over a costly link every copy allocates its bytes on the destination at copy start: the
 // activation copy on partition 1 (held until backward(0,1) ends), the gradient copy on
-// partition 0 (held until backward(0,0) ends).
+// partition 0 (held until backward(0,0) ends). That gradient is the one partition 0's backward
+// starts from: its backward workspace (5, less than the output gradient of 10 the profiler's
+// workspace includes) adds nothing on top, so partition 0 peaks when the copy starts.
 TEST(MemoryModel, CopyBuffersCountOnTheDestination) {
   const Prediction free = run(2, 1, Checkpoint::Never, test::freeCluster(2));
   EXPECT_EQ(free.peakBytes, (std::vector<Bytes>{kStatic + kS + kW, kStatic + kS + kO}));
   EXPECT_EQ(free.peakOp, (std::vector<std::string>{"forward(0,0)", "backward(0,1)"}));
   const Prediction costly = run(2, 1, Checkpoint::Never, Cluster::uniform(2, std::nullopt, 0.0, 3));
-  EXPECT_EQ(costly.peakBytes, (std::vector<Bytes>{kStatic + kS + kW + kO, kStatic + kS + 2 * kO}));
-  EXPECT_EQ(costly.peakOp, (std::vector<std::string>{"backward(0,0)", "backward(0,1)"}));
+  EXPECT_EQ(costly.peakBytes, (std::vector<Bytes>{kStatic + kS + kO, kStatic + kS + 2 * kO}));
+  EXPECT_EQ(costly.peakOp, (std::vector<std::string>{"grad-copy(0,1->0)", "backward(0,1)"}));
 }
 
 /// End of the op labelled `name` in a recorded trace (-1 when absent).
@@ -195,9 +259,8 @@ TEST(MemoryModel, EverythingDynamicIsFreedAtTheEndOfTheStep) {
     profile.skips.push_back({"enc", 0, 2, 7, 3});
     SimulationOptions options;
     options.recordTrace = true;
-    const SimulationResult result =
-        simulate(profile, Cluster::uniform(3, std::nullopt, 1e9, 2, "dev"),
-                 test::makeCandidate({1, 1, 1}, 3, mode, 5), options);
+    const SimulationResult result = simulate(profile, Cluster::uniform(3, std::nullopt, 1e9, 2, "dev"),
+                                             test::makeCandidate({1, 1, 1}, 3, mode, 5), options);
     std::map<std::string, double> last;
     for (const TraceEvent& e : result.trace.events) {
       if (e.kind == EventKind::Counter) last[e.device] = e.value;
