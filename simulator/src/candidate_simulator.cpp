@@ -3,6 +3,7 @@
 
 #include "predicted_trace.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -132,10 +133,16 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   // busyNs, peakBytes and peakOp are per pipeline device (lane): a device's stages together.
   Prediction& p = out.prediction;
   const auto lanes = static_cast<std::size_t>(compiled.lanes);
-  p.iterationNs = engine_.iterationNs();
+  // Training ends with the optimizer step of every device, once all of them ran their ops.
+  optimizerStepCosts(profile_, cluster_, firstLayer_, compiled.partitionLane, resolved_.partitionDevice, compiled.lanes,
+                     optimizer_);
+  if (!training) optimizer_ = OptimizerStepCosts{};
+  const TimeNs pipelineEndNs = engine_.iterationNs();
+  p.iterationNs = pipelineEndNs + optimizer_.longestNs();
   const double seconds = static_cast<double>(p.iterationNs) * 1e-9;
   p.samplesPerS = seconds > 0.0 ? static_cast<double>(candidate.batch) / seconds : 0.0;
   p.busyNs = engine_.busyNs();
+  for (std::size_t d = 0; d < optimizer_.durationNs.size(); ++d) p.busyNs[d] += optimizer_.durationNs[d];
   double idle = 0.0;
   for (TimeNs busy : p.busyNs) {
     // With launches a device's streams may overlap, so busy (the device time) may exceed the
@@ -154,9 +161,15 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   const MemoryTimeline& memory = engine_.memory();
   for (std::size_t d = 0; d < lanes; ++d) {
     const auto dd = static_cast<std::int32_t>(d);
-    p.peakBytes[d] += memory.peakDynamic(dd);
+    // The cast copies live through the ops; the optimizer's temporaries come after them.
+    const Bytes castBytes = optimizer_.castCacheBytes.empty() ? 0 : optimizer_.castCacheBytes[d];
+    const Bytes stepBytes = optimizer_.transientBytes.empty() ? 0 : optimizer_.transientBytes[d];
+    const Bytes opsPeak = memory.peakDynamic(dd) + castBytes;
+    p.peakBytes[d] += std::max(opsPeak, stepBytes);
     const std::int64_t op = memory.peakOp(dd);
-    if (op >= 0) {
+    if (stepBytes > opsPeak) {
+      p.peakOp[d] = "optimizer";
+    } else if (op >= 0) {
       p.peakOp[d] = compiled.labels[static_cast<std::size_t>(op)];
     } else {
       p.peakOp[d].clear();
@@ -176,6 +189,7 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   out.eventCount = engine_.eventCount();
   if (recordTrace) {
     out.trace = predictedTrace(compiled, resolved_, engine_, cluster_, candidate.label());
+    appendOptimizerSpans(out.trace, optimizer_, pipelineEndNs, resolved_.partitionDevice, cluster_);
   } else {
     out.trace = Trace{};
   }

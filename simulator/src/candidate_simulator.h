@@ -4,6 +4,7 @@
 #include "compiled_schedule.h"
 #include "cost_model.h"
 #include "engine.h"
+#include "optimizer_step.h"
 
 #include <pipeprof/simulator/simulator.h>
 
@@ -54,6 +55,7 @@ class CandidateSimulator {
   CostModel costs_;
   Engine engine_;
   ResolvedCosts resolved_;
+  OptimizerStepCosts optimizer_;
   std::vector<std::int64_t> firstLayer_;
   std::vector<Bytes> devicePeakBytes_;
   Key scratchKey_;

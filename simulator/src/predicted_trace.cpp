@@ -2,6 +2,7 @@
 #include "predicted_trace.h"
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -12,8 +13,8 @@ namespace {
 /// lane of the thread that launches it, named like the measured "cuda api" lanes: its
 /// pipeline device's worker (forward, recompute, loss) or its cluster device's autograd thread
 /// (backward). An op that launches nothing in no time (a loss) has none.
-void addLaunch(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine,
-               std::size_t index, const TraceEvent& opEvent, Trace& trace) {
+void addLaunch(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine, std::size_t index,
+               const TraceEvent& opEvent, Trace& trace) {
   const CompiledOp& op = compiled.ops[index];
   const auto slot = static_cast<std::size_t>(op.durationSlot);
   const TimeNs launchNs = engine.launchedNs(index) - engine.startNs(index);
@@ -75,6 +76,48 @@ Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& cost
   }
   sortEvents(trace);
   return trace;
+}
+
+void appendOptimizerSpans(Trace& trace, const OptimizerStepCosts& optimizer, TimeNs startNs,
+                          const std::vector<std::int32_t>& laneDevice, const Cluster& cluster) {
+  if (optimizer.longestNs() == 0) return;
+  std::map<std::string, double> lastMemory;  // by device name: the counter before the step
+  for (const TraceEvent& event : trace.events) {
+    if (event.kind == EventKind::Counter && event.name == "memory" && event.startNs <= startNs) {
+      lastMemory[event.device] = event.value;
+    }
+  }
+  std::map<std::string, Bytes> temporaries;
+  for (std::size_t d = 0; d < optimizer.durationNs.size(); ++d) {
+    const std::string& device = cluster.devices[static_cast<std::size_t>(laneDevice[d])].name;
+    temporaries[device] += optimizer.transientBytes[d];
+    if (optimizer.durationNs[d] == 0) continue;
+    TraceEvent span;
+    span.kind = EventKind::Span;
+    span.name = "optimizer";
+    span.device = device;
+    span.lane = "optimizer";
+    span.phase = Phase::Optimizer;
+    span.startNs = startNs;
+    span.durationNs = optimizer.durationNs[d];
+    trace.events.push_back(std::move(span));
+  }
+  for (const auto& [device, bytes] : temporaries) {
+    if (bytes == 0) continue;
+    const double before = lastMemory[device];
+    for (const auto& [timeNs, value] : {std::pair<TimeNs, double>{startNs, before + static_cast<double>(bytes)},
+                                        std::pair<TimeNs, double>{startNs + optimizer.longestNs(), before}}) {
+      TraceEvent counter;
+      counter.kind = EventKind::Counter;
+      counter.name = "memory";
+      counter.device = device;
+      counter.lane = "memory";
+      counter.startNs = timeNs;
+      counter.value = value;
+      trace.events.push_back(std::move(counter));
+    }
+  }
+  sortEvents(trace);
 }
 
 }  // namespace pipeprof::sim

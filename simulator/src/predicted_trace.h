@@ -4,11 +4,14 @@
 #include "compiled_schedule.h"
 #include "cost_model.h"
 #include "engine.h"
+#include "optimizer_step.h"
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/trace.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pipeprof::sim {
 
@@ -20,5 +23,12 @@ namespace pipeprof::sim {
 /// its start to its last launch; its op span runs on to its last kernel's end.
 Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine,
                      const Cluster& cluster, const std::string& candidateLabel);
+
+/// The optimizer step from `startNs` (the pipeline's end): a span "optimizer" (phase optimizer)
+/// on lane "optimizer" of each pipeline device's cluster device (laneDevice[d]) that steps for
+/// a while, and each cluster device's "memory" counter raised by its devices' temporaries
+/// until the longest step ends. Events stay sorted.
+void appendOptimizerSpans(Trace& trace, const OptimizerStepCosts& optimizer, TimeNs startNs,
+                          const std::vector<std::int32_t>& laneDevice, const Cluster& cluster);
 
 }  // namespace pipeprof::sim

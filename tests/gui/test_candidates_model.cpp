@@ -37,7 +37,7 @@ TEST(CandidatesModel, ShowsConfigurationTimesAndStatusWithUnits) {
   EXPECT_EQ(text(0, CandidatesModel::MeasuredStep), QStringLiteral("18.0 ms"));
   EXPECT_EQ(text(0, CandidatesModel::Schedule), QStringLiteral("gpipe"));
   EXPECT_EQ(text(test::kSampleOneFOneB, CandidatesModel::Schedule), QStringLiteral("1f1b"));
-  EXPECT_EQ(text(0, CandidatesModel::PredictedPeak), QStringLiteral("48.4 MiB | 61.1 MiB"));
+  EXPECT_EQ(text(0, CandidatesModel::PredictedPeak), QStringLiteral("48.3 MiB | 60.7 MiB"));
   EXPECT_EQ(text(0, CandidatesModel::StepError), QStringLiteral("-5.7 %"));
   EXPECT_EQ(text(0, CandidatesModel::Status), QStringLiteral("measured"));
   EXPECT_EQ(text(5, CandidatesModel::Status), QStringLiteral("failed"));
@@ -104,7 +104,8 @@ TEST(CandidatesModel, ShowsTheScheduleWithStagesPerDeviceAndSortsByIt) {
   EXPECT_EQ(model.headerData(CandidatesModel::Schedule, Qt::Horizontal).toString(), QStringLiteral("Schedule"));
   EXPECT_EQ(model.index(10, CandidatesModel::Schedule).data().toString(), QStringLiteral("interleaved v2"));
   EXPECT_EQ(model.index(10, CandidatesModel::Balance).data().toString(), QStringLiteral("[2,2,2,2]"));
-  EXPECT_EQ(model.index(10, 0).data(CandidatesModel::ScheduleRole).toInt(), static_cast<int>(ScheduleKind::Interleaved));
+  EXPECT_EQ(model.index(10, 0).data(CandidatesModel::ScheduleRole).toInt(),
+            static_cast<int>(ScheduleKind::Interleaved));
   EXPECT_EQ(model.index(10, 0).data(CandidatesModel::LabelRole).toString(),
             QStringLiteral("[2,2,2,2] x4 except_last interleaved v2"));
   // Peaks are per pipeline device: 2 devices for 4 stages.

@@ -8,6 +8,7 @@
 #include <pipeprof/core/trace.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace pipeprof {
 
@@ -18,8 +19,8 @@ struct SimulationOptions {
 
 struct SimulationResult {
   Prediction prediction;
-  Trace trace;                 ///< empty unless SimulationOptions::recordTrace
-  std::int64_t eventCount = 0; ///< events processed by the engine
+  Trace trace;                  ///< empty unless SimulationOptions::recordTrace
+  std::int64_t eventCount = 0;  ///< events processed by the engine
 };
 
 /// Simulates one training step of the candidate under its schedule: each pipeline device's
@@ -31,5 +32,12 @@ struct SimulationResult {
 /// the values.
 SimulationResult simulate(const Profile& profile, const Cluster& cluster, const Candidate& candidate,
                           const SimulationOptions& options = {});
+
+/// Per pipeline device of the candidate (p entries), the model state of its stages as the
+/// simulator charges it all step long: parameters, gradients and the optimizer's state (the
+/// profile's param_bytes + grad_bytes + optimizer_bytes of their layers; on a CUDA profile in
+/// whole allocator blocks). What the runtime holds between steps once the optimizer has
+/// stepped. Throws what simulate() throws for a candidate that does not fit the profile.
+std::vector<Bytes> modelStateBytes(const Profile& profile, const Candidate& candidate);
 
 }  // namespace pipeprof

@@ -1,0 +1,33 @@
+// The optimizer step that ends a training step: what it costs each pipeline device.
+#pragma once
+
+#include <pipeprof/core/cluster.h>
+#include <pipeprof/core/profile.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace pipeprof::sim {
+
+/// Per pipeline device (lane), from the profile's layers of its stages (docs/simulator.md,
+/// "The optimizer step"): the executors step every device's parameters once all devices have
+/// run their ops, each device on its own thread, so the step ends max_d durationNs[d] after the
+/// pipeline's last op. Its temporaries are those of the device's largest layer (LibTorch steps
+/// parameter by parameter); autocast's cast copies are held from the step's first ops until the
+/// optimizer starts.
+struct OptimizerStepCosts {
+  std::vector<TimeNs> durationNs;     ///< sum of the layers' optimizer_step_ns / the device's speed
+  std::vector<Bytes> transientBytes;  ///< max of the layers' optimizer_step_bytes
+  std::vector<Bytes> castCacheBytes;  ///< sum of the layers' cast_cache_bytes
+
+  /// The longest duration: what the step takes beyond the pipeline (0 with no lanes).
+  TimeNs longestNs() const;
+};
+
+/// Fills `out` (reusing its storage). firstLayer has n + 1 entries (the last is the layer
+/// count); partitionLane[j] is stage j's lane, partitionDevice[j] its cluster device.
+void optimizerStepCosts(const Profile& profile, const Cluster& cluster, const std::vector<std::int64_t>& firstLayer,
+                        const std::vector<std::int32_t>& partitionLane,
+                        const std::vector<std::int32_t>& partitionDevice, std::int32_t lanes, OptimizerStepCosts& out);
+
+}  // namespace pipeprof::sim
