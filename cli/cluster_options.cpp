@@ -66,9 +66,41 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
                   "Speed of each device relative to the profiled one (default: 1.0)")
       ->type_name("X")
       ->excludes(cluster);
+  command
+      .add_option("--optimizer", flags.optimizer,
+                  "sgd, momentum, adam or adamw: the optimizer the profile must have been measured with (default: "
+                  "the profile's)")
+      ->type_name("KIND");
+  command
+      .add_option("--precision", flags.precision,
+                  "fp32, bf16 or fp16: the precision the profile must have been measured in (default: the profile's)")
+      ->type_name("TYPE");
 }
 
-Profile loadProfileFromFlags(const ClusterFlags& flags) { return readProfile(flags.profilePath); }
+Profile loadProfileFromFlags(const ClusterFlags& flags) {
+  Profile profile = readProfile(flags.profilePath);
+  const ProfileEnvironment& measured = profile.environment;
+  const std::string again =
+      "; profile again with it (pipeprof profile ... --optimizer " +
+      (flags.optimizer.empty() ? std::string(optimizerName(measured.optimizer.kind)) : flags.optimizer) +
+      " --precision " + (flags.precision.empty() ? std::string(precisionName(measured.precision)) : flags.precision) +
+      ")";
+  if (!flags.optimizer.empty()) {
+    const OptimizerKind kind = parseFlag("--optimizer", flags.optimizer, parseOptimizerKind);
+    if (kind != measured.optimizer.kind) {
+      throw UsageError("--optimizer " + flags.optimizer + ": --profile " + flags.profilePath + " was measured with " +
+                       describeOptimizer(measured.optimizer) + again);
+    }
+  }
+  if (!flags.precision.empty()) {
+    const Precision precision = parseFlag("--precision", flags.precision, parsePrecision);
+    if (precision != measured.precision) {
+      throw UsageError("--precision " + flags.precision + ": --profile " + flags.profilePath + " was measured in " +
+                       std::string(precisionName(measured.precision)) + again);
+    }
+  }
+  return profile;
+}
 
 Predictor predictorFromFlags(const ClusterFlags& flags, Profile profile, Cluster cluster) {
   Calibration calibration;

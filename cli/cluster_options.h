@@ -1,4 +1,5 @@
-// Shared CLI flags for the simulator commands: --profile, --calibration and a cluster (--cluster, or --devices with memory, link, speed).
+// Shared CLI flags for the simulator commands: --profile, --calibration and a cluster (--cluster, or --devices with
+// memory, link, speed).
 #pragma once
 
 #include <pipeprof/core/cluster.h>
@@ -17,19 +18,25 @@ struct ClusterFlags {
   std::string profilePath;
   std::string calibrationPath;  ///< empty: predict from the raw profile
   std::string clusterPath;
-  std::int64_t devices = 0;     ///< 0: one device per partition
-  std::string deviceMemory;     ///< empty: unbounded
-  std::string linkBandwidth;    ///< empty: infinitely fast
-  std::string linkLatency;      ///< empty: 0
+  std::int64_t devices = 0;   ///< 0: one device per partition
+  std::string deviceMemory;   ///< empty: unbounded
+  std::string linkBandwidth;  ///< empty: infinitely fast
+  std::string linkLatency;    ///< empty: 0
   double deviceSpeed = 1.0;
+  /// The training step asked about: empty takes the profile's; else it must be the profile's
+  /// (its optimizer's kind, its precision), which were measured into it.
+  std::string optimizer;
+  std::string precision;
 };
 
 /// Adds --profile (required), --calibration, --cluster, and the --devices shorthand flags (--device-memory,
-/// --link-bandwidth, --link-latency, --device-speed; they exclude --cluster) to a subcommand.
+/// --link-bandwidth, --link-latency, --device-speed; they exclude --cluster), and --optimizer and
+/// --precision (checked against the profile's) to a subcommand.
 void addClusterFlags(CLI::App& command, ClusterFlags& flags);
 
 /// Reads the profile. FormatError (unreadable or malformed file) propagates; main maps it to
-/// exit code 2.
+/// exit code 2. Throws UsageError naming --optimizer or --precision when the profile was measured
+/// under another (its times, saved bytes and optimizer costs are that training step's).
 Profile loadProfileFromFlags(const ClusterFlags& flags);
 
 /// Reads --cluster, or builds the uniform cluster the shorthand flags describe with

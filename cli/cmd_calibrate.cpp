@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "model_options.h"
 #include "search_flags.h"
+#include "training_step_options.h"
 
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/torch_environment.h>
@@ -25,6 +26,7 @@ struct CalibrateFlags {
   ModelFlags model;
   std::string devices = "cpu,cpu";
   SearchFlags search{"1,2,4,8", "never", "auto", {"gpipe", "2"}};
+  TrainingStepFlags trainingStep;
   std::string profile;
   double profileBudget = 20.0;
   double budget = 8.0;
@@ -35,13 +37,14 @@ struct CalibrateFlags {
 /// The profile the calibration corrects: --profile when it exists (checked against the model),
 /// else measured now (and written to --profile when given).
 Profile obtainProfile(const CalibrateFlags& flags, const tuner::SweepModel& model,
-                      const std::vector<std::int64_t>& sizes) {
-  if (std::optional<Profile> cached = inFlagWords({}, [&] { return tuner::readCachedProfile(flags.profile, model); })) {
+                      const std::vector<std::int64_t>& sizes, const tuner::TrainingStepOptions& step) {
+  if (std::optional<Profile> cached =
+          inFlagWords({}, [&] { return tuner::readCachedProfile(flags.profile, model, step); })) {
     return *cached;
   }
   std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", model.spec.name, model.devices.front().typeName(),
                            formatBalance(sizes));
-  Profile profile = tuner::measureProfile(model.spec, model.devices.front(), sizes, flags.profileBudget);
+  Profile profile = tuner::measureProfile(model.spec, model.devices.front(), sizes, flags.profileBudget, step);
   if (!flags.profile.empty()) writeProfile(profile, flags.profile);
   return profile;
 }
@@ -62,8 +65,10 @@ void runCalibrate(const CalibrateFlags& flags) {
       throw UsageError(fmt::format("--chunks {}: {} exceeds the batch {}", flags.search.chunks, m, model.batch));
     }
   }
+  const tuner::TrainingStepOptions step{optimizerFromFlags(flags.trainingStep), precisionFromFlags(flags.trainingStep)};
+  requirePrecisionDevices(step.precision, devices);
   setIntraOpThreads(model.spec.threads);
-  const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(model.batch, space.chunks));
+  const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(model.batch, space.chunks), step);
 
   const auto deviceCount = static_cast<std::int64_t>(devices.size());
   const std::vector<PipelineShape> shapes =
@@ -71,7 +76,7 @@ void runCalibrate(const CalibrateFlags& flags) {
   std::cerr << fmt::format(
       "calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n", shapes.size(),
       flags.search.chunks, flags.budget);
-  tuner::ThreadedMeasurer measurer(model.spec, devices);
+  tuner::ThreadedMeasurer measurer(model.spec, devices, step);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
   Calibration calibration = tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt),
@@ -112,6 +117,7 @@ void addCalibrateCommand(CLI::App& app) {
   addModelFlags(command, flags.model);
   addDevicesFlag(command, flags.devices);
   addSearchFlags(command, flags.search, "to time reference pipelines with", /*balances=*/false);
+  addTrainingStepFlags(command, flags.trainingStep);
   command.add_option("--profile", flags.profile,
                      "The profile to calibrate: read when it exists, else measured now and written there");
   command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")

@@ -6,6 +6,7 @@
 #include "model_options.h"
 #include "progress_reporter.h"
 #include "search_flags.h"
+#include "training_step_options.h"
 
 #include <pipeprof/core/units.h>
 #include <pipeprof/launch/local_run.h>
@@ -32,6 +33,7 @@ struct SweepFlags {
   ModelFlags model;  ///< --model, --batch, --width, --depth, --seed, --threads
   std::string devices = "cpu,cpu";
   SearchFlags search;
+  TrainingStepFlags trainingStep;
   std::string measure = "top:12";
   std::int64_t steps = 10;
   std::int64_t warmup = 3;
@@ -78,6 +80,8 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.model = model.spec;
   config.devices = model.devices;
   config.batch = model.batch;
+  config.step = {optimizerFromFlags(flags.trainingStep), precisionFromFlags(flags.trainingStep)};
+  requirePrecisionDevices(config.step.precision, config.devices);
   if (flags.procs > 0) {
     checkProcsFlag(flags.procs, flags.devices, config.devices.size());
     if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
@@ -127,9 +131,9 @@ void runSweepCommand(const SweepFlags& flags) {
     } catch (const launch::RunInterrupted&) {
       throw Interrupted("interrupted while measuring the link, before any report was written");
     }
-    measurer = std::make_unique<tuner::ProcessMeasurer>(config.model, config.devices, timeout);
+    measurer = std::make_unique<tuner::ProcessMeasurer>(config.model, config.devices, timeout, config.step);
   } else {
-    measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices);
+    measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices, config.step);
   }
   Report report;
   try {
@@ -166,6 +170,7 @@ void addSweepCommand(CLI::App& app) {
       "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
   addDevicesFlag(command, flags.devices, "; a candidate with v stages per device runs stage j on device j mod devices");
   addSearchFlags(command, flags.search, "to try");
+  addTrainingStepFlags(command, flags.trainingStep);
   command
       .add_option("--measure", flags.measure,
                   "Which candidates to measure: top:N (best N/3 predicted, then spread over schedules, "

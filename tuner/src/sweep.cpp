@@ -186,7 +186,8 @@ std::string profileMismatch(const Profile& profile, const ModelSpec& model, cons
     return fmt::format("it was measured in {}, this sweep trains in {}", precisionName(env.precision),
                        precisionName(step.precision));
   }
-  if (env.optimizer != step.optimizer) {
+  // The kind decides the state, the step's time and its temporaries; the rate does not.
+  if (env.optimizer.kind != step.optimizer.kind) {
     return fmt::format("it was measured with {}, this sweep trains with {}", describeOptimizer(env.optimizer),
                        describeOptimizer(step.optimizer));
   }

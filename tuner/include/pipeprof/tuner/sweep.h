@@ -95,7 +95,7 @@ Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const s
                        double budgetSeconds, const TrainingStepOptions& step = {});
 
 /// Checks a cached profile against the model it is to predict (name, intra-op threads,
-/// `deviceType`, LibTorch version, layer count) and the training step (precision, optimizer);
+/// `deviceType`, LibTorch version, layer count) and the training step (precision, optimizer kind);
 /// returns the reason it does not fit, or "" when it does.
 std::string profileMismatch(const Profile& profile, const ModelSpec& model, const std::string& deviceType,
                             std::int64_t layerCount, const TrainingStepOptions& step = {});
