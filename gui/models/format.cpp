@@ -17,14 +17,19 @@ QString throughputText(double samplesPerS) {
 }
 
 QString errorText(double percent) {
-  return (percent >= 0 ? QStringLiteral("+") : QString()) + QString::number(percent, 'f', 1) +
-         QStringLiteral(" %");
+  return (percent >= 0 ? QStringLiteral("+") : QString()) + QString::number(percent, 'f', 1) + QStringLiteral(" %");
 }
 
 double toMs(TimeNs durationNs) { return static_cast<double>(durationNs) / 1e6; }
 
 double toMiB(Bytes bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
-QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice) { return qs(scheduleLabel(kind, stagesPerDevice)); }
+QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice) {
+  return qs(scheduleLabel(kind, stagesPerDevice));
+}
+
+QString trainingStepText(const OptimizerSpec& optimizer, Precision precision) {
+  return qs(describeOptimizer(optimizer)) + QStringLiteral(", ") + qs(std::string(precisionName(precision)));
+}
 
 }  // namespace pipeprof::gui

@@ -1,6 +1,8 @@
 // Text forms of durations, sizes, throughputs and errors for the GUI (wrapping core's units).
 #pragma once
 
+#include <pipeprof/core/optimizer.h>
+#include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
 
@@ -24,6 +26,8 @@ QString errorText(double percent);
 /// The schedule of a candidate: "gpipe", "1f1b", "interleaved v2" (v is written only for
 /// interleaved, the one family with more than one stage per device).
 QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice);
+/// The training step: "adamw (lr 0.001, weight decay 0.01, betas 0.9,0.999), bf16".
+QString trainingStepText(const OptimizerSpec& optimizer, Precision precision);
 /// Milliseconds as a double (charts plot step times in ms).
 double toMs(TimeNs durationNs);
 /// Mebibytes as a double.

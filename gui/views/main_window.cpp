@@ -47,11 +47,20 @@ std::optional<MainWindow::View> MainWindow::parseView(const QString& name) {
 }
 
 MainWindow::MainWindow(Options options, QWidget* parent)
-    : QMainWindow(parent), options_(options), document_(new ReportDocument(this)), candidates_(new CandidatesModel(this)),
-      accuracy_(new AccuracyModel(this)), memory_(new MemoryModel(this)), timeline_(new TimelineModel(this)),
-      tabs_(new QTabWidget(this)), candidatesView_(new CandidatesView(candidates_, this)),
-      accuracyView_(new AccuracyChartView(accuracy_, this)), memoryView_(new MemoryChartView(memory_, this)),
-      timelineView_(new TimelineView(timeline_, this)), tuningPanel_(new TuningPanel(this)), statusInfo_(new QLabel(this)) {
+    : QMainWindow(parent),
+      options_(options),
+      document_(new ReportDocument(this)),
+      candidates_(new CandidatesModel(this)),
+      accuracy_(new AccuracyModel(this)),
+      memory_(new MemoryModel(this)),
+      timeline_(new TimelineModel(this)),
+      tabs_(new QTabWidget(this)),
+      candidatesView_(new CandidatesView(candidates_, this)),
+      accuracyView_(new AccuracyChartView(accuracy_, this)),
+      memoryView_(new MemoryChartView(memory_, this)),
+      timelineView_(new TimelineView(timeline_, this)),
+      tuningPanel_(new TuningPanel(this)),
+      statusInfo_(new QLabel(this)) {
   setWindowTitle(tr("pipeprof-gui"));
   setAcceptDrops(true);
   tabs_->setDocumentMode(true);
@@ -78,15 +87,18 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     selectCandidate(c);
     showView(View::Tuning);
   });
-  connect(memoryView_->picker(), &CandidatePicker::candidatePicked, this, [this](std::size_t c) { selectCandidate(c); });
-  connect(timelineView_->picker(), &CandidatePicker::candidatePicked, this, [this](std::size_t c) { selectCandidate(c); });
+  connect(memoryView_->picker(), &CandidatePicker::candidatePicked, this,
+          [this](std::size_t c) { selectCandidate(c); });
+  connect(timelineView_->picker(), &CandidatePicker::candidatePicked, this,
+          [this](std::size_t c) { selectCandidate(c); });
 }
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   file->addAction(tr("&Open report…"), QKeySequence::Open, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open a pipeprof report"), QFileInfo(openPath_).absolutePath(),
-                                                      tr("pipeprof reports (*.json);;All files (*)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open a pipeprof report"), QFileInfo(openPath_).absolutePath(),
+                                     tr("pipeprof reports (*.json);;All files (*)"));
     if (!path.isEmpty()) openReport(path);
   });
   recentMenu_ = file->addMenu(tr("Open &recent"));
@@ -140,8 +152,12 @@ void MainWindow::onReportChanged() {
   setWindowTitle(tr("%1 — pipeprof-gui").arg(name));
   QStringList devices;
   for (const std::string& device : report->environment.devices) devices << qs(device);
-  statusInfo_->setText(tr("%1 · batch %2 · %3 · %4")
-                           .arg(qs(report->environment.model), QString::number(report->environment.batch), devices.join(QLatin1Char(',')),
+  statusInfo_->setText(tr("%1 · batch %2 · %3 · %4 · %5")
+                           .arg(qs(report->environment.model), QString::number(report->environment.batch),
+                                devices.join(QLatin1Char(',')),
+                                qs(std::string(optimizerName(report->environment.optimizer.kind))) +
+                                    QStringLiteral(", ") +
+                                    qs(std::string(precisionName(report->environment.precision))),
                                 report->complete ? tr("sweep complete") : tr("sweep running or interrupted")));
   if (reloaded) statusBar()->showMessage(tr("Reloaded %1 at %2").arg(name, QTime::currentTime().toString()), 5000);
 }
@@ -180,10 +196,11 @@ QString MainWindow::exportView(View view, const QString& path) {
 
 void MainWindow::exportCurrent(const QString& suffix) {
   const auto view = static_cast<View>(tabs_->currentIndex());
-  const QString suggestion = QFileInfo(openPath_).absoluteDir().filePath(
-      QStringLiteral("%1.%2").arg(tabs_->tabText(tabs_->currentIndex()).toLower().replace(QLatin1Char(' '), QLatin1Char('-')), suffix));
+  const QString suggestion = QFileInfo(openPath_).absoluteDir().filePath(QStringLiteral("%1.%2").arg(
+      tabs_->tabText(tabs_->currentIndex()).toLower().replace(QLatin1Char(' '), QLatin1Char('-')), suffix));
   const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), suggestion,
-                                                    suffix == QLatin1String("svg") ? tr("SVG images (*.svg)") : tr("PNG images (*.png)"));
+                                                    suffix == QLatin1String("svg") ? tr("SVG images (*.svg)")
+                                                                                   : tr("PNG images (*.png)"));
   if (path.isEmpty()) return;
   const QString error = exportView(view, path);
   if (!error.isEmpty()) showError(tr("Export failed"), error);

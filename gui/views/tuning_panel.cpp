@@ -1,4 +1,5 @@
-// Tuning: edit schedule, stages per device, balance, chunks and mode (or drag boundaries) and see the prediction at once.
+// Tuning: edit schedule, stages per device, balance, chunks and mode (or drag boundaries) and see the prediction at
+// once.
 #include "views/tuning_panel.h"
 
 #include "models/format.h"
@@ -43,10 +44,20 @@ QString versus(double now, double base, bool higherIsBetter) {
 }  // namespace
 
 TuningPanel::TuningPanel(QWidget* parent)
-    : QWidget(parent), model_(new TuningModel(this)), timeline_(new TimelineModel(this)), picker_(new CandidatePicker(this)),
-      balance_(new QLineEdit(this)), chunks_(new QSpinBox(this)), mode_(new QComboBox(this)), schedule_(new QComboBox(this)),
-      stagesPerDevice_(new QSpinBox(this)), error_(new QLabel(this)),
-      prediction_(new QLabel(this)), editor_(new BalanceEditor(model_, this)), canvas_(new TimelineCanvas(timeline_, this)),
+    : QWidget(parent),
+      model_(new TuningModel(this)),
+      timeline_(new TimelineModel(this)),
+      picker_(new CandidatePicker(this)),
+      balance_(new QLineEdit(this)),
+      chunks_(new QSpinBox(this)),
+      mode_(new QComboBox(this)),
+      schedule_(new QComboBox(this)),
+      stagesPerDevice_(new QSpinBox(this)),
+      configuration_(new QGroupBox(tr("Configuration"), this)),
+      error_(new QLabel(this)),
+      prediction_(new QLabel(this)),
+      editor_(new BalanceEditor(model_, this)),
+      canvas_(new TimelineCanvas(timeline_, this)),
       suggest_(new SuggestPanel(this)) {
   balance_->setToolTip(tr("Layers per stage, e.g. 3,5 — p × v stages, stage j on device j mod p; the prediction "
                           "updates as you type"));
@@ -65,7 +76,7 @@ TuningPanel::TuningPanel(QWidget* parent)
   prediction_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   prediction_->setWordWrap(true);
 
-  auto* configuration = new QGroupBox(tr("Configuration"), this);
+  auto* configuration = configuration_;
   auto* form = new QFormLayout(configuration);
   form->addRow(tr("Start from:"), picker_);
   auto* schedule = new QHBoxLayout;
@@ -147,16 +158,34 @@ TuningPanel::TuningPanel(QWidget* parent)
 }
 
 void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded) {
-  const bool sameProfile = reloaded && report_ && report && report_->profile.has_value() == report->profile.has_value() &&
+  const bool sameProfile = reloaded && report_ && report &&
+                           report_->profile.has_value() == report->profile.has_value() &&
                            report_->environment.model == report->environment.model &&
                            report_->candidates.size() <= report->candidates.size();
   report_ = std::move(report);
   std::optional<std::size_t> suggested;
-  if (report_) suggested = report_->suggestion.bestMeasured ? report_->suggestion.bestMeasured : report_->suggestion.bestPredicted;
+  if (report_)
+    suggested = report_->suggestion.bestMeasured ? report_->suggestion.bestMeasured : report_->suggestion.bestPredicted;
   picker_->setReport(report_.get(), suggested);
   if (sameProfile) return;  // a live reload of the same sweep: keep the user's edits
   calibration_ = {};
   calibrationError_.clear();
+  // The training step the profile was measured with: its times, saved bytes and optimizer costs.
+  const ProfileEnvironment* profiled = report_ && report_->profile ? &report_->profile->environment : nullptr;
+  if (report_) {
+    const OptimizerSpec& optimizer = profiled ? profiled->optimizer : report_->environment.optimizer;
+    const Precision precision = profiled ? profiled->precision : report_->environment.precision;
+    configuration_->setTitle(
+        tr("Configuration (%1, %2)")
+            .arg(qs(std::string(optimizerName(optimizer.kind))), qs(std::string(precisionName(precision)))));
+    configuration_->setToolTip(tr("Predicted for the training step the profile was measured with: %1. Its layer "
+                                  "times, saved bytes and optimizer costs are that step's; to tune another, sweep "
+                                  "again with --optimizer and --precision.")
+                                   .arg(gui::trainingStepText(optimizer, precision)));
+  } else {
+    configuration_->setTitle(tr("Configuration"));
+    configuration_->setToolTip(QString());
+  }
   try {
     if (report_) calibration_ = reportCalibration(*report_, "the report");
   } catch (const std::exception& exception) {
@@ -164,8 +193,10 @@ void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded)
   }
   Cluster cluster;
   if (report_ && report_->cluster) cluster = *report_->cluster;
-  else if (report_) cluster = Cluster::uniform(std::max<std::int64_t>(1, static_cast<std::int64_t>(report_->environment.devices.size())),
-                                                std::nullopt, 0.0, 0, "device");
+  else if (report_)
+    cluster =
+        Cluster::uniform(std::max<std::int64_t>(1, static_cast<std::int64_t>(report_->environment.devices.size())),
+                         std::nullopt, 0.0, 0, "device");
   suggest_->setContext(report_ ? report_->profile : std::nullopt, cluster,
                        report_ ? report_->environment : ReportEnvironment{}, report_ ? report_->environment.batch : 1,
                        calibration_);
@@ -191,8 +222,9 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
   }
   try {
     // Without a cluster in the report: one unbounded device per partition, instant links.
-    const Cluster cluster = report_->cluster ? *report_->cluster
-                                             : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
+    const Cluster cluster =
+        report_->cluster ? *report_->cluster
+                         : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
     basePrediction_.reset();
     reportIterationNs_.reset();
     reportBeforeDriftNs_.reset();
@@ -209,6 +241,12 @@ QString TuningPanel::errorText() const { return error_->text(); }
 
 QString TuningPanel::predictionText() const { return prediction_->text(); }
 
+QString TuningPanel::trainingStepText() const {
+  const QString title = configuration_->title();
+  const qsizetype open = title.indexOf(QLatin1Char('('));
+  return open < 0 ? QString() : title.mid(open + 1, title.size() - open - 2);
+}
+
 // The controls show the last edited configuration (valid or not), so an invalid schedule edit
 // stays on screen with its reason until the user fixes it.
 void TuningPanel::syncControls() {
@@ -223,7 +261,8 @@ void TuningPanel::syncControls() {
   schedule_->setCurrentIndex(schedule_->findData(static_cast<int>(candidate.schedule)));
   const QSignalBlocker stagesBlocker(stagesPerDevice_);
   stagesPerDevice_->setEnabled(candidate.schedule == ScheduleKind::Interleaved);
-  if (candidate.schedule == ScheduleKind::Interleaved) stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
+  if (candidate.schedule == ScheduleKind::Interleaved)
+    stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
 }
 
 void TuningPanel::showPrediction() {
@@ -237,9 +276,11 @@ void TuningPanel::showPrediction() {
   auto row = [&text](const QString& name, const QString& value) {
     text += QStringLiteral("<tr><td>%1</td><td>&nbsp;&nbsp;<b>%2</b></td></tr>").arg(name, value);
   };
-  row(tr("Step time"), durationText(p.iterationNs) +
-                           (base ? versus(static_cast<double>(p.iterationNs), static_cast<double>(base->iterationNs), false) : QString()));
-  row(tr("Throughput"), throughputText(p.samplesPerS) + (base ? versus(p.samplesPerS, base->samplesPerS, true) : QString()));
+  row(tr("Step time"), durationText(p.iterationNs) + (base ? versus(static_cast<double>(p.iterationNs),
+                                                                    static_cast<double>(base->iterationNs), false)
+                                                           : QString()));
+  row(tr("Throughput"),
+      throughputText(p.samplesPerS) + (base ? versus(p.samplesPerS, base->samplesPerS, true) : QString()));
   row(tr("Schedule"), scheduleText(model_->candidate().schedule, model_->candidate().stagesPerDevice) +
                           tr(", %1 stages on %2 devices")
                               .arg(model_->candidate().balance.size())
@@ -260,14 +301,16 @@ void TuningPanel::showPrediction() {
   }
   row(tr("Fits"), p.fits ? tr("yes") : QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(tr("no")));
   text += QStringLiteral("</table>");
-  if (!baseLabel_.isEmpty()) text += tr("<span style='color:#777'>changes against %1</span>").arg(baseLabel_.toHtmlEscaped());
+  if (!baseLabel_.isEmpty())
+    text += tr("<span style='color:#777'>changes against %1</span>").arg(baseLabel_.toHtmlEscaped());
   if (!calibrationError_.isEmpty()) {
     text += QStringLiteral("<br><span style='color:#c0392b'>%1</span>").arg(calibrationError_.toHtmlEscaped());
   }
   if (reportBeforeDriftNs_ && reportIterationNs_) {
     // The panel predicts with the report's profile, cluster and calibration: the report's
     // prediction before its drift factor. The sweep then scaled it by what it measured.
-    const double factor = static_cast<double>(*reportIterationNs_) / static_cast<double>(std::max<TimeNs>(1, *reportBeforeDriftNs_));
+    const double factor =
+        static_cast<double>(*reportIterationNs_) / static_cast<double>(std::max<TimeNs>(1, *reportBeforeDriftNs_));
     text += tr("<br><span style='color:#777'>the report predicts %1 with this calibration")
                 .arg(durationText(*reportBeforeDriftNs_));
     if (*reportIterationNs_ != *reportBeforeDriftNs_) {

@@ -1,4 +1,5 @@
-// Tuning: edit schedule, stages per device, balance, chunks and mode (or drag boundaries) and see the prediction at once.
+// Tuning: edit schedule, stages per device, balance, chunks and mode (or drag boundaries) and see the prediction at
+// once.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -11,6 +12,7 @@
 
 QT_BEGIN_NAMESPACE
 class QComboBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -49,6 +51,9 @@ class TuningPanel : public QWidget {
   QSpinBox* stagesPerDeviceSpin() const { return stagesPerDevice_; }
   /// The red message under the controls (an invalid edit's reason), empty when valid.
   QString errorText() const;
+  /// The training step the predictions are for, as the configuration's title shows it: the
+  /// profile's optimizer and precision ("adamw, bf16"; the hyperparameters in its tooltip).
+  QString trainingStepText() const;
   /// The prediction summary as shown (rich text), with how it relates to the report's own.
   QString predictionText() const;
   CandidatePicker* picker() const { return picker_; }
@@ -69,6 +74,7 @@ class TuningPanel : public QWidget {
   QComboBox* mode_;
   QComboBox* schedule_;
   QSpinBox* stagesPerDevice_;
+  QGroupBox* configuration_;
   QLabel* error_;
   QLabel* prediction_;
   BalanceEditor* editor_;

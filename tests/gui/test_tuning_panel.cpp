@@ -14,9 +14,9 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLineEdit>
-#include <QSpinBox>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTest>
 
@@ -51,6 +51,16 @@ TEST_F(TuningPanelTest, TypingABalanceChangesThePredictionAndTheTimeline) {
   EXPECT_EQ(panel_.timelineModel()->sections().size(), 1u);  // predicted only
 }
 
+TEST_F(TuningPanelTest, ShowsTheTrainingStepTheProfileWasMeasuredWith) {
+  EXPECT_EQ(panel_.trainingStepText(), QStringLiteral("sgd, fp32"));
+  auto report = std::make_shared<Report>(*report_);
+  report->profile->environment.optimizer.kind = OptimizerKind::AdamW;
+  report->profile->environment.optimizer.weightDecay.reset();
+  report->profile->environment.precision = Precision::Bf16;
+  panel_.setReport(report);
+  EXPECT_EQ(panel_.trainingStepText(), QStringLiteral("adamw, bf16"));
+}
+
 TEST_F(TuningPanelTest, DraggingABoundaryMovesLayers) {
   BalanceEditor* editor = panel_.balanceEditor();
   const QPoint from(static_cast<int>(editor->boundaryX(0)), editor->height() / 2);
@@ -72,8 +82,9 @@ TEST_F(TuningPanelTest, SuggestListsTheBestCandidatesAndTuneLoadsOne) {
   ASSERT_EQ(suggest->results()->rowCount(), SuggestPanel::kShown);
   const Candidate best = suggest->worker()->result().ranked.front().candidate;
   EXPECT_EQ(suggest->results()->item(0, 0)->text(), QString::fromStdString(best.label()));
-  const QString schedule = QString::fromStdString(scheduleKindName(best.schedule)) +
-                           (best.schedule == ScheduleKind::Interleaved ? QStringLiteral(" v%1").arg(best.stagesPerDevice) : QString());
+  const QString schedule =
+      QString::fromStdString(scheduleKindName(best.schedule)) +
+      (best.schedule == ScheduleKind::Interleaved ? QStringLiteral(" v%1").arg(best.stagesPerDevice) : QString());
   EXPECT_EQ(suggest->results()->item(0, 1)->text(), schedule);
   emit suggest->tuneRequested(best);
   EXPECT_EQ(panel_.model()->candidate(), best);
@@ -129,7 +140,8 @@ TEST_F(TuningPanelTest, SuggestSearchesTheTickedSchedulesAndStagesPerDevice) {
   QString error;
   std::optional<SearchSpace> space = suggest->searchSpace(&error);
   ASSERT_TRUE(space.has_value()) << error.toStdString();
-  EXPECT_EQ(space->schedules, (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+  EXPECT_EQ(space->schedules,
+            (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
   EXPECT_EQ(space->stagesPerDevice, (std::vector<std::int64_t>{1, 2}));
   suggest->scheduleCheck(ScheduleKind::GPipe)->setChecked(false);
   suggest->stagesPerDeviceEdit()->setText(QStringLiteral("2,4"));
@@ -140,7 +152,8 @@ TEST_F(TuningPanelTest, SuggestSearchesTheTickedSchedulesAndStagesPerDevice) {
   suggest->stagesPerDeviceEdit()->setText(QStringLiteral("1"));
   EXPECT_FALSE(suggest->searchSpace(&error).has_value());
   EXPECT_TRUE(error.contains(QStringLiteral("at least 2"))) << error.toStdString();
-  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) suggest->scheduleCheck(kind)->setChecked(false);
+  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::Interleaved})
+    suggest->scheduleCheck(kind)->setChecked(false);
   EXPECT_FALSE(suggest->searchSpace(&error).has_value());
   EXPECT_EQ(error, QStringLiteral("Tick at least one schedule."));
 }
