@@ -86,7 +86,7 @@ class PipeImpl {
   }
 
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
-  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn);
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn, double lossScale);
 
   void checkFirstDevice(const std::vector<torch::Tensor>& inputs) const {
     const torch::Device first = devices_.front();
@@ -215,7 +215,8 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
   return outputs;
 }
 
-torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn) {
+torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
+                             double lossScale) {
   if (!lossFn) {
     throw std::invalid_argument("step() needs a loss function (got an empty LossFn)");
   }
@@ -227,6 +228,7 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
   torch::AutoGradMode gradMode(true);
   StepConfig config = stepConfig(schedules_.get(m, true, module_->is_training()), true);
   config.core.lossFn = &lossFn;
+  config.core.lossScale = lossScale;
   config.core.batchRows = batch.rows;
   // On the caller's current stream of the last device: fork() orders the workers after it.
   const torch::Device last = partitions_.back().device;
@@ -273,8 +275,9 @@ torch::Tensor Pipe::forward(const torch::Tensor& input) {
 
 std::vector<torch::Tensor> Pipe::forward(const std::vector<torch::Tensor>& inputs) { return impl_->forward(inputs); }
 
-torch::Tensor Pipe::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn) {
-  return impl_->step(input, target, lossFn);
+torch::Tensor Pipe::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
+                         double lossScale) {
+  return impl_->step(input, target, lossFn, lossScale);
 }
 
 const std::vector<std::int64_t>& Pipe::balance() const { return impl_->options_.balance; }

@@ -18,6 +18,7 @@ namespace {
 
 /// Control messages use tags above every step message's (MessageTags stays below 2^30).
 constexpr std::uint32_t kClockTag = 1u << 30;
+constexpr std::uint32_t kAnyRankTag = kClockTag + 2;
 
 TimeNs steadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -27,6 +28,26 @@ TimeNs steadyNowNs() {
 /// A timestamp as a message on the transport's device (NCCL sends CUDA tensors only).
 torch::Tensor timeTensor(const Transport& transport, TimeNs value) {
   return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
+}
+
+/// Whether `found` holds on any rank: rank 0 gathers every rank's flag and sends back the answer.
+bool anyRank(Transport& transport, bool found) {
+  const auto flag = [&](bool value) {
+    return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
+  };
+  if (transport.rank() == 0) {
+    for (int peer = 1; peer < transport.worldSize(); ++peer) {
+      torch::Tensor theirs = flag(false);
+      transport.receive(theirs, peer, kAnyRankTag);
+      found = found || theirs.cpu().item<std::int64_t>() != 0;
+    }
+    for (int peer = 1; peer < transport.worldSize(); ++peer) transport.send(flag(found), peer, kAnyRankTag + 1)->wait();
+    return found;
+  }
+  transport.send(flag(found), 0, kAnyRankTag)->wait();
+  torch::Tensor answer = flag(false);
+  transport.receive(answer, 0, kAnyRankTag + 1);
+  return answer.cpu().item<std::int64_t>() != 0;
 }
 
 }  // namespace
@@ -108,9 +129,9 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
   TransferTotals before;
   StepHooks hooks;
   hooks.beforeStep = [&] { transport.barrier(); };
-  hooks.runStep = [&] {
+  hooks.runStep = [&](double lossScale) {
     before = runtime.transferTotals();
-    return runtime.step(batch.input, batch.target, model.loss, runtime.stepSeed());
+    return runtime.step(batch.input, batch.target, model.loss, runtime.stepSeed(), lossScale);
   };
   hooks.afterStep = [&] {
     if (stageOptions.device.is_cuda()) torch::cuda::synchronize(stageOptions.device.index());
@@ -128,6 +149,7 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     ScopedAllocationTag tag(rank);  // the rank's own thread, counted against its device
     task(0);
   };
+  hooks.anyProcess = [&](bool found) { return anyRank(transport, found); };
   result.losses = runTrainingSteps(options, {runtime.parameters()}, hooks, tracer.get(), traceDevice);
   transport.barrier();  // no rank leaves (and takes the store with it) while another still needs it
 

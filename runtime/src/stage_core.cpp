@@ -217,7 +217,7 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
     std::vector<torch::Tensor> grads;
     if (fromLoss && own.loss.defined() && own.loss.requires_grad()) {
       tensors.push_back(own.loss);
-      grads.push_back(torch::ones_like(own.loss));
+      grads.push_back(torch::full_like(own.loss, config_.lossScale));
     }
     // A checkpointed micro-batch's graph is the recompute's; its forward outputs went to j + 1.
     const Tensors& graphOutputs = checkpointed(i) ? own.recomputed : own.outputs;

@@ -89,6 +89,8 @@ struct StageCoreConfig {
   /// The forward's arithmetic. bf16/fp16: the thread running the ops holds an AutocastScope
   /// for the step (autocast.h, opened by the executor); backward pauses it.
   Precision precision = Precision::Fp32;
+  /// The last stage's backward starts from lossScale x the loss (fp16's loss scaling, grad_scaler.h).
+  double lossScale = 1.0;
 };
 
 /// The ops of the stages of one step. Construct it per step; run(op) for each compute op, on the

@@ -74,8 +74,8 @@ class StageRuntimeImpl {
     context_.shapes = &shapes_;
   }
 
-  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
-                     std::uint64_t seed) {
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn, std::uint64_t seed,
+                     double lossScale) {
     if (!lossFn) throw std::invalid_argument("step() needs a loss function (got an empty LossFn)");
     SplitBatch batch = splitStepBatch(options_, input, target);
     const auto m = static_cast<std::int64_t>(batch.inputs.size());
@@ -99,6 +99,7 @@ class StageRuntimeImpl {
     StageCoreConfig core = coreConfig();
     core.baseSeed = seed;
     core.lossFn = &lossFn;
+    core.lossScale = lossScale;
     core.batchRows = batch.rows;
     RankStep step(std::move(core), context_, std::move(batch.inputs), std::move(targets), rows);
     ++context_.stepIndex;
@@ -223,8 +224,8 @@ StageRuntime::StageRuntime(StageRuntime&&) noexcept = default;
 StageRuntime& StageRuntime::operator=(StageRuntime&&) noexcept = default;
 
 torch::Tensor StageRuntime::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
-                                 std::uint64_t baseSeed) {
-  return impl_->step(input, target, lossFn, baseSeed);
+                                 std::uint64_t baseSeed, double lossScale) {
+  return impl_->step(input, target, lossFn, baseSeed, lossScale);
 }
 
 std::uint64_t StageRuntime::stepSeed() const { return impl_->seed(); }

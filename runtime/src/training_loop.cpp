@@ -64,7 +64,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   m.peakBytes.assign(pipe.devices().size(), 0);  // per pipeline device
   StepHooks hooks;
   hooks.beforeStep = [&] { synchronizeDevices(options.devices); };
-  hooks.runStep = [&] { return pipe.step(input, target, lossFn); };
+  hooks.runStep = [&](double lossScale) { return pipe.step(input, target, lossFn, lossScale); };
   hooks.afterStep = hooks.beforeStep;
   hooks.measured = [&](TimeNs stepNs) {
     m.stepNs.push_back(stepNs);
@@ -80,6 +80,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
     }
   };
   hooks.onEachDevice = [&](const std::function<void(std::int64_t)>& task) { pipe.onEachDevice(task); };
+  hooks.anyProcess = [](bool found) { return found; };  // every device is this process's
   result.losses = runTrainingSteps(options, pipe.deviceParameters(), hooks, tracer.get(), "host");
   m.updateStatistics(options.batch);
 

@@ -6,8 +6,10 @@
 
 #include <pipeprof/profiler/host_tracer.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -66,16 +68,34 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
   for (const std::vector<torch::Tensor>& parameters : parametersByDevice) {
     optimizers.push_back(parameters.empty() ? nullptr : makeOptimizer(options.optimizer, parameters));
   }
+  std::optional<GradScaler> scaler;
+  if (options.gradScaler) {
+    scaler.emplace(*options.gradScaler);
+  } else if (options.precision == Precision::Fp16) {
+    scaler.emplace();
+  }
+  std::vector<char> foundInf(parametersByDevice.size(), 0);
   std::vector<double> losses;
   const auto step = [&](bool measured) {
     hooks.beforeStep();
     const TimeNs startNs = steadyNowNs();
     for (const std::vector<torch::Tensor>& parameters : parametersByDevice) zeroGradientsInPlace(parameters);
-    const torch::Tensor loss = hooks.runStep();
+    const torch::Tensor loss = hooks.runStep(scaler ? scaler->scale() : 1.0);
     const TimeNs optimizerStartNs = steadyNowNs();
-    hooks.onEachDevice([&](std::int64_t d) {
-      if (const auto& optimizer = optimizers.at(static_cast<std::size_t>(d))) optimizer->step();
-    });
+    bool skip = false;
+    if (scaler) {
+      hooks.onEachDevice([&](std::int64_t d) {
+        const auto k = static_cast<std::size_t>(d);
+        foundInf[k] = GradScaler::unscale(parametersByDevice[k], scaler->scale()) ? 1 : 0;
+      });
+      skip = hooks.anyProcess(std::find(foundInf.begin(), foundInf.end(), 1) != foundInf.end());
+      scaler->update(skip);
+    }
+    if (!skip) {
+      hooks.onEachDevice([&](std::int64_t d) {
+        if (const auto& optimizer = optimizers.at(static_cast<std::size_t>(d))) optimizer->step();
+      });
+    }
     hooks.afterStep();
     const TimeNs endNs = steadyNowNs();
     recordLoopSpan(tracer, traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);

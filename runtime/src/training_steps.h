@@ -30,9 +30,10 @@ class HostTracer;
 struct StepHooks {
   /// Before a step's clock starts: synchronise the devices, or wait for the other ranks.
   std::function<void()> beforeStep;
-  /// The pipeline step (forward, loss, backward); returns the mini-batch loss, or an undefined
-  /// tensor where this process does not compute it (a rank without the last stage).
-  std::function<torch::Tensor()> runStep;
+  /// The pipeline step (forward, loss, backward from lossScale x the loss); returns the
+  /// mini-batch loss, or an undefined tensor where this process does not compute it (a rank
+  /// without the last stage).
+  std::function<torch::Tensor(double lossScale)> runStep;
   /// After the optimizer step, before the clock stops: wait for the devices' work.
   std::function<void()> afterStep;
   /// After each measured step, with its time.
@@ -41,13 +42,18 @@ struct StepHooks {
   /// parametersByDevice), on the thread that runs that device's stages with its memory counted
   /// against the device, and returns when all are done (rethrowing the first error).
   std::function<void(const std::function<void(std::int64_t d)>& task)> onEachDevice;
+  /// Loss scaling only: whether `found` holds on this process or on any other one (ranks agree
+  /// over the transport; one process answers `found`).
+  std::function<bool(bool found)> anyProcess;
 };
 
 /// Runs options.warmupSteps + options.steps steps: gradients zeroed in place (so they stay
 /// allocated between steps, as the memory model assumes), the pipeline step, then
 /// options.optimizer's step of each device's parameters (parametersByDevice[d], stepped
 /// through hooks.onEachDevice; a device without parameters steps nothing; the state, if any,
-/// is created at the first step, as LibTorch does). With a
+/// is created at the first step, as LibTorch does). With loss scaling (fp16, or
+/// options.gradScaler) each device unscales its gradients first, and if any device of any
+/// process found an inf or NaN no device steps and the scale backs off. With a
 /// tracer, records "warmup" and "step" on lane "host" and "optimizer" on lane "optimizer" of
 /// `traceDevice`. Returns the loss of every step whose loss was defined, warm-up steps first.
 /// Throws TrainingStopped when options.stop asks after a step, and what the hooks throw.

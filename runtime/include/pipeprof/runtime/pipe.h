@@ -101,8 +101,11 @@ class Pipe {
   /// target may be on any device (its pieces are moved to the last stage's). Throws PipeError
   /// (naming op, stage and micro-batch) when an op or lossFn fails, the Pipe staying usable;
   /// std::invalid_argument for bad inputs (input not on devices()[0], target rows differing
-  /// from the input's, m not fitting the schedule).
-  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn);
+  /// from the input's, m not fitting the schedule). With `lossScale` the backward starts from
+  /// lossScale x each loss, so every gradient is lossScale times larger (fp16's loss scaling,
+  /// grad_scaler.h); the loss returned is not scaled.
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
+                     double lossScale = 1.0);
 
   const std::vector<std::int64_t>& balance() const;
   /// The p pipeline devices (stage j runs on devices()[j mod p]).

@@ -73,8 +73,9 @@ class StageRuntime {
   /// seeds the stochastic layers per (micro-batch, stage) (stepSeed()). Returns the mini-batch
   /// loss on the last stage's rank and an undefined tensor elsewhere. Throws PipeError naming
   /// the op when a layer fails, and TransportError (wrapped in PipeError) when a peer is lost.
+  /// `lossScale`: as Pipe::step's.
   torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
-                     std::uint64_t baseSeed);
+                     std::uint64_t baseSeed, double lossScale = 1.0);
 
   /// The seed step() should get: drawn from the default CPU generator (as the threaded Pipe
   /// draws it) when any layer of the whole model is stochastic, else 0.

@@ -10,12 +10,14 @@
 #include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/trace.h>
 #include <pipeprof/profiler/activity_source.h>
+#include <pipeprof/runtime/grad_scaler.h>
 #include <pipeprof/runtime/models.h>
 
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,8 +30,11 @@ struct TrainingOptions : PipelineShape {
   std::int64_t batch = 1;
   std::int64_t warmupSteps = 2;
   std::int64_t steps = 10;
-  OptimizerSpec optimizer;                 ///< default: plain SGD, lr 1e-3 (no optimizer state)
-  Precision precision = Precision::Fp32;   ///< bf16/fp16: the forward under autocast (fp16: CUDA only)
+  OptimizerSpec optimizer;                ///< default: plain SGD, lr 1e-3 (no optimizer state)
+  Precision precision = Precision::Fp32;  ///< bf16/fp16: the forward under autocast (fp16: CUDA only)
+  /// Dynamic loss scaling (grad_scaler.h): fp16 uses it with PyTorch's defaults when this is
+  /// unset; set, it runs at any precision with these options.
+  std::optional<GradScalerOptions> gradScaler;
   std::int64_t dataSeed = 0;               ///< seed of the synthetic batch
   bool captureTrace = false;               ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
