@@ -28,6 +28,15 @@ c10::ScalarType computeType(Precision precision) {
 
 void clearAutocastCache() { at::autocast::clear_cache(); }
 
+std::vector<torch::Tensor> uncachedInputs(const std::vector<torch::Tensor>& leaves, Precision precision) {
+  if (precision == Precision::Fp32) return leaves;
+  std::vector<torch::Tensor> views;
+  views.reserve(leaves.size());
+  for (const torch::Tensor& leaf : leaves)
+    views.push_back(leaf.defined() && leaf.requires_grad() ? leaf.view_as(leaf) : leaf);
+  return views;
+}
+
 AutocastCacheOff::AutocastCacheOff() : previous_(at::autocast::is_autocast_cache_enabled()) {
   at::autocast::set_autocast_cache_enabled(false);
 }

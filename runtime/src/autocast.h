@@ -11,6 +11,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 namespace pipeprof {
 
 /// Throws std::invalid_argument when `precision` cannot run on `device`: fp16 needs a CUDA
@@ -63,6 +65,12 @@ class AutocastCacheOff {
  private:
   bool previous_;
 };
+
+/// What a stage's layers get of its input leaves under autocast: views of them. Autocast caches
+/// the cast copy of every leaf that requires grad -- meant for weights -- so a stage's input, a
+/// leaf, would keep a cast copy per micro-batch until the step ends; a view is not cached, and
+/// its gradient reaches the leaf. fp32: the leaves themselves.
+std::vector<torch::Tensor> uncachedInputs(const std::vector<torch::Tensor>& leaves, Precision precision);
 
 /// Frees the calling thread's cast copies (autocast's cache), as closing the outermost scope does.
 void clearAutocastCache();

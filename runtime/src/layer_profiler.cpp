@@ -95,8 +95,9 @@ Tensors runLayer(torch::nn::AnyModule& layer, const Tensors& inputs, const std::
 /// Detached copies of layer L's inputs. Floating ones require grad so backward reaches them,
 /// except the model's own input (L == 0): the Pipe's first partition gets the batch, which
 /// needs no gradient, so the first layer's backward computes none for it (a Linear skips a
-/// whole GEMM) and is profiled that way.
-Tensors leaves(const Tensors& inputs, std::int64_t L) {
+/// whole GEMM) and is profiled that way. Under autocast the layer gets views of them, as a
+/// stage's layers do (uncachedInputs).
+Tensors leaves(const Tensors& inputs, std::int64_t L, Precision precision) {
   Tensors out;
   out.reserve(inputs.size());
   for (const torch::Tensor& t : inputs) {
@@ -104,7 +105,7 @@ Tensors leaves(const Tensors& inputs, std::int64_t L) {
     if (leaf.is_floating_point() && L > 0) leaf.requires_grad_(true);
     out.push_back(leaf);
   }
-  return out;
+  return uncachedInputs(out, precision);
 }
 
 /// The outputs that need a gradient, with ones as their gradients.
@@ -156,7 +157,9 @@ class LayerMemoryScope {
 /// Stash/pop for layers run one by one. Records the bytes stashed by each layer.
 class ProfilerSkipTracker final : public SkipTracker {
  public:
-  explicit ProfilerSkipTracker(bool detach) : detach_(detach) {}
+  /// detach: hand out detached copies (a leaf, or under autocast a view of one: uncachedInputs).
+  explicit ProfilerSkipTracker(bool detach, Precision precision = Precision::Fp32)
+      : detach_(detach), precision_(precision) {}
   void setLayer(std::int64_t layer) { layer_ = layer; }
   void stash(const SkipKey& key, torch::Tensor tensor) override {
     stashedBytes_[{layer_, key.second}] = bytesOf(tensor);
@@ -164,6 +167,7 @@ class ProfilerSkipTracker final : public SkipTracker {
     if (detach_) {
       tensor = tensor.detach();
       if (tensor.is_floating_point()) tensor.requires_grad_(true);
+      tensor = uncachedInputs({tensor}, precision_).front();
     }
     tensors_[key] = std::move(tensor);
   }
@@ -210,6 +214,7 @@ class ProfilerSkipTracker final : public SkipTracker {
   }
 
   bool detach_;
+  Precision precision_;
   std::int64_t layer_ = -1;
   std::map<SkipKey, torch::Tensor> tensors_;
   std::map<SkipKey, std::int64_t> stashLayerOf_;
@@ -297,13 +302,13 @@ Layers layersOf(torch::nn::Sequential& sequential) {
 /// Runs every layer alone, in order, on leaves of the previous layer's outputs (skips detached
 /// too): `run(L, inputs)` returns layer L's outputs, which feed layer L + 1.
 template <typename Run>
-void eachLayerAlone(const Layers& layers, const Tensors& input, Run run) {
-  ProfilerSkipTracker detached(true);
+void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precision, Run run) {
+  ProfilerSkipTracker detached(true, precision);
   ScopedSkipTracker scope(&detached);
   Tensors x = input;
   for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
     detached.setLayer(L);
-    x = run(L, leaves(x, L));
+    x = run(L, leaves(x, L, precision));
   }
 }
 
@@ -316,7 +321,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
   AutocastScope autocast(precision, device);
   // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot), and
   // every cast copy autocast caches.
-  eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
     backwardOf(out);
@@ -332,7 +337,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     for (std::int64_t L = 0; L < n; ++L) castCacheBytes[L] = std::max<Bytes>(0, withCache[L] - liveBytes(L));
     // The cache again, as a pipeline step holds it after its first micro-batch (with a graph:
     // autocast caches what it casts without one too).
-    eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
+    eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
       LayerMemoryScope scope(streams, L);
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
       synchronize(device);
@@ -365,7 +370,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     skips.clear();
   }
   // 3. Each layer's backward under its tag.
-  eachLayerAlone(layers, input, [&](std::int64_t L, const Tensors& in) {
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     Tensors out;
     Bytes start = 0;
     {
@@ -391,13 +396,13 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
   std::vector<std::vector<TimeNs>> forwardLaunchNs(n), backwardLaunchNs(n);  // CUDA: before the synchronize
   auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
-  ProfilerSkipTracker detached(true);
+  ProfilerSkipTracker detached(true, options.precision);
   ScopedSkipTracker scope(&detached);
   auto pass = [&](bool record) {
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
-      Tensors in = leaves(x, L);
+      Tensors in = leaves(x, L, options.precision);
       synchronize(device);
       const auto t0 = Clock::now();
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
@@ -465,12 +470,12 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
                     CuptiCollector& collector, Precision precision) {
   AutocastScope autocast(precision, device);
-  ProfilerSkipTracker detached(true);
+  ProfilerSkipTracker detached(true, precision);
   ScopedSkipTracker scope(&detached);
   Tensors x = input;
   for (std::size_t L = 0; L < layers.modules.size(); ++L) {
     detached.setLayer(static_cast<std::int64_t>(L));
-    Tensors in = leaves(x, static_cast<std::int64_t>(L));
+    Tensors in = leaves(x, static_cast<std::int64_t>(L), precision);
     Tensors out;
     const std::optional<LaunchCost> forward =
         capturedKernels(collector, device, [&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });

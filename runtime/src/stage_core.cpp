@@ -60,12 +60,13 @@ class StageCore::SkipRouter final : public SkipTracker {
     const PartitionSkipRoute* route = crossRoute(*core_.config_.routes, key, j_, /*stashing=*/false);
     if (route == nullptr) throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
     Cell& cell = core_.cell(i_, j_);
-    if (pass_ == Pass::Recompute) return cell.poppedLeaves.at(key);
+    const Precision precision = core_.config_.precision;
+    if (pass_ == Pass::Recompute) return uncachedInputs({cell.poppedLeaves.at(key)}, precision).front();
     torch::Tensor tensor = core_.forward_.receiveSkip(*route, i_);
     if (!core_.config_.gradEnabled) return tensor;
     torch::Tensor leaf = leafOf(tensor, true);
     cell.poppedLeaves[key] = leaf;
-    return leaf;
+    return uncachedInputs({leaf}, precision).front();  // a leaf, like the stage's inputs
   }
 
  private:
@@ -139,7 +140,7 @@ void StageCore::forward(std::int64_t i, std::int64_t j) {
       own.inputs = inputs;  // for backward, and for the recompute of a checkpointed micro-batch
     }
     torch::AutoGradMode gradMode(keepGraph);
-    outputs = runStage(i, j, std::move(inputs), Pass::Forward);
+    outputs = runStage(i, j, uncachedInputs(inputs, config_.precision), Pass::Forward);
   }
   const bool last = j + 1 == n_;
   if (!last) forward_.sendActivations(i, j, outputs);
@@ -153,7 +154,7 @@ void StageCore::recompute(std::int64_t i, std::int64_t j) {
   Cell& own = cell(i, j);
   torch::AutoGradMode gradMode(true);
   RecomputeScope recomputing;
-  Tensors outputs = runStage(i, j, own.inputs, Pass::Recompute);
+  Tensors outputs = runStage(i, j, uncachedInputs(own.inputs, config_.precision), Pass::Recompute);
   if (config_.lossFn != nullptr && j + 1 == n_) {
     // loss(i) ran without a graph; backward(i, n-1) starts from the loss recomputed here.
     own.loss = weightedLoss(outputs, targets_.at(static_cast<std::size_t>(i)));
