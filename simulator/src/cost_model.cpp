@@ -126,6 +126,32 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   return peaks;
 }
 
+/// Per partition j, the skip that j's last layer stashes and passes on as j's output, or -1. A
+/// stash layer that returns what it stashes (pipeprof's StashLayer, torchgpipe's idiom) makes
+/// the skip and the stage's output one tensor, allocated by the layer before it. The profile
+/// does not say that a layer's output is its input; such a layer is recognised by what it
+/// measured: it saves nothing, has no forward workspace, and its output is the size of the
+/// skip. Only a skip that leaves its partition matters (one popped inside it is gone by then).
+std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, CostModel& costs, const LayerCostTable& table,
+                                        const std::vector<std::int64_t>& firstLayer, std::int64_t size) {
+  const SlotLayout& layout = compiled.layout;
+  std::vector<std::int32_t> passedOn(static_cast<std::size_t>(layout.n), -1);
+  const Profile& profile = costs.profile();
+  for (std::int32_t s = 0; s < layout.skips; ++s) {
+    const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+    const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
+    if (stash == compiled.skipPopPartition[static_cast<std::size_t>(s)]) continue;
+    const auto last = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(stash) + 1] - 1);
+    if (static_cast<std::size_t>(skip.stashLayer) != last || passedOn[static_cast<std::size_t>(stash)] >= 0) continue;
+    const bool allocatesNothing =
+        table.savedPrefix[last + 1] == table.savedPrefix[last] && table.forwardWorkspaceBytes[last] == 0;
+    if (allocatesNothing && table.outputBytes[last] == costs.tensorBytes(skip.bytesPerSample * size)) {
+      passedOn[static_cast<std::size_t>(stash)] = s;
+    }
+  }
+  return passedOn;
+}
+
 }  // namespace
 
 TimeNs scaleTime(TimeNs profileNs, double relativeSpeed) {
@@ -236,6 +262,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
     const std::int64_t size = sizeClass == 0 ? batching.chunkSize : batching.lastSize;
     const LayerCostTable& table = costs.table(size);
+    const std::vector<std::int32_t> passedOn = skipsPassedOn(compiled, costs, table, firstLayer, size);
     TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
     const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
     Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
@@ -249,8 +276,14 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       // The stage's output lives until backward(i, j); the part of it the last layer's saved
       // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.
-      const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
-      bytes[layout.unsavedOutput(j)] = std::max<Bytes>(0, table.outputBytes[end - 1] - lastSaved);
+      // A last layer that passes on what it stashes allocated nothing: its output is its input,
+      // the previous layer's output (or the stage's input, held by j - 1 already).
+      const bool passesOn = passedOn[static_cast<std::size_t>(j)] >= 0;
+      const std::size_t allocating = passesOn ? end - 2 : end - 1;
+      const Bytes allocatingSaved =
+          passesOn && end - 1 == first ? 0 : table.savedPrefix[allocating + 1] - table.savedPrefix[allocating];
+      bytes[layout.unsavedOutput(j)] =
+          passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
       const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
@@ -268,6 +301,18 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
       bytes[layout.skipUnsavedBytes(s)] =
           costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size);
+      if (passedOn[static_cast<std::size_t>(stash)] == s) {
+        // The skip is the stash partition's output. In training that output outlives the skip's
+        // hold (kept until backward(i, stash + 1), or until backward(i, stash) as U): the skip
+        // adds nothing. Not training, the skip outlives the output (kept until forward(i, stash
+        // + 1)): the output adds nothing.
+        if (compiled.training) {
+          bytes[layout.skipBytes(s)] = 0;
+          bytes[layout.skipUnsavedBytes(s)] = 0;
+        } else {
+          bytes[layout.output(stash)] = 0;
+        }
+      }
       transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
       transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
     }

@@ -143,6 +143,33 @@ TEST(MemoryModel, TheOutputIsNotCountedTwiceWhenSavedBytesHoldIt) {
   EXPECT_EQ(runTwo(more, 4, Checkpoint::Never, ScheduleKind::GPipe).peakBytes[0], 60);
 }
 
+// A stage ending in a stash layer that passes on what it stashes (resnet's block stash, an
+// identity): "a" saves its output (a ReLU, 10), "stash" saves nothing and stashes its input,
+// popped by "pop" on stage 1; stage 0's output and the skip are a's output, one tensor. GPipe,
+// M = 4, no workspaces. always: each forward stores 10 (the output; the skip adds nothing, it
+// is freed first, by backward(i,1)), and recompute(3,0) holds a's 10 saved (U = 0: the stash
+// allocated nothing) above 40, with a transient of 20 while it runs (the stash's output is
+// counted as live there): 60, not 100 (20 stored per micro-batch, U 10). never: saved 10 and U
+// 0 per micro-batch, 50 while forward(3,0) runs, not 80.
+TEST(MemoryModel, AStashLayerThatPassesOnItsSkipHoldsItOnce) {
+  Profile profile = test::makeProfile({kSavesOutput, {10, 20, 0, 10, 0, 0}, kSavesOutput});
+  profile.skips.push_back({"s", 1, 2, 10, 0});
+  auto predict = [&](Checkpoint mode) {
+    return simulate(profile, test::freeCluster(2), test::makeCandidate({2, 1}, 4, mode, 4)).prediction;
+  };
+  const Prediction always = predict(Checkpoint::Always);
+  EXPECT_EQ(always.peakBytes[0], 60);
+  EXPECT_EQ(always.peakOp[0], "recompute(3,0)");
+  const Prediction never = predict(Checkpoint::Never);
+  EXPECT_EQ(never.peakBytes[0], 50);
+  EXPECT_EQ(never.peakOp[0], "forward(3,0)");
+  // A last layer that allocates its output (saves nothing of it, has a forward workspace of 1)
+  // is not an alias: the skip holds its own 10 per micro-batch again, and U is its output:
+  // 4 x 20 stored + 10 saved + 10 U + the recompute's workspace 1.
+  profile.layers[1].costs[0].forwardWorkspaceBytes = 1;
+  EXPECT_EQ(predict(Checkpoint::Always).peakBytes[0], 101);
+}
+
 // always, GPipe, M = 4, "a" with a backward workspace of 50. Stage 0: each forward stores its
 // output for stage 1 (10 each, freed by backward(i,1)); recompute(3,0) runs in [50, 60] and
 // keeps the recomputed output (10) until backward(3,0), which starts at 80 when backward(3,1)
