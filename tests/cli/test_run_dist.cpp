@@ -69,9 +69,9 @@ TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
   }
 }
 
-TEST(RunDist, TwoRanksTrainWithEveryOptimizerAsTheThreadedPipe) {
-  for (const std::string optimizer :
-       {"--optimizer momentum", "--optimizer adam", "--optimizer adamw --betas 0.8,0.9"}) {
+TEST(RunDist, TwoRanksTrainWithEveryOptimizerAndBf16AsTheThreadedPipe) {
+  for (const std::string optimizer : {"--optimizer momentum", "--optimizer adam", "--optimizer adamw --betas 0.8,0.9",
+                                      "--optimizer adamw --precision bf16"}) {
     const std::vector<double> expected = losses("--devices cpu,cpu --balance 3,2 --schedule 1f1b " + optimizer);
     ASSERT_EQ(expected.size(), 3u) << optimizer;
     expectSameLosses(losses("--procs 2 --balance 3,2 --schedule 1f1b " + optimizer), expected, optimizer);
