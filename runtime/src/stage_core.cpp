@@ -66,7 +66,7 @@ class StageCore::SkipRouter final : public SkipTracker {
     if (!core_.config_.gradEnabled) return tensor;
     torch::Tensor leaf = leafOf(tensor, true);
     cell.poppedLeaves[key] = leaf;
-    return uncachedInputs({leaf}, precision).front();  // a leaf, like the stage's inputs
+    return uncachedInputs({leaf}, precision).front();  // a view, as the stage's inputs: not cached
   }
 
  private:
