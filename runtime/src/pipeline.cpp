@@ -1,8 +1,6 @@
 // The threaded Pipe's step: each device's worker runs its stages' ops on the shared stage core.
 #include "pipeline.h"
 
-#include "autocast.h"
-
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/pipe.h>
 
@@ -29,8 +27,7 @@ Step::Step(StepConfig config, std::vector<Tensors> microBatches, std::vector<tor
 void Step::run(std::int64_t d, StepPhase phase) {
   // Everything the worker allocates counts against its device, whichever stage it runs.
   ScopedAllocationTag tag(d);
-  // Stage d (d < p) runs on pipeline device d, as every stage of that device does.
-  AutocastScope autocast(config_.core.precision, config_.core.stages.at(static_cast<std::size_t>(d))->device);
+  const AutocastScope autocast = core_.autocastFor(d);
   const Schedule& schedule = *config_.core.schedule;
   for (OpIndex index : schedule.deviceOrder(d)) {
     const Op& op = schedule.op(index);

@@ -88,6 +88,13 @@ StageCore::StageCore(StageCoreConfig config, ForwardChannel& forward, BackwardCh
       targets_(std::move(targets)),
       cells_(static_cast<std::size_t>(m_ * n_)) {}
 
+AutocastScope StageCore::autocastFor(std::int64_t d) const {
+  for (const Partition* stage : config_.stages) {
+    if (stage != nullptr && stage->d == d) return AutocastScope(config_.precision, stage->device);
+  }
+  throw std::logic_error("no stage of this process runs on pipeline device " + std::to_string(d));
+}
+
 void StageCore::run(const Op& op) {
   switch (op.kind) {
     case OpKind::Forward: forward(op.i, op.j); break;

@@ -23,6 +23,7 @@
 // worker, or its rank), so the core takes no lock; a channel synchronises what crosses stages.
 #pragma once
 
+#include "autocast.h"
 #include "microbatch.h"
 #include "partition.h"
 
@@ -86,8 +87,8 @@ struct StageCoreConfig {
   HostTracer* tracer = nullptr;
   std::vector<std::string> traceDevices;    ///< by stage j: the trace device of its pipeline device
   std::vector<Bytes> deviceParameterBytes;  ///< by pipeline device: its stages' parameters
-  /// The forward's arithmetic. bf16/fp16: the thread running the ops holds an AutocastScope
-  /// for the step (autocast.h, opened by the executor); backward pauses it.
+  /// The forward's arithmetic. bf16/fp16: the thread running a device's ops holds
+  /// autocastFor(d) for the step; backward pauses it.
   Precision precision = Precision::Fp32;
   /// The last stage's backward starts from lossScale x the loss (fp16's loss scaling, grad_scaler.h).
   double lossScale = 1.0;
@@ -108,6 +109,11 @@ class StageCore {
   /// Runs one compute op (forward, recompute, backward or loss) and, when tracing, samples its
   /// device's memory afterwards. Throws what the layers, the loss or the channel throw.
   void run(const Op& op);
+
+  /// The autocast the thread that runs pipeline device d's ops holds for the whole step (one
+  /// per thread: its cast cache is cleared when it closes): the precision on the device of d's
+  /// stages. Throws std::logic_error when none of this process's stages is on d.
+  AutocastScope autocastFor(std::int64_t d) const;
 
   /// The last stage's outputs of micro-batch i, as its forward left them (forward()).
   const Tensors& lastOutputs(std::int64_t i) const { return cell(i, n_ - 1).outputs; }

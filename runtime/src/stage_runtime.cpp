@@ -196,7 +196,7 @@ class StageRuntimeImpl {
       config.tracer = nullptr;
       StageCore core(std::move(config), channel, /*backward=*/nullptr, std::move(inputs), {});
       torch::NoGradGuard noGrad;
-      AutocastScope autocast(options_.precision, options_.device);  // the step's types cross stages
+      const AutocastScope autocast = core.autocastFor(rank_);  // the step's types cross stages
       for (std::size_t r = 0; r < distinct.size(); ++r) {
         for (const Partition& partition : partitions_) {
           Op forward;

@@ -1,8 +1,6 @@
 // One training step of one rank: its device's ops in schedule order on the shared stage core.
 #include "stage_step.h"
 
-#include "autocast.h"
-
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/pipe.h>
 
@@ -26,7 +24,7 @@ void RankStep::run() {
   Mailbox& mailbox = *context_.mailbox;
   const int rank = mailbox.rank();
   ScopedAllocationTag tag(rank);  // a rank's tag is its pipeline device's
-  AutocastScope autocast(core_.config().precision, context_.device);
+  const AutocastScope autocast = core_.autocastFor(rank);
   torch::AutoGradMode gradMode(true);
   const Schedule& schedule = *context_.schedule;
   const std::vector<OpIndex>& order = schedule.deviceOrder(rank);
