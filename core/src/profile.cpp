@@ -164,6 +164,24 @@ struct LaunchConsistency {
   }
 };
 
+/// A non-empty list of cost samples sorted by distinct micro_batch; `launches` (if given) checks
+/// each sample's launch data.
+std::vector<CostSample> costsFromJson(const JsonCursor& costs, LaunchConsistency* launches) {
+  if (costs.size() == 0) costs.fail("expected at least one cost sample");
+  std::vector<CostSample> samples;
+  for (const JsonCursor& item : costs.items()) {
+    CostSample cost = costFromJson(item);
+    if (launches != nullptr) launches->check(item, cost);
+    if (!samples.empty() && cost.microBatch <= samples.back().microBatch) {
+      item.at("micro_batch")
+          .fail("costs must be sorted by micro_batch with distinct sizes (" + std::to_string(cost.microBatch) +
+                " after " + std::to_string(samples.back().microBatch) + ")");
+    }
+    samples.push_back(cost);
+  }
+  return samples;
+}
+
 LayerProfile layerFromJson(const JsonCursor& json, LaunchConsistency& launches) {
   LayerProfile layer;
   layer.name = json.at("name").asString();
@@ -173,19 +191,22 @@ LayerProfile layerFromJson(const JsonCursor& json, LaunchConsistency& launches) 
   if (json.has("optimizer_step_ns")) layer.optimizerStepNs = json.at("optimizer_step_ns").asNonNegativeInt();
   if (json.has("optimizer_step_bytes")) layer.optimizerStepBytes = json.at("optimizer_step_bytes").asNonNegativeInt();
   if (json.has("cast_cache_bytes")) layer.castCacheBytes = json.at("cast_cache_bytes").asNonNegativeInt();
-  JsonCursor costs = json.at("costs");
-  if (costs.size() == 0) costs.fail("expected at least one cost sample");
-  for (const JsonCursor& item : costs.items()) {
-    CostSample cost = costFromJson(item);
-    launches.check(item, cost);
-    if (!layer.costs.empty() && cost.microBatch <= layer.costs.back().microBatch) {
-      item.at("micro_batch")
-          .fail("costs must be sorted by micro_batch with distinct sizes (" + std::to_string(cost.microBatch) +
-                " after " + std::to_string(layer.costs.back().microBatch) + ")");
-    }
-    layer.costs.push_back(cost);
-  }
+  layer.costs = costsFromJson(json.at("costs"), &launches);
   return layer;
+}
+
+/// The loss's costs; it carries no launch data.
+LossProfile lossFromJson(const JsonCursor& json) {
+  if (!json.value().is_object()) json.fail("expected an object with 'costs'");
+  LossProfile loss;
+  loss.costs = costsFromJson(json.at("costs"), nullptr);
+  if (json.has("keeps_output")) loss.keepsOutput = json.at("keeps_output").asBool();
+  for (const JsonCursor& item : json.at("costs").items()) {
+    if (item.has("forward_host_ns") || item.has("backward_host_ns")) {
+      item.fail("unexpected launch data (the loss carries none)");
+    }
+  }
+  return loss;
 }
 
 ProfileEnvironment environmentFromJson(const JsonCursor& json) {
@@ -203,12 +224,11 @@ ProfileEnvironment environmentFromJson(const JsonCursor& json) {
 
 }  // namespace
 
-CostSample LayerProfile::costAt(std::int64_t microBatch) const {
+CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBatch, const std::string& what) {
   if (microBatch <= 0) {
-    throw std::invalid_argument("layer '" + name + "': micro-batch size must be positive (got " +
-                                std::to_string(microBatch) + ")");
+    throw std::invalid_argument(what + ": micro-batch size must be positive (got " + std::to_string(microBatch) + ")");
   }
-  if (costs.empty()) throw std::invalid_argument("layer '" + name + "' has no cost samples");
+  if (costs.empty()) throw std::invalid_argument(what + " has no cost samples");
   if (costs.size() == 1) {
     CostSample zero;
     zero.microBatch = 0;
@@ -226,6 +246,15 @@ CostSample LayerProfile::costAt(std::int64_t microBatch) const {
   if (microBatch == a.microBatch) return a;
   if (microBatch == b.microBatch) return b;
   return interpolate(a, b, microBatch);
+}
+
+CostSample LossProfile::costAt(std::int64_t microBatch) const {
+  if (!measured()) {
+    CostSample none;
+    none.microBatch = microBatch;
+    return none;
+  }
+  return costAtSize(costs, microBatch, "the loss");
 }
 
 bool Profile::hasLaunchData() const {
@@ -283,6 +312,11 @@ nlohmann::json toJson(const Profile& profile) {
                          {"layers", layers},
                          {"skips", skips}};
   // Written only when there is one, so profiles without it write back byte for byte as before.
+  if (profile.loss.measured()) {
+    nlohmann::json costs = nlohmann::json::array();
+    for (const CostSample& cost : profile.loss.costs) costs.push_back(costToJson(cost));
+    json["loss"] = {{"keeps_output", profile.loss.keepsOutput}, {"costs", costs}};
+  }
   if (profile.libraryWorkspaceBytes != 0) json["library_workspace_bytes"] = profile.libraryWorkspaceBytes;
   return json;
 }
@@ -308,6 +342,7 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
   LaunchConsistency launches;
   launches.deviceType = profile.environment.deviceType;
   for (const JsonCursor& item : layers.items()) profile.layers.push_back(layerFromJson(item, launches));
+  if (root.has("loss")) profile.loss = lossFromJson(root.at("loss"));
   if (root.has("skips")) {
     JsonCursor skips = root.at("skips");
     for (const JsonCursor& item : skips.items()) {

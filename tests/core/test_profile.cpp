@@ -269,6 +269,39 @@ TEST(ProfileJson, LibraryWorkspaceIsValidated) {
 // c10/cuda/CUDACachingAllocator.cpp: round_size to 512, small requests split from 2 MiB
 // segments, 1-10 MiB from 20 MiB ones, 10 MiB and more get a segment rounded to 2 MiB that is
 // split only when more than 1 MiB remains.
+TEST(ProfileJson, TheLossRoundTripsAndOldFilesCostNothing) {
+  Profile profile = exampleProfile();
+  EXPECT_FALSE(toJson(profile).contains("loss")) << "written only when measured";
+  EXPECT_EQ(profile.loss.costAt(7).savedBytes, 0);
+  EXPECT_EQ(profile.loss.costAt(7).forwardNs, 0);
+  profile.loss.costs = {CostSample{2, 10, 20, 4, 64, 8, 16}, CostSample{4, 18, 40, 4, 128, 16, 32}};
+  profile.loss.keepsOutput = false;
+  const nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["loss"]["keeps_output"], false);
+  EXPECT_EQ(json["loss"]["costs"][1]["saved_bytes"], 128);
+  const Profile back = profileFromJson(json, "p.json");
+  EXPECT_FALSE(back.loss.keepsOutput);
+  EXPECT_EQ(back.loss.costAt(3).savedBytes, 96);  // interpolated like a layer's
+  EXPECT_EQ(back.loss.costAt(3).forwardNs, 14);
+  expectEqual(back, profile);
+  EXPECT_EQ(errorAfter([](auto& j) { j["loss"]["costs"][0]["forward_host_ns"] = 1; }, profile),
+            "p.json: $.loss.costs[0]: missing field 'forward_device_ns' (forward_host_ns, forward_device_ns and "
+            "forward_kernels come together)");
+  EXPECT_EQ(errorAfter(
+                [](auto& j) {
+                  j["loss"]["costs"][0]["forward_host_ns"] = 1;
+                  j["loss"]["costs"][0]["forward_device_ns"] = 1;
+                  j["loss"]["costs"][0]["forward_kernels"] = 1;
+                  j["loss"]["costs"][0]["backward_host_ns"] = 1;
+                  j["loss"]["costs"][0]["backward_device_ns"] = 1;
+                  j["loss"]["costs"][0]["backward_kernels"] = 1;
+                },
+                profile),
+            "p.json: $.loss.costs[0]: unexpected launch data (the loss carries none)");
+  EXPECT_EQ(errorAfter([](auto& j) { j["loss"]["costs"] = nlohmann::json::array(); }, profile),
+            "p.json: $.loss.costs: expected at least one cost sample");
+}
+
 TEST(AllocatorRounding, BlockOfOneRequest) {
   constexpr Bytes kKiB = 1024;
   constexpr Bytes kMiB = 1024 * kKiB;

@@ -47,6 +47,15 @@ struct CostSample {
   std::optional<LaunchCost> backwardLaunch{};
 };
 
+/// Costs at any micro-batch size from samples sorted by size: piecewise-linear between samples,
+/// extrapolated from the nearest two outside them, proportional to size with a single sample.
+/// Times and bytes are clamped at zero and rounded to the nearest integer. Launch data is
+/// interpolated alike where both samples carry it (the kernel count rounded, at least 1 while
+/// the device time is positive), except that with a single sample only the device time is
+/// proportional: a launch's host time and kernel count do not grow with the batch. Throws
+/// std::invalid_argument, naming `what`, for a size below 1 or no samples.
+CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBatch, const std::string& what);
+
 struct LayerProfile {
   std::string name;
   Bytes paramBytes = 0;
@@ -66,12 +75,25 @@ struct LayerProfile {
   Bytes castCacheBytes = 0;
   std::vector<CostSample> costs;  ///< sorted by microBatch, distinct sizes
 
-  /// Costs at any micro-batch size: piecewise-linear between samples, extrapolated from the
-  /// nearest two outside them, proportional to size with a single sample. Times and bytes are
-  /// clamped at zero and rounded to the nearest integer. Launch data is interpolated alike
-  /// where both samples carry it (the kernel count rounded, at least 1 while the device time is
-  /// positive), except that with a single sample only the device time is proportional: a
-  /// launch's host time and kernel count do not grow with the batch.
+  /// Costs at any micro-batch size (costAtSize).
+  CostSample costAt(std::int64_t microBatch) const { return costAtSize(costs, microBatch, "layer '" + name + "'"); }
+};
+
+/// The model's loss on the last stage's output, measured like a layer whose input is that
+/// output (CostSample's fields, read for the loss): forwardNs and backwardNs its two passes
+/// (the backward makes the gradient of the output); savedBytes what its graph keeps beyond the
+/// output itself (under autocast, MSE's fp32 copy of a bf16 output); forwardWorkspaceBytes the
+/// forward's transient above that; backwardWorkspaceBytes the backward's peak above its start,
+/// the output's gradient included; outputBytes the loss itself. No launch data.
+struct LossProfile {
+  std::vector<CostSample> costs;  ///< sorted by microBatch, distinct sizes; empty: not measured
+  /// Whether the loss's graph keeps the output alive until the backward (fp32 MSE saves it);
+  /// false when it saves something else in its place (under autocast, a cast copy), and the
+  /// output is freed once the loss returns unless a layer saved it.
+  bool keepsOutput = true;
+
+  bool measured() const { return !costs.empty(); }
+  /// Costs at any size (costAtSize); all zero when not measured (older profiles).
   CostSample costAt(std::int64_t microBatch) const;
 };
 
@@ -107,6 +129,7 @@ struct Profile {
   Bytes inputBytesPerSample = 0;  ///< the model input, per sample (partition 0's input)
   std::vector<LayerProfile> layers;
   std::vector<SkipProfile> skips;
+  LossProfile loss;  ///< absent in older files: the loss then costs nothing
   /// CUDA only (0 elsewhere): the device memory the math libraries keep for one (host thread,
   /// stream) pair once the thread has launched a matrix multiplication on the stream -- LibTorch
   /// 2.x's cuBLAS and cuBLASLt workspaces, allocated through the caching allocator and kept
