@@ -12,8 +12,9 @@
 //        in a training run whose grads are zeroed in place;
 //     2. the whole model forward in training mode, layer L under tag L, keeping the graph:
 //        output bytes, forward workspace (peak - live after the layer), and after the last
-//        layer saved_bytes(L) = what tag L still holds, and each skip's unsaved bytes (its
-//        tensor's, when nothing holds that any more after the pop);
+//        layer, its output let go (the graph kept), saved_bytes(L) = what tag L still holds,
+//        and each skip's unsaved bytes (its tensor's, when nothing holds that any more after
+//        the pop);
 //     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
 //        backward workspace = peak above the bytes live when it started.
 //   time (options.device)
@@ -27,6 +28,10 @@
 //     Pass 1 fills autocast's cache: what each layer's tag holds more before the cache is
 //     cleared than after is its cast_cache_bytes; the cache is filled again (a forward without
 //     gradients) before pass 2, so saved_bytes holds only each micro-batch's own copies.
+//   loss (after pass 2, on its output; loss_profiler.cpp)
+//     the model's loss of the last layer's output under tag n: what its graph keeps, its
+//     forward's transient and its backward's peak (the output's gradient included), and the
+//     median time of both passes.
 //   optimizer (once, after the sizes)
 //     per layer with trainable parameters: the profile's optimizer over them, stepped once
 //     (its state: optimizer_bytes, exactly optimizerStateCopies x the gradients), then timed
@@ -42,7 +47,9 @@
 
 #include "autocast.h"
 #include "device_memory.h"
+#include "loss_profiler.h"
 #include "make_optimizer.h"
+#include "profiling_scopes.h"
 
 #include <pipeprof/core/allocator_rounding.h>
 #include <pipeprof/profiler/cupti_collector.h>
@@ -51,7 +58,6 @@
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/skip.h>
 
-#include <c10/core/StreamGuard.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -132,27 +138,6 @@ void runBackward(const BackwardRoots& backward) {
 
 /// Runs the backward of the outputs alone (ones as their gradient).
 void backwardOf(const Tensors& outputs) { runBackward(backwardRoots(outputs)); }
-
-void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-/// Where what layer L allocates is counted, under memory-tracker tag L, while the scope lives:
-/// on CPU the calling thread's allocation tag; on CUDA the layer's own stream, made current (the
-/// thread tag stays off, so no CPU allocation of the thread counts). The caller synchronises
-/// the device before the next layer, which runs on another stream.
-class LayerMemoryScope {
- public:
-  LayerMemoryScope(const TaggedStreams& streams, std::int64_t L)
-      : stream_(streams.stream(L)), tag_(stream_ ? kNoAllocationTag : L) {
-    if (stream_) guard_.reset_stream(*stream_);
-  }
-
- private:
-  std::optional<c10::Stream> stream_;
-  ScopedAllocationTag tag_;
-  c10::OptionalStreamGuard guard_;
-};
 
 /// Stash/pop for layers run one by one. Records the bytes stashed by each layer.
 class ProfilerSkipTracker final : public SkipTracker {
@@ -272,13 +257,6 @@ std::string cpuName() {
   return "cpu";
 }
 
-TimeNs median(std::vector<TimeNs> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 /// Moves the module's parameters and buffers to `device`. Module::to leaves a gradient where it
 /// was made, and a later backward could not accumulate into it from the other device; the
 /// gradients are dropped instead (the caller's ModuleSnapshot restores them).
@@ -316,7 +294,7 @@ void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precis
 /// allocator, on CUDA with the caching allocator's blocks on each layer's stream.
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
                    const TaggedStreams& streams, const torch::Device& device, Precision precision,
-                   std::vector<Bytes>& castCacheBytes) {
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput) {
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   AutocastScope autocast(precision, device);
   // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot), and
@@ -365,8 +343,16 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       costs[L].forwardWorkspaceBytes = std::max<Bytes>(0, peak - live);
       x = out;
     }
+    // The model's output is the last stage's, which the pipeline hands to the loss: it counts
+    // as the last layer's saved bytes only if the graph keeps it. The graph stays alive through
+    // its roots while the output goes (the loss profiler gets an untagged copy).
+    modelOutput = x.size() == 1 ? x.front().detach().clone() : torch::Tensor();
+    std::vector<std::shared_ptr<torch::autograd::Node>> roots;
+    for (const torch::Tensor& t : x) roots.push_back(t.grad_fn());
+    x.clear();
+    synchronize(device);
     for (std::int64_t L = 0; L < n; ++L) costs[L].savedBytes = std::max<Bytes>(0, liveBytes(L) - before[L]);
-    skips.recordUnsavedBytes();  // while `x` keeps the graph alive
+    skips.recordUnsavedBytes();  // while the roots keep the graph alive
     skips.clear();
   }
   // 3. Each layer's backward under its tag.
@@ -595,8 +581,9 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
 
   ProfilerSkipTracker skips(false);
   {
-    ModuleSnapshot snapshot(*sequential);          // restores parameters, grads, buffers, mode
-    const TaggedStreams streams(memoryDevice, n);  // CUDA: one per layer; frees their workspaces last
+    ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
+    // CUDA: one stream per layer and one for the loss (tag n); frees their workspaces last.
+    const TaggedStreams streams(memoryDevice, n + 1);
     sequential->train();
     const double budgetPerSize = options.timeBudgetSeconds / static_cast<double>(sizes.size());
     for (std::int64_t b : sizes) {
@@ -606,8 +593,15 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
       moveDroppingGradients(*sequential, memoryDevice);
       std::vector<Bytes> castCacheBytes;
+      torch::Tensor output;
       measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
-                    castCacheBytes);
+                    castCacheBytes, output);
+      if (model.loss && output.defined()) {
+        const LossMeasurement how{memoryDevice, options.precision, &streams, n, options.warmupRuns, options.minRuns};
+        const LossSample loss = measureLoss(model, output, batch.target.to(memoryDevice), how);
+        profile.loss.costs.push_back(loss.cost);
+        profile.loss.keepsOutput = loss.keepsOutput;  // the largest size's
+      }
       // The cast copies are of the weights: the same at every size (the largest size's kept).
       for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
       // Times on the target device.

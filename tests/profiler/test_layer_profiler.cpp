@@ -92,10 +92,10 @@ TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
   EXPECT_EQ(relu.outputBytes, 8 * 32 * 4);
   EXPECT_EQ(fc1.outputBytes, 8 * 8 * 4);
   // fc0's output is consumed by ReLU, which keeps its own output (fc1 keeps it as its input);
-  // fc1's output is the final output, held.
+  // fc1's output is the model's, handed to the loss: its graph does not keep it.
   EXPECT_EQ(fc0.savedBytes, 0);
   EXPECT_EQ(relu.savedBytes, 8 * 32 * 4);
-  EXPECT_EQ(fc1.savedBytes, 8 * 8 * 4);
+  EXPECT_EQ(fc1.savedBytes, 0);
   for (const LayerProfile& layer : profile.layers) {
     for (const CostSample& c : layer.costs) {
       EXPECT_GE(c.forwardWorkspaceBytes, 0) << layer.name;
@@ -108,6 +108,42 @@ TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
   EXPECT_EQ(profile.environment.deviceType, "cpu");
   EXPECT_EQ(profile.environment.threads, torch::get_num_threads());
   EXPECT_FALSE(profile.environment.torchVersion.empty());
+}
+
+TEST(LayerProfiler, ALastLayerThatSavesItsOutputKeepsIt) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 8));
+  seq->push_back("sigmoid", torch::nn::Sigmoid());  // its backward needs its output
+  Model model = sequentialModel(seq, 16, 8);
+  const Profile profile = profileModel(model, quick({8}));
+  EXPECT_EQ(profile.layers[1].costs[0].savedBytes, 8 * 8 * 4);
+}
+
+TEST(LayerProfiler, TheLossIsMeasuredOnTheLastLayersOutput) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 64));
+  Model model = sequentialModel(seq, 16, 64);
+  const Profile fp32 = profileModel(model, quick({8, 16}));
+  ASSERT_EQ(fp32.loss.costs.size(), 2u);
+  const CostSample& loss = fp32.loss.costs[1];
+  EXPECT_EQ(loss.microBatch, 16);
+  EXPECT_EQ(loss.outputBytes, 4);  // a scalar
+  // fp32 MSE saves its input, the output itself: the graph keeps it and adds nothing.
+  EXPECT_TRUE(fp32.loss.keepsOutput);
+  EXPECT_EQ(loss.savedBytes, 0);
+  // Its backward makes the output's gradient.
+  EXPECT_GE(loss.backwardWorkspaceBytes, 16 * 64 * 4);
+  EXPECT_GT(loss.forwardNs, 0);
+  EXPECT_GT(loss.backwardNs, 0);
+
+  LayerProfilerOptions options = quick({8, 16});
+  options.precision = Precision::Bf16;
+  const Profile bf16 = profileModel(model, options);
+  // Under autocast MSE runs in fp32: it saves an fp32 copy of the bf16 output and lets the
+  // output go.
+  EXPECT_FALSE(bf16.loss.keepsOutput);
+  EXPECT_EQ(bf16.loss.costs[1].savedBytes, 16 * 64 * 4);
+  EXPECT_EQ(bf16.loss.costs[0].savedBytes, 8 * 64 * 4);
 }
 
 TEST(LayerProfiler, TimesArePositiveAndAWiderLayerIsSlower) {
