@@ -105,22 +105,32 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
       }
       case OpKind::Loss:
         c.durationSlot = durationSlot(op.i, layout.lossNs());
+        e.transient.push_back(mem(j, layout.lossPeak()));
         // A checkpointed micro-batch's loss runs without a graph: the last stage's output, kept
-        // since its forward for this loss, is freed (recompute(i, n-1) makes it again).
-        if (schedule.checkpointed(op.i)) e.endRelease.push_back(mem(j, layout.output(j)));
+        // since its forward for this loss, is freed (recompute(i, n-1) makes it again, and the
+        // loss's graph with it).
+        if (schedule.checkpointed(op.i)) {
+          e.endRelease.push_back(mem(j, layout.output(j)));
+        } else {
+          e.endAlloc.push_back(mem(j, layout.lossHeld()));
+        }
         break;
-      case OpKind::Recompute:
-        c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
-        e.transient.push_back(mem(j, layout.gradForwardPeak(j)));
+      case OpKind::Recompute: {
+        const bool withLoss = training && j + 1 == n;
+        c.durationSlot = durationSlot(op.i, withLoss ? layout.recomputeWithLossNs() : layout.forwardNs(j));
+        e.transient.push_back(mem(j, withLoss ? layout.recomputeWithLossPeak() : layout.gradForwardPeak(j)));
         e.endAlloc.push_back(mem(j, layout.saved(j)));
         e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));  // the recomputed output, its graph's root
+        if (withLoss) e.endAlloc.push_back(mem(j, layout.lossHeld()));
         break;
+      }
       case OpKind::Backward: {
         c.durationSlot = durationSlot(op.i, layout.backwardNs(j));
         e.transient.push_back(mem(j, layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
         e.endRelease.push_back(mem(j, layout.saved(j)));
         e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
+        if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
         if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
         if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
         for (std::int32_t s = 0; s < layout.skips; ++s) {

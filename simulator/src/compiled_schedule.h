@@ -16,17 +16,19 @@ struct SlotLayout {
   std::int32_t skips = 0;  ///< skip routes
 
   // Duration slots.
-  std::int32_t durationsPerClass() const { return 4 * n + 2 * skips + 1; }
+  std::int32_t durationsPerClass() const { return 4 * n + 2 * skips + 2; }
   std::int32_t forwardNs(std::int32_t j) const { return j; }
   std::int32_t backwardNs(std::int32_t j) const { return n + j; }
   std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
   std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
-  /// A loss op: the profile has no cost for it, so its slot stays 0.
+  /// A loss op: the loss's forward (0 when the profile has no loss).
   std::int32_t lossNs() const { return 4 * n + 2 * skips; }
+  /// The last partition's recompute, which computes the loss again with its graph.
+  std::int32_t recomputeWithLossNs() const { return 4 * n + 2 * skips + 1; }
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 8 * n + 4 * skips; }
+  std::int32_t bytesPerClass() const { return 8 * n + 4 * skips + 3; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -42,6 +44,13 @@ struct SlotLayout {
   std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 8 * n + (gradient ? 2 : 1) * skips + s; }
   /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
   std::int32_t skipUnsavedBytes(std::int32_t s) const { return 8 * n + 3 * skips + s; }
+  /// What the loss changes in what the last partition holds until backward(i, n-1): what its
+  /// graph keeps, less the output when the graph lets it go (may be negative).
+  std::int32_t lossHeld() const { return 8 * n + 4 * skips; }
+  /// A loss op's peak above its start (its graph's bytes and its forward's transient).
+  std::int32_t lossPeak() const { return 8 * n + 4 * skips + 1; }
+  /// The last partition's recompute: its layers' peak, or the loss's on top of their graph.
+  std::int32_t recomputeWithLossPeak() const { return 8 * n + 4 * skips + 2; }
 };
 
 /// One memory change: `slot`'s bytes on partition j.

@@ -57,6 +57,10 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
   }
+  table->loss = profile_->loss.costAt(microBatch);
+  table->loss.savedBytes = sumBytes(table->loss.savedBytes);
+  table->loss.forwardWorkspaceBytes = sumBytes(table->loss.forwardWorkspaceBytes);
+  table->loss.backwardWorkspaceBytes = sumBytes(table->loss.backwardWorkspaceBytes);
   if (launches_) fillLaunchPrefixes(*table);
   tables_.push_back(std::move(table));
   return *tables_.back();
@@ -105,9 +109,14 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   auto liveAfter = [&](std::size_t l) {
     return std::max(table.savedPrefix[l + 1] - table.savedPrefix[l], table.outputBytes[l]);
   };
+  // A stage that is not the last keeps its output (the root of its graph) until its backward
+  // ends: the part of it its last layer saved is not freed when that layer's backward is done.
+  // (The last stage handed its output to the loss, whose backward lets it go.)
+  const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
+  const Bytes outputKept = receivesOutputGradient ? std::min(table.outputBytes[end - 1], lastSaved) : 0;
   for (std::size_t l = first; l < end; ++l) {
     const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
-    const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1];
+    const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0});
     // The layer's input is the previous layer's output (the partition's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
@@ -211,6 +220,44 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
       out.kernels[forward] = table.forwardKernelPrefix[end] - table.forwardKernelPrefix[first];
       out.kernels[backward] = table.backwardKernelPrefix[end] - table.backwardKernelPrefix[first];
     }
+  }
+}
+
+/// The loss on the last partition's device (zero costs when the profile has none): its forward
+/// as the loss op, again inside the last partition's recompute, its backward at the start of
+/// backward(i, n-1); its graph's bytes from the loss (or that recompute) to that backward, less
+/// the output when the graph does not keep it (the part of it no layer saved is freed), its
+/// forward's transient on top, its backward's peak before the last layers' (their figure counts
+/// the graph, which is gone by then). Runs after the layers' durations are final.
+void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
+                  const MicroBatching& batching, ResolvedCosts& out) {
+  const SlotLayout& layout = compiled.layout;
+  if (!compiled.training) return;
+  const std::int32_t last = layout.n - 1;
+  const double speed =
+      cluster.devices[static_cast<std::size_t>(out.partitionDevice[static_cast<std::size_t>(last)])].relativeSpeed;
+  for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
+    const CostSample& loss = costs.table(sizeClass == 0 ? batching.chunkSize : batching.lastSize).loss;
+    const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
+    TimeNs* duration = out.durationNs.data() + classSlot;
+    Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
+    duration[layout.lossNs()] = scaleTime(loss.forwardNs, speed);
+    duration[layout.recomputeWithLossNs()] = duration[layout.forwardNs(last)] + duration[layout.lossNs()];
+    duration[layout.backwardNs(last)] += scaleTime(loss.backwardNs, speed);
+    if (costs.launches()) {  // the loss's kernels are not counted apart: its time joins the recompute's
+      const auto from = static_cast<std::size_t>(classSlot + layout.forwardNs(last));
+      const auto to = static_cast<std::size_t>(classSlot + layout.recomputeWithLossNs());
+      out.launchNs[to] = out.launchNs[from];
+      out.kernels[to] = out.kernels[from];
+    }
+    const Bytes outputLetGo = costs.profile().loss.keepsOutput ? 0 : bytes[layout.unsavedOutput(last)];
+    bytes[layout.lossHeld()] = loss.savedBytes - outputLetGo;
+    bytes[layout.lossPeak()] = loss.savedBytes + loss.forwardWorkspaceBytes;
+    bytes[layout.recomputeWithLossPeak()] =
+        std::max(bytes[layout.gradForwardPeak(last)],
+                 bytes[layout.saved(last)] + bytes[layout.unsavedOutput(last)] + bytes[layout.lossPeak()]);
+    bytes[layout.backwardPeak(last)] =
+        std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardPeak(last)] - loss.savedBytes);
   }
 }
 
@@ -323,6 +370,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     out.launchNs.clear();
     out.kernels.clear();
   }
+  addLossCosts(compiled, costs, cluster, batching, out);
 }
 
 }  // namespace pipeprof::sim

@@ -24,6 +24,8 @@ struct LayerCostTable {
   std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
+  /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).
+  CostSample loss;
   /// Launch data (the profile carries it; else all empty), prefix sums like the times above:
   /// the host's launch time, the device time and the kernel count of each pass.
   std::vector<TimeNs> forwardHostPrefix;
@@ -76,9 +78,9 @@ class CostModel {
 
 /// One candidate's numbers, indexed by the compiled schedule's slots.
 struct ResolvedCosts {
-  std::vector<TimeNs> durationNs;       ///< 2 * layout.durationsPerClass()
-  std::vector<Bytes> bytes;             ///< 2 * layout.bytesPerClass()
-  std::vector<Bytes> staticBytes;       ///< per partition
+  std::vector<TimeNs> durationNs;             ///< 2 * layout.durationsPerClass()
+  std::vector<Bytes> bytes;                   ///< 2 * layout.bytesPerClass()
+  std::vector<Bytes> staticBytes;             ///< per partition
   std::vector<std::int32_t> partitionDevice;  ///< cluster device of each partition
   /// Shared links (the cluster names hosts; docs/simulator.md, "Links"), else both empty:
   /// per cluster device the index of its host (hosts numbered in order of first appearance),

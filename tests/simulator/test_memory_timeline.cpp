@@ -188,6 +188,52 @@ TEST(MemoryModel, ARecomputedOutputIsHeldUntilItsBackwardAndALossFreesTheLastSta
   EXPECT_EQ(p.peakOp, (std::vector<std::string>{"backward(3,0)", "backward(3,1)"}));
 }
 
+// The loss on the last stage: two one-layer stages saving nothing (output 10 each), GPipe, M
+// = 4, one sample per micro-batch; the loss saves 20 (a cast copy of the output), has a forward
+// workspace of 5 and a backward peak of 30, f 3 and b 4. Letting its output go, each loss(i)
+// peaks 25 above its start and leaves 20 - 10 held: stage 1 holds 20 per micro-batch, 95
+// while loss(3) runs, 80 after it, and 110 in backward(3,1). Keeping its output (fp32 MSE),
+// each holds 30: 125 in loss(3), 150 in backward(3,1).
+Profile withLoss(bool keepsOutput) {
+  Profile profile = test::makeProfile({kSavesNothing, kSavesNothing});
+  CostSample loss;
+  loss.microBatch = 1;
+  loss.forwardNs = 3;
+  loss.backwardNs = 4;
+  loss.outputBytes = 4;
+  loss.savedBytes = 20;
+  loss.forwardWorkspaceBytes = 5;
+  loss.backwardWorkspaceBytes = 30;
+  profile.loss.costs = {loss};
+  profile.loss.keepsOutput = keepsOutput;
+  return profile;
+}
+
+TEST(MemoryModel, TheLossHoldsItsGraphUntilTheLastStagesBackward) {
+  auto predict = [](bool keepsOutput, Checkpoint mode) {
+    return simulate(withLoss(keepsOutput), test::freeCluster(2), test::makeCandidate({1, 1}, 4, mode, 4)).prediction;
+  };
+  const Prediction letsGo = predict(false, Checkpoint::Never);
+  EXPECT_EQ(letsGo.peakBytes[1], 110);
+  EXPECT_EQ(letsGo.peakOp[1], "backward(3,1)");
+  const Prediction keeps = predict(true, Checkpoint::Never);
+  EXPECT_EQ(keeps.peakBytes[1], 150);
+  EXPECT_EQ(keeps.peakOp[1], "backward(3,1)");
+  // Stage 0 does not see it.
+  EXPECT_EQ(letsGo.peakBytes[0], keeps.peakBytes[0]);
+  // Its time is on the critical path: stage 1 runs F, loss alternately (F(i+1) waits for L(i)),
+  // its forwards end at 59 + loss(3) 3 = 62, then four backwards of 20 + 4, then backward(0,0):
+  // 62 + 96 + 20 = 178 (150 without a loss).
+  EXPECT_EQ(letsGo.iterationNs, 178);
+  // Checkpointed, each loss runs without a graph (25 above the output it frees) and
+  // recompute(i,1) computes it again with one: 10 recomputed output + 25, then 20 held when
+  // backward(i,1) starts, 50 in it; from backward(2,1) on, 10 more: the gradient of stage 1's
+  // input for micro-batch 3, held until backward(3,0), which is still running.
+  const Prediction always = predict(false, Checkpoint::Always);
+  EXPECT_EQ(always.peakBytes[1], 60);
+  EXPECT_EQ(always.peakOp[1], "backward(2,1)");
+}
+
 // Over a costly link every copy allocates its bytes on the destination at copy start: the
 // activation copy on partition 1 (held until backward(0,1) ends), the gradient copy on
 // partition 0 (held until backward(0,0) ends). That gradient is the one partition 0's backward
