@@ -142,16 +142,22 @@ void backwardOf(const Tensors& outputs) { runBackward(backwardRoots(outputs)); }
 /// Stash/pop for layers run one by one. Records the bytes stashed by each layer.
 class ProfilerSkipTracker final : public SkipTracker {
  public:
-  /// detach: hand out detached copies (a leaf, or under autocast a view of one: uncachedInputs).
-  explicit ProfilerSkipTracker(bool detach, Precision precision = Precision::Fp32)
-      : detach_(detach), precision_(precision) {}
+  /// How a popping layer gets its skip.
+  enum class HandOut {
+    AsStashed,           ///< the stashed tensor, its graph alive (as in a Pipe)
+    DetachedLeaf,        ///< a detached copy requiring grad (or under autocast a view of one:
+                         ///< uncachedInputs), so the popping layer's backward computes its gradient
+    DetachedWithoutGrad  ///< a detached copy that needs no gradient (see eachLayerAlone)
+  };
+  explicit ProfilerSkipTracker(HandOut handOut, Precision precision = Precision::Fp32)
+      : handOut_(handOut), precision_(precision) {}
   void setLayer(std::int64_t layer) { layer_ = layer; }
   void stash(const SkipKey& key, torch::Tensor tensor) override {
     stashedBytes_[{layer_, key.second}] = bytesOf(tensor);
     stashLayerOf_[key] = layer_;
-    if (detach_) {
+    if (handOut_ != HandOut::AsStashed) {
       tensor = tensor.detach();
-      if (tensor.is_floating_point()) tensor.requires_grad_(true);
+      if (tensor.is_floating_point() && handOut_ == HandOut::DetachedLeaf) tensor.requires_grad_(true);
       tensor = uncachedInputs({tensor}, precision_).front();
     }
     tensors_[key] = std::move(tensor);
@@ -198,7 +204,7 @@ class ProfilerSkipTracker final : public SkipTracker {
     return count == 1 ? only : 0;
   }
 
-  bool detach_;
+  HandOut handOut_;
   Precision precision_;
   std::int64_t layer_ = -1;
   std::map<SkipKey, torch::Tensor> tensors_;
@@ -278,10 +284,15 @@ Layers layersOf(torch::nn::Sequential& sequential) {
 }
 
 /// Runs every layer alone, in order, on leaves of the previous layer's outputs (skips detached
-/// too): `run(L, inputs)` returns layer L's outputs, which feed layer L + 1.
+/// too): `run(L, inputs)` returns layer L's outputs, which feed layer L + 1. A popped skip needs
+/// no gradient here: where the skip stays inside a stage, its gradient is the one the popping
+/// layer's backward hands its other input (resnet's add passes one tensor to both), and a leaf
+/// requiring grad would make autograd accumulate a clone of it (an activation's size charged to
+/// the pop's backward workspace that a pipeline allocates only when the skip leaves its stage,
+/// which the simulator adds then).
 template <typename Run>
 void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precision, Run run) {
-  ProfilerSkipTracker detached(true, precision);
+  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedWithoutGrad, precision);
   ScopedSkipTracker scope(&detached);
   Tensors x = input;
   for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
@@ -382,7 +393,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
   std::vector<std::vector<TimeNs>> forwardLaunchNs(n), backwardLaunchNs(n);  // CUDA: before the synchronize
   auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
-  ProfilerSkipTracker detached(true, options.precision);
+  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
   ScopedSkipTracker scope(&detached);
   auto pass = [&](bool record) {
     Tensors x = input;
@@ -456,7 +467,7 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
                     CuptiCollector& collector, Precision precision) {
   AutocastScope autocast(precision, device);
-  ProfilerSkipTracker detached(true, precision);
+  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
   ScopedSkipTracker scope(&detached);
   Tensors x = input;
   for (std::size_t L = 0; L < layers.modules.size(); ++L) {
@@ -579,7 +590,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       options.device.is_cuda() ? CuptiCollector::create(kernelClock, CuptiMode::Cheap) : nullptr;
   bool launchData = kernelCollector && kernelCollector->available();
 
-  ProfilerSkipTracker skips(false);
+  ProfilerSkipTracker skips(ProfilerSkipTracker::HandOut::AsStashed);
   {
     ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
     // CUDA: one stream per layer and one for the loss (tag n); frees their workspaces last.

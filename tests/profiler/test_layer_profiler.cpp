@@ -214,6 +214,10 @@ TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
   ASSERT_EQ(profile.skips.size(), 1u);
   EXPECT_EQ(profile.skips[0].bytesPerSample, 12 * 4);
   EXPECT_EQ(profile.skips[0].unsavedBytesPerSample, 12 * 4);
+  // Its backward hands one gradient to both operands: the output's gradient the profiler makes
+  // and the input's gradient (a copy, for the leaf the layer ran on), not a third copy for the
+  // popped skip, which a stage makes only when the skip came from another stage.
+  EXPECT_EQ(profile.layers[2].costs[1].backwardWorkspaceBytes, 2 * 6 * 12 * 4);
 }
 
 TEST(LayerProfiler, RejectsBadOptions) {
