@@ -134,10 +134,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
         if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
         for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (crossesPartitions(s) && skipHeldUntilPopBackward(op.i) &&
-              out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
-            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], skipSlot(op.i, s)));
-          }
+          if (!crossesPartitions(s)) continue;
+          const std::int32_t stash = out.skipStashPartition[static_cast<std::size_t>(s)];
+          const std::int32_t pop = out.skipPopPartition[static_cast<std::size_t>(s)];
+          if (pop == j && skipHeldUntilPopBackward(op.i)) e.endRelease.push_back(mem(stash, skipSlot(op.i, s)));
+          // The popped skip's gradient, made here, is held until the stash partition used it.
+          if (pop == j) e.endAlloc.push_back(mem(j, layout.skipGradBytes(s)));
+          if (stash == j) e.endRelease.push_back(mem(pop, layout.skipGradBytes(s)));
         }
         break;
       }

@@ -28,7 +28,7 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 8 * n + 4 * skips + 3; }
+  std::int32_t bytesPerClass() const { return 8 * n + 5 * skips + 3; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -44,6 +44,9 @@ struct SlotLayout {
   std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 8 * n + (gradient ? 2 : 1) * skips + s; }
   /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
   std::int32_t skipUnsavedBytes(std::int32_t s) const { return 8 * n + 3 * skips + s; }
+  /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
+  /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends.
+  std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }

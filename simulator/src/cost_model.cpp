@@ -102,8 +102,15 @@ struct TransientPeaks {
   Bytes backward = 0;
 };
 
+/// A skip that another partition stashed, popped at `layer`: in training the popped tensor is
+/// a leaf, whose gradient (`bytes`) the pop's backward makes and holds from then on.
+struct PoppedLeaf {
+  std::size_t layer = 0;
+  Bytes bytes = 0;
+};
+
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
-                              bool receivesOutputGradient) {
+                              bool receivesOutputGradient, const std::vector<PoppedLeaf>& poppedLeaves) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves, or at least its output.
   auto liveAfter = [&](std::size_t l) {
@@ -130,7 +137,13 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
     // comes from the loss's backward on this device and stays in.)
     const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
-    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter);
+    // Gradients of popped leaves made by this layer's backward or a later one's are held.
+    Bytes skipGradients = 0;
+    for (const PoppedLeaf& popped : poppedLeaves) {
+      if (popped.layer >= l) skipGradients += popped.bytes;
+    }
+    peaks.backward =
+        std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + skipGradients);
   }
   return peaks;
 }
@@ -331,7 +344,16 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
           passesOn && end - 1 == first ? 0 : table.savedPrefix[allocating + 1] - table.savedPrefix[allocating];
       bytes[layout.unsavedOutput(j)] =
           passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
-      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n);
+      std::vector<PoppedLeaf> poppedLeaves;
+      for (std::int32_t s = 0; s < layout.skips; ++s) {
+        const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+        if (compiled.skipPopPartition[static_cast<std::size_t>(s)] == j &&
+            compiled.skipStashPartition[static_cast<std::size_t>(s)] != j) {
+          poppedLeaves.push_back(
+              {static_cast<std::size_t>(skip.popLayer), costs.tensorBytes(skip.bytesPerSample * size)});
+        }
+      }
+      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n, poppedLeaves);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
@@ -346,6 +368,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
       bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
+      bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip);
       bytes[layout.skipUnsavedBytes(s)] =
           costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size);
       if (passedOn[static_cast<std::size_t>(stash)] == s) {

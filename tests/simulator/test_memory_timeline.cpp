@@ -266,7 +266,9 @@ std::map<TimeNs, double> counterOf(const Trace& trace, const std::string& device
 }
 
 // A checkpointed micro-batch saves nothing in its forward, so the whole skip tensor stays on
-// its stash partition from forward(i,0) to backward(i,2) (the pop's recompute needs it).
+// its stash partition from forward(i,0) to backward(i,2) (the pop's recompute needs it). The
+// popped skip is a leaf on partition 2: backward(i,2) makes its gradient there (the skip's
+// size, on top of the backward's peak), held until backward(i,0) has used it.
 TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopPartitionsBackward) {
   Profile profile = test::uniformProfile(3, kLayer);
   const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Always, 1);
@@ -277,7 +279,14 @@ TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopPartitionsBackward) {
   const SimulationResult with = simulate(profile, test::freeCluster(3), candidate, options);
   EXPECT_EQ(with.prediction.peakBytes[0], without.peakBytes[0] + 1000);
   EXPECT_EQ(with.prediction.peakBytes[1], without.peakBytes[1]);
-  EXPECT_EQ(with.prediction.peakBytes[2], without.peakBytes[2]);
+  EXPECT_EQ(with.prediction.peakBytes[2], without.peakBytes[2] + 1000);
+  EXPECT_EQ(with.prediction.peakOp[2], "backward(0,2)");
+  const TimeNs backward0End = endOf(with.trace, "backward(0,0)");
+  for (const auto& [timeNs, value] : counterOf(with.trace, "dev:2")) {
+    if (timeNs >= backward0End) {
+      EXPECT_LT(value, 1000.0) << timeNs;
+    }
+  }
   const TimeNs backward2End = endOf(with.trace, "backward(0,2)");
   ASSERT_GT(backward2End, 0);
   for (const auto& [timeNs, value] : counterOf(with.trace, "dev:0")) {
