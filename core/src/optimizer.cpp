@@ -10,9 +10,6 @@
 namespace pipeprof {
 namespace {
 
-constexpr OptimizerKind kKinds[] = {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam,
-                                    OptimizerKind::AdamW};
-
 /// A hyperparameter as a user wrote it: 0.001, 1e-08, 0.9.
 std::string number(double value) {
   std::ostringstream text;
@@ -37,7 +34,7 @@ std::string_view optimizerName(OptimizerKind kind) {
 }
 
 OptimizerKind parseOptimizerKind(std::string_view text) {
-  for (OptimizerKind kind : kKinds) {
+  for (OptimizerKind kind : kOptimizerKinds) {
     if (text == optimizerName(kind)) return kind;
   }
   throw std::invalid_argument("invalid optimizer '" + std::string(text) +

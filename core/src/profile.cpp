@@ -164,6 +164,30 @@ struct LaunchConsistency {
   }
 };
 
+/// {"sgd": {"ns": ..., "bytes": ...}, ...}: each optimizer kind's step of a layer.
+std::map<OptimizerKind, OptimizerStepCost> optimizerStepsFromJson(const JsonCursor& json) {
+  if (!json.value().is_object()) json.fail("expected an object keyed by optimizer kind");
+  std::map<OptimizerKind, OptimizerStepCost> steps;
+  for (const auto& [name, value] : json.value().items()) {
+    const JsonCursor step = json.at(name);
+    OptimizerKind kind = OptimizerKind::Sgd;
+    try {
+      kind = parseOptimizerKind(name);
+    } catch (const std::invalid_argument& error) {
+      step.fail(error.what());
+    }
+    steps[kind] = OptimizerStepCost{step.at("ns").asNonNegativeInt(), step.at("bytes").asNonNegativeInt()};
+  }
+  return steps;
+}
+
+nlohmann::json optimizerStepsToJson(const std::map<OptimizerKind, OptimizerStepCost>& steps) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [kind, step] : steps)
+    json[std::string(optimizerName(kind))] = {{"ns", step.ns}, {"bytes", step.bytes}};
+  return json;
+}
+
 /// A non-empty list of cost samples sorted by distinct micro_batch; `launches` (if given) checks
 /// each sample's launch data.
 std::vector<CostSample> costsFromJson(const JsonCursor& costs, LaunchConsistency* launches) {
@@ -191,6 +215,7 @@ LayerProfile layerFromJson(const JsonCursor& json, LaunchConsistency& launches) 
   if (json.has("optimizer_step_ns")) layer.optimizerStepNs = json.at("optimizer_step_ns").asNonNegativeInt();
   if (json.has("optimizer_step_bytes")) layer.optimizerStepBytes = json.at("optimizer_step_bytes").asNonNegativeInt();
   if (json.has("cast_cache_bytes")) layer.castCacheBytes = json.at("cast_cache_bytes").asNonNegativeInt();
+  if (json.has("optimizer_steps")) layer.optimizerSteps = optimizerStepsFromJson(json.at("optimizer_steps"));
   layer.costs = costsFromJson(json.at("costs"), &launches);
   return layer;
 }
@@ -268,6 +293,38 @@ bool Profile::hasLaunchData() const {
   return true;
 }
 
+bool Profile::predictsOptimizer(OptimizerKind kind) const {
+  if (kind == environment.optimizer.kind) return true;
+  for (const LayerProfile& layer : layers) {
+    if (layer.gradBytes > 0 && layer.optimizerSteps.count(kind) == 0) return false;
+  }
+  return true;
+}
+
+Profile withOptimizer(Profile profile, const OptimizerSpec& optimizer) {
+  if (!profile.predictsOptimizer(optimizer.kind)) {
+    std::string kinds;
+    for (OptimizerKind kind : kOptimizerKinds) {
+      if (!profile.predictsOptimizer(kind)) continue;
+      kinds += (kinds.empty() ? "" : ", ") + std::string(optimizerName(kind));
+    }
+    throw std::invalid_argument("the profile was measured with " + describeOptimizer(profile.environment.optimizer) +
+                                " and can stand for " + kinds + " only: it has no " +
+                                std::string(optimizerName(optimizer.kind)) + " steps (optimizer_steps)");
+  }
+  const bool sameKind = optimizer.kind == profile.environment.optimizer.kind;
+  for (LayerProfile& layer : profile.layers) {
+    layer.optimizerBytes = optimizerStateCopies(optimizer.kind) * layer.gradBytes;
+    if (sameKind) continue;
+    const auto step = layer.optimizerSteps.find(optimizer.kind);
+    const OptimizerStepCost cost = step == layer.optimizerSteps.end() ? OptimizerStepCost{} : step->second;
+    layer.optimizerStepNs = cost.ns;
+    layer.optimizerStepBytes = cost.bytes;
+  }
+  profile.environment.optimizer = optimizer;
+  return profile;
+}
+
 std::vector<SkipRoute> Profile::skipRoutes() const {
   std::vector<SkipRoute> routes;
   for (const SkipProfile& skip : skips) routes.push_back({skip.name, skip.stashLayer, skip.popLayer});
@@ -287,6 +344,7 @@ nlohmann::json toJson(const Profile& profile) {
     if (layer.optimizerStepNs != 0) item["optimizer_step_ns"] = layer.optimizerStepNs;
     if (layer.optimizerStepBytes != 0) item["optimizer_step_bytes"] = layer.optimizerStepBytes;
     if (layer.castCacheBytes != 0) item["cast_cache_bytes"] = layer.castCacheBytes;
+    if (!layer.optimizerSteps.empty()) item["optimizer_steps"] = optimizerStepsToJson(layer.optimizerSteps);
     item["costs"] = costs;
     layers.push_back(item);
   }

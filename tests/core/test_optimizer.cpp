@@ -34,7 +34,7 @@ std::string readError(const nlohmann::json& json) {
 }
 
 TEST(Optimizer, NamesParseBack) {
-  for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam, OptimizerKind::AdamW}) {
+  for (OptimizerKind kind : kOptimizerKinds) {
     EXPECT_EQ(parseOptimizerKind(optimizerName(kind)), kind);
   }
   try {
@@ -109,7 +109,7 @@ TEST(Optimizer, TheDescriptionNamesWhatTheKindUses) {
 }
 
 TEST(Optimizer, TheJsonFormReadsBackAndHoldsWhatTheKindUses) {
-  for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam, OptimizerKind::AdamW}) {
+  for (OptimizerKind kind : kOptimizerKinds) {
     OptimizerSpec spec;
     spec.kind = kind;
     spec.learningRate = 0.25;

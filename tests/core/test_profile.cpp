@@ -302,6 +302,40 @@ TEST(ProfileJson, TheLossRoundTripsAndOldFilesCostNothing) {
             "p.json: $.loss.costs: expected at least one cost sample");
 }
 
+TEST(Profile, StandsForAnotherOptimizerWhoseStepsItMeasured) {
+  Profile profile = exampleProfile();
+  profile.environment.optimizer = OptimizerSpec{};  // sgd
+  for (LayerProfile& layer : profile.layers) layer.optimizerBytes = 0;
+  EXPECT_TRUE(profile.predictsOptimizer(OptimizerKind::Sgd));
+  EXPECT_FALSE(profile.predictsOptimizer(OptimizerKind::AdamW));
+  OptimizerSpec adamw;
+  adamw.kind = OptimizerKind::AdamW;
+  EXPECT_THROW(withOptimizer(profile, adamw), std::invalid_argument);
+  for (LayerProfile& layer : profile.layers) {
+    if (layer.gradBytes > 0) layer.optimizerSteps[OptimizerKind::AdamW] = {900, 64};
+  }
+  ASSERT_TRUE(profile.predictsOptimizer(OptimizerKind::AdamW));
+  adamw.learningRate = 3e-4;
+  const Profile as = withOptimizer(profile, adamw);
+  EXPECT_EQ(as.environment.optimizer, adamw);
+  for (std::size_t l = 0; l < as.layers.size(); ++l) {
+    EXPECT_EQ(as.layers[l].optimizerBytes, 2 * as.layers[l].gradBytes) << l;
+    EXPECT_EQ(as.layers[l].optimizerStepNs, as.layers[l].gradBytes > 0 ? 900 : 0) << l;
+    EXPECT_EQ(as.layers[l].optimizerStepBytes, as.layers[l].gradBytes > 0 ? 64 : 0) << l;
+    EXPECT_EQ(toJson(as)["layers"][l]["costs"], toJson(profile)["layers"][l]["costs"]) << "times do not change";
+  }
+  // The steps round-trip, written only when measured.
+  EXPECT_FALSE(toJson(exampleProfile())["layers"][0].contains("optimizer_steps"));
+  const nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["layers"][0]["optimizer_steps"]["adamw"]["ns"], 900);
+  expectEqual(profileFromJson(json, "p.json"), profile);
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["layers"][0]["optimizer_steps"] = {{"lion", {{"ns", 1}, {"bytes", 0}}}};
+            }),
+            "p.json: $.layers[0].optimizer_steps.lion: invalid optimizer 'lion': expected one of sgd, momentum, "
+            "adam, adamw");
+}
+
 TEST(AllocatorRounding, BlockOfOneRequest) {
   constexpr Bytes kKiB = 1024;
   constexpr Bytes kMiB = 1024 * kKiB;

@@ -83,7 +83,7 @@ TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) 
   shape.chunks = 2;
   shape.schedule = ScheduleKind::OneFOneB;
   shape.checkpoint = Checkpoint::ExceptLast;
-  for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam, OptimizerKind::AdamW}) {
+  for (OptimizerKind kind : kOptimizerKinds) {
     for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
       OptimizerSpec optimizer;
       optimizer.kind = kind;

@@ -102,7 +102,7 @@ void expectSameLosses(const std::vector<double>& actual, const std::vector<doubl
 
 std::vector<OptimizerSpec> everyOptimizer() {
   std::vector<OptimizerSpec> specs;
-  for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam, OptimizerKind::AdamW}) {
+  for (OptimizerKind kind : kOptimizerKinds) {
     OptimizerSpec spec;
     spec.kind = kind;
     spec.learningRate = kind == OptimizerKind::Sgd || kind == OptimizerKind::Momentum ? 0.2 : 0.05;

@@ -16,6 +16,10 @@ class JsonCursor;
 /// adamw: two moments per parameter; adamw decays the weights apart from the gradient.
 enum class OptimizerKind { Sgd, Momentum, Adam, AdamW };
 
+/// Every kind, in the order the command line lists them.
+inline constexpr OptimizerKind kOptimizerKinds[] = {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::Adam,
+                                                    OptimizerKind::AdamW};
+
 /// "sgd", "momentum", "adam", "adamw".
 std::string_view optimizerName(OptimizerKind kind);
 

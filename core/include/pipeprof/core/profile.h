@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ struct LaunchCost {
   TimeNs hostNs = 0;         ///< the launching thread's time inside the pass (its launches)
   TimeNs deviceNs = 0;       ///< the sum of the pass's kernel durations on the device
   std::int64_t kernels = 0;  ///< kernels launched; at least 1 when deviceNs > 0
+};
+
+/// An optimizer stepping one layer's parameters alone: its time (median) and the transient peak
+/// of its temporaries above its state.
+struct OptimizerStepCost {
+  TimeNs ns = 0;
+  Bytes bytes = 0;
 };
 
 /// Costs of one layer at one micro-batch size.
@@ -73,6 +81,11 @@ struct LayerProfile {
   /// weight themselves; a copy made of a view, as LibTorch 1.13's Linear casts weight.t(), is
   /// not cached and is in each micro-batch's savedBytes instead). 0 in fp32 and older files.
   Bytes castCacheBytes = 0;
+  /// Every optimizer kind's step of the layer's parameters, measured alongside the profile's
+  /// own (optimizerStepNs and optimizerStepBytes are its kind's entry), so a prediction can be
+  /// made for another kind (withOptimizer). Empty in older files and for layers without
+  /// trainable parameters.
+  std::map<OptimizerKind, OptimizerStepCost> optimizerSteps;
   std::vector<CostSample> costs;  ///< sorted by microBatch, distinct sizes
 
   /// Costs at any micro-batch size (costAtSize).
@@ -145,7 +158,17 @@ struct Profile {
   bool hasLaunchData() const;
   /// The skip routes as the schedule needs them.
   std::vector<SkipRoute> skipRoutes() const;
+  /// Whether the profile can stand for a training step with this optimizer kind: its own, or
+  /// one whose step every layer with gradients measured (LayerProfile::optimizerSteps).
+  bool predictsOptimizer(OptimizerKind kind) const;
 };
+
+/// The profile as if measured with `optimizer`: each layer's optimizer state is that kind's
+/// (optimizerStateCopies x its gradients), its step time and temporaries that kind's measured
+/// ones, and environment.optimizer says so. The layers' times and saved bytes do not depend on
+/// the optimizer. Throws std::invalid_argument, naming the kinds the profile can stand for, when
+/// it cannot stand for this one (!predictsOptimizer).
+Profile withOptimizer(Profile profile, const OptimizerSpec& optimizer);
 
 /// JSON form. profileFromJson validates everything (schema tag, required fields, non-negative
 /// times and sizes, skip layers in range and stash < pop, a library workspace and launch data
