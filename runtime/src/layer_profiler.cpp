@@ -33,9 +33,11 @@
 //     forward's transient and its backward's peak (the output's gradient included), and the
 //     median time of both passes.
 //   optimizer (once, after the sizes)
-//     per layer with trainable parameters: the profile's optimizer over them, stepped once
-//     (its state: optimizer_bytes, exactly optimizerStateCopies x the gradients), then timed
-//     (median) with the transient peak above the state under tag L.
+//     per layer with trainable parameters, each optimizer kind over them (the profile's
+//     hyperparameters where they apply), stepped once (its state: exactly
+//     optimizerStateCopies x the gradients), then timed (median) with the transient peak above
+//     the state under tag L: optimizer_steps, the profile's own kind's also as
+//     optimizer_step_ns and optimizer_step_bytes, its state as optimizer_bytes.
 //   kernels (CUDA, CUPTI's cheap mode)
 //     one more pass, each layer's forward and backward captured alone: how many kernels each
 //     ran and their summed device time. Without CUPTI the profile has no launch data at all.
@@ -490,13 +492,48 @@ bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample
   return true;
 }
 
-/// Per layer with trainable parameters, the profile's optimizer stepping them alone on `device`
-/// (its gradients zeros): the state its first step creates (optimizerStateCopies x the
-/// gradients), then the median time of further steps and their transient peak above the state
-/// under tag L. The caller's snapshot restores the parameters.
+/// The optimizer `kind` with the profile's hyperparameters where they apply (weight decay: the
+/// one given, else the kind's default).
+OptimizerSpec asKind(const OptimizerSpec& profiled, OptimizerKind kind) {
+  OptimizerSpec spec = profiled;
+  spec.kind = kind;
+  return spec;
+}
+
+/// One optimizer stepping `trainable` alone on `device` (their gradients zeros): its first step
+/// creates its state (optimizerStateCopies x the gradients), then the median time of `runs`
+/// further steps and their transient peak above the state under tag L.
+OptimizerStepCost measureOptimizerStep(const OptimizerSpec& spec, const std::vector<torch::Tensor>& trainable,
+                                       std::int64_t runs, const TaggedStreams& streams, std::int64_t L,
+                                       const torch::Device& device) {
+  using Clock = std::chrono::steady_clock;
+  const std::unique_ptr<torch::optim::Optimizer> optimizer = makeOptimizer(spec, trainable);
+  {
+    LayerMemoryScope scope(streams, L);
+    optimizer->step();  // creates the state
+    synchronize(device);
+  }
+  std::vector<TimeNs> times;
+  Bytes transient = 0;
+  for (std::int64_t r = 0; r < runs; ++r) {
+    LayerMemoryScope scope(streams, L);
+    const Bytes start = liveBytes(L);
+    resetPeakBytes(L);
+    const auto t0 = Clock::now();
+    optimizer->step();
+    synchronize(device);
+    times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    transient = std::max(transient, peakBytes(L) - start);
+  }
+  return {median(times), transient};
+}
+
+/// Per layer with trainable parameters, every optimizer kind stepping them alone (the profile's
+/// hyperparameters where they apply; measureOptimizerStep): optimizerSteps, and the profile's
+/// own kind's as optimizer_step_ns and optimizer_step_bytes, with its state as optimizer_bytes.
+/// The caller's snapshot restores the parameters.
 void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const LayerProfilerOptions& options,
                       const TaggedStreams& streams, const torch::Device& device) {
-  using Clock = std::chrono::steady_clock;
   const Bytes copies = optimizerStateCopies(options.optimizer.kind);
   for (std::int64_t L = 0; L < profile.layerCount(); ++L) {
     LayerProfile& layer = profile.layers[static_cast<std::size_t>(L)];
@@ -507,26 +544,13 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
     }
     if (trainable.empty()) continue;
     for (torch::Tensor& p : trainable) p.mutable_grad() = torch::zeros_like(p);
-    const std::unique_ptr<torch::optim::Optimizer> optimizer = makeOptimizer(options.optimizer, trainable);
-    {
-      LayerMemoryScope scope(streams, L);
-      optimizer->step();  // creates the state
-      synchronize(device);
+    for (OptimizerKind kind : kOptimizerKinds) {
+      layer.optimizerSteps[kind] =
+          measureOptimizerStep(asKind(options.optimizer, kind), trainable, options.minRuns, streams, L, device);
     }
-    std::vector<TimeNs> times;
-    Bytes transient = 0;
-    for (std::int64_t r = 0; r < options.minRuns; ++r) {
-      LayerMemoryScope scope(streams, L);
-      const Bytes start = liveBytes(L);
-      resetPeakBytes(L);
-      const auto t0 = Clock::now();
-      optimizer->step();
-      synchronize(device);
-      times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-      transient = std::max(transient, peakBytes(L) - start);
-    }
-    layer.optimizerStepNs = median(times);
-    layer.optimizerStepBytes = transient;
+    const OptimizerStepCost own = layer.optimizerSteps[options.optimizer.kind];
+    layer.optimizerStepNs = own.ns;
+    layer.optimizerStepBytes = own.bytes;
     for (torch::Tensor& p : trainable) p.mutable_grad() = torch::Tensor();
   }
 }

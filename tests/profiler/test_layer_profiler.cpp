@@ -269,6 +269,20 @@ TEST(LayerProfiler, RecordsTheOptimizersStateStepAndTemporaries) {
   const Profile sgd = profileModel(model, options);
   EXPECT_EQ(sgd.layers[0].optimizerBytes, 0) << "plain SGD keeps no state";
   EXPECT_EQ(sgd.layers[0].optimizerStepBytes, 0) << "and updates in place";
+
+  // Every kind's step is measured too, so the SGD profile can stand for AdamW.
+  for (const LayerProfile& layer : sgd.layers) {
+    EXPECT_EQ(layer.optimizerSteps.size(), layer.paramBytes > 0 ? 4u : 0u) << layer.name;
+  }
+  ASSERT_TRUE(sgd.predictsOptimizer(OptimizerKind::AdamW));
+  const OptimizerStepCost adamw = sgd.layers[0].optimizerSteps.at(OptimizerKind::AdamW);
+  EXPECT_GE(adamw.bytes, 2 * convWeight);
+  EXPECT_LT(adamw.bytes, 3 * convWeight);
+  EXPECT_EQ(sgd.layers[0].optimizerSteps.at(OptimizerKind::Sgd).bytes, 0);
+  const Profile asAdamW = withOptimizer(sgd, profile.environment.optimizer);
+  for (std::size_t l = 0; l < profile.layers.size(); ++l) {
+    EXPECT_EQ(asAdamW.layers[l].optimizerBytes, profile.layers[l].optimizerBytes) << l;
+  }
 }
 
 TEST(LayerProfiler, Bf16MeasuresUnderAutocastAndTheCachedCastCopiesApart) {

@@ -30,11 +30,12 @@ struct LayerProfilerOptions {
 /// allocator (its blocks; parameters counted as one block each), where the library workspace
 /// of one (thread, stream) pair is measured too (Profile::libraryWorkspaceBytes, 0 on CPU).
 /// Under bf16/fp16 every forward runs under autocast (backwards paused), and the cast copies
-/// autocast's cache keeps are measured apart from the saved bytes (castCacheBytes). The
-/// optimizer's state (exact: optimizerStateCopies x the gradients), its step time and the step's
-/// transient are measured per layer. Leaves the model's parameters and buffers unchanged, and on
-/// CUDA frees the library workspaces it made. Records the device, thread count, LibTorch
-/// version, precision and optimizer. Throws std::invalid_argument for fp16 on a CPU and for an
+/// autocast's cache keeps are measured apart from the saved bytes (castCacheBytes). The model's
+/// loss is measured on the last layer's output (Profile::loss). The optimizer's state (exact:
+/// optimizerStateCopies x the gradients), its step time and the step's transient are measured
+/// per layer, for every optimizer kind (optimizerSteps; the options' one is the profile's). Leaves the model's
+/// parameters and buffers unchanged, and on CUDA frees the library workspaces it made. Records the device, thread
+/// count, LibTorch version, precision and optimizer. Throws std::invalid_argument for fp16 on a CPU and for an
 /// optimizer hyperparameter out of range.
 Profile profileModel(Model& model, const LayerProfilerOptions& options);
 
