@@ -68,8 +68,8 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
       ->excludes(cluster);
   command
       .add_option("--optimizer", flags.optimizer,
-                  "sgd, momentum, adam or adamw: the optimizer the profile must have been measured with (default: "
-                  "the profile's)")
+                  "sgd, momentum, adam or adamw: the optimizer to predict for (default: the profile's; another kind "
+                  "when the profile measured its steps too, as `pipeprof profile` does)")
       ->type_name("KIND");
   command
       .add_option("--precision", flags.precision,
@@ -87,9 +87,14 @@ Profile loadProfileFromFlags(const ClusterFlags& flags) {
       ")";
   if (!flags.optimizer.empty()) {
     const OptimizerKind kind = parseFlag("--optimizer", flags.optimizer, parseOptimizerKind);
-    if (kind != measured.optimizer.kind) {
+    if (!profile.predictsOptimizer(kind)) {
       throw UsageError("--optimizer " + flags.optimizer + ": --profile " + flags.profilePath + " was measured with " +
-                       describeOptimizer(measured.optimizer) + again);
+                       describeOptimizer(measured.optimizer) + " and has no " + flags.optimizer + " steps" + again);
+    }
+    if (kind != measured.optimizer.kind) {
+      OptimizerSpec spec = measured.optimizer;
+      spec.kind = kind;
+      profile = withOptimizer(std::move(profile), spec);
     }
   }
   if (!flags.precision.empty()) {

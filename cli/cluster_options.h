@@ -23,8 +23,9 @@ struct ClusterFlags {
   std::string linkBandwidth;  ///< empty: infinitely fast
   std::string linkLatency;    ///< empty: 0
   double deviceSpeed = 1.0;
-  /// The training step asked about: empty takes the profile's; else it must be the profile's
-  /// (its optimizer's kind, its precision), which were measured into it.
+  /// The training step asked about: empty takes the profile's. The precision must be the
+  /// profile's (its times and saved bytes are that precision's); the optimizer may be another
+  /// kind whose steps the profile measured (Profile::predictsOptimizer).
   std::string optimizer;
   std::string precision;
 };
@@ -34,9 +35,10 @@ struct ClusterFlags {
 /// --precision (checked against the profile's) to a subcommand.
 void addClusterFlags(CLI::App& command, ClusterFlags& flags);
 
-/// Reads the profile. FormatError (unreadable or malformed file) propagates; main maps it to
-/// exit code 2. Throws UsageError naming --optimizer or --precision when the profile was measured
-/// under another (its times, saved bytes and optimizer costs are that training step's).
+/// Reads the profile, as for --optimizer when that is another kind the profile can stand for
+/// (withOptimizer). FormatError (unreadable or malformed file) propagates; main maps it to exit
+/// code 2. Throws UsageError naming --precision when the profile was measured in another, and
+/// --optimizer when it cannot stand for that kind.
 Profile loadProfileFromFlags(const ClusterFlags& flags);
 
 /// Reads --cluster, or builds the uniform cluster the shorthand flags describe with

@@ -172,6 +172,39 @@ TEST_F(SimulatorCli, SuggestTable) {
   EXPECT_NE(r.out.find("torchgpipe balance_by_time: 1,1"), std::string::npos) << r.out;
 }
 
+// A profile measured with SGD whose layers also measured Adam's step: --optimizer adam predicts
+// Adam's state (two copies of the 8 B of gradients per layer: 16 B more per device) and its step
+// (40 ns, after the pipeline). Another precision, or a kind the profile never stepped, is refused
+// with the command that would measure it.
+TEST_F(SimulatorCli, SimulateForAnotherOptimizerTheProfileMeasured) {
+  Profile profile = test::uniformProfile(2, {10, 20, 100, 10, 5, 8});
+  for (LayerProfile& layer : profile.layers) layer.optimizerSteps[OptimizerKind::Adam] = {40, 3};
+  writeProfile(profile, path("profile.json"));
+  const std::string candidate = " --batch 4 --balance 1,1 --chunks 4 --checkpoint never --json";
+  const CliRun sgd = run(simulateArgs() + candidate);
+  const CliRun adam = run(simulateArgs() + candidate + " --optimizer adam");
+  ASSERT_EQ(sgd.code, 0) << sgd.err;
+  ASSERT_EQ(adam.code, 0) << adam.err;
+  const nlohmann::json before = nlohmann::json::parse(sgd.out);
+  const nlohmann::json after = nlohmann::json::parse(adam.out);
+  EXPECT_EQ(after.at("iteration_ns").get<TimeNs>(), before.at("iteration_ns").get<TimeNs>() + 40);
+  for (std::size_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(after.at("peak_bytes")[d].get<Bytes>(), before.at("peak_bytes")[d].get<Bytes>() + 16) << d;
+  }
+  const CliRun momentum = run(simulateArgs() + candidate + " --optimizer momentum");
+  EXPECT_EQ(momentum.code, 2);
+  EXPECT_NE(momentum.err.find("--optimizer momentum: --profile " + path("profile.json") +
+                              " was measured with sgd (lr 0.001, weight decay 0) and has no momentum steps; profile "
+                              "again with it (pipeprof profile ... --optimizer momentum --precision fp32)"),
+            std::string::npos)
+      << momentum.err;
+  const CliRun bf16 = run(simulateArgs() + candidate + " --precision bf16");
+  EXPECT_EQ(bf16.code, 2);
+  EXPECT_NE(bf16.err.find("--precision bf16: --profile " + path("profile.json") + " was measured in fp32"),
+            std::string::npos)
+      << bf16.err;
+}
+
 TEST_F(SimulatorCli, HelpShowsExamples) {
   EXPECT_NE(run("simulate --help").out.find("Examples:"), std::string::npos);
   EXPECT_NE(run("suggest --help").out.find("Examples:"), std::string::npos);
