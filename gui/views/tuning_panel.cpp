@@ -21,6 +21,7 @@
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -53,6 +54,7 @@ TuningPanel::TuningPanel(QWidget* parent)
       mode_(new QComboBox(this)),
       schedule_(new QComboBox(this)),
       stagesPerDevice_(new QSpinBox(this)),
+      optimizer_(new QComboBox(this)),
       configuration_(new QGroupBox(tr("Configuration"), this)),
       error_(new QLabel(this)),
       prediction_(new QLabel(this)),
@@ -70,6 +72,11 @@ TuningPanel::TuningPanel(QWidget* parent)
   chunks_->setRange(1, 4096);
   chunks_->setToolTip(tr("Micro-batches per mini-batch"));
   for (Checkpoint mode : kModes) mode_->addItem(qs(std::string(checkpointName(mode))), static_cast<int>(mode));
+  for (OptimizerKind kind : kOptimizerKinds)
+    optimizer_->addItem(qs(std::string(optimizerName(kind))), static_cast<int>(kind));
+  optimizer_->setToolTip(tr("The optimizer of the training step predicted: its state on every device and its step "
+                            "after the pipeline. The kinds the profile measured the steps of can be picked "
+                            "(`pipeprof profile` measures all four)"));
   error_->setWordWrap(true);
   error_->setStyleSheet(QStringLiteral("color: #c0392b"));
   prediction_->setTextFormat(Qt::RichText);
@@ -86,7 +93,11 @@ TuningPanel::TuningPanel(QWidget* parent)
   form->addRow(tr("Schedule:"), schedule);
   form->addRow(tr("Balance:"), balance_);
   form->addRow(tr("Chunks:"), chunks_);
-  form->addRow(tr("Checkpoint:"), mode_);
+  auto* step = new QHBoxLayout;  // the checkpoint mode and the optimizer share a row
+  step->addWidget(mode_, 1);
+  step->addWidget(new QLabel(tr("optimizer:"), this));
+  step->addWidget(optimizer_);
+  form->addRow(tr("Checkpoint:"), step);
   form->addRow(error_);
   auto* predicted = new QGroupBox(tr("Prediction"), this);
   (new QVBoxLayout(predicted))->addWidget(prediction_);
@@ -141,6 +152,8 @@ TuningPanel::TuningPanel(QWidget* parent)
       model_->setSchedule(ScheduleKind::Interleaved, v);
     }
   });
+  connect(optimizer_, &QComboBox::currentIndexChanged, this,
+          [this](int row) { setOptimizer(static_cast<OptimizerKind>(optimizer_->itemData(row).toInt())); });
   connect(model_, &TuningModel::invalidEdit, this, [this](const QString& message) {
     error_->setText(message);
     syncControls();  // e.g. the balance of p * v stages that a schedule edit made
@@ -170,36 +183,27 @@ void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded)
   if (sameProfile) return;  // a live reload of the same sweep: keep the user's edits
   calibration_ = {};
   calibrationError_.clear();
-  // The training step the profile was measured with: its times, saved bytes and optimizer costs.
-  const ProfileEnvironment* profiled = report_ && report_->profile ? &report_->profile->environment : nullptr;
-  if (report_) {
-    const OptimizerSpec& optimizer = profiled ? profiled->optimizer : report_->environment.optimizer;
-    const Precision precision = profiled ? profiled->precision : report_->environment.precision;
-    configuration_->setTitle(
-        tr("Configuration (%1, %2)")
-            .arg(qs(std::string(optimizerName(optimizer.kind))), qs(std::string(precisionName(precision)))));
-    configuration_->setToolTip(tr("Predicted for the training step the profile was measured with: %1. Its layer "
-                                  "times, saved bytes and optimizer costs are that step's; to tune another, sweep "
-                                  "again with --optimizer and --precision.")
-                                   .arg(gui::trainingStepText(optimizer, precision)));
-  } else {
-    configuration_->setTitle(tr("Configuration"));
-    configuration_->setToolTip(QString());
+  profile_ = report_ ? report_->profile : std::nullopt;
+  {
+    // The optimizers the profile can stand for, its own picked.
+    const QSignalBlocker blocker(optimizer_);
+    auto* items = qobject_cast<QStandardItemModel*>(optimizer_->model());
+    for (int row = 0; row < optimizer_->count(); ++row) {
+      const auto kind = static_cast<OptimizerKind>(optimizer_->itemData(row).toInt());
+      if (items) items->item(row)->setEnabled(profile_ && profile_->predictsOptimizer(kind));
+    }
+    if (profile_)
+      optimizer_->setCurrentIndex(optimizer_->findData(static_cast<int>(profile_->environment.optimizer.kind)));
+    optimizer_->setEnabled(profile_.has_value());
   }
+  showTrainingStep();
   try {
     if (report_) calibration_ = reportCalibration(*report_, "the report");
   } catch (const std::exception& exception) {
     calibrationError_ = tr("%1; predicting from the raw profile").arg(qs(exception.what()));
   }
-  Cluster cluster;
-  if (report_ && report_->cluster) cluster = *report_->cluster;
-  else if (report_)
-    cluster =
-        Cluster::uniform(std::max<std::int64_t>(1, static_cast<std::int64_t>(report_->environment.devices.size())),
-                         std::nullopt, 0.0, 0, "device");
-  suggest_->setContext(report_ ? report_->profile : std::nullopt, cluster,
-                       report_ ? report_->environment : ReportEnvironment{}, report_ ? report_->environment.batch : 1,
-                       calibration_);
+  suggest_->setContext(profile_, suggestCluster(), report_ ? report_->environment : ReportEnvironment{},
+                       report_ ? report_->environment.batch : 1, calibration_);
   model_->clear();
   basePrediction_.reset();
   error_->setText(calibrationError_);
@@ -216,25 +220,82 @@ void TuningPanel::loadCandidate(std::size_t candidate) {
 }
 
 void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origin) {
-  if (!report_ || !report_->profile) {
+  if (!report_ || !profile_) {
     error_->setText(tr("This report has no embedded profile, so there is nothing to simulate."));
     return;
   }
   try {
-    // Without a cluster in the report: one unbounded device per partition, instant links.
-    const Cluster cluster =
-        report_->cluster ? *report_->cluster
-                         : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
     basePrediction_.reset();
     reportIterationNs_.reset();
     reportBeforeDriftNs_.reset();
     baseLabel_ = origin;
-    model_->setInputs(*report_->profile, cluster, candidate, calibration_);
+    model_->setInputs(*profile_, clusterFor(candidate), candidate, calibration_);
     basePrediction_ = model_->prediction();
     showPrediction();
   } catch (const std::exception& exception) {
     error_->setText(qs(exception.what()));
   }
+}
+
+Cluster TuningPanel::clusterFor(const Candidate& candidate) const {
+  // Without a cluster in the report: one unbounded device per partition, instant links.
+  return report_ && report_->cluster
+             ? *report_->cluster
+             : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);
+}
+
+Cluster TuningPanel::suggestCluster() const {
+  if (!report_) return {};
+  if (report_->cluster) return *report_->cluster;
+  return Cluster::uniform(std::max<std::int64_t>(1, static_cast<std::int64_t>(report_->environment.devices.size())),
+                          std::nullopt, 0.0, 0, "device");
+}
+
+void TuningPanel::setOptimizer(OptimizerKind kind) {
+  if (!report_ || !report_->profile) return;
+  OptimizerSpec spec = report_->profile->environment.optimizer;
+  if (kind != spec.kind) {
+    spec.kind = kind;
+    spec.weightDecay.reset();  // the kind's default
+  }
+  try {
+    profile_ = withOptimizer(*report_->profile, spec);
+  } catch (const std::exception& exception) {
+    error_->setText(qs(exception.what()));
+    return;
+  }
+  showTrainingStep();
+  suggest_->setContext(profile_, suggestCluster(), report_->environment, report_->environment.batch, calibration_);
+  if (!model_->hasInputs()) return;
+  // The edited candidate again, for this optimizer; its changes stay against the same start.
+  try {
+    model_->setInputs(*profile_, model_->cluster(), model_->candidate(), calibration_);
+  } catch (const std::exception& exception) {
+    error_->setText(qs(exception.what()));
+  }
+}
+
+bool TuningPanel::tuningTheReportsStep() const {
+  return report_ && report_->profile && profile_ &&
+         profile_->environment.optimizer.kind == report_->profile->environment.optimizer.kind;
+}
+
+void TuningPanel::showTrainingStep() {
+  if (!report_) {
+    configuration_->setTitle(tr("Configuration"));
+    configuration_->setToolTip(QString());
+    return;
+  }
+  // The training step predicted: the profile's precision and the optimizer picked (at first
+  // the profile's; a report without a profile names the one it measured).
+  const OptimizerSpec& optimizer = profile_ ? profile_->environment.optimizer : report_->environment.optimizer;
+  const Precision precision = profile_ ? profile_->environment.precision : report_->environment.precision;
+  configuration_->setTitle(
+      tr("Configuration (%1, %2)")
+          .arg(qs(std::string(optimizerName(optimizer.kind))), qs(std::string(precisionName(precision)))));
+  configuration_->setToolTip(tr("Predicted for the training step %1. Layer times and saved bytes are the "
+                                "profile's precision's; to tune another precision, sweep again with --precision.")
+                                 .arg(gui::trainingStepText(optimizer, precision)));
 }
 
 QString TuningPanel::errorText() const { return error_->text(); }
@@ -306,7 +367,11 @@ void TuningPanel::showPrediction() {
   if (!calibrationError_.isEmpty()) {
     text += QStringLiteral("<br><span style='color:#c0392b'>%1</span>").arg(calibrationError_.toHtmlEscaped());
   }
-  if (reportBeforeDriftNs_ && reportIterationNs_) {
+  if (!tuningTheReportsStep()) {
+    text += tr("<br><span style='color:#777'>predicted for %1; the report measured and predicted %2</span>")
+                .arg(qs(std::string(optimizerName(profile_->environment.optimizer.kind))),
+                     qs(std::string(optimizerName(report_->profile->environment.optimizer.kind))));
+  } else if (reportBeforeDriftNs_ && reportIterationNs_) {
     // The panel predicts with the report's profile, cluster and calibration: the report's
     // prediction before its drift factor. The sweep then scaled it by what it measured.
     const double factor =

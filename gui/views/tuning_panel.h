@@ -49,10 +49,15 @@ class TuningPanel : public QWidget {
   QComboBox* scheduleCombo() const { return schedule_; }
   /// v, stages per device: enabled for interleaved only (minimum 2).
   QSpinBox* stagesPerDeviceSpin() const { return stagesPerDevice_; }
+  /// sgd / momentum / adam / adamw (beside the checkpoint mode); the item data is the OptimizerKind as int. A kind is
+  /// enabled when the profile can stand for it (Profile::predictsOptimizer: its own, or one whose steps it measured);
+  /// picking one predicts for it.
+  QComboBox* optimizerCombo() const { return optimizer_; }
   /// The red message under the controls (an invalid edit's reason), empty when valid.
   QString errorText() const;
   /// The training step the predictions are for, as the configuration's title shows it: the
-  /// profile's optimizer and precision ("adamw, bf16"; the hyperparameters in its tooltip).
+  /// optimizer picked (at first the profile's) and the profile's precision ("adamw, bf16"; the
+  /// hyperparameters in its tooltip).
   QString trainingStepText() const;
   /// The prediction summary as shown (rich text), with how it relates to the report's own.
   QString predictionText() const;
@@ -64,6 +69,16 @@ class TuningPanel : public QWidget {
  private:
   void syncControls();
   void showPrediction();
+  /// Predicts for another optimizer: the report's profile as if measured with it.
+  void setOptimizer(OptimizerKind kind);
+  /// The configuration's title and tooltip for the training step predicted.
+  void showTrainingStep();
+  /// The cluster a candidate is predicted on: the report's, or one unbounded device per stage.
+  Cluster clusterFor(const Candidate& candidate) const;
+  /// The cluster Suggest searches: the report's, or one unbounded device per measured device.
+  Cluster suggestCluster() const;
+  /// Whether the optimizer predicted is the one the report's profile was measured with.
+  bool tuningTheReportsStep() const;
 
   std::shared_ptr<const Report> report_;
   TuningModel* model_;
@@ -74,12 +89,15 @@ class TuningPanel : public QWidget {
   QComboBox* mode_;
   QComboBox* schedule_;
   QSpinBox* stagesPerDevice_;
+  QComboBox* optimizer_;
   QGroupBox* configuration_;
   QLabel* error_;
   QLabel* prediction_;
   BalanceEditor* editor_;
   TimelineCanvas* canvas_;
   SuggestPanel* suggest_;
+  /// The report's profile as tuned: as measured, or as if measured with the optimizer picked.
+  std::optional<Profile> profile_;
   std::optional<Prediction> basePrediction_;
   /// The calibration of the report (reportCalibration): the panel predicts with the report's
   /// profile, cluster and calibration, as the sweep did before its drift factor.

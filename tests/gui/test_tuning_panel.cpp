@@ -17,6 +17,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTableWidget>
 #include <QTest>
 
@@ -59,6 +60,35 @@ TEST_F(TuningPanelTest, ShowsTheTrainingStepTheProfileWasMeasuredWith) {
   report->profile->environment.precision = Precision::Bf16;
   panel_.setReport(report);
   EXPECT_EQ(panel_.trainingStepText(), QStringLiteral("adamw, bf16"));
+}
+
+// A profile that measured AdamW's steps too (every profile `pipeprof profile` writes does) can be
+// tuned for AdamW: its two moments on every device, its step after the pipeline. Momentum's
+// steps are missing here, so momentum cannot be picked.
+TEST_F(TuningPanelTest, PickingAnotherOptimizerTheProfileMeasuredRepredicts) {
+  auto report = std::make_shared<Report>(*report_);
+  for (LayerProfile& layer : report->profile->layers) {
+    if (layer.gradBytes > 0) layer.optimizerSteps[OptimizerKind::AdamW] = {1000000, 4096};
+  }
+  panel_.setReport(report);
+  panel_.loadCandidate(0);
+  QComboBox* optimizer = panel_.optimizerCombo();
+  const auto* items = qobject_cast<QStandardItemModel*>(optimizer->model());
+  ASSERT_NE(items, nullptr);
+  auto row = [&](OptimizerKind kind) { return optimizer->findData(static_cast<int>(kind)); };
+  EXPECT_TRUE(items->item(row(OptimizerKind::AdamW))->isEnabled());
+  EXPECT_FALSE(items->item(row(OptimizerKind::Momentum))->isEnabled());
+  const Prediction sgd = panel_.model()->prediction();
+  optimizer->setCurrentIndex(row(OptimizerKind::AdamW));
+  EXPECT_EQ(panel_.trainingStepText(), QStringLiteral("adamw, fp32"));
+  const Prediction adamw = panel_.model()->prediction();
+  EXPECT_GE(adamw.iterationNs, sgd.iterationNs + 1000000) << "a 1 ms step per layer, after the pipeline";
+  ASSERT_EQ(adamw.peakBytes.size(), sgd.peakBytes.size());
+  for (std::size_t d = 0; d < sgd.peakBytes.size(); ++d) EXPECT_GT(adamw.peakBytes[d], sgd.peakBytes[d]) << d;
+  EXPECT_TRUE(panel_.predictionText().contains(QStringLiteral("predicted for adamw")));
+  optimizer->setCurrentIndex(row(OptimizerKind::Sgd));
+  EXPECT_EQ(panel_.model()->prediction().iterationNs, sgd.iterationNs);
+  EXPECT_EQ(panel_.trainingStepText(), QStringLiteral("sgd, fp32"));
 }
 
 TEST_F(TuningPanelTest, DraggingABoundaryMovesLayers) {
