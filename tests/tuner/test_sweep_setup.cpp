@@ -189,6 +189,24 @@ TEST_F(SweepInputsTest, ACachedProfileIsReadWhenItFits) {
   const std::string error = inputError([&] { readCachedProfile(path("other.json"), model); });
   EXPECT_EQ(error.substr(0, 2 + path("other.json").size() + 1), "2|" + path("other.json") + "|") << error;
   EXPECT_NE(error.find("3 intra-op thread(s)"), std::string::npos) << error;
+
+  // Another optimizer kind: refused unless the profile measured its steps, then re-stated for it.
+  TrainingStepOptions adamw;
+  adamw.optimizer.kind = OptimizerKind::AdamW;
+  Profile trained = fittingProfile();
+  trained.layers[0].paramBytes = trained.layers[0].gradBytes = 256;
+  writeProfile(trained, path("trained.json"));
+  const std::string noSteps = inputError([&] { readCachedProfile(path("trained.json"), model, adamw); });
+  EXPECT_NE(noSteps.find("has no adamw steps, this sweep trains with adamw"), std::string::npos) << noSteps;
+  Profile stepped = trained;
+  for (LayerProfile& layer : stepped.layers) {
+    if (layer.gradBytes > 0) layer.optimizerSteps[OptimizerKind::AdamW] = {7, 0};
+  }
+  writeProfile(stepped, path("stepped.json"));
+  const std::optional<Profile> asAdamW = readCachedProfile(path("stepped.json"), model, adamw);
+  ASSERT_TRUE(asAdamW);
+  EXPECT_EQ(asAdamW->environment.optimizer.kind, OptimizerKind::AdamW);
+  for (const LayerProfile& layer : asAdamW->layers) EXPECT_EQ(layer.optimizerBytes, 2 * layer.gradBytes);
 }
 
 TEST_F(SweepInputsTest, AResumedReportMustBeThisSweeps) {

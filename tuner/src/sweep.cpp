@@ -186,9 +186,11 @@ std::string profileMismatch(const Profile& profile, const ModelSpec& model, cons
     return fmt::format("it was measured in {}, this sweep trains in {}", precisionName(env.precision),
                        precisionName(step.precision));
   }
-  // The kind decides the state, the step's time and its temporaries; the rate does not.
-  if (env.optimizer.kind != step.optimizer.kind) {
-    return fmt::format("it was measured with {}, this sweep trains with {}", describeOptimizer(env.optimizer),
+  // The kind decides the state, the step's time and its temporaries (the rate does not): a
+  // profile stands for another kind whose steps it measured (withOptimizer).
+  if (!profile.predictsOptimizer(step.optimizer.kind)) {
+    return fmt::format("it was measured with {} and has no {} steps, this sweep trains with {}",
+                       describeOptimizer(env.optimizer), optimizerName(step.optimizer.kind),
                        describeOptimizer(step.optimizer));
   }
   return "";

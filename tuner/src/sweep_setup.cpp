@@ -118,6 +118,8 @@ std::optional<Profile> readCachedProfile(const std::string& path, const SweepMod
   const std::string mismatch =
       profileMismatch(profile, model.spec, model.devices.front().typeName(), model.layers, step);
   if (!mismatch.empty()) throw SweepInputError(SweepInputError::Input::CachedProfile, path, mismatch);
+  if (profile.environment.optimizer.kind != step.optimizer.kind)
+    profile = withOptimizer(std::move(profile), step.optimizer);
   return profile;
 }
 

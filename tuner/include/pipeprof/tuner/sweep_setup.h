@@ -92,8 +92,9 @@ class SweepInputError : public std::invalid_argument {
 };
 
 /// The profile cached at `path` when that file exists (nullopt for an empty path or no file),
-/// checked against the model it is to predict and the training step (profileMismatch). Throws SweepInputError
-/// (CachedProfile) when it does not fit, FormatError for a malformed file.
+/// checked against the model it is to predict and the training step (profileMismatch), as if
+/// measured with the step's optimizer when it measured that kind's steps too (withOptimizer).
+/// Throws SweepInputError (CachedProfile) when it does not fit, FormatError for a malformed file.
 std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model,
                                          const TrainingStepOptions& step = {});
 
