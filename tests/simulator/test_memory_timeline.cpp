@@ -196,15 +196,8 @@ TEST(MemoryModel, ARecomputedOutputIsHeldUntilItsBackwardAndALossFreesTheLastSta
 // each holds 30: 125 in loss(3), 150 in backward(3,1).
 Profile withLoss(bool keepsOutput) {
   Profile profile = test::makeProfile({kSavesNothing, kSavesNothing});
-  CostSample loss;
-  loss.microBatch = 1;
-  loss.forwardNs = 3;
-  loss.backwardNs = 4;
-  loss.outputBytes = 4;
-  loss.savedBytes = 20;
-  loss.forwardWorkspaceBytes = 5;
-  loss.backwardWorkspaceBytes = 30;
-  profile.loss.costs = {loss};
+  // micro_batch, forward_ns, backward_ns, output, saved, forward and backward workspace
+  profile.loss.costs = {CostSample{1, 3, 4, 4, 20, 5, 30}};
   profile.loss.keepsOutput = keepsOutput;
   return profile;
 }
