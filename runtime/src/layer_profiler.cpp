@@ -77,16 +77,6 @@ namespace {
 using Tensors = std::vector<torch::Tensor>;
 constexpr std::int64_t kMaxRuns = 50;
 
-Bytes bytesOf(const torch::Tensor& tensor) {
-  return tensor.defined() ? static_cast<Bytes>(tensor.numel() * tensor.element_size()) : 0;
-}
-
-Bytes bytesOf(const Tensors& tensors) {
-  Bytes total = 0;
-  for (const torch::Tensor& t : tensors) total += bytesOf(t);
-  return total;
-}
-
 Tensors asTensors(torch::nn::AnyValue& value, const std::string& layer) {
   if (const auto* tensor = value.try_get<torch::Tensor>()) return {*tensor};
   if (const auto* tensors = value.try_get<Tensors>()) return *tensors;

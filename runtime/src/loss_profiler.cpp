@@ -2,6 +2,7 @@
 #include "loss_profiler.h"
 
 #include "autocast.h"
+#include "microbatch.h"
 #include "profiling_scopes.h"
 
 #include <pipeprof/runtime/memory_tracker.h>
@@ -14,21 +15,13 @@
 namespace pipeprof {
 namespace {
 
-Bytes bytesOf(const torch::Tensor& tensor) {
-  return tensor.defined() ? static_cast<Bytes>(tensor.numel() * tensor.element_size()) : 0;
-}
-
-/// The loss of `output` as a stage computes it: the loss function's result weighed by the
-/// micro-batch's share. The function's own result, which may hold scratch memory (LibTorch
-/// 1.13's mean-reduced MSE keeps its unreduced buffer), is let go; the weighed scalar and its
-/// graph stay.
+/// The loss of `output` as a stage computes it (weighMicroBatchLoss; the weight is any share).
 torch::Tensor weighedLoss(const Model& model, const torch::Tensor& output, const torch::Tensor& target) {
-  const torch::Tensor loss = model.loss(output, target);
-  if (!loss.defined() || loss.numel() != 1) {
-    throw std::invalid_argument("model '" + model.name + "': the loss function must return a scalar (it returned " +
-                                (loss.defined() ? std::to_string(loss.numel()) + " elements" : "nothing") + ")");
+  try {
+    return weighMicroBatchLoss(model.loss(output, target), 0.5);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument("model '" + model.name + "': " + error.what());
   }
-  return loss.reshape({}) * 0.5;
 }
 
 void backwardOf(const torch::Tensor& loss) {

@@ -64,4 +64,13 @@ std::vector<std::int64_t> rowsOf(const std::vector<Tensors>& microBatches, std::
   return rows;
 }
 
+torch::Tensor weighMicroBatchLoss(const torch::Tensor& loss, double weight) {
+  if (!loss.defined() || loss.numel() != 1) {
+    throw std::invalid_argument("the loss function must return a scalar (it returned " +
+                                (loss.defined() ? std::to_string(loss.numel()) + " elements" : std::string("nothing")) +
+                                ")");
+  }
+  return loss.reshape({}) * weight;
+}
+
 }  // namespace pipeprof

@@ -22,4 +22,11 @@ Tensors gather(const std::vector<Tensors>& microBatches);
 /// Rows (dim 0) of the k-th tensor in each micro-batch.
 std::vector<std::int64_t> rowsOf(const std::vector<Tensors>& microBatches, std::size_t k);
 
+/// A micro-batch's loss as a step sums it: the loss function's result `loss`, checked to be a
+/// scalar, times `weight` (the micro-batch's share of the mini-batch's rows, so that a mean over
+/// its rows sums to the mini-batch's mean). A new scalar: scratch memory the result holds
+/// (LibTorch 1.13's mean-reduced MSE keeps its unreduced buffer) goes with the result. Throws
+/// std::invalid_argument when `loss` is undefined or not one element.
+torch::Tensor weighMicroBatchLoss(const torch::Tensor& loss, double weight);
+
 }  // namespace pipeprof

@@ -1,5 +1,5 @@
-// What the layer profiler and the loss profiler share: where a measured piece's allocations
-// count, how the device is waited for, and the median of timed runs.
+// What the layer profiler and the loss profiler share: a tensor's bytes, where a measured
+// piece's allocations count, how the device is waited for, and the median of timed runs.
 #pragma once
 
 #include "device_memory.h"
@@ -16,6 +16,16 @@
 #include <vector>
 
 namespace pipeprof {
+
+inline Bytes bytesOf(const torch::Tensor& tensor) {
+  return tensor.defined() ? static_cast<Bytes>(tensor.numel() * tensor.element_size()) : 0;
+}
+
+inline Bytes bytesOf(const std::vector<torch::Tensor>& tensors) {
+  Bytes total = 0;
+  for (const torch::Tensor& t : tensors) total += bytesOf(t);
+  return total;
+}
 
 inline void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());

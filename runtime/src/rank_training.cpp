@@ -25,27 +25,26 @@ TimeNs steadyNowNs() {
       .count();
 }
 
-/// A timestamp as a message on the transport's device (NCCL sends CUDA tensors only).
-torch::Tensor timeTensor(const Transport& transport, TimeNs value) {
-  return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
+/// A one-element message on the transport's device (NCCL sends CUDA tensors only): a clock
+/// reading or a flag.
+torch::Tensor int64Tensor(const Transport& transport, std::int64_t value) {
+  return torch::tensor({value}, torch::kLong).to(transport.device());
 }
 
 /// Whether `found` holds on any rank: rank 0 gathers every rank's flag and sends back the answer.
 bool anyRank(Transport& transport, bool found) {
-  const auto flag = [&](bool value) {
-    return torch::tensor({static_cast<std::int64_t>(value)}, torch::kLong).to(transport.device());
-  };
   if (transport.rank() == 0) {
     for (int peer = 1; peer < transport.worldSize(); ++peer) {
-      torch::Tensor theirs = flag(false);
+      torch::Tensor theirs = int64Tensor(transport, 0);
       transport.receive(theirs, peer, kAnyRankTag);
       found = found || theirs.cpu().item<std::int64_t>() != 0;
     }
-    for (int peer = 1; peer < transport.worldSize(); ++peer) transport.send(flag(found), peer, kAnyRankTag + 1)->wait();
+    for (int peer = 1; peer < transport.worldSize(); ++peer)
+      transport.send(int64Tensor(transport, found ? 1 : 0), peer, kAnyRankTag + 1)->wait();
     return found;
   }
-  transport.send(flag(found), 0, kAnyRankTag)->wait();
-  torch::Tensor answer = flag(false);
+  transport.send(int64Tensor(transport, found ? 1 : 0), 0, kAnyRankTag)->wait();
+  torch::Tensor answer = int64Tensor(transport, 0);
   transport.receive(answer, 0, kAnyRankTag + 1);
   return answer.cpu().item<std::int64_t>() != 0;
 }
@@ -63,8 +62,8 @@ ClockOffset alignClocks(Transport& transport, int rounds) {
       ClockOffset best;
       for (int round = 0; round < rounds; ++round) {
         const TimeNs sentNs = steadyNowNs();
-        transport.send(timeTensor(transport, sentNs), peer, kClockTag)->wait();
-        torch::Tensor reply = timeTensor(transport, 0);
+        transport.send(int64Tensor(transport, sentNs), peer, kClockTag)->wait();
+        torch::Tensor reply = int64Tensor(transport, 0);
         transport.receive(reply, peer, kClockTag);
         const TimeNs receivedNs = steadyNowNs();
         const TimeNs peerNs = reply.cpu().item<std::int64_t>();
@@ -84,9 +83,9 @@ ClockOffset alignClocks(Transport& transport, int rounds) {
     return own;
   }
   for (int round = 0; round < rounds; ++round) {
-    torch::Tensor ping = timeTensor(transport, 0);
+    torch::Tensor ping = int64Tensor(transport, 0);
     transport.receive(ping, 0, kClockTag);
-    transport.send(timeTensor(transport, steadyNowNs()), 0, kClockTag)->wait();
+    transport.send(int64Tensor(transport, steadyNowNs()), 0, kClockTag)->wait();
   }
   torch::Tensor result = torch::zeros({3}, torch::TensorOptions().dtype(torch::kLong).device(transport.device()));
   transport.receive(result, 0, kClockTag + 1);

@@ -175,15 +175,8 @@ torch::Tensor StageCore::weightedLoss(const Tensors& outputs, const torch::Tenso
     throw std::invalid_argument("step() needs the last layer to return one tensor (it returned " +
                                 std::to_string(outputs.size()) + ")");
   }
-  torch::Tensor loss = (*config_.lossFn)(outputs.front(), target);
-  if (!loss.defined() || loss.numel() != 1) {
-    throw std::invalid_argument("the loss function must return a scalar (it returned " +
-                                (loss.defined() ? std::to_string(loss.numel()) + " elements" : std::string("nothing")) +
-                                ")");
-  }
-  // A mean over the micro-batch's rows, weighed by its share: the sum is the mini-batch's mean.
   const double weight = static_cast<double>(target.size(0)) / static_cast<double>(config_.batchRows);
-  return loss.reshape({}) * weight;
+  return weighMicroBatchLoss((*config_.lossFn)(outputs.front(), target), weight);
 }
 
 void StageCore::loss(std::int64_t i) {
