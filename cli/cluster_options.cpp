@@ -92,8 +92,7 @@ Profile loadProfileFromFlags(const ClusterFlags& flags) {
                        describeOptimizer(measured.optimizer) + " and has no " + flags.optimizer + " steps" + again);
     }
     if (kind != measured.optimizer.kind) {
-      OptimizerSpec spec = measured.optimizer;
-      spec.kind = kind;
+      const OptimizerSpec spec = measured.optimizer.asKind(kind);  // read before the profile moves
       profile = withOptimizer(std::move(profile), spec);
     }
   }

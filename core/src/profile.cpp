@@ -188,14 +188,18 @@ nlohmann::json optimizerStepsToJson(const std::map<OptimizerKind, OptimizerStepC
   return json;
 }
 
-/// A non-empty list of cost samples sorted by distinct micro_batch; `launches` (if given) checks
-/// each sample's launch data.
+/// A non-empty list of cost samples sorted by distinct micro_batch. `launches` checks each
+/// sample's launch data; without it (the loss's samples) a sample may carry none.
 std::vector<CostSample> costsFromJson(const JsonCursor& costs, LaunchConsistency* launches) {
   if (costs.size() == 0) costs.fail("expected at least one cost sample");
   std::vector<CostSample> samples;
   for (const JsonCursor& item : costs.items()) {
     CostSample cost = costFromJson(item);
-    if (launches != nullptr) launches->check(item, cost);
+    if (launches != nullptr) {
+      launches->check(item, cost);
+    } else if (cost.forwardLaunch) {
+      item.fail("unexpected launch data (the loss carries none)");
+    }
     if (!samples.empty() && cost.microBatch <= samples.back().microBatch) {
       item.at("micro_batch")
           .fail("costs must be sorted by micro_batch with distinct sizes (" + std::to_string(cost.microBatch) +
@@ -226,11 +230,6 @@ LossProfile lossFromJson(const JsonCursor& json) {
   LossProfile loss;
   loss.costs = costsFromJson(json.at("costs"), nullptr);
   if (json.has("keeps_output")) loss.keepsOutput = json.at("keeps_output").asBool();
-  for (const JsonCursor& item : json.at("costs").items()) {
-    if (item.has("forward_host_ns") || item.has("backward_host_ns")) {
-      item.fail("unexpected launch data (the loss carries none)");
-    }
-  }
   return loss;
 }
 

@@ -253,13 +253,9 @@ Cluster TuningPanel::suggestCluster() const {
 
 void TuningPanel::setOptimizer(OptimizerKind kind) {
   if (!report_ || !report_->profile) return;
-  OptimizerSpec spec = report_->profile->environment.optimizer;
-  if (kind != spec.kind) {
-    spec.kind = kind;
-    spec.weightDecay.reset();  // the kind's default
-  }
   try {
-    profile_ = withOptimizer(*report_->profile, spec);
+    // The hyperparameters the profile measured every kind's step with.
+    profile_ = withOptimizer(*report_->profile, report_->profile->environment.optimizer.asKind(kind));
   } catch (const std::exception& exception) {
     error_->setText(qs(exception.what()));
     return;
@@ -290,9 +286,7 @@ void TuningPanel::showTrainingStep() {
   // the profile's; a report without a profile names the one it measured).
   const OptimizerSpec& optimizer = profile_ ? profile_->environment.optimizer : report_->environment.optimizer;
   const Precision precision = profile_ ? profile_->environment.precision : report_->environment.precision;
-  configuration_->setTitle(
-      tr("Configuration (%1, %2)")
-          .arg(qs(std::string(optimizerName(optimizer.kind))), qs(std::string(precisionName(precision)))));
+  configuration_->setTitle(tr("Configuration (%1)").arg(trainingStepName(optimizer.kind, precision)));
   configuration_->setToolTip(tr("Predicted for the training step %1. Layer times and saved bytes are the "
                                 "profile's precision's; to tune another precision, sweep again with --precision.")
                                  .arg(gui::trainingStepText(optimizer, precision)));

@@ -482,14 +482,6 @@ bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample
   return true;
 }
 
-/// The optimizer `kind` with the profile's hyperparameters where they apply (weight decay: the
-/// one given, else the kind's default).
-OptimizerSpec asKind(const OptimizerSpec& profiled, OptimizerKind kind) {
-  OptimizerSpec spec = profiled;
-  spec.kind = kind;
-  return spec;
-}
-
 /// One optimizer stepping `trainable` alone on `device` (their gradients zeros): its first step
 /// creates its state (optimizerStateCopies x the gradients), then the median time of `runs`
 /// further steps and their transient peak above the state under tag L.
@@ -536,7 +528,7 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
     for (torch::Tensor& p : trainable) p.mutable_grad() = torch::zeros_like(p);
     for (OptimizerKind kind : kOptimizerKinds) {
       layer.optimizerSteps[kind] =
-          measureOptimizerStep(asKind(options.optimizer, kind), trainable, options.minRuns, streams, L, device);
+          measureOptimizerStep(options.optimizer.asKind(kind), trainable, options.minRuns, streams, L, device);
     }
     const OptimizerStepCost own = layer.optimizerSteps[options.optimizer.kind];
     layer.optimizerStepNs = own.ns;

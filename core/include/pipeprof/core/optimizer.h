@@ -42,6 +42,13 @@ struct OptimizerSpec {
   double effectiveWeightDecay() const;
   /// Whether the kind uses the betas and eps (adam, adamw).
   bool usesBetas() const { return kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW; }
+  /// Another kind with these hyperparameters where it uses them (an unset weight decay stays
+  /// unset: the other kind's default). What a profile measures every kind's step with.
+  OptimizerSpec asKind(OptimizerKind other) const {
+    OptimizerSpec spec = *this;
+    spec.kind = other;
+    return spec;
+  }
 
   /// The same update: the same kind and the hyperparameters it uses (weight decay as applied).
   bool operator==(const OptimizerSpec& other) const;
