@@ -28,6 +28,10 @@ QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice) {
   return qs(scheduleLabel(kind, stagesPerDevice));
 }
 
+QString trainingStepName(OptimizerKind optimizer, Precision precision) {
+  return qs(std::string(optimizerName(optimizer))) + QStringLiteral(", ") + qs(std::string(precisionName(precision)));
+}
+
 QString trainingStepText(const OptimizerSpec& optimizer, Precision precision) {
   return qs(describeOptimizer(optimizer)) + QStringLiteral(", ") + qs(std::string(precisionName(precision)));
 }

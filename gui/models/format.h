@@ -28,6 +28,8 @@ QString errorText(double percent);
 QString scheduleText(ScheduleKind kind, std::int64_t stagesPerDevice);
 /// The training step: "adamw (lr 0.001, weight decay 0.01, betas 0.9,0.999), bf16".
 QString trainingStepText(const OptimizerSpec& optimizer, Precision precision);
+/// The training step in short: "adamw, bf16".
+QString trainingStepName(OptimizerKind optimizer, Precision precision);
 /// Milliseconds as a double (charts plot step times in ms).
 double toMs(TimeNs durationNs);
 /// Mebibytes as a double.

@@ -155,9 +155,7 @@ void MainWindow::onReportChanged() {
   statusInfo_->setText(tr("%1 · batch %2 · %3 · %4 · %5")
                            .arg(qs(report->environment.model), QString::number(report->environment.batch),
                                 devices.join(QLatin1Char(',')),
-                                qs(std::string(optimizerName(report->environment.optimizer.kind))) +
-                                    QStringLiteral(", ") +
-                                    qs(std::string(precisionName(report->environment.precision))),
+                                trainingStepName(report->environment.optimizer.kind, report->environment.precision),
                                 report->complete ? tr("sweep complete") : tr("sweep running or interrupted")));
   if (reloaded) statusBar()->showMessage(tr("Reloaded %1 at %2").arg(name, QTime::currentTime().toString()), 5000);
 }
