@@ -135,8 +135,7 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   const auto lanes = static_cast<std::size_t>(compiled.lanes);
   // Training ends with the optimizer step of every device, once all of them ran their ops.
   optimizerStepCosts(profile_, cluster_, firstLayer_, compiled.partitionLane, resolved_.partitionDevice, compiled.lanes,
-                     optimizer_);
-  if (!training) optimizer_ = OptimizerStepCosts{};
+                     training, optimizer_);
   const TimeNs pipelineEndNs = engine_.iterationNs();
   p.iterationNs = pipelineEndNs + optimizer_.longestNs();
   const double seconds = static_cast<double>(p.iterationNs) * 1e-9;
@@ -162,9 +161,8 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   for (std::size_t d = 0; d < lanes; ++d) {
     const auto dd = static_cast<std::int32_t>(d);
     // The cast copies live through the ops; the optimizer's temporaries come after them.
-    const Bytes castBytes = optimizer_.castCacheBytes.empty() ? 0 : optimizer_.castCacheBytes[d];
-    const Bytes stepBytes = optimizer_.transientBytes.empty() ? 0 : optimizer_.transientBytes[d];
-    const Bytes opsPeak = memory.peakDynamic(dd) + castBytes;
+    const Bytes stepBytes = optimizer_.transientBytes[d];
+    const Bytes opsPeak = memory.peakDynamic(dd) + optimizer_.castCacheBytes[d];
     p.peakBytes[d] += std::max(opsPeak, stepBytes);
     const std::int64_t op = memory.peakOp(dd);
     if (stepBytes > opsPeak) {

@@ -102,15 +102,11 @@ struct TransientPeaks {
   Bytes backward = 0;
 };
 
-/// A skip that another partition stashed, popped at `layer`: in training the popped tensor is
-/// a leaf, whose gradient (`bytes`) the pop's backward makes and holds from then on.
-struct PoppedLeaf {
-  std::size_t layer = 0;
-  Bytes bytes = 0;
-};
-
+/// `heldSkipGradients(l)`: the gradients of popped leaves (skips another partition stashed) that
+/// the backward of layer l or of a later layer made, held from then on.
+template <typename HeldSkipGradients>
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
-                              bool receivesOutputGradient, const std::vector<PoppedLeaf>& poppedLeaves) {
+                              bool receivesOutputGradient, HeldSkipGradients heldSkipGradients) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves, or at least its output.
   auto liveAfter = [&](std::size_t l) {
@@ -137,18 +133,14 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
     // comes from the loss's backward on this device and stays in.)
     const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
-    // Gradients of popped leaves made by this layer's backward or a later one's are held.
-    Bytes skipGradients = 0;
-    for (const PoppedLeaf& popped : poppedLeaves) {
-      if (popped.layer >= l) skipGradients += popped.bytes;
-    }
     peaks.backward =
-        std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + skipGradients);
+        std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + heldSkipGradients(l));
   }
   return peaks;
 }
 
-/// Per partition j, the skip that j's last layer stashes and passes on as j's output, or -1. A
+/// Per partition j, the skip that j's last layer stashes and passes on as j's output, or -1
+/// (empty when the profile has no skips). A
 /// stash layer that returns what it stashes (pipeprof's StashLayer, torchgpipe's idiom) makes
 /// the skip and the stage's output one tensor, allocated by the layer before it. The profile
 /// does not say that a layer's output is its input; such a layer is recognised by what it
@@ -157,6 +149,7 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
 std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, CostModel& costs, const LayerCostTable& table,
                                         const std::vector<std::int64_t>& firstLayer, std::int64_t size) {
   const SlotLayout& layout = compiled.layout;
+  if (layout.skips == 0) return {};  // no allocation on the search's path for models without skips
   std::vector<std::int32_t> passedOn(static_cast<std::size_t>(layout.n), -1);
   const Profile& profile = costs.profile();
   for (std::int32_t s = 0; s < layout.skips; ++s) {
@@ -338,22 +331,27 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.
       // A last layer that passes on what it stashes allocated nothing: its output is its input,
       // the previous layer's output (or the stage's input, held by j - 1 already).
-      const bool passesOn = passedOn[static_cast<std::size_t>(j)] >= 0;
+      const bool passesOn = !passedOn.empty() && passedOn[static_cast<std::size_t>(j)] >= 0;
       const std::size_t allocating = passesOn ? end - 2 : end - 1;
       const Bytes allocatingSaved =
           passesOn && end - 1 == first ? 0 : table.savedPrefix[allocating + 1] - table.savedPrefix[allocating];
       bytes[layout.unsavedOutput(j)] =
           passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
-      std::vector<PoppedLeaf> poppedLeaves;
-      for (std::int32_t s = 0; s < layout.skips; ++s) {
-        const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-        if (compiled.skipPopPartition[static_cast<std::size_t>(s)] == j &&
-            compiled.skipStashPartition[static_cast<std::size_t>(s)] != j) {
-          poppedLeaves.push_back(
-              {static_cast<std::size_t>(skip.popLayer), costs.tensorBytes(skip.bytesPerSample * size)});
+      // In training a skip popped here from another partition is a leaf: its gradient is made
+      // by the popping layer's backward.
+      auto heldSkipGradients = [&](std::size_t l) {
+        Bytes held = 0;
+        for (std::int32_t s = 0; s < layout.skips; ++s) {
+          const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+          if (compiled.skipPopPartition[static_cast<std::size_t>(s)] == j &&
+              compiled.skipStashPartition[static_cast<std::size_t>(s)] != j &&
+              static_cast<std::size_t>(skip.popLayer) >= l) {
+            held += costs.tensorBytes(skip.bytesPerSample * size);
+          }
         }
-      }
-      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n, poppedLeaves);
+        return held;
+      };
+      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n, heldSkipGradients);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
