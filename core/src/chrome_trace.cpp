@@ -89,10 +89,10 @@ struct Layout {
       return naturalLess(name, other.name);
     }
   };
-  std::vector<std::string> devices;                          // by pid - 1
-  std::vector<std::vector<std::string>> lanes;               // by pid - 1, tid - 1
-  std::map<std::string, int> pid;                            // device -> pid
-  std::map<std::pair<std::string, std::string>, int> tid;    // (device, lane) -> tid
+  std::vector<std::string> devices;                        // by pid - 1
+  std::vector<std::vector<std::string>> lanes;             // by pid - 1, tid - 1
+  std::map<std::string, int> pid;                          // device -> pid
+  std::map<std::pair<std::string, std::string>, int> tid;  // (device, lane) -> tid
 
   explicit Layout(const Trace& trace) {
     std::map<std::string, Key> deviceKeys;
@@ -345,16 +345,9 @@ void writeChromeTraceFile(const Trace& trace, const std::string& path) {
 }
 
 Trace readChromeTrace(std::istream& in, const std::string& sourceName) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& error) {
-    std::string message = error.what();
-    std::size_t bracket = message.find("] ");
-    if (message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) message = message.substr(bracket + 2);
-    throw FormatError(sourceName, "", "invalid JSON: " + message);
-  }
-  return traceFromJson(json, sourceName);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return traceFromJson(parseJsonText(content.str(), sourceName), sourceName);
 }
 
 Trace readChromeTraceFile(const std::string& path) { return traceFromJson(readJsonFile(path), path); }

@@ -93,6 +93,18 @@ void writeFileAtomically(const std::string& path, const std::string& content) {
   }
 }
 
+nlohmann::json parseJsonText(const std::string& text, const std::string& sourceName) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {
+    // parse_error for bad syntax, out_of_range for a number past a double's range (1e999).
+    std::string message = error.what();
+    std::size_t bracket = message.find("] ");
+    if (message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) message = message.substr(bracket + 2);
+    throw FormatError(sourceName, "", "invalid JSON: " + message);
+  }
+}
+
 nlohmann::json readJsonFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -102,14 +114,7 @@ nlohmann::json readJsonFile(const std::string& path) {
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) throw FormatError(path, "", "cannot read file");
-  try {
-    return nlohmann::json::parse(content.str());
-  } catch (const nlohmann::json::parse_error& error) {
-    std::string message = error.what();
-    std::size_t bracket = message.find("] ");
-    if (message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) message = message.substr(bracket + 2);
-    throw FormatError(path, "", "invalid JSON: " + message);
-  }
+  return parseJsonText(content.str(), path);
 }
 
 JsonCursor::JsonCursor(const nlohmann::json& value, std::string file, std::string path)
@@ -117,9 +122,7 @@ JsonCursor::JsonCursor(const nlohmann::json& value, std::string file, std::strin
 
 void JsonCursor::fail(const std::string& problem) const { throw FormatError(file_, path_, problem); }
 
-bool JsonCursor::has(const std::string& key) const {
-  return value_->is_object() && value_->contains(key);
-}
+bool JsonCursor::has(const std::string& key) const { return value_->is_object() && value_->contains(key); }
 
 JsonCursor JsonCursor::at(const std::string& key) const {
   if (!value_->is_object()) fail("expected an object, got " + typeName(*value_));

@@ -109,18 +109,22 @@ Trace readText(const std::string& text) {
 TEST(ChromeTrace, WrittenForm) {
   nlohmann::json json = nlohmann::json::parse(written(exampleTrace()));
   EXPECT_EQ(json["displayTimeUnit"], "ms");
-  EXPECT_EQ(json["otherData"], nlohmann::json::parse(
-                                   R"J({"pipeprof_base_ns": 1000000, "source": "measured", "candidate": "[1,1] x2 never"})J"));
+  EXPECT_EQ(
+      json["otherData"],
+      nlohmann::json::parse(R"J({"pipeprof_base_ns": 1000000, "source": "measured", "candidate": "[1,1] x2 never"})J"));
   const nlohmann::json& events = json["traceEvents"];
   // Processes in partition order: cpu:1 (partition 0) is pid 1, cpu:0 pid 2, host (no partition) pid 3.
   EXPECT_EQ(events[0], nlohmann::json::parse(
                            R"J({"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "cpu:1"}})J"));
-  EXPECT_EQ(events[1], nlohmann::json::parse(
-                           R"J({"ph": "M", "name": "process_sort_index", "pid": 1, "tid": 0, "args": {"sort_index": 1}})J"));
-  EXPECT_EQ(events[2], nlohmann::json::parse(
-                           R"J({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "partition 0"}})J"));
-  EXPECT_EQ(events[4], nlohmann::json::parse(
-                           R"J({"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "copy 0->1"}})J"));
+  EXPECT_EQ(events[1],
+            nlohmann::json::parse(
+                R"J({"ph": "M", "name": "process_sort_index", "pid": 1, "tid": 0, "args": {"sort_index": 1}})J"));
+  EXPECT_EQ(events[2],
+            nlohmann::json::parse(
+                R"J({"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "partition 0"}})J"));
+  EXPECT_EQ(events[4],
+            nlohmann::json::parse(
+                R"J({"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "copy 0->1"}})J"));
   EXPECT_EQ(events[6]["args"]["name"], "cpu:0");
   EXPECT_EQ(events[10]["args"]["name"], "host");
   EXPECT_EQ(events[14], nlohmann::json::parse(R"J({"ph": "X", "name": "forward(0,0)", "cat": "forward", "pid": 1,
@@ -212,11 +216,14 @@ TEST(ChromeTrace, ReadsTracesFromOtherTools) {
 TEST(ChromeTrace, RejectsMalformedInput) {
   EXPECT_THAT([] { readText("{\"traceEvents\": [}"); },
               ThrowsMessage<FormatError>(StartsWith("t.json: invalid JSON: parse error at line 1, column 18")));
+  // A number past a double's range is the parser's refusal too (found by fuzz_trace_reader).
+  EXPECT_THAT([] { readText("{\"traceEvents\": [{\"ts\": 12869e632}]}"); },
+              ThrowsMessage<FormatError>(StartsWith("t.json: invalid JSON: number overflow parsing '12869e632'")));
   EXPECT_THAT([] { readText("{\"events\": []}"); },
               ThrowsMessage<FormatError>(StrEq("t.json: $: missing required field 'traceEvents'")));
   EXPECT_THAT([] { readText("42"); },
-              ThrowsMessage<FormatError>(StrEq(
-                  "t.json: $: expected a Chrome trace: an object with traceEvents or an array of events")));
+              ThrowsMessage<FormatError>(
+                  StrEq("t.json: $: expected a Chrome trace: an object with traceEvents or an array of events")));
   EXPECT_THAT([] { readText("{\"traceEvents\": {}}"); },
               ThrowsMessage<FormatError>(StrEq("t.json: $.traceEvents: expected an array, got an object")));
   EXPECT_THAT([] { readText("[1]"); },
@@ -237,9 +244,9 @@ TEST(ChromeTrace, RejectsMalformedInput) {
               ThrowsMessage<FormatError>(StrEq("t.json: $.otherData.pipeprof_base_ns: expected an integer, got 1.5")));
   EXPECT_THAT([] { readText(R"J([{"ph": "X", "ts": 1, "dur": 1, "args": [1]}])J"); },
               ThrowsMessage<FormatError>(StrEq("t.json: $[0].args: expected an object, got array")));
-  EXPECT_THAT([] { readChromeTraceFile("/nonexistent/trace.json"); },
-              ThrowsMessage<FormatError>(
-                  StrEq("/nonexistent/trace.json: cannot open file: No such file or directory")));
+  EXPECT_THAT(
+      [] { readChromeTraceFile("/nonexistent/trace.json"); },
+      ThrowsMessage<FormatError>(StrEq("/nonexistent/trace.json: cannot open file: No such file or directory")));
 }
 
 }  // namespace

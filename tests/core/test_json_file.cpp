@@ -86,6 +86,10 @@ TEST(ReadJsonFile, UnreadableAndInvalidFiles) {
   EXPECT_THAT([&] { readJsonFile(bad); },
               ThrowsMessage<FormatError>(AllOf(StartsWith(bad + ": invalid JSON: parse error at line 1, column 13"),
                                                HasSubstr("syntax error"))));
+  std::string huge = dir + "/huge.json";
+  writeFileAtomically(huge, "{\"a\": 1e999}");
+  EXPECT_THAT([&] { readJsonFile(huge); },
+              ThrowsMessage<FormatError>(StrEq(huge + ": invalid JSON: number overflow parsing '1e999'")));
 }
 
 TEST(JsonCursor, PathsAndMessages) {
@@ -95,11 +99,12 @@ TEST(JsonCursor, PathsAndMessages) {
   JsonCursor cost = root.at("layers").at(0).at("costs").at(0);
   EXPECT_EQ(cost.path(), "$.layers[0].costs[0]");
   EXPECT_THAT([&] { cost.at("forward_ns").asNonNegativeInt(); },
-              ThrowsMessage<FormatError>(StrEq(
-                  "profile.json: $.layers[0].costs[0].forward_ns: expected a non-negative integer, got -5")));
+              ThrowsMessage<FormatError>(
+                  StrEq("profile.json: $.layers[0].costs[0].forward_ns: expected a non-negative integer, got -5")));
   EXPECT_EQ(cost.at("forward_ns").asInt(), -5);
-  EXPECT_THAT([&] { cost.at("param_bytes"); },
-              ThrowsMessage<FormatError>(StrEq("profile.json: $.layers[0].costs[0]: missing required field 'param_bytes'")));
+  EXPECT_THAT(
+      [&] { cost.at("param_bytes"); },
+      ThrowsMessage<FormatError>(StrEq("profile.json: $.layers[0].costs[0]: missing required field 'param_bytes'")));
   EXPECT_THAT([&] { cost.at("name").asString(); },
               ThrowsMessage<FormatError>(StrEq("profile.json: $.layers[0].costs[0].name: expected a string, got 3")));
   EXPECT_THAT([&] { root.at("flag").asBool(); },

@@ -27,6 +27,10 @@ class FormatError : public std::runtime_error {
 /// renamed over path. On failure nothing is left behind and std::runtime_error names the path.
 void writeFileAtomically(const std::string& path, const std::string& content);
 
+/// Parses JSON text read from sourceName. Throws FormatError for anything the parser refuses:
+/// a syntax error (with its position) or a number too large for a double.
+nlohmann::json parseJsonText(const std::string& text, const std::string& sourceName);
+
 /// Reads and parses a JSON file. Throws FormatError (unreadable file or invalid JSON, with
 /// the parser's position).
 nlohmann::json readJsonFile(const std::string& path);
