@@ -15,16 +15,23 @@
 
 namespace pipeprof {
 
+/// What a stage's layers do to their input, as far as the runs so far tell.
+enum class InputWrites { Unknown, No, InPlace };
+
 /// A contiguous run of layers (a stage) on one device.
 struct Partition {
   std::int64_t j = 0;
-  std::int64_t d = 0;                    ///< pipeline device that runs it (j mod p)
-  std::int64_t firstLayer = 0;           ///< index of its first layer in the Sequential
+  std::int64_t d = 0;           ///< pipeline device that runs it (j mod p)
+  std::int64_t firstLayer = 0;  ///< index of its first layer in the Sequential
   torch::Device device = torch::kCPU;
   std::vector<torch::nn::AnyModule> layers;
   std::vector<std::string> names;
-  bool stochastic = false;               ///< holds a dropout-like layer: its forward is seeded
-  Bytes parameterBytes = 0;              ///< bytes of its parameters (static memory)
+  bool stochastic = false;  ///< holds a dropout-like layer: its forward is seeded
+  /// Whether its layers write their input in place (a checkpointed forward must then leave the
+  /// input to its recompute untouched): learned by the stage core from the input's version
+  /// counter, by the one thread that runs the stage's ops.
+  mutable InputWrites inputWrites = InputWrites::Unknown;
+  Bytes parameterBytes = 0;  ///< bytes of its parameters (static memory)
 };
 
 /// A skip route between partitions (stash partition != pop partition, or the same).

@@ -143,11 +143,22 @@ void StageCore::forward(std::int64_t i, std::int64_t j) {
     openSpan(span, config_, computeOp(OpKind::Forward, i, j));
     Cell& own = cell(i, j);
     if (config_.gradEnabled) {
-      for (auto& input : inputs) input = leafOf(input, j > 0 || input.requires_grad());
-      own.inputs = inputs;  // for backward, and for the recompute of a checkpointed micro-batch
+      own.inputs.clear();  // for backward, and for the recompute of a checkpointed micro-batch
+      for (const auto& input : inputs) own.inputs.push_back(stageInputOf(input, j > 0 || input.requires_grad()));
+      inputs = tensorsOf(own.inputs);
     }
     torch::AutoGradMode gradMode(keepGraph);
+    // The recompute reads the inputs again: a checkpointed forward of a stage that writes them in
+    // place (or may: nothing ran yet to tell) gets a copy.
+    const Partition& stage = *config_.stages.at(static_cast<std::size_t>(j));
+    if (config_.gradEnabled && !keepGraph && stage.inputWrites != InputWrites::No) {
+      for (auto& input : inputs) input = input.clone();
+    }
+    const std::vector<std::uint32_t> versions = versionsOf(inputs);
     outputs = runStage(i, j, uncachedInputs(inputs, config_.precision), Pass::Forward);
+    if (stage.inputWrites != InputWrites::InPlace) {
+      stage.inputWrites = writtenSince(inputs, versions) ? InputWrites::InPlace : InputWrites::No;
+    }
   }
   const bool last = j + 1 == n_;
   if (!last) forward_.sendActivations(i, j, outputs);
@@ -161,7 +172,7 @@ void StageCore::recompute(std::int64_t i, std::int64_t j) {
   Cell& own = cell(i, j);
   torch::AutoGradMode gradMode(true);
   RecomputeScope recomputing;
-  Tensors outputs = runStage(i, j, uncachedInputs(own.inputs, config_.precision), Pass::Recompute);
+  Tensors outputs = runStage(i, j, uncachedInputs(tensorsOf(own.inputs), config_.precision), Pass::Recompute);
   if (config_.lossFn != nullptr && j + 1 == n_) {
     // loss(i) ran without a graph; backward(i, n-1) starts from the loss recomputed here.
     own.loss = weightedLoss(outputs, targets_.at(static_cast<std::size_t>(i)));
@@ -239,7 +250,7 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
       AutocastPause pause;  // the backward's ops take the types its forward chose
       torch::autograd::backward(tensors, grads);
     }
-    for (const auto& input : own.inputs) inputGrads.push_back(input.requires_grad() ? input.grad() : torch::Tensor());
+    for (const StageInput& input : own.inputs) inputGrads.push_back(input.grad());
     for (const auto& route : *config_.routes) {
       if (route.popJ != j || route.stashJ == j) continue;
       auto leaf = own.poppedLeaves.find(route.key);

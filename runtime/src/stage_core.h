@@ -7,17 +7,20 @@
 // (rank_channel.h); a rank's set-up pass runs forwards through a shape channel (shape_channel.h). Data flow of
 // micro-batch i through stage j (training, autograd on):
 //
-//   receiveActivations(i,j) ──► inputs (leaves) ─layers─► outputs ──► sendActivations(i,j)
+//   receiveActivations(i,j) ──► inputs (sunk) ─layers─► outputs ───► sendActivations(i,j)
 //   receiveSkip(route,i) ─────► popped leaves      │ stash ─────────► sendSkip(route,i)
 //                                                  ▼
-//   sendInputGrads(i,j) ◄── inputs' .grad() ◄── backward(i,j) ◄── receiveOutputGrads(i,j)
+//   sendInputGrads(i,j) ◄── inputs' sinks ◄─── backward(i,j) ◄── receiveOutputGrads(i,j)
 //   sendSkipGrad(route,i) ◄─ popped leaves' .grad()         ◄── receiveSkipGrad(route,i)
 //
-// Every stage owns its autograd graph: its inputs and the skips it pops from other stages are
-// detached leaves, so backward(i, j) is one torch::autograd::backward over its outputs (or its
-// loss, on the last stage) and the skips it stashed for later stages. A checkpointed
-// micro-batch's forward keeps no graph; recompute(i, j) replays it (the same random numbers: a
-// stochastic stage is seeded per (micro-batch, stage)) right before backward(i, j).
+// Every stage owns its autograd graph: its inputs are detached and end in gradient sinks
+// (stage_input.h: no leaves, so a first layer may work in place), the skips it pops from other
+// stages are detached leaves, so backward(i, j) is one torch::autograd::backward over its
+// outputs (or its loss, on the last stage) and the skips it stashed for later stages. A
+// checkpointed micro-batch's forward keeps no graph; recompute(i, j) replays it (the same
+// random numbers: a stochastic stage is seeded per (micro-batch, stage)) right before
+// backward(i, j), from the inputs as they arrived: a stage whose layers write their input in
+// place runs such a forward on a copy.
 //
 // The cells of stage j are touched only by the thread that runs stage j's ops (its device's
 // worker, or its rank), so the core takes no lock; a channel synchronises what crosses stages.
@@ -26,6 +29,7 @@
 #include "autocast.h"
 #include "microbatch.h"
 #include "partition.h"
+#include "stage_input.h"
 
 #include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
@@ -124,7 +128,7 @@ class StageCore {
 
  private:
   struct Cell {
-    Tensors inputs;                                 ///< leaves when gradEnabled (kept for backward and recompute)
+    std::vector<StageInput> inputs;                 ///< when gradEnabled (kept for backward and recompute)
     Tensors outputs;                                ///< with graph unless checkpointed; the last stage's until its loss
     Tensors recomputed;                             ///< recompute(i, j)'s outputs, with graph
     std::map<SkipKey, torch::Tensor> stashedOut;    ///< stashed for later stages (graph)

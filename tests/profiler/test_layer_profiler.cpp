@@ -119,6 +119,25 @@ TEST(LayerProfiler, ALastLayerThatSavesItsOutputKeepsIt) {
   EXPECT_EQ(profile.layers[1].costs[0].savedBytes, 8 * 8 * 4);
 }
 
+TEST(LayerProfiler, ALayerThatWritesItsInputInPlaceIsProfiledAsItRunsInAStage) {
+  // Each layer gets its input as a stage's first layer does; an in-place ReLU there once
+  // failed ("a leaf Variable that requires grad is being used in an in-place operation").
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("relu0", torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
+  seq->push_back("fc1", torch::nn::Linear(32, 8));
+  Model model = sequentialModel(seq, 16, 8);
+  const Profile profile = profileModel(model, quick({8}));
+  ASSERT_EQ(profile.layerCount(), 3);
+  const CostSample& fc0 = profile.layers[0].costs[0];
+  const CostSample& relu = profile.layers[1].costs[0];
+  // The ReLU's output is fc0's, written over: the graph keeps those bytes, allocated by fc0.
+  EXPECT_EQ(relu.outputBytes, 8 * 32 * 4);
+  EXPECT_EQ(fc0.savedBytes + relu.savedBytes, 8 * 32 * 4);
+  EXPECT_EQ(relu.forwardWorkspaceBytes, 0);
+  EXPECT_GT(relu.backwardNs, 0);
+}
+
 TEST(LayerProfiler, TheLossIsMeasuredOnTheLastLayersOutput) {
   torch::nn::Sequential seq;
   seq->push_back("fc0", torch::nn::Linear(16, 64));
@@ -215,9 +234,10 @@ TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
   EXPECT_EQ(profile.skips[0].bytesPerSample, 12 * 4);
   EXPECT_EQ(profile.skips[0].unsavedBytesPerSample, 12 * 4);
   // Its backward hands one gradient to both operands: the output's gradient the profiler makes
-  // and the input's gradient (a copy, for the leaf the layer ran on), not a third copy for the
-  // popped skip, which a stage makes only when the skip came from another stage.
-  EXPECT_EQ(profile.layers[2].costs[1].backwardWorkspaceBytes, 2 * 6 * 12 * 4);
+  // is the input's too (the stage input's sink keeps it without the copy a leaf's .grad()
+  // makes of a gradient shared), and there is no copy for the popped skip, which a stage
+  // makes only when the skip came from another stage.
+  EXPECT_EQ(profile.layers[2].costs[1].backwardWorkspaceBytes, 6 * 12 * 4);
 }
 
 TEST(LayerProfiler, RejectsBadOptions) {

@@ -1,0 +1,136 @@
+// Layers that write their input in place (ReLU(inplace=True)) at a stage's start, in both executors.
+//
+// A stage's input used to be a leaf that requires grad, which every in-place op refuses; and a
+// checkpointed forward that writes its input would hand the recompute changed values.
+#include <pipeprof/runtime/pipe.h>
+#include <pipeprof/runtime/stage_runtime.h>
+
+#include "pipe_test_util.h"
+#include "rank_world.h"
+#include "skip_test_layers.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+using testing::close;
+using testing::meanSquaredError;
+using testing::runRanks;
+using testing::stageOptions;
+using testing::text;
+
+/// Doubles the first half of its input's columns in place, through a view, and returns it.
+struct DoubleHalfInPlaceImpl : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor x) {
+    x.narrow(1, 0, x.size(1) / 2).mul_(2);
+    return x;
+  }
+};
+TORCH_MODULE(DoubleHalfInPlace);
+
+torch::nn::ReLU reluInPlace() { return torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)); }
+
+/// fc0 | relu1 (in place) fc2 fc3 | relu4 (in place) fc5 | double6 (in place, a view) fc7 with
+/// kBalance: every stage after the first starts by writing its input.
+torch::nn::Sequential inPlaceModel() {
+  torch::manual_seed(11);
+  torch::nn::Sequential model;
+  model->push_back("fc0", torch::nn::Linear(8, 8));
+  model->push_back("relu1", reluInPlace());
+  model->push_back("fc2", torch::nn::Linear(8, 8));
+  model->push_back("fc3", torch::nn::Linear(8, 8));
+  model->push_back("relu4", reluInPlace());
+  model->push_back("fc5", torch::nn::Linear(8, 8));
+  model->push_back("double6", DoubleHalfInPlace());
+  model->push_back("fc7", torch::nn::Linear(8, 8));
+  return model;
+}
+const std::vector<std::int64_t> kBalance{1, 3, 2, 2};
+
+struct Expected {
+  torch::Tensor loss;
+  std::map<std::string, torch::Tensor> grads;
+};
+
+Expected unpartitioned(const torch::Tensor& input, const torch::Tensor& target) {
+  torch::nn::Sequential whole = inPlaceModel();
+  torch::Tensor loss = meanSquaredError(whole->forward(input.clone()), target);
+  loss.backward();
+  Expected expected{loss.detach(), {}};
+  for (const auto& named : whole->named_parameters()) expected.grads[named.key()] = named.value().grad();
+  return expected;
+}
+
+struct Case {
+  ScheduleKind kind;
+  std::int64_t v;
+};
+const std::vector<Case> kCases{{ScheduleKind::GPipe, 1}, {ScheduleKind::OneFOneB, 1}, {ScheduleKind::Interleaved, 2}};
+
+TEST(InPlaceLayers, ThreadedPipeComputesTheUnpartitionedModelUnderEveryScheduleAndMode) {
+  torch::manual_seed(3);
+  const torch::Tensor input = torch::randn({6, 8});
+  const torch::Tensor target = torch::randn({6, 8});
+  const Expected expected = unpartitioned(input, target);
+  for (const Case& c : kCases) {
+    for (std::int64_t chunks : {2, 6}) {
+      for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+        SCOPED_TRACE(scheduleKindName(c.kind) + " chunks " + std::to_string(chunks) + " " +
+                     std::string(checkpointName(mode)));
+        PipeOptions options;
+        static_cast<PipelineShape&>(options) = stageOptions(c.kind, c.v, kBalance, chunks, mode);
+        Pipe pipe(inPlaceModel(), kBalance, options);
+        for (int step = 0; step < 2; ++step) {  // the second step knows which stages write their input
+          for (const auto& parameter : pipe.parameters()) parameter.mutable_grad() = torch::Tensor();
+          const torch::Tensor loss = pipe.step(input, target, meanSquaredError);
+          ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
+          for (const auto& named : pipe.module()->named_parameters()) {
+            ASSERT_TRUE(close(named.value().grad(), expected.grads.at(named.key()))) << named.key();
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(InPlaceLayers, RanksComputeTheUnpartitionedModelUnderEveryScheduleAndMode) {
+  torch::manual_seed(4);
+  const torch::Tensor input = torch::randn({6, 8});
+  const torch::Tensor target = torch::randn({6, 8});
+  const Expected expected = unpartitioned(input, target);
+  for (const Case& c : kCases) {
+    for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+      SCOPED_TRACE(scheduleKindName(c.kind) + " " + std::string(checkpointName(mode)));
+      const StageOptions options = stageOptions(c.kind, c.v, kBalance, 6, mode);
+      const int p = static_cast<int>(kBalance.size() / static_cast<std::size_t>(c.v));
+      std::mutex mutex;
+      torch::Tensor loss;
+      std::map<std::string, torch::Tensor> grads;
+      std::vector<torch::nn::Sequential> models;  // built here: the ranks' threads would race for the seed
+      for (int r = 0; r < p; ++r) models.push_back(inPlaceModel());
+      const auto errors = runRanks(p, [&](int rank, Transport& transport) {
+        StageRuntime runtime(models[static_cast<std::size_t>(rank)], options, transport);
+        const torch::Tensor rankLoss = runtime.step(input, target, meanSquaredError, 0);
+        const auto names = runtime.parameterNames();
+        const auto parameters = runtime.parameters();
+        std::lock_guard<std::mutex> lock(mutex);
+        if (rankLoss.defined()) loss = rankLoss;
+        for (std::size_t k = 0; k < names.size(); ++k) grads[names[k]] = parameters[k].grad();
+      });
+      ASSERT_EQ(testing::joined(errors), "");
+      ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
+      ASSERT_EQ(grads.size(), expected.grads.size());
+      for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(grads.at(name), grad)) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof
