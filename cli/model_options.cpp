@@ -14,6 +14,11 @@ ModelSpec ModelFlags::spec() const {
   spec.options.depth = depth;
   spec.options.seed = seed;
   spec.threads = threads;
+  spec.options.inputShape = inputShape;
+  spec.options.inputDtype = inputDtype;
+  spec.options.vocabSize = vocabSize;
+  spec.options.loss = loss;
+  spec.options.numClasses = numClasses;
   return spec;
 }
 
@@ -38,6 +43,29 @@ void addModelFlags(CLI::App& command, ModelFlags& flags, const std::string& thre
       ->check(atLeastOne("the model's depth"));
   command.add_option("--seed", flags.seed, "parameter initialisation seed")->capture_default_str();
   command.add_option("--threads", flags.threads, threads)->check(atLeastOne("the default thread count"));
+  const std::string imported = "TorchScript models: ";
+  command
+      .add_option("--input-shape", flags.inputShape,
+                  imported + "one sample's shape, e.g. 3,64,64 (default: the module's pipeprof_input_shape)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  command
+      .add_option("--input-dtype", flags.inputDtype,
+                  imported + "float samples or long token ids (default: pipeprof_input_dtype, else float)")
+      ->check(CLI::IsMember({"float", "long"}));
+  command
+      .add_option("--vocab-size", flags.vocabSize,
+                  imported + "token ids are drawn below it (default: pipeprof_vocab_size)")
+      ->check(atLeastOne("the module's pipeprof_vocab_size"));
+  command
+      .add_option("--loss", flags.loss,
+                  imported + "mse (the output's mean square), cross_entropy (against labels) or next_token "
+                             "(logits against the inputs shifted by one) (default: pipeprof_loss, else mse)")
+      ->check(CLI::IsMember({"mse", "cross_entropy", "next_token"}));
+  command
+      .add_option("--num-classes", flags.numClasses,
+                  imported + "labels of cross_entropy are drawn below it (default: pipeprof_num_classes)")
+      ->check(atLeastOne("the module's pipeprof_num_classes"));
 }
 
 CLI::Option* addDevicesFlag(CLI::App& command, std::string& devices, const std::string& more) {

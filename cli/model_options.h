@@ -1,5 +1,6 @@
 // Shared CLI flags for choosing a model and its batch (--model, --batch, --width, --depth, --seed,
-// --threads) and its devices (--devices, --procs), and the flags' words for what the tuner refuses.
+// --threads; a TorchScript model's --input-shape, --input-dtype, --vocab-size, --loss,
+// --num-classes) and its devices (--devices, --procs), and the flags' words for what the tuner refuses.
 #pragma once
 
 #include "commands.h"
@@ -26,13 +27,20 @@ struct ModelFlags {
   std::int64_t depth = 0;     ///< 0 = the model's default
   std::int64_t seed = 0;      ///< parameter initialisation seed
   std::int64_t threads = 0;   ///< intra-op threads (LibTorch and OpenBLAS); 0 = leave their defaults
+  /// A TorchScript model's inputs and loss (ModelOptions); empty or 0: its attributes' or the defaults.
+  std::vector<std::int64_t> inputShape;
+  std::string inputDtype;
+  std::int64_t vocabSize = 0;
+  std::string loss;
+  std::int64_t numClasses = 0;
 
   /// The model to build (runtime/models.h).
   ModelSpec spec() const;
 };
 
-/// Adds --model, --batch, --width, --depth, --seed and --threads to a subcommand; `threads`
-/// describes --threads (how this command chooses them when it is left out).
+/// Adds --model, --batch, --width, --depth, --seed, --threads and a TorchScript model's task
+/// flags (--input-shape, --input-dtype, --vocab-size, --loss, --num-classes) to a subcommand;
+/// `threads` describes --threads (how this command chooses them when it is left out).
 void addModelFlags(
     CLI::App& command, ModelFlags& flags,
     const std::string& threads = "intra-op threads of LibTorch and OpenBLAS (default: their own choice)");

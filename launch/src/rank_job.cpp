@@ -16,6 +16,10 @@ nlohmann::json toJson(const ModelSpec& model) {
                          {"seed", model.options.seed},
                          {"threads", model.threads}};
   if (!model.options.inputShape.empty()) json["input_shape"] = model.options.inputShape;
+  if (!model.options.inputDtype.empty()) json["input_dtype"] = model.options.inputDtype;
+  if (model.options.vocabSize > 0) json["vocab_size"] = model.options.vocabSize;
+  if (!model.options.loss.empty()) json["loss"] = model.options.loss;
+  if (model.options.numClasses > 0) json["num_classes"] = model.options.numClasses;
   return json;
 }
 
@@ -31,6 +35,10 @@ ModelSpec modelFromJson(const JsonCursor& json) {
     for (const JsonCursor& size : json.at("input_shape").items())
       model.options.inputShape.push_back(size.asPositiveInt());
   }
+  if (json.has("input_dtype")) model.options.inputDtype = json.at("input_dtype").asString();
+  if (json.has("vocab_size")) model.options.vocabSize = json.at("vocab_size").asPositiveInt();
+  if (json.has("loss")) model.options.loss = json.at("loss").asString();
+  if (json.has("num_classes")) model.options.numClasses = json.at("num_classes").asPositiveInt();
   return model;
 }
 

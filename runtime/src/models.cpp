@@ -18,8 +18,10 @@ struct ZooEntry {
 const std::vector<ZooEntry>& zooEntries() {
   static const std::vector<ZooEntry> entries = {
       {"mlp", "Linear+ReLU stack (width 512, depth 8 Linear layers), MSE regression", &buildMlp},
-      {"resnet", "flattened bottleneck CNN, residuals as stash/pop skips (width 64, depth 4 blocks), 3x32x32 "
-                 "images, 10 classes", &buildResnet},
+      {"resnet",
+       "flattened bottleneck CNN, residuals as stash/pop skips (width 64, depth 4 blocks), 3x32x32 "
+       "images, 10 classes",
+       &buildResnet},
       {"unet", "encoder-decoder with stash/pop skips (width 16, depth 2 levels), 3x32x32 image to image, MSE",
        &buildUnet},
       {"gpt", "decoder-only transformer (width 128, depth 4 blocks, 256 tokens, sequence 32), next-token loss",
@@ -50,9 +52,13 @@ Model buildModel(const std::string& nameOrPath, const ModelOptions& options) {
                                 ", depth: " + std::to_string(options.depth) + "); 0 selects the default");
   }
   for (const ZooEntry& entry : zooEntries()) {
-    if (nameOrPath == entry.name) {
-      return entry.build(options);
+    if (nameOrPath != entry.name) continue;
+    if (options.describesAnImportedModel()) {
+      throw std::invalid_argument("the input shape, input dtype, vocabulary size, loss and classes describe a "
+                                  "TorchScript model; '" +
+                                  nameOrPath + "' is a zoo model with its own");
     }
+    return entry.build(options);
   }
   if (endsWith(nameOrPath, ".pt")) {
     return loadTorchScriptModel(nameOrPath, options);

@@ -78,6 +78,32 @@ TEST(RunDist, TwoRanksTrainWithEveryOptimizerAndBf16AsTheThreadedPipe) {
   }
 }
 
+TEST(RunDist, ImportedModelsTrainOnRanksWithTheirTaskAsTheThreadedPipe) {
+  // The language model's next-token loss from its attributes; the classifier's ReLUs work in
+  // place at both stage boundaries, and --loss mse overrides its cross-entropy (the rank job
+  // carries it).
+  const std::string fixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
+  struct Case {
+    std::string model;
+    std::string devices;
+    std::string procs;
+  };
+  const std::vector<Case> cases{{"tiny_language_model.pt --balance 2,3", "cpu,cpu", "2"},
+                                {"tiny_classifier.pt --balance 1,2,4", "cpu,cpu,cpu", "3"},
+                                {"tiny_classifier.pt --balance 1,2,4 --loss mse", "cpu,cpu,cpu", "3"}};
+  for (const auto& [model, devices, procs] : cases) {
+    const std::string run = "run --batch 8 --chunks 4 --warmup 1 --steps 2 --threads 1 --lr 0.1 --timeout 30 --json "
+                            "--model " +
+                            fixtures + model;
+    const ProcessResult threaded = pipeprof(run + " --devices " + devices);
+    ASSERT_EQ(threaded.code, 0) << threaded.all;
+    const ProcessResult processes = pipeprof(run + " --procs " + procs);
+    ASSERT_EQ(processes.code, 0) << processes.all;
+    expectSameLosses(lastJson(processes.all).at("losses").get<std::vector<double>>(),
+                     lastJson(threaded.all).at("losses").get<std::vector<double>>(), model);
+  }
+}
+
 /// unet --depth 2 has 19 layers: enc0 (conv relu stash pool) enc1 (4) mid (2) dec1 (up concat conv
 /// relu) dec0 (4) head. Split 3,8,8: skip0 goes from stage 0 (layer 2) to stage 2 (layer 15),
 /// past rank 1; skip1 from stage 1 (layer 6) to stage 2 (layer 11).

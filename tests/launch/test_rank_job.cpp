@@ -78,6 +78,28 @@ TEST(RankJob, ATrainJobReadsBackAsWritten) {
   EXPECT_EQ(toJson(back), json);
 }
 
+TEST(RankJob, AnImportedModelsTaskReadsBackAsWritten) {
+  RankJob job = trainJob();
+  job.model.name = "lm.pt";
+  job.model.options = {};
+  job.model.options.inputShape = {6};
+  job.model.options.inputDtype = "long";
+  job.model.options.vocabSize = 16;
+  job.model.options.loss = "next_token";
+  job.model.options.numClasses = 3;
+  const nlohmann::json json = toJson(job);
+  EXPECT_EQ(json.at("model").at("loss"), "next_token");
+  const RankJob back = rankJobFromJson(json, "job.json");
+  EXPECT_EQ(back.model.options.inputShape, std::vector<std::int64_t>{6});
+  EXPECT_EQ(back.model.options.inputDtype, "long");
+  EXPECT_EQ(back.model.options.vocabSize, 16);
+  EXPECT_EQ(back.model.options.loss, "next_token");
+  EXPECT_EQ(back.model.options.numClasses, 3);
+  EXPECT_EQ(toJson(back), json);
+  // A zoo model's job names none of them.
+  EXPECT_FALSE(toJson(trainJob()).at("model").contains("loss"));
+}
+
 TEST(RankJob, ALinkJobReadsBackThroughItsFile) {
   RankJob job;
   job.kind = RankJobKind::LinkBenchmark;

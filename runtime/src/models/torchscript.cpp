@@ -1,11 +1,13 @@
-// Loading a user's model from a TorchScript file whose top level is a Sequential.
+// Loading a user's model from a TorchScript file whose top level is a Sequential (or a subclass).
 #include "models/zoo.h"
 
-#include "rng.h"
+#include "models/imported_task.h"
 
 #include <torch/script.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -42,6 +44,34 @@ class ScriptedLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ScriptedLayer);
 
+/// Whether the module's forward is a Sequential's: each child's forward once, in order, each on
+/// the previous one's output, the last one's returned. A scripted nn.Sequential, or a subclass
+/// that keeps its forward, compiles to exactly that chain.
+bool forwardChainsItsChildren(const torch::jit::Module& scripted) {
+  const auto method = scripted.find_method("forward");
+  if (!method) return false;
+  const std::shared_ptr<torch::jit::Graph> graph = method->graph();
+  if (graph->inputs().size() != 2 || graph->outputs().size() != 1) return false;
+  const torch::jit::Value* self = graph->inputs()[0];
+  const torch::jit::Value* x = graph->inputs()[1];
+  std::map<const torch::jit::Value*, std::string> children;  // what each GetAttr of self reads
+  std::vector<std::string> called;
+  for (torch::jit::Node* node : graph->nodes()) {
+    if (node->kind() == c10::prim::GetAttr && node->input(0) == self) {
+      children[node->output()] = node->s(c10::attr::name);
+    } else if (node->kind() == c10::prim::CallMethod && node->s(c10::attr::name) == "forward" &&
+               node->inputs().size() == 2 && children.count(node->input(0)) > 0 && node->input(1) == x) {
+      called.push_back(children.at(node->input(0)));
+      x = node->output();
+    } else {
+      return false;
+    }
+  }
+  std::vector<std::string> expected;
+  for (const auto& child : scripted.named_children()) expected.push_back(child.name);
+  return graph->outputs()[0] == x && called == expected;
+}
+
 }  // namespace
 
 Model loadTorchScriptModel(const std::string& path, const ModelOptions& options) {
@@ -52,40 +82,27 @@ Model loadTorchScriptModel(const std::string& path, const ModelOptions& options)
     throw std::invalid_argument("cannot load TorchScript model '" + path + "': " + e.what_without_backtrace());
   }
   const std::string type = scripted.type()->name() ? scripted.type()->name()->qualifiedName() : "";
-  if (type.find("Sequential") == std::string::npos) {
-    throw std::invalid_argument("TorchScript model '" + path + "' must have a Sequential at its top level (got '" +
-                                type + "'); script an nn.Sequential whose children are the layers");
-  }
-  std::vector<std::int64_t> inputShape = options.inputShape;
-  if (inputShape.empty() && scripted.hasattr("pipeprof_input_shape")) {
-    inputShape = scripted.attr("pipeprof_input_shape").toIntVector();
-  }
-  if (inputShape.empty()) {
+  if (scripted.named_children().size() == 0) {
     throw std::invalid_argument("TorchScript model '" + path +
-                                "' has no input shape: set ModelOptions::inputShape (the shape of one sample) or give "
-                                "the scripted Sequential a `pipeprof_input_shape` list attribute");
+                                "' has no children; it needs a Sequential of at least "
+                                "one layer");
   }
+  if (!forwardChainsItsChildren(scripted)) {
+    throw std::invalid_argument("TorchScript model '" + path +
+                                "' must be an nn.Sequential or a subclass that keeps "
+                                "its forward (got '" +
+                                type +
+                                "', whose forward does more than run its children in "
+                                "order); script an nn.Sequential whose children are the layers");
+  }
+  const ImportedTask task = importedTask(scripted, options, path);
   Model model;
   model.name = path;
   for (const auto& child : scripted.named_children()) {
     model.sequential->push_back(std::string(child.name), ScriptedLayer(child.value));
   }
-  if (model.sequential->size() == 0) {
-    throw std::invalid_argument("TorchScript model '" + path + "' is an empty Sequential; it needs at least one layer");
-  }
   model.defaultBatch = 8;
-  model.makeBatch = [inputShape](std::int64_t batch, std::int64_t seed) {
-    at::Generator generator = makeCpuGenerator(static_cast<std::uint64_t>(seed));
-    std::vector<std::int64_t> shape{batch};
-    shape.insert(shape.end(), inputShape.begin(), inputShape.end());
-    Batch b;
-    b.input = torch::randn(shape, generator, torch::kFloat32);
-    b.target = torch::zeros({batch}, torch::kFloat32);  // unused: the loss compares with zeros
-    return b;
-  };
-  model.loss = [](const torch::Tensor& output, const torch::Tensor& /*target*/) {
-    return torch::mse_loss(output, torch::zeros_like(output));
-  };
+  applyTask(task, model);
   return model;
 }
 

@@ -14,12 +14,27 @@ namespace pipeprof {
 
 /// Size knobs; 0 means the model's default (small enough for a sub-second CPU training step).
 struct ModelOptions {
-  std::int64_t width = 0;   ///< hidden width / channels / embedding size
-  std::int64_t depth = 0;   ///< blocks / layers
-  std::int64_t seed = 0;    ///< parameter initialisation seed
+  std::int64_t width = 0;  ///< hidden width / channels / embedding size
+  std::int64_t depth = 0;  ///< blocks / layers
+  std::int64_t seed = 0;   ///< parameter initialisation seed
   /// TorchScript models only: the shape of one input sample (without the batch dimension).
   /// Empty: read the scripted module's `pipeprof_input_shape` attribute (a list of ints).
   std::vector<std::int64_t> inputShape;
+  /// TorchScript models only, each read from the scripted module's attribute of the same name
+  /// (`pipeprof_input_dtype`, ...) when left empty or 0. inputDtype: "float" (the default,
+  /// normal samples) or "long" (token ids drawn from [0, vocabSize)). loss: "mse" (the default:
+  /// the output's mean square), "cross_entropy" (a [batch, numClasses] output against random
+  /// labels) or "next_token" (a language model's [batch, T, vocabulary] logits against its
+  /// token ids shifted by one).
+  std::string inputDtype;
+  std::int64_t vocabSize = 0;
+  std::string loss;
+  std::int64_t numClasses = 0;
+
+  /// Whether any option only a TorchScript model takes is set.
+  bool describesAnImportedModel() const {
+    return !inputShape.empty() || !inputDtype.empty() || vocabSize > 0 || !loss.empty() || numClasses > 0;
+  }
 };
 
 /// One training batch.
@@ -30,9 +45,9 @@ struct Batch {
 
 struct Model {
   std::string name;
-  torch::nn::Sequential sequential;      ///< children are the layers, named
-  std::vector<SkipRoute> skips;          ///< stash/pop routes between layers (layer indices)
-  std::int64_t defaultBatch = 32;        ///< a batch the demo and tests use
+  torch::nn::Sequential sequential;  ///< children are the layers, named
+  std::vector<SkipRoute> skips;      ///< stash/pop routes between layers (layer indices)
+  std::int64_t defaultBatch = 32;    ///< a batch the demo and tests use
   /// A deterministic random batch of `batch` samples for `seed`.
   std::function<Batch(std::int64_t batch, std::int64_t seed)> makeBatch;
   /// Scalar training loss of the model output against the batch target.
