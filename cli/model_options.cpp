@@ -14,6 +14,7 @@ ModelSpec ModelFlags::spec() const {
   spec.options.depth = depth;
   spec.options.seed = seed;
   spec.threads = threads;
+  spec.options.tieEmbeddings = tieEmbeddings;
   spec.options.inputShape = inputShape;
   spec.options.inputDtype = inputDtype;
   spec.options.vocabSize = vocabSize;
@@ -43,6 +44,9 @@ void addModelFlags(CLI::App& command, ModelFlags& flags, const std::string& thre
       ->check(atLeastOne("the model's depth"));
   command.add_option("--seed", flags.seed, "parameter initialisation seed")->capture_default_str();
   command.add_option("--threads", flags.threads, threads)->check(atLeastOne("the default thread count"));
+  command.add_flag("--tie-embeddings", flags.tieEmbeddings,
+                   "gpt: its head's weight is its token embedding's, replicated on the stages' devices and its "
+                   "gradients summed once per step");
   const std::string imported = "TorchScript models: ";
   command
       .add_option("--input-shape", flags.inputShape,

@@ -21,12 +21,13 @@ namespace pipeprof::cli {
 /// What the model flags hold after parsing. A flag left out holds 0 ("the model's default");
 /// a flag given must be at least 1 (CLI11 refuses 0 and negative values with exit code 2).
 struct ModelFlags {
-  std::string model = "mlp";  ///< zoo name or TorchScript file (.pt)
-  std::int64_t batch = 0;     ///< mini-batch in samples; 0 = the model's default batch
-  std::int64_t width = 0;     ///< 0 = the model's default
-  std::int64_t depth = 0;     ///< 0 = the model's default
-  std::int64_t seed = 0;      ///< parameter initialisation seed
-  std::int64_t threads = 0;   ///< intra-op threads (LibTorch and OpenBLAS); 0 = leave their defaults
+  std::string model = "mlp";   ///< zoo name or TorchScript file (.pt)
+  std::int64_t batch = 0;      ///< mini-batch in samples; 0 = the model's default batch
+  std::int64_t width = 0;      ///< 0 = the model's default
+  std::int64_t depth = 0;      ///< 0 = the model's default
+  std::int64_t seed = 0;       ///< parameter initialisation seed
+  std::int64_t threads = 0;    ///< intra-op threads (LibTorch and OpenBLAS); 0 = leave their defaults
+  bool tieEmbeddings = false;  ///< gpt: its head's weight is its embedding's
   /// A TorchScript model's inputs and loss (ModelOptions); empty or 0: its attributes' or the defaults.
   std::vector<std::int64_t> inputShape;
   std::string inputDtype;

@@ -20,6 +20,7 @@ nlohmann::json toJson(const ModelSpec& model) {
   if (model.options.vocabSize > 0) json["vocab_size"] = model.options.vocabSize;
   if (!model.options.loss.empty()) json["loss"] = model.options.loss;
   if (model.options.numClasses > 0) json["num_classes"] = model.options.numClasses;
+  if (model.options.tieEmbeddings) json["tie_embeddings"] = true;
   return json;
 }
 
@@ -39,6 +40,7 @@ ModelSpec modelFromJson(const JsonCursor& json) {
   if (json.has("vocab_size")) model.options.vocabSize = json.at("vocab_size").asPositiveInt();
   if (json.has("loss")) model.options.loss = json.at("loss").asString();
   if (json.has("num_classes")) model.options.numClasses = json.at("num_classes").asPositiveInt();
+  if (json.has("tie_embeddings")) model.options.tieEmbeddings = json.at("tie_embeddings").asBool();
   return model;
 }
 

@@ -51,6 +51,10 @@ Model buildModel(const std::string& nameOrPath, const ModelOptions& options) {
     throw std::invalid_argument("model width and depth must be non-negative (width: " + std::to_string(options.width) +
                                 ", depth: " + std::to_string(options.depth) + "); 0 selects the default");
   }
+  if (options.tieEmbeddings && nameOrPath != "gpt") {
+    throw std::invalid_argument("only the gpt zoo model ties its embedding and head ('" + nameOrPath +
+                                "' has no option to; a TorchScript model ties them itself, as scripted)");
+  }
   for (const ZooEntry& entry : zooEntries()) {
     if (nameOrPath != entry.name) continue;
     if (options.describesAnImportedModel()) {

@@ -56,8 +56,8 @@ void validatePipeArguments(const torch::nn::Sequential& module, const std::vecto
   }
   const auto n = static_cast<std::int64_t>(balance.size());
   // The shape apart from the micro-batch count (checked after scattering): m = p passes.
-  const std::string shape =
-      scheduleShapeError(kind, stagesPerDevice, n, stagesPerDevice > 0 ? std::max<std::int64_t>(n / stagesPerDevice, 1) : 1);
+  const std::string shape = scheduleShapeError(
+      kind, stagesPerDevice, n, stagesPerDevice > 0 ? std::max<std::int64_t>(n / stagesPerDevice, 1) : 1);
   if (!shape.empty()) {
     throw std::invalid_argument(shape + " (balance: " + listText(balance) + ")");
   }
@@ -78,18 +78,6 @@ void validatePipeArguments(const torch::nn::Sequential& module, const std::vecto
   for (const auto& child : module->children()) {
     if (!children.insert(child.get()).second) {
       throw std::invalid_argument("module with duplicate children is not supported");
-    }
-  }
-  std::set<const void*> seen;
-  for (const auto& child : module->children()) {
-    std::set<const void*> own;
-    for (const auto& parameter : child->parameters()) {
-      own.insert(parameter.unsafeGetTensorImpl());
-    }
-    for (const void* parameter : own) {
-      if (!seen.insert(parameter).second) {
-        throw std::invalid_argument("module with duplicate parameters in distinct children is not supported");
-      }
     }
   }
 }
@@ -123,7 +111,8 @@ std::vector<PartitionSkipRoute> partitionSkipRoutes(const torch::nn::Sequential&
   std::vector<PartitionSkipRoute> routes;
   const std::vector<SkipRouteKey> keys = skipRouteKeys(module);
   for (std::size_t s = 0; s < keys.size(); ++s) {
-    routes.push_back({keys[s].key, static_cast<std::int64_t>(s), partitionOf(keys[s].stashLayer), partitionOf(keys[s].popLayer)});
+    routes.push_back(
+        {keys[s].key, static_cast<std::int64_t>(s), partitionOf(keys[s].stashLayer), partitionOf(keys[s].popLayer)});
   }
   return routes;
 }

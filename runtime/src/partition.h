@@ -56,7 +56,8 @@ const PartitionSkipRoute* crossRoute(const std::vector<PartitionSkipRoute>& rout
 torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad);
 
 /// Throws std::invalid_argument with torchgpipe's messages for a bad balance, too few
-/// devices, non-positive chunks, duplicate children or parameters shared by distinct children,
+/// devices, non-positive chunks, duplicate children (parameters shared by children are
+/// replicated instead: shared_parameters.h),
 /// and with scheduleShapeError's for a (schedule, stages per device) that cannot hold the
 /// balance. The p = n / v pipeline devices need deviceCount >= p.
 void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,

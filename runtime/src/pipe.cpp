@@ -8,6 +8,7 @@
 #include "phase_run.h"
 #include "pipe_backward.h"
 #include "pipeline.h"
+#include "shared_parameters.h"
 #include "step_setup.h"
 #include "streams.h"
 #include "worker.h"
@@ -62,6 +63,7 @@ class PipeImpl {
     devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
     options_.devices = devices_;
     installMemoryTracker();
+    shared_ = replicateSharedParameters(module_, options_.balance, static_cast<std::int64_t>(p));
     partitions_ = splitModule(module_, options_.balance, devices_);
     if (options_.deferredBatchNorm) {
       module_ = withDeferredBatchNorm(module_, deferredBatchNorms_);
@@ -131,6 +133,7 @@ class PipeImpl {
   PipeOptions options_;  ///< its balance, and its devices resolved
   std::vector<torch::Device> devices_;
   std::vector<Partition> partitions_;
+  std::vector<SharedParameter> shared_;      ///< parameters layers of several pipeline devices hold
   std::vector<std::string> deviceNames_;     ///< per stage: its pipeline device's trace name
   std::vector<Bytes> deviceParameterBytes_;  ///< per pipeline device: its stages' parameters
   /// Shared with the autograd nodes of pending steps, so a backward can run after the Pipe moved.
@@ -249,6 +252,7 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
       batchNorm->commit();  // every forward of the step has run
     }
   }
+  sumSharedGradients(shared_);  // every backward of the step has run
   torch::Tensor loss = step->lossSum();
   step->release();
   return loss;

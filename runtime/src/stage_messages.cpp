@@ -14,7 +14,8 @@ TensorSpecs specsOf(const Tensors& tensors) {
   }
   TensorSpecs specs;
   for (const torch::Tensor& tensor : tensors) {
-    if (!tensor.defined()) throw std::invalid_argument("a stage returned an undefined tensor, which no rank can receive");
+    if (!tensor.defined())
+      throw std::invalid_argument("a stage returned an undefined tensor, which no rank can receive");
     if (tensor.dim() > kMaxTensorDims) {
       throw std::invalid_argument("a tensor crossing a stage boundary has " + std::to_string(tensor.dim()) +
                                   " dimensions; the process layout passes at most " + std::to_string(kMaxTensorDims));
@@ -50,7 +51,8 @@ TensorSpecs decodeSpecs(const torch::Tensor& header) {
     TensorSpec spec;
     spec.dtype = static_cast<torch::ScalarType>(values[at]);
     const std::int64_t dims = values[at + 1];
-    if (dims < 0 || dims > kMaxTensorDims) throw std::runtime_error("a shape header announced " + std::to_string(dims) + " dims");
+    if (dims < 0 || dims > kMaxTensorDims)
+      throw std::runtime_error("a shape header announced " + std::to_string(dims) + " dims");
     for (std::int64_t d = 0; d < dims; ++d) spec.shape.push_back(values[at + 2 + d]);
     specs.push_back(std::move(spec));
     at += 2 + kMaxTensorDims;
@@ -60,7 +62,7 @@ TensorSpecs decodeSpecs(const torch::Tensor& header) {
 
 MessageTags::MessageTags(std::int64_t stages, std::int64_t microBatches, std::int64_t skips)
     : stages_(stages), microBatches_(microBatches), skips_(skips) {
-  const double largest = 5.0 * static_cast<double>(skips + 1) * static_cast<double>(stages) *
+  const double largest = 6.0 * static_cast<double>(skips + 1) * static_cast<double>(stages) *
                          static_cast<double>(microBatches) * static_cast<double>(kMaxBoundaryTensors);
   if (largest >= 1073741824.0) {  // tags from 2^30 up are control messages (rank_training.cpp)
     throw std::invalid_argument("too many messages per step for c10d's tags (" + std::to_string(stages) + " stages, " +

@@ -38,7 +38,8 @@ std::int64_t specHeaderLength();
 
 /// What a message carries. Activation edges are named by the sending stage of the forward
 /// (stage j -> j+1), skips by their index in ScheduleSpec::skips.
-enum class MessageKind { Shapes = 0, Activation = 1, Gradient = 2, Skip = 3, SkipGradient = 4 };
+/// SharedGradient: once per step from each rank holding a shared parameter (edge: the sender).
+enum class MessageKind { Shapes = 0, Activation = 1, Gradient = 2, Skip = 3, SkipGradient = 4, SharedGradient = 5 };
 
 /// Tags are unique per step: (kind, skip, stage edge, micro-batch, tensor). The schedule fixes
 /// n, m and the skip count, so every rank computes the same tag. Throws std::invalid_argument

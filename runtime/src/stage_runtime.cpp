@@ -5,6 +5,7 @@
 #include "microbatch.h"
 #include "partition.h"
 #include "shape_channel.h"
+#include "shared_gradient_exchange.h"
 #include "stage_messages.h"
 #include "stage_step.h"
 #include "step_setup.h"
@@ -50,6 +51,12 @@ class StageRuntimeImpl {
     // Other ranks' stages stay on the CPU and are dropped with `module` when this returns.
     std::vector<torch::Device> devices(static_cast<std::size_t>(p_), torch::Device(torch::kCPU));
     devices[static_cast<std::size_t>(rank_)] = options_.device;
+    shared_ = replicateSharedParameters(module, options_.balance, p_);
+    for (SharedParameter& parameter : shared_) {
+      for (SharedParameter::Copy& copy : parameter.copies) {
+        if (copy.d != rank_) copy.tensor = torch::Tensor();  // another rank's, dropped with its stages
+      }
+    }
     std::vector<Partition> all = splitModule(module, options_.balance, devices);
     stochastic_ = anyStochastic(all);  // every rank draws the step's seed as the threaded Pipe does
     for (Partition& partition : all) {
@@ -104,6 +111,7 @@ class StageRuntimeImpl {
     RankStep step(std::move(core), context_, std::move(batch.inputs), std::move(targets), rows);
     ++context_.stepIndex;
     step.run();
+    if (!shared_.empty()) exchangeSharedGradients(mailbox_, *context_.tags, shared_, rank_);
     if (training_) {
       for (const auto& batchNorm : deferredBatchNorms_) batchNorm->commit();
     }
@@ -132,6 +140,7 @@ class StageRuntimeImpl {
   bool stochastic_ = false;
   bool training_ = true;
   std::vector<PartitionSkipRoute> routes_;
+  std::vector<SharedParameter> shared_;  ///< parameters layers of several ranks hold
   ScheduleCache schedules_;
   std::vector<Partition> partitions_;
   std::vector<std::shared_ptr<DeferredBatchNormImpl>> deferredBatchNorms_;

@@ -78,23 +78,23 @@ TEST(RunDist, TwoRanksTrainWithEveryOptimizerAndBf16AsTheThreadedPipe) {
   }
 }
 
-TEST(RunDist, ImportedModelsTrainOnRanksWithTheirTaskAsTheThreadedPipe) {
-  // The language model's next-token loss from its attributes; the classifier's ReLUs work in
-  // place at both stage boundaries, and --loss mse overrides its cross-entropy (the rank job
-  // carries it).
+TEST(RunDist, ImportedAndTiedModelsTrainOnRanksAsTheThreadedPipe) {
+  // The language model's next-token loss from its attributes and its tied head; the
+  // classifier's ReLUs work in place at both stage boundaries, and --loss mse overrides its
+  // cross-entropy (the rank job carries it); gpt's tied embeddings (the rank job carries it).
   const std::string fixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
   struct Case {
     std::string model;
     std::string devices;
     std::string procs;
   };
-  const std::vector<Case> cases{{"tiny_language_model.pt --balance 2,3", "cpu,cpu", "2"},
-                                {"tiny_classifier.pt --balance 1,2,4", "cpu,cpu,cpu", "3"},
-                                {"tiny_classifier.pt --balance 1,2,4 --loss mse", "cpu,cpu,cpu", "3"}};
+  const std::vector<Case> cases{{fixtures + "tiny_language_model.pt --balance 2,3", "cpu,cpu", "2"},
+                                {fixtures + "tiny_classifier.pt --balance 1,2,4", "cpu,cpu,cpu", "3"},
+                                {fixtures + "tiny_classifier.pt --balance 1,2,4 --loss mse", "cpu,cpu,cpu", "3"},
+                                {"gpt --width 32 --depth 2 --tie-embeddings --balance 2,3", "cpu,cpu", "2"}};
   for (const auto& [model, devices, procs] : cases) {
-    const std::string run = "run --batch 8 --chunks 4 --warmup 1 --steps 2 --threads 1 --lr 0.1 --timeout 30 --json "
-                            "--model " +
-                            fixtures + model;
+    const std::string run =
+        "run --batch 8 --chunks 4 --warmup 1 --steps 2 --threads 1 --lr 0.1 --timeout 30 --json --model " + model;
     const ProcessResult threaded = pipeprof(run + " --devices " + devices);
     ASSERT_EQ(threaded.code, 0) << threaded.all;
     const ProcessResult processes = pipeprof(run + " --procs " + procs);

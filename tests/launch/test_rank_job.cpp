@@ -96,8 +96,12 @@ TEST(RankJob, AnImportedModelsTaskReadsBackAsWritten) {
   EXPECT_EQ(back.model.options.loss, "next_token");
   EXPECT_EQ(back.model.options.numClasses, 3);
   EXPECT_EQ(toJson(back), json);
-  // A zoo model's job names none of them.
+  // A zoo model's job names none of them; gpt's tie is a flag of its own.
   EXPECT_FALSE(toJson(trainJob()).at("model").contains("loss"));
+  RankJob tied = trainJob();
+  tied.model.options.tieEmbeddings = true;
+  EXPECT_TRUE(rankJobFromJson(toJson(tied), "job.json").model.options.tieEmbeddings);
+  EXPECT_FALSE(toJson(trainJob()).at("model").contains("tie_embeddings"));
 }
 
 TEST(RankJob, ALinkJobReadsBackThroughItsFile) {

@@ -53,8 +53,13 @@ TEST(PipeErrors, ValidationMessagesNameTheBadValues) {
   torch::nn::Sequential duplicateParameters;
   duplicateParameters->push_back("a", std::make_shared<ScaleImpl>(scale));
   duplicateParameters->push_back("b", std::make_shared<ScaleImpl>(scale));
+  // Shared by two stages on two devices: a layer that cannot hold a replica is named. In one
+  // stage the parameter is simply shared.
   EXPECT_EQ(constructionError(duplicateParameters, {1, 1}),
-            "module with duplicate parameters in distinct children is not supported");
+            "parameter 'a.scale' is shared by layer 'a' (stage 0) and layer 'b' (stage 1) on another pipeline "
+            "device, which cannot hold a replica of it (a TorchScript layer or the zoo's tied head can); put both in "
+            "one stage");
+  EXPECT_EQ(constructionError(duplicateParameters, {2}), "");
 }
 
 TEST(PipeErrors, WrongInputsAreRefused) {

@@ -2,6 +2,7 @@
 #include "models/zoo.h"
 
 #include "rng.h"
+#include "shared_parameters.h"
 
 #include <cmath>
 #include <string>
@@ -23,12 +24,35 @@ class EmbeddingImpl : public torch::nn::Module {
     const torch::Tensor positions = torch::arange(ids.size(1), ids.options());
     return tokens_(ids) + positions_(positions).unsqueeze(0);
   }
+  /// The token embedding's [vocabulary, width] weight, which a tied head shares.
+  const torch::Tensor& tokenWeight() const { return tokens_->weight; }
 
  private:
   torch::nn::Embedding tokens_;
   torch::nn::Embedding positions_;
 };
 TORCH_MODULE(Embedding);
+
+/// The output head whose weight is the token embedding's (tied embeddings): logits =
+/// x W^T + b with W the embedding's [vocabulary, width] weight. On another pipeline device than
+/// the embedding it holds a replica of W (shared_parameters.h).
+class TiedHeadImpl : public torch::nn::Module, public ReplicaHolder {
+ public:
+  explicit TiedHeadImpl(const torch::Tensor& embedding)
+      : weight_(register_parameter("weight", embedding)),
+        bias_(register_parameter("bias", torch::zeros({embedding.size(0)}))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return torch::nn::functional::linear(x, weight_, bias_); }
+  void holdReplica(const torch::Tensor& shared, const torch::Tensor& replica) override {
+    if (!weight_.is_same(shared)) return;
+    weight_ = replica;
+    parameters_["weight"] = replica;
+  }
+
+ private:
+  torch::Tensor weight_;
+  torch::Tensor bias_;
+};
+TORCH_MODULE(TiedHead);
 
 /// One pre-norm decoder block: x + attention(norm(x)), then x + mlp(norm(x)); causal
 /// multi-head self-attention written with basic ops so it runs on LibTorch 1.13.
@@ -82,12 +106,17 @@ Model buildGpt(const ModelOptions& options) {
   {
     SeededRngScope rng(static_cast<std::uint64_t>(options.seed));
     auto& s = model.sequential;
-    s->push_back("embed", Embedding(width));
+    Embedding embed(width);
+    s->push_back("embed", embed);
     for (std::int64_t k = 0; k < depth; ++k) {
       s->push_back("block" + std::to_string(k), Block(width));
     }
     s->push_back("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
-    s->push_back("head", torch::nn::Linear(width, kVocabulary));
+    if (options.tieEmbeddings) {
+      s->push_back("head", TiedHead(embed->tokenWeight()));
+    } else {
+      s->push_back("head", torch::nn::Linear(width, kVocabulary));
+    }
   }
   model.defaultBatch = 16;
   model.makeBatch = [](std::int64_t batch, std::int64_t seed) {

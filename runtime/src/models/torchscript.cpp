@@ -2,6 +2,7 @@
 #include "models/zoo.h"
 
 #include "models/imported_task.h"
+#include "shared_parameters.h"
 
 #include <torch/script.h>
 
@@ -16,7 +17,7 @@ namespace {
 /// One child of the scripted Sequential as a layer: forwards to the scripted module and
 /// registers its parameters and buffers (the same tensors), so moving, training and
 /// gradients work as for a native layer.
-class ScriptedLayerImpl : public torch::nn::Module {
+class ScriptedLayerImpl : public torch::nn::Module, public ReplicaHolder {
  public:
   explicit ScriptedLayerImpl(torch::jit::Module module) : module_(std::move(module)) {
     for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
@@ -32,6 +33,25 @@ class ScriptedLayerImpl : public torch::nn::Module {
   void train(bool on) override {
     torch::nn::Module::train(on);
     module_.train(on);
+  }
+
+  /// The scripted slots holding `shared` (each submodule has its own) and this layer's own
+  /// registration of them.
+  void holdReplica(const torch::Tensor& shared, const torch::Tensor& replica) override {
+    std::vector<std::string> slots;
+    for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
+      if (parameter.value.is_same(shared)) slots.push_back(parameter.name);
+    }
+    for (const std::string& name : slots) {
+      torch::jit::Module owner = module_;
+      std::string slot = name;
+      for (std::size_t dot = slot.find('.'); dot != std::string::npos; dot = slot.find('.')) {
+        owner = owner.attr(slot.substr(0, dot)).toModule();
+        slot = slot.substr(dot + 1);
+      }
+      owner.setattr(slot, replica);
+      parameters_[flatName(name)] = replica;
+    }
   }
 
  private:

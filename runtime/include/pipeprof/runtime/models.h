@@ -17,6 +17,8 @@ struct ModelOptions {
   std::int64_t width = 0;  ///< hidden width / channels / embedding size
   std::int64_t depth = 0;  ///< blocks / layers
   std::int64_t seed = 0;   ///< parameter initialisation seed
+  /// gpt only: its output head's weight is its token embedding's (one parameter in two layers).
+  bool tieEmbeddings = false;
   /// TorchScript models only: the shape of one input sample (without the batch dimension).
   /// Empty: read the scripted module's `pipeprof_input_shape` attribute (a list of ints).
   std::vector<std::int64_t> inputShape;

@@ -1,0 +1,57 @@
+// Parameters shared by layers of stages on different pipeline devices (a language model's tied
+// embedding and head): replicated on each device, their gradients summed once per step.
+//
+// A stage can only use a tensor on its own device, so where layers of two pipeline devices hold
+// the same parameter, the first device keeps it and each later one gets a replica: a copy of
+// it that the later layers hold in its place (a layer must be able to take one:
+// ReplicaHolder). Both train as one parameter would: after a step's backward the gradients
+// of all copies are summed, in pipeline-device order so every copy gets the same bits, and
+// written to every copy; each device's optimizer then steps its own copy with the same
+// gradient and state, so the copies stay identical (Megatron's and DeepSpeed's tied layers).
+// Between threads the sum is an add on the caller's thread; between ranks each sends its
+// gradients to the others (rank_channel.h) and adds theirs.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+
+/// A layer that can hold a replica of a parameter in place of the shared tensor.
+class ReplicaHolder {
+ public:
+  virtual ~ReplicaHolder() = default;
+  /// Makes every slot of the layer (and its descendants) that holds `shared` hold `replica`.
+  virtual void holdReplica(const torch::Tensor& shared, const torch::Tensor& replica) = 0;
+};
+
+/// One parameter held by layers of more than one pipeline device.
+struct SharedParameter {
+  std::string name;  ///< as the first layer holding it names it ("embed.tokens.weight")
+  struct Copy {
+    std::int64_t d = 0;      ///< pipeline device
+    std::int64_t stage = 0;  ///< the first stage on d whose layers hold it
+    torch::Tensor tensor;    ///< the original on the first device, a replica on the others
+  };
+  std::vector<Copy> copies;  ///< by pipeline device, ascending
+};
+
+/// Finds the parameters the layers of stages on different pipeline devices (stage j on device
+/// j mod p) share, and gives each later device a replica (a detached copy, requiring grad as
+/// the original does) held by its layers. Call before the layers move to their devices.
+/// Throws std::invalid_argument naming the layers when one that must hold a replica cannot.
+std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequential& module,
+                                                       const std::vector<std::int64_t>& balance, std::int64_t p);
+
+/// The sum of `grads` in their order, an undefined one counting as zeros shaped like `like`;
+/// on `like`'s device.
+torch::Tensor sumInOrder(const std::vector<torch::Tensor>& grads, const torch::Tensor& like);
+
+/// Sums the gradients of every copy (in device order) and writes the sum to each copy's
+/// gradient, in place where it exists. For the copies one process holds (the threaded Pipe).
+void sumSharedGradients(const std::vector<SharedParameter>& shared);
+
+}  // namespace pipeprof

@@ -1,0 +1,140 @@
+// Parameters shared by stages on different devices (gpt --tie-embeddings): replicated, their
+// gradients summed once per step, in both executors; the copies stay bit-identical.
+#include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/pipe.h>
+#include <pipeprof/runtime/stage_runtime.h>
+#include <pipeprof/runtime/training_loop.h>
+
+#include "pipe_test_util.h"
+#include "rank_world.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace pipeprof {
+namespace {
+
+using testing::close;
+using testing::runRanks;
+using testing::stageOptions;
+
+/// gpt at width 32, depth 2 (embed block0 block1 norm head) with its head tied to its embedding.
+Model tiedGpt() {
+  ModelOptions options;
+  options.width = 32;
+  options.depth = 2;
+  options.seed = 5;
+  options.tieEmbeddings = true;
+  return buildModel("gpt", options);
+}
+
+constexpr const char* kEmbedding = "embed.tokens.weight";
+constexpr const char* kHead = "head.weight";
+
+struct Expected {
+  torch::Tensor loss;
+  std::map<std::string, torch::Tensor> grads;
+};
+
+Expected unpartitioned(const Batch& batch) {
+  Model whole = tiedGpt();
+  EXPECT_TRUE(whole.sequential->named_parameters()[kHead].is_same(whole.sequential->named_parameters()[kEmbedding]));
+  torch::Tensor loss = whole.loss(whole.sequential->forward(batch.input), batch.target);
+  loss.backward();
+  Expected expected{loss.detach(), {}};
+  for (const auto& named : whole.sequential->named_parameters()) expected.grads[named.key()] = named.value().grad();
+  return expected;
+}
+
+struct Case {
+  ScheduleKind kind;
+  std::int64_t v;
+  std::vector<std::int64_t> balance;
+};
+// The embedding on device 0, the head on device 1 (the last stage is on device p - 1).
+const std::vector<Case> kCases{{ScheduleKind::GPipe, 1, {2, 3}},
+                               {ScheduleKind::OneFOneB, 1, {1, 2, 2}},
+                               {ScheduleKind::Interleaved, 2, {1, 1, 1, 2}}};
+
+TEST(SharedParameters, ATiedHeadTrainsAsTheUnpartitionedModelsOneParameterUnderEverySchedule) {
+  const Batch batch = tiedGpt().makeBatch(8, 3);
+  const Expected expected = unpartitioned(batch);
+  for (const Case& c : kCases) {
+    for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+      SCOPED_TRACE(scheduleKindName(c.kind) + " " + std::string(checkpointName(mode)));
+      Model model = tiedGpt();
+      PipeOptions options;
+      static_cast<PipelineShape&>(options) = stageOptions(c.kind, c.v, c.balance, 4, mode);
+      Pipe pipe(model.sequential, c.balance, options);
+      const auto named = pipe.module()->named_parameters();
+      ASSERT_FALSE(named[kHead].is_same(named[kEmbedding])) << "the head's device holds a replica";
+      const torch::Tensor loss = pipe.step(batch.input, batch.target, model.loss);
+      ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
+      for (const auto& parameter : named) {
+        ASSERT_TRUE(close(parameter.value().grad(), expected.grads.at(parameter.key()))) << parameter.key();
+      }
+      EXPECT_TRUE(torch::equal(named[kHead].grad(), named[kEmbedding].grad())) << "one sum, written to both";
+    }
+  }
+}
+
+TEST(SharedParameters, RanksExchangeTheTiedGradientsAndGetTheUnpartitionedModels) {
+  const Batch batch = tiedGpt().makeBatch(8, 3);
+  const Expected expected = unpartitioned(batch);
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(scheduleKindName(c.kind));
+    const StageOptions options = stageOptions(c.kind, c.v, c.balance, 4, Checkpoint::ExceptLast);
+    const int p = static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v));
+    std::vector<Model> models;  // built here: the ranks' threads would race for the seed
+    for (int r = 0; r < p; ++r) models.push_back(tiedGpt());
+    std::mutex mutex;
+    torch::Tensor loss;
+    std::map<std::string, torch::Tensor> grads;
+    const auto errors = runRanks(p, [&](int rank, Transport& transport) {
+      Model& model = models[static_cast<std::size_t>(rank)];
+      StageRuntime runtime(model.sequential, options, transport);
+      const torch::Tensor rankLoss = runtime.step(batch.input, batch.target, model.loss, 0);
+      const auto names = runtime.parameterNames();
+      const auto parameters = runtime.parameters();
+      std::lock_guard<std::mutex> lock(mutex);
+      if (rankLoss.defined()) loss = rankLoss;
+      for (std::size_t k = 0; k < names.size(); ++k) grads[names[k]] = parameters[k].grad();
+    });
+    ASSERT_EQ(testing::joined(errors), "");
+    ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
+    for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(grads.at(name), grad)) << name;
+    EXPECT_TRUE(torch::equal(grads.at(kHead), grads.at(kEmbedding)));
+  }
+}
+
+TEST(SharedParameters, TheCopiesAreBitIdenticalAfterTenAdamWSteps) {
+  Model model = tiedGpt();
+  TrainingOptions options;
+  static_cast<PipelineShape&>(options) = stageOptions(ScheduleKind::OneFOneB, 1, {2, 3}, 4, Checkpoint::Never);
+  options.devices = {torch::kCPU, torch::kCPU};
+  options.batch = 8;
+  options.warmupSteps = 0;
+  options.steps = 10;
+  options.optimizer.kind = OptimizerKind::AdamW;
+  options.optimizer.learningRate = 0.01;
+  const TrainingResult result = trainAndMeasure(model, options);
+  ASSERT_EQ(result.losses.size(), 10u);
+  EXPECT_LT(result.losses.back(), result.losses.front());
+  const auto named = model.sequential->named_parameters();
+  ASSERT_FALSE(named[kHead].is_same(named[kEmbedding]));
+  EXPECT_TRUE(torch::equal(named[kHead], named[kEmbedding]));
+  EXPECT_FALSE(torch::equal(named[kHead], tiedGpt().sequential->named_parameters()[kHead])) << "it trained";
+}
+
+TEST(SharedParameters, OnlyGptTiesItsEmbeddings) {
+  ModelOptions options;
+  options.tieEmbeddings = true;
+  EXPECT_THROW(buildModel("mlp", options), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace pipeprof
