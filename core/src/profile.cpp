@@ -375,6 +375,13 @@ nlohmann::json toJson(const Profile& profile) {
     json["loss"] = {{"keeps_output", profile.loss.keepsOutput}, {"costs", costs}};
   }
   if (profile.libraryWorkspaceBytes != 0) json["library_workspace_bytes"] = profile.libraryWorkspaceBytes;
+  if (!profile.sharedParameters.empty()) {
+    nlohmann::json shared = nlohmann::json::array();
+    for (const SharedParameterProfile& parameter : profile.sharedParameters) {
+      shared.push_back({{"name", parameter.name}, {"layers", parameter.layers}, {"bytes", parameter.bytes}});
+    }
+    json["shared_parameters"] = shared;
+  }
   return json;
 }
 
@@ -434,6 +441,28 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
         }
       }
       profile.skips.push_back(skip);
+    }
+  }
+  if (root.has("shared_parameters")) {
+    for (const JsonCursor& item : root.at("shared_parameters").items()) {
+      SharedParameterProfile parameter;
+      parameter.name = item.at("name").asString();
+      const JsonCursor layerList = item.at("layers");
+      for (const JsonCursor& layer : layerList.items()) {
+        const std::int64_t index = layer.asNonNegativeInt();
+        if (index >= profile.layerCount()) {
+          layer.fail("layer " + std::to_string(index) + " is out of range (the model has layers 0.." +
+                     std::to_string(profile.layerCount() - 1) + ")");
+        }
+        if (!parameter.layers.empty() && index <= parameter.layers.back()) {
+          layer.fail("expected layers in ascending order, each once; got " + std::to_string(index) + " after " +
+                     std::to_string(parameter.layers.back()));
+        }
+        parameter.layers.push_back(index);
+      }
+      if (parameter.layers.size() < 2) layerList.fail("expected at least two layers sharing the parameter");
+      parameter.bytes = item.at("bytes").asNonNegativeInt();
+      profile.sharedParameters.push_back(parameter);
     }
   }
   return profile;

@@ -52,6 +52,7 @@
 #include "loss_profiler.h"
 #include "make_optimizer.h"
 #include "profiling_scopes.h"
+#include "shared_parameters.h"
 #include "stage_input.h"
 
 #include <pipeprof/core/allocator_rounding.h>
@@ -585,6 +586,9 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       layer.paramBytes += parameterBytes(p);
       if (p.requires_grad()) layer.gradBytes += parameterBytes(p);
     }
+  }
+  for (const SharedParameterUse& use : findSharedParameters(sequential)) {
+    profile.sharedParameters.push_back({use.name, use.layers, parameterBytes(use.tensor)});
   }
   profile.libraryWorkspaceBytes = measureLibraryWorkspaceBytes(options.device);  // 0 on CPU
   // CUDA: the kernels of each pass, for the simulator's launch model; without CUPTI (no driver

@@ -136,6 +136,7 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
   std::vector<Partition> partitions;
   auto named = module->named_children();
   std::int64_t layer = 0;
+  std::vector<std::set<const void*>> counted(devices.size());  // a parameter a device's layers share counts once
   for (std::size_t j = 0; j < balance.size(); ++j) {
     Partition partition;
     partition.j = static_cast<std::int64_t>(j);
@@ -150,6 +151,7 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
         partition.stochastic = partition.stochastic || isDropoutLike(*descendant);
       }
       for (const auto& parameter : child->parameters()) {
+        if (!counted[j % devices.size()].insert(parameter.unsafeGetTensorImpl()).second) continue;
         partition.parameterBytes += static_cast<Bytes>(parameter.numel() * parameter.element_size());
       }
       partition.layers.push_back(*std::next(module->begin(), layer));

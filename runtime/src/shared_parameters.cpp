@@ -5,16 +5,30 @@
 #include <stdexcept>
 
 namespace pipeprof {
-namespace {
-
-/// Where a parameter is held: its name in its first layer, and the layers (indices) holding it.
-struct Holders {
-  std::string name;
-  torch::Tensor tensor;
-  std::vector<std::size_t> layers;
-};
-
-}  // namespace
+std::vector<SharedParameterUse> findSharedParameters(const torch::nn::Sequential& module) {
+  const auto named = module->named_children();
+  std::map<const void*, SharedParameterUse> uses;
+  std::vector<const void*> order;  // first held first
+  for (std::size_t layer = 0; layer < named.size(); ++layer) {
+    for (const auto& parameter : named[layer].value()->named_parameters()) {
+      const void* impl = parameter.value().unsafeGetTensorImpl();
+      SharedParameterUse& use = uses[impl];
+      if (use.layers.empty()) {
+        use.name = named[layer].key() + "." + parameter.key();
+        use.tensor = parameter.value();
+        order.push_back(impl);
+      }
+      if (use.layers.empty() || use.layers.back() != static_cast<std::int64_t>(layer)) {
+        use.layers.push_back(static_cast<std::int64_t>(layer));
+      }
+    }
+  }
+  std::vector<SharedParameterUse> shared;
+  for (const void* impl : order) {
+    if (uses.at(impl).layers.size() > 1) shared.push_back(std::move(uses.at(impl)));
+  }
+  return shared;
+}
 
 std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequential& module,
                                                        const std::vector<std::int64_t>& balance, std::int64_t p) {
@@ -22,48 +36,35 @@ std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequenti
   for (std::size_t j = 0; j < balance.size(); ++j)
     stageOf.insert(stageOf.end(), balance[j], static_cast<std::int64_t>(j));
   const auto named = module->named_children();
-  std::map<const void*, Holders> holders;
-  std::vector<const void*> order;  // first seen first
-  for (std::size_t layer = 0; layer < named.size(); ++layer) {
-    for (const auto& parameter : named[layer].value()->named_parameters()) {
-      const void* impl = parameter.value().unsafeGetTensorImpl();
-      Holders& held = holders[impl];
-      if (held.layers.empty()) {
-        held.name = named[layer].key() + "." + parameter.key();
-        held.tensor = parameter.value();
-        order.push_back(impl);
-      }
-      if (held.layers.empty() || held.layers.back() != layer) held.layers.push_back(layer);
-    }
-  }
   std::vector<SharedParameter> shared;
-  for (const void* impl : order) {
-    const Holders& held = holders.at(impl);
-    SharedParameter parameter;
-    parameter.name = held.name;
+  for (const SharedParameterUse& use : findSharedParameters(module)) {
     std::map<std::int64_t, SharedParameter::Copy> byDevice;
-    for (std::size_t layer : held.layers) {
-      const std::int64_t stage = stageOf.at(layer);
+    for (std::int64_t layer : use.layers) {
+      const std::int64_t stage = stageOf.at(static_cast<std::size_t>(layer));
       const std::int64_t d = stage % p;
       auto copy = byDevice.find(d);
       if (copy == byDevice.end()) {
         torch::Tensor tensor =
-            byDevice.empty() ? held.tensor : held.tensor.detach().clone().requires_grad_(held.tensor.requires_grad());
+            byDevice.empty() ? use.tensor : use.tensor.detach().clone().requires_grad_(use.tensor.requires_grad());
         copy = byDevice.emplace(d, SharedParameter::Copy{d, stage, tensor}).first;
       }
-      if (copy->second.tensor.unsafeGetTensorImpl() == impl) continue;  // the original's device
-      auto* holder = dynamic_cast<ReplicaHolder*>(named[layer].value().get());
+      if (copy->second.tensor.is_same(use.tensor)) continue;  // the original's device
+      const auto& layerModule = named[static_cast<std::size_t>(layer)];
+      auto* holder = dynamic_cast<ReplicaHolder*>(layerModule.value().get());
       if (holder == nullptr) {
-        throw std::invalid_argument("parameter '" + held.name + "' is shared by layer '" +
-                                    named[held.layers.front()].key() + "' (stage " +
-                                    std::to_string(stageOf.at(held.layers.front())) + ") and layer '" +
-                                    named[layer].key() + "' (stage " + std::to_string(stage) +
+        const std::int64_t first = use.layers.front();
+        throw std::invalid_argument("parameter '" + use.name + "' is shared by layer '" +
+                                    named[static_cast<std::size_t>(first)].key() + "' (stage " +
+                                    std::to_string(stageOf.at(static_cast<std::size_t>(first))) + ") and layer '" +
+                                    layerModule.key() + "' (stage " + std::to_string(stage) +
                                     ") on another pipeline device, which cannot hold a replica of it (a TorchScript "
                                     "layer or the zoo's tied head can); put both in one stage");
       }
-      holder->holdReplica(held.tensor, copy->second.tensor);
+      holder->holdReplica(use.tensor, copy->second.tensor);
     }
     if (byDevice.size() < 2) continue;
+    SharedParameter parameter;
+    parameter.name = use.name;
     for (auto& [d, copy] : byDevice) parameter.copies.push_back(std::move(copy));
     shared.push_back(std::move(parameter));
   }

@@ -28,6 +28,17 @@ class ReplicaHolder {
   virtual void holdReplica(const torch::Tensor& shared, const torch::Tensor& replica) = 0;
 };
 
+/// A parameter that more than one layer of a Sequential holds.
+struct SharedParameterUse {
+  std::string name;                  ///< as the first layer holding it names it
+  std::vector<std::int64_t> layers;  ///< the layers holding it, ascending
+  torch::Tensor tensor;
+};
+
+/// Every parameter that two or more layers hold (the same tensor), in the order of the layers
+/// that first hold them.
+std::vector<SharedParameterUse> findSharedParameters(const torch::nn::Sequential& module);
+
 /// One parameter held by layers of more than one pipeline device.
 struct SharedParameter {
   std::string name;  ///< as the first layer holding it names it ("embed.tokens.weight")

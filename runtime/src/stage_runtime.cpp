@@ -59,11 +59,13 @@ class StageRuntimeImpl {
     }
     std::vector<Partition> all = splitModule(module, options_.balance, devices);
     stochastic_ = anyStochastic(all);  // every rank draws the step's seed as the threaded Pipe does
+    std::set<const void*> own;
     for (Partition& partition : all) {
       if (partition.d != rank_) continue;
       parameterBytes_ += partition.parameterBytes;
       for (std::size_t k = 0; k < partition.layers.size(); ++k) {
         for (const auto& named : partition.layers[k].ptr()->named_parameters()) {
+          if (!own.insert(named.value().unsafeGetTensorImpl()).second) continue;  // shared by two of its layers
           parameterNames_.push_back(partition.names[k] + "." + named.key());
           parameters_.push_back(named.value());
         }

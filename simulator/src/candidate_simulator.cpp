@@ -136,8 +136,12 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   // Training ends with the optimizer step of every device, once all of them ran their ops.
   optimizerStepCosts(profile_, cluster_, firstLayer_, compiled.partitionLane, resolved_.partitionDevice, compiled.lanes,
                      training, optimizer_);
+  // Shared parameters: their copies' gradients are summed before it (none without any).
+  sharedGradientCosts(profile_, cluster_, firstLayer_, compiled.partitionLane, resolved_.partitionDevice,
+                      compiled.lanes, training, shared_);
   const TimeNs pipelineEndNs = engine_.iterationNs();
-  p.iterationNs = pipelineEndNs + optimizer_.longestNs();
+  const TimeNs optimizerStartNs = pipelineEndNs + shared_.exchangeNs;
+  p.iterationNs = optimizerStartNs + optimizer_.longestNs();
   const double seconds = static_cast<double>(p.iterationNs) * 1e-9;
   p.samplesPerS = seconds > 0.0 ? static_cast<double>(candidate.batch) / seconds : 0.0;
   p.busyNs = engine_.busyNs();
@@ -156,6 +160,7 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   for (std::size_t j = 0; j < n; ++j) {
     p.peakBytes[static_cast<std::size_t>(compiled.partitionLane[j])] += resolved_.staticBytes[j];
   }
+  for (std::size_t d = 0; d < lanes; ++d) p.peakBytes[d] -= shared_.duplicateBytes[d];  // one copy a device
   devicePeakBytes_.assign(static_cast<std::size_t>(deviceCount), 0);
   const MemoryTimeline& memory = engine_.memory();
   for (std::size_t d = 0; d < lanes; ++d) {
@@ -187,7 +192,8 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   out.eventCount = engine_.eventCount();
   if (recordTrace) {
     out.trace = predictedTrace(compiled, resolved_, engine_, cluster_, candidate.label());
-    appendOptimizerSpans(out.trace, optimizer_, pipelineEndNs, resolved_.partitionDevice, cluster_);
+    appendSharedGradientSpans(out.trace, shared_, pipelineEndNs, resolved_.partitionDevice, cluster_);
+    appendOptimizerSpans(out.trace, optimizer_, optimizerStartNs, resolved_.partitionDevice, cluster_);
   } else {
     out.trace = Trace{};
   }

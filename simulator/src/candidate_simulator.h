@@ -5,6 +5,7 @@
 #include "cost_model.h"
 #include "engine.h"
 #include "optimizer_step.h"
+#include "shared_gradients.h"
 
 #include <pipeprof/simulator/simulator.h>
 
@@ -56,6 +57,7 @@ class CandidateSimulator {
   Engine engine_;
   ResolvedCosts resolved_;
   OptimizerStepCosts optimizer_;
+  SharedGradientCosts shared_;
   std::vector<std::int64_t> firstLayer_;
   std::vector<Bytes> devicePeakBytes_;
   Key scratchKey_;

@@ -78,6 +78,24 @@ Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& cost
   return trace;
 }
 
+void appendSharedGradientSpans(Trace& trace, const SharedGradientCosts& shared, TimeNs startNs,
+                               const std::vector<std::int32_t>& laneDevice, const Cluster& cluster) {
+  if (shared.exchangeNs == 0) return;
+  for (std::size_t d = 0; d < shared.exchanges.size(); ++d) {
+    if (shared.exchanges[d] == 0) continue;
+    TraceEvent span;
+    span.kind = EventKind::Span;
+    span.name = "shared gradients";
+    span.device = cluster.devices[static_cast<std::size_t>(laneDevice[d])].name;
+    span.lane = "optimizer";
+    span.phase = Phase::Copy;
+    span.startNs = startNs;
+    span.durationNs = shared.exchangeNs;
+    trace.events.push_back(std::move(span));
+  }
+  sortEvents(trace);
+}
+
 void appendOptimizerSpans(Trace& trace, const OptimizerStepCosts& optimizer, TimeNs startNs,
                           const std::vector<std::int32_t>& laneDevice, const Cluster& cluster) {
   if (optimizer.longestNs() == 0) return;

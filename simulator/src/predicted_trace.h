@@ -5,6 +5,7 @@
 #include "cost_model.h"
 #include "engine.h"
 #include "optimizer_step.h"
+#include "shared_gradients.h"
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/trace.h>
@@ -24,10 +25,16 @@ namespace pipeprof::sim {
 Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& costs, const Engine& engine,
                      const Cluster& cluster, const std::string& candidateLabel);
 
-/// The optimizer step from `startNs` (the pipeline's end): a span "optimizer" (phase optimizer)
-/// on lane "optimizer" of each pipeline device's cluster device (laneDevice[d]) that steps for
-/// a while, and each cluster device's "memory" counter raised by its devices' temporaries
-/// until the longest step ends. Events stay sorted.
+/// The sum of shared parameters' gradients from `startNs` (the pipeline's end): a span "shared
+/// gradients" (phase copy) on lane "optimizer" of each cluster device whose pipeline device
+/// exchanges, lasting the exchange. Nothing when there is none. Events stay sorted.
+void appendSharedGradientSpans(Trace& trace, const SharedGradientCosts& shared, TimeNs startNs,
+                               const std::vector<std::int32_t>& laneDevice, const Cluster& cluster);
+
+/// The optimizer step from `startNs` (the pipeline's end, or the shared gradients' sum's): a span "optimizer" (phase
+/// optimizer) on lane "optimizer" of each pipeline device's cluster device (laneDevice[d]) that steps for a while, and
+/// each cluster device's "memory" counter raised by its devices' temporaries until the longest step ends. Events stay
+/// sorted.
 void appendOptimizerSpans(Trace& trace, const OptimizerStepCosts& optimizer, TimeNs startNs,
                           const std::vector<std::int32_t>& laneDevice, const Cluster& cluster);
 

@@ -22,13 +22,21 @@ std::vector<Bytes> modelStateBytes(const Profile& profile, const Candidate& cand
   unplaced.devices.clear();
   sim::validateCandidate(profile, cluster, unplaced);
   const sim::CostModel costs(profile);
-  std::vector<Bytes> bytes(static_cast<std::size_t>(candidate.pipelineDevices()), 0);
-  std::int64_t first = 0;
+  const auto p = static_cast<std::int32_t>(candidate.pipelineDevices());
+  std::vector<Bytes> bytes(static_cast<std::size_t>(p), 0);
+  std::vector<std::int64_t> firstLayer{0};
+  std::vector<std::int32_t> lane;
   for (std::size_t j = 0; j < candidate.balance.size(); ++j) {
-    const std::int64_t end = first + candidate.balance[j];
-    bytes[static_cast<std::size_t>(unplaced.deviceOf(static_cast<std::int64_t>(j)))] += costs.staticBytes(first, end);
-    first = end;
+    firstLayer.push_back(firstLayer.back() + candidate.balance[j]);
+    lane.push_back(static_cast<std::int32_t>(unplaced.deviceOf(static_cast<std::int64_t>(j))));
+    bytes[static_cast<std::size_t>(lane.back())] += costs.staticBytes(firstLayer[j], firstLayer[j + 1]);
   }
+  // A parameter several layers of one device hold is one copy there.
+  std::vector<std::int32_t> laneDevice(static_cast<std::size_t>(p));
+  for (std::int32_t d = 0; d < p; ++d) laneDevice[static_cast<std::size_t>(d)] = d;
+  sim::SharedGradientCosts shared;
+  sim::sharedGradientCosts(profile, cluster, firstLayer, lane, laneDevice, p, /*training=*/false, shared);
+  for (std::size_t d = 0; d < bytes.size(); ++d) bytes[d] -= shared.duplicateBytes[d];
   return bytes;
 }
 

@@ -229,6 +229,41 @@ TEST(ProfileJson, RejectsMalformedInputNamingThePlace) {
             "p.json: $.layers[0].name: expected a string, got null");
 }
 
+TEST(ProfileJson, SharedParametersRoundTripAndAreValidated) {
+  Profile profile = exampleProfile();
+  EXPECT_FALSE(toJson(profile).contains("shared_parameters"));  // none: not written, old files read none
+  profile.sharedParameters.push_back({"embed.weight", {0, 2}, 4096});
+  const nlohmann::json json = toJson(profile);
+  const Profile back = profileFromJson(json, "p.json");
+  ASSERT_EQ(back.sharedParameters.size(), 1u);
+  EXPECT_EQ(back.sharedParameters[0].name, "embed.weight");
+  EXPECT_EQ(back.sharedParameters[0].layers, (std::vector<std::int64_t>{0, 2}));
+  EXPECT_EQ(back.sharedParameters[0].bytes, 4096);
+  EXPECT_EQ(toJson(back), json);
+  const auto errorIn = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json broken = json;
+    edit(broken["shared_parameters"][0]);
+    try {
+      profileFromJson(broken, "p.json");
+    } catch (const FormatError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(errorIn([](auto& j) {
+              j["layers"] = {0, 3};
+            }),
+            "p.json: $.shared_parameters[0].layers[1]: layer 3 is out of range (the model has layers 0..2)");
+  EXPECT_EQ(errorIn([](auto& j) {
+              j["layers"] = {2, 0};
+            }),
+            "p.json: $.shared_parameters[0].layers[1]: expected layers in ascending order, each once; got 0 after 2");
+  EXPECT_EQ(errorIn([](auto& j) { j["layers"] = {1}; }),
+            "p.json: $.shared_parameters[0].layers: expected at least two layers sharing the parameter");
+  EXPECT_EQ(errorIn([](auto& j) { j["bytes"] = -1; }),
+            "p.json: $.shared_parameters[0].bytes: expected a non-negative integer, got -1");
+}
+
 TEST(ProfileJson, LibraryWorkspaceRoundTripsOnCudaAndOldFilesReadZero) {
   Profile profile = exampleProfile();
   EXPECT_FALSE(toJson(profile).contains("library_workspace_bytes"));  // 0 is not written

@@ -1,5 +1,6 @@
 // Tests of the layer profile builder: parameters untouched, memory fields, skip sizes, sane times.
 #include <pipeprof/runtime/layer_profiler.h>
+#include <pipeprof/runtime/models.h>
 
 #include "../runtime/skip_test_layers.h"
 
@@ -136,6 +137,22 @@ TEST(LayerProfiler, ALayerThatWritesItsInputInPlaceIsProfiledAsItRunsInAStage) {
   EXPECT_EQ(fc0.savedBytes + relu.savedBytes, 8 * 32 * 4);
   EXPECT_EQ(relu.forwardWorkspaceBytes, 0);
   EXPECT_GT(relu.backwardNs, 0);
+}
+
+TEST(LayerProfiler, AParameterTwoLayersHoldIsRecordedOnce) {
+  Model model = buildModel("gpt", [] {
+    ModelOptions options;
+    options.width = 32;
+    options.depth = 1;
+    options.tieEmbeddings = true;
+    return options;
+  }());
+  const Profile profile = profileModel(model, quick({2}));
+  ASSERT_EQ(profile.sharedParameters.size(), 1u);
+  EXPECT_EQ(profile.sharedParameters[0].name, "embed.tokens.weight");
+  EXPECT_EQ(profile.sharedParameters[0].layers, (std::vector<std::int64_t>{0, 3}));  // embed block0 norm head
+  EXPECT_EQ(profile.sharedParameters[0].bytes, 256 * 32 * 4);
+  EXPECT_GE(profile.layers[3].paramBytes, 256 * 32 * 4) << "each holder counts it";
 }
 
 TEST(LayerProfiler, TheLossIsMeasuredOnTheLastLayersOutput) {

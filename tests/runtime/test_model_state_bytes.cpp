@@ -7,6 +7,7 @@
 #include <pipeprof/core/precision.h>
 #include <pipeprof/runtime/layer_profiler.h>
 #include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/models.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/simulator/simulator.h>
 
@@ -108,6 +109,40 @@ TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) 
       ASSERT_EQ(measured.size(), predicted.size()) << what;
       for (std::size_t d = 0; d < measured.size(); ++d)
         EXPECT_EQ(measured[d], predicted[d]) << what << ", device " << d;
+    }
+  }
+}
+
+TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {
+  ModelOptions options;
+  options.width = 32;
+  options.depth = 1;  // embed block0 norm head
+  options.tieEmbeddings = true;
+  OptimizerSpec optimizer;
+  optimizer.kind = OptimizerKind::AdamW;
+  LayerProfilerOptions profiling;
+  profiling.microBatches = {kBatch / 2};
+  profiling.warmupRuns = 0;
+  profiling.minRuns = 1;
+  profiling.timeBudgetSeconds = 0;
+  profiling.optimizer = optimizer;
+  Model profiled = buildModel("gpt", options);
+  const Profile profile = profileModel(profiled, profiling);
+  // Two devices: the head's holds a replica. One device: both layers hold the one tensor.
+  for (const std::vector<std::int64_t>& balance : {std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{4}}) {
+    PipelineShape shape;
+    shape.balance = balance;
+    shape.chunks = 2;
+    shape.schedule = ScheduleKind::OneFOneB;
+    Candidate candidate;
+    static_cast<PipelineShape&>(candidate) = shape;
+    candidate.batch = kBatch;
+    const std::vector<Bytes> predicted = modelStateBytes(profile, candidate);
+    Model trained = buildModel("gpt", options);
+    const std::vector<Bytes> measured = measuredModelState(trained, shape, optimizer, Precision::Fp32, 2);
+    ASSERT_EQ(measured.size(), predicted.size());
+    for (std::size_t d = 0; d < measured.size(); ++d) {
+      EXPECT_EQ(measured[d], predicted[d]) << "balance of " << balance.size() << " stages, device " << d;
     }
   }
 }

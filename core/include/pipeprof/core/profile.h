@@ -123,6 +123,16 @@ struct SkipProfile {
   Bytes unsavedBytesPerSample = 0;
 };
 
+/// A parameter that several layers hold (tied embeddings). Each of those layers counts it in
+/// its paramBytes, gradBytes and optimizerBytes; a device whose stages hold it in several
+/// layers holds one copy, and the copies on different devices sum their gradients at the end
+/// of the step (docs/simulator.md, "Shared parameters").
+struct SharedParameterProfile {
+  std::string name;                  ///< as its first layer names it ("embed.tokens.weight")
+  std::vector<std::int64_t> layers;  ///< ascending, at least two
+  Bytes bytes = 0;                   ///< the parameter's (its gradient's are the same)
+};
+
 /// Where and how a profile was measured; a sweep refuses a cached profile whose environment
 /// differs from its own.
 struct ProfileEnvironment {
@@ -142,7 +152,8 @@ struct Profile {
   Bytes inputBytesPerSample = 0;  ///< the model input, per sample (partition 0's input)
   std::vector<LayerProfile> layers;
   std::vector<SkipProfile> skips;
-  LossProfile loss;  ///< absent in older files: the loss then costs nothing
+  std::vector<SharedParameterProfile> sharedParameters;  ///< absent in older files: none
+  LossProfile loss;                                      ///< absent in older files: the loss then costs nothing
   /// CUDA only (0 elsewhere): the device memory the math libraries keep for one (host thread,
   /// stream) pair once the thread has launched a matrix multiplication on the stream -- LibTorch
   /// 2.x's cuBLAS and cuBLASLt workspaces, allocated through the caching allocator and kept
