@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 namespace pipeprof {
+
 std::vector<SharedParameterUse> findSharedParameters(const torch::nn::Sequential& module) {
   const auto named = module->named_children();
   std::map<const void*, SharedParameterUse> uses;

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +43,33 @@ inline std::string joined(const std::vector<std::string>& errors) {
   std::string text;
   for (const std::string& error : errors) text += error;
   return text;
+}
+
+/// What one step on every rank gave: the loss (from the last stage's rank), every rank's
+/// gradients by parameter name, and the ranks' errors joined ("" when all succeeded).
+struct RanksStep {
+  torch::Tensor loss;
+  std::map<std::string, torch::Tensor> grads;
+  std::string errors;
+};
+
+/// One step of `options` on p ranks, rank r running models[r] (built by the caller: building
+/// on the ranks' threads would race for the global seed).
+inline RanksStep stepOnRanks(std::vector<torch::nn::Sequential> models, const StageOptions& options,
+                             const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn) {
+  std::mutex mutex;
+  RanksStep result;
+  const auto errors = runRanks(static_cast<int>(models.size()), [&](int rank, Transport& transport) {
+    StageRuntime runtime(models[static_cast<std::size_t>(rank)], options, transport);
+    const torch::Tensor loss = runtime.step(input, target, lossFn, 0);
+    const auto names = runtime.parameterNames();
+    const auto parameters = runtime.parameters();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (loss.defined()) result.loss = loss;
+    for (std::size_t k = 0; k < names.size(); ++k) result.grads[names[k]] = parameters[k].grad();
+  });
+  result.errors = joined(errors);
+  return result;
 }
 
 inline StageOptions stageOptions(ScheduleKind kind, std::int64_t v, std::vector<std::int64_t> balance,

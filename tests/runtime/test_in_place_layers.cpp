@@ -13,7 +13,6 @@
 #include <torch/torch.h>
 
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,7 +21,6 @@ namespace {
 
 using testing::close;
 using testing::meanSquaredError;
-using testing::runRanks;
 using testing::stageOptions;
 using testing::text;
 
@@ -110,24 +108,13 @@ TEST(InPlaceLayers, RanksComputeTheUnpartitionedModelUnderEveryScheduleAndMode) 
       SCOPED_TRACE(scheduleKindName(c.kind) + " " + std::string(checkpointName(mode)));
       const StageOptions options = stageOptions(c.kind, c.v, kBalance, 6, mode);
       const int p = static_cast<int>(kBalance.size() / static_cast<std::size_t>(c.v));
-      std::mutex mutex;
-      torch::Tensor loss;
-      std::map<std::string, torch::Tensor> grads;
-      std::vector<torch::nn::Sequential> models;  // built here: the ranks' threads would race for the seed
+      std::vector<torch::nn::Sequential> models;
       for (int r = 0; r < p; ++r) models.push_back(inPlaceModel());
-      const auto errors = runRanks(p, [&](int rank, Transport& transport) {
-        StageRuntime runtime(models[static_cast<std::size_t>(rank)], options, transport);
-        const torch::Tensor rankLoss = runtime.step(input, target, meanSquaredError, 0);
-        const auto names = runtime.parameterNames();
-        const auto parameters = runtime.parameters();
-        std::lock_guard<std::mutex> lock(mutex);
-        if (rankLoss.defined()) loss = rankLoss;
-        for (std::size_t k = 0; k < names.size(); ++k) grads[names[k]] = parameters[k].grad();
-      });
-      ASSERT_EQ(testing::joined(errors), "");
-      ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
-      ASSERT_EQ(grads.size(), expected.grads.size());
-      for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(grads.at(name), grad)) << name;
+      const testing::RanksStep ranks = testing::stepOnRanks(models, options, input, target, meanSquaredError);
+      ASSERT_EQ(ranks.errors, "");
+      ASSERT_TRUE(close(ranks.loss, expected.loss)) << ranks.loss << expected.loss;
+      ASSERT_EQ(ranks.grads.size(), expected.grads.size());
+      for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(ranks.grads.at(name), grad)) << name;
     }
   }
 }

@@ -12,14 +12,12 @@
 #include <torch/torch.h>
 
 #include <map>
-#include <mutex>
 #include <string>
 
 namespace pipeprof {
 namespace {
 
 using testing::close;
-using testing::runRanks;
 using testing::stageOptions;
 
 /// gpt at width 32, depth 2 (embed block0 block1 norm head) with its head tied to its embedding.
@@ -89,25 +87,13 @@ TEST(SharedParameters, RanksExchangeTheTiedGradientsAndGetTheUnpartitionedModels
     SCOPED_TRACE(scheduleKindName(c.kind));
     const StageOptions options = stageOptions(c.kind, c.v, c.balance, 4, Checkpoint::ExceptLast);
     const int p = static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v));
-    std::vector<Model> models;  // built here: the ranks' threads would race for the seed
-    for (int r = 0; r < p; ++r) models.push_back(tiedGpt());
-    std::mutex mutex;
-    torch::Tensor loss;
-    std::map<std::string, torch::Tensor> grads;
-    const auto errors = runRanks(p, [&](int rank, Transport& transport) {
-      Model& model = models[static_cast<std::size_t>(rank)];
-      StageRuntime runtime(model.sequential, options, transport);
-      const torch::Tensor rankLoss = runtime.step(batch.input, batch.target, model.loss, 0);
-      const auto names = runtime.parameterNames();
-      const auto parameters = runtime.parameters();
-      std::lock_guard<std::mutex> lock(mutex);
-      if (rankLoss.defined()) loss = rankLoss;
-      for (std::size_t k = 0; k < names.size(); ++k) grads[names[k]] = parameters[k].grad();
-    });
-    ASSERT_EQ(testing::joined(errors), "");
-    ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
-    for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(grads.at(name), grad)) << name;
-    EXPECT_TRUE(torch::equal(grads.at(kHead), grads.at(kEmbedding)));
+    std::vector<torch::nn::Sequential> models;
+    for (int r = 0; r < p; ++r) models.push_back(tiedGpt().sequential);
+    const testing::RanksStep ranks = testing::stepOnRanks(models, options, batch.input, batch.target, tiedGpt().loss);
+    ASSERT_EQ(ranks.errors, "");
+    ASSERT_TRUE(close(ranks.loss, expected.loss)) << ranks.loss << expected.loss;
+    for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(ranks.grads.at(name), grad)) << name;
+    EXPECT_TRUE(torch::equal(ranks.grads.at(kHead), ranks.grads.at(kEmbedding)));
   }
 }
 
