@@ -116,6 +116,32 @@ TEST(SharedParameters, TheCopiesAreBitIdenticalAfterTenAdamWSteps) {
   EXPECT_FALSE(torch::equal(named[kHead], tiedGpt().sequential->named_parameters()[kHead])) << "it trained";
 }
 
+TEST(SharedParameters, RanksKeepTheirCopiesBitIdenticalOverTenAdamWSteps) {
+  const StageOptions options = stageOptions(ScheduleKind::OneFOneB, 1, {2, 3}, 4, Checkpoint::ExceptLast);
+  std::vector<Model> models{tiedGpt(), tiedGpt()};  // built here: the ranks' threads would race for the seed
+  const Batch batch = models[0].makeBatch(8, 3);
+  std::vector<torch::Tensor> copies(2);  // rank 0's embedding, rank 1's head
+  const auto errors = testing::runRanks(2, [&](int rank, Transport& transport) {
+    Model& model = models[static_cast<std::size_t>(rank)];
+    StageRuntime runtime(model.sequential, options, transport);
+    torch::optim::AdamW optimizer(runtime.parameters(), torch::optim::AdamWOptions(0.01));
+    for (int step = 0; step < 10; ++step) {
+      optimizer.zero_grad();
+      runtime.step(batch.input, batch.target, model.loss, 0);
+      optimizer.step();
+    }
+    const auto names = runtime.parameterNames();
+    const auto parameters = runtime.parameters();
+    for (std::size_t k = 0; k < names.size(); ++k) {
+      if (names[k] == (rank == 0 ? kEmbedding : kHead)) copies[static_cast<std::size_t>(rank)] = parameters[k];
+    }
+  });
+  ASSERT_EQ(testing::joined(errors), "");
+  ASSERT_TRUE(copies[0].defined() && copies[1].defined());
+  EXPECT_TRUE(torch::equal(copies[0], copies[1]));
+  EXPECT_FALSE(torch::equal(copies[0], tiedGpt().sequential->named_parameters()[kEmbedding])) << "it trained";
+}
+
 TEST(SharedParameters, OnlyGptTiesItsEmbeddings) {
   ModelOptions options;
   options.tieEmbeddings = true;
