@@ -34,6 +34,7 @@ void PhaseRun::finish() {
   done_.clear();
   step_->join();
   step_->rethrowIfFailed();
+  if (phase_ != StepPhase::Forward) step_->sumSharedGradients();  // every backward of the step has run
 }
 
 }  // namespace pipeprof

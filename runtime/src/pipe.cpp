@@ -113,6 +113,7 @@ class PipeImpl {
     core.traceDevices = deviceNames_;
     core.deviceParameterBytes = deviceParameterBytes_;
     core.precision = options_.precision;
+    core.shared = &shared_;
     config.streams = streams_.get();
     config.intraOpThreads = at::get_num_threads();
     return config;
@@ -253,7 +254,6 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
       batchNorm->commit();  // every forward of the step has run
     }
   }
-  sumSharedGradients(shared_);  // every backward of the step has run
   torch::Tensor loss = step->lossSum();
   step->release();
   return loss;

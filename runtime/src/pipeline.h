@@ -64,6 +64,9 @@ class Step {
 
   /// Throws PipeError (with the original exception nested) when an op failed.
   void rethrowIfFailed() const;
+  /// After a phase with backward ops, on the calling thread's current streams: the shared
+  /// parameters' gradients summed (StageCore::sumSharedGradients).
+  void sumSharedGradients() const { core_.sumSharedGradients(); }
   /// Frees every tensor the step still holds.
   void release();
 

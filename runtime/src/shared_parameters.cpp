@@ -72,27 +72,28 @@ std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequenti
   return shared;
 }
 
-torch::Tensor sumInOrder(const std::vector<torch::Tensor>& grads, const torch::Tensor& like) {
+void sumSharedGradients(const std::vector<SharedParameter>& shared, const PeerGradients& peers) {
   torch::NoGradGuard noGrad;
-  torch::Tensor total;
-  for (const torch::Tensor& grad : grads) {
-    if (!grad.defined()) continue;
-    torch::Tensor here = grad.to(like.device());
-    total = total.defined() ? total + here : here.clone();
-  }
-  return total.defined() ? total : torch::zeros_like(like);
-}
-
-void sumSharedGradients(const std::vector<SharedParameter>& shared) {
-  torch::NoGradGuard noGrad;
-  for (const SharedParameter& parameter : shared) {
+  for (std::size_t s = 0; s < shared.size(); ++s) {
+    const SharedParameter& parameter = shared[s];
+    std::map<std::int64_t, torch::Tensor> byDevice;
+    if (const auto fromPeers = peers.find(s); fromPeers != peers.end()) byDevice = fromPeers->second;
+    const torch::Tensor* own = nullptr;  // the first copy this process holds: where the sum is made
     for (const SharedParameter::Copy& copy : parameter.copies) {
-      if (copy.tensor.is_cuda()) torch::cuda::synchronize(copy.tensor.device().index());  // the workers' streams
+      if (!copy.tensor.defined()) continue;
+      byDevice[copy.d] = copy.tensor.grad();
+      if (own == nullptr) own = &copy.tensor;
     }
-    std::vector<torch::Tensor> grads;
-    for (const SharedParameter::Copy& copy : parameter.copies) grads.push_back(copy.tensor.grad());
-    const torch::Tensor total = sumInOrder(grads, parameter.copies.front().tensor);
+    if (own == nullptr) continue;
+    torch::Tensor total;
+    for (const auto& [d, grad] : byDevice) {  // ascending device: every process adds in one order
+      if (!grad.defined()) continue;
+      torch::Tensor here = grad.to(own->device());
+      total = total.defined() ? total + here : here.clone();
+    }
+    if (!total.defined()) total = torch::zeros_like(*own);
     for (const SharedParameter::Copy& copy : parameter.copies) {
+      if (!copy.tensor.defined()) continue;
       torch::Tensor& grad = copy.tensor.mutable_grad();
       if (grad.defined()) {
         grad.copy_(total);

@@ -8,13 +8,15 @@
 // of all copies are summed, in pipeline-device order so every copy gets the same bits, and
 // written to every copy; each device's optimizer then steps its own copy with the same
 // gradient and state, so the copies stay identical (Megatron's and DeepSpeed's tied layers).
-// Between threads the sum is an add on the caller's thread; between ranks each sends its
-// gradients to the others (rank_channel.h) and adds theirs.
+// The stage core sums them once the step's backward ops ran (StageCore::sumSharedGradients):
+// between threads every copy is the process's own, between ranks each sends its gradients to
+// the others and gets theirs first (shared_gradient_exchange.h).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,7 +49,7 @@ struct SharedParameter {
     std::int64_t stage = 0;  ///< the first stage on d whose layers hold it
     torch::Tensor tensor;    ///< the original on the first device, a replica on the others
   };
-  std::vector<Copy> copies;  ///< by pipeline device, ascending
+  std::vector<Copy> copies;  ///< by pipeline device, ascending; another process's tensor undefined
 };
 
 /// Finds the parameters the layers of stages on different pipeline devices (stage j on device
@@ -57,12 +59,14 @@ struct SharedParameter {
 std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequential& module,
                                                        const std::vector<std::int64_t>& balance, std::int64_t p);
 
-/// The sum of `grads` in their order, an undefined one counting as zeros shaped like `like`;
-/// on `like`'s device.
-torch::Tensor sumInOrder(const std::vector<torch::Tensor>& grads, const torch::Tensor& like);
+/// The gradients of the copies other processes hold, by parameter (index into the shared
+/// parameters) and pipeline device: what the ranks' exchange brings (shared_gradient_exchange.h).
+using PeerGradients = std::map<std::size_t, std::map<std::int64_t, torch::Tensor>>;
 
-/// Sums the gradients of every copy (in device order) and writes the sum to each copy's
-/// gradient, in place where it exists. For the copies one process holds (the threaded Pipe).
-void sumSharedGradients(const std::vector<SharedParameter>& shared);
+/// After a step's backward: the sum of every copy's gradient of each parameter, in pipeline
+/// device order (an undefined one counting as zeros), written to each copy this process holds
+/// (a copy with a defined tensor), in place where its gradient exists. The copies of other
+/// processes come from `peers`; in one process every copy is its own.
+void sumSharedGradients(const std::vector<SharedParameter>& shared, const PeerGradients& peers = {});
 
 }  // namespace pipeprof

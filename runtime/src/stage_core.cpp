@@ -281,6 +281,10 @@ Tensors StageCore::lossValues() const {
   return values;
 }
 
+void StageCore::sumSharedGradients(const PeerGradients& peers) const {
+  if (config_.gradEnabled && config_.shared != nullptr) pipeprof::sumSharedGradients(*config_.shared, peers);
+}
+
 void StageCore::release() {
   cells_.assign(cells_.size(), Cell{});
   microBatches_.clear();

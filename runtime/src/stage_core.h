@@ -29,6 +29,7 @@
 #include "autocast.h"
 #include "microbatch.h"
 #include "partition.h"
+#include "shared_parameters.h"
 #include "stage_input.h"
 
 #include <pipeprof/core/precision.h>
@@ -96,6 +97,9 @@ struct StageCoreConfig {
   Precision precision = Precision::Fp32;
   /// The last stage's backward starts from lossScale x the loss (fp16's loss scaling, grad_scaler.h).
   double lossScale = 1.0;
+  /// The parameters layers of several pipeline devices hold (shared_parameters.h); null or
+  /// empty when there are none.
+  const std::vector<SharedParameter>* shared = nullptr;
 };
 
 /// The ops of the stages of one step. Construct it per step; run(op) for each compute op, on the
@@ -123,6 +127,10 @@ class StageCore {
   const Tensors& lastOutputs(std::int64_t i) const { return cell(i, n_ - 1).outputs; }
   /// The detached weighted losses of the micro-batches whose loss ran (undefined elsewhere).
   Tensors lossValues() const;
+  /// After the step's backward ops, on one thread: sums the gradients of each shared
+  /// parameter's copies into every copy this process holds (sumSharedGradients), `peers` being
+  /// the other processes' copies' (a rank's exchange). Nothing when the step kept no graphs.
+  void sumSharedGradients(const PeerGradients& peers = {}) const;
   /// Frees every tensor the cells hold.
   void release();
 

@@ -5,7 +5,7 @@
 #include "microbatch.h"
 #include "partition.h"
 #include "shape_channel.h"
-#include "shared_gradient_exchange.h"
+#include "shared_parameters.h"
 #include "stage_messages.h"
 #include "stage_step.h"
 #include "step_setup.h"
@@ -113,7 +113,6 @@ class StageRuntimeImpl {
     RankStep step(std::move(core), context_, std::move(batch.inputs), std::move(targets), rows);
     ++context_.stepIndex;
     step.run();
-    if (!shared_.empty()) exchangeSharedGradients(mailbox_, *context_.tags, shared_, rank_);
     if (training_) {
       for (const auto& batchNorm : deferredBatchNorms_) batchNorm->commit();
     }
@@ -170,6 +169,7 @@ class StageRuntimeImpl {
     core.deviceParameterBytes.assign(static_cast<std::size_t>(p_), 0);
     core.deviceParameterBytes[static_cast<std::size_t>(rank_)] = parameterBytes_;
     core.precision = options_.precision;
+    core.shared = &shared_;
     return core;
   }
 

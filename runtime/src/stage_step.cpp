@@ -1,6 +1,8 @@
 // One training step of one rank: its device's ops in schedule order on the shared stage core.
 #include "stage_step.h"
 
+#include "shared_gradient_exchange.h"
+
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/pipe.h>
 
@@ -47,6 +49,14 @@ void RankStep::run() {
     mailbox.finishSends();
   } catch (const std::exception& error) {
     std::throw_with_nested(PipeError("finishing the step's sends failed: " + errorText(error), -1, -1));
+  }
+  const std::vector<SharedParameter>* shared = core_.config().shared;
+  if (shared == nullptr || shared->empty()) return;
+  try {
+    core_.sumSharedGradients(exchangeSharedGradients(mailbox, *context_.tags, *shared, rank));
+  } catch (const std::exception& error) {
+    mailbox.abandon();
+    std::throw_with_nested(PipeError("summing the shared parameters' gradients failed: " + errorText(error), -1, -1));
   }
 }
 

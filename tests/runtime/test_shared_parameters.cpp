@@ -80,6 +80,21 @@ TEST(SharedParameters, ATiedHeadTrainsAsTheUnpartitionedModelsOneParameterUnderE
   }
 }
 
+TEST(SharedParameters, ForwardThenBackwardSumsTheTiedGradientsToo) {
+  const Batch batch = tiedGpt().makeBatch(8, 3);
+  const Expected expected = unpartitioned(batch);
+  Model model = tiedGpt();
+  PipeOptions options;
+  static_cast<PipelineShape&>(options) = stageOptions(ScheduleKind::GPipe, 1, {2, 3}, 4, Checkpoint::ExceptLast);
+  Pipe pipe(model.sequential, {2, 3}, options);
+  model.loss(pipe.forward(batch.input), batch.target).backward();
+  const auto named = pipe.module()->named_parameters();
+  for (const auto& parameter : named) {
+    ASSERT_TRUE(close(parameter.value().grad(), expected.grads.at(parameter.key()))) << parameter.key();
+  }
+  EXPECT_TRUE(torch::equal(named[kHead].grad(), named[kEmbedding].grad()));
+}
+
 TEST(SharedParameters, RanksExchangeTheTiedGradientsAndGetTheUnpartitionedModels) {
   const Batch batch = tiedGpt().makeBatch(8, 3);
   const Expected expected = unpartitioned(batch);
