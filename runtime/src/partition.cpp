@@ -136,7 +136,7 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
   std::vector<Partition> partitions;
   auto named = module->named_children();
   std::int64_t layer = 0;
-  std::vector<std::set<const void*>> counted(devices.size());  // a parameter a device's layers share counts once
+  std::vector<std::set<const void*>> held(devices.size());  // by pipeline device: the parameters of its stages so far
   for (std::size_t j = 0; j < balance.size(); ++j) {
     Partition partition;
     partition.j = static_cast<std::int64_t>(j);
@@ -150,9 +150,12 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
       for (const auto& descendant : child->modules(/*include_self=*/true)) {
         partition.stochastic = partition.stochastic || isDropoutLike(*descendant);
       }
-      for (const auto& parameter : child->parameters()) {
-        if (!counted[j % devices.size()].insert(parameter.unsafeGetTensorImpl()).second) continue;
-        partition.parameterBytes += static_cast<Bytes>(parameter.numel() * parameter.element_size());
+      for (const auto& parameter : child->named_parameters()) {
+        const torch::Tensor& tensor = parameter.value();
+        if (!held[j % devices.size()].insert(tensor.unsafeGetTensorImpl()).second) continue;
+        partition.parameters.push_back(tensor);
+        partition.parameterNames.push_back(named[index].key() + "." + parameter.key());
+        partition.parameterBytes += static_cast<Bytes>(tensor.numel() * tensor.element_size());
       }
       partition.layers.push_back(*std::next(module->begin(), layer));
       partition.names.push_back(named[index].key());

@@ -31,7 +31,12 @@ struct Partition {
   /// input to its recompute untouched): learned by the stage core from the input's version
   /// counter, by the one thread that runs the stage's ops.
   mutable InputWrites inputWrites = InputWrites::Unknown;
-  Bytes parameterBytes = 0;  ///< bytes of its parameters (static memory)
+  /// Its layers' parameters that no earlier stage of its pipeline device holds (a parameter
+  /// layers of one device share is theirs once), named "layer.parameter": what the device's
+  /// optimizer steps.
+  std::vector<torch::Tensor> parameters;
+  std::vector<std::string> parameterNames;
+  Bytes parameterBytes = 0;  ///< bytes of `parameters` (static memory)
 };
 
 /// A skip route between partitions (stash partition != pop partition, or the same).

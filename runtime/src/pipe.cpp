@@ -23,7 +23,6 @@
 #include <exception>
 #include <future>
 #include <map>
-#include <set>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -292,14 +291,9 @@ std::vector<torch::Tensor> Pipe::parameters() const { return impl_->module_->par
 
 std::vector<std::vector<torch::Tensor>> Pipe::deviceParameters() const {
   std::vector<std::vector<torch::Tensor>> byDevice(impl_->devices_.size());
-  std::vector<std::set<const void*>> seen(impl_->devices_.size());  // a shared parameter once a device
   for (const Partition& partition : impl_->partitions_) {
-    const auto d = static_cast<std::size_t>(partition.d);
-    for (const auto& layer : partition.layers) {
-      for (const torch::Tensor& parameter : layer.ptr()->parameters()) {
-        if (seen[d].insert(parameter.unsafeGetTensorImpl()).second) byDevice[d].push_back(parameter);
-      }
-    }
+    std::vector<torch::Tensor>& own = byDevice[static_cast<std::size_t>(partition.d)];
+    own.insert(own.end(), partition.parameters.begin(), partition.parameters.end());
   }
   return byDevice;
 }

@@ -59,16 +59,12 @@ class StageRuntimeImpl {
     }
     std::vector<Partition> all = splitModule(module, options_.balance, devices);
     stochastic_ = anyStochastic(all);  // every rank draws the step's seed as the threaded Pipe does
-    std::set<const void*> own;
     for (Partition& partition : all) {
       if (partition.d != rank_) continue;
       parameterBytes_ += partition.parameterBytes;
+      parameters_.insert(parameters_.end(), partition.parameters.begin(), partition.parameters.end());
+      parameterNames_.insert(parameterNames_.end(), partition.parameterNames.begin(), partition.parameterNames.end());
       for (std::size_t k = 0; k < partition.layers.size(); ++k) {
-        for (const auto& named : partition.layers[k].ptr()->named_parameters()) {
-          if (!own.insert(named.value().unsafeGetTensorImpl()).second) continue;  // shared by two of its layers
-          parameterNames_.push_back(partition.names[k] + "." + named.key());
-          parameters_.push_back(named.value());
-        }
         for (const auto& child : partition.layers[k].ptr()->modules(/*include_self=*/true)) {
           if (auto deferred = std::dynamic_pointer_cast<DeferredBatchNormImpl>(child))
             deferredBatchNorms_.push_back(deferred);
