@@ -66,10 +66,11 @@ class AutocastCacheOff {
   bool previous_;
 };
 
-/// What a stage's layers get of its input leaves under autocast: views of them. Autocast caches
-/// the cast copy of every leaf that requires grad -- meant for weights -- so a stage's input, a
-/// leaf, would keep a cast copy per micro-batch until the step ends; a view is not cached, and
-/// its gradient reaches the leaf. fp32: the leaves themselves.
+/// What a stage's layers get of the leaves it hands them (the skips it pops from other stages)
+/// under autocast: views of them. Autocast caches the cast copy of every leaf that requires
+/// grad -- meant for weights -- so such a leaf would keep a cast copy per micro-batch until the
+/// step ends; a view is not cached, and its gradient reaches the leaf. fp32: the leaves
+/// themselves. A stage's inputs need none: they are no leaves (stage_input.h).
 std::vector<torch::Tensor> uncachedInputs(const std::vector<torch::Tensor>& leaves, Precision precision);
 
 /// Frees the calling thread's cast copies (autocast's cache), as closing the outermost scope does.

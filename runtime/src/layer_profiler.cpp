@@ -96,13 +96,12 @@ Tensors runLayer(torch::nn::AnyModule& layer, const Tensors& inputs, const std::
 /// in a gradient sink so backward reaches them and an in-place layer may write them, except
 /// the model's own input (L == 0): the Pipe's first partition gets the batch, which needs no
 /// gradient, so the first layer's backward computes none for it (a Linear skips a whole GEMM)
-/// and is profiled that way. Under autocast the layer gets views of them, as a stage's layers
-/// do (uncachedInputs).
-Tensors stageInputs(const Tensors& inputs, std::int64_t L, Precision precision) {
+/// and is profiled that way.
+Tensors stageInputs(const Tensors& inputs, std::int64_t L) {
   Tensors out;
   out.reserve(inputs.size());
   for (const torch::Tensor& t : inputs) out.push_back(stageInputOf(t, L > 0).tensor);
-  return uncachedInputs(out, precision);
+  return out;
 }
 
 /// The outputs that need a gradient, with ones as their gradients.
@@ -288,7 +287,7 @@ void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precis
   Tensors x = input;
   for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
     detached.setLayer(L);
-    x = run(L, stageInputs(x, L, precision));
+    x = run(L, stageInputs(x, L));
   }
 }
 
@@ -390,7 +389,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
-      Tensors in = stageInputs(x, L, options.precision);
+      Tensors in = stageInputs(x, L);
       synchronize(device);
       const auto t0 = Clock::now();
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
@@ -463,7 +462,7 @@ bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample
   Tensors x = input;
   for (std::size_t L = 0; L < layers.modules.size(); ++L) {
     detached.setLayer(static_cast<std::int64_t>(L));
-    Tensors in = stageInputs(x, static_cast<std::int64_t>(L), precision);
+    Tensors in = stageInputs(x, static_cast<std::int64_t>(L));
     Tensors out;
     const std::optional<LaunchCost> forward =
         capturedKernels(collector, device, [&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });

@@ -66,7 +66,7 @@ class StageCore::SkipRouter final : public SkipTracker {
     if (!core_.config_.gradEnabled) return tensor;
     torch::Tensor leaf = leafOf(tensor, true);
     cell.poppedLeaves[key] = leaf;
-    return uncachedInputs({leaf}, precision).front();  // a view, as the stage's inputs: not cached
+    return uncachedInputs({leaf}, precision).front();  // a view: autocast caches no cast of it
   }
 
  private:
@@ -155,7 +155,7 @@ void StageCore::forward(std::int64_t i, std::int64_t j) {
       for (auto& input : inputs) input = input.clone();
     }
     const std::vector<std::uint32_t> versions = versionsOf(inputs);
-    outputs = runStage(i, j, uncachedInputs(inputs, config_.precision), Pass::Forward);
+    outputs = runStage(i, j, inputs, Pass::Forward);
     if (stage.inputWrites != InputWrites::InPlace) {
       stage.inputWrites = writtenSince(inputs, versions) ? InputWrites::InPlace : InputWrites::No;
     }
@@ -172,7 +172,7 @@ void StageCore::recompute(std::int64_t i, std::int64_t j) {
   Cell& own = cell(i, j);
   torch::AutoGradMode gradMode(true);
   RecomputeScope recomputing;
-  Tensors outputs = runStage(i, j, uncachedInputs(tensorsOf(own.inputs), config_.precision), Pass::Recompute);
+  Tensors outputs = runStage(i, j, tensorsOf(own.inputs), Pass::Recompute);
   if (config_.lossFn != nullptr && j + 1 == n_) {
     // loss(i) ran without a graph; backward(i, n-1) starts from the loss recomputed here.
     own.loss = weightedLoss(outputs, targets_.at(static_cast<std::size_t>(i)));
