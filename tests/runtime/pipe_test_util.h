@@ -1,6 +1,7 @@
 // Shared helpers of the runtime tests: small models built twice alike, and tensor comparisons.
 #pragma once
 
+#include <pipeprof/runtime/models.h>
 #include <pipeprof/runtime/pipe.h>
 
 #include <gtest/gtest.h>
@@ -12,6 +13,15 @@
 #include <vector>
 
 namespace pipeprof::testing {
+
+/// A zoo model's size knobs and seed (ModelOptions; the other fields at their defaults).
+inline ModelOptions sized(std::int64_t width, std::int64_t depth, std::int64_t seed) {
+  ModelOptions options;
+  options.width = width;
+  options.depth = depth;
+  options.seed = seed;
+  return options;
+}
 
 /// The PipeOptions most tests use: devices, chunks, checkpoint mode and deferred batch norm
 /// (the schedule gpipe, one stage per device; the balance given to the Pipe).

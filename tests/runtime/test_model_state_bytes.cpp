@@ -78,6 +78,18 @@ std::vector<Bytes> measuredModelState(Model& model, const PipelineShape& shape, 
   return held;
 }
 
+/// The layer profiler at one micro-batch size, one run: enough for the model state.
+LayerProfilerOptions quickProfiling(const OptimizerSpec& optimizer, Precision precision) {
+  LayerProfilerOptions options;
+  options.microBatches = {kBatch / 2};
+  options.warmupRuns = 0;
+  options.minRuns = 1;
+  options.timeBudgetSeconds = 0;
+  options.optimizer = optimizer;
+  options.precision = precision;
+  return options;
+}
+
 TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) {
   PipelineShape shape;
   shape.balance = {3, 4};
@@ -91,14 +103,7 @@ TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) 
       optimizer.weightDecay = 0.01;  // the SGDs' decay allocates a temporary; the state is the same
       const std::string what = std::string(optimizerName(kind)) + ", " + std::string(precisionName(precision));
       Model profiled = smallModel();
-      LayerProfilerOptions options;
-      options.microBatches = {kBatch / 2};
-      options.warmupRuns = 0;
-      options.minRuns = 1;
-      options.timeBudgetSeconds = 0;
-      options.optimizer = optimizer;
-      options.precision = precision;
-      const Profile profile = profileModel(profiled, options);
+      const Profile profile = profileModel(profiled, quickProfiling(optimizer, precision));
       Candidate candidate;
       static_cast<PipelineShape&>(candidate) = shape;
       candidate.batch = kBatch;
@@ -120,14 +125,8 @@ TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {
   options.tieEmbeddings = true;
   OptimizerSpec optimizer;
   optimizer.kind = OptimizerKind::AdamW;
-  LayerProfilerOptions profiling;
-  profiling.microBatches = {kBatch / 2};
-  profiling.warmupRuns = 0;
-  profiling.minRuns = 1;
-  profiling.timeBudgetSeconds = 0;
-  profiling.optimizer = optimizer;
   Model profiled = buildModel("gpt", options);
-  const Profile profile = profileModel(profiled, profiling);
+  const Profile profile = profileModel(profiled, quickProfiling(optimizer, Precision::Fp32));
   // Two devices: the head's holds a replica. One device: both layers hold the one tensor.
   for (const std::vector<std::int64_t>& balance : {std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{4}}) {
     PipelineShape shape;

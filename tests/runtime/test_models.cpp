@@ -1,6 +1,8 @@
 // Tests for the model zoo: named flat Sequentials, deterministic builds and batches, one step.
 #include <pipeprof/runtime/models.h>
 
+#include "pipe_test_util.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -9,13 +11,7 @@
 namespace pipeprof {
 namespace {
 
-ModelOptions mlpOptions(std::int64_t width, std::int64_t depth, std::int64_t seed) {
-  ModelOptions options;
-  options.width = width;
-  options.depth = depth;
-  options.seed = seed;
-  return options;
-}
+using testing::sized;
 
 bool sameParameters(const torch::nn::Sequential& a, const torch::nn::Sequential& b) {
   auto pa = a->parameters();
@@ -38,7 +34,7 @@ TEST(Models, ZooListsMlpFirst) {
 }
 
 TEST(Models, MlpHasNamedLinearAndReluLayers) {
-  Model model = buildModel("mlp", mlpOptions(/*width=*/16, /*depth=*/3, /*seed=*/1));
+  Model model = buildModel("mlp", sized(/*width=*/16, /*depth=*/3, /*seed=*/1));
   EXPECT_EQ(model.name, "mlp");
   auto named = model.sequential->named_children();
   ASSERT_EQ(named.size(), 5U);
@@ -57,9 +53,9 @@ TEST(Models, MlpHasNamedLinearAndReluLayers) {
 }
 
 TEST(Models, SameSeedSameParametersAndBatches) {
-  Model a = buildModel("mlp", mlpOptions(8, 2, 3));
-  Model b = buildModel("mlp", mlpOptions(8, 2, 3));
-  Model c = buildModel("mlp", mlpOptions(8, 2, 4));
+  Model a = buildModel("mlp", sized(8, 2, 3));
+  Model b = buildModel("mlp", sized(8, 2, 3));
+  Model c = buildModel("mlp", sized(8, 2, 4));
   EXPECT_TRUE(sameParameters(a.sequential, b.sequential));
   EXPECT_FALSE(sameParameters(a.sequential, c.sequential));
   EXPECT_TRUE(torch::equal(a.makeBatch(3, 5).input, b.makeBatch(3, 5).input));
@@ -70,7 +66,7 @@ TEST(Models, BuildingDoesNotDisturbTheGlobalGenerator) {
   torch::manual_seed(42);
   auto expected = torch::rand({4});
   torch::manual_seed(42);
-  buildModel("mlp", mlpOptions(8, 2, 9));
+  buildModel("mlp", sized(8, 2, 9));
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
 }
 
@@ -81,7 +77,7 @@ TEST(Models, UnknownNameListsTheKnownOnes) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("unknown model 'nope' (known: mlp"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(buildModel("mlp", mlpOptions(-1, 0, 0)), std::invalid_argument);
+  EXPECT_THROW(buildModel("mlp", sized(-1, 0, 0)), std::invalid_argument);
 }
 
 }  // namespace

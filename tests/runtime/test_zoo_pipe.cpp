@@ -12,14 +12,7 @@ namespace {
 
 using testing::close;
 using testing::pipeOptions;
-
-ModelOptions sized(std::int64_t width, std::int64_t depth, std::int64_t seed) {
-  ModelOptions options;
-  options.width = width;
-  options.depth = depth;
-  options.seed = seed;
-  return options;
-}
+using testing::sized;
 
 struct ZooCase {
   std::string name;
