@@ -142,9 +142,9 @@ std::string candidateSlug(const Candidate& candidate) {
   std::replace(balance.begin(), balance.end(), ',', '-');
   std::string slug =
       "b" + balance + "_m" + std::to_string(candidate.chunks) + "_" + std::string(checkpointName(candidate.checkpoint));
-  if (candidate.schedule == ScheduleKind::OneFOneB) slug += "_1f1b";
-  if (candidate.schedule == ScheduleKind::Interleaved)
-    slug += "_interleaved-v" + std::to_string(candidate.stagesPerDevice);
+  if (candidate.schedule == ScheduleKind::GPipe) return slug;
+  slug += "_" + scheduleKindName(candidate.schedule);
+  if (hasVirtualStages(candidate.schedule)) slug += "-v" + std::to_string(candidate.stagesPerDevice);
   return slug;
 }
 

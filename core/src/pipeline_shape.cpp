@@ -39,12 +39,12 @@ std::string PipelineShape::shapeError(std::int64_t microBatches) const {
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m) {
   const std::string v = std::to_string(stagesPerDevice);
   if (stagesPerDevice < 1) return "stages per device must be positive (stages per device: " + v + ")";
-  if (kind != ScheduleKind::Interleaved && stagesPerDevice != 1) {
+  if (!hasVirtualStages(kind) && stagesPerDevice != 1) {
     return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
-           "); use the interleaved schedule for more";
+           "); use the interleaved or interleaved-zb schedule for more";
   }
-  if (kind == ScheduleKind::Interleaved && stagesPerDevice < 2) {
-    return "interleaved needs at least 2 stages per device (stages per device: " + v + ")";
+  if (hasVirtualStages(kind) && stagesPerDevice < 2) {
+    return scheduleKindName(kind) + " needs at least 2 stages per device (stages per device: " + v + ")";
   }
   if (n % stagesPerDevice != 0) {
     return "the stages must split evenly over the devices: " + std::to_string(n) + " stages is not a multiple of " + v +
@@ -54,6 +54,12 @@ std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, 
   if (kind == ScheduleKind::Interleaved && m % p != 0) {
     return "interleaved needs chunks a multiple of devices (chunks: " + std::to_string(m) +
            ", devices: " + std::to_string(p) + ", stages per device: " + v + ")";
+  }
+  // torch's ScheduleInterleavedZeroBubble runs the micro-batches in max(1, m / p) rounds of equal size.
+  const std::int64_t rounds = std::max<std::int64_t>(1, m / p);
+  if (kind == ScheduleKind::InterleavedZeroBubble && m % rounds != 0) {
+    return "interleaved-zb runs the chunks in max(1, chunks / devices) rounds of equal size: " + std::to_string(m) +
+           " chunks do not split into " + std::to_string(rounds) + " (devices: " + std::to_string(p) + ")";
   }
   return {};
 }

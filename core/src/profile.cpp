@@ -63,8 +63,18 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
   result.backwardWorkspaceBytes = at(&CostSample::backwardWorkspaceBytes);
   result.forwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::forwardLaunch);
   result.backwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::backwardLaunch);
+  if (a.backwardSplit && b.backwardSplit) {
+    auto split = [&](auto BackwardSplit::*field) {
+      return onLine(a.microBatch, (*a.backwardSplit).*field, b.microBatch, (*b.backwardSplit).*field, microBatch);
+    };
+    result.backwardSplit = BackwardSplit{split(&BackwardSplit::inputNs), split(&BackwardSplit::weightNs),
+                                         split(&BackwardSplit::weightSavedBytes)};
+  }
   return result;
 }
+
+/// The JSON fields of the backward's I/W split, which come together.
+constexpr const char* kSplitFields[] = {"backward_input_ns", "backward_weight_ns", "weight_saved_bytes"};
 
 /// The JSON fields of one pass's launch data: `<pass>_host_ns`, `<pass>_device_ns`, `<pass>_kernels`.
 struct LaunchFields {
@@ -95,7 +105,30 @@ nlohmann::json costToJson(const CostSample& cost) {
   // Written only when measured, so profiles without launch data write back byte for byte as before.
   launchToJson(cost.forwardLaunch, "forward", json);
   launchToJson(cost.backwardLaunch, "backward", json);
+  if (cost.backwardSplit) {
+    json[kSplitFields[0]] = cost.backwardSplit->inputNs;
+    json[kSplitFields[1]] = cost.backwardSplit->weightNs;
+    json[kSplitFields[2]] = cost.backwardSplit->weightSavedBytes;
+  }
   return json;
+}
+
+/// The backward's I/W split: its three fields together or none of them.
+std::optional<BackwardSplit> backwardSplitFromJson(const JsonCursor& json) {
+  int present = 0;
+  for (const char* field : kSplitFields) present += static_cast<int>(json.has(field));
+  if (present == 0) return std::nullopt;
+  for (const char* field : kSplitFields) {
+    if (!json.has(field)) {
+      json.fail(std::string("missing field '") + field +
+                "' (backward_input_ns, backward_weight_ns and weight_saved_bytes come together)");
+    }
+  }
+  BackwardSplit split;
+  split.inputNs = json.at(kSplitFields[0]).asNonNegativeInt();
+  split.weightNs = json.at(kSplitFields[1]).asNonNegativeInt();
+  split.weightSavedBytes = json.at(kSplitFields[2]).asNonNegativeInt();
+  return split;
 }
 
 /// One pass's launch data: its three fields together or none of them.
@@ -133,6 +166,7 @@ CostSample costFromJson(const JsonCursor& json) {
       json.has("backward_workspace_bytes") ? json.at("backward_workspace_bytes").asNonNegativeInt() : workspace;
   cost.forwardLaunch = launchFromJson(json, "forward");
   cost.backwardLaunch = launchFromJson(json, "backward");
+  cost.backwardSplit = backwardSplitFromJson(json);
   if (cost.forwardLaunch.has_value() != cost.backwardLaunch.has_value()) {
     const LaunchFields missing(cost.forwardLaunch ? "backward" : "forward");
     json.fail("missing " + missing.all() + " (a sample carries the launch data of both passes or of neither)");
@@ -258,6 +292,7 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.microBatch = 0;
     zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
+    if (costs.front().backwardSplit) zero.backwardSplit = BackwardSplit{};
     CostSample result = interpolate(zero, costs.front(), microBatch);
     result.forwardLaunch = scaleLaunch(costs.front(), microBatch, &CostSample::forwardLaunch);
     result.backwardLaunch = scaleLaunch(costs.front(), microBatch, &CostSample::backwardLaunch);
@@ -287,6 +322,16 @@ bool Profile::hasLaunchData() const {
     if (layer.costs.empty()) return false;
     for (const CostSample& cost : layer.costs) {
       if (!cost.forwardLaunch || !cost.backwardLaunch) return false;
+    }
+  }
+  return true;
+}
+
+bool Profile::hasBackwardSplit() const {
+  if (layers.empty()) return false;
+  for (const LayerProfile& layer : layers) {
+    for (const CostSample& cost : layer.costs) {
+      if (!cost.backwardSplit) return false;
     }
   }
   return true;

@@ -57,19 +57,22 @@ std::vector<Slot> gpipeSlots(std::int64_t m, std::int64_t n, bool training, std:
   return slots;
 }
 
-/// 1F1B and interleaved: every device's steps, device after device (the topological sort
-/// interleaves them), with a loss after each forward of the last stage and a recompute before
-/// each backward of a checkpointed micro-batch. Forward only: the forwards in the same order.
+/// 1F1B, interleaved and zero bubble: every device's steps, device after device (the
+/// topological sort interleaves them), with a loss after each forward of the last stage and a
+/// recompute before each backward (B or I) of a checkpointed micro-batch. Forward only: the
+/// forwards in the same order.
 std::vector<Slot> orderedSlots(const ScheduleSpec& spec, std::int64_t n, std::int64_t stop) {
   std::vector<Slot> slots;
   for (const auto& steps : deviceSteps(spec.schedule, n, spec.chunks, spec.stagesPerDevice)) {
     for (const OrderStep& step : steps) {
-      if (!step.backward) {
+      if (step.kind == OpKind::Forward) {
         slots.push_back({OpKind::Forward, step.i, step.j, false});
         if (spec.training && step.j == n - 1) slots.push_back({OpKind::Loss, step.i, step.j, false});
       } else if (spec.training) {
-        if (step.i < stop) slots.push_back({OpKind::Recompute, step.i, step.j, false});
-        slots.push_back({OpKind::Backward, step.i, step.j, false});
+        if (step.kind != OpKind::BackwardWeight && step.i < stop) {
+          slots.push_back({OpKind::Recompute, step.i, step.j, false});
+        }
+        slots.push_back({step.kind, step.i, step.j, false});
       }
     }
   }
@@ -81,7 +84,9 @@ std::vector<Slot> computeSlots(const ScheduleSpec& spec, std::int64_t stop) {
   switch (spec.schedule) {
     case ScheduleKind::GPipe: return gpipeSlots(spec.chunks, n, spec.training, stop);
     case ScheduleKind::OneFOneB:
-    case ScheduleKind::Interleaved: return orderedSlots(spec, n, stop);
+    case ScheduleKind::Interleaved:
+    case ScheduleKind::ZeroBubble:
+    case ScheduleKind::InterleavedZeroBubble: return orderedSlots(spec, n, stop);
   }
   throw std::logic_error("unknown schedule kind");
 }
@@ -91,12 +96,12 @@ std::vector<Slot> computeSlots(const ScheduleSpec& spec, std::int64_t stop) {
 std::vector<OrderStep> oneFOneBSteps(std::int64_t d, std::int64_t p, std::int64_t m) {
   const std::int64_t warmup = std::min(p - d - 1, m);
   std::vector<OrderStep> steps;
-  for (std::int64_t i = 0; i < warmup; ++i) steps.push_back({false, i, d});
+  for (std::int64_t i = 0; i < warmup; ++i) steps.push_back({OpKind::Forward, i, d});
   for (std::int64_t k = 0; k < m - warmup; ++k) {
-    steps.push_back({false, k + warmup, d});
-    steps.push_back({true, k, d});
+    steps.push_back({OpKind::Forward, k + warmup, d});
+    steps.push_back({OpKind::Backward, k, d});
   }
-  for (std::int64_t k = m - warmup; k < m; ++k) steps.push_back({true, k, d});
+  for (std::int64_t k = m - warmup; k < m; ++k) steps.push_back({OpKind::Backward, k, d});
   return steps;
 }
 
@@ -110,7 +115,7 @@ std::vector<OrderStep> interleavedSteps(std::int64_t d, std::int64_t p, std::int
     const std::int64_t group = k / (p * v);
     const std::int64_t inGroup = k % (p * v);
     const std::int64_t chunk = backward ? v - 1 - inGroup / p : inGroup / p;
-    return OrderStep{backward, group * p + inGroup % p, chunk * p + d};
+    return OrderStep{backward ? OpKind::Backward : OpKind::Forward, group * p + inGroup % p, chunk * p + d};
   };
   std::vector<OrderStep> steps;
   for (std::int64_t k = 0; k < warmup; ++k) steps.push_back(step(k, false));
@@ -119,6 +124,40 @@ std::vector<OrderStep> interleavedSteps(std::int64_t d, std::int64_t p, std::int
     steps.push_back(step(k, true));
   }
   for (std::int64_t k = total - warmup; k < total; ++k) steps.push_back(step(k, true));
+  return steps;
+}
+
+/// Device d's steps under zero bubble (torch's ScheduleInterleavedZeroBubble; v = 1 is zb1p):
+/// interleaved 1F1B's shape over rounds of r micro-batches, I in B's place, and the W of the
+/// k-th backward right after the (k + d)-th I, the rest at the end.
+std::vector<OrderStep> zeroBubbleSteps(std::int64_t d, std::int64_t p, std::int64_t m, std::int64_t v) {
+  const std::int64_t round = m / std::max<std::int64_t>(1, m / p);
+  const std::int64_t total = m * v;
+  const std::int64_t warmup = std::min((v - 1) * round + p - d - 1, total);
+  std::vector<std::int64_t> forwards(static_cast<std::size_t>(v), 0);
+  std::vector<std::int64_t> inputs(static_cast<std::size_t>(v), 0);
+  std::vector<std::int64_t> weights(static_cast<std::size_t>(v), 0);
+  std::vector<std::int64_t> owed;  // virtual stages of the I's whose W has not run, oldest first
+  std::size_t nextWeight = 0;
+  std::vector<OrderStep> steps;
+  auto push = [&](OpKind kind, std::int64_t chunk, std::vector<std::int64_t>& counts) {
+    steps.push_back({kind, counts[static_cast<std::size_t>(chunk)]++, chunk * p + d});
+  };
+  auto forward = [&](std::int64_t k) { push(OpKind::Forward, (k / round) % v, forwards); };
+  auto weight = [&] { push(OpKind::BackwardWeight, owed[nextWeight++], weights); };
+  auto input = [&](std::int64_t k) {
+    const std::int64_t chunk = v - 1 - ((k - warmup) / round) % v;
+    push(OpKind::BackwardInput, chunk, inputs);
+    owed.push_back(chunk);
+    if (k - warmup >= d) weight();
+  };
+  for (std::int64_t k = 0; k < warmup; ++k) forward(k);
+  for (std::int64_t k = warmup; k < total; ++k) {
+    forward(k);
+    input(k);
+  }
+  for (std::int64_t k = total; k < total + warmup; ++k) input(k);
+  while (nextWeight < owed.size()) weight();
   return steps;
 }
 
@@ -221,11 +260,13 @@ std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t 
     std::vector<OrderStep> steps;
     switch (kind) {
       case ScheduleKind::GPipe:
-        for (std::int64_t i = 0; i < m; ++i) steps.push_back({false, i, d});
-        for (std::int64_t i = m - 1; i >= 0; --i) steps.push_back({true, i, d});
+        for (std::int64_t i = 0; i < m; ++i) steps.push_back({OpKind::Forward, i, d});
+        for (std::int64_t i = m - 1; i >= 0; --i) steps.push_back({OpKind::Backward, i, d});
         break;
       case ScheduleKind::OneFOneB: steps = oneFOneBSteps(d, p, m); break;
       case ScheduleKind::Interleaved: steps = interleavedSteps(d, p, m, v); break;
+      case ScheduleKind::ZeroBubble:
+      case ScheduleKind::InterleavedZeroBubble: steps = zeroBubbleSteps(d, p, m, v); break;
     }
     devices.push_back(std::move(steps));
   }
@@ -240,6 +281,8 @@ std::string opKindName(OpKind kind) {
     case OpKind::Copy: return "copy";
     case OpKind::SkipCopy: return "skip-copy";
     case OpKind::Loss: return "loss";
+    case OpKind::BackwardInput: return "backward-input";
+    case OpKind::BackwardWeight: return "backward-weight";
   }
   return "unknown";
 }
@@ -308,7 +351,7 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
           addCopy(slot.i, slot.j, spans[s].popJ, false, static_cast<std::int64_t>(s), index);
         }
       }
-    } else if (slot.kind == OpKind::Backward) {
+    } else if (slot.kind == OpKind::Backward || slot.kind == OpKind::BackwardInput) {
       if (slot.j > 0) addCopy(slot.i, slot.j, slot.j - 1, true, -1, index);
       for (std::size_t s = 0; s < spans.size(); ++s) {
         if (spans[s].popJ == slot.j && spans[s].stashJ != slot.j) {
@@ -325,7 +368,9 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     } else if (op.kind == OpKind::Forward) {
       auto inputs = forwardInputs.find({op.i, op.j});
       if (inputs != forwardInputs.end()) op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
-    } else if (op.kind == OpKind::Backward) {
+    } else if (op.kind == OpKind::BackwardWeight) {
+      op.deps.push_back(compute.at({OpKind::BackwardInput, op.i, op.j}));
+    } else if (op.makesInputGradients()) {
       auto recompute = compute.find({OpKind::Recompute, op.i, op.j});
       if (recompute != compute.end()) op.deps.push_back(recompute->second);
       auto loss = compute.find({OpKind::Loss, op.i, op.j});
@@ -386,7 +431,9 @@ std::string Schedule::label(const Op& op) const {
   switch (op.kind) {
     case OpKind::Forward:
     case OpKind::Recompute:
-    case OpKind::Backward: return opKindName(op.kind) + "(" + i + "," + std::to_string(op.j) + ")";
+    case OpKind::Backward:
+    case OpKind::BackwardInput:
+    case OpKind::BackwardWeight: return opKindName(op.kind) + "(" + i + "," + std::to_string(op.j) + ")";
     case OpKind::Loss: return "loss(" + i + ")";
     case OpKind::Copy: return std::string(op.gradient ? "grad-copy(" : "copy(") + i + "," + route + ")";
     case OpKind::SkipCopy: {

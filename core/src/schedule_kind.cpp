@@ -1,4 +1,4 @@
-// The schedule family's names: printing and parsing "gpipe", "1f1b", "interleaved".
+// The schedule family's names: printing and parsing "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb".
 #include <pipeprof/core/schedule_kind.h>
 
 #include <algorithm>
@@ -11,15 +11,26 @@ std::string scheduleKindName(ScheduleKind kind) {
     case ScheduleKind::GPipe: return "gpipe";
     case ScheduleKind::OneFOneB: return "1f1b";
     case ScheduleKind::Interleaved: return "interleaved";
+    case ScheduleKind::ZeroBubble: return "zb1p";
+    case ScheduleKind::InterleavedZeroBubble: return "interleaved-zb";
   }
   return "unknown";
 }
 
+bool hasVirtualStages(ScheduleKind kind) {
+  return kind == ScheduleKind::Interleaved || kind == ScheduleKind::InterleavedZeroBubble;
+}
+
+bool splitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubble || kind == ScheduleKind::InterleavedZeroBubble;
+}
+
 ScheduleKind parseScheduleKind(const std::string& text) {
-  if (text == "gpipe") return ScheduleKind::GPipe;
-  if (text == "1f1b") return ScheduleKind::OneFOneB;
-  if (text == "interleaved") return ScheduleKind::Interleaved;
-  throw std::invalid_argument("invalid schedule '" + text + "': expected gpipe, 1f1b or interleaved");
+  for (ScheduleKind kind : kScheduleKinds) {
+    if (text == scheduleKindName(kind)) return kind;
+  }
+  throw std::invalid_argument("invalid schedule '" + text +
+                              "': expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb");
 }
 
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
@@ -35,7 +46,7 @@ std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
 }
 
 std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  if (kind == ScheduleKind::Interleaved) return "interleaved v" + std::to_string(stagesPerDevice);
+  if (hasVirtualStages(kind)) return scheduleKindName(kind) + " v" + std::to_string(stagesPerDevice);
   return scheduleKindName(kind);
 }
 

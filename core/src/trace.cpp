@@ -10,8 +10,8 @@ namespace pipeprof {
 namespace {
 
 constexpr std::array<Phase, 14> kPhases = {
-    Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy, Phase::SkipCopy, Phase::Loss,      Phase::Kernel,
-    Phase::Memcpy,  Phase::Memset,    Phase::Launch,   Phase::Warmup, Phase::Step,   Phase::Optimizer, Phase::Other};
+    Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy,   Phase::SkipCopy, Phase::Loss,      Phase::Kernel,
+    Phase::Memcpy,  Phase::Memset,    Phase::Launch,   Phase::Warmup, Phase::Step,     Phase::Optimizer, Phase::Other};
 
 }  // namespace
 
@@ -19,7 +19,9 @@ Phase phaseOf(OpKind kind) {
   switch (kind) {
     case OpKind::Forward: return Phase::Forward;
     case OpKind::Recompute: return Phase::Recompute;
-    case OpKind::Backward: return Phase::Backward;
+    case OpKind::Backward:
+    case OpKind::BackwardInput:
+    case OpKind::BackwardWeight: return Phase::Backward;
     case OpKind::Copy: return Phase::Copy;
     case OpKind::SkipCopy: return Phase::SkipCopy;
     case OpKind::Loss: return Phase::Loss;

@@ -174,7 +174,8 @@ TEST(CandidateJson, RejectsMalformedInput) {
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j.erase("chunks"); }),
             "r.json: $.candidates[2].candidate: missing required field 'chunks'");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["schedule"] = "zb"; }),
-            "r.json: $.candidates[2].candidate.schedule: invalid schedule 'zb': expected gpipe, 1f1b or interleaved");
+            "r.json: $.candidates[2].candidate.schedule: invalid schedule 'zb': expected gpipe, 1f1b, interleaved, "
+            "zb1p or interleaved-zb");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["devices"] = {0}; }),
             "r.json: $.candidates[2].candidate.devices: expected one device per pipeline device (2), got 1");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["stages_per_device"] = 3; }),

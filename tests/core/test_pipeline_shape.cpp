@@ -50,7 +50,8 @@ TEST(PipelineShape, ShapeErrorNamesWhatIsWrong) {
   EXPECT_EQ(shape({2, 6}, ScheduleKind::GPipe, 0, 4).shapeError(),
             "stages per device must be positive (stages per device: 0)");
   EXPECT_EQ(shape({1, 1, 1, 1}, ScheduleKind::OneFOneB, 2, 4).shapeError(),
-            "1f1b runs one stage per device (stages per device: 2); use the interleaved schedule for more");
+            "1f1b runs one stage per device (stages per device: 2); use the interleaved or interleaved-zb schedule for "
+            "more");
   EXPECT_EQ(shape({1, 1, 1, 1}, ScheduleKind::Interleaved, 1, 4).shapeError(),
             "interleaved needs at least 2 stages per device (stages per device: 1)");
   EXPECT_EQ(shape({1, 1, 1, 1, 1}, ScheduleKind::Interleaved, 2, 4).shapeError(),

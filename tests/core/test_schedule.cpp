@@ -20,28 +20,19 @@ using Table = std::vector<std::vector<Cell>>;
 
 TEST(ClockCycles, OneByOne) { EXPECT_EQ(clockCycles(1, 1), (Table{{{0, 0}}})); }
 
-TEST(ClockCycles, OneMicroBatchThreePartitions) {
-  EXPECT_EQ(clockCycles(1, 3), (Table{{{0, 0}}, {{0, 1}}, {{0, 2}}}));
-}
+TEST(ClockCycles, OneMicroBatchThreePartitions) { EXPECT_EQ(clockCycles(1, 3), (Table{{{0, 0}}, {{0, 1}}, {{0, 2}}})); }
 
 TEST(ClockCycles, ThreeMicroBatchesOnePartition) {
   EXPECT_EQ(clockCycles(3, 1), (Table{{{0, 0}}, {{1, 0}}, {{2, 0}}}));
 }
 
 TEST(ClockCycles, ThreeByThree) {
-  EXPECT_EQ(clockCycles(3, 3), (Table{{{0, 0}},
-                                      {{1, 0}, {0, 1}},
-                                      {{2, 0}, {1, 1}, {0, 2}},
-                                      {{2, 1}, {1, 2}},
-                                      {{2, 2}}}));
+  EXPECT_EQ(clockCycles(3, 3),
+            (Table{{{0, 0}}, {{1, 0}, {0, 1}}, {{2, 0}, {1, 1}, {0, 2}}, {{2, 1}, {1, 2}}, {{2, 2}}}));
 }
 
 TEST(ClockCycles, FourByTwo) {
-  EXPECT_EQ(clockCycles(4, 2), (Table{{{0, 0}},
-                                      {{1, 0}, {0, 1}},
-                                      {{2, 0}, {1, 1}},
-                                      {{3, 0}, {2, 1}},
-                                      {{3, 1}}}));
+  EXPECT_EQ(clockCycles(4, 2), (Table{{{0, 0}}, {{1, 0}, {0, 1}}, {{2, 0}, {1, 1}}, {{3, 0}, {2, 1}}, {{3, 1}}}));
 }
 
 TEST(ClockCycles, RejectsNonPositive) {
@@ -78,24 +69,15 @@ ScheduleSpec spec(std::vector<std::int64_t> balance, std::int64_t chunks, Checkp
 
 TEST(Schedule, TwoByTwoAlways) {
   Schedule schedule = Schedule::build(spec({1, 1}, 2, Checkpoint::Always));
-  EXPECT_THAT(describe(schedule), ElementsAre("forward(0,0) <-",
-                                              "copy(0,0->1) <- forward(0,0)",
-                                              "forward(1,0) <- forward(0,0)",
-                                              "copy(1,0->1) <- forward(1,0)",
-                                              "forward(0,1) <- copy(0,0->1)",
-                                              "loss(0) <- forward(0,1)",
-                                              "forward(1,1) <- copy(1,0->1) loss(0)",
-                                              "loss(1) <- forward(1,1)",
-                                              "recompute(1,1) <- loss(1)",
-                                              "backward(1,1) <- loss(1) recompute(1,1)",
-                                              "grad-copy(1,1->0) <- backward(1,1)",
-                                              "recompute(0,1) <- backward(1,1)",
-                                              "backward(0,1) <- loss(0) recompute(0,1)",
-                                              "grad-copy(0,1->0) <- backward(0,1)",
-                                              "recompute(1,0) <- forward(1,0) loss(1)",
-                                              "backward(1,0) <- grad-copy(1,1->0) recompute(1,0)",
-                                              "recompute(0,0) <- backward(1,0)",
-                                              "backward(0,0) <- grad-copy(0,1->0) recompute(0,0)"));
+  EXPECT_THAT(describe(schedule),
+              ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)", "forward(1,0) <- forward(0,0)",
+                          "copy(1,0->1) <- forward(1,0)", "forward(0,1) <- copy(0,0->1)", "loss(0) <- forward(0,1)",
+                          "forward(1,1) <- copy(1,0->1) loss(0)", "loss(1) <- forward(1,1)",
+                          "recompute(1,1) <- loss(1)", "backward(1,1) <- loss(1) recompute(1,1)",
+                          "grad-copy(1,1->0) <- backward(1,1)", "recompute(0,1) <- backward(1,1)",
+                          "backward(0,1) <- loss(0) recompute(0,1)", "grad-copy(0,1->0) <- backward(0,1)",
+                          "recompute(1,0) <- forward(1,0) loss(1)", "backward(1,0) <- grad-copy(1,1->0) recompute(1,0)",
+                          "recompute(0,0) <- backward(1,0)", "backward(0,0) <- grad-copy(0,1->0) recompute(0,0)"));
   EXPECT_THAT(order(schedule, 0), ElementsAre("forward(0,0)", "forward(1,0)", "recompute(1,0)", "backward(1,0)",
                                               "recompute(0,0)", "backward(0,0)"));
   EXPECT_THAT(order(schedule, 1), ElementsAre("forward(0,1)", "loss(0)", "forward(1,1)", "loss(1)", "recompute(1,1)",
@@ -106,22 +88,14 @@ TEST(Schedule, TwoByTwoAlways) {
 
 TEST(Schedule, TwoByTwoExceptLast) {
   Schedule schedule = Schedule::build(spec({1, 1}, 2, Checkpoint::ExceptLast));
-  EXPECT_THAT(describe(schedule), ElementsAre("forward(0,0) <-",
-                                              "copy(0,0->1) <- forward(0,0)",
-                                              "forward(1,0) <- forward(0,0)",
-                                              "copy(1,0->1) <- forward(1,0)",
-                                              "forward(0,1) <- copy(0,0->1)",
-                                              "loss(0) <- forward(0,1)",
-                                              "forward(1,1) <- copy(1,0->1) loss(0)",
-                                              "loss(1) <- forward(1,1)",
-                                              "backward(1,1) <- loss(1)",
-                                              "grad-copy(1,1->0) <- backward(1,1)",
-                                              "recompute(0,1) <- backward(1,1)",
-                                              "backward(0,1) <- loss(0) recompute(0,1)",
-                                              "grad-copy(0,1->0) <- backward(0,1)",
-                                              "backward(1,0) <- forward(1,0) loss(1) grad-copy(1,1->0)",
-                                              "recompute(0,0) <- backward(1,0)",
-                                              "backward(0,0) <- grad-copy(0,1->0) recompute(0,0)"));
+  EXPECT_THAT(describe(schedule),
+              ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)", "forward(1,0) <- forward(0,0)",
+                          "copy(1,0->1) <- forward(1,0)", "forward(0,1) <- copy(0,0->1)", "loss(0) <- forward(0,1)",
+                          "forward(1,1) <- copy(1,0->1) loss(0)", "loss(1) <- forward(1,1)", "backward(1,1) <- loss(1)",
+                          "grad-copy(1,1->0) <- backward(1,1)", "recompute(0,1) <- backward(1,1)",
+                          "backward(0,1) <- loss(0) recompute(0,1)", "grad-copy(0,1->0) <- backward(0,1)",
+                          "backward(1,0) <- forward(1,0) loss(1) grad-copy(1,1->0)", "recompute(0,0) <- backward(1,0)",
+                          "backward(0,0) <- grad-copy(0,1->0) recompute(0,0)"));
   EXPECT_TRUE(schedule.checkpointed(0));
   EXPECT_FALSE(schedule.checkpointed(1));
   EXPECT_FALSE(schedule.find(OpKind::Recompute, 1, 0).has_value());
@@ -131,31 +105,23 @@ TEST(Schedule, TwoByTwoExceptLast) {
 
 TEST(Schedule, TwoByTwoNever) {
   Schedule schedule = Schedule::build(spec({1, 1}, 2, Checkpoint::Never));
-  EXPECT_THAT(describe(schedule), ElementsAre("forward(0,0) <-",
-                                              "copy(0,0->1) <- forward(0,0)",
-                                              "forward(1,0) <- forward(0,0)",
-                                              "copy(1,0->1) <- forward(1,0)",
-                                              "forward(0,1) <- copy(0,0->1)",
-                                              "loss(0) <- forward(0,1)",
-                                              "forward(1,1) <- copy(1,0->1) loss(0)",
-                                              "loss(1) <- forward(1,1)",
-                                              "backward(1,1) <- loss(1)",
-                                              "grad-copy(1,1->0) <- backward(1,1)",
-                                              "backward(0,1) <- loss(0) backward(1,1)",
-                                              "grad-copy(0,1->0) <- backward(0,1)",
-                                              "backward(1,0) <- forward(1,0) loss(1) grad-copy(1,1->0)",
-                                              "backward(0,0) <- grad-copy(0,1->0) backward(1,0)"));
+  EXPECT_THAT(describe(schedule),
+              ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)", "forward(1,0) <- forward(0,0)",
+                          "copy(1,0->1) <- forward(1,0)", "forward(0,1) <- copy(0,0->1)", "loss(0) <- forward(0,1)",
+                          "forward(1,1) <- copy(1,0->1) loss(0)", "loss(1) <- forward(1,1)", "backward(1,1) <- loss(1)",
+                          "grad-copy(1,1->0) <- backward(1,1)", "backward(0,1) <- loss(0) backward(1,1)",
+                          "grad-copy(0,1->0) <- backward(0,1)",
+                          "backward(1,0) <- forward(1,0) loss(1) grad-copy(1,1->0)",
+                          "backward(0,0) <- grad-copy(0,1->0) backward(1,0)"));
   EXPECT_FALSE(schedule.checkpointed(0));
 }
 
 TEST(Schedule, TwoByTwoEvalHasForwardOnly) {
   Schedule schedule = Schedule::build(spec({1, 1}, 2, Checkpoint::Always, false));
-  EXPECT_THAT(describe(schedule), ElementsAre("forward(0,0) <-",
-                                              "copy(0,0->1) <- forward(0,0)",
-                                              "forward(1,0) <- forward(0,0)",
-                                              "copy(1,0->1) <- forward(1,0)",
-                                              "forward(0,1) <- copy(0,0->1)",
-                                              "forward(1,1) <- copy(1,0->1) forward(0,1)"));
+  EXPECT_THAT(describe(schedule),
+              ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)", "forward(1,0) <- forward(0,0)",
+                          "copy(1,0->1) <- forward(1,0)", "forward(0,1) <- copy(0,0->1)",
+                          "forward(1,1) <- copy(1,0->1) forward(0,1)"));
   EXPECT_FALSE(schedule.checkpointed(0));
 }
 
@@ -164,15 +130,10 @@ TEST(Schedule, SkipRouteAcrossPartitions) {
   withSkip.skips = {{"enc1", 0, 2}};
   Schedule schedule = Schedule::build(withSkip);
   EXPECT_THAT(describe(schedule),
-              ElementsAre("forward(0,0) <-",
-                          "copy(0,0->1) <- forward(0,0)",
-                          "skip-copy(enc1,0,0->2) <- forward(0,0)",
-                          "forward(0,1) <- copy(0,0->1)",
-                          "copy(0,1->2) <- forward(0,1)",
-                          "forward(0,2) <- skip-copy(enc1,0,0->2) copy(0,1->2)",
-                          "loss(0) <- forward(0,2)",
-                          "backward(0,2) <- loss(0)",
-                          "grad-copy(0,2->1) <- backward(0,2)",
+              ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)", "skip-copy(enc1,0,0->2) <- forward(0,0)",
+                          "forward(0,1) <- copy(0,0->1)", "copy(0,1->2) <- forward(0,1)",
+                          "forward(0,2) <- skip-copy(enc1,0,0->2) copy(0,1->2)", "loss(0) <- forward(0,2)",
+                          "backward(0,2) <- loss(0)", "grad-copy(0,2->1) <- backward(0,2)",
                           "skip-grad-copy(enc1,0,2->0) <- backward(0,2)",
                           "backward(0,1) <- forward(0,1) loss(0) grad-copy(0,2->1)",
                           "grad-copy(0,1->0) <- backward(0,1)",
@@ -191,8 +152,8 @@ TEST(Schedule, SkipRouteInsideOnePartitionNeedsNoCopy) {
   ScheduleSpec withSkip = spec({2, 1}, 1, Checkpoint::Never, false);
   withSkip.skips = {{"inner", 0, 1}};
   Schedule schedule = Schedule::build(withSkip);
-  EXPECT_THAT(describe(schedule), ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)",
-                                              "forward(0,1) <- copy(0,0->1)"));
+  EXPECT_THAT(describe(schedule),
+              ElementsAre("forward(0,0) <-", "copy(0,0->1) <- forward(0,0)", "forward(0,1) <- copy(0,0->1)"));
 }
 
 TEST(Schedule, LayersAndPartitions) {
@@ -229,13 +190,18 @@ TEST(Schedule, ComputeOpsDependOnThePreviousOpOfTheirPartition) {
 }
 
 TEST(Schedule, ValidationNamesTheValues) {
-  EXPECT_THAT([] { Schedule::build(spec({2, 0}, 2, Checkpoint::Never)); },
-              ThrowsMessage<std::invalid_argument>(
-                  StrEq("all balance numbers must be positive integer (balance: [2, 0])")));
+  EXPECT_THAT(
+      [] {
+        Schedule::build(spec({2, 0}, 2, Checkpoint::Never));
+      },
+      ThrowsMessage<std::invalid_argument>(StrEq("all balance numbers must be positive integer (balance: [2, 0])")));
   EXPECT_THAT([] { Schedule::build(spec({}, 2, Checkpoint::Never)); },
               ThrowsMessage<std::invalid_argument>(StrEq("balance must have at least one partition (balance: [])")));
-  EXPECT_THAT([] { Schedule::build(spec({1, 1}, 0, Checkpoint::Never)); },
-              ThrowsMessage<std::invalid_argument>(StrEq("number of chunks must be positive integer (chunks: 0)")));
+  EXPECT_THAT(
+      [] {
+        Schedule::build(spec({1, 1}, 0, Checkpoint::Never));
+      },
+      ThrowsMessage<std::invalid_argument>(StrEq("number of chunks must be positive integer (chunks: 0)")));
   ScheduleSpec bad = spec({1, 1}, 1, Checkpoint::Never);
   bad.skips = {{"enc1", 0, 2}};
   EXPECT_THAT([&] { Schedule::build(bad); },
@@ -246,13 +212,11 @@ TEST(Schedule, ValidationNamesTheValues) {
               ThrowsMessage<std::invalid_argument>(
                   StrEq("skip route 'enc1': stash layer -1 is outside the model (layers: 0..1)")));
   bad.skips = {{"enc1", 1, 1}};
-  EXPECT_THAT([&] { Schedule::build(bad); },
-              ThrowsMessage<std::invalid_argument>(
-                  StrEq("skip route 'enc1': stash layer 1 must come before pop layer 1")));
+  EXPECT_THAT([&] { Schedule::build(bad); }, ThrowsMessage<std::invalid_argument>(StrEq(
+                                                 "skip route 'enc1': stash layer 1 must come before pop layer 1")));
   bad.skips = {{"a", 0, 1}, {"a", 0, 1}};
   EXPECT_THAT([&] { Schedule::build(bad); },
-              ThrowsMessage<std::invalid_argument>(
-                  StrEq("duplicate skip route 'a': skip names must be distinct")));
+              ThrowsMessage<std::invalid_argument>(StrEq("duplicate skip route 'a': skip names must be distinct")));
 }
 
 TEST(ScheduleKind, NamesAndParsing) {
@@ -263,7 +227,8 @@ TEST(ScheduleKind, NamesAndParsing) {
   EXPECT_EQ(parseScheduleKind("1f1b"), ScheduleKind::OneFOneB);
   EXPECT_EQ(parseScheduleKind("interleaved"), ScheduleKind::Interleaved);
   EXPECT_THAT([] { parseScheduleKind("zb"); },
-              ThrowsMessage<std::invalid_argument>(StrEq("invalid schedule 'zb': expected gpipe, 1f1b or interleaved")));
+              ThrowsMessage<std::invalid_argument>(
+                  StrEq("invalid schedule 'zb': expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb")));
   EXPECT_EQ(parseScheduleKindList("interleaved,gpipe,interleaved"),
             (std::vector<ScheduleKind>{ScheduleKind::Interleaved, ScheduleKind::GPipe}));
   EXPECT_THROW(parseScheduleKindList("gpipe,"), std::invalid_argument);

@@ -15,7 +15,8 @@ using ::testing::ElementsAre;
 using ::testing::StrEq;
 using ::testing::ThrowsMessage;
 
-/// One line per device: "F0.1" forward(0,1), "L0" loss(0), "R0.1" recompute(0,1), "B0.1" backward(0,1).
+/// One line per device: "F0.1" forward(0,1), "L0" loss(0), "R0.1" recompute(0,1), "B0.1" backward(0,1),
+/// "I0.1" backward-input(0,1), "W0.1" backward-weight(0,1).
 std::vector<std::string> table(const Schedule& schedule) {
   std::vector<std::string> lines;
   for (std::int64_t d = 0; d < schedule.devices(); ++d) {
@@ -27,6 +28,8 @@ std::vector<std::string> table(const Schedule& schedule) {
         case OpKind::Forward: cell = "F" + cell; break;
         case OpKind::Recompute: cell = "R" + cell; break;
         case OpKind::Backward: cell = "B" + cell; break;
+        case OpKind::BackwardInput: cell = "I" + cell; break;
+        case OpKind::BackwardWeight: cell = "W" + cell; break;
         case OpKind::Loss: cell = "L" + std::to_string(op.i); break;
         default: cell = schedule.label(op); break;
       }
@@ -136,10 +139,56 @@ TEST(Interleaved, StagesLoopOverTheDevices) {
   EXPECT_EQ(schedule.deviceOrder(1).size(), 28u);
 }
 
+// ZB-H1 as torch's ScheduleInterleavedZeroBubble runs it with one stage per rank (PyTorch 2.6,
+// tests/fixtures/pytorch-2.6-schedules/README.md): 1F1B with I in B's place, device d deferring
+// its W's by d; "I0.1" backward-input(0,1), "W0.1" backward-weight(0,1).
+TEST(ZeroBubble, TwoDevicesFourMicroBatches) {
+  EXPECT_THAT(table(build(ScheduleKind::ZeroBubble, 2, 4, 1)),
+              ElementsAre("F0.0 F1.0 I0.0 W0.0 F2.0 I1.0 W1.0 F3.0 I2.0 W2.0 I3.0 W3.0",
+                          "F0.1 L0 I0.1 F1.1 L1 I1.1 W0.1 F2.1 L2 I2.1 W1.1 F3.1 L3 I3.1 W2.1 W3.1"));
+}
+
+TEST(ZeroBubble, FourDevicesEightMicroBatches) {
+  EXPECT_THAT(
+      table(build(ScheduleKind::ZeroBubble, 4, 8, 1)),
+      ElementsAre(
+          "F0.0 F1.0 F2.0 F3.0 I0.0 W0.0 F4.0 I1.0 W1.0 F5.0 I2.0 W2.0 F6.0 I3.0 W3.0 F7.0 I4.0 W4.0 I5.0 W5.0 I6.0 "
+          "W6.0 I7.0 W7.0",
+          "F0.1 F1.1 F2.1 I0.1 F3.1 I1.1 W0.1 F4.1 I2.1 W1.1 F5.1 I3.1 W2.1 F6.1 I4.1 W3.1 F7.1 I5.1 W4.1 I6.1 W5.1 "
+          "I7.1 W6.1 W7.1",
+          "F0.2 F1.2 I0.2 F2.2 I1.2 F3.2 I2.2 W0.2 F4.2 I3.2 W1.2 F5.2 I4.2 W2.2 F6.2 I5.2 W3.2 F7.2 I6.2 W4.2 I7.2 "
+          "W5.2 W6.2 W7.2",
+          "F0.3 L0 I0.3 F1.3 L1 I1.3 F2.3 L2 I2.3 F3.3 L3 I3.3 W0.3 F4.3 L4 I4.3 W1.3 F5.3 L5 I5.3 W2.3 F6.3 L6 I6.3 "
+          "W3.3 F7.3 L7 I7.3 W4.3 W5.3 W6.3 W7.3"));
+}
+
+TEST(ZeroBubble, FewerMicroBatchesThanDevicesAndRecomputeBeforeI) {
+  EXPECT_THAT(table(build(ScheduleKind::ZeroBubble, 4, 2, 1, Checkpoint::ExceptLast)),
+              ElementsAre("F0.0 F1.0 R0.0 I0.0 W0.0 I1.0 W1.0", "F0.1 F1.1 R0.1 I0.1 I1.1 W0.1 W1.1",
+                          "F0.2 F1.2 R0.2 I0.2 I1.2 W0.2 W1.2", "F0.3 L0 R0.3 I0.3 F1.3 L1 I1.3 W0.3 W1.3"));
+}
+
+TEST(ZeroBubble, WaitsForItsIAndIForTheGradients) {
+  const Schedule schedule = build(ScheduleKind::ZeroBubble, 2, 2, 1);
+  const Op& weight = schedule.op(*schedule.find(OpKind::BackwardWeight, 1, 0));
+  EXPECT_THAT(weight.deps, ::testing::Contains(*schedule.find(OpKind::BackwardInput, 1, 0)));
+  const Op& input = schedule.op(*schedule.find(OpKind::BackwardInput, 1, 0));
+  bool waitsForGradient = false;
+  for (OpIndex dep : input.deps) {
+    const Op& copy = schedule.op(dep);
+    waitsForGradient = waitsForGradient || (copy.kind == OpKind::Copy && copy.gradient && copy.j == 1);
+  }
+  EXPECT_TRUE(waitsForGradient);
+  EXPECT_EQ(schedule.gradientConsumer(1, 0), schedule.find(OpKind::BackwardInput, 1, 0));
+  EXPECT_EQ(schedule.label(weight), "backward-weight(1,0)");
+}
+
 TEST(DeviceSteps, GPipeIsForwardsThenBackwardsInReverse) {
-  EXPECT_EQ(deviceSteps(ScheduleKind::GPipe, 2, 2, 1),
-            (std::vector<std::vector<OrderStep>>{{{false, 0, 0}, {false, 1, 0}, {true, 1, 0}, {true, 0, 0}},
-                                                 {{false, 0, 1}, {false, 1, 1}, {true, 1, 1}, {true, 0, 1}}}));
+  EXPECT_EQ(
+      deviceSteps(ScheduleKind::GPipe, 2, 2, 1),
+      (std::vector<std::vector<OrderStep>>{
+          {{OpKind::Forward, 0, 0}, {OpKind::Forward, 1, 0}, {OpKind::Backward, 1, 0}, {OpKind::Backward, 0, 0}},
+          {{OpKind::Forward, 0, 1}, {OpKind::Forward, 1, 1}, {OpKind::Backward, 1, 1}, {OpKind::Backward, 0, 1}}}));
 }
 
 TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
@@ -148,17 +197,32 @@ TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
                                                             {ScheduleKind::OneFOneB, 3, 5, 1},
                                                             {ScheduleKind::OneFOneB, 5, 2, 1},
                                                             {ScheduleKind::Interleaved, 3, 6, 2},
-                                                            {ScheduleKind::Interleaved, 2, 6, 4}}) {
+                                                            {ScheduleKind::Interleaved, 2, 6, 4},
+                                                            {ScheduleKind::ZeroBubble, 3, 5, 1},
+                                                            {ScheduleKind::ZeroBubble, 4, 2, 1},
+                                                            {ScheduleKind::ZeroBubble, 1, 3, 1},
+                                                            {ScheduleKind::InterleavedZeroBubble, 3, 6, 2},
+                                                            {ScheduleKind::InterleavedZeroBubble, 4, 2, 2},
+                                                            {ScheduleKind::InterleavedZeroBubble, 2, 6, 3},
+                                                            {ScheduleKind::InterleavedZeroBubble, 3, 5, 2}}) {
     const auto devices = deviceSteps(kind, p * v, m, v);
     ASSERT_EQ(devices.size(), static_cast<std::size_t>(p));
-    std::vector<int> seen(static_cast<std::size_t>(2 * m * p * v), 0);
+    // Every (kind, i, j) once: B for the others, I and W for the zero-bubble families.
+    std::vector<int> seen(static_cast<std::size_t>(3 * m * p * v), 0);
     for (std::size_t d = 0; d < devices.size(); ++d) {
       for (const OrderStep& step : devices[d]) {
         EXPECT_EQ(step.j % p, static_cast<std::int64_t>(d));
-        ++seen[static_cast<std::size_t>((step.backward ? m * p * v : 0) + step.i * p * v + step.j)];
+        const int pass = step.kind == OpKind::Forward ? 0 : step.kind == OpKind::BackwardWeight ? 2 : 1;
+        if (step.kind != OpKind::Forward) {
+          EXPECT_EQ(step.kind == OpKind::Backward, !splitsBackward(kind));
+        }
+        ++seen[static_cast<std::size_t>(pass * m * p * v + step.i * p * v + step.j)];
       }
     }
-    for (int count : seen) EXPECT_EQ(count, 1) << scheduleKindName(kind) << " p " << p << " m " << m << " v " << v;
+    for (std::size_t k = 0; k < seen.size(); ++k) {
+      const bool expected = splitsBackward(kind) || k < static_cast<std::size_t>(2 * m * p * v);
+      EXPECT_EQ(seen[k], expected ? 1 : 0) << scheduleKindName(kind) << " p " << p << " m " << m << " v " << v;
+    }
     // Every schedule is free of deadlock: building it sorts its ops topologically.
     ScheduleSpec spec;
     spec.schedule = kind;
@@ -174,6 +238,10 @@ TEST(ScheduleLabel, NamesTheScheduleAndTheStagesPerDeviceOfInterleaved) {
   EXPECT_EQ(scheduleLabel(ScheduleKind::GPipe, 1), "gpipe");
   EXPECT_EQ(scheduleLabel(ScheduleKind::OneFOneB, 1), "1f1b");
   EXPECT_EQ(scheduleLabel(ScheduleKind::Interleaved, 2), "interleaved v2");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::ZeroBubble, 1), "zb1p");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::InterleavedZeroBubble, 2), "interleaved-zb v2");
+  EXPECT_EQ(parseScheduleKindList("zb1p,interleaved-zb"),
+            (std::vector<ScheduleKind>{ScheduleKind::ZeroBubble, ScheduleKind::InterleavedZeroBubble}));
 }
 
 TEST(ScheduleShape, RejectsWhatItCannotScheduleNamingMPAndV) {
@@ -182,7 +250,12 @@ TEST(ScheduleShape, RejectsWhatItCannotScheduleNamingMPAndV) {
   EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 1, 4, 4),
             "interleaved needs at least 2 stages per device (stages per device: 1)");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::OneFOneB, 2, 4, 4),
-            "1f1b runs one stage per device (stages per device: 2); use the interleaved schedule for more");
+            "1f1b runs one stage per device (stages per device: 2); use the interleaved or interleaved-zb schedule "
+            "for more");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::InterleavedZeroBubble, 2, 8, 9),
+            "interleaved-zb runs the chunks in max(1, chunks / devices) rounds of equal size: 9 chunks do not split "
+            "into 2 (devices: 4)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::InterleavedZeroBubble, 2, 8, 6), "");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 5, 4),
             "the stages must split evenly over the devices: 5 stages is not a multiple of 2 stages per device");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::GPipe, 0, 4, 4),

@@ -28,7 +28,7 @@ namespace pipeprof {
 struct PipelineShape {
   std::vector<std::int64_t> balance;  ///< layers per stage; n = balance.size()
   ScheduleKind schedule = ScheduleKind::GPipe;
-  /// v: stages per pipeline device (1 for gpipe and 1f1b, >= 2 for interleaved).
+  /// v: stages per pipeline device (1 for gpipe, 1f1b and zb1p, >= 2 for interleaved and interleaved-zb).
   std::int64_t stagesPerDevice = 1;
   std::int64_t chunks = 1;  ///< m: micro-batches asked for (torch.chunk may make fewer)
   Checkpoint checkpoint = Checkpoint::ExceptLast;
@@ -58,8 +58,9 @@ struct PipelineShape {
 };
 
 /// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
-/// v must be 1 for gpipe and 1f1b and at least 2 for interleaved, n a multiple of v, and for
-/// interleaved m a multiple of the p = n / v devices, e.g. "interleaved needs chunks a
+/// v must be 1 for gpipe, 1f1b and zb1p and at least 2 for interleaved and interleaved-zb, n a
+/// multiple of v; for interleaved m a multiple of the p = n / v devices, for interleaved-zb a
+/// multiple of its max(1, m / p) rounds (torch's ScheduleInterleavedZeroBubble), e.g. "interleaved needs chunks a
 /// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
 

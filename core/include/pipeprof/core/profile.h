@@ -35,6 +35,16 @@ struct OptimizerStepCost {
   Bytes bytes = 0;
 };
 
+/// A layer's backward split as zero-bubble schedules run it (core/schedule.h): I, the gradient
+/// of its input, then W, the gradients of its weights.
+struct BackwardSplit {
+  TimeNs inputNs = 0;   ///< I
+  TimeNs weightNs = 0;  ///< W
+  /// The part of the layer's saved bytes that I keeps for W (what the weights' gradients need:
+  /// the inputs of its matrix products, say); the rest is freed when I ends.
+  Bytes weightSavedBytes = 0;
+};
+
 /// Costs of one layer at one micro-batch size.
 struct CostSample {
   std::int64_t microBatch = 1;  ///< samples in the micro-batch
@@ -53,6 +63,9 @@ struct CostSample {
   /// under -Wmissing-field-initializers.)
   std::optional<LaunchCost> forwardLaunch{};
   std::optional<LaunchCost> backwardLaunch{};
+  /// The backward split into I and W, measured alongside the whole backward; absent in older
+  /// files (a profile carries it on every sample or on none).
+  std::optional<BackwardSplit> backwardSplit{};
 };
 
 /// Costs at any micro-batch size from samples sorted by size: piecewise-linear between samples,
@@ -167,6 +180,9 @@ struct Profile {
   /// Whether every cost sample carries launch data for both passes (the simulator then runs its
   /// launch model; docs/simulator.md, "Launches"). False for CPU profiles and older files.
   bool hasLaunchData() const;
+  /// Whether every layer's cost samples carry the backward's I/W split, which the zero-bubble
+  /// schedules need. False for older files.
+  bool hasBackwardSplit() const;
   /// The skip routes as the schedule needs them.
   std::vector<SkipRoute> skipRoutes() const;
   /// Whether the profile can stand for a training step with this optimizer kind: its own, or

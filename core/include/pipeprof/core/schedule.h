@@ -1,4 +1,5 @@
-// Schedules: the per-device op orders of a candidate (GPipe, 1F1B, interleaved 1F1B) and their ops.
+// Schedules: the per-device op orders of a candidate (GPipe, 1F1B, interleaved 1F1B, and the
+// zero-bubble ZB-H1 and interleaved zero bubble) and their ops.
 //
 // Vocabulary, used everywhere in pipeprof:
 //   i  micro-batch        (0 <= i < m, m = chunks)
@@ -40,12 +41,26 @@
 //   device 1   F0.1 F1.1 F0.3 L0 B0.3 F1.3 L1 B1.3 F2.1 B0.1 F3.1 B1.1 F2.3 L2 B2.3 F3.3 L3 B3.3
 //              B2.1 B3.1
 //
+// Zero bubble (zb1p: v = 1; interleaved-zb: v >= 2; torch's ScheduleInterleavedZeroBubble, Qi et al.
+// 2024): each backward is split into I, backward-input(i, j), the gradient of the stage's inputs
+// (what the previous stage waits for), and W, backward-weight(i, j), the gradients of its
+// weights, which nothing waits for. The order is interleaved 1F1B's with I in B's place, over
+// rounds of r = m / max(1, m / p) micro-batches instead of p (the k-th forward of device d is
+// on virtual stage (k / r) mod v), with w = min((v - 1) r + p - d - 1, m v) warm-up forwards
+// (one per hop from the last device, not two), and each W deferred: device d runs the W of its
+// k-th backward right after its (k + d)-th I, and the d it still owes at the end. So the last
+// devices, whose 1F1B holds few micro-batches, fill their cool-down bubble with W, and every
+// device holds at most p micro-batches' W state, 1F1B's peak. m = 4, p = 2 (zb1p):
+//
+//   device 0   F0 F1 I0 W0 F2 I1 W1 F3 I2 W2 I3 W3
+//   device 1   F0 L0 I0 F1 L1 I1 W0 F2 L2 I2 W1 F3 L3 I3 W2 W3
+//
 // Every schedule: recompute(i, j) of a checkpointed micro-batch comes right before
 // backward(i, j) in the device order; it waits only for the previous op of its device (not
 // for the gradient of micro-batch i), so it overlaps the gradient copy from stage j+1.
-// backward(i, j) then waits for recompute(i, j), for loss(i) on the last stage, and for the
-// gradients of micro-batch i arriving from stage j+1 and from every stage that popped a skip
-// tensor stashed in stage j. Checkpoint modes mean the same under every schedule (which
+// backward(i, j) (or I) then waits for recompute(i, j), for loss(i) on the last stage, and for
+// the gradients of micro-batch i arriving from stage j+1 and from every stage that popped a
+// skip tensor stashed in stage j; W(i, j) waits for I(i, j). Checkpoint modes mean the same under every schedule (which
 // micro-batches are recomputed: checkpointStop).
 #pragma once
 
@@ -72,14 +87,16 @@ struct Cell {
 /// increasing j. Throws std::invalid_argument when m or n is not positive.
 std::vector<std::vector<Cell>> clockCycles(std::int64_t m, std::int64_t n);
 
-/// One step of a device's order before recomputes and losses are inserted: the forward or
-/// the backward of micro-batch i on stage j.
+enum class OpKind { Forward, Recompute, Backward, Copy, SkipCopy, Loss, BackwardInput, BackwardWeight };
+
+/// One step of a device's order before recomputes and losses are inserted: the forward, the
+/// backward, or a backward's input or weight half (I, W) of micro-batch i on stage j.
 struct OrderStep {
-  bool backward = false;
+  OpKind kind = OpKind::Forward;  ///< Forward, Backward, BackwardInput or BackwardWeight
   std::int64_t i = 0;
   std::int64_t j = 0;
   friend bool operator==(const OrderStep& a, const OrderStep& b) {
-    return a.backward == b.backward && a.i == b.i && a.j == b.j;
+    return a.kind == b.kind && a.i == b.i && a.j == b.j;
   }
 };
 
@@ -104,9 +121,8 @@ struct ScheduleSpec : PipelineShape {
   std::vector<SkipRoute> skips;
 };
 
-enum class OpKind { Forward, Recompute, Backward, Copy, SkipCopy, Loss };
-
-/// "forward", "recompute", "backward", "copy", "skip-copy", "loss".
+/// "forward", "recompute", "backward", "copy", "skip-copy", "loss", "backward-input",
+/// "backward-weight".
 std::string opKindName(OpKind kind);
 
 using OpIndex = std::size_t;
@@ -121,10 +137,11 @@ struct Op {
   std::int64_t skip = -1;     ///< SkipCopy: index into ScheduleSpec::skips; otherwise -1
   std::vector<OpIndex> deps;  ///< ops that must finish before this one starts
 
-  /// Ops a device's worker runs in its order: forward, recompute, backward and loss.
-  bool isCompute() const {
-    return kind == OpKind::Forward || kind == OpKind::Recompute || kind == OpKind::Backward || kind == OpKind::Loss;
-  }
+  /// Ops a device's worker runs in its order: forward, recompute, backward (B, I or W) and loss.
+  bool isCompute() const { return !isCopy(); }
+  /// B or I: the op that consumes the gradients of micro-batch i arriving at stage j and makes
+  /// those of its inputs.
+  bool makesInputGradients() const { return kind == OpKind::Backward || kind == OpKind::BackwardInput; }
   bool isCopy() const { return kind == OpKind::Copy || kind == OpKind::SkipCopy; }
 };
 
@@ -168,7 +185,14 @@ class Schedule {
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
   /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;
-  /// Human-readable identity: "forward(2,1)", "loss(2)", "copy(2,1->2)", "grad-copy(2,2->1)",
+  /// Whether each backward is split into I then W (splitsBackward(spec().schedule)).
+  bool splitsBackward() const { return pipeprof::splitsBackward(spec_.schedule); }
+  /// The op that receives the gradients of micro-batch i at stage j: backward(i, j), or
+  /// backward-input(i, j) when the backward is split; nullopt without backward ops.
+  std::optional<OpIndex> gradientConsumer(std::int64_t i, std::int64_t j) const {
+    return find(splitsBackward() ? OpKind::BackwardInput : OpKind::Backward, i, j);
+  }
+  /// Human-readable identity: "forward(2,1)", "backward-input(2,1)", "loss(2)", "copy(2,1->2)", "grad-copy(2,2->1)",
   /// "skip-copy(enc1,2,0->3)", "skip-grad-copy(enc1,2,3->0)". The same text is the span
   /// name in measured and predicted traces.
   std::string label(const Op& op) const;
