@@ -16,11 +16,15 @@
 //        and each skip's unsaved bytes (its tensor's, when nothing holds that any more after
 //        the pop);
 //     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
-//        backward workspace = peak above the bytes live when it started.
+//        backward workspace = peak above the bytes live when it started;
+//     4. per layer, on a copy of its input made under tag L, forward and then the backward
+//        split into I and W (split_backward.h): weight_saved_bytes = what W frees (what I kept
+//        for it: the input when the weights' gradient needs it, the gradients it captured).
 //   time (options.device)
-//     warm-up passes, then passes until minRuns are done and the budget is spent (or a cap):
-//     each pass runs the layers in order, each on a detached input that requires grad, timing
-//     its forward and then torch::autograd::backward of its output alone; medians are kept.
+//     warm-up passes, then passes until 2 x minRuns are done and the budget is spent (or a
+//     cap): each pass runs the layers in order, each on a detached input that requires grad,
+//     timing its forward and then torch::autograd::backward of its output alone, or on every
+//     other pass that backward split into I and W; medians are kept.
 //     On CUDA each pass also times the host up to the return of the forward and of the
 //     backward, before the synchronize: the host's launch time (LaunchCost::hostNs).
 //   precision (bf16, fp16)
@@ -53,6 +57,7 @@
 #include "make_optimizer.h"
 #include "profiling_scopes.h"
 #include "shared_parameters.h"
+#include "split_backward.h"
 #include "stage_input.h"
 
 #include <pipeprof/core/allocator_rounding.h>
@@ -128,6 +133,33 @@ void runBackward(const BackwardRoots& backward) {
 
 /// Runs the backward of the outputs alone (ones as their gradient).
 void backwardOf(const Tensors& outputs) { runBackward(backwardRoots(outputs)); }
+
+/// The edges a layer's I computes gradients for: those of its inputs that have a gradient sink
+/// (stageInputs), an invalid edge for the others.
+torch::autograd::edge_list gradientEdges(const Tensors& inputs) {
+  torch::autograd::edge_list edges;
+  for (const torch::Tensor& t : inputs) {
+    edges.push_back(t.requires_grad() ? torch::autograd::impl::gradient_edge(t) : torch::autograd::Edge());
+  }
+  return edges;
+}
+
+/// Runs a layer's backward split in two (split_backward.h) and returns the times of I and W.
+std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> timeSplitBackward(const BackwardRoots& backward,
+                                                                                const Tensors& inputs,
+                                                                                const torch::Device& device) {
+  using Clock = std::chrono::steady_clock;
+  AutocastPause pause;
+  WeightBackward weights;
+  const auto t0 = Clock::now();
+  weights.runInputs(backward.roots, backward.grads, gradientEdges(inputs));
+  synchronize(device);
+  const auto t1 = Clock::now();
+  weights.runWeights();
+  synchronize(device);
+  const auto t2 = Clock::now();
+  return {t1 - t0, t2 - t1};
+}
 
 /// Stash/pop for layers run one by one. Records the bytes stashed by each layer.
 class ProfilerSkipTracker final : public SkipTracker {
@@ -372,9 +404,42 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
     return out;
   });
+  // 4. Each layer's backward split in two: what I keeps for W is what W frees. The layer gets
+  // a copy of its input made under its tag and held by nothing else, so an input its weights'
+  // gradient needs (a Linear's) counts: in a stage it is the previous layer's output (saved
+  // bytes freed by I) or the activation received (freed by I). The model's own input needs no
+  // gradient and is no stage's allocation: it is not copied.
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
+    LayerMemoryScope scope(streams, L);
+    Tensors out;
+    torch::autograd::edge_list inputEdges;
+    {
+      Tensors own;
+      for (const torch::Tensor& t : in) own.push_back(L > 0 ? stageInputOf(t.detach().clone(), true).tensor : t);
+      inputEdges = gradientEdges(own);
+      out = runLayer(*layers.modules[L], own, layers.names[L]);
+    }
+    WeightBackward weights;
+    {
+      const BackwardRoots backward = backwardRoots(out);
+      AutocastPause pause;
+      weights.runInputs(backward.roots, backward.grads, inputEdges);
+    }
+    inputEdges.clear();
+    for (torch::Tensor& t : out) t = t.detach();  // the graph goes with I's roots; the output stays
+    synchronize(device);
+    const Bytes afterInputs = liveBytes(L);
+    {
+      AutocastPause pause;
+      weights.runWeights();
+    }
+    synchronize(device);
+    costs[L].backwardSplit = BackwardSplit{0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L))};
+    return out;
+  });
 }
 
-/// Median forward and backward time of every layer at one size.
+/// Median forward and backward time of every layer at one size, the backward whole and split.
 void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
                   const LayerProfilerOptions& options, double budgetSeconds) {
   using Clock = std::chrono::steady_clock;
@@ -385,7 +450,9 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
   ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
   ScopedSkipTracker scope(&detached);
-  auto pass = [&](bool record) {
+  std::vector<std::vector<TimeNs>> inputNs(n), weightNs(n);  // the backward split into I and W
+  // Every other pass runs the backward split (its forward is not recorded twice).
+  auto pass = [&](bool record, bool split) {
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
@@ -401,32 +468,46 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
       // stash, an identity with a 4 MiB output, read 736 us instead of 39 us).
       const BackwardRoots backward = backwardRoots(out);
       synchronize(device);
+      if (record) {
+        forwardNs[L].push_back(ns(t1 - t0));
+        forwardLaunchNs[L].push_back(ns(forwardLaunched - t0));
+      }
+      if (split) {  // this pass times the backward as I then W
+        const auto [inputTime, weightTime] = timeSplitBackward(backward, in, device);
+        if (record) {
+          inputNs[L].push_back(inputTime.count());
+          weightNs[L].push_back(weightTime.count());
+        }
+        x = out;
+        continue;
+      }
       const auto t2 = Clock::now();
       runBackward(backward);  // returns once autograd's device thread has launched it all
       const auto backwardLaunched = Clock::now();
       synchronize(device);
       const auto t3 = Clock::now();
       if (record) {
-        forwardNs[L].push_back(ns(t1 - t0));
         backwardNs[L].push_back(ns(t3 - t2));
-        forwardLaunchNs[L].push_back(ns(forwardLaunched - t0));
         backwardLaunchNs[L].push_back(ns(backwardLaunched - t2));
       }
       x = out;
     }
     detached.clear();
   };
-  for (std::int64_t r = 0; r < options.warmupRuns; ++r) pass(false);
+  for (std::int64_t r = 0; r < options.warmupRuns; ++r) pass(false, r % 2 == 1);
   const auto start = Clock::now();
   const auto budget = std::chrono::duration<double>(budgetSeconds);
-  const std::int64_t cap = std::max(options.minRuns, kMaxRuns);
+  const std::int64_t cap = 2 * std::max(options.minRuns, kMaxRuns);
   for (std::int64_t r = 0; r < cap; ++r) {
-    if (r >= options.minRuns && Clock::now() - start >= budget) break;
-    pass(true);
+    if (r >= 2 * options.minRuns && Clock::now() - start >= budget) break;
+    pass(true, r % 2 == 1);
   }
   for (std::int64_t L = 0; L < n; ++L) {
     costs[L].forwardNs = median(forwardNs[L]);
     costs[L].backwardNs = median(backwardNs[L]);
+    BackwardSplit& split = costs[L].backwardSplit.emplace(costs[L].backwardSplit.value_or(BackwardSplit{}));
+    split.inputNs = median(inputNs[L]);
+    split.weightNs = median(weightNs[L]);
     if (device.is_cuda()) {
       costs[L].forwardLaunch = LaunchCost{median(forwardLaunchNs[L]), 0, 0};
       costs[L].backwardLaunch = LaunchCost{median(backwardLaunchNs[L]), 0, 0};

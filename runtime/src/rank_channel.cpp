@@ -121,7 +121,7 @@ void RankChannel::postReceivesOf(const Op& op) {
       mailbox.post(skipSpec(route.scheduleIndex, i), context_.rankOf(route.stashJ),
                    tags.tag(MessageKind::Skip, route.stashJ, i, 0, route.scheduleIndex));
     }
-  } else if (op.kind == OpKind::Backward) {
+  } else if (op.makesInputGradients()) {
     if (j + 1 < n) {
       const TensorSpecs& specs = activationSpecs(j, i);
       for (std::size_t k = 0; k < specs.size(); ++k) {

@@ -99,7 +99,9 @@ void StageCore::run(const Op& op) {
   switch (op.kind) {
     case OpKind::Forward: forward(op.i, op.j); break;
     case OpKind::Recompute: recompute(op.i, op.j); break;
-    case OpKind::Backward: backward(op.i, op.j); break;
+    case OpKind::Backward:
+    case OpKind::BackwardInput: backward(op.i, op.j, op.kind); break;
+    case OpKind::BackwardWeight: backwardWeight(op.i, op.j); break;
     case OpKind::Loss: loss(op.i); break;
     case OpKind::Copy:
     case OpKind::SkipCopy: return;  // the channels move tensors as the compute ops need them
@@ -206,7 +208,7 @@ void StageCore::loss(std::int64_t i) {
   if (keepGraph) own.loss = std::move(loss);
 }
 
-void StageCore::backward(std::int64_t i, std::int64_t j) {
+void StageCore::backward(std::int64_t i, std::int64_t j, OpKind kind) {
   if (backward_ == nullptr) {
     throw std::logic_error("backward(" + std::to_string(i) + "," + std::to_string(j) + ") in a pass of forwards only");
   }
@@ -224,7 +226,7 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
   std::vector<std::pair<const PartitionSkipRoute*, torch::Tensor>> popGrads;
   {
     std::optional<OpSpan> span;
-    openSpan(span, config_, computeOp(OpKind::Backward, i, j));
+    openSpan(span, config_, computeOp(kind, i, j));
     std::vector<torch::Tensor> tensors;
     std::vector<torch::Tensor> grads;
     if (fromLoss && own.loss.defined() && own.loss.requires_grad()) {
@@ -246,24 +248,48 @@ void StageCore::backward(std::int64_t i, std::int64_t j) {
         grads.push_back(grad->second);
       }
     }
-    if (!tensors.empty()) {
-      AutocastPause pause;  // the backward's ops take the types its forward chose
-      torch::autograd::backward(tensors, grads);
-    }
-    for (const StageInput& input : own.inputs) inputGrads.push_back(input.grad());
+    std::vector<const PartitionSkipRoute*> popRoutes;
+    std::vector<torch::Tensor> popLeaves;  // undefined where no gradient is wanted
     for (const auto& route : *config_.routes) {
       if (route.popJ != j || route.stashJ == j) continue;
       auto leaf = own.poppedLeaves.find(route.key);
-      popGrads.emplace_back(&route, leaf != own.poppedLeaves.end() && leaf->second.requires_grad() ? leaf->second.grad()
-                                                                                                   : torch::Tensor());
+      popRoutes.push_back(&route);
+      popLeaves.push_back(leaf != own.poppedLeaves.end() && leaf->second.requires_grad() ? leaf->second
+                                                                                         : torch::Tensor());
     }
+    AutocastPause pause;  // the backward's ops take the types its forward chose
+    Tensors popped;
+    if (kind == OpKind::Backward) {
+      if (!tensors.empty()) torch::autograd::backward(tensors, grads);
+      for (const StageInput& input : own.inputs) inputGrads.push_back(input.grad());
+      for (const auto& leaf : popLeaves) popped.push_back(leaf.defined() ? leaf.grad() : torch::Tensor());
+    } else {
+      torch::autograd::edge_list ends;
+      for (const StageInput& input : own.inputs) ends.push_back(input.gradientEdge());
+      for (const auto& leaf : popLeaves) {
+        ends.push_back(leaf.defined() ? torch::autograd::impl::gradient_edge(leaf) : torch::autograd::Edge());
+      }
+      Tensors computed = own.weights.runInputs(tensors, grads, ends);
+      inputGrads.assign(computed.begin(), computed.begin() + static_cast<std::ptrdiff_t>(own.inputs.size()));
+      popped.assign(computed.begin() + static_cast<std::ptrdiff_t>(own.inputs.size()), computed.end());
+    }
+    for (std::size_t k = 0; k < popRoutes.size(); ++k) popGrads.emplace_back(popRoutes[k], std::move(popped[k]));
     torch::Tensor lossValue = std::move(own.lossValue);  // the step's loss reads it at the end
+    WeightBackward weights = std::move(own.weights);
     own = Cell{};
     own.lossValue = std::move(lossValue);
+    own.weights = std::move(weights);
     if (fromLoss) targets_.at(static_cast<std::size_t>(i)) = torch::Tensor();
   }
   channel.sendInputGrads(i, j, std::move(inputGrads));
   for (auto& [route, grad] : popGrads) channel.sendSkipGrad(*route, i, std::move(grad));
+}
+
+void StageCore::backwardWeight(std::int64_t i, std::int64_t j) {
+  std::optional<OpSpan> span;
+  openSpan(span, config_, computeOp(OpKind::BackwardWeight, i, j));
+  AutocastPause pause;
+  cell(i, j).weights.runWeights();
 }
 
 void StageCore::recordMemory(std::int64_t j) const {

@@ -1,5 +1,5 @@
 // One stage's work for one micro-batch, written once for both executors: forward, loss,
-// recompute, backward, skip routing and RNG replay.
+// recompute, backward (whole, or split into I and W), skip routing and RNG replay.
 //
 // The threaded Pipe (pipeline.h) and a rank of the multi-process pipeline (stage_step.h) run the
 // same StageCore; they differ only in their channels, how tensors travel between stages: a
@@ -16,7 +16,8 @@
 // Every stage owns its autograd graph: its inputs are detached and end in gradient sinks
 // (stage_input.h: no leaves, so a first layer may work in place), the skips it pops from other
 // stages are detached leaves, so backward(i, j) is one torch::autograd::backward over its
-// outputs (or its loss, on the last stage) and the skips it stashed for later stages. A
+// outputs (or its loss, on the last stage) and the skips it stashed for later stages (split
+// into I then W under a zero-bubble schedule: split_backward.h). A
 // checkpointed micro-batch's forward keeps no graph; recompute(i, j) replays it (the same
 // random numbers: a stochastic stage is seeded per (micro-batch, stage)) right before
 // backward(i, j), from the inputs as they arrived: a stage whose layers write their input in
@@ -30,6 +31,7 @@
 #include "microbatch.h"
 #include "partition.h"
 #include "shared_parameters.h"
+#include "split_backward.h"
 #include "stage_input.h"
 
 #include <pipeprof/core/precision.h>
@@ -114,7 +116,7 @@ class StageCore {
   const StageCoreConfig& config() const { return config_; }
   std::int64_t chunks() const { return m_; }
 
-  /// Runs one compute op (forward, recompute, backward or loss) and, when tracing, samples its
+  /// Runs one compute op (forward, recompute, backward, its I or W, or loss) and, when tracing, samples its
   /// device's memory afterwards. Throws what the layers, the loss or the channel throw.
   void run(const Op& op);
 
@@ -143,6 +145,7 @@ class StageCore {
     std::map<SkipKey, torch::Tensor> poppedLeaves;  ///< popped from earlier stages
     torch::Tensor loss;                             ///< last stage: the weighted loss with its graph, for backward
     torch::Tensor lossValue;                        ///< last stage: the weighted loss, detached
+    WeightBackward weights;                         ///< from I to W: what the weights' gradients need
   };
   enum class Pass { Forward, Recompute };
   class SkipRouter;
@@ -150,7 +153,11 @@ class StageCore {
   void forward(std::int64_t i, std::int64_t j);
   void recompute(std::int64_t i, std::int64_t j);
   void loss(std::int64_t i);
-  void backward(std::int64_t i, std::int64_t j);
+  /// B (`kind` Backward) or I (BackwardInput): the gradients of stage j's inputs for micro-batch
+  /// i, sent on; B accumulates the weights' gradients too, I keeps what W needs for them.
+  void backward(std::int64_t i, std::int64_t j, OpKind kind);
+  /// W: the weights' gradients of micro-batch i on stage j, after its I.
+  void backwardWeight(std::int64_t i, std::int64_t j);
   /// Runs stage j's layers on micro-batch i with its skips routed and, for a stochastic stage,
   /// the generators seeded per (i, j) so a recompute replays the forward's random numbers.
   Tensors runStage(std::int64_t i, std::int64_t j, Tensors inputs, Pass pass);

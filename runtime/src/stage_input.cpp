@@ -31,6 +31,10 @@ class InputGradientSink final : public torch::autograd::Node {
 
 torch::Tensor StageInput::grad() const { return sink == nullptr ? torch::Tensor() : sink->grad(); }
 
+torch::autograd::Edge StageInput::gradientEdge() const {
+  return sink == nullptr ? torch::autograd::Edge() : torch::autograd::Edge(sink, 0);
+}
+
 StageInput stageInputOf(const torch::Tensor& received, bool requiresGrad) {
   StageInput input;
   input.tensor = received.detach();

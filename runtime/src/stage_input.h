@@ -9,6 +9,7 @@
 // the sink, which keeps the input's gradient as a leaf's .grad() would (same bytes, same time).
 #pragma once
 
+#include <torch/csrc/autograd/edge.h>
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -26,6 +27,9 @@ struct StageInput {
 
   /// The gradient backward left in the sink; undefined when none is needed or none reached it.
   torch::Tensor grad() const;
+  /// The edge into the sink (what a backward asked for this input's gradient alone ends at);
+  /// invalid when there is no sink.
+  torch::autograd::Edge gradientEdge() const;
 };
 
 /// `received` as a stage's input: detached (sharing its storage) and, when `requiresGrad` and

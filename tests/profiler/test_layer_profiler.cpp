@@ -111,6 +111,31 @@ TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
   EXPECT_FALSE(profile.environment.torchVersion.empty());
 }
 
+TEST(LayerProfiler, TheBackwardIsAlsoMeasuredSplitIntoIAndW) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("relu0", torch::nn::ReLU());
+  seq->push_back("fc1", torch::nn::Linear(32, 8));
+  Model model = sequentialModel(seq, 16, 8);
+  const Profile profile = profileModel(model, quick({4, 8}));
+  ASSERT_TRUE(profile.hasBackwardSplit());
+  const BackwardSplit fc0 = *profile.layers[0].costs[1].backwardSplit;
+  const BackwardSplit relu = *profile.layers[1].costs[1].backwardSplit;
+  const BackwardSplit fc1 = *profile.layers[2].costs[1].backwardSplit;
+  // fc1's weight gradient needs its input (8 x 32 floats) and the gradient of its output; the
+  // ReLU has no weights: I frees all it saved. fc0's input needs no gradient: all of it is W.
+  EXPECT_EQ(fc1.weightSavedBytes, 8 * 32 * 4 + 8 * 8 * 4);
+  EXPECT_EQ(relu.weightSavedBytes, 0);
+  EXPECT_EQ(fc0.weightSavedBytes, 8 * 32 * 4);  // the gradient of its output; the batch is no stage's
+  EXPECT_GT(fc1.inputNs, 0);
+  EXPECT_GT(fc1.weightNs, 0);
+  EXPECT_GT(fc0.weightNs, 0);
+  // The profile's JSON carries them and reads them back.
+  const Profile again = profileFromJson(toJson(profile), "profile.json");
+  EXPECT_EQ(again.layers[2].costs[1].backwardSplit->weightSavedBytes, fc1.weightSavedBytes);
+  EXPECT_EQ(again.layers[2].costs[1].backwardSplit->inputNs, fc1.inputNs);
+}
+
 TEST(LayerProfiler, ALastLayerThatSavesItsOutputKeepsIt) {
   torch::nn::Sequential seq;
   seq->push_back("fc0", torch::nn::Linear(16, 8));

@@ -13,12 +13,11 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
 using testing::bnModel;
+using testing::close;
 using testing::meanSquaredError;
 using testing::skipModel;
 using testing::text;
-
 
 constexpr std::int64_t kSkipLayers = 12;
 
@@ -81,8 +80,13 @@ TEST(PipeSchedules, StepEqualsTheUnpartitionedModelUnderEverySchedule) {
       {ScheduleKind::OneFOneB, 1, randomBalance(random, kSkipLayers, 4), {2, 3, 7}},
       {ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, {2, 4, 6}},  // m = 2, 4, 4 (rows 4 3; 2 2 2 1)
       {ScheduleKind::Interleaved, 2, randomBalance(random, kSkipLayers, 4), {2, 4}},
-      {ScheduleKind::Interleaved, 2, randomBalance(random, kSkipLayers, 6), {3}},  // p = 3, m = 3 (3 3 1)
+      {ScheduleKind::Interleaved, 2, randomBalance(random, kSkipLayers, 6), {3}},     // p = 3, m = 3 (3 3 1)
       {ScheduleKind::Interleaved, 3, randomBalance(random, kSkipLayers, 6), {2, 4}},  // p = 2, v = 3
+      {ScheduleKind::ZeroBubble, 1, randomBalance(random, kSkipLayers, 3), {1, 2, 5}},
+      {ScheduleKind::ZeroBubble, 1, randomBalance(random, kSkipLayers, 4), {2, 7}},
+      {ScheduleKind::InterleavedZeroBubble, 2, {2, 2, 4, 4}, {2, 4, 6}},
+      {ScheduleKind::InterleavedZeroBubble, 2, randomBalance(random, kSkipLayers, 6), {3}},     // p = 3, m = 3
+      {ScheduleKind::InterleavedZeroBubble, 3, randomBalance(random, kSkipLayers, 6), {2, 4}},  // p = 2, v = 3
   };
   for (const Case& c : cases) {
     for (std::int64_t chunks : c.chunks) {
@@ -138,8 +142,12 @@ TEST(PipeSchedules, DropoutReplaysTheSameNumbersUnderEveryScheduleAndMode) {
   const std::vector<std::int64_t> balance{2, 2, 2, 2};
   torch::Tensor expectedLoss;
   std::vector<torch::Tensor> expectedGrads;
-  for (const auto& [kind, v] : std::vector<std::pair<ScheduleKind, std::int64_t>>{
-           {ScheduleKind::GPipe, 1}, {ScheduleKind::OneFOneB, 1}, {ScheduleKind::Interleaved, 2}}) {
+  for (const auto& [kind, v] :
+       std::vector<std::pair<ScheduleKind, std::int64_t>>{{ScheduleKind::GPipe, 1},
+                                                          {ScheduleKind::OneFOneB, 1},
+                                                          {ScheduleKind::Interleaved, 2},
+                                                          {ScheduleKind::ZeroBubble, 1},
+                                                          {ScheduleKind::InterleavedZeroBubble, 2}}) {
     for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always}) {
       SCOPED_TRACE(scheduleKindName(kind) + " " + std::string(checkpointName(mode)));
       Pipe pipe(build(), balance, scheduleOptions(kind, v, 4, mode));
@@ -170,7 +178,9 @@ TEST(PipeSchedules, DeferredBatchNormStatisticsEqualTheWholeBatchsUnderEverySche
   const std::vector<Case> cases{{ScheduleKind::GPipe, 1, {2, 3}, {4}},
                                 {ScheduleKind::OneFOneB, 1, {2, 2, 1}, {4, 2}},
                                 {ScheduleKind::Interleaved, 2, {1, 1, 2, 1}, {4, 2}},
-                                {ScheduleKind::Interleaved, 2, {2, 1, 1, 1}, {4}}};
+                                {ScheduleKind::Interleaved, 2, {2, 1, 1, 1}, {4}},
+                                {ScheduleKind::ZeroBubble, 1, {2, 2, 1}, {4, 2}},
+                                {ScheduleKind::InterleavedZeroBubble, 2, {1, 1, 2, 1}, {4, 2}}};
   for (const Case& c : cases) {
     for (std::int64_t chunks : c.chunks) {
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
@@ -223,21 +233,29 @@ TEST(PipeSchedules, ShapesAreCheckedNamingTheValues) {
   // 5 rows in 4 chunks: torch.chunk gives 3 micro-batches, not a multiple of the 2 devices.
   Pipe pipe(skipModel(), {2, 2, 4, 4}, scheduleOptions(ScheduleKind::Interleaved, 2, 4, Checkpoint::Never));
   const torch::Tensor input = torch::randn({5, 8});
-  EXPECT_EQ(errorOf([&] { pipe.step(input, torch::randn({5, 8}), meanSquaredError); }),
+  EXPECT_EQ(errorOf([&] {
+              pipe.step(input, torch::randn({5, 8}), meanSquaredError);
+            }),
             "a batch of 5 rows in 4 chunks splits into 3 micro-batches (as torch.chunk does), which the schedule "
             "cannot run: interleaved needs chunks a multiple of devices (chunks: 3, devices: 2, stages per device: 2)");
-  EXPECT_NE(errorOf([&] { pipe.step(input, torch::randn({4, 8}), meanSquaredError); })
-                .find("the target must have the input's rows along dim 0 (input: 5 rows, target: 4)"),
+  EXPECT_NE(errorOf([&] {
+              pipe.step(input, torch::randn({4, 8}), meanSquaredError);
+            }).find("the target must have the input's rows along dim 0 (input: 5 rows, target: 4)"),
             std::string::npos);
-  EXPECT_EQ(errorOf([] { Pipe(skipModel(), {3, 3, 3, 3}, scheduleOptions(ScheduleKind::Interleaved, 3, 1, Checkpoint::Never)); }),
+  EXPECT_EQ(errorOf([] {
+              Pipe(skipModel(), {3, 3, 3, 3}, scheduleOptions(ScheduleKind::Interleaved, 3, 1, Checkpoint::Never));
+            }),
             "the stages must split evenly over the devices: 4 stages is not a multiple of 3 stages per device "
             "(balance: [3, 3, 3, 3])");
-  EXPECT_NE(errorOf([] { Pipe(skipModel(), {6, 6}, scheduleOptions(ScheduleKind::OneFOneB, 2, 1, Checkpoint::Never)); })
-                .find("1f1b runs one stage per device (stages per device: 2)"),
+  EXPECT_NE(errorOf([] {
+              Pipe(skipModel(), {6, 6}, scheduleOptions(ScheduleKind::OneFOneB, 2, 1, Checkpoint::Never));
+            }).find("1f1b runs one stage per device (stages per device: 2)"),
             std::string::npos);
   PipeOptions tooFew = scheduleOptions(ScheduleKind::Interleaved, 2, 2, Checkpoint::Never);
   tooFew.devices = {torch::kCPU};
-  EXPECT_EQ(errorOf([&] { Pipe(skipModel(), {2, 2, 4, 4}, tooFew); }),
+  EXPECT_EQ(errorOf([&] {
+              Pipe(skipModel(), {2, 2, 4, 4}, tooFew);
+            }),
             "too few devices to hold given stages (devices: 1, stages: 4, stages per device: 2, devices needed: 2)");
 }
 
@@ -275,8 +293,12 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
   const torch::Tensor input = torch::randn({4, 8});
   const torch::Tensor target = torch::randn({4, 8});
   const Reference expected = reference(build(Trap()), input, target);
-  for (const auto& [kind, v] : std::vector<std::pair<ScheduleKind, std::int64_t>>{
-           {ScheduleKind::GPipe, 1}, {ScheduleKind::OneFOneB, 1}, {ScheduleKind::Interleaved, 2}}) {
+  for (const auto& [kind, v] :
+       std::vector<std::pair<ScheduleKind, std::int64_t>>{{ScheduleKind::GPipe, 1},
+                                                          {ScheduleKind::OneFOneB, 1},
+                                                          {ScheduleKind::Interleaved, 2},
+                                                          {ScheduleKind::ZeroBubble, 1},
+                                                          {ScheduleKind::InterleavedZeroBubble, 2}}) {
     SCOPED_TRACE(scheduleKindName(kind));
     Trap trap;
     Pipe pipe(build(trap), {1, 1, 2, 2}, scheduleOptions(kind, v, 4, Checkpoint::Never));

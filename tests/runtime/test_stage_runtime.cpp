@@ -82,6 +82,10 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
       {ScheduleKind::OneFOneB, 1, {6, 6}, 7},
       {ScheduleKind::Interleaved, 2, {2, 2, 4, 4}, 4},        // skip a stays on rank 0 (stage 0 -> 2)
       {ScheduleKind::Interleaved, 2, {1, 3, 3, 2, 2, 1}, 3},  // three ranks, v = 2
+      {ScheduleKind::ZeroBubble, 1, {3, 9}, 3},
+      {ScheduleKind::ZeroBubble, 1, {2, 4, 6}, 5},
+      {ScheduleKind::InterleavedZeroBubble, 2, {2, 2, 4, 4}, 4},
+      {ScheduleKind::InterleavedZeroBubble, 2, {1, 3, 3, 2, 2, 1}, 3},
   };
   for (const Case& c : cases) {
     for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
@@ -115,7 +119,8 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
   torch::nn::Sequential expected = testing::bnModel();
   for (int step = 0; step < 2; ++step) expected->forward(input);
   // bn2 is in stage 1 (rank 1) under both; 10 rows in 4 chunks are 3, 3, 3, 1.
-  for (const Case& c : {Case{ScheduleKind::GPipe, 1, {2, 3}, 4}, Case{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4}}) {
+  for (const Case& c : {Case{ScheduleKind::GPipe, 1, {2, 3}, 4}, Case{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4},
+                        Case{ScheduleKind::ZeroBubble, 1, {2, 2, 1}, 4}}) {
     SCOPED_TRACE(scheduleKindName(c.kind) + " balance " + text(c.balance));
     StageOptions options = stageOptions(c.kind, c.v, c.balance, c.chunks, Checkpoint::ExceptLast);
     options.deferredBatchNorm = true;

@@ -1,0 +1,171 @@
+// A stage's backward split into I (the inputs' gradients) and W (the weights').
+#include "split_backward.h"
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+namespace pipeprof {
+namespace {
+
+using torch::autograd::Edge;
+using torch::autograd::edge_list;
+using torch::autograd::Node;
+
+/// The nodes reachable from some roots: whether each reaches one of the targets, and the nodes
+/// in the order the walk met them (so that what is built from them does not depend on hashing).
+struct Reachability {
+  std::unordered_map<Node*, bool> reaches;
+  std::vector<Node*> order;
+};
+
+/// Walks the graph from `roots` (iteratively: a deep stage's graph would overflow a recursive walk).
+Reachability reachingNodes(const edge_list& roots, const std::unordered_set<Node*>& targets) {
+  Reachability walk;
+  auto& reaches = walk.reaches;
+  struct Frame {
+    Node* node;
+    std::size_t next;
+  };
+  std::vector<Frame> stack;
+  for (const Edge& root : roots) {
+    Node* start = root.function.get();
+    if (start == nullptr || reaches.count(start) != 0) continue;
+    reaches[start] = targets.count(start) != 0;
+    walk.order.push_back(start);
+    stack.push_back({start, 0});
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      if (frame.next == frame.node->num_outputs()) {
+        Node* done = frame.node;
+        stack.pop_back();
+        if (!stack.empty() && reaches[done]) reaches[stack.back().node] = true;
+        continue;
+      }
+      Node* child = frame.node->next_edge(frame.next++).function.get();
+      if (child == nullptr) continue;
+      auto known = reaches.find(child);
+      if (known != reaches.end()) {
+        if (known->second) reaches[frame.node] = true;
+        continue;
+      }
+      reaches[child] = targets.count(child) != 0;
+      walk.order.push_back(child);
+      stack.push_back({child, 0});
+    }
+  }
+  return walk;
+}
+
+/// Whether the node, reached by the walk, reaches a target; a node the walk never met does not.
+bool reachesTarget(const std::unordered_map<Node*, bool>& reaches, Node* node) {
+  auto found = reaches.find(node);
+  return found != reaches.end() && found->second;
+}
+
+}  // namespace
+
+std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Tensor>& roots,
+                                                     const std::vector<torch::Tensor>& grads, const edge_list& inputs) {
+  edge_list rootEdges;
+  rootEdges.reserve(roots.size());
+  for (const auto& root : roots) rootEdges.push_back(torch::autograd::impl::gradient_edge(root));
+  std::unordered_set<Node*> targets;
+  for (const Edge& input : inputs) {
+    if (input.is_valid()) targets.insert(input.function.get());
+  }
+  const Reachability walk = reachingNodes(rootEdges, targets);
+  const std::unordered_map<Node*, bool>& reaches = walk.reaches;
+
+  // Frontier nodes: of I, with an edge into W's part. Captured: every input of each.
+  std::vector<Node*> frontier;
+  for (Node* node : walk.order) {
+    if (!reaches.at(node) || targets.count(node) != 0) continue;
+    for (const Edge& next : node->next_edges()) {
+      if (next.is_valid() && !reachesTarget(reaches, next.function.get())) {
+        frontier.push_back(node);
+        break;
+      }
+    }
+  }
+  edge_list outputs;
+  std::vector<std::size_t> inputIndex;  // index into outputs of each input, or npos
+  for (const Edge& input : inputs) {
+    inputIndex.push_back(input.is_valid() ? outputs.size() : std::string::npos);
+    if (input.is_valid()) outputs.push_back(input);
+  }
+  const std::size_t firstCapture = outputs.size();
+  for (Node* node : frontier) {
+    for (std::uint32_t slot = 0; slot < node->num_inputs(); ++slot) {
+      outputs.emplace_back(node->shared_from_this(), slot);
+    }
+  }
+
+  // I: only what leads to the inputs runs; the engine hands back what reached them and the frontier.
+  edge_list inputRoots;
+  std::vector<torch::Tensor> inputGrads;
+  edges_.clear();
+  grads_.clear();
+  for (std::size_t k = 0; k < rootEdges.size(); ++k) {
+    if (reachesTarget(reaches, rootEdges[k].function.get())) {
+      inputRoots.push_back(rootEdges[k]);
+      inputGrads.push_back(grads[k]);
+    } else if (rootEdges[k].is_valid()) {  // reaches weights only: all of it is W's
+      edges_.push_back(rootEdges[k]);
+      grads_.push_back(grads[k]);
+    }
+  }
+  std::vector<torch::Tensor> captured;
+  if (!inputRoots.empty() && !outputs.empty()) {
+    captured = torch::autograd::Engine::get_default_engine().execute(inputRoots, inputGrads, /*keep_graph=*/true,
+                                                                     /*create_graph=*/false,
+                                                                     /*accumulate_grad=*/false, outputs);
+  }
+  std::vector<torch::Tensor> result;
+  for (std::size_t index : inputIndex) {
+    result.push_back(index == std::string::npos || captured.empty() ? torch::Tensor() : captured[index]);
+  }
+
+  // What W runs from: each frontier node's captured inputs.
+  std::vector<std::shared_ptr<Node>> held;  // the frontier, alive while the graph is cut below
+  std::size_t capture = firstCapture;
+  for (Node* node : frontier) {
+    held.push_back(node->shared_from_this());
+    for (std::uint32_t slot = 0; slot < node->num_inputs(); ++slot, ++capture) {
+      if (captured.empty() || !captured[capture].defined()) continue;
+      edges_.emplace_back(held.back(), slot);
+      grads_.push_back(captured[capture]);
+    }
+  }
+  // Every other node of I never runs again: its saved tensors can go now (before the cut, which
+  // may free the node itself).
+  const std::unordered_set<Node*> kept(frontier.begin(), frontier.end());
+  for (Node* node : walk.order) {
+    if (reaches.at(node) && kept.count(node) == 0 && targets.count(node) == 0) node->release_variables();
+  }
+  // The frontier's edges into I's part, cut, so that W runs only W's part. (Through the edge list
+  // itself: set_next_edge refuses a node that has a parent, to keep topological numbers ordered,
+  // and dropping a child keeps them so.)
+  for (const std::shared_ptr<Node>& node : held) {
+    for (Edge& next : node->next_edges()) {
+      if (reachesTarget(reaches, next.function.get())) next = Edge();
+    }
+  }
+  return result;
+}
+
+void WeightBackward::runWeights() {
+  if (!edges_.empty()) {
+    torch::autograd::Engine::get_default_engine().execute(edges_, grads_, /*keep_graph=*/false, /*create_graph=*/false,
+                                                          /*accumulate_grad=*/true);
+  }
+  edges_.clear();
+  grads_.clear();
+}
+
+}  // namespace pipeprof

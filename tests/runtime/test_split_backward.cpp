@@ -1,0 +1,108 @@
+// Tests for split_backward.cpp: I then W compute what one backward computes, each its own part.
+#include "split_backward.h"
+#include "stage_input.h"
+
+#include "pipe_test_util.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+using testing::close;
+
+struct Whole {
+  torch::Tensor inputGrad;
+  std::vector<torch::Tensor> grads;
+};
+
+/// One backward of `model` on a copy of `input` that requires grad.
+Whole wholeBackward(torch::nn::Sequential model, const torch::Tensor& input, const torch::Tensor& outputGrad) {
+  torch::Tensor leaf = input.clone().requires_grad_();
+  model->forward(leaf).backward(outputGrad);
+  Whole whole{leaf.grad(), {}};
+  for (const auto& parameter : model->parameters()) whole.grads.push_back(parameter.grad().clone());
+  model->zero_grad();
+  return whole;
+}
+
+torch::nn::Sequential mlp() {
+  torch::manual_seed(3);
+  return torch::nn::Sequential(torch::nn::Linear(6, 5), torch::nn::ReLU(), torch::nn::Linear(5, 4), torch::nn::Tanh());
+}
+
+TEST(SplitBackward, IMakesTheInputsGradientAndWTheWeightsAsOneBackwardDoes) {
+  torch::nn::Sequential model = mlp();
+  const torch::Tensor input = torch::randn({3, 6});
+  const torch::Tensor outputGrad = torch::randn({3, 4});
+  const Whole expected = wholeBackward(model, input, outputGrad);
+
+  const StageInput stageInput = stageInputOf(input, true);
+  const torch::Tensor output = model->forward(stageInput.tensor);
+  WeightBackward weights;
+  const std::vector<torch::Tensor> inputGrads = weights.runInputs({output}, {outputGrad}, {stageInput.gradientEdge()});
+  ASSERT_EQ(inputGrads.size(), 1u);
+  EXPECT_TRUE(close(inputGrads[0], expected.inputGrad));
+  for (const auto& parameter : model->parameters()) {  // zero_grad() left zeros; I leaves them so
+    EXPECT_TRUE(!parameter.grad().defined() || parameter.grad().abs().sum().item<double>() == 0.0);
+  }
+  weights.runWeights();
+  const auto parameters = model->parameters();
+  for (std::size_t k = 0; k < parameters.size(); ++k) EXPECT_TRUE(close(parameters[k].grad(), expected.grads[k])) << k;
+}
+
+TEST(SplitBackward, AStageWhoseInputWantsNoGradientRunsItAllInW) {
+  torch::nn::Sequential model = mlp();
+  const torch::Tensor input = torch::randn({3, 6});
+  const torch::Tensor outputGrad = torch::randn({3, 4});
+  const Whole expected = wholeBackward(model, input, outputGrad);
+  const StageInput stageInput = stageInputOf(input, false);
+  WeightBackward weights;
+  const auto inputGrads =
+      weights.runInputs({model->forward(stageInput.tensor)}, {outputGrad}, {stageInput.gradientEdge()});
+  EXPECT_FALSE(inputGrads.at(0).defined());
+  weights.runWeights();
+  const auto parameters = model->parameters();
+  for (std::size_t k = 0; k < parameters.size(); ++k) EXPECT_TRUE(close(parameters[k].grad(), expected.grads[k])) << k;
+}
+
+TEST(SplitBackward, AWeightUsedTwiceGetsBothGradients) {
+  torch::manual_seed(5);
+  torch::nn::Linear shared(4, 4);
+  torch::nn::Sequential model(shared, torch::nn::ReLU(), shared);
+  const torch::Tensor input = torch::randn({2, 4});
+  const torch::Tensor outputGrad = torch::randn({2, 4});
+  const Whole expected = wholeBackward(model, input, outputGrad);
+  const StageInput stageInput = stageInputOf(input, true);
+  WeightBackward weights;
+  const auto inputGrads =
+      weights.runInputs({model->forward(stageInput.tensor)}, {outputGrad}, {stageInput.gradientEdge()});
+  EXPECT_TRUE(close(inputGrads.at(0), expected.inputGrad));
+  weights.runWeights();
+  EXPECT_TRUE(close(shared->weight.grad(), expected.grads[0]));
+  EXPECT_TRUE(close(shared->bias.grad(), expected.grads[1]));
+}
+
+TEST(SplitBackward, IFreesWhatOnlyTheInputsGradientNeeded) {
+  // Tanh saves its output for I alone; the Linear before it saves its input for W.
+  torch::manual_seed(6);
+  torch::nn::Sequential model(torch::nn::Linear(256, 256), torch::nn::Tanh());
+  const StageInput stageInput = stageInputOf(torch::randn({64, 256}), true);
+  torch::Tensor output = model->forward(stageInput.tensor);
+  const torch::Tensor outputGrad = torch::ones_like(output);
+  const torch::Tensor tanhSaved = output;  // Tanh saved its result: its storage has a second owner
+  ASSERT_EQ(tanhSaved.storage().use_count(), 2);
+  WeightBackward weights;
+  weights.runInputs({output}, {outputGrad}, {stageInput.gradientEdge()});
+  output = torch::Tensor();
+  // Only this test's handle keeps Tanh's saved output now: I released the node's copy.
+  EXPECT_EQ(tanhSaved.storage().use_count(), 1);
+  weights.runWeights();
+  EXPECT_TRUE(model->parameters()[0].grad().defined());
+}
+
+}  // namespace
+}  // namespace pipeprof
