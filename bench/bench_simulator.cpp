@@ -3,7 +3,7 @@
 // Run: build-sim/bench/bench_simulator --benchmark_counters_tabular=true
 // Target (docs/performance.md): 32 layers on 4 devices, GPipe, all 4,495 balances x chunks
 // {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core. The search over
-// every schedule (gpipe, 1f1b, interleaved v2; chunks 1..32) is measured beside it, and the
+// every schedule (gpipe, 1f1b, zb1p, interleaved v2, interleaved-zb v2; chunks 1..32) is measured beside it, and the
 // GPipe search on a cluster whose devices name two hosts (shared links).
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
@@ -39,6 +39,10 @@ pipeprof::Profile benchProfile(std::int64_t layers) {
       cost.savedBytes = size * ((1 + l % 3) << 20);
       cost.forwardWorkspaceBytes = size * (32 << 10);
       cost.backwardWorkspaceBytes = size * (64 << 10);
+      // I and W of zero bubble: the input's gradient a little dearer than the weights', W
+      // keeping the layer's input (a quarter of what it saves).
+      cost.backwardSplit = pipeprof::BackwardSplit{cost.forwardNs + cost.forwardNs / 10,
+                                                   cost.forwardNs - cost.forwardNs / 10, cost.savedBytes / 4};
       layer.costs.push_back(cost);
     }
     profile.layers.push_back(layer);
@@ -100,21 +104,32 @@ void BM_SearchAllBalances32Layers4DevicesTwoHosts(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchAllBalances32Layers4DevicesTwoHosts)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-/// Every schedule: gpipe and 1f1b over all 4,495 balances of 4 stages, interleaved v2 over the
-/// Auto neighbourhood of 8 stages (C(31,7) is too many), chunks 1..32, 3 modes.
-void BM_SearchEverySchedule32Layers4Devices(benchmark::State& state) {
+/// Every schedule: gpipe, 1f1b and zb1p over all 4,495 balances of 4 stages, interleaved v2 and
+/// interleaved-zb v2 over the Auto neighbourhood of 8 stages (C(31,7) is too many), chunks
+/// 1..32, 3 modes. (Before zero bubble: gpipe, 1f1b and interleaved only, 9 s.)
+pipeprof::SearchSpace everyScheduleSpace(std::vector<pipeprof::ScheduleKind> schedules) {
   pipeprof::SearchSpace space;
   space.batch = 32;
   space.devices = 4;
-  space.schedules = {pipeprof::ScheduleKind::GPipe, pipeprof::ScheduleKind::OneFOneB,
-                     pipeprof::ScheduleKind::Interleaved};
+  space.schedules = std::move(schedules);
   space.stagesPerDevice = {1, 2};
   space.chunks.clear();
   for (std::int64_t chunks = 1; chunks <= 32; ++chunks) space.chunks.push_back(chunks);
   space.enumeration = pipeprof::BalanceEnumeration::Auto;
-  runSearch(state, space);
+  return space;
+}
+
+void BM_SearchEverySchedule32Layers4Devices(benchmark::State& state) {
+  runSearch(state, everyScheduleSpace({std::begin(pipeprof::kScheduleKinds), std::end(pipeprof::kScheduleKinds)}));
 }
 BENCHMARK(BM_SearchEverySchedule32Layers4Devices)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+/// The same without the zero-bubble families: the search as it was before them, for the ratio.
+void BM_SearchEveryScheduleButZeroBubble32Layers4Devices(benchmark::State& state) {
+  runSearch(state, everyScheduleSpace({pipeprof::ScheduleKind::GPipe, pipeprof::ScheduleKind::OneFOneB,
+                                       pipeprof::ScheduleKind::Interleaved}));
+}
+BENCHMARK(BM_SearchEveryScheduleButZeroBubble32Layers4Devices)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 /// One candidate with warm caches (what each search step costs): args layers, devices, chunks.
 void BM_SimulateCandidate(benchmark::State& state) {

@@ -75,8 +75,9 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
   std::string scales = "none";
   if (!corrections.scales.empty()) {
     scales = scaleRange(corrections, &MicroBatchScale::forward) + " (forward) and " +
-             scaleRange(corrections, &MicroBatchScale::backward) + " (backward) x their profiled time at micro-batches " +
-             std::to_string(corrections.scales.begin()->first) + "-" + std::to_string(corrections.scales.rbegin()->first);
+             scaleRange(corrections, &MicroBatchScale::backward) +
+             " (backward) x their profiled time at micro-batches " + std::to_string(corrections.scales.begin()->first) +
+             "-" + std::to_string(corrections.scales.rbegin()->first);
   }
   std::string overheads = overheadRange(corrections);
   if (!corrections.stepOverheadNs.empty()) overheads += " (grad zeroing, loss, SGD step, waking the workers)";
@@ -93,14 +94,20 @@ std::string describeCorrectionsBriefly(const ScheduleCorrections& corrections) {
   return "scales " + scales + ", speeds " + speedList(corrections) + ", overhead " + overheadRange(corrections);
 }
 
-/// "gpipe", "1f1b" or "interleaved vN" with N >= 2 (scheduleLabel's forms).
+/// scheduleLabel's forms: "gpipe", "1f1b", "zb1p", or "interleaved vN", "interleaved-zb vN" with N >= 2.
 bool isScheduleLabel(const std::string& text) {
-  if (text == "gpipe" || text == "1f1b") return true;
-  const std::string prefix = "interleaved v";
-  if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size() || text.size() > prefix.size() + 6) return false;
-  const std::string digits = text.substr(prefix.size());
-  if (digits.front() == '0' || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-  return std::stoll(digits) >= 2;
+  for (ScheduleKind kind : kScheduleKinds) {
+    if (hasVirtualStages(kind)) {
+      const std::string prefix = scheduleKindName(kind) + " v";
+      if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size() || text.size() > prefix.size() + 6) continue;
+      const std::string digits = text.substr(prefix.size());
+      if (digits.front() == '0' || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (std::stoll(digits) >= 2) return true;
+    } else if (text == scheduleKindName(kind)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 /// `schedule` and `checkpoint` of an object; absent, GPipe's and `never` (a calibration
@@ -111,7 +118,8 @@ ReferenceShape shapeFromJson(const JsonCursor& json) {
     const JsonCursor schedule = json.at("schedule");
     shape.schedule = schedule.asString();
     if (!isScheduleLabel(shape.schedule)) {
-      schedule.fail("expected a schedule (gpipe, 1f1b or interleaved vN), got '" + shape.schedule + "'");
+      schedule.fail("expected a schedule (gpipe, 1f1b, zb1p, interleaved vN or interleaved-zb vN), got '" +
+                    shape.schedule + "'");
     }
   }
   if (json.has("checkpoint")) {
@@ -140,12 +148,14 @@ ScheduleCorrections correctionsFromJson(const JsonCursor& json) {
   if (json.has("micro_batch_scales")) {
     for (const JsonCursor& item : json.at("micro_batch_scales").items()) {
       const std::int64_t size = item.at("micro_batch").asPositiveInt();
-      if (corrections.scales.count(size) > 0) item.at("micro_batch").fail("micro-batch " + std::to_string(size) + " given twice");
+      if (corrections.scales.count(size) > 0)
+        item.at("micro_batch").fail("micro-batch " + std::to_string(size) + " given twice");
       corrections.scales[size] = {positiveNumber(item.at("forward")), positiveNumber(item.at("backward"))};
     }
   }
   if (json.has("device_speeds")) {
-    for (const JsonCursor& item : json.at("device_speeds").items()) corrections.deviceSpeeds.push_back(positiveNumber(item));
+    for (const JsonCursor& item : json.at("device_speeds").items())
+      corrections.deviceSpeeds.push_back(positiveNumber(item));
   }
   if (json.has("step_overhead_ns")) {
     for (const JsonCursor& item : json.at("step_overhead_ns").items()) {
@@ -250,6 +260,10 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration) {
       if (scale == calibration.scales.end()) continue;
       cost.forwardNs = scaled(cost.forwardNs, scale->second.forward);
       cost.backwardNs = scaled(cost.backwardNs, scale->second.backward);
+      if (cost.backwardSplit) {  // I and W: the backward's scale (the references run whole backwards)
+        cost.backwardSplit->inputNs = scaled(cost.backwardSplit->inputNs, scale->second.backward);
+        cost.backwardSplit->weightNs = scaled(cost.backwardSplit->weightNs, scale->second.backward);
+      }
     }
   }
   return profile;

@@ -75,15 +75,15 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
   for (const ReferenceRun* run : runs) {
     const std::vector<std::int64_t>& balance = run->candidate.balance;
     const std::int64_t stagesPerDevice = std::max<std::int64_t>(1, run->candidate.stagesPerDevice);
-    const auto devices =
-        static_cast<std::size_t>(std::max<std::int64_t>(1, static_cast<std::int64_t>(balance.size()) / stagesPerDevice));
+    const auto devices = static_cast<std::size_t>(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(balance.size()) / stagesPerDevice));
     predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
       const auto j = static_cast<std::size_t>(op.partition);
       if (j >= balance.size()) return;
-      const auto first = std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j),
-                                         std::int64_t{0});
+      const auto first =
+          std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j), std::int64_t{0});
       for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
         const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
         predictedNs[j % devices] += op.phase == Phase::Forward ? cost.forwardNs : cost.backwardNs;
@@ -171,7 +171,7 @@ Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int
                              ScheduleKind schedule, std::int64_t stagesPerDevice, Checkpoint checkpoint) {
   Candidate candidate;
   candidate.schedule = schedule;
-  candidate.stagesPerDevice = schedule == ScheduleKind::Interleaved ? stagesPerDevice : 1;
+  candidate.stagesPerDevice = hasVirtualStages(schedule) ? stagesPerDevice : 1;
   candidate.balance = evenBalance(layers, std::min(devices * candidate.stagesPerDevice, layers));
   candidate.chunks = chunks;
   candidate.checkpoint = checkpoint;
@@ -202,7 +202,8 @@ ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& c
     MicroBatchScale& scale = calibration.scales[size];
     scale.forward = clampedRatio(medianNs(forwardNs), profiledForwardNs);
     auto backward = samples.backwardNs.find(size);
-    if (backward != samples.backwardNs.end()) scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
+    if (backward != samples.backwardNs.end())
+      scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
   }
   const Profile calibrated = calibratedProfile(profile, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibrated, runs);

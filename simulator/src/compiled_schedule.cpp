@@ -38,6 +38,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
   out.layout.skips = narrow(static_cast<std::int64_t>(spec.skips.size()));
   out.chunks = narrow(m);
   out.training = training;
+  out.splitsBackward = training && schedule.splitsBackward();
   const SlotLayout& layout = out.layout;
 
   for (const SkipRoute& route : spec.skips) {
@@ -124,10 +125,21 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         if (withLoss) e.endAlloc.push_back(mem(j, layout.lossHeld()));
         break;
       }
-      case OpKind::Backward: {
-        c.durationSlot = durationSlot(op.i, layout.backwardNs(j));
+      case OpKind::BackwardWeight:
+        // W frees what I kept for it; its transient is the backward's (the weights' gradients
+        // before they are accumulated).
+        c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
+        e.transient.push_back(mem(j, layout.backwardPeak(j)));
+        e.endRelease.push_back(mem(j, layout.weightSaved(j)));
+        break;
+      case OpKind::Backward:
+      case OpKind::BackwardInput: {
+        // I does what B does, except that it keeps weightSaved(j) of the saved bytes for W.
+        const bool input = op.kind == OpKind::BackwardInput;
+        c.durationSlot = durationSlot(op.i, input ? layout.backwardInputNs(j) : layout.backwardNs(j));
         e.transient.push_back(mem(j, layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
+        if (input) e.endAlloc.push_back(mem(j, layout.weightSaved(j)));
         e.endRelease.push_back(mem(j, layout.saved(j)));
         e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
@@ -151,9 +163,11 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         c.durationSlot = durationSlot(op.i, op.kind == OpKind::Copy ? layout.copyNs(std::min(c.j, c.toJ), op.gradient)
                                                                     : layout.skipCopyNs(narrow(op.skip), op.gradient));
         // The buffer is allocated on the destination at copy start and freed with the tensor
-        // it carries: at the end of the destination's backward (forward when not training).
+        // it carries: at the end of the destination's backward, or I (forward when not
+        // training). What W keeps of it is in the first layer's weight_saved_bytes.
         e.startAlloc.push_back(mem(c.toJ, slot));
-        const auto consumer = schedule.find(training ? OpKind::Backward : OpKind::Forward, op.i, op.toJ);
+        const auto consumer =
+            training ? schedule.gradientConsumer(op.i, op.toJ) : schedule.find(OpKind::Forward, op.i, op.toJ);
         if (!consumer) {
           throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
         }

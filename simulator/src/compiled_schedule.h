@@ -16,7 +16,7 @@ struct SlotLayout {
   std::int32_t skips = 0;  ///< skip routes
 
   // Duration slots.
-  std::int32_t durationsPerClass() const { return 4 * n + 2 * skips + 2; }
+  std::int32_t durationsPerClass() const { return 6 * n + 2 * skips + 2; }
   std::int32_t forwardNs(std::int32_t j) const { return j; }
   std::int32_t backwardNs(std::int32_t j) const { return n + j; }
   std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
@@ -25,10 +25,14 @@ struct SlotLayout {
   std::int32_t lossNs() const { return 4 * n + 2 * skips; }
   /// The last partition's recompute, which computes the loss again with its graph.
   std::int32_t recomputeWithLossNs() const { return 4 * n + 2 * skips + 1; }
+  /// A split backward's halves (zero-bubble schedules): I, with the loss's backward on the last
+  /// partition, and W.
+  std::int32_t backwardInputNs(std::int32_t j) const { return 4 * n + 2 * skips + 2 + j; }
+  std::int32_t backwardWeightNs(std::int32_t j) const { return 5 * n + 2 * skips + 2 + j; }
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 8 * n + 5 * skips + 3; }
+  std::int32_t bytesPerClass() const { return 9 * n + 5 * skips + 3; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -47,6 +51,8 @@ struct SlotLayout {
   /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
   /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends.
   std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
+  /// What a split backward's I keeps of saved(j) for its W (BackwardSplit::weightSavedBytes).
+  std::int32_t weightSaved(std::int32_t j) const { return 8 * n + 5 * skips + 3 + j; }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }
@@ -83,9 +89,11 @@ struct CompiledOp {
   Range endAlloc;    ///< at op end, then: allocations (saved, outputs, gradients)
   Range endRelease;  ///< at op end, last: releases (freed tensors)
 
-  /// Ops that run on a device's worker in its order (forward, recompute, backward, loss).
-  bool isCompute() const {
-    return kind == OpKind::Forward || kind == OpKind::Recompute || kind == OpKind::Backward || kind == OpKind::Loss;
+  /// Ops that run on a device's worker in its order (forward, recompute, backward (B, I, W), loss).
+  bool isCompute() const { return kind != OpKind::Copy && kind != OpKind::SkipCopy; }
+  /// B, I or W: launched from the autograd engine's thread, not the worker's.
+  bool isBackwardPass() const {
+    return kind == OpKind::Backward || kind == OpKind::BackwardInput || kind == OpKind::BackwardWeight;
   }
 };
 
@@ -94,9 +102,10 @@ struct CompiledOp {
 /// partitions of skip routes).
 struct CompiledSchedule {
   SlotLayout layout;
-  std::int32_t chunks = 0;  ///< micro-batch count m
-  std::int32_t lanes = 0;   ///< p: pipeline devices, one worker lane each (stage j on lane j mod p)
-  bool training = true;     ///< false: forward only (no backward ops)
+  std::int32_t chunks = 0;      ///< micro-batch count m
+  std::int32_t lanes = 0;       ///< p: pipeline devices, one worker lane each (stage j on lane j mod p)
+  bool training = true;         ///< false: forward only (no backward ops)
+  bool splitsBackward = false;  ///< training with I and W ops instead of B (zero-bubble schedules)
   std::vector<CompiledOp> ops;
   std::vector<std::uint32_t> successors;
   std::vector<MemoryEffect> effects;

@@ -12,7 +12,10 @@
 namespace pipeprof::sim {
 
 CostModel::CostModel(const Profile& profile)
-    : profile_(&profile), cuda_(profile.onCuda()), launches_(profile.hasLaunchData()) {
+    : profile_(&profile),
+      cuda_(profile.onCuda()),
+      launches_(profile.hasLaunchData()),
+      backwardSplit_(profile.hasBackwardSplit()) {
   staticPrefix_.assign(profile.layers.size() + 1, 0);
   for (std::size_t l = 0; l < profile.layers.size(); ++l) {
     const LayerProfile& layer = profile.layers[l];
@@ -43,6 +46,9 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->forwardPrefix.assign(layers + 1, 0);
   table->backwardPrefix.assign(layers + 1, 0);
   table->savedPrefix.assign(layers + 1, 0);
+  table->backwardInputPrefix.assign(layers + 1, 0);
+  table->backwardWeightPrefix.assign(layers + 1, 0);
+  table->weightSavedPrefix.assign(layers + 1, 0);
   table->outputBytes.assign(layers, 0);
   table->outputMovedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
@@ -52,6 +58,10 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
     table->backwardPrefix[l + 1] = table->backwardPrefix[l] + cost.backwardNs;
     table->savedPrefix[l + 1] = table->savedPrefix[l] + sumBytes(cost.savedBytes);
+    const BackwardSplit split = cost.backwardSplit.value_or(BackwardSplit{});
+    table->backwardInputPrefix[l + 1] = table->backwardInputPrefix[l] + split.inputNs;
+    table->backwardWeightPrefix[l + 1] = table->backwardWeightPrefix[l] + split.weightNs;
+    table->weightSavedPrefix[l + 1] = table->weightSavedPrefix[l] + sumBytes(split.weightSavedBytes);
     table->outputBytes[l] = tensorBytes(cost.outputBytes);
     table->outputMovedBytes[l] = cost.outputBytes;
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
@@ -225,6 +235,21 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
       out.launchNs[backward] = table.backwardHostPrefix[end] - table.backwardHostPrefix[first];
       out.kernels[forward] = table.forwardKernelPrefix[end] - table.forwardKernelPrefix[first];
       out.kernels[backward] = table.backwardKernelPrefix[end] - table.backwardKernelPrefix[first];
+      if (!compiled.splitsBackward) continue;
+      // I and W launch the backward's kernels between them, in proportion to their times.
+      const auto input = static_cast<std::size_t>(classSlot + layout.backwardInputNs(j));
+      const auto weight = static_cast<std::size_t>(classSlot + layout.backwardWeightNs(j));
+      const TimeNs inputNs = table.backwardInputPrefix[end] - table.backwardInputPrefix[first];
+      const TimeNs weightNs = table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first];
+      const double share =
+          inputNs + weightNs > 0 ? static_cast<double>(inputNs) / static_cast<double>(inputNs + weightNs) : 1.0;
+      auto part = [share](std::int64_t whole) { return static_cast<std::int64_t>(std::llround(share * whole)); };
+      out.durationNs[input] = part(out.durationNs[backward]);
+      out.durationNs[weight] = out.durationNs[backward] - out.durationNs[input];
+      out.launchNs[input] = part(out.launchNs[backward]);
+      out.launchNs[weight] = out.launchNs[backward] - out.launchNs[input];
+      out.kernels[input] = part(out.kernels[backward]);
+      out.kernels[weight] = out.kernels[backward] - out.kernels[input];
     }
   }
 }
@@ -250,6 +275,7 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     duration[layout.lossNs()] = scaleTime(loss.forwardNs, speed);
     duration[layout.recomputeWithLossNs()] = duration[layout.forwardNs(last)] + duration[layout.lossNs()];
     duration[layout.backwardNs(last)] += scaleTime(loss.backwardNs, speed);
+    duration[layout.backwardInputNs(last)] += scaleTime(loss.backwardNs, speed);  // the output's gradient: I's
     if (costs.launches()) {  // the loss's kernels are not counted apart: its time joins the recompute's
       const auto from = static_cast<std::size_t>(classSlot + layout.forwardNs(last));
       const auto to = static_cast<std::size_t>(classSlot + layout.recomputeWithLossNs());
@@ -274,6 +300,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
                   const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
   const SlotLayout& layout = compiled.layout;
   const std::int32_t n = layout.n;
+  if (compiled.splitsBackward && !costs.backwardSplit()) {
+    throw std::invalid_argument(
+        "the " + candidate.scheduleLabel() +
+        " schedule splits each backward into input and weight gradients, and the profile has no such split (it "
+        "was measured before zero-bubble schedules existed): profile the model again (pipeprof profile)");
+  }
   out.durationNs.assign(2 * static_cast<std::size_t>(layout.durationsPerClass()), 0);
   out.bytes.assign(2 * static_cast<std::size_t>(layout.bytesPerClass()), 0);
   out.staticBytes.resize(static_cast<std::size_t>(n));
@@ -326,6 +358,13 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
+      if (compiled.splitsBackward) {
+        duration[layout.backwardInputNs(j)] =
+            scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed);
+        duration[layout.backwardWeightNs(j)] =
+            scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
+        bytes[layout.weightSaved(j)] = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
+      }
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       // The stage's output lives until backward(i, j); the part of it the last layer's saved
       // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.

@@ -20,6 +20,10 @@ struct LayerCostTable {
   std::vector<TimeNs> forwardPrefix;
   std::vector<TimeNs> backwardPrefix;
   std::vector<Bytes> savedPrefix;
+  /// The backward's I/W split (profiles that carry it; else all zero).
+  std::vector<TimeNs> backwardInputPrefix;
+  std::vector<TimeNs> backwardWeightPrefix;
+  std::vector<Bytes> weightSavedPrefix;
   std::vector<Bytes> outputBytes;       ///< as held in memory (an allocator block on CUDA)
   std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;
@@ -51,6 +55,9 @@ class CostModel {
   /// Whether the profile carries launch data (Profile::hasLaunchData): compute ops then run
   /// the launch model (docs/simulator.md, "Launches").
   bool launches() const { return launches_; }
+  /// Whether the profile carries the backward's I/W split (Profile::hasBackwardSplit), which
+  /// a schedule that splits the backward needs.
+  bool backwardSplit() const { return backwardSplit_; }
   /// The table at a micro-batch size (computed on first use, then cached).
   const LayerCostTable& table(std::int64_t microBatch);
   /// Sum of param + grad + optimizer bytes of layers [first, end).
@@ -72,6 +79,7 @@ class CostModel {
   const Profile* profile_;
   bool cuda_;
   bool launches_;
+  bool backwardSplit_;
   std::vector<Bytes> staticPrefix_;
   std::vector<std::unique_ptr<LayerCostTable>> tables_;
 };

@@ -112,7 +112,7 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     for (std::size_t op = 0; op < count; ++op) {
       const CompiledOp& c = compiled.ops[op];
       if (!c.isCompute()) continue;
-      resource_[op] = c.kind == OpKind::Backward ? compiled.lanes + resource_[op] : c.lane;
+      resource_[op] = c.isBackwardPass() ? compiled.lanes + resource_[op] : c.lane;
     }
   }
   for (std::size_t op = 0; op < count; ++op) {
@@ -123,8 +123,8 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   // The loop is compiled once per model, so the one without launches pays nothing for them.
   const TimeNs now = launches_ ? runEvents<true>(finished) : runEvents<false>(finished);
   if (finished != count) {
-    throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " +
-                           std::to_string(count) + " ops never became ready (cyclic dependencies?)");
+    throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " + std::to_string(count) +
+                           " ops never became ready (cyclic dependencies?)");
   }
   // A stale link check may outlive the last op; the step ends with the last op.
   iterationNs_ = sharedLinks_ ? (count > 0 ? *std::max_element(endNs_.begin(), endNs_.end()) : 0) : now;

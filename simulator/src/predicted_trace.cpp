@@ -23,7 +23,7 @@ void addLaunch(const CompiledSchedule& compiled, const ResolvedCosts& costs, con
   launch.kind = EventKind::Span;
   launch.name = "launch " + opEvent.name;
   launch.device = opEvent.device;
-  launch.lane = op.kind == OpKind::Backward ? "cuda api autograd" : "cuda api worker " + std::to_string(op.lane);
+  launch.lane = op.isBackwardPass() ? "cuda api autograd" : "cuda api worker " + std::to_string(op.lane);
   launch.startNs = engine.startNs(index);
   launch.durationNs = launchNs;
   launch.microBatch = op.i;

@@ -30,8 +30,8 @@ std::string joined(const std::vector<std::int64_t>& values) {
   return text;
 }
 
-/// gpipe and 1f1b with v = 1, interleaved with every v >= 2 of the space, in the tie order
-/// (gpipe < 1f1b < interleaved, then increasing v).
+/// gpipe, 1f1b and zb1p with v = 1, interleaved and interleaved-zb with every v >= 2 of the
+/// space, in the tie order (kScheduleKinds' order, then increasing v).
 std::vector<ScheduleShape> scheduleShapes(const SearchSpace& space) {
   std::vector<ScheduleKind> kinds = space.schedules;
   std::sort(kinds.begin(), kinds.end());
@@ -41,7 +41,7 @@ std::vector<ScheduleShape> scheduleShapes(const SearchSpace& space) {
   vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
   std::vector<ScheduleShape> shapes;
   for (ScheduleKind kind : kinds) {
-    if (kind != ScheduleKind::Interleaved) {
+    if (!hasVirtualStages(kind)) {
       shapes.push_back({kind, 1});
       continue;
     }
@@ -218,7 +218,17 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
   validateSpace(*base.profile, *base.cluster, space);
   const std::int64_t layers = base.profile->layerCount();
   const std::int64_t p = space.devices;
-  const std::vector<ScheduleShape> shapes = scheduleShapes(space);
+  std::vector<ScheduleShape> shapes = scheduleShapes(space);
+  if (!base.profile->hasBackwardSplit()) {  // an older profile: no I/W times to simulate zero bubble with
+    shapes.erase(std::remove_if(shapes.begin(), shapes.end(),
+                                [](const ScheduleShape& shape) { return splitsBackward(shape.kind); }),
+                 shapes.end());
+    if (shapes.empty()) {
+      throw std::invalid_argument(
+          "search: the zero-bubble schedules need each layer's backward split into input and weight gradients, "
+          "which the profile has not measured (it predates them): profile the model again (pipeprof profile)");
+    }
+  }
   const std::vector<std::int64_t> chunkList = sortedUnique(space.chunks);
   const std::vector<Checkpoint> modes = sortedUnique(space.modes);
 
@@ -339,7 +349,7 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
 std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices) {
   std::vector<std::int64_t> counts;
   for (const ScheduleKind kind : space.schedules) {
-    if (kind != ScheduleKind::Interleaved) {
+    if (!hasVirtualStages(kind)) {
       counts.push_back(devices);
       continue;
     }

@@ -27,7 +27,8 @@ Calibration sampleCalibration() {
   calibration.provenance.devices = {"cpu", "cpu"};
   calibration.provenance.threads = 1;
   calibration.provenance.rounds = 3;
-  for (const auto& [schedule, chunks, medianNs] : {std::tuple{"gpipe", 1, 5000}, {"gpipe", 2, 6500}, {"1f1b", 2, 6000}}) {
+  for (const auto& [schedule, chunks, medianNs] :
+       {std::tuple{"gpipe", 1, 5000}, {"gpipe", 2, 6500}, {"1f1b", 2, 6000}}) {
     CalibrationReference reference;
     reference.shape.schedule = schedule;
     reference.chunks = chunks;
@@ -157,7 +158,8 @@ TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesElseTheC
   EXPECT_EQ(interleaved.scales.at(16).forward, 1.25);
   EXPECT_EQ(interleaved.deviceSpeeds, (std::vector<double>{1.25, 0.8}));
   EXPECT_EQ(interleaved.stepOverheadNsFor(2), 1500);
-  EXPECT_EQ(&calibration.correctionsFor({"gpipe", Checkpoint::Always}), &static_cast<const ScheduleCorrections&>(calibration));
+  EXPECT_EQ(&calibration.correctionsFor({"gpipe", Checkpoint::Always}),
+            &static_cast<const ScheduleCorrections&>(calibration));
   EXPECT_EQ(calibration.correctingShape({"gpipe", Checkpoint::Always}), nullptr);
   ASSERT_NE(calibration.correctingShape({"1f1b", Checkpoint::ExceptLast}), nullptr);
   EXPECT_EQ(calibration.correctingShape({"1f1b", Checkpoint::ExceptLast})->label(), "1f1b never");
@@ -220,11 +222,14 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
             std::string::npos);
   json = toJson(sampleCalibration());
   json["shapes"][0]["schedule"] = "interleaved v1";
-  EXPECT_EQ(formatError(json),
-            "cal.json: $.shapes[0].schedule: expected a schedule (gpipe, 1f1b or interleaved vN), got 'interleaved v1'");
+  EXPECT_EQ(
+      formatError(json),
+      "cal.json: $.shapes[0].schedule: expected a schedule (gpipe, 1f1b, zb1p, interleaved vN or interleaved-zb vN), "
+      "got 'interleaved v1'");
   json = toJson(sampleCalibration());
   json["shapes"][0]["checkpoint"] = "sometimes";
-  EXPECT_EQ(formatError(json), "cal.json: $.shapes[0].checkpoint: expected always, except_last or never, got 'sometimes'");
+  EXPECT_EQ(formatError(json),
+            "cal.json: $.shapes[0].checkpoint: expected always, except_last or never, got 'sometimes'");
   json = toJson(sampleCalibration());
   json["shapes"].push_back(json["shapes"][0]);
   EXPECT_EQ(formatError(json), "cal.json: $.shapes[1]: shape '1f1b never' given twice");
@@ -236,7 +241,8 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
   EXPECT_NE(formatError(json).find("cal.json: $.shapes[0].step_overhead_ns[0].ns"), std::string::npos);
   json = toJson(sampleCalibration());
   json["measured"]["references"][0]["schedule"] = "zigzag";
-  EXPECT_NE(formatError(json).find("cal.json: $.measured.references[0].schedule: expected a schedule"), std::string::npos);
+  EXPECT_NE(formatError(json).find("cal.json: $.measured.references[0].schedule: expected a schedule"),
+            std::string::npos);
   json = toJson(sampleCalibration());
   json["measured"]["devices"] = "cpu";
   EXPECT_NE(formatError(json).find("cal.json: $.measured.devices"), std::string::npos);

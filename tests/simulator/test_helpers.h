@@ -21,6 +21,8 @@ struct LayerCosts {
   Bytes outputBytes = 0;
   Bytes workspaceBytes = 0;  ///< the forward's and the backward's alike
   Bytes paramBytes = 0;
+  /// The backward split into I and W (zero-bubble schedules): absent in older profiles.
+  std::optional<BackwardSplit> split{};
 };
 
 inline Profile makeProfile(const std::vector<LayerCosts>& layers) {
@@ -40,6 +42,7 @@ inline Profile makeProfile(const std::vector<LayerCosts>& layers) {
     cost.outputBytes = layers[l].outputBytes;
     cost.forwardWorkspaceBytes = layers[l].workspaceBytes;
     cost.backwardWorkspaceBytes = layers[l].workspaceBytes;
+    cost.backwardSplit = layers[l].split;
     layer.costs.push_back(cost);
     profile.layers.push_back(layer);
   }

@@ -28,9 +28,11 @@ struct SearchSpace {
   /// p: pipeline devices, device d on cluster device d. A candidate with v stages per device
   /// has p * v stages, stage j on device j mod p.
   std::int64_t devices = 1;
-  /// Schedule families to try: gpipe and 1f1b with one stage per device, interleaved with
-  /// every v >= 2 of stagesPerDevice.
-  std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
+  /// Schedule families to try: gpipe, 1f1b and zb1p with one stage per device, interleaved and
+  /// interleaved-zb with every v >= 2 of stagesPerDevice. The zero-bubble ones (zb1p,
+  /// interleaved-zb) are left out when the profile has no backward split (older profiles);
+  /// asking for them alone then throws std::invalid_argument saying to profile again.
+  std::vector<ScheduleKind> schedules{std::begin(kScheduleKinds), std::end(kScheduleKinds)};
   std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};

@@ -1,0 +1,133 @@
+// Tests for simulate() under the zero-bubble schedules (zb1p, interleaved-zb): closed-form step
+// times and per-device peaks with unit costs (docs/simulator.md, "Zero bubble"), and what a
+// profile without the backward's split gets.
+#include <pipeprof/simulator/simulator.h>
+
+#include "test_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+// Per device and micro-batch: forward F, input gradient I, weight gradient W (each divisible by
+// every v used below); a stage saves S per micro-batch, of which I keeps S_W for W.
+constexpr TimeNs kF = 48;
+constexpr Bytes kS = 1000;
+constexpr Bytes kSW = 400;
+
+struct Shape {
+  std::int64_t p;
+  std::int64_t m;
+  std::int64_t v;
+};
+
+std::string describe(const Shape& shape, TimeNs i, TimeNs w) {
+  return "p=" + std::to_string(shape.p) + " m=" + std::to_string(shape.m) + " v=" + std::to_string(shape.v) +
+         " F=" + std::to_string(kF) + " I=" + std::to_string(i) + " W=" + std::to_string(w);
+}
+
+/// p * v one-layer stages of F / v, I / v and W / v (B = I + W), one sample per micro-batch,
+/// zero-cost links, checkpoint never.
+Prediction run(ScheduleKind kind, const Shape& shape, TimeNs i, TimeNs w) {
+  const std::int64_t n = shape.p * shape.v;
+  test::LayerCosts costs{kF / shape.v, (i + w) / shape.v, kS, 0, 0, 0};
+  costs.split = BackwardSplit{i / shape.v, w / shape.v, kSW};
+  const Profile profile = test::uniformProfile(n, costs);
+  Candidate candidate = test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), shape.m,
+                                            Checkpoint::Never, shape.m);
+  candidate.schedule = kind;
+  candidate.stagesPerDevice = shape.v;
+  return simulate(profile, test::freeCluster(shape.p), candidate).prediction;
+}
+
+/// (I, W) pairs: W equal to F and I, cheaper than I, dearer than I, and free.
+const std::vector<std::pair<TimeNs, TimeNs>> kSplits{{48, 48}, {48, 24}, {24, 48}, {48, 0}};
+
+// m >= p: step = m (F + I + W) + (p - 1) max(F, F + I - W) / v. 1F1B's bubble is
+// (p - 1)(F + I + W): the deferred W's fill all but max(F, F + I - W) of each hop.
+TEST(ZeroBubbleClosedForm, TheBubbleIsPMinusOneTimesTheLargerOfFAndFPlusIMinusWOverV) {
+  for (const auto& [kind, shapes] : std::vector<std::pair<ScheduleKind, std::vector<Shape>>>{
+           {ScheduleKind::ZeroBubble, {{2, 4, 1}, {4, 8, 1}, {3, 5, 1}, {4, 4, 1}, {4, 16, 1}}},
+           {ScheduleKind::InterleavedZeroBubble, {{2, 4, 2}, {4, 8, 2}, {2, 8, 2}, {3, 6, 2}, {2, 6, 3}, {4, 4, 2}}}}) {
+    for (const Shape& shape : shapes) {
+      for (const auto& [i, w] : kSplits) {
+        const Prediction p = run(kind, shape, i, w);
+        const TimeNs bubble = (shape.p - 1) * std::max(kF, kF + i - w) / shape.v;
+        EXPECT_EQ(p.iterationNs, shape.m * (kF + i + w) + bubble) << describe(shape, i, w);
+        for (TimeNs busy : p.busyNs) EXPECT_EQ(busy, shape.m * (kF + i + w)) << describe(shape, i, w);
+      }
+    }
+  }
+}
+
+// A W that costs nothing leaves nothing to fill: zb1p takes 1F1B's time, interleaved-zb
+// interleaved's (B = I).
+TEST(ZeroBubbleClosedForm, AFreeWeightGradientGainsNothing) {
+  EXPECT_EQ(run(ScheduleKind::ZeroBubble, {4, 8, 1}, 48, 0).iterationNs,
+            run(ScheduleKind::OneFOneB, {4, 8, 1}, 48, 0).iterationNs);
+  EXPECT_EQ(run(ScheduleKind::InterleavedZeroBubble, {4, 8, 2}, 48, 0).iterationNs,
+            run(ScheduleKind::Interleaved, {4, 8, 2}, 48, 0).iterationNs);
+}
+
+// Device d runs w_d = (v - 1) p + p - 1 - d warm-up forwards (m a multiple of p), so holds
+// v p - d micro-batches' saved bytes at its first I, plus the W state of the d I's whose W it
+// defers and of the one it is at: peak_d = (v p - d) S + (d + 1) S_W.
+TEST(ZeroBubbleMemory, DeviceDHoldsVPMinusDMicroBatchesAndDPlusOneWeightStates) {
+  for (const Shape& shape : {Shape{2, 4, 1}, Shape{4, 8, 1}, Shape{4, 4, 1}, Shape{2, 4, 2}, Shape{4, 8, 2},
+                             Shape{3, 6, 2}, Shape{2, 6, 3}}) {
+    const ScheduleKind kind = shape.v == 1 ? ScheduleKind::ZeroBubble : ScheduleKind::InterleavedZeroBubble;
+    const Prediction p = run(kind, shape, 48, 48);
+    ASSERT_EQ(p.peakBytes.size(), static_cast<std::size_t>(shape.p));
+    for (std::int64_t d = 0; d < shape.p; ++d) {
+      EXPECT_EQ(p.peakBytes[static_cast<std::size_t>(d)], (shape.v * shape.p - d) * kS + (d + 1) * kSW)
+          << describe(shape, 48, 48) << " device " << d;
+    }
+  }
+}
+
+// ZB-H1 keeps 1F1B's peak: no device holds more than 1F1B's busiest device plus one
+// micro-batch (its S_W <= S more: p S + S_W on device 0).
+TEST(ZeroBubbleMemory, ZbOnePKeepsOneFOneBsPeakPlusAtMostOneMicroBatch) {
+  for (const Shape& shape : {Shape{2, 4, 1}, Shape{4, 8, 1}, Shape{3, 7, 1}, Shape{4, 2, 1}}) {
+    const Prediction zb = run(ScheduleKind::ZeroBubble, shape, 48, 48);
+    const Prediction oneFOneB = run(ScheduleKind::OneFOneB, shape, 48, 48);
+    const Bytes oneFOneBPeak = *std::max_element(oneFOneB.peakBytes.begin(), oneFOneB.peakBytes.end());
+    for (Bytes peak : zb.peakBytes) EXPECT_LE(peak, oneFOneBPeak + kS) << describe(shape, 48, 48);
+  }
+}
+
+TEST(ZeroBubbleTrace, ShowsIAndWAsSuch) {
+  const Profile profile = test::uniformProfile(2, {kF, 2 * kF, kS, 0, 0, 0, BackwardSplit{kF, kF, kSW}});
+  Candidate candidate = test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2);
+  candidate.schedule = ScheduleKind::ZeroBubble;
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult result = simulate(profile, test::freeCluster(2), candidate, options);
+  std::vector<std::string> names;
+  for (const TraceEvent& event : result.trace.events) names.push_back(event.name);
+  for (const char* name : {"backward-input(1,0)", "backward-weight(1,0)", "backward-input(0,1)"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+  EXPECT_EQ(std::find(names.begin(), names.end(), "backward(0,0)"), names.end());
+}
+
+TEST(ZeroBubbleProfile, AProfileWithoutTheSplitIsToldToProfileAgain) {
+  const Profile profile = test::uniformProfile(2, {kF, 2 * kF, kS, 0, 0, 0});
+  Candidate candidate = test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2);
+  candidate.schedule = ScheduleKind::ZeroBubble;
+  try {
+    simulate(profile, test::freeCluster(2), candidate);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("profile the model again"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace pipeprof
