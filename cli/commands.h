@@ -58,6 +58,7 @@ void addSuggestCommand(CLI::App& app);
 void addProfileCommand(CLI::App& app);
 void addRunCommand(CLI::App& app);
 void addTraceCommand(CLI::App& app);
+void addScheduleCommand(CLI::App& app);
 void addSweepCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
 void addCalibrateCommand(CLI::App& app);

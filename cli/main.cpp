@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   cli::addCalibrateCommand(app);
   cli::addRunCommand(app);
   cli::addTraceCommand(app);
+  cli::addScheduleCommand(app);
   cli::addModelsCommand(app);
   cli::addBenchLinkCommand(app);
 

@@ -27,7 +27,8 @@ ScheduleKind parseScheduleOrThrow(const std::string& flag, const std::string& te
   try {
     return parseScheduleKind(text);
   } catch (const std::invalid_argument&) {
-    throw UsageError(fmt::format("{} {}: unknown schedule; expected gpipe, 1f1b or interleaved", flag, text));
+    throw UsageError(
+        fmt::format("{} {}: unknown schedule; expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb", flag, text));
   }
 }
 
@@ -41,14 +42,16 @@ std::string chunkHint(std::int64_t devices) {
 void addScheduleFlags(CLI::App& command, ScheduleFlags& flags) {
   command
       .add_option("--schedule", flags.schedule,
-                  "gpipe (all forwards, then all backwards), 1f1b (one forward one backward) or interleaved "
-                  "(1F1B over several stages per device)")
+                  "gpipe (all forwards, then all backwards), 1f1b (one forward one backward), interleaved "
+                  "(1F1B over several stages per device), zb1p (zero bubble: 1F1B with each backward split into "
+                  "input and weight gradients, the weights' deferred into the bubbles) or interleaved-zb (zero "
+                  "bubble over several stages per device)")
       ->capture_default_str()
       ->type_name("KIND");
   command
       .add_option("--stages-per-device", flags.stagesPerDevice,
                   "Stages per device v: the balance has devices x v entries, stage j on device j mod devices "
-                  "(default: 1, or 2 with --schedule interleaved)")
+                  "(default: 1, or 2 with --schedule interleaved or interleaved-zb)")
       ->type_name("V");
 }
 
@@ -56,24 +59,25 @@ void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
   const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);
   if (flags.stagesPerDevice.empty()) {
     shape.schedule = kind;
-    shape.stagesPerDevice = kind == ScheduleKind::Interleaved ? 2 : 1;
+    shape.stagesPerDevice = hasVirtualStages(kind) ? 2 : 1;
     return;
   }
   const std::int64_t v = parseCount(flags.stagesPerDevice);
   if (v < 1) {
-    throw UsageError(fmt::format("--stages-per-device {}: give a positive count (1 for gpipe and 1f1b, 2 or more "
-                                 "for interleaved)",
+    throw UsageError(fmt::format("--stages-per-device {}: give a positive count (1 for gpipe, 1f1b and zb1p, 2 or "
+                                 "more for interleaved and interleaved-zb)",
                                  flags.stagesPerDevice));
   }
-  if (kind != ScheduleKind::Interleaved && v != 1) {
+  if (!hasVirtualStages(kind) && v != 1) {
     throw UsageError(fmt::format("--stages-per-device {}: --schedule {} runs one stage per device; add --schedule "
-                                 "interleaved for {} stages per device, or drop --stages-per-device",
-                                 flags.stagesPerDevice, flags.schedule, v));
+                                 "{} for {} stages per device, or drop --stages-per-device",
+                                 flags.stagesPerDevice, flags.schedule,
+                                 splitsBackward(kind) ? "interleaved-zb" : "interleaved", v));
   }
-  if (kind == ScheduleKind::Interleaved && v < 2) {
-    throw UsageError(fmt::format("--stages-per-device {}: --schedule interleaved needs at least 2 stages per device "
-                                 "(one stage per device is --schedule 1f1b)",
-                                 flags.stagesPerDevice));
+  if (hasVirtualStages(kind) && v < 2) {
+    throw UsageError(fmt::format("--stages-per-device {}: --schedule {} needs at least 2 stages per device "
+                                 "(one stage per device is --schedule {})",
+                                 flags.stagesPerDevice, flags.schedule, splitsBackward(kind) ? "zb1p" : "1f1b"));
   }
   shape.schedule = kind;
   shape.stagesPerDevice = v;
@@ -130,19 +134,20 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) 
   }
   std::sort(vs.begin(), vs.end());
   vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
-  const bool interleaved = std::find(kinds.begin(), kinds.end(), ScheduleKind::Interleaved) != kinds.end();
+  const auto interleaved = std::find_if(kinds.begin(), kinds.end(), hasVirtualStages);
   const bool anyV2 = std::any_of(vs.begin(), vs.end(), [](std::int64_t v) { return v >= 2; });
-  if (interleaved && !anyV2) {
+  if (interleaved != kinds.end() && !anyV2) {
+    const std::string name = scheduleKindName(*interleaved);
     if (kinds.size() == 1) {
-      throw UsageError(fmt::format("--stages-per-device {}: --schedules interleaved needs a count of 2 or more, "
+      throw UsageError(fmt::format("--stages-per-device {}: --schedules {} needs a count of 2 or more, "
                                    "e.g. --stages-per-device 2",
-                                   flags.stagesPerDevice));
+                                   flags.stagesPerDevice, name));
     }
     // Interleaved among others with only v = 1: it contributes nothing; say so rather than
     // silently searching fewer schedules than asked.
-    throw UsageError(fmt::format("--stages-per-device {}: interleaved (in --schedules {}) needs a count of 2 or more; "
-                                 "add one (e.g. --stages-per-device 1,2) or drop interleaved",
-                                 flags.stagesPerDevice, flags.schedules));
+    throw UsageError(fmt::format("--stages-per-device {}: {} (in --schedules {}) needs a count of 2 or more; "
+                                 "add one (e.g. --stages-per-device 1,2) or drop {}",
+                                 flags.stagesPerDevice, name, flags.schedules, name));
   }
   space.schedules = kinds;
   space.stagesPerDevice = vs;

@@ -89,7 +89,8 @@ bool TuningModel::setBalance(const std::vector<std::int64_t>& balance) {
   Candidate next = edited_;
   next.balance = balance;
   // devices: one per pipeline device, p = n / v; a balance with another p drops the placement.
-  if (next.devices.size() * static_cast<std::size_t>(std::max<std::int64_t>(1, next.stagesPerDevice)) != balance.size()) {
+  if (next.devices.size() * static_cast<std::size_t>(std::max<std::int64_t>(1, next.stagesPerDevice)) !=
+      balance.size()) {
     next.devices.clear();
   }
   return apply(next);
@@ -110,7 +111,7 @@ bool TuningModel::setCheckpoint(Checkpoint checkpoint) {
 bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice) {
   Candidate next = edited_;
   next.schedule = schedule;
-  next.stagesPerDevice = schedule == ScheduleKind::Interleaved ? std::max<std::int64_t>(2, stagesPerDevice) : 1;
+  next.stagesPerDevice = hasVirtualStages(schedule) ? std::max<std::int64_t>(2, stagesPerDevice) : 1;
   // Keep the pipeline devices of the last valid candidate; the stages follow from v.
   const std::int64_t p = candidate_.balance.empty() ? 1 : std::max<std::int64_t>(1, candidate_.pipelineDevices());
   const std::int64_t n = p * next.stagesPerDevice;
@@ -118,9 +119,13 @@ bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevic
     const std::int64_t layers = profile_ ? profile_->layerCount() : 0;
     if (layers < n) {
       edited_ = next;
-      emit invalidEdit(tr("%1 with %2 stages per device on %3 devices needs %4 stages, but the model has only %5 layers")
-                           .arg(scheduleText(next.schedule, next.stagesPerDevice))
-                           .arg(next.stagesPerDevice).arg(p).arg(n).arg(layers));
+      emit invalidEdit(
+          tr("%1 with %2 stages per device on %3 devices needs %4 stages, but the model has only %5 layers")
+              .arg(scheduleText(next.schedule, next.stagesPerDevice))
+              .arg(next.stagesPerDevice)
+              .arg(p)
+              .arg(n)
+              .arg(layers));
       return false;
     }
     std::vector<double> costs;
@@ -135,17 +140,20 @@ bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevic
 bool TuningModel::moveBoundary(std::int64_t boundary, std::int64_t firstLayer) {
   const auto n = static_cast<std::int64_t>(candidate_.balance.size());
   if (boundary < 0 || boundary >= n - 1) {
-    emit invalidEdit(tr("No boundary %1: a balance of %2 partitions has boundaries 0..%3")
-                         .arg(boundary).arg(n).arg(n - 2));
+    emit invalidEdit(
+        tr("No boundary %1: a balance of %2 partitions has boundaries 0..%3").arg(boundary).arg(n).arg(n - 2));
     return false;
   }
   std::vector<std::int64_t> balance = candidate_.balance;
   const auto b = static_cast<std::size_t>(boundary);
-  const std::int64_t start = std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(b), std::int64_t{0});
+  const std::int64_t start =
+      std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(b), std::int64_t{0});
   const std::int64_t end = start + balance[b] + balance[b + 1];  // the two partitions share [start, end)
   if (firstLayer <= start || firstLayer >= end) {
     emit invalidEdit(tr("Partition %1 must start in layers %2..%3 so that both sides keep a layer")
-                         .arg(boundary + 1).arg(start + 1).arg(end - 1));
+                         .arg(boundary + 1)
+                         .arg(start + 1)
+                         .arg(end - 1));
     return false;
   }
   balance[b] = firstLayer - start;
@@ -215,8 +223,10 @@ QVariant TuningModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole) return {};
   switch (index.column()) {
     case Name: return qs(layer.name);
-    case Layer: case PartitionColumn: return value;
-    case Forward: case Backward: return durationText(value);
+    case Layer:
+    case PartitionColumn: return value;
+    case Forward:
+    case Backward: return durationText(value);
     default: return bytesText(value);
   }
 }

@@ -24,8 +24,15 @@
 namespace pipeprof::gui {
 
 CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
-    : QWidget(parent), model_(model), proxy_(new CandidatesFilterModel(this)), filter_(new QLineEdit(this)),
-      status_(new QComboBox(this)), schedule_(new QComboBox(this)), summary_(new QLabel(this)), table_(new QTableView(this)), details_(new QLabel(this)) {
+    : QWidget(parent),
+      model_(model),
+      proxy_(new CandidatesFilterModel(this)),
+      filter_(new QLineEdit(this)),
+      status_(new QComboBox(this)),
+      schedule_(new QComboBox(this)),
+      summary_(new QLabel(this)),
+      table_(new QTableView(this)),
+      details_(new QLabel(this)) {
   proxy_->setSourceModel(model_);
 
   filter_->setPlaceholderText(tr("Filter by balance, chunks, mode, schedule or status, e.g. \"x8\" or \"[2,6]\""));
@@ -35,10 +42,11 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
   status_->addItem(tr("Predicted only"), static_cast<int>(CandidateStatus::Predicted));
   status_->addItem(tr("Failed"), static_cast<int>(CandidateStatus::Failed));
   schedule_->addItem(tr("All schedules"), -1);
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+  for (ScheduleKind kind : kScheduleKinds) {
     schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
   }
-  schedule_->setToolTip(tr("Keep one schedule family (interleaved: every number of stages per device)"));
+  schedule_->setToolTip(
+      tr("Keep one schedule family (interleaved, interleaved-zb: every number of stages per device)"));
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);
 
@@ -80,14 +88,13 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
     const int kind = schedule_->itemData(row).toInt();
     proxy_->setScheduleFilter(kind < 0 ? std::nullopt : std::optional(static_cast<ScheduleKind>(kind)));
   });
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            showDetails(current.isValid() ? std::optional(static_cast<std::size_t>(
-                                                current.data(CandidatesModel::CandidateIndexRole).toULongLong()))
-                                          : std::nullopt);
-            if (settingSelection_ || !current.isValid()) return;
-            emit candidateSelected(static_cast<std::size_t>(current.data(CandidatesModel::CandidateIndexRole).toULongLong()));
-          });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& current) {
+    showDetails(current.isValid() ? std::optional(static_cast<std::size_t>(
+                                        current.data(CandidatesModel::CandidateIndexRole).toULongLong()))
+                                  : std::nullopt);
+    if (settingSelection_ || !current.isValid()) return;
+    emit candidateSelected(static_cast<std::size_t>(current.data(CandidatesModel::CandidateIndexRole).toULongLong()));
+  });
   connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
     emit tuneRequested(static_cast<std::size_t>(index.data(CandidatesModel::CandidateIndexRole).toULongLong()));
   });
@@ -156,12 +163,14 @@ void CandidatesView::showDetails(std::optional<std::size_t> candidate) {
                 .arg(j)
                 .arg(durationText(p.busyNs[j]))
                 .arg(j < p.peakBytes.size() ? bytesText(p.peakBytes[j]) : QString())
-                .arg(j < p.peakOp.size() && !p.peakOp[j].empty() ? tr(" at %1").arg(qs(p.peakOp[j]).toHtmlEscaped()) : QString());
+                .arg(j < p.peakOp.size() && !p.peakOp[j].empty() ? tr(" at %1").arg(qs(p.peakOp[j]).toHtmlEscaped())
+                                                                 : QString());
   }
   lines << tr("Predicted: step %1, %2, bubble %3 %, %4; %5")
                .arg(durationText(p.iterationNs), throughputText(p.samplesPerS))
                .arg(p.bubbleFraction * 100.0, 0, 'f', 1)
-               .arg(p.fits ? tr("fits") : tr("<span style='color:#c0392b'>does not fit</span>"), busy.join(QStringLiteral("; ")));
+               .arg(p.fits ? tr("fits") : tr("<span style='color:#c0392b'>does not fit</span>"),
+                    busy.join(QStringLiteral("; ")));
   if (const std::optional<Measurement>& m = result.measurement) {
     const bool partly = result.status != CandidateStatus::Measured;
     lines << tr("%1: median step %2 over %3 steps in %4 round(s) (min %5, max %6), each after %7 warm-up, %8")

@@ -26,11 +26,18 @@ namespace pipeprof::gui {
 namespace {
 
 constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+constexpr std::size_t kScheduleCount = std::size(kScheduleKinds);
 // Indexed by ScheduleKind (scheduleCheck relies on it).
-constexpr ScheduleKind kSchedules[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
-static_assert(static_cast<int>(kSchedules[2]) == 2);
+static_assert(static_cast<std::size_t>(kScheduleKinds[kScheduleCount - 1]) == kScheduleCount - 1);
 
 }  // namespace
+
+bool SuggestPanel::virtualStagesChecked() const {
+  for (ScheduleKind kind : kScheduleKinds) {
+    if (hasVirtualStages(kind) && scheduleCheck(kind)->isChecked()) return true;
+  }
+  return false;
+}
 
 SuggestPanel::SuggestPanel(QWidget* parent)
     : QWidget(parent),
@@ -59,16 +66,18 @@ SuggestPanel::SuggestPanel(QWidget* parent)
     modes->addWidget(modes_[m]);
   }
   auto* schedules = new QHBoxLayout;
-  for (std::size_t k = 0; k < 3; ++k) {
-    schedules_[k] = new QCheckBox(qs(scheduleKindName(kSchedules[k])), this);
+  for (std::size_t k = 0; k < kScheduleCount; ++k) {
+    schedules_[k] = new QCheckBox(qs(scheduleKindName(kScheduleKinds[k])), this);
     schedules_[k]->setChecked(true);
     schedules->addWidget(schedules_[k]);
   }
   schedules->addWidget(new QLabel(tr("v:"), this));
   schedules->addWidget(stagesPerDevice_);
-  stagesPerDevice_->setToolTip(tr("Stages per device to try for interleaved, comma-separated, each at least 2"));
+  stagesPerDevice_->setToolTip(
+      tr("Stages per device to try for interleaved and interleaved-zb, comma-separated, each at least 2"));
   stagesPerDevice_->setMaximumWidth(60);
-  connect(schedules_[2], &QCheckBox::toggled, stagesPerDevice_, &QLineEdit::setEnabled);
+  const auto enableStagesPerDevice = [this] { stagesPerDevice_->setEnabled(virtualStagesChecked()); };
+  for (QCheckBox* check : schedules_) connect(check, &QCheckBox::toggled, this, enableStagesPerDevice);
   auto* form = new QFormLayout;
   form->addRow(tr("Devices:"), devices_);
   form->addRow(tr("Memory per device:"), memory_);
@@ -188,8 +197,8 @@ std::optional<SearchSpace> SuggestPanel::searchSpace(QString* error) const {
   space.modes.clear();
   space.schedules.clear();
   space.stagesPerDevice = {1};
-  for (std::size_t k = 0; k < 3; ++k) {
-    if (schedules_[k]->isChecked()) space.schedules.push_back(kSchedules[k]);
+  for (std::size_t k = 0; k < kScheduleCount; ++k) {
+    if (schedules_[k]->isChecked()) space.schedules.push_back(kScheduleKinds[k]);
   }
   if (space.schedules.empty()) {
     *error = tr("Tick at least one schedule.");
@@ -197,10 +206,10 @@ std::optional<SearchSpace> SuggestPanel::searchSpace(QString* error) const {
   }
   try {
     space.chunks = parseBalance(chunks_->text().toStdString());  // the same "1,2,4" list syntax
-    if (schedules_[2]->isChecked()) {
+    if (virtualStagesChecked()) {
       for (std::int64_t v : parseBalance(stagesPerDevice_->text().toStdString())) {
         if (v < 2) {
-          *error = tr("Stages per device of interleaved must be at least 2, got %1 in \"%2\".")
+          *error = tr("Stages per device of interleaved and interleaved-zb must be at least 2, got %1 in \"%2\".")
                        .arg(v)
                        .arg(stagesPerDevice_->text());
           return std::nullopt;

@@ -9,6 +9,7 @@
 
 #include <QWidget>
 
+#include <iterator>
 #include <optional>
 
 QT_BEGIN_NAMESPACE
@@ -55,6 +56,8 @@ class SuggestPanel : public QWidget {
   QLineEdit* chunksEdit() const { return chunks_; }
   /// gpipe, 1f1b, interleaved (in that order).
   QCheckBox* scheduleCheck(ScheduleKind kind) const { return schedules_[static_cast<std::size_t>(kind)]; }
+  /// Whether a family with several stages per device (interleaved, interleaved-zb) is ticked.
+  bool virtualStagesChecked() const;
   /// Stages per device to try for interleaved, e.g. "2,4".
   QLineEdit* stagesPerDeviceEdit() const { return stagesPerDevice_; }
 
@@ -78,7 +81,7 @@ class SuggestPanel : public QWidget {
   QLineEdit* memory_;
   QLineEdit* chunks_;
   QCheckBox* modes_[3];
-  QCheckBox* schedules_[3];
+  QCheckBox* schedules_[std::size(kScheduleKinds)];
   QLineEdit* stagesPerDevice_;
   QPushButton* suggest_;
   QPushButton* cancel_;

@@ -32,7 +32,6 @@ namespace pipeprof::gui {
 namespace {
 
 constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
-constexpr ScheduleKind kSchedules[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
 
 QString versus(double now, double base, bool higherIsBetter) {
   if (base <= 0) return {};
@@ -63,7 +62,7 @@ TuningPanel::TuningPanel(QWidget* parent)
       suggest_(new SuggestPanel(this)) {
   balance_->setToolTip(tr("Layers per stage, e.g. 3,5 — p × v stages, stage j on device j mod p; the prediction "
                           "updates as you type"));
-  for (ScheduleKind kind : kSchedules) schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
+  for (ScheduleKind kind : kScheduleKinds) schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
   schedule_->setToolTip(tr("gpipe: all forwards, then all backwards; 1f1b: one forward one backward; interleaved: "
                            "1F1B over v stages per device"));
   stagesPerDevice_->setRange(2, 64);
@@ -142,15 +141,13 @@ TuningPanel::TuningPanel(QWidget* parent)
   });
   connect(schedule_, &QComboBox::currentIndexChanged, this, [this](int row) {
     const auto kind = static_cast<ScheduleKind>(schedule_->itemData(row).toInt());
-    stagesPerDevice_->setEnabled(kind == ScheduleKind::Interleaved);
+    stagesPerDevice_->setEnabled(hasVirtualStages(kind));
     const Candidate& edited = model_->edited();
     if (kind != edited.schedule) model_->setSchedule(kind, stagesPerDevice_->value());
   });
   connect(stagesPerDevice_, &QSpinBox::valueChanged, this, [this](int v) {
     const Candidate& edited = model_->edited();
-    if (edited.schedule == ScheduleKind::Interleaved && v != edited.stagesPerDevice) {
-      model_->setSchedule(ScheduleKind::Interleaved, v);
-    }
+    if (hasVirtualStages(edited.schedule) && v != edited.stagesPerDevice) model_->setSchedule(edited.schedule, v);
   });
   connect(optimizer_, &QComboBox::currentIndexChanged, this,
           [this](int row) { setOptimizer(static_cast<OptimizerKind>(optimizer_->itemData(row).toInt())); });
@@ -315,9 +312,8 @@ void TuningPanel::syncControls() {
   const QSignalBlocker scheduleBlocker(schedule_);
   schedule_->setCurrentIndex(schedule_->findData(static_cast<int>(candidate.schedule)));
   const QSignalBlocker stagesBlocker(stagesPerDevice_);
-  stagesPerDevice_->setEnabled(candidate.schedule == ScheduleKind::Interleaved);
-  if (candidate.schedule == ScheduleKind::Interleaved)
-    stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
+  stagesPerDevice_->setEnabled(hasVirtualStages(candidate.schedule));
+  if (hasVirtualStages(candidate.schedule)) stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
 }
 
 void TuningPanel::showPrediction() {

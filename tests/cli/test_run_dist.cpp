@@ -61,6 +61,9 @@ TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
       {"--devices cpu,cpu,cpu --balance 2,2,1 --schedule 1f1b", "--procs 3 --balance 2,2,1 --schedule 1f1b"},
       {"--devices cpu,cpu,cpu --balance 1,3,1 --schedule gpipe --checkpoint never",
        "--procs 3 --balance 1,3,1 --schedule gpipe --checkpoint never"},
+      {"--devices cpu,cpu --balance 2,3 --schedule zb1p", "--procs 2 --balance 2,3 --schedule zb1p"},
+      {"--devices cpu,cpu --balance 1,1,2,1 --schedule interleaved-zb --checkpoint never",
+       "--procs 2 --balance 1,1,2,1 --schedule interleaved-zb --checkpoint never"},
   };
   for (const auto& [threaded, processes] : cases) {
     const std::vector<double> expected = losses(threaded);

@@ -1,4 +1,5 @@
-// End-to-end tests of `pipeprof run` under every schedule: the losses of the steps, and the schedule flags' errors.
+// End-to-end tests of `pipeprof run` under every schedule (the losses of the steps, the schedule flags' errors) and of
+// `schedule export`.
 #include "support/run_process.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +38,8 @@ TEST(RunE2E, EveryScheduleAndBalanceTrainsToTheSameLosses) {
       "--balance 2,3 --schedule 1f1b --checkpoint never",
       "--balance 1,1,1,2 --schedule interleaved --stages-per-device 2 --checkpoint except_last",
       "--balance 2,1,1,1 --schedule interleaved --stages-per-device 2 --checkpoint always",
+      "--balance 2,3 --schedule zb1p --checkpoint except_last",
+      "--balance 1,1,1,2 --schedule interleaved-zb --stages-per-device 2 --checkpoint always",
   };
   for (const std::string& flags : others) {
     const std::vector<double> other = losses(flags);
@@ -164,6 +167,30 @@ TEST(RunE2E, ACountTypedOutOfRangeIsAnErrorNotTheDefault) {
     EXPECT_EQ(r.code, 2) << c.command << "\n" << r.all;
     EXPECT_NE(r.all.find(c.message), std::string::npos) << c.command << "\n" << r.all;
   }
+}
+
+}  // namespace
+}  // namespace pipeprof
+
+namespace pipeprof {
+namespace {
+
+TEST(ScheduleExportE2E, WritesTheOrderAsPytorchsCsvAndRefusesWhatItCannotSchedule) {
+  const ProcessResult zb = pipeprof("schedule export --schedule zb1p --devices 2 --chunks 4");
+  ASSERT_EQ(zb.code, 0) << zb.all;
+  EXPECT_EQ(zb.out,
+            "0F0,0F1,0I0,0W0,0F2,0I1,0W1,0F3,0I2,0W2,0I3,0W3\n1F0,1I0,1F1,1I1,1W0,1F2,1I2,1W1,1F3,1I3,1W2,1W3\n");
+  const ProcessResult oneFOneB = pipeprof("schedule export --schedule 1f1b --devices 2 --chunks 2");
+  ASSERT_EQ(oneFOneB.code, 0) << oneFOneB.all;
+  EXPECT_EQ(oneFOneB.out, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+  const ProcessResult bad = pipeprof("schedule export --schedule interleaved-zb --devices 4 --chunks 9");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--chunks 9: interleaved-zb runs the chunks in max(1, chunks / devices) rounds"),
+            std::string::npos)
+      << bad.err;
+  const ProcessResult format = pipeprof("schedule export --schedule gpipe --devices 2 --chunks 2 --format json");
+  EXPECT_EQ(format.code, 2);
+  EXPECT_NE(format.err.find("--format json: unknown format; expected pytorch-csv"), std::string::npos) << format.err;
 }
 
 }  // namespace

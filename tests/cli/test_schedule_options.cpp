@@ -49,11 +49,16 @@ TEST(ApplyScheduleFlags, BadValuesNameTheValueAndTheFix) {
     std::string message;
   };
   const Case cases[] = {
-      {"pipedream", "", "--schedule pipedream: unknown schedule; expected gpipe, 1f1b or interleaved"},
+      {"pipedream", "",
+       "--schedule pipedream: unknown schedule; expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb"},
       {"interleaved", "0", "--stages-per-device 0: give a positive count"},
       {"interleaved", "two", "--stages-per-device two: give a positive count"},
       {"gpipe", "2", "--stages-per-device 2: --schedule gpipe runs one stage per device; add --schedule interleaved"},
       {"interleaved", "1", "--stages-per-device 1: --schedule interleaved needs at least 2 stages per device"},
+      {"zb1p", "2", "--stages-per-device 2: --schedule zb1p runs one stage per device; add --schedule interleaved-zb"},
+      {"interleaved-zb", "1",
+       "--stages-per-device 1: --schedule interleaved-zb needs at least 2 stages per device "
+       "(one stage per device is --schedule zb1p)"},
   };
   for (const Case& c : cases) {
     ScheduleFlags flags;
@@ -108,7 +113,8 @@ TEST(ApplyScheduleListFlags, DefaultsSearchEveryScheduleWithOneAndTwoStagesPerDe
   space.schedules.clear();
   applyScheduleListFlags(ScheduleListFlags{}, space);
   EXPECT_EQ(space.schedules,
-            (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+            (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+                                       ScheduleKind::ZeroBubble, ScheduleKind::InterleavedZeroBubble}));
   EXPECT_EQ(space.stagesPerDevice, (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(stageCounts(space, 3), (std::vector<std::int64_t>{3, 6}));
 }
@@ -117,7 +123,9 @@ TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
   SearchSpace space;
   EXPECT_NE(usageError([&] {
               applyScheduleListFlags({"gpipe,zigzag", "1,2"}, space);
-            }).find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b or interleaved"),
+            })
+                .find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b, interleaved, zb1p or "
+                      "interleaved-zb"),
             std::string::npos);
   EXPECT_NE(usageError([&] {
               applyScheduleListFlags({"interleaved", "1,0"}, space);
@@ -130,6 +138,10 @@ TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
   EXPECT_NE(usageError([&] {
               applyScheduleListFlags({"gpipe,interleaved", "1"}, space);
             }).find("drop interleaved"),
+            std::string::npos);
+  EXPECT_NE(usageError([&] {
+              applyScheduleListFlags({"zb1p,interleaved-zb", "1"}, space);
+            }).find("interleaved-zb (in --schedules zb1p,interleaved-zb) needs a count of 2 or more"),
             std::string::npos);
   applyScheduleListFlags({"1f1b,interleaved", "2,3"}, space);
   EXPECT_EQ(stageCounts(space, 2), (std::vector<std::int64_t>{2, 4, 6}));

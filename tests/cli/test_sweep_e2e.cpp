@@ -112,11 +112,12 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   for (const nlohmann::json& reference : calibration.at("measured").at("references")) {
     shapes.insert({reference.at("schedule").get<std::string>(), reference.at("checkpoint").get<std::string>()});
   }
-  EXPECT_EQ(calibration.at("measured").at("references").size(), 2u * 6u) << calibration;
-  EXPECT_EQ(shapes.size(), 6u);
+  EXPECT_EQ(calibration.at("measured").at("references").size(), 2u * 9u) << calibration;
+  EXPECT_EQ(shapes.size(), 9u);  // gpipe, 1f1b and zb1p in each mode
   EXPECT_EQ(shapes.count({"gpipe", "never"}), 1u);
   EXPECT_EQ(shapes.count({"1f1b", "except_last"}), 1u);
-  ASSERT_EQ(calibration.at("shapes").size(), 5u) << calibration;
+  EXPECT_EQ(shapes.count({"zb1p", "always"}), 1u);
+  ASSERT_EQ(calibration.at("shapes").size(), 8u) << calibration;
   // The measuring round timed each reference once more (--steps 1): the drift correction.
   const nlohmann::json& drift = parsed.calibrationDrift;
   ASSERT_EQ(drift.at("references").size(), 2u) << drift;
@@ -185,8 +186,8 @@ TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWha
 }
 
 TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule) {
-  // mlp --depth 3: 5 layers. One balance per schedule: gpipe and 1f1b [2,3] (2 stages), interleaved
-  // v2 [1,1,1,2] (4 stages on the 2 devices).
+  // mlp --depth 3: 5 layers. One balance per schedule: gpipe, 1f1b and zb1p [2,3] (2 stages),
+  // interleaved and interleaved-zb v2 [1,1,1,2] (4 stages on the 2 devices).
   const fs::path report = dir_ / "report.json";
   const ProcessResult run = pipeprof(
       "sweep --model mlp --width 16 --depth 3 --devices cpu,cpu --batch 8 --chunks 2 --checkpoint never "
@@ -194,7 +195,7 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
       quote(report.string()));
   ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
-  ASSERT_EQ(parsed.candidates.size(), 3u);
+  ASSERT_EQ(parsed.candidates.size(), 5u);
   std::vector<std::string> labels;
   for (const CandidateResult& result : parsed.candidates) {
     labels.push_back(result.candidate.label());
@@ -214,10 +215,17 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
   }
   std::sort(labels.begin(), labels.end());
   EXPECT_EQ(labels,
-            (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[2,3] x2 never", "[2,3] x2 never 1f1b"}));
+            (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[1,1,1,2] x2 never interleaved-zb v2",
+                                      "[2,3] x2 never", "[2,3] x2 never 1f1b", "[2,3] x2 never zb1p"}));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b1-1-1-2_m2_never_interleaved-v2.measured.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never_1f1b.predicted.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never.measured.json"));
+  // A zero-bubble candidate's traces, measured and predicted, show its backward as I and W.
+  for (const char* suffix : {".measured.json", ".predicted.json"}) {
+    const std::string zb = slurp(dir_ / "report.traces" / (std::string("b2-3_m2_never_zb1p") + suffix));
+    EXPECT_NE(zb.find("\"backward-input(1,1)\""), std::string::npos) << suffix;
+    EXPECT_NE(zb.find("\"backward-weight(0,0)\""), std::string::npos) << suffix;
+  }
 
   const ProcessResult compare = pipeprof("compare " + quote(report.string()));
   ASSERT_EQ(compare.code, 0) << compare.err;
@@ -225,6 +233,7 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
   EXPECT_NE(compare.out.find("[1,1,1,2] x2 never       interleaved v2"), std::string::npos) << compare.out;
   EXPECT_NE(compare.out.find("[2,3] x2 never           1f1b"), std::string::npos) << compare.out;
   EXPECT_NE(compare.out.find("[2,3] x2 never           gpipe"), std::string::npos) << compare.out;
+  EXPECT_NE(compare.out.find("[2,3] x2 never           zb1p"), std::string::npos) << compare.out;
 }
 
 TEST_F(SweepE2E, CompareReproducesTheSweepsOutput) {

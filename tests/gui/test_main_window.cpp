@@ -18,17 +18,17 @@
 
 #include <QApplication>
 #include <QChart>
-#include <QDragEnterEvent>
-#include <QDropEvent>
-#include <QMimeData>
-#include <QUrl>
 #include <QChartView>
 #include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFile>
 #include <QImage>
+#include <QMimeData>
 #include <QSignalSpy>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QUrl>
 
 namespace pipeprof::gui {
 namespace {
@@ -57,7 +57,7 @@ TEST(MainWindow, TheScheduleComboFiltersTheTable) {
   MainWindow window(quiet());
   ASSERT_TRUE(window.openReport(test::samplePath()));
   QComboBox* schedule = window.candidatesView()->scheduleCombo();
-  ASSERT_EQ(schedule->count(), 4);  // all, gpipe, 1f1b, interleaved
+  ASSERT_EQ(schedule->count(), 6);  // all, gpipe, 1f1b, interleaved, zb1p, interleaved-zb
   EXPECT_EQ(schedule->itemText(0), QStringLiteral("All schedules"));
   schedule->setCurrentIndex(schedule->findText(QStringLiteral("1f1b")));
   QAbstractItemModel* table = window.candidatesView()->table()->model();
@@ -76,14 +76,16 @@ TEST(MainWindow, SelectingARowUpdatesTheMemoryChartAndTheTimeline) {
   QSignalSpy memoryReset(window.memoryModel(), &QAbstractItemModel::modelReset);
   QSignalSpy timelineLoaded(window.timelineModel(), &TimelineModel::loaded);
   QTableView* table = window.candidatesView()->table();
-  const QModelIndex row = window.candidatesView()->proxy()->mapFromSource(window.candidatesModel()->indexOfCandidate(1));
+  const QModelIndex row =
+      window.candidatesView()->proxy()->mapFromSource(window.candidatesModel()->indexOfCandidate(1));
   table->selectionModel()->setCurrentIndex(row, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   EXPECT_EQ(window.selectedCandidate(), 1u);
   EXPECT_EQ(memoryReset.count(), 1);
   ASSERT_TRUE(timelineLoaded.wait(10000));  // traces are read on the thread pool
   EXPECT_EQ(timelineLoaded.count(), 1);
   EXPECT_EQ(window.memoryModel()->candidateLabel(), QStringLiteral("[3,5] x4 except_last"));
-  EXPECT_EQ(window.memoryView()->chartView()->chart()->title(), QStringLiteral("Peak memory per device: [3,5] x4 except_last"));
+  EXPECT_EQ(window.memoryView()->chartView()->chart()->title(),
+            QStringLiteral("Peak memory per device: [3,5] x4 except_last"));
   // [3,5] x4 except_last: 4 forward, 3 recompute, 4 backward on partition 0.
   EXPECT_EQ(window.timelineModel()->lanes()[0].spans.size(), 11u);
   EXPECT_EQ(window.tuningPanel()->model()->candidate().balance, (std::vector<std::int64_t>{3, 5}));
@@ -151,7 +153,8 @@ TEST(MainWindow, AReportWithoutProfileOrClusterOpensWithTuningDisabled) {
   QSignalSpy loaded(window.timelineModel(), &TimelineModel::loaded);
   ASSERT_TRUE(loaded.wait(10000));
   ASSERT_EQ(window.timelineModel()->sections().size(), 2u);
-  EXPECT_EQ(window.timelineModel()->sections()[0].message, QStringLiteral("The report has no predicted trace for this candidate."));
+  EXPECT_EQ(window.timelineModel()->sections()[0].message,
+            QStringLiteral("The report has no predicted trace for this candidate."));
 }
 
 TEST(MainWindow, DroppingAReportOpensIt) {

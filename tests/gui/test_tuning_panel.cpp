@@ -170,19 +170,21 @@ TEST_F(TuningPanelTest, SuggestSearchesTheTickedSchedulesAndStagesPerDevice) {
   QString error;
   std::optional<SearchSpace> space = suggest->searchSpace(&error);
   ASSERT_TRUE(space.has_value()) << error.toStdString();
-  EXPECT_EQ(space->schedules,
-            (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+  EXPECT_EQ(space->schedules, (std::vector<ScheduleKind>{std::begin(kScheduleKinds), std::end(kScheduleKinds)}));
   EXPECT_EQ(space->stagesPerDevice, (std::vector<std::int64_t>{1, 2}));
   suggest->scheduleCheck(ScheduleKind::GPipe)->setChecked(false);
   suggest->stagesPerDeviceEdit()->setText(QStringLiteral("2,4"));
   space = suggest->searchSpace(&error);
   ASSERT_TRUE(space.has_value()) << error.toStdString();
-  EXPECT_EQ(space->schedules, (std::vector<ScheduleKind>{ScheduleKind::OneFOneB, ScheduleKind::Interleaved}));
+  EXPECT_EQ(space->schedules,
+            (std::vector<ScheduleKind>{ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubble,
+                                       ScheduleKind::InterleavedZeroBubble}));
   EXPECT_EQ(space->stagesPerDevice, (std::vector<std::int64_t>{1, 2, 4}));
   suggest->stagesPerDeviceEdit()->setText(QStringLiteral("1"));
   EXPECT_FALSE(suggest->searchSpace(&error).has_value());
   EXPECT_TRUE(error.contains(QStringLiteral("at least 2"))) << error.toStdString();
-  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::Interleaved})
+  for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubble,
+                            ScheduleKind::InterleavedZeroBubble})
     suggest->scheduleCheck(kind)->setChecked(false);
   EXPECT_FALSE(suggest->searchSpace(&error).has_value());
   EXPECT_EQ(error, QStringLiteral("Tick at least one schedule."));

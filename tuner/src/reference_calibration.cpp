@@ -22,7 +22,7 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
                                            std::int64_t layers) {
   std::vector<std::pair<ScheduleKind, std::int64_t>> schedules;
   for (const ScheduleKind kind : std::set<ScheduleKind>(kinds.begin(), kinds.end())) {
-    if (kind != ScheduleKind::Interleaved) {
+    if (!hasVirtualStages(kind)) {
       schedules.emplace_back(kind, 1);
       continue;
     }

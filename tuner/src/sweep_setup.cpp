@@ -112,9 +112,11 @@ SweepInputError::SweepInputError(Input input, std::string path, std::string reas
       reason_(std::move(reason)) {}
 
 std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model,
-                                         const TrainingStepOptions& step) {
+                                         const TrainingStepOptions& step, bool needsBackwardSplit) {
   if (path.empty() || !fs::exists(path)) return std::nullopt;
   Profile profile = readProfile(path);
+  // One measured before zero-bubble schedules existed has no I/W times: it is measured again.
+  if (needsBackwardSplit && !profile.hasBackwardSplit()) return std::nullopt;
   const std::string mismatch =
       profileMismatch(profile, model.spec, model.devices.front().typeName(), model.layers, step);
   if (!mismatch.empty()) throw SweepInputError(SweepInputError::Input::CachedProfile, path, mismatch);
@@ -139,7 +141,11 @@ SweepInputs loadSweepInputs(const SweepConfig& config, std::int64_t layers, bool
     }
     inputs.resumedReport = std::move(resumed);
   }
-  if (!inputs.cachedProfile) inputs.cachedProfile = readCachedProfile(config.profilePath, model, config.step);
+  if (!inputs.cachedProfile) {
+    const bool zeroBubble = std::any_of(config.schedules.begin(), config.schedules.end(),
+                                        [](ScheduleKind kind) { return splitsBackward(kind); });
+    inputs.cachedProfile = readCachedProfile(config.profilePath, model, config.step, zeroBubble);
+  }
   if (!config.calibrationPath.empty()) {
     if (resume) {
       throw SweepInputError(Input::ResumedCalibration, config.calibrationPath,

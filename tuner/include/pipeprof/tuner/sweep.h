@@ -38,8 +38,9 @@ struct SweepConfig {
   std::int64_t batch = 1;
   /// The optimizer and precision every step trains with: profiled, calibrated and measured so.
   TrainingStepOptions step;
-  std::vector<ScheduleKind> schedules{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved};
-  std::vector<std::int64_t> stagesPerDevice{1, 2};  ///< v tried by interleaved (gpipe and 1f1b run 1)
+  std::vector<ScheduleKind> schedules{std::begin(kScheduleKinds), std::end(kScheduleKinds)};
+  /// v tried by interleaved and interleaved-zb (gpipe, 1f1b and zb1p run 1)
+  std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;

@@ -95,8 +95,10 @@ class SweepInputError : public std::invalid_argument {
 /// checked against the model it is to predict and the training step (profileMismatch), as if
 /// measured with the step's optimizer when it measured that kind's steps too (withOptimizer).
 /// Throws SweepInputError (CachedProfile) when it does not fit, FormatError for a malformed file.
+/// `needsBackwardSplit` (zero-bubble schedules asked for): a profile measured before they
+/// existed, without the backward's I/W split, is left for the caller to measure again (nullopt).
 std::optional<Profile> readCachedProfile(const std::string& path, const SweepModel& model,
-                                         const TrainingStepOptions& step = {});
+                                         const TrainingStepOptions& step = {}, bool needsBackwardSplit = false);
 
 /// What a sweep of `config` on a model of `layers` layers starts from: with `resume` and a
 /// report at config.reportPath, that report and its profile (it must be this sweep's:
