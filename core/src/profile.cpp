@@ -67,14 +67,16 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
     auto split = [&](auto BackwardSplit::*field) {
       return onLine(a.microBatch, (*a.backwardSplit).*field, b.microBatch, (*b.backwardSplit).*field, microBatch);
     };
-    result.backwardSplit = BackwardSplit{split(&BackwardSplit::inputNs), split(&BackwardSplit::weightNs),
-                                         split(&BackwardSplit::weightSavedBytes)};
+    result.backwardSplit =
+        BackwardSplit{split(&BackwardSplit::inputNs), split(&BackwardSplit::weightNs),
+                      split(&BackwardSplit::weightSavedBytes), split(&BackwardSplit::weightWorkspaceBytes)};
   }
   return result;
 }
 
 /// The JSON fields of the backward's I/W split, which come together.
-constexpr const char* kSplitFields[] = {"backward_input_ns", "backward_weight_ns", "weight_saved_bytes"};
+constexpr const char* kSplitFields[] = {"backward_input_ns", "backward_weight_ns", "weight_saved_bytes",
+                                        "weight_workspace_bytes"};
 
 /// The JSON fields of one pass's launch data: `<pass>_host_ns`, `<pass>_device_ns`, `<pass>_kernels`.
 struct LaunchFields {
@@ -109,11 +111,12 @@ nlohmann::json costToJson(const CostSample& cost) {
     json[kSplitFields[0]] = cost.backwardSplit->inputNs;
     json[kSplitFields[1]] = cost.backwardSplit->weightNs;
     json[kSplitFields[2]] = cost.backwardSplit->weightSavedBytes;
+    json[kSplitFields[3]] = cost.backwardSplit->weightWorkspaceBytes;
   }
   return json;
 }
 
-/// The backward's I/W split: its three fields together or none of them.
+/// The backward's I/W split: its four fields together or none of them.
 std::optional<BackwardSplit> backwardSplitFromJson(const JsonCursor& json) {
   int present = 0;
   for (const char* field : kSplitFields) present += static_cast<int>(json.has(field));
@@ -121,13 +124,15 @@ std::optional<BackwardSplit> backwardSplitFromJson(const JsonCursor& json) {
   for (const char* field : kSplitFields) {
     if (!json.has(field)) {
       json.fail(std::string("missing field '") + field +
-                "' (backward_input_ns, backward_weight_ns and weight_saved_bytes come together)");
+                "' (backward_input_ns, backward_weight_ns, weight_saved_bytes and weight_workspace_bytes come "
+                "together)");
     }
   }
   BackwardSplit split;
   split.inputNs = json.at(kSplitFields[0]).asNonNegativeInt();
   split.weightNs = json.at(kSplitFields[1]).asNonNegativeInt();
   split.weightSavedBytes = json.at(kSplitFields[2]).asNonNegativeInt();
+  split.weightWorkspaceBytes = json.at(kSplitFields[3]).asNonNegativeInt();
   return split;
 }
 

@@ -19,7 +19,8 @@
 //        backward workspace = peak above the bytes live when it started;
 //     4. per layer, on a copy of its input made under tag L, forward and then the backward
 //        split into I and W (split_backward.h): weight_saved_bytes = what W frees (what I kept
-//        for it: the input when the weights' gradient needs it, the gradients it captured).
+//        for it: the input when the weights' gradient needs it, the gradients it captured),
+//        weight_workspace_bytes = W's peak above its start.
 //   time (options.device)
 //     warm-up passes, then passes until 2 x minRuns are done and the budget is spent (or a
 //     cap): each pass runs the layers in order, each on a detached input that requires grad,
@@ -429,12 +430,14 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     for (torch::Tensor& t : out) t = t.detach();  // the graph goes with I's roots; the output stays
     synchronize(device);
     const Bytes afterInputs = liveBytes(L);
+    resetPeakBytes(L);
     {
       AutocastPause pause;
       weights.runWeights();
     }
     synchronize(device);
-    costs[L].backwardSplit = BackwardSplit{0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L))};
+    costs[L].backwardSplit = BackwardSplit{0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L)),
+                                           std::max<Bytes>(0, peakBytes(L) - afterInputs)};
     return out;
   });
 }

@@ -66,6 +66,19 @@ struct WholeModelSamples {
   }
 };
 
+/// What the profile predicts of a layer for a measured forward or backward span: a backward's
+/// input or weight half (zero bubble) by the span's name, else the whole pass.
+TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
+  if (op.phase == Phase::Forward) return cost.forwardNs;
+  if (cost.backwardSplit && op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) {
+    return cost.backwardSplit->inputNs;
+  }
+  if (cost.backwardSplit && op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) {
+    return cost.backwardSplit->weightNs;
+  }
+  return cost.backwardNs;
+}
+
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
 /// over what their spans measured, over every timed step of every run (clamped to [0.5, 2]).
 /// Stage j of a run runs on device j mod (its stages / its stages per device).
@@ -86,7 +99,7 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
           std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j), std::int64_t{0});
       for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
         const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
-        predictedNs[j % devices] += op.phase == Phase::Forward ? cost.forwardNs : cost.backwardNs;
+        predictedNs[j % devices] += profiledSpanNs(cost, op);
       }
       measuredNs[j % devices] += op.durationNs;
     });

@@ -126,21 +126,21 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         break;
       }
       case OpKind::BackwardWeight:
-        // W frees what I kept for it; its transient is the backward's (the weights' gradients
-        // before they are accumulated).
+        // W frees what I kept for it; its transient is the weights' gradients before they are
+        // accumulated, one layer's at a time.
         c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
-        e.transient.push_back(mem(j, layout.backwardPeak(j)));
+        e.transient.push_back(mem(j, layout.weightBackwardPeak(j)));
         e.endRelease.push_back(mem(j, layout.weightSaved(j)));
         break;
       case OpKind::Backward:
       case OpKind::BackwardInput: {
-        // I does what B does, except that it keeps weightSaved(j) of the saved bytes for W.
+        // I does what B does, except that it goes from the saved bytes to what W needs.
         const bool input = op.kind == OpKind::BackwardInput;
         c.durationSlot = durationSlot(op.i, input ? layout.backwardInputNs(j) : layout.backwardNs(j));
         e.transient.push_back(mem(j, layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
-        if (input) e.endAlloc.push_back(mem(j, layout.weightSaved(j)));
-        e.endRelease.push_back(mem(j, layout.saved(j)));
+        if (input) e.endAlloc.push_back(mem(j, layout.weightSavedGrowth(j)));
+        e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
         e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
         if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));

@@ -32,7 +32,7 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 9 * n + 5 * skips + 3; }
+  std::int32_t bytesPerClass() const { return 12 * n + 5 * skips + 3; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -51,8 +51,16 @@ struct SlotLayout {
   /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
   /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends.
   std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
-  /// What a split backward's I keeps of saved(j) for its W (BackwardSplit::weightSavedBytes).
+  /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
   std::int32_t weightSaved(std::int32_t j) const { return 8 * n + 5 * skips + 3 + j; }
+  /// I's end moves what partition j holds from saved(j) to weightSaved(j) at once (the two
+  /// share tensors: a Linear's input is the ReLU output before it saved): it frees
+  /// max(0, saved - weightSaved) and allocates max(0, weightSaved - saved).
+  std::int32_t savedFreedByInput(std::int32_t j) const { return 9 * n + 5 * skips + 3 + j; }
+  std::int32_t weightSavedGrowth(std::int32_t j) const { return 10 * n + 5 * skips + 3 + j; }
+  /// W's transient: the largest of its layers' weight_workspace_bytes (one layer's weights'
+  /// gradients at a time).
+  std::int32_t weightBackwardPeak(std::int32_t j) const { return 11 * n + 5 * skips + 3 + j; }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }

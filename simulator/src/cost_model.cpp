@@ -49,6 +49,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->backwardInputPrefix.assign(layers + 1, 0);
   table->backwardWeightPrefix.assign(layers + 1, 0);
   table->weightSavedPrefix.assign(layers + 1, 0);
+  table->weightWorkspaceBytes.assign(layers, 0);
   table->outputBytes.assign(layers, 0);
   table->outputMovedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
@@ -62,6 +63,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->backwardInputPrefix[l + 1] = table->backwardInputPrefix[l] + split.inputNs;
     table->backwardWeightPrefix[l + 1] = table->backwardWeightPrefix[l] + split.weightNs;
     table->weightSavedPrefix[l + 1] = table->weightSavedPrefix[l] + sumBytes(split.weightSavedBytes);
+    table->weightWorkspaceBytes[l] = sumBytes(split.weightWorkspaceBytes);
     table->outputBytes[l] = tensorBytes(cost.outputBytes);
     table->outputMovedBytes[l] = cost.outputBytes;
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
@@ -363,7 +365,13 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
             scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed);
         duration[layout.backwardWeightNs(j)] =
             scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
-        bytes[layout.weightSaved(j)] = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
+        const Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
+        bytes[layout.weightSaved(j)] = weightSaved;
+        bytes[layout.savedFreedByInput(j)] = std::max<Bytes>(0, bytes[layout.saved(j)] - weightSaved);
+        bytes[layout.weightSavedGrowth(j)] = std::max<Bytes>(0, weightSaved - bytes[layout.saved(j)]);
+        bytes[layout.weightBackwardPeak(j)] =
+            *std::max_element(table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(first),
+                              table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(end));
       }
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       // The stage's output lives until backward(i, j); the part of it the last layer's saved

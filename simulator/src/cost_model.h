@@ -24,8 +24,9 @@ struct LayerCostTable {
   std::vector<TimeNs> backwardInputPrefix;
   std::vector<TimeNs> backwardWeightPrefix;
   std::vector<Bytes> weightSavedPrefix;
-  std::vector<Bytes> outputBytes;       ///< as held in memory (an allocator block on CUDA)
-  std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
+  std::vector<Bytes> weightWorkspaceBytes;  ///< per layer
+  std::vector<Bytes> outputBytes;           ///< as held in memory (an allocator block on CUDA)
+  std::vector<Bytes> outputMovedBytes;      ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).

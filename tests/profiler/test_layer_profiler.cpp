@@ -127,6 +127,8 @@ TEST(LayerProfiler, TheBackwardIsAlsoMeasuredSplitIntoIAndW) {
   EXPECT_EQ(fc1.weightSavedBytes, 8 * 32 * 4 + 8 * 8 * 4);
   EXPECT_EQ(relu.weightSavedBytes, 0);
   EXPECT_EQ(fc0.weightSavedBytes, 8 * 32 * 4);  // the gradient of its output; the batch is no stage's
+  EXPECT_GE(fc1.weightWorkspaceBytes, 8 * 32 * 4) << "its weight's gradient before it is accumulated";
+  EXPECT_EQ(relu.weightWorkspaceBytes, 0);
   EXPECT_GT(fc1.inputNs, 0);
   EXPECT_GT(fc1.weightNs, 0);
   EXPECT_GT(fc0.weightNs, 0);

@@ -56,7 +56,7 @@ TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   addStep(two.trace, 0, 100, {4, 4}, 2, 3, 5);
   addStep(two.trace, 1000, 120, {4, 4}, 2, 3, 5);
   two.trace.events.push_back(span(Phase::Forward, 5000, 999, 0, 0));  // warm-up: outside every step
-  ReferenceRun twoAgain = reference({1, 1}, 2, 8);  // a second round of the same reference
+  ReferenceRun twoAgain = reference({1, 1}, 2, 8);                    // a second round of the same reference
   addStep(twoAgain.trace, 0, 110, {4, 4}, 2, 3, 5);
   // Chunks 3 gives 3, 3, 2 (torch::chunk): the remainder micro-batch is its own size.
   ReferenceRun three = reference({1, 1}, 3, 8);
@@ -70,7 +70,7 @@ TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile's 12
   EXPECT_EQ(calibration.stepOverheadNs.at(2), 110 - (3 * 12 + 3 * 20));
   EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0}));  // the partitions ran alike
-  ASSERT_EQ(calibration.provenance.references.size(), 2U);  // chunks 2 (both rounds pooled), chunks 3
+  ASSERT_EQ(calibration.provenance.references.size(), 2U);               // chunks 2 (both rounds pooled), chunks 3
   EXPECT_EQ(calibration.provenance.references[0].chunks, 2);
   EXPECT_EQ(calibration.provenance.references[0].steps, 3);
   EXPECT_EQ(calibration.provenance.references[0].stepNsMedian, 110);
@@ -154,6 +154,41 @@ TEST(CalibrationFit, AnInterleavedReferenceTimesEachDeviceOverItsStages) {
   EXPECT_DOUBLE_EQ(calibration.deviceSpeeds[1], 2.0 / 3.0);
   ASSERT_EQ(calibration.byShape.count({"interleaved v2", Checkpoint::Never}), 1U);
   EXPECT_EQ(calibration.provenance.references.front().shape.schedule, "interleaved v2");
+}
+
+TEST(CalibrationFit, AZeroBubbleReferenceTimesIAndWAgainstTheirOwnProfiledHalves) {
+  // zb1p over the two layers (one per device), chunks 2 of batch 4: micro-batches of 2, each
+  // layer profiled at 2 ns forward and 4 backward, split 2 + 2. Device 0 runs at the profile's
+  // speed; device 1's spans take twice as long. An I span is worth the profile's I, not its B.
+  Profile profile = twoLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) cost.backwardSplit = BackwardSplit{cost.microBatch, cost.microBatch, 0};
+  }
+  const Candidate candidate = referenceCandidate(2, 2, 2, 4, ScheduleKind::ZeroBubble, 1);
+  ReferenceRun run;
+  run.candidate = candidate;
+  run.trace.events.push_back(span(Phase::Step, 0, 1000));
+  for (std::int64_t i = 0; i < 2; ++i) {
+    for (std::int64_t j = 0; j < 2; ++j) {
+      const TimeNs factor = j == 0 ? 1 : 2;
+      run.trace.events.push_back(span(Phase::Forward, 1, 2 * factor, i, j));
+      TraceEvent input = span(Phase::Backward, 2, 2 * factor, i, j);
+      input.name = "backward-input(" + std::to_string(i) + "," + std::to_string(j) + ")";
+      TraceEvent weight = span(Phase::Backward, 3, 2 * factor, i, j);
+      weight.name = "backward-weight(" + std::to_string(i) + "," + std::to_string(j) + ")";
+      run.trace.events.push_back(input);
+      run.trace.events.push_back(weight);
+    }
+  }
+  const Calibration calibration = calibrationFromRuns(profile, twoCpus(), {run});
+  ASSERT_EQ(calibration.byShape.count({"zb1p", Checkpoint::Never}), 1U);
+  const ScheduleCorrections& zb = calibration.byShape.at({"zb1p", Checkpoint::Never});
+  // The whole model (both devices) took 1.5x the profile: forward 6 of 4, backward 12 of 8.
+  EXPECT_DOUBLE_EQ(zb.scales.at(2).forward, 1.5);
+  EXPECT_DOUBLE_EQ(zb.scales.at(2).backward, 1.5);
+  ASSERT_EQ(zb.deviceSpeeds.size(), 2U);
+  EXPECT_DOUBLE_EQ(zb.deviceSpeeds[0], 1.5);
+  EXPECT_DOUBLE_EQ(zb.deviceSpeeds[1], 0.75);
 }
 
 TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
@@ -249,7 +284,7 @@ TEST(CalibrationFit, MessageLatencyIsTimedOnMessagesWhoseReceiverWasWaiting) {
   // average to the true 48 us.
   ReferenceRun run = reference({1, 1}, 2, 8);
   addStep(run.trace, 0, 1'000'000, {4, 4}, 2, 3, 5);
-  addMessage(run.trace, 1, 0, 1, 1'000, 900, 1'000 + 45'000, 2'000);     // 45 - 2 = 43
+  addMessage(run.trace, 1, 0, 1, 1'000, 900, 1'000 + 45'000, 2'000);          // 45 - 2 = 43
   addMessage(run.trace, 2, 0, 1, 100'000, 100'000, 100'000 + 40'000, 2'000);  // 38 (ends tie the wait)
   addMessage(run.trace, 3, 0, 1, 200'000, 150'000, 200'000 + 50'000, 2'000);  // 48
   addMessage(run.trace, 4, 1, 0, 300'000, 250'000, 300'000 + 55'000, 2'000);  // 53

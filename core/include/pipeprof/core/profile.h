@@ -40,9 +40,13 @@ struct OptimizerStepCost {
 struct BackwardSplit {
   TimeNs inputNs = 0;   ///< I
   TimeNs weightNs = 0;  ///< W
-  /// The part of the layer's saved bytes that I keeps for W (what the weights' gradients need:
-  /// the inputs of its matrix products, say); the rest is freed when I ends.
+  /// What I keeps alive for W (what the weights' gradients need: the inputs of the layer's
+  /// matrix products and the gradients entering them); the rest of its saved bytes is freed
+  /// when I ends.
   Bytes weightSavedBytes = 0;
+  /// W's transient peak above what it starts with (the weights' gradients before they are
+  /// accumulated).
+  Bytes weightWorkspaceBytes = 0;
 };
 
 /// Costs of one layer at one micro-batch size.
