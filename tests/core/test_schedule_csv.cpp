@@ -3,6 +3,8 @@
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/schedule_csv.h>
 
+#include "schedule_test_util.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -26,13 +28,7 @@ std::string fixture(const std::string& name) {
 }
 
 Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v) {
-  ScheduleSpec spec;
-  spec.schedule = kind;
-  spec.stagesPerDevice = v;
-  spec.balance.assign(static_cast<std::size_t>(p * v), 1);
-  spec.chunks = m;
-  spec.checkpoint = Checkpoint::ExceptLast;
-  return Schedule::build(spec);
+  return testing::uniformSchedule(kind, p, m, v, Checkpoint::ExceptLast);
 }
 
 TEST(ScheduleAction, ParsesAndPrintsEachType) {

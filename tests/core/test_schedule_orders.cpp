@@ -1,6 +1,8 @@
 // Tests for schedule.cpp's device orders: 1F1B and interleaved 1F1B per-device tables, literally.
 #include <pipeprof/core/schedule.h>
 
+#include "schedule_test_util.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -42,14 +44,7 @@ std::vector<std::string> table(const Schedule& schedule) {
 
 Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v,
                Checkpoint checkpoint = Checkpoint::Never, bool training = true) {
-  ScheduleSpec spec;
-  spec.schedule = kind;
-  spec.stagesPerDevice = v;
-  spec.balance.assign(static_cast<std::size_t>(p * v), 1);
-  spec.chunks = m;
-  spec.checkpoint = checkpoint;
-  spec.training = training;
-  return Schedule::build(spec);
+  return testing::uniformSchedule(kind, p, m, v, checkpoint, training);
 }
 
 TEST(OneFOneB, TwoDevicesFourMicroBatches) {
@@ -224,13 +219,7 @@ TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
       EXPECT_EQ(seen[k], expected ? 1 : 0) << scheduleKindName(kind) << " p " << p << " m " << m << " v " << v;
     }
     // Every schedule is free of deadlock: building it sorts its ops topologically.
-    ScheduleSpec spec;
-    spec.schedule = kind;
-    spec.stagesPerDevice = v;
-    spec.balance.assign(static_cast<std::size_t>(p * v), 1);
-    spec.chunks = m;
-    spec.checkpoint = Checkpoint::ExceptLast;
-    EXPECT_NO_THROW(Schedule::build(spec));
+    EXPECT_NO_THROW(build(kind, p, m, v, Checkpoint::ExceptLast));
   }
 }
 

@@ -27,6 +27,15 @@ Model sequentialModel(torch::nn::Sequential sequential, std::int64_t inputWidth,
   return model;
 }
 
+/// fc0 (16 -> 32), relu0, fc1 (32 -> 8).
+Model linearReluLinear() {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("relu0", torch::nn::ReLU());
+  seq->push_back("fc1", torch::nn::Linear(32, 8));
+  return sequentialModel(seq, 16, 8);
+}
+
 LayerProfilerOptions quick(std::vector<std::int64_t> sizes) {
   LayerProfilerOptions options;
   options.microBatches = std::move(sizes);
@@ -69,11 +78,7 @@ TEST(LayerProfiler, LeavesParametersBuffersAndGradientsUnchanged) {
 }
 
 TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
-  torch::nn::Sequential seq;
-  seq->push_back("fc0", torch::nn::Linear(16, 32));
-  seq->push_back("relu0", torch::nn::ReLU());
-  seq->push_back("fc1", torch::nn::Linear(32, 8));
-  Model model = sequentialModel(seq, 16, 8);
+  Model model = linearReluLinear();
   const Profile profile = profileModel(model, quick({4, 8}));
 
   ASSERT_EQ(profile.layerCount(), 3);
@@ -112,11 +117,7 @@ TEST(LayerProfiler, MemoryFieldsFollowTheMemoryModel) {
 }
 
 TEST(LayerProfiler, TheBackwardIsAlsoMeasuredSplitIntoIAndW) {
-  torch::nn::Sequential seq;
-  seq->push_back("fc0", torch::nn::Linear(16, 32));
-  seq->push_back("relu0", torch::nn::ReLU());
-  seq->push_back("fc1", torch::nn::Linear(32, 8));
-  Model model = sequentialModel(seq, 16, 8);
+  Model model = linearReluLinear();
   const Profile profile = profileModel(model, quick({4, 8}));
   ASSERT_TRUE(profile.hasBackwardSplit());
   const BackwardSplit fc0 = *profile.layers[0].costs[1].backwardSplit;

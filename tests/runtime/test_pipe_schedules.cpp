@@ -38,6 +38,13 @@ std::vector<std::int64_t> randomBalance(std::mt19937& random, std::int64_t layer
   return balance;
 }
 
+/// Every schedule family with its smallest v (2 for those with virtual stages).
+std::vector<std::pair<ScheduleKind, std::int64_t>> everySchedule() {
+  std::vector<std::pair<ScheduleKind, std::int64_t>> schedules;
+  for (ScheduleKind kind : kScheduleKinds) schedules.emplace_back(kind, hasVirtualStages(kind) ? 2 : 1);
+  return schedules;
+}
+
 PipeOptions scheduleOptions(ScheduleKind kind, std::int64_t v, std::int64_t chunks, Checkpoint mode) {
   PipeOptions options;
   options.chunks = chunks;
@@ -142,12 +149,7 @@ TEST(PipeSchedules, DropoutReplaysTheSameNumbersUnderEveryScheduleAndMode) {
   const std::vector<std::int64_t> balance{2, 2, 2, 2};
   torch::Tensor expectedLoss;
   std::vector<torch::Tensor> expectedGrads;
-  for (const auto& [kind, v] :
-       std::vector<std::pair<ScheduleKind, std::int64_t>>{{ScheduleKind::GPipe, 1},
-                                                          {ScheduleKind::OneFOneB, 1},
-                                                          {ScheduleKind::Interleaved, 2},
-                                                          {ScheduleKind::ZeroBubble, 1},
-                                                          {ScheduleKind::InterleavedZeroBubble, 2}}) {
+  for (const auto& [kind, v] : everySchedule()) {
     for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always}) {
       SCOPED_TRACE(scheduleKindName(kind) + " " + std::string(checkpointName(mode)));
       Pipe pipe(build(), balance, scheduleOptions(kind, v, 4, mode));
@@ -293,12 +295,7 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
   const torch::Tensor input = torch::randn({4, 8});
   const torch::Tensor target = torch::randn({4, 8});
   const Reference expected = reference(build(Trap()), input, target);
-  for (const auto& [kind, v] :
-       std::vector<std::pair<ScheduleKind, std::int64_t>>{{ScheduleKind::GPipe, 1},
-                                                          {ScheduleKind::OneFOneB, 1},
-                                                          {ScheduleKind::Interleaved, 2},
-                                                          {ScheduleKind::ZeroBubble, 1},
-                                                          {ScheduleKind::InterleavedZeroBubble, 2}}) {
+  for (const auto& [kind, v] : everySchedule()) {
     SCOPED_TRACE(scheduleKindName(kind));
     Trap trap;
     Pipe pipe(build(trap), {1, 1, 2, 2}, scheduleOptions(kind, v, 4, Checkpoint::Never));
