@@ -77,7 +77,8 @@ TEST_F(TuningModelTest, InvalidEditsEmitAMessageAndKeepTheLastPrediction) {
   EXPECT_FALSE(model_.moveBoundary(0, 8));  // would leave partition 1 empty
   EXPECT_FALSE(model_.moveBoundary(1, 3));  // a 2-partition balance has one boundary
   ASSERT_EQ(invalid.count(), 4);
-  EXPECT_TRUE(invalid.at(1).at(0).toString().contains(QStringLiteral("64"))) << invalid.at(1).at(0).toString().toStdString();
+  EXPECT_TRUE(invalid.at(1).at(0).toString().contains(QStringLiteral("64")))
+      << invalid.at(1).at(0).toString().toStdString();
   EXPECT_EQ(changed.count(), 0);
   EXPECT_EQ(model_.candidate(), report_->candidates[0].candidate);
   EXPECT_EQ(model_.prediction().iterationNs, before.iterationNs);
@@ -103,6 +104,16 @@ TEST_F(TuningModelTest, ChangingTheScheduleResimulatesWithPTimesVStages) {
   EXPECT_EQ(changed.count(), 2);
 }
 
+TEST_F(TuningModelTest, AZeroBubbleScheduleOnAProfileWithoutTheSplitSaysToProfileAgain) {
+  // The sample report's profile predates zero bubble: its layers have no I/W split.
+  QSignalSpy invalid(&model_, &TuningModel::invalidEdit);
+  EXPECT_FALSE(model_.setSchedule(ScheduleKind::ZeroBubble));
+  ASSERT_EQ(invalid.count(), 1);
+  EXPECT_TRUE(invalid.at(0).at(0).toString().contains(QStringLiteral("profile the model again")))
+      << invalid.at(0).at(0).toString().toStdString();
+  EXPECT_EQ(model_.edited().schedule, ScheduleKind::ZeroBubble);
+}
+
 TEST_F(TuningModelTest, AnInvalidScheduleShapeShowsItsReasonAndTheNextEditKeepsTheSchedule) {
   ASSERT_TRUE(model_.setSchedule(ScheduleKind::Interleaved, 2));
   const Candidate valid = model_.candidate();
@@ -119,7 +130,8 @@ TEST_F(TuningModelTest, AnInvalidScheduleShapeShowsItsReasonAndTheNextEditKeepsT
   EXPECT_EQ(model_.candidate().chunks, 8);
   EXPECT_EQ(changed.count(), 1);
   EXPECT_FALSE(model_.setSchedule(ScheduleKind::Interleaved, 8));  // 16 stages, 8 layers
-  EXPECT_TRUE(invalid.last().at(0).toString().contains(QStringLiteral("8 layers"))) << invalid.last().at(0).toString().toStdString();
+  EXPECT_TRUE(invalid.last().at(0).toString().contains(QStringLiteral("8 layers")))
+      << invalid.last().at(0).toString().toStdString();
   ASSERT_TRUE(model_.setSchedule(ScheduleKind::GPipe));  // back to 2 stages
   EXPECT_EQ(model_.candidate().balance.size(), 2u);
   EXPECT_EQ(model_.candidate().stagesPerDevice, 1);
