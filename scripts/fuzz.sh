@@ -4,7 +4,7 @@
 # (over 5 s on one input), leak, sanitizer report or exception other than the reader's
 # FormatError; the input that did it is kept under $build_dir/artifacts/.
 #
-# Time: 5 readers x PIPEPROF_FUZZ_SECONDS (default 20) = 100 s of fuzzing, plus the build
+# Time: 6 readers x PIPEPROF_FUZZ_SECONDS (default 20) = 120 s of fuzzing, plus the build
 # (about 1 minute cold on 2 cores, seconds with ccache). Run one reader longer with e.g.
 #   build-fuzz/fuzz/fuzz_report_reader -max_total_time=600 build-fuzz/corpus/report
 set -euo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 build_dir=${PIPEPROF_FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${PIPEPROF_FUZZ_SECONDS:-20}
-readers=(profile cluster calibration report trace)
+readers=(profile cluster calibration report trace schedule_csv)
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
@@ -28,6 +28,8 @@ artifacts="$build_dir/artifacts"
 rm -rf "$corpus"
 mkdir -p "$artifacts"
 find traces tests -name '*.json' -print0 | xargs -0 "$build_dir/fuzz/fuzz_seed_corpus" "$corpus"
+mkdir -p "$corpus/schedule_csv"
+cp tests/fixtures/pytorch-2.6-schedules/*.csv "$corpus/schedule_csv/"
 
 for reader in "${readers[@]}"; do
   mkdir -p "$corpus/$reader"
