@@ -68,6 +68,41 @@ bool reachesTarget(const std::unordered_map<Node*, bool>& reaches, Node* node) {
   return found != reaches.end() && found->second;
 }
 
+/// The frontier: nodes of I (reaching a target, not one themselves) with an edge into W's part,
+/// in the walk's order.
+std::vector<Node*> frontierOf(const Reachability& walk, const std::unordered_set<Node*>& targets) {
+  std::vector<Node*> frontier;
+  for (Node* node : walk.order) {
+    if (!walk.reaches.at(node) || targets.count(node) != 0) continue;
+    for (const Edge& next : node->next_edges()) {
+      if (next.is_valid() && !reachesTarget(walk.reaches, next.function.get())) {
+        frontier.push_back(node);
+        break;
+      }
+    }
+  }
+  return frontier;
+}
+
+/// After I: frees the saved tensors of every node of I's part but the frontier (they never run
+/// again), then cuts the frontier's edges into I's part, so that W runs only W's part. The
+/// release comes first: the cut may free those nodes. (The cut goes through the edge list
+/// itself: set_next_edge refuses a node that has a parent, to keep topological numbers ordered,
+/// and dropping a child keeps them so.) `frontier` holds the frontier nodes alive meanwhile.
+void detachInputsPart(const Reachability& walk, const std::unordered_set<Node*>& targets,
+                      const std::vector<std::shared_ptr<Node>>& frontier) {
+  std::unordered_set<Node*> kept;
+  for (const auto& node : frontier) kept.insert(node.get());
+  for (Node* node : walk.order) {
+    if (walk.reaches.at(node) && kept.count(node) == 0 && targets.count(node) == 0) node->release_variables();
+  }
+  for (const std::shared_ptr<Node>& node : frontier) {
+    for (Edge& next : node->next_edges()) {
+      if (reachesTarget(walk.reaches, next.function.get())) next = Edge();
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Tensor>& roots,
@@ -82,17 +117,8 @@ std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Te
   const Reachability walk = reachingNodes(rootEdges, targets);
   const std::unordered_map<Node*, bool>& reaches = walk.reaches;
 
-  // Frontier nodes: of I, with an edge into W's part. Captured: every input of each.
-  std::vector<Node*> frontier;
-  for (Node* node : walk.order) {
-    if (!reaches.at(node) || targets.count(node) != 0) continue;
-    for (const Edge& next : node->next_edges()) {
-      if (next.is_valid() && !reachesTarget(reaches, next.function.get())) {
-        frontier.push_back(node);
-        break;
-      }
-    }
-  }
+  // Captured: every input of each frontier node.
+  const std::vector<Node*> frontier = frontierOf(walk, targets);
   edge_list outputs;
   std::vector<std::size_t> inputIndex;  // index into outputs of each input, or npos
   for (const Edge& input : inputs) {
@@ -132,7 +158,7 @@ std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Te
   }
 
   // What W runs from: each frontier node's captured inputs.
-  std::vector<std::shared_ptr<Node>> held;  // the frontier, alive while the graph is cut below
+  std::vector<std::shared_ptr<Node>> held;  // the frontier, alive while I's part is let go
   std::size_t capture = firstCapture;
   for (Node* node : frontier) {
     held.push_back(node->shared_from_this());
@@ -142,20 +168,7 @@ std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Te
       grads_.push_back(captured[capture]);
     }
   }
-  // Every other node of I never runs again: its saved tensors can go now (before the cut, which
-  // may free the node itself).
-  const std::unordered_set<Node*> kept(frontier.begin(), frontier.end());
-  for (Node* node : walk.order) {
-    if (reaches.at(node) && kept.count(node) == 0 && targets.count(node) == 0) node->release_variables();
-  }
-  // The frontier's edges into I's part, cut, so that W runs only W's part. (Through the edge list
-  // itself: set_next_edge refuses a node that has a parent, to keep topological numbers ordered,
-  // and dropping a child keeps them so.)
-  for (const std::shared_ptr<Node>& node : held) {
-    for (Edge& next : node->next_edges()) {
-      if (reachesTarget(reaches, next.function.get())) next = Edge();
-    }
-  }
+  detachInputsPart(walk, targets, held);
   return result;
 }
 
