@@ -10,9 +10,7 @@ namespace {
 bool inPhase(OpKind kind, StepPhase phase) {
   switch (phase) {
     case StepPhase::Forward: return kind == OpKind::Forward;
-    case StepPhase::Backward:
-      return kind == OpKind::Recompute || kind == OpKind::Backward || kind == OpKind::BackwardInput ||
-             kind == OpKind::BackwardWeight;  // the caller computed the loss
+    case StepPhase::Backward: return kind == OpKind::Recompute || isBackwardPass(kind);  // the caller computed the loss
     case StepPhase::Training: return true;
   }
   return false;

@@ -100,9 +100,7 @@ struct CompiledOp {
   /// Ops that run on a device's worker in its order (forward, recompute, backward (B, I, W), loss).
   bool isCompute() const { return kind != OpKind::Copy && kind != OpKind::SkipCopy; }
   /// B, I or W: launched from the autograd engine's thread, not the worker's.
-  bool isBackwardPass() const {
-    return kind == OpKind::Backward || kind == OpKind::BackwardInput || kind == OpKind::BackwardWeight;
-  }
+  bool isBackwardPass() const { return pipeprof::isBackwardPass(kind); }
 };
 
 /// The structure of one schedule, independent of the balance's layer counts (it depends on

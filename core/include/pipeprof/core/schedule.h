@@ -121,6 +121,11 @@ struct ScheduleSpec : PipelineShape {
   std::vector<SkipRoute> skips;
 };
 
+/// B, I or W: the ops autograd's engine runs (on CUDA from its own thread, not the worker's).
+inline bool isBackwardPass(OpKind kind) {
+  return kind == OpKind::Backward || kind == OpKind::BackwardInput || kind == OpKind::BackwardWeight;
+}
+
 /// "forward", "recompute", "backward", "copy", "skip-copy", "loss", "backward-input",
 /// "backward-weight".
 std::string opKindName(OpKind kind);
