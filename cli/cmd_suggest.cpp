@@ -79,14 +79,15 @@ void runSuggest(const SuggestFlags& flags) {
                                  fmt::join(counts, " or "), schedules.schedules, schedules.stagesPerDevice));
   }
 
-  const bool zeroBubble = std::any_of(space.schedules.begin(), space.schedules.end(), splitsBackward);
-  const bool zeroBubbleOnly = std::all_of(space.schedules.begin(), space.schedules.end(), splitsBackward);
-  if (zeroBubble && !zeroBubbleOnly && !profile.hasBackwardSplit()) {
-    std::cerr << "note: zb1p and interleaved-zb are left out: the profile predates the backward's split into input "
-                 "and weight gradients (profile the model again to search them)\n";
-  }
   const auto started = std::chrono::steady_clock::now();
   const SearchResult result = predictor.search(space);
+  if (!result.leftOut.empty()) {
+    std::vector<std::string> names;
+    for (ScheduleKind kind : result.leftOut) names.push_back(scheduleKindName(kind));
+    std::cerr << fmt::format("note: {} {} left out: the profile predates the backward's split into input and "
+                             "weight gradients (profile the model again to search them)\n",
+                             fmt::join(names, " and "), names.size() == 1 ? "is" : "are");
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   // torchgpipe's balance_by_time on per-layer times at the whole batch, with the winner's

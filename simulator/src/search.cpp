@@ -219,7 +219,13 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
   const std::int64_t layers = base.profile->layerCount();
   const std::int64_t p = space.devices;
   std::vector<ScheduleShape> shapes = scheduleShapes(space);
+  std::vector<ScheduleKind> leftOut;
   if (!base.profile->hasBackwardSplit()) {  // an older profile: no I/W times to simulate zero bubble with
+    for (const ScheduleShape& shape : shapes) {
+      if (splitsBackward(shape.kind) && std::find(leftOut.begin(), leftOut.end(), shape.kind) == leftOut.end()) {
+        leftOut.push_back(shape.kind);
+      }
+    }
     shapes.erase(std::remove_if(shapes.begin(), shapes.end(),
                                 [](const ScheduleShape& shape) { return splitsBackward(shape.kind); }),
                  shapes.end());
@@ -265,6 +271,7 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
   sim::validateCandidate(*base.profile, *base.cluster, probe);
 
   SearchResult result;
+  result.leftOut = std::move(leftOut);
   result.ranked.reserve(static_cast<std::size_t>(total));
   SimulationResult simulated;
   Candidate candidate;

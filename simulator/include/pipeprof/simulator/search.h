@@ -59,6 +59,9 @@ struct SearchResult {
   std::int64_t evaluated = 0;  ///< candidates decided: ranked + rejected (when not cancelled)
   std::int64_t simulatedEvents = 0;
   bool cancelled = false;
+  /// Families of the space the profile cannot predict and the search left out: the
+  /// zero-bubble ones on a profile without the backward's I/W split.
+  std::vector<ScheduleKind> leftOut;
 };
 
 /// Progress callback: (done, total). Return false to cancel the search.
