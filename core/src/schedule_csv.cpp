@@ -3,20 +3,24 @@
 
 #include <pipeprof/core/json_file.h>
 
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <stdexcept>
+#include <utility>
 
 namespace pipeprof {
 namespace {
 
+/// The action types and their letters, the one table both directions read.
+constexpr std::pair<char, OpKind> kActionTypes[] = {
+    {'F', OpKind::Forward}, {'B', OpKind::Backward}, {'I', OpKind::BackwardInput}, {'W', OpKind::BackwardWeight}};
+
 char typeLetter(OpKind kind) {
-  switch (kind) {
-    case OpKind::Forward: return 'F';
-    case OpKind::Backward: return 'B';
-    case OpKind::BackwardInput: return 'I';
-    case OpKind::BackwardWeight: return 'W';
-    default: throw std::invalid_argument("a schedule action is F, B, I or W, not " + opKindName(kind));
+  for (const auto& [letter, type] : kActionTypes) {
+    if (type == kind) return letter;
   }
+  throw std::invalid_argument("a schedule action is F, B, I or W, not " + opKindName(kind));
 }
 
 std::string trimmed(const std::string& text) {
@@ -52,13 +56,11 @@ ScheduleAction parseAction(const std::string& text) {
   ScheduleAction action;
   action.stage = digitsAt(cell, at);
   if (action.stage < 0 || at >= cell.size()) throw fail();
-  switch (cell[at++]) {
-    case 'F': action.kind = OpKind::Forward; break;
-    case 'B': action.kind = OpKind::Backward; break;
-    case 'I': action.kind = OpKind::BackwardInput; break;
-    case 'W': action.kind = OpKind::BackwardWeight; break;
-    default: throw fail();
-  }
+  const char letter = cell[at++];
+  const auto* type = std::find_if(std::begin(kActionTypes), std::end(kActionTypes),
+                                  [letter](const auto& entry) { return entry.first == letter; });
+  if (type == std::end(kActionTypes)) throw fail();
+  action.kind = type->second;
   action.microBatch = digitsAt(cell, at);
   if (action.microBatch < 0 || at != cell.size()) throw fail();
   return action;
@@ -71,8 +73,7 @@ RankActions readScheduleCsv(const std::string& text, const std::string& file) {
   while (lineStart < text.size()) {
     std::size_t lineEnd = text.find('\n', lineStart);
     if (lineEnd == std::string::npos) lineEnd = text.size();
-    std::string line = text.substr(lineStart, lineEnd - lineStart);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string line = text.substr(lineStart, lineEnd - lineStart);  // a CRLF's \r is trimmed off its cell
     lineStart = lineEnd + 1;
     const std::string rank = std::to_string(ranks.size());
     std::vector<ScheduleAction>& actions = ranks.emplace_back();
