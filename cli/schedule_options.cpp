@@ -27,8 +27,7 @@ ScheduleKind parseScheduleOrThrow(const std::string& flag, const std::string& te
   try {
     return parseScheduleKind(text);
   } catch (const std::invalid_argument&) {
-    throw UsageError(
-        fmt::format("{} {}: unknown schedule; expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb", flag, text));
+    throw UsageError(fmt::format("{} {}: unknown schedule; expected {}", flag, text, scheduleKindChoices()));
   }
 }
 
@@ -44,14 +43,16 @@ void addScheduleFlags(CLI::App& command, ScheduleFlags& flags) {
       .add_option("--schedule", flags.schedule,
                   "gpipe (all forwards, then all backwards), 1f1b (one forward one backward), interleaved "
                   "(1F1B over several stages per device), zb1p (zero bubble: 1F1B with each backward split into "
-                  "input and weight gradients, the weights' deferred into the bubbles) or interleaved-zb (zero "
-                  "bubble over several stages per device)")
+                  "input and weight gradients, the weights' deferred into the bubbles), interleaved-zb (zero "
+                  "bubble over several stages per device) or zbv (zero bubble with two stages per device in a V: "
+                  "device d holds stages d and 2p-1-d)")
       ->capture_default_str()
       ->type_name("KIND");
   command
       .add_option("--stages-per-device", flags.stagesPerDevice,
                   "Stages per device v: the balance has devices x v entries, stage j on device j mod devices "
-                  "(default: 1, or 2 with --schedule interleaved or interleaved-zb)")
+                  "(zbv: device d holds stages d and 2 x devices - 1 - d) (default: 1, or 2 with --schedule "
+                  "interleaved, interleaved-zb or zbv)")
       ->type_name("V");
 }
 
@@ -59,7 +60,7 @@ void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
   const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);
   if (flags.stagesPerDevice.empty()) {
     shape.schedule = kind;
-    shape.stagesPerDevice = hasVirtualStages(kind) ? 2 : 1;
+    shape.stagesPerDevice = fixedStagesPerDevice(kind) == 0 ? 2 : fixedStagesPerDevice(kind);
     return;
   }
   const std::int64_t v = parseCount(flags.stagesPerDevice);
@@ -73,6 +74,12 @@ void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
                                  "{} for {} stages per device, or drop --stages-per-device",
                                  flags.stagesPerDevice, flags.schedule,
                                  splitsBackward(kind) ? "interleaved-zb" : "interleaved", v));
+  }
+  if (kind == ScheduleKind::ZeroBubbleV && v != 2) {
+    throw UsageError(fmt::format("--stages-per-device {}: --schedule zbv runs exactly 2 stages per device (device d "
+                                 "holds stages d and 2p-1-d); drop --stages-per-device or use --schedule "
+                                 "interleaved-zb for {}",
+                                 flags.stagesPerDevice, v));
   }
   if (hasVirtualStages(kind) && v < 2) {
     throw UsageError(fmt::format("--stages-per-device {}: --schedule {} needs at least 2 stages per device "
@@ -134,7 +141,8 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) 
   }
   std::sort(vs.begin(), vs.end());
   vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
-  const auto interleaved = std::find_if(kinds.begin(), kinds.end(), hasVirtualStages);
+  const auto interleaved =
+      std::find_if(kinds.begin(), kinds.end(), [](ScheduleKind kind) { return fixedStagesPerDevice(kind) == 0; });
   const bool anyV2 = std::any_of(vs.begin(), vs.end(), [](std::int64_t v) { return v >= 2; });
   if (interleaved != kinds.end() && !anyV2) {
     const std::string name = scheduleKindName(*interleaved);

@@ -18,7 +18,7 @@ namespace pipeprof::cli {
 /// What --schedule and --stages-per-device hold after parsing (text until validated).
 struct ScheduleFlags {
   std::string schedule = "gpipe";
-  std::string stagesPerDevice;  ///< empty: 1, or 2 with --schedule interleaved or interleaved-zb
+  std::string stagesPerDevice;  ///< empty: 1, or 2 with --schedule interleaved, interleaved-zb or zbv
 };
 
 /// Adds --schedule and --stages-per-device to a subcommand.
@@ -26,7 +26,7 @@ void addScheduleFlags(CLI::App& command, ScheduleFlags& flags);
 
 /// Sets the shape's schedule and stages per device from the flags. Throws UsageError naming the
 /// value and the fix: an unknown schedule, a v that is not a positive integer, v != 1 for gpipe,
-/// 1f1b and zb1p, v < 2 for interleaved and interleaved-zb.
+/// 1f1b and zb1p, v < 2 for interleaved and interleaved-zb, v != 2 for zbv.
 void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape);
 
 /// Checks the balance of one candidate's shape against its schedule: balance.size() must be
@@ -43,12 +43,12 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
 /// What --schedules and --stages-per-device hold after parsing (declared with the search flags,
 /// search_flags.h).
 struct ScheduleListFlags {
-  std::string schedules = "gpipe,1f1b,interleaved,zb1p,interleaved-zb";
+  std::string schedules = "gpipe,1f1b,interleaved,zb1p,interleaved-zb,zbv";
   std::string stagesPerDevice = "1,2";
 };
 
 /// Sets space.schedules and space.stagesPerDevice from the flags. gpipe, 1f1b and zb1p always run
-/// with one stage per device; interleaved and interleaved-zb with each v >= 2 of the list. Throws
+/// with one stage per device, zbv with two; interleaved and interleaved-zb with each v >= 2 of the list. Throws
 /// UsageError for an unknown schedule, a v that is not a positive integer, or interleaved(-zb)
 /// asked for with no v >= 2.
 void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space);

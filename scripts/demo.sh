@@ -20,16 +20,16 @@ cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 mkdir -p out
 # The default model (mlp: 8 Linear layers of width 512 with ReLUs, 15 layers), batch 128, on
 # 2 devices: every schedule is predicted -- gpipe, 1f1b and zb1p over every balance of 2
-# stages (14) and interleaved and interleaved-zb with 2 stages per device over every balance of
-# 4 stages (364), x chunks 1,2,4,8 (interleaved needs an even count, so its chunks 1 is left
-# out) x 3 checkpoint modes: 3 x 168 + 3276 + 4368 candidates; 12 are measured, spread over
+# stages (14) and interleaved, interleaved-zb and zbv with 2 stages per device over every
+# balance of 4 stages (364), x chunks 1,2,4,8 (interleaved needs an even count, so its chunks 1
+# is left out) x 3 checkpoint modes: 3 x 168 + 3276 + 2 x 4368 candidates; 12 are measured, spread over
 # schedules, balances, chunks and
 # modes (120 timed steps each, in 8 interleaved rounds of 3 warm-up + 15 steps: on a shared
 # machine more steps and rounds average out more of its slow spells, and the best candidates
 # lie within a few percent of each other, see docs/performance.md). A minute or two of sweep
 # on an idle 2-core machine (profiling and calibration included), plus the build.
 "$build_dir/cli/pipeprof" sweep --model mlp --devices cpu,cpu --batch 128 \
-  --schedules gpipe,1f1b,interleaved,zb1p,interleaved-zb --stages-per-device 1,2 \
+  --schedules gpipe,1f1b,interleaved,zb1p,interleaved-zb,zbv --stages-per-device 1,2 \
   --chunks 1,2,4,8 --checkpoint always,except_last,never --measure top:12 \
   --warmup 3 --steps 120 --rounds 8 -o out/report.json --traces-dir out/traces "$@"
 

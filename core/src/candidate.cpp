@@ -10,7 +10,7 @@
 namespace pipeprof {
 
 std::int64_t Candidate::deviceOf(std::int64_t j) const {
-  const std::int64_t d = j % std::max<std::int64_t>(pipelineDevices(), 1);
+  const std::int64_t d = j >= 0 ? deviceOfStage(j) : 0;
   const bool placed = devices.empty() || static_cast<std::size_t>(d) < devices.size();
   if (j < 0 || j >= static_cast<std::int64_t>(balance.size()) || !placed) {
     throw std::out_of_range("stage " + std::to_string(j) + " has no device (balance: " + formatBalance(balance) +
@@ -144,7 +144,7 @@ std::string candidateSlug(const Candidate& candidate) {
       "b" + balance + "_m" + std::to_string(candidate.chunks) + "_" + std::string(checkpointName(candidate.checkpoint));
   if (candidate.schedule == ScheduleKind::GPipe) return slug;
   slug += "_" + scheduleKindName(candidate.schedule);
-  if (hasVirtualStages(candidate.schedule)) slug += "-v" + std::to_string(candidate.stagesPerDevice);
+  if (fixedStagesPerDevice(candidate.schedule) == 0) slug += "-v" + std::to_string(candidate.stagesPerDevice);
   return slug;
 }
 

@@ -25,6 +25,10 @@ std::int64_t PipelineShape::pipelineDevices() const {
   return stagesPerDevice > 0 && n % stagesPerDevice == 0 ? n / stagesPerDevice : n;
 }
 
+std::int64_t PipelineShape::deviceOfStage(std::int64_t j) const {
+  return placedDevice(stagePlacement(schedule), j, pipelineDevices());
+}
+
 std::string PipelineShape::scheduleLabel() const { return pipeprof::scheduleLabel(schedule, stagesPerDevice); }
 
 std::string PipelineShape::shapeError(std::int64_t microBatches) const {
@@ -43,8 +47,12 @@ std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, 
     return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
            "); use the interleaved or interleaved-zb schedule for more";
   }
-  if (hasVirtualStages(kind) && stagesPerDevice < 2) {
+  if (fixedStagesPerDevice(kind) == 0 && stagesPerDevice < 2) {
     return scheduleKindName(kind) + " needs at least 2 stages per device (stages per device: " + v + ")";
+  }
+  if (!runsStagesPerDevice(kind, stagesPerDevice)) {
+    return scheduleKindName(kind) + " runs exactly " + std::to_string(fixedStagesPerDevice(kind)) +
+           " stages per device, device d holding stages d and 2p - 1 - d (stages per device: " + v + ")";
   }
   if (n % stagesPerDevice != 0) {
     return "the stages must split evenly over the devices: " + std::to_string(n) + " stages is not a multiple of " + v +

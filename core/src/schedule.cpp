@@ -86,7 +86,8 @@ std::vector<Slot> computeSlots(const ScheduleSpec& spec, std::int64_t stop) {
     case ScheduleKind::OneFOneB:
     case ScheduleKind::Interleaved:
     case ScheduleKind::ZeroBubble:
-    case ScheduleKind::InterleavedZeroBubble: return orderedSlots(spec, n, stop);
+    case ScheduleKind::InterleavedZeroBubble:
+    case ScheduleKind::ZeroBubbleV: return orderedSlots(spec, n, stop);
   }
   throw std::logic_error("unknown schedule kind");
 }
@@ -158,6 +159,59 @@ std::vector<OrderStep> zeroBubbleSteps(std::int64_t d, std::int64_t p, std::int6
   }
   for (std::int64_t k = total; k < total + warmup; ++k) input(k);
   while (nextWeight < owed.size()) weight();
+  return steps;
+}
+
+/// Device d's steps under zbv (torch's ScheduleZBVZeroBubble; stages d and 2p - 1 - d): over
+/// M = max(m, 2p - 1) micro-batches, 2(p - d) - 1 forwards of its first stage, d pairs of
+/// forwards (second stage, first stage), p - d rounds of a forward, I and W of its second
+/// stage; then, while forwards remain, a forward of the first stage (while it has any left), its
+/// I and W, and the forward, I and W of the second; then d pairs of I's (first, second stage)
+/// and p - d of the first stage's I then W, and the W's still owed, the second stage's first.
+/// The steps of micro-batches past m are dropped (torch leaves their slots idle).
+std::vector<OrderStep> zeroBubbleVSteps(std::int64_t d, std::int64_t p, std::int64_t m) {
+  const std::int64_t total = std::max(m, 2 * p - 1);
+  const std::int64_t first = d;
+  const std::int64_t second = 2 * p - 1 - d;
+  std::int64_t forwards[2] = {0, 0};
+  std::int64_t inputs[2] = {0, 0};
+  std::int64_t weights[2] = {0, 0};
+  std::vector<OrderStep> steps;
+  auto push = [&](OpKind kind, int chunk, std::int64_t* counts) {
+    const std::int64_t i = counts[chunk]++;
+    if (i < m) steps.push_back({kind, i, chunk == 0 ? first : second});
+  };
+  auto forward = [&](int chunk) { push(OpKind::Forward, chunk, forwards); };
+  auto input = [&](int chunk) { push(OpKind::BackwardInput, chunk, inputs); };
+  auto weight = [&](int chunk) { push(OpKind::BackwardWeight, chunk, weights); };
+  for (std::int64_t k = 0; k < 2 * (p - d) - 1; ++k) forward(0);
+  for (std::int64_t k = 0; k < d; ++k) {
+    forward(1);
+    forward(0);
+  }
+  for (std::int64_t k = 0; k < p - d; ++k) {
+    forward(1);
+    input(1);
+    weight(1);
+  }
+  while (forwards[1] < forwards[0] || forwards[0] < total) {
+    if (forwards[0] < total) forward(0);
+    input(0);
+    weight(0);
+    forward(1);
+    input(1);
+    weight(1);
+  }
+  for (std::int64_t k = 0; k < d; ++k) {
+    input(0);
+    input(1);
+  }
+  for (std::int64_t k = 0; k < p - d; ++k) {
+    input(0);
+    weight(0);
+  }
+  while (weights[1] < inputs[1]) weight(1);
+  while (weights[0] < inputs[0]) weight(0);
   return steps;
 }
 
@@ -267,6 +321,7 @@ std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t 
       case ScheduleKind::Interleaved: steps = interleavedSteps(d, p, m, v); break;
       case ScheduleKind::ZeroBubble:
       case ScheduleKind::InterleavedZeroBubble: steps = zeroBubbleSteps(d, p, m, v); break;
+      case ScheduleKind::ZeroBubbleV: steps = zeroBubbleVSteps(d, p, m); break;
     }
     devices.push_back(std::move(steps));
   }
@@ -337,7 +392,7 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     op.i = slot.i;
     op.j = slot.j;
     op.toJ = slot.j;
-    const auto d = static_cast<std::size_t>(slot.j % p);
+    const auto d = static_cast<std::size_t>(schedule.deviceOf(slot.j));
     if (!order[d].empty()) op.deps.push_back(order[d].back());
     if (slot.waitsForForwardPass) op.deps.push_back(compute.at({OpKind::Loss, m - 1, n - 1}));
     ops.push_back(op);
@@ -388,7 +443,7 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
   schedule.partitionOrder_.assign(static_cast<std::size_t>(n), {});
   for (OpIndex index = 0; index < ops.size(); ++index) {
     if (!ops[index].isCompute()) continue;
-    schedule.deviceOrder_[static_cast<std::size_t>(ops[index].j % p)].push_back(index);
+    schedule.deviceOrder_[static_cast<std::size_t>(schedule.deviceOf(ops[index].j))].push_back(index);
     schedule.partitionOrder_[static_cast<std::size_t>(ops[index].j)].push_back(index);
   }
   return schedule;

@@ -1,7 +1,9 @@
-// The schedule family's names: printing and parsing "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb".
+// The schedule family's names (printing and parsing "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb",
+// "zbv"), its stages per device and its placement.
 #include <pipeprof/core/schedule_kind.h>
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -13,24 +15,71 @@ std::string scheduleKindName(ScheduleKind kind) {
     case ScheduleKind::Interleaved: return "interleaved";
     case ScheduleKind::ZeroBubble: return "zb1p";
     case ScheduleKind::InterleavedZeroBubble: return "interleaved-zb";
+    case ScheduleKind::ZeroBubbleV: return "zbv";
   }
   return "unknown";
 }
 
-bool hasVirtualStages(ScheduleKind kind) {
-  return kind == ScheduleKind::Interleaved || kind == ScheduleKind::InterleavedZeroBubble;
-}
+bool hasVirtualStages(ScheduleKind kind) { return fixedStagesPerDevice(kind) != 1; }
 
 bool splitsBackward(ScheduleKind kind) {
-  return kind == ScheduleKind::ZeroBubble || kind == ScheduleKind::InterleavedZeroBubble;
+  return kind == ScheduleKind::ZeroBubble || kind == ScheduleKind::InterleavedZeroBubble ||
+         kind == ScheduleKind::ZeroBubbleV;
+}
+
+std::int64_t fixedStagesPerDevice(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::Interleaved:
+    case ScheduleKind::InterleavedZeroBubble: return 0;
+    case ScheduleKind::ZeroBubbleV: return 2;
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZeroBubble: return 1;
+  }
+  return 1;
+}
+
+bool runsStagesPerDevice(ScheduleKind kind, std::int64_t stagesPerDevice) {
+  const std::int64_t fixed = fixedStagesPerDevice(kind);
+  return fixed == 0 ? stagesPerDevice >= 2 : stagesPerDevice == fixed;
+}
+
+std::vector<std::int64_t> stagesPerDeviceChoices(ScheduleKind kind, const std::vector<std::int64_t>& asked) {
+  if (fixedStagesPerDevice(kind) != 0) return {fixedStagesPerDevice(kind)};
+  std::vector<std::int64_t> choices;
+  for (const std::int64_t v : asked) {
+    if (runsStagesPerDevice(kind, v)) choices.push_back(v);
+  }
+  std::sort(choices.begin(), choices.end());
+  choices.erase(std::unique(choices.begin(), choices.end()), choices.end());
+  return choices;
+}
+
+StagePlacement stagePlacement(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleV ? StagePlacement::V : StagePlacement::Loop;
+}
+
+std::int64_t placedDevice(StagePlacement placement, std::int64_t j, std::int64_t p) {
+  if (p < 1) throw std::invalid_argument("placing a stage needs at least one device, got " + std::to_string(p));
+  const std::int64_t d = j % p;
+  return placement == StagePlacement::V && (j / p) % 2 == 1 ? p - 1 - d : d;
+}
+
+std::string scheduleKindChoices() {
+  std::string text;
+  const std::size_t count = std::size(kScheduleKinds);
+  for (std::size_t index = 0; index < count; ++index) {
+    if (index > 0) text += index + 1 == count ? " or " : ", ";
+    text += scheduleKindName(kScheduleKinds[index]);
+  }
+  return text;
 }
 
 ScheduleKind parseScheduleKind(const std::string& text) {
   for (ScheduleKind kind : kScheduleKinds) {
     if (text == scheduleKindName(kind)) return kind;
   }
-  throw std::invalid_argument("invalid schedule '" + text +
-                              "': expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb");
+  throw std::invalid_argument("invalid schedule '" + text + "': expected " + scheduleKindChoices());
 }
 
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
@@ -46,7 +95,7 @@ std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
 }
 
 std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  if (hasVirtualStages(kind)) return scheduleKindName(kind) + " v" + std::to_string(stagesPerDevice);
+  if (fixedStagesPerDevice(kind) == 0) return scheduleKindName(kind) + " v" + std::to_string(stagesPerDevice);
   return scheduleKindName(kind);
 }
 

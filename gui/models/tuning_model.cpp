@@ -111,7 +111,8 @@ bool TuningModel::setCheckpoint(Checkpoint checkpoint) {
 bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice) {
   Candidate next = edited_;
   next.schedule = schedule;
-  next.stagesPerDevice = hasVirtualStages(schedule) ? std::max<std::int64_t>(2, stagesPerDevice) : 1;
+  const std::int64_t fixed = fixedStagesPerDevice(schedule);
+  next.stagesPerDevice = fixed == 0 ? std::max<std::int64_t>(2, stagesPerDevice) : fixed;
   // Keep the pipeline devices of the last valid candidate; the stages follow from v.
   const std::int64_t p = candidate_.balance.empty() ? 1 : std::max<std::int64_t>(1, candidate_.pipelineDevices());
   const std::int64_t n = p * next.stagesPerDevice;

@@ -30,7 +30,8 @@ double BalanceEditor::columnWidth() const {
 double BalanceEditor::boundaryX(int boundary) const {
   const std::vector<std::int64_t>& balance = model_->candidate().balance;
   std::int64_t first = 0;
-  for (int j = 0; j <= boundary && j < static_cast<int>(balance.size()); ++j) first += balance[static_cast<std::size_t>(j)];
+  for (int j = 0; j <= boundary && j < static_cast<int>(balance.size()); ++j)
+    first += balance[static_cast<std::size_t>(j)];
   return left() + static_cast<double>(first) * columnWidth();
 }
 
@@ -53,7 +54,8 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
   const int layers = model_->rowCount();
   if (layers == 0) {
     painter.setPen(QColor(0x77, 0x77, 0x77));
-    painter.drawText(rect(), Qt::AlignCenter, tr("Select a candidate of a report with an embedded profile to tune it."));
+    painter.drawText(rect(), Qt::AlignCenter,
+                     tr("Select a candidate of a report with an embedded profile to tune it."));
     return;
   }
   const std::vector<TimeNs> times = model_->layerTimesNs();
@@ -80,23 +82,26 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
     painter.fillRect(QRectF(x1, 0, x2 - x1, plotBottom), partitionColor(static_cast<int>(j)));
     TimeNs sumNs = 0;
     for (std::int64_t l = first; l < first + balance[j]; ++l) sumNs += times[static_cast<std::size_t>(l)];
-    // Peaks are per pipeline device: stage j runs on device j mod p (with its other stages).
-    const auto d = static_cast<std::size_t>(static_cast<std::int64_t>(j) % devices);
+    // Peaks are per pipeline device, which holds the stage with its other stages.
+    const auto d = static_cast<std::size_t>(model_->candidate().deviceOfStage(static_cast<std::int64_t>(j)));
     const QString peak = d < prediction.peakBytes.size() ? bytesText(prediction.peakBytes[d]) : QString();
     painter.setPen(QColor(0x22, 0x22, 0x22));
     painter.setFont(bold);
     const QRectF header(x1 + 3, 2, x2 - x1 - 6, 18);
-    painter.drawText(header, Qt::AlignLeft | Qt::AlignVCenter,
-                     painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size())
-                                                          ? tr("partition %1: %2 layers").arg(j).arg(balance[j])
-                                                          : tr("stage %1 (device %2): %3 layers").arg(j).arg(d).arg(balance[j])), Qt::ElideRight,
-                                                      static_cast<int>(header.width())));
+    painter.drawText(
+        header, Qt::AlignLeft | Qt::AlignVCenter,
+        painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size())
+                                              ? tr("partition %1: %2 layers").arg(j).arg(balance[j])
+                                              : tr("stage %1 (device %2): %3 layers").arg(j).arg(d).arg(balance[j])),
+                                         Qt::ElideRight, static_cast<int>(header.width())));
     painter.setFont(font());
     const QRectF detail(x1 + 3, 20, x2 - x1 - 6, 18);
     painter.drawText(detail, Qt::AlignLeft | Qt::AlignVCenter,
-                     painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size()) ? tr("compute %1 · peak %2")
-                                                                                                : tr("compute %1 · device peak %2")).arg(durationText(sumNs), peak), Qt::ElideRight,
-                                                      static_cast<int>(detail.width())));
+                     painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size())
+                                                           ? tr("compute %1 · peak %2")
+                                                           : tr("compute %1 · device peak %2"))
+                                                          .arg(durationText(sumNs), peak),
+                                                      Qt::ElideRight, static_cast<int>(detail.width())));
     first += balance[j];
   }
 
@@ -117,7 +122,8 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
     painter.fillRect(QRectF(x, middle, barWidth, down), QColor(0x8e, 0x6c, 0xb5));
     if (w >= 18 || l % std::max(1, static_cast<int>(std::ceil(18.0 / w))) == 0) {
       painter.setPen(QColor(0x44, 0x44, 0x44));
-      painter.drawText(QRectF(left() + l * w - 10, plotBottom, w + 20, kFooterHeight), Qt::AlignCenter, QString::number(l));
+      painter.drawText(QRectF(left() + l * w - 10, plotBottom, w + 20, kFooterHeight), Qt::AlignCenter,
+                       QString::number(l));
     }
   }
   painter.setPen(QColor(0x99, 0x99, 0x99));
@@ -165,15 +171,16 @@ bool BalanceEditor::event(QEvent* event) {
     const int layer = layerAt(help->pos().x());
     if (layer >= 0 && boundaryNear(help->pos().x()) < 0) {
       auto cell = [this, layer](int column) { return model_->index(layer, column).data().toString(); };
-      QToolTip::showText(help->globalPos(),
-                         tr("<b>layer %1: %2</b> (partition %3)<br>forward %4 · backward %5<br>saved %6 per micro-batch of %7"
-                            " · parameters %8")
-                             .arg(layer)
-                             .arg(cell(TuningModel::Name).toHtmlEscaped(), cell(TuningModel::PartitionColumn),
-                                  cell(TuningModel::Forward), cell(TuningModel::Backward), cell(TuningModel::Saved))
-                             .arg(model_->microBatch())
-                             .arg(cell(TuningModel::Params)),
-                         this);
+      QToolTip::showText(
+          help->globalPos(),
+          tr("<b>layer %1: %2</b> (partition %3)<br>forward %4 · backward %5<br>saved %6 per micro-batch of %7"
+             " · parameters %8")
+              .arg(layer)
+              .arg(cell(TuningModel::Name).toHtmlEscaped(), cell(TuningModel::PartitionColumn),
+                   cell(TuningModel::Forward), cell(TuningModel::Backward), cell(TuningModel::Saved))
+              .arg(model_->microBatch())
+              .arg(cell(TuningModel::Params)),
+          this);
     } else if (boundaryNear(help->pos().x()) >= 0) {
       QToolTip::showText(help->globalPos(), tr("Drag to move this partition boundary"), this);
     } else {

@@ -46,7 +46,7 @@ CandidatesView::CandidatesView(CandidatesModel* model, QWidget* parent)
     schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
   }
   schedule_->setToolTip(
-      tr("Keep one schedule family (interleaved, interleaved-zb: every number of stages per device)"));
+      tr("Keep one schedule family (interleaved, interleaved-zb: every number of stages per device; zbv runs 2)"));
   summary_->setTextFormat(Qt::RichText);
   summary_->setWordWrap(true);
 

@@ -34,7 +34,7 @@ static_assert(static_cast<std::size_t>(kScheduleKinds[kScheduleCount - 1]) == kS
 
 bool SuggestPanel::virtualStagesChecked() const {
   for (ScheduleKind kind : kScheduleKinds) {
-    if (hasVirtualStages(kind) && scheduleCheck(kind)->isChecked()) return true;
+    if (fixedStagesPerDevice(kind) == 0 && scheduleCheck(kind)->isChecked()) return true;
   }
   return false;
 }
@@ -55,7 +55,8 @@ SuggestPanel::SuggestPanel(QWidget* parent)
       copyRun_(new QPushButton(tr("Copy run command"), this)),
       copySweep_(new QPushButton(tr("Copy sweep command"), this)) {
   devices_->setRange(1, 64);
-  devices_->setToolTip(tr("Number of pipeline devices p (interleaved: p × v stages, stage j on device j mod p)"));
+  devices_->setToolTip(tr("Number of pipeline devices p (interleaved: p × v stages, stage j on device j mod p; "
+                          "zbv: 2p stages, device d holding stages d and 2p − 1 − d)"));
   memory_->setPlaceholderText(tr("unbounded"));
   memory_->setToolTip(tr("Memory of each device, e.g. 16GiB or 512MiB; empty keeps the report's cluster"));
   chunks_->setToolTip(tr("Chunk counts to try, comma-separated"));
@@ -74,7 +75,7 @@ SuggestPanel::SuggestPanel(QWidget* parent)
   schedules->addWidget(new QLabel(tr("v:"), this));
   schedules->addWidget(stagesPerDevice_);
   stagesPerDevice_->setToolTip(
-      tr("Stages per device to try for interleaved and interleaved-zb, comma-separated, each at least 2"));
+      tr("Stages per device to try for interleaved and interleaved-zb, comma-separated, each at least 2 (zbv runs 2)"));
   stagesPerDevice_->setMaximumWidth(60);
   const auto enableStagesPerDevice = [this] { stagesPerDevice_->setEnabled(virtualStagesChecked()); };
   for (QCheckBox* check : schedules_) connect(check, &QCheckBox::toggled, this, enableStagesPerDevice);

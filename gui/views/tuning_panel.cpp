@@ -60,13 +60,16 @@ TuningPanel::TuningPanel(QWidget* parent)
       editor_(new BalanceEditor(model_, this)),
       canvas_(new TimelineCanvas(timeline_, this)),
       suggest_(new SuggestPanel(this)) {
-  balance_->setToolTip(tr("Layers per stage, e.g. 3,5 — p × v stages, stage j on device j mod p; the prediction "
-                          "updates as you type"));
+  balance_->setToolTip(
+      tr("Layers per stage, e.g. 3,5 — p × v stages, stage j on device j mod p (zbv: d and 2p − 1 − d); the prediction "
+         "updates as you type"));
   for (ScheduleKind kind : kScheduleKinds) schedule_->addItem(qs(scheduleKindName(kind)), static_cast<int>(kind));
   schedule_->setToolTip(tr("gpipe: all forwards, then all backwards; 1f1b: one forward one backward; interleaved: "
-                           "1F1B over v stages per device"));
+                           "1F1B over v stages per device; zb1p, interleaved-zb, zbv: zero bubble (each backward "
+                           "split into input and weight gradients)"));
   stagesPerDevice_->setRange(2, 64);
-  stagesPerDevice_->setToolTip(tr("Stages per device v (interleaved only): the balance then has p × v stages"));
+  stagesPerDevice_->setToolTip(
+      tr("Stages per device v (interleaved and interleaved-zb; zbv runs 2): the balance then has p × v stages"));
   stagesPerDevice_->setEnabled(false);
   chunks_->setRange(1, 4096);
   chunks_->setToolTip(tr("Micro-batches per mini-batch"));
@@ -141,13 +144,15 @@ TuningPanel::TuningPanel(QWidget* parent)
   });
   connect(schedule_, &QComboBox::currentIndexChanged, this, [this](int row) {
     const auto kind = static_cast<ScheduleKind>(schedule_->itemData(row).toInt());
-    stagesPerDevice_->setEnabled(hasVirtualStages(kind));
+    stagesPerDevice_->setEnabled(fixedStagesPerDevice(kind) == 0);
     const Candidate& edited = model_->edited();
     if (kind != edited.schedule) model_->setSchedule(kind, stagesPerDevice_->value());
   });
   connect(stagesPerDevice_, &QSpinBox::valueChanged, this, [this](int v) {
     const Candidate& edited = model_->edited();
-    if (hasVirtualStages(edited.schedule) && v != edited.stagesPerDevice) model_->setSchedule(edited.schedule, v);
+    if (fixedStagesPerDevice(edited.schedule) == 0 && v != edited.stagesPerDevice) {
+      model_->setSchedule(edited.schedule, v);
+    }
   });
   connect(optimizer_, &QComboBox::currentIndexChanged, this,
           [this](int row) { setOptimizer(static_cast<OptimizerKind>(optimizer_->itemData(row).toInt())); });
@@ -312,7 +317,7 @@ void TuningPanel::syncControls() {
   const QSignalBlocker scheduleBlocker(schedule_);
   schedule_->setCurrentIndex(schedule_->findData(static_cast<int>(candidate.schedule)));
   const QSignalBlocker stagesBlocker(stagesPerDevice_);
-  stagesPerDevice_->setEnabled(hasVirtualStages(candidate.schedule));
+  stagesPerDevice_->setEnabled(fixedStagesPerDevice(candidate.schedule) == 0);
   if (hasVirtualStages(candidate.schedule)) stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
 }
 

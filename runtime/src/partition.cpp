@@ -131,8 +131,9 @@ torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
   return leaf;
 }
 
-std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
+std::vector<Partition> splitModule(const torch::nn::Sequential& module, const PipelineShape& shape,
                                    const std::vector<torch::Device>& devices) {
+  const std::vector<std::int64_t>& balance = shape.balance;
   std::vector<Partition> partitions;
   auto named = module->named_children();
   std::int64_t layer = 0;
@@ -141,8 +142,8 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
     Partition partition;
     partition.j = static_cast<std::int64_t>(j);
     partition.firstLayer = layer;
-    partition.d = static_cast<std::int64_t>(j % devices.size());
-    partition.device = devices[j % devices.size()];
+    partition.d = shape.deviceOfStage(partition.j);
+    partition.device = devices.at(static_cast<std::size_t>(partition.d));
     for (std::int64_t k = 0; k < balance[j]; ++k, ++layer) {
       const auto index = static_cast<std::size_t>(layer);
       std::shared_ptr<torch::nn::Module> child = module->ptr(index);
@@ -152,7 +153,7 @@ std::vector<Partition> splitModule(const torch::nn::Sequential& module, const st
       }
       for (const auto& parameter : child->named_parameters()) {
         const torch::Tensor& tensor = parameter.value();
-        if (!held[j % devices.size()].insert(tensor.unsafeGetTensorImpl()).second) continue;
+        if (!held[static_cast<std::size_t>(partition.d)].insert(tensor.unsafeGetTensorImpl()).second) continue;
         partition.parameters.push_back(tensor);
         partition.parameterNames.push_back(named[index].key() + "." + parameter.key());
         partition.parameterBytes += static_cast<Bytes>(tensor.numel() * tensor.element_size());

@@ -21,7 +21,7 @@ enum class InputWrites { Unknown, No, InPlace };
 /// A contiguous run of layers (a stage) on one device.
 struct Partition {
   std::int64_t j = 0;
-  std::int64_t d = 0;           ///< pipeline device that runs it (j mod p)
+  std::int64_t d = 0;           ///< pipeline device that runs it (PipelineShape::deviceOfStage)
   std::int64_t firstLayer = 0;  ///< index of its first layer in the Sequential
   torch::Device device = torch::kCPU;
   std::vector<torch::nn::AnyModule> layers;
@@ -73,9 +73,9 @@ void validatePipeArguments(const torch::nn::Sequential& module, const std::vecto
 /// devices when there is none).
 std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t pipelineDevices);
 
-/// Splits the (validated) Sequential by balance and moves each partition's layers to its
-/// device: stage j goes to devices[j mod devices.size()].
-std::vector<Partition> splitModule(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
+/// Splits the (validated) Sequential by the shape's balance and moves each partition's layers
+/// to its device: stage j goes to devices[shape.deviceOfStage(j)] (one device per pipeline device).
+std::vector<Partition> splitModule(const torch::nn::Sequential& module, const PipelineShape& shape,
                                    const std::vector<torch::Device>& devices);
 
 /// Runs the partition's layers on one micro-batch: a layer gets a Tensor when the boundary

@@ -63,11 +63,11 @@ class PipeImpl {
     devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
     options_.devices = devices_;
     installMemoryTracker();
-    shared_ = replicateSharedParameters(module_, options_.balance, static_cast<std::int64_t>(p));
-    partitions_ = splitModule(module_, options_.balance, devices_);
+    shared_ = replicateSharedParameters(module_, options_);
+    partitions_ = splitModule(module_, options_, devices_);
     if (options_.deferredBatchNorm) {
       module_ = withDeferredBatchNorm(module_, deferredBatchNorms_);
-      partitions_ = splitModule(module_, options_.balance, devices_);
+      partitions_ = splitModule(module_, options_, devices_);
     }
     stochastic_ = anyStochastic(partitions_);
     deviceParameterBytes_.assign(p, 0);

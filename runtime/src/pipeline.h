@@ -1,6 +1,6 @@
 // The threaded Pipe's step: each device's worker runs its stages' ops on the shared stage core.
 //
-// Stages and devices: stage (partition) j runs on pipeline device d = j mod p; device d's
+// Stages and devices: stage (partition) j runs on pipeline device d = deviceOfStage(j); device d's
 // worker runs the compute ops of all its stages (v = n / p of them) in
 // Schedule::deviceOrder(d), each under its own stage's compute stream. The ops themselves are
 // the StageCore's (stage_core.h); tensors cross stages through a ThreadChannel

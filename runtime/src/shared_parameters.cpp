@@ -32,7 +32,8 @@ std::vector<SharedParameterUse> findSharedParameters(const torch::nn::Sequential
 }
 
 std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequential& module,
-                                                       const std::vector<std::int64_t>& balance, std::int64_t p) {
+                                                       const PipelineShape& shape) {
+  const std::vector<std::int64_t>& balance = shape.balance;
   std::vector<std::int64_t> stageOf;
   for (std::size_t j = 0; j < balance.size(); ++j)
     stageOf.insert(stageOf.end(), balance[j], static_cast<std::int64_t>(j));
@@ -42,7 +43,7 @@ std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequenti
     std::map<std::int64_t, SharedParameter::Copy> byDevice;
     for (std::int64_t layer : use.layers) {
       const std::int64_t stage = stageOf.at(static_cast<std::size_t>(layer));
-      const std::int64_t d = stage % p;
+      const std::int64_t d = shape.deviceOfStage(stage);
       auto copy = byDevice.find(d);
       if (copy == byDevice.end()) {
         torch::Tensor tensor =

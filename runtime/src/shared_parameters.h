@@ -13,6 +13,8 @@
 // the others and gets theirs first (shared_gradient_exchange.h).
 #pragma once
 
+#include <pipeprof/core/pipeline_shape.h>
+
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -53,11 +55,11 @@ struct SharedParameter {
 };
 
 /// Finds the parameters the layers of stages on different pipeline devices (stage j on device
-/// j mod p) share, and gives each later device a replica (a detached copy, requiring grad as
-/// the original does) held by its layers. Call before the layers move to their devices.
-/// Throws std::invalid_argument naming the layers when one that must hold a replica cannot.
-std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequential& module,
-                                                       const std::vector<std::int64_t>& balance, std::int64_t p);
+/// shape.deviceOfStage(j)) share, and gives each device but the first user's a replica (a
+/// detached copy, requiring grad as the original does) held by its layers. Call before the
+/// layers move to their devices. Throws std::invalid_argument naming the layers when one that
+/// must hold a replica cannot.
+std::vector<SharedParameter> replicateSharedParameters(const torch::nn::Sequential& module, const PipelineShape& shape);
 
 /// The gradients of the copies other processes hold, by parameter (index into the shared
 /// parameters) and pipeline device: what the ranks' exchange brings (shared_gradient_exchange.h).

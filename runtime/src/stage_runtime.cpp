@@ -51,13 +51,13 @@ class StageRuntimeImpl {
     // Other ranks' stages stay on the CPU and are dropped with `module` when this returns.
     std::vector<torch::Device> devices(static_cast<std::size_t>(p_), torch::Device(torch::kCPU));
     devices[static_cast<std::size_t>(rank_)] = options_.device;
-    shared_ = replicateSharedParameters(module, options_.balance, p_);
+    shared_ = replicateSharedParameters(module, options_);
     for (SharedParameter& parameter : shared_) {
       for (SharedParameter::Copy& copy : parameter.copies) {
         if (copy.d != rank_) copy.tensor = torch::Tensor();  // another rank's, dropped with its stages
       }
     }
-    std::vector<Partition> all = splitModule(module, options_.balance, devices);
+    std::vector<Partition> all = splitModule(module, options_, devices);
     stochastic_ = anyStochastic(all);  // every rank draws the step's seed as the threaded Pipe does
     for (Partition& partition : all) {
       if (partition.d != rank_) continue;
@@ -151,7 +151,7 @@ class StageRuntimeImpl {
   std::map<std::int64_t, std::unique_ptr<MessageTags>> tags_;  ///< by m
 
  private:
-  bool ownsStage(std::int64_t j) const { return j % p_ == rank_; }
+  bool ownsStage(std::int64_t j) const { return options_.deviceOfStage(j) == rank_; }
 
   /// The core's view of this rank: its own stages, its trace device and parameters.
   StageCoreConfig coreConfig() const {

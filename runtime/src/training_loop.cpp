@@ -36,8 +36,8 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
 
   const Batch batch = model.makeBatch(options.batch, options.dataSeed);
   const torch::Tensor input = batch.input.to(pipe.devices().front());
-  // The loss runs on the last stage's device: stage n - 1 on pipeline device (n - 1) mod p.
-  const std::size_t lastDevice = (options.balance.size() - 1) % pipe.devices().size();
+  // The loss runs on the last stage's device.
+  const auto lastDevice = static_cast<std::size_t>(options.deviceOfStage(options.stages() - 1));
   const torch::Tensor target = batch.target.to(pipe.devices()[lastDevice]);
   const LossFn lossFn = model.loss;
 

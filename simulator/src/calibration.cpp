@@ -94,10 +94,10 @@ std::string describeCorrectionsBriefly(const ScheduleCorrections& corrections) {
   return "scales " + scales + ", speeds " + speedList(corrections) + ", overhead " + overheadRange(corrections);
 }
 
-/// scheduleLabel's forms: "gpipe", "1f1b", "zb1p", or "interleaved vN", "interleaved-zb vN" with N >= 2.
+/// scheduleLabel's forms: "gpipe", "1f1b", "zb1p", "zbv", or "interleaved vN", "interleaved-zb vN" with N >= 2.
 bool isScheduleLabel(const std::string& text) {
   for (ScheduleKind kind : kScheduleKinds) {
-    if (hasVirtualStages(kind)) {
+    if (fixedStagesPerDevice(kind) == 0) {
       const std::string prefix = scheduleKindName(kind) + " v";
       if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size() || text.size() > prefix.size() + 6) continue;
       const std::string digits = text.substr(prefix.size());
@@ -118,7 +118,7 @@ ReferenceShape shapeFromJson(const JsonCursor& json) {
     const JsonCursor schedule = json.at("schedule");
     shape.schedule = schedule.asString();
     if (!isScheduleLabel(shape.schedule)) {
-      schedule.fail("expected a schedule (gpipe, 1f1b, zb1p, interleaved vN or interleaved-zb vN), got '" +
+      schedule.fail("expected a schedule (gpipe, 1f1b, zb1p, zbv, interleaved vN or interleaved-zb vN), got '" +
                     shape.schedule + "'");
     }
   }

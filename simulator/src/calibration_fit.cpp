@@ -81,7 +81,7 @@ TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
 
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
 /// over what their spans measured, over every timed step of every run (clamped to [0.5, 2]).
-/// Stage j of a run runs on device j mod (its stages / its stages per device).
+/// Stage j of a run runs on its candidate's deviceOfStage(j).
 std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs) {
   std::vector<TimeNs> predictedNs;
   std::vector<TimeNs> measuredNs;
@@ -95,13 +95,14 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
       const auto j = static_cast<std::size_t>(op.partition);
       if (j >= balance.size()) return;
+      const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
       const auto first =
           std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j), std::int64_t{0});
       for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
         const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
-        predictedNs[j % devices] += profiledSpanNs(cost, op);
+        predictedNs[d] += profiledSpanNs(cost, op);
       }
-      measuredNs[j % devices] += op.durationNs;
+      measuredNs[d] += op.durationNs;
     });
   }
   std::vector<double> speeds;

@@ -89,7 +89,7 @@ struct CompiledOp {
   std::int32_t toJ = 0;
   std::int32_t durationSlot = 0;  ///< absolute duration slot (size class already applied)
   std::uint32_t dependencyCount = 0;
-  std::int32_t lane = 0;            ///< compute ops: the pipeline device d = j mod p whose worker runs it
+  std::int32_t lane = 0;            ///< compute ops: the pipeline device d (Schedule::deviceOf) whose worker runs it
   std::uint32_t orderPosition = 0;  ///< compute ops: position in deviceOrder(lane)
   Range successors;
   Range startAlloc;  ///< at op start: allocations (copy buffers)
@@ -109,7 +109,7 @@ struct CompiledOp {
 struct CompiledSchedule {
   SlotLayout layout;
   std::int32_t chunks = 0;      ///< micro-batch count m
-  std::int32_t lanes = 0;       ///< p: pipeline devices, one worker lane each (stage j on lane j mod p)
+  std::int32_t lanes = 0;       ///< p: pipeline devices, one worker lane each (stage j on lane deviceOf(j))
   bool training = true;         ///< false: forward only (no backward ops)
   bool splitsBackward = false;  ///< training with I and W ops instead of B (zero-bubble schedules)
   std::vector<CompiledOp> ops;
@@ -117,7 +117,7 @@ struct CompiledSchedule {
   std::vector<MemoryEffect> effects;
   std::vector<std::uint32_t> orderOps;      ///< deviceOrder(d) for every lane d, concatenated
   std::vector<std::uint32_t> orderStart;    ///< lanes + 1 offsets into orderOps
-  std::vector<std::int32_t> partitionLane;  ///< per partition j: its lane, j mod p
+  std::vector<std::int32_t> partitionLane;  ///< per partition j: its lane, Schedule::deviceOf(j)
   std::vector<std::string> labels;          ///< Schedule::label of every op
   std::vector<std::int32_t> skipStashPartition;
   std::vector<std::int32_t> skipPopPartition;

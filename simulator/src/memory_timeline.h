@@ -20,7 +20,7 @@ struct MemorySample {
 };
 
 /// Memory effects name a partition (stage) j; the timeline sums them per lane, the pipeline
-/// device d = j mod p that holds the stage (one lane per partition when v is 1), and keeps each
+/// device d that holds the stage (Schedule::deviceOf; one lane per partition when v is 1), and keeps each
 /// lane's running total and peak.
 class MemoryTimeline {
  public:

@@ -30,24 +30,16 @@ std::string joined(const std::vector<std::int64_t>& values) {
   return text;
 }
 
-/// gpipe, 1f1b and zb1p with v = 1, interleaved and interleaved-zb with every v >= 2 of the
-/// space, in the tie order (kScheduleKinds' order, then increasing v).
+/// Each family with the v it runs (stagesPerDeviceChoices: gpipe, 1f1b and zb1p 1, zbv 2,
+/// interleaved and interleaved-zb every v >= 2 of the space), in the tie order (kScheduleKinds'
+/// order, then increasing v).
 std::vector<ScheduleShape> scheduleShapes(const SearchSpace& space) {
   std::vector<ScheduleKind> kinds = space.schedules;
   std::sort(kinds.begin(), kinds.end());
   kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
-  std::vector<std::int64_t> vs = space.stagesPerDevice;
-  std::sort(vs.begin(), vs.end());
-  vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
   std::vector<ScheduleShape> shapes;
   for (ScheduleKind kind : kinds) {
-    if (!hasVirtualStages(kind)) {
-      shapes.push_back({kind, 1});
-      continue;
-    }
-    for (std::int64_t v : vs) {
-      if (v >= 2) shapes.push_back({kind, v});
-    }
+    for (std::int64_t v : stagesPerDeviceChoices(kind, space.stagesPerDevice)) shapes.push_back({kind, v});
   }
   return shapes;
 }
@@ -148,7 +140,8 @@ std::vector<Bytes> clusterPeakBytes(const Candidate& candidate, const Prediction
 }
 
 std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,
-                                                         const SearchSpace& space, std::int64_t stagesPerDevice) {
+                                                         const SearchSpace& space, std::int64_t stagesPerDevice,
+                                                         StagePlacement placement) {
   validateSpace(profile, cluster, space);
   if (stagesPerDevice < 1) {
     throw std::invalid_argument("search: stages per device must be positive, got " + std::to_string(stagesPerDevice));
@@ -184,10 +177,11 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
         balances = sim::allCompositions(layers, n);
         break;
       }
-      // Stage j runs on pipeline device j mod p, cluster device j mod p.
+      // Stage j runs on pipeline device deviceOfStage(j), which is that cluster device.
       std::vector<double> speeds;
-      for (std::int64_t j = 0; j < n; ++j)
-        speeds.push_back(cluster.devices[static_cast<std::size_t>(j % p)].relativeSpeed);
+      for (std::int64_t j = 0; j < n; ++j) {
+        speeds.push_back(cluster.devices[static_cast<std::size_t>(placedDevice(placement, j, p))].relativeSpeed);
+      }
       std::vector<std::int64_t> sizes;
       for (std::int64_t chunks : space.chunks) sizes.push_back(microBatching(space.batch, chunks).chunkSize);
       for (std::int64_t size : sortedUnique(sizes)) {
@@ -259,7 +253,8 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
       continue;
     }
     const ShapeInputs balanceInputs = checkedInputs(shapes[s], Checkpoint::Never);
-    balances[s] = enumerateBalances(*balanceInputs.profile, *balanceInputs.cluster, space, shapes[s].v);
+    balances[s] = enumerateBalances(*balanceInputs.profile, *balanceInputs.cluster, space, shapes[s].v,
+                                    stagePlacement(shapes[s].kind));
     total += static_cast<std::int64_t>(balances[s].size() * chunkList.size() * modes.size());
   }
 
@@ -356,13 +351,7 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
 std::vector<std::int64_t> stageCounts(const SearchSpace& space, std::int64_t devices) {
   std::vector<std::int64_t> counts;
   for (const ScheduleKind kind : space.schedules) {
-    if (!hasVirtualStages(kind)) {
-      counts.push_back(devices);
-      continue;
-    }
-    for (const std::int64_t v : space.stagesPerDevice) {
-      if (v >= 2) counts.push_back(devices * v);
-    }
+    for (const std::int64_t v : stagesPerDeviceChoices(kind, space.stagesPerDevice)) counts.push_back(devices * v);
   }
   return sortedUnique(counts);
 }

@@ -64,6 +64,8 @@ TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
       {"--devices cpu,cpu --balance 2,3 --schedule zb1p", "--procs 2 --balance 2,3 --schedule zb1p"},
       {"--devices cpu,cpu --balance 1,1,2,1 --schedule interleaved-zb --checkpoint never",
        "--procs 2 --balance 1,1,2,1 --schedule interleaved-zb --checkpoint never"},
+      // The last stage (the loss) on rank 0.
+      {"--devices cpu,cpu --balance 1,2,1,1 --schedule zbv", "--procs 2 --balance 1,2,1,1 --schedule zbv"},
   };
   for (const auto& [threaded, processes] : cases) {
     const std::vector<double> expected = losses(threaded);

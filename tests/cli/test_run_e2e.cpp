@@ -40,6 +40,7 @@ TEST(RunE2E, EveryScheduleAndBalanceTrainsToTheSameLosses) {
       "--balance 2,1,1,1 --schedule interleaved --stages-per-device 2 --checkpoint always",
       "--balance 2,3 --schedule zb1p --checkpoint except_last",
       "--balance 1,1,1,2 --schedule interleaved-zb --stages-per-device 2 --checkpoint always",
+      "--balance 1,2,1,1 --schedule zbv --checkpoint never",
   };
   for (const std::string& flags : others) {
     const std::vector<double> other = losses(flags);
@@ -183,6 +184,10 @@ TEST(ScheduleExportE2E, WritesTheOrderAsPytorchsCsvAndRefusesWhatItCannotSchedul
   const ProcessResult oneFOneB = pipeprof("schedule export --schedule 1f1b --devices 2 --chunks 2");
   ASSERT_EQ(oneFOneB.code, 0) << oneFOneB.all;
   EXPECT_EQ(oneFOneB.out, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+  const ProcessResult zbv = pipeprof("schedule export --schedule zbv --devices 2 --chunks 2");
+  ASSERT_EQ(zbv.code, 0) << zbv.all;
+  EXPECT_EQ(zbv.out,
+            "0F0,0F1,3F0,3I0,3W0,3F1,3I1,3W1,0I0,0W0,0I1,0W1\n1F0,2F0,1F1,2F1,2I0,2W0,1I0,1W0,2I1,2W1,1I1,1W1\n");
   const ProcessResult bad = pipeprof("schedule export --schedule interleaved-zb --devices 4 --chunks 9");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--chunks 9: interleaved-zb runs the chunks in max(1, chunks / devices) rounds"),

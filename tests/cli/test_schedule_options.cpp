@@ -50,7 +50,7 @@ TEST(ApplyScheduleFlags, BadValuesNameTheValueAndTheFix) {
   };
   const Case cases[] = {
       {"pipedream", "",
-       "--schedule pipedream: unknown schedule; expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb"},
+       "--schedule pipedream: unknown schedule; expected gpipe, 1f1b, interleaved, zb1p, interleaved-zb or zbv"},
       {"interleaved", "0", "--stages-per-device 0: give a positive count"},
       {"interleaved", "two", "--stages-per-device two: give a positive count"},
       {"gpipe", "2", "--stages-per-device 2: --schedule gpipe runs one stage per device; add --schedule interleaved"},
@@ -114,7 +114,8 @@ TEST(ApplyScheduleListFlags, DefaultsSearchEveryScheduleWithOneAndTwoStagesPerDe
   applyScheduleListFlags(ScheduleListFlags{}, space);
   EXPECT_EQ(space.schedules,
             (std::vector<ScheduleKind>{ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
-                                       ScheduleKind::ZeroBubble, ScheduleKind::InterleavedZeroBubble}));
+                                       ScheduleKind::ZeroBubble, ScheduleKind::InterleavedZeroBubble,
+                                       ScheduleKind::ZeroBubbleV}));
   EXPECT_EQ(space.stagesPerDevice, (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(stageCounts(space, 3), (std::vector<std::int64_t>{3, 6}));
 }
@@ -124,8 +125,8 @@ TEST(ApplyScheduleListFlags, BadListsAreUsageErrors) {
   EXPECT_NE(usageError([&] {
               applyScheduleListFlags({"gpipe,zigzag", "1,2"}, space);
             })
-                .find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b, interleaved, zb1p or "
-                      "interleaved-zb"),
+                .find("--schedules gpipe,zigzag: invalid schedule 'zigzag': expected gpipe, 1f1b, interleaved, zb1p, "
+                      "interleaved-zb or zbv"),
             std::string::npos);
   EXPECT_NE(usageError([&] {
               applyScheduleListFlags({"interleaved", "1,0"}, space);

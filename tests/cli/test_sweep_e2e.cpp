@@ -187,7 +187,7 @@ TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWha
 
 TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule) {
   // mlp --depth 3: 5 layers. One balance per schedule: gpipe, 1f1b and zb1p [2,3] (2 stages),
-  // interleaved and interleaved-zb v2 [1,1,1,2] (4 stages on the 2 devices).
+  // interleaved, interleaved-zb v2 and zbv [1,1,1,2] (4 stages on the 2 devices).
   const fs::path report = dir_ / "report.json";
   const ProcessResult run = pipeprof(
       "sweep --model mlp --width 16 --depth 3 --devices cpu,cpu --batch 8 --chunks 2 --checkpoint never "
@@ -195,7 +195,7 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
       quote(report.string()));
   ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
-  ASSERT_EQ(parsed.candidates.size(), 5u);
+  ASSERT_EQ(parsed.candidates.size(), 6u);
   std::vector<std::string> labels;
   for (const CandidateResult& result : parsed.candidates) {
     labels.push_back(result.candidate.label());
@@ -214,9 +214,9 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
     EXPECT_NE(trace.find("\"loss(0)\""), std::string::npos) << measured;
   }
   std::sort(labels.begin(), labels.end());
-  EXPECT_EQ(labels,
-            (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[1,1,1,2] x2 never interleaved-zb v2",
-                                      "[2,3] x2 never", "[2,3] x2 never 1f1b", "[2,3] x2 never zb1p"}));
+  EXPECT_EQ(labels, (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2",
+                                              "[1,1,1,2] x2 never interleaved-zb v2", "[1,1,1,2] x2 never zbv",
+                                              "[2,3] x2 never", "[2,3] x2 never 1f1b", "[2,3] x2 never zb1p"}));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b1-1-1-2_m2_never_interleaved-v2.measured.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never_1f1b.predicted.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never.measured.json"));
@@ -225,6 +225,9 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
     const std::string zb = slurp(dir_ / "report.traces" / (std::string("b2-3_m2_never_zb1p") + suffix));
     EXPECT_NE(zb.find("\"backward-input(1,1)\""), std::string::npos) << suffix;
     EXPECT_NE(zb.find("\"backward-weight(0,0)\""), std::string::npos) << suffix;
+    // zbv's last stage (3) runs on device 0: its spans are on device 0's track.
+    const std::string zbv = slurp(dir_ / "report.traces" / (std::string("b1-1-1-2_m2_never_zbv") + suffix));
+    EXPECT_NE(zbv.find("\"backward-input(1,3)\""), std::string::npos) << suffix;
   }
 
   const ProcessResult compare = pipeprof("compare " + quote(report.string()));

@@ -175,7 +175,7 @@ TEST(CandidateJson, RejectsMalformedInput) {
             "r.json: $.candidates[2].candidate: missing required field 'chunks'");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["schedule"] = "zb"; }),
             "r.json: $.candidates[2].candidate.schedule: invalid schedule 'zb': expected gpipe, 1f1b, interleaved, "
-            "zb1p or interleaved-zb");
+            "zb1p, interleaved-zb or zbv");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["devices"] = {0}; }),
             "r.json: $.candidates[2].candidate.devices: expected one device per pipeline device (2), got 1");
   EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["stages_per_device"] = 3; }),

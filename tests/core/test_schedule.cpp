@@ -228,7 +228,7 @@ TEST(ScheduleKind, NamesAndParsing) {
   EXPECT_EQ(parseScheduleKind("interleaved"), ScheduleKind::Interleaved);
   EXPECT_THAT([] { parseScheduleKind("zb"); },
               ThrowsMessage<std::invalid_argument>(
-                  StrEq("invalid schedule 'zb': expected gpipe, 1f1b, interleaved, zb1p or interleaved-zb")));
+                  StrEq("invalid schedule 'zb': expected gpipe, 1f1b, interleaved, zb1p, interleaved-zb or zbv")));
   EXPECT_EQ(parseScheduleKindList("interleaved,gpipe,interleaved"),
             (std::vector<ScheduleKind>{ScheduleKind::Interleaved, ScheduleKind::GPipe}));
   EXPECT_THROW(parseScheduleKindList("gpipe,"), std::invalid_argument);

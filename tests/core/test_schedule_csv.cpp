@@ -67,8 +67,8 @@ TEST(ScheduleCsv, LeavesOutRecomputesAndLosses) {
             "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1F1,1I1,1W0,1W1\n");
 }
 
-// PyTorch 2.6's own orders: interleaved 1F1B and interleaved zero bubble at every fixture shape
-// are what pipeprof generates for the same schedule.
+// PyTorch 2.6's own orders: interleaved 1F1B, interleaved zero bubble and ZBV at every fixture
+// shape are what pipeprof generates for the same schedule.
 TEST(PytorchSchedules, GeneratedOrdersEqualPytorchs) {
   struct Case {
     const char* file;
@@ -82,7 +82,11 @@ TEST(PytorchSchedules, GeneratedOrdersEqualPytorchs) {
                         Case{"interleaved_zero_bubble_p2_m4_v2.csv", ScheduleKind::InterleavedZeroBubble, 2, 4, 2},
                         Case{"interleaved_zero_bubble_p2_m8_v2.csv", ScheduleKind::InterleavedZeroBubble, 2, 8, 2},
                         Case{"interleaved_zero_bubble_p4_m8_v2.csv", ScheduleKind::InterleavedZeroBubble, 4, 8, 2},
-                        Case{"interleaved_zero_bubble_p4_m16_v2.csv", ScheduleKind::InterleavedZeroBubble, 4, 16, 2}}) {
+                        Case{"interleaved_zero_bubble_p4_m16_v2.csv", ScheduleKind::InterleavedZeroBubble, 4, 16, 2},
+                        Case{"zbv_zero_bubble_p2_m4_v2.csv", ScheduleKind::ZeroBubbleV, 2, 4, 2},
+                        Case{"zbv_zero_bubble_p2_m8_v2.csv", ScheduleKind::ZeroBubbleV, 2, 8, 2},
+                        Case{"zbv_zero_bubble_p4_m8_v2.csv", ScheduleKind::ZeroBubbleV, 4, 8, 2},
+                        Case{"zbv_zero_bubble_p4_m16_v2.csv", ScheduleKind::ZeroBubbleV, 4, 16, 2}}) {
     EXPECT_EQ(writeScheduleCsv(scheduleActions(build(c.kind, c.p, c.m, c.v))),
               writeScheduleCsv(readScheduleCsv(fixture(c.file), c.file)))
         << c.file;

@@ -1,5 +1,6 @@
-// Tests for schedule.cpp's device orders: 1F1B and interleaved 1F1B per-device tables, literally.
+// Tests for schedule.cpp's device orders: every family's per-device tables, literally.
 #include <pipeprof/core/schedule.h>
+#include <pipeprof/core/schedule_csv.h>
 
 #include "schedule_test_util.h"
 
@@ -178,6 +179,48 @@ TEST(ZeroBubble, WaitsForItsIAndIForTheGradients) {
   EXPECT_EQ(schedule.label(weight), "backward-weight(1,0)");
 }
 
+// ZBV as torch's ScheduleZBVZeroBubble runs it (PyTorch 2.6, in torch's CSV: rank r's row; the
+// fixtures hold m >= 2p - 1 at p = 2, 4): fewer micro-batches than the 2p - 1 its rounds need
+// (their steps dropped), one, and an odd count.
+TEST(ZeroBubbleV, OrdersEqualPytorchsAtShapesTheFixturesLack) {
+  const auto csv = [](std::int64_t p, std::int64_t m) {
+    return writeScheduleCsv(scheduleActions(build(ScheduleKind::ZeroBubbleV, p, m, 2, Checkpoint::ExceptLast)));
+  };
+  EXPECT_EQ(csv(3, 2), "0F0,0F1,5F0,5I0,5W0,5F1,5I1,5W1,0I0,0W0,0I1,0W1\n"
+                       "1F0,1F1,4F0,4F1,4I0,4W0,4I1,4W1,1I0,1W0,1I1,1W1\n"
+                       "2F0,3F0,2F1,3F1,3I0,3W0,2I0,2W0,3I1,3W1,2I1,2W1\n");
+  EXPECT_EQ(csv(2, 1), "0F0,3F0,3I0,3W0,0I0,0W0\n1F0,2F0,2I0,2W0,1I0,1W0\n");
+  EXPECT_EQ(csv(3, 7),
+            "0F0,0F1,0F2,0F3,0F4,5F0,5I0,5W0,5F1,5I1,5W1,5F2,5I2,5W2,0F5,0I0,0W0,5F3,5I3,5W3,0F6,0I1,0W1,5F4,5I4,5W4,"
+            "0I2,0W2,5F5,5I5,5W5,0I3,0W3,5F6,5I6,5W6,0I4,0W4,0I5,0W5,0I6,0W6\n"
+            "1F0,1F1,1F2,4F0,1F3,4F1,4I0,4W0,4F2,4I1,4W1,1F4,1I0,1W0,4F3,4I2,4W2,1F5,1I1,1W1,4F4,4I3,4W3,1F6,1I2,1W2,"
+            "4F5,4I4,4W4,1I3,1W3,4F6,4I5,4W5,1I4,4I6,1I5,1W4,1I6,1W5,4W6,1W6\n"
+            "2F0,3F0,2F1,3F1,2F2,3F2,3I0,3W0,2F3,2I0,2W0,3F3,3I1,3W1,2F4,2I1,2W1,3F4,3I2,3W2,2F5,2I2,2W2,3F5,3I3,3W3,"
+            "2F6,2I3,2W3,3F6,3I4,3W4,2I4,3I5,2I5,3I6,2I6,2W4,3W5,3W6,2W5,2W6\n");
+  EXPECT_EQ(csv(4, 3), "0F0,0F1,0F2,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,0I0,0W0,0I1,0W1,0I2,0W2\n"
+                       "1F0,1F1,1F2,6F0,6F1,6I0,6W0,6F2,6I1,6W1,6I2,6W2,1I0,1W0,1I1,1W1,1I2,1W2\n"
+                       "2F0,2F1,2F2,5F0,5F1,5F2,5I0,5W0,5I1,5W1,2I0,2W0,5I2,5W2,2I1,2W1,2I2,2W2\n"
+                       "3F0,4F0,3F1,4F1,3F2,4F2,4I0,4W0,3I0,3W0,4I1,4W1,3I1,3W1,4I2,4W2,3I2,3W2\n");
+}
+
+TEST(ZeroBubbleV, PlacesStagesInAVWithTheLossOnDeviceZero) {
+  const Schedule schedule = build(ScheduleKind::ZeroBubbleV, 3, 2, 2, Checkpoint::ExceptLast);
+  std::vector<std::int64_t> devices;
+  for (std::int64_t j = 0; j < schedule.partitions(); ++j) devices.push_back(schedule.deviceOf(j));
+  EXPECT_EQ(devices, (std::vector<std::int64_t>{0, 1, 2, 2, 1, 0}));
+  // Device 0 runs the last stage's losses, each right after its forward, and the recompute of
+  // a checkpointed micro-batch right before its I.
+  EXPECT_THAT(table(schedule)[0], StrEq("F0.0 F1.0 F0.5 L0 R0.5 I0.5 W0.5 F1.5 L1 I1.5 W1.5 R0.0 I0.0 W0.0 I1.0 W1.0"));
+  // Stages 2 and 3 share device 2: the activation between them is a copy within the device.
+  const Op& turn = schedule.op(*schedule.find(OpKind::Forward, 0, 3));
+  bool waitsForStage2 = false;
+  for (OpIndex dep : turn.deps) {
+    const Op& copy = schedule.op(dep);
+    waitsForStage2 = waitsForStage2 || (copy.kind == OpKind::Copy && copy.j == 2 && copy.toJ == 3);
+  }
+  EXPECT_TRUE(waitsForStage2);
+}
+
 TEST(DeviceSteps, GPipeIsForwardsThenBackwardsInReverse) {
   EXPECT_EQ(
       deviceSteps(ScheduleKind::GPipe, 2, 2, 1),
@@ -199,14 +242,17 @@ TEST(DeviceSteps, EveryForwardAndBackwardOnceOnItsDevice) {
                                                             {ScheduleKind::InterleavedZeroBubble, 3, 6, 2},
                                                             {ScheduleKind::InterleavedZeroBubble, 4, 2, 2},
                                                             {ScheduleKind::InterleavedZeroBubble, 2, 6, 3},
-                                                            {ScheduleKind::InterleavedZeroBubble, 3, 5, 2}}) {
+                                                            {ScheduleKind::InterleavedZeroBubble, 3, 5, 2},
+                                                            {ScheduleKind::ZeroBubbleV, 3, 5, 2},
+                                                            {ScheduleKind::ZeroBubbleV, 4, 2, 2},
+                                                            {ScheduleKind::ZeroBubbleV, 1, 3, 2}}) {
     const auto devices = deviceSteps(kind, p * v, m, v);
     ASSERT_EQ(devices.size(), static_cast<std::size_t>(p));
     // Every (kind, i, j) once: B for the others, I and W for the zero-bubble families.
     std::vector<int> seen(static_cast<std::size_t>(3 * m * p * v), 0);
     for (std::size_t d = 0; d < devices.size(); ++d) {
       for (const OrderStep& step : devices[d]) {
-        EXPECT_EQ(step.j % p, static_cast<std::int64_t>(d));
+        EXPECT_EQ(placedDevice(stagePlacement(kind), step.j, p), static_cast<std::int64_t>(d));
         const int pass = step.kind == OpKind::Forward ? 0 : step.kind == OpKind::BackwardWeight ? 2 : 1;
         if (step.kind != OpKind::Forward) {
           EXPECT_EQ(step.kind == OpKind::Backward, !splitsBackward(kind));
@@ -229,6 +275,7 @@ TEST(ScheduleLabel, NamesTheScheduleAndTheStagesPerDeviceOfInterleaved) {
   EXPECT_EQ(scheduleLabel(ScheduleKind::Interleaved, 2), "interleaved v2");
   EXPECT_EQ(scheduleLabel(ScheduleKind::ZeroBubble, 1), "zb1p");
   EXPECT_EQ(scheduleLabel(ScheduleKind::InterleavedZeroBubble, 2), "interleaved-zb v2");
+  EXPECT_EQ(scheduleLabel(ScheduleKind::ZeroBubbleV, 2), "zbv");
   EXPECT_EQ(parseScheduleKindList("zb1p,interleaved-zb"),
             (std::vector<ScheduleKind>{ScheduleKind::ZeroBubble, ScheduleKind::InterleavedZeroBubble}));
 }
@@ -245,6 +292,11 @@ TEST(ScheduleShape, RejectsWhatItCannotScheduleNamingMPAndV) {
             "interleaved-zb runs the chunks in max(1, chunks / devices) rounds of equal size: 9 chunks do not split "
             "into 2 (devices: 4)");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::InterleavedZeroBubble, 2, 8, 6), "");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::ZeroBubbleV, 3, 6, 4),
+            "zbv runs exactly 2 stages per device, device d holding stages d and 2p - 1 - d (stages per device: 3)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::ZeroBubbleV, 1, 2, 4),
+            "zbv runs exactly 2 stages per device, device d holding stages d and 2p - 1 - d (stages per device: 1)");
+  EXPECT_EQ(scheduleShapeError(ScheduleKind::ZeroBubbleV, 2, 6, 1), "");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::Interleaved, 2, 5, 4),
             "the stages must split evenly over the devices: 5 stages is not a multiple of 2 stages per device");
   EXPECT_EQ(scheduleShapeError(ScheduleKind::GPipe, 0, 4, 4),

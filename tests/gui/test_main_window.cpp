@@ -57,7 +57,7 @@ TEST(MainWindow, TheScheduleComboFiltersTheTable) {
   MainWindow window(quiet());
   ASSERT_TRUE(window.openReport(test::samplePath()));
   QComboBox* schedule = window.candidatesView()->scheduleCombo();
-  ASSERT_EQ(schedule->count(), 6);  // all, gpipe, 1f1b, interleaved, zb1p, interleaved-zb
+  ASSERT_EQ(schedule->count(), 7);  // all, gpipe, 1f1b, interleaved, zb1p, interleaved-zb, zbv
   EXPECT_EQ(schedule->itemText(0), QStringLiteral("All schedules"));
   schedule->setCurrentIndex(schedule->findText(QStringLiteral("1f1b")));
   QAbstractItemModel* table = window.candidatesView()->table()->model();

@@ -178,13 +178,13 @@ TEST_F(TuningPanelTest, SuggestSearchesTheTickedSchedulesAndStagesPerDevice) {
   ASSERT_TRUE(space.has_value()) << error.toStdString();
   EXPECT_EQ(space->schedules,
             (std::vector<ScheduleKind>{ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubble,
-                                       ScheduleKind::InterleavedZeroBubble}));
+                                       ScheduleKind::InterleavedZeroBubble, ScheduleKind::ZeroBubbleV}));
   EXPECT_EQ(space->stagesPerDevice, (std::vector<std::int64_t>{1, 2, 4}));
   suggest->stagesPerDeviceEdit()->setText(QStringLiteral("1"));
   EXPECT_FALSE(suggest->searchSpace(&error).has_value());
   EXPECT_TRUE(error.contains(QStringLiteral("at least 2"))) << error.toStdString();
   for (ScheduleKind kind : {ScheduleKind::OneFOneB, ScheduleKind::Interleaved, ScheduleKind::ZeroBubble,
-                            ScheduleKind::InterleavedZeroBubble})
+                            ScheduleKind::InterleavedZeroBubble, ScheduleKind::ZeroBubbleV})
     suggest->scheduleCheck(kind)->setChecked(false);
   EXPECT_FALSE(suggest->searchSpace(&error).has_value());
   EXPECT_EQ(error, QStringLiteral("Tick at least one schedule."));

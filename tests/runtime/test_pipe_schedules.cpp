@@ -94,6 +94,9 @@ TEST(PipeSchedules, StepEqualsTheUnpartitionedModelUnderEverySchedule) {
       {ScheduleKind::InterleavedZeroBubble, 2, {2, 2, 4, 4}, {2, 4, 6}},
       {ScheduleKind::InterleavedZeroBubble, 2, randomBalance(random, kSkipLayers, 6), {3}},     // p = 3, m = 3
       {ScheduleKind::InterleavedZeroBubble, 3, randomBalance(random, kSkipLayers, 6), {2, 4}},  // p = 2, v = 3
+      // V placement: skips from stage 0 (device 0) to stage 3 (device 0 again) and across.
+      {ScheduleKind::ZeroBubbleV, 2, {2, 2, 4, 4}, {1, 2, 4, 7}},                     // m < 2p - 1 drops steps
+      {ScheduleKind::ZeroBubbleV, 2, randomBalance(random, kSkipLayers, 6), {2, 5}},  // p = 3
   };
   for (const Case& c : cases) {
     for (std::int64_t chunks : c.chunks) {
@@ -182,7 +185,8 @@ TEST(PipeSchedules, DeferredBatchNormStatisticsEqualTheWholeBatchsUnderEverySche
                                 {ScheduleKind::Interleaved, 2, {1, 1, 2, 1}, {4, 2}},
                                 {ScheduleKind::Interleaved, 2, {2, 1, 1, 1}, {4}},
                                 {ScheduleKind::ZeroBubble, 1, {2, 2, 1}, {4, 2}},
-                                {ScheduleKind::InterleavedZeroBubble, 2, {1, 1, 2, 1}, {4, 2}}};
+                                {ScheduleKind::InterleavedZeroBubble, 2, {1, 1, 2, 1}, {4, 2}},
+                                {ScheduleKind::ZeroBubbleV, 2, {1, 2, 1, 1}, {4, 2}}};
   for (const Case& c : cases) {
     for (std::int64_t chunks : c.chunks) {
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {

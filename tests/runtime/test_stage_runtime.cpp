@@ -86,6 +86,8 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
       {ScheduleKind::ZeroBubble, 1, {2, 4, 6}, 5},
       {ScheduleKind::InterleavedZeroBubble, 2, {2, 2, 4, 4}, 4},
       {ScheduleKind::InterleavedZeroBubble, 2, {1, 3, 3, 2, 2, 1}, 3},
+      {ScheduleKind::ZeroBubbleV, 2, {2, 2, 4, 4}, 4},        // stages 0, 3 on rank 0 (its loss); 1, 2 on rank 1
+      {ScheduleKind::ZeroBubbleV, 2, {1, 3, 3, 2, 2, 1}, 2},  // three ranks, m < 2p - 1
   };
   for (const Case& c : cases) {
     for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
@@ -99,11 +101,15 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
       std::string errors;
       for (const RankResult& result : results) errors += result.error;
       ASSERT_EQ(errors, "");
+      const auto lossRank =
+          static_cast<std::size_t>(stageOptions(c.kind, c.v, c.balance, c.chunks, mode)
+                                       .deviceOfStage(static_cast<std::int64_t>(c.balance.size()) - 1));
       for (std::size_t r = 0; r < results.size(); ++r) {
-        EXPECT_EQ(results[r].loss.defined(), r + 1 == results.size()) << "only the last stage's rank has the loss";
+        EXPECT_EQ(results[r].loss.defined(), r == lossRank) << "only the last stage's rank has the loss";
         grads.insert(results[r].grads.begin(), results[r].grads.end());
       }
-      ASSERT_TRUE(close(results.back().loss, expectedLoss.detach())) << results.back().loss << expectedLoss;
+      const torch::Tensor& loss = results[lossRank].loss;
+      ASSERT_TRUE(close(loss, expectedLoss.detach())) << loss << expectedLoss;
       ASSERT_EQ(grads.size(), whole->named_parameters().size());
       for (const auto& named : whole->named_parameters()) {
         ASSERT_TRUE(close(grads.at(named.key()), named.value().grad())) << named.key();
@@ -119,12 +125,13 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
   torch::nn::Sequential expected = testing::bnModel();
   for (int step = 0; step < 2; ++step) expected->forward(input);
   // bn2 is in stage 1 (rank 1) under both; 10 rows in 4 chunks are 3, 3, 3, 1.
-  for (const Case& c : {Case{ScheduleKind::GPipe, 1, {2, 3}, 4}, Case{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4},
-                        Case{ScheduleKind::ZeroBubble, 1, {2, 2, 1}, 4}}) {
+  for (const Case& c :
+       {Case{ScheduleKind::GPipe, 1, {2, 3}, 4}, Case{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4},
+        Case{ScheduleKind::ZeroBubble, 1, {2, 2, 1}, 4}, Case{ScheduleKind::ZeroBubbleV, 2, {1, 2, 1, 1}, 4}}) {
     SCOPED_TRACE(scheduleKindName(c.kind) + " balance " + text(c.balance));
     StageOptions options = stageOptions(c.kind, c.v, c.balance, c.chunks, Checkpoint::ExceptLast);
     options.deferredBatchNorm = true;
-    const auto p = static_cast<int>(c.balance.size());
+    const auto p = static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v));
     std::vector<torch::nn::Sequential> models;
     for (int r = 0; r < p; ++r) models.push_back(testing::bnModel());
     const std::string failures = testing::joined(testing::runRanks(p, [&](int r, Transport& transport) {

@@ -224,8 +224,8 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
   json["shapes"][0]["schedule"] = "interleaved v1";
   EXPECT_EQ(
       formatError(json),
-      "cal.json: $.shapes[0].schedule: expected a schedule (gpipe, 1f1b, zb1p, interleaved vN or interleaved-zb vN), "
-      "got 'interleaved v1'");
+      "cal.json: $.shapes[0].schedule: expected a schedule (gpipe, 1f1b, zb1p, zbv, interleaved vN or interleaved-zb "
+      "vN), got 'interleaved v1'");
   json = toJson(sampleCalibration());
   json["shapes"][0]["checkpoint"] = "sometimes";
   EXPECT_EQ(formatError(json),

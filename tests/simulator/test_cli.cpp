@@ -120,7 +120,8 @@ TEST_F(SimulatorCli, SuggestSearchesEveryScheduleByDefault) {
   EXPECT_EQ(schedules, (std::set<std::string>{"gpipe", "1f1b"})) << "the 5 best of both";
   // The zero-bubble families need the backward's I/W split, which this profile lacks: left out,
   // and said so.
-  EXPECT_NE(r.err.find("note: zb1p and interleaved-zb are left out: the profile predates"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("note: zb1p, interleaved-zb and zbv are left out: the profile predates"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(SimulatorCli, ZeroBubbleIsSimulatedAndSearchedWithAProfileThatSplitsTheBackward) {

@@ -1,4 +1,4 @@
-// Tests for simulate() under the zero-bubble schedules (zb1p, interleaved-zb): closed-form step
+// Tests for simulate() under the zero-bubble schedules (zb1p, interleaved-zb, zbv): closed-form step
 // times and per-device peaks with unit costs (docs/simulator.md, "Zero bubble"), and what a
 // profile without the backward's split gets.
 #include <pipeprof/simulator/simulator.h>
@@ -101,6 +101,39 @@ TEST(ZeroBubbleMemory, ZbOnePKeepsOneFOneBsPeakWhenWKeepsLessThanAMicroBatch) {
     const Bytes oneFOneBPeak = *std::max_element(oneFOneB.peakBytes.begin(), oneFOneB.peakBytes.end());
     for (Bytes peak : zb.peakBytes) EXPECT_LE(peak, oneFOneBPeak) << describe(shape, 48, 48);
     EXPECT_EQ(zb.peakBytes[0], oneFOneB.peakBytes[0]) << describe(shape, 48, 48);
+  }
+}
+
+/// Shapes zbv runs in full: m >= 2p - 1 micro-batches (the rounds torch's order is built on).
+std::vector<Shape> fullZbvShapes() {
+  std::vector<Shape> shapes;
+  for (std::int64_t p = 1; p <= 5; ++p) {
+    for (std::int64_t m : {2 * p - 1, 2 * p, 3 * p, std::int64_t{13}}) shapes.push_back({p, m, 2});
+  }
+  return shapes;
+}
+
+// ZBV with unit costs (each stage's F, I and W all t = F / 2): torch's order is a lock-step
+// grid in which rank d starts at slot d and never idles, so the step is 6 m t + (p - 1) t:
+// m (F + I + W) + (p - 1) F / 2, half of ZB-H1's (p - 1) F.
+TEST(ZeroBubbleVClosedForm, WithUnitCostsTheBubbleIsPMinusOneStageForwards) {
+  for (const Shape& shape : fullZbvShapes()) {
+    const Prediction p = run(ScheduleKind::ZeroBubbleV, shape, kF, kF);
+    EXPECT_EQ(p.iterationNs, shape.m * 3 * kF + (shape.p - 1) * kF / 2) << describe(shape, kF, kF);
+    for (TimeNs busy : p.busyNs) EXPECT_EQ(busy, shape.m * 3 * kF) << describe(shape, kF, kF);
+  }
+}
+
+// Every device holds 2p micro-batches of one stage's saved bytes at its peak, whatever the
+// split (each W runs right after its I until the cool-down): 1F1B's device-0 peak, on every
+// device.
+TEST(ZeroBubbleVMemory, EveryDeviceHoldsTwoPStageMicroBatches) {
+  for (const Shape& shape : fullZbvShapes()) {
+    for (const auto& [i, w] : kSplits) {
+      const Prediction p = run(ScheduleKind::ZeroBubbleV, shape, i, w);
+      ASSERT_EQ(p.peakBytes.size(), static_cast<std::size_t>(shape.p));
+      for (Bytes peak : p.peakBytes) EXPECT_EQ(peak, 2 * shape.p * kS) << describe(shape, i, w);
+    }
   }
 }
 

@@ -22,12 +22,8 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
                                            std::int64_t layers) {
   std::vector<std::pair<ScheduleKind, std::int64_t>> schedules;
   for (const ScheduleKind kind : std::set<ScheduleKind>(kinds.begin(), kinds.end())) {
-    if (!hasVirtualStages(kind)) {
-      schedules.emplace_back(kind, 1);
-      continue;
-    }
-    for (const std::int64_t v : std::set<std::int64_t>(stagesPerDevice.begin(), stagesPerDevice.end())) {
-      if (v >= 2 && devices * v <= layers) schedules.emplace_back(kind, v);
+    for (const std::int64_t v : stagesPerDeviceChoices(kind, stagesPerDevice)) {
+      if (v == 1 || devices * v <= layers) schedules.emplace_back(kind, v);
     }
   }
   std::vector<PipelineShape> shapes{gpipeReferenceShape()};

@@ -20,7 +20,8 @@ struct Candidate : PipelineShape {
   /// empty means pipeline device d on cluster device d.
   std::vector<std::int64_t> devices;
 
-  /// Cluster device of stage j: devices[j mod p], or j mod p when devices is empty.
+  /// Cluster device of stage j: devices[deviceOfStage(j)], or deviceOfStage(j) when devices is
+  /// empty.
   std::int64_t deviceOf(std::int64_t j) const;
   /// "[2,6] x8 except_last": balance, chunks and mode, then the schedule unless it is gpipe
   /// ("[2,6] x8 never 1f1b", "[1,1,1,1] x4 never interleaved v2"); identifies a candidate in a

@@ -14,8 +14,8 @@
 namespace pipeprof {
 
 /// How a model runs as a pipeline: n stages of balance[j] layers each, v stages per pipeline
-/// device on p = n / v devices (stage j on device j mod p), trained in m = chunks micro-batches
-/// under a schedule and a checkpoint mode.
+/// device on p = n / v devices (stage j on device deviceOfStage(j): j mod p, or zbv's V), trained in m = chunks
+/// micro-batches under a schedule and a checkpoint mode.
 ///
 /// Candidate, ScheduleSpec, PipeOptions, StageOptions and TrainingOptions inherit it (their
 /// other fields say where and how long it runs), so a shape passes from one to the next by
@@ -28,7 +28,7 @@ namespace pipeprof {
 struct PipelineShape {
   std::vector<std::int64_t> balance;  ///< layers per stage; n = balance.size()
   ScheduleKind schedule = ScheduleKind::GPipe;
-  /// v: stages per pipeline device (1 for gpipe, 1f1b and zb1p, >= 2 for interleaved and interleaved-zb).
+  /// v: stages per pipeline device (1 for gpipe, 1f1b and zb1p, >= 2 for interleaved and interleaved-zb, 2 for zbv).
   std::int64_t stagesPerDevice = 1;
   std::int64_t chunks = 1;  ///< m: micro-batches asked for (torch.chunk may make fewer)
   Checkpoint checkpoint = Checkpoint::ExceptLast;
@@ -39,6 +39,9 @@ struct PipelineShape {
   /// uses: for a malformed shape (v < 1, or v not dividing n) it is n, one device per stage,
   /// so counts stay defined until shapeError() names the problem.
   std::int64_t pipelineDevices() const;
+  /// The pipeline device d < p that runs stage j: placedDevice(stagePlacement(schedule), j, p),
+  /// j mod p for every family but zbv (device d holds stages d and 2p - 1 - d).
+  std::int64_t deviceOfStage(std::int64_t j) const;
   /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
   std::string scheduleLabel() const;
 
@@ -58,8 +61,8 @@ struct PipelineShape {
 };
 
 /// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
-/// v must be 1 for gpipe, 1f1b and zb1p and at least 2 for interleaved and interleaved-zb, n a
-/// multiple of v; for interleaved m a multiple of the p = n / v devices, for interleaved-zb a
+/// v must be 1 for gpipe, 1f1b and zb1p, at least 2 for interleaved and interleaved-zb and 2
+/// for zbv, n a multiple of v; for interleaved m a multiple of the p = n / v devices, for interleaved-zb a
 /// multiple of its max(1, m / p) rounds (torch's ScheduleInterleavedZeroBubble), e.g. "interleaved needs chunks a
 /// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);

@@ -1,11 +1,12 @@
 // Schedules: the per-device op orders of a candidate (GPipe, 1F1B, interleaved 1F1B, and the
-// zero-bubble ZB-H1 and interleaved zero bubble) and their ops.
+// zero-bubble ZB-H1, interleaved zero bubble and ZBV) and their ops.
 //
 // Vocabulary, used everywhere in pipeprof:
 //   i  micro-batch        (0 <= i < m, m = chunks)
 //   j  stage (partition)  (0 <= j < n, n = number of stages = balance.size())
 //   d  device             (0 <= d < p; stage j runs on device j mod p, so device d holds the
-//                          v = n / p stages d, d + p, d + 2p, ...: its virtual stages)
+//                          v = n / p stages d, d + p, d + 2p, ...: its virtual stages; under
+//                          zbv device d holds stages d and 2p - 1 - d)
 //   k  clock             (GPipe: cells (i, j) with i + j == k; m + n - 1 clocks)
 //
 // Ops: F forward(i,j), R recompute(i,j), L loss(i) (on the last stage, right after its
@@ -54,6 +55,20 @@
 //
 //   device 0   F0 F1 I0 W0 F2 I1 W1 F3 I2 W2 I3 W3
 //   device 1   F0 L0 I0 F1 L1 I1 W0 F2 L2 I2 W1 F3 L3 I3 W2 W3
+//
+// ZBV (zbv: v = 2; torch's ScheduleZBVZeroBubble, Qi et al.'s ZB-V): device d holds stages d
+// and 2p - 1 - d, so a micro-batch goes down the devices and back up, and the last stage (its
+// loss) is on device 0. Device d warms up with 2(p - d) - 1 forwards of its first stage, d
+// pairs of forwards (second stage, then first), p - d rounds of F, I, W of its second stage;
+// then rounds of F, I, W of the first stage and F, I, W of the second; it cools down with d
+// pairs of I's and p - d rounds of I, W of its first stage, then the W's it still owes. The
+// rounds run max(m, 2p - 1) micro-batches; the steps of those past m are dropped (torch leaves
+// their slots idle). m = 4, p = 2 (stages 0, 3 on device 0; 1, 2 on device 1; Fi.j):
+//
+//   device 0   F0.0 F1.0 F2.0 F0.3 L0 I0.3 W0.3 F1.3 L1 I1.3 W1.3 F3.0 I0.0 W0.0 F2.3 L2 I2.3 W2.3
+//              I1.0 W1.0 F3.3 L3 I3.3 W3.3 I2.0 W2.0 I3.0 W3.0
+//   device 1   F0.1 F0.2 F1.1 F1.2 I0.2 W0.2 F2.1 I0.1 W0.1 F2.2 I1.2 W1.2 F3.1 I1.1 W1.1 F3.2
+//              I2.2 W2.2 I2.1 I3.2 I3.1 W2.1 W3.2 W3.1
 //
 // Every schedule: recompute(i, j) of a checkpointed micro-batch comes right before
 // backward(i, j) in the device order; it waits only for the previous op of its device (not
@@ -168,8 +183,8 @@ class Schedule {
   /// p: the number of devices (n / v).
   std::int64_t devices() const { return spec_.pipelineDevices(); }
   std::int64_t stagesPerDevice() const { return spec_.stagesPerDevice; }
-  /// The device that runs stage j: j mod p.
-  std::int64_t deviceOf(std::int64_t j) const { return j % devices(); }
+  /// The device that runs stage j: j mod p, or zbv's V (spec().deviceOfStage(j)).
+  std::int64_t deviceOf(std::int64_t j) const { return spec_.deviceOfStage(j); }
   std::int64_t layers() const;
   /// First layer index of partition j, and the partition that holds a layer.
   std::int64_t firstLayer(std::int64_t j) const;

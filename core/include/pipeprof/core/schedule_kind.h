@@ -1,4 +1,5 @@
-// The schedule family (gpipe, 1f1b, interleaved, zb1p, interleaved-zb) and its names as users type and read them.
+// The schedule family (gpipe, 1f1b, interleaved, zb1p, interleaved-zb, zbv), its names as users type and read
+// them, the stages per device it runs and where it places them.
 #pragma once
 
 #include <cstdint>
@@ -11,29 +12,54 @@ namespace pipeprof {
 /// backward), interleaved (1F1B over v >= 2 virtual stages per device), and the zero-bubble
 /// ones, which split each backward into I (the input's gradient) then W (the weights'):
 /// zb1p (ZB-H1, 1F1B's order with W deferred into the cool-down) and interleaved-zb (the same
-/// over v >= 2 virtual stages per device; torch's ScheduleInterleavedZeroBubble).
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubble, InterleavedZeroBubble };
+/// over v >= 2 virtual stages per device; torch's ScheduleInterleavedZeroBubble), and zbv
+/// (torch's ScheduleZBVZeroBubble: two stages per device in a V, rank r holding stages r and
+/// 2p - 1 - r).
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubble, InterleavedZeroBubble, ZeroBubbleV };
 
 /// Every family, in the order users read them.
-inline constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                                  ScheduleKind::Interleaved, ScheduleKind::ZeroBubble,
-                                                  ScheduleKind::InterleavedZeroBubble};
+inline constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::GPipe,
+                                                  ScheduleKind::OneFOneB,
+                                                  ScheduleKind::Interleaved,
+                                                  ScheduleKind::ZeroBubble,
+                                                  ScheduleKind::InterleavedZeroBubble,
+                                                  ScheduleKind::ZeroBubbleV};
 
-/// Whether the family runs v >= 2 virtual stages per device (interleaved, interleaved-zb); the
-/// others run one.
+/// Whether the family runs v >= 2 virtual stages per device (interleaved, interleaved-zb, zbv);
+/// the others run one.
 bool hasVirtualStages(ScheduleKind kind);
-/// Whether the family splits each backward into I then W (zb1p, interleaved-zb).
+/// Whether the family splits each backward into I then W (zb1p, interleaved-zb, zbv).
 bool splitsBackward(ScheduleKind kind);
 
-/// "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb". parseScheduleKind throws
+/// The stages per device the family runs when it has no choice: 1 for gpipe, 1f1b and zb1p,
+/// 2 for zbv; 0 for interleaved and interleaved-zb, which run any v >= 2.
+std::int64_t fixedStagesPerDevice(ScheduleKind kind);
+/// Whether the family runs v stages per device.
+bool runsStagesPerDevice(ScheduleKind kind, std::int64_t stagesPerDevice);
+/// The v a family runs out of those asked for, increasing: its fixed v whatever was asked, or
+/// each asked v >= 2 (interleaved, interleaved-zb).
+std::vector<std::int64_t> stagesPerDeviceChoices(ScheduleKind kind, const std::vector<std::int64_t>& asked);
+
+/// Where stage j of n = v p runs. Loop: device j mod p (stages d, d + p, d + 2p, ... on device
+/// d). V: the stages go down the devices and back up, so device d holds stages d and
+/// 2p - 1 - d (zbv: the first and last stages share device 0, and the turn at stages p - 1,
+/// p needs no copy between devices).
+enum class StagePlacement { Loop, V };
+StagePlacement stagePlacement(ScheduleKind kind);
+/// The device of stage j among p under a placement.
+std::int64_t placedDevice(StagePlacement placement, std::int64_t j, std::int64_t p);
+
+/// "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb", "zbv". parseScheduleKind throws
 /// std::invalid_argument on unknown text; parseScheduleKindList parses a comma-separated list
 /// such as "gpipe,1f1b".
 std::string scheduleKindName(ScheduleKind kind);
 ScheduleKind parseScheduleKind(const std::string& text);
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text);
+/// "gpipe, 1f1b, interleaved, zb1p, interleaved-zb or zbv": what an error lists as expected.
+std::string scheduleKindChoices();
 
 /// The schedule as users read it: "gpipe", "1f1b", "interleaved v2", "zb1p",
-/// "interleaved-zb v2" (v named only for the families that have a choice).
+/// "interleaved-zb v2", "zbv" (v named only for the families that have a choice).
 std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice);
 
 }  // namespace pipeprof

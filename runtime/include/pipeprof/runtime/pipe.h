@@ -23,7 +23,7 @@ class HostTracer;
 
 /// The Pipe's shape (balance, schedule, v, chunks, checkpoint mode) and where it runs.
 struct PipeOptions : PipelineShape {
-  /// One per pipeline device (stage j runs on devices[j mod p]; entries past the p-th are
+  /// One per pipeline device (stage j runs on devices[deviceOfStage(j)]; entries past the p-th are
   /// ignored); empty: every CUDA device, or p CPU devices when there is none.
   std::vector<torch::Device> devices;
   bool deferredBatchNorm = false;
@@ -108,7 +108,7 @@ class Pipe {
                      double lossScale = 1.0);
 
   const std::vector<std::int64_t>& balance() const;
-  /// The p pipeline devices (stage j runs on devices()[j mod p]).
+  /// The p pipeline devices (stage j runs on devices()[options().deviceOfStage(j)]).
   const std::vector<torch::Device>& devices() const;
   const PipeOptions& options() const;
 

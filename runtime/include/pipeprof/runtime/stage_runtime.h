@@ -1,6 +1,7 @@
 // One rank of a multi-process pipeline: its device's stages, run in the schedule's order over a Transport.
 //
-// Rank r owns pipeline device d = r and the stages j with j mod p == r (v of them). Every
+// Rank r owns pipeline device d = r and the stages j placed on it (deviceOfStage(j) == r: j mod p,
+// or zbv's stages r and 2p - 1 - r). Every
 // tensor that crosses ranks is a message (transport.h): activations forward and their
 // gradients backward between stages j and j+1, skip tensors straight from the stashing rank
 // to the popping one and their gradients back. Sends are asynchronous and completed at the end

@@ -26,7 +26,7 @@ namespace pipeprof {
 
 /// The shape trained (the balance has p * v entries), where, on what batch and for how long.
 struct TrainingOptions : PipelineShape {
-  std::vector<torch::Device> devices;  ///< one per pipeline device (p); stage j on devices[j mod p]
+  std::vector<torch::Device> devices;  ///< one per pipeline device (p); stage j on devices[deviceOfStage(j)]
   std::int64_t batch = 1;
   std::int64_t warmupSteps = 2;
   std::int64_t steps = 10;

@@ -26,11 +26,11 @@ enum class BalanceEnumeration {
 struct SearchSpace {
   std::int64_t batch = 1;
   /// p: pipeline devices, device d on cluster device d. A candidate with v stages per device
-  /// has p * v stages, stage j on device j mod p.
+  /// has p * v stages, stage j on device deviceOfStage(j) (j mod p; zbv's V).
   std::int64_t devices = 1;
-  /// Schedule families to try: gpipe, 1f1b and zb1p with one stage per device, interleaved and
-  /// interleaved-zb with every v >= 2 of stagesPerDevice. The zero-bubble ones (zb1p,
-  /// interleaved-zb) are left out when the profile has no backward split (older profiles);
+  /// Schedule families to try: gpipe, 1f1b and zb1p with one stage per device, zbv with two,
+  /// interleaved and interleaved-zb with every v >= 2 of stagesPerDevice. The zero-bubble ones
+  /// (zb1p, interleaved-zb, zbv) are left out when the profile has no backward split (older profiles);
   /// asking for them alone then throws std::invalid_argument saying to profile again.
   std::vector<ScheduleKind> schedules{std::begin(kScheduleKinds), std::end(kScheduleKinds)};
   std::vector<std::int64_t> stagesPerDevice{1, 2};
@@ -118,10 +118,12 @@ struct RejectionGroup {
 std::vector<RejectionGroup> groupRejections(const std::vector<RankedCandidate>& rejected);
 
 /// Balances of devices * stagesPerDevice stages the search would try (for a given space), in
-/// deterministic order. Throws std::invalid_argument for an inconsistent space or when the
-/// profile has fewer layers than stages.
+/// deterministic order; stages placed on the devices by `placement` (the auto neighbourhood
+/// weighs each stage by its device's speed). Throws std::invalid_argument for an inconsistent
+/// space or when the profile has fewer layers than stages.
 std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile, const Cluster& cluster,
-                                                         const SearchSpace& space, std::int64_t stagesPerDevice = 1);
+                                                         const SearchSpace& space, std::int64_t stagesPerDevice = 1,
+                                                         StagePlacement placement = StagePlacement::Loop);
 
 /// Number of compositions of `layers` into `partitions` positive parts, C(layers-1, partitions-1).
 std::int64_t countBalances(std::int64_t layers, std::int64_t partitions);

@@ -34,12 +34,12 @@ namespace pipeprof::tuner {
 /// Everything a sweep needs, validated by the caller before any file is created.
 struct SweepConfig {
   ModelSpec model;                  ///< its threads are the intra-op threads of profiling and measuring (>= 1)
-  std::vector<DeviceDesc> devices;  ///< the p pipeline devices (stage j on device j mod p)
+  std::vector<DeviceDesc> devices;  ///< the p pipeline devices (stage j on device deviceOfStage(j))
   std::int64_t batch = 1;
   /// The optimizer and precision every step trains with: profiled, calibrated and measured so.
   TrainingStepOptions step;
   std::vector<ScheduleKind> schedules{std::begin(kScheduleKinds), std::end(kScheduleKinds)};
-  /// v tried by interleaved and interleaved-zb (gpipe, 1f1b and zb1p run 1)
+  /// v tried by interleaved and interleaved-zb (gpipe, 1f1b and zb1p run 1, zbv 2)
   std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
   std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
