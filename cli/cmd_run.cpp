@@ -6,6 +6,7 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/custom_order.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
@@ -67,16 +68,17 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   const std::int64_t sharing = flags.procs > 0 || !balanceAutoAllowed ? 1 : devices;
   setIntraOpThreads(tuner::sweepThreads(flags.model.threads, sharing, tuner::hardwareThreads()));
   Candidate& candidate = job.candidate;  // the balance follows
-  applyScheduleFlags(flags.schedule, candidate);
-  candidate.batch = batchFromFlags(flags.model, model);
   candidate.chunks = flags.chunks;
+  applyScheduleFlags(flags.schedule, candidate);  // a --schedule-file sets the chunks
+  candidate.batch = batchFromFlags(flags.model, model);
   candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
   job.cuptiMode = parseFlag("--cupti-mode", [&] { return parseCuptiMode(flags.cuptiMode); });
   const std::int64_t batch = candidate.batch;
-  if (flags.chunks <= 0) throw UsageError("--chunks must be positive, got " + std::to_string(flags.chunks));
-  if (flags.chunks > batch) {
-    throw UsageError("--chunks " + std::to_string(flags.chunks) + " exceeds --batch " + std::to_string(batch) +
-                     ": every micro-batch needs at least one sample");
+  if (candidate.chunks <= 0) throw UsageError("--chunks must be positive, got " + std::to_string(candidate.chunks));
+  if (candidate.chunks > batch) {
+    throw UsageError(fmt::format("{} {} exceeds --batch {}: every micro-batch needs at least one sample",
+                                 candidate.order ? "the micro-batches of --schedule-file" : "--chunks",
+                                 candidate.chunks, batch));
   }
   if (flags.steps <= 0) throw UsageError("--steps must be positive, got " + std::to_string(flags.steps));
   if (flags.warmup < 0) throw UsageError("--warmup must not be negative, got " + std::to_string(flags.warmup));
@@ -90,6 +92,11 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
     for (const auto& named : model.sequential->named_children()) names.push_back(named.key());
     candidate.balance = parseFlag("--split-at", [&] { return balanceFromSplitPoints(names, flags.splitAt); });
   } else if (flags.balance == "auto") {
+    if (candidate.order) {
+      throw UsageError("--balance auto searches the generated schedules; give --schedule-file its balance (--balance "
+                       "or --split-at, " +
+                       std::to_string(candidate.order->stages()) + " stages)");
+    }
     if (!balanceAutoAllowed) {
       throw UsageError("--balance auto would have every rank measure its own profile and maybe choose another balance: "
                        "give the ranks --balance or --split-at (pipeprof run --procs N chooses one for them)");
@@ -244,6 +251,7 @@ void addRunCommand(CLI::App& app) {
   command.add_option("--chunks", flags.chunks, "micro-batches per mini-batch")->capture_default_str();
   command.add_option("--checkpoint", flags.checkpoint, "always | except_last | never")->capture_default_str();
   addScheduleFlags(command, flags.schedule);
+  addScheduleFileFlag(command, flags.schedule);
   command.add_option("--steps", flags.steps, "measured training steps")->capture_default_str();
   command.add_option("--warmup", flags.warmup, "untimed warm-up steps before them")->capture_default_str();
   addTrainingStepFlags(command, flags.trainingStep);

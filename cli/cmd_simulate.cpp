@@ -144,6 +144,7 @@ void addSimulateCommand(CLI::App& app) {
       ->capture_default_str()
       ->type_name("MODE");
   addScheduleFlags(command, flags.schedule);
+  addScheduleFileFlag(command, flags.schedule);
   command.add_option("--trace", flags.tracePath, "Write the predicted timeline (Chrome trace JSON)")->type_name("FILE");
   command.add_flag("--json", flags.json, "Print one JSON object instead of the summary");
 }

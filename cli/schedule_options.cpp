@@ -3,6 +3,8 @@
 
 #include "commands.h"
 
+#include <pipeprof/core/custom_order.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,7 +58,30 @@ void addScheduleFlags(CLI::App& command, ScheduleFlags& flags) {
       ->type_name("V");
 }
 
+void addScheduleFileFlag(CLI::App& command, ScheduleFlags& flags) {
+  command
+      .add_option("--schedule-file", flags.scheduleFile,
+                  "Run this order instead of a generated schedule: torch.distributed.pipelining's action CSV (one row "
+                  "per rank, e.g. 0F0,0F1,0B0,0B1; `pipeprof schedule export` writes one). Row r is device r; each "
+                  "stage runs on the row holding its actions; the micro-batches are the chunks")
+      ->type_name("ORDER.csv")
+      ->excludes("--schedule")
+      ->excludes("--stages-per-device")
+      ->excludes("--chunks");
+}
+
 void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
+  if (!flags.scheduleFile.empty()) {
+    try {
+      shape.order = readCustomOrder(flags.scheduleFile);
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(fmt::format("--schedule-file {}", error.what()));
+    }
+    shape.schedule = ScheduleKind::Custom;
+    shape.stagesPerDevice = shape.order->stages() / shape.order->devices();
+    shape.chunks = shape.order->microBatches;
+    return;
+  }
   const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);
   if (flags.stagesPerDevice.empty()) {
     shape.schedule = kind;
@@ -95,17 +120,20 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
   const std::vector<std::int64_t>& balance = shape.balance;
   const std::int64_t n = shape.stages();
   const std::int64_t v = shape.stagesPerDevice;
-  const std::string perDevice =
-      v == 1 ? "one stage per device" : fmt::format("{} stages per device (--stages-per-device {})", v, v);
+  const std::string perDevice = v == 1        ? "one stage per device"
+                                : shape.order ? fmt::format("{} stages per device", v)
+                                              : fmt::format("{} stages per device (--stages-per-device {})", v, v);
+  const std::string schedule = shape.order ? "the order of --schedule-file " + shape.order->source
+                                           : "--schedule " + scheduleKindName(shape.schedule);
   if (devices > 0 && n != devices * v) {
-    throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and --schedule {} runs {}: give "
+    throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and {} runs {}: give "
                                  "{} entries ({} x {})",
-                                 formatBalance(balance), n, devicesText, devices, devices == 1 ? "" : "s",
-                                 scheduleKindName(shape.schedule), perDevice, devices * v, devices, v));
+                                 formatBalance(balance), n, devicesText, devices, devices == 1 ? "" : "s", schedule,
+                                 perDevice, devices * v, devices, v));
   }
   if (n % v != 0) {
-    throw UsageError(fmt::format("--balance {} has {} stages, not a multiple of {}: --schedule {} runs {}",
-                                 formatBalance(balance), n, v, scheduleKindName(shape.schedule), perDevice));
+    throw UsageError(fmt::format("--balance {} has {} stages, not a multiple of {}: {} runs {}", formatBalance(balance),
+                                 n, v, schedule, perDevice));
   }
   checkScheduleShape(shape, batch, n / v);
 }

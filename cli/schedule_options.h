@@ -19,14 +19,21 @@ namespace pipeprof::cli {
 struct ScheduleFlags {
   std::string schedule = "gpipe";
   std::string stagesPerDevice;  ///< empty: 1, or 2 with --schedule interleaved, interleaved-zb or zbv
+  std::string scheduleFile;     ///< --schedule-file: a custom order (torch's CSV); empty: none
 };
 
 /// Adds --schedule and --stages-per-device to a subcommand.
 void addScheduleFlags(CLI::App& command, ScheduleFlags& flags);
+/// Adds --schedule-file ORDER.csv (run, simulate), after addScheduleFlags and --chunks: it
+/// excludes --schedule, --stages-per-device and --chunks, which the order fixes.
+void addScheduleFileFlag(CLI::App& command, ScheduleFlags& flags);
 
 /// Sets the shape's schedule and stages per device from the flags. Throws UsageError naming the
 /// value and the fix: an unknown schedule, a v that is not a positive integer, v != 1 for gpipe,
-/// 1f1b and zb1p, v < 2 for interleaved and interleaved-zb, v != 2 for zbv.
+/// 1f1b and zb1p, v < 2 for interleaved and interleaved-zb, v != 2 for zbv. With --schedule-file
+/// the schedule is custom, with the file's order, its v, and its micro-batches as the chunks
+/// (FormatError or UsageError naming the file, the rank and the action for an order that breaks
+/// a rule).
 void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape);
 
 /// Checks the balance of one candidate's shape against its schedule: balance.size() must be

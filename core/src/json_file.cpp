@@ -105,7 +105,7 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& sourceN
   }
 }
 
-nlohmann::json readJsonFile(const std::string& path) {
+std::string readTextFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     int error = errno;
@@ -114,8 +114,10 @@ nlohmann::json readJsonFile(const std::string& path) {
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) throw FormatError(path, "", "cannot read file");
-  return parseJsonText(content.str(), path);
+  return content.str();
 }
+
+nlohmann::json readJsonFile(const std::string& path) { return parseJsonText(readTextFile(path), path); }
 
 JsonCursor::JsonCursor(const nlohmann::json& value, std::string file, std::string path)
     : value_(&value), file_(std::move(file)), path_(std::move(path)) {}

@@ -1,10 +1,12 @@
 // The pipeline shape: its device count, its checks and its JSON form.
 #include <pipeprof/core/pipeline_shape.h>
 
+#include <pipeprof/core/custom_order.h>
 #include <pipeprof/core/json_file.h>
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace pipeprof {
 namespace {
@@ -26,7 +28,18 @@ std::int64_t PipelineShape::pipelineDevices() const {
 }
 
 std::int64_t PipelineShape::deviceOfStage(std::int64_t j) const {
+  if (order && j >= 0 && j < order->stages()) return order->stageRank[static_cast<std::size_t>(j)];
   return placedDevice(stagePlacement(schedule), j, pipelineDevices());
+}
+
+bool PipelineShape::splitsBackward() const {
+  return order ? order->splitsBackward : pipeprof::splitsBackward(schedule);
+}
+
+bool operator==(const PipelineShape& a, const PipelineShape& b) {
+  const bool sameOrder = a.order == b.order || (a.order && b.order && *a.order == *b.order);
+  return a.balance == b.balance && a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice &&
+         a.chunks == b.chunks && a.checkpoint == b.checkpoint && sameOrder;
 }
 
 std::string PipelineShape::scheduleLabel() const { return pipeprof::scheduleLabel(schedule, stagesPerDevice); }
@@ -37,12 +50,33 @@ std::string PipelineShape::shapeError(std::int64_t microBatches) const {
     return "all balance numbers must be positive integer (balance: " + listText(balance) + ")";
   }
   if (chunks <= 0) return "number of chunks must be positive integer (chunks: " + std::to_string(chunks) + ")";
+  if ((schedule == ScheduleKind::Custom) != static_cast<bool>(order)) {
+    return order ? "a custom order runs under schedule custom, not " + scheduleKindName(schedule)
+                 : "schedule custom needs its order (a schedule CSV: --schedule-file)";
+  }
+  if (order) {
+    if (stages() != order->stages()) {
+      return "the balance has " + std::to_string(stages()) + " stages but the order in " + order->source + " runs " +
+             std::to_string(order->stages());
+    }
+    if (stagesPerDevice != order->stages() / order->devices()) {
+      return "the order in " + order->source + " runs " + std::to_string(order->stages() / order->devices()) +
+             " stages per rank, not " + std::to_string(stagesPerDevice);
+    }
+    if (microBatches != order->microBatches) {
+      return "the order in " + order->source + " runs " + std::to_string(order->microBatches) +
+             " micro-batches but the batch splits into " + std::to_string(microBatches);
+    }
+  }
   return scheduleShapeError(schedule, stagesPerDevice, stages(), microBatches);
 }
 
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m) {
   const std::string v = std::to_string(stagesPerDevice);
   if (stagesPerDevice < 1) return "stages per device must be positive (stages per device: " + v + ")";
+  if (kind == ScheduleKind::Custom) {
+    return n % stagesPerDevice == 0 ? std::string() : "the stages must split evenly over the devices";
+  }
   if (!hasVirtualStages(kind) && stagesPerDevice != 1) {
     return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
            "); use the interleaved or interleaved-zb schedule for more";
@@ -78,6 +112,15 @@ nlohmann::json toJson(const PipelineShape& shape) {
                          {"checkpoint", std::string(checkpointName(shape.checkpoint))},
                          {"schedule", scheduleKindName(shape.schedule)}};
   if (shape.stagesPerDevice != 1) json["stages_per_device"] = shape.stagesPerDevice;
+  if (shape.order) {
+    std::vector<std::string> rows;
+    for (const auto& actions : shape.order->ranks) {
+      std::string row = writeScheduleCsv({actions});
+      row.pop_back();  // the line's newline
+      rows.push_back(std::move(row));
+    }
+    json["order"] = rows;
+  }
   return json;
 }
 
@@ -98,9 +141,20 @@ PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::strin
   if (root.has("schedule")) {
     JsonCursor schedule = root.at("schedule");
     try {
-      shape.schedule = parseScheduleKind(schedule.asString());
+      shape.schedule = parseScheduleKindOrCustom(schedule.asString());
     } catch (const std::invalid_argument& error) {
       schedule.fail(error.what());
+    }
+  }
+  if (shape.schedule == ScheduleKind::Custom || root.has("order")) {
+    JsonCursor order = root.at("order");
+    if (shape.schedule != ScheduleKind::Custom) order.fail("an order goes with schedule custom");
+    std::string csv;
+    for (const JsonCursor& row : order.items()) csv += row.asString() + "\n";
+    try {
+      shape.order = makeCustomOrder(readScheduleCsv(csv, file), file);
+    } catch (const std::invalid_argument& error) {
+      order.fail(error.what());
     }
   }
   if (root.has("stages_per_device")) {

@@ -10,6 +10,8 @@
 // and a final stable topological sort guarantees ops() lists every op after its dependencies.
 #include <pipeprof/core/schedule.h>
 
+#include <pipeprof/core/custom_order.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -63,7 +65,9 @@ std::vector<Slot> gpipeSlots(std::int64_t m, std::int64_t n, bool training, std:
 /// forwards in the same order.
 std::vector<Slot> orderedSlots(const ScheduleSpec& spec, std::int64_t n, std::int64_t stop) {
   std::vector<Slot> slots;
-  for (const auto& steps : deviceSteps(spec.schedule, n, spec.chunks, spec.stagesPerDevice)) {
+  const auto devices =
+      spec.order ? spec.order->deviceSteps() : deviceSteps(spec.schedule, n, spec.chunks, spec.stagesPerDevice);
+  for (const auto& steps : devices) {
     for (const OrderStep& step : steps) {
       if (step.kind == OpKind::Forward) {
         slots.push_back({OpKind::Forward, step.i, step.j, false});
@@ -87,7 +91,8 @@ std::vector<Slot> computeSlots(const ScheduleSpec& spec, std::int64_t stop) {
     case ScheduleKind::Interleaved:
     case ScheduleKind::ZeroBubble:
     case ScheduleKind::InterleavedZeroBubble:
-    case ScheduleKind::ZeroBubbleV: return orderedSlots(spec, n, stop);
+    case ScheduleKind::ZeroBubbleV:
+    case ScheduleKind::Custom: return orderedSlots(spec, n, stop);
   }
   throw std::logic_error("unknown schedule kind");
 }
@@ -246,9 +251,32 @@ void validate(const ScheduleSpec& spec) {
   }
 }
 
+/// Ops that wait for each other in a cycle, each waiting (directly) for the next and the last
+/// for the first: found among the ops Kahn's algorithm left (pending > 0), every one of which
+/// waits for another of them, by following such waits until one repeats.
+std::vector<OpIndex> findCycle(const std::vector<Op>& ops, const std::vector<std::size_t>& pending) {
+  OpIndex at = 0;
+  while (pending[at] == 0) ++at;
+  std::map<OpIndex, std::size_t> positions;
+  std::vector<OpIndex> path;
+  while (positions.emplace(at, path.size()).second) {
+    path.push_back(at);
+    for (OpIndex dep : ops[at].deps) {
+      if (pending[dep] > 0) {
+        at = dep;
+        break;
+      }
+    }
+  }
+  return {path.begin() + static_cast<std::ptrdiff_t>(positions.at(at)), path.end()};
+}
+
 /// Reorders ops so every op follows its dependencies, keeping the given order where it
-/// already does (Kahn's algorithm, smallest index first). Dependencies are renumbered.
-std::vector<Op> topologicalSort(std::vector<Op> ops) {
+/// already does (Kahn's algorithm, smallest index first). Dependencies are renumbered. Ops that
+/// wait for each other in a cycle (a custom order that cannot run) throw what describeCycle
+/// makes of them.
+template <typename DescribeCycle>
+std::vector<Op> topologicalSort(std::vector<Op> ops, DescribeCycle describeCycle) {
   std::vector<std::vector<OpIndex>> users(ops.size());
   std::vector<std::size_t> pending(ops.size(), 0);
   for (OpIndex index = 0; index < ops.size(); ++index) {
@@ -271,7 +299,7 @@ std::vector<Op> topologicalSort(std::vector<Op> ops) {
       if (--pending[user] == 0) ready.push(user);
     }
   }
-  if (order.size() != ops.size()) throw std::logic_error("schedule has a dependency cycle");
+  if (order.size() != ops.size()) throw std::invalid_argument(describeCycle(ops, findCycle(ops, pending)));
   std::vector<Op> sorted;
   sorted.reserve(ops.size());
   for (OpIndex index : order) {
@@ -322,6 +350,7 @@ std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t 
       case ScheduleKind::ZeroBubble:
       case ScheduleKind::InterleavedZeroBubble: steps = zeroBubbleSteps(d, p, m, v); break;
       case ScheduleKind::ZeroBubbleV: steps = zeroBubbleVSteps(d, p, m); break;
+      case ScheduleKind::Custom: throw std::invalid_argument("a custom order's steps are its own (CustomOrder)");
     }
     devices.push_back(std::move(steps));
   }
@@ -438,7 +467,9 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
   }
 
   // Each device's ops keep their emission order: the device-order dependencies chain them.
-  ops = topologicalSort(std::move(ops));
+  ops = topologicalSort(std::move(ops), [&](const std::vector<Op>& all, const std::vector<OpIndex>& cycle) {
+    return schedule.describeCycle(all, cycle);
+  });
   schedule.deviceOrder_.assign(static_cast<std::size_t>(p), {});
   schedule.partitionOrder_.assign(static_cast<std::size_t>(n), {});
   for (OpIndex index = 0; index < ops.size(); ++index) {
@@ -447,6 +478,59 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     schedule.partitionOrder_[static_cast<std::size_t>(ops[index].j)].push_back(index);
   }
   return schedule;
+}
+
+std::string Schedule::actionName(const Op& op) const {
+  const char* letter = op.kind == OpKind::Forward          ? "F"
+                       : op.kind == OpKind::Backward       ? "B"
+                       : op.kind == OpKind::BackwardInput  ? "I"
+                       : op.kind == OpKind::BackwardWeight ? "W"
+                                                           : nullptr;
+  return letter == nullptr ? label(op) : std::to_string(op.j) + letter + std::to_string(op.i);
+}
+
+std::string Schedule::describeCycle(const std::vector<Op>& ops, const std::vector<OpIndex>& cycle) const {
+  // Copies only relay: name each compute op's wait for the compute op behind the copy.
+  std::vector<OpIndex> computes;
+  for (OpIndex index : cycle) {
+    if (ops[index].isCompute()) computes.push_back(index);
+  }
+  const std::size_t count = computes.size();
+  // Edge k: computes[k] waits for computes[k + 1] -- by its rank's order (the op before it on
+  // the same rank) or for data (directly or through a copy).
+  const auto byOrder = [&](std::size_t k) {
+    const Op& waiting = ops[computes[k % count]];
+    const OpIndex next = computes[(k + 1) % count];
+    return deviceOf(waiting.j) == deviceOf(ops[next].j) &&
+           std::find(waiting.deps.begin(), waiting.deps.end(), next) != waiting.deps.end();
+  };
+  // Start after a data wait, so each run of order waits on one rank reads as one: "rank 1 runs
+  // 1B0 after 1F1" for 1B0 <- loss(0) <- 1F0 <- 1B1 <- loss(1) <- 1F1.
+  std::size_t start = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (!byOrder(k)) {
+      start = k + 1;
+      break;
+    }
+  }
+  std::string text = "the order cannot run: its ranks wait for each other in a cycle:";
+  for (std::size_t k = start; k < start + count; ++k) {
+    const Op& waiting = ops[computes[k % count]];
+    text += k == start ? " " : ", ";
+    if (byOrder(k)) {
+      std::size_t last = k;
+      while (last + 1 < start + count && byOrder(last + 1)) ++last;
+      text += "rank " + std::to_string(deviceOf(waiting.j)) + " runs " + actionName(waiting) + " after " +
+              actionName(ops[computes[(last + 1) % count]]);
+      k = last;
+      continue;
+    }
+    const Op& waitedFor = ops[computes[(k + 1) % count]];
+    const char* what = waitedFor.kind == OpKind::Forward ? "output" : "gradient";
+    text += "rank " + std::to_string(deviceOf(waiting.j)) + "'s " + actionName(waiting) + " waits for the " + what +
+            " of " + actionName(waitedFor) + " on rank " + std::to_string(deviceOf(waitedFor.j));
+  }
+  return text;
 }
 
 std::int64_t Schedule::layers() const {

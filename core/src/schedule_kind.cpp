@@ -16,6 +16,7 @@ std::string scheduleKindName(ScheduleKind kind) {
     case ScheduleKind::ZeroBubble: return "zb1p";
     case ScheduleKind::InterleavedZeroBubble: return "interleaved-zb";
     case ScheduleKind::ZeroBubbleV: return "zbv";
+    case ScheduleKind::Custom: return "custom";
   }
   return "unknown";
 }
@@ -30,7 +31,8 @@ bool splitsBackward(ScheduleKind kind) {
 std::int64_t fixedStagesPerDevice(ScheduleKind kind) {
   switch (kind) {
     case ScheduleKind::Interleaved:
-    case ScheduleKind::InterleavedZeroBubble: return 0;
+    case ScheduleKind::InterleavedZeroBubble:
+    case ScheduleKind::Custom: return 0;
     case ScheduleKind::ZeroBubbleV: return 2;
     case ScheduleKind::GPipe:
     case ScheduleKind::OneFOneB:
@@ -40,6 +42,7 @@ std::int64_t fixedStagesPerDevice(ScheduleKind kind) {
 }
 
 bool runsStagesPerDevice(ScheduleKind kind, std::int64_t stagesPerDevice) {
+  if (kind == ScheduleKind::Custom) return stagesPerDevice >= 1;
   const std::int64_t fixed = fixedStagesPerDevice(kind);
   return fixed == 0 ? stagesPerDevice >= 2 : stagesPerDevice == fixed;
 }
@@ -82,6 +85,10 @@ ScheduleKind parseScheduleKind(const std::string& text) {
   throw std::invalid_argument("invalid schedule '" + text + "': expected " + scheduleKindChoices());
 }
 
+ScheduleKind parseScheduleKindOrCustom(const std::string& text) {
+  return text == scheduleKindName(ScheduleKind::Custom) ? ScheduleKind::Custom : parseScheduleKind(text);
+}
+
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
   std::vector<ScheduleKind> kinds;
   std::size_t start = 0;
@@ -95,7 +102,9 @@ std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
 }
 
 std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  if (fixedStagesPerDevice(kind) == 0) return scheduleKindName(kind) + " v" + std::to_string(stagesPerDevice);
+  if (fixedStagesPerDevice(kind) == 0 && kind != ScheduleKind::Custom) {
+    return scheduleKindName(kind) + " v" + std::to_string(stagesPerDevice);
+  }
   return scheduleKindName(kind);
 }
 

@@ -37,12 +37,15 @@ nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(o
 const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunks 4 --seed 7 --lr 0.5 --warmup 1 "
                          "--steps 2 --threads 1 --timeout 30 --json ";
 
-std::vector<double> losses(const std::string& flags) {
-  const ProcessResult r = pipeprof(kRun + flags);
-  EXPECT_EQ(r.code, 0) << flags << "\n" << r.all;
+/// The losses of `pipeprof <command>`.
+std::vector<double> commandLosses(const std::string& command) {
+  const ProcessResult r = pipeprof(command);
+  EXPECT_EQ(r.code, 0) << command << "\n" << r.all;
   if (r.code != 0) return {};
   return lastJson(r.all).at("losses").get<std::vector<double>>();
 }
+
+std::vector<double> losses(const std::string& flags) { return commandLosses(kRun + flags); }
 
 void expectSameLosses(const std::vector<double>& actual, const std::vector<double>& expected, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
@@ -72,6 +75,23 @@ TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
     ASSERT_EQ(expected.size(), 3u) << threaded;
     expectSameLosses(losses(processes), expected, processes);
   }
+}
+
+// PyTorch's own orders (4 micro-batches each) given as files: the ranks train to the threaded
+// Pipe's losses, and ZBV's file to those of pipeprof's generated zbv.
+TEST(RunDist, AScheduleFileRunsOnTwoRanksAsOnThreads) {
+  const std::string run = "run --model mlp --width 16 --depth 3 --batch 8 --seed 7 --lr 0.5 --warmup 1 --steps 2 "
+                          "--threads 1 --timeout 30 --json --balance 1,2,1,1 --schedule-file ";
+  for (const char* name : {"looped_bfs_p2_m4_v2.csv", "zbv_zero_bubble_p2_m4_v2.csv"}) {
+    const std::string file = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/" + name;
+    const std::vector<double> threaded = commandLosses(run + file + " --devices cpu,cpu");
+    ASSERT_EQ(threaded.size(), 3u) << name;
+    expectSameLosses(commandLosses(run + file + " --procs 2"), threaded, name);
+  }
+  expectSameLosses(losses("--devices cpu,cpu --balance 1,2,1,1 --schedule zbv"),
+                   commandLosses(run + PIPEPROF_SOURCE_DIR "/tests/fixtures/pytorch-2.6-schedules/"
+                                                           "zbv_zero_bubble_p2_m4_v2.csv --devices cpu,cpu"),
+                   "zbv generated and read");
 }
 
 TEST(RunDist, TwoRanksTrainWithEveryOptimizerAndBf16AsTheThreadedPipe) {

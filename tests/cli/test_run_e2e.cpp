@@ -176,6 +176,34 @@ TEST(RunE2E, ACountTypedOutOfRangeIsAnErrorNotTheDefault) {
 namespace pipeprof {
 namespace {
 
+// What export writes, run reads back as the same order: the same losses as the generated one.
+TEST(ScheduleFileE2E, RunTrainsTheExportedOrderAsTheGeneratedOne) {
+  const std::string dir = ::testing::TempDir();
+  const ProcessResult exported =
+      pipeprof("schedule export --schedule interleaved-zb --devices 2 --chunks 2 -o " + dir + "izb.csv");
+  ASSERT_EQ(exported.code, 0) << exported.all;
+  const std::string run = "run --model mlp --width 16 --depth 3 --batch 8 --devices cpu,cpu --seed 7 --lr 0.5 "
+                          "--warmup 1 --steps 3 --threads 1 --json ";
+  const std::vector<double> generated = losses("--balance 1,1,1,2 --schedule interleaved-zb");
+  const ProcessResult file = pipeprof(run + "--balance 1,1,1,2 --schedule-file " + dir + "izb.csv");
+  ASSERT_EQ(file.code, 0) << file.all;
+  const nlohmann::json json = nlohmann::json::parse(file.all.substr(file.all.find('{')));
+  EXPECT_EQ(json.at("schedule"), "custom");
+  const std::vector<double> read = json.at("losses").get<std::vector<double>>();
+  ASSERT_EQ(read.size(), generated.size());
+  for (std::size_t s = 0; s < read.size(); ++s) EXPECT_DOUBLE_EQ(read[s], generated[s]) << "step " << s;
+  const ProcessResult wrongBalance = pipeprof(run + "--schedule-file " + dir + "izb.csv --balance 2,3");
+  EXPECT_EQ(wrongBalance.code, 2);
+  EXPECT_NE(wrongBalance.err.find("--balance 2,3 has 2 stages but --devices cpu,cpu names 2 devices and the order of "
+                                  "--schedule-file " +
+                                  dir + "izb.csv runs 2 stages per device: give 4 entries"),
+            std::string::npos)
+      << wrongBalance.err;
+  const ProcessResult missing = pipeprof(run + "--balance 1,1,1,2 --schedule-file " + dir + "absent.csv");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("absent.csv: cannot open file"), std::string::npos) << missing.err;
+}
+
 TEST(ScheduleExportE2E, WritesTheOrderAsPytorchsCsvAndRefusesWhatItCannotSchedule) {
   const ProcessResult zb = pipeprof("schedule export --schedule zb1p --devices 2 --chunks 4");
   ASSERT_EQ(zb.code, 0) << zb.all;

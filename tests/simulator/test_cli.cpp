@@ -149,6 +149,51 @@ TEST_F(SimulatorCli, ZeroBubbleIsSimulatedAndSearchedWithAProfileThatSplitsTheBa
   EXPECT_NE(old.err.find("profile the model again"), std::string::npos) << old.err;
 }
 
+// PyTorch's orders read from its CSV: predicted as pipeprof's generated zbv predicts the same
+// order, and looped BFS (which pipeprof does not generate) predicted at all; a file whose
+// ranks wait in a cycle, or given with --chunks, is refused with exit 2.
+TEST_F(SimulatorCli, SimulateReadsAScheduleFile) {
+  const std::string fixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/";
+  test::LayerCosts costs{10, 20, 100, 10, 5, 8};
+  costs.split = BackwardSplit{12, 8, 60, 4};
+  writeProfile(test::uniformProfile(4, costs), path("split.json"));
+  const std::string simulate = "simulate --profile " + path("split.json") + " --batch 8 --balance 1,1,1,1 --json ";
+  const CliRun file = run(simulate + "--schedule-file " + fixtures + "zbv_zero_bubble_p2_m4_v2.csv");
+  ASSERT_EQ(file.code, 0) << file.err;
+  const CliRun generated = run(simulate + "--schedule zbv --chunks 4");
+  ASSERT_EQ(generated.code, 0) << generated.err;
+  const nlohmann::json fromFile = nlohmann::json::parse(file.out);
+  const nlohmann::json fromGenerator = nlohmann::json::parse(generated.out);
+  EXPECT_EQ(fromFile.at("schedule"), "custom");
+  EXPECT_EQ(fromFile.at("iteration_ns"), fromGenerator.at("iteration_ns"));
+  EXPECT_EQ(fromFile.at("peak_bytes"), fromGenerator.at("peak_bytes"));
+  EXPECT_EQ(fromFile.at("candidate").at("order").size(), 2u);
+
+  const CliRun bfs = run(simulate + "--schedule-file " + fixtures + "looped_bfs_p2_m4_v2.csv");
+  ASSERT_EQ(bfs.code, 0) << bfs.err;
+  EXPECT_EQ(nlohmann::json::parse(bfs.out).at("busy_ns").size(), 2u);
+
+  std::ofstream(path("cycle.csv")) << "0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n";
+  const CliRun cycle = run("simulate --profile " + path("profile.json") + " --batch 4 --balance 1,1 --schedule-file " +
+                           path("cycle.csv"));
+  EXPECT_EQ(cycle.code, 2);
+  EXPECT_NE(cycle.err.find("its ranks wait for each other in a cycle: rank 1 runs 1B0 after 1F1, rank 1's 1F1 waits "
+                           "for the output of 0F1 on rank 0"),
+            std::string::npos)
+      << cycle.err;
+  const CliRun chunks = run(simulate + "--chunks 4 --schedule-file " + fixtures + "zbv_zero_bubble_p2_m4_v2.csv");
+  EXPECT_EQ(chunks.code, 2);
+  EXPECT_NE(chunks.err.find("excludes"), std::string::npos) << chunks.err;
+  std::ofstream(path("split.csv")) << "0F0,0B0,1F0\n1B0\n";
+  const CliRun split = run("simulate --profile " + path("profile.json") + " --batch 4 --balance 1,1 --schedule-file " +
+                           path("split.csv"));
+  EXPECT_EQ(split.code, 2);
+  EXPECT_NE(split.err.find("--schedule-file " + path("split.csv") +
+                           ": stage 1 has actions on rank 0 (1F0) and rank 1 (1B0); a stage runs on one rank"),
+            std::string::npos)
+      << split.err;
+}
+
 TEST_F(SimulatorCli, SuggestPipelineDevicesKeepsItsOldNamePartitions) {
   const std::string base =
       "suggest --profile " + path("profile.json") + " --batch 4 --chunks 1,2 --schedules gpipe --json ";

@@ -31,6 +31,9 @@ void writeFileAtomically(const std::string& path, const std::string& content);
 /// a syntax error (with its position) or a number too large for a double.
 nlohmann::json parseJsonText(const std::string& text, const std::string& sourceName);
 
+/// A file's whole content. Throws FormatError naming the path when it cannot be opened or read.
+std::string readTextFile(const std::string& path);
+
 /// Reads and parses a JSON file. Throws FormatError (unreadable file or invalid JSON, with
 /// the parser's position).
 nlohmann::json readJsonFile(const std::string& path);

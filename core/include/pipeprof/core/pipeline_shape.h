@@ -8,10 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace pipeprof {
+
+struct CustomOrder;
 
 /// How a model runs as a pipeline: n stages of balance[j] layers each, v stages per pipeline
 /// device on p = n / v devices (stage j on device deviceOfStage(j): j mod p, or zbv's V), trained in m = chunks
@@ -32,6 +35,9 @@ struct PipelineShape {
   std::int64_t stagesPerDevice = 1;
   std::int64_t chunks = 1;  ///< m: micro-batches asked for (torch.chunk may make fewer)
   Checkpoint checkpoint = Checkpoint::ExceptLast;
+  /// schedule custom: the order (custom_order.h), whose ranks are the pipeline devices and which
+  /// fixes the stages, their placement, v and m; null for the generated families.
+  std::shared_ptr<const CustomOrder> order{};
 
   /// n: the number of stages, balance.size().
   std::int64_t stages() const { return static_cast<std::int64_t>(balance.size()); }
@@ -40,23 +46,26 @@ struct PipelineShape {
   /// so counts stay defined until shapeError() names the problem.
   std::int64_t pipelineDevices() const;
   /// The pipeline device d < p that runs stage j: placedDevice(stagePlacement(schedule), j, p),
-  /// j mod p for every family but zbv (device d holds stages d and 2p - 1 - d).
+  /// j mod p for every family but zbv (device d holds stages d and 2p - 1 - d), and the rank
+  /// of its actions for a custom order.
   std::int64_t deviceOfStage(std::int64_t j) const;
+  /// Whether each backward is split into I then W: splitsBackward(schedule), or the custom
+  /// order's own.
+  bool splitsBackward() const;
   /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
   std::string scheduleLabel() const;
 
   /// Why the shape cannot run, or "" when it can: an empty balance or an entry < 1, chunks <
-  /// 1, then scheduleShapeError(schedule, v, n, chunks), e.g. "interleaved needs chunks a
+  /// 1, a custom order missing or not of the shape's stages, v and micro-batches (or one given
+  /// to another schedule), then scheduleShapeError(schedule, v, n, chunks), e.g. "interleaved needs chunks a
   /// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
   std::string shapeError() const { return shapeError(chunks); }
   /// The same with the m micro-batches that exist after splitting a batch (torch.chunk can
   /// make fewer than chunks: microBatching(batch, chunks).count), which is what a schedule runs.
   std::string shapeError(std::int64_t microBatches) const;
 
-  friend bool operator==(const PipelineShape& a, const PipelineShape& b) {
-    return a.balance == b.balance && a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice &&
-           a.chunks == b.chunks && a.checkpoint == b.checkpoint;
-  }
+  /// Shapes are equal when every field is, a custom order by its actions.
+  friend bool operator==(const PipelineShape& a, const PipelineShape& b);
   friend bool operator!=(const PipelineShape& a, const PipelineShape& b) { return !(a == b); }
 };
 
@@ -68,12 +77,14 @@ struct PipelineShape {
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
 
 /// The shape's JSON form, the shape keys of a candidate (docs/formats.md): balance, chunks,
-/// checkpoint, schedule, and stages_per_device when it is not 1.
+/// checkpoint, schedule, stages_per_device when it is not 1, and a custom order as `order`:
+/// one string per rank, its CSV row ("0F0,0F1,0B0,0B1").
 nlohmann::json toJson(const PipelineShape& shape);
 /// Reads those keys of an object (other keys are left to the caller): balance (at least one
 /// positive entry), chunks and checkpoint required; schedule (default gpipe) and
 /// stages_per_device (default 1, a divisor of the stages) optional, so files written before
-/// schedules existed still load. Throws FormatError naming file and JSON path.
+/// schedules existed still load; `order` with schedule custom (checked as makeCustomOrder
+/// does). Throws FormatError naming file and JSON path.
 PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::string& file, const std::string& path = "$");
 
 }  // namespace pipeprof

@@ -172,8 +172,9 @@ struct Op {
 class Schedule {
  public:
   /// Validates the spec (its shapeError(): positive balance entries and chunks, the shape of
-  /// scheduleShapeError; skip layers inside the model, stash before pop) and expands it. Throws
-  /// std::invalid_argument naming the bad values.
+  /// scheduleShapeError or of its custom order; skip layers inside the model, stash before pop)
+  /// and expands it. Throws std::invalid_argument naming the bad values, or, for a custom order
+  /// whose ranks wait for each other in a cycle, naming the ranks and actions of the cycle.
   static Schedule build(const ScheduleSpec& spec);
 
   const ScheduleSpec& spec() const { return spec_; }
@@ -205,8 +206,8 @@ class Schedule {
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
   /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;
-  /// Whether each backward is split into I then W (splitsBackward(spec().schedule)).
-  bool splitsBackward() const { return pipeprof::splitsBackward(spec_.schedule); }
+  /// Whether each backward is split into I then W (spec().splitsBackward()).
+  bool splitsBackward() const { return spec_.splitsBackward(); }
   /// The op that receives the gradients of micro-batch i at stage j: backward(i, j), or
   /// backward-input(i, j) when the backward is split; nullopt without backward ops.
   std::optional<OpIndex> gradientConsumer(std::int64_t i, std::int64_t j) const {
@@ -216,8 +217,14 @@ class Schedule {
   /// "skip-copy(enc1,2,0->3)", "skip-grad-copy(enc1,2,3->0)". The same text is the span
   /// name in measured and predicted traces.
   std::string label(const Op& op) const;
+  /// A compute op as torch's CSV names it ("1B0", "3I2"); losses and recomputes by label.
+  std::string actionName(const Op& op) const;
 
  private:
+  /// The message for ops that wait for each other in a cycle (each for the next, the last for
+  /// the first): a custom order that cannot run, rank by rank.
+  std::string describeCycle(const std::vector<Op>& ops, const std::vector<OpIndex>& cycle) const;
+
   ScheduleSpec spec_;
   std::vector<std::int64_t> firstLayer_;
   std::vector<Op> ops_;

@@ -14,10 +14,12 @@ namespace pipeprof {
 /// zb1p (ZB-H1, 1F1B's order with W deferred into the cool-down) and interleaved-zb (the same
 /// over v >= 2 virtual stages per device; torch's ScheduleInterleavedZeroBubble), and zbv
 /// (torch's ScheduleZBVZeroBubble: two stages per device in a V, rank r holding stages r and
-/// 2p - 1 - r).
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubble, InterleavedZeroBubble, ZeroBubbleV };
+/// 2p - 1 - r). Custom is an order given as per-rank actions (torch's CSV, custom_order.h):
+/// its placement and stages per device come from the order, which the shape carries.
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved, ZeroBubble, InterleavedZeroBubble, ZeroBubbleV, Custom };
 
-/// Every family, in the order users read them.
+/// Every family pipeprof generates, in the order users read them (not Custom: it is read, not
+/// searched).
 inline constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::GPipe,
                                                   ScheduleKind::OneFOneB,
                                                   ScheduleKind::Interleaved,
@@ -28,11 +30,13 @@ inline constexpr ScheduleKind kScheduleKinds[] = {ScheduleKind::GPipe,
 /// Whether the family runs v >= 2 virtual stages per device (interleaved, interleaved-zb, zbv);
 /// the others run one.
 bool hasVirtualStages(ScheduleKind kind);
-/// Whether the family splits each backward into I then W (zb1p, interleaved-zb, zbv).
+/// Whether the family splits each backward into I then W (zb1p, interleaved-zb, zbv; a custom
+/// order's own actions say: PipelineShape::splitsBackward).
 bool splitsBackward(ScheduleKind kind);
 
 /// The stages per device the family runs when it has no choice: 1 for gpipe, 1f1b and zb1p,
-/// 2 for zbv; 0 for interleaved and interleaved-zb, which run any v >= 2.
+/// 2 for zbv; 0 for interleaved and interleaved-zb, which run any v >= 2, and for custom, whose
+/// order says.
 std::int64_t fixedStagesPerDevice(ScheduleKind kind);
 /// Whether the family runs v stages per device.
 bool runsStagesPerDevice(ScheduleKind kind, std::int64_t stagesPerDevice);
@@ -49,17 +53,19 @@ StagePlacement stagePlacement(ScheduleKind kind);
 /// The device of stage j among p under a placement.
 std::int64_t placedDevice(StagePlacement placement, std::int64_t j, std::int64_t p);
 
-/// "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb", "zbv". parseScheduleKind throws
-/// std::invalid_argument on unknown text; parseScheduleKindList parses a comma-separated list
-/// such as "gpipe,1f1b".
+/// "gpipe", "1f1b", "interleaved", "zb1p", "interleaved-zb", "zbv", "custom". parseScheduleKind
+/// throws std::invalid_argument on unknown text ("custom" included: a custom order comes from a
+/// file, parseScheduleKindOrCustom reads it where a shape is read back); parseScheduleKindList
+/// parses a comma-separated list such as "gpipe,1f1b".
 std::string scheduleKindName(ScheduleKind kind);
 ScheduleKind parseScheduleKind(const std::string& text);
+ScheduleKind parseScheduleKindOrCustom(const std::string& text);
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text);
 /// "gpipe, 1f1b, interleaved, zb1p, interleaved-zb or zbv": what an error lists as expected.
 std::string scheduleKindChoices();
 
 /// The schedule as users read it: "gpipe", "1f1b", "interleaved v2", "zb1p",
-/// "interleaved-zb v2", "zbv" (v named only for the families that have a choice).
+/// "interleaved-zb v2", "zbv", "custom" (v named only for the generated families that have a choice).
 std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice);
 
 }  // namespace pipeprof
