@@ -3,6 +3,7 @@
 
 #include "models/format.h"
 
+#include <pipeprof/core/custom_order.h>
 #include <pipeprof/simulator/predictor.h>
 #include <pipeprof/simulator/search.h>
 
@@ -111,6 +112,7 @@ bool TuningModel::setCheckpoint(Checkpoint checkpoint) {
 bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice) {
   Candidate next = edited_;
   next.schedule = schedule;
+  next.order = nullptr;  // a generated family's order is its own
   const std::int64_t fixed = fixedStagesPerDevice(schedule);
   next.stagesPerDevice = fixed == 0 ? std::max<std::int64_t>(2, stagesPerDevice) : fixed;
   // Keep the pipeline devices of the last valid candidate; the stages follow from v.
@@ -134,6 +136,35 @@ bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevic
     next.balance = minBottleneckBalance(costs, n);
   }
   if (next.devices.size() != static_cast<std::size_t>(p)) next.devices.clear();
+  return apply(next);
+}
+
+bool TuningModel::setScheduleFile(const QString& path) {
+  std::shared_ptr<const CustomOrder> order;
+  try {
+    order = readCustomOrder(path.toStdString());
+  } catch (const std::exception& error) {
+    emit invalidEdit(qs(error.what()));
+    return false;
+  }
+  Candidate next = edited_;
+  next.schedule = ScheduleKind::Custom;
+  next.order = order;
+  next.stagesPerDevice = order->stages() / order->devices();
+  next.chunks = order->microBatches;
+  const std::int64_t n = order->stages();
+  if (static_cast<std::int64_t>(next.balance.size()) != n) {
+    const std::int64_t layers = profile_ ? profile_->layerCount() : 0;
+    if (layers < n) {
+      emit invalidEdit(
+          tr("the order in %1 runs %2 stages, but the model has only %3 layers").arg(path).arg(n).arg(layers));
+      return false;
+    }
+    std::vector<double> costs;
+    for (TimeNs time : layerTimesNs()) costs.push_back(static_cast<double>(time));
+    next.balance = minBottleneckBalance(costs, n);
+  }
+  if (next.devices.size() != static_cast<std::size_t>(order->devices())) next.devices.clear();
   return apply(next);
 }
 

@@ -46,11 +46,16 @@ class TuningModel : public QAbstractTableModel {
   bool setBalance(const std::vector<std::int64_t>& balance);
   bool setChunks(std::int64_t chunks);
   bool setCheckpoint(Checkpoint checkpoint);
-  /// Sets the schedule family and v (forced to 1 for gpipe and 1f1b, at least 2 for
-  /// interleaved), keeping the p pipeline devices: when the balance does not have p * v
-  /// stages, it is replaced by the min-bottleneck balance of p * v stages over the layers'
-  /// compute times.
+  /// Sets the schedule family and v (forced to 1 for gpipe, 1f1b and zb1p, 2 for zbv, at least
+  /// 2 for interleaved and interleaved-zb), dropping a custom order, keeping the p pipeline devices: when the balance
+  /// does not have p * v stages, it is replaced by the min-bottleneck balance of p * v stages over the layers' compute
+  /// times.
   bool setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice = 1);
+  /// Runs the order of a schedule CSV (torch's, or `pipeprof schedule export`'s; the CLI's
+  /// --schedule-file): schedule custom, its stages, placement, v and micro-batches; the balance
+  /// kept when it has the order's stages, else the fastest by layer time. An unreadable file or
+  /// an order that breaks a rule is an invalid edit naming the rank and the action.
+  bool setScheduleFile(const QString& path);
   /// Moves the boundary after partition `boundary` (0 <= boundary < n - 1) so that partition
   /// boundary + 1 starts at layer `firstLayer`; every partition keeps at least one layer.
   bool moveBoundary(std::int64_t boundary, std::int64_t firstLayer);

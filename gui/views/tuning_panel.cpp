@@ -11,13 +11,16 @@
 #include "views/timeline_canvas.h"
 
 #include <pipeprof/core/candidate.h>
+#include <pipeprof/core/custom_order.h>
 
 #include <QComboBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
@@ -27,11 +30,18 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <filesystem>
 
 namespace pipeprof::gui {
 namespace {
 
 constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+
+/// Whether the stages-per-device box edits v: interleaved and interleaved-zb (the others fix
+/// it, a custom order by its own stages).
+bool choosesStagesPerDevice(ScheduleKind kind) {
+  return fixedStagesPerDevice(kind) == 0 && kind != ScheduleKind::Custom;
+}
 
 QString versus(double now, double base, bool higherIsBetter) {
   if (base <= 0) return {};
@@ -52,6 +62,7 @@ TuningPanel::TuningPanel(QWidget* parent)
       chunks_(new QSpinBox(this)),
       mode_(new QComboBox(this)),
       schedule_(new QComboBox(this)),
+      scheduleFile_(new QPushButton(tr("Order file…"), this)),
       stagesPerDevice_(new QSpinBox(this)),
       optimizer_(new QComboBox(this)),
       configuration_(new QGroupBox(tr("Configuration"), this)),
@@ -90,6 +101,7 @@ TuningPanel::TuningPanel(QWidget* parent)
   form->addRow(tr("Start from:"), picker_);
   auto* schedule = new QHBoxLayout;
   schedule->addWidget(schedule_, 1);
+  schedule->addWidget(scheduleFile_);
   schedule->addWidget(new QLabel(tr("stages per device:"), this));
   schedule->addWidget(stagesPerDevice_);
   form->addRow(tr("Schedule:"), schedule);
@@ -142,15 +154,27 @@ TuningPanel::TuningPanel(QWidget* parent)
     const auto mode = static_cast<Checkpoint>(mode_->itemData(row).toInt());
     if (mode != model_->candidate().checkpoint) model_->setCheckpoint(mode);
   });
+  scheduleFile_->setToolTip(tr("Run an order of your own: a schedule CSV as torch.distributed.pipelining writes it "
+                               "(one row per rank, e.g. 0F0,0F1,0B0,0B1; `pipeprof schedule export` writes one). "
+                               "Its rows are the devices; it fixes the stages per device and the chunks"));
+  connect(scheduleFile_, &QPushButton::clicked, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Schedule order"), QString(), tr("Schedule CSV (*.csv);;All files (*)"));
+    if (!path.isEmpty()) model_->setScheduleFile(path);
+  });
   connect(schedule_, &QComboBox::currentIndexChanged, this, [this](int row) {
     const auto kind = static_cast<ScheduleKind>(schedule_->itemData(row).toInt());
-    stagesPerDevice_->setEnabled(fixedStagesPerDevice(kind) == 0);
+    stagesPerDevice_->setEnabled(choosesStagesPerDevice(kind));
     const Candidate& edited = model_->edited();
+    if (kind == ScheduleKind::Custom) {
+      if (!edited.order) scheduleFile_->click();  // back to custom: which order?
+      return;
+    }
     if (kind != edited.schedule) model_->setSchedule(kind, stagesPerDevice_->value());
   });
   connect(stagesPerDevice_, &QSpinBox::valueChanged, this, [this](int v) {
     const Candidate& edited = model_->edited();
-    if (fixedStagesPerDevice(edited.schedule) == 0 && v != edited.stagesPerDevice) {
+    if (choosesStagesPerDevice(edited.schedule) && v != edited.stagesPerDevice) {
       model_->setSchedule(edited.schedule, v);
     }
   });
@@ -315,9 +339,15 @@ void TuningPanel::syncControls() {
   const QSignalBlocker modeBlocker(mode_);
   mode_->setCurrentIndex(mode_->findData(static_cast<int>(candidate.checkpoint)));
   const QSignalBlocker scheduleBlocker(schedule_);
+  const int custom = schedule_->findData(static_cast<int>(ScheduleKind::Custom));
+  if (candidate.order && custom < 0) {  // listed once a file is loaded: picking another family drops it
+    schedule_->addItem(qs(scheduleKindName(ScheduleKind::Custom)), static_cast<int>(ScheduleKind::Custom));
+  }
   schedule_->setCurrentIndex(schedule_->findData(static_cast<int>(candidate.schedule)));
+  scheduleFile_->setText(candidate.order ? qs(std::filesystem::path(candidate.order->source).filename().string())
+                                         : tr("Order file…"));
   const QSignalBlocker stagesBlocker(stagesPerDevice_);
-  stagesPerDevice_->setEnabled(fixedStagesPerDevice(candidate.schedule) == 0);
+  stagesPerDevice_->setEnabled(choosesStagesPerDevice(candidate.schedule));
   if (hasVirtualStages(candidate.schedule)) stagesPerDevice_->setValue(static_cast<int>(candidate.stagesPerDevice));
 }
 

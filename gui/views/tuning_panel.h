@@ -15,6 +15,7 @@ class QComboBox;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
+class QPushButton;
 class QSpinBox;
 QT_END_NAMESPACE
 
@@ -47,6 +48,7 @@ class TuningPanel : public QWidget {
   QComboBox* modeCombo() const { return mode_; }
   /// gpipe / 1f1b / interleaved; the item data is the ScheduleKind as int.
   QComboBox* scheduleCombo() const { return schedule_; }
+  QPushButton* scheduleFileButton() const { return scheduleFile_; }
   /// v, stages per device: enabled for interleaved only (minimum 2).
   QSpinBox* stagesPerDeviceSpin() const { return stagesPerDevice_; }
   /// sgd / momentum / adam / adamw (beside the checkpoint mode); the item data is the OptimizerKind as int. A kind is
@@ -88,6 +90,7 @@ class TuningPanel : public QWidget {
   QSpinBox* chunks_;
   QComboBox* mode_;
   QComboBox* schedule_;
+  QPushButton* scheduleFile_;  ///< "Order file…": a schedule CSV to run (schedule custom)
   QSpinBox* stagesPerDevice_;
   QComboBox* optimizer_;
   QGroupBox* configuration_;

@@ -13,6 +13,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -163,6 +164,44 @@ TEST_F(TuningPanelTest, PickingAScheduleAndVRepredictsAndAnInvalidShapeShowsItsR
   EXPECT_FALSE(v->isEnabled());
   EXPECT_EQ(panel_.model()->candidate().balance.size(), 2u);
   EXPECT_EQ(panel_.model()->candidate().schedule, ScheduleKind::OneFOneB);
+}
+
+// The CLI's --schedule-file in the panel: PyTorch's looped BFS order predicted as it runs;
+// its ZBV refused for a profile without the backward's split, and an order that cannot run
+// with the ranks and actions of its cyclic wait.
+TEST_F(TuningPanelTest, AScheduleFileRunsItsOrder) {
+  TuningModel* model = panel_.model();
+  const QString fixtures = QStringLiteral(PIPEPROF_SOURCE_DIR "/tests/fixtures/pytorch-2.6-schedules/");
+  QSignalSpy invalid(model, &TuningModel::invalidEdit);
+  ASSERT_TRUE(model->setScheduleFile(fixtures + QStringLiteral("looped_bfs_p2_m4_v2.csv")))
+      << invalid.value(0).value(0).toString().toStdString();
+  EXPECT_EQ(model->candidate().schedule, ScheduleKind::Custom);
+  EXPECT_EQ(model->candidate().balance.size(), 4u);
+  EXPECT_EQ(model->candidate().chunks, 4);
+  EXPECT_EQ(model->candidate().deviceOfStage(3), 1);
+  EXPECT_EQ(panel_.scheduleCombo()->currentText(), QStringLiteral("custom"));
+  EXPECT_EQ(panel_.scheduleFileButton()->text(), QStringLiteral("looped_bfs_p2_m4_v2.csv"));
+  EXPECT_FALSE(panel_.stagesPerDeviceSpin()->isEnabled());
+  EXPECT_GT(model->prediction().iterationNs, 0);
+
+  EXPECT_FALSE(model->setScheduleFile(fixtures + QStringLiteral("zbv_zero_bubble_p2_m4_v2.csv")));
+  ASSERT_GE(invalid.count(), 1);
+  EXPECT_TRUE(invalid.last().value(0).toString().contains(QStringLiteral("profile the model again")));
+
+  const QString cycle = QString::fromStdString(::testing::TempDir()) + QStringLiteral("cycle.csv");
+  QFile file(cycle);
+  ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+  file.write("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n");
+  file.close();
+  EXPECT_FALSE(model->setScheduleFile(cycle));
+  ASSERT_GE(invalid.count(), 1);
+  EXPECT_TRUE(invalid.last().value(0).toString().contains(QStringLiteral("rank 1 runs 1B0 after 1F1")))
+      << invalid.last().value(0).toString().toStdString();
+  EXPECT_EQ(model->candidate().schedule, ScheduleKind::Custom) << "the last valid order stays";
+
+  panel_.scheduleCombo()->setCurrentIndex(panel_.scheduleCombo()->findText(QStringLiteral("1f1b")));
+  EXPECT_EQ(model->candidate().schedule, ScheduleKind::OneFOneB);
+  EXPECT_FALSE(model->candidate().order);
 }
 
 TEST_F(TuningPanelTest, SuggestSearchesTheTickedSchedulesAndStagesPerDevice) {
