@@ -3,8 +3,8 @@
 // Run: build-sim/bench/bench_simulator --benchmark_counters_tabular=true
 // Target (docs/performance.md): 32 layers on 4 devices, GPipe, all 4,495 balances x chunks
 // {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core. The search over
-// every schedule (gpipe, 1f1b, zb1p, interleaved v2, interleaved-zb v2; chunks 1..32) is measured beside it, and the
-// GPipe search on a cluster whose devices name two hosts (shared links).
+// every schedule (gpipe, 1f1b, zb1p, interleaved v2, interleaved-zb v2, zbv; chunks 1..32) is measured beside it, and
+// the GPipe search on a cluster whose devices name two hosts (shared links).
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
@@ -104,9 +104,9 @@ void BM_SearchAllBalances32Layers4DevicesTwoHosts(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchAllBalances32Layers4DevicesTwoHosts)->Unit(benchmark::kMillisecond)->Iterations(3);
 
-/// Every schedule: gpipe, 1f1b and zb1p over all 4,495 balances of 4 stages, interleaved v2 and
-/// interleaved-zb v2 over the Auto neighbourhood of 8 stages (C(31,7) is too many), chunks
-/// 1..32, 3 modes. (Before zero bubble: gpipe, 1f1b and interleaved only, 9 s.)
+/// Every schedule: gpipe, 1f1b and zb1p over all 4,495 balances of 4 stages, interleaved v2,
+/// interleaved-zb v2 and zbv over the Auto neighbourhood of 8 stages (C(31,7) is too many),
+/// chunks 1..32, 3 modes. (Before zero bubble: gpipe, 1f1b and interleaved only, 9 s.)
 pipeprof::SearchSpace everyScheduleSpace(std::vector<pipeprof::ScheduleKind> schedules) {
   pipeprof::SearchSpace space;
   space.batch = 32;

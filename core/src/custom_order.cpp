@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -21,6 +23,99 @@ std::string at(std::size_t rank, const ScheduleAction& action) {
 /// Which pass an action is: 0 forward, 1 B or I, 2 W.
 int passOf(OpKind kind) { return kind == OpKind::Forward ? 0 : kind == OpKind::BackwardWeight ? 2 : 1; }
 
+[[noreturn]] void fail(const std::string& problem) { throw std::invalid_argument(problem); }
+
+/// Places each stage on the one rank holding its actions and reads the order's micro-batches
+/// and kind of backward: order.stageRank, microBatches, splitsBackward.
+void placeStages(const RankActions& ranks, CustomOrder& order) {
+  std::map<std::int64_t, std::pair<std::size_t, ScheduleAction>> firstOfStage;  // its rank, its first action
+  std::optional<std::pair<std::size_t, ScheduleAction>> full;                   // the first B, with its rank
+  std::optional<std::pair<std::size_t, ScheduleAction>> split;                  // the first I or W
+  std::int64_t lastMicroBatch = -1;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r].empty()) fail("rank " + std::to_string(r) + " has no action; every rank runs at least one stage");
+    for (const ScheduleAction& action : ranks[r]) {
+      const auto [first, added] = firstOfStage.emplace(action.stage, std::make_pair(r, action));
+      if (!added && first->second.first != r) {
+        fail("stage " + std::to_string(action.stage) + " has actions on rank " + std::to_string(first->second.first) +
+             " (" + actionText(first->second.second) + ") and rank " + std::to_string(r) + " (" + actionText(action) +
+             "); a stage runs on one rank");
+      }
+      lastMicroBatch = std::max(lastMicroBatch, action.microBatch);
+      if (action.kind == OpKind::Backward && !full) full.emplace(r, action);
+      if (passOf(action.kind) != 0 && action.kind != OpKind::Backward && !split) split.emplace(r, action);
+    }
+  }
+  if (full && split) {
+    fail("the order mixes full backwards (" + at(full->first, full->second) + ") with split ones (" +
+         at(split->first, split->second) + "); use B throughout or I and W throughout");
+  }
+  const auto n = static_cast<std::int64_t>(firstOfStage.size());
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (firstOfStage.count(j) == 0) {
+      fail("stage " + std::to_string(j) + " has no action, though stage " +
+           std::to_string(firstOfStage.rbegin()->first) + " does; stages are numbered 0..n-1");
+    }
+  }
+  std::vector<std::int64_t> stagesOfRank(ranks.size(), 0);
+  for (const auto& [stage, first] : firstOfStage) {
+    order.stageRank.push_back(static_cast<std::int64_t>(first.first));
+    ++stagesOfRank[first.first];
+  }
+  for (std::size_t r = 1; r < ranks.size(); ++r) {
+    if (stagesOfRank[r] != stagesOfRank[0]) {
+      fail("rank 0 runs " + std::to_string(stagesOfRank[0]) + " stage(s) and rank " + std::to_string(r) + " runs " +
+           std::to_string(stagesOfRank[r]) + "; every rank runs the same number of stages");
+    }
+  }
+  order.microBatches = lastMicroBatch + 1;
+  order.splitsBackward = split.has_value();
+}
+
+/// (pass, stage, micro-batch) of every action, checking that each comes once and after what
+/// it needs on its rank (a micro-batch's forward before its B or I, its I before its W).
+using Passes = std::set<std::tuple<int, std::int64_t, std::int64_t>>;
+Passes checkEachRanksOrder(const RankActions& ranks, bool splitsBackward) {
+  Passes seen;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    for (std::size_t k = 0; k < ranks[r].size(); ++k) {
+      const ScheduleAction& action = ranks[r][k];
+      if (!seen.emplace(passOf(action.kind), action.stage, action.microBatch).second) {
+        fail(at(r, action) + " appears twice");
+      }
+      if (action.kind == OpKind::Forward) continue;
+      const ScheduleAction needed{action.stage,
+                                  action.kind == OpKind::BackwardWeight ? OpKind::BackwardInput : OpKind::Forward,
+                                  action.microBatch};
+      if (seen.count({passOf(needed.kind), needed.stage, needed.microBatch}) != 0) continue;
+      const bool later =
+          std::find(ranks[r].begin() + static_cast<std::ptrdiff_t>(k), ranks[r].end(), needed) != ranks[r].end();
+      fail(at(r, action) + (later ? " comes before its " : " has no ") + actionText(needed) +
+           " on that rank; a stage runs a micro-batch's forward, then its " + (splitsBackward ? "I, then its W" : "B"));
+    }
+  }
+  return seen;
+}
+
+/// Every stage runs every micro-batch in every pass (forward; B, or I and W).
+void checkEveryMicroBatch(const CustomOrder& order, const Passes& seen) {
+  const int passes = order.splitsBackward ? 3 : 2;
+  for (std::int64_t j = 0; j < order.stages(); ++j) {
+    for (std::int64_t i = 0; i < order.microBatches; ++i) {
+      for (int pass = 0; pass < passes; ++pass) {
+        if (seen.count({pass, j, i}) != 0) continue;
+        const OpKind kind = pass == 0              ? OpKind::Forward
+                            : pass == 2            ? OpKind::BackwardWeight
+                            : order.splitsBackward ? OpKind::BackwardInput
+                                                   : OpKind::Backward;
+        fail("rank " + std::to_string(order.stageRank[static_cast<std::size_t>(j)]) + " has no " +
+             actionText({j, kind, i}) + "; every stage runs each of the " + std::to_string(order.microBatches) +
+             " micro-batches 0.." + std::to_string(order.microBatches - 1) + " forward and backward once");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<OrderStep>> CustomOrder::deviceSteps() const {
@@ -34,102 +129,11 @@ std::vector<std::vector<OrderStep>> CustomOrder::deviceSteps() const {
 }
 
 std::shared_ptr<const CustomOrder> makeCustomOrder(RankActions ranks, const std::string& source) {
-  const auto fail = [](const std::string& problem) { throw std::invalid_argument(problem); };
   if (ranks.empty()) fail("no rank has an action");
   auto order = std::make_shared<CustomOrder>();
   order->source = source;
-  // Placement: every stage on one rank; the first action seen of each stage names it.
-  std::map<std::int64_t, std::pair<std::size_t, ScheduleAction>> firstOfStage;
-  std::int64_t lastMicroBatch = -1;
-  const ScheduleAction* full = nullptr;
-  const ScheduleAction* split = nullptr;
-  std::size_t fullRank = 0;
-  std::size_t splitRank = 0;
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    if (ranks[r].empty()) fail("rank " + std::to_string(r) + " has no action; every rank runs at least one stage");
-    for (const ScheduleAction& action : ranks[r]) {
-      const auto [it, added] = firstOfStage.emplace(action.stage, std::make_pair(r, action));
-      if (!added && it->second.first != r) {
-        fail("stage " + std::to_string(action.stage) + " has actions on rank " + std::to_string(it->second.first) +
-             " (" + actionText(it->second.second) + ") and rank " + std::to_string(r) + " (" + actionText(action) +
-             "); a stage runs on one rank");
-      }
-      lastMicroBatch = std::max(lastMicroBatch, action.microBatch);
-      if (action.kind == OpKind::Backward && full == nullptr) {
-        full = &action;
-        fullRank = r;
-      }
-      if (action.kind != OpKind::Backward && action.kind != OpKind::Forward && split == nullptr) {
-        split = &action;
-        splitRank = r;
-      }
-    }
-  }
-  if (full != nullptr && split != nullptr) {
-    fail("the order mixes full backwards (" + at(fullRank, *full) + ") with split ones (" + at(splitRank, *split) +
-         "); use B throughout or I and W throughout");
-  }
-  const auto n = static_cast<std::int64_t>(firstOfStage.size());
-  if (firstOfStage.rbegin()->first != n - 1) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      if (firstOfStage.count(j) == 0) {
-        fail("stage " + std::to_string(j) + " has no action, though stage " +
-             std::to_string(firstOfStage.rbegin()->first) + " does; stages are numbered 0..n-1");
-      }
-    }
-  }
-  order->stageRank.resize(static_cast<std::size_t>(n));
-  std::vector<std::int64_t> stagesOfRank(ranks.size(), 0);
-  for (const auto& [stage, first] : firstOfStage) {
-    order->stageRank[static_cast<std::size_t>(stage)] = static_cast<std::int64_t>(first.first);
-    ++stagesOfRank[first.first];
-  }
-  for (std::size_t r = 1; r < ranks.size(); ++r) {
-    if (stagesOfRank[r] != stagesOfRank[0]) {
-      fail("rank 0 runs " + std::to_string(stagesOfRank[0]) + " stage(s) and rank " + std::to_string(r) + " runs " +
-           std::to_string(stagesOfRank[r]) + "; every rank runs the same number of stages");
-    }
-  }
-  order->microBatches = lastMicroBatch + 1;
-  order->splitsBackward = split != nullptr;
-
-  // Each (pass, stage, micro-batch) once, and on its rank after what it needs.
-  std::map<std::tuple<int, std::int64_t, std::int64_t>, std::size_t> seen;  // -> position on its rank
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    for (std::size_t k = 0; k < ranks[r].size(); ++k) {
-      const ScheduleAction& action = ranks[r][k];
-      if (!seen.emplace(std::make_tuple(passOf(action.kind), action.stage, action.microBatch), k).second) {
-        fail(at(r, action) + " appears twice");
-      }
-      if (action.kind == OpKind::Forward) continue;
-      const ScheduleAction needed{action.stage,
-                                  action.kind == OpKind::BackwardWeight ? OpKind::BackwardInput : OpKind::Forward,
-                                  action.microBatch};
-      if (seen.count({passOf(needed.kind), needed.stage, needed.microBatch}) == 0) {
-        const bool later =
-            std::find(ranks[r].begin() + static_cast<std::ptrdiff_t>(k), ranks[r].end(), needed) != ranks[r].end();
-        fail(at(r, action) + (later ? " comes before its " + actionText(needed) : " has no " + actionText(needed)) +
-             " on that rank; a stage runs a micro-batch's forward, then its " +
-             (order->splitsBackward ? "I, then its W" : "B"));
-      }
-    }
-  }
-  const int passes = order->splitsBackward ? 3 : 2;
-  for (std::int64_t j = 0; j < n; ++j) {
-    const auto rank = static_cast<std::size_t>(order->stageRank[static_cast<std::size_t>(j)]);
-    for (std::int64_t i = 0; i < order->microBatches; ++i) {
-      for (int pass = 0; pass < passes; ++pass) {
-        if (seen.count({pass, j, i}) != 0) continue;
-        const OpKind kind = pass == 0               ? OpKind::Forward
-                            : pass == 2             ? OpKind::BackwardWeight
-                            : order->splitsBackward ? OpKind::BackwardInput
-                                                    : OpKind::Backward;
-        fail("rank " + std::to_string(rank) + " has no " + actionText({j, kind, i}) +
-             "; every stage runs each of the " + std::to_string(order->microBatches) + " micro-batches 0.." +
-             std::to_string(order->microBatches - 1) + " forward and backward once");
-      }
-    }
-  }
+  placeStages(ranks, *order);
+  checkEveryMicroBatch(*order, checkEachRanksOrder(ranks, order->splitsBackward));
   order->ranks = std::move(ranks);
   return order;
 }

@@ -1,4 +1,5 @@
 // Tests for Pipe::step under every schedule: exact losses, gradients and statistics, errors, memory.
+#include <pipeprof/core/custom_order.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/runtime/skip.h>
 
@@ -113,6 +114,38 @@ TEST(PipeSchedules, StepEqualsTheUnpartitionedModelUnderEverySchedule) {
         for (std::size_t k = 0; k < parameters.size(); ++k) {
           ASSERT_TRUE(close(parameters[k].grad(), expected.grads[k])) << "parameter " << k;
         }
+      }
+    }
+  }
+}
+
+// Every order PyTorch 2.6 generates in tests/fixtures/pytorch-2.6-schedules (interleaved 1F1B,
+// looped BFS, interleaved zero bubble, ZBV; p = 2 and 4, 4 to 16 micro-batches) runs as a
+// custom order and computes the unpartitioned model's loss and gradients.
+TEST(PipeSchedules, PytorchsOwnOrdersRunAsCustomOrders) {
+  torch::manual_seed(9);
+  const torch::Tensor input = torch::randn({16, 8});
+  const torch::Tensor target = torch::randn({16, 8});
+  const Reference expected = reference(skipModel(), input, target);
+  const std::string dir = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/";
+  for (const char* family : {"interleaved_1f1b", "looped_bfs", "interleaved_zero_bubble", "zbv_zero_bubble"}) {
+    for (const char* shape : {"_p2_m4_v2.csv", "_p2_m8_v2.csv", "_p4_m8_v2.csv", "_p4_m16_v2.csv"}) {
+      const std::string name = std::string(family) + shape;
+      SCOPED_TRACE(name);
+      PipeOptions options;
+      options.schedule = ScheduleKind::Custom;
+      options.order = readCustomOrder(dir + name);
+      options.stagesPerDevice = 2;
+      options.chunks = options.order->microBatches;
+      options.checkpoint = Checkpoint::ExceptLast;
+      const std::vector<std::int64_t> balance = options.order->stages() == 4
+                                                    ? std::vector<std::int64_t>{2, 4, 3, 3}
+                                                    : std::vector<std::int64_t>{1, 2, 1, 2, 2, 1, 2, 1};
+      Pipe pipe(skipModel(), balance, options);
+      ASSERT_TRUE(close(pipe.step(input, target, meanSquaredError), expected.loss));
+      const auto parameters = pipe.parameters();
+      for (std::size_t k = 0; k < parameters.size(); ++k) {
+        ASSERT_TRUE(close(parameters[k].grad(), expected.grads[k])) << "parameter " << k;
       }
     }
   }
