@@ -125,6 +125,10 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
                                               : fmt::format("{} stages per device (--stages-per-device {})", v, v);
   const std::string schedule = shape.order ? "the order of --schedule-file " + shape.order->source
                                            : "--schedule " + scheduleKindName(shape.schedule);
+  if (shape.order && devices > 0 && shape.order->devices() != devices) {
+    throw UsageError(fmt::format("{} has {} ranks (one row each) but {} names {} device{}: give as many", schedule,
+                                 shape.order->devices(), devicesText, devices, devices == 1 ? "" : "s"));
+  }
   if (devices > 0 && n != devices * v) {
     throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and {} runs {}: give "
                                  "{} entries ({} x {})",

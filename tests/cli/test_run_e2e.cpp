@@ -199,6 +199,13 @@ TEST(ScheduleFileE2E, RunTrainsTheExportedOrderAsTheGeneratedOne) {
                                   dir + "izb.csv runs 2 stages per device: give 4 entries"),
             std::string::npos)
       << wrongBalance.err;
+  const ProcessResult ranks = pipeprof(run + "--balance 1,1,1,1,1,1,1,1 --schedule-file " + PIPEPROF_SOURCE_DIR +
+                                       "/tests/fixtures/pytorch-2.6-schedules/zbv_zero_bubble_p4_m8_v2.csv");
+  EXPECT_EQ(ranks.code, 2);
+  EXPECT_NE(ranks.err.find("zbv_zero_bubble_p4_m8_v2.csv has 4 ranks (one row each) but --devices cpu,cpu names 2 "
+                           "devices: give as many"),
+            std::string::npos)
+      << ranks.err;
   const ProcessResult missing = pipeprof(run + "--balance 1,1,1,2 --schedule-file " + dir + "absent.csv");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("absent.csv: cannot open file"), std::string::npos) << missing.err;
