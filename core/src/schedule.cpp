@@ -11,6 +11,7 @@
 #include <pipeprof/core/schedule.h>
 
 #include <pipeprof/core/custom_order.h>
+#include <pipeprof/core/schedule_csv.h>
 
 #include <algorithm>
 #include <functional>
@@ -481,12 +482,8 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
 }
 
 std::string Schedule::actionName(const Op& op) const {
-  const char* letter = op.kind == OpKind::Forward          ? "F"
-                       : op.kind == OpKind::Backward       ? "B"
-                       : op.kind == OpKind::BackwardInput  ? "I"
-                       : op.kind == OpKind::BackwardWeight ? "W"
-                                                           : nullptr;
-  return letter == nullptr ? label(op) : std::to_string(op.j) + letter + std::to_string(op.i);
+  const bool action = op.kind == OpKind::Forward || isBackwardPass(op.kind);  // what torch's CSV names
+  return action ? actionText({op.j, op.kind, op.i}) : label(op);
 }
 
 std::string Schedule::describeCycle(const std::vector<Op>& ops, const std::vector<OpIndex>& cycle) const {
