@@ -73,13 +73,10 @@ void addScheduleFileFlag(CLI::App& command, ScheduleFlags& flags) {
 void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
   if (!flags.scheduleFile.empty()) {
     try {
-      shape.order = readCustomOrder(flags.scheduleFile);
+      runCustomOrder(shape, readCustomOrder(flags.scheduleFile));
     } catch (const std::invalid_argument& error) {
       throw UsageError(fmt::format("--schedule-file {}", error.what()));
     }
-    shape.schedule = ScheduleKind::Custom;
-    shape.stagesPerDevice = shape.order->stages() / shape.order->devices();
-    shape.chunks = shape.order->microBatches;
     return;
   }
   const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);

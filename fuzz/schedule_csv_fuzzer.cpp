@@ -29,11 +29,8 @@ void checkAndExpand(pipeprof::RankActions ranks) {
   }
   if (static_cast<std::int64_t>(actions) > kMaxExpanded || order->microBatches > kMaxExpanded) return;
   pipeprof::ScheduleSpec spec;
-  spec.schedule = pipeprof::ScheduleKind::Custom;
-  spec.order = order;
   spec.balance.assign(static_cast<std::size_t>(order->stages()), 1);
-  spec.stagesPerDevice = order->stages() / order->devices();
-  spec.chunks = order->microBatches;
+  pipeprof::runCustomOrder(spec, order);
   try {
     const pipeprof::Schedule schedule = pipeprof::Schedule::build(spec);
     if (pipeprof::scheduleActions(schedule) != order->ranks) std::abort();  // it runs what was written

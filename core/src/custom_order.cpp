@@ -138,6 +138,13 @@ std::shared_ptr<const CustomOrder> makeCustomOrder(RankActions ranks, const std:
   return order;
 }
 
+void runCustomOrder(PipelineShape& shape, std::shared_ptr<const CustomOrder> order) {
+  shape.schedule = ScheduleKind::Custom;
+  shape.stagesPerDevice = order->stagesPerDevice();
+  shape.chunks = order->microBatches;
+  shape.order = std::move(order);
+}
+
 std::shared_ptr<const CustomOrder> readCustomOrder(const std::string& path) {
   RankActions ranks = readScheduleCsv(readTextFile(path), path);
   try {

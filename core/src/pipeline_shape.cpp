@@ -59,8 +59,8 @@ std::string PipelineShape::shapeError(std::int64_t microBatches) const {
       return "the balance has " + std::to_string(stages()) + " stages but the order in " + order->source + " runs " +
              std::to_string(order->stages());
     }
-    if (stagesPerDevice != order->stages() / order->devices()) {
-      return "the order in " + order->source + " runs " + std::to_string(order->stages() / order->devices()) +
+    if (stagesPerDevice != order->stagesPerDevice()) {
+      return "the order in " + order->source + " runs " + std::to_string(order->stagesPerDevice()) +
              " stages per rank, not " + std::to_string(stagesPerDevice);
     }
     if (microBatches != order->microBatches) {

@@ -26,12 +26,9 @@ std::string fixturePath(const std::string& name) {
 /// A spec running `order` on one-layer stages, mode except_last.
 ScheduleSpec customSpec(const std::shared_ptr<const CustomOrder>& order) {
   ScheduleSpec spec;
-  spec.schedule = ScheduleKind::Custom;
-  spec.order = order;
   spec.balance.assign(static_cast<std::size_t>(order->stages()), 1);
-  spec.stagesPerDevice = order->stages() / order->devices();
-  spec.chunks = order->microBatches;
   spec.checkpoint = Checkpoint::ExceptLast;
+  runCustomOrder(spec, order);
   return spec;
 }
 

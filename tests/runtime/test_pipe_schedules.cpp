@@ -133,10 +133,7 @@ TEST(PipeSchedules, PytorchsOwnOrdersRunAsCustomOrders) {
       const std::string name = std::string(family) + shape;
       SCOPED_TRACE(name);
       PipeOptions options;
-      options.schedule = ScheduleKind::Custom;
-      options.order = readCustomOrder(dir + name);
-      options.stagesPerDevice = 2;
-      options.chunks = options.order->microBatches;
+      runCustomOrder(options, readCustomOrder(dir + name));
       options.checkpoint = Checkpoint::ExceptLast;
       const std::vector<std::int64_t> balance = options.order->stages() == 4
                                                     ? std::vector<std::int64_t>{2, 4, 3, 3}

@@ -33,13 +33,10 @@ TEST(CustomOrders, PytorchsOwnOrdersArePredictedAsTheGeneratedOnes) {
     for (const char* shape : {"_p2_m4_v2.csv", "_p2_m8_v2.csv", "_p4_m8_v2.csv", "_p4_m16_v2.csv"}) {
       SCOPED_TRACE(family + shape);
       Candidate candidate;
-      candidate.schedule = ScheduleKind::Custom;
-      candidate.order = readCustomOrder(dir + family + shape);
+      runCustomOrder(candidate, readCustomOrder(dir + family + shape));
       const std::int64_t n = candidate.order->stages();
       const std::int64_t m = candidate.order->microBatches;
       candidate.balance.assign(static_cast<std::size_t>(n), 1);
-      candidate.stagesPerDevice = 2;
-      candidate.chunks = m;
       candidate.batch = m;
       candidate.checkpoint = Checkpoint::Never;
       const Profile profile = test::uniformProfile(n, costs);

@@ -31,6 +31,8 @@ struct CustomOrder {
 
   std::int64_t stages() const { return static_cast<std::int64_t>(stageRank.size()); }
   std::int64_t devices() const { return static_cast<std::int64_t>(ranks.size()); }
+  /// v: the stages of each rank (every rank runs as many).
+  std::int64_t stagesPerDevice() const { return stages() / devices(); }
   /// Rank r's forwards and backwards as Schedule::build expands them (deviceSteps' form).
   std::vector<std::vector<OrderStep>> deviceSteps() const;
 
@@ -41,6 +43,10 @@ struct CustomOrder {
 /// came from in later messages. Throws std::invalid_argument naming the rank and the action,
 /// e.g. "stage 1 has actions on rank 0 (1F0) and rank 1 (1B0); a stage runs on one rank".
 std::shared_ptr<const CustomOrder> makeCustomOrder(RankActions ranks, const std::string& source);
+
+/// Makes the shape run `order`: schedule custom, the order, its v, and its micro-batches as the
+/// chunks (the balance is the caller's: one entry per stage of the order).
+void runCustomOrder(PipelineShape& shape, std::shared_ptr<const CustomOrder> order);
 
 /// Reads and checks a schedule CSV file. Throws FormatError when it cannot be read or has a
 /// malformed cell, std::invalid_argument ("order.csv: " and the rule broken) for an order that
