@@ -118,25 +118,29 @@ bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevic
   // Keep the pipeline devices of the last valid candidate; the stages follow from v.
   const std::int64_t p = candidate_.balance.empty() ? 1 : std::max<std::int64_t>(1, candidate_.pipelineDevices());
   const std::int64_t n = p * next.stagesPerDevice;
-  if (static_cast<std::int64_t>(next.balance.size()) != n) {
-    const std::int64_t layers = profile_ ? profile_->layerCount() : 0;
-    if (layers < n) {
-      edited_ = next;
-      emit invalidEdit(
-          tr("%1 with %2 stages per device on %3 devices needs %4 stages, but the model has only %5 layers")
-              .arg(scheduleText(next.schedule, next.stagesPerDevice))
-              .arg(next.stagesPerDevice)
-              .arg(p)
-              .arg(n)
-              .arg(layers));
-      return false;
-    }
-    std::vector<double> costs;
-    for (TimeNs time : layerTimesNs()) costs.push_back(static_cast<double>(time));
-    next.balance = minBottleneckBalance(costs, n);
+  if (!keepOrRebalance(next, n)) {
+    edited_ = next;
+    emit invalidEdit(tr("%1 with %2 stages per device on %3 devices needs %4 stages, but the model has only %5 layers")
+                         .arg(scheduleText(next.schedule, next.stagesPerDevice))
+                         .arg(next.stagesPerDevice)
+                         .arg(p)
+                         .arg(n)
+                         .arg(layerCount()));
+    return false;
   }
   if (next.devices.size() != static_cast<std::size_t>(p)) next.devices.clear();
   return apply(next);
+}
+
+std::int64_t TuningModel::layerCount() const { return profile_ ? profile_->layerCount() : 0; }
+
+bool TuningModel::keepOrRebalance(Candidate& next, std::int64_t stages) const {
+  if (static_cast<std::int64_t>(next.balance.size()) == stages) return true;
+  if (layerCount() < stages) return false;
+  std::vector<double> costs;
+  for (TimeNs time : layerTimesNs()) costs.push_back(static_cast<double>(time));
+  next.balance = minBottleneckBalance(costs, stages);
+  return true;
 }
 
 bool TuningModel::setScheduleFile(const QString& path) {
@@ -148,21 +152,13 @@ bool TuningModel::setScheduleFile(const QString& path) {
     return false;
   }
   Candidate next = edited_;
-  next.schedule = ScheduleKind::Custom;
-  next.order = order;
-  next.stagesPerDevice = order->stages() / order->devices();
-  next.chunks = order->microBatches;
-  const std::int64_t n = order->stages();
-  if (static_cast<std::int64_t>(next.balance.size()) != n) {
-    const std::int64_t layers = profile_ ? profile_->layerCount() : 0;
-    if (layers < n) {
-      emit invalidEdit(
-          tr("the order in %1 runs %2 stages, but the model has only %3 layers").arg(path).arg(n).arg(layers));
-      return false;
-    }
-    std::vector<double> costs;
-    for (TimeNs time : layerTimesNs()) costs.push_back(static_cast<double>(time));
-    next.balance = minBottleneckBalance(costs, n);
+  runCustomOrder(next, order);
+  if (!keepOrRebalance(next, order->stages())) {
+    emit invalidEdit(tr("the order in %1 runs %2 stages, but the model has only %3 layers")
+                         .arg(path)
+                         .arg(order->stages())
+                         .arg(layerCount()));
+    return false;
   }
   if (next.devices.size() != static_cast<std::size_t>(order->devices())) next.devices.clear();
   return apply(next);

@@ -88,6 +88,11 @@ class TuningModel : public QAbstractTableModel {
   void invalidEdit(const QString& message);
 
  private:
+  /// The profile's layers (0 without one).
+  std::int64_t layerCount() const;
+  /// Keeps next's balance when it has `stages` entries, else gives it the min-bottleneck balance
+  /// of that many stages over the layers' compute times; false when the model has fewer layers.
+  bool keepOrRebalance(Candidate& next, std::int64_t stages) const;
   bool apply(const Candidate& candidate);
   /// Why the candidate cannot be simulated before the simulator is asked, or empty.
   std::string shapeError(const Candidate& candidate) const;
