@@ -131,15 +131,23 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
         e.transient.push_back(mem(j, layout.weightBackwardPeak(j)));
         e.endRelease.push_back(mem(j, layout.weightSaved(j)));
+        if (j + 1 < n) {
+          e.endRelease.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
+          e.endRelease.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
+        }
         break;
       case OpKind::Backward:
       case OpKind::BackwardInput: {
         // I does what B does, except that it goes from the saved bytes to what W needs.
         const bool input = op.kind == OpKind::BackwardInput;
         c.durationSlot = durationSlot(op.i, input ? layout.backwardInputNs(j) : layout.backwardNs(j));
-        e.transient.push_back(mem(j, layout.backwardPeak(j)));
+        e.transient.push_back(mem(j, input ? layout.backwardInputPeak(j) : layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
         if (input) e.endAlloc.push_back(mem(j, layout.weightSavedGrowth(j)));
+        if (input && j + 1 < n) {  // the gradient of j's output, for W
+          e.endAlloc.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
+          e.endAlloc.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
+        }
         e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
         e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));

@@ -32,7 +32,7 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 12 * n + 5 * skips + 3; }
+  std::int32_t bytesPerClass() const { return 15 * n + 5 * skips + 3; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -61,6 +61,16 @@ struct SlotLayout {
   /// W's transient: the largest of its layers' weight_workspace_bytes (one layer's weights'
   /// gradients at a time).
   std::int32_t weightBackwardPeak(std::int32_t j) const { return 11 * n + 5 * skips + 3 + j; }
+  /// I's transient: unlike B, I keeps every saved tensor until it ends (W needs some, and the
+  /// engine runs keeping the graph), and each layer with weights it passed keeps the gradient
+  /// of its output for W.
+  std::int32_t backwardInputPeak(std::int32_t j) const { return 12 * n + 5 * skips + 3 + j; }
+  /// The gradient of j's output, received from j + 1, that j's W needs (j's last layer has
+  /// weights, or j = 0, whose I computes nothing): held from I(i, j) until W(i, j), on j + 1
+  /// when the devices share the tensor (a zero-cost link: the gradient of j + 1's input), else
+  /// on j as the copy's buffer. weightSaved(j) does not count it.
+  std::int32_t gradientHeldOnSender(std::int32_t j) const { return 13 * n + 5 * skips + 3 + j; }
+  std::int32_t gradientHeldOnReceiver(std::int32_t j) const { return 14 * n + 5 * skips + 3 + j; }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }

@@ -50,6 +50,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->backwardWeightPrefix.assign(layers + 1, 0);
   table->weightSavedPrefix.assign(layers + 1, 0);
   table->weightWorkspaceBytes.assign(layers, 0);
+  table->outputGradientKeptBytes.assign(layers, 0);
   table->outputBytes.assign(layers, 0);
   table->outputMovedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
@@ -65,6 +66,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->weightSavedPrefix[l + 1] = table->weightSavedPrefix[l] + sumBytes(split.weightSavedBytes);
     table->weightWorkspaceBytes[l] = sumBytes(split.weightWorkspaceBytes);
     table->outputBytes[l] = tensorBytes(cost.outputBytes);
+    const Bytes weightSaved = sumBytes(split.weightSavedBytes);
+    table->outputGradientKeptBytes[l] = weightSaved > 0 ? std::min(weightSaved, table->outputBytes[l]) : 0;
     table->outputMovedBytes[l] = cost.outputBytes;
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
@@ -112,13 +115,14 @@ struct TransientPeaks {
   Bytes gradForward = 0;
   Bytes noGradForward = 0;
   Bytes backward = 0;
+  Bytes backwardInput = 0;  ///< a split backward's I (0 where no input wants a gradient)
 };
 
 /// `heldSkipGradients(l)`: the gradients of popped leaves (skips another partition stashed) that
 /// the backward of layer l or of a later layer made, held from then on.
 template <typename HeldSkipGradients>
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
-                              bool receivesOutputGradient, HeldSkipGradients heldSkipGradients) {
+                              bool receivesOutputGradient, bool inputGradients, HeldSkipGradients heldSkipGradients) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves, or at least its output.
   auto liveAfter = [&](std::size_t l) {
@@ -129,6 +133,13 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   // (The last stage handed its output to the loss, whose backward lets it go.)
   const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
   const Bytes outputKept = receivesOutputGradient ? std::min(table.outputBytes[end - 1], lastSaved) : 0;
+  // I keeps, for W, the gradient of each layer's output that has weights; the last layer's,
+  // received from j + 1, is counted there.
+  auto keptGradient = [&](std::size_t k) {
+    return receivesOutputGradient && k + 1 == end ? Bytes{0} : table.outputGradientKeptBytes[k];
+  };
+  Bytes keptAfter = 0;  // by the layers after l
+  for (std::size_t k = first + 1; k < end; ++k) keptAfter += keptGradient(k);
   for (std::size_t l = first; l < end; ++l) {
     const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
     const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0});
@@ -147,8 +158,50 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
     peaks.backward =
         std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + heldSkipGradients(l));
+    // I frees no saved tensor before it ends and makes no weight gradient (W's workspace).
+    if (inputGradients) {
+      if (l > first) keptAfter -= keptGradient(l);
+      const Bytes inputWorkspace = std::max<Bytes>(0, table.backwardWorkspaceBytes[l] - table.weightWorkspaceBytes[l]);
+      peaks.backwardInput =
+          std::max(peaks.backwardInput, inputWorkspace - outputGradient + keptAfter + heldSkipGradients(l));
+    }
   }
   return peaks;
+}
+
+/// What a split backward moves for partition j (layers [first, end)): what I keeps for W on
+/// j, the gradient of j's output W needs (held on j + 1 when `sharesOutputGradient`, the two
+/// using one tensor, else on j as the copy's buffer) and W's transient. `sharesInput`: j's
+/// input is j - 1's output itself, which j - 1 counts.
+void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, std::size_t first, std::size_t end,
+                       std::int32_t j, bool sharesInput, bool sharesOutputGradient, Bytes* bytes) {
+  const Bytes saved = bytes[layout.saved(j)];
+  const bool receivesOutputGradient = j + 1 < layout.n;
+  Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
+  Bytes heldGradient = 0;
+  if (j == 0) {
+    // No input of the first stage wants a gradient: I computes nothing and W runs the whole
+    // backward, from the graph and the output's gradient as they are.
+    weightSaved = saved;
+    if (receivesOutputGradient) heldGradient = table.outputBytes[end - 1];
+  } else {
+    if (receivesOutputGradient) heldGradient = table.outputGradientKeptBytes[end - 1];
+    weightSaved -= heldGradient;
+    if (sharesInput) {  // the first layer's input, as far as W keeps it
+      const Bytes firstKeeps = table.weightSavedPrefix[first + 1] - table.weightSavedPrefix[first];
+      weightSaved -=
+          std::clamp<Bytes>(firstKeeps - table.outputGradientKeptBytes[first], 0, table.outputBytes[first - 1]);
+    }
+    weightSaved = std::max<Bytes>(0, weightSaved);
+  }
+  bytes[layout.weightSaved(j)] = weightSaved;
+  bytes[layout.savedFreedByInput(j)] = std::max<Bytes>(0, saved - weightSaved);
+  bytes[layout.weightSavedGrowth(j)] = std::max<Bytes>(0, weightSaved - saved);
+  bytes[layout.gradientHeldOnSender(j)] = sharesOutputGradient ? heldGradient : 0;
+  bytes[layout.gradientHeldOnReceiver(j)] = sharesOutputGradient ? 0 : heldGradient;
+  bytes[layout.weightBackwardPeak(j)] =
+      *std::max_element(table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(first),
+                        table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
 /// Per partition j, the skip that j's last layer stashes and passes on as j's output, or -1
@@ -290,8 +343,13 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     bytes[layout.recomputeWithLossPeak()] =
         std::max(bytes[layout.gradForwardPeak(last)],
                  bytes[layout.saved(last)] + bytes[layout.unsavedOutput(last)] + bytes[layout.lossPeak()]);
+    // B runs the loss's backward first, which frees what its graph saved (the output too, when
+    // the loss keeps it); I keeps them until it ends.
+    const Bytes outputKept = costs.profile().loss.keepsOutput ? bytes[layout.unsavedOutput(last)] : 0;
     bytes[layout.backwardPeak(last)] =
-        std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardPeak(last)] - loss.savedBytes);
+        std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardPeak(last)] - loss.savedBytes - outputKept);
+    bytes[layout.backwardInputPeak(last)] =
+        std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardInputPeak(last)]);
   }
 }
 
@@ -320,6 +378,10 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         workspaces;
   }
   auto deviceOf = [&](std::int32_t j) { return out.partitionDevice[static_cast<std::size_t>(j)]; };
+  // Partitions whose tensors the other uses as they are (one device, or one host's memory).
+  auto sharesTensors = [&](std::int32_t a, std::int32_t b) {
+    return deviceOf(a) == deviceOf(b) || isZeroCostLink(cluster.link(deviceOf(a), deviceOf(b)));
+  };
   out.deviceHost = hostIndices(cluster);
   const bool shared = out.sharedLinks();
   if (shared) {
@@ -332,14 +394,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   // partition a to partition b.
   auto transfer = [&](std::int32_t a, std::int32_t b, Bytes bytes, std::int32_t durationSlot, Bytes& bufferBytes) {
     TimeNs& timeNs = out.durationNs[static_cast<std::size_t>(durationSlot)];
-    const std::int32_t from = deviceOf(a);
-    const std::int32_t to = deviceOf(b);
-    if (from == to || isZeroCostLink(cluster.link(from, to))) {
+    if (sharesTensors(a, b)) {
       timeNs = 0;
       bufferBytes = 0;
       return;
     }
-    const Link& link = cluster.link(from, to);
+    const Link& link = cluster.link(deviceOf(a), deviceOf(b));
     timeNs = link.transferNs(bytes);
     bufferBytes = costs.tensorBytes(bytes);
     if (shared) out.copyLatencyNs[static_cast<std::size_t>(durationSlot)] = timeNs > 0 ? link.latencyNs : 0;
@@ -365,13 +425,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
             scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed);
         duration[layout.backwardWeightNs(j)] =
             scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
-        const Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
-        bytes[layout.weightSaved(j)] = weightSaved;
-        bytes[layout.savedFreedByInput(j)] = std::max<Bytes>(0, bytes[layout.saved(j)] - weightSaved);
-        bytes[layout.weightSavedGrowth(j)] = std::max<Bytes>(0, weightSaved - bytes[layout.saved(j)]);
-        bytes[layout.weightBackwardPeak(j)] =
-            *std::max_element(table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(first),
-                              table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(end));
+        resolveSplitBytes(layout, table, first, end, j, j > 0 && sharesTensors(j - 1, j),
+                          j + 1 < n && sharesTensors(j, j + 1), bytes);
       }
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       // The stage's output lives until backward(i, j); the part of it the last layer's saved
@@ -398,10 +453,13 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         }
         return held;
       };
-      const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n, heldSkipGradients);
+      const TransientPeaks peaks =
+          transientPeaks(table, first, end, j + 1 < n, compiled.splitsBackward && j > 0, heldSkipGradients);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
+      bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
+      if (compiled.splitsBackward && j == 0) bytes[layout.weightBackwardPeak(j)] = peaks.backward;  // W is all of it
       if (j + 1 < n) {
         const Bytes boundary = table.outputMovedBytes[end - 1];
         transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);

@@ -25,8 +25,11 @@ struct LayerCostTable {
   std::vector<TimeNs> backwardWeightPrefix;
   std::vector<Bytes> weightSavedPrefix;
   std::vector<Bytes> weightWorkspaceBytes;  ///< per layer
-  std::vector<Bytes> outputBytes;           ///< as held in memory (an allocator block on CUDA)
-  std::vector<Bytes> outputMovedBytes;      ///< as a copy moves it (the tensor's own bytes)
+  /// Per layer: the gradient of its output that a split backward's I keeps for the layer's W
+  /// (its output's size where W keeps anything, else 0).
+  std::vector<Bytes> outputGradientKeptBytes;
+  std::vector<Bytes> outputBytes;       ///< as held in memory (an allocator block on CUDA)
+  std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).
