@@ -14,6 +14,7 @@
 #include <fmt/core.h>
 
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -46,20 +47,21 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
   std::cout << fmt::format("throughput   {:.1f} samples/s\n", p.samplesPerS);
   std::cout << fmt::format("bubble       {}\n\n", percent(p.bubbleFraction));
   // One row per pipeline device d (busy time and peak are per pipeline device): the stages it
-  // holds (d, d + p, ...) and the cluster device it runs on.
-  const std::int64_t devices = candidate.pipelineDevices();
+  // holds (d, d + p, ... or zbv's V) and the cluster device it runs on.
   std::cout << fmt::format("{:<10} {:<12} {:<12} {:>10} {:>7} {:>11}  {}\n", "device", "stages", "on", "busy", "busy%",
                            "peak", "peak at");
   for (std::size_t d = 0; d < p.busyNs.size(); ++d) {
     const double busy = p.iterationNs > 0 ? static_cast<double>(p.busyNs[d]) / static_cast<double>(p.iterationNs) : 0.0;
-    const auto device = static_cast<std::size_t>(candidate.deviceOf(static_cast<std::int64_t>(d)));
+    std::optional<std::size_t> device;  // the cluster device of d's stages
     std::string stages;
-    for (auto j = static_cast<std::int64_t>(d); j < static_cast<std::int64_t>(candidate.balance.size()); j += devices) {
+    for (std::int64_t j = 0; j < static_cast<std::int64_t>(candidate.balance.size()); ++j) {
+      if (candidate.deviceOfStage(j) != static_cast<std::int64_t>(d)) continue;
       stages += (stages.empty() ? "" : ",") + std::to_string(j);
+      device = static_cast<std::size_t>(candidate.deviceOf(j));
     }
-    std::cout << fmt::format("{:<10} {:<12} {:<12} {:>10} {:>7} {:>11}  {}\n", d, stages, cluster.devices[device].name,
-                             formatDuration(p.busyNs[d]), percent(busy),
-                             d < p.peakBytes.size() ? formatBytes(p.peakBytes[d]) : std::string("-"),
+    std::cout << fmt::format("{:<10} {:<12} {:<12} {:>10} {:>7} {:>11}  {}\n", d, stages,
+                             device ? cluster.devices[*device].name : std::string("-"), formatDuration(p.busyNs[d]),
+                             percent(busy), d < p.peakBytes.size() ? formatBytes(p.peakBytes[d]) : std::string("-"),
                              d >= p.peakOp.size() || p.peakOp[d].empty() ? "-" : p.peakOp[d]);
   }
   std::cout << "\n";

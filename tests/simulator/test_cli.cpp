@@ -133,6 +133,12 @@ TEST_F(SimulatorCli, ZeroBubbleIsSimulatedAndSearchedWithAProfileThatSplitsTheBa
                         "--schedule zb1p --json");
   ASSERT_EQ(zb.code, 0) << zb.err;
   EXPECT_EQ(nlohmann::json::parse(zb.out).at("schedule"), "zb1p");
+  // zbv's V: each device's row lists the stages it holds (0 and 3, 1 and 2).
+  const CliRun zbv =
+      run("simulate --profile " + path("split.json") + " --batch 4 --chunks 4 --balance 1,1,1,1 --schedule zbv");
+  ASSERT_EQ(zbv.code, 0) << zbv.err;
+  EXPECT_NE(zbv.out.find("0          0,3 "), std::string::npos) << zbv.out;
+  EXPECT_NE(zbv.out.find("1          1,2 "), std::string::npos) << zbv.out;
   const CliRun suggest = run("suggest --profile " + path("split.json") +
                              " --devices 2 --batch 4 --chunks 2,4 "
                              "--schedules zb1p,interleaved-zb --json");
