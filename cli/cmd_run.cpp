@@ -225,8 +225,9 @@ void runRun(RunFlags flags) {
 void addRunCommand(CLI::App& app) {
   auto [command, flags] = addCommand<RunFlags>(
       app, "run",
-      {"Train a model on a pipeline (GPipe, 1F1B or interleaved 1F1B) for a few steps: median step time,\n"
-       "throughput, the loss of every step, per-device peak memory, and the measured timeline as a Chrome trace.",
+      {"Train a model on a pipeline (GPipe, 1F1B, interleaved 1F1B, zero bubble or a schedule file) for a few\n"
+       "steps: median step time, throughput, the loss of every step, per-device peak memory, and the measured\n"
+       "timeline as a Chrome trace.",
        {"pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --batch 64 --trace run.json",
         "pipeprof run --model mlp --devices cpu,cpu --balance 7,8 --chunks 4 --schedule 1f1b",
         "pipeprof run --model mlp --devices cpu,cpu --balance 4,4,4,3 --chunks 4 --schedule interleaved \\\n"
