@@ -14,6 +14,7 @@ struct OpEffects {
   std::vector<MemoryEffect> transient;
   std::vector<MemoryEffect> endAlloc;
   std::vector<MemoryEffect> endRelease;
+  std::vector<CompiledSchedule::Hold> holds;  ///< started at its end
 };
 
 std::int32_t narrow(std::int64_t value) { return static_cast<std::int32_t>(value); }
@@ -81,6 +82,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
     const std::int32_t j = c.j;
     OpEffects& e = effects[index];
     auto mem = [&](std::int32_t partition, std::int32_t slot) { return MemoryEffect{partition, byteSlot(op.i, slot)}; };
+    // j's output, which j + 1's W keeps (a micro-batch not checkpointed), held from this op's end
+    // until W(i, j + 1) ends.
+    auto holdOutputUntilNextWeight = [&](const Op& releaser, std::int32_t slot, OpEffects& into) {
+      if (releaser.j + 1 >= n || schedule.checkpointed(releaser.i)) return;
+      const auto weight = schedule.find(OpKind::BackwardWeight, releaser.i, releaser.j + 1);
+      if (weight) into.holds.push_back({mem(narrow(releaser.j), slot), static_cast<std::uint32_t>(*weight)});
+    };
     switch (op.kind) {
       case OpKind::Forward: {
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
@@ -129,12 +137,15 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         // W frees what I kept for it; its transient is the weights' gradients before they are
         // accumulated, one layer's at a time.
         c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
-        e.transient.push_back(mem(j, layout.weightBackwardPeak(j)));
+        e.transient.push_back(mem(j, schedule.checkpointed(op.i) ? layout.checkpointedWeightBackwardPeak(j)
+                                                                 : layout.weightBackwardPeak(j)));
         e.endRelease.push_back(mem(j, layout.weightSaved(j)));
         if (j + 1 < n) {
           e.endRelease.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
           e.endRelease.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
         }
+        if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.inputHeldForWeight(j)));
+        holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
         break;
       case OpKind::Backward:
       case OpKind::BackwardInput: {
@@ -148,10 +159,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
           e.endAlloc.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
           e.endAlloc.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
         }
+        if (input) holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
         e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
         e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
-        if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
+        if (schedule.checkpointed(op.i) && j > 0) {
+          e.endRelease.push_back(mem(j - 1, input ? layout.checkpointedInputFreedByInput(j) : layout.output(j - 1)));
+        }
         if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           if (!crossesPartitions(s)) continue;
@@ -203,11 +217,23 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
     }
   }
 
+  std::vector<std::vector<std::uint32_t>> holdsEnded(count);
   for (std::size_t index = 0; index < count; ++index) {
     out.ops[index].startAlloc = append(out.effects, effects[index].startAlloc);
     out.ops[index].transient = append(out.effects, effects[index].transient);
     out.ops[index].endAlloc = append(out.effects, effects[index].endAlloc);
     out.ops[index].endRelease = append(out.effects, effects[index].endRelease);
+    out.ops[index].holdsFrom.begin = static_cast<std::uint32_t>(out.holds.size());
+    for (const CompiledSchedule::Hold& hold : effects[index].holds) {
+      holdsEnded[hold.untilOp].push_back(static_cast<std::uint32_t>(out.holds.size()));
+      out.holds.push_back(hold);
+    }
+    out.ops[index].holdsFrom.end = static_cast<std::uint32_t>(out.holds.size());
+  }
+  for (std::size_t index = 0; index < count; ++index) {
+    out.ops[index].holdsUntil.begin = static_cast<std::uint32_t>(out.holdRefs.size());
+    out.holdRefs.insert(out.holdRefs.end(), holdsEnded[index].begin(), holdsEnded[index].end());
+    out.ops[index].holdsUntil.end = static_cast<std::uint32_t>(out.holdRefs.size());
   }
 
   // One lane per pipeline device: its worker runs deviceOrder(d), every virtual stage's ops.

@@ -32,7 +32,7 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 15 * n + 5 * skips + 3; }
+  std::int32_t bytesPerClass() const { return 20 * n + 5 * skips + 3; }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -71,6 +71,20 @@ struct SlotLayout {
   /// on j as the copy's buffer. weightSaved(j) does not count it.
   std::int32_t gradientHeldOnSender(std::int32_t j) const { return 13 * n + 5 * skips + 3 + j; }
   std::int32_t gradientHeldOnReceiver(std::int32_t j) const { return 14 * n + 5 * skips + 3 + j; }
+  /// j's input, where it is j - 1's output itself, as far as j's first layer's W keeps it: a
+  /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on
+  /// j - 1 until W(i, j); I(i, j) frees the rest of it.
+  std::int32_t inputHeldForWeight(std::int32_t j) const { return 15 * n + 5 * skips + 3 + j; }
+  std::int32_t checkpointedInputFreedByInput(std::int32_t j) const { return 16 * n + 5 * skips + 3 + j; }
+  /// W's transient for a checkpointed micro-batch (differs on the first stage, whose W is the
+  /// whole backward of a recomputed graph that alone holds its output).
+  std::int32_t checkpointedWeightBackwardPeak(std::int32_t j) const { return 17 * n + 5 * skips + 3 + j; }
+  /// j's input, where it is j - 1's output itself, as far as j's W keeps it (inputHeldForWeight)
+  /// for a micro-batch not checkpointed: j - 1's graph holds it too, and j - 1 frees it with its
+  /// I (or, on the first stage when its last layer saved it, its W); a hold keeps it on j - 1
+  /// until W(i, j) where that comes later. One slot per releasing op (the other is 0).
+  std::int32_t outputHeldAfterInput(std::int32_t j) const { return 18 * n + 5 * skips + 3 + j; }
+  std::int32_t outputHeldAfterWeight(std::int32_t j) const { return 19 * n + 5 * skips + 3 + j; }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }
@@ -106,6 +120,11 @@ struct CompiledOp {
   Range transient;   ///< allocated at op start, released first at op end (a compute op's transient peak)
   Range endAlloc;    ///< at op end, then: allocations (saved, outputs, gradients)
   Range endRelease;  ///< at op end, last: releases (freed tensors)
+  /// At op end, after the releases: holds (into CompiledSchedule::holds) that keep what this
+  /// op freed alive on until another op ends, where that op has not ended yet.
+  Range holdsFrom;
+  /// At op end: the holds (into CompiledSchedule::holdRefs) this op ends, where they started.
+  Range holdsUntil;
 
   /// Ops that run on a device's worker in its order (forward, recompute, backward (B, I, W), loss).
   bool isCompute() const { return kind != OpKind::Copy && kind != OpKind::SkipCopy; }
@@ -125,6 +144,14 @@ struct CompiledSchedule {
   std::vector<CompiledOp> ops;
   std::vector<std::uint32_t> successors;
   std::vector<MemoryEffect> effects;
+  /// A tensor two ops free, whichever ends last: the first to end frees it (its releases), and
+  /// a hold allocates it again until the other ends, where that one is still to come.
+  struct Hold {
+    MemoryEffect effect;
+    std::uint32_t untilOp = 0;
+  };
+  std::vector<Hold> holds;
+  std::vector<std::uint32_t> holdRefs;      ///< hold indices, by the op that ends them
   std::vector<std::uint32_t> orderOps;      ///< deviceOrder(d) for every lane d, concatenated
   std::vector<std::uint32_t> orderStart;    ///< lanes + 1 offsets into orderOps
   std::vector<std::int32_t> partitionLane;  ///< per partition j: its lane, Schedule::deviceOf(j)

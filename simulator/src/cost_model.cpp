@@ -116,6 +116,9 @@ struct TransientPeaks {
   Bytes noGradForward = 0;
   Bytes backward = 0;
   Bytes backwardInput = 0;  ///< a split backward's I (0 where no input wants a gradient)
+  /// The backward's peak when nothing else keeps the stage's output (the first stage's W of a
+  /// checkpointed micro-batch: the recomputed output is its graph's alone once I let it go).
+  Bytes backwardOutputFreed = 0;
 };
 
 /// `heldSkipGradients(l)`: the gradients of popped leaves (skips another partition stashed) that
@@ -158,6 +161,9 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
     peaks.backward =
         std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + heldSkipGradients(l));
+    const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
+    peaks.backwardOutputFreed = std::max(peaks.backwardOutputFreed, table.backwardWorkspaceBytes[l] - outputGradient -
+                                                                        savedAfterAll + heldSkipGradients(l));
     // I frees no saved tensor before it ends and makes no weight gradient (W's workspace).
     if (inputGradients) {
       if (l > first) keptAfter -= keptGradient(l);
@@ -179,6 +185,7 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   const bool receivesOutputGradient = j + 1 < layout.n;
   Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
   Bytes heldGradient = 0;
+  Bytes inputHeld = 0;
   if (j == 0) {
     // No input of the first stage wants a gradient: I computes nothing and W runs the whole
     // backward, from the graph and the output's gradient as they are.
@@ -189,8 +196,8 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
     weightSaved -= heldGradient;
     if (sharesInput) {  // the first layer's input, as far as W keeps it
       const Bytes firstKeeps = table.weightSavedPrefix[first + 1] - table.weightSavedPrefix[first];
-      weightSaved -=
-          std::clamp<Bytes>(firstKeeps - table.outputGradientKeptBytes[first], 0, table.outputBytes[first - 1]);
+      inputHeld = std::clamp<Bytes>(firstKeeps - table.outputGradientKeptBytes[first], 0, table.outputBytes[first - 1]);
+      weightSaved -= inputHeld;
     }
     weightSaved = std::max<Bytes>(0, weightSaved);
   }
@@ -199,6 +206,16 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   bytes[layout.weightSavedGrowth(j)] = std::max<Bytes>(0, weightSaved - saved);
   bytes[layout.gradientHeldOnSender(j)] = sharesOutputGradient ? heldGradient : 0;
   bytes[layout.gradientHeldOnReceiver(j)] = sharesOutputGradient ? 0 : heldGradient;
+  bytes[layout.inputHeldForWeight(j)] = inputHeld;
+  // Not checkpointed, j - 1 frees that input with its I, or the first stage with its W where
+  // its last layer saved its output (its W keeps the whole graph).
+  const bool freedByWeight =
+      j == 1 && table.savedPrefix[first] - table.savedPrefix[first - 1] >= table.outputBytes[first - 1];
+  bytes[layout.outputHeldAfterInput(j)] = freedByWeight ? 0 : inputHeld;
+  bytes[layout.outputHeldAfterWeight(j)] = freedByWeight ? inputHeld : 0;
+  if (j > 0) {
+    bytes[layout.checkpointedInputFreedByInput(j)] = std::max<Bytes>(0, bytes[layout.output(j - 1)] - inputHeld);
+  }
   bytes[layout.weightBackwardPeak(j)] =
       *std::max_element(table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(first),
                         table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(end));
@@ -459,7 +476,11 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
       bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
-      if (compiled.splitsBackward && j == 0) bytes[layout.weightBackwardPeak(j)] = peaks.backward;  // W is all of it
+      bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
+      if (compiled.splitsBackward && j == 0) {  // W is all of the backward
+        bytes[layout.weightBackwardPeak(j)] = peaks.backward;
+        bytes[layout.checkpointedWeightBackwardPeak(j)] = peaks.backwardOutputFreed;
+      }
       if (j + 1 < n) {
         const Bytes boundary = table.outputMovedBytes[end - 1];
         transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);

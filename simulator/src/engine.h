@@ -86,6 +86,8 @@ class Engine {
   void launched(std::uint32_t op, TimeNs timeNs);
   /// Launches: op's last kernel ended; releases its successors but the lane's next op.
   void kernelsDone(std::uint32_t op, TimeNs timeNs);
+  /// Starts the holds op begins where their other holder has not ended, and ends those op ends.
+  void applyHolds(std::uint32_t op, TimeNs timeNs);
   /// Launches: frees op's host thread and makes the next op of its lane ready when it can be.
   void advanceLane(std::uint32_t op, TimeNs timeNs);
   /// The op after compute op `op` in its lane's order, or ~0u when it is the last.
@@ -110,12 +112,13 @@ class Engine {
   std::vector<std::uint32_t> remaining_;
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
-  std::vector<std::int32_t> resource_;  ///< see resourceOf
-  std::int32_t linkCount_ = 0;  ///< D * D device pairs, then (shared links) H * H host pairs
-  std::vector<std::uint32_t> nextPosition_;  ///< per lane
-  std::vector<std::int64_t> eligibleOp_;     ///< per lane, -1 when none
-  std::vector<TimeNs> eligibleSinceNs_;      ///< per lane
-  std::vector<std::int32_t> laneDevice_;     ///< per lane: its cluster device
+  std::vector<char> held_;                     ///< per CompiledSchedule::holds: started and not yet ended
+  std::vector<std::int32_t> resource_;         ///< see resourceOf
+  std::int32_t linkCount_ = 0;                 ///< D * D device pairs, then (shared links) H * H host pairs
+  std::vector<std::uint32_t> nextPosition_;    ///< per lane
+  std::vector<std::int64_t> eligibleOp_;       ///< per lane, -1 when none
+  std::vector<TimeNs> eligibleSinceNs_;        ///< per lane
+  std::vector<std::int32_t> laneDevice_;       ///< per lane: its cluster device
   std::vector<std::int32_t> deviceLaneStart_;  ///< deviceCount + 1 offsets
   std::vector<std::int32_t> deviceLanes_;
   std::vector<char> deviceBusy_;  ///< per compute resource: cluster device, or with launches host thread

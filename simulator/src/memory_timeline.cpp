@@ -40,8 +40,17 @@ void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionLane, std::
 
 void MemoryTimeline::allocate(const CompiledSchedule& compiled, Range range, const Bytes* bytes, std::uint32_t op,
                               TimeNs timeNs) {
-  for (std::uint32_t e = range.begin; e < range.end; ++e) {
-    const MemoryEffect& effect = compiled.effects[e];
+  allocate(compiled.effects.data() + range.begin, compiled.effects.data() + range.end, bytes, op, timeNs);
+}
+
+void MemoryTimeline::release(const CompiledSchedule& compiled, Range range, const Bytes* bytes, TimeNs timeNs) {
+  release(compiled.effects.data() + range.begin, compiled.effects.data() + range.end, bytes, timeNs);
+}
+
+void MemoryTimeline::allocate(const MemoryEffect* first, const MemoryEffect* last, const Bytes* bytes, std::uint32_t op,
+                              TimeNs timeNs) {
+  for (const MemoryEffect* e = first; e != last; ++e) {
+    const MemoryEffect& effect = *e;
     const Bytes amount = bytes[effect.slot];
     if (amount == 0) continue;
     const auto j = static_cast<std::size_t>(effect.j);
@@ -60,9 +69,9 @@ void MemoryTimeline::allocate(const CompiledSchedule& compiled, Range range, con
   if (record_) sample(timeNs);
 }
 
-void MemoryTimeline::release(const CompiledSchedule& compiled, Range range, const Bytes* bytes, TimeNs timeNs) {
-  for (std::uint32_t e = range.begin; e < range.end; ++e) {
-    const MemoryEffect& effect = compiled.effects[e];
+void MemoryTimeline::release(const MemoryEffect* first, const MemoryEffect* last, const Bytes* bytes, TimeNs timeNs) {
+  for (const MemoryEffect* e = first; e != last; ++e) {
+    const MemoryEffect& effect = *e;
     const Bytes amount = bytes[effect.slot];
     if (amount == 0) continue;
     const auto j = static_cast<std::size_t>(effect.j);

@@ -38,6 +38,10 @@ class MemoryTimeline {
   void allocate(const CompiledSchedule& compiled, Range range, const Bytes* bytes, std::uint32_t op, TimeNs timeNs);
   /// Applies releases (-bytes) of effects [range) at timeNs.
   void release(const CompiledSchedule& compiled, Range range, const Bytes* bytes, TimeNs timeNs);
+  /// The same for effects [first, last) (a hold's one effect).
+  void allocate(const MemoryEffect* first, const MemoryEffect* last, const Bytes* bytes, std::uint32_t op,
+                TimeNs timeNs);
+  void release(const MemoryEffect* first, const MemoryEffect* last, const Bytes* bytes, TimeNs timeNs);
 
   /// Largest dynamic bytes of lane d (static not included): the sum over its partitions.
   Bytes peakDynamic(std::int32_t d) const { return peak_[static_cast<std::size_t>(d)]; }

@@ -36,13 +36,15 @@ std::string describe(const Measured& row) {
   return text + "] x8 " + std::string(checkpointName(row.mode));
 }
 
-void expectWithin(const Profile& profile, const std::vector<Measured>& rows, double fraction) {
+/// Every device's prediction within `fraction` of its measurement plus `slack` bytes.
+void expectWithin(const Profile& profile, const std::vector<Measured>& rows, double fraction, Bytes slack = 0) {
   for (const Measured& row : rows) {
     const Prediction p = predict(profile, row);
     ASSERT_EQ(p.peakBytes.size(), row.peakBytes.size()) << describe(row);
     for (std::size_t d = 0; d < row.peakBytes.size(); ++d) {
       const double measured = static_cast<double>(row.peakBytes[d]);
-      EXPECT_LE(std::abs(static_cast<double>(p.peakBytes[d]) - measured), fraction * measured)
+      EXPECT_LE(std::abs(static_cast<double>(p.peakBytes[d]) - measured),
+                fraction * measured + static_cast<double>(slack))
           << describe(row) << " device " << d << ": predicted " << p.peakBytes[d] << ", measured " << row.peakBytes[d];
     }
   }
@@ -65,20 +67,27 @@ TEST(MeasuredPeaks, OneBackwardPerMicroBatchIsPredictedToTheMebibyte) {
 }
 
 // I keeps every saved tensor until it ends and each weighted layer's output gradient for W; the
-// first stage's I computes nothing; a gradient W needs stays where it was made. Two rows of
-// zb1p [8,7] never are two sweeps (24 and 25 MiB on device 1). interleaved-zb [4,4,4,3]
-// except_last is left out: its device 0 reads 10% low (docs/performance.md).
-TEST(MeasuredPeaks, ZeroBubbleSchedulesArePredictedWithinFivePercentPerDevice) {
-  expectWithin(mlpProfile(),
-               {{ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {20989952, 25184288}},
-                {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {20989952, 26230796}},
-                {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::ExceptLast, {20989952, 25184288}},
-                {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::Never, {22038528, 22036488}},
-                {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::Never, {23085088, 25182208}},
-                {ScheduleKind::ZeroBubbleV, {4, 4, 4, 3}, Checkpoint::Never, {20989976, 22036480}},
-                {ScheduleKind::ZeroBubbleV, {4, 4, 4, 3}, Checkpoint::ExceptLast, {18890788, 22036480}},
-                {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::ExceptLast, {20987940, 23085056}}},
-               0.05);
+// first stage's I computes nothing; a gradient or input W needs stays where it was made. Three
+// sweeps measured these (rows repeat a candidate where they differ): the same candidate's
+// device reads up to 1 MiB (one 512 x 512 fp32 tensor) apart from run to run, as the two
+// devices' frees of each other's tensors interleave, so each device is checked to within one
+// such tensor.
+TEST(MeasuredPeaks, ZeroBubbleSchedulesArePredictedToWithinOneActivationPerDevice) {
+  const std::vector<Measured> rows{
+      {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {20989952, 25184288}},
+      {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {20989952, 26230796}},
+      {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::ExceptLast, {20989952, 25184288}},
+      {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::Never, {22038528, 22036488}},
+      {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::Never, {23085056, 22036488}},
+      {ScheduleKind::InterleavedZeroBubble, {3, 4, 4, 4}, Checkpoint::Never, {23085056, 27279372}},
+      {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::ExceptLast, {20987904, 19941404}},
+      {ScheduleKind::InterleavedZeroBubble, {3, 4, 4, 4}, Checkpoint::ExceptLast, {22036480, 23085092}},
+      {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::Never, {23085088, 25182208}},
+      {ScheduleKind::ZeroBubbleV, {4, 4, 4, 3}, Checkpoint::Never, {20989976, 22036480}},
+      {ScheduleKind::ZeroBubbleV, {4, 4, 4, 3}, Checkpoint::ExceptLast, {18890788, 22036480}},
+      {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::ExceptLast, {20987940, 23085056}},
+      {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::ExceptLast, {19939364, 23085056}}};
+  expectWithin(mlpProfile(), rows, 0.001, Bytes{1} << 20);
 }
 
 }  // namespace
