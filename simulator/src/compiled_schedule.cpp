@@ -218,23 +218,25 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
   }
 
   std::vector<std::vector<std::uint32_t>> holdsEnded(count);
+  std::vector<CompiledSchedule::OpHolds> opHolds(count);
   for (std::size_t index = 0; index < count; ++index) {
     out.ops[index].startAlloc = append(out.effects, effects[index].startAlloc);
     out.ops[index].transient = append(out.effects, effects[index].transient);
     out.ops[index].endAlloc = append(out.effects, effects[index].endAlloc);
     out.ops[index].endRelease = append(out.effects, effects[index].endRelease);
-    out.ops[index].holdsFrom.begin = static_cast<std::uint32_t>(out.holds.size());
+    opHolds[index].from.begin = static_cast<std::uint32_t>(out.holds.size());
     for (const CompiledSchedule::Hold& hold : effects[index].holds) {
       holdsEnded[hold.untilOp].push_back(static_cast<std::uint32_t>(out.holds.size()));
       out.holds.push_back(hold);
     }
-    out.ops[index].holdsFrom.end = static_cast<std::uint32_t>(out.holds.size());
+    opHolds[index].from.end = static_cast<std::uint32_t>(out.holds.size());
   }
   for (std::size_t index = 0; index < count; ++index) {
-    out.ops[index].holdsUntil.begin = static_cast<std::uint32_t>(out.holdRefs.size());
+    opHolds[index].until.begin = static_cast<std::uint32_t>(out.holdRefs.size());
     out.holdRefs.insert(out.holdRefs.end(), holdsEnded[index].begin(), holdsEnded[index].end());
-    out.ops[index].holdsUntil.end = static_cast<std::uint32_t>(out.holdRefs.size());
+    opHolds[index].until.end = static_cast<std::uint32_t>(out.holdRefs.size());
   }
+  if (!out.holds.empty()) out.opHolds = std::move(opHolds);
 
   // One lane per pipeline device: its worker runs deviceOrder(d), every virtual stage's ops.
   const std::int64_t p = schedule.devices();

@@ -120,11 +120,6 @@ struct CompiledOp {
   Range transient;   ///< allocated at op start, released first at op end (a compute op's transient peak)
   Range endAlloc;    ///< at op end, then: allocations (saved, outputs, gradients)
   Range endRelease;  ///< at op end, last: releases (freed tensors)
-  /// At op end, after the releases: holds (into CompiledSchedule::holds) that keep what this
-  /// op freed alive on until another op ends, where that op has not ended yet.
-  Range holdsFrom;
-  /// At op end: the holds (into CompiledSchedule::holdRefs) this op ends, where they started.
-  Range holdsUntil;
 
   /// Ops that run on a device's worker in its order (forward, recompute, backward (B, I, W), loss).
   bool isCompute() const { return kind != OpKind::Copy && kind != OpKind::SkipCopy; }
@@ -151,7 +146,15 @@ struct CompiledSchedule {
     std::uint32_t untilOp = 0;
   };
   std::vector<Hold> holds;
-  std::vector<std::uint32_t> holdRefs;      ///< hold indices, by the op that ends them
+  std::vector<std::uint32_t> holdRefs;  ///< hold indices, by the op that ends them
+  /// Per op, where `holds` is not empty (else empty: the search's ops stay small): at its end,
+  /// after its releases, the holds it starts (into `holds`: what it freed, kept on until
+  /// another op ends, where that has not ended yet) and those it ends (into `holdRefs`).
+  struct OpHolds {
+    Range from;
+    Range until;
+  };
+  std::vector<OpHolds> opHolds;
   std::vector<std::uint32_t> orderOps;      ///< deviceOrder(d) for every lane d, concatenated
   std::vector<std::uint32_t> orderStart;    ///< lanes + 1 offsets into orderOps
   std::vector<std::int32_t> partitionLane;  ///< per partition j: its lane, Schedule::deviceOf(j)

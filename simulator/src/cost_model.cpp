@@ -121,11 +121,14 @@ struct TransientPeaks {
   Bytes backwardOutputFreed = 0;
 };
 
+/// `splits`: also the peaks of a split backward (I, and the first stage's W of a recomputed
+/// graph), I's where `inputGradients` (the stage's input wants a gradient).
 /// `heldSkipGradients(l)`: the gradients of popped leaves (skips another partition stashed) that
 /// the backward of layer l or of a later layer made, held from then on.
 template <typename HeldSkipGradients>
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
-                              bool receivesOutputGradient, bool inputGradients, HeldSkipGradients heldSkipGradients) {
+                              bool receivesOutputGradient, bool splits, bool inputGradients,
+                              HeldSkipGradients heldSkipGradients) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves, or at least its output.
   auto liveAfter = [&](std::size_t l) {
@@ -161,6 +164,7 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
     peaks.backward =
         std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + heldSkipGradients(l));
+    if (!splits) continue;
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed = std::max(peaks.backwardOutputFreed, table.backwardWorkspaceBytes[l] - outputGradient -
                                                                         savedAfterAll + heldSkipGradients(l));
@@ -471,12 +475,13 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         return held;
       };
       const TransientPeaks peaks =
-          transientPeaks(table, first, end, j + 1 < n, compiled.splitsBackward && j > 0, heldSkipGradients);
+          transientPeaks(table, first, end, j + 1 < n, compiled.splitsBackward, j > 0, heldSkipGradients);
       bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
       bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
-      bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
+      if (compiled.splitsBackward)
+        bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
       if (compiled.splitsBackward && j == 0) {  // W is all of the backward
         bytes[layout.weightBackwardPeak(j)] = peaks.backward;
         bytes[layout.checkpointedWeightBackwardPeak(j)] = peaks.backwardOutputFreed;

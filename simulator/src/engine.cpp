@@ -198,15 +198,15 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
 }
 
 void Engine::applyHolds(std::uint32_t op, TimeNs timeNs) {
-  const CompiledOp& c = compiled_->ops[op];
+  const CompiledSchedule::OpHolds& c = compiled_->opHolds[op];
   const Bytes* bytes = costs_->bytes.data();
-  for (std::uint32_t h = c.holdsFrom.begin; h < c.holdsFrom.end; ++h) {
+  for (std::uint32_t h = c.from.begin; h < c.from.end; ++h) {
     const CompiledSchedule::Hold& hold = compiled_->holds[h];
     if (endNs_[hold.untilOp] >= 0) continue;  // the other holder let go already
     memory_.allocate(&hold.effect, &hold.effect + 1, bytes, op, timeNs);
     held_[h] = 1;
   }
-  for (std::uint32_t r = c.holdsUntil.begin; r < c.holdsUntil.end; ++r) {
+  for (std::uint32_t r = c.until.begin; r < c.until.end; ++r) {
     const std::uint32_t h = compiled_->holdRefs[r];
     if (!held_[h]) continue;
     const CompiledSchedule::Hold& hold = compiled_->holds[h];
@@ -224,7 +224,7 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.transient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
-  if (c.holdsFrom.begin != c.holdsFrom.end || c.holdsUntil.begin != c.holdsUntil.end) applyHolds(op, timeNs);
+  if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);
   if (c.isCompute()) {
     const auto lane = static_cast<std::size_t>(c.lane);
     deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
@@ -253,7 +253,7 @@ void Engine::kernelsDone(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.transient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
-  if (c.holdsFrom.begin != c.holdsFrom.end || c.holdsUntil.begin != c.holdsUntil.end) applyHolds(op, timeNs);
+  if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);
   const std::uint32_t released = nextInLane(op);  // when op had launched (launched())
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
