@@ -1,13 +1,12 @@
-// A custom order's checks (stages on one rank each, the same count per rank, one kind of
-// backward, every micro-batch once, forward before backward and I before W on each rank).
+// A custom order's checks (stages on one rank each, the same count per rank, every
+// micro-batch once, forward before backward and I before W on each rank; a micro-batch's
+// backward is one B, or an I and a W, each stage and micro-batch its own choice).
 #include <pipeprof/core/custom_order.h>
 
 #include <pipeprof/core/json_file.h>
 
 #include <algorithm>
 #include <map>
-#include <optional>
-#include <set>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -26,11 +25,10 @@ int passOf(OpKind kind) { return kind == OpKind::Forward ? 0 : kind == OpKind::B
 [[noreturn]] void fail(const std::string& problem) { throw std::invalid_argument(problem); }
 
 /// Places each stage on the one rank holding its actions and reads the order's micro-batches
-/// and kind of backward: order.stageRank, microBatches, splitsBackward.
+/// and whether any backward is split: order.stageRank, microBatches, splitsBackward.
 void placeStages(const RankActions& ranks, CustomOrder& order) {
   std::map<std::int64_t, std::pair<std::size_t, ScheduleAction>> firstOfStage;  // its rank, its first action
-  std::optional<std::pair<std::size_t, ScheduleAction>> full;                   // the first B, with its rank
-  std::optional<std::pair<std::size_t, ScheduleAction>> split;                  // the first I or W
+  bool split = false;                                                           // an I or a W
   std::int64_t lastMicroBatch = -1;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (ranks[r].empty()) fail("rank " + std::to_string(r) + " has no action; every rank runs at least one stage");
@@ -42,13 +40,8 @@ void placeStages(const RankActions& ranks, CustomOrder& order) {
              "); a stage runs on one rank");
       }
       lastMicroBatch = std::max(lastMicroBatch, action.microBatch);
-      if (action.kind == OpKind::Backward && !full) full.emplace(r, action);
-      if (passOf(action.kind) != 0 && action.kind != OpKind::Backward && !split) split.emplace(r, action);
+      split = split || action.kind == OpKind::BackwardInput || action.kind == OpKind::BackwardWeight;
     }
-  }
-  if (full && split) {
-    fail("the order mixes full backwards (" + at(full->first, full->second) + ") with split ones (" +
-         at(split->first, split->second) + "); use B throughout or I and W throughout");
   }
   const auto n = static_cast<std::int64_t>(firstOfStage.size());
   for (std::int64_t j = 0; j < n; ++j) {
@@ -69,29 +62,37 @@ void placeStages(const RankActions& ranks, CustomOrder& order) {
     }
   }
   order.microBatches = lastMicroBatch + 1;
-  order.splitsBackward = split.has_value();
+  order.splitsBackward = split;
 }
 
-/// (pass, stage, micro-batch) of every action, checking that each comes once and after what
-/// it needs on its rank (a micro-batch's forward before its B or I, its I before its W).
-using Passes = std::set<std::tuple<int, std::int64_t, std::int64_t>>;
-Passes checkEachRanksOrder(const RankActions& ranks, bool splitsBackward) {
+/// The kind of every action by (pass, stage, micro-batch), checking that each comes once and
+/// after what it needs on its rank (a micro-batch's forward before its B or I, its I before its
+/// W). A B and an I of one micro-batch are the same pass: one of them appears.
+using Passes = std::map<std::tuple<int, std::int64_t, std::int64_t>, OpKind>;
+Passes checkEachRanksOrder(const RankActions& ranks) {
   Passes seen;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     for (std::size_t k = 0; k < ranks[r].size(); ++k) {
       const ScheduleAction& action = ranks[r][k];
-      if (!seen.emplace(passOf(action.kind), action.stage, action.microBatch).second) {
-        fail(at(r, action) + " appears twice");
+      const auto [earlier, added] =
+          seen.emplace(std::tuple{passOf(action.kind), action.stage, action.microBatch}, action.kind);
+      if (!added) {
+        fail(at(r, action) +
+             (earlier->second == action.kind
+                  ? " appears twice"
+                  : " comes beside its " + actionText({action.stage, earlier->second, action.microBatch}) +
+                        "; a micro-batch's backward is one B, or an I then a W"));
       }
       if (action.kind == OpKind::Forward) continue;
-      const ScheduleAction needed{action.stage,
-                                  action.kind == OpKind::BackwardWeight ? OpKind::BackwardInput : OpKind::Forward,
-                                  action.microBatch};
-      if (seen.count({passOf(needed.kind), needed.stage, needed.microBatch}) != 0) continue;
+      const bool weights = action.kind == OpKind::BackwardWeight;
+      const ScheduleAction needed{action.stage, weights ? OpKind::BackwardInput : OpKind::Forward, action.microBatch};
+      const auto found = seen.find({passOf(needed.kind), needed.stage, needed.microBatch});
+      if (found != seen.end() && found->second == needed.kind) continue;
       const bool later =
           std::find(ranks[r].begin() + static_cast<std::ptrdiff_t>(k), ranks[r].end(), needed) != ranks[r].end();
       fail(at(r, action) + (later ? " comes before its " : " has no ") + actionText(needed) +
-           " on that rank; a stage runs a micro-batch's forward, then its " + (splitsBackward ? "I, then its W" : "B"));
+           " on that rank; a stage runs a micro-batch's forward, then its " +
+           (action.kind == OpKind::Backward ? "B" : "I, then its W"));
     }
   }
   return seen;
@@ -99,9 +100,10 @@ Passes checkEachRanksOrder(const RankActions& ranks, bool splitsBackward) {
 
 /// Every stage runs every micro-batch in every pass (forward; B, or I and W).
 void checkEveryMicroBatch(const CustomOrder& order, const Passes& seen) {
-  const int passes = order.splitsBackward ? 3 : 2;
   for (std::int64_t j = 0; j < order.stages(); ++j) {
     for (std::int64_t i = 0; i < order.microBatches; ++i) {
+      const auto backward = seen.find({1, j, i});
+      const int passes = backward != seen.end() && backward->second == OpKind::BackwardInput ? 3 : 2;
       for (int pass = 0; pass < passes; ++pass) {
         if (seen.count({pass, j, i}) != 0) continue;
         const OpKind kind = pass == 0              ? OpKind::Forward
@@ -133,7 +135,7 @@ std::shared_ptr<const CustomOrder> makeCustomOrder(RankActions ranks, const std:
   auto order = std::make_shared<CustomOrder>();
   order->source = source;
   placeStages(ranks, *order);
-  checkEveryMicroBatch(*order, checkEachRanksOrder(ranks, order->splitsBackward));
+  checkEveryMicroBatch(*order, checkEachRanksOrder(ranks));
   order->ranks = std::move(ranks);
   return order;
 }

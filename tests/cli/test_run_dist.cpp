@@ -82,8 +82,11 @@ TEST(RunDist, EveryScheduleOnTwoAndThreeRanksTrainsToTheThreadedPipesLosses) {
 TEST(RunDist, AScheduleFileRunsOnTwoRanksAsOnThreads) {
   const std::string run = "run --model mlp --width 16 --depth 3 --batch 8 --seed 7 --lr 0.5 --warmup 1 --steps 2 "
                           "--threads 1 --timeout 30 --json --balance 1,2,1,1 --schedule-file ";
-  for (const char* name : {"looped_bfs_p2_m4_v2.csv", "zbv_zero_bubble_p2_m4_v2.csv"}) {
-    const std::string file = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/" + name;
+  // Torch's looped BFS and ZBV, and looped BFS with some backwards split (I then W) and others not.
+  for (const std::string name :
+       {"pytorch-2.6-schedules/looped_bfs_p2_m4_v2.csv", "pytorch-2.6-schedules/zbv_zero_bubble_p2_m4_v2.csv",
+        "mixed_backwards_p2_m4_v2.csv"}) {
+    const std::string file = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/" + name;
     const std::vector<double> threaded = commandLosses(run + file + " --devices cpu,cpu");
     ASSERT_EQ(threaded.size(), 3u) << name;
     expectSameLosses(commandLosses(run + file + " --procs 2"), threaded, name);

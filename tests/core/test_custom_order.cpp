@@ -83,12 +83,26 @@ TEST(CustomOrder, AGeneratedOrderAsAFileIsTheSameSchedule) {
   }
 }
 
+// A micro-batch's backward is B or I then W, each stage and micro-batch its own: an order may
+// mix them (torch's may), and the gradient of each goes to the op that takes it.
+TEST(CustomOrder, AnOrderMayMixFullAndSplitBackwards) {
+  const auto order = makeCustomOrder(readScheduleCsv("0F0,0F1,0B0,0I1,0W1\n1F0,1I0,1F1,1B1,1W0\n", "m.csv"), "m.csv");
+  EXPECT_TRUE(order->splitsBackward);
+  const Schedule schedule = Schedule::build(customSpec(order));
+  EXPECT_EQ(schedule.gradientConsumer(0, 0), schedule.find(OpKind::Backward, 0, 0));
+  EXPECT_EQ(schedule.gradientConsumer(1, 0), schedule.find(OpKind::BackwardInput, 1, 0));
+  EXPECT_EQ(schedule.gradientConsumer(0, 1), schedule.find(OpKind::BackwardInput, 0, 1));
+  EXPECT_EQ(schedule.gradientConsumer(1, 1), schedule.find(OpKind::Backward, 1, 1));
+  EXPECT_FALSE(schedule.find(OpKind::BackwardWeight, 0, 0).has_value());
+}
+
 TEST(CustomOrder, EachBrokenRuleNamesTheRankAndTheAction) {
   EXPECT_EQ(problem("0F0,0B0,1F0\n1B0\n"),
             "stage 1 has actions on rank 0 (1F0) and rank 1 (1B0); a stage runs on one rank");
-  EXPECT_EQ(problem("0F0,0B0\n1F0,1I0,1W0\n"),
-            "the order mixes full backwards (rank 0's 0B0) with split ones (rank 1's 1I0); use B throughout or I and W "
-            "throughout");
+  EXPECT_EQ(problem("0F0,0B0,0I0,0W0\n1F0,1B0\n"),
+            "rank 0's 0I0 comes beside its 0B0; a micro-batch's backward is one B, or an I then a W");
+  EXPECT_EQ(problem("0F0,0B0,0W0\n1F0,1B0\n"),
+            "rank 0's 0W0 has no 0I0 on that rank; a stage runs a micro-batch's forward, then its I, then its W");
   EXPECT_EQ(problem("0F0,2F0,2B0,0B0\n1F0,1B0\n"),
             "rank 0 runs 2 stage(s) and rank 1 runs 1; every rank runs the same number of stages");
   EXPECT_EQ(problem("0F0,0F1,0B0,0B1\n1F0,1B0,1F1\n"),

@@ -148,6 +148,29 @@ TEST(PipeSchedules, PytorchsOwnOrdersRunAsCustomOrders) {
   }
 }
 
+// Each stage and micro-batch chooses its backward: B, or I then W, in one order (torch allows
+// it). Four stages on two ranks, looped; checkpointed and kept micro-batches alike.
+TEST(PipeSchedules, AnOrderMixingFullAndSplitBackwardsComputesTheUnpartitionedGradients) {
+  torch::manual_seed(9);
+  const torch::Tensor input = torch::randn({16, 8});
+  const torch::Tensor target = torch::randn({16, 8});
+  const Reference expected = reference(skipModel(), input, target);
+  const std::string csv = "0F0,0F1,2F0,2F1,2I0,2W0,0B0,2B1,0I1,0W1\n"
+                          "1F0,1F1,3F0,3B0,3F1,3I1,1I0,3W1,1W0,1B1\n";
+  for (Checkpoint mode : {Checkpoint::Never, Checkpoint::ExceptLast, Checkpoint::Always}) {
+    SCOPED_TRACE(checkpointName(mode));
+    PipeOptions options;
+    runCustomOrder(options, makeCustomOrder(readScheduleCsv(csv, "mixed.csv"), "mixed.csv"));
+    options.checkpoint = mode;
+    Pipe pipe(skipModel(), {2, 4, 3, 3}, options);
+    ASSERT_TRUE(close(pipe.step(input, target, meanSquaredError), expected.loss));
+    const auto parameters = pipe.parameters();
+    for (std::size_t k = 0; k < parameters.size(); ++k) {
+      ASSERT_TRUE(close(parameters[k].grad(), expected.grads[k])) << "parameter " << k;
+    }
+  }
+}
+
 TEST(PipeSchedules, StepOnGPipeEqualsForwardAndBackward) {
   torch::manual_seed(8);
   const torch::Tensor input = torch::randn({9, 8});

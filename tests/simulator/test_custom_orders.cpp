@@ -56,5 +56,24 @@ TEST(CustomOrders, PytorchsOwnOrdersArePredictedAsTheGeneratedOnes) {
   }
 }
 
+// One stage per rank, two micro-batches, the first with a full backward and the second split:
+// each op takes its own time, B = I + W (the profile's, here 10 + 12 and 8), and the step is
+// the chain it makes. Rank 0: 0F0 0F1 [wait] 0B0 0I1 0W1; rank 1: 1F0 1B0 1F1 1I1 1W1.
+TEST(CustomOrders, AnOrderMixingFullAndSplitBackwardsIsPredictedOpByOp) {
+  test::LayerCosts costs{kF, kI + kW, 1000, 0, 0, 0};
+  costs.split = BackwardSplit{kI, kW, 400};
+  Candidate candidate;
+  runCustomOrder(candidate,
+                 makeCustomOrder(readScheduleCsv("0F0,0F1,0B0,0I1,0W1\n1F0,1B0,1F1,1I1,1W1\n", "m.csv"), "m.csv"));
+  candidate.balance = {1, 1};
+  candidate.batch = 2;
+  candidate.checkpoint = Checkpoint::Never;
+  const Prediction p = simulate(test::uniformProfile(2, costs), test::freeCluster(2), candidate).prediction;
+  for (TimeNs busy : p.busyNs) EXPECT_EQ(busy, 2 * (kF + kI + kW));
+  // Rank 1: 1F0 at F, 1B0 to 2F + B, 1F1 (0F1 done at 2F) to 3F + B, 1I1 to 3F + B + I, 1W1.
+  // Rank 0: 0B0 from 2F + B to 2F + 2B, 0I1 from 3F + B + I (its gradient) to 3F + B + 2I, 0W1.
+  EXPECT_EQ(p.iterationNs, 3 * kF + (kI + kW) + 2 * kI + kW);
+}
+
 }  // namespace
 }  // namespace pipeprof

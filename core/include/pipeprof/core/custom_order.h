@@ -5,9 +5,9 @@
 // message naming the rank and the action:
 //   - every stage 0..n-1 has actions, all on one rank (that is its placement), and every rank
 //     holds the same number v = n / p of stages;
-//   - the backwards are all full (B) or all split (I then W);
-//   - every stage runs each micro-batch 0..m-1 once forward and once backward (B, or I and W),
-//     a rank running a micro-batch's forward before its backward and its I before its W.
+//   - every stage runs each micro-batch 0..m-1 once forward and once backward (B, or I and W:
+//     each stage and micro-batch its own choice, as torch allows), a rank running a
+//     micro-batch's forward before its backward and its I before its W.
 // That the dependencies between ranks can be met is checked when the Schedule is built: a
 // cyclic wait is named rank by rank (Schedule::build).
 #pragma once
@@ -26,7 +26,7 @@ struct CustomOrder {
   RankActions ranks;
   std::vector<std::int64_t> stageRank;  ///< per stage j: the rank (pipeline device) that runs it
   std::int64_t microBatches = 0;        ///< m: every stage runs micro-batches 0..m-1
-  bool splitsBackward = false;          ///< I and W rather than B
+  bool splitsBackward = false;          ///< some backward is I and W rather than B
   std::string source;                   ///< where it came from ("order.csv"), named in messages
 
   std::int64_t stages() const { return static_cast<std::int64_t>(stageRank.size()); }

@@ -49,8 +49,8 @@ struct PipelineShape {
   /// j mod p for every family but zbv (device d holds stages d and 2p - 1 - d), and the rank
   /// of its actions for a custom order.
   std::int64_t deviceOfStage(std::int64_t j) const;
-  /// Whether each backward is split into I then W: splitsBackward(schedule), or the custom
-  /// order's own.
+  /// Whether backwards are split into I then W: splitsBackward(schedule), or whether any of
+  /// the custom order's is (it may mix them with B).
   bool splitsBackward() const;
   /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
   std::string scheduleLabel() const;

@@ -206,12 +206,16 @@ class Schedule {
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
   /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;
-  /// Whether each backward is split into I then W (spec().splitsBackward()).
+  /// Whether backwards are split into I then W (spec().splitsBackward(); a custom order may
+  /// split some and not others).
   bool splitsBackward() const { return spec_.splitsBackward(); }
-  /// The op that receives the gradients of micro-batch i at stage j: backward(i, j), or
-  /// backward-input(i, j) when the backward is split; nullopt without backward ops.
+  /// The op that receives the gradients of micro-batch i at stage j: backward-input(i, j)
+  /// where that backward is split, else backward(i, j); nullopt without backward ops.
   std::optional<OpIndex> gradientConsumer(std::int64_t i, std::int64_t j) const {
-    return find(splitsBackward() ? OpKind::BackwardInput : OpKind::Backward, i, j);
+    if (splitsBackward()) {
+      if (auto input = find(OpKind::BackwardInput, i, j)) return input;
+    }
+    return find(OpKind::Backward, i, j);
   }
   /// Human-readable identity: "forward(2,1)", "backward-input(2,1)", "loss(2)", "copy(2,1->2)", "grad-copy(2,2->1)",
   /// "skip-copy(enc1,2,0->3)", "skip-grad-copy(enc1,2,3->0)". The same text is the span
