@@ -82,11 +82,7 @@ void runSuggest(const SuggestFlags& flags) {
   const auto started = std::chrono::steady_clock::now();
   const SearchResult result = predictor.search(space);
   if (!result.leftOut.empty()) {
-    std::string names;  // "zb1p", "zb1p and zbv", "zb1p, interleaved-zb and zbv"
-    for (std::size_t k = 0; k < result.leftOut.size(); ++k) {
-      if (k > 0) names += k + 1 == result.leftOut.size() ? " and " : ", ";
-      names += scheduleKindName(result.leftOut[k]);
-    }
+    const std::string names = scheduleKindList(result.leftOut, "and");
     std::cerr << fmt::format("note: {} {} left out: the profile predates the backward's split into input and "
                              "weight gradients (profile the model again to search them)\n",
                              names, result.leftOut.size() == 1 ? "is" : "are");

@@ -82,7 +82,7 @@ void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
   const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);
   if (flags.stagesPerDevice.empty()) {
     shape.schedule = kind;
-    shape.stagesPerDevice = fixedStagesPerDevice(kind) == 0 ? 2 : fixedStagesPerDevice(kind);
+    shape.stagesPerDevice = choosesStagesPerDevice(kind) ? 2 : fixedStagesPerDevice(kind);
     return;
   }
   const std::int64_t v = parseCount(flags.stagesPerDevice);
@@ -171,7 +171,7 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) 
   std::sort(vs.begin(), vs.end());
   vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
   const auto interleaved =
-      std::find_if(kinds.begin(), kinds.end(), [](ScheduleKind kind) { return fixedStagesPerDevice(kind) == 0; });
+      std::find_if(kinds.begin(), kinds.end(), [](ScheduleKind kind) { return choosesStagesPerDevice(kind); });
   const bool anyV2 = std::any_of(vs.begin(), vs.end(), [](std::int64_t v) { return v >= 2; });
   if (interleaved != kinds.end() && !anyV2) {
     const std::string name = scheduleKindName(*interleaved);

@@ -81,7 +81,7 @@ std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, 
     return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
            "); use the interleaved or interleaved-zb schedule for more";
   }
-  if (fixedStagesPerDevice(kind) == 0 && stagesPerDevice < 2) {
+  if (choosesStagesPerDevice(kind) && stagesPerDevice < 2) {
     return scheduleKindName(kind) + " needs at least 2 stages per device (stages per device: " + v + ")";
   }
   if (!runsStagesPerDevice(kind, stagesPerDevice)) {

@@ -41,6 +41,10 @@ std::int64_t fixedStagesPerDevice(ScheduleKind kind) {
   return 1;
 }
 
+bool choosesStagesPerDevice(ScheduleKind kind) {
+  return fixedStagesPerDevice(kind) == 0 && kind != ScheduleKind::Custom;
+}
+
 bool runsStagesPerDevice(ScheduleKind kind, std::int64_t stagesPerDevice) {
   if (kind == ScheduleKind::Custom) return stagesPerDevice >= 1;
   const std::int64_t fixed = fixedStagesPerDevice(kind);
@@ -68,14 +72,17 @@ std::int64_t placedDevice(StagePlacement placement, std::int64_t j, std::int64_t
   return placement == StagePlacement::V && (j / p) % 2 == 1 ? p - 1 - d : d;
 }
 
-std::string scheduleKindChoices() {
+std::string scheduleKindList(const std::vector<ScheduleKind>& kinds, const std::string& conjunction) {
   std::string text;
-  const std::size_t count = std::size(kScheduleKinds);
-  for (std::size_t index = 0; index < count; ++index) {
-    if (index > 0) text += index + 1 == count ? " or " : ", ";
-    text += scheduleKindName(kScheduleKinds[index]);
+  for (std::size_t index = 0; index < kinds.size(); ++index) {
+    if (index > 0) text += index + 1 == kinds.size() ? " " + conjunction + " " : ", ";
+    text += scheduleKindName(kinds[index]);
   }
   return text;
+}
+
+std::string scheduleKindChoices() {
+  return scheduleKindList({std::begin(kScheduleKinds), std::end(kScheduleKinds)}, "or");
 }
 
 ScheduleKind parseScheduleKind(const std::string& text) {
@@ -102,7 +109,7 @@ std::vector<ScheduleKind> parseScheduleKindList(const std::string& text) {
 }
 
 std::string scheduleLabel(ScheduleKind kind, std::int64_t stagesPerDevice) {
-  if (fixedStagesPerDevice(kind) == 0 && kind != ScheduleKind::Custom) {
+  if (choosesStagesPerDevice(kind)) {
     return scheduleKindName(kind) + " v" + std::to_string(stagesPerDevice);
   }
   return scheduleKindName(kind);

@@ -34,7 +34,7 @@ static_assert(static_cast<std::size_t>(kScheduleKinds[kScheduleCount - 1]) == kS
 
 bool SuggestPanel::virtualStagesChecked() const {
   for (ScheduleKind kind : kScheduleKinds) {
-    if (fixedStagesPerDevice(kind) == 0 && scheduleCheck(kind)->isChecked()) return true;
+    if (choosesStagesPerDevice(kind) && scheduleCheck(kind)->isChecked()) return true;
   }
   return false;
 }

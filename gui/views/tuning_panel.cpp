@@ -37,12 +37,6 @@ namespace {
 
 constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
 
-/// Whether the stages-per-device box edits v: interleaved and interleaved-zb (the others fix
-/// it, a custom order by its own stages).
-bool choosesStagesPerDevice(ScheduleKind kind) {
-  return fixedStagesPerDevice(kind) == 0 && kind != ScheduleKind::Custom;
-}
-
 QString versus(double now, double base, bool higherIsBetter) {
   if (base <= 0) return {};
   const double pct = (now - base) / base * 100.0;

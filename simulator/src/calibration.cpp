@@ -97,7 +97,7 @@ std::string describeCorrectionsBriefly(const ScheduleCorrections& corrections) {
 /// scheduleLabel's forms: "gpipe", "1f1b", "zb1p", "zbv", or "interleaved vN", "interleaved-zb vN" with N >= 2.
 bool isScheduleLabel(const std::string& text) {
   for (ScheduleKind kind : kScheduleKinds) {
-    if (fixedStagesPerDevice(kind) == 0) {
+    if (choosesStagesPerDevice(kind)) {
       const std::string prefix = scheduleKindName(kind) + " v";
       if (text.rfind(prefix, 0) != 0 || text.size() == prefix.size() || text.size() > prefix.size() + 6) continue;
       const std::string digits = text.substr(prefix.size());

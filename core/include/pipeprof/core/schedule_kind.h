@@ -38,6 +38,9 @@ bool splitsBackward(ScheduleKind kind);
 /// 2 for zbv; 0 for interleaved and interleaved-zb, which run any v >= 2, and for custom, whose
 /// order says.
 std::int64_t fixedStagesPerDevice(ScheduleKind kind);
+/// Whether the user picks v (interleaved, interleaved-zb: any v >= 2); the other families fix
+/// it, and a custom order by its own stages.
+bool choosesStagesPerDevice(ScheduleKind kind);
 /// Whether the family runs v stages per device.
 bool runsStagesPerDevice(ScheduleKind kind, std::int64_t stagesPerDevice);
 /// The v a family runs out of those asked for, increasing: its fixed v whatever was asked, or
@@ -63,6 +66,9 @@ ScheduleKind parseScheduleKindOrCustom(const std::string& text);
 std::vector<ScheduleKind> parseScheduleKindList(const std::string& text);
 /// "gpipe, 1f1b, interleaved, zb1p, interleaved-zb or zbv": what an error lists as expected.
 std::string scheduleKindChoices();
+/// The families' names as a sentence lists them: "zb1p", "zb1p and zbv", "zb1p, interleaved-zb
+/// and zbv" (`conjunction` "and"; scheduleKindChoices uses "or").
+std::string scheduleKindList(const std::vector<ScheduleKind>& kinds, const std::string& conjunction);
 
 /// The schedule as users read it: "gpipe", "1f1b", "interleaved v2", "zb1p",
 /// "interleaved-zb v2", "zbv", "custom" (v named only for the generated families that have a choice).
