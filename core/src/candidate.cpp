@@ -1,10 +1,13 @@
 // A candidate configuration: balance, chunks, checkpoint mode, mini-batch and placement.
 #include <pipeprof/core/candidate.h>
 
+#include <pipeprof/core/custom_order.h>
 #include <pipeprof/core/json_file.h>
+#include <pipeprof/core/schedule_csv.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -137,6 +140,22 @@ Candidate candidateFromJson(const nlohmann::json& json, const std::string& file,
   return candidate;
 }
 
+namespace {
+
+/// Eight hex digits of the order's CSV text (FNV-1a): the same on every machine and run.
+std::string orderDigest(const CustomOrder& order) {
+  std::uint32_t hash = 2166136261u;
+  for (const char c : writeScheduleCsv(order.ranks)) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 16777619u;
+  }
+  std::string hex(8, '0');
+  for (int k = 7; k >= 0; --k, hash >>= 4) hex[static_cast<std::size_t>(k)] = "0123456789abcdef"[hash & 0xfu];
+  return hex;
+}
+
+}  // namespace
+
 std::string candidateSlug(const Candidate& candidate) {
   std::string balance = formatBalance(candidate.balance);
   std::replace(balance.begin(), balance.end(), ',', '-');
@@ -144,7 +163,8 @@ std::string candidateSlug(const Candidate& candidate) {
       "b" + balance + "_m" + std::to_string(candidate.chunks) + "_" + std::string(checkpointName(candidate.checkpoint));
   if (candidate.schedule == ScheduleKind::GPipe) return slug;
   slug += "_" + scheduleKindName(candidate.schedule);
-  if (fixedStagesPerDevice(candidate.schedule) == 0) slug += "-v" + std::to_string(candidate.stagesPerDevice);
+  if (choosesStagesPerDevice(candidate.schedule)) slug += "-v" + std::to_string(candidate.stagesPerDevice);
+  if (candidate.order) slug += "-" + orderDigest(*candidate.order);
   return slug;
 }
 

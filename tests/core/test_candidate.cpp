@@ -1,5 +1,6 @@
 // Tests for candidate.cpp: labels, balance text, schedule specs and the JSON form.
 #include <pipeprof/core/candidate.h>
+#include <pipeprof/core/custom_order.h>
 #include <pipeprof/core/json_file.h>
 
 #include <gmock/gmock.h>
@@ -198,6 +199,21 @@ TEST(CandidateSlug, IsFileNameSafeAndKeepsTheGpipeSlug) {
   candidate.stagesPerDevice = 2;
   candidate.checkpoint = Checkpoint::Never;
   EXPECT_EQ(candidateSlug(candidate), "b1-1-1-1_m8_never_interleaved-v2");
+}
+
+// Two custom orders of one balance and chunk count get two names (a digest of their actions),
+// the same on every run.
+TEST(CandidateSlug, NamesACustomOrderByADigestOfItsActions) {
+  Candidate candidate;
+  candidate.balance = {1, 1};
+  candidate.checkpoint = Checkpoint::Never;
+  runCustomOrder(candidate, makeCustomOrder(readScheduleCsv("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n", "a.csv"), "a.csv"));
+  const std::string gpipeLike = candidateSlug(candidate);
+  EXPECT_THAT(gpipeLike, testing::MatchesRegex("b1-1_m2_never_custom-[0-9a-f]{8}"));
+  runCustomOrder(candidate, makeCustomOrder(readScheduleCsv("0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n", "b.csv"), "b.csv"));
+  EXPECT_NE(candidateSlug(candidate), gpipeLike);
+  runCustomOrder(candidate, makeCustomOrder(readScheduleCsv("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n", "c.csv"), "c.csv"));
+  EXPECT_EQ(candidateSlug(candidate), gpipeLike) << "the same actions, another file";
 }
 
 }  // namespace

@@ -62,7 +62,8 @@ std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>&
 std::string formatBalance(const std::vector<std::int64_t>& balance);
 
 /// A file-name-safe name of the candidate for its trace files, e.g. "b2-6_m8_except_last",
-/// "b2-6_m8_except_last_1f1b", "b1-1-1-1_m8_never_interleaved-v2".
+/// "b2-6_m8_except_last_1f1b", "b1-1-1-1_m8_never_interleaved-v2", and for a custom order
+/// "b1-1-1-1_m4_never_custom-3f2a9c1e" (a digest of its actions: two orders, two names).
 std::string candidateSlug(const Candidate& candidate);
 
 /// The shape's keys (toJson(const PipelineShape&)), batch, and devices when placed.
