@@ -159,7 +159,9 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
           e.endAlloc.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
           e.endAlloc.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
         }
-        if (input) holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
+        holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
+        // A B (a custom order may mix them) frees all a first stage's W would have.
+        if (!input) holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
         e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
         e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
