@@ -32,7 +32,7 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return 20 * n + 5 * skips + 3; }
+  std::int32_t bytesPerClass() const { return splitSlot(kSplitSlots, 0); }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -51,40 +51,43 @@ struct SlotLayout {
   /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
   /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends.
   std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
+  // A split backward's slots (I and W), kSplitSlots per partition after the skips' slots.
+  static constexpr std::int32_t kSplitSlots = 12;
+  std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 5 * skips + 3 + j; }
   /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
-  std::int32_t weightSaved(std::int32_t j) const { return 8 * n + 5 * skips + 3 + j; }
+  std::int32_t weightSaved(std::int32_t j) const { return splitSlot(0, j); }
   /// I's end moves what partition j holds from saved(j) to weightSaved(j) at once (the two
   /// share tensors: a Linear's input is the ReLU output before it saved): it frees
   /// max(0, saved - weightSaved) and allocates max(0, weightSaved - saved).
-  std::int32_t savedFreedByInput(std::int32_t j) const { return 9 * n + 5 * skips + 3 + j; }
-  std::int32_t weightSavedGrowth(std::int32_t j) const { return 10 * n + 5 * skips + 3 + j; }
+  std::int32_t savedFreedByInput(std::int32_t j) const { return splitSlot(1, j); }
+  std::int32_t weightSavedGrowth(std::int32_t j) const { return splitSlot(2, j); }
   /// W's transient: the largest of its layers' weight_workspace_bytes (one layer's weights'
   /// gradients at a time).
-  std::int32_t weightBackwardPeak(std::int32_t j) const { return 11 * n + 5 * skips + 3 + j; }
+  std::int32_t weightBackwardPeak(std::int32_t j) const { return splitSlot(3, j); }
   /// I's transient: unlike B, I keeps every saved tensor until it ends (W needs some, and the
   /// engine runs keeping the graph), and each layer with weights it passed keeps the gradient
   /// of its output for W.
-  std::int32_t backwardInputPeak(std::int32_t j) const { return 12 * n + 5 * skips + 3 + j; }
+  std::int32_t backwardInputPeak(std::int32_t j) const { return splitSlot(4, j); }
   /// The gradient of j's output, received from j + 1, that j's W needs (j's last layer has
   /// weights, or j = 0, whose I computes nothing): held from I(i, j) until W(i, j), on j + 1
   /// when the devices share the tensor (a zero-cost link: the gradient of j + 1's input), else
   /// on j as the copy's buffer. weightSaved(j) does not count it.
-  std::int32_t gradientHeldOnSender(std::int32_t j) const { return 13 * n + 5 * skips + 3 + j; }
-  std::int32_t gradientHeldOnReceiver(std::int32_t j) const { return 14 * n + 5 * skips + 3 + j; }
+  std::int32_t gradientHeldOnSender(std::int32_t j) const { return splitSlot(5, j); }
+  std::int32_t gradientHeldOnReceiver(std::int32_t j) const { return splitSlot(6, j); }
   /// j's input, where it is j - 1's output itself, as far as j's first layer's W keeps it: a
   /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on
   /// j - 1 until W(i, j); I(i, j) frees the rest of it.
-  std::int32_t inputHeldForWeight(std::int32_t j) const { return 15 * n + 5 * skips + 3 + j; }
-  std::int32_t checkpointedInputFreedByInput(std::int32_t j) const { return 16 * n + 5 * skips + 3 + j; }
+  std::int32_t inputHeldForWeight(std::int32_t j) const { return splitSlot(7, j); }
+  std::int32_t checkpointedInputFreedByInput(std::int32_t j) const { return splitSlot(8, j); }
   /// W's transient for a checkpointed micro-batch (differs on the first stage, whose W is the
   /// whole backward of a recomputed graph that alone holds its output).
-  std::int32_t checkpointedWeightBackwardPeak(std::int32_t j) const { return 17 * n + 5 * skips + 3 + j; }
+  std::int32_t checkpointedWeightBackwardPeak(std::int32_t j) const { return splitSlot(9, j); }
   /// j's input, where it is j - 1's output itself, as far as j's W keeps it (inputHeldForWeight)
   /// for a micro-batch not checkpointed: j - 1's graph holds it too, and j - 1 frees it with its
   /// I (or, on the first stage when its last layer saved it, its W); a hold keeps it on j - 1
   /// until W(i, j) where that comes later. One slot per releasing op (the other is 0).
-  std::int32_t outputHeldAfterInput(std::int32_t j) const { return 18 * n + 5 * skips + 3 + j; }
-  std::int32_t outputHeldAfterWeight(std::int32_t j) const { return 19 * n + 5 * skips + 3 + j; }
+  std::int32_t outputHeldAfterInput(std::int32_t j) const { return splitSlot(10, j); }
+  std::int32_t outputHeldAfterWeight(std::int32_t j) const { return splitSlot(11, j); }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }
