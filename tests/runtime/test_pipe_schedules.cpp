@@ -69,6 +69,24 @@ Reference reference(torch::nn::Sequential model, const torch::Tensor& input, con
   return result;
 }
 
+/// One step of `pipe`: a loss that needs no gradient, the reference's loss, and the
+/// reference's gradient on every parameter.
+::testing::AssertionResult stepsToReference(Pipe& pipe, const torch::Tensor& input, const torch::Tensor& target,
+                                            const Reference& expected) {
+  const torch::Tensor loss = pipe.step(input, target, meanSquaredError);
+  if (loss.requires_grad()) return ::testing::AssertionFailure() << "the step's loss requires grad";
+  if (!close(loss, expected.loss))
+    return ::testing::AssertionFailure() << "loss " << loss << " against " << expected.loss;
+  const auto parameters = pipe.parameters();
+  if (parameters.size() != expected.grads.size()) {
+    return ::testing::AssertionFailure() << parameters.size() << " parameters against " << expected.grads.size();
+  }
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    if (!close(parameters[k].grad(), expected.grads[k])) return ::testing::AssertionFailure() << "parameter " << k;
+  }
+  return ::testing::AssertionSuccess();
+}
+
 struct Case {
   ScheduleKind kind;
   std::int64_t v;
@@ -106,14 +124,7 @@ TEST(PipeSchedules, StepEqualsTheUnpartitionedModelUnderEverySchedule) {
                      " chunks " + std::to_string(chunks) + " mode " + std::string(checkpointName(mode)));
         Pipe pipe(skipModel(), c.balance, scheduleOptions(c.kind, c.v, chunks, mode));
         ASSERT_EQ(pipe.devices().size(), c.balance.size() / static_cast<std::size_t>(c.v));
-        const torch::Tensor loss = pipe.step(input, target, meanSquaredError);
-        EXPECT_FALSE(loss.requires_grad());
-        ASSERT_TRUE(close(loss, expected.loss)) << loss << expected.loss;
-        const auto parameters = pipe.parameters();
-        ASSERT_EQ(parameters.size(), expected.grads.size());
-        for (std::size_t k = 0; k < parameters.size(); ++k) {
-          ASSERT_TRUE(close(parameters[k].grad(), expected.grads[k])) << "parameter " << k;
-        }
+        ASSERT_TRUE(stepsToReference(pipe, input, target, expected));
       }
     }
   }
@@ -139,11 +150,7 @@ TEST(PipeSchedules, PytorchsOwnOrdersRunAsCustomOrders) {
                                                     ? std::vector<std::int64_t>{2, 4, 3, 3}
                                                     : std::vector<std::int64_t>{1, 2, 1, 2, 2, 1, 2, 1};
       Pipe pipe(skipModel(), balance, options);
-      ASSERT_TRUE(close(pipe.step(input, target, meanSquaredError), expected.loss));
-      const auto parameters = pipe.parameters();
-      for (std::size_t k = 0; k < parameters.size(); ++k) {
-        ASSERT_TRUE(close(parameters[k].grad(), expected.grads[k])) << "parameter " << k;
-      }
+      ASSERT_TRUE(stepsToReference(pipe, input, target, expected));
     }
   }
 }
@@ -163,11 +170,7 @@ TEST(PipeSchedules, AnOrderMixingFullAndSplitBackwardsComputesTheUnpartitionedGr
     runCustomOrder(options, makeCustomOrder(readScheduleCsv(csv, "mixed.csv"), "mixed.csv"));
     options.checkpoint = mode;
     Pipe pipe(skipModel(), {2, 4, 3, 3}, options);
-    ASSERT_TRUE(close(pipe.step(input, target, meanSquaredError), expected.loss));
-    const auto parameters = pipe.parameters();
-    for (std::size_t k = 0; k < parameters.size(); ++k) {
-      ASSERT_TRUE(close(parameters[k].grad(), expected.grads[k])) << "parameter " << k;
-    }
+    ASSERT_TRUE(stepsToReference(pipe, input, target, expected));
   }
 }
 
@@ -380,11 +383,7 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
     }
     trap->armed = false;
     for (auto parameter : pipe.parameters()) parameter.mutable_grad() = torch::Tensor();
-    const torch::Tensor loss = pipe.step(input, target, meanSquaredError);
-    EXPECT_TRUE(close(loss, expected.loss));
-    for (std::size_t k = 0; k < expected.grads.size(); ++k) {
-      EXPECT_TRUE(close(pipe.parameters()[k].grad(), expected.grads[k])) << k;
-    }
+    EXPECT_TRUE(stepsToReference(pipe, input, target, expected));
   }
 }
 
