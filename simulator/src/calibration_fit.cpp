@@ -67,14 +67,16 @@ struct WholeModelSamples {
 };
 
 /// What the profile predicts of a layer for a measured forward or backward span: a backward's
-/// input or weight half (zero bubble) by the span's name, else the whole pass.
+/// input or weight half (zero bubble) by the span's name, else the whole pass. The first
+/// stage's I computes nothing and its W is the whole backward (as the simulator has them).
 TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
   if (op.phase == Phase::Forward) return cost.forwardNs;
+  const bool firstStage = op.partition == 0;
   if (cost.backwardSplit && op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) {
-    return cost.backwardSplit->inputNs;
+    return firstStage ? 0 : cost.backwardSplit->inputNs;
   }
   if (cost.backwardSplit && op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) {
-    return cost.backwardSplit->weightNs;
+    return firstStage ? cost.backwardSplit->inputNs + cost.backwardSplit->weightNs : cost.backwardSplit->weightNs;
   }
   return cost.backwardNs;
 }

@@ -317,8 +317,10 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
       const auto weight = static_cast<std::size_t>(classSlot + layout.backwardWeightNs(j));
       const TimeNs inputNs = table.backwardInputPrefix[end] - table.backwardInputPrefix[first];
       const TimeNs weightNs = table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first];
-      const double share =
-          inputNs + weightNs > 0 ? static_cast<double>(inputNs) / static_cast<double>(inputNs + weightNs) : 1.0;
+      const double share = j == 0 ? 0.0  // the first stage's I computes nothing
+                           : inputNs + weightNs > 0
+                               ? static_cast<double>(inputNs) / static_cast<double>(inputNs + weightNs)
+                               : 1.0;
       auto part = [share](std::int64_t whole) { return static_cast<std::int64_t>(std::llround(share * whole)); };
       out.durationNs[input] = part(out.durationNs[backward]);
       out.durationNs[weight] = out.durationNs[backward] - out.durationNs[input];
@@ -351,7 +353,9 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     duration[layout.lossNs()] = scaleTime(loss.forwardNs, speed);
     duration[layout.recomputeWithLossNs()] = duration[layout.forwardNs(last)] + duration[layout.lossNs()];
     duration[layout.backwardNs(last)] += scaleTime(loss.backwardNs, speed);
-    duration[layout.backwardInputNs(last)] += scaleTime(loss.backwardNs, speed);  // the output's gradient: I's
+    // The output's gradient: I's, or W's on a single stage (its I computes nothing).
+    duration[last == 0 ? layout.backwardWeightNs(last) : layout.backwardInputNs(last)] +=
+        scaleTime(loss.backwardNs, speed);
     if (costs.launches()) {  // the loss's kernels are not counted apart: its time joins the recompute's
       const auto from = static_cast<std::size_t>(classSlot + layout.forwardNs(last));
       const auto to = static_cast<std::size_t>(classSlot + layout.recomputeWithLossNs());
@@ -442,10 +446,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
       if (compiled.splitsBackward) {
-        duration[layout.backwardInputNs(j)] =
-            scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed);
-        duration[layout.backwardWeightNs(j)] =
-            scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
+        // The first stage's I computes nothing (no input wants a gradient, runtime/src/split_backward.h):
+        // its W runs the whole backward.
+        const TimeNs inputNs = scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed);
+        const TimeNs weightNs = scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
+        duration[layout.backwardInputNs(j)] = j == 0 ? 0 : inputNs;
+        duration[layout.backwardWeightNs(j)] = j == 0 ? inputNs + weightNs : weightNs;
         resolveSplitBytes(layout, table, first, end, j, j > 0 && sharesTensors(j - 1, j),
                           j + 1 < n && sharesTensors(j, j + 1), bytes);
       }
