@@ -70,6 +70,15 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
     result.backwardSplit =
         BackwardSplit{split(&BackwardSplit::inputNs), split(&BackwardSplit::weightNs),
                       split(&BackwardSplit::weightSavedBytes), split(&BackwardSplit::weightWorkspaceBytes)};
+    const BackwardSplit& low = *a.backwardSplit;
+    const BackwardSplit& high = *b.backwardSplit;
+    if (low.inputWorkspaceBytes && high.inputWorkspaceBytes) {
+      auto input = [&](std::optional<Bytes> BackwardSplit::*field) {
+        return onLine(a.microBatch, *(low.*field), b.microBatch, *(high.*field), microBatch);
+      };
+      result.backwardSplit->inputWorkspaceBytes = input(&BackwardSplit::inputWorkspaceBytes);
+      result.backwardSplit->inputKeptBytes = input(&BackwardSplit::inputKeptBytes);
+    }
   }
   return result;
 }
@@ -77,6 +86,8 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
 /// The JSON fields of the backward's I/W split, which come together.
 constexpr const char* kSplitFields[] = {"backward_input_ns", "backward_weight_ns", "weight_saved_bytes",
                                         "weight_workspace_bytes"};
+/// I's own memory fields, which came later: together, or neither (then estimated).
+constexpr const char* kInputMemoryFields[] = {"input_workspace_bytes", "input_kept_bytes"};
 
 /// The JSON fields of one pass's launch data: `<pass>_host_ns`, `<pass>_device_ns`, `<pass>_kernels`.
 struct LaunchFields {
@@ -112,6 +123,10 @@ nlohmann::json costToJson(const CostSample& cost) {
     json[kSplitFields[1]] = cost.backwardSplit->weightNs;
     json[kSplitFields[2]] = cost.backwardSplit->weightSavedBytes;
     json[kSplitFields[3]] = cost.backwardSplit->weightWorkspaceBytes;
+    if (cost.backwardSplit->inputWorkspaceBytes) {
+      json[kInputMemoryFields[0]] = *cost.backwardSplit->inputWorkspaceBytes;
+      json[kInputMemoryFields[1]] = cost.backwardSplit->inputKeptBytes.value_or(0);
+    }
   }
   return json;
 }
@@ -133,6 +148,15 @@ std::optional<BackwardSplit> backwardSplitFromJson(const JsonCursor& json) {
   split.weightNs = json.at(kSplitFields[1]).asNonNegativeInt();
   split.weightSavedBytes = json.at(kSplitFields[2]).asNonNegativeInt();
   split.weightWorkspaceBytes = json.at(kSplitFields[3]).asNonNegativeInt();
+  const bool hasWorkspace = json.has(kInputMemoryFields[0]);
+  if (hasWorkspace != json.has(kInputMemoryFields[1])) {
+    json.fail(std::string("missing field '") + kInputMemoryFields[hasWorkspace ? 1 : 0] +
+              "' (input_workspace_bytes and input_kept_bytes come together)");
+  }
+  if (hasWorkspace) {
+    split.inputWorkspaceBytes = json.at(kInputMemoryFields[0]).asNonNegativeInt();
+    split.inputKeptBytes = json.at(kInputMemoryFields[1]).asNonNegativeInt();
+  }
   return split;
 }
 
@@ -297,7 +321,13 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.microBatch = 0;
     zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
-    if (costs.front().backwardSplit) zero.backwardSplit = BackwardSplit{};
+    if (costs.front().backwardSplit) {
+      zero.backwardSplit = BackwardSplit{};
+      if (costs.front().backwardSplit->inputWorkspaceBytes) {
+        zero.backwardSplit->inputWorkspaceBytes = 0;
+        zero.backwardSplit->inputKeptBytes = 0;
+      }
+    }
     CostSample result = interpolate(zero, costs.front(), microBatch);
     result.forwardLaunch = scaleLaunch(costs.front(), microBatch, &CostSample::forwardLaunch);
     result.backwardLaunch = scaleLaunch(costs.front(), microBatch, &CostSample::backwardLaunch);

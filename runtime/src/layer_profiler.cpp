@@ -20,7 +20,9 @@
 //     4. per layer, on a copy of its input made under tag L, forward and then the backward
 //        split into I and W (split_backward.h): weight_saved_bytes = what W frees (what I kept
 //        for it: the input when the weights' gradient needs it, the gradients it captured),
-//        weight_workspace_bytes = W's peak above its start.
+//        weight_workspace_bytes = W's peak above its start, input_workspace_bytes = I's peak
+//        above its start (its output's gradient made inside; the graph is whole until I ends),
+//        input_kept_bytes = the gradients I captured for W (WeightBackward::keptGradientBytes).
 //   time (options.device)
 //     warm-up passes, then passes until 2 x minRuns are done and the budget is spent (or a
 //     cap): each pass runs the layers in order, each on a detached input that requires grad,
@@ -420,6 +422,9 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       inputEdges = gradientEdges(own);
       out = runLayer(*layers.modules[L], own, layers.names[L]);
     }
+    synchronize(device);
+    const Bytes beforeInputs = liveBytes(L);
+    resetPeakBytes(L);
     WeightBackward weights;
     {
       const BackwardRoots backward = backwardRoots(out);
@@ -429,15 +434,19 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     inputEdges.clear();
     for (torch::Tensor& t : out) t = t.detach();  // the graph goes with I's roots; the output stays
     synchronize(device);
+    const Bytes inputPeak = peakBytes(L);
     const Bytes afterInputs = liveBytes(L);
+    const Bytes kept = weights.keptGradientBytes();
     resetPeakBytes(L);
     {
       AutocastPause pause;
       weights.runWeights();
     }
     synchronize(device);
-    costs[L].backwardSplit = BackwardSplit{0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L)),
-                                           std::max<Bytes>(0, peakBytes(L) - afterInputs)};
+    BackwardSplit& split = costs[L].backwardSplit.emplace(BackwardSplit{
+        0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L)), std::max<Bytes>(0, peakBytes(L) - afterInputs)});
+    split.inputWorkspaceBytes = std::max<Bytes>(0, inputPeak - beforeInputs);
+    split.inputKeptBytes = kept;
     return out;
   });
 }

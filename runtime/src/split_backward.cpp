@@ -172,6 +172,16 @@ std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Te
   return result;
 }
 
+std::int64_t WeightBackward::keptGradientBytes() const {
+  std::unordered_set<const void*> storages;
+  std::int64_t bytes = 0;
+  for (const torch::Tensor& grad : grads_) {
+    if (!grad.defined() || !grad.has_storage()) continue;
+    if (storages.insert(grad.storage().data()).second) bytes += static_cast<std::int64_t>(grad.storage().nbytes());
+  }
+  return bytes;
+}
+
 void WeightBackward::runWeights() {
   if (!edges_.empty()) {
     torch::autograd::Engine::get_default_engine().execute(edges_, grads_, /*keep_graph=*/false, /*create_graph=*/false,

@@ -22,6 +22,7 @@
 #include <torch/csrc/autograd/edge.h>
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace pipeprof {
@@ -40,6 +41,10 @@ class WeightBackward {
   /// Runs W: accumulates the weights' gradients, then frees the graph. Nothing when I left no
   /// weight to reach.
   void runWeights();
+
+  /// The bytes of the gradients kept for W (each storage once): those I captured, and those of
+  /// roots that reach no input. The profiler's input_kept_bytes.
+  std::int64_t keptGradientBytes() const;
 
  private:
   torch::autograd::edge_list edges_;  ///< into frontier nodes and the roots that reach no input

@@ -51,6 +51,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->weightSavedPrefix.assign(layers + 1, 0);
   table->weightWorkspaceBytes.assign(layers, 0);
   table->outputGradientKeptBytes.assign(layers, 0);
+  table->inputWorkspaceBytes.assign(layers, 0);
+  table->inputKeptBytes.assign(layers, 0);
   table->outputBytes.assign(layers, 0);
   table->outputMovedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
@@ -71,6 +73,12 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->outputMovedBytes[l] = cost.outputBytes;
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
+    table->inputWorkspaceBytes[l] =
+        split.inputWorkspaceBytes
+            ? sumBytes(*split.inputWorkspaceBytes)
+            : std::max<Bytes>(0, table->backwardWorkspaceBytes[l] - table->weightWorkspaceBytes[l]);
+    table->inputKeptBytes[l] =
+        split.inputKeptBytes ? sumBytes(*split.inputKeptBytes) : table->outputGradientKeptBytes[l];
   }
   table->loss = profile_->loss.costAt(microBatch);
   table->loss.savedBytes = sumBytes(table->loss.savedBytes);
@@ -139,10 +147,12 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   // (The last stage handed its output to the loss, whose backward lets it go.)
   const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
   const Bytes outputKept = receivesOutputGradient ? std::min(table.outputBytes[end - 1], lastSaved) : 0;
-  // I keeps, for W, the gradient of each layer's output that has weights; the last layer's,
-  // received from j + 1, is counted there.
+  // I keeps, for W, the gradients each layer's I captured (the gradient of its output where a
+  // matrix product takes it, those inside it); the last layer's output gradient, received from
+  // j + 1, is counted there.
   auto keptGradient = [&](std::size_t k) {
-    return receivesOutputGradient && k + 1 == end ? Bytes{0} : table.outputGradientKeptBytes[k];
+    const Bytes received = receivesOutputGradient && k + 1 == end ? table.outputGradientKeptBytes[k] : 0;
+    return std::max<Bytes>(0, table.inputKeptBytes[k] - received);
   };
   Bytes keptAfter = 0;  // by the layers after l
   for (std::size_t k = first + 1; k < end; ++k) keptAfter += keptGradient(k);
@@ -168,12 +178,12 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed = std::max(peaks.backwardOutputFreed, table.backwardWorkspaceBytes[l] - outputGradient -
                                                                         savedAfterAll + heldSkipGradients(l));
-    // I frees no saved tensor before it ends and makes no weight gradient (W's workspace).
+    // I frees no saved tensor before it ends: at layer l it holds the layer's own peak over the
+    // gradients the later layers captured for W.
     if (inputGradients) {
       if (l > first) keptAfter -= keptGradient(l);
-      const Bytes inputWorkspace = std::max<Bytes>(0, table.backwardWorkspaceBytes[l] - table.weightWorkspaceBytes[l]);
-      peaks.backwardInput =
-          std::max(peaks.backwardInput, inputWorkspace - outputGradient + keptAfter + heldSkipGradients(l));
+      peaks.backwardInput = std::max(peaks.backwardInput,
+                                     table.inputWorkspaceBytes[l] - outputGradient + keptAfter + heldSkipGradients(l));
     }
   }
   return peaks;

@@ -28,6 +28,12 @@ struct LayerCostTable {
   /// Per layer: the gradient of its output that a split backward's I keeps for the layer's W
   /// (its output's size where W keeps anything, else 0).
   std::vector<Bytes> outputGradientKeptBytes;
+  /// Per layer: I's transient peak above its start, its output's gradient included
+  /// (BackwardSplit::inputWorkspaceBytes; profiles without it: the backward's less W's).
+  std::vector<Bytes> inputWorkspaceBytes;
+  /// Per layer: the gradients I keeps for W (BackwardSplit::inputKeptBytes; profiles without
+  /// it: outputGradientKeptBytes).
+  std::vector<Bytes> inputKeptBytes;
   std::vector<Bytes> outputBytes;       ///< as held in memory (an allocator block on CUDA)
   std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
   std::vector<Bytes> forwardWorkspaceBytes;

@@ -301,6 +301,37 @@ TEST(ProfileJson, LibraryWorkspaceIsValidated) {
   EXPECT_EQ(errorAfter([](auto& j) { j["library_workspace_bytes"] = 0; }), "no error");
 }
 
+TEST(ProfileJson, TheBackwardSplitRoundTripsWithOrWithoutItsOwnMemory) {
+  Profile profile = exampleProfile();
+  profile.layers[0].costs[0].backwardSplit = BackwardSplit{8, 12, 100, 10, 300, 40};
+  profile.layers[0].costs[1].backwardSplit = BackwardSplit{9, 13, 400, 10, 900, 160};
+  const nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["layers"][0]["costs"][1]["input_workspace_bytes"], 900);
+  EXPECT_EQ(json["layers"][0]["costs"][1]["input_kept_bytes"], 160);
+  const Profile back = profileFromJson(json, "p.json");
+  expectEqual(back, profile);
+  const BackwardSplit between = *back.layers[0].costAt(2).backwardSplit;  // a third of the way
+  EXPECT_EQ(between.inputWorkspaceBytes, 500);
+  EXPECT_EQ(between.inputKeptBytes, 80);
+  // One size measured: the others in proportion, as every other field.
+  profile.layers[1].costs[0].backwardSplit = BackwardSplit{8, 12, 100, 10, 300, 40};
+  EXPECT_EQ(profile.layers[1].costAt(4).backwardSplit->inputKeptBytes, 80);
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["costs"][0].erase("input_kept_bytes"); }, profile),
+            "p.json: $.layers[0].costs[0]: missing field 'input_kept_bytes' (input_workspace_bytes and "
+            "input_kept_bytes come together)");
+  // A profile from before I's own fields: the split without them, which stay unknown.
+  Profile older = profile;
+  for (CostSample& cost : older.layers[0].costs) {
+    cost.backwardSplit->inputWorkspaceBytes.reset();
+    cost.backwardSplit->inputKeptBytes.reset();
+  }
+  const nlohmann::json olderJson = toJson(older);
+  EXPECT_FALSE(olderJson["layers"][0]["costs"][0].contains("input_workspace_bytes"));
+  const Profile olderBack = profileFromJson(olderJson, "p.json");
+  EXPECT_FALSE(olderBack.layers[0].costAt(2).backwardSplit->inputWorkspaceBytes.has_value());
+  EXPECT_EQ(olderBack.layers[0].costAt(2).backwardSplit->weightSavedBytes, 200);
+}
+
 // c10/cuda/CUDACachingAllocator.cpp: round_size to 512, small requests split from 2 MiB
 // segments, 1-10 MiB from 20 MiB ones, 10 MiB and more get a segment rounded to 2 MiB that is
 // split only when more than 1 MiB remains.

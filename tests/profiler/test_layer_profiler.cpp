@@ -133,10 +133,42 @@ TEST(LayerProfiler, TheBackwardIsAlsoMeasuredSplitIntoIAndW) {
   EXPECT_GT(fc1.inputNs, 0);
   EXPECT_GT(fc1.weightNs, 0);
   EXPECT_GT(fc0.weightNs, 0);
+  // I keeps the gradient of fc1's output for W, and the ReLU's I keeps nothing. At its busiest
+  // fc1's I holds that gradient and its input's (8 x 32 floats).
+  EXPECT_EQ(fc1.inputKeptBytes, 8 * 8 * 4);
+  EXPECT_EQ(relu.inputKeptBytes, 0);
+  EXPECT_GE(fc1.inputWorkspaceBytes.value_or(0), 8 * 8 * 4 + 8 * 32 * 4);
   // The profile's JSON carries them and reads them back.
   const Profile again = profileFromJson(toJson(profile), "profile.json");
   EXPECT_EQ(again.layers[2].costs[1].backwardSplit->weightSavedBytes, fc1.weightSavedBytes);
   EXPECT_EQ(again.layers[2].costs[1].backwardSplit->inputNs, fc1.inputNs);
+  EXPECT_EQ(again.layers[2].costs[1].backwardSplit->inputKeptBytes, fc1.inputKeptBytes);
+  EXPECT_EQ(again.layers[2].costs[1].backwardSplit->inputWorkspaceBytes, fc1.inputWorkspaceBytes);
+}
+
+/// One layer of two matrix products: Linear (32 -> 32), ReLU, Linear (32 -> 8).
+struct TwoProductsImpl : torch::nn::Module {
+  TwoProductsImpl()
+      : inner(register_module("inner", torch::nn::Linear(32, 32))),
+        outer(register_module("outer", torch::nn::Linear(32, 8))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return outer(torch::relu(inner(x))); }
+  torch::nn::Linear inner;
+  torch::nn::Linear outer;
+};
+TORCH_MODULE(TwoProducts);
+
+// A layer of several matrix products (a transformer block's shape): its I captures the gradient
+// entering each for W, not only its output's.
+TEST(LayerProfiler, ABlocksIKeepsTheGradientOfEachOfItsMatrixProducts) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("block", TwoProducts());
+  Model model = sequentialModel(seq, 16, 8);
+  const Profile profile = profileModel(model, quick({8}));
+  const BackwardSplit split = *profile.layers[1].costs[0].backwardSplit;
+  EXPECT_EQ(split.inputKeptBytes, 8 * 32 * 4 + 8 * 8 * 4) << "the inner Linear's output gradient, and the block's";
+  // Until I ends it holds them, the graph and the input's gradient.
+  EXPECT_GE(split.inputWorkspaceBytes.value_or(0), 8 * 32 * 4 + 8 * 8 * 4 + 8 * 32 * 4);
 }
 
 TEST(LayerProfiler, ALastLayerThatSavesItsOutputKeepsIt) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -150,6 +151,55 @@ TEST(ZeroBubbleTrace, ShowsIAndWAsSuch) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
   EXPECT_EQ(std::find(names.begin(), names.end(), "backward(0,0)"), names.end());
+}
+
+// The first stage's I computes nothing (no input wants a gradient): it takes no time, and its W
+// runs the whole backward.
+TEST(ZeroBubbleTrace, TheFirstStagesIIsEmptyAndItsWIsTheWholeBackward) {
+  const Profile profile = test::uniformProfile(2, {kF, 3 * kF, kS, 0, 0, 0, BackwardSplit{kF, 2 * kF, kSW}});
+  Candidate candidate = test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2);
+  candidate.schedule = ScheduleKind::ZeroBubble;
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult result = simulate(profile, test::freeCluster(2), candidate, options);
+  auto durationOf = [&](const std::string& name) {
+    for (const TraceEvent& event : result.trace.events) {
+      if (event.name == name) return event.durationNs;
+    }
+    ADD_FAILURE() << "no " << name;
+    return TimeNs{-1};
+  };
+  EXPECT_EQ(durationOf("backward-input(0,0)"), 0);
+  EXPECT_EQ(durationOf("backward-weight(0,0)"), 3 * kF);
+  EXPECT_EQ(durationOf("backward-input(0,1)"), kF);
+  EXPECT_EQ(durationOf("backward-weight(0,1)"), 2 * kF);
+}
+
+// At each layer a split backward's I holds its own peak (input_workspace_bytes) over the
+// gradients the stage's later layers captured for W (input_kept_bytes). A profile without the
+// two fields gets them estimated: B's workspace less W's, and the output's gradient where W keeps
+// anything.
+constexpr Bytes kOutput = 100;
+
+TEST(ZeroBubbleMemory, IHoldsWhatTheLaterLayersCapturedOverItsOwnPeak) {
+  auto lastDevicePeak = [](std::optional<Bytes> workspace, Bytes keptByLastLayer) {
+    test::LayerCosts costs{kF, 2 * kF, kS, kOutput, 0, 0, BackwardSplit{kF, kF, kSW, 0}};
+    std::vector<test::LayerCosts> layers(4, costs);
+    if (workspace) {
+      for (test::LayerCosts& layer : layers) {
+        layer.split->inputWorkspaceBytes = *workspace;
+        layer.split->inputKeptBytes = kOutput;
+      }
+      layers[3].split->inputKeptBytes = keptByLastLayer;
+    }
+    Candidate candidate = test::makeCandidate({2, 2}, 1, Checkpoint::Never, 1);
+    candidate.schedule = ScheduleKind::ZeroBubble;
+    return simulate(test::makeProfile(layers), test::freeCluster(2), candidate).prediction.peakBytes[1];
+  };
+  EXPECT_EQ(lastDevicePeak(0, kOutput), lastDevicePeak(std::nullopt, 0)) << "the estimates, measured";
+  // Layer 2's I peaks 3000 above its start over what layer 3 captured: 5000 more captured, 5000
+  // more at the device's peak.
+  EXPECT_EQ(lastDevicePeak(3000, kOutput + 5000) - lastDevicePeak(3000, kOutput), 5000);
 }
 
 TEST(ZeroBubbleProfile, AProfileWithoutTheSplitIsToldToProfileAgain) {

@@ -47,6 +47,14 @@ struct BackwardSplit {
   /// W's transient peak above what it starts with (the weights' gradients before they are
   /// accumulated).
   Bytes weightWorkspaceBytes = 0;
+  /// I's transient peak above what it starts with, the gradient of the layer's output
+  /// included: the engine keeps every saved tensor until I ends, and the gradients I captures
+  /// for W add up as it goes. Absent in profiles measured before 2026-11-27 (then estimated).
+  std::optional<Bytes> inputWorkspaceBytes = std::nullopt;
+  /// What of that I keeps for W: the gradients it captured (those entering the layer's matrix
+  /// products), its output's among them where a matrix product takes it as it is. Comes with
+  /// inputWorkspaceBytes.
+  std::optional<Bytes> inputKeptBytes = std::nullopt;
 };
 
 /// Costs of one layer at one micro-batch size.
