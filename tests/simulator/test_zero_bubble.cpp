@@ -125,6 +125,36 @@ TEST(ZeroBubbleVClosedForm, WithUnitCostsTheBubbleIsPMinusOneStageForwards) {
   }
 }
 
+// ZBV with any per-stage costs F, I and W (the first stage's I empty, its W the whole backward,
+// as the runtime runs them), m >= 2p - 1: the step is 2 m (F + I + W) + b_2 + (p - 2) b_hop,
+// b_2 = max(F, I, 2I - 2W, F + I - 2W, 2F - W - I, 2F - 3W) and
+// b_hop = max(W, I, 2F - I, 2 max(F, I) - 2W) (docs/simulator.md, "ZBV"). Unit costs t give
+// (p - 1) t, the test above.
+TEST(ZeroBubbleVClosedForm, AnyForwardInputAndWeightCostsGiveTheBubbleOfTwoDevicesAndOneHop) {
+  auto step = [](std::int64_t p, std::int64_t m, TimeNs f, TimeNs i, TimeNs w) {
+    test::LayerCosts costs{f, i + w, kS, 0, 0, 0, BackwardSplit{i, w, kSW, 0}};
+    Candidate candidate =
+        test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(2 * p), 1), m, Checkpoint::Never, m);
+    candidate.schedule = ScheduleKind::ZeroBubbleV;
+    candidate.stagesPerDevice = 2;
+    return simulate(test::uniformProfile(2 * p, costs), test::freeCluster(p), candidate).prediction.iterationNs;
+  };
+  for (std::int64_t p = 2; p <= 5; ++p) {
+    for (std::int64_t m : {2 * p - 1, 3 * p}) {
+      for (TimeNs f : {4, 9, 20}) {
+        for (TimeNs i : {0, 2, 5, 9, 14, 20, 30}) {
+          for (TimeNs w : {0, 1, 3, 6, 9, 15, 30}) {
+            const TimeNs two = std::max({f, i, 2 * i - 2 * w, f + i - 2 * w, 2 * f - w - i, 2 * f - 3 * w});
+            const TimeNs hop = std::max({w, i, 2 * f - i, 2 * std::max(f, i) - 2 * w});
+            EXPECT_EQ(step(p, m, f, i, w), 2 * m * (f + i + w) + two + (p - 2) * hop)
+                << "p=" << p << " m=" << m << " F=" << f << " I=" << i << " W=" << w;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every device holds 2p micro-batches of one stage's saved bytes at its peak, whatever the
 // split (each W runs right after its I until the cool-down): 1F1B's device-0 peak, on every
 // device.
