@@ -192,9 +192,12 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
 /// What a split backward moves for partition j (layers [first, end)): what I keeps for W on
 /// j, the gradient of j's output W needs (held on j + 1 when `sharesOutputGradient`, the two
 /// using one tensor, else on j as the copy's buffer) and W's transient. `sharesInput`: j's
-/// input is j - 1's output itself, which j - 1 counts.
+/// input is j - 1's output itself, which j - 1 counts; `inputUser` the layer that takes it
+/// (firstInputUser).
 void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, std::size_t first, std::size_t end,
-                       std::int32_t j, bool sharesInput, bool sharesOutputGradient, Bytes* bytes) {
+                       std::size_t inputUser, std::int32_t j, bool sharesInput, bool sharesOutputGradient,
+                       Bytes* bytes) {
+  auto weightSavedOf = [&](std::size_t l) { return table.weightSavedPrefix[l + 1] - table.weightSavedPrefix[l]; };
   const Bytes saved = bytes[layout.saved(j)];
   const bool receivesOutputGradient = j + 1 < layout.n;
   Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
@@ -208,9 +211,9 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   } else {
     if (receivesOutputGradient) heldGradient = table.outputGradientKeptBytes[end - 1];
     weightSaved -= heldGradient;
-    if (sharesInput) {  // the first layer's input, as far as W keeps it
-      const Bytes firstKeeps = table.weightSavedPrefix[first + 1] - table.weightSavedPrefix[first];
-      inputHeld = std::clamp<Bytes>(firstKeeps - table.outputGradientKeptBytes[first], 0, table.outputBytes[first - 1]);
+    if (sharesInput) {  // the input, as far as the W of the layer that takes it keeps it
+      inputHeld = std::clamp<Bytes>(weightSavedOf(inputUser) - table.inputKeptBytes[inputUser], 0,
+                                    table.outputBytes[first - 1]);
       weightSaved -= inputHeld;
     }
     weightSaved = std::max<Bytes>(0, weightSaved);
@@ -230,18 +233,49 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   if (j > 0) {
     bytes[layout.checkpointedInputFreedByInput(j)] = std::max<Bytes>(0, bytes[layout.output(j - 1)] - inputHeld);
   }
-  bytes[layout.weightBackwardPeak(j)] =
-      *std::max_element(table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(first),
-                        table.weightWorkspaceBytes.begin() + static_cast<std::ptrdiff_t>(end));
+  // W runs its layers last first, each letting go of the forward's tensors it kept (its
+  // weight_saved_bytes less the gradients I captured, which stay until W ends): a layer's
+  // workspace stands on what the later layers have freed by then.
+  Bytes freedByLater = 0;
+  Bytes weightPeak = 0;
+  for (std::size_t l = end; l-- > first;) {
+    weightPeak = std::max(weightPeak, table.weightWorkspaceBytes[l] - freedByLater);
+    freedByLater += std::max<Bytes>(0, weightSavedOf(l) - table.inputKeptBytes[l]);
+  }
+  bytes[layout.weightBackwardPeak(j)] = weightPeak;
+}
+
+/// Whether layer l stashes `skip` and returns it as its output, the tensor it was given (pipeprof's
+/// StashLayer, torchgpipe's idiom). The profile does not say that a layer's output is its input;
+/// such a layer is recognised by what it measured: it saves nothing, has no forward workspace,
+/// and its output is the size of the skip.
+bool passesOnItsInput(CostModel& costs, const LayerCostTable& table, const SkipProfile& skip, std::size_t l,
+                      std::int64_t size) {
+  if (static_cast<std::size_t>(skip.stashLayer) != l) return false;
+  const bool allocatesNothing = table.savedPrefix[l + 1] == table.savedPrefix[l] && table.forwardWorkspaceBytes[l] == 0;
+  return allocatesNothing && table.outputBytes[l] == costs.tensorBytes(skip.bytesPerSample * size);
+}
+
+/// The first layer of [first, end) whose input is the partition's input as it arrived: the
+/// first, or the one after the stash layers at the start that pass it on (a residual block's
+/// first convolution, behind the stash of its shortcut).
+std::size_t firstInputUser(CostModel& costs, const LayerCostTable& table, std::size_t first, std::size_t end,
+                           std::int64_t size) {
+  std::size_t l = first;
+  const std::vector<SkipProfile>& skips = costs.profile().skips;
+  while (l + 1 < end && std::any_of(skips.begin(), skips.end(), [&](const SkipProfile& skip) {
+           return passesOnItsInput(costs, table, skip, l, size);
+         })) {
+    ++l;
+  }
+  return l;
 }
 
 /// Per partition j, the skip that j's last layer stashes and passes on as j's output, or -1
-/// (empty when the profile has no skips). A
-/// stash layer that returns what it stashes (pipeprof's StashLayer, torchgpipe's idiom) makes
-/// the skip and the stage's output one tensor, allocated by the layer before it. The profile
-/// does not say that a layer's output is its input; such a layer is recognised by what it
-/// measured: it saves nothing, has no forward workspace, and its output is the size of the
-/// skip. Only a skip that leaves its partition matters (one popped inside it is gone by then).
+/// (empty when the profile has no skips). A stash layer that returns what it stashes
+/// (passesOnItsInput) makes the skip and the stage's output one tensor, allocated by the layer
+/// before it. Only a skip that leaves its partition matters (one popped inside it is gone by
+/// then).
 std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, CostModel& costs, const LayerCostTable& table,
                                         const std::vector<std::int64_t>& firstLayer, std::int64_t size) {
   const SlotLayout& layout = compiled.layout;
@@ -253,10 +287,7 @@ std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, CostMo
     const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
     if (stash == compiled.skipPopPartition[static_cast<std::size_t>(s)]) continue;
     const auto last = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(stash) + 1] - 1);
-    if (static_cast<std::size_t>(skip.stashLayer) != last || passedOn[static_cast<std::size_t>(stash)] >= 0) continue;
-    const bool allocatesNothing =
-        table.savedPrefix[last + 1] == table.savedPrefix[last] && table.forwardWorkspaceBytes[last] == 0;
-    if (allocatesNothing && table.outputBytes[last] == costs.tensorBytes(skip.bytesPerSample * size)) {
+    if (passedOn[static_cast<std::size_t>(stash)] < 0 && passesOnItsInput(costs, table, skip, last, size)) {
       passedOn[static_cast<std::size_t>(stash)] = s;
     }
   }
@@ -462,8 +493,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         const TimeNs weightNs = scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
         duration[layout.backwardInputNs(j)] = j == 0 ? 0 : inputNs;
         duration[layout.backwardWeightNs(j)] = j == 0 ? inputNs + weightNs : weightNs;
-        resolveSplitBytes(layout, table, first, end, j, j > 0 && sharesTensors(j - 1, j),
-                          j + 1 < n && sharesTensors(j, j + 1), bytes);
+        resolveSplitBytes(layout, table, first, end, firstInputUser(costs, table, first, end, size), j,
+                          j > 0 && sharesTensors(j - 1, j), j + 1 < n && sharesTensors(j, j + 1), bytes);
       }
       bytes[layout.output(j)] = table.outputBytes[end - 1];
       // The stage's output lives until backward(i, j); the part of it the last layer's saved
