@@ -34,7 +34,8 @@ class WeightBackward {
 
   /// Runs I: the gradients of `inputs` (edges of the stage's inputs, an invalid edge where no
   /// gradient is wanted: its result is undefined) from `roots` (tensors with a graph) seeded
-  /// with `grads`. Keeps in *this what W needs.
+  /// with `grads`, each in storage of its own (not a slice of a larger gradient). Keeps in
+  /// *this what W needs.
   std::vector<torch::Tensor> runInputs(const std::vector<torch::Tensor>& roots, const std::vector<torch::Tensor>& grads,
                                        const torch::autograd::edge_list& inputs);
 

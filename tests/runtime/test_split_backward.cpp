@@ -54,6 +54,27 @@ TEST(SplitBackward, IMakesTheInputsGradientAndWTheWeightsAsOneBackwardDoes) {
   for (std::size_t k = 0; k < parameters.size(); ++k) EXPECT_TRUE(close(parameters[k].grad(), expected.grads[k])) << k;
 }
 
+// A concatenation's backward hands each input a slice of one gradient; I gives each its own
+// storage, as a full backward's accumulation does, so a skip's gradient held for its stash stage
+// does not keep the whole concatenation's alive.
+TEST(SplitBackward, EachInputsGradientHasStorageOfItsOwn) {
+  torch::manual_seed(5);
+  torch::nn::Linear linear(6, 4);
+  const StageInput skip = stageInputOf(torch::randn({3, 2}), true);
+  const StageInput input = stageInputOf(torch::randn({3, 4}), true);
+  const torch::Tensor output = linear(torch::cat({input.tensor, skip.tensor}, 1));
+  const torch::Tensor outputGrad = torch::randn({3, 4});
+  WeightBackward weights;
+  const std::vector<torch::Tensor> grads =
+      weights.runInputs({output}, {outputGrad}, {input.gradientEdge(), skip.gradientEdge()});
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_EQ(grads[1].storage().nbytes(), 3u * 2u * sizeof(float)) << "the skip's 3 x 2, not the concatenation's 3 x 6";
+  EXPECT_EQ(grads[0].storage().nbytes(), 3u * 4u * sizeof(float));
+  const torch::Tensor whole = torch::mm(outputGrad, linear->weight);
+  EXPECT_TRUE(close(grads[0], whole.narrow(1, 0, 4)));
+  EXPECT_TRUE(close(grads[1], whole.narrow(1, 4, 2)));
+}
+
 TEST(SplitBackward, AStageWhoseInputWantsNoGradientRunsItAllInW) {
   torch::nn::Sequential model = mlp();
   const torch::Tensor input = torch::randn({3, 6});
