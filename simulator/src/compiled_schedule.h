@@ -61,12 +61,12 @@ struct SlotLayout {
   /// max(0, saved - weightSaved) and allocates max(0, weightSaved - saved).
   std::int32_t savedFreedByInput(std::int32_t j) const { return splitSlot(1, j); }
   std::int32_t weightSavedGrowth(std::int32_t j) const { return splitSlot(2, j); }
-  /// W's transient: the largest of its layers' weight_workspace_bytes (one layer's weights'
-  /// gradients at a time).
+  /// W's transient: one layer's weights' gradients at a time, last layer first, each layer's
+  /// weight_workspace_bytes less what the later layers' nodes let go by then.
   std::int32_t weightBackwardPeak(std::int32_t j) const { return splitSlot(3, j); }
   /// I's transient: unlike B, I keeps every saved tensor until it ends (W needs some, and the
-  /// engine runs keeping the graph), and each layer with weights it passed keeps the gradient
-  /// of its output for W.
+  /// engine runs keeping the graph), and the gradients each layer it passed captured for W
+  /// (input_kept_bytes) stay.
   std::int32_t backwardInputPeak(std::int32_t j) const { return splitSlot(4, j); }
   /// The gradient of j's output, received from j + 1, that j's W needs (j's last layer has
   /// weights, or j = 0, whose I computes nothing): held from I(i, j) until W(i, j), on j + 1
@@ -74,7 +74,8 @@ struct SlotLayout {
   /// on j as the copy's buffer. weightSaved(j) does not count it.
   std::int32_t gradientHeldOnSender(std::int32_t j) const { return splitSlot(5, j); }
   std::int32_t gradientHeldOnReceiver(std::int32_t j) const { return splitSlot(6, j); }
-  /// j's input, where it is j - 1's output itself, as far as j's first layer's W keeps it: a
+  /// j's input, where it is j - 1's output itself, as far as the W of the layer that takes it
+  /// (the first, or the one behind stash layers that pass it on) keeps it: a
   /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on
   /// j - 1 until W(i, j); I(i, j) frees the rest of it.
   std::int32_t inputHeldForWeight(std::int32_t j) const { return splitSlot(7, j); }
