@@ -117,15 +117,22 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
   const std::vector<std::int64_t>& balance = shape.balance;
   const std::int64_t n = shape.stages();
   const std::int64_t v = shape.stagesPerDevice;
-  const std::string perDevice = v == 1        ? "one stage per device"
-                                : shape.order ? fmt::format("{} stages per device", v)
-                                              : fmt::format("{} stages per device (--stages-per-device {})", v, v);
-  const std::string schedule = shape.order ? "the order of --schedule-file " + shape.order->source
-                                           : "--schedule " + scheduleKindName(shape.schedule);
-  if (shape.order && devices > 0 && shape.order->devices() != devices) {
-    throw UsageError(fmt::format("{} has {} ranks (one row each) but {} names {} device{}: give as many", schedule,
-                                 shape.order->devices(), devicesText, devices, devices == 1 ? "" : "s"));
+  if (shape.order) {
+    const std::string schedule = "the order of --schedule-file " + shape.order->source;
+    if (devices > 0 && shape.order->devices() != devices) {
+      throw UsageError(fmt::format("{} has {} ranks (one row each) but {} names {} device{}: give as many", schedule,
+                                   shape.order->devices(), devicesText, devices, devices == 1 ? "" : "s"));
+    }
+    if (n != shape.order->stages()) {
+      throw UsageError(fmt::format("--balance {} has {} stages but {} runs {}: give {} entries", formatBalance(balance),
+                                   n, schedule, shape.order->stages(), shape.order->stages()));
+    }
+    checkScheduleShape(shape, batch, shape.order->devices());
+    return;
   }
+  const std::string perDevice =
+      v == 1 ? "one stage per device" : fmt::format("{} stages per device (--stages-per-device {})", v, v);
+  const std::string schedule = "--schedule " + scheduleKindName(shape.schedule);
   if (devices > 0 && n != devices * v) {
     throw UsageError(fmt::format("--balance {} has {} stages but {} names {} device{} and {} runs {}: give "
                                  "{} entries ({} x {})",

@@ -23,6 +23,7 @@ std::string listText(const std::vector<std::int64_t>& values) {
 }  // namespace
 
 std::int64_t PipelineShape::pipelineDevices() const {
+  if (order) return order->devices();
   const std::int64_t n = stages();
   return stagesPerDevice > 0 && n % stagesPerDevice == 0 ? n / stagesPerDevice : n;
 }
@@ -74,9 +75,7 @@ std::string PipelineShape::shapeError(std::int64_t microBatches) const {
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m) {
   const std::string v = std::to_string(stagesPerDevice);
   if (stagesPerDevice < 1) return "stages per device must be positive (stages per device: " + v + ")";
-  if (kind == ScheduleKind::Custom) {
-    return n % stagesPerDevice == 0 ? std::string() : "the stages must split evenly over the devices";
-  }
+  if (kind == ScheduleKind::Custom) return "";  // the order places its stages, any number per rank
   if (!hasVirtualStages(kind) && stagesPerDevice != 1) {
     return scheduleKindName(kind) + " runs one stage per device (stages per device: " + v +
            "); use the interleaved or interleaved-zb schedule for more";
@@ -160,7 +159,11 @@ PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::strin
   if (root.has("stages_per_device")) {
     JsonCursor stagesPerDevice = root.at("stages_per_device");
     shape.stagesPerDevice = stagesPerDevice.asPositiveInt();
-    if (shape.stages() % shape.stagesPerDevice != 0) {
+    if (shape.order && shape.stagesPerDevice != shape.order->stagesPerDevice()) {
+      stagesPerDevice.fail("expected " + std::to_string(shape.order->stagesPerDevice()) +
+                           ", the most stages a rank of the order holds, got " + std::to_string(shape.stagesPerDevice));
+    }
+    if (!shape.order && shape.stages() % shape.stagesPerDevice != 0) {
       stagesPerDevice.fail("expected a divisor of the " + std::to_string(shape.stages()) +
                            " stages of the balance, got " + std::to_string(shape.stagesPerDevice));
     }

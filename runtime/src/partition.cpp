@@ -42,9 +42,8 @@ Tensors asTensors(torch::nn::AnyValue& value, const std::string& layerName) {
 
 }  // namespace
 
-void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
-                           std::size_t deviceCount, std::int64_t chunks, ScheduleKind kind,
-                           std::int64_t stagesPerDevice) {
+void validatePipeArguments(const torch::nn::Sequential& module, const PipelineShape& shape, std::size_t deviceCount) {
+  const std::vector<std::int64_t>& balance = shape.balance;
   const auto layers = static_cast<std::int64_t>(module->size());
   const std::int64_t total = std::accumulate(balance.begin(), balance.end(), std::int64_t{0});
   if (total != layers) {
@@ -54,23 +53,24 @@ void validatePipeArguments(const torch::nn::Sequential& module, const std::vecto
   if (balance.empty() || std::any_of(balance.begin(), balance.end(), [](std::int64_t b) { return b <= 0; })) {
     throw std::invalid_argument("all balance numbers must be positive integer (balance: " + listText(balance) + ")");
   }
-  const auto n = static_cast<std::int64_t>(balance.size());
+  const std::int64_t n = shape.stages();
+  const std::int64_t p = shape.pipelineDevices();
   // The shape apart from the micro-batch count (checked after scattering): m = p passes.
-  const std::string shape = scheduleShapeError(
-      kind, stagesPerDevice, n, stagesPerDevice > 0 ? std::max<std::int64_t>(n / stagesPerDevice, 1) : 1);
-  if (!shape.empty()) {
-    throw std::invalid_argument(shape + " (balance: " + listText(balance) + ")");
+  const std::string shapeProblem =
+      scheduleShapeError(shape.schedule, shape.stagesPerDevice, n, std::max<std::int64_t>(p, 1));
+  if (!shapeProblem.empty()) {
+    throw std::invalid_argument(shapeProblem + " (balance: " + listText(balance) + ")");
   }
-  if (stagesPerDevice == 1 && deviceCount < balance.size()) {
+  if (shape.stagesPerDevice == 1 && deviceCount < balance.size()) {
     throw std::invalid_argument("too few devices to hold given partitions (devices: " + std::to_string(deviceCount) +
                                 ", partitions: " + std::to_string(balance.size()) + ")");
   }
-  const auto p = static_cast<std::size_t>(n / stagesPerDevice);
-  if (deviceCount < p) {
+  if (deviceCount < static_cast<std::size_t>(p)) {
     throw std::invalid_argument("too few devices to hold given stages (devices: " + std::to_string(deviceCount) +
                                 ", stages: " + std::to_string(n) + ", stages per device: " +
-                                std::to_string(stagesPerDevice) + ", devices needed: " + std::to_string(p) + ")");
+                                std::to_string(shape.stagesPerDevice) + ", devices needed: " + std::to_string(p) + ")");
   }
+  const std::int64_t chunks = shape.chunks;
   if (chunks <= 0) {
     throw std::invalid_argument("number of chunks must be positive integer (chunks: " + std::to_string(chunks) + ")");
   }

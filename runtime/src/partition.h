@@ -64,10 +64,8 @@ torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad);
 /// devices, non-positive chunks, duplicate children (parameters shared by children are
 /// replicated instead: shared_parameters.h),
 /// and with scheduleShapeError's for a (schedule, stages per device) that cannot hold the
-/// balance. The p = n / v pipeline devices need deviceCount >= p.
-void validatePipeArguments(const torch::nn::Sequential& module, const std::vector<std::int64_t>& balance,
-                           std::size_t deviceCount, std::int64_t chunks, ScheduleKind kind = ScheduleKind::GPipe,
-                           std::int64_t stagesPerDevice = 1);
+/// balance. The shape's p pipeline devices (n / v, or a custom order's ranks) need deviceCount >= p.
+void validatePipeArguments(const torch::nn::Sequential& module, const PipelineShape& shape, std::size_t deviceCount);
 
 /// The devices to use: `devices` when given, else every CUDA device (or `pipelineDevices` CPU
 /// devices when there is none).

@@ -56,8 +56,7 @@ class PipeImpl {
     options_.balance = std::move(balance);
     const auto p = static_cast<std::size_t>(options_.pipelineDevices());
     devices_ = resolveDevices(options_.devices, p);
-    validatePipeArguments(module_, options_.balance, devices_.size(), options_.chunks, options_.schedule,
-                          options_.stagesPerDevice);
+    validatePipeArguments(module_, options_, devices_.size());
     for (const torch::Device& device : devices_) validatePrecision(options_.precision, device);
     verifySkips(module_);
     devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());

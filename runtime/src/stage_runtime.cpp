@@ -29,14 +29,12 @@ class StageRuntimeImpl {
     if (module.is_empty())
       throw std::invalid_argument("the stage runtime needs a Sequential module (got an empty holder)");
     p_ = options_.pipelineDevices();
-    validatePipeArguments(module, options_.balance, static_cast<std::size_t>(p_), options_.chunks, options_.schedule,
-                          options_.stagesPerDevice);
+    validatePipeArguments(module, options_, static_cast<std::size_t>(p_));
     validatePrecision(options_.precision, options_.device);
     verifySkips(module);
     if (transport.worldSize() != p_) {
       throw std::invalid_argument("the balance has " + std::to_string(options_.stages()) + " stages on " +
-                                  std::to_string(p_) + " pipeline devices (" +
-                                  std::to_string(options_.stagesPerDevice) + " per device), but the world has " +
+                                  std::to_string(p_) + " pipeline devices, but the world has " +
                                   std::to_string(transport.worldSize()) + " ranks: run one rank per pipeline device");
     }
     rank_ = transport.rank();

@@ -89,9 +89,7 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
   std::vector<TimeNs> measuredNs;
   for (const ReferenceRun* run : runs) {
     const std::vector<std::int64_t>& balance = run->candidate.balance;
-    const std::int64_t stagesPerDevice = std::max<std::int64_t>(1, run->candidate.stagesPerDevice);
-    const auto devices = static_cast<std::size_t>(
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(balance.size()) / stagesPerDevice));
+    const auto devices = static_cast<std::size_t>(std::max<std::int64_t>(1, run->candidate.pipelineDevices()));
     predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {

@@ -54,7 +54,7 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
   if (!candidate.devices.empty() && static_cast<std::int64_t>(candidate.devices.size()) != p) {
     throw std::invalid_argument("candidate places " + std::to_string(candidate.devices.size()) +
                                 " pipeline devices on cluster devices but it has " + std::to_string(p) + " (" +
-                                std::to_string(n) + " stages / " + std::to_string(candidate.stagesPerDevice) +
+                                std::to_string(n) + " stages, at most " + std::to_string(candidate.stagesPerDevice) +
                                 " per device); give one cluster device per pipeline device");
   }
   for (std::int64_t j = 0; j < n; ++j) {

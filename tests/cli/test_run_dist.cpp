@@ -91,6 +91,12 @@ TEST(RunDist, AScheduleFileRunsOnTwoRanksAsOnThreads) {
     ASSERT_EQ(threaded.size(), 3u) << name;
     expectSameLosses(commandLosses(run + file + " --procs 2"), threaded, name);
   }
+  // Three stages on two ranks (stage 2 on rank 0 beside stage 0), some backwards split.
+  const std::string unequal = std::string(run, 0, run.find("--balance")) + "--balance 2,2,1 --schedule-file " +
+                              PIPEPROF_SOURCE_DIR + "/tests/fixtures/unequal_stages_p2_m2.csv";
+  const std::vector<double> threaded = commandLosses(unequal + " --devices cpu,cpu");
+  ASSERT_EQ(threaded.size(), 3u);
+  expectSameLosses(commandLosses(unequal + " --procs 2"), threaded, "unequal stages per rank");
   expectSameLosses(losses("--devices cpu,cpu --balance 1,2,1,1 --schedule zbv"),
                    commandLosses(run + PIPEPROF_SOURCE_DIR "/tests/fixtures/pytorch-2.6-schedules/"
                                                            "zbv_zero_bubble_p2_m4_v2.csv --devices cpu,cpu"),

@@ -174,6 +174,27 @@ TEST(PipeSchedules, AnOrderMixingFullAndSplitBackwardsComputesTheUnpartitionedGr
   }
 }
 
+// Ranks holding different numbers of stages: three stages on two ranks, round robin with split
+// backwards, and the last two stages on rank 1 with full ones (consecutive stages on one rank).
+TEST(PipeSchedules, AnOrderWithUnequalStagesPerRankComputesTheUnpartitionedGradients) {
+  torch::manual_seed(9);
+  const torch::Tensor input = torch::randn({16, 8});
+  const torch::Tensor target = torch::randn({16, 8});
+  const Reference expected = reference(skipModel(), input, target);
+  for (const std::string csv : {"0F0,0F1,2F0,2I0,2W0,2F1,2I1,2W1,0I0,0W0,0I1,0W1\n1F0,1F1,1I0,1W0,1I1,1W1\n",
+                                "0F0,0F1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n"}) {
+    for (Checkpoint mode : {Checkpoint::Never, Checkpoint::ExceptLast, Checkpoint::Always}) {
+      SCOPED_TRACE(csv + std::string(checkpointName(mode)));
+      PipeOptions options;
+      runCustomOrder(options, makeCustomOrder(readScheduleCsv(csv, "unequal.csv"), "unequal.csv"));
+      options.checkpoint = mode;
+      Pipe pipe(skipModel(), {4, 5, 3}, options);
+      ASSERT_EQ(pipe.devices().size(), 2u);
+      ASSERT_TRUE(stepsToReference(pipe, input, target, expected));
+    }
+  }
+}
+
 TEST(PipeSchedules, StepOnGPipeEqualsForwardAndBackward) {
   torch::manual_seed(8);
   const torch::Tensor input = torch::randn({9, 8});

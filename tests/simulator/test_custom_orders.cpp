@@ -75,5 +75,26 @@ TEST(CustomOrders, AnOrderMixingFullAndSplitBackwardsIsPredictedOpByOp) {
   EXPECT_EQ(p.iterationNs, 3 * kF + (kI + kW) + 2 * kI + kW);
 }
 
+// Stages 1 and 2 on rank 1, stage 0 on rank 0, full backwards of B = I + W: rank 1 runs 1F0
+// [F, 2F], 2F0, 1F1, 2F1 to 5F, then 2B0, 1B0, 2B1, 1B1 to 5F + 4B; rank 0's 0B1 waits for
+// 1B1 and ends at 5F + 5B. Rank 1 is busy with twice rank 0's work.
+TEST(CustomOrders, RanksHoldingDifferentNumbersOfStagesArePredictedOpByOp) {
+  test::LayerCosts costs{kF, kI + kW, 1000, 0, 0, 0};
+  Candidate candidate;
+  runCustomOrder(
+      candidate,
+      makeCustomOrder(readScheduleCsv("0F0,0F1,0B0,0B1\n1F0,2F0,1F1,2F1,2B0,1B0,2B1,1B1\n", "u.csv"), "u.csv"));
+  candidate.balance = {1, 1, 1};
+  candidate.batch = 2;
+  candidate.checkpoint = Checkpoint::Never;
+  const Prediction p = simulate(test::uniformProfile(3, costs), test::freeCluster(2), candidate).prediction;
+  ASSERT_EQ(p.busyNs.size(), 2u);
+  EXPECT_EQ(p.busyNs[0], 2 * (kF + kI + kW));
+  EXPECT_EQ(p.busyNs[1], 4 * (kF + kI + kW));
+  EXPECT_EQ(p.iterationNs, 5 * kF + 5 * (kI + kW));
+  // Rank 1 holds two stages' parameters, rank 0 one.
+  EXPECT_GT(p.peakBytes[1], p.peakBytes[0]);
+}
+
 }  // namespace
 }  // namespace pipeprof

@@ -4,7 +4,7 @@
 // Rank r of the file is pipeline device d = r. What the order must be, each checked with a
 // message naming the rank and the action:
 //   - every stage 0..n-1 has actions, all on one rank (that is its placement), and every rank
-//     holds the same number v = n / p of stages;
+//     has actions; ranks may hold different numbers of stages (3 stages on 2 ranks, say);
 //   - every stage runs each micro-batch 0..m-1 once forward and once backward (B, or I and W:
 //     each stage and micro-batch its own choice, as torch allows), a rank running a
 //     micro-batch's forward before its backward and its I before its W.
@@ -31,8 +31,8 @@ struct CustomOrder {
 
   std::int64_t stages() const { return static_cast<std::int64_t>(stageRank.size()); }
   std::int64_t devices() const { return static_cast<std::int64_t>(ranks.size()); }
-  /// v: the stages of each rank (every rank runs as many).
-  std::int64_t stagesPerDevice() const { return stages() / devices(); }
+  /// v: the most stages a rank holds (ranks may hold fewer).
+  std::int64_t stagesPerDevice() const;
   /// Rank r's forwards and backwards as Schedule::build expands them (deviceSteps' form).
   std::vector<std::vector<OrderStep>> deviceSteps() const;
 

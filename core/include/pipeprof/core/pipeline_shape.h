@@ -36,14 +36,14 @@ struct PipelineShape {
   std::int64_t chunks = 1;  ///< m: micro-batches asked for (torch.chunk may make fewer)
   Checkpoint checkpoint = Checkpoint::ExceptLast;
   /// schedule custom: the order (custom_order.h), whose ranks are the pipeline devices and which
-  /// fixes the stages, their placement, v and m; null for the generated families.
+  /// fixes the stages, their placement, v (the most stages a rank holds) and m; null for the generated families.
   std::shared_ptr<const CustomOrder> order{};
 
   /// n: the number of stages, balance.size().
   std::int64_t stages() const { return static_cast<std::int64_t>(balance.size()); }
-  /// p: the number of pipeline devices, n / v. The one definition every part of pipeprof
-  /// uses: for a malformed shape (v < 1, or v not dividing n) it is n, one device per stage,
-  /// so counts stay defined until shapeError() names the problem.
+  /// p: the number of pipeline devices, n / v (a custom order's ranks, which may hold different
+  /// numbers of stages). The one definition every part of pipeprof uses: for a malformed shape (v < 1, or v not
+  /// dividing n) it is n, one device per stage, so counts stay defined until shapeError() names the problem.
   std::int64_t pipelineDevices() const;
   /// The pipeline device d < p that runs stage j: placedDevice(stagePlacement(schedule), j, p),
   /// j mod p for every family but zbv (device d holds stages d and 2p - 1 - d), and the rank
@@ -71,9 +71,9 @@ struct PipelineShape {
 
 /// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
 /// v must be 1 for gpipe, 1f1b and zb1p, at least 2 for interleaved and interleaved-zb and 2
-/// for zbv, n a multiple of v; for interleaved m a multiple of the p = n / v devices, for interleaved-zb a
-/// multiple of its max(1, m / p) rounds (torch's ScheduleInterleavedZeroBubble), e.g. "interleaved needs chunks a
-/// multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
+/// for zbv, n a multiple of v (custom: any v >= 1, its order places the stages); for interleaved m a multiple of the p
+/// = n / v devices, for interleaved-zb a multiple of its max(1, m / p) rounds (torch's ScheduleInterleavedZeroBubble),
+/// e.g. "interleaved needs chunks a multiple of devices (chunks: 6, devices: 4, stages per device: 2)".
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
 
 /// The shape's JSON form, the shape keys of a candidate (docs/formats.md): balance, chunks,
