@@ -85,16 +85,29 @@ std::vector<Node*> frontierOf(const Reachability& walk, const std::unordered_set
 }
 
 /// After I: frees the saved tensors of every node of I's part but the frontier (they never run
-/// again), then cuts the frontier's edges into I's part, so that W runs only W's part. The
-/// release comes first: the cut may free those nodes. (The cut goes through the edge list
-/// itself: set_next_edge refuses a node that has a parent, to keep topological numbers ordered,
-/// and dropping a child keeps them so.) `frontier` holds the frontier nodes alive meanwhile.
+/// again) and cuts their edges, then cuts the frontier's edges into I's part, so that W runs only
+/// W's part. The release comes first: the cut may free those nodes. (The cut goes through the
+/// edge list itself: set_next_edge refuses a node that has a parent, to keep topological numbers
+/// ordered, and dropping a child keeps them so.) `frontier` holds the frontier nodes alive meanwhile.
+///
+/// Why I's nodes lose their edges too: a W node keeps the tensors it saved, and a saved tensor
+/// that is not the node's own output keeps its grad_fn, so I's nodes behind it stay alive until W
+/// ends (unet: the convolution after a concatenation saves the concatenation, whose node leads to
+/// the popped skip's AccumulateGrad, which holds the skip, stage j - 1's tensor). Without their
+/// edges those nodes hold nothing, and the inputs' leaves go when I does.
 void detachInputsPart(const Reachability& walk, const std::unordered_set<Node*>& targets,
                       const std::vector<std::shared_ptr<Node>>& frontier) {
   std::unordered_set<Node*> kept;
   for (const auto& node : frontier) kept.insert(node.get());
+  std::vector<std::shared_ptr<Node>> inputsPart;  // alive while their edges are cut
   for (Node* node : walk.order) {
-    if (walk.reaches.at(node) && kept.count(node) == 0 && targets.count(node) == 0) node->release_variables();
+    if (walk.reaches.at(node) && kept.count(node) == 0 && targets.count(node) == 0) {
+      node->release_variables();
+      inputsPart.push_back(node->shared_from_this());
+    }
+  }
+  for (const std::shared_ptr<Node>& node : inputsPart) {
+    for (Edge& next : node->next_edges()) next = Edge();
   }
   for (const std::shared_ptr<Node>& node : frontier) {
     for (Edge& next : node->next_edges()) {

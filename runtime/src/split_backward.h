@@ -12,8 +12,9 @@
 // I runs autograd's engine from the roots to the inputs only (every frontier node computes
 // only its outputs that lead to inputs, as the engine asks of it), capturing the gradients
 // that enter each frontier node and returning the inputs' gradients. It then cuts each
-// frontier node's edges into I's part and frees the saved tensors of every other node of I:
-// what stays alive until W is what the weights' gradients need. W runs the engine from the
+// frontier node's edges into I's part and frees the saved tensors and edges of every other node
+// of I: what stays alive until W is what the weights' gradients need (a saved tensor's grad_fn
+// may keep one of I's nodes, but no longer what it led to: a popped skip's leaf). W runs the engine from the
 // frontier nodes with the captured gradients: each frontier node now computes only its
 // W-side outputs, and the weights' gradients accumulate into .grad() as a full backward's do.
 // torch.distributed.pipelining splits the same way (its stage_backward_input / _weight).

@@ -125,5 +125,32 @@ TEST(SplitBackward, IFreesWhatOnlyTheInputsGradientNeeded) {
   EXPECT_TRUE(model->parameters()[0].grad().defined());
 }
 
+// The Linear after a concatenation saves the concatenation for W, and a saved tensor keeps its
+// grad_fn: before I cut the edges of its own nodes, the concatenation's node kept the popped
+// skip's AccumulateGrad, and so the skip (stage j - 1's tensor) alive until W ended.
+TEST(SplitBackward, IReleasesTheInputsLeavesThatOnlyItsOwnNodesReached) {
+  torch::manual_seed(7);
+  torch::nn::Linear first(4, 4);
+  torch::nn::Linear after(6, 3);
+  const torch::Tensor skip = torch::randn({5, 2}).requires_grad_();  // a popped skip: a leaf (leafOf)
+  const StageInput input = stageInputOf(torch::randn({5, 4}), true);
+  torch::Tensor output = after(torch::cat({torch::relu(first(input.tensor)), skip}, 1));
+  const torch::Tensor outputGrad = torch::randn({5, 3});
+  torch::Tensor expected;
+  {
+    torch::Tensor whole = torch::autograd::grad({output}, {after->weight}, {outputGrad}, /*retain_graph=*/true)[0];
+    expected = whole.clone();
+  }
+  WeightBackward weights;
+  weights.runInputs({output}, {outputGrad}, {input.gradientEdge(), torch::autograd::impl::gradient_edge(skip)});
+  output = torch::Tensor();
+  // Nothing but this test holds the skip: its AccumulateGrad (which holds it) is gone.
+  EXPECT_EQ(torch::autograd::impl::try_get_grad_accumulator(skip), nullptr) << "the skip is held until W";
+  EXPECT_EQ(skip.use_count(), 1);
+  weights.runWeights();
+  EXPECT_TRUE(close(after->weight.grad(), expected));
+  EXPECT_TRUE(first->weight.grad().defined());
+}
+
 }  // namespace
 }  // namespace pipeprof
