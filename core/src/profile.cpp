@@ -429,11 +429,13 @@ nlohmann::json toJson(const Profile& profile) {
   }
   nlohmann::json skips = nlohmann::json::array();
   for (const SkipProfile& skip : profile.skips) {
-    skips.push_back({{"name", skip.name},
-                     {"stash_layer", skip.stashLayer},
-                     {"pop_layer", skip.popLayer},
-                     {"bytes_per_sample", skip.bytesPerSample},
-                     {"unsaved_bytes_per_sample", skip.unsavedBytesPerSample}});
+    nlohmann::json item = {{"name", skip.name},
+                           {"stash_layer", skip.stashLayer},
+                           {"pop_layer", skip.popLayer},
+                           {"bytes_per_sample", skip.bytesPerSample},
+                           {"unsaved_bytes_per_sample", skip.unsavedBytesPerSample}};
+    if (skip.gradientSharedWithInput) item["gradient_shared_with_input"] = true;
+    skips.push_back(item);
   }
   const ProfileEnvironment& environment = profile.environment;
   nlohmann::json json = {{"schema", kProfileSchema},
@@ -519,6 +521,9 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
               .fail("expected at most bytes_per_sample (" + std::to_string(skip.bytesPerSample) + "), got " +
                     std::to_string(skip.unsavedBytesPerSample));
         }
+      }
+      if (item.has("gradient_shared_with_input")) {
+        skip.gradientSharedWithInput = item.at("gradient_shared_with_input").asBool();
       }
       profile.skips.push_back(skip);
     }

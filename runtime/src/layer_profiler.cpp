@@ -79,6 +79,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace pipeprof {
 
@@ -195,7 +196,13 @@ class ProfilerSkipTracker final : public SkipTracker {
     if (tensor.has_storage()) {
       popped_.insert_or_assign(LayerAndName{stashLayerOf_[key], key.second}, tensor.storage().getWeakStorageImpl());
     }
+    if (handOut_ == HandOut::DetachedLeaf)
+      handedOut_.emplace_back(std::make_pair(stashLayerOf_[key], key.second), tensor);
     return tensor;
+  }
+  /// DetachedLeaf: the skips popped since the last call, by (stash layer, name), as handed out.
+  std::vector<std::pair<std::pair<std::int64_t, std::string>, torch::Tensor>> takeHandedOut() {
+    return std::exchange(handedOut_, {});
   }
   void clear() {
     tensors_.clear();
@@ -237,6 +244,7 @@ class ProfilerSkipTracker final : public SkipTracker {
   std::map<LayerAndName, Bytes> stashedBytes_;
   std::map<LayerAndName, c10::weak_intrusive_ptr<c10::StorageImpl>> popped_;
   std::map<LayerAndName, Bytes> unsavedBytes_;
+  std::vector<std::pair<LayerAndName, torch::Tensor>> handedOut_;
 };
 
 /// Parameters, gradients, buffers and the training flag, restored on destruction.
@@ -449,6 +457,42 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     split.inputKeptBytes = kept;
     return out;
   });
+}
+
+/// Per skip (stash layer, name): whether the popping layer's I hands the skip the very tensor
+/// it hands its input (SkipProfile::gradientSharedWithInput). Each popping layer runs alone on
+/// stage inputs and skip leaves, its I as a stage runs it (split_backward.h: a slice gets
+/// storage of its own), and the two gradients are compared by storage.
+std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsSharedWithInput(const Layers& layers,
+                                                                                  const Tensors& input,
+                                                                                  Precision precision) {
+  std::map<std::pair<std::int64_t, std::string>, bool> shared;
+  ProfilerSkipTracker leaves(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
+  ScopedSkipTracker scope(&leaves);
+  AutocastScope autocast(precision, input.empty() ? torch::Device(torch::kCPU) : input.front().device());
+  Tensors x = input;
+  for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
+    leaves.setLayer(L);
+    std::vector<StageInput> in;
+    for (const torch::Tensor& t : x) in.push_back(stageInputOf(t.detach(), L > 0));
+    Tensors out = runLayer(*layers.modules[L], tensorsOf(in), layers.names[L]);
+    for (const auto& [key, skip] : leaves.takeHandedOut()) {
+      bool same = false;
+      if (in.size() == 1 && in.front().sink && skip.requires_grad()) {
+        const BackwardRoots backward = backwardRoots(out);
+        AutocastPause pause;
+        WeightBackward weights;
+        const Tensors grads = weights.runInputs(backward.roots, backward.grads,
+                                                {in.front().gradientEdge(), gradientEdges({skip}).front()});
+        same = grads[0].defined() && grads[1].defined() && grads[0].has_storage() && grads[1].has_storage() &&
+               grads[0].storage().data() == grads[1].storage().data();
+      }
+      shared[key] = same;
+    }
+    for (torch::Tensor& t : out) t = t.detach();
+    x = std::move(out);
+  }
+  return shared;
 }
 
 /// Median forward and backward time of every layer at one size, the backward whole and split.
@@ -707,6 +751,8 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       torch::Tensor output;
       measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
                     castCacheBytes, output);
+      const auto gradientsShared =
+          skipGradientsSharedWithInput(layers, {batch.input.to(memoryDevice)}, options.precision);
       if (model.loss && output.defined()) {
         const LossMeasurement how{memoryDevice, options.precision, &streams, n, options.warmupRuns, options.minRuns};
         const LossSample loss = measureLoss(model, output, batch.target.to(memoryDevice), how);
@@ -736,6 +782,8 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
         }
         it->bytesPerSample = bytes / b;  // the largest size (last) wins: least rounding
         it->unsavedBytesPerSample = unsaved / b;
+        const auto shared = gradientsShared.find({route.stashLayer, route.name});
+        it->gradientSharedWithInput = shared != gradientsShared.end() && shared->second;
       }
     }
     // The optimizer on the target device, once: its costs do not depend on the batch.

@@ -114,7 +114,9 @@ const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candida
   auto found = cache_.find(scratchKey_);
   if (found != cache_.end()) return *found->second;
   const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile_.skipRoutes(), training));
-  auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule));
+  std::vector<bool> gradientShared;
+  for (const SkipProfile& skip : profile_.skips) gradientShared.push_back(skip.gradientSharedWithInput);
+  auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule, gradientShared));
   return *cache_.emplace(scratchKey_, std::move(compiled)).first->second;
 }
 

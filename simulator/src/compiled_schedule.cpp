@@ -29,7 +29,7 @@ Range append(std::vector<MemoryEffect>& flat, const std::vector<MemoryEffect>& p
 
 }  // namespace
 
-CompiledSchedule compileSchedule(const Schedule& schedule) {
+CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput) {
   CompiledSchedule out;
   const ScheduleSpec& spec = schedule.spec();
   const std::int64_t n = schedule.partitions();
@@ -146,6 +146,17 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
         }
         if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.inputHeldForWeight(j)));
         holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
+        // A popped skip's gradient that W kept as its own stays until the stash partition used it.
+        for (std::int32_t s = 0; s < layout.skips; ++s) {
+          const auto k = static_cast<std::size_t>(s);
+          if (!crossesPartitions(s) || out.skipPopPartition[k] != j) continue;
+          if (k >= gradientSharedWithInput.size() || !gradientSharedWithInput[k]) continue;
+          // (A pop that is the partition's first layer shares it with the input's gradient instead.)
+          if (schedule.partitionOfLayer(spec.skips[k].popLayer - 1) != j) continue;
+          const auto consumer = schedule.gradientConsumer(op.i, out.skipStashPartition[k]);
+          if (consumer)
+            e.holds.push_back({mem(j, layout.skipGradSharedBytes(s)), static_cast<std::uint32_t>(*consumer)});
+        }
         break;
       case OpKind::Backward:
       case OpKind::BackwardInput: {
@@ -174,9 +185,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule) {
           const std::int32_t stash = out.skipStashPartition[static_cast<std::size_t>(s)];
           const std::int32_t pop = out.skipPopPartition[static_cast<std::size_t>(s)];
           if (pop == j && skipHeldUntilPopBackward(op.i)) e.endRelease.push_back(mem(stash, skipSlot(op.i, s)));
-          // The popped skip's gradient, made here, is held until the stash partition used it.
-          if (pop == j) e.endAlloc.push_back(mem(j, layout.skipGradBytes(s)));
-          if (stash == j) e.endRelease.push_back(mem(pop, layout.skipGradBytes(s)));
+          // The popped skip's gradient, made here, is held until the stash partition used it;
+          // after I, the part W keeps anyway is counted there (skipGradSharedBytes).
+          if (pop == j) e.endAlloc.push_back(mem(j, input ? layout.skipGradUnsharedBytes(s) : layout.skipGradBytes(s)));
+          if (stash == j) {
+            const bool popSplit = schedule.find(OpKind::BackwardWeight, op.i, pop).has_value();
+            e.endRelease.push_back(mem(pop, popSplit ? layout.skipGradUnsharedBytes(s) : layout.skipGradBytes(s)));
+          }
         }
         break;
       }

@@ -51,9 +51,16 @@ struct SlotLayout {
   /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
   /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends.
   std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
+  /// A split backward's share of it: where the popping layer hands the skip the gradient of its
+  /// input (SkipProfile::gradientSharedWithInput), I makes only the rest (unshared). The shared
+  /// part is counted where that gradient is: what the layer before keeps for W, which outlives
+  /// W (a hold) until the stash partition's backward; or, for a pop that is the partition's
+  /// first layer, the gradient of the partition's input (cost_model.cpp).
+  std::int32_t skipGradUnsharedBytes(std::int32_t s) const { return 8 * n + 5 * skips + 3 + s; }
+  std::int32_t skipGradSharedBytes(std::int32_t s) const { return 8 * n + 6 * skips + 3 + s; }
   // A split backward's slots (I and W), kSplitSlots per partition after the skips' slots.
   static constexpr std::int32_t kSplitSlots = 12;
-  std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 5 * skips + 3 + j; }
+  std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 7 * skips + 3 + j; }
   /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
   std::int32_t weightSaved(std::int32_t j) const { return splitSlot(0, j); }
   /// I's end moves what partition j holds from saved(j) to weightSaved(j) at once (the two
@@ -168,6 +175,8 @@ struct CompiledSchedule {
 };
 
 /// Flattens a built schedule. Memory effects follow docs/simulator.md ("Memory model").
-CompiledSchedule compileSchedule(const Schedule& schedule);
+/// `gradientSharedWithInput`: per skip of the spec, SkipProfile::gradientSharedWithInput; only
+/// those skips' gradients get a hold past W (skipGradSharedBytes), missing entries read false.
+CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput = {});
 
 }  // namespace pipeprof::sim

@@ -131,8 +131,8 @@ struct TransientPeaks {
 
 /// `splits`: also the peaks of a split backward (I, and the first stage's W of a recomputed
 /// graph), I's where `inputGradients` (the stage's input wants a gradient).
-/// `heldSkipGradients(l)`: the gradients of popped leaves (skips another partition stashed) that
-/// the backward of layer l or of a later layer made, held from then on.
+/// `heldSkipGradients(l, input)`: the gradients of popped leaves (skips another partition stashed)
+/// that the backward of layer l or of a later layer made, held from then on; `input` for I's.
 template <typename HeldSkipGradients>
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
                               bool receivesOutputGradient, bool splits, bool inputGradients,
@@ -172,18 +172,18 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
     // comes from the loss's backward on this device and stays in.)
     const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
-    peaks.backward =
-        std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter + heldSkipGradients(l));
+    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter +
+                                                  heldSkipGradients(l, false));
     if (!splits) continue;
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed = std::max(peaks.backwardOutputFreed, table.backwardWorkspaceBytes[l] - outputGradient -
-                                                                        savedAfterAll + heldSkipGradients(l));
+                                                                        savedAfterAll + heldSkipGradients(l, false));
     // I frees no saved tensor before it ends: at layer l it holds the layer's own peak over the
     // gradients the later layers captured for W.
     if (inputGradients) {
       if (l > first) keptAfter -= keptGradient(l);
-      peaks.backwardInput = std::max(peaks.backwardInput,
-                                     table.inputWorkspaceBytes[l] - outputGradient + keptAfter + heldSkipGradients(l));
+      peaks.backwardInput = std::max(peaks.backwardInput, table.inputWorkspaceBytes[l] - outputGradient + keptAfter +
+                                                              heldSkipGradients(l, true));
     }
   }
   return peaks;
@@ -479,6 +479,22 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
     const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
     Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
+    // A skip's gradient that I makes as the very tensor the popping layer's input gets
+    // (SkipProfile::gradientSharedWithInput) is counted there: in what the layer before keeps
+    // for W (that layer in the popping partition too), or, where the pop is the partition's
+    // first layer and the skip comes from the partition before, in the gradient of the
+    // partition's input, which that partition's backward takes as it takes the skip's.
+    auto sharedSkipGradient = [&](std::int32_t s) -> Bytes {
+      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+      const auto k = static_cast<std::size_t>(s);
+      const std::int32_t pop = compiled.skipPopPartition[k];
+      if (!compiled.splitsBackward || !skip.gradientSharedWithInput) return 0;
+      const auto before = static_cast<std::size_t>(skip.popLayer - 1);
+      const bool firstOfPartition = skip.popLayer == firstLayer[static_cast<std::size_t>(pop)];
+      if (firstOfPartition && compiled.skipStashPartition[k] != pop - 1) return 0;
+      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
+                      firstOfPartition ? table.outputBytes[before] : table.inputKeptBytes[before]);
+    };
     for (std::int32_t j = 0; j < n; ++j) {
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
       const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
@@ -509,7 +525,10 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
           passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward.
-      auto heldSkipGradients = [&](std::size_t l) {
+      // In I the shared part of it is counted elsewhere but at the layer before the pop: in the
+      // popping layer's own workspace (the gradient it gives its input), then, below the layer
+      // before, among the gradients kept for W.
+      auto heldSkipGradients = [&](std::size_t l, bool input) {
         Bytes held = 0;
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
@@ -517,6 +536,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
               compiled.skipStashPartition[static_cast<std::size_t>(s)] != j &&
               static_cast<std::size_t>(skip.popLayer) >= l) {
             held += costs.tensorBytes(skip.bytesPerSample * size);
+            if (input && l + 1 != static_cast<std::size_t>(skip.popLayer)) held -= sharedSkipGradient(s);
           }
         }
         return held;
@@ -545,6 +565,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
       bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
       bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip);
+      bytes[layout.skipGradSharedBytes(s)] = sharedSkipGradient(s);
+      bytes[layout.skipGradUnsharedBytes(s)] = costs.tensorBytes(skip) - bytes[layout.skipGradSharedBytes(s)];
       bytes[layout.skipUnsavedBytes(s)] =
           costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size);
       if (passedOn[static_cast<std::size_t>(stash)] == s) {

@@ -297,6 +297,8 @@ TEST(LayerProfiler, SkipRoutesGetTheirSizePerSample) {
   EXPECT_EQ(profile.layers[0].costs[1].savedBytes, 6 * 12 * 4);
   EXPECT_EQ(profile.skips[0].unsavedBytesPerSample, 0);
   EXPECT_GT(profile.layers[2].costs[1].backwardNs, 0);
+  // mul's backward gives each operand a product of its own.
+  EXPECT_FALSE(profile.skips[0].gradientSharedWithInput);
 }
 
 TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
@@ -315,6 +317,8 @@ TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
   // makes of a gradient shared), and there is no copy for the popped skip, which a stage
   // makes only when the skip came from another stage.
   EXPECT_EQ(profile.layers[2].costs[1].backwardWorkspaceBytes, 6 * 12 * 4);
+  // The same tensor is the skip's gradient in a stage's I: recorded for the simulator.
+  EXPECT_TRUE(profile.skips[0].gradientSharedWithInput);
 }
 
 TEST(LayerProfiler, RejectsBadOptions) {

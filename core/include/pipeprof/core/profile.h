@@ -146,6 +146,11 @@ struct SkipProfile {
   /// already), from the stash to the pop's forward. A checkpointed micro-batch saves nothing,
   /// so there the skip holds bytesPerSample until the pop's backward.
   Bytes unsavedBytesPerSample = 0;
+  /// Whether the popping layer's backward hands the skip the very tensor it hands its input (an
+  /// add passes one gradient to both; a concatenation gives each a slice, which a stage copies
+  /// for the skip). A split backward's W then keeps the skip's gradient as the gradient the
+  /// layer before the pop captured (that layer's input_kept_bytes): no extra bytes until W.
+  bool gradientSharedWithInput = false;
 };
 
 /// A parameter that several layers hold (tied embeddings). Each of those layers counts it in
