@@ -29,6 +29,15 @@ Profile makeProfile() {
     const bool dense = l % 2 == 0 || l == 7;
     layer.paramBytes = dense ? static_cast<Bytes>(weight[l] * 8 * 1024 * 1024) : 0;
     layer.gradBytes = layer.paramBytes;
+    if (dense) {
+      // Every optimizer kind's step, as `pipeprof profile` measures them, so the tuning panel
+      // can predict each (SGD's costs nothing here: the sample's predictions have no step).
+      const auto ns = [&](double us) { return static_cast<TimeNs>(weight[l] * us * 1000); };
+      layer.optimizerSteps = {{OptimizerKind::Sgd, {0, 0}},
+                              {OptimizerKind::Momentum, {ns(30), 0}},
+                              {OptimizerKind::Adam, {ns(120), layer.paramBytes}},
+                              {OptimizerKind::AdamW, {ns(130), layer.paramBytes}}};
+    }
     for (std::int64_t mb : {1, 16}) {
       CostSample cost;
       cost.microBatch = mb;
