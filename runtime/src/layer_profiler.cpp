@@ -196,11 +196,12 @@ class ProfilerSkipTracker final : public SkipTracker {
     if (tensor.has_storage()) {
       popped_.insert_or_assign(LayerAndName{stashLayerOf_[key], key.second}, tensor.storage().getWeakStorageImpl());
     }
-    if (handOut_ == HandOut::DetachedLeaf)
-      handedOut_.emplace_back(std::make_pair(stashLayerOf_[key], key.second), tensor);
+    if (keepHandedOut_) handedOut_.emplace_back(std::make_pair(stashLayerOf_[key], key.second), tensor);
     return tensor;
   }
-  /// DetachedLeaf: the skips popped since the last call, by (stash layer, name), as handed out.
+  /// From now on keeps each popped skip, as handed out, for takeHandedOut().
+  void keepHandedOut() { keepHandedOut_ = true; }
+  /// The skips popped since the last call, by (stash layer, name), as handed out.
   std::vector<std::pair<std::pair<std::int64_t, std::string>, torch::Tensor>> takeHandedOut() {
     return std::exchange(handedOut_, {});
   }
@@ -244,6 +245,7 @@ class ProfilerSkipTracker final : public SkipTracker {
   std::map<LayerAndName, Bytes> stashedBytes_;
   std::map<LayerAndName, c10::weak_intrusive_ptr<c10::StorageImpl>> popped_;
   std::map<LayerAndName, Bytes> unsavedBytes_;
+  bool keepHandedOut_ = false;
   std::vector<std::pair<LayerAndName, torch::Tensor>> handedOut_;
 };
 
@@ -468,6 +470,7 @@ std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsSharedWithInpu
                                                                                   Precision precision) {
   std::map<std::pair<std::int64_t, std::string>, bool> shared;
   ProfilerSkipTracker leaves(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
+  leaves.keepHandedOut();
   ScopedSkipTracker scope(&leaves);
   AutocastScope autocast(precision, input.empty() ? torch::Device(torch::kCPU) : input.front().device());
   Tensors x = input;
