@@ -185,6 +185,18 @@ TEST_F(TuningPanelTest, AScheduleFileRunsItsOrder) {
   EXPECT_FALSE(panel_.stagesPerDeviceSpin()->isEnabled());
   EXPECT_GT(model->prediction().iterationNs, 0);
 
+  // Ranks holding different numbers of stages: three stages on two devices.
+  const QString unequal = QString::fromStdString(::testing::TempDir()) + QStringLiteral("unequal.csv");
+  QFile three(unequal);
+  ASSERT_TRUE(three.open(QIODevice::WriteOnly));
+  three.write("0F0,0F1,2F0,2F1,2B0,2B1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+  three.close();
+  ASSERT_TRUE(model->setScheduleFile(unequal)) << invalid.value(0).value(0).toString().toStdString();
+  EXPECT_EQ(model->candidate().balance.size(), 3u);
+  EXPECT_EQ(model->candidate().deviceOfStage(2), 0);
+  EXPECT_EQ(model->prediction().peakBytes.size(), 2u);
+  EXPECT_GT(model->prediction().iterationNs, 0);
+
   EXPECT_FALSE(model->setScheduleFile(fixtures + QStringLiteral("zbv_zero_bubble_p2_m4_v2.csv")));
   ASSERT_GE(invalid.count(), 1);
   EXPECT_TRUE(invalid.last().value(0).toString().contains(QStringLiteral("profile the model again")));
