@@ -4,6 +4,8 @@
 #include <pipeprof/core/statistics.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include "cost_model.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -67,17 +69,15 @@ struct WholeModelSamples {
 };
 
 /// What the profile predicts of a layer for a measured forward or backward span: a backward's
-/// input or weight half (zero bubble) by the span's name, else the whole pass. The first
-/// stage's I computes nothing and its W is the whole backward (as the simulator has them).
+/// input or weight half (zero bubble) by the span's name, as the simulator splits it
+/// (sim::stageSplitTimes), else the whole pass.
 TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
   if (op.phase == Phase::Forward) return cost.forwardNs;
-  const bool firstStage = op.partition == 0;
-  if (cost.backwardSplit && op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) {
-    return firstStage ? 0 : cost.backwardSplit->inputNs;
-  }
-  if (cost.backwardSplit && op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) {
-    return firstStage ? cost.backwardSplit->inputNs + cost.backwardSplit->weightNs : cost.backwardSplit->weightNs;
-  }
+  if (!cost.backwardSplit) return cost.backwardNs;
+  const sim::SplitTimes times =
+      sim::stageSplitTimes(op.partition, cost.backwardSplit->inputNs, cost.backwardSplit->weightNs);
+  if (op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) return times.inputNs;
+  if (op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) return times.weightNs;
   return cost.backwardNs;
 }
 

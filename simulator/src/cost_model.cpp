@@ -503,12 +503,11 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
       bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
       if (compiled.splitsBackward) {
-        // The first stage's I computes nothing (no input wants a gradient, runtime/src/split_backward.h):
-        // its W runs the whole backward.
-        const TimeNs inputNs = scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed);
-        const TimeNs weightNs = scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed);
-        duration[layout.backwardInputNs(j)] = j == 0 ? 0 : inputNs;
-        duration[layout.backwardWeightNs(j)] = j == 0 ? inputNs + weightNs : weightNs;
+        const SplitTimes times =
+            stageSplitTimes(j, scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed),
+                            scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed));
+        duration[layout.backwardInputNs(j)] = times.inputNs;
+        duration[layout.backwardWeightNs(j)] = times.weightNs;
         resolveSplitBytes(layout, table, first, end, firstInputUser(costs, table, first, end, size), j,
                           j > 0 && sharesTensors(j - 1, j), j + 1 < n && sharesTensors(j, j + 1), bytes);
       }

@@ -125,6 +125,17 @@ std::vector<std::int32_t> hostIndices(const Cluster& cluster);
 /// (exact when the speed is 1).
 TimeNs scaleTime(TimeNs profileNs, double relativeSpeed);
 
+/// A split backward's I and W times as partition j runs them: the profile's halves, except on
+/// the first stage, whose I computes nothing (no input wants a gradient,
+/// runtime/src/split_backward.h) and whose W runs the whole backward.
+struct SplitTimes {
+  TimeNs inputNs = 0;
+  TimeNs weightNs = 0;
+};
+inline SplitTimes stageSplitTimes(std::int64_t j, TimeNs inputNs, TimeNs weightNs) {
+  return j == 0 ? SplitTimes{0, inputNs + weightNs} : SplitTimes{inputNs, weightNs};
+}
+
 /// Whether a link moves data for free (latency 0 and infinite bandwidth): no time, no buffer.
 bool isZeroCostLink(const Link& link);
 
