@@ -326,14 +326,20 @@ Layers layersOf(torch::nn::Sequential& sequential) {
 /// the pop's backward workspace that a pipeline allocates only when the skip leaves its stage,
 /// which the simulator adds then).
 template <typename Run>
-void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precision, Run run) {
-  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedWithoutGrad, precision);
-  ScopedSkipTracker scope(&detached);
+void eachLayerAlone(const Layers& layers, const Tensors& input, ProfilerSkipTracker& skips, Run run) {
+  ScopedSkipTracker scope(&skips);
   Tensors x = input;
   for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
-    detached.setLayer(L);
+    skips.setLayer(L);
     x = run(L, stageInputs(x, L));
   }
+}
+
+/// The same with skips handed out as detached copies that need no gradient.
+template <typename Run>
+void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precision, Run run) {
+  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedWithoutGrad, precision);
+  eachLayerAlone(layers, input, detached, run);
 }
 
 /// Memory fields of every layer at one size, on `device` (the input's): on CPU with the tracked
@@ -471,30 +477,25 @@ std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsSharedWithInpu
   std::map<std::pair<std::int64_t, std::string>, bool> shared;
   ProfilerSkipTracker leaves(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
   leaves.keepHandedOut();
-  ScopedSkipTracker scope(&leaves);
   AutocastScope autocast(precision, input.empty() ? torch::Device(torch::kCPU) : input.front().device());
-  Tensors x = input;
-  for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
-    leaves.setLayer(L);
-    std::vector<StageInput> in;
-    for (const torch::Tensor& t : x) in.push_back(stageInputOf(t.detach(), L > 0));
-    Tensors out = runLayer(*layers.modules[L], tensorsOf(in), layers.names[L]);
+  eachLayerAlone(layers, input, leaves, [&](std::int64_t L, const Tensors& in) {
+    Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
     for (const auto& [key, skip] : leaves.takeHandedOut()) {
       bool same = false;
-      if (in.size() == 1 && in.front().sink && skip.requires_grad()) {
+      if (in.size() == 1 && in.front().requires_grad() && skip.requires_grad()) {
         const BackwardRoots backward = backwardRoots(out);
         AutocastPause pause;
         WeightBackward weights;
         const Tensors grads = weights.runInputs(backward.roots, backward.grads,
-                                                {in.front().gradientEdge(), gradientEdges({skip}).front()});
+                                                {gradientEdges(in).front(), gradientEdges({skip}).front()});
         same = grads[0].defined() && grads[1].defined() && grads[0].has_storage() && grads[1].has_storage() &&
                grads[0].storage().data() == grads[1].storage().data();
       }
       shared[key] = same;
     }
     for (torch::Tensor& t : out) t = t.detach();
-    x = std::move(out);
-  }
+    return out;
+  });
   return shared;
 }
 
