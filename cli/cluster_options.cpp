@@ -67,6 +67,12 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
       ->type_name("X")
       ->excludes(cluster);
   command
+      .add_flag("--process-per-device", flags.processPerDevice,
+                "Predict one process per device, as `pipeprof run --procs` runs it: no two devices share a tensor, "
+                "a rank keeps what it sent until its last op and posts its receives two ops ahead (a cluster file "
+                "says \"process_per_device\": true)")
+      ->excludes(cluster);
+  command
       .add_option("--optimizer", flags.optimizer,
                   "sgd, momentum, adam or adamw: the optimizer to predict for (default: the profile's; another kind "
                   "when the profile measured its steps too, as `pipeprof profile` does)")
@@ -142,6 +148,7 @@ Cluster buildClusterFromFlags(const ClusterFlags& flags, std::int64_t defaultDev
   }
   Cluster cluster = Cluster::uniform(count, memory, bandwidth, latency, "device");
   for (DeviceSpec& device : cluster.devices) device.relativeSpeed = flags.deviceSpeed;
+  cluster.processPerDevice = flags.processPerDevice;
   return cluster;
 }
 

@@ -23,6 +23,7 @@ struct ClusterFlags {
   std::string linkBandwidth;  ///< empty: infinitely fast
   std::string linkLatency;    ///< empty: 0
   double deviceSpeed = 1.0;
+  bool processPerDevice = false;  ///< --process-per-device: each device a rank (as run --procs)
   /// The training step asked about: empty takes the profile's. The precision must be the
   /// profile's (its times and saved bytes are that precision's); the optimizer may be another
   /// kind whose steps the profile measured (Profile::predictsOptimizer).
@@ -31,7 +32,7 @@ struct ClusterFlags {
 };
 
 /// Adds --profile (required), --calibration, --cluster, and the --devices shorthand flags (--device-memory,
-/// --link-bandwidth, --link-latency, --device-speed; they exclude --cluster), and --optimizer and
+/// --link-bandwidth, --link-latency, --device-speed, --process-per-device; they exclude --cluster), and --optimizer and
 /// --precision (checked against the profile's) to a subcommand.
 void addClusterFlags(CLI::App& command, ClusterFlags& flags);
 

@@ -27,9 +27,12 @@ struct BenchLinkFlags {
   bool json = false;
 };
 
-/// The cluster of `procs` devices of the measured type joined by the measured link.
+/// The cluster of `procs` devices of the measured type joined by the measured link, one process
+/// each.
 Cluster measuredCluster(const BenchLinkFlags& flags, const Link& link) {
-  return Cluster::uniform(flags.procs, std::nullopt, link.bandwidthBytesPerS, link.latencyNs, flags.device);
+  Cluster cluster = Cluster::uniform(flags.procs, std::nullopt, link.bandwidthBytesPerS, link.latencyNs, flags.device);
+  cluster.processPerDevice = true;
+  return cluster;
 }
 
 void report(const BenchLinkFlags& flags, const LinkMeasurement& measurement, const std::string& transport) {

@@ -174,8 +174,7 @@ nlohmann::json toJson(const Cluster& cluster) {
   const bool named = !cluster.hosts.empty();
   if (named && cluster.hosts.size() != cluster.devices.size()) {
     throw std::invalid_argument("the cluster names " + std::to_string(cluster.hosts.size()) + " hosts for " +
-                                std::to_string(cluster.devices.size()) +
-                                " devices; give one host per device, or none");
+                                std::to_string(cluster.devices.size()) + " devices; give one host per device, or none");
   }
   nlohmann::json devices = nlohmann::json::array();
   for (std::size_t d = 0; d < cluster.devices.size(); ++d) {
@@ -220,6 +219,7 @@ nlohmann::json toJson(const Cluster& cluster) {
     }
     json["links"] = matrix;
   }
+  if (cluster.processPerDevice) json["process_per_device"] = true;
   return json;
 }
 
@@ -258,8 +258,8 @@ Cluster clusterFromJson(const nlohmann::json& json, const std::string& file) {
   if (root.has("links")) {
     JsonCursor matrix = root.at("links");
     if (matrix.size() != count) {
-      matrix.fail("expected a " + std::to_string(count) + " x " + std::to_string(count) + " matrix (one row per device), got " +
-                  std::to_string(matrix.size()) + " rows");
+      matrix.fail("expected a " + std::to_string(count) + " x " + std::to_string(count) +
+                  " matrix (one row per device), got " + std::to_string(matrix.size()) + " rows");
     }
     for (const JsonCursor& row : matrix.items()) {
       if (row.size() != count) {
@@ -305,6 +305,7 @@ Cluster clusterFromJson(const nlohmann::json& json, const std::string& file) {
   } else {
     cluster.links.assign(count, std::vector<Link>(count, Link{}));
   }
+  if (root.has("process_per_device")) cluster.processPerDevice = root.at("process_per_device").asBool();
   return cluster;
 }
 

@@ -182,7 +182,9 @@ Cluster SuggestPanel::constrainedCluster() const {
   if (cluster.deviceCount() != n) {
     const Link link = cluster.deviceCount() >= 2 ? cluster.link(0, 1) : Link{};
     const std::string name = cluster.devices.empty() ? "device" : cluster.devices.front().name;
+    const bool processPerDevice = cluster.processPerDevice;
     cluster = Cluster::uniform(n, memory, link.bandwidthBytesPerS, link.latencyNs, name.substr(0, name.find(':')));
+    cluster.processPerDevice = processPerDevice;
   }
   for (DeviceSpec& device : cluster.devices) {
     if (memory) device.memoryBytes = memory;

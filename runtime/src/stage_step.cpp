@@ -9,13 +9,6 @@
 #include <stdexcept>
 
 namespace pipeprof {
-namespace {
-
-/// How many ops ahead of the running one a rank posts its receives.
-constexpr std::size_t kReceiveWindow = 2;
-
-}  // namespace
-
 RankStep::RankStep(StageCoreConfig core, const RankChannelContext& context, std::vector<Tensors> microBatches,
                    std::vector<torch::Tensor> targets, std::vector<std::int64_t> rows)
     : context_(context),
@@ -35,8 +28,8 @@ void RankStep::run() {
     try {
       // The next ops' messages may arrive while this one computes (posted receives let the
       // data move as soon as it is sent; a bounded window keeps their buffers few).
-      for (std::size_t ahead = k == 0 ? 0 : kReceiveWindow; ahead <= kReceiveWindow && k + ahead < order.size();
-           ++ahead) {
+      for (std::size_t ahead = k == 0 ? 0 : kReceivesPostedAhead;
+           ahead <= kReceivesPostedAhead && k + ahead < order.size(); ++ahead) {
         channel_.postReceivesOf(schedule.op(order[k + ahead]));
       }
       core_.run(op);

@@ -116,7 +116,8 @@ const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candida
   const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile_.skipRoutes(), training));
   std::vector<bool> gradientShared;
   for (const SkipProfile& skip : profile_.skips) gradientShared.push_back(skip.gradientSharedWithInput);
-  auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule, gradientShared));
+  auto compiled =
+      std::make_unique<CompiledSchedule>(compileSchedule(schedule, gradientShared, cluster_.processPerDevice));
   return *cache_.emplace(scratchKey_, std::move(compiled)).first->second;
 }
 

@@ -27,9 +27,61 @@ Range append(std::vector<MemoryEffect>& flat, const std::vector<MemoryEffect>& p
   return range;
 }
 
+/// One process per device (docs/simulator.md, "One process per device"): a rank frees only its
+/// own tensors, and a tensor it sent stays with the send until its last op ends. A release the
+/// threads' model gives another rank's op (the receiver let go of the sender's tensor) moves to
+/// the end of the owning rank's last op, as do `sent` (what B and I leave to the sends of their
+/// outputs) and a hold another rank's op would end. A received tensor's buffer is allocated
+/// when the receiving rank posts it: at the start of the op kReceivesPostedAhead before the one
+/// that takes it in the rank's order (the first few at the start of its first op).
+void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>& sent,
+                       std::vector<OpEffects>& effects) {
+  const std::vector<Op>& ops = schedule.ops();
+  auto laneOf = [&](std::int32_t j) { return schedule.deviceOf(j); };
+  std::vector<std::size_t> lastOp(static_cast<std::size_t>(schedule.devices()));
+  std::vector<std::size_t> position(ops.size(), 0);
+  for (std::int64_t d = 0; d < schedule.devices(); ++d) {
+    const std::vector<OpIndex>& order = schedule.deviceOrder(d);
+    if (order.empty()) continue;
+    lastOp[static_cast<std::size_t>(d)] = order.back();
+    for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
+  }
+  auto lastOpOf = [&](const MemoryEffect& effect) { return lastOp[static_cast<std::size_t>(laneOf(effect.j))]; };
+  for (const MemoryEffect& effect : sent) effects[lastOpOf(effect)].endRelease.push_back(effect);
+  for (std::size_t index = 0; index < ops.size(); ++index) {
+    const Op& op = ops[index];
+    OpEffects& e = effects[index];
+    if (op.kind == OpKind::Copy || op.kind == OpKind::SkipCopy) {
+      if (laneOf(narrow(op.j)) == laneOf(narrow(op.toJ)) || e.startAlloc.empty()) continue;
+      const auto taker =
+          op.gradient ? schedule.gradientConsumer(op.i, op.toJ) : schedule.find(OpKind::Forward, op.i, op.toJ);
+      if (!taker) continue;
+      const std::vector<OpIndex>& order = schedule.deviceOrder(laneOf(narrow(op.toJ)));
+      const std::size_t at = position[*taker];
+      const OpIndex poster = order[at < kReceivesPostedAhead ? 0 : at - kReceivesPostedAhead];
+      std::vector<MemoryEffect>& posted = effects[poster].startAlloc;
+      posted.insert(posted.end(), e.startAlloc.begin(), e.startAlloc.end());
+      e.startAlloc.clear();
+      continue;
+    }
+    const std::int64_t lane = laneOf(narrow(op.j));
+    auto othersTensor = [&](const MemoryEffect& effect) { return laneOf(effect.j) != lane; };
+    for (const MemoryEffect& effect : e.endRelease) {
+      if (othersTensor(effect)) effects[lastOpOf(effect)].endRelease.push_back(effect);
+    }
+    e.endRelease.erase(std::remove_if(e.endRelease.begin(), e.endRelease.end(), othersTensor), e.endRelease.end());
+    for (CompiledSchedule::Hold& hold : e.holds) {
+      if (laneOf(hold.effect.j) != laneOf(narrow(ops[hold.untilOp].j))) {
+        hold.untilOp = static_cast<std::uint32_t>(lastOpOf(hold.effect));
+      }
+    }
+  }
+}
+
 }  // namespace
 
-CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput) {
+CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput,
+                                 bool processPerDevice) {
   CompiledSchedule out;
   const ScheduleSpec& spec = schedule.spec();
   const std::int64_t n = schedule.partitions();
@@ -70,6 +122,8 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
   auto skipHeldUntilPopBackward = [&](std::int64_t i) { return training && schedule.checkpointed(i); };
 
   std::vector<OpEffects> effects(count);
+  // With one process per device: releases a rank's send defers to the rank's last op.
+  std::vector<MemoryEffect> sentUntilLastOp;
   out.ops.resize(count);
   for (std::size_t index = 0; index < count; ++index) {
     const Op& op = ops[index];
@@ -88,6 +142,12 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
       if (releaser.j + 1 >= n || schedule.checkpointed(releaser.i)) return;
       const auto weight = schedule.find(OpKind::BackwardWeight, releaser.i, releaser.j + 1);
       if (weight) into.holds.push_back({mem(narrow(releaser.j), slot), static_cast<std::uint32_t>(*weight)});
+    };
+    // With one process per device, j's output sent to another rank stays with its send (the
+    // graph of a checkpointed micro-batch's recompute made another).
+    auto outputSent = [&](const Op& backward) {
+      return processPerDevice && backward.j + 1 < n &&
+             schedule.deviceOf(backward.j + 1) != schedule.deviceOf(backward.j) && !schedule.checkpointed(backward.i);
     };
     switch (op.kind) {
       case OpKind::Forward: {
@@ -139,7 +199,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
         e.transient.push_back(mem(j, schedule.checkpointed(op.i) ? layout.checkpointedWeightBackwardPeak(j)
                                                                  : layout.weightBackwardPeak(j)));
-        e.endRelease.push_back(mem(j, layout.weightSaved(j)));
+        e.endRelease.push_back(mem(j, outputSent(op) ? layout.weightSavedUnsent(j) : layout.weightSaved(j)));
         if (j + 1 < n) {
           e.endRelease.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
           e.endRelease.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
@@ -173,8 +233,14 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
         // A B (a custom order may mix them) frees all a first stage's W would have.
         if (!input) holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
-        e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
-        e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
+        if (outputSent(op)) {
+          e.endRelease.push_back(mem(j, input ? layout.savedFreedByInputUnsent(j) : layout.savedUnsent(j)));
+          sentUntilLastOp.push_back(mem(j, layout.sentOutputSaved(j)));
+          sentUntilLastOp.push_back(mem(j, layout.unsavedOutput(j)));
+        } else {
+          e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
+          e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
+        }
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
         if (schedule.checkpointed(op.i) && j > 0) {
           e.endRelease.push_back(mem(j - 1, input ? layout.checkpointedInputFreedByInput(j) : layout.output(j - 1)));
@@ -215,6 +281,8 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
       }
     }
   }
+
+  if (processPerDevice) keepWhatRanksSent(schedule, sentUntilLastOp, effects);
 
   // Successors (reverse dependencies), in increasing op order.
   std::vector<std::uint32_t> successorCount(count, 0);

@@ -59,7 +59,7 @@ struct SlotLayout {
   std::int32_t skipGradUnsharedBytes(std::int32_t s) const { return 8 * n + 5 * skips + 3 + s; }
   std::int32_t skipGradSharedBytes(std::int32_t s) const { return 8 * n + 6 * skips + 3 + s; }
   // A split backward's slots (I and W), kSplitSlots per partition after the skips' slots.
-  static constexpr std::int32_t kSplitSlots = 12;
+  static constexpr std::int32_t kSplitSlots = 16;
   std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 7 * skips + 3 + j; }
   /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
   std::int32_t weightSaved(std::int32_t j) const { return splitSlot(0, j); }
@@ -96,6 +96,15 @@ struct SlotLayout {
   /// until W(i, j) where that comes later. One slot per releasing op (the other is 0).
   std::int32_t outputHeldAfterInput(std::int32_t j) const { return splitSlot(10, j); }
   std::int32_t outputHeldAfterWeight(std::int32_t j) const { return splitSlot(11, j); }
+  /// One process per device, a micro-batch not checkpointed: j's output, sent to another rank,
+  /// stays with the send until the rank's last op ends. Its part among j's saved bytes
+  /// (sentOutputSaved) is not freed by B, I or W, which free savedUnsent,
+  /// savedFreedByInputUnsent and weightSavedUnsent instead: I what it frees of it first, W the
+  /// rest (slots of every partition, not only of a split backward).
+  std::int32_t sentOutputSaved(std::int32_t j) const { return splitSlot(12, j); }
+  std::int32_t savedUnsent(std::int32_t j) const { return splitSlot(13, j); }
+  std::int32_t savedFreedByInputUnsent(std::int32_t j) const { return splitSlot(14, j); }
+  std::int32_t weightSavedUnsent(std::int32_t j) const { return splitSlot(15, j); }
   /// What the loss changes in what the last partition holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }
@@ -177,6 +186,8 @@ struct CompiledSchedule {
 /// Flattens a built schedule. Memory effects follow docs/simulator.md ("Memory model").
 /// `gradientSharedWithInput`: per skip of the spec, SkipProfile::gradientSharedWithInput; only
 /// those skips' gradients get a hold past W (skipGradSharedBytes), missing entries read false.
-CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput = {});
+/// `processPerDevice`: every pipeline device is a rank of its own (Cluster::processPerDevice).
+CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput = {},
+                                 bool processPerDevice = false);
 
 }  // namespace pipeprof::sim

@@ -444,8 +444,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         workspaces;
   }
   auto deviceOf = [&](std::int32_t j) { return out.partitionDevice[static_cast<std::size_t>(j)]; };
-  // Partitions whose tensors the other uses as they are (one device, or one host's memory).
+  // Partitions whose tensors the other uses as they are (one device, or one host's memory; with
+  // one process per device, one rank).
   auto sharesTensors = [&](std::int32_t a, std::int32_t b) {
+    if (cluster.processPerDevice) {
+      return compiled.partitionLane[static_cast<std::size_t>(a)] == compiled.partitionLane[static_cast<std::size_t>(b)];
+    }
     return deviceOf(a) == deviceOf(b) || isZeroCostLink(cluster.link(deviceOf(a), deviceOf(b)));
   };
   out.deviceHost = hostIndices(cluster);
@@ -522,6 +526,15 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
           passesOn && end - 1 == first ? 0 : table.savedPrefix[allocating + 1] - table.savedPrefix[allocating];
       bytes[layout.unsavedOutput(j)] =
           passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
+      // What of it the saved bytes hold, which a rank's send keeps past the backward.
+      const Bytes sentSaved =
+          std::clamp<Bytes>(bytes[layout.output(j)] - bytes[layout.unsavedOutput(j)], 0, bytes[layout.saved(j)]);
+      bytes[layout.sentOutputSaved(j)] = sentSaved;
+      bytes[layout.savedUnsent(j)] = bytes[layout.saved(j)] - sentSaved;
+      const Bytes sentFreedByInput = std::min(sentSaved, bytes[layout.savedFreedByInput(j)]);
+      bytes[layout.savedFreedByInputUnsent(j)] = bytes[layout.savedFreedByInput(j)] - sentFreedByInput;
+      bytes[layout.weightSavedUnsent(j)] =
+          std::max<Bytes>(0, bytes[layout.weightSaved(j)] - (sentSaved - sentFreedByInput));
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward.
       // In I the shared part of it is counted elsewhere but at the layer before the pop: in the

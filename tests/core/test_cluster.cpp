@@ -74,13 +74,15 @@ TEST(ClusterJson, MatrixRoundTripAndFiles) {
 TEST(ClusterJson, HandWrittenUnitsAndSingleDevice) {
   Cluster cluster = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
       "devices": [{"name": "a", "memory_bytes": "16GiB"}, {"name": "b", "memory_bytes": null}],
-      "link": {"latency_ns": "5us", "bandwidth_bytes_per_s": "25GB/s"}})J"), "c.json");
+      "link": {"latency_ns": "5us", "bandwidth_bytes_per_s": "25GB/s"}})J"),
+                                    "c.json");
   EXPECT_EQ(cluster.devices[0].memoryBytes, 16LL << 30);
   EXPECT_FALSE(cluster.devices[1].memoryBytes.has_value());
   EXPECT_EQ(cluster.link(0, 1).latencyNs, 5000);
   EXPECT_EQ(cluster.link(0, 1).bandwidthBytesPerS, 25e9);
   Cluster single = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
-      "devices": [{"name": "only"}]})J"), "c.json");
+      "devices": [{"name": "only"}]})J"),
+                                   "c.json");
   EXPECT_EQ(single.deviceCount(), 1);
   EXPECT_EQ(toJson(clusterFromJson(toJson(single), "c.json")), toJson(single));
 }
@@ -111,8 +113,8 @@ TEST(Cluster, WithHostsJoinsDevicesByIntraAndInterHostLinks) {
 }
 
 TEST(ClusterJson, HostsRoundTripWritesIntraAndInterHostLinks) {
-  Cluster cluster = Cluster::withHosts({"node0", "node0", "node1"}, std::nullopt, Link{1000, 300e9},
-                                       Link{20000, 12.5e9}, "cuda");
+  Cluster cluster =
+      Cluster::withHosts({"node0", "node0", "node1"}, std::nullopt, Link{1000, 300e9}, Link{20000, 12.5e9}, "cuda");
   nlohmann::json json = toJson(cluster);
   EXPECT_EQ(json, nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
       "devices": [{"name": "cuda:0", "relative_speed": 1.0, "host": "node0"},
@@ -150,7 +152,8 @@ TEST(ClusterJson, HandWrittenHostsWithOneHostLinkOrTheMatrix) {
   // Only the link class that some pair needs is required: all devices on one host.
   Cluster one = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
       "devices": [{"name": "a", "host": "n0"}, {"name": "b", "host": "n0"}],
-      "intra_host_link": {"latency_ns": "1us", "bandwidth_bytes_per_s": "300GB/s"}})J"), "c.json");
+      "intra_host_link": {"latency_ns": "1us", "bandwidth_bytes_per_s": "300GB/s"}})J"),
+                                "c.json");
   EXPECT_EQ(one.hostOf(1), "n0");
   EXPECT_EQ(one.link(1, 0).latencyNs, 1000);
   EXPECT_EQ(one.link(0, 1).bandwidthBytesPerS, 300e9);
@@ -164,7 +167,8 @@ TEST(ClusterJson, HandWrittenHostsWithOneHostLinkOrTheMatrix) {
   // One "link" with hosts: every pair uses it.
   Cluster shared = clusterFromJson(nlohmann::json::parse(R"J({"schema": "pipeprof.cluster/v1",
       "devices": [{"name": "a", "host": "n0"}, {"name": "b", "host": "n1"}],
-      "link": {"bandwidth_bytes_per_s": 1e9}})J"), "c.json");
+      "link": {"bandwidth_bytes_per_s": 1e9}})J"),
+                                   "c.json");
   EXPECT_EQ(shared.hostOf(1), "n1");
   EXPECT_EQ(shared.link(0, 1).bandwidthBytesPerS, 1e9);
 }
@@ -181,27 +185,40 @@ TEST(ClusterJson, TwoHostFileReadsAndWritesBackByteIdentical) {
   EXPECT_EQ(cluster.hosts, (std::vector<std::string>{"node0", "node0", "node1", "node1"}));
   EXPECT_EQ(cluster.link(0, 1).latencyNs, 2000);
   EXPECT_EQ(cluster.link(1, 2).bandwidthBytesPerS, 12.5e9);
-  const Cluster built = Cluster::withHosts(cluster.hosts, Bytes{80} << 30, Link{2000, 300e9}, Link{20000, 12.5e9},
-                                           "cuda");
+  const Cluster built =
+      Cluster::withHosts(cluster.hosts, Bytes{80} << 30, Link{2000, 300e9}, Link{20000, 12.5e9}, "cuda");
   EXPECT_EQ(toJson(built), toJson(cluster));
   EXPECT_EQ(toJson(cluster).dump(2) + "\n", text.str());
 }
 
 TEST(ClusterJson, OldFilesLoadWithoutHostsAndWriteBackUnchanged) {
-  for (const char* text : {
-           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0}]})J",
-           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0},
+  for (const char* text : {R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0}]})J",
+                           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0},
                 {"name": "b", "memory_bytes": 4096, "relative_speed": 2.0}],
                 "link": {"latency_ns": 5, "bandwidth_bytes_per_s": 1e9}})J",
-           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0},
+                           R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "relative_speed": 1.0},
                 {"name": "b", "relative_speed": 1.0}],
                 "links": [[{"latency_ns": 0, "bandwidth_bytes_per_s": 0.0}, {"latency_ns": 1, "bandwidth_bytes_per_s": 1e9}],
                           [{"latency_ns": 2, "bandwidth_bytes_per_s": 1e9}, {"latency_ns": 0, "bandwidth_bytes_per_s": 0.0}]]})J"}) {
     const nlohmann::json json = nlohmann::json::parse(text);
     const Cluster cluster = clusterFromJson(json, "c.json");
     EXPECT_TRUE(cluster.hosts.empty()) << text;
+    EXPECT_FALSE(cluster.processPerDevice) << text;
     EXPECT_EQ(toJson(cluster).dump(2), json.dump(2)) << text;
   }
+}
+
+TEST(ClusterJson, OneProcessPerDeviceRoundTrips) {
+  Cluster cluster = Cluster::uniform(2, std::nullopt, 2.7e9, 30000, "cpu");
+  cluster.processPerDevice = true;
+  const nlohmann::json json = toJson(cluster);
+  EXPECT_EQ(json.at("process_per_device"), true);
+  const Cluster back = clusterFromJson(json, "c.json");
+  EXPECT_TRUE(back.processPerDevice);
+  EXPECT_EQ(toJson(back), json);
+  nlohmann::json wrong = json;
+  wrong["process_per_device"] = "yes";
+  EXPECT_THROW(clusterFromJson(wrong, "c.json"), FormatError);
 }
 
 std::string errorFor(const std::string& text) {
@@ -242,9 +259,10 @@ TEST(ClusterJson, RejectsMalformedInputNamingThePlace) {
             "c.json: $.devices[0].memory_bytes: expected a non-negative integer, got -3");
   EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"memory_bytes": 3}]})J"),
             "c.json: $.devices[0]: missing required field 'name'");
-  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}], "link": {"bandwidth_bytes_per_s": 1},
+  EXPECT_EQ(
+      errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}], "link": {"bandwidth_bytes_per_s": 1},
                         "links": [[null]]})J"),
-            "c.json: $.links: give either 'link' or 'links', not both");
+      "c.json: $.links: give either 'link' or 'links', not both");
 }
 
 TEST(ClusterJson, RejectsContradictoryHostsAndHostLinksNamingThePlace) {
@@ -263,10 +281,10 @@ TEST(ClusterJson, RejectsContradictoryHostsAndHostLinksNamingThePlace) {
             "c.json: $.devices[0].host: expected a non-empty host name, e.g. \"node0\"");
   EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "host": 3}]})J"),
             "c.json: $.devices[0].host: expected a string, got 3");
-  EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}, {"name": "b"}], )J" + inter +
-                     "}"),
-            "c.json: $.inter_host_link: expected the devices' hosts: give every device a 'host', or give 'link' or "
-            "'links' instead");
+  EXPECT_EQ(
+      errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a"}, {"name": "b"}], )J" + inter + "}"),
+      "c.json: $.inter_host_link: expected the devices' hosts: give every device a 'host', or give 'link' or "
+      "'links' instead");
   EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 + ", " + intra + ", " + inter +
                      R"J(, "link": {"bandwidth_bytes_per_s": 1}})J"),
             "c.json: $.intra_host_link: give either 'link' or 'intra_host_link' and 'inter_host_link', not both");
@@ -277,7 +295,8 @@ TEST(ClusterJson, RejectsContradictoryHostsAndHostLinksNamingThePlace) {
             "c.json: $: missing required field 'inter_host_link' (devices 0 and 1 are on different hosts, 'n0' and "
             "'n1')");
   EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", "devices": [{"name": "a", "host": "n0"},
-                        {"name": "b", "host": "n0"}], )J" + inter + "}"),
+                        {"name": "b", "host": "n0"}], )J" +
+                     inter + "}"),
             "c.json: $: missing required field 'intra_host_link' (devices 0 and 1 are on one host, 'n0')");
   EXPECT_EQ(errorFor(R"J({"schema": "pipeprof.cluster/v1", )J" + hosts2 + "}"),
             "c.json: $: missing required field 'link' (or 'intra_host_link' and 'inter_host_link', or 'links', an "

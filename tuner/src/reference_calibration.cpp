@@ -104,6 +104,7 @@ Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes
   }
   cluster.links.assign(static_cast<std::size_t>(n), std::vector<Link>(static_cast<std::size_t>(n)));
   if (rankLink) {
+    cluster.processPerDevice = true;
     for (std::int64_t a = 0; a < n; ++a) {
       for (std::int64_t b = 0; b < n; ++b) {
         if (a != b) cluster.links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] = *rankLink;

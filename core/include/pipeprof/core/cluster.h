@@ -35,6 +35,11 @@ struct Cluster {
   /// no hosts. Naming hosts makes the simulator share link bandwidth: transfers between two
   /// hosts share one link per direction (docs/simulator.md, "Links").
   std::vector<std::string> hosts;
+  /// One process per pipeline device (`pipeprof run --procs`, one rank each): no two devices
+  /// share a tensor, a rank keeps what it sent until its step's ops end and posts its receive
+  /// buffers two ops ahead (docs/simulator.md, "One process per device"). false: the devices are
+  /// threads of one process, and devices joined by a zero-cost link share tensors.
+  bool processPerDevice = false;
 
   std::int64_t deviceCount() const { return static_cast<std::int64_t>(devices.size()); }
   const Link& link(std::int64_t from, std::int64_t to) const;
@@ -43,9 +48,8 @@ struct Cluster {
   std::string hostOf(std::int64_t device) const;
 
   /// n identical devices joined by identical links (the CLI's --devices shorthand).
-  static Cluster uniform(std::int64_t deviceCount, std::optional<Bytes> memoryBytes,
-                         BytesPerS bandwidthBytesPerS, TimeNs latencyNs,
-                         const std::string& deviceName = "device");
+  static Cluster uniform(std::int64_t deviceCount, std::optional<Bytes> memoryBytes, BytesPerS bandwidthBytesPerS,
+                         TimeNs latencyNs, const std::string& deviceName = "device");
 
   /// One device per entry of hosts (device d on host hosts[d], named deviceName:d): two devices
   /// on one host are joined by intraHostLink, two on different hosts by interHostLink. Throws
@@ -57,7 +61,8 @@ struct Cluster {
 
 /// JSON form: {"schema", "devices": [{"name", "memory_bytes"?, "relative_speed"?, "host"?}],
 /// then "link": {"latency_ns", "bandwidth_bytes_per_s"} (uniform), or "links": n x n matrix,
-/// or -- when the devices name hosts -- "intra_host_link" and "inter_host_link"}.
+/// or -- when the devices name hosts -- "intra_host_link" and "inter_host_link", and
+/// "process_per_device" (optional, false when absent)}.
 /// clusterFromJson throws FormatError naming file, JSON path and expectation; toJson throws
 /// std::invalid_argument for a hosts list that is not one name per device.
 nlohmann::json toJson(const Cluster& cluster);

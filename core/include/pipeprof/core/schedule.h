@@ -91,6 +91,10 @@
 
 namespace pipeprof {
 
+/// A rank (one process per device) posts the receives of the op this many ahead of the one it
+/// runs, so their data can arrive while it computes; at its first op, of the first ones up to it.
+inline constexpr std::size_t kReceivesPostedAhead = 2;
+
 /// One cell of the GPipe clock table: micro-batch i on partition j.
 struct Cell {
   std::int64_t i = 0;

@@ -68,7 +68,8 @@ void stampProvenance(Calibration& calibration, const ModelSpec& model, std::int6
 /// One cluster device per sweep device, with `memoryBytes` each (nullopt: unbounded). CPU
 /// pipeline devices of one process share its memory, so their links cost nothing (no copies); CUDA
 /// devices get the same zero-cost links until the cluster flags say otherwise. With
-/// `rankLink` (one process per device) every link between two devices is that one.
+/// `rankLink` (one process per device) every link between two devices is that one and the
+/// cluster says processPerDevice.
 Cluster sweepCluster(const std::vector<DeviceDesc>& devices, std::optional<Bytes> memoryBytes,
                      const std::optional<Link>& rankLink = std::nullopt);
 
