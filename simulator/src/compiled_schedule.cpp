@@ -143,12 +143,9 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
       const auto weight = schedule.find(OpKind::BackwardWeight, releaser.i, releaser.j + 1);
       if (weight) into.holds.push_back({mem(narrow(releaser.j), slot), static_cast<std::uint32_t>(*weight)});
     };
-    // With one process per device, j's output sent to another rank stays with its send (the
-    // graph of a checkpointed micro-batch's recompute made another).
-    auto outputSent = [&](const Op& backward) {
-      return processPerDevice && backward.j + 1 < n &&
-             schedule.deviceOf(backward.j + 1) != schedule.deviceOf(backward.j) && !schedule.checkpointed(backward.i);
-    };
+    // With one process per device, what j sent another rank stays with its send (the graph of a
+    // checkpointed micro-batch's recompute made other tensors).
+    auto keepsSent = [&](const Op& backward) { return processPerDevice && !schedule.checkpointed(backward.i); };
     switch (op.kind) {
       case OpKind::Forward: {
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
@@ -199,7 +196,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
         e.transient.push_back(mem(j, schedule.checkpointed(op.i) ? layout.checkpointedWeightBackwardPeak(j)
                                                                  : layout.weightBackwardPeak(j)));
-        e.endRelease.push_back(mem(j, outputSent(op) ? layout.weightSavedUnsent(j) : layout.weightSaved(j)));
+        e.endRelease.push_back(mem(j, keepsSent(op) ? layout.weightSavedUnsent(j) : layout.weightSaved(j)));
         if (j + 1 < n) {
           e.endRelease.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
           e.endRelease.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
@@ -233,12 +230,15 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
         // A B (a custom order may mix them) frees all a first stage's W would have.
         if (!input) holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
-        if (outputSent(op)) {
+        if (keepsSent(op)) {
           e.endRelease.push_back(mem(j, input ? layout.savedFreedByInputUnsent(j) : layout.savedUnsent(j)));
-          sentUntilLastOp.push_back(mem(j, layout.sentOutputSaved(j)));
-          sentUntilLastOp.push_back(mem(j, layout.unsavedOutput(j)));
+          sentUntilLastOp.push_back(mem(j, layout.sentSaved(j)));
         } else {
           e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
+        }
+        if (keepsSent(op) && j + 1 < n && schedule.deviceOf(j + 1) != schedule.deviceOf(j)) {
+          sentUntilLastOp.push_back(mem(j, layout.unsavedOutput(j)));
+        } else {
           e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
         }
         if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
@@ -271,8 +271,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         // it carries: at the end of the destination's backward, or I (forward when not
         // training). What W keeps of it is in the first layer's weight_saved_bytes.
         e.startAlloc.push_back(mem(c.toJ, slot));
-        const auto consumer =
-            training ? schedule.gradientConsumer(op.i, op.toJ) : schedule.find(OpKind::Forward, op.i, op.toJ);
+        // The first stage's I computes nothing: its W runs the whole backward, with the skips'
+        // gradients it received.
+        const bool takenByFirstWeight = op.kind == OpKind::SkipCopy && op.gradient && op.toJ == 0;
+        const auto firstWeight = takenByFirstWeight ? schedule.find(OpKind::BackwardWeight, op.i, 0) : std::nullopt;
+        const auto consumer = firstWeight ? firstWeight
+                              : training  ? schedule.gradientConsumer(op.i, op.toJ)
+                                          : schedule.find(OpKind::Forward, op.i, op.toJ);
         if (!consumer) {
           throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
         }

@@ -96,12 +96,12 @@ struct SlotLayout {
   /// until W(i, j) where that comes later. One slot per releasing op (the other is 0).
   std::int32_t outputHeldAfterInput(std::int32_t j) const { return splitSlot(10, j); }
   std::int32_t outputHeldAfterWeight(std::int32_t j) const { return splitSlot(11, j); }
-  /// One process per device, a micro-batch not checkpointed: j's output, sent to another rank,
-  /// stays with the send until the rank's last op ends. Its part among j's saved bytes
-  /// (sentOutputSaved) is not freed by B, I or W, which free savedUnsent,
+  /// One process per device, a micro-batch not checkpointed: what j sent another rank (its
+  /// output, a skip it stashed) stays with the send until the rank's last op ends. The part of
+  /// it among j's saved bytes (sentSaved) is not freed by B, I or W, which free savedUnsent,
   /// savedFreedByInputUnsent and weightSavedUnsent instead: I what it frees of it first, W the
-  /// rest (slots of every partition, not only of a split backward).
-  std::int32_t sentOutputSaved(std::int32_t j) const { return splitSlot(12, j); }
+  /// rest (slots of every partition, not only of a split backward; 0 for threads).
+  std::int32_t sentSaved(std::int32_t j) const { return splitSlot(12, j); }
   std::int32_t savedUnsent(std::int32_t j) const { return splitSlot(13, j); }
   std::int32_t savedFreedByInputUnsent(std::int32_t j) const { return splitSlot(14, j); }
   std::int32_t weightSavedUnsent(std::int32_t j) const { return splitSlot(15, j); }
