@@ -27,13 +27,13 @@ Range append(std::vector<MemoryEffect>& flat, const std::vector<MemoryEffect>& p
   return range;
 }
 
-/// One process per device (docs/simulator.md, "One process per device"): a rank frees only its
-/// own tensors, and a tensor it sent stays with the send until its last op ends. A release the
+/// One process per device (docs/simulator.md, "Memory model"): a rank frees only its own
+/// tensors, and a tensor it sent stays with the send until its last op ends. A release the
 /// threads' model gives another rank's op (the receiver let go of the sender's tensor) moves to
-/// the end of the owning rank's last op, as do `sent` (what B and I leave to the sends of their
-/// outputs) and a hold another rank's op would end. A received tensor's buffer is allocated
-/// when the receiving rank posts it: at the start of the op kReceivesPostedAhead before the one
-/// that takes it in the rank's order (the first few at the start of its first op).
+/// the end of the owning rank's last op, as do `sent` (what B and I leave to the sends: a sent
+/// output, the saved part of what was sent) and a hold another rank's op would end. A received tensor's buffer is
+/// allocated when the receiving rank posts it: at the start of the op kReceivesPostedAhead before the one that takes it
+/// in the rank's order (the first few at the start of its first op).
 void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>& sent,
                        std::vector<OpEffects>& effects) {
   const std::vector<Op>& ops = schedule.ops();

@@ -37,7 +37,7 @@ struct Cluster {
   std::vector<std::string> hosts;
   /// One process per pipeline device (`pipeprof run --procs`, one rank each): no two devices
   /// share a tensor, a rank keeps what it sent until its step's ops end and posts its receive
-  /// buffers two ops ahead (docs/simulator.md, "One process per device"). false: the devices are
+  /// buffers two ops ahead (docs/simulator.md, "Memory model"). false: the devices are
   /// threads of one process, and devices joined by a zero-cost link share tensors.
   bool processPerDevice = false;
 
