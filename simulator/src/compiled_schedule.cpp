@@ -31,13 +31,14 @@ Range append(std::vector<MemoryEffect>& flat, const std::vector<MemoryEffect>& p
 /// tensors, and a tensor it sent stays with the send until its last op ends. A release the
 /// threads' model gives another rank's op (the receiver let go of the sender's tensor) moves to
 /// the end of the owning rank's last op, as do `sent` (what B and I leave to the sends: a sent
-/// output, the saved part of what was sent) and a hold another rank's op would end. A received tensor's buffer is
-/// allocated when the receiving rank posts it: at the start of the op kReceivesPostedAhead before the one that takes it
-/// in the rank's order (the first few at the start of its first op).
+/// output, the saved part of what was sent) and a hold another rank's op would end. A received
+/// tensor's buffer is allocated when the receiving rank posts it: at the start of the op
+/// kReceivesPostedAhead before the one that takes it in the rank's order (the first few at the
+/// start of its first op).
 void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>& sent,
                        std::vector<OpEffects>& effects) {
   const std::vector<Op>& ops = schedule.ops();
-  auto laneOf = [&](std::int32_t j) { return schedule.deviceOf(j); };
+  auto laneOf = [&](std::int64_t j) { return schedule.deviceOf(j); };
   std::vector<std::size_t> lastOp(static_cast<std::size_t>(schedule.devices()));
   std::vector<std::size_t> position(ops.size(), 0);
   for (std::int64_t d = 0; d < schedule.devices(); ++d) {
@@ -52,11 +53,11 @@ void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>
     const Op& op = ops[index];
     OpEffects& e = effects[index];
     if (op.kind == OpKind::Copy || op.kind == OpKind::SkipCopy) {
-      if (laneOf(narrow(op.j)) == laneOf(narrow(op.toJ)) || e.startAlloc.empty()) continue;
+      if (laneOf(op.j) == laneOf(op.toJ) || e.startAlloc.empty()) continue;
       const auto taker =
           op.gradient ? schedule.gradientConsumer(op.i, op.toJ) : schedule.find(OpKind::Forward, op.i, op.toJ);
       if (!taker) continue;
-      const std::vector<OpIndex>& order = schedule.deviceOrder(laneOf(narrow(op.toJ)));
+      const std::vector<OpIndex>& order = schedule.deviceOrder(laneOf(op.toJ));
       const std::size_t at = position[*taker];
       const OpIndex poster = order[at < kReceivesPostedAhead ? 0 : at - kReceivesPostedAhead];
       std::vector<MemoryEffect>& posted = effects[poster].startAlloc;
@@ -64,14 +65,14 @@ void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>
       e.startAlloc.clear();
       continue;
     }
-    const std::int64_t lane = laneOf(narrow(op.j));
+    const std::int64_t lane = laneOf(op.j);
     auto othersTensor = [&](const MemoryEffect& effect) { return laneOf(effect.j) != lane; };
     for (const MemoryEffect& effect : e.endRelease) {
       if (othersTensor(effect)) effects[lastOpOf(effect)].endRelease.push_back(effect);
     }
     e.endRelease.erase(std::remove_if(e.endRelease.begin(), e.endRelease.end(), othersTensor), e.endRelease.end());
     for (CompiledSchedule::Hold& hold : e.holds) {
-      if (laneOf(hold.effect.j) != laneOf(narrow(ops[hold.untilOp].j))) {
+      if (laneOf(hold.effect.j) != laneOf(ops[hold.untilOp].j)) {
         hold.untilOp = static_cast<std::uint32_t>(lastOpOf(hold.effect));
       }
     }

@@ -100,7 +100,8 @@ struct SlotLayout {
   /// output, a skip it stashed) stays with the send until the rank's last op ends. The part of
   /// it among j's saved bytes (sentSaved) is not freed by B, I or W, which free savedUnsent,
   /// savedFreedByInputUnsent and weightSavedUnsent instead: I what it frees of it first, W the
-  /// rest (slots of every partition, not only of a split backward; 0 for threads).
+  /// rest (slots of every partition, not only of a split backward; resolved only for one process
+  /// per device, the only case that reads them).
   std::int32_t sentSaved(std::int32_t j) const { return splitSlot(12, j); }
   std::int32_t savedUnsent(std::int32_t j) const { return splitSlot(13, j); }
   std::int32_t savedFreedByInputUnsent(std::int32_t j) const { return splitSlot(14, j); }

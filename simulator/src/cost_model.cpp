@@ -526,10 +526,6 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
           passesOn && end - 1 == first ? 0 : table.savedPrefix[allocating + 1] - table.savedPrefix[allocating];
       bytes[layout.unsavedOutput(j)] =
           passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
-      // What of an output sent to another rank the saved bytes hold: its send keeps it.
-      bytes[layout.sentSaved(j)] = cluster.processPerDevice && j + 1 < n && !sharesTensors(j, j + 1)
-                                       ? std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.unsavedOutput(j)])
-                                       : 0;
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward.
       // In I the shared part of it is counted elsewhere but at the layer before the pop: in the
@@ -590,20 +586,30 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       }
       transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
       transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
-      // A skip sent to another rank: the part the stash partition's graph saved (its next layer
-      // took it as its input) stays with the send too.
-      if (cluster.processPerDevice && stash != pop && !sharesTensors(stash, pop)) {
-        bytes[layout.sentSaved(stash)] += bytes[layout.skipBytes(s)] - bytes[layout.skipUnsavedBytes(s)];
-      }
     }
-    // A backward frees its partition's saved bytes less what the sends keep (sentSaved).
-    for (std::int32_t j = 0; j < n; ++j) {
-      const Bytes sent = std::min(bytes[layout.sentSaved(j)], bytes[layout.saved(j)]);
-      bytes[layout.sentSaved(j)] = sent;
-      bytes[layout.savedUnsent(j)] = bytes[layout.saved(j)] - sent;
-      const Bytes sentFreedByInput = std::min(sent, bytes[layout.savedFreedByInput(j)]);
-      bytes[layout.savedFreedByInputUnsent(j)] = bytes[layout.savedFreedByInput(j)] - sentFreedByInput;
-      bytes[layout.weightSavedUnsent(j)] = std::max<Bytes>(0, bytes[layout.weightSaved(j)] - (sent - sentFreedByInput));
+    // One process per device: a backward frees its partition's saved bytes less what the sends
+    // keep (sentSaved): the part of an output sent to another rank its saved bytes hold, and the
+    // part of a skip sent to another rank the stash partition's graph saved (its next layer took
+    // it as its input). Threads never read these slots.
+    if (cluster.processPerDevice) {
+      for (std::int32_t j = 0; j + 1 < n; ++j) {
+        if (!sharesTensors(j, j + 1))
+          bytes[layout.sentSaved(j)] = std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.unsavedOutput(j)]);
+      }
+      for (std::int32_t s = 0; s < layout.skips; ++s) {
+        const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
+        if (!sharesTensors(stash, compiled.skipPopPartition[static_cast<std::size_t>(s)]))
+          bytes[layout.sentSaved(stash)] += bytes[layout.skipBytes(s)] - bytes[layout.skipUnsavedBytes(s)];
+      }
+      for (std::int32_t j = 0; j < n; ++j) {
+        const Bytes sent = std::min(bytes[layout.sentSaved(j)], bytes[layout.saved(j)]);
+        bytes[layout.sentSaved(j)] = sent;
+        bytes[layout.savedUnsent(j)] = bytes[layout.saved(j)] - sent;
+        const Bytes sentFreedByInput = std::min(sent, bytes[layout.savedFreedByInput(j)]);
+        bytes[layout.savedFreedByInputUnsent(j)] = bytes[layout.savedFreedByInput(j)] - sentFreedByInput;
+        bytes[layout.weightSavedUnsent(j)] =
+            std::max<Bytes>(0, bytes[layout.weightSaved(j)] - (sent - sentFreedByInput));
+      }
     }
   }
   if (costs.launches()) {
