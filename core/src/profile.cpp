@@ -435,6 +435,7 @@ nlohmann::json toJson(const Profile& profile) {
                            {"bytes_per_sample", skip.bytesPerSample},
                            {"unsaved_bytes_per_sample", skip.unsavedBytesPerSample}};
     if (skip.gradientSharedWithInput) item["gradient_shared_with_input"] = true;
+    if (skip.gradientSharedInBackward) item["gradient_shared_in_backward"] = true;
     skips.push_back(item);
   }
   const ProfileEnvironment& environment = profile.environment;
@@ -524,6 +525,9 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
       }
       if (item.has("gradient_shared_with_input")) {
         skip.gradientSharedWithInput = item.at("gradient_shared_with_input").asBool();
+      }
+      if (item.has("gradient_shared_in_backward")) {
+        skip.gradientSharedInBackward = item.at("gradient_shared_in_backward").asBool();
       }
       profile.skips.push_back(skip);
     }

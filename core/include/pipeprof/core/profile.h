@@ -151,6 +151,11 @@ struct SkipProfile {
   /// for the skip). A split backward's W then keeps the skip's gradient as the gradient the
   /// layer before the pop captured (that layer's input_kept_bytes): no extra bytes until W.
   bool gradientSharedWithInput = false;
+  /// The same for a whole backward (B), which leaves the skip's gradient in its leaf: shared
+  /// where the leaf gets the tensor itself (a stage hands a popped skip out as a view of its
+  /// leaf under autocast, and the view's gradient shares storage with the input's), a clone of
+  /// it where autograd accumulates it into the leaf as it is (fp32). Old profiles read false.
+  bool gradientSharedInBackward = false;
 };
 
 /// A parameter that several layers hold (tied embeddings). Each of those layers counts it in
