@@ -467,13 +467,17 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
   });
 }
 
-/// Per skip (stash layer, name): whether the popping layer's I hands the skip the very tensor
-/// it hands its input (SkipProfile::gradientSharedWithInput). Each popping layer runs alone on
-/// stage inputs and skip leaves, its I as a stage runs it (split_backward.h: a slice gets
-/// storage of its own), and the two gradients are compared by storage.
-std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsSharedWithInput(const Layers& layers,
-                                                                                  const Tensors& input,
-                                                                                  Precision precision) {
+/// Which backward a probe runs: I as a stage runs it (split_backward.h: a slice gets storage of
+/// its own), or a whole backward, which leaves the skip's gradient in its leaf.
+enum class ProbedBackward { Input, Whole };
+
+/// Per skip (stash layer, name): whether the popping layer's backward hands the skip the very
+/// tensor it hands its input (SkipProfile::gradientSharedWithInput for I,
+/// gradientSharedInBackward for a whole backward). Each popping layer runs alone on stage inputs
+/// and skips handed out as a stage hands them out (a leaf, or under autocast a view of one),
+/// and the two gradients are compared by storage.
+std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsShared(const Layers& layers, const Tensors& input,
+                                                                         Precision precision, ProbedBackward probed) {
   std::map<std::pair<std::int64_t, std::string>, bool> shared;
   ProfilerSkipTracker leaves(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
   leaves.keepHandedOut();
@@ -481,17 +485,25 @@ std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsSharedWithInpu
   eachLayerAlone(layers, input, leaves, [&](std::int64_t L, const Tensors& in) {
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
     for (const auto& [key, skip] : leaves.takeHandedOut()) {
-      bool same = false;
+      torch::Tensor inputGrad;
+      torch::Tensor skipGrad;
       if (in.size() == 1 && in.front().requires_grad() && skip.requires_grad()) {
         const BackwardRoots backward = backwardRoots(out);
-        AutocastPause pause;
-        WeightBackward weights;
-        const Tensors grads = weights.runInputs(backward.roots, backward.grads,
-                                                {gradientEdges(in).front(), gradientEdges({skip}).front()});
-        same = grads[0].defined() && grads[1].defined() && grads[0].has_storage() && grads[1].has_storage() &&
-               grads[0].storage().data() == grads[1].storage().data();
+        if (probed == ProbedBackward::Whole) {
+          runBackward(backward);
+          inputGrad = sinkGradientOf(in.front());
+          skipGrad = skip.is_view() ? torch::Tensor(skip._base()).grad() : skip.grad();
+        } else {
+          AutocastPause pause;
+          WeightBackward weights;
+          const Tensors grads = weights.runInputs(backward.roots, backward.grads,
+                                                  {gradientEdges(in).front(), gradientEdges({skip}).front()});
+          inputGrad = grads[0];
+          skipGrad = grads[1];
+        }
       }
-      shared[key] = same;
+      shared[key] = inputGrad.defined() && skipGrad.defined() && inputGrad.has_storage() && skipGrad.has_storage() &&
+                    inputGrad.storage().data() == skipGrad.storage().data();
     }
     for (torch::Tensor& t : out) t = t.detach();
     return out;
@@ -756,7 +768,9 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
                     castCacheBytes, output);
       const auto gradientsShared =
-          skipGradientsSharedWithInput(layers, {batch.input.to(memoryDevice)}, options.precision);
+          skipGradientsShared(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Input);
+      const auto gradientsSharedInBackward =
+          skipGradientsShared(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Whole);
       if (model.loss && output.defined()) {
         const LossMeasurement how{memoryDevice, options.precision, &streams, n, options.warmupRuns, options.minRuns};
         const LossSample loss = measureLoss(model, output, batch.target.to(memoryDevice), how);
@@ -788,6 +802,8 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
         it->unsavedBytesPerSample = unsaved / b;
         const auto shared = gradientsShared.find({route.stashLayer, route.name});
         it->gradientSharedWithInput = shared != gradientsShared.end() && shared->second;
+        const auto sharedInBackward = gradientsSharedInBackward.find({route.stashLayer, route.name});
+        it->gradientSharedInBackward = sharedInBackward != gradientsSharedInBackward.end() && sharedInBackward->second;
       }
     }
     // The optimizer on the target device, once: its costs do not depend on the batch.

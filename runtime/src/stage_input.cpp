@@ -35,6 +35,13 @@ torch::autograd::Edge StageInput::gradientEdge() const {
   return sink == nullptr ? torch::autograd::Edge() : torch::autograd::Edge(sink, 0);
 }
 
+torch::Tensor sinkGradientOf(const torch::Tensor& tensor) {
+  if (!tensor.defined()) return {};
+  const auto* sink =
+      dynamic_cast<const InputGradientSink*>(torch::autograd::impl::gradient_edge(tensor).function.get());
+  return sink == nullptr ? torch::Tensor() : sink->grad();
+}
+
 StageInput stageInputOf(const torch::Tensor& received, bool requiresGrad) {
   StageInput input;
   input.tensor = received.detach();

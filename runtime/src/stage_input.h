@@ -36,6 +36,10 @@ struct StageInput {
 /// floating or complex, ending in a sink for its gradient.
 StageInput stageInputOf(const torch::Tensor& received, bool requiresGrad);
 
+/// The gradient backward left in the sink `tensor` ends at (a StageInput's tensor); undefined
+/// when it ends at none or none reached it.
+torch::Tensor sinkGradientOf(const torch::Tensor& tensor);
+
 /// The tensors of `inputs`, in order.
 std::vector<torch::Tensor> tensorsOf(const std::vector<StageInput>& inputs);
 

@@ -321,6 +321,29 @@ TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
   EXPECT_TRUE(profile.skips[0].gradientSharedWithInput);
 }
 
+TEST(LayerProfiler, AWholeBackwardHandsTheSkipTheAddsGradientOnlyUnderAutocast) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(12, 12));  // under bf16 both operands of the add are bf16
+  seq->push_back("stash", Stash());
+  seq->push_back("fc", torch::nn::Linear(12, 12));
+  seq->push_back("pop", PopAdd());
+  Model model = sequentialModel(seq, 12, 12);
+  model.skips = {SkipRoute{"skip", 1, 3}};
+  // fp32: the popped skip is a leaf, and autograd accumulates a copy of a gradient that the
+  // input holds too.
+  const Profile fp32 = profileModel(model, quick({4}));
+  ASSERT_EQ(fp32.skips.size(), 1u);
+  EXPECT_TRUE(fp32.skips[0].gradientSharedWithInput);
+  EXPECT_FALSE(fp32.skips[0].gradientSharedInBackward);
+  // bf16: a stage hands the skip out as a view of its leaf (no cast of it cached), whose
+  // gradient is a view of the add's: the leaf keeps the input's tensor.
+  LayerProfilerOptions options = quick({4});
+  options.precision = Precision::Bf16;
+  const Profile bf16 = profileModel(model, options);
+  EXPECT_TRUE(bf16.skips[0].gradientSharedWithInput);
+  EXPECT_TRUE(bf16.skips[0].gradientSharedInBackward);
+}
+
 TEST(LayerProfiler, RejectsBadOptions) {
   torch::nn::Sequential seq;
   seq->push_back("fc", torch::nn::Linear(2, 2));
