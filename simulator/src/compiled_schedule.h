@@ -49,7 +49,10 @@ struct SlotLayout {
   /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
   std::int32_t skipUnsavedBytes(std::int32_t s) const { return 8 * n + 3 * skips + s; }
   /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
-  /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends.
+  /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends;
+  /// less, for a whole backward that hands the skip the gradient it hands its input
+  /// (SkipProfile::gradientSharedInBackward), what the gradient of the partition's input holds
+  /// where the pop is the partition's first layer and the skip comes from the one before.
   std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
   /// A split backward's share of it: where the popping layer hands the skip the gradient of its
   /// input (SkipProfile::gradientSharedWithInput), I makes only the rest (unshared). The shared

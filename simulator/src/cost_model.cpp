@@ -499,6 +499,22 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       return std::min(costs.tensorBytes(skip.bytesPerSample * size),
                       firstOfPartition ? table.outputBytes[before] : table.inputKeptBytes[before]);
     };
+    // The same for a whole backward (SkipProfile::gradientSharedInBackward): the tensor the
+    // popping layer hands its input, which that layer's backward and the one before count in
+    // their workspaces. Past them the skip's gradient keeps it alone, except where the pop is
+    // the partition's first layer and the skip comes from the partition before: there it is the
+    // gradient of the partition's input, which that partition's backward takes with the skip's
+    // (`atInput`).
+    auto sharedSkipGradientInBackward = [&](std::int32_t s, bool atInput) -> Bytes {
+      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+      const auto k = static_cast<std::size_t>(s);
+      const std::int32_t pop = compiled.skipPopPartition[k];
+      if (!skip.gradientSharedInBackward) return 0;
+      const bool firstOfPartition = skip.popLayer == firstLayer[static_cast<std::size_t>(pop)];
+      if (atInput && (!firstOfPartition || compiled.skipStashPartition[k] != pop - 1)) return 0;
+      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
+                      table.outputBytes[static_cast<std::size_t>(skip.popLayer - 1)]);
+    };
     for (std::int32_t j = 0; j < n; ++j) {
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
       const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
@@ -530,7 +546,9 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // by the popping layer's backward.
       // In I the shared part of it is counted elsewhere but at the layer before the pop: in the
       // popping layer's own workspace (the gradient it gives its input), then, below the layer
-      // before, among the gradients kept for W.
+      // before, among the gradients kept for W. In B, where it is shared, at the popping layer
+      // and the one before, in their workspaces (the gradient of the layer's input, then of its
+      // output).
       auto heldSkipGradients = [&](std::size_t l, bool input) {
         Bytes held = 0;
         for (std::int32_t s = 0; s < layout.skips; ++s) {
@@ -540,6 +558,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
               static_cast<std::size_t>(skip.popLayer) >= l) {
             held += costs.tensorBytes(skip.bytesPerSample * size);
             if (input && l + 1 != static_cast<std::size_t>(skip.popLayer)) held -= sharedSkipGradient(s);
+            if (!input && l + 1 >= static_cast<std::size_t>(skip.popLayer))
+              held -= sharedSkipGradientInBackward(s, /*atInput=*/false);
           }
         }
         return held;
@@ -567,7 +587,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
       bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
-      bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip);
+      bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip) - sharedSkipGradientInBackward(s, /*atInput=*/true);
       bytes[layout.skipGradSharedBytes(s)] = sharedSkipGradient(s);
       bytes[layout.skipGradUnsharedBytes(s)] = costs.tensorBytes(skip) - bytes[layout.skipGradSharedBytes(s)];
       bytes[layout.skipUnsavedBytes(s)] =
