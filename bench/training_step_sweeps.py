@@ -9,7 +9,8 @@ devices checks the predictions of each against its own measurements:
         --models mlp gpt resnet unet mlp:4096
 
 Each sweep runs `pipeprof sweep --model M [--batch B] --devices cpu,cpu --optimizer O --precision
-P` with the sweep flags below and writes OUT/M-O-P/report.json. Prints two markdown tables: per
+P` with the sweep flags below (and `--procs N` when given: one process per device) and writes
+OUT/M-O-P/report.json. Prints two markdown tables: per
 sweep the measured candidates, the step MAPE after the drift factor (before it), the peak MAPE
 per (candidate, pipeline device) and the worst device; and per model and optimizer the bf16
 sweep's fastest measured (predicted) step over the fp32 sweep's. --report-only re-reads OUT.
@@ -60,6 +61,7 @@ def main():
                         help="zoo models, each optionally MODEL:BATCH")
     parser.add_argument("--optimizers", nargs="+", default=["sgd", "adamw"])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument("--procs", type=int, help="one process per device: the sweep's --procs N")
     parser.add_argument("--report-only", action="store_true", help="read the reports in --out, sweep nothing")
     args = parser.parse_args()
 
@@ -76,6 +78,8 @@ def main():
                                optimizer, "--precision", precision, *SWEEP_FLAGS, "-o", path]
                     if batch:
                         command[4:4] = ["--batch", batch]
+                    if args.procs:
+                        command[4:4] = ["--procs", str(args.procs)]
                     print(" ".join(command), file=sys.stderr)
                     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
                 with open(path) as file:
