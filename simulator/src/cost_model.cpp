@@ -604,6 +604,18 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
           bytes[layout.output(stash)] = 0;
         }
       }
+      // A stash layer that opens its partition and passes its input on stashes the partition's
+      // input, which the stage keeps until its backward (for a recompute, or as the graph's
+      // leaf), after the pop's: in training the skip adds nothing. (With one process per device
+      // a send to another rank keeps it past that backward; it is counted there.)
+      const SkipProfile& skipProfile = profile.skips[static_cast<std::size_t>(s)];
+      const bool opensPartition =
+          stash > 0 && skipProfile.stashLayer == firstLayer[static_cast<std::size_t>(stash)] &&
+          passesOnItsInput(costs, table, skipProfile, static_cast<std::size_t>(skipProfile.stashLayer), size);
+      if (compiled.training && opensPartition && (!cluster.processPerDevice || sharesTensors(stash, pop))) {
+        bytes[layout.skipBytes(s)] = 0;
+        bytes[layout.skipUnsavedBytes(s)] = 0;
+      }
       transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
       transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
     }
