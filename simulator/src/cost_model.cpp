@@ -22,6 +22,14 @@ CostModel::CostModel(const Profile& profile)
     staticPrefix_[l + 1] =
         staticPrefix_[l] + sumBytes(layer.paramBytes) + sumBytes(layer.gradBytes) + sumBytes(layer.optimizerBytes);
   }
+  for (const SkipProfile& skip : profile.skips) {
+    const std::vector<CostSample>& samples = profile.layers.at(static_cast<std::size_t>(skip.stashLayer)).costs;
+    stashReturnsItsInput_.push_back(!samples.empty() &&
+                                    std::all_of(samples.begin(), samples.end(), [&](const CostSample& sample) {
+                                      return sample.savedBytes == 0 && sample.forwardWorkspaceBytes == 0 &&
+                                             sample.outputBytes == skip.bytesPerSample * sample.microBatch;
+                                    }));
+  }
 }
 
 Bytes CostModel::tensorBytes(Bytes bytes) const { return cuda_ ? roundToAllocatorBlock(bytes) : bytes; }
@@ -245,29 +253,26 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   bytes[layout.weightBackwardPeak(j)] = weightPeak;
 }
 
-/// Whether layer l stashes `skip` and returns it as its output, the tensor it was given (pipeprof's
-/// StashLayer, torchgpipe's idiom). The profile does not say that a layer's output is its input;
-/// such a layer is recognised by what it measured: it saves nothing, has no forward workspace,
-/// and its output is the size of the skip.
-bool passesOnItsInput(CostModel& costs, const LayerCostTable& table, const SkipProfile& skip, std::size_t l,
-                      std::int64_t size) {
-  if (static_cast<std::size_t>(skip.stashLayer) != l) return false;
-  const bool allocatesNothing = table.savedPrefix[l + 1] == table.savedPrefix[l] && table.forwardWorkspaceBytes[l] == 0;
-  return allocatesNothing && table.outputBytes[l] == costs.tensorBytes(skip.bytesPerSample * size);
+/// Whether layer l stashes skip s and returns it as its output, the tensor it was given
+/// (CostModel::stashReturnsItsInput).
+bool passesOnItsInput(const CostModel& costs, std::int32_t s, std::size_t l) {
+  return static_cast<std::size_t>(costs.profile().skips[static_cast<std::size_t>(s)].stashLayer) == l &&
+         costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
 }
 
 /// The first layer of [first, end) whose input is the partition's input as it arrived: the
 /// first, or the one after the stash layers at the start that pass it on (a residual block's
 /// first convolution, behind the stash of its shortcut).
-std::size_t firstInputUser(CostModel& costs, const LayerCostTable& table, std::size_t first, std::size_t end,
-                           std::int64_t size) {
+std::size_t firstInputUser(const CostModel& costs, std::size_t first, std::size_t end) {
+  const auto skips = static_cast<std::int32_t>(costs.profile().skips.size());
+  auto passesItOn = [&](std::size_t l) {
+    for (std::int32_t s = 0; s < skips; ++s) {
+      if (passesOnItsInput(costs, s, l)) return true;
+    }
+    return false;
+  };
   std::size_t l = first;
-  const std::vector<SkipProfile>& skips = costs.profile().skips;
-  while (l + 1 < end && std::any_of(skips.begin(), skips.end(), [&](const SkipProfile& skip) {
-           return passesOnItsInput(costs, table, skip, l, size);
-         })) {
-    ++l;
-  }
+  while (l + 1 < end && passesItOn(l)) ++l;
   return l;
 }
 
@@ -276,18 +281,16 @@ std::size_t firstInputUser(CostModel& costs, const LayerCostTable& table, std::s
 /// (passesOnItsInput) makes the skip and the stage's output one tensor, allocated by the layer
 /// before it. Only a skip that leaves its partition matters (one popped inside it is gone by
 /// then).
-std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, CostModel& costs, const LayerCostTable& table,
-                                        const std::vector<std::int64_t>& firstLayer, std::int64_t size) {
+std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, const CostModel& costs,
+                                        const std::vector<std::int64_t>& firstLayer) {
   const SlotLayout& layout = compiled.layout;
   if (layout.skips == 0) return {};  // no allocation on the search's path for models without skips
   std::vector<std::int32_t> passedOn(static_cast<std::size_t>(layout.n), -1);
-  const Profile& profile = costs.profile();
   for (std::int32_t s = 0; s < layout.skips; ++s) {
-    const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
     const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
     if (stash == compiled.skipPopPartition[static_cast<std::size_t>(s)]) continue;
     const auto last = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(stash) + 1] - 1);
-    if (passedOn[static_cast<std::size_t>(stash)] < 0 && passesOnItsInput(costs, table, skip, last, size)) {
+    if (passedOn[static_cast<std::size_t>(stash)] < 0 && passesOnItsInput(costs, s, last)) {
       passedOn[static_cast<std::size_t>(stash)] = s;
     }
   }
@@ -476,10 +479,10 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   };
 
   const Profile& profile = costs.profile();
+  const std::vector<std::int32_t> passedOn = skipsPassedOn(compiled, costs, firstLayer);
   for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
     const std::int64_t size = sizeClass == 0 ? batching.chunkSize : batching.lastSize;
     const LayerCostTable& table = costs.table(size);
-    const std::vector<std::int32_t> passedOn = skipsPassedOn(compiled, costs, table, firstLayer, size);
     TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
     const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
     Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
@@ -528,7 +531,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
                             scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed));
         duration[layout.backwardInputNs(j)] = times.inputNs;
         duration[layout.backwardWeightNs(j)] = times.weightNs;
-        resolveSplitBytes(layout, table, first, end, firstInputUser(costs, table, first, end, size), j,
+        resolveSplitBytes(layout, table, first, end, firstInputUser(costs, first, end), j,
                           j > 0 && sharesTensors(j - 1, j), j + 1 < n && sharesTensors(j, j + 1), bytes);
       }
       bytes[layout.output(j)] = table.outputBytes[end - 1];
@@ -609,9 +612,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // leaf), after the pop's: in training the skip adds nothing. (With one process per device
       // a send to another rank keeps it past that backward; it is counted there.)
       const SkipProfile& skipProfile = profile.skips[static_cast<std::size_t>(s)];
-      const bool opensPartition =
-          stash > 0 && skipProfile.stashLayer == firstLayer[static_cast<std::size_t>(stash)] &&
-          passesOnItsInput(costs, table, skipProfile, static_cast<std::size_t>(skipProfile.stashLayer), size);
+      const bool opensPartition = stash > 0 && skipProfile.stashLayer == firstLayer[static_cast<std::size_t>(stash)] &&
+                                  passesOnItsInput(costs, s, static_cast<std::size_t>(skipProfile.stashLayer));
       if (compiled.training && opensPartition && (!cluster.processPerDevice || sharesTensors(stash, pop))) {
         bytes[layout.skipBytes(s)] = 0;
         bytes[layout.skipUnsavedBytes(s)] = 0;

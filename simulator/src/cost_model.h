@@ -79,6 +79,11 @@ class CostModel {
   Bytes libraryWorkspaceBytes(bool training) const;
   /// The size of one tensor of `bytes` as the model counts it (the allocator's block on CUDA).
   Bytes tensorBytes(Bytes bytes) const;
+  /// Per skip of the profile: whether its stash layer returns the tensor it was given, which it
+  /// stashes (pipeprof's StashLayer, torchgpipe's idiom). The profile does not say that a
+  /// layer's output is its input; such a layer is recognised by what it measured at every size:
+  /// it saves nothing, has no forward workspace, and its output is the size of the skip.
+  const std::vector<bool>& stashReturnsItsInput() const { return stashReturnsItsInput_; }
 
  private:
   /// A figure summing several tensors, as the model counts it (whole blocks on CUDA).
@@ -91,6 +96,7 @@ class CostModel {
   bool launches_;
   bool backwardSplit_;
   std::vector<Bytes> staticPrefix_;
+  std::vector<bool> stashReturnsItsInput_;
   std::vector<std::unique_ptr<LayerCostTable>> tables_;
 };
 
