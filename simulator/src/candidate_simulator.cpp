@@ -107,17 +107,20 @@ const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candida
     while (firstLayer_[static_cast<std::size_t>(j) + 1] <= layer) ++j;
     return j;
   };
+  // Whether a stash or a pop opens its partition changes the compiled holds too.
+  auto opens = [&](std::int64_t layer) { return layer > 0 && partitionOf(layer - 1) != partitionOf(layer) ? 1 : 0; };
   for (const SkipProfile& skip : profile_.skips) {
     scratchKey_.skipPartitions.push_back(partitionOf(skip.stashLayer));
     scratchKey_.skipPartitions.push_back(partitionOf(skip.popLayer));
+    scratchKey_.skipPartitions.push_back(opens(skip.stashLayer) + 2 * opens(skip.popLayer));
   }
   auto found = cache_.find(scratchKey_);
   if (found != cache_.end()) return *found->second;
   const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile_.skipRoutes(), training));
-  std::vector<bool> gradientShared;
-  for (const SkipProfile& skip : profile_.skips) gradientShared.push_back(skip.gradientSharedWithInput);
-  auto compiled =
-      std::make_unique<CompiledSchedule>(compileSchedule(schedule, gradientShared, cluster_.processPerDevice));
+  SkipFacts facts;
+  for (const SkipProfile& skip : profile_.skips) facts.gradientSharedWithInput.push_back(skip.gradientSharedWithInput);
+  facts.stashReturnsItsInput = costs_.stashReturnsItsInput();
+  auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule, facts, cluster_.processPerDevice));
   return *cache_.emplace(scratchKey_, std::move(compiled)).first->second;
 }
 

@@ -42,7 +42,8 @@ class CandidateSimulator {
     std::int64_t chunks;
     Checkpoint mode;
     bool training;
-    std::vector<std::int32_t> skipPartitions;  ///< stash, pop of every skip route
+    /// Per skip route: its stash's and pop's partitions, and whether each opens it (bits 1, 2).
+    std::vector<std::int32_t> skipPartitions;
     bool operator<(const Key& other) const {
       return std::tie(kind, stagesPerDevice, partitions, chunks, mode, training, skipPartitions) <
              std::tie(other.kind, other.stagesPerDevice, other.partitions, other.chunks, other.mode, other.training,

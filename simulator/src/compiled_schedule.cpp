@@ -81,8 +81,7 @@ void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>
 
 }  // namespace
 
-CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput,
-                                 bool processPerDevice) {
+CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skipFacts, bool processPerDevice) {
   CompiledSchedule out;
   const ScheduleSpec& spec = schedule.spec();
   const std::int64_t n = schedule.partitions();
@@ -121,6 +120,19 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
     return training && !schedule.checkpointed(i) ? layout.skipUnsavedBytes(s) : layout.skipBytes(s);
   };
   auto skipHeldUntilPopBackward = [&](std::int64_t i) { return training && schedule.checkpointed(i); };
+  auto fact = [](const std::vector<bool>& facts, std::size_t k) { return k < facts.size() && facts[k]; };
+  // With one process per device, a checkpointed micro-batch's stage that opens with a stash of
+  // its input for another rank: the send keeps the input's buffer to the rank's last op, so the
+  // skip is counted from the op that frees that buffer (the stage's backward) rather than
+  // beside it from the forward.
+  auto sendsItsInputAsSkip = [&](std::int64_t i, std::int32_t s) {
+    const auto k = static_cast<std::size_t>(s);
+    const std::int32_t stash = out.skipStashPartition[k];
+    const std::int64_t lane = schedule.deviceOf(stash);
+    return processPerDevice && training && schedule.checkpointed(i) && fact(skipFacts.stashReturnsItsInput, k) &&
+           stash > 0 && schedule.partitionOfLayer(spec.skips[k].stashLayer - 1) != stash &&
+           schedule.deviceOf(stash - 1) != lane && schedule.deviceOf(out.skipPopPartition[k]) != lane;
+  };
 
   std::vector<OpEffects> effects(count);
   // With one process per device: releases a rank's send defers to the rank's last op.
@@ -163,7 +175,8 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         }
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           if (!crossesPartitions(s)) continue;
-          if (out.skipStashPartition[static_cast<std::size_t>(s)] == j) e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
+          if (out.skipStashPartition[static_cast<std::size_t>(s)] == j && !sendsItsInputAsSkip(op.i, s))
+            e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
           if (!skipHeldUntilPopBackward(op.i) && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
             e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], skipSlot(op.i, s)));
           }
@@ -208,7 +221,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           const auto k = static_cast<std::size_t>(s);
           if (!crossesPartitions(s) || out.skipPopPartition[k] != j) continue;
-          if (k >= gradientSharedWithInput.size() || !gradientSharedWithInput[k]) continue;
+          if (!fact(skipFacts.gradientSharedWithInput, k)) continue;
           // (A pop that is the partition's first layer shares it with the input's gradient instead.)
           if (schedule.partitionOfLayer(spec.skips[k].popLayer - 1) != j) continue;
           const auto consumer = schedule.gradientConsumer(op.i, out.skipStashPartition[k]);
@@ -283,6 +296,12 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<boo
           throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
         }
         effects[*consumer].endRelease.push_back(mem(c.toJ, slot));
+        for (std::int32_t s = 0; s < layout.skips; ++s) {
+          if (op.kind == OpKind::Copy && !op.gradient && out.skipStashPartition[static_cast<std::size_t>(s)] == c.toJ &&
+              sendsItsInputAsSkip(op.i, s)) {
+            effects[*consumer].endAlloc.push_back(mem(c.toJ, skipSlot(op.i, s)));
+          }
+        }
         break;
       }
     }

@@ -187,11 +187,19 @@ struct CompiledSchedule {
   std::vector<std::int32_t> skipPopPartition;
 };
 
+/// What the profile says of each skip of a spec; missing entries read false.
+struct SkipFacts {
+  /// SkipProfile::gradientSharedWithInput: only those skips' gradients get a hold past W
+  /// (skipGradSharedBytes).
+  std::vector<bool> gradientSharedWithInput;
+  /// CostModel::stashReturnsItsInput: where such a stash opens its partition, the skip is the
+  /// stage's input.
+  std::vector<bool> stashReturnsItsInput;
+};
+
 /// Flattens a built schedule. Memory effects follow docs/simulator.md ("Memory model").
-/// `gradientSharedWithInput`: per skip of the spec, SkipProfile::gradientSharedWithInput; only
-/// those skips' gradients get a hold past W (skipGradSharedBytes), missing entries read false.
 /// `processPerDevice`: every pipeline device is a rank of its own (Cluster::processPerDevice).
-CompiledSchedule compileSchedule(const Schedule& schedule, const std::vector<bool>& gradientSharedWithInput = {},
+CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skipFacts = {},
                                  bool processPerDevice = false);
 
 }  // namespace pipeprof::sim

@@ -391,5 +391,34 @@ TEST(GroupRejections, ByOverflowingDevicesOrShapeReasonLargestFirst) {
   EXPECT_EQ(groups[2].count, 1);
 }
 
+// A search compiles each schedule shape once and reuses it for every balance with the same
+// shape: the partitions holding each skip's stash and pop, and whether each opens its
+// partition (a W that keeps the skip's gradient, a stash of the stage's input). Threads and
+// one process per device, whose compiled holds differ.
+TEST(Search, EveryBalancePredictsWhatItPredictsAlone) {
+  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  const Cluster cluster = test::freeCluster(2);
+  SearchSpace space;
+  space.batch = 32;
+  space.devices = 2;
+  space.schedules = {ScheduleKind::InterleavedZeroBubble, ScheduleKind::ZeroBubbleV};
+  space.stagesPerDevice = {2};
+  space.chunks = {4};
+  space.modes = {Checkpoint::Never, Checkpoint::Always};
+  space.enumeration = BalanceEnumeration::Given;
+  space.balances = {{12, 12, 11, 11}, {11, 13, 11, 11}, {13, 9, 12, 12}, {13, 10, 11, 12}};
+  Cluster ranks = Cluster::uniform(2, std::nullopt, 4.8e9, 40000, "cpu");
+  ranks.processPerDevice = true;
+  for (const Cluster& layout : {cluster, ranks}) {
+    const SearchResult result = search(resnet, layout, space);
+    ASSERT_EQ(result.ranked.size(), 16u);
+    for (const RankedCandidate& ranked : result.ranked) {
+      EXPECT_EQ(ranked.prediction.peakBytes, simulate(resnet, layout, ranked.candidate).prediction.peakBytes)
+          << scheduleKindName(ranked.candidate.schedule) << " " << checkpointName(ranked.candidate.checkpoint) << " "
+          << ranked.candidate.balance[0] << "," << ranked.candidate.balance[1];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pipeprof
