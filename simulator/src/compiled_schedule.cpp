@@ -121,6 +121,9 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
   };
   auto skipHeldUntilPopBackward = [&](std::int64_t i) { return training && schedule.checkpointed(i); };
   auto fact = [](const std::vector<bool>& facts, std::size_t k) { return k < facts.size() && facts[k]; };
+  auto opensItsPartition = [&](std::int64_t layer, std::int32_t j) {
+    return schedule.partitionOfLayer(layer - 1) != j;
+  };
   // With one process per device, a checkpointed micro-batch's stage that opens with a stash of
   // its input for another rank: the send keeps the input's buffer to the rank's last op, so the
   // skip is counted from the op that frees that buffer (the stage's backward) rather than
@@ -130,8 +133,8 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
     const std::int32_t stash = out.skipStashPartition[k];
     const std::int64_t lane = schedule.deviceOf(stash);
     return processPerDevice && training && schedule.checkpointed(i) && fact(skipFacts.stashReturnsItsInput, k) &&
-           stash > 0 && schedule.partitionOfLayer(spec.skips[k].stashLayer - 1) != stash &&
-           schedule.deviceOf(stash - 1) != lane && schedule.deviceOf(out.skipPopPartition[k]) != lane;
+           stash > 0 && opensItsPartition(spec.skips[k].stashLayer, stash) && schedule.deviceOf(stash - 1) != lane &&
+           schedule.deviceOf(out.skipPopPartition[k]) != lane;
   };
 
   std::vector<OpEffects> effects(count);
@@ -223,7 +226,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
           if (!crossesPartitions(s) || out.skipPopPartition[k] != j) continue;
           if (!fact(skipFacts.gradientSharedWithInput, k)) continue;
           // (A pop that is the partition's first layer shares it with the input's gradient instead.)
-          if (schedule.partitionOfLayer(spec.skips[k].popLayer - 1) != j) continue;
+          if (opensItsPartition(spec.skips[k].popLayer, j)) continue;
           const auto consumer = schedule.gradientConsumer(op.i, out.skipStashPartition[k]);
           if (consumer)
             e.holds.push_back({mem(j, layout.skipGradSharedBytes(s)), static_cast<std::uint32_t>(*consumer)});
@@ -296,10 +299,10 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
           throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
         }
         effects[*consumer].endRelease.push_back(mem(c.toJ, slot));
-        for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (op.kind == OpKind::Copy && !op.gradient && out.skipStashPartition[static_cast<std::size_t>(s)] == c.toJ &&
-              sendsItsInputAsSkip(op.i, s)) {
-            effects[*consumer].endAlloc.push_back(mem(c.toJ, skipSlot(op.i, s)));
+        if (op.kind == OpKind::Copy && !op.gradient) {  // j's input: a stash at its start sent on?
+          for (std::int32_t s = 0; s < layout.skips; ++s) {
+            if (out.skipStashPartition[static_cast<std::size_t>(s)] == c.toJ && sendsItsInputAsSkip(op.i, s))
+              effects[*consumer].endAlloc.push_back(mem(c.toJ, skipSlot(op.i, s)));
           }
         }
         break;

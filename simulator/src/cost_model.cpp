@@ -613,7 +613,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // a send to another rank keeps it past that backward; it is counted there.)
       const SkipProfile& skipProfile = profile.skips[static_cast<std::size_t>(s)];
       const bool opensPartition = stash > 0 && skipProfile.stashLayer == firstLayer[static_cast<std::size_t>(stash)] &&
-                                  passesOnItsInput(costs, s, static_cast<std::size_t>(skipProfile.stashLayer));
+                                  costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
       if (compiled.training && opensPartition && (!cluster.processPerDevice || sharesTensors(stash, pop))) {
         bytes[layout.skipBytes(s)] = 0;
         bytes[layout.skipUnsavedBytes(s)] = 0;
