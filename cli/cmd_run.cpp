@@ -145,7 +145,7 @@ void printRun(const RunFlags& flags, const RunPlan& plan, const Measurement& m, 
   }
   out << fmt::format("{} on {}: batch {}, balance {}, chunks {}, checkpoint {}, schedule {}\n", flags.model.model,
                      flags.devices, candidate.batch, formatBalance(candidate.balance), candidate.chunks,
-                     checkpointName(candidate.checkpoint), candidate.scheduleLabel());
+                     checkpointName(candidate.checkpoint), candidate.orderLabel());
   out << "optimizer: " << describeOptimizer(plan.job.optimizer) << ", precision " << precisionName(plan.job.precision)
       << "\n";
   out << fmt::format("step time: median {} (min {}, max {}) over {} steps after {} warm-up\n",

@@ -31,6 +31,7 @@ void runExport(const ExportFlags& flags) {
   applyScheduleFlags(flags.schedule, spec);
   spec.balance.assign(static_cast<std::size_t>(flags.devices * spec.stagesPerDevice), 1);  // the order ignores it
   spec.chunks = flags.chunks;
+  checkScheduleShape(spec, flags.chunks, flags.devices);
   const std::string error = spec.shapeError();
   if (!error.empty()) throw UsageError(fmt::format("--chunks {}: {}", flags.chunks, error));
   const std::string csv = writeScheduleCsv(scheduleActions(Schedule::build(spec)));
@@ -40,7 +41,7 @@ void runExport(const ExportFlags& flags) {
   }
   writeFileAtomically(flags.output, csv);
   std::cout << fmt::format("{}: {} on {} devices, {} micro-batches, one row per rank\n", flags.output,
-                           scheduleLabel(spec.schedule, spec.stagesPerDevice), flags.devices, flags.chunks);
+                           spec.orderLabel(), flags.devices, flags.chunks);
 }
 
 }  // namespace

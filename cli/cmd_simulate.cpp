@@ -40,7 +40,7 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
   const MicroBatching split = microBatching(candidate.batch, candidate.chunks);
   std::cout << fmt::format("candidate    {} (batch {}, {} micro-batches of up to {} samples)\n", candidate.label(),
                            candidate.batch, split.count, split.chunkSize);
-  std::cout << fmt::format("schedule     {} ({} stage{} on {} device{})\n", candidate.scheduleLabel(),
+  std::cout << fmt::format("schedule     {} ({} stage{} on {} device{})\n", candidate.orderLabel(),
                            candidate.balance.size(), candidate.balance.size() == 1 ? "" : "s",
                            candidate.pipelineDevices(), candidate.pipelineDevices() == 1 ? "" : "s");
   std::cout << fmt::format("step time    {}\n", formatDuration(p.iterationNs));

@@ -140,7 +140,7 @@ void runSuggest(const SuggestFlags& flags) {
     for (std::size_t k = 0; k < shown; ++k) {
       const RankedCandidate& r = result.ranked[k];
       std::cout << fmt::format(
-          "{:<5} {:<16} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1, r.candidate.scheduleLabel(),
+          "{:<5} {:<16} {:<16} {:>6}  {:<12} {:>10} {:>18} {:>11}\n", k + 1, r.candidate.orderLabel(),
           formatBalance(r.candidate.balance), r.candidate.chunks, std::string(checkpointName(r.candidate.checkpoint)),
           formatDuration(r.prediction.iterationNs), fmt::format("{:.1f} samples/s", r.prediction.samplesPerS),
           formatBytes(static_cast<Bytes>(maxPeak(r.prediction))));

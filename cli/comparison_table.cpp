@@ -20,13 +20,9 @@ Bytes largest(const std::vector<Bytes>& values) {
   return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
 }
 
-std::string percent(const std::optional<double>& value) {
-  return value ? fmt::format("{:+.1f}%", *value) : "-";
-}
+std::string percent(const std::optional<double>& value) { return value ? fmt::format("{:+.1f}%", *value) : "-"; }
 
-std::string modeLabel(const Candidate& candidate) {
-  return std::string(checkpointName(candidate.checkpoint));
-}
+std::string modeLabel(const Candidate& candidate) { return std::string(checkpointName(candidate.checkpoint)); }
 
 /// Measured rank (1 = fastest median step) of each measured candidate, by report index.
 std::map<std::size_t, std::int64_t> measuredRanks(const Report& report) {
@@ -71,9 +67,9 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     return ra < rb;
   });
 
-  const std::string header = fmt::format(
-      "{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}", "pred#", "meas#",
-      "candidate", "schedule", "pred step", "meas step", "error", "pred peak", "meas peak", "error", "status");
+  const std::string header = fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}",
+                                         "pred#", "meas#", "candidate", "schedule", "pred step", "meas step", "error",
+                                         "pred peak", "meas peak", "error", "status");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
   for (const std::size_t index : rows) {
     const CandidateResult& result = report.candidates[index];
@@ -94,8 +90,7 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     out << fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}\n",
                        result.predictedRank > 0 ? std::to_string(result.predictedRank) : "-",
                        rank != ranks.end() ? std::to_string(rank->second) : "-", candidate,
-                       result.candidate.scheduleLabel(),
-                       formatDuration(result.prediction.iterationNs), measuredStep,
+                       result.candidate.orderLabel(), formatDuration(result.prediction.iterationNs), measuredStep,
                        percent(result.stepTimeErrorPct()), formatBytes(largest(result.prediction.peakBytes)),
                        measuredPeak, percent(result.peakBytesErrorPct()), status);
   }
@@ -132,8 +127,8 @@ void printSummary(const Report& report, std::ostream& out) {
   const Suggestion& suggestion = report.suggestion;
   std::string bestMeasured = labelAt(report, suggestion.bestMeasured);
   if (suggestion.bestMeasured && report.candidates[*suggestion.bestMeasured].measurement) {
-    bestMeasured += fmt::format(" ({:.1f} samples/s)",
-                                report.candidates[*suggestion.bestMeasured].measurement->samplesPerS);
+    bestMeasured +=
+        fmt::format(" ({:.1f} samples/s)", report.candidates[*suggestion.bestMeasured].measurement->samplesPerS);
   }
   std::string bestPredicted = labelAt(report, suggestion.bestPredicted);
   if (suggestion.bestPredicted) {
@@ -155,7 +150,7 @@ nlohmann::json summaryJson(const Report& report) {
   };
   auto label = [&](const std::optional<std::size_t>& index) {
     return index && *index < report.candidates.size() ? nlohmann::json(report.candidates[*index].candidate.label())
-                                                     : nlohmann::json(nullptr);
+                                                      : nlohmann::json(nullptr);
   };
   return {{"measured", summary.measuredCount},
           {"step_time_mape_pct", optional(summary.stepTimeMapePct)},

@@ -25,6 +25,23 @@ std::int64_t parseCount(const std::string& text) {
   return used == text.size() && !text.empty() ? value : -1;
 }
 
+/// "0,1" -> {0, 1}: --deferred-weights, comma-separated counts (0 allowed).
+std::vector<std::int64_t> parseDeferredWeights(const std::string& text) {
+  std::vector<std::int64_t> counts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::int64_t count = parseCount(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    if (count < 0) {
+      throw UsageError(
+          fmt::format("--deferred-weights {}: expected one count per device, comma-separated, e.g. 0,1", text));
+    }
+    counts.push_back(count);
+    if (comma == std::string::npos) return counts;
+    start = comma + 1;
+  }
+}
+
 ScheduleKind parseScheduleOrThrow(const std::string& flag, const std::string& text) {
   try {
     return parseScheduleKind(text);
@@ -56,6 +73,13 @@ void addScheduleFlags(CLI::App& command, ScheduleFlags& flags) {
                   "(zbv: device d holds stages d and 2 x devices - 1 - d) (default: 1, or 2 with --schedule "
                   "interleaved, interleaved-zb or zbv)")
       ->type_name("V");
+  command
+      .add_option("--deferred-weights", flags.deferredWeights,
+                  "zb1p: how many W's each device defers, device d between 0 and d (its k-th W runs after its "
+                  "(k + E_d)-th I), e.g. 0,0; fewer keep less memory where a W keeps more than the forward "
+                  "(default: d on device d, torch's order; `pipeprof suggest` and the sweep pick the most within "
+                  "1F1B's memory)")
+      ->type_name("E0,E1,...");
 }
 
 void addScheduleFileFlag(CLI::App& command, ScheduleFlags& flags) {
@@ -67,6 +91,7 @@ void addScheduleFileFlag(CLI::App& command, ScheduleFlags& flags) {
       ->type_name("ORDER.csv")
       ->excludes("--schedule")
       ->excludes("--stages-per-device")
+      ->excludes("--deferred-weights")
       ->excludes("--chunks");
 }
 
@@ -80,6 +105,14 @@ void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape) {
     return;
   }
   const ScheduleKind kind = parseScheduleOrThrow("--schedule", flags.schedule);
+  if (!flags.deferredWeights.empty()) {
+    if (kind != ScheduleKind::ZeroBubble) {
+      throw UsageError(fmt::format("--deferred-weights {}: only zb1p defers its W's by a count per device, not "
+                                   "--schedule {}; drop --deferred-weights or add --schedule zb1p",
+                                   flags.deferredWeights, flags.schedule));
+    }
+    shape.deferredWeights = parseDeferredWeights(flags.deferredWeights);
+  }
   if (flags.stagesPerDevice.empty()) {
     shape.schedule = kind;
     shape.stagesPerDevice = choosesStagesPerDevice(kind) ? 2 : fixedStagesPerDevice(kind);
@@ -149,6 +182,10 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
 void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices) {
   const std::int64_t chunks = shape.chunks;
   if (batch < 1 || chunks < 1 || devices < 1) return;  // reported by the callers' own checks
+  const std::string deferred = deferredWeightsError(shape.schedule, devices, shape.deferredWeights);
+  if (!deferred.empty()) {
+    throw UsageError(fmt::format("--deferred-weights {}: {}", formatBalance(shape.deferredWeights), deferred));
+  }
   const MicroBatching split = microBatching(batch, chunks);
   const std::string error =
       scheduleShapeError(shape.schedule, shape.stagesPerDevice, devices * shape.stagesPerDevice, split.count);

@@ -20,9 +20,10 @@ struct ScheduleFlags {
   std::string schedule = "gpipe";
   std::string stagesPerDevice;  ///< empty: 1, or 2 with --schedule interleaved, interleaved-zb or zbv
   std::string scheduleFile;     ///< --schedule-file: a custom order (torch's CSV); empty: none
+  std::string deferredWeights;  ///< --deferred-weights (zb1p): W's each device defers; empty: torch's
 };
 
-/// Adds --schedule and --stages-per-device to a subcommand.
+/// Adds --schedule, --stages-per-device and --deferred-weights to a subcommand.
 void addScheduleFlags(CLI::App& command, ScheduleFlags& flags);
 /// Adds --schedule-file ORDER.csv (run, simulate), after addScheduleFlags and --chunks: it
 /// excludes --schedule, --stages-per-device and --chunks, which the order fixes.
@@ -30,7 +31,8 @@ void addScheduleFileFlag(CLI::App& command, ScheduleFlags& flags);
 
 /// Sets the shape's schedule and stages per device from the flags. Throws UsageError naming the
 /// value and the fix: an unknown schedule, a v that is not a positive integer, v != 1 for gpipe,
-/// 1f1b and zb1p, v < 2 for interleaved and interleaved-zb, v != 2 for zbv. With --schedule-file
+/// 1f1b and zb1p, v < 2 for interleaved and interleaved-zb, v != 2 for zbv, --deferred-weights
+/// that are not counts or go with another schedule than zb1p. With --schedule-file
 /// the schedule is custom, with the file's order, its v, and its micro-batches as the chunks
 /// (FormatError or UsageError naming the file, the rank and the action for an order that breaks
 /// a rule).
@@ -40,7 +42,8 @@ void applyScheduleFlags(const ScheduleFlags& flags, PipelineShape& shape);
 /// p * v (with `devices` = p pipeline devices when known, > 0; `devicesText` says where p came
 /// from, e.g. "--devices cpu,cpu"), and the schedule must run the micro-batches that a batch of
 /// `batch` samples in shape.chunks chunks makes (scheduleShapeError, e.g. interleaved chunks a
-/// multiple of p). Throws UsageError naming the values and the fix.
+/// multiple of p), and --deferred-weights must name each of the p devices (deferredWeightsError).
+/// Throws UsageError naming the values and the fix.
 void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices,
                         const std::string& devicesText);
 

@@ -25,7 +25,7 @@ std::int64_t Candidate::deviceOf(std::int64_t j) const {
 std::string Candidate::label() const {
   std::string text =
       "[" + formatBalance(balance) + "] x" + std::to_string(chunks) + " " + std::string(checkpointName(checkpoint));
-  return schedule == ScheduleKind::GPipe ? text : text + " " + scheduleLabel();
+  return schedule == ScheduleKind::GPipe ? text : text + " " + orderLabel();
 }
 
 MicroBatching microBatching(std::int64_t batch, std::int64_t chunks) {
@@ -165,6 +165,9 @@ std::string candidateSlug(const Candidate& candidate) {
   slug += "_" + scheduleKindName(candidate.schedule);
   if (choosesStagesPerDevice(candidate.schedule)) slug += "-v" + std::to_string(candidate.stagesPerDevice);
   if (candidate.order) slug += "-" + orderDigest(*candidate.order);
+  for (std::size_t d = 0; d < candidate.deferredWeights.size(); ++d) {
+    slug += (d == 0 ? "-deferred-" : "-") + std::to_string(candidate.deferredWeights[d]);
+  }
   return slug;
 }
 

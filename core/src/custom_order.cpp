@@ -140,6 +140,7 @@ void runCustomOrder(PipelineShape& shape, std::shared_ptr<const CustomOrder> ord
   shape.schedule = ScheduleKind::Custom;
   shape.stagesPerDevice = order->stagesPerDevice();
   shape.chunks = order->microBatches;
+  shape.deferredWeights.clear();  // the order says when each W runs
   shape.order = std::move(order);
 }
 

@@ -40,10 +40,41 @@ bool PipelineShape::splitsBackward() const {
 bool operator==(const PipelineShape& a, const PipelineShape& b) {
   const bool sameOrder = a.order == b.order || (a.order && b.order && *a.order == *b.order);
   return a.balance == b.balance && a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice &&
-         a.chunks == b.chunks && a.checkpoint == b.checkpoint && sameOrder;
+         a.chunks == b.chunks && a.checkpoint == b.checkpoint && sameOrder && a.deferredWeights == b.deferredWeights;
 }
 
 std::string PipelineShape::scheduleLabel() const { return pipeprof::scheduleLabel(schedule, stagesPerDevice); }
+
+std::string PipelineShape::orderLabel() const {
+  if (deferredWeights.empty()) return scheduleLabel();
+  std::string counts;
+  for (std::int64_t count : deferredWeights) counts += (counts.empty() ? "" : ",") + std::to_string(count);
+  return scheduleLabel() + " deferred-weights " + counts;
+}
+
+std::int64_t PipelineShape::weightsDeferredBy(std::int64_t d) const {
+  return deferredWeights.empty() ? d : deferredWeights.at(static_cast<std::size_t>(d));
+}
+
+std::string deferredWeightsError(ScheduleKind kind, std::int64_t p, const std::vector<std::int64_t>& deferred) {
+  if (deferred.empty()) return {};
+  if (kind != ScheduleKind::ZeroBubble) {
+    return "deferred weights go with zb1p, not " + scheduleKindName(kind) +
+           " (deferred weights: " + listText(deferred) + ")";
+  }
+  if (static_cast<std::int64_t>(deferred.size()) != p) {
+    return "deferred weights " + listText(deferred) + " name " + std::to_string(deferred.size()) +
+           " devices but the pipeline has " + std::to_string(p) + ": give one count per device";
+  }
+  for (std::size_t d = 0; d < deferred.size(); ++d) {
+    if (deferred[d] < 0 || deferred[d] > static_cast<std::int64_t>(d)) {
+      return "device " + std::to_string(d) + " defers at most " + std::to_string(d) +
+             " of its W's (torch's order), not " + std::to_string(deferred[d]) +
+             " (deferred weights: " + listText(deferred) + ")";
+    }
+  }
+  return {};
+}
 
 std::string PipelineShape::shapeError(std::int64_t microBatches) const {
   if (balance.empty()) return "balance must have at least one partition (balance: [])";
@@ -69,6 +100,8 @@ std::string PipelineShape::shapeError(std::int64_t microBatches) const {
              " micro-batches but the batch splits into " + std::to_string(microBatches);
     }
   }
+  const std::string deferred = deferredWeightsError(schedule, pipelineDevices(), deferredWeights);
+  if (!deferred.empty()) return deferred;
   return scheduleShapeError(schedule, stagesPerDevice, stages(), microBatches);
 }
 
@@ -111,6 +144,7 @@ nlohmann::json toJson(const PipelineShape& shape) {
                          {"checkpoint", std::string(checkpointName(shape.checkpoint))},
                          {"schedule", scheduleKindName(shape.schedule)}};
   if (shape.stagesPerDevice != 1) json["stages_per_device"] = shape.stagesPerDevice;
+  if (!shape.deferredWeights.empty()) json["deferred_weights"] = shape.deferredWeights;
   if (shape.order) {
     std::vector<std::string> rows;
     for (const auto& actions : shape.order->ranks) {
@@ -167,6 +201,12 @@ PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::strin
       stagesPerDevice.fail("expected a divisor of the " + std::to_string(shape.stages()) +
                            " stages of the balance, got " + std::to_string(shape.stagesPerDevice));
     }
+  }
+  if (root.has("deferred_weights")) {
+    JsonCursor deferred = root.at("deferred_weights");
+    for (const JsonCursor& item : deferred.items()) shape.deferredWeights.push_back(item.asNonNegativeInt());
+    const std::string error = deferredWeightsError(shape.schedule, shape.pipelineDevices(), shape.deferredWeights);
+    if (!error.empty()) deferred.fail(error);
   }
   return shape;
 }

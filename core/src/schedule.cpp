@@ -66,8 +66,9 @@ std::vector<Slot> gpipeSlots(std::int64_t m, std::int64_t n, bool training, std:
 /// forwards in the same order.
 std::vector<Slot> orderedSlots(const ScheduleSpec& spec, std::int64_t n, std::int64_t stop) {
   std::vector<Slot> slots;
-  const auto devices =
-      spec.order ? spec.order->deviceSteps() : deviceSteps(spec.schedule, n, spec.chunks, spec.stagesPerDevice);
+  const auto devices = spec.order
+                           ? spec.order->deviceSteps()
+                           : deviceSteps(spec.schedule, n, spec.chunks, spec.stagesPerDevice, spec.deferredWeights);
   for (const auto& steps : devices) {
     for (const OrderStep& step : steps) {
       if (step.kind == OpKind::Forward) {
@@ -136,8 +137,9 @@ std::vector<OrderStep> interleavedSteps(std::int64_t d, std::int64_t p, std::int
 
 /// Device d's steps under zero bubble (torch's ScheduleInterleavedZeroBubble; v = 1 is zb1p):
 /// interleaved 1F1B's shape over rounds of r micro-batches, I in B's place, and the W of the
-/// k-th backward right after the (k + d)-th I, the rest at the end.
-std::vector<OrderStep> zeroBubbleSteps(std::int64_t d, std::int64_t p, std::int64_t m, std::int64_t v) {
+/// k-th backward right after the (k + deferred)-th I (torch: deferred = d), the rest at the end.
+std::vector<OrderStep> zeroBubbleSteps(std::int64_t d, std::int64_t p, std::int64_t m, std::int64_t v,
+                                       std::int64_t deferred) {
   const std::int64_t round = m / std::max<std::int64_t>(1, m / p);
   const std::int64_t total = m * v;
   const std::int64_t warmup = std::min((v - 1) * round + p - d - 1, total);
@@ -156,7 +158,7 @@ std::vector<OrderStep> zeroBubbleSteps(std::int64_t d, std::int64_t p, std::int6
     const std::int64_t chunk = v - 1 - ((k - warmup) / round) % v;
     push(OpKind::BackwardInput, chunk, inputs);
     owed.push_back(chunk);
-    if (k - warmup >= d) weight();
+    if (k - warmup >= deferred) weight();
   };
   for (std::int64_t k = 0; k < warmup; ++k) forward(k);
   for (std::int64_t k = warmup; k < total; ++k) {
@@ -330,7 +332,8 @@ std::vector<std::vector<Cell>> clockCycles(std::int64_t m, std::int64_t n) {
   return clocks;
 }
 
-std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v) {
+std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v,
+                                                const std::vector<std::int64_t>& deferredWeights) {
   if (n <= 0 || m <= 0) {
     throw std::invalid_argument("device steps need positive stages and chunks (stages: " + std::to_string(n) +
                                 ", chunks: " + std::to_string(m) + ")");
@@ -338,6 +341,8 @@ std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t 
   std::string shape = scheduleShapeError(kind, v, n, m);
   if (!shape.empty()) throw std::invalid_argument(shape);
   const std::int64_t p = n / v;
+  const std::string deferred = deferredWeightsError(kind, p, deferredWeights);
+  if (!deferred.empty()) throw std::invalid_argument(deferred);
   std::vector<std::vector<OrderStep>> devices;
   for (std::int64_t d = 0; d < p; ++d) {
     std::vector<OrderStep> steps;
@@ -349,7 +354,9 @@ std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t 
       case ScheduleKind::OneFOneB: steps = oneFOneBSteps(d, p, m); break;
       case ScheduleKind::Interleaved: steps = interleavedSteps(d, p, m, v); break;
       case ScheduleKind::ZeroBubble:
-      case ScheduleKind::InterleavedZeroBubble: steps = zeroBubbleSteps(d, p, m, v); break;
+        steps = zeroBubbleSteps(d, p, m, v, deferredWeights.empty() ? d : deferredWeights[static_cast<std::size_t>(d)]);
+        break;
+      case ScheduleKind::InterleavedZeroBubble: steps = zeroBubbleSteps(d, p, m, v, d); break;
       case ScheduleKind::ZeroBubbleV: steps = zeroBubbleVSteps(d, p, m); break;
       case ScheduleKind::Custom: throw std::invalid_argument("a custom order's steps are its own (CustomOrder)");
     }

@@ -112,7 +112,8 @@ bool TuningModel::setCheckpoint(Checkpoint checkpoint) {
 bool TuningModel::setSchedule(ScheduleKind schedule, std::int64_t stagesPerDevice) {
   Candidate next = edited_;
   next.schedule = schedule;
-  next.order = nullptr;  // a generated family's order is its own
+  next.order = nullptr;          // a generated family's order is its own
+  next.deferredWeights.clear();  // zb1p's default order (torch's) until a suggestion says otherwise
   const std::int64_t fixed = fixedStagesPerDevice(schedule);
   next.stagesPerDevice = fixed == 0 ? std::max<std::int64_t>(2, stagesPerDevice) : fixed;
   // Keep the pipeline devices of the last valid candidate; the stages follow from v.

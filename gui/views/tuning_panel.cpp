@@ -361,10 +361,13 @@ void TuningPanel::showPrediction() {
                                                            : QString()));
   row(tr("Throughput"),
       throughputText(p.samplesPerS) + (base ? versus(p.samplesPerS, base->samplesPerS, true) : QString()));
-  row(tr("Schedule"), scheduleText(model_->candidate().schedule, model_->candidate().stagesPerDevice) +
-                          tr(", %1 stages on %2 devices")
-                              .arg(model_->candidate().balance.size())
-                              .arg(model_->candidate().pipelineDevices()));
+  const Candidate& shown = model_->candidate();
+  QString schedule = scheduleText(shown.schedule, shown.stagesPerDevice) +
+                     tr(", %1 stages on %2 devices").arg(shown.balance.size()).arg(shown.pipelineDevices());
+  if (!shown.deferredWeights.empty()) {  // zb1p within 1F1B's memory (the search's)
+    schedule += tr(", W's deferred per device: %1").arg(qs(formatBalance(shown.deferredWeights)));
+  }
+  row(tr("Schedule"), schedule);
   row(tr("Bubble"), QStringLiteral("%1 %").arg(p.bubbleFraction * 100.0, 0, 'f', 1));
   const Cluster& cluster = model_->cluster();
   // One peak per pipeline device d (its cluster device is candidate.deviceOf(d), d < p).

@@ -69,6 +69,34 @@ TEST(ApplyScheduleFlags, BadValuesNameTheValueAndTheFix) {
   }
 }
 
+TEST(ApplyScheduleFlags, DeferredWeightsGoWithZbOnePOneCountPerDevice) {
+  ScheduleFlags flags;
+  flags.schedule = "zb1p";
+  flags.deferredWeights = "0,0";
+  PipelineShape shape = applied(flags);
+  EXPECT_EQ(shape.deferredWeights, (std::vector<std::int64_t>{0, 0}));
+  shape.balance = {8, 7};
+  shape.chunks = 8;
+  EXPECT_EQ(usageError([&] { checkScheduleShape(shape, 64, 2, "--devices cpu,cpu"); }), "");
+  shape.deferredWeights = {0, 2};
+  EXPECT_EQ(usageError([&] { checkScheduleShape(shape, 64, 2, "--devices cpu,cpu"); }),
+            "--deferred-weights 0,2: device 1 defers at most 1 of its W's (torch's order), not 2 (deferred weights: "
+            "[0, 2])");
+  shape.deferredWeights = {0, 0, 0};
+  EXPECT_NE(usageError([&] { checkScheduleShape(shape, 64, 0, ""); }).find("name 3 devices but the pipeline has 2"),
+            std::string::npos);
+  flags.deferredWeights = "0,x";
+  EXPECT_EQ(usageError([&] { applied(flags); }),
+            "--deferred-weights 0,x: expected one count per device, comma-separated, e.g. 0,1");
+  flags.deferredWeights = "0,-1";
+  EXPECT_NE(usageError([&] { applied(flags); }).find("expected one count per device"), std::string::npos);
+  flags.schedule = "1f1b";
+  flags.deferredWeights = "0,0";
+  EXPECT_EQ(usageError([&] { applied(flags); }),
+            "--deferred-weights 0,0: only zb1p defers its W's by a count per device, not --schedule 1f1b; drop "
+            "--deferred-weights or add --schedule zb1p");
+}
+
 /// An interleaved v = 2 shape of `balance` in `chunks` chunks.
 PipelineShape interleaved(std::vector<std::int64_t> balance, std::int64_t chunks) {
   return PipelineShape{std::move(balance), ScheduleKind::Interleaved, 2, chunks};

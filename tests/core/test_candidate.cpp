@@ -199,6 +199,12 @@ TEST(CandidateSlug, IsFileNameSafeAndKeepsTheGpipeSlug) {
   candidate.stagesPerDevice = 2;
   candidate.checkpoint = Checkpoint::Never;
   EXPECT_EQ(candidateSlug(candidate), "b1-1-1-1_m8_never_interleaved-v2");
+  candidate.balance = {8, 7};
+  candidate.schedule = ScheduleKind::ZeroBubble;
+  candidate.stagesPerDevice = 1;
+  EXPECT_EQ(candidateSlug(candidate), "b8-7_m8_never_zb1p");
+  candidate.deferredWeights = {0, 0};
+  EXPECT_EQ(candidateSlug(candidate), "b8-7_m8_never_zb1p-deferred-0-0");
 }
 
 // Two custom orders of one balance and chunk count get two names (a digest of their actions),

@@ -113,6 +113,42 @@ TEST(PipelineShapeJson, OldFilesLoadAndBadOnesNameThePath) {
   EXPECT_EQ(error("[2, 6]"), "s.json: $.shape: expected a pipeline shape object with balance, chunks and checkpoint");
 }
 
+TEST(PipelineShapeJson, ZeroBubblesDeferredWeightsRoundTripAndAreChecked) {
+  PipelineShape zb = shape({8, 7}, ScheduleKind::ZeroBubble, 1, 8, Checkpoint::Never);
+  zb.deferredWeights = {0, 0};
+  const nlohmann::json json = toJson(zb);
+  EXPECT_EQ(json, nlohmann::json::parse(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never",
+                                            "schedule": "zb1p", "deferred_weights": [0, 0]})"));
+  EXPECT_EQ(pipelineShapeFromJson(json, "s.json"), zb);
+  EXPECT_NE(pipelineShapeFromJson(json, "s.json"), shape({8, 7}, ScheduleKind::ZeroBubble, 1, 8, Checkpoint::Never));
+  Candidate candidate;
+  static_cast<PipelineShape&>(candidate) = zb;
+  EXPECT_EQ(candidate.label(), "[8,7] x8 never zb1p deferred-weights 0,0");
+  EXPECT_EQ(zb.orderLabel(), "zb1p deferred-weights 0,0");
+  EXPECT_EQ(zb.scheduleLabel(), "zb1p");  // the calibration's reference shapes go by it
+  EXPECT_EQ(zb.weightsDeferredBy(1), 0);
+  zb.deferredWeights.clear();
+  EXPECT_EQ(zb.weightsDeferredBy(1), 1);  // torch's order
+  auto error = [](const std::string& text) {
+    try {
+      pipelineShapeFromJson(nlohmann::json::parse(text), "s.json", "$.shape");
+    } catch (const FormatError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "1f1b",
+                      "deferred_weights": [0, 0]})"),
+            "s.json: $.shape.deferred_weights: deferred weights go with zb1p, not 1f1b (deferred weights: [0, 0])");
+  EXPECT_EQ(error(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "zb1p",
+                      "deferred_weights": [0, 2]})"),
+            "s.json: $.shape.deferred_weights: device 1 defers at most 1 of its W's (torch's order), not 2 "
+            "(deferred weights: [0, 2])");
+  EXPECT_EQ(error(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "zb1p",
+                      "deferred_weights": [0, -1]})"),
+            "s.json: $.shape.deferred_weights[1]: expected a non-negative integer, got -1");
+}
+
 /// Options with fields of their own beside the shape, as TrainingOptions has (a core test cannot
 /// include the runtime's).
 struct RunOptions : PipelineShape {

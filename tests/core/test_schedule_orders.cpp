@@ -164,6 +164,49 @@ TEST(ZeroBubble, FewerMicroBatchesThanDevicesAndRecomputeBeforeI) {
                           "F0.2 F1.2 R0.2 I0.2 I1.2 W0.2 W1.2", "F0.3 L0 R0.3 I0.3 F1.3 L1 I1.3 W0.3 W1.3"));
 }
 
+// zb1p deferring fewer W's than torch (PipelineShape::deferredWeights): device d runs the W of
+// its k-th backward right after its (k + e_d)-th I; e = (0, 0) is 1F1B with each B split in two.
+TEST(ZeroBubble, DeferringFewerWeightsRunsEachWThatManyIsAfterItsI) {
+  auto deferring = [](std::int64_t p, std::int64_t m, std::vector<std::int64_t> deferred) {
+    ScheduleSpec spec;
+    spec.schedule = ScheduleKind::ZeroBubble;
+    spec.balance.assign(static_cast<std::size_t>(p), 1);
+    spec.chunks = m;
+    spec.checkpoint = Checkpoint::Never;
+    spec.deferredWeights = std::move(deferred);
+    return table(Schedule::build(spec));
+  };
+  EXPECT_THAT(deferring(2, 4, {0, 0}),
+              ElementsAre("F0.0 F1.0 I0.0 W0.0 F2.0 I1.0 W1.0 F3.0 I2.0 W2.0 I3.0 W3.0",
+                          "F0.1 L0 I0.1 W0.1 F1.1 L1 I1.1 W1.1 F2.1 L2 I2.1 W2.1 F3.1 L3 I3.1 W3.1"));
+  EXPECT_THAT(deferring(3, 4, {0, 1, 1}),
+              ElementsAre("F0.0 F1.0 F2.0 I0.0 W0.0 F3.0 I1.0 W1.0 I2.0 W2.0 I3.0 W3.0",
+                          "F0.1 F1.1 I0.1 F2.1 I1.1 W0.1 F3.1 I2.1 W1.1 I3.1 W2.1 W3.1",
+                          "F0.2 L0 I0.2 F1.2 L1 I1.2 W0.2 F2.2 L2 I2.2 W1.2 F3.2 L3 I3.2 W2.2 W3.2"));
+  // Each device's own count is torch's order on that device.
+  EXPECT_EQ(deferring(3, 4, {0, 1, 2}), table(build(ScheduleKind::ZeroBubble, 3, 4, 1)));
+  EXPECT_EQ(deviceSteps(ScheduleKind::ZeroBubble, 3, 4, 1, {0, 1, 1})[1],
+            deviceSteps(ScheduleKind::ZeroBubble, 3, 4, 1)[1]);
+}
+
+TEST(ZeroBubble, RefusesDeferredWeightsOutOfRangeOrForAnotherSchedule) {
+  EXPECT_THAT(
+      [] {
+        deviceSteps(ScheduleKind::ZeroBubble, 2, 4, 1, {0, 2});
+      },
+      ThrowsMessage<std::invalid_argument>(
+          StrEq("device 1 defers at most 1 of its W's (torch's order), not 2 (deferred weights: [0, 2])")));
+  EXPECT_THAT([] { deviceSteps(ScheduleKind::ZeroBubble, 2, 4, 1, {0}); },
+              ThrowsMessage<std::invalid_argument>(
+                  StrEq("deferred weights [0] name 1 devices but the pipeline has 2: give one count per device")));
+  EXPECT_THAT(
+      [] {
+        deviceSteps(ScheduleKind::OneFOneB, 2, 4, 1, {0, 0});
+      },
+      ThrowsMessage<std::invalid_argument>(
+          StrEq("deferred weights go with zb1p, not 1f1b (deferred weights: [0, 0])")));
+}
+
 TEST(ZeroBubble, WaitsForItsIAndIForTheGradients) {
   const Schedule schedule = build(ScheduleKind::ZeroBubble, 2, 2, 1);
   const Op& weight = schedule.op(*schedule.find(OpKind::BackwardWeight, 1, 0));

@@ -130,6 +130,29 @@ TEST(PipeSchedules, StepEqualsTheUnpartitionedModelUnderEverySchedule) {
   }
 }
 
+// zb1p deferring fewer W's than torch's order (the search's choice where W keeps more than the
+// forward) runs the same ops in another order: the same loss and gradients.
+TEST(PipeSchedules, ZbOnePDeferringFewerWeightsComputesTheUnpartitionedGradients) {
+  torch::manual_seed(7);
+  const torch::Tensor input = torch::randn({7, 8});
+  const torch::Tensor target = torch::randn({7, 8});
+  const Reference expected = reference(skipModel(), input, target);
+  std::mt19937 random(5);
+  const std::vector<std::int64_t> balance = randomBalance(random, kSkipLayers, 4);
+  for (const std::vector<std::int64_t>& deferred : {std::vector<std::int64_t>{0, 0, 0, 0}, {0, 1, 1, 1}}) {
+    for (std::int64_t chunks : {2, 7}) {
+      for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+        SCOPED_TRACE("deferred " + text(deferred) + " balance " + text(balance) + " chunks " + std::to_string(chunks) +
+                     " mode " + std::string(checkpointName(mode)));
+        PipeOptions options = scheduleOptions(ScheduleKind::ZeroBubble, 1, chunks, mode);
+        options.deferredWeights = deferred;
+        Pipe pipe(skipModel(), balance, options);
+        ASSERT_TRUE(stepsToReference(pipe, input, target, expected));
+      }
+    }
+  }
+}
+
 // Every order PyTorch 2.6 generates in tests/fixtures/pytorch-2.6-schedules (interleaved 1F1B,
 // looped BFS, interleaved zero bubble, ZBV; p = 2 and 4, 4 to 16 micro-batches) runs as a
 // custom order and computes the unpartitioned model's loss and gradients.

@@ -24,8 +24,8 @@ struct Candidate : PipelineShape {
   /// empty.
   std::int64_t deviceOf(std::int64_t j) const;
   /// "[2,6] x8 except_last": balance, chunks and mode, then the schedule unless it is gpipe
-  /// ("[2,6] x8 never 1f1b", "[1,1,1,1] x4 never interleaved v2"); identifies a candidate in a
-  /// sweep.
+  /// ("[2,6] x8 never 1f1b", "[1,1,1,1] x4 never interleaved v2", orderLabel(): "[8,7] x8 never
+  /// zb1p deferred-weights 0,0"); identifies a candidate in a sweep.
   std::string label() const;
   /// The schedule spec for training with the given skip routes: this shape, its chunks the
   /// number of micro-batches that exist (microBatching(batch, chunks).count), as the runtime
@@ -63,7 +63,8 @@ std::string formatBalance(const std::vector<std::int64_t>& balance);
 
 /// A file-name-safe name of the candidate for its trace files, e.g. "b2-6_m8_except_last",
 /// "b2-6_m8_except_last_1f1b", "b1-1-1-1_m8_never_interleaved-v2", and for a custom order
-/// "b1-1-1-1_m4_never_custom-3f2a9c1e" (a digest of its actions: two orders, two names).
+/// "b1-1-1-1_m4_never_custom-3f2a9c1e" (a digest of its actions: two orders, two names), and
+/// zb1p's deferred W's when given: "b8-7_m8_never_zb1p-deferred-0-0".
 std::string candidateSlug(const Candidate& candidate);
 
 /// The shape's keys (toJson(const PipelineShape&)), batch, and devices when placed.

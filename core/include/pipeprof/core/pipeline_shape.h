@@ -38,6 +38,12 @@ struct PipelineShape {
   /// schedule custom: the order (custom_order.h), whose ranks are the pipeline devices and which
   /// fixes the stages, their placement, v (the most stages a rank holds) and m; null for the generated families.
   std::shared_ptr<const CustomOrder> order{};
+  /// zb1p only: per pipeline device d, how many of its W's it defers -- it runs the W of its
+  /// k-th backward right after its (k + deferredWeights[d])-th I, 0 <= deferredWeights[d] <= d.
+  /// Empty: d on every device, torch's order (each device holds at most p micro-batches' state
+  /// when W keeps no more than the forward; the search bounds it where W keeps more:
+  /// zeroBubbleDeferralWithinOneFOneB in the simulator).
+  std::vector<std::int64_t> deferredWeights{};
 
   /// n: the number of stages, balance.size().
   std::int64_t stages() const { return static_cast<std::int64_t>(balance.size()); }
@@ -54,6 +60,11 @@ struct PipelineShape {
   bool splitsBackward() const;
   /// "gpipe", "1f1b", "interleaved v2": scheduleLabel(schedule, stagesPerDevice).
   std::string scheduleLabel() const;
+  /// scheduleLabel() and, when given, zb1p's deferred W's: "zb1p deferred-weights 0,0" (the
+  /// flag and its value, as `run` takes them); what tables show in their schedule column.
+  std::string orderLabel() const;
+  /// How many W's device d defers under zb1p: deferredWeights[d], or d when it is empty.
+  std::int64_t weightsDeferredBy(std::int64_t d) const;
 
   /// Why the shape cannot run, or "" when it can: an empty balance or an entry < 1, chunks <
   /// 1, a custom order missing or not of the shape's stages, v and micro-batches (or one given
@@ -69,6 +80,12 @@ struct PipelineShape {
   friend bool operator!=(const PipelineShape& a, const PipelineShape& b) { return !(a == b); }
 };
 
+/// Why a list of deferred W's per device cannot go with (kind, p), or empty when it can: an empty
+/// list always can; otherwise the schedule must be zb1p, the list one entry per device, and
+/// device d's entry within 0..d, e.g. "device 1 defers at most 1 of its W's (torch's order), not
+/// 2 (deferred weights: [0, 2])".
+std::string deferredWeightsError(ScheduleKind kind, std::int64_t p, const std::vector<std::int64_t>& deferred);
+
 /// Why (kind, v) cannot schedule n stages with m micro-batches, or empty when it can:
 /// v must be 1 for gpipe, 1f1b and zb1p, at least 2 for interleaved and interleaved-zb and 2
 /// for zbv, n a multiple of v (custom: any v >= 1, its order places the stages); for interleaved m a multiple of the p
@@ -77,14 +94,14 @@ struct PipelineShape {
 std::string scheduleShapeError(ScheduleKind kind, std::int64_t stagesPerDevice, std::int64_t n, std::int64_t m);
 
 /// The shape's JSON form, the shape keys of a candidate (docs/formats.md): balance, chunks,
-/// checkpoint, schedule, stages_per_device when it is not 1, and a custom order as `order`:
-/// one string per rank, its CSV row ("0F0,0F1,0B0,0B1").
+/// checkpoint, schedule, stages_per_device when it is not 1, deferred_weights when given, and a
+/// custom order as `order`: one string per rank, its CSV row ("0F0,0F1,0B0,0B1").
 nlohmann::json toJson(const PipelineShape& shape);
 /// Reads those keys of an object (other keys are left to the caller): balance (at least one
 /// positive entry), chunks and checkpoint required; schedule (default gpipe) and
-/// stages_per_device (default 1, a divisor of the stages) optional, so files written before
-/// schedules existed still load; `order` with schedule custom (checked as makeCustomOrder
-/// does). Throws FormatError naming file and JSON path.
+/// stages_per_device (default 1, a divisor of the stages) and deferred_weights (default none)
+/// optional, so files written before schedules existed still load; `order` with schedule custom (checked as
+/// makeCustomOrder does). Throws FormatError naming file and JSON path.
 PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::string& file, const std::string& path = "$");
 
 }  // namespace pipeprof

@@ -51,10 +51,17 @@
 // (one per hop from the last device, not two), and each W deferred: device d runs the W of its
 // k-th backward right after its (k + d)-th I, and the d it still owes at the end. So the last
 // devices, whose 1F1B holds few micro-batches, fill their cool-down bubble with W, and every
-// device holds at most p micro-batches' W state, 1F1B's peak. m = 4, p = 2 (zb1p):
+// device holds at most p micro-batches' state, 1F1B's peak, where a micro-batch waiting for its
+// W keeps no more than one waiting for its I. m = 4, p = 2 (zb1p):
 //
 //   device 0   F0 F1 I0 W0 F2 I1 W1 F3 I2 W2 I3 W3
 //   device 1   F0 L0 I0 F1 L1 I1 W0 F2 L2 I2 W1 F3 L3 I3 W2 W3
+//
+// zb1p may defer fewer (deferredWeights: device d runs its k-th W after its (k + e_d)-th I,
+// 0 <= e_d <= d), where a W keeps more than the forward (each Linear's input and its output's
+// gradient): the search picks the most each device can defer within 1F1B's memory. e = (0, 0):
+//
+//   device 1   F0 L0 I0 W0 F1 L1 I1 W1 F2 L2 I2 W2 F3 L3 I3 W3
 //
 // ZBV (zbv: v = 2; torch's ScheduleZBVZeroBubble, Qi et al.'s ZB-V): device d holds stages d
 // and 2p - 1 - d, so a micro-batch goes down the devices and back up, and the last stage (its
@@ -121,9 +128,11 @@ struct OrderStep {
 
 /// The forwards and backwards of every device of a training step, in the order its worker
 /// runs them (the diagrams above): n stages, m micro-batches, v stages per device, p = n / v
-/// devices. Throws std::invalid_argument with scheduleShapeError's text, or when n or m is not
-/// positive.
-std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v);
+/// devices; under zb1p device d defers deferredWeights[d] W's (empty: d, torch's order). Throws
+/// std::invalid_argument with scheduleShapeError's or deferredWeightsError's text, or when n or
+/// m is not positive.
+std::vector<std::vector<OrderStep>> deviceSteps(ScheduleKind kind, std::int64_t n, std::int64_t m, std::int64_t v,
+                                                const std::vector<std::int64_t>& deferredWeights = {});
 
 /// A named skip tensor stashed by one layer and popped by a later one (layer indices into
 /// the whole Sequential).
