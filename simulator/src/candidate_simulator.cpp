@@ -2,6 +2,7 @@
 #include "candidate_simulator.h"
 
 #include "predicted_trace.h"
+#include "weight_deferral.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -101,6 +102,7 @@ const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candida
   scratchKey_.chunks = count;
   scratchKey_.mode = candidate.checkpoint;
   scratchKey_.training = training;
+  scratchKey_.deferredWeights = candidate.deferredWeights;
   scratchKey_.skipPartitions.clear();
   auto partitionOf = [&](std::int64_t layer) {
     std::int32_t j = 0;
@@ -122,6 +124,10 @@ const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candida
   facts.stashReturnsItsInput = costs_.stashReturnsItsInput();
   auto compiled = std::make_unique<CompiledSchedule>(compileSchedule(schedule, facts, cluster_.processPerDevice));
   return *cache_.emplace(scratchKey_, std::move(compiled)).first->second;
+}
+
+std::vector<std::int64_t> CandidateSimulator::deferralWithinOneFOneBMemory(const Candidate& candidate) {
+  return sim::deferralWithinOneFOneBMemory(costs_, candidate);
 }
 
 void CandidateSimulator::simulate(const Candidate& candidate, bool training, bool recordTrace, SimulationResult& out) {

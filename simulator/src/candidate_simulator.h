@@ -34,6 +34,9 @@ class CandidateSimulator {
   /// Per cluster device: the sum of the peaks of the pipeline devices placed on it (last run).
   const std::vector<Bytes>& devicePeakBytes() const { return devicePeakBytes_; }
 
+  /// A zb1p candidate's deferred W's within 1F1B's memory (deferralWithinOneFOneBMemory).
+  std::vector<std::int64_t> deferralWithinOneFOneBMemory(const Candidate& candidate);
+
  private:
   struct Key {
     ScheduleKind kind;
@@ -44,10 +47,11 @@ class CandidateSimulator {
     bool training;
     /// Per skip route: its stash's and pop's partitions, and whether each opens it (bits 1, 2).
     std::vector<std::int32_t> skipPartitions;
+    std::vector<std::int64_t> deferredWeights;  ///< zb1p's (PipelineShape::deferredWeights)
     bool operator<(const Key& other) const {
-      return std::tie(kind, stagesPerDevice, partitions, chunks, mode, training, skipPartitions) <
+      return std::tie(kind, stagesPerDevice, partitions, chunks, mode, training, skipPartitions, deferredWeights) <
              std::tie(other.kind, other.stagesPerDevice, other.partitions, other.chunks, other.mode, other.training,
-                      other.skipPartitions);
+                      other.skipPartitions, other.deferredWeights);
     }
   };
   const CompiledSchedule& compiledFor(const Candidate& candidate, std::int64_t count, bool training);

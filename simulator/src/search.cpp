@@ -294,6 +294,7 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
     const std::int64_t n = p * shape.v;
     candidate.schedule = shape.kind;
     candidate.stagesPerDevice = shape.v;
+    candidate.deferredWeights.clear();
     if (n > layers) {
       RankedCandidate ranked;
       ranked.candidate = candidate;
@@ -327,6 +328,11 @@ SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const
             ranked.rejection = shapeError;
             result.rejected.push_back(std::move(ranked));
           } else {
+            // zb1p defers no more W's than keep each device within 1F1B's memory.
+            if (shape.kind == ScheduleKind::ZeroBubble) {
+              candidate.deferredWeights = simulator.deferralWithinOneFOneBMemory(candidate);
+              ranked.candidate.deferredWeights = candidate.deferredWeights;
+            }
             simulator.simulate(candidate, true, false, simulated);
             ranked.prediction = simulated.prediction;
             result.simulatedEvents += simulated.eventCount;

@@ -214,15 +214,17 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
     EXPECT_NE(trace.find("\"loss(0)\""), std::string::npos) << measured;
   }
   std::sort(labels.begin(), labels.end());
-  EXPECT_EQ(labels, (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2",
-                                              "[1,1,1,2] x2 never interleaved-zb v2", "[1,1,1,2] x2 never zbv",
-                                              "[2,3] x2 never", "[2,3] x2 never 1f1b", "[2,3] x2 never zb1p"}));
+  EXPECT_EQ(labels,
+            (std::vector<std::string>{"[1,1,1,2] x2 never interleaved v2", "[1,1,1,2] x2 never interleaved-zb v2",
+                                      "[1,1,1,2] x2 never zbv", "[2,3] x2 never", "[2,3] x2 never 1f1b",
+                                      // the mlp's W keeps twice its forward: no W deferred
+                                      "[2,3] x2 never zb1p deferred-weights 0,0"}));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b1-1-1-2_m2_never_interleaved-v2.measured.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never_1f1b.predicted.json"));
   EXPECT_TRUE(fs::is_regular_file(dir_ / "report.traces" / "b2-3_m2_never.measured.json"));
   // A zero-bubble candidate's traces, measured and predicted, show its backward as I and W.
   for (const char* suffix : {".measured.json", ".predicted.json"}) {
-    const std::string zb = slurp(dir_ / "report.traces" / (std::string("b2-3_m2_never_zb1p") + suffix));
+    const std::string zb = slurp(dir_ / "report.traces" / (std::string("b2-3_m2_never_zb1p-deferred-0-0") + suffix));
     EXPECT_NE(zb.find("\"backward-input(1,1)\""), std::string::npos) << suffix;
     EXPECT_NE(zb.find("\"backward-weight(0,0)\""), std::string::npos) << suffix;
     // zbv's last stage (3) runs on device 0: its spans are on device 0's track.

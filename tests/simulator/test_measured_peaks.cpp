@@ -4,6 +4,7 @@
 // are what the threaded Pipe measured on its two devices; the profile's bytes are those the
 // sweeps used.
 #include <pipeprof/core/profile.h>
+#include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "test_helpers.h"
@@ -25,12 +26,14 @@ struct Measured {
   std::vector<Bytes> peakBytes;  ///< per device, as the sweep measured them
   std::int64_t chunks = 8;
   std::int64_t batch = 4096;
+  std::vector<std::int64_t> deferredWeights{};  ///< zb1p's, as the search chose them
 };
 
 Prediction predict(const Profile& profile, const Measured& row, const Cluster& cluster = test::freeCluster(2)) {
   Candidate candidate = test::makeCandidate(row.balance, row.chunks, row.mode, row.batch);
   candidate.schedule = row.schedule;
   candidate.stagesPerDevice = row.balance.size() == 2 ? 1 : 2;
+  candidate.deferredWeights = row.deferredWeights;
   return simulate(profile, cluster, candidate).prediction;
 }
 
@@ -82,6 +85,9 @@ TEST(MeasuredPeaks, ZeroBubbleSchedulesArePredictedToWithinOneActivationPerDevic
       {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {20989952, 25184288}},
       {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {20989952, 26230796}},
       {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::ExceptLast, {20989952, 25184288}},
+      // Within 1F1B's memory (2026-11-28): no W deferred, every W right after its I.
+      {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::Never, {19941376, 18890788}, 8, 4096, {0, 0}},
+      {ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::ExceptLast, {19941376, 17844256}, 8, 4096, {0, 0}},
       {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::Never, {22038528, 22036488}},
       {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::Never, {23085056, 22036488}},
       {ScheduleKind::InterleavedZeroBubble, {3, 4, 4, 4}, Checkpoint::Never, {23085056, 27279372}},
@@ -93,6 +99,25 @@ TEST(MeasuredPeaks, ZeroBubbleSchedulesArePredictedToWithinOneActivationPerDevic
       {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::ExceptLast, {20987940, 23085056}},
       {ScheduleKind::ZeroBubbleV, {3, 4, 4, 4}, Checkpoint::ExceptLast, {19939364, 23085056}}};
   expectWithin(mlpProfile(), rows, 0.001, Bytes{1} << 20);
+}
+
+// The mlp's W keeps each Linear's input and its output's gradient, twice what its forward saved:
+// the search's zb1p defers no W, and its last device measured 18.0 MiB (never) against 1F1B's
+// 15.0 + one micro-batch's 4 (torch's order: 24-25).
+TEST(MeasuredPeaks, TheSearchsZbOnePDefersNoWOnTheMlp) {
+  SearchSpace space;
+  space.batch = 4096;
+  space.devices = 2;
+  space.schedules = {ScheduleKind::ZeroBubble};
+  space.chunks = {8};
+  space.modes = {Checkpoint::Never, Checkpoint::ExceptLast};
+  space.enumeration = BalanceEnumeration::Given;
+  space.balances = {{8, 7}, {4, 11}};
+  const SearchResult result = search(mlpProfile(), test::freeCluster(2), space);
+  ASSERT_EQ(result.ranked.size(), 4u);
+  for (const RankedCandidate& ranked : result.ranked) {
+    EXPECT_EQ(ranked.candidate.deferredWeights, (std::vector<std::int64_t>{0, 0})) << ranked.candidate.label();
+  }
 }
 
 // gpt at batch 32 (docs/performance.md, "When zero bubble pays off"): a transformer block's I

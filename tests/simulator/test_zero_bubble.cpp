@@ -1,6 +1,7 @@
 // Tests for simulate() under the zero-bubble schedules (zb1p, interleaved-zb, zbv): closed-form step
 // times and per-device peaks with unit costs (docs/simulator.md, "Zero bubble"), and what a
 // profile without the backward's split gets.
+#include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "test_helpers.h"
@@ -103,6 +104,65 @@ TEST(ZeroBubbleMemory, ZbOnePKeepsOneFOneBsPeakWhenWKeepsLessThanAMicroBatch) {
     for (Bytes peak : zb.peakBytes) EXPECT_LE(peak, oneFOneBPeak) << describe(shape, 48, 48);
     EXPECT_EQ(zb.peakBytes[0], oneFOneB.peakBytes[0]) << describe(shape, 48, 48);
   }
+}
+
+/// p one-layer stages whose W keeps `weightSaved` (S_W) against a forward's kS.
+Profile stagesKeepingForW(std::int64_t p, Bytes weightSaved) {
+  return test::uniformProfile(p, {kF, 2 * kF, kS, 0, 0, 0, BackwardSplit{kF, kF, weightSaved}});
+}
+
+/// The zb1p candidate the search makes of them at m micro-batches, checkpoint never.
+Candidate searchedZbOneP(std::int64_t p, std::int64_t m, Bytes weightSaved) {
+  SearchSpace space;
+  space.batch = m;
+  space.devices = p;
+  space.schedules = {ScheduleKind::ZeroBubble};
+  space.chunks = {m};
+  space.modes = {Checkpoint::Never};
+  space.enumeration = BalanceEnumeration::Given;
+  space.balances = {std::vector<std::int64_t>(static_cast<std::size_t>(p), 1)};
+  return search(stagesKeepingForW(p, weightSaved), test::freeCluster(p), space).ranked.at(0).candidate;
+}
+
+// The search's zb1p defers on device d the most W's e_d <= d with (e_d + 1) S_W <= (d + 1) S,
+// so that after an I the device holds no more than p forwards' state: all of torch's where W keeps
+// no more than the forward (the candidate then says nothing), fewer where it keeps more.
+TEST(ZeroBubbleDeferral, TheSearchDefersAsManyWsAsKeepEachDeviceWithinPForwards) {
+  EXPECT_TRUE(searchedZbOneP(4, 8, kSW).deferredWeights.empty());
+  EXPECT_TRUE(searchedZbOneP(4, 8, kS).deferredWeights.empty());
+  EXPECT_EQ(searchedZbOneP(2, 4, 2 * kS).deferredWeights, (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(searchedZbOneP(4, 8, 2 * kS).deferredWeights, (std::vector<std::int64_t>{0, 0, 0, 1}));
+  EXPECT_EQ(searchedZbOneP(4, 8, 3 * kS / 2).deferredWeights, (std::vector<std::int64_t>{0, 0, 1, 1}));
+}
+
+// Where W keeps twice the forward (the mlp's Linears: each input and its output's gradient),
+// torch's order holds (d + 1) S_W on device d after an I, 2p S on the last device against
+// 1F1B's p S on the first; the search's deferral stays within 1F1B's peak on every device and
+// still beats 1F1B's step: with no W deferred the bubble is (p - 1)(F + I), 1F1B's less a W a hop.
+TEST(ZeroBubbleDeferral, KeepsEveryDeviceWithinOneFOneBsPeakWhereTorchsOrderDoesNot) {
+  for (const Shape& shape : {Shape{2, 4, 1}, Shape{4, 8, 1}, Shape{3, 6, 1}}) {
+    const Profile profile = stagesKeepingForW(shape.p, 2 * kS);
+    const Cluster cluster = test::freeCluster(shape.p);
+    const Candidate bounded = searchedZbOneP(shape.p, shape.m, 2 * kS);
+    Candidate torchs = bounded;
+    torchs.deferredWeights.clear();
+    Candidate oneFOneB = torchs;
+    oneFOneB.schedule = ScheduleKind::OneFOneB;
+    const Prediction ours = simulate(profile, cluster, bounded).prediction;
+    const Prediction theirs = simulate(profile, cluster, torchs).prediction;
+    const Prediction base = simulate(profile, cluster, oneFOneB).prediction;
+    const Bytes basePeak = *std::max_element(base.peakBytes.begin(), base.peakBytes.end());
+    EXPECT_EQ(basePeak, shape.p * kS) << describe(shape, kF, kF);
+    for (Bytes peak : ours.peakBytes) EXPECT_LE(peak, basePeak) << describe(shape, kF, kF);
+    EXPECT_EQ(theirs.peakBytes.back(), 2 * shape.p * kS) << describe(shape, kF, kF);
+    EXPECT_LE(theirs.iterationNs, ours.iterationNs) << describe(shape, kF, kF);
+    EXPECT_LT(ours.iterationNs, base.iterationNs) << describe(shape, kF, kF);
+  }
+  // No W deferred anywhere: 1F1B's order with B split, every I's gradient a W sooner upstream.
+  Candidate none = searchedZbOneP(4, 8, 4 * kS);
+  EXPECT_EQ(none.deferredWeights, (std::vector<std::int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(simulate(stagesKeepingForW(4, 4 * kS), test::freeCluster(4), none).prediction.iterationNs,
+            8 * 3 * kF + 3 * (kF + kF));
 }
 
 /// Shapes zbv runs in full: m >= 2p - 1 micro-batches (the rounds torch's order is built on).
