@@ -75,7 +75,7 @@ TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
   if (op.phase == Phase::Forward) return cost.forwardNs;
   if (!cost.backwardSplit) return cost.backwardNs;
   const sim::SplitTimes times =
-      sim::stageSplitTimes(op.partition, cost.backwardSplit->inputNs, cost.backwardSplit->weightNs);
+      sim::stageSplitTimes(op.partition, cost.backwardSplit->inputNs, cost.backwardSplit->weightNs, cost.backwardNs);
   if (op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) return times.inputNs;
   if (op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) return times.weightNs;
   return cost.backwardNs;

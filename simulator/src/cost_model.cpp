@@ -528,7 +528,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       if (compiled.splitsBackward) {
         const SplitTimes times =
             stageSplitTimes(j, scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed),
-                            scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed));
+                            scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed),
+                            duration[layout.backwardNs(j)]);
         duration[layout.backwardInputNs(j)] = times.inputNs;
         duration[layout.backwardWeightNs(j)] = times.weightNs;
         resolveSplitBytes(layout, table, first, end, firstInputUser(costs, first, end), j,
