@@ -93,24 +93,28 @@ TEST(PipelineShapeJson, RoundTripsWithTheCandidateKeys) {
   EXPECT_EQ(pipelineShapeFromJson(toJson(gpipe), "s.json"), gpipe);
 }
 
+/// The FormatError a shape's JSON text gets as "$.shape" of s.json, or "no error".
+std::string shapeJsonError(const std::string& text) {
+  try {
+    pipelineShapeFromJson(nlohmann::json::parse(text), "s.json", "$.shape");
+  } catch (const FormatError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
 TEST(PipelineShapeJson, OldFilesLoadAndBadOnesNameThePath) {
   // Written before schedules existed: no schedule, no stages_per_device.
   const nlohmann::json old = nlohmann::json::parse(R"({"balance": [2, 6], "chunks": 4, "checkpoint": "except_last"})");
   EXPECT_EQ(pipelineShapeFromJson(old, "s.json"), shape({2, 6}, ScheduleKind::GPipe, 1, 4));
-  auto error = [](const std::string& text) {
-    try {
-      pipelineShapeFromJson(nlohmann::json::parse(text), "s.json", "$.shape");
-    } catch (const FormatError& error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(error(R"({"balance": [1, 1, 1], "chunks": 4, "checkpoint": "never", "stages_per_device": 2})"),
+  EXPECT_EQ(shapeJsonError(R"({"balance": [1, 1, 1], "chunks": 4, "checkpoint": "never", "stages_per_device": 2})"),
             "s.json: $.shape.stages_per_device: expected a divisor of the 3 stages of the balance, got 2");
-  EXPECT_EQ(error(R"({"balance": [], "chunks": 4, "checkpoint": "never"})"),
+  EXPECT_EQ(shapeJsonError(R"({"balance": [], "chunks": 4, "checkpoint": "never"})"),
             "s.json: $.shape.balance: expected at least one partition");
-  EXPECT_EQ(error(R"({"balance": [2], "checkpoint": "never"})"), "s.json: $.shape: missing required field 'chunks'");
-  EXPECT_EQ(error("[2, 6]"), "s.json: $.shape: expected a pipeline shape object with balance, chunks and checkpoint");
+  EXPECT_EQ(shapeJsonError(R"({"balance": [2], "checkpoint": "never"})"),
+            "s.json: $.shape: missing required field 'chunks'");
+  EXPECT_EQ(shapeJsonError("[2, 6]"),
+            "s.json: $.shape: expected a pipeline shape object with balance, chunks and checkpoint");
 }
 
 TEST(PipelineShapeJson, ZeroBubblesDeferredWeightsRoundTripAndAreChecked) {
@@ -129,22 +133,14 @@ TEST(PipelineShapeJson, ZeroBubblesDeferredWeightsRoundTripAndAreChecked) {
   EXPECT_EQ(zb.weightsDeferredBy(1), 0);
   zb.deferredWeights.clear();
   EXPECT_EQ(zb.weightsDeferredBy(1), 1);  // torch's order
-  auto error = [](const std::string& text) {
-    try {
-      pipelineShapeFromJson(nlohmann::json::parse(text), "s.json", "$.shape");
-    } catch (const FormatError& error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(error(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "1f1b",
+  EXPECT_EQ(shapeJsonError(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "1f1b",
                       "deferred_weights": [0, 0]})"),
             "s.json: $.shape.deferred_weights: deferred weights go with zb1p, not 1f1b (deferred weights: [0, 0])");
-  EXPECT_EQ(error(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "zb1p",
+  EXPECT_EQ(shapeJsonError(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "zb1p",
                       "deferred_weights": [0, 2]})"),
             "s.json: $.shape.deferred_weights: device 1 defers at most 1 of its W's (torch's order), not 2 "
             "(deferred weights: [0, 2])");
-  EXPECT_EQ(error(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "zb1p",
+  EXPECT_EQ(shapeJsonError(R"({"balance": [8, 7], "chunks": 8, "checkpoint": "never", "schedule": "zb1p",
                       "deferred_weights": [0, -1]})"),
             "s.json: $.shape.deferred_weights[1]: expected a non-negative integer, got -1");
 }
