@@ -52,10 +52,6 @@ std::string PipelineShape::orderLabel() const {
   return scheduleLabel() + " deferred-weights " + counts;
 }
 
-std::int64_t PipelineShape::weightsDeferredBy(std::int64_t d) const {
-  return deferredWeights.empty() ? d : deferredWeights.at(static_cast<std::size_t>(d));
-}
-
 std::string deferredWeightsError(ScheduleKind kind, std::int64_t p, const std::vector<std::int64_t>& deferred) {
   if (deferred.empty()) return {};
   if (kind != ScheduleKind::ZeroBubble) {

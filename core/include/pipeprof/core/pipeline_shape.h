@@ -41,8 +41,8 @@ struct PipelineShape {
   /// zb1p only: per pipeline device d, how many of its W's it defers -- it runs the W of its
   /// k-th backward right after its (k + deferredWeights[d])-th I, 0 <= deferredWeights[d] <= d.
   /// Empty: d on every device, torch's order (each device holds at most p micro-batches' state
-  /// when W keeps no more than the forward; the search bounds it where W keeps more:
-  /// zeroBubbleDeferralWithinOneFOneB in the simulator).
+  /// when W keeps no more than the forward; the search bounds it where W keeps more: the
+  /// simulator's deferralWithinOneFOneBMemory).
   std::vector<std::int64_t> deferredWeights{};
 
   /// n: the number of stages, balance.size().
@@ -63,8 +63,6 @@ struct PipelineShape {
   /// scheduleLabel() and, when given, zb1p's deferred W's: "zb1p deferred-weights 0,0" (the
   /// flag and its value, as `run` takes them); what tables show in their schedule column.
   std::string orderLabel() const;
-  /// How many W's device d defers under zb1p: deferredWeights[d], or d when it is empty.
-  std::int64_t weightsDeferredBy(std::int64_t d) const;
 
   /// Why the shape cannot run, or "" when it can: an empty balance or an entry < 1, chunks <
   /// 1, a custom order missing or not of the shape's stages, v and micro-batches (or one given
@@ -100,8 +98,8 @@ nlohmann::json toJson(const PipelineShape& shape);
 /// Reads those keys of an object (other keys are left to the caller): balance (at least one
 /// positive entry), chunks and checkpoint required; schedule (default gpipe) and
 /// stages_per_device (default 1, a divisor of the stages) and deferred_weights (default none)
-/// optional, so files written before schedules existed still load; `order` with schedule custom (checked as
-/// makeCustomOrder does). Throws FormatError naming file and JSON path.
+/// optional, so files written before schedules existed still load; `order` with schedule custom
+/// (checked as makeCustomOrder does). Throws FormatError naming file and JSON path.
 PipelineShape pipelineShapeFromJson(const nlohmann::json& json, const std::string& file, const std::string& path = "$");
 
 }  // namespace pipeprof
