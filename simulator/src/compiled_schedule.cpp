@@ -240,10 +240,6 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
         e.transient.push_back(mem(j, input ? layout.backwardInputPeak(j) : layout.backwardPeak(j)));
         if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
         if (input) e.endAlloc.push_back(mem(j, layout.weightSavedGrowth(j)));
-        if (input && j + 1 < n) {  // the gradient of j's output, for W
-          e.endAlloc.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
-          e.endAlloc.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
-        }
         holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
         // A B (a custom order may mix them) frees all a first stage's W would have.
         if (!input) holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
@@ -262,7 +258,9 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
         if (schedule.checkpointed(op.i) && j > 0) {
           e.endRelease.push_back(mem(j - 1, input ? layout.checkpointedInputFreedByInput(j) : layout.output(j - 1)));
         }
-        if (j + 1 < n) e.endRelease.push_back(mem(j + 1, layout.output(j)));  // gradient of j+1's input
+        if (j + 1 < n) {  // the gradient of j + 1's input, j's output's: I keeps what W needs of it
+          e.endRelease.push_back(mem(j + 1, input ? layout.outputGradientFreedByInput(j) : layout.output(j)));
+        }
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           if (!crossesPartitions(s)) continue;
           const std::int32_t stash = out.skipStashPartition[static_cast<std::size_t>(s)];
@@ -298,7 +296,10 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
         if (!consumer) {
           throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
         }
-        effects[*consumer].endRelease.push_back(mem(c.toJ, slot));
+        const bool keptForWeight =
+            op.kind == OpKind::Copy && op.gradient && ops[*consumer].kind == OpKind::BackwardInput;
+        effects[*consumer].endRelease.push_back(
+            mem(c.toJ, keptForWeight ? layout.gradientCopyFreedByInput(c.toJ) : slot));
         if (op.kind == OpKind::Copy && !op.gradient) {  // j's input: a stash at its start sent on?
           for (std::int32_t s = 0; s < layout.skips; ++s) {
             if (out.skipStashPartition[static_cast<std::size_t>(s)] == c.toJ && sendsItsInputAsSkip(op.i, s))

@@ -62,7 +62,7 @@ struct SlotLayout {
   std::int32_t skipGradUnsharedBytes(std::int32_t s) const { return 8 * n + 5 * skips + 3 + s; }
   std::int32_t skipGradSharedBytes(std::int32_t s) const { return 8 * n + 6 * skips + 3 + s; }
   // A split backward's slots (I and W), kSplitSlots per partition after the skips' slots.
-  static constexpr std::int32_t kSplitSlots = 16;
+  static constexpr std::int32_t kSplitSlots = 18;
   std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 7 * skips + 3 + j; }
   /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
   std::int32_t weightSaved(std::int32_t j) const { return splitSlot(0, j); }
@@ -84,6 +84,12 @@ struct SlotLayout {
   /// on j as the copy's buffer. weightSaved(j) does not count it.
   std::int32_t gradientHeldOnSender(std::int32_t j) const { return splitSlot(5, j); }
   std::int32_t gradientHeldOnReceiver(std::int32_t j) const { return splitSlot(6, j); }
+  /// I hands that gradient to W rather than freeing it: at I's end j + 1 frees the gradient of
+  /// its input (output(j)) less gradientHeldOnSender(j), and j the copy's buffer less
+  /// gradientHeldOnReceiver(j) -- the held part moves from one count to the other, never
+  /// counted twice at that instant.
+  std::int32_t outputGradientFreedByInput(std::int32_t j) const { return splitSlot(16, j); }
+  std::int32_t gradientCopyFreedByInput(std::int32_t j) const { return splitSlot(17, j); }
   /// j's input, where it is j - 1's output itself, as far as the W of the layer that takes it
   /// (the first, or the one behind stash layers that pass it on) keeps it: a
   /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on

@@ -584,6 +584,12 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         const Bytes boundary = table.outputMovedBytes[end - 1];
         transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
         transfer(j + 1, j, boundary, classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
+        if (compiled.splitsBackward) {
+          bytes[layout.outputGradientFreedByInput(j)] =
+              std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.gradientHeldOnSender(j)]);
+          bytes[layout.gradientCopyFreedByInput(j)] =
+              std::max<Bytes>(0, bytes[layout.copyBytes(j, true)] - bytes[layout.gradientHeldOnReceiver(j)]);
+        }
       }
     }
     for (std::int32_t s = 0; s < layout.skips; ++s) {

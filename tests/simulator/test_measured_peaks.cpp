@@ -101,6 +101,18 @@ TEST(MeasuredPeaks, ZeroBubbleSchedulesArePredictedToWithinOneActivationPerDevic
   expectWithin(mlpProfile(), rows, 0.001, Bytes{1} << 20);
 }
 
+// I hands the gradient of its stage's output to W: one tensor, counted on the device that made
+// it until W frees it. Counted as a new tensor before the old count was released, every I whose
+// end coincides with another op's peak -- the first stage's I takes no time, so device 1's W
+// is running then -- read one tensor (1 MiB, 5.3-5.9%) high on the device that sent it.
+TEST(MeasuredPeaks, AGradientIHandsToWIsCountedOnce) {
+  expectWithin(mlpProfile(),
+               {{ScheduleKind::ZeroBubble, {8, 7}, Checkpoint::ExceptLast, {19941376, 17844256}, 8, 4096, {0, 0}},
+                {ScheduleKind::InterleavedZeroBubble, {4, 4, 4, 3}, Checkpoint::ExceptLast, {20987904, 19941404}},
+                {ScheduleKind::ZeroBubbleV, {4, 4, 4, 3}, Checkpoint::ExceptLast, {18890788, 22036480}}},
+               0.001);
+}
+
 // The mlp's W keeps each Linear's input and its output's gradient, twice what its forward saved:
 // the search's zb1p defers no W, and its last device measured 18.0 MiB (never) against 1F1B's
 // 15.0 + one micro-batch's 4 (torch's order: 24-25).
