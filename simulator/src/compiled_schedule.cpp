@@ -219,6 +219,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
           e.endRelease.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
         }
         if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.inputHeldForWeight(j)));
+        if (j > 0) e.endRelease.push_back(mem(j, layout.inputCopyHeldForWeight(j)));
         holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
         // A popped skip's gradient that W kept as its own stays until the stash partition used it.
         for (std::int32_t s = 0; s < layout.skips; ++s) {
@@ -296,10 +297,11 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
         if (!consumer) {
           throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
         }
-        const bool keptForWeight =
-            op.kind == OpKind::Copy && op.gradient && ops[*consumer].kind == OpKind::BackwardInput;
-        effects[*consumer].endRelease.push_back(
-            mem(c.toJ, keptForWeight ? layout.gradientCopyFreedByInput(c.toJ) : slot));
+        // I frees the buffer but what W keeps of it (the two halves of one tensor).
+        const std::int32_t freedSlot = op.kind != OpKind::Copy || ops[*consumer].kind != OpKind::BackwardInput ? slot
+                                       : op.gradient ? layout.gradientCopyFreedByInput(c.toJ)
+                                                     : layout.inputCopyFreedByInput(c.toJ);
+        effects[*consumer].endRelease.push_back(mem(c.toJ, freedSlot));
         if (op.kind == OpKind::Copy && !op.gradient) {  // j's input: a stash at its start sent on?
           for (std::int32_t s = 0; s < layout.skips; ++s) {
             if (out.skipStashPartition[static_cast<std::size_t>(s)] == c.toJ && sendsItsInputAsSkip(op.i, s))

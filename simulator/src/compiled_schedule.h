@@ -62,7 +62,7 @@ struct SlotLayout {
   std::int32_t skipGradUnsharedBytes(std::int32_t s) const { return 8 * n + 5 * skips + 3 + s; }
   std::int32_t skipGradSharedBytes(std::int32_t s) const { return 8 * n + 6 * skips + 3 + s; }
   // A split backward's slots (I and W), kSplitSlots per partition after the skips' slots.
-  static constexpr std::int32_t kSplitSlots = 18;
+  static constexpr std::int32_t kSplitSlots = 20;
   std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 7 * skips + 3 + j; }
   /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
   std::int32_t weightSaved(std::int32_t j) const { return splitSlot(0, j); }
@@ -90,6 +90,11 @@ struct SlotLayout {
   /// counted twice at that instant.
   std::int32_t outputGradientFreedByInput(std::int32_t j) const { return splitSlot(16, j); }
   std::int32_t gradientCopyFreedByInput(std::int32_t j) const { return splitSlot(17, j); }
+  /// j's input, where it came through a copy (its buffer on j), as far as j's W keeps it (the
+  /// amount inputHeldForWeight counts where the input is j - 1's output itself): I's end frees
+  /// the buffer less it (inputCopyFreedByInput), W the rest; weightSaved(j) does not count it.
+  std::int32_t inputCopyHeldForWeight(std::int32_t j) const { return splitSlot(18, j); }
+  std::int32_t inputCopyFreedByInput(std::int32_t j) const { return splitSlot(19, j); }
   /// j's input, where it is j - 1's output itself, as far as the W of the layer that takes it
   /// (the first, or the one behind stash layers that pass it on) keeps it: a
   /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on

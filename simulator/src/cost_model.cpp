@@ -211,6 +211,7 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
   Bytes heldGradient = 0;
   Bytes inputHeld = 0;
+  Bytes inputCopyHeld = 0;
   if (j == 0) {
     // No input of the first stage wants a gradient: I computes nothing and W runs the whole
     // backward, from the graph and the output's gradient as they are.
@@ -219,12 +220,12 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   } else {
     if (receivesOutputGradient) heldGradient = table.outputGradientKeptBytes[end - 1];
     weightSaved -= heldGradient;
-    if (sharesInput) {  // the input, as far as the W of the layer that takes it keeps it
-      inputHeld = std::clamp<Bytes>(weightSavedOf(inputUser) - table.inputKeptBytes[inputUser], 0,
-                                    table.outputBytes[first - 1]);
-      weightSaved -= inputHeld;
-    }
-    weightSaved = std::max<Bytes>(0, weightSaved);
+    // The input, as far as the W of the layer that takes it keeps it: j - 1's output itself, or
+    // the buffer it was copied into.
+    const Bytes inputKept =
+        std::clamp<Bytes>(weightSavedOf(inputUser) - table.inputKeptBytes[inputUser], 0, table.outputBytes[first - 1]);
+    (sharesInput ? inputHeld : inputCopyHeld) = inputKept;
+    weightSaved = std::max<Bytes>(0, weightSaved - inputKept);
   }
   bytes[layout.weightSaved(j)] = weightSaved;
   bytes[layout.savedFreedByInput(j)] = std::max<Bytes>(0, saved - weightSaved);
@@ -232,6 +233,7 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   bytes[layout.gradientHeldOnSender(j)] = sharesOutputGradient ? heldGradient : 0;
   bytes[layout.gradientHeldOnReceiver(j)] = sharesOutputGradient ? 0 : heldGradient;
   bytes[layout.inputHeldForWeight(j)] = inputHeld;
+  bytes[layout.inputCopyHeldForWeight(j)] = inputCopyHeld;
   // Not checkpointed, j - 1 frees that input with its I, or the first stage with its W where
   // its last layer saved its output (its W keeps the whole graph).
   const bool freedByWeight =
@@ -584,13 +586,17 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         const Bytes boundary = table.outputMovedBytes[end - 1];
         transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
         transfer(j + 1, j, boundary, classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
-        if (compiled.splitsBackward) {
-          bytes[layout.outputGradientFreedByInput(j)] =
-              std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.gradientHeldOnSender(j)]);
-          bytes[layout.gradientCopyFreedByInput(j)] =
-              std::max<Bytes>(0, bytes[layout.copyBytes(j, true)] - bytes[layout.gradientHeldOnReceiver(j)]);
-        }
       }
+    }
+    // I frees a tensor crossing between partitions but the part W keeps of it, which moves to
+    // W's count at once (the slots' comments in compiled_schedule.h).
+    for (std::int32_t j = 0; compiled.splitsBackward && j + 1 < n; ++j) {
+      bytes[layout.outputGradientFreedByInput(j)] =
+          std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.gradientHeldOnSender(j)]);
+      bytes[layout.gradientCopyFreedByInput(j)] =
+          std::max<Bytes>(0, bytes[layout.copyBytes(j, true)] - bytes[layout.gradientHeldOnReceiver(j)]);
+      bytes[layout.inputCopyFreedByInput(j + 1)] =
+          std::max<Bytes>(0, bytes[layout.copyBytes(j, false)] - bytes[layout.inputCopyHeldForWeight(j + 1)]);
     }
     for (std::int32_t s = 0; s < layout.skips; ++s) {
       const Bytes skip = profile.skips[static_cast<std::size_t>(s)].bytesPerSample * size;
