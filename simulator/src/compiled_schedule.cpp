@@ -12,6 +12,7 @@ namespace {
 struct OpEffects {
   std::vector<MemoryEffect> startAlloc;
   std::vector<MemoryEffect> transient;
+  std::vector<MemoryEffect> endTransient;
   std::vector<MemoryEffect> endAlloc;
   std::vector<MemoryEffect> endRelease;
   std::vector<CompiledSchedule::Hold> holds;  ///< started at its end
@@ -167,6 +168,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
         c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
         const bool keepsGraph = training && !schedule.checkpointed(op.i);
         e.transient.push_back(mem(j, keepsGraph ? layout.gradForwardPeak(j) : layout.noGradForwardPeak(j)));
+        if (keepsGraph) e.endTransient.push_back(mem(j, layout.gradForwardPeakAtEnd(j)));
         if (keepsGraph) {
           e.endAlloc.push_back(mem(j, layout.saved(j)));
           e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));
@@ -202,6 +204,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
         const bool withLoss = training && j + 1 == n;
         c.durationSlot = durationSlot(op.i, withLoss ? layout.recomputeWithLossNs() : layout.forwardNs(j));
         e.transient.push_back(mem(j, withLoss ? layout.recomputeWithLossPeak() : layout.gradForwardPeak(j)));
+        if (!withLoss) e.endTransient.push_back(mem(j, layout.gradForwardPeakAtEnd(j)));
         e.endAlloc.push_back(mem(j, layout.saved(j)));
         e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));  // the recomputed output, its graph's root
         if (withLoss) e.endAlloc.push_back(mem(j, layout.lossHeld()));
@@ -338,6 +341,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
   for (std::size_t index = 0; index < count; ++index) {
     out.ops[index].startAlloc = append(out.effects, effects[index].startAlloc);
     out.ops[index].transient = append(out.effects, effects[index].transient);
+    out.ops[index].endTransient = append(out.effects, effects[index].endTransient);
     out.ops[index].endAlloc = append(out.effects, effects[index].endAlloc);
     out.ops[index].endRelease = append(out.effects, effects[index].endRelease);
     opHolds[index].from.begin = static_cast<std::uint32_t>(out.holds.size());

@@ -32,14 +32,15 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return splitSlot(kSplitSlots, 0); }
+  std::int32_t bytesPerClass() const { return splitSlot(kSplitSlots + 1, 0); }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
   /// its output until its backward, as the root of its graph (and j + 1 as its input).
   std::int32_t unsavedOutput(std::int32_t j) const { return 7 * n + j; }
   std::int32_t copyBytes(std::int32_t lowJ, bool gradient) const { return (gradient ? 4 : 3) * n + lowJ; }
-  /// A forward that keeps its graph (training, not checkpointed) or a recompute.
+  /// A forward that keeps its graph (training, not checkpointed) or a recompute: its peak when
+  /// it falls in the op's first half (held from the start), else 0 and gradForwardPeakAtEnd.
   std::int32_t gradForwardPeak(std::int32_t j) const { return j; }
   /// A forward that keeps no graph (a checkpointed micro-batch, or not training).
   std::int32_t noGradForwardPeak(std::int32_t j) const { return 5 * n + j; }
@@ -95,6 +96,11 @@ struct SlotLayout {
   /// the buffer less it (inputCopyFreedByInput), W the rest; weightSaved(j) does not count it.
   std::int32_t inputCopyHeldForWeight(std::int32_t j) const { return splitSlot(18, j); }
   std::int32_t inputCopyFreedByInput(std::int32_t j) const { return splitSlot(19, j); }
+  /// The peak of a forward that keeps its graph, or of a recompute, where it falls in the op's
+  /// second half (the saved tensors build up layer by layer): reached at the op's end, after
+  /// whatever other devices freed meanwhile (CompiledOp::endTransient). After the split slots,
+  /// though every schedule has it.
+  std::int32_t gradForwardPeakAtEnd(std::int32_t j) const { return splitSlot(kSplitSlots, j); }
   /// j's input, where it is j - 1's output itself, as far as the W of the layer that takes it
   /// (the first, or the one behind stash layers that pass it on) keeps it: a
   /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on
@@ -151,10 +157,11 @@ struct CompiledOp {
   std::int32_t lane = 0;            ///< compute ops: the pipeline device d (Schedule::deviceOf) whose worker runs it
   std::uint32_t orderPosition = 0;  ///< compute ops: position in deviceOrder(lane)
   Range successors;
-  Range startAlloc;  ///< at op start: allocations (copy buffers)
-  Range transient;   ///< allocated at op start, released first at op end (a compute op's transient peak)
-  Range endAlloc;    ///< at op end, then: allocations (saved, outputs, gradients)
-  Range endRelease;  ///< at op end, last: releases (freed tensors)
+  Range startAlloc;    ///< at op start: allocations (copy buffers)
+  Range transient;     ///< allocated at op start, released first at op end (a compute op's transient peak)
+  Range endTransient;  ///< at op end, then: a transient peak reached there, allocated and released at once
+  Range endAlloc;      ///< at op end, then: allocations (saved, outputs, gradients)
+  Range endRelease;    ///< at op end, last: releases (freed tensors)
 
   /// Ops that run on a device's worker in its order (forward, recompute, backward (B, I, W), loss).
   bool isCompute() const { return kind != OpKind::Copy && kind != OpKind::SkipCopy; }

@@ -129,6 +129,9 @@ namespace {
 /// up saved bytes layer by layer; a backward frees them layer by layer, last layer first.
 struct TransientPeaks {
   Bytes gradForward = 0;
+  /// gradForward is reached in the forward's second half (its busiest layer ends past half of
+  /// the stage's forward time): the engine charges it at the op's end.
+  bool gradForwardLate = false;
   Bytes noGradForward = 0;
   Bytes backward = 0;
   Bytes backwardInput = 0;  ///< a split backward's I (0 where no input wants a gradient)
@@ -172,7 +175,12 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
     const Bytes unsavedInput = l > first ? liveAfter(l - 1) - (table.savedPrefix[l] - table.savedPrefix[l - 1]) : 0;
     const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
-    peaks.gradForward = std::max(peaks.gradForward, savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace);
+    const Bytes gradForward = savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace;
+    if (gradForward > peaks.gradForward) {
+      peaks.gradForward = gradForward;
+      peaks.gradForwardLate = 2 * (table.forwardPrefix[l + 1] - table.forwardPrefix[first]) >
+                              table.forwardPrefix[end] - table.forwardPrefix[first];
+    }
     peaks.noGradForward = std::max(peaks.noGradForward, input + table.outputBytes[l] + forwardWorkspace);
     // The profiler runs a layer's backward from a gradient of its output that it allocates
     // itself. Inside the stage that gradient is the next layer's input gradient (live then); the
@@ -411,8 +419,10 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     const Bytes outputLetGo = costs.profile().loss.keepsOutput ? 0 : bytes[layout.unsavedOutput(last)];
     bytes[layout.lossHeld()] = loss.savedBytes - outputLetGo;
     bytes[layout.lossPeak()] = loss.savedBytes + loss.forwardWorkspaceBytes;
+    // (The last partition's recompute is charged its peak from its start: held there, the
+    // loss's peak on top of the recomputed graph matched resnet's measured devices better.)
     bytes[layout.recomputeWithLossPeak()] =
-        std::max(bytes[layout.gradForwardPeak(last)],
+        std::max(bytes[layout.gradForwardPeak(last)] + bytes[layout.gradForwardPeakAtEnd(last)],
                  bytes[layout.saved(last)] + bytes[layout.unsavedOutput(last)] + bytes[layout.lossPeak()]);
     // B runs the loss's backward first, which frees what its graph saved (the output too, when
     // the loss keeps it); I keeps them until it ends.
@@ -572,7 +582,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       };
       const TransientPeaks peaks =
           transientPeaks(table, first, end, j + 1 < n, compiled.splitsBackward, j > 0, heldSkipGradients);
-      bytes[layout.gradForwardPeak(j)] = peaks.gradForward;
+      bytes[layout.gradForwardPeak(j)] = peaks.gradForwardLate ? 0 : peaks.gradForward;
+      bytes[layout.gradForwardPeakAtEnd(j)] = peaks.gradForwardLate ? peaks.gradForward : 0;
       bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
       bytes[layout.backwardPeak(j)] = peaks.backward;
       bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;

@@ -222,6 +222,8 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   endNs_[op] = timeNs;
   const Bytes* bytes = costs_->bytes.data();
   memory_.release(*compiled_, c.transient, bytes, timeNs);
+  memory_.allocate(*compiled_, c.endTransient, bytes, op, timeNs);
+  memory_.release(*compiled_, c.endTransient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
   if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);
@@ -251,6 +253,8 @@ void Engine::kernelsDone(std::uint32_t op, TimeNs timeNs) {
   endNs_[op] = timeNs;
   const Bytes* bytes = costs_->bytes.data();
   memory_.release(*compiled_, c.transient, bytes, timeNs);
+  memory_.allocate(*compiled_, c.endTransient, bytes, op, timeNs);
+  memory_.release(*compiled_, c.endTransient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
   if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);

@@ -172,6 +172,20 @@ TEST(MeasuredPeaks, AResidualStageIsPredictedWithTheInputItsFirstConvolutionKeep
   }
 }
 
+// A recompute builds its graph layer by layer, so its peak falls near its end; by then the other
+// device's backward has let go of what this device held for it (resnet's device 0 recomputes
+// stage 0 while device 1's backward(0, 1) frees 12 MiB of device 0's). Charged from the op's
+// start, device 0 read 10-18% high (52.08 MiB against 44.09 measured); the threaded sweep of
+// 2026-11-27 (`--checkpoint always --schedules interleaved --chunks 2`) measured these.
+TEST(MeasuredPeaks, AForwardsPeakInItsSecondHalfIsReachedAtItsEnd) {
+  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  expectWithin(resnet,
+               {{ScheduleKind::Interleaved, {13, 9, 12, 12}, Checkpoint::Always, {46226688, 37827424}, 2, 32},
+                {ScheduleKind::Interleaved, {13, 9, 11, 13}, Checkpoint::Always, {46226688, 33633632}, 2, 32},
+                {ScheduleKind::Interleaved, {13, 10, 11, 12}, Checkpoint::Always, {42032384, 37827928}, 2, 32}},
+               0.005);
+}
+
 // resnet's interleaved zero bubble and ZBV, where a residual block's add crosses stages: the add's
 // backward hands the popped skip the very gradient it hands its input, which the batch norm
 // before it keeps for W (the profile's gradient_shared_with_input). Counted twice, the second
