@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace pipeprof::cli {
@@ -27,19 +28,12 @@ std::int64_t parseCount(const std::string& text) {
 
 /// "0,1" -> {0, 1}: --deferred-weights, comma-separated counts (0 allowed).
 std::vector<std::int64_t> parseDeferredWeights(const std::string& text) {
-  std::vector<std::int64_t> counts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', start);
-    const std::int64_t count = parseCount(text.substr(start, comma == std::string::npos ? comma : comma - start));
-    if (count < 0) {
-      throw UsageError(
-          fmt::format("--deferred-weights {}: expected one count per device, comma-separated, e.g. 0,1", text));
-    }
-    counts.push_back(count);
-    if (comma == std::string::npos) return counts;
-    start = comma + 1;
+  std::optional<std::vector<std::int64_t>> counts = parseCountList(text, 0);
+  if (!counts) {
+    throw UsageError(
+        fmt::format("--deferred-weights {}: expected one count per device, comma-separated, e.g. 0,1", text));
   }
+  return std::move(*counts);
 }
 
 ScheduleKind parseScheduleOrThrow(const std::string& flag, const std::string& text) {

@@ -47,27 +47,31 @@ ScheduleSpec Candidate::scheduleSpec(const std::vector<SkipRoute>& skips, bool t
   return spec;
 }
 
-std::vector<std::int64_t> parseBalance(const std::string& text) {
-  auto fail = [&text]() -> std::vector<std::int64_t> {
-    throw std::invalid_argument("invalid balance '" + text +
-                                "': expected comma-separated positive layer counts, e.g. 2,3,3");
-  };
-  std::vector<std::int64_t> balance;
+std::optional<std::vector<std::int64_t>> parseCountList(const std::string& text, std::int64_t minimum) {
+  std::vector<std::int64_t> counts;
   std::size_t pos = 0;
   while (true) {
     while (pos < text.size() && text[pos] == ' ') ++pos;
     std::size_t start = pos;
     while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-    if (pos == start || pos - start > 12) return fail();
-    std::int64_t value = std::stoll(text.substr(start, pos - start));
-    if (value <= 0) return fail();
-    balance.push_back(value);
+    if (pos == start || pos - start > 12) return std::nullopt;
+    const std::int64_t value = std::stoll(text.substr(start, pos - start));
+    if (value < minimum) return std::nullopt;
+    counts.push_back(value);
     while (pos < text.size() && text[pos] == ' ') ++pos;
-    if (pos == text.size()) break;
-    if (text[pos] != ',') return fail();
+    if (pos == text.size()) return counts;
+    if (text[pos] != ',') return std::nullopt;
     ++pos;
   }
-  return balance;
+}
+
+std::vector<std::int64_t> parseBalance(const std::string& text) {
+  std::optional<std::vector<std::int64_t>> balance = parseCountList(text, 1);
+  if (!balance) {
+    throw std::invalid_argument("invalid balance '" + text +
+                                "': expected comma-separated positive layer counts, e.g. 2,3,3");
+  }
+  return std::move(*balance);
 }
 
 std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames,

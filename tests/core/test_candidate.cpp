@@ -110,6 +110,12 @@ TEST(MicroBatching, SplitsLikeTorchChunk) {
   EXPECT_THROW(microBatching(4, 0), std::invalid_argument);
 }
 
+TEST(Balance, ACountListTakesItsMinimum) {
+  EXPECT_EQ(parseCountList("0, 2", 0), (std::vector<std::int64_t>{0, 2}));
+  EXPECT_EQ(parseCountList("0,2", 1), std::nullopt);
+  for (const char* text : {"", "0,,1", "0,-1", "0,x", "+1"}) EXPECT_EQ(parseCountList(text, 0), std::nullopt) << text;
+}
+
 TEST(Balance, ParseAndFormat) {
   EXPECT_THAT(parseBalance("2,3,3"), ElementsAre(2, 3, 3));
   EXPECT_THAT(parseBalance(" 4 , 1"), ElementsAre(4, 1));

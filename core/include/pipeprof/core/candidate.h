@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,10 @@ struct MicroBatching {
 /// Throws std::invalid_argument when batch or chunks is not positive.
 MicroBatching microBatching(std::int64_t batch, std::int64_t chunks);
 
-/// "2,3,3" -> {2, 3, 3}. Throws std::invalid_argument naming the text.
+/// "2, 3,3" -> {2, 3, 3}: comma-separated whole numbers (spaces around them allowed), each at
+/// least `minimum`; nullopt for anything else.
+std::optional<std::vector<std::int64_t>> parseCountList(const std::string& text, std::int64_t minimum);
+/// "2,3,3" -> {2, 3, 3} (parseCountList, positive). Throws std::invalid_argument naming the text.
 std::vector<std::int64_t> parseBalance(const std::string& text);
 /// The balance that starts a new stage at each named layer, like torch.distributed.pipelining's
 /// SplitPoint.BEGINNING: layers {a, b, c, d, e} split at "c,e" -> {2, 2, 1}. Throws
