@@ -514,6 +514,14 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       return std::min(costs.tensorBytes(skip.bytesPerSample * size),
                       firstOfPartition ? table.outputBytes[before] : table.inputKeptBytes[before]);
     };
+    // At the layer before the pop, that tensor is the gradient of the layer's output, whole in
+    // its I's workspace (the profiler's backward allocates it there).
+    auto sharedSkipGradientBeforePop = [&](std::int32_t s) -> Bytes {
+      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+      if (!compiled.splitsBackward || !skip.gradientSharedWithInput) return 0;
+      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
+                      table.outputBytes[static_cast<std::size_t>(skip.popLayer - 1)]);
+    };
     // The same for a whole backward (SkipProfile::gradientSharedInBackward): the tensor the
     // popping layer hands its input, which that layer's backward and the one before count in
     // their workspaces. Past them the skip's gradient keeps it alone, except where the pop is
@@ -560,11 +568,11 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
           passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward.
-      // In I the shared part of it is counted elsewhere but at the layer before the pop: in the
-      // popping layer's own workspace (the gradient it gives its input), then, below the layer
-      // before, among the gradients kept for W. In B, where it is shared, at the popping layer
-      // and the one before, in their workspaces (the gradient of the layer's input, then of its
-      // output).
+      // In I the shared part of it is counted elsewhere: in the popping layer's own workspace (the
+      // gradient it gives its input), in the layer before's (the gradient of its output), then,
+      // below that layer, among the gradients kept for W. In B, where it is shared, at the
+      // popping layer and the one before, in their workspaces (the gradient of the layer's input,
+      // then of its output).
       auto heldSkipGradients = [&](std::size_t l, bool input) {
         Bytes held = 0;
         for (std::int32_t s = 0; s < layout.skips; ++s) {
@@ -573,7 +581,9 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
               compiled.skipStashPartition[static_cast<std::size_t>(s)] != j &&
               static_cast<std::size_t>(skip.popLayer) >= l) {
             held += costs.tensorBytes(skip.bytesPerSample * size);
-            if (input && l + 1 != static_cast<std::size_t>(skip.popLayer)) held -= sharedSkipGradient(s);
+            if (input)
+              held -= l + 1 == static_cast<std::size_t>(skip.popLayer) ? sharedSkipGradientBeforePop(s)
+                                                                       : sharedSkipGradient(s);
             if (!input && l + 1 >= static_cast<std::size_t>(skip.popLayer))
               held -= sharedSkipGradientInBackward(s, /*atInput=*/false);
           }
