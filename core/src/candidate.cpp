@@ -110,15 +110,6 @@ std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>&
   return balance;
 }
 
-std::string formatBalance(const std::vector<std::int64_t>& balance) {
-  std::string text;
-  for (std::size_t index = 0; index < balance.size(); ++index) {
-    if (index > 0) text += ",";
-    text += std::to_string(balance[index]);
-  }
-  return text;
-}
-
 nlohmann::json toJson(const Candidate& candidate) {
   nlohmann::json json = toJson(static_cast<const PipelineShape&>(candidate));
   json["batch"] = candidate.batch;

@@ -47,9 +47,16 @@ std::string PipelineShape::scheduleLabel() const { return pipeprof::scheduleLabe
 
 std::string PipelineShape::orderLabel() const {
   if (deferredWeights.empty()) return scheduleLabel();
-  std::string counts;
-  for (std::int64_t count : deferredWeights) counts += (counts.empty() ? "" : ",") + std::to_string(count);
-  return scheduleLabel() + " deferred-weights " + counts;
+  return scheduleLabel() + " deferred-weights " + formatBalance(deferredWeights);
+}
+
+std::string formatBalance(const std::vector<std::int64_t>& balance) {
+  std::string text;
+  for (std::size_t index = 0; index < balance.size(); ++index) {
+    if (index > 0) text += ",";
+    text += std::to_string(balance[index]);
+  }
+  return text;
 }
 
 std::string deferredWeightsError(ScheduleKind kind, std::int64_t p, const std::vector<std::int64_t>& deferred) {

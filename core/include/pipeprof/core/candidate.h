@@ -62,8 +62,6 @@ std::vector<std::int64_t> parseBalance(const std::string& text);
 /// layer order, and listing the layers.
 std::vector<std::int64_t> balanceFromSplitPoints(const std::vector<std::string>& layerNames,
                                                  const std::string& splitAt);
-/// "2,3,3".
-std::string formatBalance(const std::vector<std::int64_t>& balance);
 
 /// A file-name-safe name of the candidate for its trace files, e.g. "b2-6_m8_except_last",
 /// "b2-6_m8_except_last_1f1b", "b1-1-1-1_m8_never_interleaved-v2", and for a custom order

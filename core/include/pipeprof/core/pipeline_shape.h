@@ -78,6 +78,9 @@ struct PipelineShape {
   friend bool operator!=(const PipelineShape& a, const PipelineShape& b) { return !(a == b); }
 };
 
+/// "2,3,3": a balance, or any list of counts (the deferred W's in orderLabel()).
+std::string formatBalance(const std::vector<std::int64_t>& balance);
+
 /// Why a list of deferred W's per device cannot go with (kind, p), or empty when it can: an empty
 /// list always can; otherwise the schedule must be zb1p, the list one entry per device, and
 /// device d's entry within 0..d, e.g. "device 1 defers at most 1 of its W's (torch's order), not
