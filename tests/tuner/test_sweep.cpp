@@ -40,8 +40,8 @@ Calibration calibration() {
   return result;
 }
 
-/// Measures every candidate at `slowdown` x its calibrated prediction (so the drift factor is
-/// `slowdown`), and records what it was asked to run.
+/// Measures every candidate at `slowdown` x its calibrated prediction (so the references' ratio is
+/// `slowdown` and the drift factor its square root), and records what it was asked to run.
 class FakeMeasurer : public CandidateMeasurer {
  public:
   FakeMeasurer(Predictor predictor, double slowdown) : predictor_(std::move(predictor)), slowdown_(slowdown) {}
@@ -95,7 +95,7 @@ class SweepTest : public ::testing::Test {
 
 TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
   const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
-  FakeMeasurer measurer(predictor, 1.2);
+  FakeMeasurer measurer(predictor, 1.44);
   SilentProgress progress;
   const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
 
@@ -109,9 +109,9 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
                 1.2 * static_cast<double>(result.predictionBeforeDrift->iterationNs), 1.0);
     if (result.status != CandidateStatus::Measured) continue;
     ++measured;
-    EXPECT_EQ(result.measurement->stepNs.size(), 2U);  // two rounds of one step each
-    EXPECT_NEAR(*result.stepTimeErrorPct(), 0.0, 0.01);
-    EXPECT_NEAR(*result.stepTimeErrorBeforeDriftPct(), 100.0 / 1.2 - 100.0, 0.01);
+    EXPECT_EQ(result.measurement->stepNs.size(), 2U);                           // two rounds of one step each
+    EXPECT_NEAR(*result.stepTimeErrorPct(), 100.0 * 1.2 / 1.44 - 100.0, 0.01);  // half the drift, in log terms
+    EXPECT_NEAR(*result.stepTimeErrorBeforeDriftPct(), 100.0 / 1.44 - 100.0, 0.01);
   }
   EXPECT_EQ(measured, 4);
   // The references of the drift correction (chunks 1 and 4, an even balance, never) went
@@ -122,6 +122,7 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
                   candidate.schedule == ScheduleKind::GPipe;
   }
   EXPECT_GE(references, 4);
+  EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).referenceRatio(), 1.44, 1e-6);
   EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).factor(), 1.2, 1e-6);
   // The report holds the raw profile and the calibration: predicting from them again gives
   // the same numbers (what simulate --calibration and the GUI do).

@@ -11,14 +11,14 @@
 namespace pipeprof::tuner {
 namespace {
 
-constexpr double kLowestFactor = 0.5;
-constexpr double kHighestFactor = 2.0;
+constexpr double kLowestRatio = 0.5;
+constexpr double kHighestRatio = 2.0;
 
 TimeNs scaled(TimeNs ns, double factor) { return std::llround(static_cast<double>(ns) * factor); }
 
 }  // namespace
 
-double CalibrationDrift::factor() const {
+double CalibrationDrift::referenceRatio() const {
   std::vector<double> ratios;
   for (const auto& [chunks, steps] : measuredNs) {
     auto predicted = predictedNs.find(chunks);
@@ -29,8 +29,10 @@ double CalibrationDrift::factor() const {
   std::sort(ratios.begin(), ratios.end());
   const std::size_t n = ratios.size();
   const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0;
-  return std::clamp(median, kLowestFactor, kHighestFactor);
+  return std::clamp(median, kLowestRatio, kHighestRatio);
 }
+
+double CalibrationDrift::factor() const { return std::sqrt(referenceRatio()); }
 
 Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch) {
   base.iterationNs = scaled(base.iterationNs, factor);
@@ -56,7 +58,7 @@ nlohmann::json toJson(const CalibrationDrift& drift) {
                           {"predicted_ns", predictedNs},
                           {"step_ns", measured == drift.measuredNs.end() ? std::vector<TimeNs>{} : measured->second}});
   }
-  return {{"factor", drift.factor()}, {"references", references}};
+  return {{"factor", drift.factor()}, {"reference_ratio", drift.referenceRatio()}, {"references", references}};
 }
 
 CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json) {
@@ -75,10 +77,10 @@ std::string describeCalibrationDrift(const CalibrationDrift& drift) {
   std::size_t steps = 0;
   for (const auto& [chunks, measured] : drift.measuredNs) steps += measured.size();
   if (steps == 0) return "calibration drift: none measured (no reference steps during the measuring rounds)";
-  const double factor = drift.factor();
   return fmt::format("calibration drift: the reference pipelines took {:.3f}x their calibrated prediction while "
-                     "the candidates were measured ({} steps); every predicted time is scaled by {:.3f}",
-                     factor, steps, factor);
+                     "the candidates were measured ({} steps); every predicted time is scaled by {:.3f} (its square "
+                     "root: the references' drift is half noise)",
+                     drift.referenceRatio(), steps, drift.factor());
 }
 
 }  // namespace pipeprof::tuner

@@ -8,10 +8,16 @@
 // slower than those seconds did, and every prediction then carries that offset. So each
 // measuring round trains the references too, and
 //
-//   factor = median over chunk counts m of  median(reference m's steps in the measuring rounds)
-//                                           / reference m's prediction (calibrated, no drift)
+//   ratio = median over chunk counts m of  median(reference m's steps in the measuring rounds)
+//                                          / reference m's prediction (calibrated, no drift)
+//   factor = sqrt(ratio)
 //
-// and the sweep multiplies every predicted time by the factor. One factor for all candidates
+// and the sweep multiplies every predicted time by the factor. The ratio is half noise: the
+// references sample other moments of the machine's wandering speed than the candidates do, and
+// each of the calibration's shapes was timed at its own moment. Over 64 sweeps of the 2-core
+// development machine (2026-11-26..28, docs/performance.md) applying the whole ratio left a mean
+// step MAPE of 7.9% and 16 sweeps past 10%, none 7.4% and 11, half of it in log terms (the square
+// root) 6.9% and 10 -- the best in each random half of the sweeps. One factor for all candidates
 // keeps their predicted order exactly: it corrects the offset, never the ranking.
 #pragma once
 
@@ -34,8 +40,11 @@ struct CalibrationDrift {
   /// Each reference's steps timed during the measuring rounds, by chunk count, in order.
   std::map<std::int64_t, std::vector<TimeNs>> measuredNs;
 
-  /// See the file comment; clamped to [0.5, 2]. 1.0 until a chunk count has both a prediction
-  /// and a timed step.
+  /// How much slower (> 1) or faster the references ran while the candidates were measured than
+  /// predicted (the file comment's ratio), clamped to [0.5, 2]. 1.0 until a chunk count has both
+  /// a prediction and a timed step.
+  double referenceRatio() const;
+  /// What the sweep scales every predicted time by: the square root of referenceRatio().
   double factor() const;
 };
 
@@ -47,10 +56,11 @@ Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch)
 /// drift).
 void scaleTraceTimes(Trace& trace, double factor);
 
-/// {"factor": f, "references": [{"chunks": m, "predicted_ns": p, "step_ns": [...]}]} --
-/// stored in the report's calibration (docs/formats.md).
+/// {"factor": f, "reference_ratio": r, "references": [{"chunks": m, "predicted_ns": p,
+/// "step_ns": [...]}]} -- stored in the report's calibration (docs/formats.md).
 nlohmann::json toJson(const CalibrationDrift& drift);
-/// Reads what toJson wrote (no drift for null or a missing key); the factor is recomputed.
+/// Reads what toJson wrote (no drift for null or a missing key); the ratio and the factor are
+/// recomputed from the references.
 CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json);
 
 /// One line for the sweep's progress: the factor and what it means.
