@@ -79,7 +79,7 @@ std::string describeCalibrationDrift(const CalibrationDrift& drift) {
   if (steps == 0) return "calibration drift: none measured (no reference steps during the measuring rounds)";
   return fmt::format("calibration drift: the reference pipelines took {:.3f}x their calibrated prediction while "
                      "the candidates were measured ({} steps); every predicted time is scaled by {:.3f} (its square "
-                     "root: the references' drift is half noise)",
+                     "root: the references' drift is partly noise)",
                      drift.referenceRatio(), steps, drift.factor());
 }
 

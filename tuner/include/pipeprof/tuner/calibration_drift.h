@@ -12,7 +12,7 @@
 //                                          / reference m's prediction (calibrated, no drift)
 //   factor = sqrt(ratio)
 //
-// and the sweep multiplies every predicted time by the factor. The ratio is half noise: the
+// and the sweep multiplies every predicted time by the factor. The ratio is partly noise: the
 // references sample other moments of the machine's wandering speed than the candidates do, and
 // each of the calibration's shapes was timed at its own moment. Over 64 sweeps of the 2-core
 // development machine (2026-11-26..28, docs/performance.md, bench/drift_shrinkage.py) applying
