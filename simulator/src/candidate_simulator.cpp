@@ -4,38 +4,28 @@
 #include "predicted_trace.h"
 #include "weight_deferral.h"
 
+#include <pipeprof/core/pipeline_shape.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 
 namespace pipeprof::sim {
-namespace {
-
-std::string balanceText(const std::vector<std::int64_t>& balance) {
-  std::string text;
-  for (std::size_t j = 0; j < balance.size(); ++j) {
-    if (j > 0) text += ",";
-    text += std::to_string(balance[j]);
-  }
-  return text;
-}
-
-}  // namespace
 
 void validateCandidate(const Profile& profile, const Cluster& cluster, const Candidate& candidate) {
   if (candidate.balance.empty()) throw std::invalid_argument("balance is empty: give at least one partition");
   std::int64_t sum = 0;
   for (std::size_t j = 0; j < candidate.balance.size(); ++j) {
     if (candidate.balance[j] < 1) {
-      throw std::invalid_argument("balance " + balanceText(candidate.balance) + ": partition " + std::to_string(j) +
+      throw std::invalid_argument("balance " + formatBalance(candidate.balance) + ": partition " + std::to_string(j) +
                                   " has " + std::to_string(candidate.balance[j]) +
                                   " layers; every partition needs at least one");
     }
     sum += candidate.balance[j];
   }
   if (sum != profile.layerCount()) {
-    throw std::invalid_argument("balance " + balanceText(candidate.balance) + " sums to " + std::to_string(sum) +
+    throw std::invalid_argument("balance " + formatBalance(candidate.balance) + " sums to " + std::to_string(sum) +
                                 " layers but the profile has " + std::to_string(profile.layerCount()) +
                                 "; give a balance whose entries add up to " + std::to_string(profile.layerCount()));
   }
