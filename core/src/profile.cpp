@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/json_file.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -63,6 +64,11 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
   result.backwardWorkspaceBytes = at(&CostSample::backwardWorkspaceBytes);
   result.forwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::forwardLaunch);
   result.backwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::backwardLaunch);
+  if (a.outputSavedBytes && b.outputSavedBytes) {
+    result.outputSavedBytes =
+        std::clamp<Bytes>(onLine(a.microBatch, *a.outputSavedBytes, b.microBatch, *b.outputSavedBytes, microBatch), 0,
+                          result.outputBytes);
+  }
   if (a.backwardSplit && b.backwardSplit) {
     auto split = [&](auto BackwardSplit::*field) {
       return onLine(a.microBatch, (*a.backwardSplit).*field, b.microBatch, (*b.backwardSplit).*field, microBatch);
@@ -115,7 +121,8 @@ nlohmann::json costToJson(const CostSample& cost) {
                          {"saved_bytes", cost.savedBytes},
                          {"forward_workspace_bytes", cost.forwardWorkspaceBytes},
                          {"backward_workspace_bytes", cost.backwardWorkspaceBytes}};
-  // Written only when measured, so profiles without launch data write back byte for byte as before.
+  // Written only when measured, so older profiles write back byte for byte as before.
+  if (cost.outputSavedBytes) json["output_saved_bytes"] = *cost.outputSavedBytes;
   launchToJson(cost.forwardLaunch, "forward", json);
   launchToJson(cost.backwardLaunch, "backward", json);
   if (cost.backwardSplit) {
@@ -187,6 +194,14 @@ CostSample costFromJson(const JsonCursor& json) {
   cost.backwardNs = json.at("backward_ns").asNonNegativeInt();
   cost.outputBytes = json.at("output_bytes").asNonNegativeInt();
   cost.savedBytes = json.at("saved_bytes").asNonNegativeInt();
+  if (json.has("output_saved_bytes")) {
+    const JsonCursor outputSaved = json.at("output_saved_bytes");
+    cost.outputSavedBytes = outputSaved.asNonNegativeInt();
+    if (*cost.outputSavedBytes > cost.outputBytes) {
+      outputSaved.fail("expected at most output_bytes (" + std::to_string(cost.outputBytes) + "), got " +
+                       std::to_string(*cost.outputSavedBytes));
+    }
+  }
   // `workspace_bytes`, one figure for both passes, is what profiles held before the split.
   const Bytes workspace = json.has("workspace_bytes") ? json.at("workspace_bytes").asNonNegativeInt() : 0;
   cost.forwardWorkspaceBytes =
@@ -321,6 +336,7 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.microBatch = 0;
     zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
+    if (costs.front().outputSavedBytes) zero.outputSavedBytes = 0;
     if (costs.front().backwardSplit) {
       zero.backwardSplit = BackwardSplit{};
       if (costs.front().backwardSplit->inputWorkspaceBytes) {

@@ -342,6 +342,12 @@ void eachLayerAlone(const Layers& layers, const Tensors& input, Precision precis
   eachLayerAlone(layers, input, detached, run);
 }
 
+/// A layer's output tensor, watched without keeping it alive.
+struct OutputStorage {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  Bytes bytes = 0;
+};
+
 /// Memory fields of every layer at one size, on `device` (the input's): on CPU with the tracked
 /// allocator, on CUDA with the caching allocator's blocks on each layer's stream.
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
@@ -376,6 +382,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
   }
   // 2. The whole forward, each layer under its tag, graph kept.
   std::vector<Bytes> before(n);
+  std::vector<std::vector<OutputStorage>> outputs(static_cast<std::size_t>(n));
   {
     ScopedSkipTracker scope(&skips);
     Tensors x = input;
@@ -393,6 +400,9 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       const Bytes peak = peakBytes(L) - before[L];
       costs[L].outputBytes = bytesOf(out);
       costs[L].forwardWorkspaceBytes = std::max<Bytes>(0, peak - live);
+      for (const torch::Tensor& t : out) {
+        if (t.defined() && t.has_storage()) outputs[L].push_back({t.storage().getWeakStorageImpl(), bytesOf(t)});
+      }
       x = out;
     }
     // The model's output is the last stage's, which the pipeline hands to the loss: it counts
@@ -406,6 +416,13 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     for (std::int64_t L = 0; L < n; ++L) costs[L].savedBytes = std::max<Bytes>(0, liveBytes(L) - before[L]);
     skips.recordUnsavedBytes();  // while the roots keep the graph alive
     skips.clear();
+    // What of each layer's output the graph keeps: its storage outlives every reference but the
+    // graph's (the layer's own saved result, a later layer's saved input, or what it is a view of).
+    for (std::int64_t L = 0; L < n; ++L) {
+      Bytes kept = 0;
+      for (const OutputStorage& output : outputs[L]) kept += output.storage.expired() ? 0 : output.bytes;
+      costs[L].outputSavedBytes = std::min(kept, costs[L].outputBytes);
+    }
   }
   // 3. Each layer's backward under its tag.
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {

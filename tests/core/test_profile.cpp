@@ -70,6 +70,23 @@ TEST(CostAt, SingleSampleIsProportional) {
   expectCost(layer.costAt(8), 8, 2000, 4002, 800, 80, 6);
 }
 
+// What of a layer's output its graph keeps is interpolated like the other bytes, within the
+// output; where a sample lacks it the estimate from the saved bytes stands (nullopt).
+TEST(CostAt, TheOutputsSavedPartIsInterpolatedWithinTheOutput) {
+  LayerProfile layer;
+  layer.costs = {sample(2, 1, 1, 64, 200, 0), sample(4, 1, 1, 128, 200, 0)};
+  layer.costs[0].outputSavedBytes = 0;
+  layer.costs[1].outputSavedBytes = 128;
+  EXPECT_EQ(layer.costAt(3).outputSavedBytes, 64);
+  EXPECT_EQ(layer.costAt(8).outputSavedBytes, 256) << "as large as the extrapolated output";
+  EXPECT_EQ(layer.costAt(1).outputSavedBytes, 0) << "-64 clamps at zero";
+  layer.costs = {sample(4, 1, 1, 100, 40, 0)};
+  layer.costs[0].outputSavedBytes = 100;
+  EXPECT_EQ(layer.costAt(2).outputSavedBytes, 50) << "a single sample is proportional";
+  layer.costs[0].outputSavedBytes.reset();
+  EXPECT_FALSE(layer.costAt(2).outputSavedBytes.has_value());
+}
+
 TEST(CostAt, RejectsEmptyAndNonPositive) {
   LayerProfile layer;
   layer.name = "fc";
@@ -95,6 +112,8 @@ Profile exampleProfile() {
   a.optimizerStepBytes = 1000;
   a.castCacheBytes = 500;
   a.costs = {sample(1, 10, 20, 30, 40, 50), sample(4, 11, 21, 31, 41, 51)};
+  a.costs[0].outputSavedBytes = 0;
+  a.costs[1].outputSavedBytes = 31;
   LayerProfile b;
   b.name = "fc";
   b.paramBytes = 7;
@@ -132,6 +151,8 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_EQ(back.layers[0].optimizerStepBytes, 1000);
   EXPECT_EQ(back.layers[0].castCacheBytes, 500);
   EXPECT_FALSE(json["layers"][1].contains("cast_cache_bytes")) << "written only when measured";
+  EXPECT_EQ(back.layers[0].costs[1].outputSavedBytes, 31);
+  EXPECT_FALSE(json["layers"][1]["costs"][0].contains("output_saved_bytes")) << "written only when measured";
   expectEqual(back, profile);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_profile_" + std::to_string(::getpid()) + ".json";
@@ -157,6 +178,7 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   EXPECT_EQ(profile.environment.optimizer, OptimizerSpec{}) << "and with plain SGD";
   EXPECT_EQ(profile.layers[0].costs[0].forwardWorkspaceBytes, 0);
   EXPECT_EQ(profile.layers[0].costs[0].backwardWorkspaceBytes, 0);
+  EXPECT_FALSE(profile.layers[0].costs[0].outputSavedBytes.has_value()) << "estimated from the saved bytes";
   EXPECT_EQ(profile.environment.threads, 1);
   EXPECT_EQ(profile.environment.model, "");
   EXPECT_TRUE(profile.skips.empty());
@@ -219,6 +241,8 @@ TEST(ProfileJson, RejectsMalformedInputNamingThePlace) {
             "p.json: $.layers: expected at least one layer");
   EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["unsaved_bytes_per_sample"] = 124; }),
             "p.json: $.skips[0].unsaved_bytes_per_sample: expected at most bytes_per_sample (123), got 124");
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["costs"][1]["output_saved_bytes"] = 32; }),
+            "p.json: $.layers[0].costs[1].output_saved_bytes: expected at most output_bytes (31), got 32");
   EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["pop_layer"] = 3; }),
             "p.json: $.skips[0].pop_layer: pop layer 3 is out of range (the model has layers 0..2)");
   EXPECT_EQ(errorAfter([](auto& j) { j["skips"][0]["stash_layer"] = 5; }),

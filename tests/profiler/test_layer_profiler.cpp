@@ -423,6 +423,30 @@ TEST(LayerProfiler, Bf16MeasuresUnderAutocastAndTheCachedCastCopiesApart) {
   EXPECT_EQ(bf16.layers[3].costs[0].outputBytes, fp32.layers[3].costs[0].outputBytes / 2);
 }
 
+// What of each output the graph keeps (conv, relu, flatten, fc): the ReLU saves its result, the
+// flatten is a view of it (and the fc saves that view as its input); the conv's output is freed
+// with the forward (the ReLU saves its own result) and so is the fc's. Under bf16 the fc's saved
+// bytes (its own cast copy of its weight) outweigh its output, none of which is saved.
+TEST(LayerProfiler, RecordsWhatOfEachOutputTheGraphKeeps) {
+  Model model = convModel();
+  LayerProfilerOptions options = quick({4});
+  for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
+    options.precision = precision;
+    const Profile profile = profileModel(model, options);
+    std::vector<Bytes> saved;
+    for (const LayerProfile& layer : profile.layers) {
+      const CostSample& cost = layer.costs.at(0);
+      ASSERT_TRUE(cost.outputSavedBytes.has_value()) << layer.name;
+      saved.push_back(*cost.outputSavedBytes);
+    }
+    const auto output = [&](std::size_t l) { return profile.layers[l].costs[0].outputBytes; };
+    EXPECT_EQ(saved, (std::vector<Bytes>{0, output(1), output(2), 0})) << precisionName(precision);
+    if (precision == Precision::Bf16) {
+      EXPECT_GT(profile.layers[3].costs[0].savedBytes, output(3));
+    }
+  }
+}
+
 TEST(LayerProfiler, Fp16IsRefusedOnACpu) {
   Model model = convModel();
   LayerProfilerOptions options = quick({2});

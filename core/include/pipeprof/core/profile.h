@@ -78,6 +78,11 @@ struct CostSample {
   /// The backward split into I and W, measured alongside the whole backward; absent in older
   /// files (a profile carries it on every sample or on none).
   std::optional<BackwardSplit> backwardSplit{};
+  /// The part of outputBytes the graph keeps for backward (the layer's own saved result, a later
+  /// layer's saved input, or what it is a view of): at most outputBytes. Absent in files
+  /// measured before 2026-11-28, then taken as min(outputBytes, savedBytes) -- which a layer
+  /// whose saved bytes are something else (a bf16 cast copy of a Linear's weight) misreads.
+  std::optional<Bytes> outputSavedBytes{};
 };
 
 /// Costs at any micro-batch size from samples sorted by size: piecewise-linear between samples,
