@@ -63,6 +63,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->inputKeptBytes.assign(layers, 0);
   table->outputBytes.assign(layers, 0);
   table->outputMovedBytes.assign(layers, 0);
+  table->outputSavedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
   table->backwardWorkspaceBytes.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
@@ -79,6 +80,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     const Bytes weightSaved = sumBytes(split.weightSavedBytes);
     table->outputGradientKeptBytes[l] = weightSaved > 0 ? std::min(weightSaved, table->outputBytes[l]) : 0;
     table->outputMovedBytes[l] = cost.outputBytes;
+    table->outputSavedBytes[l] = std::min(
+        table->outputBytes[l], cost.outputSavedBytes ? tensorBytes(*cost.outputSavedBytes) : sumBytes(cost.savedBytes));
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
     table->inputWorkspaceBytes[l] =
@@ -149,15 +152,14 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
                               bool receivesOutputGradient, bool splits, bool inputGradients,
                               HeldSkipGradients heldSkipGradients) {
   TransientPeaks peaks;
-  // What layer l holds right after its forward: what it saves, or at least its output.
-  auto liveAfter = [&](std::size_t l) {
-    return std::max(table.savedPrefix[l + 1] - table.savedPrefix[l], table.outputBytes[l]);
-  };
+  // What layer l holds right after its forward: what it saves and the part of its output the
+  // graph does not keep.
+  auto unsavedOutput = [&](std::size_t l) { return table.outputBytes[l] - table.outputSavedBytes[l]; };
+  auto liveAfter = [&](std::size_t l) { return table.savedPrefix[l + 1] - table.savedPrefix[l] + unsavedOutput(l); };
   // A stage that is not the last keeps its output (the root of its graph) until its backward
-  // ends: the part of it its last layer saved is not freed when that layer's backward is done.
+  // ends: the part of it the graph saved is not freed when its last layer's backward is done.
   // (The last stage handed its output to the loss, whose backward lets it go.)
-  const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
-  const Bytes outputKept = receivesOutputGradient ? std::min(table.outputBytes[end - 1], lastSaved) : 0;
+  const Bytes outputKept = receivesOutputGradient ? table.outputSavedBytes[end - 1] : 0;
   // I keeps, for W, the gradients each layer's I captured (the gradient of its output where a
   // matrix product takes it, those inside it); the last layer's output gradient, received from
   // j + 1, is counted there.
@@ -173,7 +175,7 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // The layer's input is the previous layer's output (the partition's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
-    const Bytes unsavedInput = l > first ? liveAfter(l - 1) - (table.savedPrefix[l] - table.savedPrefix[l - 1]) : 0;
+    const Bytes unsavedInput = l > first ? unsavedOutput(l - 1) : 0;
     const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
     const Bytes gradForward = savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace;
     if (gradForward > peaks.gradForward) {
@@ -244,8 +246,7 @@ void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, st
   bytes[layout.inputCopyHeldForWeight(j)] = inputCopyHeld;
   // Not checkpointed, j - 1 frees that input with its I, or the first stage with its W where
   // its last layer saved its output (its W keeps the whole graph).
-  const bool freedByWeight =
-      j == 1 && table.savedPrefix[first] - table.savedPrefix[first - 1] >= table.outputBytes[first - 1];
+  const bool freedByWeight = j == 1 && table.outputSavedBytes[first - 1] >= table.outputBytes[first - 1];
   bytes[layout.outputHeldAfterInput(j)] = freedByWeight ? 0 : inputHeld;
   bytes[layout.outputHeldAfterWeight(j)] = freedByWeight ? inputHeld : 0;
   if (j > 0) {
@@ -562,10 +563,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // the previous layer's output (or the stage's input, held by j - 1 already).
       const bool passesOn = !passedOn.empty() && passedOn[static_cast<std::size_t>(j)] >= 0;
       const std::size_t allocating = passesOn ? end - 2 : end - 1;
-      const Bytes allocatingSaved =
-          passesOn && end - 1 == first ? 0 : table.savedPrefix[allocating + 1] - table.savedPrefix[allocating];
       bytes[layout.unsavedOutput(j)] =
-          passesOn && end - 1 == first ? 0 : std::max<Bytes>(0, table.outputBytes[allocating] - allocatingSaved);
+          passesOn && end - 1 == first ? 0 : table.outputBytes[allocating] - table.outputSavedBytes[allocating];
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward.
       // In I the shared part of it is counted elsewhere: in the popping layer's own workspace (the

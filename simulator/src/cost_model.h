@@ -36,6 +36,10 @@ struct LayerCostTable {
   std::vector<Bytes> inputKeptBytes;
   std::vector<Bytes> outputBytes;       ///< as held in memory (an allocator block on CUDA)
   std::vector<Bytes> outputMovedBytes;  ///< as a copy moves it (the tensor's own bytes)
+  /// Per layer: the part of outputBytes the graph keeps, counted in savedBytes (its own or an
+  /// earlier layer's); the rest is freed once nothing else holds the output
+  /// (CostSample::outputSavedBytes; profiles without it: min(outputBytes, savedBytes)).
+  std::vector<Bytes> outputSavedBytes;
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).

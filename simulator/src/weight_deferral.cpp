@@ -15,10 +15,9 @@ std::vector<std::int64_t> deferralWithinOneFOneBMemory(CostModel& costs, const C
   for (std::int64_t d = 0; d < p; ++d) {
     const std::size_t end = first + static_cast<std::size_t>(candidate.balance[static_cast<std::size_t>(d)]);
     const Bytes output = table.outputBytes[end - 1];
-    const Bytes lastSaved = table.savedPrefix[end] - table.savedPrefix[end - 1];
     const Bytes forwardHeld =
         checkpointed ? (first > 0 ? table.outputBytes[first - 1] : 0) + output
-                     : table.savedPrefix[end] - table.savedPrefix[first] + std::max<Bytes>(0, output - lastSaved);
+                     : table.savedPrefix[end] - table.savedPrefix[first] + output - table.outputSavedBytes[end - 1];
     const Bytes weightHeld = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
     if (weightHeld <= forwardHeld) {
       deferred[static_cast<std::size_t>(d)] = d;

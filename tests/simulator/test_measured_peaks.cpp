@@ -354,5 +354,29 @@ TEST(MeasuredPeaks, AWholeBackwardUnderAutocastSharesTheSkipsGradientWithTheInpu
   EXPECT_GT((static_cast<double>(predict(resnet, perRank.front(), ranks).peakBytes[1]) - measured) / measured, 0.25);
 }
 
+// Under bf16 autocast LibTorch 1.13's Linear saves its own cast copy of its weight each
+// micro-batch (0.5 MiB here), as large as a 512-sample micro-batch's bf16 output, which no layer
+// saves (the next ReLU saves its result). Guessing the output saved from the saved bytes, a
+// stage ending in a Linear held no output: device 1 of the interleaved rows read 1.5 MiB
+// (8-11%) low. The profiler now records what of each output the graph keeps
+// (output_saved_bytes). mlp batch 4096 sgd bf16, threads (bench/training_step_sweeps.py,
+// 2026-11-28 07:30-08:43; [4,3,5,3] x8's device 1, 18.02 MiB there, read 17.52 in three `pipeprof run`s).
+TEST(MeasuredPeaks, ABf16LinearsOutputCountsThoughItsSavedBytesAreAWeightsCastCopy) {
+  Profile bf16 = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/mlp-batch4096-bf16-profile.json");
+  const std::vector<Measured> rows{
+      {ScheduleKind::Interleaved, {2, 3, 7, 3}, Checkpoint::Never, {20812672, 18370600}},
+      {ScheduleKind::Interleaved, {4, 3, 5, 3}, Checkpoint::Never, {21861248, 18894888}},
+      {ScheduleKind::ZeroBubbleV, {4, 2, 5, 4}, Checkpoint::ExceptLast, {25710616, 25007104}, 4},
+      {ScheduleKind::GPipe, {8, 7}, Checkpoint::Always, {21861376, 22040604}, 4},
+      {ScheduleKind::ZeroBubble, {9, 6}, Checkpoint::Always, {29452032, 30948372}, 2, 4096, {0, 0}},
+      {ScheduleKind::InterleavedZeroBubble, {6, 5, 3, 1}, Checkpoint::ExceptLast, {47730688, 52449292}, 1}};
+  expectWithin(bf16, rows, 0.05);
+  for (LayerProfile& layer : bf16.layers) {
+    for (CostSample& cost : layer.costs) cost.outputSavedBytes.reset();
+  }
+  const double measured = static_cast<double>(rows[1].peakBytes[1]);
+  EXPECT_LT((static_cast<double>(predict(bf16, rows[1]).peakBytes[1]) - measured) / measured, -0.08);
+}
+
 }  // namespace
 }  // namespace pipeprof

@@ -143,6 +143,23 @@ TEST(MemoryModel, TheOutputIsNotCountedTwiceWhenSavedBytesHoldIt) {
   EXPECT_EQ(runTwo(more, 4, Checkpoint::Never, ScheduleKind::GPipe).peakBytes[0], 60);
 }
 
+// A profile that measured what of the output the graph keeps (output_saved_bytes) is read as it
+// says: saved bytes of 10 that are another tensor (under bf16, a Linear's cast copy of its
+// weight, saved by each micro-batch) leave the output of 10 to count too, 20 per micro-batch;
+// the same saved bytes holding the output count 10.
+TEST(MemoryModel, TheOutputsSavedPartIsTakenFromTheProfileWhereItWasMeasured) {
+  auto gpipePeak = [](Bytes outputSaved) {
+    Profile profile = test::makeProfile({{10, 20, 10, 10, 0, 0}, kSavesOutput});
+    profile.layers[0].costs[0].outputSavedBytes = outputSaved;
+    Candidate candidate = test::makeCandidate({1, 1}, 4, Checkpoint::Never, 4);
+    candidate.schedule = ScheduleKind::GPipe;
+    return simulate(profile, test::freeCluster(2), candidate).prediction.peakBytes[0];
+  };
+  EXPECT_EQ(gpipePeak(0), 80);
+  EXPECT_EQ(gpipePeak(4), 64);
+  EXPECT_EQ(gpipePeak(10), 40);
+}
+
 // A stage ending in a stash layer that passes on what it stashes (resnet's block stash, an
 // identity): "a" saves its output (a ReLU, 10), "stash" saves nothing and stashes its input,
 // popped by "pop" on stage 1; stage 0's output and the skip are a's output, one tensor. GPipe,
