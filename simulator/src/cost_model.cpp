@@ -515,13 +515,19 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       return std::min(costs.tensorBytes(skip.bytesPerSample * size),
                       firstOfPartition ? table.outputBytes[before] : table.inputKeptBytes[before]);
     };
+    // The gradient the popping layer hands its input, as far as it is the skip's: at most the
+    // output of the layer before the pop.
+    auto skipGradientAtLayerBeforePop = [&](std::int32_t s) -> Bytes {
+      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
+      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
+                      table.outputBytes[static_cast<std::size_t>(skip.popLayer - 1)]);
+    };
     // At the layer before the pop, that tensor is the gradient of the layer's output, whole in
     // its I's workspace (the profiler's backward allocates it there).
     auto sharedSkipGradientBeforePop = [&](std::int32_t s) -> Bytes {
       const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
       if (!compiled.splitsBackward || !skip.gradientSharedWithInput) return 0;
-      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
-                      table.outputBytes[static_cast<std::size_t>(skip.popLayer - 1)]);
+      return skipGradientAtLayerBeforePop(s);
     };
     // The same for a whole backward (SkipProfile::gradientSharedInBackward): the tensor the
     // popping layer hands its input, which that layer's backward and the one before count in
@@ -536,8 +542,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       if (!skip.gradientSharedInBackward) return 0;
       const bool firstOfPartition = skip.popLayer == firstLayer[static_cast<std::size_t>(pop)];
       if (atInput && (!firstOfPartition || compiled.skipStashPartition[k] != pop - 1)) return 0;
-      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
-                      table.outputBytes[static_cast<std::size_t>(skip.popLayer - 1)]);
+      return skipGradientAtLayerBeforePop(s);
     };
     for (std::int32_t j = 0; j < n; ++j) {
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
