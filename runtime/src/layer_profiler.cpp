@@ -64,6 +64,7 @@
 #include "stage_input.h"
 
 #include <pipeprof/core/allocator_rounding.h>
+#include <pipeprof/core/statistics.h>
 #include <pipeprof/profiler/cupti_collector.h>
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/library_workspaces.h>
@@ -592,14 +593,14 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
     pass(true, r % 2 == 1);
   }
   for (std::int64_t L = 0; L < n; ++L) {
-    costs[L].forwardNs = median(forwardNs[L]);
-    costs[L].backwardNs = median(backwardNs[L]);
+    costs[L].forwardNs = medianNs(forwardNs[L]);
+    costs[L].backwardNs = medianNs(backwardNs[L]);
     BackwardSplit& split = costs[L].backwardSplit.emplace(costs[L].backwardSplit.value_or(BackwardSplit{}));
-    split.inputNs = median(inputNs[L]);
-    split.weightNs = median(weightNs[L]);
+    split.inputNs = medianNs(inputNs[L]);
+    split.weightNs = medianNs(weightNs[L]);
     if (device.is_cuda()) {
-      costs[L].forwardLaunch = LaunchCost{median(forwardLaunchNs[L]), 0, 0};
-      costs[L].backwardLaunch = LaunchCost{median(backwardLaunchNs[L]), 0, 0};
+      costs[L].forwardLaunch = LaunchCost{medianNs(forwardLaunchNs[L]), 0, 0};
+      costs[L].backwardLaunch = LaunchCost{medianNs(backwardLaunchNs[L]), 0, 0};
     }
   }
 }
@@ -675,7 +676,7 @@ OptimizerStepCost measureOptimizerStep(const OptimizerSpec& spec, const std::vec
     times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
     transient = std::max(transient, peakBytes(L) - start);
   }
-  return {median(times), transient};
+  return {medianNs(times), transient};
 }
 
 /// Per layer with trainable parameters, every optimizer kind stepping them alone (the profile's

@@ -5,6 +5,7 @@
 #include "microbatch.h"
 #include "profiling_scopes.h"
 
+#include <pipeprof/core/statistics.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
 #include <chrono>
@@ -87,8 +88,8 @@ LossSample measureLoss(const Model& model, const torch::Tensor& output, const to
     forwardNs.push_back(ns(t1 - t0));
     backwardNs.push_back(ns(t2 - t1));
   }
-  sample.cost.forwardNs = median(forwardNs);
-  sample.cost.backwardNs = median(backwardNs);
+  sample.cost.forwardNs = medianNs(forwardNs);
+  sample.cost.backwardNs = medianNs(backwardNs);
   return sample;
 }
 

@@ -49,11 +49,4 @@ class LayerMemoryScope {
   c10::OptionalStreamGuard guard_;
 };
 
-inline TimeNs median(std::vector<TimeNs> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 }  // namespace pipeprof

@@ -1,4 +1,4 @@
-// Tests for statistics.cpp: the median of timings.
+// Tests for statistics.cpp: the median of timings and of ratios.
 #include <pipeprof/core/statistics.h>
 
 #include <gtest/gtest.h>
@@ -18,6 +18,13 @@ TEST(MedianNs, EvenCountTakesTheMeanOfTheMiddleTwo) {
 }
 
 TEST(MedianNs, NoSamplesGiveZero) { EXPECT_EQ(medianNs({}), 0); }
+
+TEST(Median, OfRatiosIsTheMiddleOneOrTheMeanOfTheMiddleTwo) {
+  EXPECT_DOUBLE_EQ(median({1.2, 0.8, 1.0}), 1.0);
+  EXPECT_DOUBLE_EQ(median({1.15, 0.9}), (0.9 + 1.15) / 2.0);
+  EXPECT_DOUBLE_EQ(median({3.0, 0.5, 2.0, 1.0}), 1.5);
+  EXPECT_DOUBLE_EQ(median({}), 0.0);
+}
 
 }  // namespace
 }  // namespace pipeprof

@@ -26,10 +26,7 @@ double CalibrationDrift::referenceRatio() const {
     ratios.push_back(static_cast<double>(medianNs(steps)) / static_cast<double>(predicted->second));
   }
   if (ratios.empty()) return 1.0;
-  std::sort(ratios.begin(), ratios.end());
-  const std::size_t n = ratios.size();
-  const double median = n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0;
-  return std::clamp(median, kLowestRatio, kHighestRatio);
+  return std::clamp(median(std::move(ratios)), kLowestRatio, kHighestRatio);
 }
 
 double CalibrationDrift::factor() const { return std::sqrt(referenceRatio()); }

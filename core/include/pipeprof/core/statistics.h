@@ -11,4 +11,7 @@ namespace pipeprof {
 /// an even count; 0 for none.
 TimeNs medianNs(std::vector<TimeNs> samples);
 
+/// The median of `values`: the middle one, or the mean of the middle two; 0 for none.
+double median(std::vector<double> values);
+
 }  // namespace pipeprof
