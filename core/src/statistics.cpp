@@ -1,27 +1,28 @@
-// Small statistics over timings.
+// Small statistics over timings and ratios.
 #include <pipeprof/core/statistics.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace pipeprof {
 
-TimeNs medianNs(std::vector<TimeNs> samples) {
-  if (samples.empty()) return 0;
-  const std::size_t n = samples.size();
-  const auto upper = samples.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(samples.begin(), upper, samples.end());
-  if (n % 2 == 1) return *upper;
-  const TimeNs lower = *std::max_element(samples.begin(), upper);
-  return (lower + *upper) / 2;
-}
+namespace {
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
+/// The middle value, or the mean of the middle two (integer division for integers); 0 for none.
+template <typename T>
+T middleOf(std::vector<T> values) {
+  if (values.empty()) return T{0};
   const std::size_t n = values.size();
   const auto upper = values.begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(values.begin(), upper, values.end());
   if (n % 2 == 1) return *upper;
-  return (*std::max_element(values.begin(), upper) + *upper) / 2.0;
+  return (*std::max_element(values.begin(), upper) + *upper) / T{2};
 }
+
+}  // namespace
+
+TimeNs medianNs(std::vector<TimeNs> samples) { return middleOf(std::move(samples)); }
+
+double median(std::vector<double> values) { return middleOf(std::move(values)); }
 
 }  // namespace pipeprof
