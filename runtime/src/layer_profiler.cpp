@@ -13,8 +13,9 @@
 //     2. the whole model forward in training mode, layer L under tag L, keeping the graph:
 //        output bytes, forward workspace (peak - live after the layer), and after the last
 //        layer, its output let go (the graph kept), saved_bytes(L) = what tag L still holds,
-//        and each skip's unsaved bytes (its tensor's, when nothing holds that any more after
-//        the pop);
+//        each skip's unsaved bytes (its tensor's, when nothing holds that any more after the
+//        pop) and output_saved_bytes(L) = the bytes of L's output whose storage the graph alone
+//        still keeps alive;
 //     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
 //        backward workspace = peak above the bytes live when it started;
 //     4. per layer, on a copy of its input made under tag L, forward and then the backward

@@ -360,7 +360,8 @@ TEST(MeasuredPeaks, AWholeBackwardUnderAutocastSharesTheSkipsGradientWithTheInpu
 // stage ending in a Linear held no output: device 1 of the interleaved rows read 1.5 MiB
 // (8-11%) low. The profiler now records what of each output the graph keeps
 // (output_saved_bytes). mlp batch 4096 sgd bf16, threads (bench/training_step_sweeps.py,
-// 2026-11-28 07:30-08:43; [4,3,5,3] x8's device 1, 18.02 MiB there, read 17.52 in three `pipeprof run`s).
+// 2026-11-28 07:30-08:43; [4,3,5,3] x8's device 1, 18.02 MiB there, read 17.52 in each of
+// three `pipeprof run`s).
 TEST(MeasuredPeaks, ABf16LinearsOutputCountsThoughItsSavedBytesAreAWeightsCastCopy) {
   Profile bf16 = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/mlp-batch4096-bf16-profile.json");
   const std::vector<Measured> rows{
