@@ -28,9 +28,13 @@ CLASSES = 100
 
 def flattened(name):
     """(the model as an nn.Sequential subclass, its batch)."""
-    import torch
-    import torchvision
-    from torch import nn
+    try:
+        import torch
+        import torchvision
+        from torch import nn
+    except ImportError as missing:
+        raise SystemExit(f"{missing}: this bench needs Debian's python3-torch and python3-torchvision under "
+                         "/usr/bin/python3 (`PIPEPROF_BOOTSTRAP_PYTHON=1 ./scripts/bootstrap.sh` installs both)")
 
     class Net(nn.Sequential):
         pass
@@ -95,8 +99,9 @@ def main():
         path = os.path.join(args.out, name + ".pt")
         report_path = os.path.join(args.out, name, "report.json")
         if not args.report_only:
-            import torch
             net, batch = flattened(name)
+            import torch
+
             os.makedirs(os.path.join(args.out, name), exist_ok=True)
             torch.jit.script(net).save(path)
             command = [args.pipeprof, "sweep", "--model", path, "--batch", str(batch), "--devices", "cpu,cpu",

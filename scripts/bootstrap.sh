@@ -12,9 +12,11 @@ packages=(
   clang libclang-rt-14-dev clang-format
   libprotobuf-dev  # found by the CMake config of LibTorch 2.6 in scripts/torch2-check.sh
 )
-# The reference-implementation benchmark (bench/) compares against PyTorch's Python Pipe.
+# PIPEPROF_BOOTSTRAP_PYTHON=1: PyTorch's Python too (the same 1.13 as LibTorch), for the benches
+# that use it: bench/pipe_reference.py compares against its Pipe, bench/imported_models.py
+# scripts torchvision's models.
 if [[ "${PIPEPROF_BOOTSTRAP_PYTHON:-0}" == 1 ]]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch python3-torchvision)
 fi
 
 missing=()
