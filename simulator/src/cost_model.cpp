@@ -154,8 +154,9 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves and the part of its output the
   // graph does not keep.
-  auto unsavedOutput = [&](std::size_t l) { return table.outputBytes[l] - table.outputSavedBytes[l]; };
-  auto liveAfter = [&](std::size_t l) { return table.savedPrefix[l + 1] - table.savedPrefix[l] + unsavedOutput(l); };
+  auto liveAfter = [&](std::size_t l) {
+    return table.savedPrefix[l + 1] - table.savedPrefix[l] + table.unsavedOutputBytes(l);
+  };
   // A stage that is not the last keeps its output (the root of its graph) until its backward
   // ends: the part of it the graph saved is not freed when its last layer's backward is done.
   // (The last stage handed its output to the loss, whose backward lets it go.)
@@ -175,7 +176,7 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // The layer's input is the previous layer's output (the partition's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
-    const Bytes unsavedInput = l > first ? unsavedOutput(l - 1) : 0;
+    const Bytes unsavedInput = l > first ? table.unsavedOutputBytes(l - 1) : 0;
     const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
     const Bytes gradForward = savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace;
     if (gradForward > peaks.gradForward) {
@@ -568,8 +569,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // the previous layer's output (or the stage's input, held by j - 1 already).
       const bool passesOn = !passedOn.empty() && passedOn[static_cast<std::size_t>(j)] >= 0;
       const std::size_t allocating = passesOn ? end - 2 : end - 1;
-      bytes[layout.unsavedOutput(j)] =
-          passesOn && end - 1 == first ? 0 : table.outputBytes[allocating] - table.outputSavedBytes[allocating];
+      bytes[layout.unsavedOutput(j)] = passesOn && end - 1 == first ? 0 : table.unsavedOutputBytes(allocating);
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward.
       // In I the shared part of it is counted elsewhere: in the popping layer's own workspace (the

@@ -40,6 +40,8 @@ struct LayerCostTable {
   /// earlier layer's); the rest is freed once nothing else holds the output
   /// (CostSample::outputSavedBytes; profiles without it: min(outputBytes, savedBytes)).
   std::vector<Bytes> outputSavedBytes;
+  /// The rest of layer l's output: live from its forward until nothing else holds it.
+  Bytes unsavedOutputBytes(std::size_t l) const { return outputBytes[l] - outputSavedBytes[l]; }
   std::vector<Bytes> forwardWorkspaceBytes;
   std::vector<Bytes> backwardWorkspaceBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).

@@ -17,7 +17,7 @@ std::vector<std::int64_t> deferralWithinOneFOneBMemory(CostModel& costs, const C
     const Bytes output = table.outputBytes[end - 1];
     const Bytes forwardHeld =
         checkpointed ? (first > 0 ? table.outputBytes[first - 1] : 0) + output
-                     : table.savedPrefix[end] - table.savedPrefix[first] + output - table.outputSavedBytes[end - 1];
+                     : table.savedPrefix[end] - table.savedPrefix[first] + table.unsavedOutputBytes(end - 1);
     const Bytes weightHeld = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
     if (weightHeld <= forwardHeld) {
       deferred[static_cast<std::size_t>(d)] = d;
