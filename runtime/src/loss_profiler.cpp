@@ -8,6 +8,7 @@
 #include <pipeprof/core/statistics.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>

@@ -10,7 +10,6 @@
 #include <c10/core/StreamGuard.h>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
