@@ -70,14 +70,21 @@ std::string speedList(const ScheduleCorrections& corrections) {
   return speeds.empty() ? std::string("1") : joined(speeds);
 }
 
+/// Whether some size scales the loss (a calibration fitted before the loss was has none).
+bool scalesTheLoss(const ScheduleCorrections& corrections) {
+  return std::any_of(corrections.scales.begin(), corrections.scales.end(),
+                     [](const auto& entry) { return entry.second.loss != 1.0; });
+}
+
 /// "layers chained in the pipeline take ...; device speeds ...; step overhead ...".
 std::string describeCorrections(const ScheduleCorrections& corrections) {
   std::string scales = "none";
   if (!corrections.scales.empty()) {
     scales = scaleRange(corrections, &MicroBatchScale::forward) + " (forward) and " +
-             scaleRange(corrections, &MicroBatchScale::backward) +
-             " (backward) x their profiled time at micro-batches " + std::to_string(corrections.scales.begin()->first) +
-             "-" + std::to_string(corrections.scales.rbegin()->first);
+             scaleRange(corrections, &MicroBatchScale::backward) + " (backward)";
+    if (scalesTheLoss(corrections)) scales += ", the loss " + scaleRange(corrections, &MicroBatchScale::loss) + ",";
+    scales += " x their profiled time at micro-batches " + std::to_string(corrections.scales.begin()->first) + "-" +
+              std::to_string(corrections.scales.rbegin()->first);
   }
   std::string overheads = overheadRange(corrections);
   if (!corrections.stepOverheadNs.empty()) overheads += " (grad zeroing, loss, SGD step, waking the workers)";
@@ -87,10 +94,11 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
 
 /// The same, short: "scales 1.00-1.00 forward, 1.25-1.25 backward, speeds 1, overhead 900 ns-900 ns".
 std::string describeCorrectionsBriefly(const ScheduleCorrections& corrections) {
-  const std::string scales = corrections.scales.empty()
-                                 ? std::string("none")
-                                 : scaleRange(corrections, &MicroBatchScale::forward) + " forward, " +
-                                       scaleRange(corrections, &MicroBatchScale::backward) + " backward";
+  std::string scales = corrections.scales.empty()
+                           ? std::string("none")
+                           : scaleRange(corrections, &MicroBatchScale::forward) + " forward, " +
+                                 scaleRange(corrections, &MicroBatchScale::backward) + " backward";
+  if (scalesTheLoss(corrections)) scales += ", " + scaleRange(corrections, &MicroBatchScale::loss) + " loss";
   return "scales " + scales + ", speeds " + speedList(corrections) + ", overhead " + overheadRange(corrections);
 }
 
@@ -136,7 +144,8 @@ ReferenceShape shapeFromJson(const JsonCursor& json) {
 nlohmann::json correctionsToJson(const ScheduleCorrections& corrections) {
   nlohmann::json scales = nlohmann::json::array();
   for (const auto& [size, scale] : corrections.scales) {
-    scales.push_back({{"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}});
+    scales.push_back(
+        {{"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}, {"loss", scale.loss}});
   }
   nlohmann::json overheads = nlohmann::json::array();
   for (const auto& [chunks, ns] : corrections.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
@@ -150,7 +159,10 @@ ScheduleCorrections correctionsFromJson(const JsonCursor& json) {
       const std::int64_t size = item.at("micro_batch").asPositiveInt();
       if (corrections.scales.count(size) > 0)
         item.at("micro_batch").fail("micro-batch " + std::to_string(size) + " given twice");
-      corrections.scales[size] = {positiveNumber(item.at("forward")), positiveNumber(item.at("backward"))};
+      MicroBatchScale& scale = corrections.scales[size];
+      scale.forward = positiveNumber(item.at("forward"));
+      scale.backward = positiveNumber(item.at("backward"));
+      if (item.has("loss")) scale.loss = positiveNumber(item.at("loss"));  // absent: fitted before the loss was
     }
   }
   if (json.has("device_speeds")) {
@@ -265,6 +277,10 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration) {
         cost.backwardSplit->weightNs = scaled(cost.backwardSplit->weightNs, scale->second.backward);
       }
     }
+  }
+  for (CostSample& cost : profile.loss.costs) {  // the loss op, and the last stage's recompute that runs it
+    auto scale = calibration.scales.find(cost.microBatch);
+    if (scale != calibration.scales.end()) cost.forwardNs = scaled(cost.forwardNs, scale->second.loss);
   }
   return profile;
 }

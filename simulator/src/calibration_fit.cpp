@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -18,9 +19,15 @@
 namespace pipeprof {
 namespace {
 
-double clampedRatio(TimeNs measuredNs, TimeNs profiledNs) {
+/// The layers' scales stay within [0.25, 4] of the profile. The loss's may go further: a loss
+/// of a few small kernels, profiled alone on hot caches, takes several times as long right after
+/// the last stage's layers (unet's MSE at 2 samples: 13 us profiled, 50-90 us in the pipeline).
+constexpr double kMaxLayerScale = 4.0;
+constexpr double kMaxLossScale = 64.0;
+
+double clampedRatio(TimeNs measuredNs, TimeNs profiledNs, double maxScale = kMaxLayerScale) {
   if (measuredNs <= 0 || profiledNs <= 0) return 1.0;
-  return std::clamp(static_cast<double>(measuredNs) / static_cast<double>(profiledNs), 0.25, 4.0);
+  return std::clamp(static_cast<double>(measuredNs) / static_cast<double>(profiledNs), 0.25, maxScale);
 }
 
 std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
@@ -31,21 +38,27 @@ std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
   return steps;
 }
 
-/// Calls visit(op, size, step) for every forward and backward span of a pipeline op inside a
-/// timed step (warm-up ops lie outside every step span), with its micro-batch's size in samples
-/// and the index of its step.
+/// Calls visit(op, size, step) for every span of a pipeline op in one of `phases` inside a timed
+/// step (warm-up ops lie outside every step span), with its micro-batch's size in samples and
+/// the index of its step.
 template <typename Visit>
-void forEachTimedOp(const ReferenceRun& run, Visit visit) {
+void forEachTimedSpan(const ReferenceRun& run, std::initializer_list<Phase> phases, Visit visit) {
   const MicroBatching split = microBatching(run.candidate.batch, run.candidate.chunks);
   const std::vector<const TraceEvent*> steps = stepSpans(run.trace);
   for (std::size_t s = 0; s < steps.size(); ++s) {
     for (const TraceEvent& op : run.trace.events) {
       if (op.kind != EventKind::Span || op.microBatch < 0 || op.partition < 0) continue;
-      if (op.phase != Phase::Forward && op.phase != Phase::Backward) continue;
+      if (std::find(phases.begin(), phases.end(), op.phase) == phases.end()) continue;
       if (op.startNs < steps[s]->startNs || op.startNs >= steps[s]->endNs()) continue;
       visit(op, op.microBatch + 1 < split.count ? split.chunkSize : split.lastSize, s);
     }
   }
+}
+
+/// The same for the forward and backward spans: the layers' time.
+template <typename Visit>
+void forEachTimedOp(const ReferenceRun& run, Visit visit) {
+  forEachTimedSpan(run, {Phase::Forward, Phase::Backward}, visit);
 }
 
 /// Per micro-batch size, the whole model's forward and backward time of every micro-batch of
@@ -113,6 +126,21 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
     speeds.push_back(std::clamp(ratio, 0.5, 2.0));
   }
   return speeds;
+}
+
+/// Per micro-batch size, every timed loss op of every run at the speed of 1 (its time times
+/// the speed of the device it ran on: the simulator divides the loss's time by that speed).
+std::map<std::int64_t, std::vector<TimeNs>> lossNsAtUnitSpeed(const std::vector<const ReferenceRun*>& runs,
+                                                              const std::vector<double>& deviceSpeeds) {
+  std::map<std::int64_t, std::vector<TimeNs>> lossNs;
+  for (const ReferenceRun* run : runs) {
+    forEachTimedSpan(*run, {Phase::Loss}, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
+      const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(op.partition));
+      const double speed = d < deviceSpeeds.size() ? deviceSpeeds[d] : 1.0;
+      lossNs[size].push_back(static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) * speed)));
+    });
+  }
+  return lossNs;
 }
 
 /// The message latency the runs imply (calibration_fit.h), or nullopt when fewer than
@@ -219,8 +247,14 @@ ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& c
     if (backward != samples.backwardNs.end())
       scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
   }
-  const Profile calibrated = calibratedProfile(profile, calibration);
+  Profile calibrated = calibratedProfile(profile, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibrated, runs);
+  for (const auto& [size, lossNs] : lossNsAtUnitSpeed(runs, calibration.deviceSpeeds)) {
+    auto scale = calibration.scales.find(size);
+    if (scale == calibration.scales.end()) continue;  // no layer timed at that size
+    scale->second.loss = clampedRatio(medianNs(lossNs), profile.loss.costAt(size).forwardNs, kMaxLossScale);
+  }
+  calibrated = calibratedProfile(profile, calibration);
   const Cluster calibratedDevices = calibratedCluster(cluster, calibration);
 
   // Runs of one chunk count (several rounds of the same reference) pool their steps.

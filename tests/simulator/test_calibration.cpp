@@ -77,6 +77,24 @@ TEST(Calibration, CalibratedProfileScalesOnlyTheCalibratedSizes) {
   }
 }
 
+TEST(Calibration, TheLossScaleScalesTheForwardOfTheLossAtTheCalibratedSizes) {
+  Profile profile = twoLayerProfile();
+  for (std::int64_t size : {4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = 10;
+    loss.backwardNs = 20;
+    profile.loss.costs.push_back(loss);
+  }
+  Calibration calibration;
+  calibration.scales[4] = {1.0, 1.0, 6.0};
+  const Profile calibrated = calibratedProfile(profile, calibration);
+  EXPECT_EQ(calibrated.loss.costAt(4).forwardNs, 60);
+  EXPECT_EQ(calibrated.loss.costAt(4).backwardNs, 20);  // its backward runs inside the last stage's B or I
+  EXPECT_EQ(calibrated.loss.costAt(8).forwardNs, 10);
+  EXPECT_EQ(calibrated.layers[0].costAt(4).forwardNs, 4);
+}
+
 TEST(Calibration, CalibratedClusterTakesTheSpeedsOfTheDevicesItHas) {
   Calibration calibration;
   calibration.deviceSpeeds = {1.25, 0.8, 2.0};
@@ -137,6 +155,30 @@ TEST(Calibration, FileRoundTripAndDescription) {
             "zeroing, loss, SGD step, waking the workers); 1f1b never: scales 1.00-1.00 forward, 1.25-1.25 backward, "
             "speeds 1, overhead 900 ns-900 ns");
   EXPECT_EQ(describeCalibration(Calibration{}), "calibration: none (predicting from the raw profile)");
+}
+
+TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
+  Calibration calibration = sampleCalibration();
+  calibration.scales[16].loss = 5.5;
+  calibration.byShape[{"1f1b", Checkpoint::Never}].scales[16].loss = 4.25;
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["micro_batch_scales"][0]["loss"], 5.5);
+  EXPECT_EQ(json["micro_batch_scales"][1]["loss"], 1.0);
+  const Calibration read = calibrationFromJson(json, "cal.json");
+  EXPECT_EQ(read.scales.at(16).loss, 5.5);
+  EXPECT_EQ(read.byShape.at({"1f1b", Checkpoint::Never}).scales.at(16).loss, 4.25);
+  EXPECT_EQ(describeCalibration(calibration),
+            "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward), the loss "
+            "1.00-5.50, x their profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 "
+            "us-1.50 us (grad zeroing, loss, SGD step, waking the workers); 1f1b never: scales 1.00-1.00 forward, "
+            "1.25-1.25 backward, 4.25-4.25 loss, speeds 1, overhead 900 ns-900 ns");
+
+  // A calibration fitted before the loss was has no loss scale: the loss keeps its profiled time.
+  nlohmann::json older = toJson(sampleCalibration());
+  for (nlohmann::json& scale : older["micro_batch_scales"]) scale.erase("loss");
+  EXPECT_EQ(calibrationFromJson(older, "cal.json").scales.at(16).loss, 1.0);
+  older["micro_batch_scales"][0]["loss"] = 0;
+  EXPECT_EQ(formatError(older), "cal.json: $.micro_batch_scales[0].loss: expected a positive number, got 0");
 }
 
 TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesElseTheCalibrations) {

@@ -229,6 +229,53 @@ TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed
   EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.75);
 }
 
+TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesSpeed) {
+  // The GPipe reference of the first test (batch 8 over [1,1], chunks 2 of 4 samples; layers
+  // x3 forward, x2.5 backward, both partitions alike) with a loss profiled at 10 ns forward.
+  // Its loss ops on partition 1 took 50, 70 and 60 ns: median 60, scale 6 -- past the layers'
+  // clamp of 4. On device 1's critical path (F(0,1) loss(0) F(1,1) loss(1) B(1,1) B(0,1)) each
+  // of the two losses now takes 50 ns more, so the step overhead fitted is 100 ns less.
+  Profile profile = twoLayerProfile();
+  for (std::int64_t size : {2, 3, 4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = 10;
+    profile.loss.costs.push_back(loss);
+  }
+  auto run = [](std::vector<TimeNs> lossNs) {
+    ReferenceRun two = reference({1, 1}, 2, 8);
+    addStep(two.trace, 0, 1000, {4, 4}, 2, 3, 5);
+    for (std::size_t k = 0; k < lossNs.size(); ++k) {
+      two.trace.events.push_back(span(Phase::Loss, 3, lossNs[k], static_cast<std::int64_t>(k % 2), 1));
+    }
+    two.trace.events.push_back(span(Phase::Loss, 5000, 999, 0, 1));  // warm-up: outside every step
+    return two;
+  };
+  const Calibration slow = calibrationFromRuns(profile, twoCpus(), {run({50, 70, 60})});
+  EXPECT_DOUBLE_EQ(slow.scales.at(4).loss, 6.0);
+  EXPECT_DOUBLE_EQ(slow.scales.at(4).forward, 3.0);  // the loss is no layer's
+  const Calibration asProfiled = calibrationFromRuns(profile, twoCpus(), {run({10, 10})});
+  EXPECT_DOUBLE_EQ(asProfiled.scales.at(4).loss, 1.0);
+  EXPECT_EQ(asProfiled.stepOverheadNs.at(2) - slow.stepOverheadNs.at(2), 100);
+  // Without loss spans, or without a profiled loss, the loss keeps its profiled time.
+  EXPECT_DOUBLE_EQ(calibrationFromRuns(profile, twoCpus(), {run({})}).scales.at(4).loss, 1.0);
+  EXPECT_DOUBLE_EQ(calibrationFromRuns(twoLayerProfile(), twoCpus(), {run({50})}).scales.at(4).loss, 1.0);
+
+  // On a device of speed 0.75 the simulator stretches the loss by 1 / 0.75: the scale is what
+  // the op took times that speed. (Partition 1 takes twice partition 0's time, as in
+  // PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed.)
+  ReferenceRun slower = reference({1, 1}, 1, 8);
+  slower.trace.events.push_back(span(Phase::Step, 0, 100));
+  slower.trace.events.push_back(span(Phase::Forward, 1, 8, 0, 0));
+  slower.trace.events.push_back(span(Phase::Forward, 1, 16, 0, 1));
+  slower.trace.events.push_back(span(Phase::Loss, 2, 40, 0, 1));
+  slower.trace.events.push_back(span(Phase::Backward, 2, 32, 0, 1));
+  slower.trace.events.push_back(span(Phase::Backward, 2, 16, 0, 0));
+  const Calibration atSpeed = calibrationFromRuns(profile, twoCpus(), {slower});
+  EXPECT_EQ(atSpeed.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
+  EXPECT_DOUBLE_EQ(atSpeed.scales.at(8).loss, 3.0);
+}
+
 TEST(CalibrationFit, NoRunsCorrectNothing) {
   EXPECT_TRUE(calibrationFromRuns(twoLayerProfile(), twoCpus(), {}).empty());
 }

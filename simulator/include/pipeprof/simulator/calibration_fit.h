@@ -12,14 +12,17 @@
 //   speed(d)         = the scaled profile's compute of device d's stages' layers over what
 //                      they measured, over the runs (on CPU the partitions of one host do not
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
+//   lossScale(b)     = median over the loss ops of micro-batches of b samples of (the span x the
+//                      speed of its device) / the profile's loss forward at b (a loss of a few
+//                      small kernels takes several times its profiled time in the pipeline)
 //   messageLatency   = (runs of one process per device, whose traces hold send and receive
 //                      spans joined by flows) over the messages whose receiver was already
 //                      waiting when the send began: receive end - send start - the link's drain
 //                      time; the median per direction, the mean of the directions (a clock
 //                      offset between two ranks lengthens one direction as it shortens the other)
 //   overhead(m)      = median step time of reference m - the simulator's step time for it with
-//                      the scales, speeds and message latency applied (zeroing, loss, SGD step,
-//                      waking workers)
+//                      the scales, speeds and message latency applied (zeroing, waking
+//                      workers, whatever else the simulated ops miss)
 //
 // and, over the runs of every shape, one message latency. The runs of GPipe without checkpoints
 // give the calibration's own scales, speeds and overheads (every candidate's, unless its shape
@@ -67,8 +70,8 @@ struct ReferenceRun {
 /// count pool their steps. Without runs of GPipe without checkpoints, the calibration's own
 /// corrections are those of the first shape (gpipe, 1f1b, interleaved by stages per device;
 /// then always, except_last, never). Stage j of every run is on cluster device j mod its device
-/// count. Scales are clamped to [0.25, 4] and speeds to [0.5, 2]; a size without spans or
-/// without profile time keeps 1.0; overheads are never negative; the message latency is fitted
+/// count. Scales are clamped to [0.25, 4] (the loss's to [0.25, 64]) and speeds to [0.5, 2]; a
+/// size without spans or without profile time keeps 1.0; overheads are never negative; the message latency is fitted
 /// from 3 messages or more (else left unset), never negative, with the cluster's links for the
 /// drain time, and applies to the links between ranks of one host (calibratedCluster).
 /// provenance.references lists each shape's and chunk count's steps and median (the caller
