@@ -210,18 +210,24 @@ TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(oneFOneB.checkpoint, Checkpoint::ExceptLast);
 }
 
-TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
-  // Chunks 1 over [1,1]: partition 1 takes twice partition 0's time. Whole model: forward 24
-  // against 16 profiled, backward 48 against 32 (x1.5 both), so each layer is calibrated to
-  // 12 + 24 = 36; partition 0 measured 24 (speed 1.5), partition 1 48 (speed 0.75). At those
-  // speeds the (sequential) step is 8 + 16 + 32 + 16 = 72 of the measured 100.
+/// Chunks 1 of batch 8 over [1,1], one step of 100 ns in which partition 1 takes twice
+/// partition 0's time: forwards 8 and 16, backwards 16 and 32.
+ReferenceRun unevenPartitions() {
   ReferenceRun run = reference({1, 1}, 1, 8);
   run.trace.events.push_back(span(Phase::Step, 0, 100));
   run.trace.events.push_back(span(Phase::Forward, 1, 8, 0, 0));
   run.trace.events.push_back(span(Phase::Forward, 1, 16, 0, 1));
   run.trace.events.push_back(span(Phase::Backward, 2, 32, 0, 1));
   run.trace.events.push_back(span(Phase::Backward, 2, 16, 0, 0));
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {run});
+  return run;
+}
+
+TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
+  // Whole model: forward 24 against 16 profiled, backward 48 against 32 (x1.5 both), so each
+  // layer is calibrated to 12 + 24 = 36; partition 0 measured 24 (speed 1.5), partition 1 48
+  // (speed 0.75). At those speeds the (sequential) step is 8 + 16 + 32 + 16 = 72 of the
+  // measured 100.
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenPartitions()});
   EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
   EXPECT_EQ(calibration.stepOverheadNs.at(1), 28);
   const Cluster cluster = calibratedCluster(twoCpus(), calibration);
@@ -262,15 +268,9 @@ TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesS
   EXPECT_DOUBLE_EQ(calibrationFromRuns(twoLayerProfile(), twoCpus(), {run({50})}).scales.at(4).loss, 1.0);
 
   // On a device of speed 0.75 the simulator stretches the loss by 1 / 0.75: the scale is what
-  // the op took times that speed. (Partition 1 takes twice partition 0's time, as in
-  // PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed.)
-  ReferenceRun slower = reference({1, 1}, 1, 8);
-  slower.trace.events.push_back(span(Phase::Step, 0, 100));
-  slower.trace.events.push_back(span(Phase::Forward, 1, 8, 0, 0));
-  slower.trace.events.push_back(span(Phase::Forward, 1, 16, 0, 1));
+  // the op took times that speed.
+  ReferenceRun slower = unevenPartitions();
   slower.trace.events.push_back(span(Phase::Loss, 2, 40, 0, 1));
-  slower.trace.events.push_back(span(Phase::Backward, 2, 32, 0, 1));
-  slower.trace.events.push_back(span(Phase::Backward, 2, 16, 0, 0));
   const Calibration atSpeed = calibrationFromRuns(profile, twoCpus(), {slower});
   EXPECT_EQ(atSpeed.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
   EXPECT_DOUBLE_EQ(atSpeed.scales.at(8).loss, 3.0);
