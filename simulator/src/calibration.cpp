@@ -87,7 +87,8 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
               std::to_string(corrections.scales.rbegin()->first);
   }
   std::string overheads = overheadRange(corrections);
-  if (!corrections.stepOverheadNs.empty()) overheads += " (grad zeroing, loss, SGD step, waking the workers)";
+  if (!corrections.stepOverheadNs.empty())
+    overheads += " (grad zeroing, waking the workers, what the simulated ops miss)";
   return "layers chained in the pipeline take " + scales + "; device speeds " + speedList(corrections) +
          "; step overhead " + overheads;
 }

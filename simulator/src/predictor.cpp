@@ -6,7 +6,7 @@
 namespace pipeprof {
 
 Predictor::CalibratedInputs Predictor::calibrated(const Profile& profile, const Cluster& cluster,
-                                                 const Calibration& calibration) {
+                                                  const Calibration& calibration) {
   return {calibratedProfile(profile, calibration), calibratedCluster(cluster, calibration), calibration};
 }
 
@@ -54,9 +54,8 @@ SearchResult Predictor::search(const SearchSpace& space, const SearchProgress& p
 
 void addStepOverhead(Prediction& prediction, TimeNs overheadNs, std::int64_t batch) {
   prediction.iterationNs += overheadNs;
-  prediction.samplesPerS = prediction.iterationNs > 0
-                               ? static_cast<double>(batch) * 1e9 / static_cast<double>(prediction.iterationNs)
-                               : 0.0;
+  prediction.samplesPerS =
+      prediction.iterationNs > 0 ? static_cast<double>(batch) * 1e9 / static_cast<double>(prediction.iterationNs) : 0.0;
 }
 
 void appendStepOverheadSpan(Trace& trace, TimeNs overheadNs) {
@@ -70,7 +69,8 @@ void appendStepOverheadSpan(Trace& trace, TimeNs overheadNs) {
   span.startNs = endNs;
   span.durationNs = overheadNs;
   span.phase = Phase::Optimizer;
-  span.args["source"] = "the calibration's step overhead: grad zeroing, loss, SGD step, waking the workers";
+  span.args["source"] =
+      "the calibration's step overhead: grad zeroing, waking the workers, what the simulated ops miss";
   trace.events.push_back(span);
 }
 

@@ -2,9 +2,9 @@
 //
 // The layer profiler times every layer alone, repeatedly, on hot caches. Inside a training step
 // the layers run back to back through one autograd graph while the other partitions of the host
-// compute, and the step pays for grad zeroing, the loss, the optimizer and waking the workers.
+// compute, and the step pays for grad zeroing and waking the workers.
 // A calibration, measured by timing reference pipelines (`pipeprof calibrate`, or the sweep
-// before it measures anything; see simulator/calibration_fit.h), holds three corrections:
+// before it measures anything; see simulator/calibration_fit.h), holds these corrections:
 //
 //   scales(b)       how long the layers take chained in the pipeline at micro-batch size b
 //                   against the profile: every layer's forward (and recompute) time at b times
