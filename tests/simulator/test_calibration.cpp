@@ -153,8 +153,7 @@ TEST(Calibration, FileRoundTripAndDescription) {
             "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
             "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
             "zeroing, waking the workers, what the simulated ops miss); 1f1b never: scales 1.00-1.00 forward, "
-            "1.25-1.25 backward, "
-            "speeds 1, overhead 900 ns-900 ns");
+            "1.25-1.25 backward, speeds 1, overhead 900 ns-900 ns");
   EXPECT_EQ(describeCalibration(Calibration{}), "calibration: none (predicting from the raw profile)");
 }
 
@@ -172,8 +171,7 @@ TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
             "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward), the loss "
             "1.00-5.50, x their profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 "
             "us-1.50 us (grad zeroing, waking the workers, what the simulated ops miss); 1f1b never: scales 1.00-1.00 "
-            "forward, "
-            "1.25-1.25 backward, 4.25-4.25 loss, speeds 1, overhead 900 ns-900 ns");
+            "forward, 1.25-1.25 backward, 4.25-4.25 loss, speeds 1, overhead 900 ns-900 ns");
 
   // A calibration fitted before the loss was has no loss scale: the loss keeps its profiled time.
   nlohmann::json older = toJson(sampleCalibration());

@@ -71,9 +71,10 @@ struct ReferenceRun {
 /// corrections are those of the first shape (gpipe, 1f1b, interleaved by stages per device;
 /// then always, except_last, never). Stage j of every run is on cluster device j mod its device
 /// count. Scales are clamped to [0.25, 4] (the loss's to [0.25, 64]) and speeds to [0.5, 2]; a
-/// size without spans or without profile time keeps 1.0; overheads are never negative; the message latency is fitted
-/// from 3 messages or more (else left unset), never negative, with the cluster's links for the
-/// drain time, and applies to the links between ranks of one host (calibratedCluster).
+/// size without spans or without profile time keeps 1.0; overheads are never negative; the
+/// message latency is fitted from 3 messages or more (else left unset), never negative, with the
+/// cluster's links for the drain time, and applies to the links between ranks of one host
+/// (calibratedCluster).
 /// provenance.references lists each shape's and chunk count's steps and median (the caller
 /// fills in the rest of the provenance); no runs give an empty calibration. Throws what the
 /// simulator throws for a reference candidate it cannot simulate.
