@@ -298,8 +298,15 @@ std::vector<std::vector<torch::Tensor>> Pipe::deviceParameters() const {
 }
 
 void Pipe::onEachDevice(const std::function<void(std::int64_t d)>& task) {
-  const auto runOn = [&task](std::int64_t d) {
+  // On CUDA the task runs on the compute stream of the device's first stage, whose blocks count
+  // against the device (the optimizer's state is the device's like its gradients).
+  std::vector<std::int64_t> firstStage(impl_->devices_.size(), -1);
+  for (std::size_t j = impl_->partitions_.size(); j-- > 0;) {
+    firstStage[static_cast<std::size_t>(impl_->partitions_[j].d)] = static_cast<std::int64_t>(j);
+  }
+  const auto runOn = [&task, &firstStage, this](std::int64_t d) {
     ScopedAllocationTag tag(d);
+    const PipeStreams::InOrderComputeScope onDevice(*impl_->streams_, firstStage[static_cast<std::size_t>(d)]);
     task(d);
   };
   Workers& workers = *impl_->workers_;

@@ -157,4 +157,17 @@ PipeStreams::ComputeScope::ComputeScope(const PipeStreams& streams, std::int64_t
   }
 }
 
+PipeStreams::InOrderComputeScope::InOrderComputeScope(const PipeStreams& streams, std::int64_t j) {
+  const auto& own = streams.of(j);
+  if (!own) return;
+  caller_ = currentStream(own->compute.device());
+  compute_ = own->compute;
+  waitOn(recordOn(*caller_), *compute_);
+  guard_.reset_stream(*compute_);
+}
+
+PipeStreams::InOrderComputeScope::~InOrderComputeScope() {
+  if (compute_) waitOn(recordOn(*compute_), *caller_);
+}
+
 }  // namespace pipeprof

@@ -100,6 +100,22 @@ class PipeStreams {
    private:
     c10::OptionalStreamGuard guard_;
   };
+  /// Like ComputeScope, for work between steps that would otherwise run on the thread's current
+  /// stream (the optimizer's): partition j's compute stream first waits for that stream, and
+  /// that stream waits for it when the scope ends, so the work keeps its place in the thread's
+  /// order while what it allocates (optimizer state, temporaries) counts against j's memory tag.
+  class InOrderComputeScope {
+   public:
+    InOrderComputeScope(const PipeStreams& streams, std::int64_t j);
+    ~InOrderComputeScope();
+    InOrderComputeScope(const InOrderComputeScope&) = delete;
+    InOrderComputeScope& operator=(const InOrderComputeScope&) = delete;
+
+   private:
+    std::optional<c10::Stream> caller_;  ///< the thread's current stream before the scope
+    std::optional<c10::Stream> compute_;
+    c10::OptionalStreamGuard guard_;
+  };
 
  private:
   struct PartitionStreams {
