@@ -104,7 +104,7 @@ TEST(LayerProfilerGpu, MeasuresMemoryOnTheDeviceAndTheLibraryWorkspace) {
   // LibTorch 2.x: at least cuBLAS's workspace (4 MiB before Hopper, 32 MiB on it), not a model's worth.
   EXPECT_GE(profile.libraryWorkspaceBytes, 1 << 20);
   EXPECT_LE(profile.libraryWorkspaceBytes, Bytes{1} << 30);
-  EXPECT_EQ(profile.layers[0].paramBytes, 300 * 100 * 4 + 1536);  // weight; bias 1200 B in a 1536 B block
+  EXPECT_EQ(profile.layers[0].paramBytes, 120320 + 1536);  // weight 120000 B, bias 1200 B: their blocks
   for (const LayerProfile& layer : profile.layers) {
     EXPECT_EQ(layer.paramBytes % 512, 0) << layer.name;
     for (const CostSample& cost : layer.costs) {
