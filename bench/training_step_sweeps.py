@@ -8,12 +8,15 @@ devices checks the predictions of each against its own measurements:
     bench/training_step_sweeps.py --pipeprof build/cli/pipeprof --out sweeps \\
         --models mlp gpt resnet unet mlp:4096
 
-Each sweep runs `pipeprof sweep --model M [--batch B] --devices cpu,cpu --optimizer O --precision
-P` with the sweep flags below (and `--procs N` when given: one process per device) and writes
-OUT/M-O-P/report.json. Prints two markdown tables: per
-sweep the measured candidates, the step MAPE after the drift factor (before it), the peak MAPE
-per (candidate, pipeline device) and the worst device; and per model and optimizer the bf16
-sweep's fastest measured (predicted) step over the fp32 sweep's. --report-only re-reads OUT.
+Each sweep runs `pipeprof sweep --model M [--batch B] --devices D --optimizer O --precision P`
+with the sweep flags below (or --sweep-flags; and `--procs N` when given: one process per
+device) and writes OUT/M-O-P/report.json. A sweep that fails is reported and skipped. Prints two
+markdown tables: per sweep the measured candidates, the step MAPE after the drift factor
+(before it), the peak MAPE per (candidate, pipeline device) and the worst device; and per model,
+optimizer and reduced precision (bf16, fp16) that sweep's fastest measured (predicted) step
+over the fp32 sweep's. --report-only re-reads OUT.
+
+On a GPU (scripts/cuda-check.sh sweeps): --devices cuda:0,cuda:0 --precisions fp32 bf16 fp16.
 """
 import argparse
 import json
@@ -64,11 +67,14 @@ def main():
                         help="zoo models, each optionally MODEL:BATCH")
     parser.add_argument("--optimizers", nargs="+", default=["sgd", "adamw"])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
+    parser.add_argument("--devices", default="cpu,cpu", help="the sweep's --devices")
+    parser.add_argument("--sweep-flags", help="the sweep's flags, replacing SWEEP_FLAGS (one string)")
     parser.add_argument("--procs", type=int, help="one process per device: the sweep's --procs N")
     parser.add_argument("--report-only", action="store_true", help="read the reports in --out, sweep nothing")
     args = parser.parse_args()
 
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    sweep_flags = args.sweep_flags.split() if args.sweep_flags else SWEEP_FLAGS
     reports = {}
     for spec in args.models:
         model, _, batch = spec.partition(":")
@@ -77,14 +83,18 @@ def main():
                 name = f"{spec.replace(':', '-')}-{optimizer}-{precision}"
                 path = os.path.join(args.out, name, "report.json")
                 if not args.report_only:
-                    command = [args.pipeprof, "sweep", "--model", model, "--devices", "cpu,cpu", "--optimizer",
-                               optimizer, "--precision", precision, *SWEEP_FLAGS, "-o", path]
+                    command = [args.pipeprof, "sweep", "--model", model, "--devices", args.devices, "--optimizer",
+                               optimizer, "--precision", precision, *sweep_flags, "-o", path]
                     if batch:
                         command[4:4] = ["--batch", batch]
                     if args.procs:
                         command[4:4] = ["--procs", str(args.procs)]
                     print(" ".join(command), file=sys.stderr)
-                    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+                    if subprocess.run(command, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+                        print(f"{name}: the sweep failed", file=sys.stderr)
+                        continue
+                if not os.path.exists(path):
+                    continue
                 with open(path) as file:
                     reports[(spec, optimizer, precision)] = json.load(file)
 
@@ -94,16 +104,17 @@ def main():
         n, step, before, peak, worst = errors(report)
         print(f"| {spec} | {optimizer} | {precision} | {n} | {step:.1f}% ({before:.1f}%) | {peak:.1f}% | {worst:.1f}% |")
     print()
-    print("| model | optimizer | bf16 / fp32, measured | predicted |")
+    print("| model | optimizer | precision / fp32, measured | predicted |")
     print("|---|---|---|---|")
     for spec in args.models:
         for optimizer in args.optimizers:
-            fp32, bf16 = reports.get((spec, optimizer, "fp32")), reports.get((spec, optimizer, "bf16"))
-            if not fp32 or not bf16:
-                continue
-            (m32, p32), (m16, p16) = fastest(fp32), fastest(bf16)
-            print(f"| {spec} | {optimizer} | {m16 / m32:.2f} ({m32 / 1e6:.1f} -> {m16 / 1e6:.1f} ms) "
-                  f"| {p16 / p32:.2f} ({p32 / 1e6:.1f} -> {p16 / 1e6:.1f} ms) |")
+            for reduced in ("bf16", "fp16"):
+                fp32, half = reports.get((spec, optimizer, "fp32")), reports.get((spec, optimizer, reduced))
+                if not fp32 or not half:
+                    continue
+                (m32, p32), (m16, p16) = fastest(fp32), fastest(half)
+                print(f"| {spec} | {optimizer} | {reduced}: {m16 / m32:.2f} ({m32 / 1e6:.1f} -> {m16 / 1e6:.1f} ms) "
+                      f"| {p16 / p32:.2f} ({p32 / 1e6:.1f} -> {p16 / 1e6:.1f} ms) |")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #    compiling it twice would check nothing more. PIPEPROF_TORCH2_CUDA_ALL=1 compiles them all.
 #   scripts/torch2-check.sh                       both configurations (scripts/test.sh runs this)
 #   PIPEPROF_TORCH2_CONFIGS=cpu scripts/torch2-check.sh
+#   PIPEPROF_TORCH2_UNPACK_ONLY=1 scripts/torch2-check.sh   download and unpack, compile nothing
 # Environment: PIPEPROF_TORCH2_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/pipeprof/torch2),
 # PIPEPROF_TORCH2_MIRROR (default http://deb.debian.org/debian).
 set -euo pipefail
@@ -374,6 +375,9 @@ done
 # The lists only serve a download; a complete cache does no network I/O.
 rm -rf "$apt_dir"
 exec 9>&-
+if [[ "${PIPEPROF_TORCH2_UNPACK_ONLY:-0}" == 1 ]]; then
+  exit 0  # scripts/device-deps.sh wants 2.6's gloo headers, nothing compiled
+fi
 
 # The precompiled header hits ccache only with these (ccache's manual, "Precompiled headers");
 # the inode cache saves rehashing the 600 MB header for every object.
