@@ -79,6 +79,9 @@ void runCalibrate(const CalibrateFlags& flags) {
   tuner::ThreadedMeasurer measurer(model.spec, devices, step);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
+  rounds.onRound = [](std::int64_t round, std::size_t references, double seconds) {
+    std::cerr << fmt::format("calibration round {}: {} reference pipelines in {:.1f} s\n", round, references, seconds);
+  };
   Calibration calibration = tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt),
                                                       model.batch, space.chunks, deviceCount, rounds, shapes);
   tuner::stampProvenance(calibration, model.spec, model.batch, devices);

@@ -67,11 +67,16 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
   request.stop = stop;
   std::int64_t round = 0;
   for (; round < rounds.minRounds || budgetLeft(); ++round) {
+    const auto roundStart = std::chrono::steady_clock::now();
     for (const Candidate& reference : references) {
       ReferenceRun run;
       run.candidate = reference;
       run.trace = measurer.measure(run.candidate, request).trace;
       runs.push_back(std::move(run));
+    }
+    if (rounds.onRound) {
+      rounds.onRound(round + 1, references.size(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - roundStart).count());
     }
   }
   Calibration calibration = calibrationFromRuns(profile, cluster, runs);

@@ -88,6 +88,10 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
+      rounds.onRound = [&progress](std::int64_t round, std::size_t references, double seconds) {
+        progress.phase(
+            fmt::format("calibration round {}: {} reference pipelines in {:.1f} s", round, references, seconds));
+      };
       setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
                                              devices, rounds, shapes, stop);
       stampProvenance(setup.calibration, config.model, config.batch, config.devices);
