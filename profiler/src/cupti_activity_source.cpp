@@ -87,9 +87,16 @@ std::string apiName(bool driver, CUpti_CallbackId cbid) {
 
 // Exact mode's API records: the calls that launch kernels, copy or set device memory (with
 // their per-thread-default-stream twins). Nothing else records (cudaGetDevice, event calls...).
+// CUDA 13's runtime launches a <<<...>>> kernel through __cudaLaunchKernel, a call of its own:
+// without it an H200 run under CUDA 13.0 and LibTorch 2.11 recorded no launch for any of its
+// 596 kernels.
 constexpr CUpti_CallbackId kRuntimeLaunchCalls[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+#if CUDART_VERSION >= 13000
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
@@ -189,8 +196,8 @@ class CuptiActivitySource final : public ActivitySource {
         note_ = "no queue times: " + cuptiError("cuptiActivityEnableLatencyTimestamps", latency);
       }
     }
-    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                             CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+    std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                             CUPTI_ACTIVITY_KIND_MEMSET};
     if (mode_ == CuptiMode::Exact) kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
     bool ok = enableKinds(kinds);
     if (ok && mode_ == CuptiMode::Exact && !enableLaunchCalls()) {
@@ -365,8 +372,8 @@ class CuptiActivitySource final : public ActivitySource {
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto& m = reinterpret_cast<const CUpti_ActivityMemcpy5&>(record);
-        out.memcpys.push_back(MemcpyRecord{toMemcpyKind(m.copyKind), m.bytes, m.start, m.end, m.deviceId,
-                                           m.contextId, m.streamId, m.correlationId});
+        out.memcpys.push_back(MemcpyRecord{toMemcpyKind(m.copyKind), m.bytes, m.start, m.end, m.deviceId, m.contextId,
+                                           m.streamId, m.correlationId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -379,8 +386,8 @@ class CuptiActivitySource final : public ActivitySource {
       case CUPTI_ACTIVITY_KIND_DRIVER: {
         const auto& a = reinterpret_cast<const CUpti_ActivityAPI&>(record);
         const bool driver = record.kind == CUPTI_ACTIVITY_KIND_DRIVER;
-        out.apiCalls.push_back(RuntimeApiRecord{driver, a.cbid, apiName(driver, a.cbid), a.start, a.end,
-                                                a.processId, a.threadId, a.correlationId});
+        out.apiCalls.push_back(RuntimeApiRecord{driver, a.cbid, apiName(driver, a.cbid), a.start, a.end, a.processId,
+                                                a.threadId, a.correlationId});
         break;
       }
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -388,8 +395,7 @@ class CuptiActivitySource final : public ActivitySource {
         out.externalCorrelations.push_back(ExternalCorrelationRecord{e.externalId, e.correlationId});
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 
