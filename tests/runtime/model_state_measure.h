@@ -13,11 +13,15 @@
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/runtime/pipe.h>
+#include <pipeprof/simulator/simulator.h>
+
+#include <gtest/gtest.h>
 
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace pipeprof::testing {
@@ -97,6 +101,40 @@ inline LayerProfilerOptions quickProfiling(const OptimizerSpec& optimizer, Preci
   options.optimizer = optimizer;
   options.precision = precision;
   return options;
+}
+
+/// For every optimizer and each of `precisions`: the model state convAndLinearModel() holds on
+/// each of `devices` (two, 1F1B over [3, 4], 2 micro-batches of 4) after its second step is what
+/// the simulator charges from a layer profile taken on `profiled`, to the byte.
+inline void expectTheModelStateThatIsPredicted(const std::vector<torch::Device>& devices, torch::Device profiled,
+                                               const std::vector<Precision>& precisions) {
+  constexpr std::int64_t kBatch = 8;
+  PipelineShape shape;
+  shape.balance = {3, 4};
+  shape.chunks = 2;
+  shape.schedule = ScheduleKind::OneFOneB;
+  shape.checkpoint = Checkpoint::ExceptLast;
+  for (OptimizerKind kind : kOptimizerKinds) {
+    for (Precision precision : precisions) {
+      OptimizerSpec optimizer;
+      optimizer.kind = kind;
+      optimizer.weightDecay = 0.01;  // the SGDs' decay allocates a temporary; the state is the same
+      const std::string what = std::string(optimizerName(kind)) + ", " + std::string(precisionName(precision));
+      Model profiledModel = convAndLinearModel();
+      const Profile profile = profileModel(profiledModel, quickProfiling(optimizer, precision, kBatch / 2, profiled));
+      Candidate candidate;
+      static_cast<PipelineShape&>(candidate) = shape;
+      candidate.batch = kBatch;
+      const std::vector<Bytes> predicted = modelStateBytes(profile, candidate);
+
+      Model trained = convAndLinearModel();
+      const std::vector<Bytes> measured = measuredModelState(trained, shape, devices, optimizer, precision, kBatch, 2);
+      ASSERT_EQ(measured.size(), predicted.size()) << what;
+      for (std::size_t d = 0; d < measured.size(); ++d) {
+        EXPECT_EQ(measured[d], predicted[d]) << what << ", device " << d;
+      }
+    }
+  }
 }
 
 }  // namespace pipeprof::testing

@@ -10,6 +10,7 @@
 #include <pipeprof/core/precision.h>
 #include <pipeprof/runtime/grad_scaler.h>
 #include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/training_loop.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -49,7 +50,8 @@ inline OptimizerSpec adamwWithDecay() {
   return spec;
 }
 
-/// What the unpartitioned model trains on, and how.
+/// What the unpartitioned model trains on, and how (AdamW, adamwWithDecay()); the pipelines
+/// that must equal it train alike (pipelineTraining).
 struct ReferenceTraining {
   torch::Device device = torch::kCPU;
   Precision precision = Precision::Fp32;
@@ -60,6 +62,59 @@ struct ReferenceTraining {
   /// Loss scaling as the training loop does it (fp16 uses PyTorch's defaults).
   std::optional<GradScalerOptions> gradScaler;
 };
+
+/// The reference on `device` under `precision`, fp16's with the loss scaling the training loop
+/// gives it.
+inline ReferenceTraining referenceTraining(torch::Device device, Precision precision) {
+  ReferenceTraining reference;
+  reference.device = device;
+  reference.precision = precision;
+  if (precision == Precision::Fp16) reference.gradScaler = GradScalerOptions{};
+  return reference;
+}
+
+/// A schedule of two pipeline devices: its family, the balance of its stages, stages per
+/// device and checkpoint mode.
+struct ScheduleCase {
+  ScheduleKind schedule;
+  std::vector<std::int64_t> balance;
+  std::int64_t stagesPerDevice;
+  Checkpoint checkpoint;
+
+  std::string label() const {
+    return std::string(scheduleKindName(schedule)) + " " + std::string(checkpointName(checkpoint));
+  }
+};
+
+/// Every family of schedules over smallAutocastModel()'s five layers, each mode once.
+inline std::vector<ScheduleCase> everyScheduleFamily() {
+  return {{ScheduleKind::GPipe, {2, 3}, 1, Checkpoint::Never},
+          {ScheduleKind::GPipe, {3, 2}, 1, Checkpoint::Always},
+          {ScheduleKind::OneFOneB, {3, 2}, 1, Checkpoint::ExceptLast},
+          {ScheduleKind::Interleaved, {1, 1, 2, 1}, 2, Checkpoint::ExceptLast},
+          {ScheduleKind::ZeroBubble, {2, 3}, 1, Checkpoint::ExceptLast},
+          {ScheduleKind::ZeroBubbleV, {1, 2, 1, 1}, 2, Checkpoint::Never}};
+}
+
+/// The training loop's options for `schedule` on `devices` that trains as `reference` does:
+/// its batch, micro-batches, data, precision and AdamW, one warm-up step then the rest.
+inline TrainingOptions pipelineTraining(const ReferenceTraining& reference, const ScheduleCase& schedule,
+                                        std::vector<torch::Device> devices) {
+  TrainingOptions options;
+  options.balance = schedule.balance;
+  options.schedule = schedule.schedule;
+  options.stagesPerDevice = schedule.stagesPerDevice;
+  options.chunks = reference.chunks;
+  options.checkpoint = schedule.checkpoint;
+  options.devices = std::move(devices);
+  options.batch = reference.batch;
+  options.dataSeed = reference.dataSeed;
+  options.warmupSteps = 1;
+  options.steps = reference.steps - 1;
+  options.optimizer = adamwWithDecay();
+  options.precision = reference.precision;
+  return options;
+}
 
 /// One step's forwards and backwards of the unpartitioned model (on reference.device) on
 /// reference.chunks micro-batches as the Pipe splits them: each micro-batch's forward and loss

@@ -21,7 +21,6 @@
 namespace pipeprof {
 namespace {
 
-using testing::convAndLinearModel;
 using testing::measuredModelState;
 using testing::quickProfiling;
 
@@ -29,31 +28,7 @@ constexpr std::int64_t kBatch = 8;
 const std::vector<torch::Device> kTwoCpus{torch::kCPU, torch::kCPU};
 
 TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) {
-  PipelineShape shape;
-  shape.balance = {3, 4};
-  shape.chunks = 2;
-  shape.schedule = ScheduleKind::OneFOneB;
-  shape.checkpoint = Checkpoint::ExceptLast;
-  for (OptimizerKind kind : kOptimizerKinds) {
-    for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
-      OptimizerSpec optimizer;
-      optimizer.kind = kind;
-      optimizer.weightDecay = 0.01;  // the SGDs' decay allocates a temporary; the state is the same
-      const std::string what = std::string(optimizerName(kind)) + ", " + std::string(precisionName(precision));
-      Model profiled = convAndLinearModel();
-      const Profile profile = profileModel(profiled, quickProfiling(optimizer, precision, kBatch / 2));
-      Candidate candidate;
-      static_cast<PipelineShape&>(candidate) = shape;
-      candidate.batch = kBatch;
-      const std::vector<Bytes> predicted = modelStateBytes(profile, candidate);
-
-      Model trained = convAndLinearModel();
-      const std::vector<Bytes> measured = measuredModelState(trained, shape, kTwoCpus, optimizer, precision, kBatch, 2);
-      ASSERT_EQ(measured.size(), predicted.size()) << what;
-      for (std::size_t d = 0; d < measured.size(); ++d)
-        EXPECT_EQ(measured[d], predicted[d]) << what << ", device " << d;
-    }
-  }
+  testing::expectTheModelStateThatIsPredicted(kTwoCpus, torch::kCPU, {Precision::Fp32, Precision::Bf16});
 }
 
 TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {

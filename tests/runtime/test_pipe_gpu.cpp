@@ -5,6 +5,7 @@
 #include <pipeprof/runtime/skip.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include "cuda_test_util.h"
 #include "pipe_test_util.h"
 #include "skip_test_layers.h"
 #include "streams.h"
@@ -25,12 +26,7 @@ using testing::PopAdd;
 using testing::Stash;
 using testing::text;
 
-#define PIPEPROF_REQUIRE_CUDA()                                        \
-  if (!torch::cuda::is_available()) {                                  \
-    GTEST_SKIP() << "no CUDA device: the CUDA tests of the Pipe skip"; \
-  }
-
-const torch::Device kCuda0(torch::kCUDA, 0);
+using testing::kCuda0;
 
 /// Device lists for two partitions: one CUDA device twice (two workers, two compute streams,
 /// no copy), CPU then CUDA, and two CUDA devices when there are two (copy streams).
@@ -175,20 +171,8 @@ TEST(PipeGpu, PeakBytesCountEachPartitionsOwnBlocksWhenTheyShareADevice) {
 // caching allocator's blocks are in both.
 TEST(PipeGpu, ACudaProfilePredictsEachPartitionsPeak) {
   PIPEPROF_REQUIRE_CUDA();
-  torch::manual_seed(3);
-  torch::nn::Sequential sequential;
-  sequential->push_back("fc0", torch::nn::Linear(1024, 1024));
-  sequential->push_back("relu1", torch::nn::ReLU());
-  sequential->push_back("fc2", torch::nn::Linear(1024, 1024));
-  sequential->push_back("relu3", torch::nn::ReLU());
-  Model model;
-  model.name = "test";
-  model.sequential = sequential;
-  model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
-    torch::manual_seed(static_cast<std::uint64_t>(seed));
-    return Batch{torch::randn({batch, 1024}), torch::randn({batch, 1024})};
-  };
-  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
+  Model model = testing::twoWideLinears();
+  const torch::nn::Sequential sequential = model.sequential;
   LayerProfilerOptions profiling;
   profiling.device = kCuda0;
   profiling.microBatches = {32};

@@ -21,50 +21,22 @@ namespace pipeprof {
 namespace {
 
 using testing::adamwWithDecay;
+using testing::everyScheduleFamily;
 using testing::expectSameFp32Gradients;
 using testing::expectSameLosses;
+using testing::pipelineTraining;
 using testing::referenceLosses;
 using testing::referenceStep;
-using testing::ReferenceTraining;
+using testing::referenceTraining;
+using testing::ScheduleCase;
 using testing::smallAutocastModel;
 
-constexpr std::int64_t kBatch = 8;
-constexpr std::int64_t kChunks = 4;
-constexpr std::int64_t kDataSeed = 5;
-constexpr std::int64_t kSteps = 3;
+const std::vector<torch::Device> kTwoCpus{torch::kCPU, torch::kCPU};
+const testing::ReferenceTraining kBf16 = referenceTraining(torch::kCPU, Precision::Bf16);
 
-/// The unpartitioned model's training on the CPU under `precision`, kChunks micro-batches a step.
-ReferenceTraining onTheCpu(Precision precision) {
-  ReferenceTraining reference;
-  reference.precision = precision;
-  reference.batch = kBatch;
-  reference.chunks = kChunks;
-  reference.dataSeed = kDataSeed;
-  reference.steps = kSteps;
-  return reference;
-}
-
-/// The losses of kSteps steps of the unpartitioned model under `precision` with AdamW.
+/// The losses of the unpartitioned model's steps on the CPU under `precision` with AdamW.
 std::vector<double> cpuReferenceLosses(Precision precision) {
-  return referenceLosses(onTheCpu(precision), adamwWithDecay());
-}
-
-TrainingOptions trainingOptions(ScheduleKind schedule, std::vector<std::int64_t> balance, std::int64_t stagesPerDevice,
-                                Checkpoint checkpoint) {
-  TrainingOptions options;
-  options.balance = std::move(balance);
-  options.schedule = schedule;
-  options.stagesPerDevice = stagesPerDevice;
-  options.chunks = kChunks;
-  options.checkpoint = checkpoint;
-  options.devices = {torch::kCPU, torch::kCPU};
-  options.batch = kBatch;
-  options.dataSeed = kDataSeed;
-  options.warmupSteps = 1;
-  options.steps = kSteps - 1;
-  options.optimizer = adamwWithDecay();
-  options.precision = Precision::Bf16;
-  return options;
+  return referenceLosses(referenceTraining(torch::kCPU, precision), adamwWithDecay());
 }
 
 TEST(Precision, Bf16DiffersFromFp32) {
@@ -76,31 +48,18 @@ TEST(Precision, Bf16DiffersFromFp32) {
 
 TEST(Precision, EveryScheduleTrainsThreadedAsTheUnpartitionedModelUnderBf16) {
   const std::vector<double> expected = cpuReferenceLosses(Precision::Bf16);
-  struct Case {
-    ScheduleKind schedule;
-    std::vector<std::int64_t> balance;
-    std::int64_t stagesPerDevice;
-    Checkpoint checkpoint;
-  };
-  const std::vector<Case> cases = {{ScheduleKind::GPipe, {2, 3}, 1, Checkpoint::Never},
-                                   {ScheduleKind::GPipe, {3, 2}, 1, Checkpoint::Always},
-                                   {ScheduleKind::OneFOneB, {3, 2}, 1, Checkpoint::ExceptLast},
-                                   {ScheduleKind::Interleaved, {1, 1, 2, 1}, 2, Checkpoint::ExceptLast},
-                                   {ScheduleKind::ZeroBubble, {2, 3}, 1, Checkpoint::ExceptLast},
-                                   {ScheduleKind::ZeroBubbleV, {1, 2, 1, 1}, 2, Checkpoint::Never}};
-  for (const Case& c : cases) {
+  for (const ScheduleCase& schedule : everyScheduleFamily()) {
     Model model = smallAutocastModel();
-    const TrainingResult result =
-        trainAndMeasure(model, trainingOptions(c.schedule, c.balance, c.stagesPerDevice, c.checkpoint));
-    expectSameLosses(result.losses, expected,
-                     std::string(scheduleKindName(c.schedule)) + " " + std::string(checkpointName(c.checkpoint)));
+    const TrainingResult result = trainAndMeasure(model, pipelineTraining(kBf16, schedule, kTwoCpus));
+    expectSameLosses(result.losses, expected, schedule.label());
   }
 }
 
 TEST(Precision, TwoRanksTrainAsTheUnpartitionedModelUnderBf16) {
   const std::vector<double> expected = cpuReferenceLosses(Precision::Bf16);
   std::vector<Model> models{smallAutocastModel(), smallAutocastModel()};
-  const TrainingOptions options = trainingOptions(ScheduleKind::OneFOneB, {2, 3}, 1, Checkpoint::ExceptLast);
+  const TrainingOptions options =
+      pipelineTraining(kBf16, {ScheduleKind::OneFOneB, {2, 3}, 1, Checkpoint::ExceptLast}, kTwoCpus);
   std::vector<RankTrainingResult> results(2);
   const std::string failures = testing::joined(testing::runRanks(2, [&](int r, Transport& transport) {
     results[static_cast<std::size_t>(r)] = trainRank(models[static_cast<std::size_t>(r)], options, transport);
@@ -111,15 +70,15 @@ TEST(Precision, TwoRanksTrainAsTheUnpartitionedModelUnderBf16) {
 
 TEST(Precision, ThreadedGradientsAreTheUnpartitionedModelsInFp32) {
   Model reference = smallAutocastModel();
-  const Batch batch = reference.makeBatch(kBatch, kDataSeed);
-  referenceStep(reference, batch, onTheCpu(Precision::Bf16));
+  const Batch batch = reference.makeBatch(kBf16.batch, kBf16.dataSeed);
+  referenceStep(reference, batch, kBf16);
 
   Model model = smallAutocastModel();
   PipeOptions options;
   options.balance = {2, 3};
-  options.chunks = kChunks;
+  options.chunks = kBf16.chunks;
   options.checkpoint = Checkpoint::ExceptLast;
-  options.devices = {torch::kCPU, torch::kCPU};
+  options.devices = kTwoCpus;
   options.precision = Precision::Bf16;
   Pipe pipe(model.sequential, options);
   pipe.step(batch.input, batch.target, model.loss);
@@ -128,8 +87,8 @@ TEST(Precision, ThreadedGradientsAreTheUnpartitionedModelsInFp32) {
 
 TEST(Precision, RankGradientsAreTheUnpartitionedModelsInFp32) {
   Model reference = smallAutocastModel();
-  const Batch batch = reference.makeBatch(kBatch, kDataSeed);
-  referenceStep(reference, batch, onTheCpu(Precision::Bf16));
+  const Batch batch = reference.makeBatch(kBf16.batch, kBf16.dataSeed);
+  referenceStep(reference, batch, kBf16);
   const std::vector<torch::Tensor> expected = reference.sequential->parameters();
 
   std::vector<Model> models{smallAutocastModel(), smallAutocastModel()};
@@ -137,7 +96,7 @@ TEST(Precision, RankGradientsAreTheUnpartitionedModelsInFp32) {
   const std::string failures = testing::joined(testing::runRanks(2, [&](int r, Transport& transport) {
     StageOptions options;
     options.balance = {2, 3};
-    options.chunks = kChunks;
+    options.chunks = kBf16.chunks;
     options.schedule = ScheduleKind::OneFOneB;
     options.precision = Precision::Bf16;
     Model& model = models[static_cast<std::size_t>(r)];
@@ -154,10 +113,10 @@ TEST(Precision, RankGradientsAreTheUnpartitionedModelsInFp32) {
 
 TEST(Precision, TheCallersAutocastIsLeftAsItWas) {
   Model model = smallAutocastModel();
-  const Batch batch = model.makeBatch(kBatch, kDataSeed);
+  const Batch batch = model.makeBatch(kBf16.batch, kBf16.dataSeed);
   PipeOptions options;
   options.balance = {5};  // one device: its ops run on this thread
-  options.chunks = kChunks;
+  options.chunks = kBf16.chunks;
   options.precision = Precision::Bf16;
   Pipe pipe(model.sequential, options);
   pipe.step(batch.input, batch.target, model.loss);
@@ -168,7 +127,7 @@ TEST(Precision, Fp16IsRefusedOnACpu) {
   Model model = smallAutocastModel();
   PipeOptions options;
   options.balance = {2, 3};
-  options.devices = {torch::kCPU, torch::kCPU};
+  options.devices = kTwoCpus;
   options.precision = Precision::Fp16;
   try {
     Pipe pipe(model.sequential, options);
