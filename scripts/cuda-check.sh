@@ -3,13 +3,15 @@
 # tests and sweeps the training-step matrix on the GPU. Meant for a bare GPU machine: run
 # scripts/device-deps.sh first where Debian's packages are, and bring .deps along. Logs go to
 # $OUT (or out/cuda) when set.
-#   scripts/cuda-check.sh [build] [test] [all-tests] [sweeps]
+#   scripts/cuda-check.sh [build] [test] [all-tests] [probe] [sweeps]
 # PIPEPROF_CUDA_TARGETS names the targets to build (default: all); PIPEPROF_CTEST_TIMEOUT bounds
 # each test (default 600 s). The sweeps stage runs bench/training_step_sweeps.py on
 # cuda:0,cuda:0 one cell (model/optimizer/precision of PIPEPROF_SWEEP_CELLS) at a time, each
 # within PIPEPROF_SWEEP_CELL_TIMEOUT seconds, and starts no cell once the script has run
-# PIPEPROF_SWEEP_DEADLINE seconds; each report keeps its measured and its 20 best predicted
-# candidates (a whole one is 20-30 MiB).
+# PIPEPROF_SWEEP_DEADLINE seconds; PIPEPROF_SWEEP_FLAGS replaces its sweep flags (fewer shapes:
+# add --schedules 1f1b --checkpoint except_last); each report keeps its measured and its 20 best
+# predicted candidates (a whole one is 20-30 MiB). The probe stage times what a sweep's
+# calibration repeats on CUDA: one traced run, then 3 rounds of 2 reference pipelines.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +60,7 @@ default_cells="mlp/adamw/bf16 gpt/adamw/bf16 resnet/adamw/bf16 unet/adamw/bf16
   mlp/sgd/bf16 gpt/sgd/bf16 resnet/sgd/bf16 unet/sgd/bf16"
 
 sweeps() {
-  local flags="--measure top:6 --steps 8 --rounds 3 --warmup 2 --profile-budget 4 --calibration-budget 2"
+  local flags=${PIPEPROF_SWEEP_FLAGS:-"--measure top:6 --steps 8 --rounds 3 --warmup 2 --profile-budget 4 --calibration-budget 2"}
   local deadline=${PIPEPROF_SWEEP_DEADLINE:-100000} cell model optimizer precision
   for cell in ${PIPEPROF_SWEEP_CELLS:-$default_cells}; do
     if (( SECONDS > deadline )); then
@@ -86,6 +88,19 @@ PY
     --models mlp gpt resnet unet --optimizers adamw sgd --precisions bf16 fp16 fp32
 }
 
+probe() {
+  local pipeprof=$build_dir/cli/pipeprof started
+  started=$SECONDS
+  timeout -k 5 120 "$pipeprof" run --model mlp --devices cuda:0,cuda:0 --chunks 4 --warmup 2 --steps 4 \
+    --trace "$logs/probe-run.json" >"$logs/probe-run.log" 2>&1
+  echo "a traced run (its process, CUDA's start included): rc $?, $((SECONDS - started)) s"
+  started=$SECONDS
+  timeout -k 5 240 "$pipeprof" calibrate --model mlp --devices cuda:0,cuda:0 --chunks 2,4 --budget 0 \
+    -o "$logs/probe-calibration.json" >"$logs/probe-calibrate.log" 2>&1
+  echo "calibrate, 3 rounds of 2 traced references: rc $?, $((SECONDS - started)) s"
+  grep -h "round\|profiling" "$logs/probe-calibrate.log"
+}
+
 status=0
 for stage in "${stages[@]}"; do
   echo "== $stage (at $SECONDS s)"
@@ -93,6 +108,7 @@ for stage in "${stages[@]}"; do
     build) build || status=1 ;;  # what did build is still tested and swept
     test) run_tests gpu || status=1 ;;
     all-tests) run_tests '.*' || status=1 ;;
+    probe) probe || status=1 ;;
     sweeps) sweeps || status=1 ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
