@@ -2,6 +2,7 @@
 #include <pipeprof/runtime/stage_runtime.h>
 
 #include "autocast.h"
+#include "device_memory.h"
 #include "microbatch.h"
 #include "partition.h"
 #include "shape_channel.h"
@@ -98,6 +99,7 @@ class StageRuntimeImpl {
     }
     if (!first) batch.inputs.assign(static_cast<std::size_t>(m), Tensors{});
     resetPeakBytes(rank_);
+    resetDevicePeakBytes(options_.device);
     for (const auto& batchNorm : deferredBatchNorms_) batchNorm->resetStatistics();
     StageCoreConfig core = coreConfig();
     core.baseSeed = seed;
@@ -237,7 +239,12 @@ std::uint64_t StageRuntime::stepSeed() const { return impl_->seed(); }
 std::vector<std::int64_t> StageRuntime::stages() const { return impl_->stages(); }
 std::vector<torch::Tensor> StageRuntime::parameters() const { return impl_->parameters_; }
 std::vector<std::string> StageRuntime::parameterNames() const { return impl_->parameterNames_; }
-Bytes StageRuntime::peakBytes() const { return impl_->parameterBytes_ + pipeprof::peakBytes(impl_->rank_); }
+Bytes StageRuntime::peakBytes() const {
+  // A CUDA rank is its process's only user of its device, and none of the device's blocks pass
+  // the CPU tracker: the caching allocator's peak is the rank's, its parameters included.
+  if (const std::optional<Bytes> device = devicePeakBytes(impl_->options_.device)) return *device;
+  return impl_->parameterBytes_ + pipeprof::peakBytes(impl_->rank_);
+}
 TransferTotals StageRuntime::transferTotals() const { return impl_->mailbox_.totals(); }
 void StageRuntime::setTracer(HostTracer* tracer) { impl_->tracer_ = tracer; }
 void StageRuntime::train(bool on) { impl_->train(on); }

@@ -1,12 +1,15 @@
-// CUDA tests of the Pipe (label gpu): they skip themselves when no CUDA device is present.
+// CUDA tests of the Pipe and of a CUDA rank (label gpu): they skip themselves when no CUDA
+// device is present.
 #include <pipeprof/runtime/layer_profiler.h>
 #include <pipeprof/runtime/library_workspaces.h>
 #include <pipeprof/runtime/pipe.h>
+#include <pipeprof/runtime/rank_training.h>
 #include <pipeprof/runtime/skip.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "cuda_test_util.h"
 #include "pipe_test_util.h"
+#include "rank_world.h"
 #include "skip_test_layers.h"
 #include "streams.h"
 
@@ -311,6 +314,44 @@ TEST(PipeGpu, StreamsComputeOffTheDefaultStreamAndCopyAcrossDevices) {
   Handover down = streams.transfer(std::move(across), 2, 0, CopyDirection::Backward);
   EXPECT_EQ(down.ready, nullptr);  // a copy to the CPU is synchronous
   EXPECT_TRUE(torch::equal(down.tensors.front(), x * 3));
+}
+
+TEST(PipeGpu, WorkBetweenStepsRunsOnTheDevicesComputeStreamInTheThreadsOrder) {
+  PIPEPROF_REQUIRE_CUDA();
+  const PipeStreams streams({kCuda0, kCuda0});
+  const c10::impl::VirtualGuardImpl cuda(torch::kCUDA);
+  const c10::Stream before = cuda.getStream(kCuda0);
+  const torch::Tensor x = torch::ones({1024}, kCuda0);
+  torch::Tensor y;
+  {
+    const PipeStreams::InOrderComputeScope scope(streams, 1);
+    EXPECT_NE(cuda.getStream(kCuda0), before) << "the optimizer's blocks would count against no device";
+    y = x * 2;  // after the caller's stream's work
+  }
+  EXPECT_EQ(cuda.getStream(kCuda0), before);
+  EXPECT_EQ((y + x).sum().item<float>(), 3 * 1024) << "the caller's stream waited for the scope's work";
+}
+
+// A CUDA rank's peak is its device's: the parameters, gradients and AdamW's two moments of its
+// 8 MiB of weights at least (the CPU tracker, all the figure held before, sees none of them).
+TEST(RankGpu, ACudaRanksPeakHoldsItsParametersGradientsAndOptimizerState) {
+  PIPEPROF_REQUIRE_CUDA();
+  TrainingOptions options;
+  options.balance = {4};
+  options.chunks = 2;
+  options.devices = {kCuda0};
+  options.batch = 64;
+  options.warmupSteps = 1;
+  options.steps = 1;
+  options.optimizer.kind = OptimizerKind::AdamW;
+  RankTrainingResult result;
+  const std::string failures = testing::joined(testing::runRanks(1, [&](int, Transport& transport) {
+    Model model = testing::twoWideLinears();
+    result = trainRank(model, options, transport);
+  }));
+  ASSERT_EQ(failures, "");
+  constexpr Bytes kWeights = 2 * (1024 * 1024 + 1024) * 4;
+  EXPECT_GE(result.peakBytes, 4 * kWeights) << "parameters, gradients, two moments";
 }
 
 }  // namespace

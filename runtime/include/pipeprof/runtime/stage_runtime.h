@@ -88,7 +88,8 @@ class StageRuntime {
   std::vector<torch::Tensor> parameters() const;
   std::vector<std::string> parameterNames() const;
   /// Peak bytes of this rank's device during the last step: its stages' parameters plus what
-  /// its thread allocated (docs/runtime.md).
+  /// its thread allocated (docs/runtime.md); on CUDA the caching allocator's peak on the device
+  /// (the whole process's: one rank per process).
   Bytes peakBytes() const;
   TransferTotals transferTotals() const;
   /// Emits op spans, send and receive spans with flows, and memory counters; null to stop.
