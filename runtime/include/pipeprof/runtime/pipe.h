@@ -117,8 +117,10 @@ class Pipe {
   /// Per pipeline device (p entries), the parameters of its stages, in the module's order.
   std::vector<std::vector<torch::Tensor>> deviceParameters() const;
   /// Runs task(d) for every pipeline device d on d's worker (on the calling thread when there
-  /// is one device), with what it allocates counted against d (peakBytes()), the devices in
-  /// parallel; returns when all are done and rethrows the first exception a task threw.
+  /// is one device), with what it allocates counted against d (peakBytes(); on CUDA the task
+  /// runs on the compute stream of d's first stage, in order with the thread's current
+  /// stream), the devices in parallel; returns when all are done and rethrows the first
+  /// exception a task threw.
   void onEachDevice(const std::function<void(std::int64_t d)>& task);
   /// The wrapped module (its children live on their partitions' devices).
   torch::nn::Sequential module() const;
