@@ -452,6 +452,7 @@ nlohmann::json toJson(const Profile& profile) {
                            {"unsaved_bytes_per_sample", skip.unsavedBytesPerSample}};
     if (skip.gradientSharedWithInput) item["gradient_shared_with_input"] = true;
     if (skip.gradientSharedInBackward) item["gradient_shared_in_backward"] = true;
+    if (skip.gradientSliceOfOutput) item["gradient_slice_of_output"] = true;
     skips.push_back(item);
   }
   const ProfileEnvironment& environment = profile.environment;
@@ -544,6 +545,9 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
       }
       if (item.has("gradient_shared_in_backward")) {
         skip.gradientSharedInBackward = item.at("gradient_shared_in_backward").asBool();
+      }
+      if (item.has("gradient_slice_of_output")) {
+        skip.gradientSliceOfOutput = item.at("gradient_slice_of_output").asBool();
       }
       profile.skips.push_back(skip);
     }

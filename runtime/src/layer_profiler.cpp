@@ -490,44 +490,59 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
 /// its own), or a whole backward, which leaves the skip's gradient in its leaf.
 enum class ProbedBackward { Input, Whole };
 
-/// Per skip (stash layer, name): whether the popping layer's backward hands the skip the very
-/// tensor it hands its input (SkipProfile::gradientSharedWithInput for I,
-/// gradientSharedInBackward for a whole backward). Each popping layer runs alone on stage inputs
-/// and skips handed out as a stage hands them out (a leaf, or under autocast a view of one),
-/// and the two gradients are compared by storage.
-std::map<std::pair<std::int64_t, std::string>, bool> skipGradientsShared(const Layers& layers, const Tensors& input,
-                                                                         Precision precision, ProbedBackward probed) {
-  std::map<std::pair<std::int64_t, std::string>, bool> shared;
+/// What the popping layer's backward hands a skip, per skip (stash layer, name).
+struct SkipGradientFacts {
+  /// The very tensor it hands its input (SkipProfile::gradientSharedWithInput for I,
+  /// gradientSharedInBackward for a whole backward).
+  bool sharedWithInput = false;
+  /// I only: a slice of the gradient of the layer's output (SkipProfile::gradientSliceOfOutput),
+  /// as the engine hands it back before I gives it storage of its own.
+  bool sliceOfOutput = false;
+};
+
+/// Whether `a` and `b` are both defined and their data starts in one storage.
+bool shareStorage(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.defined() && b.defined() && a.has_storage() && b.has_storage() && a.storage().data() == b.storage().data();
+}
+
+/// Each popping layer runs alone on stage inputs and skips handed out as a stage hands them out
+/// (a leaf, or under autocast a view of one), and the gradients are compared by storage.
+std::map<std::pair<std::int64_t, std::string>, SkipGradientFacts> skipGradientFacts(const Layers& layers,
+                                                                                    const Tensors& input,
+                                                                                    Precision precision,
+                                                                                    ProbedBackward probed) {
+  std::map<std::pair<std::int64_t, std::string>, SkipGradientFacts> facts;
   ProfilerSkipTracker leaves(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
   leaves.keepHandedOut();
   AutocastScope autocast(precision, input.empty() ? torch::Device(torch::kCPU) : input.front().device());
   eachLayerAlone(layers, input, leaves, [&](std::int64_t L, const Tensors& in) {
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
     for (const auto& [key, skip] : leaves.takeHandedOut()) {
-      torch::Tensor inputGrad;
-      torch::Tensor skipGrad;
-      if (in.size() == 1 && in.front().requires_grad() && skip.requires_grad()) {
-        const BackwardRoots backward = backwardRoots(out);
-        if (probed == ProbedBackward::Whole) {
-          runBackward(backward);
-          inputGrad = sinkGradientOf(in.front());
-          skipGrad = skip.is_view() ? torch::Tensor(skip._base()).grad() : skip.grad();
-        } else {
-          AutocastPause pause;
-          WeightBackward weights;
-          const Tensors grads = weights.runInputs(backward.roots, backward.grads,
-                                                  {gradientEdges(in).front(), gradientEdges({skip}).front()});
-          inputGrad = grads[0];
-          skipGrad = grads[1];
-        }
+      SkipGradientFacts& fact = facts[key];
+      if (in.size() != 1 || !in.front().requires_grad() || !skip.requires_grad()) continue;
+      const BackwardRoots backward = backwardRoots(out);
+      if (probed == ProbedBackward::Whole) {
+        runBackward(backward);
+        const torch::Tensor skipGrad = skip.is_view() ? torch::Tensor(skip._base()).grad() : skip.grad();
+        fact.sharedWithInput = shareStorage(sinkGradientOf(in.front()), skipGrad);
+        continue;
       }
-      shared[key] = inputGrad.defined() && skipGrad.defined() && inputGrad.has_storage() && skipGrad.has_storage() &&
-                    inputGrad.storage().data() == skipGrad.storage().data();
+      AutocastPause pause;
+      // The engine's own gradient first (runInputs copies a slice into storage of its own).
+      const Tensors raw = torch::autograd::grad(backward.roots, {skip}, backward.grads, /*retain_graph=*/true,
+                                                /*create_graph=*/false, /*allow_unused=*/true);
+      fact.sliceOfOutput = std::any_of(backward.grads.begin(), backward.grads.end(), [&](const torch::Tensor& g) {
+        return shareStorage(g, raw.front()) && raw.front().numel() < g.numel();  // (an add's is all of it)
+      });
+      WeightBackward weights;
+      const Tensors grads =
+          weights.runInputs(backward.roots, backward.grads, {gradientEdges(in).front(), gradientEdges({skip}).front()});
+      fact.sharedWithInput = shareStorage(grads[0], grads[1]);
     }
     for (torch::Tensor& t : out) t = t.detach();
     return out;
   });
-  return shared;
+  return facts;
 }
 
 /// Median forward and backward time of every layer at one size, the backward whole and split.
@@ -786,10 +801,10 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       torch::Tensor output;
       measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
                     castCacheBytes, output);
-      const auto gradientsShared =
-          skipGradientsShared(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Input);
-      const auto gradientsSharedInBackward =
-          skipGradientsShared(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Whole);
+      const auto inputGradients =
+          skipGradientFacts(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Input);
+      const auto wholeGradients =
+          skipGradientFacts(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Whole);
       if (model.loss && output.defined()) {
         const LossMeasurement how{memoryDevice, options.precision, &streams, n, options.warmupRuns, options.minRuns};
         const LossSample loss = measureLoss(model, output, batch.target.to(memoryDevice), how);
@@ -819,10 +834,11 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
         }
         it->bytesPerSample = bytes / b;  // the largest size (last) wins: least rounding
         it->unsavedBytesPerSample = unsaved / b;
-        const auto shared = gradientsShared.find({route.stashLayer, route.name});
-        it->gradientSharedWithInput = shared != gradientsShared.end() && shared->second;
-        const auto sharedInBackward = gradientsSharedInBackward.find({route.stashLayer, route.name});
-        it->gradientSharedInBackward = sharedInBackward != gradientsSharedInBackward.end() && sharedInBackward->second;
+        const auto inI = inputGradients.find({route.stashLayer, route.name});
+        const auto inB = wholeGradients.find({route.stashLayer, route.name});
+        it->gradientSharedWithInput = inI != inputGradients.end() && inI->second.sharedWithInput;
+        it->gradientSliceOfOutput = inI != inputGradients.end() && inI->second.sliceOfOutput;
+        it->gradientSharedInBackward = inB != wholeGradients.end() && inB->second.sharedWithInput;
       }
     }
     // The optimizer on the target device, once: its costs do not depend on the batch.

@@ -121,7 +121,7 @@ Profile exampleProfile() {
   b.costs = {sample(2, 5, 6, 7, 8, 0)};
   b.costs[0].backwardWorkspaceBytes = 9;
   profile.layers = {a, b, b};
-  profile.skips = {{"enc1", 0, 2, 123, 100, true, true}};
+  profile.skips = {{"enc1", 0, 2, 123, 100, true, true, true}};
   return profile;
 }
 
@@ -144,6 +144,7 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_EQ(back.skips[0].unsavedBytesPerSample, 100);
   EXPECT_TRUE(back.skips[0].gradientSharedWithInput);
   EXPECT_TRUE(back.skips[0].gradientSharedInBackward);
+  EXPECT_TRUE(back.skips[0].gradientSliceOfOutput);
   EXPECT_EQ(json["environment"]["precision"], "bf16");
   EXPECT_EQ(back.environment.precision, Precision::Bf16);
   EXPECT_EQ(back.environment.optimizer, profile.environment.optimizer);
@@ -188,9 +189,11 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   old["skips"][0].erase("unsaved_bytes_per_sample");
   old["skips"][0].erase("gradient_shared_with_input");
   old["skips"][0].erase("gradient_shared_in_backward");
+  old["skips"][0].erase("gradient_slice_of_output");
   EXPECT_EQ(profileFromJson(old, "p.json").skips[0].unsavedBytesPerSample, 123);
   EXPECT_FALSE(profileFromJson(old, "p.json").skips[0].gradientSharedWithInput);
   EXPECT_FALSE(profileFromJson(old, "p.json").skips[0].gradientSharedInBackward);
+  EXPECT_FALSE(profileFromJson(old, "p.json").skips[0].gradientSliceOfOutput);
 }
 
 TEST(ProfileJson, OneWorkspaceFigureFromBeforeTheSplitServesBothPasses) {

@@ -12,6 +12,7 @@ namespace pipeprof {
 namespace {
 
 using testing::PopAdd;
+using testing::PopCat;
 using testing::PopMul;
 using testing::Stash;
 
@@ -319,6 +320,25 @@ TEST(LayerProfiler, ASkipTheBackwardDoesNotSaveIsUnsaved) {
   EXPECT_EQ(profile.layers[2].costs[1].backwardWorkspaceBytes, 6 * 12 * 4);
   // The same tensor is the skip's gradient in a stage's I: recorded for the simulator.
   EXPECT_TRUE(profile.skips[0].gradientSharedWithInput);
+  EXPECT_FALSE(profile.skips[0].gradientSliceOfOutput) << "all of the output's gradient is no slice of it";
+}
+
+TEST(LayerProfiler, AConcatenationHandsTheSkipASliceOfItsOutputsGradient) {
+  torch::nn::Sequential seq;
+  seq->push_back("stash", Stash());
+  seq->push_back("fc", torch::nn::Linear(12, 12));
+  seq->push_back("pop", PopCat());
+  seq->push_back("out", torch::nn::Linear(24, 12));
+  Model model = sequentialModel(seq, 12, 12);
+  model.skips = {SkipRoute{"skip", 0, 2}};
+  for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
+    LayerProfilerOptions options = quick({4});
+    options.precision = precision;
+    const Profile profile = profileModel(model, options);
+    ASSERT_EQ(profile.skips.size(), 1u);
+    EXPECT_TRUE(profile.skips[0].gradientSliceOfOutput) << precisionName(precision);
+    EXPECT_FALSE(profile.skips[0].gradientSharedWithInput) << "the input gets the other slice";
+  }
 }
 
 TEST(LayerProfiler, AWholeBackwardHandsTheSkipTheAddsGradientOnlyUnderAutocast) {

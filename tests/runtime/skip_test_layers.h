@@ -35,6 +35,13 @@ struct PopAddImpl : Skippable {
 };
 TORCH_MODULE(PopAdd);
 
+/// [x, skip] along dimension 1: the backward hands each a slice of the output's gradient.
+struct PopCatImpl : Skippable {
+  PopCatImpl() : Skippable({}, {"skip"}) {}
+  torch::Tensor forward(torch::Tensor x) { return torch::cat({x, pop("skip")}, 1); }
+};
+TORCH_MODULE(PopCat);
+
 /// Pops its pop names (adding them to x), then stashes x * 2 under its stash names.
 struct NamedSkipImpl : Skippable {
   NamedSkipImpl(std::vector<std::string> stashes, std::vector<std::string> pops)

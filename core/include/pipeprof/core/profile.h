@@ -161,6 +161,11 @@ struct SkipProfile {
   /// leaf under autocast, and the view's gradient shares storage with the input's), a clone of
   /// it where autograd accumulates it into the leaf as it is (fp32). Old profiles read false.
   bool gradientSharedInBackward = false;
+  /// Whether the popping layer's I hands the skip a slice of the gradient of its output (a
+  /// concatenation). Until I ends that slice keeps the whole gradient alive, which I then lets
+  /// go when it gives the slice storage of its own: the skip's gradient is one of I's results,
+  /// not a tensor held from the pop down. Old profiles read false.
+  bool gradientSliceOfOutput = false;
 };
 
 /// A parameter that several layers hold (tied embeddings). Each of those layers counts it in
