@@ -577,13 +577,35 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       // below that layer, among the gradients kept for W. In B, where it is shared, at the
       // popping layer and the one before, in their workspaces (the gradient of the layer's input,
       // then of its output).
+      //
+      // Where I hands the skip a slice of the gradient of the popping layer's output
+      // (SkipProfile::gradientSliceOfOutput: a concatenation), the slice is no tensor of its own
+      // until I ends (it is one of I's results, compiled_schedule.cpp): below the pop it keeps
+      // that whole gradient alive, once per concatenation, unless the gradient is the one
+      // received from j + 1, which is held anyway.
+      auto popsIntoJ = [&](std::int32_t s) {
+        return compiled.skipPopPartition[static_cast<std::size_t>(s)] == j &&
+               compiled.skipStashPartition[static_cast<std::size_t>(s)] != j;
+      };
+      auto gradientKeptBySlice = [&](std::int32_t s, std::size_t l) -> Bytes {
+        const std::int64_t popLayer = profile.skips[static_cast<std::size_t>(s)].popLayer;
+        const auto pop = static_cast<std::size_t>(popLayer);
+        if (l >= pop || (pop + 1 == end && j + 1 < n)) return 0;
+        for (std::int32_t t = 0; t < s; ++t) {
+          const SkipProfile& other = profile.skips[static_cast<std::size_t>(t)];
+          if (popsIntoJ(t) && other.popLayer == popLayer && other.gradientSliceOfOutput) return 0;
+        }
+        return table.outputBytes[pop];
+      };
       auto heldSkipGradients = [&](std::size_t l, bool input) {
         Bytes held = 0;
         for (std::int32_t s = 0; s < layout.skips; ++s) {
           const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-          if (compiled.skipPopPartition[static_cast<std::size_t>(s)] == j &&
-              compiled.skipStashPartition[static_cast<std::size_t>(s)] != j &&
-              static_cast<std::size_t>(skip.popLayer) >= l) {
+          if (popsIntoJ(s) && static_cast<std::size_t>(skip.popLayer) >= l) {
+            if (input && skip.gradientSliceOfOutput) {
+              held += gradientKeptBySlice(s, l);
+              continue;
+            }
             held += costs.tensorBytes(skip.bytesPerSample * size);
             if (input)
               held -= l + 1 == static_cast<std::size_t>(skip.popLayer) ? sharedSkipGradientBeforePop(s)
