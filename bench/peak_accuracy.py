@@ -9,8 +9,12 @@ checks a change of the memory model against the same runs, before and after:
         --rounds 1 -o unet/report.json
     bench/peak_accuracy.py build/cli/pipeprof unet/report.json [--profile unet.profile.json]
 
-Without --profile the report's own profile is used. Prints, per report, the mean absolute and
-signed percentage error of the largest per-partition peak (the sweep's peak MAPE) and of every
+Without --profile the report's own profile is used. Each candidate is predicted as the sweep
+predicted it: on the report's cluster, with its calibration (which orders the ops, so it moves
+peaks) and the candidate's deferred weights. --clear-skip-flag FIELD (repeatable) predicts as if
+the profile's skips lacked that boolean field, e.g. gradient_slice_of_output: a memory-model change
+a profile field switches on, checked against the same runs. Prints, per report, the mean absolute
+and signed percentage error of the largest per-partition peak (the sweep's peak MAPE) and of every
 partition's peak, and the candidates with the largest errors.
 """
 import argparse
@@ -24,12 +28,17 @@ import tempfile
 MIB = 2**20
 
 
-def predict_peaks(pipeprof, profile_path, candidate, devices):
+def predict_peaks(pipeprof, profile_path, setting, candidate, devices):
+    """`setting`: the simulate flags naming the report's cluster and calibration, where it has them."""
     balance = ",".join(str(layers) for layers in candidate["balance"])
-    command = [pipeprof, "simulate", "--profile", profile_path, "--devices", str(devices),
+    command = [pipeprof, "simulate", "--profile", profile_path, *setting,
                "--batch", str(candidate["batch"]), "--balance", balance, "--chunks", str(candidate["chunks"]),
                "--checkpoint", candidate["checkpoint"], "--schedule", candidate.get("schedule", "gpipe"),
                "--stages-per-device", str(candidate.get("stages_per_device", 1)), "--json"]
+    if "--cluster" not in setting:
+        command += ["--devices", str(devices)]
+    if candidate.get("deferred_weights"):
+        command += ["--deferred-weights", ",".join(map(str, candidate["deferred_weights"]))]
     result = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     return result["peak_bytes"], result["peak_op"]
 
@@ -38,14 +47,28 @@ def error_pct(predicted, measured):
     return (predicted - measured) / measured * 100.0
 
 
-def compare(pipeprof, report_path, profile_path, worst):
+def compare(pipeprof, report_path, profile_path, cleared_skip_flags, worst):
     with open(report_path) as f:
         report = json.load(f)
     with tempfile.TemporaryDirectory() as scratch:
         if profile_path is None:
-            profile_path = os.path.join(scratch, "profile.json")
-            with open(profile_path, "w") as f:
-                json.dump(report["profile"], f)
+            profile = report["profile"]
+        else:
+            with open(profile_path) as f:
+                profile = json.load(f)
+        for skip in profile.get("skips", []):
+            for flag in cleared_skip_flags:
+                skip.pop(flag, None)
+        profile_path = os.path.join(scratch, "profile.json")
+        with open(profile_path, "w") as f:
+            json.dump(profile, f)
+        setting = []
+        for key in ("cluster", "calibration"):
+            if report.get(key):
+                path = os.path.join(scratch, key + ".json")
+                with open(path, "w") as f:
+                    json.dump(report[key], f)
+                setting += ["--" + key, path]
         largest, partitions, rows = [], [], []
         for result in report["candidates"]:
             measurement = result.get("measurement")
@@ -53,7 +76,7 @@ def compare(pipeprof, report_path, profile_path, worst):
                 continue
             candidate = result["candidate"]
             measured = measurement["peak_bytes"]
-            predicted, peak_ops = predict_peaks(pipeprof, profile_path, candidate, len(measured))
+            predicted, peak_ops = predict_peaks(pipeprof, profile_path, setting, candidate, len(measured))
             error = error_pct(max(predicted), max(measured))
             largest.append(error)
             partitions += [error_pct(p, m) for p, m in zip(predicted, measured)]
@@ -77,10 +100,12 @@ def main():
     parser.add_argument("pipeprof", help="the pipeprof binary whose simulator predicts")
     parser.add_argument("reports", nargs="+", help="pipeprof.report/v1 files with measured candidates")
     parser.add_argument("--profile", help="predict from this profile instead of each report's own")
+    parser.add_argument("--clear-skip-flag", action="append", default=[], metavar="FIELD",
+                        help="predict as if every skip of the profile lacked this boolean field")
     parser.add_argument("--worst", type=int, default=5, help="candidates with the largest errors to list")
     args = parser.parse_args()
     for report_path in args.reports:
-        compare(args.pipeprof, report_path, args.profile, args.worst)
+        compare(args.pipeprof, report_path, args.profile, args.clear_skip_flag, args.worst)
     return 0
 
 
