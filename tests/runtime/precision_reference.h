@@ -10,6 +10,7 @@
 #include <pipeprof/core/precision.h>
 #include <pipeprof/runtime/grad_scaler.h>
 #include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/pipe.h>
 #include <pipeprof/runtime/training_loop.h>
 
 #include <gtest/gtest.h>
@@ -112,6 +113,18 @@ inline TrainingOptions pipelineTraining(const ReferenceTraining& reference, cons
   options.warmupSteps = 1;
   options.steps = reference.steps - 1;
   options.optimizer = adamwWithDecay();
+  options.precision = reference.precision;
+  return options;
+}
+
+/// A Pipe of smallAutocastModel() in two partitions ([2, 3], except_last) on `devices`, under
+/// reference.precision with reference.chunks micro-batches: one step of it is referenceStep's.
+inline PipeOptions twoPartitionPipe(const ReferenceTraining& reference, std::vector<torch::Device> devices) {
+  PipeOptions options;
+  options.balance = {2, 3};
+  options.chunks = reference.chunks;
+  options.checkpoint = Checkpoint::ExceptLast;
+  options.devices = std::move(devices);
   options.precision = reference.precision;
   return options;
 }

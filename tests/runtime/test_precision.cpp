@@ -30,6 +30,7 @@ using testing::referenceStep;
 using testing::referenceTraining;
 using testing::ScheduleCase;
 using testing::smallAutocastModel;
+using testing::twoPartitionPipe;
 
 const std::vector<torch::Device> kTwoCpus{torch::kCPU, torch::kCPU};
 const testing::ReferenceTraining kBf16 = referenceTraining(torch::kCPU, Precision::Bf16);
@@ -74,13 +75,7 @@ TEST(Precision, ThreadedGradientsAreTheUnpartitionedModelsInFp32) {
   referenceStep(reference, batch, kBf16);
 
   Model model = smallAutocastModel();
-  PipeOptions options;
-  options.balance = {2, 3};
-  options.chunks = kBf16.chunks;
-  options.checkpoint = Checkpoint::ExceptLast;
-  options.devices = kTwoCpus;
-  options.precision = Precision::Bf16;
-  Pipe pipe(model.sequential, options);
+  Pipe pipe(model.sequential, twoPartitionPipe(kBf16, kTwoCpus));
   pipe.step(batch.input, batch.target, model.loss);
   expectSameFp32Gradients(pipe.parameters(), reference.sequential->parameters());
 }

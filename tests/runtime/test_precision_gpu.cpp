@@ -33,6 +33,7 @@ using testing::referenceStep;
 using testing::referenceTraining;
 using testing::ScheduleCase;
 using testing::smallAutocastModel;
+using testing::twoPartitionPipe;
 
 const std::vector<torch::Device> kTwiceCuda0{kCuda0, kCuda0};
 /// cuBLAS may pick another kernel on a partition's stream than on the default one, summing in
@@ -83,13 +84,7 @@ TEST(PrecisionGpu, Fp16GradientsOnCudaAreTheUnpartitionedModelsScaledInFp32) {
   referenceStep(reference, batch, fp16, kScale);
 
   Model model = smallAutocastModel();
-  PipeOptions options;
-  options.balance = {2, 3};
-  options.chunks = fp16.chunks;
-  options.checkpoint = Checkpoint::ExceptLast;
-  options.devices = kTwiceCuda0;
-  options.precision = Precision::Fp16;
-  Pipe pipe(model.sequential, options);
+  Pipe pipe(model.sequential, twoPartitionPipe(fp16, kTwiceCuda0));
   pipe.step(batch.input.to(kCuda0), batch.target, model.loss, kScale);
   expectSameFp32Gradients(pipe.parameters(), reference.sequential->parameters(), kRelative);
 }

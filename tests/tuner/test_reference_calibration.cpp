@@ -1,6 +1,8 @@
 // Tests of tuner/reference_calibration's rounds: every reference once a round, each round reported.
 #include <pipeprof/tuner/reference_calibration.h>
 
+#include "four_layer_profile.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -8,18 +10,7 @@
 namespace pipeprof::tuner {
 namespace {
 
-/// Four layers of 1 us forward, 2 us backward per sample.
-Profile fourLayerProfile() {
-  Profile profile;
-  profile.environment.deviceType = "cpu";
-  for (const char* name : {"a", "b", "c", "d"}) {
-    LayerProfile layer;
-    layer.name = name;
-    for (std::int64_t size : {1, 2, 4}) layer.costs.push_back({size, 1000 * size, 2000 * size, 0, 0, 0, 0});
-    profile.layers.push_back(layer);
-  }
-  return profile;
-}
+using test::fourLayerProfile;
 
 /// Trains nothing: counts the references it is asked for and returns an empty traced run.
 class CountingMeasurer : public CandidateMeasurer {

@@ -5,6 +5,8 @@
 #include <pipeprof/tuner/reference_calibration.h>
 #include <pipeprof/tuner/sweep_predictions.h>
 
+#include "four_layer_profile.h"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -17,20 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Four layers; at micro-batch b each takes 1000b ns forward and 2000b ns backward.
-Profile fourLayerProfile() {
-  Profile profile;
-  profile.environment.deviceType = "cpu";
-  for (const char* name : {"a", "b", "c", "d"}) {
-    LayerProfile layer;
-    layer.name = name;
-    layer.paramBytes = 4096;
-    for (std::int64_t size : {1, 2, 4, 8})
-      layer.costs.push_back({size, 1000 * size, 2000 * size, 64 * size, 64 * size, 0, 0});
-    profile.layers.push_back(layer);
-  }
-  return profile;
-}
+using test::fourLayerProfile;
 
 Calibration calibration() {
   Calibration result;
