@@ -1,6 +1,8 @@
 // The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
 #include "cost_model.h"
 
+#include "stage_memory.h"
+
 #include <pipeprof/core/allocator_rounding.h>
 
 #include <algorithm>
@@ -126,144 +128,6 @@ Bytes CostModel::staticBytes(std::int64_t first, std::int64_t end) const {
 }
 
 namespace {
-
-/// What a compute op of one partition (layers [first, end)) holds above its starting level at
-/// its busiest layer (docs/simulator.md, "Memory model"). A forward that keeps its graph builds
-/// up saved bytes layer by layer; a backward frees them layer by layer, last layer first.
-struct TransientPeaks {
-  Bytes gradForward = 0;
-  /// gradForward is reached in the forward's second half (its busiest layer ends past half of
-  /// the stage's forward time): the engine charges it at the op's end.
-  bool gradForwardLate = false;
-  Bytes noGradForward = 0;
-  Bytes backward = 0;
-  Bytes backwardInput = 0;  ///< a split backward's I (0 where no input wants a gradient)
-  /// The backward's peak when nothing else keeps the stage's output (the first stage's W of a
-  /// checkpointed micro-batch: the recomputed output is its graph's alone once I let it go).
-  Bytes backwardOutputFreed = 0;
-};
-
-/// `splits`: also the peaks of a split backward (I, and the first stage's W of a recomputed
-/// graph), I's where `inputGradients` (the stage's input wants a gradient).
-/// `heldSkipGradients(l, input)`: the gradients of popped leaves (skips another partition stashed)
-/// that the backward of layer l or of a later layer made, held from then on; `input` for I's.
-template <typename HeldSkipGradients>
-TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
-                              bool receivesOutputGradient, bool splits, bool inputGradients,
-                              HeldSkipGradients heldSkipGradients) {
-  TransientPeaks peaks;
-  // What layer l holds right after its forward: what it saves and the part of its output the
-  // graph does not keep.
-  auto liveAfter = [&](std::size_t l) {
-    return table.savedPrefix[l + 1] - table.savedPrefix[l] + table.unsavedOutputBytes(l);
-  };
-  // A stage that is not the last keeps its output (the root of its graph) until its backward
-  // ends: the part of it the graph saved is not freed when its last layer's backward is done.
-  // (The last stage handed its output to the loss, whose backward lets it go.)
-  const Bytes outputKept = receivesOutputGradient ? table.outputSavedBytes[end - 1] : 0;
-  // I keeps, for W, the gradients each layer's I captured (the gradient of its output where a
-  // matrix product takes it, those inside it); the last layer's output gradient, received from
-  // j + 1, is counted there.
-  auto keptGradient = [&](std::size_t k) {
-    const Bytes received = receivesOutputGradient && k + 1 == end ? table.outputGradientKeptBytes[k] : 0;
-    return std::max<Bytes>(0, table.inputKeptBytes[k] - received);
-  };
-  Bytes keptAfter = 0;  // by the layers after l
-  for (std::size_t k = first + 1; k < end; ++k) keptAfter += keptGradient(k);
-  for (std::size_t l = first; l < end; ++l) {
-    const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
-    const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0});
-    // The layer's input is the previous layer's output (the partition's input is held already);
-    // the part of it nothing saved is live until the layer returns.
-    const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
-    const Bytes unsavedInput = l > first ? table.unsavedOutputBytes(l - 1) : 0;
-    const Bytes forwardWorkspace = table.forwardWorkspaceBytes[l];
-    const Bytes gradForward = savedBefore + unsavedInput + liveAfter(l) + forwardWorkspace;
-    if (gradForward > peaks.gradForward) {
-      peaks.gradForward = gradForward;
-      peaks.gradForwardLate = 2 * (table.forwardPrefix[l + 1] - table.forwardPrefix[first]) >
-                              table.forwardPrefix[end] - table.forwardPrefix[first];
-    }
-    peaks.noGradForward = std::max(peaks.noGradForward, input + table.outputBytes[l] + forwardWorkspace);
-    // The profiler runs a layer's backward from a gradient of its output that it allocates
-    // itself. Inside the stage that gradient is the next layer's input gradient (live then); the
-    // last layer's, on a stage that is not the last, is received from j + 1 (counted there as
-    // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
-    // comes from the loss's backward on this device and stays in.)
-    const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
-    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter +
-                                                  heldSkipGradients(l, false));
-    if (!splits) continue;
-    const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
-    peaks.backwardOutputFreed = std::max(peaks.backwardOutputFreed, table.backwardWorkspaceBytes[l] - outputGradient -
-                                                                        savedAfterAll + heldSkipGradients(l, false));
-    // I frees no saved tensor before it ends: at layer l it holds the layer's own peak over the
-    // gradients the later layers captured for W.
-    if (inputGradients) {
-      if (l > first) keptAfter -= keptGradient(l);
-      peaks.backwardInput = std::max(peaks.backwardInput, table.inputWorkspaceBytes[l] - outputGradient + keptAfter +
-                                                              heldSkipGradients(l, true));
-    }
-  }
-  return peaks;
-}
-
-/// What a split backward moves for partition j (layers [first, end)): what I keeps for W on
-/// j, the gradient of j's output W needs (held on j + 1 when `sharesOutputGradient`, the two
-/// using one tensor, else on j as the copy's buffer) and W's transient. `sharesInput`: j's
-/// input is j - 1's output itself, which j - 1 counts; `inputUser` the layer that takes it
-/// (firstInputUser).
-void resolveSplitBytes(const SlotLayout& layout, const LayerCostTable& table, std::size_t first, std::size_t end,
-                       std::size_t inputUser, std::int32_t j, bool sharesInput, bool sharesOutputGradient,
-                       Bytes* bytes) {
-  auto weightSavedOf = [&](std::size_t l) { return table.weightSavedPrefix[l + 1] - table.weightSavedPrefix[l]; };
-  const Bytes saved = bytes[layout.saved(j)];
-  const bool receivesOutputGradient = j + 1 < layout.n;
-  Bytes weightSaved = table.weightSavedPrefix[end] - table.weightSavedPrefix[first];
-  Bytes heldGradient = 0;
-  Bytes inputHeld = 0;
-  Bytes inputCopyHeld = 0;
-  if (j == 0) {
-    // No input of the first stage wants a gradient: I computes nothing and W runs the whole
-    // backward, from the graph and the output's gradient as they are.
-    weightSaved = saved;
-    if (receivesOutputGradient) heldGradient = table.outputBytes[end - 1];
-  } else {
-    if (receivesOutputGradient) heldGradient = table.outputGradientKeptBytes[end - 1];
-    weightSaved -= heldGradient;
-    // The input, as far as the W of the layer that takes it keeps it: j - 1's output itself, or
-    // the buffer it was copied into.
-    const Bytes inputKept =
-        std::clamp<Bytes>(weightSavedOf(inputUser) - table.inputKeptBytes[inputUser], 0, table.outputBytes[first - 1]);
-    (sharesInput ? inputHeld : inputCopyHeld) = inputKept;
-    weightSaved = std::max<Bytes>(0, weightSaved - inputKept);
-  }
-  bytes[layout.weightSaved(j)] = weightSaved;
-  bytes[layout.savedFreedByInput(j)] = std::max<Bytes>(0, saved - weightSaved);
-  bytes[layout.weightSavedGrowth(j)] = std::max<Bytes>(0, weightSaved - saved);
-  bytes[layout.gradientHeldOnSender(j)] = sharesOutputGradient ? heldGradient : 0;
-  bytes[layout.gradientHeldOnReceiver(j)] = sharesOutputGradient ? 0 : heldGradient;
-  bytes[layout.inputHeldForWeight(j)] = inputHeld;
-  bytes[layout.inputCopyHeldForWeight(j)] = inputCopyHeld;
-  // Not checkpointed, j - 1 frees that input with its I, or the first stage with its W where
-  // its last layer saved its output (its W keeps the whole graph).
-  const bool freedByWeight = j == 1 && table.outputSavedBytes[first - 1] >= table.outputBytes[first - 1];
-  bytes[layout.outputHeldAfterInput(j)] = freedByWeight ? 0 : inputHeld;
-  bytes[layout.outputHeldAfterWeight(j)] = freedByWeight ? inputHeld : 0;
-  if (j > 0) {
-    bytes[layout.checkpointedInputFreedByInput(j)] = std::max<Bytes>(0, bytes[layout.output(j - 1)] - inputHeld);
-  }
-  // W runs its layers last first, each letting go of the forward's tensors it kept (its
-  // weight_saved_bytes less the gradients I captured, which stay until W ends): a layer's
-  // workspace stands on what the later layers have freed by then.
-  Bytes freedByLater = 0;
-  Bytes weightPeak = 0;
-  for (std::size_t l = end; l-- > first;) {
-    weightPeak = std::max(weightPeak, table.weightWorkspaceBytes[l] - freedByLater);
-    freedByLater += std::max<Bytes>(0, weightSavedOf(l) - table.inputKeptBytes[l]);
-  }
-  bytes[layout.weightBackwardPeak(j)] = weightPeak;
-}
 
 /// Whether layer l stashes skip s and returns it as its output, the tensor it was given
 /// (CostModel::stashReturnsItsInput).
