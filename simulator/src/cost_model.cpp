@@ -1,6 +1,7 @@
 // The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
 #include "cost_model.h"
 
+#include "skip_gradient_bytes.h"
 #include "stage_memory.h"
 
 #include <pipeprof/core/allocator_rounding.h>
@@ -364,51 +365,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
     const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
     Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
-    // A skip's gradient that I makes as the very tensor the popping layer's input gets
-    // (SkipProfile::gradientSharedWithInput) is counted there: in what the layer before keeps
-    // for W (that layer in the popping partition too), or, where the pop is the partition's
-    // first layer and the skip comes from the partition before, in the gradient of the
-    // partition's input, which that partition's backward takes as it takes the skip's.
-    auto sharedSkipGradient = [&](std::int32_t s) -> Bytes {
-      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-      const auto k = static_cast<std::size_t>(s);
-      const std::int32_t pop = compiled.skipPopPartition[k];
-      if (!compiled.splitsBackward || !skip.gradientSharedWithInput) return 0;
-      const auto before = static_cast<std::size_t>(skip.popLayer - 1);
-      const bool firstOfPartition = skip.popLayer == firstLayer[static_cast<std::size_t>(pop)];
-      if (firstOfPartition && compiled.skipStashPartition[k] != pop - 1) return 0;
-      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
-                      firstOfPartition ? table.outputBytes[before] : table.inputKeptBytes[before]);
-    };
-    // The gradient the popping layer hands its input, as far as it is the skip's: at most the
-    // output of the layer before the pop.
-    auto skipGradientAtLayerBeforePop = [&](std::int32_t s) -> Bytes {
-      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-      return std::min(costs.tensorBytes(skip.bytesPerSample * size),
-                      table.outputBytes[static_cast<std::size_t>(skip.popLayer - 1)]);
-    };
-    // At the layer before the pop, that tensor is the gradient of the layer's output, whole in
-    // its I's workspace (the profiler's backward allocates it there).
-    auto sharedSkipGradientBeforePop = [&](std::int32_t s) -> Bytes {
-      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-      if (!compiled.splitsBackward || !skip.gradientSharedWithInput) return 0;
-      return skipGradientAtLayerBeforePop(s);
-    };
-    // The same for a whole backward (SkipProfile::gradientSharedInBackward): the tensor the
-    // popping layer hands its input, which that layer's backward and the one before count in
-    // their workspaces. Past them the skip's gradient keeps it alone, except where the pop is
-    // the partition's first layer and the skip comes from the partition before: there it is the
-    // gradient of the partition's input, which that partition's backward takes with the skip's
-    // (`atInput`).
-    auto sharedSkipGradientInBackward = [&](std::int32_t s, bool atInput) -> Bytes {
-      const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-      const auto k = static_cast<std::size_t>(s);
-      const std::int32_t pop = compiled.skipPopPartition[k];
-      if (!skip.gradientSharedInBackward) return 0;
-      const bool firstOfPartition = skip.popLayer == firstLayer[static_cast<std::size_t>(pop)];
-      if (atInput && (!firstOfPartition || compiled.skipStashPartition[k] != pop - 1)) return 0;
-      return skipGradientAtLayerBeforePop(s);
-    };
+    const SkipGradientBytes skipGradients(compiled, costs, table, firstLayer, size);
     for (std::int32_t j = 0; j < n; ++j) {
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
       const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
@@ -435,50 +392,9 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::size_t allocating = passesOn ? end - 2 : end - 1;
       bytes[layout.unsavedOutput(j)] = passesOn && end - 1 == first ? 0 : table.unsavedOutputBytes(allocating);
       // In training a skip popped here from another partition is a leaf: its gradient is made
-      // by the popping layer's backward.
-      // In I the shared part of it is counted elsewhere: in the popping layer's own workspace (the
-      // gradient it gives its input), in the layer before's (the gradient of its output), then,
-      // below that layer, among the gradients kept for W. In B, where it is shared, at the
-      // popping layer and the one before, in their workspaces (the gradient of the layer's input,
-      // then of its output).
-      //
-      // Where I hands the skip a slice of the gradient of the popping layer's output
-      // (SkipProfile::gradientSliceOfOutput: a concatenation), the slice is no tensor of its own
-      // until I ends (it is one of I's results, compiled_schedule.cpp): below the pop it keeps
-      // that whole gradient alive, once per concatenation, unless the gradient is the one
-      // received from j + 1, which is held anyway.
-      auto popsIntoJ = [&](std::int32_t s) {
-        return compiled.skipPopPartition[static_cast<std::size_t>(s)] == j &&
-               compiled.skipStashPartition[static_cast<std::size_t>(s)] != j;
-      };
-      auto gradientKeptBySlice = [&](std::int32_t s, std::size_t l) -> Bytes {
-        const std::int64_t popLayer = profile.skips[static_cast<std::size_t>(s)].popLayer;
-        const auto pop = static_cast<std::size_t>(popLayer);
-        if (l >= pop || (pop + 1 == end && j + 1 < n)) return 0;
-        for (std::int32_t t = 0; t < s; ++t) {
-          const SkipProfile& other = profile.skips[static_cast<std::size_t>(t)];
-          if (popsIntoJ(t) && other.popLayer == popLayer && other.gradientSliceOfOutput) return 0;
-        }
-        return table.outputBytes[pop];
-      };
+      // by the popping layer's backward (skip_gradient_bytes.h says what its walk holds of it).
       auto heldSkipGradients = [&](std::size_t l, bool input) {
-        Bytes held = 0;
-        for (std::int32_t s = 0; s < layout.skips; ++s) {
-          const SkipProfile& skip = profile.skips[static_cast<std::size_t>(s)];
-          if (popsIntoJ(s) && static_cast<std::size_t>(skip.popLayer) >= l) {
-            if (input && skip.gradientSliceOfOutput) {
-              held += gradientKeptBySlice(s, l);
-              continue;
-            }
-            held += costs.tensorBytes(skip.bytesPerSample * size);
-            if (input)
-              held -= l + 1 == static_cast<std::size_t>(skip.popLayer) ? sharedSkipGradientBeforePop(s)
-                                                                       : sharedSkipGradient(s);
-            if (!input && l + 1 >= static_cast<std::size_t>(skip.popLayer))
-              held -= sharedSkipGradientInBackward(s, /*atInput=*/false);
-          }
-        }
-        return held;
+        return layout.skips == 0 ? Bytes{0} : skipGradients.heldAt(j, end, l, input);
       };
       const TransientPeaks peaks =
           transientPeaks(table, first, end, j + 1 < n, compiled.splitsBackward, j > 0, heldSkipGradients);
@@ -514,8 +430,8 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
       const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
       bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
-      bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip) - sharedSkipGradientInBackward(s, /*atInput=*/true);
-      bytes[layout.skipGradSharedBytes(s)] = sharedSkipGradient(s);
+      bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip) - skipGradients.sharedInBackward(s, /*atInput=*/true);
+      bytes[layout.skipGradSharedBytes(s)] = skipGradients.sharedWithInput(s);
       bytes[layout.skipGradUnsharedBytes(s)] = costs.tensorBytes(skip) - bytes[layout.skipGradSharedBytes(s)];
       bytes[layout.skipUnsavedBytes(s)] =
           costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size);
