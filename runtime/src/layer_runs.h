@@ -2,6 +2,7 @@
 // inputs, its backward alone from ones, skips through the profiler's own tracker.
 #pragma once
 
+#include "microbatch.h"
 #include "profiler_skip_tracker.h"
 
 #include <pipeprof/core/precision.h>
@@ -14,8 +15,6 @@
 #include <vector>
 
 namespace pipeprof::layer_profiling {
-
-using Tensors = std::vector<torch::Tensor>;
 
 /// The layers of a Sequential, with their names, in order.
 struct Layers {
