@@ -393,6 +393,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
       bytes[layout.unsavedOutput(j)] = passesOn && end - 1 == first ? 0 : table.unsavedOutputBytes(allocating);
       // In training a skip popped here from another partition is a leaf: its gradient is made
       // by the popping layer's backward (skip_gradient_bytes.h says what its walk holds of it).
+      // (No call for a profile without skips: the search walks every layer of every candidate.)
       auto heldSkipGradients = [&](std::size_t l, bool input) {
         return layout.skips == 0 ? Bytes{0} : skipGradients.heldAt(j, end, l, input);
       };
