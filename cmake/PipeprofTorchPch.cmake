@@ -2,7 +2,7 @@
 #
 # Parsing LibTorch's headers is most of the compile time of a runtime, tuner, CLI or test object;
 # with PIPEPROF_TORCH_PCH (default ON) the header is parsed once per build into a precompiled
-# header that those targets reuse (docs/performance.md, "The test command's time"). GCC uses a
+# header that those targets reuse (docs/notes/build-history.md). GCC uses a
 # precompiled header only with the -fPIC/-fPIE setting it was built with, so there are two: one
 # for the position-independent libraries, one for the rest (executables), each built only when
 # a target needs it. Every object of such a target includes <torch/torch.h> first; an object

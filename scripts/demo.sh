@@ -26,7 +26,7 @@ mkdir -p out
 # schedules, balances, chunks and
 # modes (120 timed steps each, in 8 interleaved rounds of 3 warm-up + 15 steps: on a shared
 # machine more steps and rounds average out more of its slow spells, and the best candidates
-# lie within a few percent of each other, see docs/performance.md). A minute or two of sweep
+# lie within a few percent of each other, see docs/notes/accuracy-history.md). A minute or two of sweep
 # on an idle 2-core machine (profiling and calibration included), plus the build.
 "$build_dir/cli/pipeprof" sweep --model mlp --devices cpu,cpu --batch 128 \
   --schedules gpipe,1f1b,interleaved,zb1p,interleaved-zb,zbv --stages-per-device 1,2 \

@@ -1,6 +1,6 @@
 // Tests for the memory model against the runtime: the mlp at batch 4096 (activations dominate)
 // and gpt at batch 32, profiled and measured by `pipeprof sweep` on the 2-core development
-// machine (2026-11-27, LibTorch 1.13, CPU; docs/performance.md "Zero bubble"). Each row's peaks
+// machine (2026-11-27, LibTorch 1.13, CPU; docs/notes/memory-model-history.md). Each row's peaks
 // are what the threaded Pipe measured on its two devices; the profile's bytes are those the
 // sweeps used.
 #include <pipeprof/core/profile.h>
@@ -262,8 +262,9 @@ TEST(MeasuredPeaks, OneProcessPerDeviceKeepsWhatItSentAndIsPredictedWithinFivePe
 
 // A rank's W keeps the input it received, whose buffer I frees but that part: the same tensor,
 // moved. Allocated for W before the buffer was released, the bounded zb1p's last rank read one
-// input high (x8 +4.0%, x4 +5.9%; measured 2026-11-28 by the sweep in docs/performance.md, "zb1p
-// within 1F1B's memory"; the fixture's profile is another sweep's, so within 3%).
+// input high (x8 +4.0%, x4 +5.9%; measured 2026-11-28 by the sweep in
+// docs/notes/memory-model-history.md, "zb1p within 1F1B's memory"; the fixture's profile is another
+// sweep's, so within 3%).
 TEST(MeasuredPeaks, TheInputARankReceivedIsHandedToWCountedOnce) {
   Cluster ranks = Cluster::uniform(2, std::nullopt, 2.696e9, 30230, "cpu");
   ranks.processPerDevice = true;

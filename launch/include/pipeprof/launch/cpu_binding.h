@@ -3,7 +3,7 @@
 //
 // Two ranks on two cores, unbound, let the scheduler put a rank's Gloo I/O thread, woken by a
 // message, on the core where the other rank computes; each rank on a core of its own measured
-// a 1f1b step 10% faster (docs/performance.md, "One process per stage"). The launcher binds
+// a 1f1b step 10% faster (docs/notes/runtime-history.md, "Ranks bound to CPUs"). The launcher binds
 // the ranks it starts (local_run.h); a torchrun rank binds itself when its job asks.
 #pragma once
 

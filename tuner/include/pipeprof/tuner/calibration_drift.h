@@ -15,7 +15,7 @@
 // and the sweep multiplies every predicted time by the factor. The ratio is partly noise: the
 // references sample other moments of the machine's wandering speed than the candidates do, and
 // each of the calibration's shapes was timed at its own moment. Over 64 sweeps of the 2-core
-// development machine (2026-11-26..28, docs/performance.md, bench/drift_shrinkage.py) applying
+// development machine (2026-11-26..28, docs/notes/accuracy-history.md, bench/drift_shrinkage.py) applying
 // the whole ratio left a mean step MAPE of 7.9% and 16 sweeps past 10%, none 7.4% and 11, half of
 // it in log terms (the square root) 6.9% and 10; a quarter or a half did best in every random
 // half of the sweeps, and beat both the whole ratio and none there. One factor for all candidates
