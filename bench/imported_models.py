@@ -78,6 +78,8 @@ def flattened(name):
 
         layers = [PatchEmbedding(m), *m.encoder.layers, m.encoder.ln, ClassTokenHead(m.heads)]
         batch = 32
+    elif name == "transformer_lm":
+        return transformer_lm(nn, Net), 16
     else:
         raise SystemExit("unknown model " + name)
     net = Net(*layers)
@@ -87,11 +89,55 @@ def flattened(name):
     return net, batch
 
 
+def transformer_lm(nn, Net, width=256, blocks=8, tokens=64, vocab=1000):
+    """A language model built from torch.nn's layers: token and position embeddings, encoder blocks, a head."""
+    import torch
+
+    class Embeddings(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.token = nn.Embedding(vocab, width)
+            self.position = nn.Parameter(torch.randn(tokens, width) * 0.02)
+
+        def forward(self, ids):
+            return self.token(ids) + self.position
+
+    class Block(nn.Module):
+        """An encoder layer called with its input alone (a Sequential's child takes one argument)."""
+
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(width, nhead=4, dim_feedforward=4 * width, batch_first=True)
+
+        def forward(self, x):
+            return self.layer(x)
+
+    layers = [Embeddings(), *[Block() for _ in range(blocks)],
+              nn.LayerNorm(width), nn.Linear(width, vocab)]
+    net = Net(*layers)
+    net.pipeprof_input_shape = [tokens]
+    net.pipeprof_input_dtype = "long"
+    net.pipeprof_vocab_size = vocab
+    net.pipeprof_loss = "next_token"
+    return net
+
+
+def save_model(name, path):
+    """Scripts model `name` into `path`; returns its batch."""
+    net, batch = flattened(name)
+    import torch
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    torch.jit.script(net).save(path)
+    return batch
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pipeprof", default="build/cli/pipeprof")
     parser.add_argument("--out", default="imported-models")
-    parser.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2", "vit"])
+    parser.add_argument("--models", nargs="+", default=["resnet50", "mobilenet_v2", "vit"],
+                        help="resnet50, mobilenet_v2, vit, transformer_lm (token ids, next-token loss)")
     parser.add_argument("--report-only", action="store_true", help="re-read OUT's reports")
     args = parser.parse_args()
     rows = []
@@ -99,11 +145,7 @@ def main():
         path = os.path.join(args.out, name + ".pt")
         report_path = os.path.join(args.out, name, "report.json")
         if not args.report_only:
-            net, batch = flattened(name)
-            import torch
-
-            os.makedirs(os.path.join(args.out, name), exist_ok=True)
-            torch.jit.script(net).save(path)
+            batch = save_model(name, path)
             command = [args.pipeprof, "sweep", "--model", path, "--batch", str(batch), "--devices", "cpu,cpu",
                        *SWEEP_FLAGS, "-o", report_path]
             print("$ " + " ".join(command), file=sys.stderr, flush=True)

@@ -170,7 +170,11 @@ TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWha
     const ProcessResult simulate = pipeprof("simulate --devices 2 --balance " + formatBalance(candidate.balance) +
                                             " --chunks " + std::to_string(candidate.chunks) + " --checkpoint " +
                                             std::string(checkpointName(candidate.checkpoint)) + " --schedule " +
-                                            std::string(scheduleKindName(candidate.schedule)) + inputs);
+                                            std::string(scheduleKindName(candidate.schedule)) +
+                                            (candidate.deferredWeights.empty()
+                                                 ? std::string()
+                                                 : " --deferred-weights " + formatBalance(candidate.deferredWeights)) +
+                                            inputs);
     ASSERT_EQ(simulate.code, 0) << simulate.err;
     EXPECT_EQ(nlohmann::json::parse(simulate.out).at("iteration_ns").get<TimeNs>(),
               result.predictionBeforeDrift->iterationNs)
@@ -312,7 +316,7 @@ TEST_F(SweepE2E, ResumeAfterAKilledSweepFinishesWithoutRepeatingWork) {
 
 TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
   const fs::path report = dir_ / "report.json";
-  const std::string sweep = tinySweep(report.string(), "top:2", "--steps 4 --rounds 2");
+  const std::string sweep = tinySweep(report.string(), "top:2", "--steps 4 --rounds 2 --max-rounds 2");
   const auto running = start(sweep, {{"PIPEPROF_TEST_CANDIDATE_DELAY_MS", "60000"}});
   // Wait for the first round of the first candidate (the hook pauses after it), then kill.
   std::optional<CandidateResult> partly;
@@ -338,7 +342,11 @@ TEST_F(SweepE2E, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
   EXPECT_NE(resumed.err.find("resuming: 0 finished candidate(s) kept, 2 to measure (1 partly measured)"),
             std::string::npos)
       << resumed.err;
-  EXPECT_EQ(countLines(resumed.err, "partly measured 1/3"), 1u) << "only the other candidate's first round";
+  // Three rounds in all: the kept candidate's second, the other's two.
+  EXPECT_EQ(countLines(resumed.err, "partly measured "), 1u) << "only the other candidate's first round";
+  EXPECT_EQ(countLines(resumed.err, "measuring ["), 3u) << resumed.err;
+  EXPECT_EQ(resumed.err.find("measuring " + partly->candidate.label() + " (round 1/2)"), std::string::npos)
+      << resumed.err;
   const Report finished = readReport(report.string());
   EXPECT_TRUE(finished.complete);
   bool continued = false;

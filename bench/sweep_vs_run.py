@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Does a sweep measure what a run of the same candidate measures? Sweeps and lone runs, alternated.
+
+A sweep measures each candidate inside one long process that has already profiled the model,
+trained the calibration's reference pipelines and the candidates before it. A user who then
+runs the suggested candidate alone (`pipeprof run`) gets a fresh process. This script times
+the same candidate rounds both ways, alternated round by round, so that the machine's speed at
+that moment falls on both alike:
+
+    pipeprof sweep COMMON SWEEP -o OUT/rK/report.json, its progress read line by line;
+    each time it ends a round of a candidate ("measured ..." / "partly measured ..."), the sweep
+    is paused (SIGSTOP, between rounds: its next timed step is still a model build and its
+    warm-up steps away) and the same candidate runs alone in a fresh process,
+        pipeprof run COMMON --balance .. --chunks .. --schedule .. --checkpoint ..
+                         --warmup W --steps S --json
+    with the sweep's warm-up and that round's steps, then the sweep goes on (SIGCONT).
+
+It prints, per candidate, the sweep's median and per-round medians against the lone runs', the
+median of the paired round ratios, and a summary: the median paired ratio over every round of
+every candidate with its interquartile range, and how many candidates stay within 5%.
+Everything is kept under OUT (the reports, every lone run's JSON) and OUT/summary.json;
+--report-only re-reads OUT.
+
+    bench/sweep_vs_run.py --pipeprof build/cli/pipeprof --out /tmp/svr \\
+        --common "--model mlp --devices cpu,cpu --batch 128" \\
+        --sweep "--chunks 1,2,4,8 --measure top:12 --warmup 3 --steps 40 --rounds 4"
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def quartiles(values):
+    if len(values) < 2:
+        return (median(values), median(values))
+    q = statistics.quantiles(values, n=4)
+    return q[0], q[2]
+
+
+def measured(report):
+    return [c for c in report["candidates"] if c.get("status") == "measured" and c.get("measurement")]
+
+
+LINE = re.compile(r"^(?:partly )?measured \d+/\d+ (?P<label>\[.*?)(?: \(round \d+/\d+\))?: ")
+LABEL = re.compile(r"^\[(?P<balance>[\d,]+)\] x(?P<chunks>\d+) (?P<mode>always|except_last|never)"
+                   r"(?: (?P<schedule>[a-z0-9-]+)(?: v(?P<v>\d+))?)?(?: deferred-weights (?P<deferred>[\d,]+))?$")
+
+
+def flag_value(flags, name, default):
+    for index, flag in enumerate(flags):
+        if flag == name and index + 1 < len(flags):
+            return flags[index + 1]
+        if flag.startswith(name + "="):
+            return flag.split("=", 1)[1]
+    return default
+
+
+def round_lengths(steps, rounds):
+    """The sweep's steps per round (tuner::roundSteps): the remainder goes to the first rounds."""
+    return [steps // rounds + (1 if r < steps % rounds else 0) for r in range(rounds)]
+
+
+def key_of_candidate(c):
+    return (tuple(c["balance"]), c["chunks"], c["checkpoint"], c["schedule"])
+
+
+def key_of_label(match):
+    return (tuple(int(b) for b in match["balance"].split(",")), int(match["chunks"]), match["mode"],
+            match["schedule"] or "gpipe")
+
+
+def run_flags(match):
+    """`pipeprof run` flags for a candidate label the sweep printed."""
+    flags = ["--balance", match["balance"], "--chunks", match["chunks"], "--checkpoint", match["mode"],
+             "--schedule", match["schedule"] or "gpipe"]
+    if match["v"]:
+        flags += ["--stages-per-device", match["v"]]
+    if match["deferred"] and any(int(w) for w in match["deferred"].split(",")):
+        flags += ["--deferred-weights", match["deferred"]]
+    return flags
+
+
+def split_rounds(step_ns, lengths):
+    out, start = [], 0
+    for length in lengths:
+        out.append(step_ns[start:start + length])
+        start += length
+    return out
+
+
+def run_alone(args, common, match, warmup, steps, path, env):
+    command = [args.pipeprof, "run", *common, *run_flags(match), "--warmup", str(warmup), "--steps", str(steps),
+               "--json"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    with open(path, "w") as file:
+        file.write(result.stdout)
+    if result.returncode != 0:
+        print(f"{match.string}: pipeprof run failed: {result.stderr.strip()[-400:]}", file=sys.stderr)
+        return None
+    return json.loads(result.stdout)["step_ns"]
+
+
+def sweep_interleaved(args, common, sweep, directory, env):
+    """One sweep with a lone run after each of its candidate rounds: (report, {key: (label, [lone rounds])})."""
+    os.makedirs(directory, exist_ok=True)
+    report_path = os.path.join(directory, "report.json")
+    warmup = int(flag_value(sweep, "--warmup", flag_value(common, "--warmup", "1")))
+    lengths = round_lengths(int(flag_value(sweep, "--steps", "8")), int(flag_value(sweep, "--rounds", "1")))
+    command = [args.pipeprof, "sweep", *common, *sweep, "-o", report_path]
+    print(" ".join(shlex.quote(part) for part in command), file=sys.stderr)
+    alone = {}
+    started = time.time()
+    with open(os.path.join(directory, "sweep.log"), "w") as log, \
+            subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
+        for line in child.stdout:
+            log.write(line)
+            found = LINE.match(line)
+            label_match = LABEL.match(found["label"]) if found else None
+            if not label_match:
+                continue
+            child.send_signal(signal.SIGSTOP)  # between two rounds: see the docstring
+            try:
+                label_text, rounds = alone.setdefault(key_of_label(label_match), (found["label"], []))
+                r = len(rounds)
+                steps = run_alone(args, common, label_match, warmup, lengths[min(r, len(lengths) - 1)],
+                                  os.path.join(directory, f"alone-{len(alone)}-r{r}.json"), env)
+                rounds.append(steps or [])
+            finally:
+                child.send_signal(signal.SIGCONT)
+        if child.wait() != 0:
+            raise SystemExit(f"the sweep failed: see {directory}/sweep.log")
+    with open(report_path) as file:
+        report = json.load(file)
+    return report, alone, lengths, time.time() - started
+
+
+def summarize(blocks):
+    """Per candidate (over every block): medians both ways, the paired round ratios; and the summary."""
+    rows = {}
+    for block in blocks:
+        for name, pair in block["pairs"].items():
+            row = rows.setdefault(name, {"sweep": [], "alone": [], "ratios": []})
+            for sweep_round, lone_round in zip(pair["sweep"], pair["alone"]):
+                if not sweep_round or not lone_round:
+                    continue
+                row["sweep"].append(median(sweep_round))
+                row["alone"].append(median(lone_round))
+                row["ratios"].append(median(sweep_round) / median(lone_round))
+    ratios = [r for row in rows.values() for r in row["ratios"]]
+    per_candidate = [median(row["ratios"]) for row in rows.values() if row["ratios"]]
+    return rows, {"candidates": len(per_candidate), "rounds": len(ratios), "median_ratio": median(ratios),
+                  "quartiles": quartiles(ratios),
+                  "within_5pct": sum(abs(r - 1) <= 0.05 for r in per_candidate)}
+
+
+def print_summary(blocks):
+    rows, summary = summarize(blocks)
+    print("| candidate | sweep ms | alone ms | paired sweep / alone | sweep's rounds (ms) | lone rounds (ms) |")
+    print("|---|---|---|---|---|---|")
+    for name, row in rows.items():
+        if not row["ratios"]:
+            continue
+        print(f"| {name} | {median(row['sweep']) / 1e6:.2f} | {median(row['alone']) / 1e6:.2f} "
+              f"| {median(row['ratios']):.3f} | {' '.join(f'{ns / 1e6:.1f}' for ns in row['sweep'])} "
+              f"| {' '.join(f'{ns / 1e6:.1f}' for ns in row['alone'])} |")
+    print()
+    for index, block in enumerate(blocks):
+        drift = block.get("drift")
+        print(f"sweep {index}: {block['seconds']:.0f} s with its lone runs; its reference drift "
+              f"{'none' if drift is None else f'{drift:.3f}'}")
+    low, high = summary["quartiles"]
+    print(f"{summary['candidates']} candidates, {summary['rounds']} rounds: sweep / alone per round, median "
+          f"{summary['median_ratio']:.3f} (quartiles {low:.3f}-{high:.3f}); {summary['within_5pct']} candidates' "
+          f"median ratio within 5%")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pipeprof", default="build/cli/pipeprof")
+    parser.add_argument("--out", default="sweep-vs-run")
+    parser.add_argument("--common", default="", help="flags both commands take: model, devices, batch, step")
+    parser.add_argument("--sweep", default="", help="flags only the sweep takes (chunks, --measure, rounds...)")
+    parser.add_argument("--repeats", type=int, default=1, help="sweeps, one after the other")
+    parser.add_argument("--report-only", action="store_true", help="re-read OUT/summary.json")
+    args = parser.parse_args()
+
+    summary_path = os.path.join(args.out, "summary.json")
+    if args.report_only:
+        with open(summary_path) as file:
+            blocks = json.load(file)["blocks"]
+    else:
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        common, sweep = shlex.split(args.common), shlex.split(args.sweep)
+        blocks = []
+        for repeat in range(args.repeats):
+            report, alone, lengths, seconds = sweep_interleaved(args, common, sweep,
+                                                                os.path.join(args.out, f"r{repeat}"), env)
+            pairs = {}
+            for c in measured(report):
+                key = key_of_candidate(c["candidate"])
+                if key not in alone:
+                    continue
+                label_text, lone_rounds = alone[key]
+                pairs[label_text] = {"sweep": split_rounds(c["measurement"]["step_ns"], lengths),
+                                     "alone": lone_rounds}
+            drift = report.get("calibration_drift") or {}
+            blocks.append({"pairs": pairs, "seconds": seconds, "drift": drift.get("reference_ratio")})
+            os.makedirs(args.out, exist_ok=True)
+            with open(summary_path, "w") as file:
+                json.dump({"blocks": blocks}, file, indent=1)
+    print_summary(blocks)
+
+
+if __name__ == "__main__":
+    main()
