@@ -38,6 +38,7 @@ struct SweepFlags {
   std::int64_t steps = 10;
   std::int64_t warmup = 3;
   std::int64_t rounds = 3;
+  std::int64_t maxRounds = 0;  ///< 0: twice the rounds
   std::string deviceMemory;
   std::string profile;
   std::string calibration;
@@ -55,6 +56,7 @@ struct SweepFlags {
 const FlagNames kSweepFlags = {{"steps", "--steps"},
                                {"warmupSteps", "--warmup"},
                                {"rounds", "--rounds"},
+                               {"maxRounds", "--max-rounds"},
                                {"profileBudgetSeconds", "--profile-budget"},
                                {"calibrationBudgetSeconds", "--calibration-budget"}};
 
@@ -97,6 +99,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.steps = flags.steps;
   config.warmupSteps = flags.warmup;
   config.rounds = std::min(flags.rounds, flags.steps);
+  config.maxRounds = flags.maxRounds;
   config.profileBudgetSeconds = flags.profileBudget;
   config.calibrationBudgetSeconds = flags.calibrationBudget;
   checkConfig(config, model.layers, flags);
@@ -185,6 +188,10 @@ void addSweepCommand(CLI::App& app) {
                   "Interleaved rounds: each measures every selected candidate once, on a fresh Pipe, with "
                   "its share of the steps (at most --steps)")
       ->capture_default_str();
+  command.add_option("--max-rounds", flags.maxRounds,
+                     "Rounds a candidate may get in all when its rounds disagree by more than 10% (the machine "
+                     "changed speed, or the candidate runs in two modes): one more round at a time, each with the "
+                     "steps of the last (default: twice --rounds; --rounds for none)");
   command.add_option("--device-memory", flags.deviceMemory,
                      "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
   command.add_option("--profile", flags.profile,

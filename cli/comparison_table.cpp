@@ -4,6 +4,7 @@
 #include "schedule_options.h"
 
 #include <pipeprof/core/accuracy.h>
+#include <pipeprof/core/measuring_conditions.h>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,31 @@ std::map<std::size_t, std::int64_t> measuredRanks(const Report& report) {
   return ranks;
 }
 
+/// The measured step with what its rounds leave it uncertain by: "13.2 ms ±4%" ("13.2 ms" for
+/// one round).
+std::string measuredStep(const Measurement& measurement) {
+  const std::string step = formatDuration(measurement.stepNsMedian);
+  if (measurement.roundMediansNs().size() < 2) return step;
+  return fmt::format("{} ±{:.0f}%", step, roundUncertainty(measurement) * 100.0);
+}
+
+/// What the status column adds about how a measured candidate's rounds went: "" when they
+/// agree and none was measured again.
+std::string roundsNote(const Measurement& measurement) {
+  std::vector<std::string> notes;
+  if (!measurement.roundsAgree()) {
+    notes.push_back(fmt::format("rounds disagree by {:.0f}%", measurement.roundSpread() * 100.0));
+  }
+  std::int64_t contended = 0;
+  for (const std::optional<double>& wait : measurement.roundCpuWait()) contended += wait && *wait > kContendedCpuWait;
+  if (contended > 0) notes.push_back(fmt::format("{} round(s) with the CPUs contended", contended));
+  if (!measurement.discardedRounds.empty()) {
+    notes.push_back(fmt::format("{} round(s) measured again", measurement.discardedRounds.size()));
+  }
+  if (notes.empty()) return "";
+  return " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")";
+}
+
 std::string labelAt(const Report& report, const std::optional<std::size_t>& index) {
   if (!index || *index >= report.candidates.size()) return "none";
   return report.candidates[*index].candidate.label();
@@ -67,7 +93,7 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     return ra < rb;
   });
 
-  const std::string header = fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}",
+  const std::string header = fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>15} {:>7}  {:>10} {:>10} {:>7}  {}",
                                          "pred#", "meas#", "candidate", "schedule", "pred step", "meas step", "error",
                                          "pred peak", "meas peak", "error", "status");
   out << header << "\n" << std::string(header.size(), '-') << "\n";
@@ -76,21 +102,22 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     const auto rank = ranks.find(index);
     const std::string candidate = fmt::format("[{}] x{} {}", formatBalance(result.candidate.balance),
                                               result.candidate.chunks, modeLabel(result.candidate));
-    std::string measuredStep = "-";
+    std::string step = "-";
     std::string measuredPeak = "-";
     if (result.measurement) {
-      measuredStep = formatDuration(result.measurement->stepNsMedian);
+      step = measuredStep(*result.measurement);
       measuredPeak = formatBytes(largest(result.measurement->peakBytes));
     }
     std::string status = candidateStatusName(result.status);
+    if (result.status == CandidateStatus::Measured) status += roundsNote(*result.measurement);
     if (result.status == CandidateStatus::Failed) status += ": " + result.error;
     if (result.status == CandidateStatus::Predicted && !result.notMeasuredReason.empty()) {
       status += " (" + result.notMeasuredReason + ")";
     }
-    out << fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>10} {:>7}  {:>10} {:>10} {:>7}  {}\n",
+    out << fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>15} {:>7}  {:>10} {:>10} {:>7}  {}\n",
                        result.predictedRank > 0 ? std::to_string(result.predictedRank) : "-",
                        rank != ranks.end() ? std::to_string(rank->second) : "-", candidate,
-                       result.candidate.orderLabel(), formatDuration(result.prediction.iterationNs), measuredStep,
+                       result.candidate.orderLabel(), formatDuration(result.prediction.iterationNs), step,
                        percent(result.stepTimeErrorPct()), formatBytes(largest(result.prediction.peakBytes)),
                        measuredPeak, percent(result.peakBytesErrorPct()), status);
   }
@@ -108,6 +135,36 @@ std::string driftNote(const Report& report) {
   if (!report.calibrationDrift.is_object()) return "";
   const double factor = report.calibrationDrift.value("factor", 1.0);
   return fmt::format(" (the sweep scaled every prediction by x{:.3f}, measured on its reference pipelines)", factor);
+}
+
+/// How steady the machine was while measuring, in up to three lines: the rounds, the machine's
+/// speed, and whether the best measured candidate stands apart.
+void printMeasuringConditions(const Report& report, std::ostream& out) {
+  const MeasuringConditions conditions = summarizeMeasuringConditions(report);
+  if (conditions.measuredCount == 0) return;
+  std::string rounds = fmt::format("rounds agree within {:.0f}% on {} of {} candidates", kRoundsAgreeSpread * 100.0,
+                                   conditions.roundsAgreeCount, conditions.measuredCount);
+  if (conditions.remeasuredRounds > 0) {
+    rounds += fmt::format("; {} round(s) measured again (another process competed for the CPUs)",
+                          conditions.remeasuredRounds);
+  }
+  if (conditions.contendedRounds > 0) {
+    rounds += fmt::format("; {} round(s) kept though the CPUs stayed contended", conditions.contendedRounds);
+  }
+  out << fmt::format("measuring:                {}\n", rounds);
+  if (conditions.referenceRatioMedian) {
+    out << fmt::format(
+        "machine speed:            the reference pipelines took {:.2f}-{:.2f}x (median {:.2f}x) their calibrated "
+        "time over {} runs while measuring\n",
+        *conditions.referenceRatioLow, *conditions.referenceRatioHigh, *conditions.referenceRatioMedian,
+        conditions.referenceRuns);
+  }
+  if (!conditions.tiedWithBest.empty()) {
+    out << fmt::format(
+        "ranking:                  the best measured is not told apart from {} other candidate(s), whose "
+        "rounds overlap its own: their order is not settled on this machine\n",
+        conditions.tiedWithBest.size());
+  }
 }
 
 }  // namespace
@@ -140,6 +197,7 @@ void printSummary(const Report& report, std::ostream& out) {
   out << fmt::format("agree:                    {}\n", suggestion.agree ? "yes" : "no");
   out << fmt::format("suggestion / best measured throughput: {}\n",
                      figure(summary.suggestionThroughputRatio, "{:.3f}"));
+  printMeasuringConditions(report, out);
   if (!report.complete) out << "(the sweep did not finish: continue it with `pipeprof sweep ... --resume`)\n";
 }
 
@@ -152,7 +210,17 @@ nlohmann::json summaryJson(const Report& report) {
     return index && *index < report.candidates.size() ? nlohmann::json(report.candidates[*index].candidate.label())
                                                       : nlohmann::json(nullptr);
   };
+  const MeasuringConditions conditions = summarizeMeasuringConditions(report);
+  nlohmann::json tied = nlohmann::json::array();
+  for (const std::size_t index : conditions.tiedWithBest) tied.push_back(report.candidates[index].candidate.label());
   return {{"measured", summary.measuredCount},
+          {"rounds_agree", conditions.roundsAgreeCount},
+          {"rounds_measured_again", conditions.remeasuredRounds},
+          {"contended_rounds", conditions.contendedRounds},
+          {"reference_ratio_low", optional(conditions.referenceRatioLow)},
+          {"reference_ratio_median", optional(conditions.referenceRatioMedian)},
+          {"reference_ratio_high", optional(conditions.referenceRatioHigh)},
+          {"tied_with_best_measured", tied},
           {"step_time_mape_pct", optional(summary.stepTimeMapePct)},
           {"step_time_bias_pct", optional(summary.stepTimeBiasPct)},
           {"step_time_mape_before_drift_pct", optional(summary.stepTimeMapeBeforeDriftPct)},

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 namespace pipeprof {
 namespace {
@@ -38,16 +39,19 @@ void requirePerDevice(const JsonCursor& json, std::size_t size, std::size_t devi
   }
 }
 
+/// A number in [0, 1].
+double fraction(const JsonCursor& json) {
+  const double value = json.asNonNegativeNumber();
+  if (value > 1.0) json.fail("expected a fraction between 0 and 1, got " + json.value().dump());
+  return value;
+}
+
 Prediction predictionFromJson(const JsonCursor& json, std::size_t devices) {
   if (!json.value().is_object()) json.fail("expected a prediction object");
   Prediction prediction;
   prediction.iterationNs = json.at("iteration_ns").asNonNegativeInt();
   prediction.samplesPerS = json.at("samples_per_s").asNonNegativeNumber();
-  prediction.bubbleFraction = json.at("bubble_fraction").asNonNegativeNumber();
-  if (prediction.bubbleFraction > 1.0) {
-    json.at("bubble_fraction")
-        .fail("expected a fraction between 0 and 1, got " + json.at("bubble_fraction").value().dump());
-  }
+  prediction.bubbleFraction = fraction(json.at("bubble_fraction"));
   JsonCursor busy = json.at("busy_ns");
   prediction.busyNs = nonNegativeInts(busy);
   requirePerDevice(busy, prediction.busyNs.size(), devices);
@@ -87,6 +91,43 @@ Measurement measurementFromJson(const JsonCursor& json, std::size_t devices) {
   measurement.peakBytes = nonNegativeInts(peak);
   requirePerDevice(peak, measurement.peakBytes.size(), devices);
   measurement.tracePath = optionalString(json, "trace_path");
+  if (json.has("round_steps")) {
+    JsonCursor rounds = json.at("round_steps");
+    measurement.roundSteps = nonNegativeInts(rounds);
+    const std::int64_t total =
+        std::accumulate(measurement.roundSteps.begin(), measurement.roundSteps.end(), std::int64_t{0});
+    if (!measurement.roundSteps.empty() && total != static_cast<std::int64_t>(measurement.stepNs.size())) {
+      rounds.fail("expected round step counts summing to the " + std::to_string(measurement.stepNs.size()) +
+                  " steps of step_ns, got " + std::to_string(total));
+    }
+  }
+  if (json.has("round_start_s")) {
+    JsonCursor starts = json.at("round_start_s");
+    for (std::size_t r = 0; r < starts.size(); ++r) {
+      measurement.roundStartS.push_back(starts.at(r).asNonNegativeNumber());
+    }
+    if (!measurement.roundStartS.empty() && measurement.roundStartS.size() != measurement.roundSteps.size()) {
+      starts.fail("expected one start per round of round_steps (" + std::to_string(measurement.roundSteps.size()) +
+                  "), got " + std::to_string(measurement.roundStartS.size()));
+    }
+  }
+  if (json.has("step_cpu_wait_ns")) {
+    JsonCursor waits = json.at("step_cpu_wait_ns");
+    measurement.stepCpuWaitNs = nonNegativeInts(waits);
+    if (!measurement.stepCpuWaitNs.empty() && measurement.stepCpuWaitNs.size() != measurement.stepNs.size()) {
+      waits.fail("expected one entry per step of step_ns (" + std::to_string(measurement.stepNs.size()) + "), got " +
+                 std::to_string(measurement.stepCpuWaitNs.size()));
+    }
+  }
+  if (json.has("discarded_rounds")) {
+    JsonCursor discarded = json.at("discarded_rounds");
+    for (std::size_t r = 0; r < discarded.size(); ++r) {
+      const JsonCursor round = discarded.at(r);
+      measurement.discardedRounds.push_back({round.at("start_s").asNonNegativeNumber(),
+                                             round.at("median_ns").asNonNegativeInt(),
+                                             round.at("cpu_wait").asNonNegativeNumber()});
+    }
+  }
   return measurement;
 }
 
@@ -189,8 +230,18 @@ std::string candidateStatusName(CandidateStatus status) {
 }
 
 void Measurement::addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes,
-                           std::int64_t batch) {
+                           std::int64_t batch, double startS, const std::vector<TimeNs>& roundCpuWaitNs) {
+  if (roundSteps.empty() && !stepNs.empty()) roundSteps.push_back(static_cast<std::int64_t>(stepNs.size()));
+  // The waits stay one per step, or go: a round without them leaves the whole measurement without.
+  if (stepCpuWaitNs.size() == stepNs.size() && roundCpuWaitNs.size() == roundStepNs.size()) {
+    stepCpuWaitNs.insert(stepCpuWaitNs.end(), roundCpuWaitNs.begin(), roundCpuWaitNs.end());
+  } else {
+    stepCpuWaitNs.clear();
+  }
   stepNs.insert(stepNs.end(), roundStepNs.begin(), roundStepNs.end());
+  roundSteps.push_back(static_cast<std::int64_t>(roundStepNs.size()));
+  roundStartS.resize(roundSteps.size() - 1, 0.0);
+  roundStartS.push_back(startS);
   if (peakBytes.size() < roundPeakBytes.size()) peakBytes.resize(roundPeakBytes.size(), 0);
   for (std::size_t j = 0; j < roundPeakBytes.size(); ++j) peakBytes[j] = std::max(peakBytes[j], roundPeakBytes[j]);
   updateStatistics(batch);
@@ -207,6 +258,50 @@ void Measurement::updateStatistics(std::int64_t batch) {
   stepNsMin = *lowest;
   stepNsMax = *highest;
   samplesPerS = stepNsMedian > 0 ? static_cast<double>(batch) * 1e9 / static_cast<double>(stepNsMedian) : 0.0;
+}
+
+std::vector<TimeNs> Measurement::roundMediansNs() const {
+  if (roundSteps.empty()) return stepNs.empty() ? std::vector<TimeNs>{} : std::vector<TimeNs>{medianNs(stepNs)};
+  std::vector<TimeNs> medians;
+  auto first = stepNs.begin();
+  for (const std::int64_t count : roundSteps) {
+    const auto last = first + std::min<std::ptrdiff_t>(count, stepNs.end() - first);
+    if (last > first) medians.push_back(medianNs(std::vector<TimeNs>(first, last)));
+    first = last;
+  }
+  return medians;
+}
+
+std::optional<double> cpuWaitShare(const std::vector<TimeNs>& stepNs, const std::vector<TimeNs>& cpuWaitNs) {
+  if (stepNs.empty() || cpuWaitNs.size() != stepNs.size()) return std::nullopt;
+  const double waitNs = std::accumulate(cpuWaitNs.begin(), cpuWaitNs.end(), 0.0);
+  const double wallNs = std::accumulate(stepNs.begin(), stepNs.end(), 0.0);
+  return wallNs > 0 ? std::optional<double>(waitNs / wallNs) : std::nullopt;
+}
+
+std::vector<std::optional<double>> Measurement::roundCpuWait() const {
+  const std::vector<std::int64_t> counts =
+      roundSteps.empty() ? std::vector<std::int64_t>{static_cast<std::int64_t>(stepNs.size())} : roundSteps;
+  std::vector<std::optional<double>> shares;
+  std::size_t first = 0;
+  for (const std::int64_t count : counts) {
+    const std::size_t last = std::min(stepNs.size(), first + static_cast<std::size_t>(count));
+    if (stepCpuWaitNs.size() != stepNs.size()) {
+      shares.emplace_back();
+    } else {
+      shares.push_back(cpuWaitShare({stepNs.begin() + first, stepNs.begin() + last},
+                                    {stepCpuWaitNs.begin() + first, stepCpuWaitNs.begin() + last}));
+    }
+    first = last;
+  }
+  return shares;
+}
+
+double Measurement::roundSpread() const {
+  const std::vector<TimeNs> medians = roundMediansNs();
+  if (medians.size() < 2) return 0.0;
+  const auto [fastest, slowest] = std::minmax_element(medians.begin(), medians.end());
+  return *fastest > 0 ? static_cast<double>(*slowest) / static_cast<double>(*fastest) - 1.0 : 0.0;
 }
 
 std::optional<double> CandidateResult::stepTimeErrorPct() const {
@@ -258,11 +353,23 @@ nlohmann::json toJson(const Prediction& prediction) {
 }
 
 nlohmann::json toJson(const Measurement& measurement) {
-  return {{"warmup_steps", measurement.warmupSteps},  {"rounds", measurement.rounds},
-          {"step_ns", array(measurement.stepNs)},     {"step_ns_median", measurement.stepNsMedian},
-          {"step_ns_min", measurement.stepNsMin},     {"step_ns_max", measurement.stepNsMax},
-          {"samples_per_s", measurement.samplesPerS}, {"peak_bytes", array(measurement.peakBytes)},
-          {"trace_path", measurement.tracePath}};
+  nlohmann::json discarded = nlohmann::json::array();
+  for (const DiscardedRound& round : measurement.discardedRounds) {
+    discarded.push_back({{"start_s", round.startS}, {"median_ns", round.medianNs}, {"cpu_wait", round.cpuWait}});
+  }
+  return {{"warmup_steps", measurement.warmupSteps},
+          {"rounds", measurement.rounds},
+          {"step_ns", array(measurement.stepNs)},
+          {"step_ns_median", measurement.stepNsMedian},
+          {"step_ns_min", measurement.stepNsMin},
+          {"step_ns_max", measurement.stepNsMax},
+          {"samples_per_s", measurement.samplesPerS},
+          {"peak_bytes", array(measurement.peakBytes)},
+          {"trace_path", measurement.tracePath},
+          {"round_steps", array(measurement.roundSteps)},
+          {"round_start_s", measurement.roundStartS},
+          {"step_cpu_wait_ns", array(measurement.stepCpuWaitNs)},
+          {"discarded_rounds", discarded}};
 }
 
 nlohmann::json toJson(const Report& report) {

@@ -45,6 +45,26 @@ QStringList AccuracyModel::summaryParts() const {
     parts << tr("best-predicted reaches <b>%1 %</b> of the best measured throughput")
                  .arg(*summary.suggestionThroughputRatio * 100.0, 0, 'f', 1);
   }
+  if (report_) parts << conditionsParts(summarizeMeasuringConditions(*report_));
+  return parts;
+}
+
+QStringList AccuracyModel::conditionsParts(const MeasuringConditions& conditions) {
+  QStringList parts;
+  if (conditions.measuredCount == 0) return parts;
+  parts << tr("rounds agree on <b>%1</b> of %2").arg(conditions.roundsAgreeCount).arg(conditions.measuredCount);
+  if (conditions.remeasuredRounds > 0) {
+    parts << tr("%1 round(s) measured again (the CPUs contended)").arg(conditions.remeasuredRounds);
+  }
+  if (conditions.contendedRounds > 0) parts << tr("%1 round(s) kept contended").arg(conditions.contendedRounds);
+  if (conditions.referenceRatioMedian) {
+    parts << tr("machine speed while measuring <b>%1–%2×</b> the calibration's")
+                 .arg(*conditions.referenceRatioLow, 0, 'f', 2)
+                 .arg(*conditions.referenceRatioHigh, 0, 'f', 2);
+  }
+  if (!conditions.tiedWithBest.empty()) {
+    parts << tr("the best measured is not told apart from <b>%1</b> other(s)").arg(conditions.tiedWithBest.size());
+  }
   return parts;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/accuracy.h>
+#include <pipeprof/core/measuring_conditions.h>
 #include <pipeprof/core/report.h>
 
 #include <QAbstractTableModel>
@@ -18,7 +19,15 @@ class AccuracyModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Label, PredictedStepMs, MeasuredStepMs, PredictedThroughput, MeasuredThroughput, StepErrorPct, ColumnCount };
+  enum Column {
+    Label,
+    PredictedStepMs,
+    MeasuredStepMs,
+    PredictedThroughput,
+    MeasuredThroughput,
+    StepErrorPct,
+    ColumnCount
+  };
   enum Role {
     CandidateIndexRole = Qt::UserRole + 1,  ///< index into Report::candidates
     SuggestedRole,                          ///< bool
@@ -32,8 +41,13 @@ class AccuracyModel : public QAbstractTableModel {
   const AccuracySummary& summary() const { return summary_; }
   /// The summary as rich-text phrases for the view's header: measured count, step-time MAPE
   /// (bias) after and before the sweep's drift factor, peak-memory MAPE, Spearman, the
-  /// suggestion's share of the best measured throughput.
+  /// suggestion's share of the best measured throughput; then how steady the machine was while
+  /// measuring (conditionsParts).
   QStringList summaryParts() const;
+  /// How steady the machine was while the sweep measured, as rich-text phrases: the candidates
+  /// whose rounds agree, rounds measured again or kept contended, the reference pipelines'
+  /// speed range, and how many candidates the best measured is not told apart from.
+  static QStringList conditionsParts(const MeasuringConditions& conditions);
   /// Number of rows with a measurement.
   int measuredCount() const;
 

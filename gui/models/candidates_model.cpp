@@ -1,6 +1,8 @@
 // The report's candidates as a table: configuration, predicted and measured time, memory, error.
 #include "models/candidates_model.h"
 
+#include <pipeprof/core/measuring_conditions.h>
+
 #include "models/format.h"
 
 #include <QBrush>
@@ -54,9 +56,7 @@ int CandidatesModel::rowCount(const QModelIndex& parent) const {
   return static_cast<int>(report_->candidates.size());
 }
 
-int CandidatesModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : ColumnCount;
-}
+int CandidatesModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid) || !report_) return {};
@@ -65,20 +65,15 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
   const bool isSuggested = suggested() == row;
   switch (role) {
     case Qt::DisplayRole:
-      return display(result, index.column()).toString().prepend(
-          index.column() == Rank && isSuggested ? QStringLiteral("★ ") : QString());
-    case SortRole:
-      return sortValue(result, index.column());
-    case CandidateIndexRole:
-      return QVariant::fromValue<qulonglong>(row);
-    case StatusRole:
-      return static_cast<int>(result.status);
-    case SuggestedRole:
-      return isSuggested;
-    case LabelRole:
-      return qs(result.candidate.label());
-    case ScheduleRole:
-      return static_cast<int>(result.candidate.schedule);
+      return display(result, index.column())
+          .toString()
+          .prepend(index.column() == Rank && isSuggested ? QStringLiteral("★ ") : QString());
+    case SortRole: return sortValue(result, index.column());
+    case CandidateIndexRole: return QVariant::fromValue<qulonglong>(row);
+    case StatusRole: return static_cast<int>(result.status);
+    case SuggestedRole: return isSuggested;
+    case LabelRole: return qs(result.candidate.label());
+    case ScheduleRole: return static_cast<int>(result.candidate.schedule);
     case Qt::TextAlignmentRole:
       if (index.column() == Balance || index.column() == Mode || index.column() == Schedule ||
           index.column() == Status) {
@@ -100,15 +95,15 @@ QVariant CandidatesModel::data(const QModelIndex& index, int role) const {
       if (isSuggested) return QBrush(QColor(0xfd, 0xf3, 0xc7));
       return {};
     case Qt::ToolTipRole:
-      if (isSuggested) return tr("Suggested: %1").arg(report_->suggestion.bestMeasured ? tr("best measured throughput")
-                                                                                         : tr("best predicted throughput"));
+      if (isSuggested)
+        return tr("Suggested: %1")
+            .arg(report_->suggestion.bestMeasured ? tr("best measured throughput") : tr("best predicted throughput"));
       if (result.status == CandidateStatus::Failed) return qs(result.error);
       if (result.status == CandidateStatus::Predicted && !result.notMeasuredReason.empty()) {
         return tr("Not measured: %1").arg(qs(result.notMeasuredReason));
       }
       return {};
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -122,7 +117,13 @@ QVariant CandidatesModel::display(const CandidateResult& result, int column) con
     case Mode: return qs(std::string(checkpointName(result.candidate.checkpoint)));
     case Schedule: return scheduleText(result.candidate.schedule, result.candidate.stagesPerDevice);
     case PredictedStep: return durationText(predicted.iterationNs);
-    case MeasuredStep: return measured ? durationText(measured->stepNsMedian) : QString();
+    case MeasuredStep: {
+      if (!measured) return QString();
+      if (measured->roundMediansNs().size() < 2) return durationText(measured->stepNsMedian);
+      return tr("%1 ±%2 %")
+          .arg(durationText(measured->stepNsMedian))
+          .arg(roundUncertainty(*measured) * 100.0, 0, 'f', 0);
+    }
     case PredictedThroughput: return throughputText(predicted.samplesPerS);
     case MeasuredThroughput: return measured ? throughputText(measured->samplesPerS) : QString();
     case PredictedPeak: return peaksText(predicted.peakBytes) + (predicted.fits ? QString() : tr(" (does not fit)"));
@@ -131,7 +132,11 @@ QVariant CandidatesModel::display(const CandidateResult& result, int column) con
       const std::optional<double> error = result.stepTimeErrorPct();
       return error ? errorText(*error) : QString();
     }
-    case Status: return qs(candidateStatusName(result.status));
+    case Status: {
+      const QString status = qs(candidateStatusName(result.status));
+      if (result.status != CandidateStatus::Measured || !measured || measured->roundsAgree()) return status;
+      return tr("%1 (rounds disagree by %2 %)").arg(status).arg(measured->roundSpread() * 100.0, 0, 'f', 0);
+    }
     default: return {};
   }
 }
@@ -145,7 +150,8 @@ QVariant CandidatesModel::sortValue(const CandidateResult& result, int column) c
     case Chunks: return static_cast<qlonglong>(result.candidate.chunks);
     case Mode: return static_cast<int>(result.candidate.checkpoint);
     case Schedule:
-      return static_cast<qlonglong>(static_cast<int>(result.candidate.schedule)) * 1000 + result.candidate.stagesPerDevice;
+      return static_cast<qlonglong>(static_cast<int>(result.candidate.schedule)) * 1000 +
+             result.candidate.stagesPerDevice;
     case PredictedStep: return static_cast<double>(predicted.iterationNs);
     case MeasuredStep: return measured ? static_cast<double>(measured->stepNsMedian) : kMissing;
     case PredictedThroughput: return predicted.samplesPerS;
@@ -167,7 +173,9 @@ QVariant CandidatesModel::headerData(int section, Qt::Orientation orientation, i
     switch (section) {
       case Rank: return tr("Predicted rank among the candidates that fit (★ = suggested)");
       case PredictedStep: return tr("Predicted time of one training step");
-      case MeasuredStep: return tr("Median measured time of one training step");
+      case MeasuredStep:
+        return tr("Median measured time of one training step, ± half the range of its rounds' medians: how far the "
+                  "machine let the rounds apart");
       case Schedule: return tr("Schedule family, with the stages per device v of interleaved 1F1B");
       case PredictedPeak: return tr("Predicted peak memory per pipeline device (device 0 | device 1 | ...)");
       case MeasuredPeak: return tr("Measured peak memory per pipeline device");

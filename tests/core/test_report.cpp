@@ -138,6 +138,49 @@ TEST(Measurement, RoundsPoolTheirStepsAndKeepTheLargestPeaks) {
   EXPECT_EQ(measurement.stepNsMedian, 35) << "an even count takes the mean of the middle two";
 }
 
+TEST(Measurement, KeepsEachRoundsStepsAndStartAndTellsWhetherTheRoundsAgree) {
+  Measurement measurement;
+  measurement.addRound({100, 104, 102}, {}, 8, 12.5);
+  EXPECT_EQ(measurement.roundMediansNs(), (std::vector<TimeNs>{102}));
+  EXPECT_DOUBLE_EQ(measurement.roundSpread(), 0.0) << "one round cannot disagree with itself";
+  measurement.addRound({110, 108}, {}, 8, 20.0);
+  EXPECT_EQ(measurement.roundSteps, (std::vector<std::int64_t>{3, 2}));
+  EXPECT_EQ(measurement.roundStartS, (std::vector<double>{12.5, 20.0}));
+  EXPECT_EQ(measurement.roundMediansNs(), (std::vector<TimeNs>{102, 109}));
+  EXPECT_DOUBLE_EQ(measurement.roundSpread(), 109.0 / 102.0 - 1.0);
+  EXPECT_TRUE(measurement.roundsAgree()) << "6.9% apart, within kRoundsAgreeSpread";
+  measurement.addRound({153, 150, 151}, {}, 8, 31.0);
+  EXPECT_DOUBLE_EQ(measurement.roundSpread(), 151.0 / 102.0 - 1.0);
+  EXPECT_FALSE(measurement.roundsAgree()) << "a round 48% slower than another";
+}
+
+TEST(Measurement, KeepsEachStepsCpuWaitWhileEveryRoundHasThem) {
+  Measurement measurement;
+  measurement.addRound({100, 100}, {}, 8, 1.0, {2, 8});
+  measurement.addRound({200, 200}, {}, 8, 2.0, {60, 100});
+  EXPECT_EQ(measurement.stepCpuWaitNs, (std::vector<TimeNs>{2, 8, 60, 100}));
+  const std::vector<std::optional<double>> waits = measurement.roundCpuWait();
+  ASSERT_EQ(waits.size(), 2u);
+  EXPECT_DOUBLE_EQ(*waits[0], 10.0 / 200.0);
+  EXPECT_DOUBLE_EQ(*waits[1], 160.0 / 400.0);
+  measurement.addRound({100}, {}, 8, 3.0);
+  EXPECT_TRUE(measurement.stepCpuWaitNs.empty()) << "a round without them leaves the measurement without";
+  EXPECT_FALSE(measurement.roundCpuWait()[0].has_value());
+  EXPECT_FALSE(cpuWaitShare({100, 100}, {5}).has_value()) << "one wait per step, or none";
+}
+
+TEST(Measurement, StepsWithoutRoundsAreOneRound) {
+  Measurement measurement;  // as `pipeprof run` and older reports have it
+  measurement.stepNs = {40, 10, 30};
+  EXPECT_EQ(measurement.roundMediansNs(), (std::vector<TimeNs>{30}));
+  EXPECT_DOUBLE_EQ(measurement.roundSpread(), 0.0);
+  measurement.addRound({90}, {}, 8, 5.0);
+  EXPECT_EQ(measurement.roundSteps, (std::vector<std::int64_t>{3, 1})) << "the earlier steps become one round";
+  EXPECT_EQ(measurement.roundStartS, (std::vector<double>{0.0, 5.0}));
+  EXPECT_EQ(measurement.roundMediansNs(), (std::vector<TimeNs>{30, 90}));
+  EXPECT_TRUE(measurement.stepCpuWaitNs.empty());
+}
+
 TEST(ReportJson, RoundTripIsExact) {
   Report report = exampleReport();
   nlohmann::json json = toJson(report);
@@ -170,6 +213,7 @@ TEST(ReportJson, RoundTripIsExact) {
   EXPECT_FALSE(back.candidates[0].predictionBeforeDrift.has_value());
   EXPECT_FALSE(json["candidates"][1]["prediction_before_drift"].contains("peak_bytes"));  // drift keeps memory
   EXPECT_EQ(json["candidates"][1]["measurement"]["rounds"], 1);
+  EXPECT_EQ(json["candidates"][1]["measurement"]["round_steps"], nlohmann::json::array());
 
   std::string path = ::testing::TempDir() + "pipeprof_core_report_" + std::to_string(::getpid()) + ".json";
   writeReport(report, path);
@@ -230,6 +274,19 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
             "step_ns_max, got 999999999, 1333, 1342");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["rounds"] = 0; }),
             "r.json: $.candidates[0].measurement.rounds: expected at least 1 round, got 0");
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["candidates"][0]["measurement"]["round_steps"] = {2, 2};
+            }),
+            "r.json: $.candidates[0].measurement.round_steps: expected round step counts summing to the 3 steps of "
+            "step_ns, got 4");
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["candidates"][0]["measurement"]["round_steps"] = {2, 1};
+              j["candidates"][0]["measurement"]["round_start_s"] = {3.5};
+            }),
+            "r.json: $.candidates[0].measurement.round_start_s: expected one start per round of round_steps (2), got "
+            "1");
+  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_cpu_wait_ns"] = {5}; }),
+            "r.json: $.candidates[0].measurement.step_cpu_wait_ns: expected one entry per step of step_ns (3), got 1");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),
             "r.json: $.candidates[2].candidate.chunks: expected a positive integer, got 0");
   EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2].erase("predicted_rank"); }),

@@ -46,6 +46,25 @@ TEST(CandidatesModel, ShowsConfigurationTimesAndStatusWithUnits) {
   EXPECT_TRUE(text(8, CandidatesModel::PredictedPeak).endsWith(QStringLiteral("(does not fit)")));
 }
 
+TEST(CandidatesModel, ShowsWhatARoundsSpreadLeavesTheMeasuredStepUncertainBy) {
+  auto report = std::make_shared<Report>(*test::sampleReport());
+  Measurement rounds;
+  rounds.addRound({20'000'000, 20'000'000}, {1, 1}, 8, 1.0);
+  rounds.addRound({20'800'000}, {1, 1}, 8, 2.0);
+  report->candidates[0].measurement = rounds;  // rounds of 20 and 20.8 ms: +-2%, agreeing
+  Measurement apart;
+  apart.addRound({10'000'000}, {1, 1}, 8, 1.0);
+  apart.addRound({15'000'000}, {1, 1}, 8, 2.0);
+  report->candidates[1].measurement = apart;  // 10 and 15 ms: 50% apart
+  CandidatesModel model;
+  model.setReport(report);
+  auto text = [&model](int row, int column) { return model.index(row, column).data().toString(); };
+  EXPECT_EQ(text(0, CandidatesModel::MeasuredStep), QStringLiteral("20.0 ms ±2 %"));
+  EXPECT_EQ(text(0, CandidatesModel::Status), QStringLiteral("measured"));
+  EXPECT_EQ(text(1, CandidatesModel::MeasuredStep), QStringLiteral("12.5 ms ±20 %"));
+  EXPECT_EQ(text(1, CandidatesModel::Status), QStringLiteral("measured (rounds disagree by 50 %)"));
+}
+
 TEST(CandidatesModel, MarksTheSuggestedCandidate) {
   CandidatesModel model;
   model.setReport(test::sampleReport());

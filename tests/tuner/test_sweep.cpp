@@ -1,6 +1,7 @@
 // Tests of tuner/sweep: a whole sweep through a fake measurer -- one prediction, the drift, the report.
 #include <pipeprof/tuner/sweep.h>
 
+#include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/simulator/predictor.h>
 #include <pipeprof/tuner/reference_calibration.h>
 #include <pipeprof/tuner/sweep_predictions.h>
@@ -11,8 +12,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 namespace pipeprof::tuner {
 namespace {
@@ -30,27 +33,49 @@ Calibration calibration() {
 }
 
 /// Measures every candidate at `slowdown` x its calibrated prediction (so the references' ratio is
-/// `slowdown` and the drift factor its square root), and records what it was asked to run.
+/// `slowdown` and the drift factor its square root), and records what it was asked to run. A
+/// run of a candidate named in `script` takes the next of its scripted runs instead: a slowdown
+/// and the share of each step its threads waited for a CPU.
 class FakeMeasurer : public CandidateMeasurer {
  public:
+  struct Run {
+    double slowdown = 1.0;
+    double cpuWait = 0.0;
+  };
+
   FakeMeasurer(Predictor predictor, double slowdown) : predictor_(std::move(predictor)), slowdown_(slowdown) {}
 
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override {
     requests.push_back(candidate);
     const Prediction predicted = predictor_.predict(candidate).prediction;
+    Run scripted{slowdown_, 0.0};
+    std::vector<Run>& runs = script[candidate.label()];
+    if (!runs.empty()) {
+      scripted = runs.front();
+      runs.erase(runs.begin());
+    }
     MeasuredRun run;
-    const auto stepNs = static_cast<TimeNs>(std::llround(static_cast<double>(predicted.iterationNs) * slowdown_));
-    run.measurement.addRound(std::vector<TimeNs>(static_cast<std::size_t>(request.steps), stepNs), predicted.peakBytes,
-                             candidate.batch);
+    const auto stepNs =
+        static_cast<TimeNs>(std::llround(static_cast<double>(predicted.iterationNs) * scripted.slowdown));
+    const auto steps = static_cast<std::size_t>(request.steps);
+    run.measurement.addRound(std::vector<TimeNs>(steps, stepNs), predicted.peakBytes, candidate.batch, 0.0,
+                             std::vector<TimeNs>(steps, static_cast<TimeNs>(scripted.cpuWait * stepNs)));
     if (request.traced) run.trace.metadata["source"] = "fake";
     return run;
   }
 
   std::vector<Candidate> requests;
+  std::map<std::string, std::vector<Run>> script;  ///< by candidate label
 
  private:
   Predictor predictor_;
   double slowdown_;
+};
+
+/// A machine whose other work never keeps a CPU busy: a contended round is measured again at once.
+class QuietMachine : public MachineLoad {
+ public:
+  std::optional<TimeNs> busyNs() override { return 0; }
 };
 
 class SweepTest : public ::testing::Test {
@@ -76,6 +101,22 @@ class SweepTest : public ::testing::Test {
     inputs_.calibration = calibration();
   }
   void TearDown() override { fs::remove_all(dir_); }
+
+  /// The label of the best predicted candidate that is not a reference pipeline of the drift
+  /// correction (one of those runs under the same label): --measure top:4 measures it.
+  std::string bestPredictedLabel() const {
+    CalibratedSetup setup;
+    setup.profile = fourLayerProfile();
+    setup.cluster = sweepCluster(config_.devices, std::nullopt);
+    setup.calibration = calibration();
+    for (const CandidateResult& result : predictedReport(config_, setup).candidates) {
+      const bool reference = std::any_of(config_.chunks.begin(), config_.chunks.end(), [&](std::int64_t chunks) {
+        return result.candidate == referenceCandidate(4, 2, chunks, config_.batch);
+      });
+      if (!reference) return result.candidate.label();
+    }
+    return "";
+  }
 
   fs::path dir_;
   SweepConfig config_;
@@ -120,6 +161,69 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
   for (const CandidateResult& result : reread.candidates) {
     EXPECT_EQ(again.predict(result.candidate).prediction.iterationNs, result.predictionBeforeDrift->iterationNs);
   }
+}
+
+TEST_F(SweepTest, ACandidateWhoseRoundsDisagreeGetsMoreRoundsUpToTheMost) {
+  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  FakeMeasurer measurer(predictor, 1.0);
+  config_.steps = 4;
+  config_.maxRounds = 5;
+  const std::string unsteady = bestPredictedLabel();
+  // Its rounds: 1.0x, 1.3x (30% apart), then 1.02x, 1.01x, 1.0x.
+  measurer.script[unsteady] = {{1.0}, {1.3}, {1.02}, {1.01}, {1.0}};
+  SilentProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  std::int64_t measured = 0;
+  for (const CandidateResult& result : report.candidates) {
+    if (result.status != CandidateStatus::Measured) continue;
+    ++measured;
+    const Measurement& measurement = *result.measurement;
+    EXPECT_EQ(measurement.roundStartS.size(), static_cast<std::size_t>(measurement.rounds));
+    EXPECT_TRUE(std::is_sorted(measurement.roundStartS.begin(), measurement.roundStartS.end()));
+    if (result.candidate.label() != unsteady) {
+      EXPECT_EQ(measurement.rounds, 2) << "steady rounds get no more: " << result.candidate.label();
+      continue;
+    }
+    EXPECT_EQ(measurement.rounds, 5) << "up to --max-rounds while they disagree";
+    EXPECT_EQ(measurement.roundSteps, (std::vector<std::int64_t>{2, 2, 2, 2, 2})) << "extra rounds as long as the last";
+    EXPECT_FALSE(measurement.roundsAgree()) << "the 30% round stays among them";
+  }
+  EXPECT_EQ(measured, 4);
+}
+
+TEST_F(SweepTest, ARoundWhoseThreadsWaitedForACpuIsMeasuredAgainAndAReferenceLeftOut) {
+  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  FakeMeasurer measurer(predictor, 1.0);
+  config_.maxRounds = 2;
+  const Candidate reference = referenceCandidate(4, 2, 1, config_.batch);
+  // The x1 reference's first drift run competed for the CPUs (40% of its steps waiting), and
+  // ran 2x slow: it is left out, and the drift stays 1.
+  measurer.script[reference.label()] = {{2.0, 0.4}};
+  // Its first round waited 30% of its time, and ran 1.5x slow: measured again.
+  const std::string contended = bestPredictedLabel();
+  measurer.script[contended] = {{1.5, 0.3}, {1.0, 0.02}, {1.0}};
+  inputs_.machineLoad = std::make_shared<QuietMachine>();
+  SilentProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  bool found = false;
+  for (const CandidateResult& result : report.candidates) {
+    if (result.candidate.label() != contended) continue;
+    found = true;
+    ASSERT_EQ(result.status, CandidateStatus::Measured);
+    const Measurement& measurement = *result.measurement;
+    EXPECT_EQ(measurement.rounds, 2);
+    ASSERT_EQ(measurement.discardedRounds.size(), 1u) << "the contended round, measured again";
+    EXPECT_DOUBLE_EQ(measurement.discardedRounds[0].cpuWait, 0.3);
+    EXPECT_EQ(measurement.stepNsMedian, predictor.predict(result.candidate).prediction.iterationNs)
+        << "only the quiet rounds' steps";
+    ASSERT_EQ(measurement.stepCpuWaitNs.size(), 2u);
+    EXPECT_GT(measurement.stepCpuWaitNs[0], 0) << "a 2% wait is kept: below kContendedCpuWait";
+  }
+  EXPECT_TRUE(found) << contended << " was not measured";
+  EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).referenceRatio(), 1.0, 1e-9);
+  const CalibrationDrift drift = calibrationDriftFromJson(report.calibrationDrift);
+  EXPECT_EQ(drift.timings.size(), 5u) << "three passes (the third for the round measured again) of two "
+                                         "references, one left out";
 }
 
 TEST_F(SweepTest, StopsBetweenCandidatesWithTheReportOnDisk) {

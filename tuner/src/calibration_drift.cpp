@@ -19,6 +19,12 @@ TimeNs scaled(TimeNs ns, double factor) { return std::llround(static_cast<double
 
 }  // namespace
 
+void CalibrationDrift::add(std::int64_t chunks, double startS, const std::vector<TimeNs>& stepNs) {
+  std::vector<TimeNs>& pooled = measuredNs[chunks];
+  pooled.insert(pooled.end(), stepNs.begin(), stepNs.end());
+  timings.push_back({chunks, startS, stepNs});
+}
+
 double CalibrationDrift::referenceRatio() const {
   std::vector<double> ratios;
   for (const auto& [chunks, steps] : measuredNs) {
@@ -56,7 +62,14 @@ nlohmann::json toJson(const CalibrationDrift& drift) {
                           {"predicted_ns", predictedNs},
                           {"step_ns", measured == drift.measuredNs.end() ? std::vector<TimeNs>{} : measured->second}});
   }
-  return {{"factor", drift.factor()}, {"reference_ratio", drift.referenceRatio()}, {"references", references}};
+  nlohmann::json timings = nlohmann::json::array();
+  for (const ReferenceTiming& timing : drift.timings) {
+    timings.push_back({{"chunks", timing.chunks}, {"start_s", timing.startS}, {"step_ns", timing.stepNs}});
+  }
+  return {{"factor", drift.factor()},
+          {"reference_ratio", drift.referenceRatio()},
+          {"references", references},
+          {"timings", timings}};
 }
 
 CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json) {
@@ -67,6 +80,10 @@ CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json) {
     drift.predictedNs[chunks] = item.at("predicted_ns").get<TimeNs>();
     auto steps = item.value("step_ns", std::vector<TimeNs>{});
     if (!steps.empty()) drift.measuredNs[chunks] = std::move(steps);
+  }
+  for (const auto& item : json.value("timings", nlohmann::json::array())) {
+    drift.timings.push_back({item.at("chunks").get<std::int64_t>(), item.at("start_s").get<double>(),
+                             item.at("step_ns").get<std::vector<TimeNs>>()});
   }
   return drift;
 }

@@ -1,6 +1,8 @@
 // The main job as a library: profile, calibrate, predict every candidate, measure a chosen subset, write the report.
 #include <pipeprof/tuner/sweep.h>
 
+#include "measuring_rounds.h"
+
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
 #include <pipeprof/simulator/calibration_fit.h>
@@ -39,27 +41,6 @@ std::string envOr(const char* name) {
   return value ? std::string(value) : std::string();
 }
 
-/// One round of a candidate's measured run through the measurer: `steps` timed steps, traced
-/// when `traced`.
-MeasuredRun measureRound(CandidateMeasurer& measurer, const SweepConfig& config, const Candidate& candidate,
-                         std::int64_t steps, bool traced, const StopToken& stop) {
-  throwIfFailureInjected(candidate.label());
-  MeasureRequest request;
-  request.warmupSteps = config.warmupSteps;
-  request.steps = steps;
-  request.traced = traced;
-  request.stop = stop;
-  MeasuredRun run = measurer.measure(candidate, request);
-  run.trace.metadata["candidate"] = candidate.label();
-  return run;
-}
-
-void pauseForTests() {
-  const std::string delay = envOr(kCandidateDelayEnv);
-  if (delay.empty()) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(delay)));
-}
-
 Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, SweepProgress& progress) {
   if (inputs.cachedProfile) return *inputs.cachedProfile;
   const std::vector<std::int64_t> sizes = microBatchSizes(config.batch, config.chunks);
@@ -75,53 +56,13 @@ Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, Swee
   return profile;
 }
 
-void recordFailure(CandidateResult& result, const std::string& error) {
-  result.status = CandidateStatus::Failed;
-  result.error = error;
-  result.measurement.reset();
-  result.notMeasuredReason.clear();
-}
-
-/// Measures round `round` of a candidate into its (partial) measurement. The final round is
-/// traced: it writes the measured trace and the predicted twin and marks the result Measured. Throws whatever the run
-/// throws; the result is untouched then.
-void measureRoundInto(CandidateResult& result, std::int64_t round, const SweepConfig& config,
-                      const CalibratedSetup& setup, const fs::path& reportDir, CandidateMeasurer& measurer,
-                      const StopToken& stop) {
-  const bool last = round + 1 == config.rounds;
-  const MeasuredRun run = measureRound(measurer, config, result.candidate, roundSteps(config, round), last, stop);
-  Measurement measurement = round > 0 && result.measurement ? *result.measurement : Measurement{};
-  measurement.warmupSteps = config.warmupSteps;
-  measurement.rounds = round + 1;
-  measurement.addRound(run.measurement.stepNs, run.measurement.peakBytes, config.batch);
-  if (!last) {
-    result.measurement = std::move(measurement);
-    result.notMeasuredReason = fmt::format("measuring: {} of {} rounds done", round + 1, config.rounds);
-    return;
-  }
-  const fs::path measuredPath = fs::path(config.tracesDir) / (candidateSlug(result.candidate) + ".measured.json");
-  writeChromeTraceFile(run.trace, measuredPath.string());
-  writePredictedTwin(result, setup, config.tracesDir, reportDir);
-  result.measuredAnalysis = toJson(analyzeTimeline(run.trace));
-  measurement.tracePath = fs::proximate(fs::absolute(measuredPath), reportDir).generic_string();
-  result.measurement = std::move(measurement);
-  result.status = CandidateStatus::Measured;
-  result.notMeasuredReason.clear();
-}
-
-/// The rounds a partially measured candidate of a resumed report has done (0 for none, or for
-/// a partial measurement this sweep cannot continue).
-std::int64_t roundsDone(const CandidateResult& result, const SweepConfig& config) {
-  if (result.status != CandidateStatus::Predicted || !result.measurement) return 0;
-  const Measurement& partial = *result.measurement;
-  std::int64_t expectedSteps = 0;
-  for (std::int64_t round = 0; round < partial.rounds; ++round) expectedSteps += roundSteps(config, round);
-  const bool continuable = partial.rounds < config.rounds && partial.warmupSteps == config.warmupSteps &&
-                           static_cast<std::int64_t>(partial.stepNs.size()) == expectedSteps;
-  return continuable ? partial.rounds : 0;
-}
-
 }  // namespace
+
+void pauseForTests() {
+  const std::string delay = envOr(kCandidateDelayEnv);
+  if (delay.empty()) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(delay)));
+}
 
 void throwIfFailureInjected(const std::string& what) {
   if (envOr(kFailCandidateEnv) == what) {
@@ -272,138 +213,13 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
   return counts;
 }
 
-/// Ctrl-C between or during runs: the report on disk holds what finished.
-SweepInterrupted interruption(const std::string& when, const SweepConfig& config, SweepProgress& progress) {
-  progress.finish();
-  return SweepInterrupted(fmt::format("interrupted {}; {} holds what finished -- continue with the same command and "
-                                      "--resume",
-                                      when, config.reportPath));
-}
-
-/// The drift correction in round `round`: trains the reference pipeline with `chunks` chunks
-/// once more (untraced, at most kReferenceStepsPerRound timed steps) and adds its steps to the
-/// drift. A reference that fails is left out with a note; the others still correct the drift.
-void timeReference(CalibratedSetup& setup, std::int64_t chunks, std::int64_t round, const SweepConfig& config,
-                   CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
-  constexpr std::int64_t kReferenceStepsPerRound = 5;
-  const std::string label = fmt::format("reference x{} (round {}/{})", chunks, round + 1, config.rounds);
-  if (stop.stopRequested()) throw interruption("before " + label, config, progress);
-  progress.begin(label);
-  const Candidate reference = referenceCandidate(
-      setup.profile.layerCount(), static_cast<std::int64_t>(config.devices.size()), chunks, config.batch);
-  try {
-    MeasureRequest request;
-    request.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-    request.steps = std::min(roundSteps(config, round), kReferenceStepsPerRound);
-    request.stop = stop;
-    const MeasuredRun run = measurer.measure(reference, request);
-    std::vector<TimeNs>& timed = setup.drift.measuredNs[chunks];
-    timed.insert(timed.end(), run.measurement.stepNs.begin(), run.measurement.stepNs.end());
-  } catch (const TrainingStopped&) {
-    throw interruption("during " + label, config, progress);
-  } catch (const std::exception& failure) {
-    progress.phase(
-        fmt::format("{} failed, left out of the drift correction: {}", label, firstLine(errorText(failure))));
-  }
-}
-
-/// Rewrites the predicted twins whose drift factor is not the final one: those written before
-/// the last references of the final round were timed, or before a --resume.
-void refreshPredictedTwins(Report& report, const CalibratedSetup& setup, const SweepConfig& config,
-                           const fs::path& reportDir) {
-  const double factor = setup.drift.factor();
-  for (std::size_t index = 0; index < report.candidates.size(); ++index) {
-    CandidateResult& result = report.candidates[index];
-    if (result.status != CandidateStatus::Measured || std::abs(twinDriftFactor(result) - factor) < 1e-9) continue;
-    writePredictedTwin(result, setup, config.tracesDir, reportDir);
-  }
-}
-
-/// Measures the selected candidates that are not finished yet, in interleaved rounds, and
-/// rewrites the report after every round of a candidate. Round r trains every candidate once,
-/// and the reference pipelines once in between (the drift correction), so a slow spell of a
-/// shared machine spoils one round of several candidates rather than every step of one. A
-/// failed candidate is recorded and not measured again. `base` holds the predictions before drift.
-/// Trace paths are written relative to `reportDir`, the report's directory.
-void measureInRounds(Report& report, const std::vector<Prediction>& base, const std::vector<std::size_t>& selected,
-                     const SweepConfig& config, CalibratedSetup& setup, const fs::path& reportDir,
-                     CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
-  std::vector<std::size_t> todo;
-  std::int64_t roundsToRun = 0;
-  for (const std::size_t index : selected) {
-    const CandidateResult& result = report.candidates[index];
-    if (result.status != CandidateStatus::Predicted) continue;
-    todo.push_back(index);
-    roundsToRun += config.rounds - roundsDone(result, config);
-  }
-  progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}{}", report.candidates.size(),
-                             std::count_if(report.candidates.begin(), report.candidates.end(),
-                                           [](const CandidateResult& result) { return result.predictedRank > 0; }),
-                             todo.size(),
-                             config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
-  progress.setTotal(roundsToRun);
-
-  std::vector<std::int64_t> references;  // chunk counts of the reference pipelines
-  if (setup.timesReferences()) {
-    for (const auto& entry : setup.drift.predictedNs) references.push_back(entry.first);
-  }
-  for (std::int64_t round = 0; round < config.rounds; ++round) {
-    std::vector<std::size_t> running;  // the candidates this round trains
-    for (const std::size_t index : todo) {
-      const CandidateResult& result = report.candidates[index];
-      if (result.status == CandidateStatus::Predicted && roundsDone(result, config) <= round) running.push_back(index);
-    }
-    std::size_t referencesTimed = 0;
-    for (std::size_t position = 0; position < running.size(); ++position) {
-      // The references spread evenly over the round (reference k before candidate k*n/R), so
-      // that they sample the machine's speed over the same span as the candidates.
-      while (referencesTimed < references.size() && referencesTimed * running.size() / references.size() <= position) {
-        timeReference(setup, references[referencesTimed++], round, config, measurer, progress, stop);
-        applyDrift(report, base, setup);
-      }
-      CandidateResult& result = report.candidates[running[position]];
-      const std::string label = result.candidate.label();
-      const std::string roundLabel =
-          config.rounds > 1 ? fmt::format("{} (round {}/{})", label, round + 1, config.rounds) : label;
-      if (stop.stopRequested()) throw interruption("before " + roundLabel, config, progress);
-      progress.begin(roundLabel);
-      std::string error;
-      try {
-        measureRoundInto(result, round, config, setup, reportDir, measurer, stop);
-        if (result.status == CandidateStatus::Measured) {
-          progress.measured(label, result.measurement->stepNsMedian, result.prediction.iterationNs);
-        } else {
-          progress.roundDone(roundLabel, result.measurement->stepNsMedian);
-        }
-      } catch (const TrainingStopped&) {
-        // Ctrl-C during this round's steps: the round is dropped, the earlier ones are kept.
-        throw interruption("during " + roundLabel, config, progress);
-      } catch (const std::exception& failure) {
-        error = firstLine(errorText(failure));
-      }
-      if (!error.empty()) {
-        recordFailure(result, error);
-        roundsToRun -= config.rounds - round - 1;  // its later rounds leave the progress total
-        progress.setTotal(roundsToRun);
-        progress.failed(label, result.error);
-      }
-      report.updateSuggestion();
-      writeReport(report, config.reportPath);
-      pauseForTests();
-    }
-  }
-  progress.finish();
-  if (setup.timesReferences()) {
-    progress.phase(describeCalibrationDrift(setup.drift));
-    refreshPredictedTwins(report, setup, config, reportDir);
-    applyDrift(report, base, setup);
-  }
-}
-
 }  // namespace
 
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const StopToken& stop) {
+  const SweepClock clock;
+  ProcStatLoad machineLoad;
+  MachineLoad& load = inputs.machineLoad ? *inputs.machineLoad : machineLoad;
   setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling
   CalibratedSetup setup = [&] {
     try {
@@ -431,7 +247,8 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateM
   applyDrift(report, base, setup);  // a resumed sweep's drift so far
   report.updateSuggestion();
   writeReport(report, config.reportPath);
-  measureInRounds(report, base, selected, config, setup, reportDir, measurer, progress, stop);
+  MeasuringContext context{report, base, config, setup, reportDir, measurer, load, progress, clock, stop};
+  measureInRounds(context, selected);
   report.complete = true;
   report.updateSuggestion();
   writeReport(report, config.reportPath);

@@ -75,6 +75,10 @@ void checkSweepConfig(const SweepConfig& config, std::int64_t layers) {
   if (config.rounds > config.steps) {
     throw ConfigError("rounds", fmt::format(" {}: must be at most the steps ({})", config.rounds, config.steps));
   }
+  if (config.maxRounds != 0 && config.maxRounds < config.rounds) {
+    throw ConfigError("maxRounds",
+                      fmt::format(" {}: must be at least the rounds ({})", config.maxRounds, config.rounds));
+  }
   if (!(config.profileBudgetSeconds > 0)) {
     throw ConfigError("profileBudgetSeconds",
                       fmt::format(" {}: must be a positive number of seconds", config.profileBudgetSeconds));

@@ -30,6 +30,20 @@ struct Prediction {
   std::string tracePath;                      ///< predicted timeline (Chrome trace), if written
 };
 
+/// How far apart a measurement's rounds may lie and still agree: the slowest round's median
+/// step within this fraction of the fastest's. Past it the rounds disagree (a machine that
+/// changed speed between them, or two modes of the candidate): a sweep measures such a
+/// candidate again and marks it when they still disagree.
+inline constexpr double kRoundsAgreeSpread = 0.10;
+
+/// A round a sweep measured and then measured again because another process competed for the
+/// CPU during it (its steps are not among the measurement's).
+struct DiscardedRound {
+  double startS = 0.0;   ///< when it began, seconds after its sweep began
+  TimeNs medianNs = 0;   ///< its median step
+  double cpuWait = 0.0;  ///< its threads' wait for a CPU over its steps' time (Measurement::roundCpuWait)
+};
+
 /// What the runtime did for one candidate.
 struct Measurement {
   std::int64_t warmupSteps = 0;  ///< untimed steps before each round's timed ones
@@ -41,14 +55,43 @@ struct Measurement {
   double samplesPerS = 0.0;      ///< batch / median step time
   std::vector<Bytes> peakBytes;  ///< per pipeline device, as defined in docs/formats.md
   std::string tracePath;         ///< measured timeline (Chrome trace), if written
+  /// Timed steps of each round, in order (they sum to stepNs.size()); empty when not recorded
+  /// (older reports, `pipeprof run`), where every step counts as one round's.
+  std::vector<std::int64_t> roundSteps;
+  /// When each round began, in seconds after its sweep began (the clock of the sweep's
+  /// machine-speed samples); empty when not recorded.
+  std::vector<double> roundStartS;
+  /// Per step of stepNs, how long the pipeline's threads were ready to run but waited for a
+  /// CPU, summed over the threads (of the process, or of every rank): near 0 when the pipeline
+  /// had the cores to itself, a large share of the step when another process competed for them.
+  /// Empty where the machine does not say (Linux's per-thread schedstat).
+  std::vector<TimeNs> stepCpuWaitNs;
+  /// The rounds measured again because the CPU was contended while they ran.
+  std::vector<DiscardedRound> discardedRounds;
 
-  /// Appends one more round: its steps, its peaks (the largest per device wins); then
-  /// recomputes the statistics below for `batch` samples per step.
-  void addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes, std::int64_t batch);
+  /// Appends one more round: its steps, its peaks (the largest per device wins) and its
+  /// steps' CPU waits (empty when unknown); then recomputes the statistics below for `batch`
+  /// samples per step. `startS` is when the round began (see roundStartS).
+  void addRound(const std::vector<TimeNs>& roundStepNs, const std::vector<Bytes>& roundPeakBytes, std::int64_t batch,
+                double startS = 0.0, const std::vector<TimeNs>& roundCpuWaitNs = {});
   /// Recomputes stepNsMedian (the mean of the middle two for an even count), stepNsMin,
   /// stepNsMax and samplesPerS from stepNs; all zero when there are no steps.
   void updateStatistics(std::int64_t batch);
+  /// The median step of each round (one entry for all of stepNs when roundSteps is empty).
+  std::vector<TimeNs> roundMediansNs() const;
+  /// The slowest round's median over the fastest's, minus 1: 0.25 when one round took 25%
+  /// longer than another; 0 for fewer than two rounds.
+  double roundSpread() const;
+  /// Whether the rounds agree: roundSpread() within kRoundsAgreeSpread.
+  bool roundsAgree() const { return roundSpread() <= kRoundsAgreeSpread; }
+  /// Per round (as roundMediansNs), its steps' CPU wait over their time: 0.3 when the threads
+  /// waited, together, for 30% of the round's step time; nullopt where not measured.
+  std::vector<std::optional<double>> roundCpuWait() const;
 };
+
+/// The CPU wait of `stepNs` over their time (Measurement::roundCpuWait); nullopt when
+/// `cpuWaitNs` does not hold one entry per step.
+std::optional<double> cpuWaitShare(const std::vector<TimeNs>& stepNs, const std::vector<TimeNs>& cpuWaitNs);
 
 enum class CandidateStatus {
   Predicted,  ///< simulated only; notMeasuredReason says why

@@ -34,12 +34,25 @@
 
 namespace pipeprof::tuner {
 
+/// One timed run of a reference pipeline while the candidates were measured.
+struct ReferenceTiming {
+  std::int64_t chunks = 0;
+  double startS = 0.0;         ///< when it began, seconds after the sweep began
+  std::vector<TimeNs> stepNs;  ///< its timed steps
+};
+
 struct CalibrationDrift {
   /// Each reference's predicted step time before drift (the calibrated simulation plus its
   /// step overhead), by chunk count.
   std::map<std::int64_t, TimeNs> predictedNs;
   /// Each reference's steps timed during the measuring rounds, by chunk count, in order.
   std::map<std::int64_t, std::vector<TimeNs>> measuredNs;
+  /// The same steps run by run, in the order they ran, with their times (empty in reports
+  /// written before they were kept).
+  std::vector<ReferenceTiming> timings;
+
+  /// Records one timed run of reference `chunks` that began `startS` after the sweep began.
+  void add(std::int64_t chunks, double startS, const std::vector<TimeNs>& stepNs);
 
   /// How much slower (> 1) or faster the references ran while the candidates were measured than
   /// predicted (the file comment's ratio), clamped to [0.5, 2]. 1.0 until a chunk count has both

@@ -21,9 +21,11 @@
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 #include <pipeprof/tuner/candidate_selection.h>
+#include <pipeprof/tuner/machine_load.h>
 #include <pipeprof/tuner/sweep_progress.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,9 +48,13 @@ struct SweepConfig {
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
   std::vector<std::vector<std::int64_t>> balances;  ///< for BalanceEnumeration::Given: p * v entries each
   MeasurePolicy measure;
-  std::int64_t warmupSteps = 2;            ///< per round
-  std::int64_t steps = 5;                  ///< timed steps per candidate, over all its rounds
-  std::int64_t rounds = 1;                 ///< interleaved rounds (1..steps): see runSweep
+  std::int64_t warmupSteps = 2;  ///< per round
+  std::int64_t steps = 5;        ///< timed steps per candidate, over all its rounds
+  std::int64_t rounds = 1;       ///< interleaved rounds (1..steps): see runSweep
+  /// Rounds a candidate may get in all when its rounds disagree (Measurement::roundsAgree):
+  /// each extra round has the steps of the last of `rounds`. 0: twice `rounds`; else at least
+  /// `rounds` (`rounds` for no extra round).
+  std::int64_t maxRounds = 0;
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 8.0;  ///< reference rounds go on this long (at least 3)
@@ -62,6 +68,9 @@ struct SweepConfig {
   std::optional<Link> rankLink;
   /// The report's process_layout (docs/formats.md); null for threads of one process.
   nlohmann::json processLayout;
+
+  /// maxRounds, its default resolved.
+  std::int64_t roundsAtMost() const { return maxRounds > 0 ? maxRounds : 2 * rounds; }
 };
 
 /// What the command loaded (and validated) before the sweep starts.
@@ -69,6 +78,9 @@ struct SweepInputs {
   std::optional<Profile> cachedProfile;    ///< from --profile or the resumed report
   std::optional<Report> resumedReport;     ///< --resume: finished candidates are kept
   std::optional<Calibration> calibration;  ///< a calibration file: no reference pipelines before measuring
+  /// How busy other work keeps the machine's CPUs, which a contended round waits on before it is
+  /// measured again (null: this machine's /proc/stat).
+  std::shared_ptr<MachineLoad> machineLoad;
 };
 
 /// Ctrl-C during a sweep: the report on disk is valid (complete = false); --resume continues.

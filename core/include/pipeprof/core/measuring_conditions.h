@@ -1,0 +1,46 @@
+// How steady the machine was while a sweep measured: what says how far a report's measured
+// figures, and the ranking they make, can be trusted.
+//
+// Three things a sweep records make the judgement (docs/cli.md, "Measuring on a shared machine"):
+// each candidate's rounds (do they agree: Measurement::roundsAgree), the rounds measured again
+// because another process competed for the CPUs (Measurement::discardedRounds, stepCpuWaitNs),
+// and the reference pipelines timed between the candidates (the report's calibration_drift:
+// how the machine's speed moved over the measuring time).
+#pragma once
+
+#include <pipeprof/core/report.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace pipeprof {
+
+struct MeasuringConditions {
+  std::int64_t measuredCount = 0;
+  std::int64_t roundsAgreeCount = 0;  ///< measured candidates whose rounds agree
+  std::int64_t remeasuredRounds = 0;  ///< rounds measured again: another process competed for the CPUs
+  std::int64_t contendedRounds = 0;   ///< rounds kept though their threads waited for a CPU (kContendedCpuWait)
+  std::int64_t referenceRuns = 0;     ///< reference pipelines timed while measuring
+  /// Their step over their calibrated prediction, run by run: the lowest, the median and the
+  /// highest (nullopt without timed references). 1.0 is the calibration's speed; a range of
+  /// 0.9-1.3 says the machine ran up to 10% faster and 30% slower while it measured.
+  std::optional<double> referenceRatioLow;
+  std::optional<double> referenceRatioMedian;
+  std::optional<double> referenceRatioHigh;
+  /// The measured candidates, by report index, that the best measured one is not told apart
+  /// from: the range of their rounds' medians overlaps its own (the best one is not listed).
+  std::vector<std::size_t> tiedWithBest;
+};
+
+/// A round whose threads waited for a CPU, together, more than this share of its steps' time
+/// (Measurement::roundCpuWait) ran while another process competed for the cores.
+inline constexpr double kContendedCpuWait = 0.10;
+
+MeasuringConditions summarizeMeasuringConditions(const Report& report);
+
+/// Half the range of a measurement's round medians over its median, as a fraction: what the
+/// figure is uncertain by (0 for one round).
+double roundUncertainty(const Measurement& measurement);
+
+}  // namespace pipeprof
