@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""The standing accuracy suite: the sweeps a user runs first, each twice, in one table.
+
+How far can a user trust a sweep on their own machine? This runs the sweeps people start
+with -- the README's main job (scripts/demo.sh's sweep), the demo flags of the accuracy issue,
+each zoo model's default sweep, a language model built from torch.nn layers that is not in the
+zoo, one --procs 2 sweep, one bf16 and one adamw sweep -- twice each, one after the other, and
+prints one markdown table with a row per run:
+
+  - step MAPE after the drift factor (before it), and the worst schedule family's MAPE;
+  - peak MAPE (every candidate's every pipeline device);
+  - Spearman of predicted against measured step;
+  - the predicted-best's loss: how much slower the best predicted measured candidate ran than
+    the best measured one;
+  - the machine: the reference pipelines' speed range while measuring, the candidates whose
+    rounds agree, the rounds measured again because another process took the CPUs;
+  - with --alone: each measured candidate's figure against the same candidate run alone with
+    `pipeprof run` right after the sweep (the median |difference|, and the largest);
+
+then, per sweep, how far its two runs differ: the largest difference of any candidate's
+predicted step (before drift) between them, and of their step MAPEs. Every report and the
+table's data stay under OUT (OUT/suite.json); --report-only re-reads them.
+
+    bench/accuracy_suite.py --pipeprof build/cli/pipeprof --out /tmp/suite [--alone]
+    bench/accuracy_suite.py --out /tmp/suite --sweeps demo gpt --runs 1     # a subset
+
+The language model is scripted with Debian's python3-torch (/usr/bin/python3; bootstrap with
+PIPEPROF_BOOTSTRAP_PYTHON=1); without it, that sweep is skipped with a note.
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+from training_step_sweeps import measured
+
+DEMO = ("--model mlp --devices cpu,cpu --batch 128 --schedules gpipe,1f1b,interleaved,zb1p,interleaved-zb,zbv "
+        "--stages-per-device 1,2 --chunks 1,2,4,8 --checkpoint always,except_last,never --measure top:12 "
+        "--warmup 3 --steps 120 --rounds 8")
+# name -> (model flags shared with `pipeprof run`, flags only the sweep takes)
+SWEEPS = {
+    "readme": (DEMO.split(" --schedules")[0], "--schedules" + DEMO.split(" --schedules")[1]),
+    "demo-flags": ("--model mlp --devices cpu,cpu --batch 128",
+                   "--chunks 1,2,4,8 --measure top:12 --warmup 3 --steps 40 --rounds 4"),
+    "gpt": ("--model gpt --devices cpu,cpu", ""),
+    "resnet": ("--model resnet --devices cpu,cpu", ""),
+    "unet": ("--model unet --devices cpu,cpu", ""),
+    "transformer-lm": ("--model {lm} --devices cpu,cpu --batch 16",
+                       "--schedules 1f1b,interleaved,zb1p --chunks 2,4 --measure top:8 --warmup 2 --steps 12 "
+                       "--rounds 3"),
+    "procs2": ("--model mlp --devices cpu,cpu --batch 128 --procs 2", "--measure top:8"),
+    "bf16": ("--model mlp --devices cpu,cpu --batch 128 --precision bf16", ""),
+    "adamw": ("--model mlp --devices cpu,cpu --batch 128 --optimizer adamw", ""),
+}
+
+
+def family(candidate):
+    return candidate["candidate"]["schedule"]
+
+
+def mape(pairs):
+    return statistics.mean(abs(p - m) / m * 100 for p, m in pairs) if pairs else float("nan")
+
+
+def summarize(report):
+    runs = measured(report)
+    after = [(c["prediction"]["iteration_ns"], c["measurement"]["step_ns_median"]) for c in runs]
+    before = [(c["prediction_before_drift"]["iteration_ns"], c["measurement"]["step_ns_median"])
+              for c in runs if c.get("prediction_before_drift")]
+    families = {}
+    for c in runs:
+        families.setdefault(family(c), []).append((c["prediction"]["iteration_ns"], c["measurement"]["step_ns_median"]))
+    peaks = [abs(p - q) / q * 100 for c in runs
+             for p, q in zip(c["prediction"]["peak_bytes"], c["measurement"]["peak_bytes"]) if q > 0]
+    best_measured = min(runs, key=lambda c: c["measurement"]["step_ns_median"]) if runs else None
+    ranked = [c for c in runs if c.get("predicted_rank", 0) > 0]
+    best_predicted = min(ranked, key=lambda c: c["predicted_rank"]) if ranked else None
+    loss = (best_predicted["measurement"]["step_ns_median"] / best_measured["measurement"]["step_ns_median"] - 1) * 100 \
+        if best_measured and best_predicted else float("nan")
+    return {"measured": len(runs), "step_mape": mape(after), "step_mape_before": mape(before),
+            "family_mape": {name: mape(pairs) for name, pairs in families.items()},
+            "peak_mape": statistics.mean(peaks) if peaks else float("nan"),
+            "spearman": spearman([p for p, _ in after], [m for _, m in after]),
+            "best_predicted_loss_pct": loss}
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    result = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            result[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return result
+
+
+def spearman(a, b):
+    if len(a) < 2:
+        return float("nan")
+    x, y = ranks(a), ranks(b)
+    mx, my = statistics.mean(x), statistics.mean(y)
+    cov = sum((p - mx) * (q - my) for p, q in zip(x, y))
+    vx, vy = sum((p - mx) ** 2 for p in x), sum((q - my) ** 2 for q in y)
+    return cov / (vx * vy) ** 0.5 if vx and vy else float("nan")
+
+
+def pipeprof_json(args, command, env):
+    result = subprocess.run([args.pipeprof, *command], env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {result.stderr.strip()[-300:]}")
+    return json.loads(result.stdout)
+
+
+def conditions(args, report_path, env):
+    return pipeprof_json(args, ["compare", report_path, "--json"], env)
+
+
+def candidate_flags(candidate):
+    """`pipeprof run` flags for a report's candidate object."""
+    flags = ["--balance", ",".join(map(str, candidate["balance"])), "--chunks", str(candidate["chunks"]),
+             "--checkpoint", candidate["checkpoint"], "--schedule", candidate["schedule"]]
+    if candidate.get("stages_per_device", 1) > 1:
+        flags += ["--stages-per-device", str(candidate["stages_per_device"])]
+    if candidate.get("deferred_weights"):
+        flags += ["--deferred-weights", ",".join(map(str, candidate["deferred_weights"]))]
+    return flags
+
+
+def alone(args, common, report, env):
+    """Each measured candidate run alone right after the sweep, with as many steps after the same
+    warm-up: |sweep / alone - 1| in percent."""
+    differences = []
+    for c in measured(report):
+        m = c["measurement"]
+        lone = pipeprof_json(args, ["run", *common, *candidate_flags(c["candidate"]), "--warmup",
+                                    str(m["warmup_steps"]), "--steps", str(len(m["step_ns"])), "--json"], env)
+        differences.append(abs(m["step_ns_median"] / lone["step_ns_median"] - 1) * 100)
+    return differences
+
+
+def run_sweep(args, name, run, env, lm_path):
+    common_text, sweep_text = SWEEPS[name]
+    common = shlex.split(common_text.format(lm=lm_path))
+    directory = os.path.join(args.out, f"{name}-{run}")
+    os.makedirs(directory, exist_ok=True)
+    report_path = os.path.join(directory, "report.json")
+    command = ["sweep", *common, *shlex.split(sweep_text), "-o", report_path]
+    print("$ pipeprof " + " ".join(shlex.quote(part) for part in command), file=sys.stderr, flush=True)
+    started = time.time()
+    with open(os.path.join(directory, "sweep.log"), "w") as log:
+        code = subprocess.run([args.pipeprof, *command], env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    row = {"sweep": name, "run": run, "seconds": time.time() - started}
+    if code != 0:
+        row["error"] = f"exit {code}: see {directory}/sweep.log"
+        return row
+    with open(report_path) as file:
+        report = json.load(file)
+    row.update(summarize(report))
+    row["conditions"] = conditions(args, report_path, env)
+    row["predicted_before_drift"] = {
+        json.dumps(c["candidate"], sort_keys=True): c["prediction_before_drift"]["iteration_ns"]
+        for c in report["candidates"] if c.get("prediction_before_drift")}
+    if args.alone:
+        row["alone_pct"] = alone(args, common, report, env)
+    return row
+
+
+def fmt(value, pattern="{:.1f}"):
+    return "n/a" if value is None or value != value else pattern.format(value)
+
+
+def print_table(rows):
+    print("| sweep | run | measured | step MAPE (before drift) | worst family | peak MAPE | Spearman "
+          "| predicted-best's loss | machine speed (refs) | rounds agree | measured again | alone vs sweep |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        if "error" in row:
+            print(f"| {row['sweep']} | {row['run']} | {row['error']} |||||||||")
+            continue
+        worst = max(row["family_mape"].items(), key=lambda item: item[1], default=("-", float("nan")))
+        c = row["conditions"]
+        speed = (f"{fmt(c.get('reference_ratio_low'), '{:.2f}')}-{fmt(c.get('reference_ratio_high'), '{:.2f}')}x"
+                 if c.get("reference_ratio_median") else "-")
+        lone = row.get("alone_pct")
+        alone_text = f"{fmt(statistics.median(lone))}% (max {fmt(max(lone))}%)" if lone else "-"
+        print(f"| {row['sweep']} | {row['run']} | {row['measured']} | {fmt(row['step_mape'])}% "
+              f"({fmt(row['step_mape_before'])}%) | {worst[0]} {fmt(worst[1])}% | {fmt(row['peak_mape'])}% "
+              f"| {fmt(row['spearman'], '{:.2f}')} | {fmt(row['best_predicted_loss_pct'])}% | {speed} "
+              f"| {c.get('rounds_agree')}/{row['measured']} | {c.get('rounds_measured_again')} | {alone_text} |")
+    print()
+    print("| sweep | largest difference of a candidate's prediction between its runs | step MAPE, run 1 / run 2 |")
+    print("|---|---|---|")
+    by_sweep = {}
+    for row in rows:
+        if "error" not in row:
+            by_sweep.setdefault(row["sweep"], []).append(row)
+    for name, runs in by_sweep.items():
+        if len(runs) < 2:
+            continue
+        first, second = runs[0]["predicted_before_drift"], runs[1]["predicted_before_drift"]
+        shared = [key for key in first if key in second]
+        largest = max((abs(first[k] / second[k] - 1) * 100 for k in shared), default=float("nan"))
+        print(f"| {name} | {fmt(largest)}% over {len(shared)} candidates | {fmt(runs[0]['step_mape'])}% / "
+              f"{fmt(runs[1]['step_mape'])}% |")
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as file:
+            for line in file:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pipeprof", default="build/cli/pipeprof")
+    parser.add_argument("--out", default="accuracy-suite")
+    parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
+    parser.add_argument("--runs", type=int, default=2, help="runs of each sweep, one after the other")
+    parser.add_argument("--alone", action="store_true", help="also run each measured candidate alone after it")
+    parser.add_argument("--report-only", action="store_true", help="re-read OUT/suite.json")
+    args = parser.parse_args()
+    suite_path = os.path.join(args.out, "suite.json")
+    if args.report_only:
+        with open(suite_path) as file:
+            suite = json.load(file)
+    else:
+        os.makedirs(args.out, exist_ok=True)
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+        lm_path = os.path.abspath(os.path.join(args.out, "transformer_lm.pt"))
+        sweeps = list(args.sweeps)
+        if "transformer-lm" in sweeps and not os.path.exists(lm_path):
+            made = subprocess.run(["/usr/bin/python3", "-c", "import sys; sys.path.insert(0, 'bench'); "
+                                   f"import imported_models as m; m.save_model('transformer_lm', {lm_path!r})"],
+                                  capture_output=True, text=True)
+            if made.returncode != 0:
+                print("transformer-lm skipped: scripting it needs /usr/bin/python3 with torch "
+                      "(PIPEPROF_BOOTSTRAP_PYTHON=1 ./scripts/bootstrap.sh): " + made.stderr.strip()[-200:],
+                      file=sys.stderr)
+                sweeps.remove("transformer-lm")
+        suite = {"cpu": cpu_name(), "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": []}
+        for name in sweeps:
+            for run in range(1, args.runs + 1):
+                suite["rows"].append(run_sweep(args, name, run, env, lm_path))
+                with open(suite_path, "w") as file:
+                    json.dump(suite, file, indent=1)
+        suite["ended"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        with open(suite_path, "w") as file:
+            json.dump(suite, file, indent=1)
+    print(f"{suite['cpu']}, {suite['started']} to {suite.get('ended', '?')}")
+    print()
+    print_table(suite["rows"])
+
+
+if __name__ == "__main__":
+    main()
