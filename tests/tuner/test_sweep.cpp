@@ -47,6 +47,12 @@ class FakeMeasurer : public CandidateMeasurer {
 
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override {
     requests.push_back(candidate);
+    if (failingCalls > 0) {
+      --failingCalls;
+      throw std::runtime_error("out of memory (a fake failure)");
+    }
+    if (candidate.label() == failing) throw std::runtime_error("a layer threw (a fake failure)");
+    if (killAfterCalls && requests.size() > *killAfterCalls) throw Killed{};
     const Prediction predicted = predictor_.predict(candidate).prediction;
     Run scripted{slowdown_, 0.0};
     std::vector<Run>& runs = script[candidate.label()];
@@ -64,8 +70,14 @@ class FakeMeasurer : public CandidateMeasurer {
     return run;
   }
 
+  /// What a kill of the process looks like to the sweep: nothing it catches.
+  struct Killed {};
+
   std::vector<Candidate> requests;
   std::map<std::string, std::vector<Run>> script;  ///< by candidate label
+  std::string failing;                             ///< this candidate's every run throws
+  std::int64_t failingCalls = 0;                   ///< the next runs that throw, whatever they run
+  std::optional<std::size_t> killAfterCalls;       ///< runs after that many throw Killed
 
  private:
   Predictor predictor_;
@@ -224,6 +236,126 @@ TEST_F(SweepTest, ARoundWhoseThreadsWaitedForACpuIsMeasuredAgainAndAReferenceLef
   const CalibrationDrift drift = calibrationDriftFromJson(report.calibrationDrift);
   EXPECT_EQ(drift.timings.size(), 5u) << "three passes (the third for the round measured again) of two "
                                          "references, one left out";
+}
+
+/// Records every phase line a sweep prints.
+class RecordingProgress : public SilentProgress {
+ public:
+  void phase(const std::string& message) override { phases.push_back(message); }
+  bool said(const std::string& text) const {
+    return std::any_of(phases.begin(), phases.end(),
+                       [&](const std::string& line) { return line.find(text) != std::string::npos; });
+  }
+  std::vector<std::string> phases;
+};
+
+std::vector<const CandidateResult*> withStatus(const Report& report, CandidateStatus status) {
+  std::vector<const CandidateResult*> out;
+  for (const CandidateResult& result : report.candidates) {
+    if (result.status == status) out.push_back(&result);
+  }
+  return out;
+}
+
+TEST_F(SweepTest, AFailingCandidateIsRecordedAndTheSweepCompletes) {
+  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  FakeMeasurer measurer(predictor, 1.0);
+  config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
+  measurer.failing = bestPredictedLabel();
+  SilentProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  EXPECT_TRUE(report.complete);
+  const auto failed = withStatus(report, CandidateStatus::Failed);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed.front()->candidate.label(), measurer.failing);
+  EXPECT_EQ(failed.front()->error, "a layer threw (a fake failure)");
+  EXPECT_FALSE(failed.front()->measurement.has_value());
+  EXPECT_EQ(withStatus(report, CandidateStatus::Measured).size(), 3u);
+  EXPECT_EQ(std::count_if(measurer.requests.begin(), measurer.requests.end(),
+                          [&](const Candidate& candidate) { return candidate.label() == measurer.failing; }),
+            1)
+      << "a failed candidate is not measured again in later rounds";
+}
+
+TEST_F(SweepTest, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
+  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  FakeMeasurer measurer(predictor, 1.0);
+  inputs_.calibration.reset();  // calibrate now: its first reference pipeline fails
+  config_.calibrationPath.clear();
+  measurer.failingCalls = 1;
+  RecordingProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  EXPECT_TRUE(progress.said("calibration failed, predicting from the raw profile: out of memory (a fake failure)"));
+  EXPECT_TRUE(report.complete);
+  EXPECT_EQ(report.calibrationError, "out of memory (a fake failure)");
+  EXPECT_TRUE(report.calibration.is_null());
+  EXPECT_EQ(withStatus(report, CandidateStatus::Measured).size(), 4u);
+}
+
+TEST_F(SweepTest, ResumeAfterAKilledSweepKeepsWhatFinishedAndMeasuresTheRest) {
+  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  config_.rounds = 1;
+  config_.steps = 1;
+  config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
+  FakeMeasurer killed(predictor, 1.0);
+  killed.killAfterCalls = 2;  // the x1 reference, the first candidate; killed at the next run
+  SilentProgress progress;
+  EXPECT_THROW(runSweep(config_, inputs_, killed, progress, StopToken()), FakeMeasurer::Killed);
+  const Report onDisk = readReport(config_.reportPath);  // written atomically after every round
+  EXPECT_FALSE(onDisk.complete);
+  const auto kept = withStatus(onDisk, CandidateStatus::Measured);
+  ASSERT_EQ(kept.size(), 1u);
+  const Candidate first = kept.front()->candidate;
+  const std::vector<TimeNs> firstSteps = kept.front()->measurement->stepNs;
+
+  FakeMeasurer resumed(predictor, 1.0);
+  inputs_.resumedReport = onDisk;
+  RecordingProgress again;
+  const Report finished = runSweep(config_, inputs_, resumed, again, StopToken());
+  EXPECT_TRUE(again.said("resuming: 1 finished candidate(s) kept, 3 to measure")) << again.phases.front();
+  EXPECT_TRUE(finished.complete);
+  const auto measured = withStatus(finished, CandidateStatus::Measured);
+  ASSERT_EQ(measured.size(), 4u);
+  for (const CandidateResult* result : measured) {
+    if (result->candidate == first) {
+      EXPECT_EQ(result->measurement->stepNs, firstSteps) << "re-measured";
+    }
+  }
+  EXPECT_EQ(std::count(resumed.requests.begin(), resumed.requests.end(), first), 0) << "run again";
+}
+
+TEST_F(SweepTest, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
+  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  config_.steps = 4;
+  config_.maxRounds = 2;
+  config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
+  FakeMeasurer killed(predictor, 1.0);
+  killed.killAfterCalls = 2;  // the x1 reference, the first candidate's round 1 of 2
+  SilentProgress progress;
+  EXPECT_THROW(runSweep(config_, inputs_, killed, progress, StopToken()), FakeMeasurer::Killed);
+  const Report onDisk = readReport(config_.reportPath);
+  std::optional<CandidateResult> partly;
+  for (const CandidateResult& result : onDisk.candidates) {
+    if (result.measurement) partly = result;
+  }
+  ASSERT_TRUE(partly);
+  EXPECT_EQ(partly->status, CandidateStatus::Predicted);
+  EXPECT_EQ(partly->notMeasuredReason, "measuring: 1 of 2 rounds done");
+  EXPECT_EQ(partly->measurement->stepNs.size(), 2u) << "round 1 of 2 takes half of the 4 steps";
+
+  FakeMeasurer resumed(predictor, 1.0);
+  inputs_.resumedReport = onDisk;
+  RecordingProgress again;
+  const Report finished = runSweep(config_, inputs_, resumed, again, StopToken());
+  EXPECT_TRUE(again.said("resuming: 0 finished candidate(s) kept, 4 to measure (1 partly measured)"));
+  EXPECT_EQ(std::count(resumed.requests.begin(), resumed.requests.end(), partly->candidate), 1)
+      << "only its second round";
+  for (const CandidateResult* result : withStatus(finished, CandidateStatus::Measured)) {
+    EXPECT_EQ(result->measurement->rounds, 2);
+    if (result->candidate != partly->candidate) continue;
+    const std::vector<TimeNs> firstRound(result->measurement->stepNs.begin(), result->measurement->stepNs.begin() + 2);
+    EXPECT_EQ(firstRound, partly->measurement->stepNs) << "the kept round was measured again";
+  }
 }
 
 TEST_F(SweepTest, StopsBetweenCandidatesWithTheReportOnDisk) {

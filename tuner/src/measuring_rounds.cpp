@@ -146,7 +146,6 @@ class MeasuringRounds {
       measureNextRound(*due[position]);
       c_.report.updateSuggestion();
       writeReport(c_.report, c_.config.reportPath);
-      pauseForTests();
     }
   }
 
@@ -166,7 +165,6 @@ class MeasuringRounds {
     if (candidate.retrying) quietWaitS_ += waitForQuietCpus(c_, kMaxQuietWaitS - quietWaitS_);
     c_.progress.begin(label);
     try {
-      throwIfFailureInjected(result.candidate.label());
       MeasureRequest request;
       request.warmupSteps = c_.config.warmupSteps;
       request.steps = roundSteps(c_.config, round);

@@ -62,10 +62,6 @@ void measureInRounds(MeasuringContext& context, const std::vector<std::size_t>& 
 /// a partial measurement this sweep cannot continue).
 std::int64_t roundsDone(const CandidateResult& result, const SweepConfig& config);
 
-/// The testing hook PIPEPROF_TEST_CANDIDATE_DELAY_MS (docs/cli.md): sleeps that long after
-/// every measured round.
-void pauseForTests();
-
 /// Ctrl-C between or during runs: the report on disk holds what finished.
 SweepInterrupted interruption(const std::string& when, const SweepConfig& config, SweepProgress& progress);
 

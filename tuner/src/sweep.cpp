@@ -21,25 +21,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 namespace pipeprof::tuner {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// Testing hooks (documented in docs/cli.md as for tests only): make the candidate with this
-/// label fail, or pause after each measured candidate so a test can kill the sweep mid-way.
-constexpr const char* kFailCandidateEnv = "PIPEPROF_TEST_FAIL_CANDIDATE";
-constexpr const char* kCandidateDelayEnv = "PIPEPROF_TEST_CANDIDATE_DELAY_MS";
-
-std::string envOr(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? std::string(value) : std::string();
-}
 
 Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, SweepProgress& progress) {
   if (inputs.cachedProfile) return *inputs.cachedProfile;
@@ -57,18 +45,6 @@ Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, Swee
 }
 
 }  // namespace
-
-void pauseForTests() {
-  const std::string delay = envOr(kCandidateDelayEnv);
-  if (delay.empty()) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::stoll(delay)));
-}
-
-void throwIfFailureInjected(const std::string& what) {
-  if (envOr(kFailCandidateEnv) == what) {
-    throw std::runtime_error("failure injected by " + std::string(kFailCandidateEnv) + " (a testing hook)");
-  }
-}
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 

@@ -84,7 +84,6 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
                     "count, in rounds for {:g} s",
                     shapes.size(), config.calibrationBudgetSeconds));
     try {
-      throwIfFailureInjected("calibration");
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);

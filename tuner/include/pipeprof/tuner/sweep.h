@@ -121,10 +121,6 @@ std::string resumeMismatch(const Report& report, const SweepConfig& config);
 /// config.rounds, the first rounds taking one more.
 std::int64_t roundSteps(const SweepConfig& config, std::int64_t round);
 
-/// Throws when the testing hook PIPEPROF_TEST_FAIL_CANDIDATE (docs/cli.md) names `what`: a
-/// candidate's label, or "calibration".
-void throwIfFailureInjected(const std::string& what);
-
 /// The first line of `text` (an error message for a table cell or a progress line).
 std::string firstLine(const std::string& text);
 
