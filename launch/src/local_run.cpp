@@ -55,11 +55,17 @@ LocalRun launchLocalRun(const RankJob& given, const LocalRunOptions& options, co
   Measurement& m = launched.measurement;
   m.warmupSteps = job.warmupSteps;
   m.stepNs.assign(static_cast<std::size_t>(job.steps), 0);
+  // A step's CPU wait is every rank's: the machine's other work may take any rank's core.
+  m.stepCpuWaitNs.assign(m.stepNs.size(), 0);
+  bool waitsKnown = true;
   std::vector<std::string> hosts;
   for (const auto& result : run.results) {
     const auto stepNs = result->at("step_ns").get<std::vector<TimeNs>>();
     for (std::size_t s = 0; s < stepNs.size() && s < m.stepNs.size(); ++s)
       m.stepNs[s] = std::max(m.stepNs[s], stepNs[s]);
+    const auto waitNs = result->value("step_cpu_wait_ns", std::vector<TimeNs>{});
+    waitsKnown = waitsKnown && waitNs.size() == m.stepNs.size();
+    for (std::size_t s = 0; s < waitNs.size() && s < m.stepCpuWaitNs.size(); ++s) m.stepCpuWaitNs[s] += waitNs[s];
     m.peakBytes.push_back(result->at("peak_bytes").get<Bytes>());
     const auto rankLosses = result->at("losses").get<std::vector<double>>();
     if (!rankLosses.empty()) launched.losses = rankLosses;
@@ -68,6 +74,7 @@ LocalRun launchLocalRun(const RankJob& given, const LocalRunOptions& options, co
     launched.clockUncertaintyNs =
         std::max(launched.clockUncertaintyNs, result->at("clock_uncertainty_ns").get<TimeNs>());
   }
+  if (!waitsKnown) m.stepCpuWaitNs.clear();
   m.updateStatistics(job.candidate.batch);
   if (traced) {
     std::vector<Trace> rankTraces;

@@ -78,6 +78,7 @@ nlohmann::json toJson(const RankTrainingResult& result) {
           {"device", result.device},
           {"stages", result.stages},
           {"step_ns", result.stepNs},
+          {"step_cpu_wait_ns", result.stepCpuWaitNs},
           {"peak_bytes", result.peakBytes},
           {"sent_bytes", result.transfers.sentBytes},
           {"received_bytes", result.transfers.receivedBytes},

@@ -1,6 +1,7 @@
 // The measured training loop of one rank of a multi-process pipeline.
 #include <pipeprof/runtime/rank_training.h>
 
+#include "cpu_wait.h"
 #include "training_steps.h"
 
 #include <pipeprof/profiler/host_tracer.h>
@@ -135,8 +136,11 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
   hooks.afterStep = [&] {
     if (stageOptions.device.is_cuda()) torch::cuda::synchronize(stageOptions.device.index());
   };
-  hooks.measured = [&](TimeNs stepNs) {
+  bool waitsKnown = true;
+  hooks.measured = [&](TimeNs stepNs, std::optional<TimeNs> cpuWaitNs) {
     result.stepNs.push_back(stepNs);
+    waitsKnown = waitsKnown && cpuWaitNs.has_value();
+    result.stepCpuWaitNs.push_back(cpuWaitNs.value_or(0));
     result.peakBytes = std::max(result.peakBytes, runtime.peakBytes());
     const TransferTotals after = runtime.transferTotals();
     result.transfers.sentBytes += after.sentBytes - before.sentBytes;
@@ -149,7 +153,10 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     task(0);
   };
   hooks.anyProcess = [&](bool found) { return anyRank(transport, found); };
+  // This thread runs the rank's stages; the transport's own threads wait for it by design.
+  hooks.cpuWaitNs = threadCpuWaitNs;
   result.losses = runTrainingSteps(options, {runtime.parameters()}, hooks, tracer.get(), traceDevice);
+  if (!waitsKnown) result.stepCpuWaitNs.clear();
   transport.barrier();  // no rank leaves (and takes the store with it) while another still needs it
 
   if (tracer) {

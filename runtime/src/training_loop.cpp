@@ -1,6 +1,7 @@
 // The measured training loop: warm-up, timed SGD steps on a Pipe, peak memory and the trace.
 #include <pipeprof/runtime/training_loop.h>
 
+#include "cpu_wait.h"
 #include "training_steps.h"
 
 #include <pipeprof/profiler/cupti_collector.h>
@@ -66,8 +67,11 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   hooks.beforeStep = [&] { synchronizeDevices(options.devices); };
   hooks.runStep = [&](double lossScale) { return pipe.step(input, target, lossFn, lossScale); };
   hooks.afterStep = hooks.beforeStep;
-  hooks.measured = [&](TimeNs stepNs) {
+  bool waitsKnown = true;
+  hooks.measured = [&](TimeNs stepNs, std::optional<TimeNs> cpuWaitNs) {
     m.stepNs.push_back(stepNs);
+    waitsKnown = waitsKnown && cpuWaitNs.has_value();
+    m.stepCpuWaitNs.push_back(cpuWaitNs.value_or(0));
     const std::vector<Bytes> peaks = pipe.peakBytes();
     for (std::size_t j = 0; j < peaks.size() && j < m.peakBytes.size(); ++j) {
       m.peakBytes[j] = std::max(m.peakBytes[j], peaks[j]);
@@ -80,8 +84,10 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
     }
   };
   hooks.onEachDevice = [&](const std::function<void(std::int64_t)>& task) { pipe.onEachDevice(task); };
+  hooks.cpuWaitNs = processCpuWaitNs;                   // the workers, and this thread handing them the ops
   hooks.anyProcess = [](bool found) { return found; };  // every device is this process's
   result.losses = runTrainingSteps(options, pipe.deviceParameters(), hooks, tracer.get(), "host");
+  if (!waitsKnown) m.stepCpuWaitNs.clear();
   m.updateStatistics(options.batch);
 
   if (tracer) {

@@ -78,6 +78,7 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
   std::vector<double> losses;
   const auto step = [&](bool measured) {
     hooks.beforeStep();
+    const std::optional<TimeNs> waitBeforeNs = measured ? hooks.cpuWaitNs() : std::nullopt;
     const TimeNs startNs = steadyNowNs();
     for (const std::vector<torch::Tensor>& parameters : parametersByDevice) zeroGradientsInPlace(parameters);
     const torch::Tensor loss = hooks.runStep(scaler ? scaler->scale() : 1.0);
@@ -101,8 +102,10 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
     recordLoopSpan(tracer, traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
     if (loss.defined()) losses.push_back(loss.item<double>());  // after the clock: reading it may synchronise
     if (measured) {
+      const std::optional<TimeNs> waitAfterNs = hooks.cpuWaitNs();
       recordLoopSpan(tracer, traceDevice, Phase::Step, "step", startNs, endNs);
-      hooks.measured(endNs - startNs);
+      hooks.measured(endNs - startNs,
+                     waitBeforeNs && waitAfterNs ? std::optional<TimeNs>(*waitAfterNs - *waitBeforeNs) : std::nullopt);
     }
     if (options.stop.stopRequested()) throw TrainingStopped("stopped after a step on request");
   };

@@ -6,8 +6,11 @@
 // the pipeline step runs and in what they record after a measured one: those are the hooks.
 //
 //   warm-up x w:  before  | zero grads, runStep, optimizer on each device | after    stop?
-//   measured x s: before  | zero grads, runStep, optimizer on each device | after    measured(stepNs), stop?
+//   measured x s: before  | zero grads, runStep, optimizer on each device | after    measured(stepNs, waitNs), stop?
 //                         ^------------------- timed --------------------^
+//
+// waitNs: how long the threads that run the stages waited for a CPU during the step (the
+// hooks' cpuWaitNs, cpu_wait.h), read outside the timed span; nullopt where the system does not say.
 //
 // Each pipeline device steps its own parameters with an optimizer of its own, on the thread
 // that runs its stages (its worker, or the rank) and counted against its memory: the
@@ -20,6 +23,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +40,11 @@ struct StepHooks {
   std::function<torch::Tensor(double lossScale)> runStep;
   /// After the optimizer step, before the clock stops: wait for the devices' work.
   std::function<void()> afterStep;
-  /// After each measured step, with its time.
-  std::function<void(TimeNs)> measured;
+  /// After each measured step, with its time and its threads' wait for a CPU.
+  std::function<void(TimeNs stepNs, std::optional<TimeNs> cpuWaitNs)> measured;
+  /// The run-queue wait so far of the threads that run this process's stages (cpu_wait.h);
+  /// nullopt where the system does not say.
+  std::function<std::optional<TimeNs>()> cpuWaitNs;
   /// Runs task(k) for each device this process steps (k indexes runTrainingSteps'
   /// parametersByDevice), on the thread that runs that device's stages with its memory counted
   /// against the device, and returns when all are done (rethrowing the first error).

@@ -19,7 +19,7 @@ std::optional<TimeNs> parseProcStatBusyNs(const std::string& text, TimeNs tickNs
     if (name != "cpu") continue;
     long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
     if (!(fields >> user >> nice >> system >> idle >> iowait >> irq >> softirq)) return std::nullopt;
-    return static_cast<TimeNs>(user + system + irq + softirq) * tickNs;
+    return static_cast<TimeNs>(user + nice + system + irq + softirq) * tickNs;
   }
   return std::nullopt;
 }

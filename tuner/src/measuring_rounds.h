@@ -3,11 +3,11 @@
 //
 //   pass 1..R      every candidate's next round; the references spread over each pass
 //   then           a round whose threads waited for a CPU (Measurement::stepCpuWaitNs past
-//                  kContendedCpuWait: another process competed for the cores) is measured again, after waiting for the
-//                  machine's other work to leave (machine_load.h); a candidate whose
-//                  rounds disagree (Measurement::roundsAgree) gets more rounds, up to
-//                  SweepConfig::roundsAtMost(); what still disagrees or stayed contended is kept
-//                  and marked in its measurement
+//                  kContendedCpuWait: another process competed for the cores) is measured
+//                  again, after waiting for the machine's other work to leave (machine_load.h);
+//                  a candidate whose rounds disagree (Measurement::roundsAgree) gets more
+//                  rounds, up to SweepConfig::roundsAtMost(); what still disagrees or stayed
+//                  contended is kept and marked in its measurement
 //
 // The report is rewritten after every round of a candidate.
 #pragma once

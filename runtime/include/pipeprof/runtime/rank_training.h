@@ -32,9 +32,12 @@ struct RankTrainingResult {
   std::vector<std::int64_t> stages;  ///< this rank's stages
   std::string device;                ///< e.g. "cpu", "cuda:0"
   std::vector<TimeNs> stepNs;        ///< this rank's measured steps (a barrier before each)
-  Bytes peakBytes = 0;               ///< largest StageRuntime::peakBytes over the measured steps
-  TransferTotals transfers;          ///< over the measured steps
-  std::vector<double> losses;        ///< every step's loss (warm-up first); the last stage's rank only
+  /// Per measured step, how long this rank's threads waited for a CPU (empty where the system
+  /// does not say).
+  std::vector<TimeNs> stepCpuWaitNs;
+  Bytes peakBytes = 0;         ///< largest StageRuntime::peakBytes over the measured steps
+  TransferTotals transfers;    ///< over the measured steps
+  std::vector<double> losses;  ///< every step's loss (warm-up first); the last stage's rank only
   ClockOffset clock;
   Trace trace;  ///< captureTrace: on rank 0's clock (shifted by clock.offsetNs), baseNs = clock.epochNs
 };

@@ -4,10 +4,10 @@
 // A measured round knows how long its own threads waited for a CPU (Measurement::stepCpuWaitNs);
 // once such a round is to be measured again, the sweep first waits (a few seconds at most) for
 // the machine's other work to leave the CPUs. Linux's /proc/stat counts, per CPU, the time spent
-// in user and system code of every process: the busy time that is not the sweep's while the
-// sweep sleeps. Work run under `nice` is counted apart, and left out here: it yields the CPU to
-// the sweep's threads (a niced build beside a sweep slowed its steps by under 10%, one busy loop
-// at the same priority by 70%).
+// in user code (niced or not) and system code of every process: the busy time that is not the
+// sweep's while the sweep sleeps. Niced work counts too: beside a pipeline, a busy loop under
+// `nice -n 18` made its steps 1.4-1.6x as long, as one at the same priority did (on Linux 6.18's
+// scheduler a niced task keeps its time slice when a pipeline's thread wakes).
 #pragma once
 
 #include <pipeprof/core/units.h>
@@ -20,13 +20,13 @@ namespace pipeprof::tuner {
 class MachineLoad {
  public:
   virtual ~MachineLoad() = default;
-  /// CPU time every process of the machine has spent in user and system code (niced work left
-  /// out), summed over the CPUs, ns, on a clock that only moves forward; nullopt where the
-  /// machine does not say.
+  /// CPU time every process of the machine has spent in user (niced or not) and system code,
+  /// summed over the CPUs, ns, on a clock that only moves forward; nullopt where the machine
+  /// does not say.
   virtual std::optional<TimeNs> busyNs() = 0;
 };
 
-/// Reads /proc/stat (or `path`): its "cpu" line's user, system, irq and softirq ticks.
+/// Reads /proc/stat (or `path`): its "cpu" line's user, nice, system, irq and softirq ticks.
 class ProcStatLoad : public MachineLoad {
  public:
   explicit ProcStatLoad(std::string path = "/proc/stat");
@@ -36,8 +36,8 @@ class ProcStatLoad : public MachineLoad {
   std::string path_;
 };
 
-/// The busy time of a /proc/stat text's "cpu" line (ticks of `tickNs`): user + system + irq +
-/// softirq, ns; nullopt when it has no such line.
+/// The busy time of a /proc/stat text's "cpu" line (ticks of `tickNs`): user + nice + system +
+/// irq + softirq, ns; nullopt when it has no such line.
 std::optional<TimeNs> parseProcStatBusyNs(const std::string& text, TimeNs tickNs);
 
 }  // namespace pipeprof::tuner
