@@ -92,8 +92,10 @@ class MeasuringRounds {
       if (result.status != CandidateStatus::Predicted) continue;
       CandidateRounds candidate;
       candidate.index = index;
+      const std::int64_t done = roundsDone(result, c_.config);
+      if (done > 0) candidate.discarded = result.measurement->discardedRounds;  // a resumed partial's
       candidates_.push_back(std::move(candidate));
-      roundsToRun_ += c_.config.rounds - roundsDone(result, c_.config);
+      roundsToRun_ += c_.config.rounds - done;
     }
     if (c_.setup.timesReferences()) {
       for (const auto& entry : c_.setup.drift.predictedNs) references_.push_back(entry.first);
