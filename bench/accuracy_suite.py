@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 
+from schedule_accuracy import spearman
 from training_step_sweeps import measured
 
 DEMO = ("--model mlp --devices cpu,cpu --batch 128 --schedules gpipe,1f1b,interleaved,zb1p,interleaved-zb,zbv "
@@ -86,30 +87,6 @@ def summarize(report):
             "peak_mape": statistics.mean(peaks) if peaks else float("nan"),
             "spearman": spearman([p for p, _ in after], [m for _, m in after]),
             "best_predicted_loss_pct": loss}
-
-
-def ranks(values):
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    result = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            result[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return result
-
-
-def spearman(a, b):
-    if len(a) < 2:
-        return float("nan")
-    x, y = ranks(a), ranks(b)
-    mx, my = statistics.mean(x), statistics.mean(y)
-    cov = sum((p - mx) * (q - my) for p, q in zip(x, y))
-    vx, vy = sum((p - mx) ** 2 for p in x), sum((q - my) ** 2 for q in y)
-    return cov / (vx * vy) ** 0.5 if vx and vy else float("nan")
 
 
 def pipeprof_json(args, command, env):

@@ -114,6 +114,21 @@ class SweepTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
+  /// The report a sweep leaves on disk when it is killed once `runs` candidates and references
+  /// have run.
+  Report reportOfAKilledSweep(std::size_t runs) {
+    FakeMeasurer killed(calibratedPredictor(), 1.0);
+    killed.killAfterCalls = runs;
+    SilentProgress progress;
+    EXPECT_THROW(runSweep(config_, inputs_, killed, progress, StopToken()), FakeMeasurer::Killed);
+    return readReport(config_.reportPath);  // written atomically after every round
+  }
+
+  /// What the sweep predicts with: the four-layer profile, the sweep's devices, calibration().
+  Predictor calibratedPredictor() const {
+    return Predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  }
+
   /// The label of the best predicted candidate that is not a reference pipeline of the drift
   /// correction (one of those runs under the same label): --measure top:4 measures it.
   std::string bestPredictedLabel() const {
@@ -136,7 +151,7 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.44);
   SilentProgress progress;
   const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
@@ -176,7 +191,7 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
 }
 
 TEST_F(SweepTest, ACandidateWhoseRoundsDisagreeGetsMoreRoundsUpToTheMost) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);
   config_.steps = 4;
   config_.maxRounds = 5;
@@ -204,7 +219,7 @@ TEST_F(SweepTest, ACandidateWhoseRoundsDisagreeGetsMoreRoundsUpToTheMost) {
 }
 
 TEST_F(SweepTest, ARoundWhoseThreadsWaitedForACpuIsMeasuredAgainAndAReferenceLeftOut) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);
   config_.maxRounds = 2;
   const Candidate reference = referenceCandidate(4, 2, 1, config_.batch);
@@ -258,7 +273,7 @@ std::vector<const CandidateResult*> withStatus(const Report& report, CandidateSt
 }
 
 TEST_F(SweepTest, AFailingCandidateIsRecordedAndTheSweepCompletes) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);
   config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
   measurer.failing = bestPredictedLabel();
@@ -278,7 +293,7 @@ TEST_F(SweepTest, AFailingCandidateIsRecordedAndTheSweepCompletes) {
 }
 
 TEST_F(SweepTest, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);
   inputs_.calibration.reset();  // calibrate now: its first reference pipeline fails
   config_.calibrationPath.clear();
@@ -293,15 +308,11 @@ TEST_F(SweepTest, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
 }
 
 TEST_F(SweepTest, ResumeAfterAKilledSweepKeepsWhatFinishedAndMeasuresTheRest) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   config_.rounds = 1;
   config_.steps = 1;
   config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
-  FakeMeasurer killed(predictor, 1.0);
-  killed.killAfterCalls = 2;  // the x1 reference, the first candidate; killed at the next run
-  SilentProgress progress;
-  EXPECT_THROW(runSweep(config_, inputs_, killed, progress, StopToken()), FakeMeasurer::Killed);
-  const Report onDisk = readReport(config_.reportPath);  // written atomically after every round
+  const Report onDisk = reportOfAKilledSweep(2);  // the x1 reference, the first candidate; killed at the next run
   EXPECT_FALSE(onDisk.complete);
   const auto kept = withStatus(onDisk, CandidateStatus::Measured);
   ASSERT_EQ(kept.size(), 1u);
@@ -325,15 +336,11 @@ TEST_F(SweepTest, ResumeAfterAKilledSweepKeepsWhatFinishedAndMeasuresTheRest) {
 }
 
 TEST_F(SweepTest, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   config_.steps = 4;
   config_.maxRounds = 2;
   config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
-  FakeMeasurer killed(predictor, 1.0);
-  killed.killAfterCalls = 2;  // the x1 reference, the first candidate's round 1 of 2
-  SilentProgress progress;
-  EXPECT_THROW(runSweep(config_, inputs_, killed, progress, StopToken()), FakeMeasurer::Killed);
-  const Report onDisk = readReport(config_.reportPath);
+  const Report onDisk = reportOfAKilledSweep(2);                 // the x1 reference, the first candidate's round 1 of 2
   std::optional<CandidateResult> partly;
   for (const CandidateResult& result : onDisk.candidates) {
     if (result.measurement) partly = result;
@@ -359,7 +366,7 @@ TEST_F(SweepTest, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
 }
 
 TEST_F(SweepTest, StopsBetweenCandidatesWithTheReportOnDisk) {
-  const Predictor predictor(fourLayerProfile(), sweepCluster(config_.devices, std::nullopt), calibration());
+  const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);
   SilentProgress progress;
   StopSource stop;
