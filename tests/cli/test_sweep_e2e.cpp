@@ -118,12 +118,18 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
   EXPECT_EQ(shapes.count({"1f1b", "except_last"}), 1u);
   EXPECT_EQ(shapes.count({"zb1p", "always"}), 1u);
   ASSERT_EQ(calibration.at("shapes").size(), 8u) << calibration;
-  // The measuring round timed each reference once more (--steps 1): the drift correction.
+  // Each measuring pass timed each reference once more (--steps 1): the drift correction. A
+  // round measured again because another process took the CPUs (a loaded test machine) made
+  // another pass.
+  std::size_t passes = 1;
+  for (const CandidateResult& result : parsed.candidates) {
+    if (result.measurement) passes = std::max(passes, 1 + result.measurement->discardedRounds.size());
+  }
   const nlohmann::json& drift = parsed.calibrationDrift;
   ASSERT_EQ(drift.at("references").size(), 2u) << drift;
   for (const nlohmann::json& reference : drift.at("references")) {
     EXPECT_GT(reference.at("predicted_ns").get<TimeNs>(), 0) << reference;
-    EXPECT_EQ(reference.at("step_ns").size(), 1u) << reference;
+    EXPECT_EQ(reference.at("step_ns").size(), passes) << reference;
   }
   const double factor = drift.at("factor").get<double>();
   EXPECT_NE(run.err.find("calibration drift: "), std::string::npos) << run.err;

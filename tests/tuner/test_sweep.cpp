@@ -1,6 +1,7 @@
 // Tests of tuner/sweep: a whole sweep through a fake measurer -- one prediction, the drift, the report.
 #include <pipeprof/tuner/sweep.h>
 
+#include <pipeprof/core/statistics.h>
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/simulator/predictor.h>
 #include <pipeprof/tuner/reference_calibration.h>
@@ -218,13 +219,13 @@ TEST_F(SweepTest, ACandidateWhoseRoundsDisagreeGetsMoreRoundsUpToTheMost) {
   EXPECT_EQ(measured, 4);
 }
 
-TEST_F(SweepTest, ARoundWhoseThreadsWaitedForACpuIsMeasuredAgainAndAReferenceLeftOut) {
+TEST_F(SweepTest, ARoundOrReferenceWhoseThreadsWaitedForACpuIsMeasuredAgain) {
   const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);
   config_.maxRounds = 2;
   const Candidate reference = referenceCandidate(4, 2, 1, config_.batch);
   // The x1 reference's first drift run competed for the CPUs (40% of its steps waiting), and
-  // ran 2x slow: it is left out, and the drift stays 1.
+  // ran 2x slow: it is timed again, and the drift stays 1.
   measurer.script[reference.label()] = {{2.0, 0.4}};
   // Its first round waited 30% of its time, and ran 1.5x slow: measured again.
   const std::string contended = bestPredictedLabel();
@@ -249,8 +250,25 @@ TEST_F(SweepTest, ARoundWhoseThreadsWaitedForACpuIsMeasuredAgainAndAReferenceLef
   EXPECT_TRUE(found) << contended << " was not measured";
   EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).referenceRatio(), 1.0, 1e-9);
   const CalibrationDrift drift = calibrationDriftFromJson(report.calibrationDrift);
-  EXPECT_EQ(drift.timings.size(), 5u) << "three passes (the third for the round measured again) of two "
-                                         "references, one left out";
+  EXPECT_EQ(drift.timings.size(), 6u) << "three passes (the third for the round measured again) of two "
+                                         "references, the contended run replaced";
+}
+
+TEST_F(SweepTest, AReferenceThatStaysContendedIsKept) {
+  FakeMeasurer measurer(calibratedPredictor(), 1.0);
+  config_.rounds = 1;
+  config_.maxRounds = 1;
+  const Candidate reference = referenceCandidate(4, 2, 1, config_.batch);
+  // Both runs of the x1 reference waited 40% of their time for a CPU and ran 2x slow: the
+  // machine stayed busy, so the second is kept and the drift sees it.
+  measurer.script[reference.label()] = {{2.0, 0.4}, {2.0, 0.4}};
+  inputs_.machineLoad = std::make_shared<QuietMachine>();
+  SilentProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  const CalibrationDrift drift = calibrationDriftFromJson(report.calibrationDrift);
+  EXPECT_EQ(drift.timings.size(), 2u) << "one pass of two references";
+  ASSERT_EQ(drift.measuredNs.count(1), 1u);
+  EXPECT_EQ(medianNs(drift.measuredNs.at(1)), 2 * drift.predictedNs.at(1)) << "the busy run's 2x steps";
 }
 
 /// Records every phase line a sweep prints.

@@ -248,8 +248,10 @@ class MeasuringRounds {
 
   /// The drift correction in pass `pass`: trains the reference pipeline with `chunks` chunks
   /// once more (untraced, at most kReferenceStepsPerRound timed steps) and adds its steps to the
-  /// drift, unless another process took the CPU meanwhile. A reference that fails is left out
-  /// with a note; the others still correct the drift.
+  /// drift. A run beside another busy process is timed once more after waiting for the CPUs to
+  /// quieten, and kept if the machine stayed busy (the candidates around it are kept so too, once
+  /// their retries are spent). A reference that fails is left out with a note; the others still
+  /// correct the drift.
   void timeReference(std::int64_t chunks, std::int64_t pass) {
     constexpr std::int64_t kReferenceStepsPerRound = 5;
     const std::string label = fmt::format("reference x{} (pass {})", chunks, pass + 1);
@@ -262,12 +264,17 @@ class MeasuringRounds {
       request.warmupSteps = std::max<std::int64_t>(1, c_.config.warmupSteps);
       request.steps = std::min(roundSteps(c_.config, std::min(pass, c_.config.rounds - 1)), kReferenceStepsPerRound);
       request.stop = c_.stop;
-      const TimedRun timed = timedRun(c_, reference, request);
+      TimedRun timed = timedRun(c_, reference, request);
       if (timed.contended()) {
         c_.progress.phase(fmt::format("{}: another process competed for the CPUs (its threads waited {} of its time "
-                                      "for one), left out of the drift correction",
+                                      "for one); timing it again",
                                       label, percent(timed.cpuWait().value_or(0.0))));
-        return;
+        quietWaitS_ += waitForQuietCpus(c_, kMaxQuietWaitS - quietWaitS_);
+        timed = timedRun(c_, reference, request);
+        if (timed.contended()) {
+          c_.progress.phase(fmt::format("{}: the CPUs stayed busy (its threads waited {}); kept", label,
+                                        percent(timed.cpuWait().value_or(0.0))));
+        }
       }
       c_.setup.drift.add(chunks, timed.startS, timed.run.measurement.stepNs);
     } catch (const TrainingStopped&) {
