@@ -80,245 +80,307 @@ void keepWhatRanksSent(const Schedule& schedule, const std::vector<MemoryEffect>
   }
 }
 
-}  // namespace
+bool fact(const std::vector<bool>& facts, std::size_t k) { return k < facts.size() && facts[k]; }
 
-CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skipFacts, bool processPerDevice) {
-  CompiledSchedule out;
-  const ScheduleSpec& spec = schedule.spec();
-  const std::int64_t n = schedule.partitions();
-  const std::int64_t m = schedule.chunks();
-  const bool training = spec.training;
-  out.layout.n = narrow(n);
-  out.layout.skips = narrow(static_cast<std::int64_t>(spec.skips.size()));
-  out.chunks = narrow(m);
-  out.training = training;
-  out.splitsBackward = training && schedule.splitsBackward();
-  const SlotLayout& layout = out.layout;
+/// The memory model's effects of each op (docs/simulator.md, "Memory model"), one step per op
+/// kind, gathered per op before compileSchedule flattens them. Holds what the steps share: the
+/// schedule, its slot layout and the partitions of its skips.
+class OpEffectsBuilder {
+ public:
+  OpEffectsBuilder(const Schedule& schedule, const SkipFacts& skipFacts, bool processPerDevice,
+                   const CompiledSchedule& out)
+      : schedule_(schedule),
+        spec_(schedule.spec()),
+        skipFacts_(skipFacts),
+        processPerDevice_(processPerDevice),
+        training_(spec_.training),
+        n_(schedule.partitions()),
+        m_(schedule.chunks()),
+        layout_(out.layout),
+        stashPartition_(out.skipStashPartition),
+        popPartition_(out.skipPopPartition),
+        effects_(schedule.ops().size()) {}
 
-  for (const SkipRoute& route : spec.skips) {
-    out.skipStashPartition.push_back(narrow(schedule.partitionOfLayer(route.stashLayer)));
-    out.skipPopPartition.push_back(narrow(schedule.partitionOfLayer(route.popLayer)));
+  /// Sets c's duration slot and adds op `index`'s effects (a copy's go to its consumer too).
+  void add(std::size_t index, CompiledOp& c) {
+    const Op& op = schedule_.ops()[index];
+    OpEffects& e = effects_[index];
+    switch (op.kind) {
+      case OpKind::Forward: forward(op, c, e); break;
+      case OpKind::Loss: loss(op, c, e); break;
+      case OpKind::Recompute: recompute(op, c, e); break;
+      case OpKind::BackwardWeight: backwardWeight(op, c, e); break;
+      case OpKind::Backward:
+      case OpKind::BackwardInput: backward(op, c, e); break;
+      case OpKind::Copy:
+      case OpKind::SkipCopy: copy(op, c, e); break;
+    }
   }
 
-  const std::vector<Op>& ops = schedule.ops();
-  const std::size_t count = ops.size();
+  std::vector<OpEffects>& effects() { return effects_; }
+  /// With one process per device: releases a rank's send defers to the rank's last op.
+  const std::vector<MemoryEffect>& sentUntilLastOp() const { return sentUntilLastOp_; }
+
+ private:
+  void forward(const Op& op, CompiledOp& c, OpEffects& e);
+  void loss(const Op& op, CompiledOp& c, OpEffects& e);
+  void recompute(const Op& op, CompiledOp& c, OpEffects& e);
+  void backwardWeight(const Op& op, CompiledOp& c, OpEffects& e);
+  /// B, or I, which does what B does except that it goes from the saved bytes to what W needs.
+  void backward(const Op& op, CompiledOp& c, OpEffects& e);
+  void copy(const Op& op, CompiledOp& c, OpEffects& e);
+
   // Size class 1 is the last micro-batch (possibly smaller); class 0 every other one.
-  auto sizeClass = [m](std::int64_t i) { return i == m - 1 ? 1 : 0; };
-  auto byteSlot = [&](std::int64_t i, std::int32_t slot) { return sizeClass(i) * layout.bytesPerClass() + slot; };
-  auto durationSlot = [&](std::int64_t i, std::int32_t slot) {
-    return sizeClass(i) * layout.durationsPerClass() + slot;
-  };
+  std::int32_t sizeClass(std::int64_t i) const { return i == m_ - 1 ? 1 : 0; }
+  std::int32_t byteSlot(std::int64_t i, std::int32_t slot) const {
+    return sizeClass(i) * layout_.bytesPerClass() + slot;
+  }
+  std::int32_t durationSlot(std::int64_t i, std::int32_t slot) const {
+    return sizeClass(i) * layout_.durationsPerClass() + slot;
+  }
+  /// `slot`'s bytes of micro-batch i on `partition`.
+  MemoryEffect memoryOf(std::int64_t i, std::int32_t partition, std::int32_t slot) const {
+    return MemoryEffect{partition, byteSlot(i, slot)};
+  }
+  std::int32_t stashOf(std::int32_t s) const { return stashPartition_[static_cast<std::size_t>(s)]; }
+  std::int32_t popOf(std::int32_t s) const { return popPartition_[static_cast<std::size_t>(s)]; }
   // A skip routed within one partition lives inside that partition's forward (a recompute
   // stashes it again), so only routes across partitions hold memory between ops. Such a stash
   // holds the whole skip tensor until the pop's backward when the forward saved nothing (a
   // checkpointed micro-batch: the pop partition's recompute needs it). Otherwise, in training,
   // the backward graph saves what it needs of it (counted in a layer's saved bytes) and the
   // stash holds the rest until the pop's forward; in inference, all of it, as long.
-  auto crossesPartitions = [&](std::int32_t s) {
-    return out.skipStashPartition[static_cast<std::size_t>(s)] != out.skipPopPartition[static_cast<std::size_t>(s)];
-  };
-  auto skipSlot = [&](std::int64_t i, std::int32_t s) {
-    return training && !schedule.checkpointed(i) ? layout.skipUnsavedBytes(s) : layout.skipBytes(s);
-  };
-  auto skipHeldUntilPopBackward = [&](std::int64_t i) { return training && schedule.checkpointed(i); };
-  auto fact = [](const std::vector<bool>& facts, std::size_t k) { return k < facts.size() && facts[k]; };
-  auto opensItsPartition = [&](std::int64_t layer, std::int32_t j) {
-    return schedule.partitionOfLayer(layer - 1) != j;
-  };
+  bool crossesPartitions(std::int32_t s) const { return stashOf(s) != popOf(s); }
+  std::int32_t skipSlot(std::int64_t i, std::int32_t s) const {
+    return training_ && !schedule_.checkpointed(i) ? layout_.skipUnsavedBytes(s) : layout_.skipBytes(s);
+  }
+  bool skipHeldUntilPopBackward(std::int64_t i) const { return training_ && schedule_.checkpointed(i); }
+  bool opensItsPartition(std::int64_t layer, std::int32_t j) const {
+    return schedule_.partitionOfLayer(layer - 1) != j;
+  }
   // With one process per device, a checkpointed micro-batch's stage that opens with a stash of
   // its input for another rank: the send keeps the input's buffer to the rank's last op, so the
   // skip is counted from the op that frees that buffer (the stage's backward) rather than
   // beside it from the forward.
-  auto sendsItsInputAsSkip = [&](std::int64_t i, std::int32_t s) {
+  bool sendsItsInputAsSkip(std::int64_t i, std::int32_t s) const {
     const auto k = static_cast<std::size_t>(s);
-    const std::int32_t stash = out.skipStashPartition[k];
-    const std::int64_t lane = schedule.deviceOf(stash);
-    return processPerDevice && training && schedule.checkpointed(i) && fact(skipFacts.stashReturnsItsInput, k) &&
-           stash > 0 && opensItsPartition(spec.skips[k].stashLayer, stash) && schedule.deviceOf(stash - 1) != lane &&
-           schedule.deviceOf(out.skipPopPartition[k]) != lane;
-  };
-
-  std::vector<OpEffects> effects(count);
-  // With one process per device: releases a rank's send defers to the rank's last op.
-  std::vector<MemoryEffect> sentUntilLastOp;
-  out.ops.resize(count);
-  for (std::size_t index = 0; index < count; ++index) {
-    const Op& op = ops[index];
-    CompiledOp& c = out.ops[index];
-    c.kind = op.kind;
-    c.i = narrow(op.i);
-    c.j = narrow(op.j);
-    c.toJ = narrow(op.toJ);
-    c.dependencyCount = static_cast<std::uint32_t>(op.deps.size());
-    const std::int32_t j = c.j;
-    OpEffects& e = effects[index];
-    auto mem = [&](std::int32_t partition, std::int32_t slot) { return MemoryEffect{partition, byteSlot(op.i, slot)}; };
-    // j's output, which j + 1's W keeps (a micro-batch not checkpointed), held from this op's end
-    // until W(i, j + 1) ends.
-    auto holdOutputUntilNextWeight = [&](const Op& releaser, std::int32_t slot, OpEffects& into) {
-      if (releaser.j + 1 >= n || schedule.checkpointed(releaser.i)) return;
-      const auto weight = schedule.find(OpKind::BackwardWeight, releaser.i, releaser.j + 1);
-      if (weight) into.holds.push_back({mem(narrow(releaser.j), slot), static_cast<std::uint32_t>(*weight)});
-    };
-    // With one process per device, what j sent another rank stays with its send (the graph of a
-    // checkpointed micro-batch's recompute made other tensors).
-    auto keepsSent = [&](const Op& backward) { return processPerDevice && !schedule.checkpointed(backward.i); };
-    switch (op.kind) {
-      case OpKind::Forward: {
-        c.durationSlot = durationSlot(op.i, layout.forwardNs(j));
-        const bool keepsGraph = training && !schedule.checkpointed(op.i);
-        e.transient.push_back(mem(j, keepsGraph ? layout.gradForwardPeak(j) : layout.noGradForwardPeak(j)));
-        if (keepsGraph) e.endTransient.push_back(mem(j, layout.gradForwardPeakAtEnd(j)));
-        if (keepsGraph) {
-          e.endAlloc.push_back(mem(j, layout.saved(j)));
-          e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));
-        } else if (training) {
-          e.endAlloc.push_back(mem(j, layout.output(j)));
-        } else {
-          if (j + 1 < n) e.endAlloc.push_back(mem(j, layout.output(j)));
-          if (j > 0) e.endRelease.push_back(mem(j - 1, layout.output(j - 1)));
-        }
-        for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (!crossesPartitions(s)) continue;
-          if (out.skipStashPartition[static_cast<std::size_t>(s)] == j && !sendsItsInputAsSkip(op.i, s))
-            e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
-          if (!skipHeldUntilPopBackward(op.i) && out.skipPopPartition[static_cast<std::size_t>(s)] == j) {
-            e.endRelease.push_back(mem(out.skipStashPartition[static_cast<std::size_t>(s)], skipSlot(op.i, s)));
-          }
-        }
-        break;
-      }
-      case OpKind::Loss:
-        c.durationSlot = durationSlot(op.i, layout.lossNs());
-        e.transient.push_back(mem(j, layout.lossPeak()));
-        // A checkpointed micro-batch's loss runs without a graph: the last stage's output, kept
-        // since its forward for this loss, is freed (recompute(i, n-1) makes it again, and the
-        // loss's graph with it).
-        if (schedule.checkpointed(op.i)) {
-          e.endRelease.push_back(mem(j, layout.output(j)));
-        } else {
-          e.endAlloc.push_back(mem(j, layout.lossHeld()));
-        }
-        break;
-      case OpKind::Recompute: {
-        const bool withLoss = training && j + 1 == n;
-        c.durationSlot = durationSlot(op.i, withLoss ? layout.recomputeWithLossNs() : layout.forwardNs(j));
-        e.transient.push_back(mem(j, withLoss ? layout.recomputeWithLossPeak() : layout.gradForwardPeak(j)));
-        if (!withLoss) e.endTransient.push_back(mem(j, layout.gradForwardPeakAtEnd(j)));
-        e.endAlloc.push_back(mem(j, layout.saved(j)));
-        e.endAlloc.push_back(mem(j, layout.unsavedOutput(j)));  // the recomputed output, its graph's root
-        if (withLoss) e.endAlloc.push_back(mem(j, layout.lossHeld()));
-        break;
-      }
-      case OpKind::BackwardWeight:
-        // W frees what I kept for it; its transient is the weights' gradients before they are
-        // accumulated, one layer's at a time.
-        c.durationSlot = durationSlot(op.i, layout.backwardWeightNs(j));
-        e.transient.push_back(mem(j, schedule.checkpointed(op.i) ? layout.checkpointedWeightBackwardPeak(j)
-                                                                 : layout.weightBackwardPeak(j)));
-        e.endRelease.push_back(mem(j, keepsSent(op) ? layout.weightSavedUnsent(j) : layout.weightSaved(j)));
-        if (j + 1 < n) {
-          e.endRelease.push_back(mem(j + 1, layout.gradientHeldOnSender(j)));
-          e.endRelease.push_back(mem(j, layout.gradientHeldOnReceiver(j)));
-        }
-        if (schedule.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout.inputHeldForWeight(j)));
-        if (j > 0) e.endRelease.push_back(mem(j, layout.inputCopyHeldForWeight(j)));
-        holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
-        // A popped skip's gradient that W kept as its own stays until the stash partition used it.
-        for (std::int32_t s = 0; s < layout.skips; ++s) {
-          const auto k = static_cast<std::size_t>(s);
-          if (!crossesPartitions(s) || out.skipPopPartition[k] != j) continue;
-          if (!fact(skipFacts.gradientSharedWithInput, k)) continue;
-          // (A pop that is the partition's first layer shares it with the input's gradient instead.)
-          if (opensItsPartition(spec.skips[k].popLayer, j)) continue;
-          const auto consumer = schedule.gradientConsumer(op.i, out.skipStashPartition[k]);
-          if (consumer)
-            e.holds.push_back({mem(j, layout.skipGradSharedBytes(s)), static_cast<std::uint32_t>(*consumer)});
-        }
-        break;
-      case OpKind::Backward:
-      case OpKind::BackwardInput: {
-        // I does what B does, except that it goes from the saved bytes to what W needs.
-        const bool input = op.kind == OpKind::BackwardInput;
-        c.durationSlot = durationSlot(op.i, input ? layout.backwardInputNs(j) : layout.backwardNs(j));
-        e.transient.push_back(mem(j, input ? layout.backwardInputPeak(j) : layout.backwardPeak(j)));
-        if (j > 0) e.endAlloc.push_back(mem(j, layout.output(j - 1)));  // gradient of j's input
-        if (input) e.endAlloc.push_back(mem(j, layout.weightSavedGrowth(j)));
-        holdOutputUntilNextWeight(op, layout.outputHeldAfterInput(j + 1), e);
-        // A B (a custom order may mix them) frees all a first stage's W would have.
-        if (!input) holdOutputUntilNextWeight(op, layout.outputHeldAfterWeight(j + 1), e);
-        if (keepsSent(op)) {
-          e.endRelease.push_back(mem(j, input ? layout.savedFreedByInputUnsent(j) : layout.savedUnsent(j)));
-          sentUntilLastOp.push_back(mem(j, layout.sentSaved(j)));
-        } else {
-          e.endRelease.push_back(mem(j, input ? layout.savedFreedByInput(j) : layout.saved(j)));
-        }
-        if (keepsSent(op) && j + 1 < n && schedule.deviceOf(j + 1) != schedule.deviceOf(j)) {
-          sentUntilLastOp.push_back(mem(j, layout.unsavedOutput(j)));
-        } else {
-          e.endRelease.push_back(mem(j, layout.unsavedOutput(j)));
-        }
-        if (j + 1 == n) e.endRelease.push_back(mem(j, layout.lossHeld()));
-        if (schedule.checkpointed(op.i) && j > 0) {
-          e.endRelease.push_back(mem(j - 1, input ? layout.checkpointedInputFreedByInput(j) : layout.output(j - 1)));
-        }
-        if (j + 1 < n) {  // the gradient of j + 1's input, j's output's: I keeps what W needs of it
-          e.endRelease.push_back(mem(j + 1, input ? layout.outputGradientFreedByInput(j) : layout.output(j)));
-        }
-        for (std::int32_t s = 0; s < layout.skips; ++s) {
-          if (!crossesPartitions(s)) continue;
-          const std::int32_t stash = out.skipStashPartition[static_cast<std::size_t>(s)];
-          const std::int32_t pop = out.skipPopPartition[static_cast<std::size_t>(s)];
-          if (pop == j && skipHeldUntilPopBackward(op.i)) e.endRelease.push_back(mem(stash, skipSlot(op.i, s)));
-          // The popped skip's gradient, made here, is held until the stash partition used it;
-          // after I, the part W keeps anyway is counted there (skipGradSharedBytes).
-          if (pop == j) e.endAlloc.push_back(mem(j, input ? layout.skipGradUnsharedBytes(s) : layout.skipGradBytes(s)));
-          if (stash == j) {
-            const bool popSplit = schedule.find(OpKind::BackwardWeight, op.i, pop).has_value();
-            e.endRelease.push_back(mem(pop, popSplit ? layout.skipGradUnsharedBytes(s) : layout.skipGradBytes(s)));
-          }
-        }
-        break;
-      }
-      case OpKind::Copy:
-      case OpKind::SkipCopy: {
-        const std::int32_t slot = op.kind == OpKind::Copy ? layout.copyBytes(std::min(c.j, c.toJ), op.gradient)
-                                                          : layout.skipCopyBytes(narrow(op.skip), op.gradient);
-        c.durationSlot = durationSlot(op.i, op.kind == OpKind::Copy ? layout.copyNs(std::min(c.j, c.toJ), op.gradient)
-                                                                    : layout.skipCopyNs(narrow(op.skip), op.gradient));
-        // The buffer is allocated on the destination at copy start and freed with the tensor
-        // it carries: at the end of the destination's backward, or I (forward when not
-        // training). What W keeps of it is in the first layer's weight_saved_bytes.
-        e.startAlloc.push_back(mem(c.toJ, slot));
-        // The first stage's I computes nothing: its W runs the whole backward, with the skips'
-        // gradients it received.
-        const bool takenByFirstWeight = op.kind == OpKind::SkipCopy && op.gradient && op.toJ == 0;
-        const auto firstWeight = takenByFirstWeight ? schedule.find(OpKind::BackwardWeight, op.i, 0) : std::nullopt;
-        const auto consumer = firstWeight ? firstWeight
-                              : training  ? schedule.gradientConsumer(op.i, op.toJ)
-                                          : schedule.find(OpKind::Forward, op.i, op.toJ);
-        if (!consumer) {
-          throw std::logic_error("schedule has no consumer op for " + schedule.label(op));
-        }
-        // I frees the buffer but what W keeps of it (the two halves of one tensor).
-        const std::int32_t freedSlot = op.kind != OpKind::Copy || ops[*consumer].kind != OpKind::BackwardInput ? slot
-                                       : op.gradient ? layout.gradientCopyFreedByInput(c.toJ)
-                                                     : layout.inputCopyFreedByInput(c.toJ);
-        effects[*consumer].endRelease.push_back(mem(c.toJ, freedSlot));
-        if (op.kind == OpKind::Copy && !op.gradient) {  // j's input: a stash at its start sent on?
-          for (std::int32_t s = 0; s < layout.skips; ++s) {
-            if (out.skipStashPartition[static_cast<std::size_t>(s)] == c.toJ && sendsItsInputAsSkip(op.i, s))
-              effects[*consumer].endAlloc.push_back(mem(c.toJ, skipSlot(op.i, s)));
-          }
-        }
-        break;
-      }
+    const std::int32_t stash = stashPartition_[k];
+    const std::int64_t lane = schedule_.deviceOf(stash);
+    return processPerDevice_ && training_ && schedule_.checkpointed(i) && fact(skipFacts_.stashReturnsItsInput, k) &&
+           stash > 0 && opensItsPartition(spec_.skips[k].stashLayer, stash) && schedule_.deviceOf(stash - 1) != lane &&
+           schedule_.deviceOf(popPartition_[k]) != lane;
+  }
+  // j's output, which j + 1's W keeps (a micro-batch not checkpointed), held from this op's end
+  // until W(i, j + 1) ends.
+  void holdOutputUntilNextWeight(const Op& releaser, std::int32_t slot, OpEffects& into) const {
+    if (releaser.j + 1 >= n_ || schedule_.checkpointed(releaser.i)) return;
+    const auto weight = schedule_.find(OpKind::BackwardWeight, releaser.i, releaser.j + 1);
+    if (weight) {
+      into.holds.push_back({memoryOf(releaser.i, narrow(releaser.j), slot), static_cast<std::uint32_t>(*weight)});
     }
   }
+  // With one process per device, what j sent another rank stays with its send (the graph of a
+  // checkpointed micro-batch's recompute made other tensors).
+  bool keepsSent(const Op& backward) const { return processPerDevice_ && !schedule_.checkpointed(backward.i); }
 
-  if (processPerDevice) keepWhatRanksSent(schedule, sentUntilLastOp, effects);
+  const Schedule& schedule_;
+  const ScheduleSpec& spec_;
+  const SkipFacts& skipFacts_;
+  const bool processPerDevice_;
+  const bool training_;
+  const std::int64_t n_;
+  const std::int64_t m_;
+  const SlotLayout& layout_;
+  const std::vector<std::int32_t>& stashPartition_;
+  const std::vector<std::int32_t>& popPartition_;
+  std::vector<OpEffects> effects_;
+  std::vector<MemoryEffect> sentUntilLastOp_;
+};
 
-  // Successors (reverse dependencies), in increasing op order.
+void OpEffectsBuilder::forward(const Op& op, CompiledOp& c, OpEffects& e) {
+  const std::int32_t j = c.j;
+  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  c.durationSlot = durationSlot(op.i, layout_.forwardNs(j));
+  const bool keepsGraph = training_ && !schedule_.checkpointed(op.i);
+  e.transient.push_back(mem(j, keepsGraph ? layout_.gradForwardPeak(j) : layout_.noGradForwardPeak(j)));
+  if (keepsGraph) e.endTransient.push_back(mem(j, layout_.gradForwardPeakAtEnd(j)));
+  if (keepsGraph) {
+    e.endAlloc.push_back(mem(j, layout_.saved(j)));
+    e.endAlloc.push_back(mem(j, layout_.unsavedOutput(j)));
+  } else if (training_) {
+    e.endAlloc.push_back(mem(j, layout_.output(j)));
+  } else {
+    if (j + 1 < n_) e.endAlloc.push_back(mem(j, layout_.output(j)));
+    if (j > 0) e.endRelease.push_back(mem(j - 1, layout_.output(j - 1)));
+  }
+  for (std::int32_t s = 0; s < layout_.skips; ++s) {
+    if (!crossesPartitions(s)) continue;
+    if (stashOf(s) == j && !sendsItsInputAsSkip(op.i, s)) e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
+    if (!skipHeldUntilPopBackward(op.i) && popOf(s) == j) {
+      e.endRelease.push_back(mem(stashOf(s), skipSlot(op.i, s)));
+    }
+  }
+}
+
+void OpEffectsBuilder::loss(const Op& op, CompiledOp& c, OpEffects& e) {
+  const std::int32_t j = c.j;
+  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  c.durationSlot = durationSlot(op.i, layout_.lossNs());
+  e.transient.push_back(mem(j, layout_.lossPeak()));
+  // A checkpointed micro-batch's loss runs without a graph: the last stage's output, kept
+  // since its forward for this loss, is freed (recompute(i, n-1) makes it again, and the
+  // loss's graph with it).
+  if (schedule_.checkpointed(op.i)) {
+    e.endRelease.push_back(mem(j, layout_.output(j)));
+  } else {
+    e.endAlloc.push_back(mem(j, layout_.lossHeld()));
+  }
+}
+
+void OpEffectsBuilder::recompute(const Op& op, CompiledOp& c, OpEffects& e) {
+  const std::int32_t j = c.j;
+  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  const bool withLoss = training_ && j + 1 == n_;
+  c.durationSlot = durationSlot(op.i, withLoss ? layout_.recomputeWithLossNs() : layout_.forwardNs(j));
+  e.transient.push_back(mem(j, withLoss ? layout_.recomputeWithLossPeak() : layout_.gradForwardPeak(j)));
+  if (!withLoss) e.endTransient.push_back(mem(j, layout_.gradForwardPeakAtEnd(j)));
+  e.endAlloc.push_back(mem(j, layout_.saved(j)));
+  e.endAlloc.push_back(mem(j, layout_.unsavedOutput(j)));  // the recomputed output, its graph's root
+  if (withLoss) e.endAlloc.push_back(mem(j, layout_.lossHeld()));
+}
+
+void OpEffectsBuilder::backwardWeight(const Op& op, CompiledOp& c, OpEffects& e) {
+  const std::int32_t j = c.j;
+  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  // W frees what I kept for it; its transient is the weights' gradients before they are
+  // accumulated, one layer's at a time.
+  c.durationSlot = durationSlot(op.i, layout_.backwardWeightNs(j));
+  e.transient.push_back(
+      mem(j, schedule_.checkpointed(op.i) ? layout_.checkpointedWeightBackwardPeak(j) : layout_.weightBackwardPeak(j)));
+  e.endRelease.push_back(mem(j, keepsSent(op) ? layout_.weightSavedUnsent(j) : layout_.weightSaved(j)));
+  if (j + 1 < n_) {
+    e.endRelease.push_back(mem(j + 1, layout_.gradientHeldOnSender(j)));
+    e.endRelease.push_back(mem(j, layout_.gradientHeldOnReceiver(j)));
+  }
+  if (schedule_.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout_.inputHeldForWeight(j)));
+  if (j > 0) e.endRelease.push_back(mem(j, layout_.inputCopyHeldForWeight(j)));
+  holdOutputUntilNextWeight(op, layout_.outputHeldAfterWeight(j + 1), e);
+  // A popped skip's gradient that W kept as its own stays until the stash partition used it.
+  for (std::int32_t s = 0; s < layout_.skips; ++s) {
+    const auto k = static_cast<std::size_t>(s);
+    if (!crossesPartitions(s) || popPartition_[k] != j) continue;
+    if (!fact(skipFacts_.gradientSharedWithInput, k)) continue;
+    // (A pop that is the partition's first layer shares it with the input's gradient instead.)
+    if (opensItsPartition(spec_.skips[k].popLayer, j)) continue;
+    const auto consumer = schedule_.gradientConsumer(op.i, stashPartition_[k]);
+    if (consumer) e.holds.push_back({mem(j, layout_.skipGradSharedBytes(s)), static_cast<std::uint32_t>(*consumer)});
+  }
+}
+
+void OpEffectsBuilder::backward(const Op& op, CompiledOp& c, OpEffects& e) {
+  const std::int32_t j = c.j;
+  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  const bool input = op.kind == OpKind::BackwardInput;
+  c.durationSlot = durationSlot(op.i, input ? layout_.backwardInputNs(j) : layout_.backwardNs(j));
+  e.transient.push_back(mem(j, input ? layout_.backwardInputPeak(j) : layout_.backwardPeak(j)));
+  if (j > 0) e.endAlloc.push_back(mem(j, layout_.output(j - 1)));  // gradient of j's input
+  if (input) e.endAlloc.push_back(mem(j, layout_.weightSavedGrowth(j)));
+  holdOutputUntilNextWeight(op, layout_.outputHeldAfterInput(j + 1), e);
+  // A B (a custom order may mix them) frees all a first stage's W would have.
+  if (!input) holdOutputUntilNextWeight(op, layout_.outputHeldAfterWeight(j + 1), e);
+  if (keepsSent(op)) {
+    e.endRelease.push_back(mem(j, input ? layout_.savedFreedByInputUnsent(j) : layout_.savedUnsent(j)));
+    sentUntilLastOp_.push_back(mem(j, layout_.sentSaved(j)));
+  } else {
+    e.endRelease.push_back(mem(j, input ? layout_.savedFreedByInput(j) : layout_.saved(j)));
+  }
+  if (keepsSent(op) && j + 1 < n_ && schedule_.deviceOf(j + 1) != schedule_.deviceOf(j)) {
+    sentUntilLastOp_.push_back(mem(j, layout_.unsavedOutput(j)));
+  } else {
+    e.endRelease.push_back(mem(j, layout_.unsavedOutput(j)));
+  }
+  if (j + 1 == n_) e.endRelease.push_back(mem(j, layout_.lossHeld()));
+  if (schedule_.checkpointed(op.i) && j > 0) {
+    e.endRelease.push_back(mem(j - 1, input ? layout_.checkpointedInputFreedByInput(j) : layout_.output(j - 1)));
+  }
+  if (j + 1 < n_) {  // the gradient of j + 1's input, j's output's: I keeps what W needs of it
+    e.endRelease.push_back(mem(j + 1, input ? layout_.outputGradientFreedByInput(j) : layout_.output(j)));
+  }
+  for (std::int32_t s = 0; s < layout_.skips; ++s) {
+    if (!crossesPartitions(s)) continue;
+    const std::int32_t stash = stashOf(s);
+    const std::int32_t pop = popOf(s);
+    if (pop == j && skipHeldUntilPopBackward(op.i)) e.endRelease.push_back(mem(stash, skipSlot(op.i, s)));
+    // The popped skip's gradient, made here, is held until the stash partition used it;
+    // after I, the part W keeps anyway is counted there (skipGradSharedBytes).
+    if (pop == j) e.endAlloc.push_back(mem(j, input ? layout_.skipGradUnsharedBytes(s) : layout_.skipGradBytes(s)));
+    if (stash == j) {
+      const bool popSplit = schedule_.find(OpKind::BackwardWeight, op.i, pop).has_value();
+      e.endRelease.push_back(mem(pop, popSplit ? layout_.skipGradUnsharedBytes(s) : layout_.skipGradBytes(s)));
+    }
+  }
+}
+
+void OpEffectsBuilder::copy(const Op& op, CompiledOp& c, OpEffects& e) {
+  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  const std::int32_t slot = op.kind == OpKind::Copy ? layout_.copyBytes(std::min(c.j, c.toJ), op.gradient)
+                                                    : layout_.skipCopyBytes(narrow(op.skip), op.gradient);
+  c.durationSlot = durationSlot(op.i, op.kind == OpKind::Copy ? layout_.copyNs(std::min(c.j, c.toJ), op.gradient)
+                                                              : layout_.skipCopyNs(narrow(op.skip), op.gradient));
+  // The buffer is allocated on the destination at copy start and freed with the tensor
+  // it carries: at the end of the destination's backward, or I (forward when not
+  // training). What W keeps of it is in the first layer's weight_saved_bytes.
+  e.startAlloc.push_back(mem(c.toJ, slot));
+  // The first stage's I computes nothing: its W runs the whole backward, with the skips'
+  // gradients it received.
+  const bool takenByFirstWeight = op.kind == OpKind::SkipCopy && op.gradient && op.toJ == 0;
+  const auto firstWeight = takenByFirstWeight ? schedule_.find(OpKind::BackwardWeight, op.i, 0) : std::nullopt;
+  const auto consumer = firstWeight ? firstWeight
+                        : training_ ? schedule_.gradientConsumer(op.i, op.toJ)
+                                    : schedule_.find(OpKind::Forward, op.i, op.toJ);
+  if (!consumer) {
+    throw std::logic_error("schedule has no consumer op for " + schedule_.label(op));
+  }
+  // I frees the buffer but what W keeps of it (the two halves of one tensor).
+  const std::int32_t freedSlot = op.kind != OpKind::Copy || schedule_.ops()[*consumer].kind != OpKind::BackwardInput
+                                     ? slot
+                                 : op.gradient ? layout_.gradientCopyFreedByInput(c.toJ)
+                                               : layout_.inputCopyFreedByInput(c.toJ);
+  effects_[*consumer].endRelease.push_back(mem(c.toJ, freedSlot));
+  if (op.kind == OpKind::Copy && !op.gradient) {  // j's input: a stash at its start sent on?
+    for (std::int32_t s = 0; s < layout_.skips; ++s) {
+      if (stashOf(s) == c.toJ && sendsItsInputAsSkip(op.i, s))
+        effects_[*consumer].endAlloc.push_back(mem(c.toJ, skipSlot(op.i, s)));
+    }
+  }
+}
+
+/// The schedule's shape: partitions, skips and their partitions, chunks, training.
+void describeShape(const Schedule& schedule, CompiledSchedule& out) {
+  const ScheduleSpec& spec = schedule.spec();
+  out.layout.n = narrow(schedule.partitions());
+  out.layout.skips = narrow(static_cast<std::int64_t>(spec.skips.size()));
+  out.chunks = narrow(schedule.chunks());
+  out.training = spec.training;
+  out.splitsBackward = spec.training && schedule.splitsBackward();
+  for (const SkipRoute& route : spec.skips) {
+    out.skipStashPartition.push_back(narrow(schedule.partitionOfLayer(route.stashLayer)));
+    out.skipPopPartition.push_back(narrow(schedule.partitionOfLayer(route.popLayer)));
+  }
+}
+
+/// Each op's identity and dependency count (its duration slot and effects come after).
+void describeOp(const Op& op, CompiledOp& c) {
+  c.kind = op.kind;
+  c.i = narrow(op.i);
+  c.j = narrow(op.j);
+  c.toJ = narrow(op.toJ);
+  c.dependencyCount = static_cast<std::uint32_t>(op.deps.size());
+}
+
+/// Successors (reverse dependencies), in increasing op order.
+void linkSuccessors(const std::vector<Op>& ops, CompiledSchedule& out) {
+  const std::size_t count = ops.size();
   std::vector<std::uint32_t> successorCount(count, 0);
   for (const Op& op : ops) {
     for (OpIndex dep : op.deps) ++successorCount[dep];
@@ -335,7 +397,11 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
       out.successors[out.ops[dep].successors.end++] = static_cast<std::uint32_t>(index);
     }
   }
+}
 
+/// The effects into out.effects and the holds into out.holds, with each op's ranges.
+void flattenEffects(const std::vector<OpEffects>& effects, CompiledSchedule& out) {
+  const std::size_t count = effects.size();
   std::vector<std::vector<std::uint32_t>> holdsEnded(count);
   std::vector<CompiledSchedule::OpHolds> opHolds(count);
   for (std::size_t index = 0; index < count; ++index) {
@@ -357,11 +423,13 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
     opHolds[index].until.end = static_cast<std::uint32_t>(out.holdRefs.size());
   }
   if (!out.holds.empty()) out.opHolds = std::move(opHolds);
+}
 
-  // One lane per pipeline device: its worker runs deviceOrder(d), every virtual stage's ops.
+/// One lane per pipeline device: its worker runs deviceOrder(d), every virtual stage's ops.
+void placeOnLanes(const Schedule& schedule, CompiledSchedule& out) {
   const std::int64_t p = schedule.devices();
   out.lanes = narrow(p);
-  for (std::int64_t j = 0; j < n; ++j) out.partitionLane.push_back(narrow(schedule.deviceOf(j)));
+  for (std::int64_t j = 0; j < schedule.partitions(); ++j) out.partitionLane.push_back(narrow(schedule.deviceOf(j)));
   out.orderStart.push_back(0);
   for (std::int64_t d = 0; d < p; ++d) {
     const std::vector<OpIndex>& order = schedule.deviceOrder(d);
@@ -373,8 +441,25 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
     }
     out.orderStart.push_back(static_cast<std::uint32_t>(out.orderOps.size()));
   }
+}
 
-  out.labels.reserve(count);
+}  // namespace
+
+CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skipFacts, bool processPerDevice) {
+  CompiledSchedule out;
+  describeShape(schedule, out);
+  const std::vector<Op>& ops = schedule.ops();
+  OpEffectsBuilder builder(schedule, skipFacts, processPerDevice, out);
+  out.ops.resize(ops.size());
+  for (std::size_t index = 0; index < ops.size(); ++index) {
+    describeOp(ops[index], out.ops[index]);
+    builder.add(index, out.ops[index]);
+  }
+  if (processPerDevice) keepWhatRanksSent(schedule, builder.sentUntilLastOp(), builder.effects());
+  linkSuccessors(ops, out);
+  flattenEffects(builder.effects(), out);
+  placeOnLanes(schedule, out);
+  out.labels.reserve(ops.size());
   for (const Op& op : ops) out.labels.push_back(schedule.label(op));
   return out;
 }
