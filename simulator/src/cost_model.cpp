@@ -301,19 +301,20 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   }
 }
 
-}  // namespace
-
-void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
-                  const Candidate& candidate, const MicroBatching& batching,
-                  const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
-  const SlotLayout& layout = compiled.layout;
-  const std::int32_t n = layout.n;
+void checkBackwardSplit(const CompiledSchedule& compiled, const CostModel& costs, const Candidate& candidate) {
   if (compiled.splitsBackward && !costs.backwardSplit()) {
     throw std::invalid_argument(
         "the " + candidate.scheduleLabel() +
         " schedule splits each backward into input and weight gradients, and the profile has no such split (it "
         "was measured before zero-bubble schedules existed): profile the model again (pipeprof profile)");
   }
+}
+
+/// Sizes the slots and places each partition: its cluster device and its static bytes.
+void placePartitions(const CompiledSchedule& compiled, const CostModel& costs, const Candidate& candidate,
+                     const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
+  const SlotLayout& layout = compiled.layout;
+  const std::int32_t n = layout.n;
   out.durationNs.assign(2 * static_cast<std::size_t>(layout.durationsPerClass()), 0);
   out.bytes.assign(2 * static_cast<std::size_t>(layout.bytesPerClass()), 0);
   out.staticBytes.resize(static_cast<std::size_t>(n));
@@ -325,26 +326,32 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
         costs.staticBytes(firstLayer[static_cast<std::size_t>(j)], firstLayer[static_cast<std::size_t>(j) + 1]) +
         workspaces;
   }
-  auto deviceOf = [&](std::int32_t j) { return out.partitionDevice[static_cast<std::size_t>(j)]; };
+}
+
+/// What resolveCosts' steps share: its inputs, and the placed partitions in `out`.
+struct CostResolution {
+  const CompiledSchedule& compiled;
+  CostModel& costs;
+  const Cluster& cluster;
+  const std::vector<std::int64_t>& firstLayer;
+  /// Per partition j, the skip its last layer passes on as j's output, or -1 (skipsPassedOn).
+  const std::vector<std::int32_t>& passedOn;
+  ResolvedCosts& out;
+  const bool sharedLinks;
+
+  std::int32_t deviceOf(std::int32_t j) const { return out.partitionDevice[static_cast<std::size_t>(j)]; }
   // Partitions whose tensors the other uses as they are (one device, or one host's memory; with
   // one process per device, one rank).
-  auto sharesTensors = [&](std::int32_t a, std::int32_t b) {
+  bool sharesTensors(std::int32_t a, std::int32_t b) const {
     if (cluster.processPerDevice) {
       return compiled.partitionLane[static_cast<std::size_t>(a)] == compiled.partitionLane[static_cast<std::size_t>(b)];
     }
     return deviceOf(a) == deviceOf(b) || isZeroCostLink(cluster.link(deviceOf(a), deviceOf(b)));
-  };
-  out.deviceHost = hostIndices(cluster);
-  const bool shared = out.sharedLinks();
-  if (shared) {
-    out.copyLatencyNs.assign(out.durationNs.size(), 0);
-  } else {
-    out.copyLatencyNs.clear();
   }
   // Transfer time (with shared links its latency part in copyLatencyNs) and destination buffer
   // (a tensor of `bytes`, counted as the cost model counts tensors) of `bytes` moved from
   // partition a to partition b.
-  auto transfer = [&](std::int32_t a, std::int32_t b, Bytes bytes, std::int32_t durationSlot, Bytes& bufferBytes) {
+  void transfer(std::int32_t a, std::int32_t b, Bytes bytes, std::int32_t durationSlot, Bytes& bufferBytes) const {
     TimeNs& timeNs = out.durationNs[static_cast<std::size_t>(durationSlot)];
     if (sharesTensors(a, b)) {
       timeNs = 0;
@@ -354,139 +361,192 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     const Link& link = cluster.link(deviceOf(a), deviceOf(b));
     timeNs = link.transferNs(bytes);
     bufferBytes = costs.tensorBytes(bytes);
-    if (shared) out.copyLatencyNs[static_cast<std::size_t>(durationSlot)] = timeNs > 0 ? link.latencyNs : 0;
-  };
+    if (sharedLinks) out.copyLatencyNs[static_cast<std::size_t>(durationSlot)] = timeNs > 0 ? link.latencyNs : 0;
+  }
+};
 
-  const Profile& profile = costs.profile();
-  const std::vector<std::int32_t> passedOn = skipsPassedOn(compiled, costs, firstLayer);
-  for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
-    const std::int64_t size = sizeClass == 0 ? batching.chunkSize : batching.lastSize;
-    const LayerCostTable& table = costs.table(size);
-    TimeNs* duration = out.durationNs.data() + sizeClass * layout.durationsPerClass();
-    const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
-    Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
-    const SkipGradientBytes skipGradients(compiled, costs, table, firstLayer, size);
-    for (std::int32_t j = 0; j < n; ++j) {
-      const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
-      const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
-      const double speed = cluster.devices[static_cast<std::size_t>(deviceOf(j))].relativeSpeed;
-      duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
-      duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
-      bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
-      if (compiled.splitsBackward) {
-        const SplitTimes times =
-            stageSplitTimes(j, scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed),
-                            scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed),
-                            duration[layout.backwardNs(j)]);
-        duration[layout.backwardInputNs(j)] = times.inputNs;
-        duration[layout.backwardWeightNs(j)] = times.weightNs;
-        resolveSplitBytes(layout, table, first, end, firstInputUser(costs, first, end), j,
-                          j > 0 && sharesTensors(j - 1, j), j + 1 < n && sharesTensors(j, j + 1), bytes);
-      }
-      bytes[layout.output(j)] = table.outputBytes[end - 1];
-      // The stage's output lives until backward(i, j); the part of it the last layer's saved
-      // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.
-      // A last layer that passes on what it stashes allocated nothing: its output is its input,
-      // the previous layer's output (or the stage's input, held by j - 1 already).
-      const bool passesOn = !passedOn.empty() && passedOn[static_cast<std::size_t>(j)] >= 0;
-      const std::size_t allocating = passesOn ? end - 2 : end - 1;
-      bytes[layout.unsavedOutput(j)] = passesOn && end - 1 == first ? 0 : table.unsavedOutputBytes(allocating);
-      // In training a skip popped here from another partition is a leaf: its gradient is made
-      // by the popping layer's backward (skip_gradient_bytes.h says what its walk holds of it).
-      // (No call for a profile without skips: the search walks every layer of every candidate.)
-      auto heldSkipGradients = [&](std::size_t l, bool input) {
-        return layout.skips == 0 ? Bytes{0} : skipGradients.heldAt(j, end, l, input);
-      };
-      const TransientPeaks peaks =
-          transientPeaks(table, first, end, j + 1 < n, compiled.splitsBackward, j > 0, heldSkipGradients);
-      bytes[layout.gradForwardPeak(j)] = peaks.gradForwardLate ? 0 : peaks.gradForward;
-      bytes[layout.gradForwardPeakAtEnd(j)] = peaks.gradForwardLate ? peaks.gradForward : 0;
-      bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
-      bytes[layout.backwardPeak(j)] = peaks.backward;
-      bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
-      if (compiled.splitsBackward)
-        bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
-      if (compiled.splitsBackward && j == 0) {  // W is all of the backward
-        bytes[layout.weightBackwardPeak(j)] = peaks.backward;
-        bytes[layout.checkpointedWeightBackwardPeak(j)] = peaks.backwardOutputFreed;
-      }
-      if (j + 1 < n) {
-        const Bytes boundary = table.outputMovedBytes[end - 1];
-        transfer(j, j + 1, boundary, classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
-        transfer(j + 1, j, boundary, classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
-      }
-    }
-    // I frees a tensor crossing between partitions but the part W keeps of it, which moves to
-    // W's count at once (the slots' comments in compiled_schedule.h).
-    for (std::int32_t j = 0; compiled.splitsBackward && j + 1 < n; ++j) {
-      bytes[layout.outputGradientFreedByInput(j)] =
-          std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.gradientHeldOnSender(j)]);
-      bytes[layout.gradientCopyFreedByInput(j)] =
-          std::max<Bytes>(0, bytes[layout.copyBytes(j, true)] - bytes[layout.gradientHeldOnReceiver(j)]);
-      bytes[layout.inputCopyFreedByInput(j + 1)] =
-          std::max<Bytes>(0, bytes[layout.copyBytes(j, false)] - bytes[layout.inputCopyHeldForWeight(j + 1)]);
-    }
-    for (std::int32_t s = 0; s < layout.skips; ++s) {
-      const Bytes skip = profile.skips[static_cast<std::size_t>(s)].bytesPerSample * size;
-      const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
-      const std::int32_t pop = compiled.skipPopPartition[static_cast<std::size_t>(s)];
-      bytes[layout.skipBytes(s)] = costs.tensorBytes(skip);
-      bytes[layout.skipGradBytes(s)] = costs.tensorBytes(skip) - skipGradients.sharedInBackward(s, /*atInput=*/true);
-      bytes[layout.skipGradSharedBytes(s)] = skipGradients.sharedWithInput(s);
-      bytes[layout.skipGradUnsharedBytes(s)] = costs.tensorBytes(skip) - bytes[layout.skipGradSharedBytes(s)];
-      bytes[layout.skipUnsavedBytes(s)] =
-          costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * size);
-      if (passedOn[static_cast<std::size_t>(stash)] == s) {
-        // The skip is the stash partition's output. In training that output outlives the skip's
-        // hold (kept until backward(i, stash + 1), or until backward(i, stash) as U): the skip
-        // adds nothing. Not training, the skip outlives the output (kept until forward(i, stash
-        // + 1)): the output adds nothing.
-        if (compiled.training) {
-          bytes[layout.skipBytes(s)] = 0;
-          bytes[layout.skipUnsavedBytes(s)] = 0;
-        } else {
-          bytes[layout.output(stash)] = 0;
-        }
-      }
-      // A stash layer that opens its partition and passes its input on stashes the partition's
-      // input, which the stage keeps until its backward (for a recompute, or as the graph's
-      // leaf), after the pop's: in training the skip adds nothing. (With one process per device
-      // a send to another rank keeps it past that backward; it is counted there.)
-      const SkipProfile& skipProfile = profile.skips[static_cast<std::size_t>(s)];
-      const bool opensPartition = stash > 0 && skipProfile.stashLayer == firstLayer[static_cast<std::size_t>(stash)] &&
-                                  costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
-      if (compiled.training && opensPartition && (!cluster.processPerDevice || sharesTensors(stash, pop))) {
-        bytes[layout.skipBytes(s)] = 0;
-        bytes[layout.skipUnsavedBytes(s)] = 0;
-      }
-      transfer(stash, pop, skip, classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
-      transfer(pop, stash, skip, classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
-    }
-    // One process per device: a backward frees its partition's saved bytes less what the sends
-    // keep (sentSaved): the part of an output sent to another rank its saved bytes hold, and the
-    // part of a skip sent to another rank the stash partition's graph saved (its next layer took
-    // it as its input). Threads never read these slots.
-    if (cluster.processPerDevice) {
-      for (std::int32_t j = 0; j + 1 < n; ++j) {
-        if (!sharesTensors(j, j + 1))
-          bytes[layout.sentSaved(j)] = std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.unsavedOutput(j)]);
-      }
-      for (std::int32_t s = 0; s < layout.skips; ++s) {
-        const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
-        if (!sharesTensors(stash, compiled.skipPopPartition[static_cast<std::size_t>(s)]))
-          bytes[layout.sentSaved(stash)] += bytes[layout.skipBytes(s)] - bytes[layout.skipUnsavedBytes(s)];
-      }
-      for (std::int32_t j = 0; j < n; ++j) {
-        const Bytes sent = std::min(bytes[layout.sentSaved(j)], bytes[layout.saved(j)]);
-        bytes[layout.sentSaved(j)] = sent;
-        bytes[layout.savedUnsent(j)] = bytes[layout.saved(j)] - sent;
-        const Bytes sentFreedByInput = std::min(sent, bytes[layout.savedFreedByInput(j)]);
-        bytes[layout.savedFreedByInputUnsent(j)] = bytes[layout.savedFreedByInput(j)] - sentFreedByInput;
-        bytes[layout.weightSavedUnsent(j)] =
-            std::max<Bytes>(0, bytes[layout.weightSaved(j)] - (sent - sentFreedByInput));
-      }
+/// One size class: its micro-batch size, its layers' costs, and its slots in `out`.
+struct SizeClassSlots {
+  std::int64_t size;
+  const LayerCostTable& table;
+  const SkipGradientBytes& skipGradients;
+  std::int32_t classSlot;
+  TimeNs* duration;
+  Bytes* bytes;
+};
+
+/// Partition j's durations, its bytes and transient peaks, and the copies to and from j + 1.
+void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t j) {
+  const SlotLayout& layout = r.compiled.layout;
+  const std::int32_t n = layout.n;
+  const LayerCostTable& table = c.table;
+  TimeNs* duration = c.duration;
+  Bytes* bytes = c.bytes;
+  const auto first = static_cast<std::size_t>(r.firstLayer[static_cast<std::size_t>(j)]);
+  const auto end = static_cast<std::size_t>(r.firstLayer[static_cast<std::size_t>(j) + 1]);
+  const double speed = r.cluster.devices[static_cast<std::size_t>(r.deviceOf(j))].relativeSpeed;
+  duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
+  duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
+  bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
+  if (r.compiled.splitsBackward) {
+    const SplitTimes times =
+        stageSplitTimes(j, scaleTime(table.backwardInputPrefix[end] - table.backwardInputPrefix[first], speed),
+                        scaleTime(table.backwardWeightPrefix[end] - table.backwardWeightPrefix[first], speed),
+                        duration[layout.backwardNs(j)]);
+    duration[layout.backwardInputNs(j)] = times.inputNs;
+    duration[layout.backwardWeightNs(j)] = times.weightNs;
+    resolveSplitBytes(layout, table, first, end, firstInputUser(r.costs, first, end), j,
+                      j > 0 && r.sharesTensors(j - 1, j), j + 1 < n && r.sharesTensors(j, j + 1), bytes);
+  }
+  bytes[layout.output(j)] = table.outputBytes[end - 1];
+  // The stage's output lives until backward(i, j); the part of it the last layer's saved
+  // bytes hold (its own graph saved it, or a later layer saved it as its input) is counted.
+  // A last layer that passes on what it stashes allocated nothing: its output is its input,
+  // the previous layer's output (or the stage's input, held by j - 1 already).
+  const bool passesOn = !r.passedOn.empty() && r.passedOn[static_cast<std::size_t>(j)] >= 0;
+  const std::size_t allocating = passesOn ? end - 2 : end - 1;
+  bytes[layout.unsavedOutput(j)] = passesOn && end - 1 == first ? 0 : table.unsavedOutputBytes(allocating);
+  // In training a skip popped here from another partition is a leaf: its gradient is made
+  // by the popping layer's backward (skip_gradient_bytes.h says what its walk holds of it).
+  // (No call for a profile without skips: the search walks every layer of every candidate.)
+  auto heldSkipGradients = [&](std::size_t l, bool input) {
+    return layout.skips == 0 ? Bytes{0} : c.skipGradients.heldAt(j, end, l, input);
+  };
+  const TransientPeaks peaks =
+      transientPeaks(table, first, end, j + 1 < n, r.compiled.splitsBackward, j > 0, heldSkipGradients);
+  bytes[layout.gradForwardPeak(j)] = peaks.gradForwardLate ? 0 : peaks.gradForward;
+  bytes[layout.gradForwardPeakAtEnd(j)] = peaks.gradForwardLate ? peaks.gradForward : 0;
+  bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
+  bytes[layout.backwardPeak(j)] = peaks.backward;
+  bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
+  if (r.compiled.splitsBackward) bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
+  if (r.compiled.splitsBackward && j == 0) {  // W is all of the backward
+    bytes[layout.weightBackwardPeak(j)] = peaks.backward;
+    bytes[layout.checkpointedWeightBackwardPeak(j)] = peaks.backwardOutputFreed;
+  }
+  if (j + 1 < n) {
+    const Bytes boundary = table.outputMovedBytes[end - 1];
+    r.transfer(j, j + 1, boundary, c.classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
+    r.transfer(j + 1, j, boundary, c.classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
+  }
+}
+
+/// I frees a tensor crossing between partitions but the part W keeps of it, which moves to
+/// W's count at once (the slots' comments in compiled_schedule.h).
+void resolveSplitHandOver(const CompiledSchedule& compiled, Bytes* bytes) {
+  const SlotLayout& layout = compiled.layout;
+  for (std::int32_t j = 0; compiled.splitsBackward && j + 1 < layout.n; ++j) {
+    bytes[layout.outputGradientFreedByInput(j)] =
+        std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.gradientHeldOnSender(j)]);
+    bytes[layout.gradientCopyFreedByInput(j)] =
+        std::max<Bytes>(0, bytes[layout.copyBytes(j, true)] - bytes[layout.gradientHeldOnReceiver(j)]);
+    bytes[layout.inputCopyFreedByInput(j + 1)] =
+        std::max<Bytes>(0, bytes[layout.copyBytes(j, false)] - bytes[layout.inputCopyHeldForWeight(j + 1)]);
+  }
+}
+
+/// Skip s's bytes, its gradient's, and its copies between the stash and the pop partition.
+void resolveSkip(const CostResolution& r, const SizeClassSlots& c, std::int32_t s) {
+  const SlotLayout& layout = r.compiled.layout;
+  const Profile& profile = r.costs.profile();
+  Bytes* bytes = c.bytes;
+  const Bytes skip = profile.skips[static_cast<std::size_t>(s)].bytesPerSample * c.size;
+  const std::int32_t stash = r.compiled.skipStashPartition[static_cast<std::size_t>(s)];
+  const std::int32_t pop = r.compiled.skipPopPartition[static_cast<std::size_t>(s)];
+  bytes[layout.skipBytes(s)] = r.costs.tensorBytes(skip);
+  bytes[layout.skipGradBytes(s)] = r.costs.tensorBytes(skip) - c.skipGradients.sharedInBackward(s, /*atInput=*/true);
+  bytes[layout.skipGradSharedBytes(s)] = c.skipGradients.sharedWithInput(s);
+  bytes[layout.skipGradUnsharedBytes(s)] = r.costs.tensorBytes(skip) - bytes[layout.skipGradSharedBytes(s)];
+  bytes[layout.skipUnsavedBytes(s)] =
+      r.costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * c.size);
+  if (r.passedOn[static_cast<std::size_t>(stash)] == s) {
+    // The skip is the stash partition's output. In training that output outlives the skip's
+    // hold (kept until backward(i, stash + 1), or until backward(i, stash) as U): the skip
+    // adds nothing. Not training, the skip outlives the output (kept until forward(i, stash
+    // + 1)): the output adds nothing.
+    if (r.compiled.training) {
+      bytes[layout.skipBytes(s)] = 0;
+      bytes[layout.skipUnsavedBytes(s)] = 0;
+    } else {
+      bytes[layout.output(stash)] = 0;
     }
   }
+  // A stash layer that opens its partition and passes its input on stashes the partition's
+  // input, which the stage keeps until its backward (for a recompute, or as the graph's
+  // leaf), after the pop's: in training the skip adds nothing. (With one process per device
+  // a send to another rank keeps it past that backward; it is counted there.)
+  const SkipProfile& skipProfile = profile.skips[static_cast<std::size_t>(s)];
+  const bool opensPartition = stash > 0 && skipProfile.stashLayer == r.firstLayer[static_cast<std::size_t>(stash)] &&
+                              r.costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
+  if (r.compiled.training && opensPartition && (!r.cluster.processPerDevice || r.sharesTensors(stash, pop))) {
+    bytes[layout.skipBytes(s)] = 0;
+    bytes[layout.skipUnsavedBytes(s)] = 0;
+  }
+  r.transfer(stash, pop, skip, c.classSlot + layout.skipCopyNs(s, false), bytes[layout.skipCopyBytes(s, false)]);
+  r.transfer(pop, stash, skip, c.classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
+}
+
+/// One process per device: a backward frees its partition's saved bytes less what the sends
+/// keep (sentSaved): the part of an output sent to another rank its saved bytes hold, and the
+/// part of a skip sent to another rank the stash partition's graph saved (its next layer took
+/// it as its input). Threads never read these slots.
+void resolveSentSaved(const CostResolution& r, Bytes* bytes) {
+  const SlotLayout& layout = r.compiled.layout;
+  const std::int32_t n = layout.n;
+  for (std::int32_t j = 0; j + 1 < n; ++j) {
+    if (!r.sharesTensors(j, j + 1))
+      bytes[layout.sentSaved(j)] = std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.unsavedOutput(j)]);
+  }
+  for (std::int32_t s = 0; s < layout.skips; ++s) {
+    const std::int32_t stash = r.compiled.skipStashPartition[static_cast<std::size_t>(s)];
+    if (!r.sharesTensors(stash, r.compiled.skipPopPartition[static_cast<std::size_t>(s)]))
+      bytes[layout.sentSaved(stash)] += bytes[layout.skipBytes(s)] - bytes[layout.skipUnsavedBytes(s)];
+  }
+  for (std::int32_t j = 0; j < n; ++j) {
+    const Bytes sent = std::min(bytes[layout.sentSaved(j)], bytes[layout.saved(j)]);
+    bytes[layout.sentSaved(j)] = sent;
+    bytes[layout.savedUnsent(j)] = bytes[layout.saved(j)] - sent;
+    const Bytes sentFreedByInput = std::min(sent, bytes[layout.savedFreedByInput(j)]);
+    bytes[layout.savedFreedByInputUnsent(j)] = bytes[layout.savedFreedByInput(j)] - sentFreedByInput;
+    bytes[layout.weightSavedUnsent(j)] = std::max<Bytes>(0, bytes[layout.weightSaved(j)] - (sent - sentFreedByInput));
+  }
+}
+
+/// The durations and bytes of one size class (0: a full micro-batch, 1: the last one).
+void resolveSizeClass(const CostResolution& r, const MicroBatching& batching, int sizeClass) {
+  const SlotLayout& layout = r.compiled.layout;
+  const std::int64_t size = sizeClass == 0 ? batching.chunkSize : batching.lastSize;
+  const LayerCostTable& table = r.costs.table(size);
+  const SkipGradientBytes skipGradients(r.compiled, r.costs, table, r.firstLayer, size);
+  const SizeClassSlots slots{size,
+                             table,
+                             skipGradients,
+                             sizeClass * layout.durationsPerClass(),
+                             r.out.durationNs.data() + sizeClass * layout.durationsPerClass(),
+                             r.out.bytes.data() + sizeClass * layout.bytesPerClass()};
+  for (std::int32_t j = 0; j < layout.n; ++j) resolveStage(r, slots, j);
+  resolveSplitHandOver(r.compiled, slots.bytes);
+  for (std::int32_t s = 0; s < layout.skips; ++s) resolveSkip(r, slots, s);
+  if (r.cluster.processPerDevice) resolveSentSaved(r, slots.bytes);
+}
+
+}  // namespace
+
+void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
+                  const Candidate& candidate, const MicroBatching& batching,
+                  const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
+  checkBackwardSplit(compiled, costs, candidate);
+  placePartitions(compiled, costs, candidate, firstLayer, out);
+  out.deviceHost = hostIndices(cluster);
+  const bool shared = out.sharedLinks();
+  if (shared) {
+    out.copyLatencyNs.assign(out.durationNs.size(), 0);
+  } else {
+    out.copyLatencyNs.clear();
+  }
+  const std::vector<std::int32_t> passedOn = skipsPassedOn(compiled, costs, firstLayer);
+  const CostResolution resolution{compiled, costs, cluster, firstLayer, passedOn, out, shared};
+  for (int sizeClass = 0; sizeClass < 2; ++sizeClass) resolveSizeClass(resolution, batching, sizeClass);
   if (costs.launches()) {
     resolveLaunches(compiled, costs, cluster, batching, firstLayer, out);
   } else {
