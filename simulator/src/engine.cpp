@@ -26,11 +26,36 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   costs_ = &costs;
   deviceCount_ = deviceCount;
   const std::size_t count = compiled.ops.size();
-  const auto lanes = static_cast<std::size_t>(compiled.lanes);
-  const auto devices = static_cast<std::size_t>(deviceCount);
+  resetOps(recordMemorySamples);
+  // Links: the device pairs, then (shared links) the host pairs.
+  sharedLinks_ = costs.sharedLinks();
+  const std::int32_t hosts = sharedLinks_ ? costs.hostCount() : 0;
+  resetLinks(hosts);
+  placeLanes();
+  assignResources(hosts);
+  for (std::size_t op = 0; op < count; ++op) {
+    if (remaining_[op] == 0) makeReady(static_cast<std::uint32_t>(op), 0);
+  }
 
+  std::size_t finished = 0;
+  // The loop is compiled once per model, so the one without launches pays nothing for them.
+  const TimeNs now = launches_ ? runEvents<true>(finished) : runEvents<false>(finished);
+  if (finished != count) {
+    throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " + std::to_string(count) +
+                           " ops never became ready (cyclic dependencies?)");
+  }
+  // A stale link check may outlive the last op; the step ends with the last op.
+  iterationNs_ = sharedLinks_ ? (count > 0 ? *std::max_element(endNs_.begin(), endNs_.end()) : 0) : now;
+}
+
+void Engine::resetOps(bool recordMemorySamples) {
+  const CompiledSchedule& compiled = *compiled_;
+  const ResolvedCosts& costs = *costs_;
+  const std::size_t count = compiled.ops.size();
+  const auto lanes = static_cast<std::size_t>(compiled.lanes);
+  const auto devices = static_cast<std::size_t>(deviceCount_);
   events_.clear();
-  memory_.reset(compiled.partitionLane, compiled.lanes, costs.partitionDevice, costs.staticBytes, deviceCount,
+  memory_.reset(compiled.partitionLane, compiled.lanes, costs.partitionDevice, costs.staticBytes, deviceCount_,
                 recordMemorySamples);
   remaining_.resize(count);
   startNs_.assign(count, -1);
@@ -52,10 +77,10 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
     launchedNs_.assign(count, -1);
     firstKernelNs_.assign(count, -1);
   }
-  // Links: the device pairs, then (shared links) the host pairs.
-  sharedLinks_ = costs.sharedLinks();
-  const std::int32_t hosts = sharedLinks_ ? costs.hostCount() : 0;
-  linkCount_ = deviceCount * deviceCount + hosts * hosts;
+}
+
+void Engine::resetLinks(std::int32_t hosts) {
+  linkCount_ = deviceCount_ * deviceCount_ + hosts * hosts;
   const auto linkCount = static_cast<std::size_t>(linkCount_);
   if (links_.size() < linkCount) links_.resize(linkCount);
   for (LinkQueue& link : links_) {
@@ -72,24 +97,32 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
   touchedLinks_.clear();
   iterationNs_ = 0;
   eventCount_ = 0;
+}
 
+void Engine::placeLanes() {
   // Lane d runs on stage d's cluster device; the lanes of each device in increasing d.
+  const auto lanes = static_cast<std::size_t>(compiled_->lanes);
+  const auto devices = static_cast<std::size_t>(deviceCount_);
   laneDevice_.resize(lanes);
-  for (std::size_t d = 0; d < lanes; ++d) laneDevice_[d] = costs.partitionDevice[d];
+  for (std::size_t d = 0; d < lanes; ++d) laneDevice_[d] = costs_->partitionDevice[d];
   deviceLaneStart_.assign(devices + 1, 0);
   for (std::size_t d = 0; d < lanes; ++d) ++deviceLaneStart_[static_cast<std::size_t>(laneDevice_[d]) + 1];
   for (std::size_t device = 0; device < devices; ++device) deviceLaneStart_[device + 1] += deviceLaneStart_[device];
   deviceLanes_.resize(lanes);
-  {
-    std::vector<std::int32_t>& fill = touchedDevices_;  // scratch, cleared below
-    fill.assign(deviceLaneStart_.begin(), deviceLaneStart_.end() - 1);
-    for (std::size_t d = 0; d < lanes; ++d) {
-      const auto device = static_cast<std::size_t>(laneDevice_[d]);
-      deviceLanes_[static_cast<std::size_t>(fill[device]++)] = static_cast<std::int32_t>(d);
-    }
-    fill.clear();
+  std::vector<std::int32_t>& fill = touchedDevices_;  // scratch, cleared below
+  fill.assign(deviceLaneStart_.begin(), deviceLaneStart_.end() - 1);
+  for (std::size_t d = 0; d < lanes; ++d) {
+    const auto device = static_cast<std::size_t>(laneDevice_[d]);
+    deviceLanes_[static_cast<std::size_t>(fill[device]++)] = static_cast<std::int32_t>(d);
   }
+  fill.clear();
+}
 
+void Engine::assignResources(std::int32_t hosts) {
+  const CompiledSchedule& compiled = *compiled_;
+  const ResolvedCosts& costs = *costs_;
+  const std::int32_t deviceCount = deviceCount_;
+  const std::size_t count = compiled.ops.size();
   for (std::size_t op = 0; op < count; ++op) {
     const CompiledOp& c = compiled.ops[op];
     remaining_[op] = c.dependencyCount;
@@ -116,19 +149,6 @@ void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, s
       resource_[op] = c.isBackwardPass() ? compiled.lanes + resource_[op] : c.lane;
     }
   }
-  for (std::size_t op = 0; op < count; ++op) {
-    if (remaining_[op] == 0) makeReady(static_cast<std::uint32_t>(op), 0);
-  }
-
-  std::size_t finished = 0;
-  // The loop is compiled once per model, so the one without launches pays nothing for them.
-  const TimeNs now = launches_ ? runEvents<true>(finished) : runEvents<false>(finished);
-  if (finished != count) {
-    throw std::logic_error("simulation stalled: " + std::to_string(count - finished) + " of " + std::to_string(count) +
-                           " ops never became ready (cyclic dependencies?)");
-  }
-  // A stale link check may outlive the last op; the step ends with the last op.
-  iterationNs_ = sharedLinks_ ? (count > 0 ? *std::max_element(endNs_.begin(), endNs_.end()) : 0) : now;
 }
 
 template <bool Launches>

@@ -70,6 +70,14 @@ class Engine {
     std::size_t head = 0;
   };
 
+  /// run()'s steps. Sizes and clears the per-op, per-lane and per-compute-resource buffers.
+  void resetOps(bool recordMemorySamples);
+  /// Clears the links (the device pairs, then `hosts` squared host pairs) and the touched lists.
+  void resetLinks(std::int32_t hosts);
+  /// Each lane's cluster device, and the lanes of each device.
+  void placeLanes();
+  /// Each op's dependency count and resource (see resourceOf); each lane's busy time.
+  void assignResources(std::int32_t hosts);
   /// The event loop; returns the time of the last event.
   template <bool Launches>
   TimeNs runEvents(std::size_t& finished);
