@@ -207,149 +207,230 @@ SearchResult search(const Profile& profile, const Cluster& cluster, const Search
       space, progress);
 }
 
-SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const SearchProgress& progress) {
-  const ShapeInputs base = inputs(ScheduleKind::GPipe, 1, Checkpoint::Never);
-  validateSpace(*base.profile, *base.cluster, space);
-  const std::int64_t layers = base.profile->layerCount();
-  const std::int64_t p = space.devices;
-  std::vector<ScheduleShape> shapes = scheduleShapes(space);
+namespace {
+
+/// With an older profile (no I/W times to simulate zero bubble with), the zero-bubble families
+/// leave `shapes`; returns them, each once, in their order there.
+std::vector<ScheduleKind> leaveOutUnsplitZeroBubble(const Profile& profile, std::vector<ScheduleShape>& shapes) {
   std::vector<ScheduleKind> leftOut;
-  if (!base.profile->hasBackwardSplit()) {  // an older profile: no I/W times to simulate zero bubble with
-    for (const ScheduleShape& shape : shapes) {
-      if (splitsBackward(shape.kind) && std::find(leftOut.begin(), leftOut.end(), shape.kind) == leftOut.end()) {
-        leftOut.push_back(shape.kind);
-      }
-    }
-    shapes.erase(std::remove_if(shapes.begin(), shapes.end(),
-                                [](const ScheduleShape& shape) { return splitsBackward(shape.kind); }),
-                 shapes.end());
-    if (shapes.empty()) {
-      throw std::invalid_argument(
-          "search: the zero-bubble schedules need each layer's backward split into input and weight gradients, "
-          "which the profile has not measured (it predates them): profile the model again (pipeprof profile)");
+  if (profile.hasBackwardSplit()) return leftOut;
+  for (const ScheduleShape& shape : shapes) {
+    if (splitsBackward(shape.kind) && std::find(leftOut.begin(), leftOut.end(), shape.kind) == leftOut.end()) {
+      leftOut.push_back(shape.kind);
     }
   }
-  const std::vector<std::int64_t> chunkList = sortedUnique(space.chunks);
-  const std::vector<Checkpoint> modes = sortedUnique(space.modes);
+  shapes.erase(std::remove_if(shapes.begin(), shapes.end(),
+                              [](const ScheduleShape& shape) { return splitsBackward(shape.kind); }),
+               shapes.end());
+  if (shapes.empty()) {
+    throw std::invalid_argument(
+        "search: the zero-bubble schedules need each layer's backward split into input and weight gradients, "
+        "which the profile has not measured (it predates them): profile the model again (pipeprof profile)");
+  }
+  return leftOut;
+}
 
-  // Inputs per schedule and mode, balances per schedule (v, from its inputs without
-  // checkpoints); a schedule with more stages than layers is one rejection.
-  std::vector<std::vector<ShapeInputs>> modeInputs(shapes.size());
-  std::vector<std::vector<sim::Balance>> balances(shapes.size());
+/// A shape's inputs in `mode`, checked to have gpipe's layers and devices.
+ShapeInputs checkedInputs(const InputsByShape& inputs, const ShapeInputs& base, const ScheduleShape& shape,
+                          Checkpoint mode) {
+  const ShapeInputs shapeInputs = inputs(shape.kind, shape.v, mode);
+  if (shapeInputs.profile->layerCount() != base.profile->layerCount() ||
+      shapeInputs.cluster->deviceCount() != base.cluster->deviceCount()) {
+    throw std::invalid_argument("search: the inputs of " + scheduleLabel(shape.kind, shape.v) + " " +
+                                std::string(checkpointName(mode)) + " have other layers or devices than gpipe's");
+  }
+  return shapeInputs;
+}
+
+/// Per shape, its inputs per mode and its balances (v, from its inputs without checkpoints);
+/// `total`: the candidates to decide, a shape with more stages than layers one rejection.
+struct ShapePlan {
+  std::vector<std::vector<ShapeInputs>> modeInputs;
+  std::vector<std::vector<sim::Balance>> balances;
   std::int64_t total = 0;
-  auto checkedInputs = [&](const ScheduleShape& shape, Checkpoint mode) {
-    const ShapeInputs shapeInputs = inputs(shape.kind, shape.v, mode);
-    if (shapeInputs.profile->layerCount() != layers ||
-        shapeInputs.cluster->deviceCount() != base.cluster->deviceCount()) {
-      throw std::invalid_argument("search: the inputs of " + scheduleLabel(shape.kind, shape.v) + " " +
-                                  std::string(checkpointName(mode)) + " have other layers or devices than gpipe's");
-    }
-    return shapeInputs;
-  };
+};
+
+ShapePlan planShapes(const InputsByShape& inputs, const ShapeInputs& base, const SearchSpace& space,
+                     const std::vector<ScheduleShape>& shapes, const std::vector<Checkpoint>& modes,
+                     std::size_t chunkCount) {
+  const std::int64_t layers = base.profile->layerCount();
+  ShapePlan plan;
+  plan.modeInputs.resize(shapes.size());
+  plan.balances.resize(shapes.size());
   for (std::size_t s = 0; s < shapes.size(); ++s) {
-    for (const Checkpoint mode : modes) modeInputs[s].push_back(checkedInputs(shapes[s], mode));
-    if (p * shapes[s].v > layers) {
-      ++total;
+    for (const Checkpoint mode : modes) plan.modeInputs[s].push_back(checkedInputs(inputs, base, shapes[s], mode));
+    if (space.devices * shapes[s].v > layers) {
+      ++plan.total;
       continue;
     }
-    const ShapeInputs balanceInputs = checkedInputs(shapes[s], Checkpoint::Never);
-    balances[s] = enumerateBalances(*balanceInputs.profile, *balanceInputs.cluster, space, shapes[s].v,
-                                    stagePlacement(shapes[s].kind));
-    total += static_cast<std::int64_t>(balances[s].size() * chunkList.size() * modes.size());
+    const ShapeInputs balanceInputs = checkedInputs(inputs, base, shapes[s], Checkpoint::Never);
+    plan.balances[s] = enumerateBalances(*balanceInputs.profile, *balanceInputs.cluster, space, shapes[s].v,
+                                         stagePlacement(shapes[s].kind));
+    plan.total += static_cast<std::int64_t>(plan.balances[s].size() * chunkCount * modes.size());
   }
+  return plan;
+}
 
-  // Profile-level checks (skip layers, cost samples) once; every enumerated balance is valid.
+/// Profile-level checks (skip layers, cost samples) once; every enumerated balance is valid.
+void validateProfileOnce(const ShapeInputs& base, const SearchSpace& space) {
+  const std::int64_t layers = base.profile->layerCount();
+  const std::int64_t p = space.devices;
   Candidate probe;
   probe.balance.assign(static_cast<std::size_t>(p), 1);
   probe.balance.front() += layers - p;
   probe.batch = space.batch;
   sim::validateCandidate(*base.profile, *base.cluster, probe);
+}
+
+/// The candidates of the planned shapes in search order, each decided (simulated and ranked,
+/// or rejected) into `result`, with progress reported and the caller's cancel obeyed.
+class CandidateLoop {
+ public:
+  CandidateLoop(const SearchSpace& space, const SearchProgress& progress, const std::vector<ScheduleShape>& shapes,
+                const ShapePlan& plan, const std::vector<std::int64_t>& chunkList, const std::vector<Checkpoint>& modes,
+                std::int64_t layers, SearchResult& result)
+      : space_(space),
+        progress_(progress),
+        shapes_(shapes),
+        plan_(plan),
+        chunkList_(chunkList),
+        modes_(modes),
+        layers_(layers),
+        result_(result) {
+    candidate_.batch = space.batch;
+  }
+
+  /// Reports the start; false when the caller cancelled.
+  bool start() {
+    if (progress_ && !progress_(0, plan_.total)) result_.cancelled = true;
+    return !result_.cancelled;
+  }
+  /// Decides the candidates of shape s.
+  void searchShape(std::size_t s);
+
+ private:
+  static constexpr std::int64_t kProgressEvery = 256;
+  /// Counts one decided candidate; false when the caller cancelled.
+  bool advance() {
+    ++result_.evaluated;
+    if (progress_ && (result_.evaluated % kProgressEvery == 0 || result_.evaluated == plan_.total) &&
+        !progress_(result_.evaluated, plan_.total)) {
+      result_.cancelled = true;
+    }
+    return !result_.cancelled;
+  }
+  /// A shape with more stages than layers: one rejection.
+  void rejectTooManyStages(const ScheduleShape& shape, std::int64_t n);
+  /// candidate_: rejected with shapeError when there is one, else simulated and ranked (or
+  /// rejected with the devices it does not fit on, of `cluster`).
+  void decide(ScheduleKind kind, const std::string& shapeError, sim::CandidateSimulator& simulator,
+              const Cluster& cluster);
+
+  const SearchSpace& space_;
+  const SearchProgress& progress_;
+  const std::vector<ScheduleShape>& shapes_;
+  const ShapePlan& plan_;
+  const std::vector<std::int64_t>& chunkList_;
+  const std::vector<Checkpoint>& modes_;
+  const std::int64_t layers_;
+  SearchResult& result_;
+  SimulationResult simulated_;
+  Candidate candidate_;
+};
+
+void CandidateLoop::searchShape(std::size_t s) {
+  const ScheduleShape& shape = shapes_[s];
+  std::vector<std::unique_ptr<sim::CandidateSimulator>> simulators;  // one per mode
+  for (const ShapeInputs& modeInput : plan_.modeInputs[s]) {
+    simulators.push_back(std::make_unique<sim::CandidateSimulator>(*modeInput.profile, *modeInput.cluster));
+  }
+  const std::int64_t n = space_.devices * shape.v;
+  candidate_.schedule = shape.kind;
+  candidate_.stagesPerDevice = shape.v;
+  candidate_.deferredWeights.clear();
+  if (n > layers_) {
+    rejectTooManyStages(shape, n);
+    return;
+  }
+  for (std::int64_t chunks : chunkList_) {
+    // The shape depends on the micro-batches that exist, not on the chunks asked for.
+    const std::string shapeError =
+        scheduleShapeError(shape.kind, shape.v, n, microBatching(space_.batch, chunks).count);
+    for (std::size_t k = 0; k < modes_.size(); ++k) {
+      const Checkpoint mode = modes_[k];
+      sim::CandidateSimulator& simulator = *simulators[k];
+      for (const sim::Balance& balance : plan_.balances[s]) {
+        candidate_.balance = balance;
+        candidate_.chunks = chunks;
+        candidate_.checkpoint = mode;
+        decide(shape.kind, shapeError, simulator, *plan_.modeInputs[s][k].cluster);
+        if (!advance()) break;
+      }
+      if (result_.cancelled) break;
+    }
+    if (result_.cancelled) break;
+  }
+}
+
+void CandidateLoop::rejectTooManyStages(const ScheduleShape& shape, std::int64_t n) {
+  const std::int64_t p = space_.devices;
+  RankedCandidate ranked;
+  ranked.candidate = candidate_;
+  ranked.candidate.balance.clear();
+  ranked.candidate.chunks = chunkList_.front();
+  ranked.candidate.checkpoint = modes_.front();
+  ranked.prediction.fits = false;
+  ranked.rejection = scheduleKindName(shape.kind) + " with " + std::to_string(shape.v) + " stages per device needs " +
+                     std::to_string(n) + " stages (" + std::to_string(p) + " devices x " + std::to_string(shape.v) +
+                     ") but the model has " + std::to_string(layers_) + " layers";
+  result_.rejected.push_back(std::move(ranked));
+  advance();
+}
+
+void CandidateLoop::decide(ScheduleKind kind, const std::string& shapeError, sim::CandidateSimulator& simulator,
+                           const Cluster& cluster) {
+  RankedCandidate ranked;
+  ranked.candidate = candidate_;
+  if (!shapeError.empty()) {
+    ranked.prediction.fits = false;
+    ranked.rejection = shapeError;
+    result_.rejected.push_back(std::move(ranked));
+    return;
+  }
+  // zb1p defers no more W's than keep each device within 1F1B's memory.
+  if (kind == ScheduleKind::ZeroBubble) {
+    candidate_.deferredWeights = simulator.deferralWithinOneFOneBMemory(candidate_);
+    ranked.candidate.deferredWeights = candidate_.deferredWeights;
+  }
+  simulator.simulate(candidate_, true, false, simulated_);
+  ranked.prediction = simulated_.prediction;
+  result_.simulatedEvents += simulated_.eventCount;
+  if (ranked.prediction.fits) {
+    result_.ranked.push_back(std::move(ranked));
+  } else {
+    ranked.rejection = rejectionReason(cluster, simulator.devicePeakBytes());
+    result_.rejected.push_back(std::move(ranked));
+  }
+}
+
+}  // namespace
+
+SearchResult search(const InputsByShape& inputs, const SearchSpace& space, const SearchProgress& progress) {
+  const ShapeInputs base = inputs(ScheduleKind::GPipe, 1, Checkpoint::Never);
+  validateSpace(*base.profile, *base.cluster, space);
+  std::vector<ScheduleShape> shapes = scheduleShapes(space);
+  std::vector<ScheduleKind> leftOut = leaveOutUnsplitZeroBubble(*base.profile, shapes);
+  const std::vector<std::int64_t> chunkList = sortedUnique(space.chunks);
+  const std::vector<Checkpoint> modes = sortedUnique(space.modes);
+  const ShapePlan plan = planShapes(inputs, base, space, shapes, modes, chunkList.size());
+  validateProfileOnce(base, space);
 
   SearchResult result;
   result.leftOut = std::move(leftOut);
-  result.ranked.reserve(static_cast<std::size_t>(total));
-  SimulationResult simulated;
-  Candidate candidate;
-  candidate.batch = space.batch;
-  constexpr std::int64_t kProgressEvery = 256;
-  if (progress && !progress(0, total)) {
-    result.cancelled = true;
-    return result;
-  }
-  // Counts one decided candidate; false when the caller cancelled.
-  auto advance = [&]() {
-    ++result.evaluated;
-    if (progress && (result.evaluated % kProgressEvery == 0 || result.evaluated == total) &&
-        !progress(result.evaluated, total)) {
-      result.cancelled = true;
-    }
-    return !result.cancelled;
-  };
-  for (std::size_t s = 0; s < shapes.size() && !result.cancelled; ++s) {
-    const ScheduleShape& shape = shapes[s];
-    std::vector<std::unique_ptr<sim::CandidateSimulator>> simulators;  // one per mode
-    for (const ShapeInputs& modeInput : modeInputs[s]) {
-      simulators.push_back(std::make_unique<sim::CandidateSimulator>(*modeInput.profile, *modeInput.cluster));
-    }
-    const std::int64_t n = p * shape.v;
-    candidate.schedule = shape.kind;
-    candidate.stagesPerDevice = shape.v;
-    candidate.deferredWeights.clear();
-    if (n > layers) {
-      RankedCandidate ranked;
-      ranked.candidate = candidate;
-      ranked.candidate.balance.clear();
-      ranked.candidate.chunks = chunkList.front();
-      ranked.candidate.checkpoint = modes.front();
-      ranked.prediction.fits = false;
-      ranked.rejection = scheduleKindName(shape.kind) + " with " + std::to_string(shape.v) +
-                         " stages per device needs " + std::to_string(n) + " stages (" + std::to_string(p) +
-                         " devices x " + std::to_string(shape.v) + ") but the model has " + std::to_string(layers) +
-                         " layers";
-      result.rejected.push_back(std::move(ranked));
-      advance();
-      continue;
-    }
-    for (std::int64_t chunks : chunkList) {
-      // The shape depends on the micro-batches that exist, not on the chunks asked for.
-      const std::string shapeError =
-          scheduleShapeError(shape.kind, shape.v, n, microBatching(space.batch, chunks).count);
-      for (std::size_t k = 0; k < modes.size(); ++k) {
-        const Checkpoint mode = modes[k];
-        sim::CandidateSimulator& simulator = *simulators[k];
-        for (const sim::Balance& balance : balances[s]) {
-          candidate.balance = balance;
-          candidate.chunks = chunks;
-          candidate.checkpoint = mode;
-          RankedCandidate ranked;
-          ranked.candidate = candidate;
-          if (!shapeError.empty()) {
-            ranked.prediction.fits = false;
-            ranked.rejection = shapeError;
-            result.rejected.push_back(std::move(ranked));
-          } else {
-            // zb1p defers no more W's than keep each device within 1F1B's memory.
-            if (shape.kind == ScheduleKind::ZeroBubble) {
-              candidate.deferredWeights = simulator.deferralWithinOneFOneBMemory(candidate);
-              ranked.candidate.deferredWeights = candidate.deferredWeights;
-            }
-            simulator.simulate(candidate, true, false, simulated);
-            ranked.prediction = simulated.prediction;
-            result.simulatedEvents += simulated.eventCount;
-            if (ranked.prediction.fits) {
-              result.ranked.push_back(std::move(ranked));
-            } else {
-              ranked.rejection = rejectionReason(*modeInputs[s][k].cluster, simulator.devicePeakBytes());
-              result.rejected.push_back(std::move(ranked));
-            }
-          }
-          if (!advance()) break;
-        }
-        if (result.cancelled) break;
-      }
-      if (result.cancelled) break;
-    }
-  }
+  result.ranked.reserve(static_cast<std::size_t>(plan.total));
+  CandidateLoop loop(space, progress, shapes, plan, chunkList, modes, base.profile->layerCount(), result);
+  if (!loop.start()) return result;
+  for (std::size_t s = 0; s < shapes.size() && !result.cancelled; ++s) loop.searchShape(s);
   std::sort(result.ranked.begin(), result.ranked.end(), rankedBefore);
   return result;
 }
