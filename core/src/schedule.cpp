@@ -379,37 +379,32 @@ std::string opKindName(OpKind kind) {
   return "unknown";
 }
 
-Schedule Schedule::build(const ScheduleSpec& spec) {
-  validate(spec);
-  Schedule schedule;
-  schedule.spec_ = spec;
-  std::int64_t first = 0;
-  for (std::int64_t layers : spec.balance) {
-    schedule.firstLayer_.push_back(first);
-    first += layers;
-  }
-  const std::int64_t m = spec.chunks;
-  const std::int64_t n = schedule.partitions();
-  const std::int64_t stop = checkpointStop(spec.checkpoint, m, spec.training);
+namespace {
 
-  struct SkipSpan {
-    std::int64_t stashJ;
-    std::int64_t popJ;
-  };
-  std::vector<SkipSpan> spans;
-  for (const SkipRoute& skip : spec.skips) {
-    spans.push_back({schedule.partitionOfLayer(skip.stashLayer), schedule.partitionOfLayer(skip.popLayer)});
-  }
+/// The stages a skip route's stash and pop are in.
+struct SkipSpan {
+  std::int64_t stashJ;
+  std::int64_t popJ;
+};
 
-  // Step 2: ops in emission order, with lookup tables for the dependency rules.
+/// Step 2's lookup tables for the dependency rules: each compute op by (kind, i, j), and the
+/// copies into each forward and backward.
+struct EmittedOps {
   using Key = std::tuple<std::int64_t, std::int64_t>;  // (i, destination j)
   std::map<std::tuple<OpKind, std::int64_t, std::int64_t>, OpIndex> compute;
   std::map<Key, std::vector<OpIndex>> forwardInputs;   // copies into forward(i, j)
   std::map<Key, std::vector<OpIndex>> backwardInputs;  // grad copies into backward(i, j)
-  const std::int64_t p = schedule.devices();
-  std::vector<std::vector<OpIndex>> order(static_cast<std::size_t>(p));  // per device
-  std::vector<Slot> slots = computeSlots(spec, stop);
-  std::vector<Op>& ops = schedule.ops_;
+};
+
+/// Step 2: ops in emission order: each slot's compute op, after its device's previous one,
+/// then the copies of what it sends (its output or input gradient, and the skips it stashes or
+/// pops for another stage).
+EmittedOps emitOps(const Schedule& schedule, const std::vector<Slot>& slots, const std::vector<SkipSpan>& spans,
+                   std::vector<Op>& ops) {
+  const std::int64_t m = schedule.spec().chunks;
+  const std::int64_t n = schedule.partitions();
+  EmittedOps emitted;
+  std::vector<std::vector<OpIndex>> order(static_cast<std::size_t>(schedule.devices()));  // per device
   auto addCopy = [&](std::int64_t i, std::int64_t from, std::int64_t to, bool gradient, std::int64_t skip,
                      OpIndex source) {
     Op copy;
@@ -421,7 +416,7 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     copy.skip = skip;
     copy.deps = {source};
     ops.push_back(copy);
-    (gradient ? backwardInputs : forwardInputs)[{i, to}].push_back(ops.size() - 1);
+    (gradient ? emitted.backwardInputs : emitted.forwardInputs)[{i, to}].push_back(ops.size() - 1);
   };
   for (const Slot& slot : slots) {
     Op op;
@@ -431,10 +426,10 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     op.toJ = slot.j;
     const auto d = static_cast<std::size_t>(schedule.deviceOf(slot.j));
     if (!order[d].empty()) op.deps.push_back(order[d].back());
-    if (slot.waitsForForwardPass) op.deps.push_back(compute.at({OpKind::Loss, m - 1, n - 1}));
+    if (slot.waitsForForwardPass) op.deps.push_back(emitted.compute.at({OpKind::Loss, m - 1, n - 1}));
     ops.push_back(op);
     OpIndex index = ops.size() - 1;
-    compute[{slot.kind, slot.i, slot.j}] = index;
+    emitted.compute[{slot.kind, slot.i, slot.j}] = index;
     order[d].push_back(index);
     if (slot.kind == OpKind::Forward) {
       if (slot.j + 1 < n) addCopy(slot.i, slot.j, slot.j + 1, false, -1, index);
@@ -452,14 +447,20 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
       }
     }
   }
+  return emitted;
+}
 
-  // Step 3: data dependencies of compute ops (device order was added above).
+/// Step 3: data dependencies of compute ops (device order was added in step 2).
+void addDataDependencies(const EmittedOps& emitted, std::vector<Op>& ops) {
+  const auto& compute = emitted.compute;
   for (Op& op : ops) {
     if (op.kind == OpKind::Loss) {
       op.deps.push_back(compute.at({OpKind::Forward, op.i, op.j}));
     } else if (op.kind == OpKind::Forward) {
-      auto inputs = forwardInputs.find({op.i, op.j});
-      if (inputs != forwardInputs.end()) op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
+      auto inputs = emitted.forwardInputs.find({op.i, op.j});
+      if (inputs != emitted.forwardInputs.end()) {
+        op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
+      }
     } else if (op.kind == OpKind::BackwardWeight) {
       op.deps.push_back(compute.at({OpKind::BackwardInput, op.i, op.j}));
     } else if (op.makesInputGradients()) {
@@ -467,17 +468,43 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
       if (recompute != compute.end()) op.deps.push_back(recompute->second);
       auto loss = compute.find({OpKind::Loss, op.i, op.j});
       if (loss != compute.end()) op.deps.push_back(loss->second);
-      auto inputs = backwardInputs.find({op.i, op.j});
-      if (inputs != backwardInputs.end()) op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
+      auto inputs = emitted.backwardInputs.find({op.i, op.j});
+      if (inputs != emitted.backwardInputs.end()) {
+        op.deps.insert(op.deps.end(), inputs->second.begin(), inputs->second.end());
+      }
     }
     std::sort(op.deps.begin(), op.deps.end());
     op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
   }
+}
+
+}  // namespace
+
+Schedule Schedule::build(const ScheduleSpec& spec) {
+  validate(spec);
+  Schedule schedule;
+  schedule.spec_ = spec;
+  std::int64_t first = 0;
+  for (std::int64_t layers : spec.balance) {
+    schedule.firstLayer_.push_back(first);
+    first += layers;
+  }
+  const std::int64_t n = schedule.partitions();
+  const std::int64_t stop = checkpointStop(spec.checkpoint, spec.chunks, spec.training);
+  std::vector<SkipSpan> spans;
+  for (const SkipRoute& skip : spec.skips) {
+    spans.push_back({schedule.partitionOfLayer(skip.stashLayer), schedule.partitionOfLayer(skip.popLayer)});
+  }
+
+  std::vector<Op>& ops = schedule.ops_;
+  const EmittedOps emitted = emitOps(schedule, computeSlots(spec, stop), spans, ops);
+  addDataDependencies(emitted, ops);
 
   // Each device's ops keep their emission order: the device-order dependencies chain them.
   ops = topologicalSort(std::move(ops), [&](const std::vector<Op>& all, const std::vector<OpIndex>& cycle) {
     return schedule.describeCycle(all, cycle);
   });
+  const std::int64_t p = schedule.devices();
   schedule.deviceOrder_.assign(static_cast<std::size_t>(p), {});
   schedule.partitionOrder_.assign(static_cast<std::size_t>(n), {});
   for (OpIndex index = 0; index < ops.size(); ++index) {
