@@ -29,8 +29,7 @@ std::string memcpyKindName(MemcpyKind kind) {
 
 std::string demangle(const std::string& symbol) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(
-      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
   if (status != 0 || !out) return symbol;
   return std::string(out.get());
 }
@@ -65,8 +64,7 @@ ClockMap ClockMap::fit(const std::vector<ClockSample>& samples) {
   map.deviceRefNs = d0 + static_cast<std::int64_t>(std::llround(meanX));
   // The line passes through the mean point; re-express it at the rounded device reference.
   const long double hostAtRef =
-      meanY + static_cast<long double>(map.slope) *
-                  (static_cast<long double>(map.deviceRefNs - d0) - meanX);
+      meanY + static_cast<long double>(map.slope) * (static_cast<long double>(map.deviceRefNs - d0) - meanX);
   map.hostRefNs = h0 + static_cast<std::int64_t>(std::llround(hostAtRef));
   return map;
 }
@@ -75,9 +73,7 @@ ActivityConverter::ActivityConverter(ClockMap clock) : clock_(clock) {}
 
 namespace {
 
-bool isCompute(Phase phase) {
-  return phase == Phase::Forward || phase == Phase::Recompute || phase == Phase::Backward;
-}
+bool isCompute(Phase phase) { return phase == Phase::Forward || phase == Phase::Recompute || phase == Phase::Backward; }
 
 /// A share in [0, 1] with 3 decimals, e.g. "0.902".
 std::string formatShare(double share) {
@@ -103,9 +99,14 @@ std::int64_t cudaIndex(const std::string& device) {
 void ActivityConverter::addHostSpans(const Trace& hostTrace) {
   for (const TraceEvent& event : hostTrace.events) {
     if (event.kind != EventKind::Span || event.correlationId < 0) continue;
-    ops_[event.correlationId] = OpRef{event.name,      event.device,    event.correlationId,
-                                      event.microBatch, event.partition, event.phase,
-                                      event.startNs,   event.startNs + event.durationNs,
+    ops_[event.correlationId] = OpRef{event.name,
+                                      event.device,
+                                      event.correlationId,
+                                      event.microBatch,
+                                      event.partition,
+                                      event.phase,
+                                      event.startNs,
+                                      event.startNs + event.durationNs,
                                       cudaIndex(event.device)};
   }
 }
@@ -169,8 +170,8 @@ std::optional<std::int64_t> ActivityConverter::launchTimeOf(std::uint32_t cuptiC
   return queuedNs;
 }
 
-ActivityConverter::Resolved ActivityConverter::resolve(std::uint32_t cuptiCorrelationId,
-                                                       std::uint32_t deviceId, std::uint32_t streamId,
+ActivityConverter::Resolved ActivityConverter::resolve(std::uint32_t cuptiCorrelationId, std::uint32_t deviceId,
+                                                       std::uint32_t streamId,
                                                        std::optional<std::int64_t> queuedNs) const {
   if (const OpRef* op = opOf(cuptiCorrelationId)) return {op, Link::ById, true};
   const std::optional<std::int64_t> launchNs = launchTimeOf(cuptiCorrelationId, queuedNs);
@@ -180,8 +181,7 @@ ActivityConverter::Resolved ActivityConverter::resolve(std::uint32_t cuptiCorrel
   return op == ops_.end() ? Resolved{nullptr, Link::None, true} : Resolved{&op->second, link, true};
 }
 
-void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId,
-                                  const Resolved& resolved) {
+void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, const Resolved& resolved) {
   event.args["cupti_correlation"] = std::to_string(cuptiCorrelationId);
   const OpRef* op = resolved.op;
   if (op == nullptr) {
@@ -191,9 +191,7 @@ void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelat
   ++stats_.attributed;
   if (event.phase == Phase::Kernel) ++stats_.attributedKernels;
   switch (resolved.link) {
-    case Link::ByLaunchTime:
-      event.args["attributed_by"] = "stream";
-      break;
+    case Link::ByLaunchTime: event.args["attributed_by"] = "stream"; break;
     case Link::ByQueueTime:
       event.args["attributed_by"] = "queue time";
       ++stats_.attributedByQueueTime;
@@ -203,8 +201,7 @@ void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelat
       ++stats_.attributedByStreamOrder;
       break;
     case Link::ById:
-    case Link::None:
-      break;
+    case Link::None: break;
   }
   if (resolved.link != Link::ById) ++stats_.attributedByStream;
   event.correlationId = op->correlationId;
@@ -222,8 +219,8 @@ Trace ActivityConverter::convert() {
   Trace trace;
   auto deviceName = [](std::uint32_t id) { return "cuda:" + std::to_string(id); };
   auto streamLane = [](std::uint32_t id) { return "stream " + std::to_string(id); };
-  auto span = [&](Phase phase, std::string name, std::uint32_t deviceId, std::uint32_t streamId,
-                  std::uint64_t startNs, std::uint64_t endNs) {
+  auto span = [&](Phase phase, std::string name, std::uint32_t deviceId, std::uint32_t streamId, std::uint64_t startNs,
+                  std::uint64_t endNs) {
     TraceEvent event;
     event.kind = EventKind::Span;
     event.phase = phase;
@@ -243,8 +240,7 @@ Trace ActivityConverter::convert() {
   using Placed = std::pair<std::uint64_t, const OpRef*>;  // (device start, op or null)
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Placed>> streamOrder;
   for (const KernelRecord& record : records_.kernels) {
-    kernelOps.push_back(
-        resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
+    kernelOps.push_back(resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
     if (kernelOps.back().timed) {
       streamOrder[{record.deviceId, record.streamId}].emplace_back(record.startNs, kernelOps.back().op);
     }
@@ -252,8 +248,7 @@ Trace ActivityConverter::convert() {
   for (auto& [stream, order] : streamOrder) {
     std::sort(order.begin(), order.end(), [](const Placed& a, const Placed& b) { return a.first < b.first; });
   }
-  auto resolveUntimed = [&](Resolved resolved, std::uint32_t deviceId, std::uint32_t streamId,
-                            std::uint64_t startNs) {
+  auto resolveUntimed = [&](Resolved resolved, std::uint32_t deviceId, std::uint32_t streamId, std::uint64_t startNs) {
     if (resolved.timed) return resolved;
     const auto order = streamOrder.find({deviceId, streamId});
     if (order == streamOrder.end()) return resolved;
@@ -270,12 +265,12 @@ Trace ActivityConverter::convert() {
   std::set<std::uint32_t> launchedKernels;
   for (std::size_t k = 0; k < records_.kernels.size(); ++k) {
     const KernelRecord& record = records_.kernels[k];
-    TraceEvent event = span(Phase::Kernel, demangle(record.name), record.deviceId, record.streamId,
-                            record.startNs, record.endNs);
-    event.args["grid"] = std::to_string(record.gridX) + "," + std::to_string(record.gridY) + "," +
-                         std::to_string(record.gridZ);
-    event.args["block"] = std::to_string(record.blockX) + "," + std::to_string(record.blockY) + "," +
-                          std::to_string(record.blockZ);
+    TraceEvent event =
+        span(Phase::Kernel, demangle(record.name), record.deviceId, record.streamId, record.startNs, record.endNs);
+    event.args["grid"] =
+        std::to_string(record.gridX) + "," + std::to_string(record.gridY) + "," + std::to_string(record.gridZ);
+    event.args["block"] =
+        std::to_string(record.blockX) + "," + std::to_string(record.blockY) + "," + std::to_string(record.blockZ);
     if (record.queuedNs != 0 && record.startNs >= record.queuedNs) {
       event.args["queued_to_start_ns"] = std::to_string(record.startNs - record.queuedNs);
     }
@@ -310,8 +305,7 @@ Trace ActivityConverter::convert() {
     ++stats_.memcpys;
   }
   for (const MemsetRecord& record : records_.memsets) {
-    TraceEvent event = span(Phase::Memset, "Memset", record.deviceId, record.streamId, record.startNs,
-                            record.endNs);
+    TraceEvent event = span(Phase::Memset, "Memset", record.deviceId, record.streamId, record.startNs, record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
     attribute(event, record.correlationId,
               resolveUntimed(resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
@@ -370,7 +364,8 @@ Trace ActivityConverter::convert() {
   }
   trace.events.erase(std::remove_if(trace.events.begin(), trace.events.end(),
                                     [&](const TraceEvent& event) {
-                                      return event.kind == EventKind::FlowEnd && started.count(event.correlationId) == 0;
+                                      return event.kind == EventKind::FlowEnd &&
+                                             started.count(event.correlationId) == 0;
                                     }),
                      trace.events.end());
   sortEvents(trace);

@@ -27,9 +27,7 @@ bool isCopy(const TraceEvent& e) {
 
 /// Stage key: partition j when known, else the device (partition -1).
 using StageKey = std::pair<std::int64_t, std::string>;
-StageKey stageOf(const TraceEvent& e) {
-  return e.partition >= 0 ? StageKey{e.partition, ""} : StageKey{-1, e.device};
-}
+StageKey stageOf(const TraceEvent& e) { return e.partition >= 0 ? StageKey{e.partition, ""} : StageKey{-1, e.device}; }
 
 std::vector<Interval> mergeIntervals(std::vector<Interval> intervals) {
   std::sort(intervals.begin(), intervals.end());
@@ -125,7 +123,8 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
       ++stage.ops;
       auto& perWindow = busy[key];
       perWindow.resize(windows.size());
-      perWindow[static_cast<std::size_t>(w)].emplace_back(e.startNs, std::min(e.endNs(), windows[static_cast<std::size_t>(w)].second));
+      perWindow[static_cast<std::size_t>(w)].emplace_back(
+          e.startNs, std::min(e.endNs(), windows[static_cast<std::size_t>(w)].second));
       DeviceSummary& device = devices[e.device];
       device.device = e.device;
       ++device.ops;
@@ -170,7 +169,8 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
     std::sort(device.partitions.begin(), device.partitions.end());
     for (std::size_t w = 0; w < windows.size(); ++w) {
       std::vector<const TraceEvent*> ops = deviceOps[name][w];
-      std::sort(ops.begin(), ops.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
+      std::sort(ops.begin(), ops.end(),
+                [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
       std::vector<Interval> intervals;
       for (const TraceEvent* op : ops) intervals.emplace_back(op->startNs, std::min(op->endNs(), windows[w].second));
       const std::vector<Interval> merged = mergeIntervals(std::move(intervals));
@@ -228,7 +228,8 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
     out.opKinds.push_back(kind);
   }
   for (auto& [direction, copy] : copies) {
-    copy.bandwidthBytesPerS = copy.totalNs > 0 ? static_cast<double>(copy.bytes) * 1e9 / static_cast<double>(copy.totalNs) : 0.0;
+    copy.bandwidthBytesPerS =
+        copy.totalNs > 0 ? static_cast<double>(copy.bytes) * 1e9 / static_cast<double>(copy.totalNs) : 0.0;
     out.copies.push_back(copy);
   }
   for (auto& [name, kernel] : kernels) {
@@ -251,13 +252,21 @@ nlohmann::json toJson(const TimelineAnalysis& a) {
   j["counters"] = a.counters;
   j["stages"] = nlohmann::json::array();
   for (const StageSummary& s : a.stages) {
-    j["stages"].push_back({{"partition", s.partition}, {"device", s.device}, {"ops", s.ops}, {"busy_ns", s.busyNs},
-                           {"idle_ns", s.idleNs}, {"bubble_fraction", s.bubbleFraction}});
+    j["stages"].push_back({{"partition", s.partition},
+                           {"device", s.device},
+                           {"ops", s.ops},
+                           {"busy_ns", s.busyNs},
+                           {"idle_ns", s.idleNs},
+                           {"bubble_fraction", s.bubbleFraction}});
   }
   j["devices"] = nlohmann::json::array();
   for (const DeviceSummary& d : a.devices) {
-    j["devices"].push_back({{"device", d.device}, {"partitions", d.partitions}, {"ops", d.ops}, {"busy_ns", d.busyNs},
-                            {"idle_ns", d.idleNs}, {"bubble_fraction", d.bubbleFraction}});
+    j["devices"].push_back({{"device", d.device},
+                            {"partitions", d.partitions},
+                            {"ops", d.ops},
+                            {"busy_ns", d.busyNs},
+                            {"idle_ns", d.idleNs},
+                            {"bubble_fraction", d.bubbleFraction}});
   }
   j["op_kinds"] = nlohmann::json::array();
   for (const OpKindSummary& k : a.opKinds) {
@@ -265,13 +274,20 @@ nlohmann::json toJson(const TimelineAnalysis& a) {
   }
   j["copies"] = nlohmann::json::array();
   for (const CopySummary& c : a.copies) {
-    j["copies"].push_back({{"direction", c.direction}, {"count", c.count}, {"bytes", c.bytes}, {"total_ns", c.totalNs},
+    j["copies"].push_back({{"direction", c.direction},
+                           {"count", c.count},
+                           {"bytes", c.bytes},
+                           {"total_ns", c.totalNs},
                            {"bandwidth_bytes_per_s", c.bandwidthBytesPerS}});
   }
   j["largest_gaps"] = nlohmann::json::array();
   for (const IdleGap& g : a.largestGaps) {
-    j["largest_gaps"].push_back({{"partition", g.partition}, {"device", g.device}, {"start_ns", g.startNs},
-                                 {"duration_ns", g.durationNs}, {"next_op", g.nextOp}, {"waited_for", g.waitedFor}});
+    j["largest_gaps"].push_back({{"partition", g.partition},
+                                 {"device", g.device},
+                                 {"start_ns", g.startNs},
+                                 {"duration_ns", g.durationNs},
+                                 {"next_op", g.nextOp},
+                                 {"waited_for", g.waitedFor}});
   }
   j["top_kernels"] = nlohmann::json::array();
   for (const KernelSummary& k : a.topKernels) {

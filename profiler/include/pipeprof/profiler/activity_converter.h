@@ -32,19 +32,19 @@ struct ConversionStats {
   std::int64_t kernels = 0;
   std::int64_t memcpys = 0;
   std::int64_t memsets = 0;
-  std::int64_t launches = 0;      ///< runtime/driver API calls that launched attributed work
-  std::int64_t attributed = 0;    ///< kernels, copies and memsets linked to a host op span
+  std::int64_t launches = 0;           ///< runtime/driver API calls that launched attributed work
+  std::int64_t attributed = 0;         ///< kernels, copies and memsets linked to a host op span
   std::int64_t attributedKernels = 0;  ///< of those, kernels
   /// Of the attributed, linked by stream: by the launch time of their API record, by their
   /// queue time (a kernel without one) or by the kernels around them on their stream.
   std::int64_t attributedByStream = 0;
   std::int64_t attributedByQueueTime = 0;    ///< of attributedByStream, by queue time
   std::int64_t attributedByStreamOrder = 0;  ///< of attributedByStream, by the kernels around them
-  std::int64_t unattributed = 0;  ///< kernels, copies and memsets with no op (e.g. outside any op)
+  std::int64_t unattributed = 0;             ///< kernels, copies and memsets with no op (e.g. outside any op)
   /// Kernels with no external id, no API record and no queued timestamp: nothing says when
   /// they were launched (in cheap mode: CUPTI did not collect queue times).
   std::int64_t kernelsWithoutLaunchTime = 0;
-  std::int64_t flows = 0;         ///< launch -> kernel flow pairs
+  std::int64_t flows = 0;  ///< launch -> kernel flow pairs
   std::int64_t droppedRecords = 0;
 
   /// attributedKernels / kernels (0 without kernels).
@@ -118,9 +118,9 @@ class ActivityConverter {
   void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, const Resolved& resolved);
 
   ClockMap clock_;
-  std::map<std::int64_t, OpRef> ops_;                  ///< host span correlationId -> op
-  std::map<std::uint32_t, std::uint64_t> external_;    ///< CUPTI correlationId -> external id
-  std::map<std::uint32_t, std::int64_t> launchNs_;     ///< CUPTI correlationId -> API call start (host)
+  std::map<std::int64_t, OpRef> ops_;                ///< host span correlationId -> op
+  std::map<std::uint32_t, std::uint64_t> external_;  ///< CUPTI correlationId -> external id
+  std::map<std::uint32_t, std::int64_t> launchNs_;   ///< CUPTI correlationId -> API call start (host)
   StreamAttribution streams_;
   ActivityBuffer records_;
   ConversionStats stats_;
