@@ -60,14 +60,8 @@ std::string directionOf(const TraceEvent& e) {
   return "unknown";
 }
 
-}  // namespace
-
-TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& options) {
-  TimelineAnalysis out;
-  const auto source = trace.metadata.find("source");
-  if (source != trace.metadata.end()) out.source = source->second;
-
-  // Windows: the step spans, or one window around every compute and copy span.
+/// The step spans, or one window around every compute and copy span (none without any).
+std::vector<Interval> stepWindows(const Trace& trace) {
   std::vector<Interval> windows;
   for (const TraceEvent& e : trace.events) {
     if (e.kind == EventKind::Span && e.phase == Phase::Step) windows.emplace_back(e.startNs, e.endNs());
@@ -84,18 +78,19 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
     }
     if (any) windows.emplace_back(first, last);
   }
-  const TimeNs origin = windows.empty() ? 0 : windows.front().first;
-  auto windowOf = [&](const TraceEvent& e) -> int {
-    for (std::size_t w = 0; w < windows.size(); ++w) {
-      if (e.startNs >= windows[w].first && e.startNs <= windows[w].second) return static_cast<int>(w);
-    }
-    return -1;
-  };
-  out.steps = static_cast<std::int64_t>(windows.size());
-  for (const Interval& w : windows) out.windowNs += w.second - w.first;
-  out.iterationNs = out.steps > 0 ? out.windowNs / out.steps : 0;
+  return windows;
+}
 
-  // Events inside the windows.
+/// The window an event starts in, or -1.
+int windowOf(const std::vector<Interval>& windows, const TraceEvent& e) {
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    if (e.startNs >= windows[w].first && e.startNs <= windows[w].second) return static_cast<int>(w);
+  }
+  return -1;
+}
+
+/// The spans inside the windows, added up per stage, device, op kind, copy direction and kernel.
+struct Tally {
   std::map<StageKey, std::vector<std::vector<Interval>>> busy;  // stage -> per window intervals
   std::map<StageKey, StageSummary> stages;
   std::map<std::string, std::vector<std::vector<const TraceEvent*>>> deviceOps;  // device -> per window
@@ -103,142 +98,191 @@ TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& opti
   std::map<std::string, OpKindSummary> kinds;
   std::map<std::string, CopySummary> copies;
   std::map<std::string, KernelSummary> kernels;
+};
+
+/// A compute span in window w: its stage's and its device's ops and busy intervals.
+void tallyCompute(const TraceEvent& e, int w, const std::vector<Interval>& windows, Tally& tally) {
+  const StageKey key = stageOf(e);
+  StageSummary& stage = tally.stages[key];
+  stage.partition = e.partition;
+  if (stage.device.empty()) stage.device = e.device;
+  ++stage.ops;
+  auto& perWindow = tally.busy[key];
+  perWindow.resize(windows.size());
+  perWindow[static_cast<std::size_t>(w)].emplace_back(e.startNs,
+                                                      std::min(e.endNs(), windows[static_cast<std::size_t>(w)].second));
+  DeviceSummary& device = tally.devices[e.device];
+  device.device = e.device;
+  ++device.ops;
+  if (e.partition >= 0 &&
+      std::find(device.partitions.begin(), device.partitions.end(), e.partition) == device.partitions.end()) {
+    device.partitions.push_back(e.partition);
+  }
+  auto& opsPerWindow = tally.deviceOps[e.device];
+  opsPerWindow.resize(windows.size());
+  opsPerWindow[static_cast<std::size_t>(w)].push_back(&e);
+}
+
+/// Tallies the spans inside the windows (the step spans aside) and counts the counter samples.
+void tallyEvents(const Trace& trace, const std::vector<Interval>& windows, Tally& tally, std::int64_t& counters) {
   for (const TraceEvent& e : trace.events) {
     if (e.kind == EventKind::Counter) {
-      ++out.counters;
+      ++counters;
       continue;
     }
     if (e.kind != EventKind::Span) continue;
-    const int w = windowOf(e);
+    const int w = windowOf(windows, e);
     if (w < 0 || e.phase == Phase::Step) continue;
-    OpKindSummary& kind = kinds[phaseName(e.phase)];
+    OpKindSummary& kind = tally.kinds[phaseName(e.phase)];
     kind.kind = phaseName(e.phase);
     ++kind.count;
     kind.totalNs += e.durationNs;
     if (isCompute(e)) {
-      const StageKey key = stageOf(e);
-      StageSummary& stage = stages[key];
-      stage.partition = e.partition;
-      if (stage.device.empty()) stage.device = e.device;
-      ++stage.ops;
-      auto& perWindow = busy[key];
-      perWindow.resize(windows.size());
-      perWindow[static_cast<std::size_t>(w)].emplace_back(
-          e.startNs, std::min(e.endNs(), windows[static_cast<std::size_t>(w)].second));
-      DeviceSummary& device = devices[e.device];
-      device.device = e.device;
-      ++device.ops;
-      if (e.partition >= 0 &&
-          std::find(device.partitions.begin(), device.partitions.end(), e.partition) == device.partitions.end()) {
-        device.partitions.push_back(e.partition);
-      }
-      auto& opsPerWindow = deviceOps[e.device];
-      opsPerWindow.resize(windows.size());
-      opsPerWindow[static_cast<std::size_t>(w)].push_back(&e);
+      tallyCompute(e, w, windows, tally);
     } else if (isCopy(e)) {
       const std::string direction = directionOf(e);
-      CopySummary& copy = copies[direction];
+      CopySummary& copy = tally.copies[direction];
       copy.direction = direction;
       ++copy.count;
       copy.bytes += e.bytes;
       copy.totalNs += e.durationNs;
     } else if (e.phase == Phase::Kernel) {
-      KernelSummary& kernel = kernels[e.name];
+      KernelSummary& kernel = tally.kernels[e.name];
       kernel.name = e.name;
       ++kernel.count;
       kernel.totalNs += e.durationNs;
     }
   }
+}
 
-  auto idleOf = [&](TimeNs busyNs) {
-    return std::make_pair(out.windowNs - busyNs, out.windowNs > 0 ? static_cast<double>(out.windowNs - busyNs) /
-                                                                        static_cast<double>(out.windowNs)
-                                                                  : 0.0);
-  };
-  for (auto& [key, stage] : stages) {
-    for (const std::vector<Interval>& intervals : busy[key]) {
+/// The idle time of a stage or device busy for busyNs, and its share of the windows.
+std::pair<TimeNs, double> idleOf(TimeNs windowNs, TimeNs busyNs) {
+  return std::make_pair(windowNs - busyNs,
+                        windowNs > 0 ? static_cast<double>(windowNs - busyNs) / static_cast<double>(windowNs) : 0.0);
+}
+
+void summarizeStages(Tally& tally, TimelineAnalysis& out) {
+  for (auto& [key, stage] : tally.stages) {
+    for (const std::vector<Interval>& intervals : tally.busy[key]) {
       for (const Interval& iv : mergeIntervals(intervals)) stage.busyNs += iv.second - iv.first;
     }
-    std::tie(stage.idleNs, stage.bubbleFraction) = idleOf(stage.busyNs);
+    std::tie(stage.idleNs, stage.bubbleFraction) = idleOf(out.windowNs, stage.busyNs);
     out.stages.push_back(stage);
   }
+}
 
+/// Device `name`'s compute spans in one window: adds their union to device.busyNs, and its
+/// idle gaps (the lead-in, between busy intervals, the tail) to `gaps`.
+void scanDeviceWindow(const Trace& trace, const std::string& name, DeviceSummary& device,
+                      std::vector<const TraceEvent*> ops, const Interval& window, TimeNs origin,
+                      std::vector<IdleGap>& gaps) {
+  std::sort(ops.begin(), ops.end(), [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
+  std::vector<Interval> intervals;
+  for (const TraceEvent* op : ops) intervals.emplace_back(op->startNs, std::min(op->endNs(), window.second));
+  const std::vector<Interval> merged = mergeIntervals(std::move(intervals));
+  for (const Interval& iv : merged) device.busyNs += iv.second - iv.first;
+  // Gaps: lead-in, between busy intervals, tail.
+  TimeNs cursor = window.first;
+  auto addGap = [&](TimeNs from, TimeNs to) {
+    if (to <= from) return;
+    IdleGap gap;
+    gap.partition = device.partitions.size() == 1 ? device.partitions.front() : -1;
+    gap.device = name;
+    gap.startNs = from - origin;
+    gap.durationNs = to - from;
+    for (const TraceEvent* op : ops) {
+      if (op->startNs >= to) {
+        gap.nextOp = op->name;
+        gap.partition = op->partition;
+        break;
+      }
+    }
+    // What it waited for: the compute span on another device, or the copy, that ended
+    // last within (from, to].
+    TimeNs bestEnd = from;
+    for (const TraceEvent& e : trace.events) {
+      if (!(isCompute(e) || isCopy(e)) || (isCompute(e) && e.device == name)) continue;
+      if (e.endNs() > bestEnd && e.endNs() <= to) {
+        bestEnd = e.endNs();
+        gap.waitedFor = e.name;
+      }
+    }
+    gaps.push_back(std::move(gap));
+  };
+  for (const Interval& iv : merged) {
+    addGap(cursor, iv.first);
+    cursor = std::max(cursor, iv.second);
+  }
+  addGap(cursor, window.second);
+}
+
+/// The devices' busy and idle time, the mean bubble over them, and every idle gap.
+std::vector<IdleGap> summarizeDevices(const Trace& trace, const std::vector<Interval>& windows, TimeNs origin,
+                                      Tally& tally, TimelineAnalysis& out) {
   std::vector<IdleGap> gaps;
   double bubbleSum = 0.0;
-  for (auto& [name, device] : devices) {
+  for (auto& [name, device] : tally.devices) {
     std::sort(device.partitions.begin(), device.partitions.end());
     for (std::size_t w = 0; w < windows.size(); ++w) {
-      std::vector<const TraceEvent*> ops = deviceOps[name][w];
-      std::sort(ops.begin(), ops.end(),
-                [](const TraceEvent* a, const TraceEvent* b) { return a->startNs < b->startNs; });
-      std::vector<Interval> intervals;
-      for (const TraceEvent* op : ops) intervals.emplace_back(op->startNs, std::min(op->endNs(), windows[w].second));
-      const std::vector<Interval> merged = mergeIntervals(std::move(intervals));
-      for (const Interval& iv : merged) device.busyNs += iv.second - iv.first;
-      // Gaps: lead-in, between busy intervals, tail.
-      TimeNs cursor = windows[w].first;
-      auto addGap = [&](TimeNs from, TimeNs to) {
-        if (to <= from) return;
-        IdleGap gap;
-        gap.partition = device.partitions.size() == 1 ? device.partitions.front() : -1;
-        gap.device = name;
-        gap.startNs = from - origin;
-        gap.durationNs = to - from;
-        for (const TraceEvent* op : ops) {
-          if (op->startNs >= to) {
-            gap.nextOp = op->name;
-            gap.partition = op->partition;
-            break;
-          }
-        }
-        // What it waited for: the compute span on another device, or the copy, that ended
-        // last within (from, to].
-        TimeNs bestEnd = from;
-        for (const TraceEvent& e : trace.events) {
-          if (!(isCompute(e) || isCopy(e)) || (isCompute(e) && e.device == name)) continue;
-          if (e.endNs() > bestEnd && e.endNs() <= to) {
-            bestEnd = e.endNs();
-            gap.waitedFor = e.name;
-          }
-        }
-        gaps.push_back(std::move(gap));
-      };
-      for (const Interval& iv : merged) {
-        addGap(cursor, iv.first);
-        cursor = std::max(cursor, iv.second);
-      }
-      addGap(cursor, windows[w].second);
+      scanDeviceWindow(trace, name, device, tally.deviceOps[name][w], windows[w], origin, gaps);
     }
-    std::tie(device.idleNs, device.bubbleFraction) = idleOf(device.busyNs);
+    std::tie(device.idleNs, device.bubbleFraction) = idleOf(out.windowNs, device.busyNs);
     bubbleSum += device.bubbleFraction;
     out.devices.push_back(device);
   }
   out.bubbleFraction = out.devices.empty() ? 0.0 : bubbleSum / static_cast<double>(out.devices.size());
+  return gaps;
+}
 
+/// The longest gaps first (ties: the earlier, then the lower partition), at most maxGaps.
+std::vector<IdleGap> largestGaps(std::vector<IdleGap> gaps, std::size_t maxGaps) {
   std::stable_sort(gaps.begin(), gaps.end(), [](const IdleGap& a, const IdleGap& b) {
     if (a.durationNs != b.durationNs) return a.durationNs > b.durationNs;
     if (a.startNs != b.startNs) return a.startNs < b.startNs;
     return a.partition < b.partition;
   });
-  if (gaps.size() > options.maxGaps) gaps.resize(options.maxGaps);
-  out.largestGaps = std::move(gaps);
+  if (gaps.size() > maxGaps) gaps.resize(maxGaps);
+  return gaps;
+}
 
-  for (auto& [name, kind] : kinds) {
+/// The op kinds' and kernels' means, the copies' bandwidths, and the top kernels.
+void summarizeTotals(Tally& tally, const AnalysisOptions& options, TimelineAnalysis& out) {
+  for (auto& [name, kind] : tally.kinds) {
     kind.meanNs = kind.count > 0 ? kind.totalNs / kind.count : 0;
     out.opKinds.push_back(kind);
   }
-  for (auto& [direction, copy] : copies) {
+  for (auto& [direction, copy] : tally.copies) {
     copy.bandwidthBytesPerS =
         copy.totalNs > 0 ? static_cast<double>(copy.bytes) * 1e9 / static_cast<double>(copy.totalNs) : 0.0;
     out.copies.push_back(copy);
   }
-  for (auto& [name, kernel] : kernels) {
+  for (auto& [name, kernel] : tally.kernels) {
     kernel.meanNs = kernel.count > 0 ? kernel.totalNs / kernel.count : 0;
     out.topKernels.push_back(kernel);
   }
   std::stable_sort(out.topKernels.begin(), out.topKernels.end(),
                    [](const KernelSummary& a, const KernelSummary& b) { return a.totalNs > b.totalNs; });
   if (out.topKernels.size() > options.maxKernels) out.topKernels.resize(options.maxKernels);
+}
+
+}  // namespace
+
+TimelineAnalysis analyzeTimeline(const Trace& trace, const AnalysisOptions& options) {
+  TimelineAnalysis out;
+  const auto source = trace.metadata.find("source");
+  if (source != trace.metadata.end()) out.source = source->second;
+
+  const std::vector<Interval> windows = stepWindows(trace);
+  const TimeNs origin = windows.empty() ? 0 : windows.front().first;
+  out.steps = static_cast<std::int64_t>(windows.size());
+  for (const Interval& w : windows) out.windowNs += w.second - w.first;
+  out.iterationNs = out.steps > 0 ? out.windowNs / out.steps : 0;
+
+  Tally tally;
+  tallyEvents(trace, windows, tally, out.counters);
+  summarizeStages(tally, out);
+  out.largestGaps = largestGaps(summarizeDevices(trace, windows, origin, tally, out), options.maxGaps);
+  summarizeTotals(tally, options, out);
   return out;
 }
 
