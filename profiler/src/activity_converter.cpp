@@ -211,62 +211,97 @@ void ActivityConverter::attribute(TraceEvent& event, std::uint32_t cuptiCorrelat
   event.args["op_phase"] = phaseName(op->phase);
 }
 
-Trace ActivityConverter::convert() {
-  const std::int64_t dropped = stats_.droppedRecords;
-  stats_ = ConversionStats{};
-  stats_.droppedRecords = dropped;
-  prepareStreamAttribution();
-  Trace trace;
-  auto deviceName = [](std::uint32_t id) { return "cuda:" + std::to_string(id); };
-  auto streamLane = [](std::uint32_t id) { return "stream " + std::to_string(id); };
-  auto span = [&](Phase phase, std::string name, std::uint32_t deviceId, std::uint32_t streamId, std::uint64_t startNs,
-                  std::uint64_t endNs) {
-    TraceEvent event;
-    event.kind = EventKind::Span;
-    event.phase = phase;
-    event.name = std::move(name);
-    event.device = deviceName(deviceId);
-    event.lane = streamLane(streamId);
-    event.startNs = clock_.toHostNs(startNs);
-    event.durationNs = std::max<std::int64_t>(0, clock_.toHostNs(endNs) - event.startNs);
-    return event;
-  };
-
-  // Kernels are resolved first: work that nothing dates (a copy or memset without an API
-  // record, a kernel without a queue time) takes the op of the dated kernels just before and
-  // after it on its stream when both have the same one (a stream runs its work in launch order).
-  std::vector<Resolved> kernelOps;
-  kernelOps.reserve(records_.kernels.size());
-  using Placed = std::pair<std::uint64_t, const OpRef*>;  // (device start, op or null)
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Placed>> streamOrder;
-  for (const KernelRecord& record : records_.kernels) {
-    kernelOps.push_back(resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
-    if (kernelOps.back().timed) {
-      streamOrder[{record.deviceId, record.streamId}].emplace_back(record.startNs, kernelOps.back().op);
-    }
-  }
-  for (auto& [stream, order] : streamOrder) {
-    std::sort(order.begin(), order.end(), [](const Placed& a, const Placed& b) { return a.first < b.first; });
-  }
-  auto resolveUntimed = [&](Resolved resolved, std::uint32_t deviceId, std::uint32_t streamId, std::uint64_t startNs) {
-    if (resolved.timed) return resolved;
-    const auto order = streamOrder.find({deviceId, streamId});
-    if (order == streamOrder.end()) return resolved;
-    const auto later = [](std::uint64_t t, const Placed& placed) { return t < placed.first; };
-    const auto next = std::upper_bound(order->second.begin(), order->second.end(), startNs, later);
-    if (next == order->second.begin() || next == order->second.end()) return resolved;
-    const OpRef* before = std::prev(next)->second;
-    if (before == nullptr || before != next->second) return resolved;
-    return Resolved{before, Link::ByStreamOrder, false};
-  };
-
-  // CUPTI correlation ids that launched device work, with the device and stream it ran on.
+struct ActivityConverter::Conversion {
+  std::vector<Resolved> kernelOps;                                                     ///< per kernel record
+  using Placed = std::pair<std::uint64_t, const OpRef*>;                               ///< (device start, op or null)
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Placed>> streamOrder;  ///< (device, stream)
+  /// CUPTI correlation ids that launched device work, with the device and stream it ran on.
   std::map<std::uint32_t, std::pair<std::uint32_t, std::uint32_t>> launched;
   std::set<std::uint32_t> launchedKernels;
+};
+
+namespace {
+
+TraceEvent deviceSpan(const ClockMap& clock, Phase phase, std::string name, std::uint32_t deviceId,
+                      std::uint32_t streamId, std::uint64_t startNs, std::uint64_t endNs) {
+  TraceEvent event;
+  event.kind = EventKind::Span;
+  event.phase = phase;
+  event.name = std::move(name);
+  event.device = "cuda:" + std::to_string(deviceId);
+  event.lane = "stream " + std::to_string(streamId);
+  event.startNs = clock.toHostNs(startNs);
+  event.durationNs = std::max<std::int64_t>(0, clock.toHostNs(endNs) - event.startNs);
+  return event;
+}
+
+/// A flow end without its start (the launch record was lost) is dropped, so viewers never see
+/// a dangling arrow.
+void dropFlowsWithoutStart(Trace& trace) {
+  std::set<std::int64_t> started;
+  for (const TraceEvent& event : trace.events) {
+    if (event.kind == EventKind::FlowStart) started.insert(event.correlationId);
+  }
+  trace.events.erase(std::remove_if(trace.events.begin(), trace.events.end(),
+                                    [&](const TraceEvent& event) {
+                                      return event.kind == EventKind::FlowEnd &&
+                                             started.count(event.correlationId) == 0;
+                                    }),
+                     trace.events.end());
+}
+
+/// The "cupti_*" counts of the trace's metadata.
+void recordStats(const ConversionStats& stats, Trace& trace) {
+  trace.metadata["cupti_kernels"] = std::to_string(stats.kernels);
+  trace.metadata["cupti_memcpys"] = std::to_string(stats.memcpys);
+  trace.metadata["cupti_memsets"] = std::to_string(stats.memsets);
+  trace.metadata["cupti_unattributed"] = std::to_string(stats.unattributed);
+  trace.metadata["cupti_attributed_kernels"] = std::to_string(stats.attributedKernels);
+  trace.metadata["cupti_attributed_kernel_share"] = formatShare(stats.attributedKernelShare());
+  trace.metadata["cupti_attributed_by_stream"] = std::to_string(stats.attributedByStream);
+  trace.metadata["cupti_attributed_by_queue_time"] = std::to_string(stats.attributedByQueueTime);
+  trace.metadata["cupti_attributed_by_stream_order"] = std::to_string(stats.attributedByStreamOrder);
+  trace.metadata["cupti_kernels_without_launch_time"] = std::to_string(stats.kernelsWithoutLaunchTime);
+  trace.metadata["cupti_dropped_records"] = std::to_string(stats.droppedRecords);
+}
+
+}  // namespace
+
+void ActivityConverter::resolveKernels(Conversion& conversion) const {
+  conversion.kernelOps.reserve(records_.kernels.size());
+  for (const KernelRecord& record : records_.kernels) {
+    conversion.kernelOps.push_back(
+        resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
+    if (conversion.kernelOps.back().timed) {
+      conversion.streamOrder[{record.deviceId, record.streamId}].emplace_back(record.startNs,
+                                                                              conversion.kernelOps.back().op);
+    }
+  }
+  using Placed = Conversion::Placed;
+  for (auto& [stream, order] : conversion.streamOrder) {
+    std::sort(order.begin(), order.end(), [](const Placed& a, const Placed& b) { return a.first < b.first; });
+  }
+}
+
+ActivityConverter::Resolved ActivityConverter::byStreamOrder(const Conversion& conversion, Resolved resolved,
+                                                             std::uint32_t deviceId, std::uint32_t streamId,
+                                                             std::uint64_t startNs) const {
+  if (resolved.timed) return resolved;
+  const auto order = conversion.streamOrder.find({deviceId, streamId});
+  if (order == conversion.streamOrder.end()) return resolved;
+  const auto later = [](std::uint64_t t, const Conversion::Placed& placed) { return t < placed.first; };
+  const auto next = std::upper_bound(order->second.begin(), order->second.end(), startNs, later);
+  if (next == order->second.begin() || next == order->second.end()) return resolved;
+  const OpRef* before = std::prev(next)->second;
+  if (before == nullptr || before != next->second) return resolved;
+  return Resolved{before, Link::ByStreamOrder, false};
+}
+
+void ActivityConverter::addKernels(Conversion& conversion, Trace& trace) {
   for (std::size_t k = 0; k < records_.kernels.size(); ++k) {
     const KernelRecord& record = records_.kernels[k];
-    TraceEvent event =
-        span(Phase::Kernel, demangle(record.name), record.deviceId, record.streamId, record.startNs, record.endNs);
+    TraceEvent event = deviceSpan(clock_, Phase::Kernel, demangle(record.name), record.deviceId, record.streamId,
+                                  record.startNs, record.endNs);
     event.args["grid"] =
         std::to_string(record.gridX) + "," + std::to_string(record.gridY) + "," + std::to_string(record.gridZ);
     event.args["block"] =
@@ -274,10 +309,10 @@ Trace ActivityConverter::convert() {
     if (record.queuedNs != 0 && record.startNs >= record.queuedNs) {
       event.args["queued_to_start_ns"] = std::to_string(record.startNs - record.queuedNs);
     }
-    if (!kernelOps[k].timed) ++stats_.kernelsWithoutLaunchTime;
+    if (!conversion.kernelOps[k].timed) ++stats_.kernelsWithoutLaunchTime;
     attribute(event, record.correlationId,
-              resolveUntimed(kernelOps[k], record.deviceId, record.streamId, record.startNs));
-    launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
+              byStreamOrder(conversion, conversion.kernelOps[k], record.deviceId, record.streamId, record.startNs));
+    conversion.launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     // Flow end: at the kernel's start, on its stream.
     TraceEvent flowEnd;
     flowEnd.kind = EventKind::FlowEnd;
@@ -287,42 +322,49 @@ Trace ActivityConverter::convert() {
     flowEnd.startNs = event.startNs;
     flowEnd.correlationId = record.correlationId;
     flowEnd.phase = Phase::Launch;
-    launchedKernels.insert(record.correlationId);
+    conversion.launchedKernels.insert(record.correlationId);
     trace.events.push_back(std::move(event));
     trace.events.push_back(std::move(flowEnd));
     ++stats_.kernels;
   }
+}
+
+void ActivityConverter::addCopiesAndMemsets(Conversion& conversion, Trace& trace) {
   for (const MemcpyRecord& record : records_.memcpys) {
-    TraceEvent event = span(Phase::Memcpy, "Memcpy " + memcpyKindName(record.copyKind), record.deviceId,
-                            record.streamId, record.startNs, record.endNs);
+    TraceEvent event = deviceSpan(clock_, Phase::Memcpy, "Memcpy " + memcpyKindName(record.copyKind), record.deviceId,
+                                  record.streamId, record.startNs, record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
     event.args["copy_kind"] = memcpyKindName(record.copyKind);
     attribute(event, record.correlationId,
-              resolveUntimed(resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
-                             record.deviceId, record.streamId, record.startNs));
-    launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
+              byStreamOrder(conversion, resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
+                            record.deviceId, record.streamId, record.startNs));
+    conversion.launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     trace.events.push_back(std::move(event));
     ++stats_.memcpys;
   }
   for (const MemsetRecord& record : records_.memsets) {
-    TraceEvent event = span(Phase::Memset, "Memset", record.deviceId, record.streamId, record.startNs, record.endNs);
+    TraceEvent event =
+        deviceSpan(clock_, Phase::Memset, "Memset", record.deviceId, record.streamId, record.startNs, record.endNs);
     event.bytes = static_cast<Bytes>(record.bytes);
     attribute(event, record.correlationId,
-              resolveUntimed(resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
-                             record.deviceId, record.streamId, record.startNs));
-    launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
+              byStreamOrder(conversion, resolve(record.correlationId, record.deviceId, record.streamId, std::nullopt),
+                            record.deviceId, record.streamId, record.startNs));
+    conversion.launched.emplace(record.correlationId, std::make_pair(record.deviceId, record.streamId));
     trace.events.push_back(std::move(event));
     ++stats_.memsets;
   }
-  // API calls: only those that launched device work are kept (the rest is noise such as
+}
+
+void ActivityConverter::addLaunches(const Conversion& conversion, Trace& trace) {
+  // Only the API calls that launched device work are kept (the rest is noise such as
   // cudaGetDevice); a kernel launch also starts a flow to its kernel.
   std::set<std::uint32_t> runtimeCalls;  // a driver call under a runtime call shares its id
   for (const RuntimeApiRecord& record : records_.apiCalls) {
     if (!record.driver) runtimeCalls.insert(record.correlationId);
   }
   for (const RuntimeApiRecord& record : records_.apiCalls) {
-    const auto work = launched.find(record.correlationId);
-    if (work == launched.end()) continue;
+    const auto work = conversion.launched.find(record.correlationId);
+    if (work == conversion.launched.end()) continue;
     if (record.driver && runtimeCalls.count(record.correlationId) != 0) continue;
     const OpRef* op = resolve(record.correlationId, work->second.first, work->second.second, std::nullopt).op;
     TraceEvent event;
@@ -342,7 +384,7 @@ Trace ActivityConverter::convert() {
       event.args["op"] = op->name;
     }
     ++stats_.launches;
-    if (launchedKernels.count(record.correlationId) != 0) {
+    if (conversion.launchedKernels.count(record.correlationId) != 0) {
       TraceEvent flowStart;
       flowStart.kind = EventKind::FlowStart;
       flowStart.name = "launch";
@@ -356,31 +398,26 @@ Trace ActivityConverter::convert() {
     }
     trace.events.push_back(std::move(event));
   }
-  // A flow end without its start (the launch record was lost) is dropped, so viewers never see
-  // a dangling arrow.
-  std::set<std::int64_t> started;
-  for (const TraceEvent& event : trace.events) {
-    if (event.kind == EventKind::FlowStart) started.insert(event.correlationId);
-  }
-  trace.events.erase(std::remove_if(trace.events.begin(), trace.events.end(),
-                                    [&](const TraceEvent& event) {
-                                      return event.kind == EventKind::FlowEnd &&
-                                             started.count(event.correlationId) == 0;
-                                    }),
-                     trace.events.end());
+}
+
+Trace ActivityConverter::convert() {
+  const std::int64_t dropped = stats_.droppedRecords;
+  stats_ = ConversionStats{};
+  stats_.droppedRecords = dropped;
+  prepareStreamAttribution();
+  Trace trace;
+  // Kernels are resolved first: work that nothing dates (a copy or memset without an API
+  // record, a kernel without a queue time) takes the op of the dated kernels just before and
+  // after it on its stream when both have the same one (a stream runs its work in launch order).
+  Conversion conversion;
+  resolveKernels(conversion);
+  addKernels(conversion, trace);
+  addCopiesAndMemsets(conversion, trace);
+  addLaunches(conversion, trace);
+  dropFlowsWithoutStart(trace);
   sortEvents(trace);
   trace.baseNs = 0;
-  trace.metadata["cupti_kernels"] = std::to_string(stats_.kernels);
-  trace.metadata["cupti_memcpys"] = std::to_string(stats_.memcpys);
-  trace.metadata["cupti_memsets"] = std::to_string(stats_.memsets);
-  trace.metadata["cupti_unattributed"] = std::to_string(stats_.unattributed);
-  trace.metadata["cupti_attributed_kernels"] = std::to_string(stats_.attributedKernels);
-  trace.metadata["cupti_attributed_kernel_share"] = formatShare(stats_.attributedKernelShare());
-  trace.metadata["cupti_attributed_by_stream"] = std::to_string(stats_.attributedByStream);
-  trace.metadata["cupti_attributed_by_queue_time"] = std::to_string(stats_.attributedByQueueTime);
-  trace.metadata["cupti_attributed_by_stream_order"] = std::to_string(stats_.attributedByStreamOrder);
-  trace.metadata["cupti_kernels_without_launch_time"] = std::to_string(stats_.kernelsWithoutLaunchTime);
-  trace.metadata["cupti_dropped_records"] = std::to_string(stats_.droppedRecords);
+  recordStats(stats_, trace);
   return trace;
 }
 

@@ -117,6 +117,21 @@ class ActivityConverter {
   std::optional<std::int64_t> queuedHostNs(const KernelRecord& kernel) const;
   void attribute(TraceEvent& event, std::uint32_t cuptiCorrelationId, const Resolved& resolved);
 
+  /// convert()'s working state: each kernel's op, the dated kernels per stream, and the
+  /// correlation ids that launched device work (activity_converter.cpp).
+  struct Conversion;
+  /// Resolves each kernel's op, and lists the dated kernels per stream in start order.
+  void resolveKernels(Conversion& conversion) const;
+  /// Undated work (`resolved` not timed) takes the op of the dated kernels just before and after
+  /// it on its stream when both have the same one; else `resolved` stays.
+  Resolved byStreamOrder(const Conversion& conversion, Resolved resolved, std::uint32_t deviceId,
+                         std::uint32_t streamId, std::uint64_t startNs) const;
+  /// The kernels, with a flow end at each one's start; then the memcpys and the memsets.
+  void addKernels(Conversion& conversion, Trace& trace);
+  void addCopiesAndMemsets(Conversion& conversion, Trace& trace);
+  /// The API calls that launched device work, with a flow start at each kernel launch.
+  void addLaunches(const Conversion& conversion, Trace& trace);
+
   ClockMap clock_;
   std::map<std::int64_t, OpRef> ops_;                ///< host span correlationId -> op
   std::map<std::uint32_t, std::uint64_t> external_;  ///< CUPTI correlationId -> external id
