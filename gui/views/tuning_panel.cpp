@@ -65,6 +65,14 @@ TuningPanel::TuningPanel(QWidget* parent)
       editor_(new BalanceEditor(model_, this)),
       canvas_(new TimelineCanvas(timeline_, this)),
       suggest_(new SuggestPanel(this)) {
+  setUpControls();
+  layOut();
+  connectControls();
+  connectModel();
+  showPrediction();
+}
+
+void TuningPanel::setUpControls() {
   balance_->setToolTip(
       tr("Layers per stage, e.g. 3,5 — p × v stages, stage j on device j mod p (zbv: d and 2p − 1 − d); the prediction "
          "updates as you type"));
@@ -89,7 +97,9 @@ TuningPanel::TuningPanel(QWidget* parent)
   prediction_->setTextFormat(Qt::RichText);
   prediction_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   prediction_->setWordWrap(true);
+}
 
+void TuningPanel::layOut() {
   auto* configuration = configuration_;
   auto* form = new QFormLayout(configuration);
   form->addRow(tr("Start from:"), picker_);
@@ -132,7 +142,9 @@ TuningPanel::TuningPanel(QWidget* parent)
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(left);
   layout->addWidget(right, 1);
+}
 
+void TuningPanel::connectControls() {
   connect(picker_, &CandidatePicker::candidatePicked, this, [this](std::size_t c) { loadCandidate(c); });
   connect(balance_, &QLineEdit::textEdited, this, [this](const QString& text) {
     try {
@@ -174,6 +186,9 @@ TuningPanel::TuningPanel(QWidget* parent)
   });
   connect(optimizer_, &QComboBox::currentIndexChanged, this,
           [this](int row) { setOptimizer(static_cast<OptimizerKind>(optimizer_->itemData(row).toInt())); });
+}
+
+void TuningPanel::connectModel() {
   connect(model_, &TuningModel::invalidEdit, this, [this](const QString& message) {
     error_->setText(message);
     syncControls();  // e.g. the balance of p * v stages that a schedule edit made
@@ -187,7 +202,6 @@ TuningPanel::TuningPanel(QWidget* parent)
   });
   connect(suggest_, &SuggestPanel::tuneRequested, this,
           [this](const Candidate& candidate) { loadCandidate(candidate, tr("suggestion")); });
-  showPrediction();
 }
 
 void TuningPanel::setReport(std::shared_ptr<const Report> report, bool reloaded) {

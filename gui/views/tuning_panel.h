@@ -69,6 +69,14 @@ class TuningPanel : public QWidget {
   QWidget* exportTarget() const { return const_cast<TuningPanel*>(this); }
 
  private:
+  /// The constructor's steps: the controls' ranges, items and tooltips; the layout (the
+  /// configuration, prediction and Suggest on the left, the balance editor and the timeline on
+  /// the right); the controls' edits into the model; the model's changes into the view, and
+  /// Suggest's picks into the model.
+  void setUpControls();
+  void layOut();
+  void connectControls();
+  void connectModel();
   void syncControls();
   void showPrediction();
   /// Predicts for another optimizer: the report's profile as if measured with it.
