@@ -54,6 +54,29 @@ SuggestPanel::SuggestPanel(QWidget* parent)
       tune_(new QPushButton(tr("Tune"), this)),
       copyRun_(new QPushButton(tr("Copy run command"), this)),
       copySweep_(new QPushButton(tr("Copy sweep command"), this)) {
+  QFormLayout* form = constraintsForm();
+  QHBoxLayout* run = runRow();
+  setUpResults();
+  auto* actions = new QHBoxLayout;
+  actions->addWidget(tune_);
+  actions->addWidget(copyRun_);
+  actions->addWidget(copySweep_);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(form);
+  layout->addLayout(run);
+  layout->addWidget(status_);
+  layout->addWidget(results_, 1);
+  layout->addLayout(actions);
+  status_->setWordWrap(true);
+  for (QPushButton* button : {tune_, copyRun_, copySweep_}) button->setEnabled(false);
+  setEnabled(false);
+
+  connectWorker();
+  connectResults();
+}
+
+QFormLayout* SuggestPanel::constraintsForm() {
   devices_->setRange(1, 64);
   devices_->setToolTip(tr("Number of pipeline devices p (interleaved: p × v stages, stage j on device j mod p; "
                           "zbv: 2p stages, device d holding stages d and 2p − 1 − d)"));
@@ -85,6 +108,10 @@ SuggestPanel::SuggestPanel(QWidget* parent)
   form->addRow(tr("Schedules:"), schedules);
   form->addRow(tr("Chunks:"), chunks_);
   form->addRow(tr("Checkpoint modes:"), modes);
+  return form;
+}
+
+QHBoxLayout* SuggestPanel::runRow() {
   cancel_->setEnabled(false);
   progress_->setRange(0, 100);
   progress_->setValue(0);
@@ -93,6 +120,10 @@ SuggestPanel::SuggestPanel(QWidget* parent)
   run->addWidget(suggest_);
   run->addWidget(progress_, 1);
   run->addWidget(cancel_);
+  return run;
+}
+
+void SuggestPanel::setUpResults() {
   results_->setHorizontalHeaderLabels({tr("Candidate"), tr("Schedule"), tr("Step"), tr("Throughput"), tr("Max peak")});
   results_->verticalHeader()->hide();
   results_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -101,21 +132,9 @@ SuggestPanel::SuggestPanel(QWidget* parent)
   results_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   results_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
   results_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  auto* actions = new QHBoxLayout;
-  actions->addWidget(tune_);
-  actions->addWidget(copyRun_);
-  actions->addWidget(copySweep_);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addLayout(form);
-  layout->addLayout(run);
-  layout->addWidget(status_);
-  layout->addWidget(results_, 1);
-  layout->addLayout(actions);
-  status_->setWordWrap(true);
-  for (QPushButton* button : {tune_, copyRun_, copySweep_}) button->setEnabled(false);
-  setEnabled(false);
+}
 
+void SuggestPanel::connectWorker() {
   connect(suggest_, &QPushButton::clicked, this, &SuggestPanel::startSuggest);
   connect(cancel_, &QPushButton::clicked, worker_, &SuggestWorker::cancel);
   connect(worker_, &SuggestWorker::progress, this, [this](qint64 done, qint64 total) {
@@ -139,6 +158,9 @@ SuggestPanel::SuggestPanel(QWidget* parent)
     idle();
     status_->setText(QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(message.toHtmlEscaped()));
   });
+}
+
+void SuggestPanel::connectResults() {
   connect(results_, &QTableWidget::itemSelectionChanged, this, [this] {
     const bool any = selectedCandidate().has_value();
     for (QPushButton* button : {tune_, copyRun_, copySweep_}) button->setEnabled(any);

@@ -14,6 +14,8 @@
 
 QT_BEGIN_NAMESPACE
 class QCheckBox;
+class QFormLayout;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QProgressBar;
@@ -68,6 +70,14 @@ class SuggestPanel : public QWidget {
   void tuneRequested(const pipeprof::Candidate& candidate);
 
  private:
+  /// The constructor's steps: the constraints' form (devices, memory, schedules and v, chunks,
+  /// checkpoint modes); the row of Suggest, the progress bar and Cancel; the results table; the
+  /// worker's progress, end and failure into the view; the selected result into the actions.
+  QFormLayout* constraintsForm();
+  QHBoxLayout* runRow();
+  void setUpResults();
+  void connectWorker();
+  void connectResults();
   void showResults();
   std::optional<Candidate> selectedCandidate() const;
 
