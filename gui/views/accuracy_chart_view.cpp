@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace pipeprof::gui {
 namespace {
@@ -43,14 +44,118 @@ QValueAxis* valueAxis(const QString& title, double max) {
   axis->setTitleText(title);
   axis->setRange(0.0, niceCeiling(max));
   axis->setTickCount(6);
-  axis->setLabelFormat(max >= 100 ? QStringLiteral("%.0f") : max >= 10 ? QStringLiteral("%.1f") : QStringLiteral("%.2f"));
+  axis->setLabelFormat(max >= 100  ? QStringLiteral("%.0f")
+                       : max >= 10 ? QStringLiteral("%.1f")
+                                   : QStringLiteral("%.2f"));
   return axis;
+}
+
+/// The step times' range over the points (max 0 when there is none).
+struct StepRange {
+  double minMs = std::numeric_limits<double>::max();
+  double maxMs = 0.0;
+};
+
+/// A point per measured candidate at (predicted, measured) step time, the suggested one on
+/// `suggested`, each with its label.
+StepRange addMeasuredPoints(const AccuracyModel& model, QScatterSeries* points, QStringList& pointLabels,
+                            QScatterSeries* suggested, QStringList& suggestedLabels) {
+  StepRange range;
+  for (int row = 0; row < model.rowCount(); ++row) {
+    const QVariant measured = model.index(row, AccuracyModel::MeasuredStepMs).data();
+    if (!measured.isValid()) continue;
+    const double predictedMs = model.index(row, AccuracyModel::PredictedStepMs).data().toDouble();
+    const double measuredMs = measured.toDouble();
+    range.maxMs = std::max({range.maxMs, predictedMs, measuredMs});
+    range.minMs = std::min({range.minMs, predictedMs, measuredMs});
+    const QVariant error = model.index(row, AccuracyModel::StepErrorPct).data();
+    const QString label = AccuracyChartView::tr("%1\npredicted %2 ms, measured %3 ms (%4)")
+                              .arg(model.index(row, AccuracyModel::Label).data().toString())
+                              .arg(predictedMs, 0, 'f', 2)
+                              .arg(measuredMs, 0, 'f', 2)
+                              .arg(error.isValid() ? errorText(error.toDouble()) : QString());
+    if (model.index(row, 0).data(AccuracyModel::SuggestedRole).toBool()) {
+      suggested->append(predictedMs, measuredMs);
+      suggestedLabels << label;
+    } else {
+      points->append(predictedMs, measuredMs);
+      pointLabels << label;
+    }
+  }
+  return range;
+}
+
+/// Both axes share one range around the points, so y = x is the diagonal.
+std::pair<QValueAxis*, QValueAxis*> stepAxes(const StepRange& range) {
+  auto* axisX = valueAxis(AccuracyChartView::tr("Predicted step time (ms)"), 1.0);
+  if (range.maxMs > 0.0) {
+    axisX->setRange(range.minMs * 0.85, range.maxMs * 1.1);
+    axisX->applyNiceNumbers();
+  }
+  const double axisMin = axisX->min();
+  const double axisMax = axisX->max();
+  auto* axisY = valueAxis(AccuracyChartView::tr("Measured step time (ms)"), 1.0);
+  axisY->setRange(axisMin, axisMax);
+  axisY->setTickCount(axisX->tickCount());
+  for (QValueAxis* axis : {axisX, axisY}) {
+    axis->setLabelFormat(axisMax - axisMin >= 20 ? QStringLiteral("%.0f") : QStringLiteral("%.1f"));
+  }
+  return {axisX, axisY};
+}
+
+/// The ±kBand band around y = x over [axisMin, axisMax].
+QAreaSeries* errorBand(double axisMin, double axisMax) {
+  // QAreaSeries does not own its boundary lines: parent them to it so they go with the chart.
+  auto* band = new QAreaSeries;
+  auto* upper = new QLineSeries(band);
+  auto* lower = new QLineSeries(band);
+  for (double x : {axisMin, axisMax}) {
+    upper->append(x, x * (1.0 + AccuracyChartView::kBand));
+    lower->append(x, x * (1.0 - AccuracyChartView::kBand));
+  }
+  band->setUpperSeries(upper);
+  band->setLowerSeries(lower);
+  band->setName(AccuracyChartView::tr("±%1 % error band").arg(AccuracyChartView::kBand * 100.0, 0, 'f', 0));
+  QColor bandFill = predictedColor();
+  bandFill.setAlpha(55);
+  band->setBrush(bandFill);
+  band->setPen(Qt::NoPen);
+  return band;
+}
+
+/// y = x over [axisMin, axisMax], dashed.
+QLineSeries* perfectPrediction(double axisMin, double axisMax) {
+  auto* diagonal = new QLineSeries;
+  for (double x : {axisMin, axisMax}) diagonal->append(x, x);
+  diagonal->setName(AccuracyChartView::tr("y = x (perfect prediction)"));
+  QPen diagonalPen(QColor(0x55, 0x55, 0x55));
+  diagonalPen.setStyle(Qt::DashLine);
+  diagonalPen.setWidthF(1.5);
+  diagonal->setPen(diagonalPen);
+  return diagonal;
+}
+
+/// A hovered point of `series` shows its label (labels in the series' order).
+auto hoverTip(const QStringList& labels, QScatterSeries* series) {
+  return [labels, series](const QPointF& point, bool state) {
+    if (!state) {
+      QToolTip::hideText();
+      return;
+    }
+    const QList<QPointF> all = series->points();
+    const auto found = std::find(all.begin(), all.end(), point);
+    if (found != all.end()) QToolTip::showText(QCursor::pos(), labels.value(static_cast<int>(found - all.begin())));
+  };
 }
 
 }  // namespace
 
 AccuracyChartView::AccuracyChartView(AccuracyModel* model, QWidget* parent)
-    : QWidget(parent), model_(model), summary_(new QLabel(this)), scatter_(new QChartView(this)), bars_(new QChartView(this)) {
+    : QWidget(parent),
+      model_(model),
+      summary_(new QLabel(this)),
+      scatter_(new QChartView(this)),
+      bars_(new QChartView(this)) {
   scatter_->setRenderHint(QPainter::Antialiasing);
   bars_->setRenderHint(QPainter::Antialiasing);
   summary_->setTextFormat(Qt::RichText);
@@ -88,67 +193,10 @@ void AccuracyChartView::rebuildScatter() {
   suggested->setMarkerSize(20);
   suggested->setColor(measuredColor());
   suggested->setBorderColor(measuredColor().darker(130));
-  double maxMs = 0.0;
-  double minMs = std::numeric_limits<double>::max();
-  for (int row = 0; row < model_->rowCount(); ++row) {
-    const QVariant measured = model_->index(row, AccuracyModel::MeasuredStepMs).data();
-    if (!measured.isValid()) continue;
-    const double predictedMs = model_->index(row, AccuracyModel::PredictedStepMs).data().toDouble();
-    const double measuredMs = measured.toDouble();
-    maxMs = std::max({maxMs, predictedMs, measuredMs});
-    minMs = std::min({minMs, predictedMs, measuredMs});
-    const QVariant error = model_->index(row, AccuracyModel::StepErrorPct).data();
-    const QString label = tr("%1\npredicted %2 ms, measured %3 ms (%4)")
-                              .arg(model_->index(row, AccuracyModel::Label).data().toString())
-                              .arg(predictedMs, 0, 'f', 2)
-                              .arg(measuredMs, 0, 'f', 2)
-                              .arg(error.isValid() ? errorText(error.toDouble()) : QString());
-    if (model_->index(row, 0).data(AccuracyModel::SuggestedRole).toBool()) {
-      suggested->append(predictedMs, measuredMs);
-      suggestedLabels << label;
-    } else {
-      points->append(predictedMs, measuredMs);
-      pointLabels_ << label;
-    }
-  }
-  // Both axes share one range around the points, so y = x is the diagonal.
-  auto* axisX = valueAxis(tr("Predicted step time (ms)"), 1.0);
-  if (maxMs > 0.0) {
-    axisX->setRange(minMs * 0.85, maxMs * 1.1);
-    axisX->applyNiceNumbers();
-  }
-  const double axisMin = axisX->min();
-  const double axisMax = axisX->max();
-  auto* axisY = valueAxis(tr("Measured step time (ms)"), 1.0);
-  axisY->setRange(axisMin, axisMax);
-  axisY->setTickCount(axisX->tickCount());
-  for (QValueAxis* axis : {axisX, axisY}) {
-    axis->setLabelFormat(axisMax - axisMin >= 20 ? QStringLiteral("%.0f") : QStringLiteral("%.1f"));
-  }
-  // QAreaSeries does not own its boundary lines: parent them to it so they go with the chart.
-  auto* band = new QAreaSeries;
-  auto* upper = new QLineSeries(band);
-  auto* lower = new QLineSeries(band);
-  auto* diagonal = new QLineSeries;
-  for (double x : {axisMin, axisMax}) {
-    upper->append(x, x * (1.0 + kBand));
-    lower->append(x, x * (1.0 - kBand));
-    diagonal->append(x, x);
-  }
-  band->setUpperSeries(upper);
-  band->setLowerSeries(lower);
-  band->setName(tr("±%1 % error band").arg(kBand * 100.0, 0, 'f', 0));
-  QColor bandFill = predictedColor();
-  bandFill.setAlpha(55);
-  band->setBrush(bandFill);
-  band->setPen(Qt::NoPen);
-  diagonal->setName(tr("y = x (perfect prediction)"));
-  QPen diagonalPen(QColor(0x55, 0x55, 0x55));
-  diagonalPen.setStyle(Qt::DashLine);
-  diagonalPen.setWidthF(1.5);
-  diagonal->setPen(diagonalPen);
-  chart->addSeries(band);
-  chart->addSeries(diagonal);
+  const StepRange range = addMeasuredPoints(*model_, points, pointLabels_, suggested, suggestedLabels);
+  const auto [axisX, axisY] = stepAxes(range);
+  chart->addSeries(errorBand(axisX->min(), axisX->max()));
+  chart->addSeries(perfectPrediction(axisX->min(), axisX->max()));
   chart->addSeries(points);
   chart->addSeries(suggested);
   chart->addAxis(axisX, Qt::AlignBottom);
@@ -159,19 +207,8 @@ void AccuracyChartView::rebuildScatter() {
   }
   if (suggestedLabels.isEmpty()) chart->legend()->markers(suggested).value(0)->setVisible(false);
   if (pointLabels_.isEmpty() && suggestedLabels.isEmpty()) chart->setTitle(tr("Step time: no measured candidates yet"));
-  auto hover = [](const QStringList& labels, QScatterSeries* series) {
-    return [labels, series](const QPointF& point, bool state) {
-      if (!state) {
-        QToolTip::hideText();
-        return;
-      }
-      const QList<QPointF> all = series->points();
-      const auto found = std::find(all.begin(), all.end(), point);
-      if (found != all.end()) QToolTip::showText(QCursor::pos(), labels.value(static_cast<int>(found - all.begin())));
-    };
-  };
-  connect(points, &QScatterSeries::hovered, this, hover(pointLabels_, points));
-  connect(suggested, &QScatterSeries::hovered, this, hover(suggestedLabels, suggested));
+  connect(points, &QScatterSeries::hovered, this, hoverTip(pointLabels_, points));
+  connect(suggested, &QScatterSeries::hovered, this, hoverTip(suggestedLabels, suggested));
   pointLabels_ << suggestedLabels;
   QChart* old = scatter_->chart();
   scatter_->setChart(chart);
