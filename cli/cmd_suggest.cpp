@@ -50,25 +50,13 @@ nlohmann::json rankedJson(const RankedCandidate& ranked, std::int64_t rank) {
   return json;
 }
 
-void runSuggest(const SuggestFlags& flags) {
+void checkFlags(const SuggestFlags& flags) {
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
   if (flags.top < 1) throw UsageError("--top " + std::to_string(flags.top) + ": give a positive count");
-  SearchSpace space = searchSpaceFromFlags(flags.search);
-  space.batch = flags.batch;
+}
 
-  Profile rawProfile = loadProfileFromFlags(flags.cluster);
-  std::int64_t pipelineDevices = flags.pipelineDevices != 0 ? flags.pipelineDevices : devicesOfGivenBalances(space);
-  if (pipelineDevices == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
-    throw UsageError("give --cluster, --devices or --pipeline-devices: how many pipeline devices to search");
-  }
-  const Predictor predictor =
-      predictorFromFlags(flags.cluster, std::move(rawProfile), buildClusterFromFlags(flags.cluster, pipelineDevices));
-  const Profile& profile = predictor.profile();
-  if (pipelineDevices == 0) pipelineDevices = predictor.cluster().deviceCount();
-  if (pipelineDevices < 1) {
-    throw UsageError("--pipeline-devices " + std::to_string(pipelineDevices) + ": give a positive count");
-  }
-  space.devices = pipelineDevices;
+/// Every given balance has the stages of p devices with one of the stages per device searched.
+void checkGivenBalances(const SuggestFlags& flags, const SearchSpace& space, std::int64_t pipelineDevices) {
   const std::vector<std::int64_t> counts = stageCounts(space, pipelineDevices);
   for (const auto& balance : space.balances) {
     if (std::find(counts.begin(), counts.end(), static_cast<std::int64_t>(balance.size())) != counts.end()) continue;
@@ -78,57 +66,74 @@ void runSuggest(const SuggestFlags& flags) {
                                  flags.search.balances, formatBalance(balance), balance.size(), pipelineDevices,
                                  fmt::join(counts, " or "), schedules.schedules, schedules.stagesPerDevice));
   }
+}
 
+/// The search, with a note of the schedules it left out; `seconds`: its wall time.
+SearchResult timedSearch(const Predictor& predictor, const SearchSpace& space, double& seconds) {
   const auto started = std::chrono::steady_clock::now();
-  const SearchResult result = predictor.search(space);
+  SearchResult result = predictor.search(space);
   if (!result.leftOut.empty()) {
     const std::string names = scheduleKindList(result.leftOut, "and");
     std::cerr << fmt::format("note: {} {} left out: the profile predates the backward's split into input and "
                              "weight gradients (profile the model again to search them)\n",
                              names, result.leftOut.size() == 1 ? "is" : "are");
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
 
-  // torchgpipe's balance_by_time on per-layer times at the whole batch, with the winner's
-  // chunks and mode (or the first of each asked for when nothing fits).
-  Candidate byTime;
-  byTime.balance = balanceByTime(layerTimesNs(profile, flags.batch), pipelineDevices);
-  byTime.batch = flags.batch;
-  byTime.chunks = result.ranked.empty() ? space.chunks.front() : result.ranked.front().candidate.chunks;
-  byTime.checkpoint = result.ranked.empty() ? space.modes.front() : result.ranked.front().candidate.checkpoint;
-  const Prediction byTimePrediction = predictor.predict(byTime).prediction;
-  std::optional<std::int64_t> byTimeRank;
+/// torchgpipe's balance_by_time candidate, its prediction, and its rank among those that fit.
+struct ByTime {
+  Candidate candidate;
+  Prediction prediction;
+  std::optional<std::int64_t> rank;
+};
+
+/// balance_by_time on per-layer times at the whole batch, with the winner's chunks and mode (or
+/// the first of each asked for when nothing fits).
+ByTime balanceByTimeOf(const Predictor& predictor, const SearchSpace& space, const SearchResult& result,
+                       std::int64_t batch, std::int64_t pipelineDevices) {
+  ByTime byTime;
+  Candidate& candidate = byTime.candidate;
+  candidate.balance = balanceByTime(layerTimesNs(predictor.profile(), batch), pipelineDevices);
+  candidate.batch = batch;
+  candidate.chunks = result.ranked.empty() ? space.chunks.front() : result.ranked.front().candidate.chunks;
+  candidate.checkpoint = result.ranked.empty() ? space.modes.front() : result.ranked.front().candidate.checkpoint;
+  byTime.prediction = predictor.predict(candidate).prediction;
   for (std::size_t k = 0; k < result.ranked.size(); ++k) {
-    if (result.ranked[k].candidate == byTime) byTimeRank = static_cast<std::int64_t>(k + 1);
+    if (result.ranked[k].candidate == candidate) byTime.rank = static_cast<std::int64_t>(k + 1);
   }
+  return byTime;
+}
 
-  const std::vector<RejectionGroup> groups = groupRejections(result.rejected);
-  const auto shown = std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(flags.top));
-  if (flags.json) {
-    nlohmann::json ranked = nlohmann::json::array();
-    for (std::size_t k = 0; k < shown; ++k)
-      ranked.push_back(rankedJson(result.ranked[k], static_cast<std::int64_t>(k + 1)));
-    nlohmann::json rejections = nlohmann::json::array();
-    for (const RejectionGroup& group : groups) {
-      rejections.push_back(
-          {{"reason", group.reason}, {"count", group.count}, {"example", rankedJson(*group.example, 0)}});
-    }
-    nlohmann::json json = {{"calibration", describeCalibration(predictor.calibration())},
-                           {"evaluated", result.evaluated},
-                           {"fitting_count", static_cast<std::int64_t>(result.ranked.size())},
-                           {"rejected_count", static_cast<std::int64_t>(result.rejected.size())},
-                           {"simulated_events", result.simulatedEvents},
-                           {"ranked", ranked},
-                           {"rejections", rejections},
-                           {"balance_by_time",
-                            {{"candidate", toJson(byTime)},
-                             {"label", byTime.label()},
-                             {"prediction", toJson(byTimePrediction)},
-                             {"rank", byTimeRank ? nlohmann::json(*byTimeRank) : nlohmann::json(nullptr)}}}};
-    std::cout << json.dump(2) << "\n";
-    return;
+void printJson(const Predictor& predictor, const SearchResult& result, const std::vector<RejectionGroup>& groups,
+               std::size_t shown, const ByTime& byTime) {
+  nlohmann::json ranked = nlohmann::json::array();
+  for (std::size_t k = 0; k < shown; ++k)
+    ranked.push_back(rankedJson(result.ranked[k], static_cast<std::int64_t>(k + 1)));
+  nlohmann::json rejections = nlohmann::json::array();
+  for (const RejectionGroup& group : groups) {
+    rejections.push_back(
+        {{"reason", group.reason}, {"count", group.count}, {"example", rankedJson(*group.example, 0)}});
   }
+  nlohmann::json json = {{"calibration", describeCalibration(predictor.calibration())},
+                         {"evaluated", result.evaluated},
+                         {"fitting_count", static_cast<std::int64_t>(result.ranked.size())},
+                         {"rejected_count", static_cast<std::int64_t>(result.rejected.size())},
+                         {"simulated_events", result.simulatedEvents},
+                         {"ranked", ranked},
+                         {"rejections", rejections},
+                         {"balance_by_time",
+                          {{"candidate", toJson(byTime.candidate)},
+                           {"label", byTime.candidate.label()},
+                           {"prediction", toJson(byTime.prediction)},
+                           {"rank", byTime.rank ? nlohmann::json(*byTime.rank) : nlohmann::json(nullptr)}}}};
+  std::cout << json.dump(2) << "\n";
+}
 
+/// The best `shown` candidates, the rejections by reason, and balance_by_time.
+void printTables(const Predictor& predictor, const SearchResult& result, const std::vector<RejectionGroup>& groups,
+                 std::size_t shown, const ByTime& byTime, double seconds) {
   std::cout << fmt::format("Simulated {} candidates in {:.2f} s: {} fit, {} rejected.\n{}\n\n", result.evaluated,
                            seconds, result.ranked.size(), result.rejected.size(),
                            describeCalibration(predictor.calibration()));
@@ -155,11 +160,43 @@ void runSuggest(const SuggestFlags& flags) {
                                group.example->candidate.label(), group.example->rejection);
     }
   }
-  std::cout << fmt::format("\ntorchgpipe balance_by_time: {} -> {}: {}, {:.1f} samples/s, max peak {}, {}\n",
-                           formatBalance(byTime.balance), byTime.label(), formatDuration(byTimePrediction.iterationNs),
-                           byTimePrediction.samplesPerS, formatBytes(static_cast<Bytes>(maxPeak(byTimePrediction))),
-                           byTimePrediction.fits ? (byTimeRank ? "rank " + std::to_string(*byTimeRank) : "fits")
-                                                 : "does not fit");
+  const Prediction& prediction = byTime.prediction;
+  std::cout << fmt::format(
+      "\ntorchgpipe balance_by_time: {} -> {}: {}, {:.1f} samples/s, max peak {}, {}\n",
+      formatBalance(byTime.candidate.balance), byTime.candidate.label(), formatDuration(prediction.iterationNs),
+      prediction.samplesPerS, formatBytes(static_cast<Bytes>(maxPeak(prediction))),
+      prediction.fits ? (byTime.rank ? "rank " + std::to_string(*byTime.rank) : "fits") : "does not fit");
+}
+
+void runSuggest(const SuggestFlags& flags) {
+  checkFlags(flags);
+  SearchSpace space = searchSpaceFromFlags(flags.search);
+  space.batch = flags.batch;
+
+  Profile rawProfile = loadProfileFromFlags(flags.cluster);
+  std::int64_t pipelineDevices = flags.pipelineDevices != 0 ? flags.pipelineDevices : devicesOfGivenBalances(space);
+  if (pipelineDevices == 0 && flags.cluster.clusterPath.empty() && flags.cluster.devices == 0) {
+    throw UsageError("give --cluster, --devices or --pipeline-devices: how many pipeline devices to search");
+  }
+  const Predictor predictor =
+      predictorFromFlags(flags.cluster, std::move(rawProfile), buildClusterFromFlags(flags.cluster, pipelineDevices));
+  if (pipelineDevices == 0) pipelineDevices = predictor.cluster().deviceCount();
+  if (pipelineDevices < 1) {
+    throw UsageError("--pipeline-devices " + std::to_string(pipelineDevices) + ": give a positive count");
+  }
+  space.devices = pipelineDevices;
+  checkGivenBalances(flags, space, pipelineDevices);
+
+  double seconds = 0.0;
+  const SearchResult result = timedSearch(predictor, space, seconds);
+  const ByTime byTime = balanceByTimeOf(predictor, space, result, flags.batch, pipelineDevices);
+  const std::vector<RejectionGroup> groups = groupRejections(result.rejected);
+  const auto shown = std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(flags.top));
+  if (flags.json) {
+    printJson(predictor, result, groups, shown, byTime);
+  } else {
+    printTables(predictor, result, groups, shown, byTime, seconds);
+  }
 }
 
 }  // namespace
