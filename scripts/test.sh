@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Bootstraps, builds everything (Release, warnings are errors) and runs the whole test suite:
+#   0. rooms                     scripts/check_rooms.py: every include of the runtime points down
+#                                its rooms (runtime/rooms.txt); a second, before any compiling
 #   1. build (Release)           build/, every target
 #   2. tests (Release)           ctest, every label; the longest tests start first
 #   3. LibTorch 2.6, CPU         scripts/torch2-check.sh: every LibTorch object against 2.6
@@ -10,7 +12,7 @@
 # and prints each stage's wall time at the end. About 25 minutes on a bare 2-core machine with
 # an empty ccache, 5 warm; see docs/performance.md, "The test command's time".
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    stages 1 and 2 for the tests labelled unit and torch only (the
+#   scripts/test.sh --quick    stages 0, 1 and 2 for the tests labelled unit and torch only (the
 #                              target quick-tests): the edit-test loop -- no CLI, GUI, benchmarks,
 #                              e2e, dist or gui tests, LibTorch 2.6, sanitizer or fuzzing stage
 # Environment: PIPEPROF_SKIP_TORCH2=1 skips stages 3-4; PIPEPROF_BUILD_DIR,
@@ -22,7 +24,7 @@ quick=0
 for arg in "$@"; do
   case $arg in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$arg' (--quick, or none for the whole suite)" >&2; exit 2 ;;
   esac
 done
@@ -109,6 +111,7 @@ sanitize_tests() {
 }
 
 stage "bootstrap" ./scripts/bootstrap.sh
+stage "rooms (scripts/check_rooms.py)" ./scripts/check_rooms.py
 if ((quick)); then
   stage "build ($build_dir, Release, target quick-tests)" release_build --target quick-tests
   stage "tests ($build_dir, labels unit, torch)" release_tests -L '^(unit|torch)$'

@@ -287,7 +287,7 @@ check_config() {
   if [[ $name == cuda ]]; then
     # TARGET torch_cuda must have picked the CUDA translation units, and CUPTI its collector.
     local unit
-    for unit in pipeprof_runtime.dir/src/device_memory_cuda.cpp.o \
+    for unit in pipeprof_runtime.dir/src/memory/device_memory_cuda.cpp.o \
         pipeprof_profiler.dir/src/cupti_activity_source.cpp.o; do
       if ! printf '%s\n' "${targets[@]}" | grep -q "/$unit\$"; then
         log "$build does not compile $unit: TARGET torch_cuda or CUDA::cupti was not found"
@@ -339,7 +339,7 @@ static_assert(sizeof(PipeprofProbeGroup::Options) > 0, "ProcessGroupNCCL::Option
 static_assert(NCCL_MAJOR >= 2, "NCCL 2.x");
 EOF
   local command
-  command=$(ninja -C "$build" -t commands runtime/CMakeFiles/pipeprof_runtime.dir/src/device_memory_cuda.cpp.o |
+  command=$(ninja -C "$build" -t commands runtime/CMakeFiles/pipeprof_runtime.dir/src/memory/device_memory_cuda.cpp.o |
     tail -n 1)
   command=${command%% -MD *}
   command=$(sed 's/ -Winvalid-pch -include [^ ]*//' <<< "$command")

@@ -139,7 +139,7 @@ TimeNs scaleTime(TimeNs profileNs, double relativeSpeed);
 
 /// A split backward's I and W times as partition j runs them: the profile's halves, except on
 /// the first stage, whose I computes nothing (no input wants a gradient,
-/// runtime/src/split_backward.h) and whose W runs the whole backward in one pass: the
+/// runtime/src/stage/split_backward.h) and whose W runs the whole backward in one pass: the
 /// profile's backward time, not the halves' sum (each half walks the graph: a gpt block's I + W
 /// measures 8% above its B).
 struct SplitTimes {

@@ -2,7 +2,7 @@
 // measured, and a layer profile just detailed enough to predict it.
 #pragma once
 
-#include "make_optimizer.h"
+#include "training/make_optimizer.h"
 
 #include <pipeprof/core/allocator_rounding.h>
 #include <pipeprof/core/optimizer.h>

@@ -3,8 +3,8 @@
 // scaling), which every pipeline must equal.
 #pragma once
 
-#include "autocast.h"
-#include "make_optimizer.h"
+#include "stage/autocast.h"
+#include "training/make_optimizer.h"
 
 #include <pipeprof/core/optimizer.h>
 #include <pipeprof/core/precision.h>

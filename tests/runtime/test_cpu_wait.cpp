@@ -1,5 +1,5 @@
 // Tests for cpu_wait.cpp and the training loops' per-step CPU wait: schedstat summed over tasks, one wait per step.
-#include "cpu_wait.h"
+#include "training/cpu_wait.h"
 
 #include <pipeprof/runtime/in_process_transport.h>
 #include <pipeprof/runtime/rank_training.h>

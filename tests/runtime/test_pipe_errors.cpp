@@ -117,9 +117,9 @@ TEST(PipeErrors, ALayerExceptionStopsTheScheduleAndIsRethrownNamingTheCell) {
     pipe.forward(torch::ones({4, 2}));
     FAIL() << "expected PipeError";
   } catch (const PipeError& e) {
-    EXPECT_EQ(e.partition(), 0);
+    EXPECT_EQ(e.stage(), 0);
     EXPECT_EQ(e.microBatch(), 0);
-    EXPECT_EQ(std::string(e.what()), "forward(0,0) on partition 0, micro-batch 0 failed: trap sprung");
+    EXPECT_EQ(std::string(e.what()), "forward(0,0) on stage 0, micro-batch 0 failed: trap sprung");
     EXPECT_THROW(std::rethrow_if_nested(e), ExpectedError);
   }
   EXPECT_EQ(trapCalls->load(), 1);     // micro-batches 1..3 never ran
@@ -144,8 +144,8 @@ TEST(PipeErrors, ABackwardExceptionSurfacesFromBackwardAsAPipeErrorNamingTheCell
     std::vector<std::int64_t> balance;
     std::string message;  ///< the last micro-batch's backward runs first
   };
-  for (const Case& c : {Case{{1, 1}, "backward(1,1) on partition 1, micro-batch 1 failed: bad gradient"},
-                        Case{{2}, "backward(1,0) on partition 0, micro-batch 1 failed: bad gradient"}}) {
+  for (const Case& c : {Case{{1, 1}, "backward(1,1) on stage 1, micro-batch 1 failed: bad gradient"},
+                        Case{{2}, "backward(1,0) on stage 0, micro-batch 1 failed: bad gradient"}}) {
     SCOPED_TRACE(c.message);
     torch::nn::Sequential model;
     model->push_back("fc", torch::nn::Linear(2, 2));
@@ -156,7 +156,7 @@ TEST(PipeErrors, ABackwardExceptionSurfacesFromBackwardAsAPipeErrorNamingTheCell
       output.sum().backward();
       FAIL() << "expected PipeError";
     } catch (const PipeError& e) {
-      EXPECT_EQ(e.partition(), static_cast<std::int64_t>(c.balance.size()) - 1);
+      EXPECT_EQ(e.stage(), static_cast<std::int64_t>(c.balance.size()) - 1);
       EXPECT_EQ(e.microBatch(), 1);
       EXPECT_EQ(std::string(e.what()), c.message);
       EXPECT_THROW(std::rethrow_if_nested(e), ExpectedError);

@@ -11,7 +11,7 @@
 #include "pipe_test_util.h"
 #include "rank_world.h"
 #include "skip_test_layers.h"
-#include "streams.h"
+#include "threaded/streams.h"
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <gtest/gtest.h>

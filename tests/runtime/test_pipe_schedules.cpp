@@ -408,9 +408,9 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
       pipe.step(input, target, meanSquaredError);
       FAIL() << "expected PipeError";
     } catch (const PipeError& e) {
-      EXPECT_EQ(e.partition(), 2);
+      EXPECT_EQ(e.stage(), 2);
       EXPECT_EQ(e.microBatch(), 1);
-      EXPECT_EQ(std::string(e.what()), "forward(1,2) on partition 2, micro-batch 1 failed: trap sprung");
+      EXPECT_EQ(std::string(e.what()), "forward(1,2) on stage 2, micro-batch 1 failed: trap sprung");
       EXPECT_THROW(std::rethrow_if_nested(e), ExpectedError);
     }
     const torch::Tensor failingRow = target.slice(0, 2, 3);
@@ -421,9 +421,9 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
       });
       FAIL() << "expected PipeError";
     } catch (const PipeError& e) {
-      EXPECT_EQ(e.partition(), 3);
+      EXPECT_EQ(e.stage(), 3);
       EXPECT_EQ(e.microBatch(), 2);
-      EXPECT_EQ(std::string(e.what()), "loss(2) on partition 3, micro-batch 2 failed: loss failed");
+      EXPECT_EQ(std::string(e.what()), "loss(2) on stage 3, micro-batch 2 failed: loss failed");
     }
     trap->armed = false;
     for (auto parameter : pipe.parameters()) parameter.mutable_grad() = torch::Tensor();

@@ -1,5 +1,5 @@
 // Tests for profiler_skip_tracker.cpp: what the layer profiler's skip tracker records and hands out.
-#include "profiler_skip_tracker.h"
+#include "layer_profiling/profiler_skip_tracker.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,6 +1,6 @@
 // Tests for split_backward.cpp: I then W compute what one backward computes, each its own part.
-#include "split_backward.h"
-#include "stage_input.h"
+#include "stage/split_backward.h"
+#include "stage/stage_input.h"
 
 #include "pipe_test_util.h"
 

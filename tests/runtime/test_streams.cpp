@@ -1,5 +1,5 @@
 // Tests for PipeStreams on the CPU: boundaries between CPU partitions copy nothing and wait for nothing.
-#include "streams.h"
+#include "threaded/streams.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,8 +1,8 @@
 // Zoo model "gpt": a decoder-only transformer (embedding, N pre-norm blocks, final norm, head).
 #include "models/zoo.h"
 
-#include "rng.h"
-#include "shared_parameters.h"
+#include "stage/rng.h"
+#include "stage/shared_parameters.h"
 
 #include <cmath>
 #include <string>

@@ -1,7 +1,7 @@
 // An imported model's inputs (float samples or token ids) and loss (MSE, cross-entropy, next token).
 #include "models/imported_task.h"
 
-#include "rng.h"
+#include "stage/rng.h"
 
 #include <stdexcept>
 

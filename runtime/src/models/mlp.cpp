@@ -1,7 +1,7 @@
 // Zoo model "mlp": Linear layers of one width with ReLUs between them, a regression (MSE) task.
 #include "models/zoo.h"
 
-#include "rng.h"
+#include "stage/rng.h"
 
 #include <string>
 
@@ -29,9 +29,7 @@ Model buildMlp(const ModelOptions& options) {
     b.target = torch::randn({batch, width}, generator, torch::kFloat32);
     return b;
   };
-  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) {
-    return torch::mse_loss(output, target);
-  };
+  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
   return model;
 }
 

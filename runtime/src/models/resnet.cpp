@@ -2,7 +2,7 @@
 #include "models/layers.h"
 #include "models/zoo.h"
 
-#include "rng.h"
+#include "stage/rng.h"
 
 #include <string>
 

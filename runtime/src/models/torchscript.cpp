@@ -2,7 +2,7 @@
 #include "models/zoo.h"
 
 #include "models/imported_task.h"
-#include "shared_parameters.h"
+#include "stage/shared_parameters.h"
 
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>

@@ -2,7 +2,7 @@
 #include "models/layers.h"
 #include "models/zoo.h"
 
-#include "rng.h"
+#include "stage/rng.h"
 
 #include <string>
 
@@ -46,9 +46,9 @@ Model buildUnet(const ModelOptions& options) {
     for (std::int64_t k = levels - 1; k >= 0; --k) {
       const std::string p = "dec" + std::to_string(k) + "_";
       const std::int64_t out = width << k;
-      s->push_back(p + "up", torch::nn::Upsample(torch::nn::UpsampleOptions()
-                                                     .scale_factor(std::vector<double>{2.0, 2.0})
-                                                     .mode(torch::kNearest)));
+      s->push_back(p + "up",
+                   torch::nn::Upsample(
+                       torch::nn::UpsampleOptions().scale_factor(std::vector<double>{2.0, 2.0}).mode(torch::kNearest)));
       s->push_back(p + "concat", PopConcat("skip" + std::to_string(k)));
       s->push_back(p + "conv", conv3x3(channels + out, out));
       s->push_back(p + "relu", torch::nn::ReLU());
@@ -65,9 +65,7 @@ Model buildUnet(const ModelOptions& options) {
     b.target = torch::randn({batch, 3, kImageSize, kImageSize}, generator, torch::kFloat32);
     return b;
   };
-  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) {
-    return torch::mse_loss(output, target);
-  };
+  model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
   return model;
 }
 

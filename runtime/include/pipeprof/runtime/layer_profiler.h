@@ -2,6 +2,8 @@
 #pragma once
 
 #include <pipeprof/core/profile.h>
+#include <pipeprof/runtime/layer_profiler_options.h>
+#include <pipeprof/runtime/model.h>
 #include <pipeprof/runtime/models.h>
 
 #include <torch/torch.h>
@@ -10,18 +12,6 @@
 #include <vector>
 
 namespace pipeprof {
-
-struct LayerProfilerOptions {
-  torch::Device device = torch::kCPU;
-  std::vector<std::int64_t> microBatches{1, 2, 4, 8};  ///< sizes to sample
-  std::int64_t warmupRuns = 2;
-  std::int64_t minRuns = 5;         ///< at least this many timed runs per layer and size
-  double timeBudgetSeconds = 10.0;  ///< total budget; runs stop early when it is spent
-  /// The training step measured: forwards under autocast to this precision (fp16: CUDA only),
-  /// and this optimizer stepping each layer's parameters.
-  Precision precision = Precision::Fp32;
-  OptimizerSpec optimizer;
-};
 
 /// Measures every layer of the model at each micro-batch size: forward and backward time
 /// (median of the timed runs), output bytes, bytes saved for backward and transient peak,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <pipeprof/core/schedule.h>
+#include <pipeprof/runtime/model.h>
 
 #include <torch/torch.h>
 
@@ -37,23 +38,6 @@ struct ModelOptions {
   bool describesAnImportedModel() const {
     return !inputShape.empty() || !inputDtype.empty() || vocabSize > 0 || !loss.empty() || numClasses > 0;
   }
-};
-
-/// One training batch.
-struct Batch {
-  torch::Tensor input;
-  torch::Tensor target;
-};
-
-struct Model {
-  std::string name;
-  torch::nn::Sequential sequential;  ///< children are the layers, named
-  std::vector<SkipRoute> skips;      ///< stash/pop routes between layers (layer indices)
-  std::int64_t defaultBatch = 32;    ///< a batch the demo and tests use
-  /// A deterministic random batch of `batch` samples for `seed`.
-  std::function<Batch(std::int64_t batch, std::int64_t seed)> makeBatch;
-  /// Scalar training loss of the model output against the batch target.
-  std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)> loss;
 };
 
 struct ModelInfo {

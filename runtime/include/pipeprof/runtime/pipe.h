@@ -6,6 +6,9 @@
 #include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/runtime/layer_hooks.h>
+#include <pipeprof/runtime/loss_fn.h>
+#include <pipeprof/runtime/pipe_error.h>
 
 #include <torch/torch.h>
 
@@ -13,7 +16,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,37 +35,7 @@ struct PipeOptions : PipelineShape {
   Precision precision = Precision::Fp32;
 };
 
-/// The loss of one micro-batch: the last stage's output and the target rows of that
-/// micro-batch -> a scalar, mean-reduced over the micro-batch's samples.
-using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
-
 class PipeImpl;
-
-/// An exception raised inside a layer during a Pipe's forward or backward, rethrown to the
-/// caller naming the op, partition and micro-batch; the original exception is nested
-/// (std::rethrow_if_nested). The Pipe stays usable afterwards.
-class PipeError : public std::runtime_error {
- public:
-  PipeError(const std::string& message, std::int64_t partition, std::int64_t microBatch)
-      : std::runtime_error(message), partition_(partition), microBatch_(microBatch) {}
-  std::int64_t partition() const { return partition_; }
-  std::int64_t microBatch() const { return microBatch_; }
-
- private:
-  std::int64_t partition_;
-  std::int64_t microBatch_;
-};
-
-/// An exception's message; a LibTorch error's without the C++ backtrace it carries.
-std::string errorText(const std::exception& error);
-
-/// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
-/// on its own): inherit it next to torch::nn::Module. The Pipe then seeds the default
-/// generator per (micro-batch, partition), so recompute replays the same numbers.
-class Stochastic {
- public:
-  virtual ~Stochastic() = default;
-};
 
 /// Splits `module` by `balance` into n stages on p = n / v pipeline devices (stage j on device
 /// j mod p) and runs it as a pipeline, one worker thread per device running its stages' ops in

@@ -3,9 +3,12 @@
 
 #include <pipeprof/core/trace.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/runtime/model.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/runtime/stage_runtime.h>
 #include <pipeprof/runtime/training_loop.h>
+#include <pipeprof/runtime/training_options.h>
+#include <pipeprof/runtime/transfer_totals.h>
 #include <pipeprof/runtime/transport.h>
 
 #include <cstdint>

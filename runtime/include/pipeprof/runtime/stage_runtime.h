@@ -23,7 +23,9 @@
 #include <pipeprof/core/precision.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/units.h>
-#include <pipeprof/runtime/pipe.h>
+#include <pipeprof/runtime/loss_fn.h>
+#include <pipeprof/runtime/pipe_error.h>
+#include <pipeprof/runtime/transfer_totals.h>
 #include <pipeprof/runtime/transport.h>
 
 #include <torch/torch.h>
@@ -44,14 +46,6 @@ struct StageOptions : PipelineShape {
   torch::Device device = torch::kCPU;  ///< this rank's device
   /// bf16, fp16: the rank's forwards (and the loss) under autocast, as PipeOptions::precision.
   Precision precision = Precision::Fp32;
-};
-
-/// Bytes this rank moved through the transport (messages to itself not counted).
-struct TransferTotals {
-  Bytes sentBytes = 0;
-  Bytes receivedBytes = 0;
-  std::int64_t messagesSent = 0;
-  std::int64_t messagesReceived = 0;
 };
 
 class StageRuntimeImpl;

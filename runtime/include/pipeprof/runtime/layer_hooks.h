@@ -1,0 +1,30 @@
+// What a user's layer may implement, or ask, to run inside a pipeline.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace pipeprof {
+
+/// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
+/// on its own): inherit it next to torch::nn::Module. The pipeline then seeds the default
+/// generator per (micro-batch, partition), so recompute replays the same numbers.
+class Stochastic {
+ public:
+  virtual ~Stochastic() = default;
+};
+
+/// A layer that can hold a replica of a parameter in place of the shared tensor: a parameter
+/// that layers of two pipeline devices hold (a tied embedding and head) is replicated on the
+/// later device, whose layers must take the replica (shared_parameters.h in the runtime).
+class ReplicaHolder {
+ public:
+  virtual ~ReplicaHolder() = default;
+  /// Makes every slot of the layer (and its descendants) that holds `shared` hold `replica`.
+  virtual void holdReplica(const torch::Tensor& shared, const torch::Tensor& replica) = 0;
+};
+
+/// True while the calling thread replays a checkpointed forward (recompute(i, j)): a layer
+/// whose forward has a side effect (batch norm's running statistics) skips it then.
+bool isRecomputing();
+
+}  // namespace pipeprof

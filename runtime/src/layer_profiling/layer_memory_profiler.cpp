@@ -1,0 +1,160 @@
+// The layer profiler's memory pass (layer_memory_profiler.h).
+#include "layer_profiling/layer_memory_profiler.h"
+
+#include "layer_profiling/profiling_scopes.h"
+#include "stage/autocast.h"
+#include "stage/split_backward.h"
+#include "stage/stage_input.h"
+
+#include <pipeprof/runtime/memory_tracker.h>
+
+#include <algorithm>
+#include <memory>
+
+namespace pipeprof::layer_profiling {
+
+namespace {
+
+/// A layer's output tensor, watched without keeping it alive.
+struct OutputStorage {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  Bytes bytes = 0;
+};
+
+}  // namespace
+
+void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
+                   const TaggedStreams& streams, const torch::Device& device, Precision precision,
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput) {
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+  AutocastScope autocast(precision, device);
+  // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot), and
+  // every cast copy autocast caches.
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
+    LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
+    Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+    backwardOf(out);
+    synchronize(device);
+    return out;
+  });
+  if (precision != Precision::Fp32) {
+    std::vector<Bytes> withCache(n);
+    for (std::int64_t L = 0; L < n; ++L) withCache[L] = liveBytes(L);
+    clearAutocastCache();
+    synchronize(device);
+    castCacheBytes.assign(static_cast<std::size_t>(n), 0);
+    for (std::int64_t L = 0; L < n; ++L) castCacheBytes[L] = std::max<Bytes>(0, withCache[L] - liveBytes(L));
+    // The cache again, as a pipeline step holds it after its first micro-batch (with a graph:
+    // autocast caches what it casts without one too).
+    eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
+      LayerMemoryScope scope(streams, L);
+      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      synchronize(device);
+      return out;
+    });
+  }
+  // 2. The whole forward, each layer under its tag, graph kept.
+  std::vector<Bytes> before(n);
+  std::vector<std::vector<OutputStorage>> outputs(static_cast<std::size_t>(n));
+  {
+    ScopedSkipTracker scope(&skips);
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      skips.setLayer(L);
+      before[L] = liveBytes(L);
+      resetPeakBytes(L);
+      Tensors out;
+      {
+        LayerMemoryScope scope(streams, L);
+        out = runLayer(*layers.modules[L], x, layers.names[L]);
+        synchronize(device);
+      }
+      const Bytes live = liveBytes(L) - before[L];
+      const Bytes peak = peakBytes(L) - before[L];
+      costs[L].outputBytes = bytesOf(out);
+      costs[L].forwardWorkspaceBytes = std::max<Bytes>(0, peak - live);
+      for (const torch::Tensor& t : out) {
+        if (t.defined() && t.has_storage()) outputs[L].push_back({t.storage().getWeakStorageImpl(), bytesOf(t)});
+      }
+      x = out;
+    }
+    // The model's output is the last stage's, which the pipeline hands to the loss: it counts
+    // as the last layer's saved bytes only if the graph keeps it. The graph stays alive through
+    // its roots while the output goes (the loss profiler gets an untagged copy).
+    modelOutput = x.size() == 1 ? x.front().detach().clone() : torch::Tensor();
+    std::vector<std::shared_ptr<torch::autograd::Node>> roots;
+    for (const torch::Tensor& t : x) roots.push_back(t.grad_fn());
+    x.clear();
+    synchronize(device);
+    for (std::int64_t L = 0; L < n; ++L) costs[L].savedBytes = std::max<Bytes>(0, liveBytes(L) - before[L]);
+    skips.recordUnsavedBytes();  // while the roots keep the graph alive
+    skips.clear();
+    // What of each layer's output the graph keeps: its storage outlives every reference but the
+    // graph's (the layer's own saved result, a later layer's saved input, or what it is a view of).
+    for (std::int64_t L = 0; L < n; ++L) {
+      Bytes kept = 0;
+      for (const OutputStorage& output : outputs[L]) kept += output.storage.expired() ? 0 : output.bytes;
+      costs[L].outputSavedBytes = std::min(kept, costs[L].outputBytes);
+    }
+  }
+  // 3. Each layer's backward under its tag.
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
+    Tensors out;
+    Bytes start = 0;
+    {
+      // The forward under the tag too, so what the backward frees of it counts against its peak.
+      LayerMemoryScope scope(streams, L);
+      out = runLayer(*layers.modules[L], in, layers.names[L]);
+      start = liveBytes(L);
+      resetPeakBytes(L);
+      backwardOf(out);
+      synchronize(device);
+    }
+    costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
+    return out;
+  });
+  // 4. Each layer's backward split in two: what I keeps for W is what W frees. The layer gets
+  // a copy of its input made under its tag and held by nothing else, so an input its weights'
+  // gradient needs (a Linear's) counts: in a stage it is the previous layer's output (saved
+  // bytes freed by I) or the activation received (freed by I). The model's own input needs no
+  // gradient and is no stage's allocation: it is not copied.
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
+    LayerMemoryScope scope(streams, L);
+    Tensors out;
+    torch::autograd::edge_list inputEdges;
+    {
+      Tensors own;
+      for (const torch::Tensor& t : in) own.push_back(L > 0 ? stageInputOf(t.detach().clone(), true).tensor : t);
+      inputEdges = gradientEdges(own);
+      out = runLayer(*layers.modules[L], own, layers.names[L]);
+    }
+    synchronize(device);
+    const Bytes beforeInputs = liveBytes(L);
+    resetPeakBytes(L);
+    WeightBackward weights;
+    {
+      const BackwardRoots backward = backwardRoots(out);
+      AutocastPause pause;
+      weights.runInputs(backward.roots, backward.grads, inputEdges);
+    }
+    inputEdges.clear();
+    for (torch::Tensor& t : out) t = t.detach();  // the graph goes with I's roots; the output stays
+    synchronize(device);
+    const Bytes inputPeak = peakBytes(L);
+    const Bytes afterInputs = liveBytes(L);
+    const Bytes kept = weights.keptGradientBytes();
+    resetPeakBytes(L);
+    {
+      AutocastPause pause;
+      weights.runWeights();
+    }
+    synchronize(device);
+    BackwardSplit& split = costs[L].backwardSplit.emplace(BackwardSplit{
+        0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L)), std::max<Bytes>(0, peakBytes(L) - afterInputs)});
+    split.inputWorkspaceBytes = std::max<Bytes>(0, inputPeak - beforeInputs);
+    split.inputKeptBytes = kept;
+    return out;
+  });
+}
+
+}  // namespace pipeprof::layer_profiling

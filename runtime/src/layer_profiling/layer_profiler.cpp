@@ -1,0 +1,290 @@
+// The layer profile builder: per-layer times, memory and skip sizes at several micro-batch sizes.
+//
+// Per micro-batch size b (see docs/profiler.md and the memory model's "Profile fields"):
+//
+//   memory (layer_memory_profiler.cpp; on the target device, tag = layer index; the library
+//   workspace measured first)
+//     on CPU the tracked CPU allocator counts what the thread allocates under tag L; on CUDA
+//     layer L runs with a stream of its own current whose caching-allocator blocks count
+//     against tag L (TaggedStreams in device_memory.h; its backward runs on that stream too),
+//     the device synchronised after each layer. Every (thread, stream) pair's library workspace
+//     is created by pass 1, so it is in every "before" and never in a layer's figures.
+//     1. one untimed pass (per-layer forward + backward) so every gradient already exists, as
+//        in a training run whose grads are zeroed in place;
+//     2. the whole model forward in training mode, layer L under tag L, keeping the graph:
+//        output bytes, forward workspace (peak - live after the layer), and after the last
+//        layer, its output let go (the graph kept), saved_bytes(L) = what tag L still holds,
+//        each skip's unsaved bytes (its tensor's, when nothing holds that any more after the
+//        pop) and output_saved_bytes(L) = the bytes of L's output whose storage the graph alone
+//        still keeps alive;
+//     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
+//        backward workspace = peak above the bytes live when it started;
+//     4. per layer, on a copy of its input made under tag L, forward and then the backward
+//        split into I and W (split_backward.h): weight_saved_bytes = what W frees (what I kept
+//        for it: the input when the weights' gradient needs it, the gradients it captured),
+//        weight_workspace_bytes = W's peak above its start, input_workspace_bytes = I's peak
+//        above its start (its output's gradient made inside; the graph is whole until I ends),
+//        input_kept_bytes = the gradients I captured for W (WeightBackward::keptGradientBytes).
+//   skip gradients (skip_gradient_profiler.cpp)
+//     each popping layer alone, its backward split (I) and whole: whether the gradient it hands
+//     the skip is the very tensor it hands its input, and whether I's is a slice of the gradient
+//     of its output (SkipProfile's gradient_* fields).
+//   time (layer_time_profiler.cpp; options.device)
+//     warm-up passes, then passes until 2 x minRuns are done and the budget is spent (or a
+//     cap): each pass runs the layers in order, each on a detached input that requires grad,
+//     timing its forward and then torch::autograd::backward of its output alone, or on every
+//     other pass that backward split into I and W; medians are kept.
+//     On CUDA each pass also times the host up to the return of the forward and of the
+//     backward, before the synchronize: the host's launch time (LaunchCost::hostNs).
+//   precision (bf16, fp16)
+//     every forward above runs under autocast, every backward paused, as in a pipeline step.
+//     Pass 1 fills autocast's cache: what each layer's tag holds more before the cache is
+//     cleared than after is its cast_cache_bytes; the cache is filled again (a forward without
+//     gradients) before pass 2, so saved_bytes holds only each micro-batch's own copies.
+//   loss (after pass 2, on its output; loss_profiler.cpp)
+//     the model's loss of the last layer's output under tag n: what its graph keeps, its
+//     forward's transient and its backward's peak (the output's gradient included), and the
+//     median time of both passes.
+//   optimizer (optimizer_profiler.cpp; once, after the sizes)
+//     per layer with trainable parameters, each optimizer kind over them (the profile's
+//     hyperparameters where they apply), stepped once (its state: exactly
+//     optimizerStateCopies x the gradients), then timed (median) with the transient peak above
+//     the state under tag L: optimizer_steps, the profile's own kind's also as
+//     optimizer_step_ns and optimizer_step_bytes, its state as optimizer_bytes.
+//   kernels (layer_time_profiler.cpp; CUDA, CUPTI's cheap mode)
+//     one more pass, each layer's forward and backward captured alone: how many kernels each
+//     ran and their summed device time. Without CUPTI the profile has no launch data at all.
+//
+// Layers run one at a time through layer_runs.h. Skip tensors go through a tracker of our own
+// (profiler_skip_tracker.h): in the memory pass it keeps the stashed tensor as is (its graph
+// alive, as in a Pipe); in timed passes it hands out detached copies, so a popping layer's
+// backward stops at the skip instead of running the stasher's too.
+#include <pipeprof/runtime/layer_profiler.h>
+
+#include "layer_profiling/layer_memory_profiler.h"
+#include "layer_profiling/layer_runs.h"
+#include "layer_profiling/layer_time_profiler.h"
+#include "layer_profiling/loss_profiler.h"
+#include "layer_profiling/optimizer_profiler.h"
+#include "layer_profiling/profiler_skip_tracker.h"
+#include "layer_profiling/profiling_scopes.h"
+#include "layer_profiling/skip_gradient_profiler.h"
+#include "memory/device_memory.h"
+#include "stage/autocast.h"
+#include "stage/shared_parameters.h"
+#include "training/make_optimizer.h"
+
+#include <pipeprof/core/allocator_rounding.h>
+#include <pipeprof/profiler/cupti_collector.h>
+#include <pipeprof/profiler/host_tracer.h>
+#include <pipeprof/runtime/library_workspaces.h>
+#include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/skip.h>
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace pipeprof {
+
+using namespace layer_profiling;
+
+namespace {
+
+/// Parameters, gradients, buffers and the training flag, restored on destruction.
+class ModuleSnapshot {
+ public:
+  explicit ModuleSnapshot(const torch::nn::Module& module) : module_(module), training_(module.is_training()) {
+    torch::NoGradGuard noGrad;
+    for (const torch::Tensor& p : module.parameters()) {
+      parameters_.push_back(p.detach().clone());
+      grads_.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::Tensor());
+    }
+    for (const torch::Tensor& b : module.buffers()) buffers_.push_back(b.detach().clone());
+  }
+  ~ModuleSnapshot() {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> parameters = module_.parameters();
+    for (std::size_t k = 0; k < parameters.size() && k < parameters_.size(); ++k) {
+      parameters[k].detach().copy_(parameters_[k]);
+      parameters[k].mutable_grad() = grads_[k].defined() ? grads_[k].to(parameters[k].device()) : torch::Tensor();
+    }
+    std::vector<torch::Tensor> buffers = module_.buffers();
+    for (std::size_t k = 0; k < buffers.size() && k < buffers_.size(); ++k) buffers[k].detach().copy_(buffers_[k]);
+    const_cast<torch::nn::Module&>(module_).train(training_);
+  }
+  ModuleSnapshot(const ModuleSnapshot&) = delete;
+  ModuleSnapshot& operator=(const ModuleSnapshot&) = delete;
+
+ private:
+  const torch::nn::Module& module_;
+  bool training_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<torch::Tensor> grads_;
+  std::vector<torch::Tensor> buffers_;
+};
+
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string name = line.substr(colon + 1);
+        name.erase(0, name.find_first_not_of(' '));
+        return name;
+      }
+    }
+  }
+  return "cpu";
+}
+
+/// Moves the module's parameters and buffers to `device`. Module::to leaves a gradient where it
+/// was made, and a later backward could not accumulate into it from the other device; the
+/// gradients are dropped instead (the caller's ModuleSnapshot restores them).
+void moveDroppingGradients(torch::nn::Module& module, const torch::Device& device) {
+  for (torch::Tensor& p : module.parameters()) p.mutable_grad() = torch::Tensor();
+  module.to(device);
+}
+
+}  // namespace
+
+Profile profileModel(Model& model, const LayerProfilerOptions& options) {
+  std::set<std::int64_t> sizes;
+  for (std::int64_t b : options.microBatches) {
+    if (b <= 0) throw std::invalid_argument("micro-batch sizes must be positive, got " + std::to_string(b));
+    sizes.insert(b);
+  }
+  if (sizes.empty()) throw std::invalid_argument("the layer profiler needs at least one micro-batch size");
+  if (options.minRuns <= 0 || options.warmupRuns < 0 || options.timeBudgetSeconds < 0) {
+    throw std::invalid_argument("layer profiler options: minRuns must be positive and warm-up runs and the time "
+                                "budget non-negative (got minRuns " +
+                                std::to_string(options.minRuns) + ")");
+  }
+  if (!model.sequential || model.sequential->size() == 0) {
+    throw std::invalid_argument("model '" + model.name + "' has no layers to profile");
+  }
+  validatePrecision(options.precision, options.device);
+  validateOptimizer(options.optimizer);
+  installMemoryTracker();
+
+  torch::nn::Sequential& sequential = model.sequential;
+  const std::vector<torch::Tensor> parameters = sequential->parameters();
+  const torch::Device home = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
+  Layers layers = layersOf(sequential);
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+
+  Profile profile;
+  profile.environment.model = model.name;
+  profile.environment.deviceType = options.device.is_cuda() ? "cuda" : "cpu";
+  profile.environment.deviceName = options.device.is_cuda() ? options.device.str() : cpuName();
+  profile.environment.threads = torch::get_num_threads();
+  profile.environment.torchVersion = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                                     "." + std::to_string(TORCH_VERSION_PATCH);
+  profile.environment.precision = options.precision;
+  profile.environment.optimizer = options.optimizer;
+  // Memory is measured on the target device (on CUDA the caching allocator's blocks): CPU and
+  // CUDA keep different tensors for backward (dropout keeps a mask on CUDA, its noise on CPU).
+  const bool cuda = options.device.is_cuda();
+  const torch::Device memoryDevice = cuda ? options.device : torch::Device(torch::kCPU);
+  // On CUDA a parameter, and its gradient, is one block of the caching allocator.
+  auto parameterBytes = [&](const torch::Tensor& p) { return cuda ? roundToAllocatorBlock(bytesOf(p)) : bytesOf(p); };
+  profile.layers.resize(static_cast<std::size_t>(n));
+  for (std::int64_t L = 0; L < n; ++L) {
+    LayerProfile& layer = profile.layers[L];
+    layer.name = layers.names[L];
+    for (const torch::Tensor& p : sequential->ptr(L)->parameters()) {
+      layer.paramBytes += parameterBytes(p);
+      if (p.requires_grad()) layer.gradBytes += parameterBytes(p);
+    }
+  }
+  for (const SharedParameterUse& use : findSharedParameters(sequential)) {
+    profile.sharedParameters.push_back({use.name, use.layers, parameterBytes(use.tensor)});
+  }
+  profile.libraryWorkspaceBytes = measureLibraryWorkspaceBytes(options.device);  // 0 on CPU
+  // CUDA: the kernels of each pass, for the simulator's launch model; without CUPTI (no driver
+  // or permission, a build without it) the profile carries no launch data at all.
+  HostTracer kernelClock;
+  const std::unique_ptr<CuptiCollector> kernelCollector =
+      options.device.is_cuda() ? CuptiCollector::create(kernelClock, CuptiMode::Cheap) : nullptr;
+  bool launchData = kernelCollector && kernelCollector->available();
+
+  ProfilerSkipTracker skips(ProfilerSkipTracker::HandOut::AsStashed);
+  {
+    ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
+    // CUDA: one stream per layer and one for the loss (tag n); frees their workspaces last.
+    const TaggedStreams streams(memoryDevice, n + 1);
+    sequential->train();
+    const double budgetPerSize = options.timeBudgetSeconds / static_cast<double>(sizes.size());
+    for (std::int64_t b : sizes) {
+      const Batch batch = model.makeBatch(b, /*seed=*/0);
+      std::vector<CostSample> costs(static_cast<std::size_t>(n));
+      for (CostSample& c : costs) c.microBatch = b;
+      // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
+      moveDroppingGradients(*sequential, memoryDevice);
+      std::vector<Bytes> castCacheBytes;
+      torch::Tensor output;
+      measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
+                    castCacheBytes, output);
+      const auto inputGradients =
+          skipGradientFacts(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Input);
+      const auto wholeGradients =
+          skipGradientFacts(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Whole);
+      if (model.loss && output.defined()) {
+        const LossMeasurement how{memoryDevice, options.precision, &streams, n, options.warmupRuns, options.minRuns};
+        const LossSample loss = measureLoss(model, output, batch.target.to(memoryDevice), how);
+        profile.loss.costs.push_back(loss.cost);
+        profile.loss.keepsOutput = loss.keepsOutput;  // the largest size's
+      }
+      // The cast copies are of the weights: the same at every size (the largest size's kept).
+      for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
+      // Times on the target device.
+      moveDroppingGradients(*sequential, options.device);
+      const Tensors input{batch.input.to(options.device)};
+      measureTimes(layers, input, costs, options.device, options, budgetPerSize);
+      if (launchData) {
+        launchData = measureKernels(layers, input, costs, options.device, *kernelCollector, options.precision);
+      }
+      for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
+      profile.inputBytesPerSample = bytesOf(batch.input) / b;
+      for (const SkipRoute& route : model.skips) {
+        const Bytes bytes = skips.stashedBytes(route.stashLayer, route.name);
+        const Bytes unsaved = skips.unsavedBytes(route.stashLayer, route.name);
+        auto it = std::find_if(profile.skips.begin(), profile.skips.end(), [&](const SkipProfile& s) {
+          return s.name == route.name && s.stashLayer == route.stashLayer;
+        });
+        if (it == profile.skips.end()) {
+          profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0, 0});
+          it = std::prev(profile.skips.end());
+        }
+        it->bytesPerSample = bytes / b;  // the largest size (last) wins: least rounding
+        it->unsavedBytesPerSample = unsaved / b;
+        const auto inI = inputGradients.find({route.stashLayer, route.name});
+        const auto inB = wholeGradients.find({route.stashLayer, route.name});
+        it->gradientSharedWithInput = inI != inputGradients.end() && inI->second.sharedWithInput;
+        it->gradientSliceOfOutput = inI != inputGradients.end() && inI->second.sliceOfOutput;
+        it->gradientSharedInBackward = inB != wholeGradients.end() && inB->second.sharedWithInput;
+      }
+    }
+    // The optimizer on the target device, once: its costs do not depend on the batch.
+    moveDroppingGradients(*sequential, memoryDevice);
+    measureOptimizer(sequential, profile, options, streams, memoryDevice);
+    moveDroppingGradients(*sequential, home);
+  }
+  if (!launchData) {  // on every sample or on none
+    for (LayerProfile& layer : profile.layers) {
+      for (CostSample& cost : layer.costs) {
+        cost.forwardLaunch.reset();
+        cost.backwardLaunch.reset();
+      }
+    }
+  }
+  return profile;
+}
+
+}  // namespace pipeprof

@@ -1,0 +1,158 @@
+// The layer profiler's timed passes (layer_time_profiler.h).
+#include "layer_profiling/layer_time_profiler.h"
+
+#include "layer_profiling/profiling_scopes.h"
+#include "stage/autocast.h"
+#include "stage/split_backward.h"
+
+#include <pipeprof/core/statistics.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+namespace pipeprof::layer_profiling {
+
+namespace {
+
+constexpr std::int64_t kMaxRuns = 50;
+
+/// Runs a layer's backward split in two (split_backward.h) and returns the times of I and W.
+std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> timeSplitBackward(const BackwardRoots& backward,
+                                                                                const Tensors& inputs,
+                                                                                const torch::Device& device) {
+  using Clock = std::chrono::steady_clock;
+  AutocastPause pause;
+  WeightBackward weights;
+  const auto t0 = Clock::now();
+  weights.runInputs(backward.roots, backward.grads, gradientEdges(inputs));
+  synchronize(device);
+  const auto t1 = Clock::now();
+  weights.runWeights();
+  synchronize(device);
+  const auto t2 = Clock::now();
+  return {t1 - t0, t2 - t1};
+}
+
+/// The kernels a run launched on the device, counted and their durations summed, captured alone
+/// by `collector`; nullopt when the collector cannot record.
+template <typename Run>
+std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch::Device& device, Run run) {
+  synchronize(device);
+  if (!collector.start()) return std::nullopt;
+  run();
+  collector.stop();  // synchronises the device and flushes every record
+  LaunchCost kernels;
+  for (const TraceEvent& event : collector.trace(Trace{}).events) {
+    if (event.kind != EventKind::Span || event.phase != Phase::Kernel) continue;
+    kernels.deviceNs += event.durationNs;
+    ++kernels.kernels;
+  }
+  return kernels;
+}
+
+}  // namespace
+
+void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
+                  const LayerProfilerOptions& options, double budgetSeconds) {
+  using Clock = std::chrono::steady_clock;
+  AutocastScope autocast(options.precision, device);
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+  std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
+  std::vector<std::vector<TimeNs>> forwardLaunchNs(n), backwardLaunchNs(n);  // CUDA: before the synchronize
+  auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
+  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
+  ScopedSkipTracker scope(&detached);
+  std::vector<std::vector<TimeNs>> inputNs(n), weightNs(n);  // the backward split into I and W
+  // Every other pass runs the backward split (its forward is not recorded twice).
+  auto pass = [&](bool record, bool split) {
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      detached.setLayer(L);
+      Tensors in = stageInputs(x, L);
+      synchronize(device);
+      const auto t0 = Clock::now();
+      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
+      const auto forwardLaunched = Clock::now();
+      synchronize(device);
+      const auto t1 = Clock::now();
+      // The output gradient is made outside the clock: inside a pipeline it arrives from the
+      // next layer, and filling it here took longer than some layers' backward (unet's first
+      // stash, an identity with a 4 MiB output, read 736 us instead of 39 us).
+      const BackwardRoots backward = backwardRoots(out);
+      synchronize(device);
+      if (record) {
+        forwardNs[L].push_back(ns(t1 - t0));
+        forwardLaunchNs[L].push_back(ns(forwardLaunched - t0));
+      }
+      if (split) {  // this pass times the backward as I then W
+        const auto [inputTime, weightTime] = timeSplitBackward(backward, in, device);
+        if (record) {
+          inputNs[L].push_back(inputTime.count());
+          weightNs[L].push_back(weightTime.count());
+        }
+        x = out;
+        continue;
+      }
+      const auto t2 = Clock::now();
+      runBackward(backward);  // returns once autograd's device thread has launched it all
+      const auto backwardLaunched = Clock::now();
+      synchronize(device);
+      const auto t3 = Clock::now();
+      if (record) {
+        backwardNs[L].push_back(ns(t3 - t2));
+        backwardLaunchNs[L].push_back(ns(backwardLaunched - t2));
+      }
+      x = out;
+    }
+    detached.clear();
+  };
+  for (std::int64_t r = 0; r < options.warmupRuns; ++r) pass(false, r % 2 == 1);
+  const auto start = Clock::now();
+  const auto budget = std::chrono::duration<double>(budgetSeconds);
+  const std::int64_t cap = 2 * std::max(options.minRuns, kMaxRuns);
+  for (std::int64_t r = 0; r < cap; ++r) {
+    if (r >= 2 * options.minRuns && Clock::now() - start >= budget) break;
+    pass(true, r % 2 == 1);
+  }
+  for (std::int64_t L = 0; L < n; ++L) {
+    costs[L].forwardNs = medianNs(forwardNs[L]);
+    costs[L].backwardNs = medianNs(backwardNs[L]);
+    BackwardSplit& split = costs[L].backwardSplit.emplace(costs[L].backwardSplit.value_or(BackwardSplit{}));
+    split.inputNs = medianNs(inputNs[L]);
+    split.weightNs = medianNs(weightNs[L]);
+    if (device.is_cuda()) {
+      costs[L].forwardLaunch = LaunchCost{medianNs(forwardLaunchNs[L]), 0, 0};
+      costs[L].backwardLaunch = LaunchCost{medianNs(backwardLaunchNs[L]), 0, 0};
+    }
+  }
+}
+
+bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
+                    CuptiCollector& collector, Precision precision) {
+  AutocastScope autocast(precision, device);
+  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, precision);
+  ScopedSkipTracker scope(&detached);
+  Tensors x = input;
+  for (std::size_t L = 0; L < layers.modules.size(); ++L) {
+    detached.setLayer(static_cast<std::int64_t>(L));
+    Tensors in = stageInputs(x, static_cast<std::int64_t>(L));
+    Tensors out;
+    const std::optional<LaunchCost> forward =
+        capturedKernels(collector, device, [&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
+    if (!forward) return false;
+    const BackwardRoots backward = backwardRoots(out);
+    const std::optional<LaunchCost> back = capturedKernels(collector, device, [&] { runBackward(backward); });
+    if (!back || !costs[L].forwardLaunch || !costs[L].backwardLaunch) return false;
+    costs[L].forwardLaunch->deviceNs = forward->deviceNs;
+    costs[L].forwardLaunch->kernels = forward->kernels;
+    costs[L].backwardLaunch->deviceNs = back->deviceNs;
+    costs[L].backwardLaunch->kernels = back->kernels;
+    x = out;
+  }
+  detached.clear();
+  return true;
+}
+
+}  // namespace pipeprof::layer_profiling

@@ -1,0 +1,37 @@
+// The layer profiler's skip-gradient probe: what a popping layer's backward hands each skip.
+#pragma once
+
+#include "layer_profiling/layer_runs.h"
+
+#include <pipeprof/core/precision.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace pipeprof::layer_profiling {
+
+/// Which backward a probe runs: I as a stage runs it (split_backward.h: a slice gets storage of
+/// its own), or a whole backward, which leaves the skip's gradient in its leaf.
+enum class ProbedBackward { Input, Whole };
+
+/// What the popping layer's backward hands a skip, per skip (stash layer, name).
+struct SkipGradientFacts {
+  /// The very tensor it hands its input (SkipProfile::gradientSharedWithInput for I,
+  /// gradientSharedInBackward for a whole backward).
+  bool sharedWithInput = false;
+  /// I only: a slice of the gradient of the layer's output (SkipProfile::gradientSliceOfOutput),
+  /// as the engine hands it back before I gives it storage of its own.
+  bool sliceOfOutput = false;
+};
+
+/// Each popping layer runs alone on stage inputs and skips handed out as a stage hands them out
+/// (a leaf, or under autocast a view of one), its backward run as `probed` says, and the
+/// gradients are compared by storage. Keyed by (stash layer, skip name).
+std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts> skipGradientFacts(const Layers& layers,
+                                                                                 const Tensors& input,
+                                                                                 Precision precision,
+                                                                                 ProbedBackward probed);
+
+}  // namespace pipeprof::layer_profiling

@@ -1,0 +1,84 @@
+// A rank's stage channel: the tensors that cross stages are messages over the transport.
+//
+// Every message's shape and dtype was agreed at set-up (AgreedShapes), so a receive posts a
+// buffer of the right size before the peer sends. Activations go forward and their gradients
+// back between the ranks of stages j and j + 1; skip tensors go straight from the stashing rank
+// to the popping one and their gradients back. A message to the rank itself (two of its virtual
+// stages) stays in memory. Sends are asynchronous and completed at the end of the step (the
+// executor calls Mailbox::finishSends()). When tracing, every message is a span on the rank's
+// "send" or "receive" lane with a flow arrow from sender to receiver.
+#pragma once
+
+#include "ranks/stage_messages.h"
+#include "stage/stage_core.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace pipeprof {
+
+class HostTracer;
+
+/// The shapes every message of a step has, by micro-batch rows (agreed at set-up).
+struct AgreedShapes {
+  std::map<std::pair<std::int64_t, std::int64_t>, TensorSpecs> activations;  ///< (stage j of edge j -> j+1, rows)
+  std::map<std::pair<std::int64_t, std::int64_t>, TensorSpec> skips;         ///< (skip index, rows)
+};
+
+/// What a rank's channel works with; fixed between steps except the step's schedule and tags.
+struct RankChannelContext {
+  const Schedule* schedule = nullptr;
+  const std::vector<StageSkipRoute>* routes = nullptr;
+  const MessageTags* tags = nullptr;
+  const AgreedShapes* shapes = nullptr;
+  Mailbox* mailbox = nullptr;
+  torch::Device device = torch::kCPU;  ///< where received tensors go
+  HostTracer* tracer = nullptr;
+  std::string traceDevice;
+  std::int64_t stepIndex = 0;  ///< flows of the traces: unique ids across steps
+
+  int rankOf(std::int64_t j) const { return static_cast<int>(schedule->deviceOf(j)); }
+};
+
+class RankChannel final : public ForwardChannel, public BackwardChannel {
+ public:
+  /// rows: every micro-batch's rows (which agreed shapes its messages have).
+  RankChannel(const RankChannelContext& context, std::vector<std::int64_t> rows);
+
+  /// Posts the receives `op` will wait for, so their data can arrive while earlier ops compute.
+  void postReceivesOf(const Op& op);
+
+  /// sendActivations throws std::runtime_error when the outputs' shapes differ from the agreed ones.
+  Tensors receiveActivations(std::int64_t i, std::int64_t j) override;
+  void sendActivations(std::int64_t i, std::int64_t j, const Tensors& outputs) override;
+  void sendSkip(const StageSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) override;
+  torch::Tensor receiveSkip(const StageSkipRoute& route, std::int64_t i) override;
+  /// Gradients travel for floating tensors only; a missing one goes as zeros.
+  Tensors receiveOutputGrads(std::int64_t i, std::int64_t j) override;
+  void sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads) override;
+  void sendSkipGrad(const StageSkipRoute& route, std::int64_t i, torch::Tensor grad) override;
+  torch::Tensor receiveSkipGrad(const StageSkipRoute& route, std::int64_t i) override;
+
+ private:
+  const TensorSpecs& activationSpecs(std::int64_t j, std::int64_t i) const;
+  const TensorSpec& skipSpec(std::int64_t skip, std::int64_t i) const;
+  std::string copyLabel(OpKind kind, std::int64_t i, std::int64_t fromJ, std::int64_t toJ, bool gradient,
+                        std::int64_t skip) const;
+  /// Receives / sends one message, tracing it as a span with a flow from sender to receiver.
+  torch::Tensor receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const std::string& label);
+  void send(const torch::Tensor& tensor, int toRank, std::uint32_t tag, const std::string& label);
+  void traceMessage(bool sending, const torch::Tensor& tensor, int peer, std::uint32_t tag, const std::string& label,
+                    TimeNs startNs) const;
+  /// The gradient messages of `specs`' floating tensors (a missing gradient goes as zeros).
+  void sendGradients(const Tensors& grads, const TensorSpecs& specs, int toRank, MessageKind kind, std::int64_t edge,
+                     std::int64_t i, std::int64_t skip, const std::string& label);
+  Tensors receiveGradients(const TensorSpecs& specs, int fromRank, MessageKind kind, std::int64_t edge, std::int64_t i,
+                           std::int64_t skip, const std::string& label);
+
+  const RankChannelContext& context_;
+  std::vector<std::int64_t> rows_;
+};
+
+}  // namespace pipeprof

@@ -1,0 +1,250 @@
+// One rank of a multi-process pipeline: its stages, the shapes agreed at set-up, and its steps.
+#include <pipeprof/runtime/stage_runtime.h>
+
+#include "memory/device_memory.h"
+#include "ranks/shape_channel.h"
+#include "ranks/stage_messages.h"
+#include "ranks/stage_step.h"
+#include "stage/autocast.h"
+#include "stage/microbatch.h"
+#include "stage/partition.h"
+#include "stage/shared_parameters.h"
+#include "stage/step_setup.h"
+
+#include <pipeprof/runtime/deferred_batch_norm.h>
+#include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/rank_environment.h>
+#include <pipeprof/runtime/skip.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace pipeprof {
+
+class StageRuntimeImpl {
+ public:
+  StageRuntimeImpl(torch::nn::Sequential module, StageOptions options, Transport& transport)
+      : options_(std::move(options)), mailbox_(transport), schedules_(options_, {}) {
+    if (module.is_empty())
+      throw std::invalid_argument("the stage runtime needs a Sequential module (got an empty holder)");
+    p_ = options_.pipelineDevices();
+    validatePipeArguments(module, options_, static_cast<std::size_t>(p_));
+    validatePrecision(options_.precision, options_.device);
+    verifySkips(module);
+    if (transport.worldSize() != p_) {
+      throw std::invalid_argument("the balance has " + std::to_string(options_.stages()) + " stages on " +
+                                  std::to_string(p_) + " pipeline devices, but the world has " +
+                                  std::to_string(transport.worldSize()) + " ranks: run one rank per pipeline device");
+    }
+    rank_ = transport.rank();
+    routes_ = stageSkipRoutes(module, options_.balance);
+    schedules_ = ScheduleCache(options_, skipRoutes(module));
+    if (options_.deferredBatchNorm) {
+      std::vector<std::shared_ptr<DeferredBatchNormImpl>> converted;
+      module = withDeferredBatchNorm(module, converted);
+    }
+    training_ = module->is_training();
+    installMemoryTracker();
+    // Other ranks' stages stay on the CPU and are dropped with `module` when this returns.
+    std::vector<torch::Device> devices(static_cast<std::size_t>(p_), torch::Device(torch::kCPU));
+    devices[static_cast<std::size_t>(rank_)] = options_.device;
+    shared_ = replicateSharedParameters(module, options_);
+    for (SharedParameter& parameter : shared_) {
+      for (SharedParameter::Copy& copy : parameter.copies) {
+        if (copy.d != rank_) copy.tensor = torch::Tensor();  // another rank's, dropped with its stages
+      }
+    }
+    std::vector<Stage> all = splitModule(module, options_, devices);
+    stochastic_ = anyStochastic(all);  // every rank draws the step's seed as the threaded Pipe does
+    for (Stage& partition : all) {
+      if (partition.d != rank_) continue;
+      parameterBytes_ += partition.parameterBytes;
+      parameters_.insert(parameters_.end(), partition.parameters.begin(), partition.parameters.end());
+      parameterNames_.insert(parameterNames_.end(), partition.parameterNames.begin(), partition.parameterNames.end());
+      for (std::size_t k = 0; k < partition.layers.size(); ++k) {
+        for (const auto& child : partition.layers[k].ptr()->modules(/*include_self=*/true)) {
+          if (auto deferred = std::dynamic_pointer_cast<DeferredBatchNormImpl>(child))
+            deferredBatchNorms_.push_back(deferred);
+        }
+      }
+      partitions_.push_back(std::move(partition));
+    }
+    context_.routes = &routes_;
+    context_.mailbox = &mailbox_;
+    context_.device = options_.device;
+    context_.traceDevice = rankLabel(rank_, options_.device.str());
+    context_.shapes = &shapes_;
+  }
+
+  torch::Tensor step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn, std::uint64_t seed,
+                     double lossScale) {
+    if (!lossFn) throw std::invalid_argument("step() needs a loss function (got an empty LossFn)");
+    SplitBatch batch = splitStepBatch(options_, input, target);
+    const auto m = static_cast<std::int64_t>(batch.inputs.size());
+    const std::vector<std::int64_t> rows = rowsOf(batch.inputs, 0);
+    const bool first = ownsStage(0);
+    if (first) {
+      for (Tensors& microBatch : batch.inputs) microBatch.front() = microBatch.front().to(options_.device);
+    }
+    prepare(m);
+    if (agreedRows_.count(rows) == 0) {
+      agreeShapes(batch.inputs, rows);
+      agreedRows_.insert(rows);
+    }
+    std::vector<torch::Tensor> targets;
+    if (ownsStage(options_.stages() - 1)) {
+      for (const torch::Tensor& piece : batch.targets) targets.push_back(piece.to(options_.device));
+    }
+    if (!first) batch.inputs.assign(static_cast<std::size_t>(m), Tensors{});
+    resetPeakBytes(rank_);
+    resetDevicePeakBytes(options_.device);
+    for (const auto& batchNorm : deferredBatchNorms_) batchNorm->resetStatistics();
+    StageCoreConfig core = coreConfig();
+    core.baseSeed = seed;
+    core.lossFn = &lossFn;
+    core.lossScale = lossScale;
+    core.batchRows = batch.rows;
+    RankStep step(std::move(core), context_, std::move(batch.inputs), std::move(targets), rows);
+    ++context_.stepIndex;
+    step.run();
+    if (training_) {
+      for (const auto& batchNorm : deferredBatchNorms_) batchNorm->commit();
+    }
+    return step.lossSum();
+  }
+
+  std::uint64_t seed() const { return stepSeed(stochastic_); }
+
+  std::vector<std::int64_t> stages() const {
+    std::vector<std::int64_t> stages;
+    for (const Stage& partition : partitions_) stages.push_back(partition.j);
+    return stages;
+  }
+
+  void train(bool on) {
+    training_ = on;
+    for (Stage& partition : partitions_) {
+      for (auto& layer : partition.layers) layer.ptr()->train(on);
+    }
+  }
+
+  StageOptions options_;
+  Mailbox mailbox_;
+  std::int64_t p_ = 1;
+  int rank_ = 0;
+  bool stochastic_ = false;
+  bool training_ = true;
+  std::vector<StageSkipRoute> routes_;
+  std::vector<SharedParameter> shared_;  ///< parameters layers of several ranks hold
+  ScheduleCache schedules_;
+  std::vector<Stage> partitions_;
+  std::vector<std::shared_ptr<DeferredBatchNormImpl>> deferredBatchNorms_;
+  std::vector<torch::Tensor> parameters_;
+  std::vector<std::string> parameterNames_;
+  Bytes parameterBytes_ = 0;
+  RankChannelContext context_;
+  HostTracer* tracer_ = nullptr;
+  AgreedShapes shapes_;
+  std::set<std::vector<std::int64_t>> agreedRows_;
+  std::map<std::int64_t, std::unique_ptr<MessageTags>> tags_;  ///< by m
+
+ private:
+  bool ownsStage(std::int64_t j) const { return options_.deviceOfStage(j) == rank_; }
+
+  /// The core's view of this rank: its own stages, its trace device and parameters.
+  StageCoreConfig coreConfig() const {
+    StageCoreConfig core;
+    core.schedule = context_.schedule;
+    core.stages.assign(static_cast<std::size_t>(options_.stages()), nullptr);
+    for (const Stage& partition : partitions_) core.stages[static_cast<std::size_t>(partition.j)] = &partition;
+    core.routes = &routes_;
+    core.tracer = tracer_;
+    core.traceDevices.assign(static_cast<std::size_t>(options_.stages()), context_.traceDevice);
+    core.deviceParameterBytes.assign(static_cast<std::size_t>(p_), 0);
+    core.deviceParameterBytes[static_cast<std::size_t>(rank_)] = parameterBytes_;
+    core.precision = options_.precision;
+    core.shared = &shared_;
+    return core;
+  }
+
+  /// Points the context at the schedule and tags of m micro-batches (in eval mode nothing is
+  /// checkpointed, as in the threaded Pipe).
+  void prepare(std::int64_t m) {
+    context_.schedule = &schedules_.get(m, /*gradEnabled=*/true, training_);
+    auto tags = tags_.find(m);
+    if (tags == tags_.end()) {
+      tags = tags_
+                 .emplace(
+                     m, std::make_unique<MessageTags>(options_.stages(), m, static_cast<std::int64_t>(routes_.size())))
+                 .first;
+    }
+    context_.tags = tags->second.get();
+    context_.tracer = tracer_;
+  }
+
+  /// Runs every own stage's forward once per distinct micro-batch size, in stage order, through
+  /// a ShapeChannel: it receives the shapes of its inputs and sends those of its outputs.
+  void agreeShapes(const std::vector<Tensors>& microBatches, const std::vector<std::int64_t>& rows) {
+    std::vector<std::int64_t> distinct;
+    std::vector<Tensors> inputs;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (std::find(distinct.begin(), distinct.end(), rows[i]) != distinct.end()) continue;
+      distinct.push_back(rows[i]);
+      inputs.push_back(microBatches[i]);
+    }
+    const bool wasTraining = training_;
+    train(false);
+    try {
+      ShapeChannel channel(context_, shapes_, distinct);
+      StageCoreConfig config = coreConfig();
+      config.gradEnabled = false;
+      config.tracer = nullptr;
+      StageCore core(std::move(config), channel, /*backward=*/nullptr, std::move(inputs), {});
+      torch::NoGradGuard noGrad;
+      const AutocastScope autocast = core.autocastFor(rank_);  // the step's types cross stages
+      for (std::size_t r = 0; r < distinct.size(); ++r) {
+        for (const Stage& partition : partitions_) {
+          Op forward;
+          forward.i = static_cast<std::int64_t>(r);
+          forward.j = forward.toJ = partition.j;
+          core.run(forward);
+        }
+      }
+      mailbox_.finishSends();
+    } catch (const std::exception&) {
+      mailbox_.abandon();
+      train(wasTraining);
+      throwPipeError("agreeing on the shapes between stages on rank " + std::to_string(rank_));
+    }
+    train(wasTraining);
+  }
+};
+
+StageRuntime::StageRuntime(torch::nn::Sequential module, StageOptions options, Transport& transport)
+    : impl_(std::make_unique<StageRuntimeImpl>(std::move(module), std::move(options), transport)) {}
+StageRuntime::~StageRuntime() = default;
+StageRuntime::StageRuntime(StageRuntime&&) noexcept = default;
+StageRuntime& StageRuntime::operator=(StageRuntime&&) noexcept = default;
+
+torch::Tensor StageRuntime::step(const torch::Tensor& input, const torch::Tensor& target, const LossFn& lossFn,
+                                 std::uint64_t baseSeed, double lossScale) {
+  return impl_->step(input, target, lossFn, baseSeed, lossScale);
+}
+
+std::uint64_t StageRuntime::stepSeed() const { return impl_->seed(); }
+std::vector<std::int64_t> StageRuntime::stages() const { return impl_->stages(); }
+std::vector<torch::Tensor> StageRuntime::parameters() const { return impl_->parameters_; }
+std::vector<std::string> StageRuntime::parameterNames() const { return impl_->parameterNames_; }
+Bytes StageRuntime::peakBytes() const {
+  // A CUDA rank is its process's only user of its device, and none of the device's blocks pass
+  // the CPU tracker: the caching allocator's peak is the rank's, its parameters included.
+  if (const std::optional<Bytes> device = devicePeakBytes(impl_->options_.device)) return *device;
+  return impl_->parameterBytes_ + pipeprof::peakBytes(impl_->rank_);
+}
+TransferTotals StageRuntime::transferTotals() const { return impl_->mailbox_.totals(); }
+void StageRuntime::setTracer(HostTracer* tracer) { impl_->tracer_ = tracer; }
+void StageRuntime::train(bool on) { impl_->train(on); }
+
+}  // namespace pipeprof
