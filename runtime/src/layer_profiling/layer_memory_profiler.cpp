@@ -21,15 +21,26 @@ struct OutputStorage {
   Bytes bytes = 0;
 };
 
-}  // namespace
+/// The memory passes at one size, over the layers, their input, where the costs go, the
+/// layers' streams, the device and the precision.
+struct MemoryPass {
+  Layers& layers;
+  const Tensors& input;
+  std::vector<CostSample>& costs;
+  const TaggedStreams& streams;
+  const torch::Device& device;
+  Precision precision;
 
-void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
-                   const TaggedStreams& streams, const torch::Device& device, Precision precision,
-                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput) {
+  void makeGradientsAndCastCopies(std::vector<Bytes>& castCacheBytes) const;
+  void measureForward(ProfilerSkipTracker& skips, torch::Tensor& modelOutput) const;
+  void measureBackward() const;
+  void measureSplitBackward() const;
+};
+
+/// Pass 1: makes every gradient exist (zeroed in place afterwards by the caller's snapshot),
+/// and every cast copy autocast caches; under bf16/fp16 `castCacheBytes` gets each layer's.
+void MemoryPass::makeGradientsAndCastCopies(std::vector<Bytes>& castCacheBytes) const {
   const auto n = static_cast<std::int64_t>(layers.modules.size());
-  AutocastScope autocast(precision, device);
-  // 1. Make every gradient exist (zeroed in place afterwards by the caller's snapshot), and
-  // every cast copy autocast caches.
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
@@ -53,7 +64,12 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       return out;
     });
   }
-  // 2. The whole forward, each layer under its tag, graph kept.
+}
+
+/// Pass 2: the whole forward, each layer under its tag, graph kept: outputs, saved bytes,
+/// forward workspaces and what `skips` hold; `modelOutput` gets the loss profiler's copy.
+void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& modelOutput) const {
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
   std::vector<Bytes> before(n);
   std::vector<std::vector<OutputStorage>> outputs(static_cast<std::size_t>(n));
   {
@@ -97,7 +113,10 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
       costs[L].outputSavedBytes = std::min(kept, costs[L].outputBytes);
     }
   }
-  // 3. Each layer's backward under its tag.
+}
+
+/// Pass 3: each layer's backward under its tag: its workspace.
+void MemoryPass::measureBackward() const {
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     Tensors out;
     Bytes start = 0;
@@ -113,11 +132,14 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
     return out;
   });
-  // 4. Each layer's backward split in two: what I keeps for W is what W frees. The layer gets
-  // a copy of its input made under its tag and held by nothing else, so an input its weights'
-  // gradient needs (a Linear's) counts: in a stage it is the previous layer's output (saved
-  // bytes freed by I) or the activation received (freed by I). The model's own input needs no
-  // gradient and is no stage's allocation: it is not copied.
+}
+
+/// Pass 4: each layer's backward split in two: what I keeps for W is what W frees. The layer gets
+/// a copy of its input made under its tag and held by nothing else, so an input its weights'
+/// gradient needs (a Linear's) counts: in a stage it is the previous layer's output (saved
+/// bytes freed by I) or the activation received (freed by I). The model's own input needs no
+/// gradient and is no stage's allocation: it is not copied.
+void MemoryPass::measureSplitBackward() const {
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     LayerMemoryScope scope(streams, L);
     Tensors out;
@@ -155,6 +177,19 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
     split.inputKeptBytes = kept;
     return out;
   });
+}
+
+}  // namespace
+
+void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
+                   const TaggedStreams& streams, const torch::Device& device, Precision precision,
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput) {
+  AutocastScope autocast(precision, device);
+  const MemoryPass pass{layers, input, costs, streams, device, precision};
+  pass.makeGradientsAndCastCopies(castCacheBytes);
+  pass.measureForward(skips, modelOutput);
+  pass.measureBackward();
+  pass.measureSplitBackward();
 }
 
 }  // namespace pipeprof::layer_profiling

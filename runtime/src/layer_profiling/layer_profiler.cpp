@@ -85,6 +85,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -152,9 +154,8 @@ void moveDroppingGradients(torch::nn::Module& module, const torch::Device& devic
   module.to(device);
 }
 
-}  // namespace
-
-Profile profileModel(Model& model, const LayerProfilerOptions& options) {
+/// The distinct micro-batch sizes asked for, after checking the options and the model.
+std::set<std::int64_t> checkedSizes(const Model& model, const LayerProfilerOptions& options) {
   std::set<std::int64_t> sizes;
   for (std::int64_t b : options.microBatches) {
     if (b <= 0) throw std::invalid_argument("micro-batch sizes must be positive, got " + std::to_string(b));
@@ -171,34 +172,32 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   }
   validatePrecision(options.precision, options.device);
   validateOptimizer(options.optimizer);
-  installMemoryTracker();
+  return sizes;
+}
 
-  torch::nn::Sequential& sequential = model.sequential;
-  const std::vector<torch::Tensor> parameters = sequential->parameters();
-  const torch::Device home = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
-  Layers layers = layersOf(sequential);
-  const auto n = static_cast<std::int64_t>(layers.modules.size());
+ProfileEnvironment environmentOf(const Model& model, const LayerProfilerOptions& options) {
+  ProfileEnvironment environment;
+  environment.model = model.name;
+  environment.deviceType = options.device.is_cuda() ? "cuda" : "cpu";
+  environment.deviceName = options.device.is_cuda() ? options.device.str() : cpuName();
+  environment.threads = torch::get_num_threads();
+  environment.torchVersion = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                             std::to_string(TORCH_VERSION_PATCH);
+  environment.precision = options.precision;
+  environment.optimizer = options.optimizer;
+  return environment;
+}
 
-  Profile profile;
-  profile.environment.model = model.name;
-  profile.environment.deviceType = options.device.is_cuda() ? "cuda" : "cpu";
-  profile.environment.deviceName = options.device.is_cuda() ? options.device.str() : cpuName();
-  profile.environment.threads = torch::get_num_threads();
-  profile.environment.torchVersion = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                                     "." + std::to_string(TORCH_VERSION_PATCH);
-  profile.environment.precision = options.precision;
-  profile.environment.optimizer = options.optimizer;
-  // Memory is measured on the target device (on CUDA the caching allocator's blocks): CPU and
-  // CUDA keep different tensors for backward (dropout keeps a mask on CUDA, its noise on CPU).
-  const bool cuda = options.device.is_cuda();
-  const torch::Device memoryDevice = cuda ? options.device : torch::Device(torch::kCPU);
-  // On CUDA a parameter, and its gradient, is one block of the caching allocator.
+/// The layers' names and parameter and gradient bytes, and the parameters layers share: what
+/// the model holds whatever the batch. On CUDA a parameter, and its gradient, is one block of
+/// the caching allocator.
+void addParameterFacts(Profile& profile, const Layers& layers, const torch::nn::Sequential& sequential, bool cuda) {
   auto parameterBytes = [&](const torch::Tensor& p) { return cuda ? roundToAllocatorBlock(bytesOf(p)) : bytesOf(p); };
-  profile.layers.resize(static_cast<std::size_t>(n));
-  for (std::int64_t L = 0; L < n; ++L) {
+  profile.layers.resize(layers.modules.size());
+  for (std::size_t L = 0; L < layers.modules.size(); ++L) {
     LayerProfile& layer = profile.layers[L];
     layer.name = layers.names[L];
-    for (const torch::Tensor& p : sequential->ptr(L)->parameters()) {
+    for (const torch::Tensor& p : sequential->ptr(static_cast<std::int64_t>(L))->parameters()) {
       layer.paramBytes += parameterBytes(p);
       if (p.requires_grad()) layer.gradBytes += parameterBytes(p);
     }
@@ -206,84 +205,137 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   for (const SharedParameterUse& use : findSharedParameters(sequential)) {
     profile.sharedParameters.push_back({use.name, use.layers, parameterBytes(use.tensor)});
   }
+}
+
+using SkipGradientsByRoute = std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts>;
+
+/// Each skip's bytes per sample at micro-batch `b` (the largest size, last, wins: least
+/// rounding) and how its gradient relates to the tensors around it.
+void addSkipFacts(Profile& profile, const Model& model, const ProfilerSkipTracker& skips, std::int64_t b,
+                  const SkipGradientsByRoute& inputGradients, const SkipGradientsByRoute& wholeGradients) {
+  for (const SkipRoute& route : model.skips) {
+    auto it = std::find_if(profile.skips.begin(), profile.skips.end(), [&](const SkipProfile& s) {
+      return s.name == route.name && s.stashLayer == route.stashLayer;
+    });
+    if (it == profile.skips.end()) {
+      profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0, 0});
+      it = std::prev(profile.skips.end());
+    }
+    it->bytesPerSample = skips.stashedBytes(route.stashLayer, route.name) / b;
+    it->unsavedBytesPerSample = skips.unsavedBytes(route.stashLayer, route.name) / b;
+    const auto inI = inputGradients.find({route.stashLayer, route.name});
+    const auto inB = wholeGradients.find({route.stashLayer, route.name});
+    it->gradientSharedWithInput = inI != inputGradients.end() && inI->second.sharedWithInput;
+    it->gradientSliceOfOutput = inI != inputGradients.end() && inI->second.sliceOfOutput;
+    it->gradientSharedInBackward = inB != wholeGradients.end() && inB->second.sharedWithInput;
+  }
+}
+
+/// What profiling one micro-batch size needs beside the model: where memory and time are
+/// measured, the streams, the skip tracker, the kernel collector (CUDA with CUPTI) and the time
+/// budget of the size.
+struct SizeProfiling {
+  const LayerProfilerOptions& options;
+  torch::Device memoryDevice;
+  const TaggedStreams& streams;
+  ProfilerSkipTracker& skips;
+  CuptiCollector* kernelCollector;  ///< null where no launch data is collected
+  double budgetS;
+  bool launchData;  ///< every size so far gave launch data
+};
+
+/// Every pass at micro-batch size `b`: memory, skip gradients and the loss on the memory device,
+/// then times (and kernels) on the target device; their samples added to `profile`.
+void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& how, Profile& profile) {
+  const LayerProfilerOptions& options = how.options;
+  torch::nn::Sequential& sequential = model.sequential;
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+  const Batch batch = model.makeBatch(b, /*seed=*/0);
+  std::vector<CostSample> costs(static_cast<std::size_t>(n));
+  for (CostSample& c : costs) c.microBatch = b;
+  // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
+  moveDroppingGradients(*sequential, how.memoryDevice);
+  std::vector<Bytes> castCacheBytes;
+  torch::Tensor output;
+  measureMemory(layers, {batch.input.to(how.memoryDevice)}, costs, how.skips, how.streams, how.memoryDevice,
+                options.precision, castCacheBytes, output);
+  const auto inputGradients =
+      skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Input);
+  const auto wholeGradients =
+      skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Whole);
+  if (model.loss && output.defined()) {
+    const LossMeasurement lossHow{how.memoryDevice,   options.precision, &how.streams, n,
+                                  options.warmupRuns, options.minRuns};
+    const LossSample loss = measureLoss(model, output, batch.target.to(how.memoryDevice), lossHow);
+    profile.loss.costs.push_back(loss.cost);
+    profile.loss.keepsOutput = loss.keepsOutput;  // the largest size's
+  }
+  // The cast copies are of the weights: the same at every size (the largest size's kept).
+  for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
+  // Times on the target device.
+  moveDroppingGradients(*sequential, options.device);
+  const Tensors input{batch.input.to(options.device)};
+  measureTimes(layers, input, costs, options.device, options, how.budgetS);
+  if (how.launchData) {
+    how.launchData = measureKernels(layers, input, costs, options.device, *how.kernelCollector, options.precision);
+  }
+  for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
+  profile.inputBytesPerSample = bytesOf(batch.input) / b;
+  addSkipFacts(profile, model, how.skips, b, inputGradients, wholeGradients);
+}
+
+/// Launch data on every sample or on none: a size without it drops the others'.
+void dropLaunchData(Profile& profile) {
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardLaunch.reset();
+      cost.backwardLaunch.reset();
+    }
+  }
+}
+
+}  // namespace
+
+Profile profileModel(Model& model, const LayerProfilerOptions& options) {
+  const std::set<std::int64_t> sizes = checkedSizes(model, options);
+  installMemoryTracker();
+  torch::nn::Sequential& sequential = model.sequential;
+  const std::vector<torch::Tensor> parameters = sequential->parameters();
+  const torch::Device home = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
+  Layers layers = layersOf(sequential);
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+
+  Profile profile;
+  profile.environment = environmentOf(model, options);
+  // Memory is measured on the target device (on CUDA the caching allocator's blocks): CPU and
+  // CUDA keep different tensors for backward (dropout keeps a mask on CUDA, its noise on CPU).
+  const bool cuda = options.device.is_cuda();
+  const torch::Device memoryDevice = cuda ? options.device : torch::Device(torch::kCPU);
+  addParameterFacts(profile, layers, sequential, cuda);
   profile.libraryWorkspaceBytes = measureLibraryWorkspaceBytes(options.device);  // 0 on CPU
   // CUDA: the kernels of each pass, for the simulator's launch model; without CUPTI (no driver
   // or permission, a build without it) the profile carries no launch data at all.
   HostTracer kernelClock;
   const std::unique_ptr<CuptiCollector> kernelCollector =
-      options.device.is_cuda() ? CuptiCollector::create(kernelClock, CuptiMode::Cheap) : nullptr;
-  bool launchData = kernelCollector && kernelCollector->available();
-
+      cuda ? CuptiCollector::create(kernelClock, CuptiMode::Cheap) : nullptr;
   ProfilerSkipTracker skips(ProfilerSkipTracker::HandOut::AsStashed);
+  bool launchData = kernelCollector && kernelCollector->available();
   {
     ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
     // CUDA: one stream per layer and one for the loss (tag n); frees their workspaces last.
     const TaggedStreams streams(memoryDevice, n + 1);
     sequential->train();
-    const double budgetPerSize = options.timeBudgetSeconds / static_cast<double>(sizes.size());
-    for (std::int64_t b : sizes) {
-      const Batch batch = model.makeBatch(b, /*seed=*/0);
-      std::vector<CostSample> costs(static_cast<std::size_t>(n));
-      for (CostSample& c : costs) c.microBatch = b;
-      // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
-      moveDroppingGradients(*sequential, memoryDevice);
-      std::vector<Bytes> castCacheBytes;
-      torch::Tensor output;
-      measureMemory(layers, {batch.input.to(memoryDevice)}, costs, skips, streams, memoryDevice, options.precision,
-                    castCacheBytes, output);
-      const auto inputGradients =
-          skipGradientFacts(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Input);
-      const auto wholeGradients =
-          skipGradientFacts(layers, {batch.input.to(memoryDevice)}, options.precision, ProbedBackward::Whole);
-      if (model.loss && output.defined()) {
-        const LossMeasurement how{memoryDevice, options.precision, &streams, n, options.warmupRuns, options.minRuns};
-        const LossSample loss = measureLoss(model, output, batch.target.to(memoryDevice), how);
-        profile.loss.costs.push_back(loss.cost);
-        profile.loss.keepsOutput = loss.keepsOutput;  // the largest size's
-      }
-      // The cast copies are of the weights: the same at every size (the largest size's kept).
-      for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
-      // Times on the target device.
-      moveDroppingGradients(*sequential, options.device);
-      const Tensors input{batch.input.to(options.device)};
-      measureTimes(layers, input, costs, options.device, options, budgetPerSize);
-      if (launchData) {
-        launchData = measureKernels(layers, input, costs, options.device, *kernelCollector, options.precision);
-      }
-      for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
-      profile.inputBytesPerSample = bytesOf(batch.input) / b;
-      for (const SkipRoute& route : model.skips) {
-        const Bytes bytes = skips.stashedBytes(route.stashLayer, route.name);
-        const Bytes unsaved = skips.unsavedBytes(route.stashLayer, route.name);
-        auto it = std::find_if(profile.skips.begin(), profile.skips.end(), [&](const SkipProfile& s) {
-          return s.name == route.name && s.stashLayer == route.stashLayer;
-        });
-        if (it == profile.skips.end()) {
-          profile.skips.push_back(SkipProfile{route.name, route.stashLayer, route.popLayer, 0, 0});
-          it = std::prev(profile.skips.end());
-        }
-        it->bytesPerSample = bytes / b;  // the largest size (last) wins: least rounding
-        it->unsavedBytesPerSample = unsaved / b;
-        const auto inI = inputGradients.find({route.stashLayer, route.name});
-        const auto inB = wholeGradients.find({route.stashLayer, route.name});
-        it->gradientSharedWithInput = inI != inputGradients.end() && inI->second.sharedWithInput;
-        it->gradientSliceOfOutput = inI != inputGradients.end() && inI->second.sliceOfOutput;
-        it->gradientSharedInBackward = inB != wholeGradients.end() && inB->second.sharedWithInput;
-      }
-    }
+    SizeProfiling how{options,   memoryDevice,          streams,
+                      skips,     kernelCollector.get(), options.timeBudgetSeconds / static_cast<double>(sizes.size()),
+                      launchData};
+    for (std::int64_t b : sizes) profileSize(model, layers, b, how, profile);
+    launchData = how.launchData;
     // The optimizer on the target device, once: its costs do not depend on the batch.
     moveDroppingGradients(*sequential, memoryDevice);
     measureOptimizer(sequential, profile, options, streams, memoryDevice);
     moveDroppingGradients(*sequential, home);
   }
-  if (!launchData) {  // on every sample or on none
-    for (LayerProfile& layer : profile.layers) {
-      for (CostSample& cost : layer.costs) {
-        cost.forwardLaunch.reset();
-        cost.backwardLaunch.reset();
-      }
-    }
-  }
+  if (!launchData) dropLaunchData(profile);
   return profile;
 }
 
