@@ -1,4 +1,5 @@
-// Host tracer: per-thread event buffers (lock-free and, once warm, allocation-free on the record path), drained into one trace.
+// Host tracer: per-thread event buffers (lock-free and, once warm, allocation-free on the record path), drained into
+// one trace.
 #include <pipeprof/profiler/host_tracer.h>
 
 #include <algorithm>
@@ -26,11 +27,12 @@ thread_local ThreadCache tCache;
 
 }  // namespace
 
-TimeNs SteadyClock::nowNs() const {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+TimeNs steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+TimeNs SteadyClock::nowNs() const { return steadyNowNs(); }
 
 namespace {
 
@@ -160,8 +162,7 @@ void HostTracer::record(TraceEvent event) {
   localBuffer().add(event);
 }
 
-void HostTracer::recordCounter(const std::string& device, const std::string& name, TimeNs atNs,
-                               double value) {
+void HostTracer::recordCounter(const std::string& device, const std::string& name, TimeNs atNs, double value) {
   if (!enabled()) return;
   Buffer& buffer = localBuffer();
   CompactEvent event;

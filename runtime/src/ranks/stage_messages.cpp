@@ -1,6 +1,8 @@
 // The messages between ranks: tags, the agreed tensor shapes, and a mailbox over the transport.
 #include "ranks/stage_messages.h"
 
+#include "transport/control_tags.h"
+
 #include <stdexcept>
 
 namespace pipeprof {
@@ -64,7 +66,7 @@ MessageTags::MessageTags(std::int64_t stages, std::int64_t microBatches, std::in
     : stages_(stages), microBatches_(microBatches), skips_(skips) {
   const double largest = 6.0 * static_cast<double>(skips + 1) * static_cast<double>(stages) *
                          static_cast<double>(microBatches) * static_cast<double>(kMaxBoundaryTensors);
-  if (largest >= 1073741824.0) {  // tags from 2^30 up are control messages (rank_training.cpp)
+  if (largest >= static_cast<double>(kControlTagBase)) {
     throw std::invalid_argument("too many messages per step for c10d's tags (" + std::to_string(stages) + " stages, " +
                                 std::to_string(microBatches) + " micro-batches, " + std::to_string(skips) +
                                 " skips): use fewer chunks");

@@ -43,7 +43,7 @@ enum class MessageKind { Shapes = 0, Activation = 1, Gradient = 2, Skip = 3, Ski
 
 /// Tags are unique per step: (kind, skip, stage edge, micro-batch, tensor). The schedule fixes
 /// n, m and the skip count, so every rank computes the same tag. Throws std::invalid_argument
-/// when they do not fit 31 bits.
+/// when they do not fit below kControlTagBase (transport/control_tags.h).
 class MessageTags {
  public:
   MessageTags(std::int64_t stages, std::int64_t microBatches, std::int64_t skips);

@@ -3,6 +3,7 @@
 
 #include "training/cpu_wait.h"
 #include "training/training_steps.h"
+#include "transport/control_tags.h"
 
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/memory_tracker.h>
@@ -16,15 +17,6 @@
 
 namespace pipeprof {
 namespace {
-
-/// Control messages use tags above every step message's (MessageTags stays below 2^30).
-constexpr std::uint32_t kClockTag = 1u << 30;
-constexpr std::uint32_t kAnyRankTag = kClockTag + 2;
-
-TimeNs steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 /// A one-element message on the transport's device (NCCL sends CUDA tensors only): a clock
 /// reading or a flag.

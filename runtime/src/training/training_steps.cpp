@@ -15,11 +15,6 @@
 namespace pipeprof {
 namespace {
 
-TimeNs steadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 /// A loop span on `device`: warm-up and step on lane "host", the optimizer (inside a step) on
 /// lane "optimizer", so spans on a lane never overlap.
 void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, const std::string& name, TimeNs startNs,

@@ -1,21 +1,14 @@
 // The transport's latency and bandwidth between two ranks, measured by ping-pong.
 #include <pipeprof/runtime/link_benchmark.h>
 
+#include "transport/control_tags.h"
+
+#include <pipeprof/profiler/host_tracer.h>
+
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 
 namespace pipeprof {
-namespace {
-
-constexpr std::uint32_t kPingTag = (1u << 30) + 16;  // a control tag (above every step message's)
-
-TimeNs nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 std::vector<Bytes> defaultLinkSizes() {
   std::vector<Bytes> sizes;
@@ -35,7 +28,7 @@ LinkMeasurement measureLink(Transport& transport, const std::vector<Bytes>& size
       torch::Tensor message = torch::zeros({std::max<Bytes>(1, bytes / 4)}, torch::kFloat).to(transport.device());
       std::vector<TimeNs> oneWayNs;
       for (int round = 0; round <= repeats; ++round) {
-        const TimeNs startNs = nowNs();
+        const TimeNs startNs = steadyNowNs();
         if (rank == 0) {
           transport.send(message, peer, kPingTag)->wait();
           transport.receive(message, peer, kPingTag);
@@ -43,7 +36,7 @@ LinkMeasurement measureLink(Transport& transport, const std::vector<Bytes>& size
           transport.receive(message, peer, kPingTag);
           transport.send(message, peer, kPingTag)->wait();
         }
-        if (round > 0) oneWayNs.push_back((nowNs() - startNs) / 2);
+        if (round > 0) oneWayNs.push_back((steadyNowNs() - startNs) / 2);
       }
       if (rank == 0) {
         // The fastest round trip: on a shared machine the slower ones measure the scheduler.

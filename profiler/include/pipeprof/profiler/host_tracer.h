@@ -23,7 +23,10 @@ class Clock {
   virtual TimeNs nowNs() const = 0;
 };
 
-/// std::chrono::steady_clock in nanoseconds.
+/// std::chrono::steady_clock in nanoseconds: the one clock every measured time of pipeprof reads.
+TimeNs steadyNowNs();
+
+/// steadyNowNs() as a Clock.
 class SteadyClock final : public Clock {
  public:
   TimeNs nowNs() const override;
@@ -87,8 +90,8 @@ class HostTracer {
 /// calls the op hooks. With a null or disabled tracer it does nothing beyond one branch.
 class OpSpan {
  public:
-  OpSpan(HostTracer* tracer, OpKind kind, std::int64_t i, std::int64_t j, std::int64_t toJ,
-         const std::string& device, const std::string& lane, const std::string& name);
+  OpSpan(HostTracer* tracer, OpKind kind, std::int64_t i, std::int64_t j, std::int64_t toJ, const std::string& device,
+         const std::string& lane, const std::string& name);
   ~OpSpan();
   OpSpan(const OpSpan&) = delete;
   OpSpan& operator=(const OpSpan&) = delete;
@@ -96,7 +99,7 @@ class OpSpan {
   void setBytes(Bytes bytes) { bytes_ = bytes; }
 
  private:
-  HostTracer* tracer_;  ///< null when tracing is off
+  HostTracer* tracer_;               ///< null when tracing is off
   std::optional<TraceEvent> event_;  ///< engaged only when recording, so the off path builds nothing
   Bytes bytes_ = 0;
 };
