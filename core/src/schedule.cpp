@@ -402,7 +402,7 @@ struct EmittedOps {
 EmittedOps emitOps(const Schedule& schedule, const std::vector<Slot>& slots, const std::vector<SkipSpan>& spans,
                    std::vector<Op>& ops) {
   const std::int64_t m = schedule.spec().chunks;
-  const std::int64_t n = schedule.partitions();
+  const std::int64_t n = schedule.stages();
   EmittedOps emitted;
   std::vector<std::vector<OpIndex>> order(static_cast<std::size_t>(schedule.devices()));  // per device
   auto addCopy = [&](std::int64_t i, std::int64_t from, std::int64_t to, bool gradient, std::int64_t skip,
@@ -489,11 +489,11 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
     schedule.firstLayer_.push_back(first);
     first += layers;
   }
-  const std::int64_t n = schedule.partitions();
+  const std::int64_t n = schedule.stages();
   const std::int64_t stop = checkpointStop(spec.checkpoint, spec.chunks, spec.training);
   std::vector<SkipSpan> spans;
   for (const SkipRoute& skip : spec.skips) {
-    spans.push_back({schedule.partitionOfLayer(skip.stashLayer), schedule.partitionOfLayer(skip.popLayer)});
+    spans.push_back({schedule.stageOfLayer(skip.stashLayer), schedule.stageOfLayer(skip.popLayer)});
   }
 
   std::vector<Op>& ops = schedule.ops_;
@@ -506,11 +506,11 @@ Schedule Schedule::build(const ScheduleSpec& spec) {
   });
   const std::int64_t p = schedule.devices();
   schedule.deviceOrder_.assign(static_cast<std::size_t>(p), {});
-  schedule.partitionOrder_.assign(static_cast<std::size_t>(n), {});
+  schedule.stageOrder_.assign(static_cast<std::size_t>(n), {});
   for (OpIndex index = 0; index < ops.size(); ++index) {
     if (!ops[index].isCompute()) continue;
     schedule.deviceOrder_[static_cast<std::size_t>(schedule.deviceOf(ops[index].j))].push_back(index);
-    schedule.partitionOrder_[static_cast<std::size_t>(ops[index].j)].push_back(index);
+    schedule.stageOrder_[static_cast<std::size_t>(ops[index].j)].push_back(index);
   }
   return schedule;
 }
@@ -569,13 +569,13 @@ std::int64_t Schedule::layers() const {
 }
 
 std::int64_t Schedule::firstLayer(std::int64_t j) const {
-  if (j < 0 || j >= partitions()) {
-    throw std::out_of_range("partition " + std::to_string(j) + " is outside 0.." + std::to_string(partitions() - 1));
+  if (j < 0 || j >= stages()) {
+    throw std::out_of_range("stage " + std::to_string(j) + " is outside 0.." + std::to_string(stages() - 1));
   }
   return firstLayer_[static_cast<std::size_t>(j)];
 }
 
-std::int64_t Schedule::partitionOfLayer(std::int64_t layer) const {
+std::int64_t Schedule::stageOfLayer(std::int64_t layer) const {
   if (layer < 0 || layer >= layers()) {
     throw std::out_of_range("layer " + std::to_string(layer) + " is outside 0.." + std::to_string(layers() - 1));
   }
@@ -588,8 +588,8 @@ bool Schedule::checkpointed(std::int64_t i) const {
 }
 
 std::optional<OpIndex> Schedule::find(OpKind kind, std::int64_t i, std::int64_t j) const {
-  if (j < 0 || j >= partitions()) return std::nullopt;
-  for (OpIndex index : partitionOrder_[static_cast<std::size_t>(j)]) {
+  if (j < 0 || j >= stages()) return std::nullopt;
+  for (OpIndex index : stageOrder_[static_cast<std::size_t>(j)]) {
     if (ops_[index].kind == kind && ops_[index].i == i) return index;
   }
   return std::nullopt;

@@ -74,12 +74,12 @@ bool TuningModel::apply(const Candidate& candidate) {
     emit invalidEdit(qs(error.what()));
     return false;
   }
-  const bool partitionsMoved = candidate.balance != candidate_.balance;
+  const bool stagesMoved = candidate.balance != candidate_.balance;
   const bool costsChanged = candidate.chunks != candidate_.chunks;
   candidate_ = candidate;
   prediction_ = std::move(result.prediction);
   trace_ = std::move(result.trace);
-  if (!profile_->layers.empty() && (partitionsMoved || costsChanged)) {
+  if (!profile_->layers.empty() && (stagesMoved || costsChanged)) {
     emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
   }
   emit predictionChanged();
@@ -169,17 +169,16 @@ bool TuningModel::setScheduleFile(const QString& path) {
 bool TuningModel::moveBoundary(std::int64_t boundary, std::int64_t firstLayer) {
   const auto n = static_cast<std::int64_t>(candidate_.balance.size());
   if (boundary < 0 || boundary >= n - 1) {
-    emit invalidEdit(
-        tr("No boundary %1: a balance of %2 partitions has boundaries 0..%3").arg(boundary).arg(n).arg(n - 2));
+    emit invalidEdit(tr("No boundary %1: a balance of %2 stages has boundaries 0..%3").arg(boundary).arg(n).arg(n - 2));
     return false;
   }
   std::vector<std::int64_t> balance = candidate_.balance;
   const auto b = static_cast<std::size_t>(boundary);
   const std::int64_t start =
       std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(b), std::int64_t{0});
-  const std::int64_t end = start + balance[b] + balance[b + 1];  // the two partitions share [start, end)
+  const std::int64_t end = start + balance[b] + balance[b + 1];  // the two stages share [start, end)
   if (firstLayer <= start || firstLayer >= end) {
-    emit invalidEdit(tr("Partition %1 must start in layers %2..%3 so that both sides keep a layer")
+    emit invalidEdit(tr("Stage %1 must start in layers %2..%3 so that both sides keep a layer")
                          .arg(boundary + 1)
                          .arg(start + 1)
                          .arg(end - 1));
@@ -215,7 +214,7 @@ std::vector<Bytes> TuningModel::layerBytes() const {
   return bytes;
 }
 
-std::int64_t TuningModel::partitionOfLayer(std::int64_t layer) const {
+std::int64_t TuningModel::stageOfLayer(std::int64_t layer) const {
   std::int64_t end = 0;
   for (std::size_t j = 0; j < candidate_.balance.size(); ++j) {
     end += candidate_.balance[j];
@@ -237,7 +236,7 @@ QVariant TuningModel::data(const QModelIndex& index, int role) const {
   qlonglong value = 0;
   switch (index.column()) {
     case Layer: value = index.row(); break;
-    case PartitionColumn: value = partitionOfLayer(index.row()); break;
+    case StageColumn: value = stageOfLayer(index.row()); break;
     case Forward: value = cost.forwardNs; break;
     case Backward: value = cost.backwardNs; break;
     case Saved: value = cost.savedBytes; break;
@@ -253,7 +252,7 @@ QVariant TuningModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case Name: return qs(layer.name);
     case Layer:
-    case PartitionColumn: return value;
+    case StageColumn: return value;
     case Forward:
     case Backward: return durationText(value);
     default: return bytesText(value);
@@ -265,7 +264,7 @@ QVariant TuningModel::headerData(int section, Qt::Orientation orientation, int r
   switch (section) {
     case Layer: return tr("Layer");
     case Name: return tr("Name");
-    case PartitionColumn: return tr("Partition");
+    case StageColumn: return tr("Stage");
     case Forward: return tr("Forward");
     case Backward: return tr("Backward");
     case Saved: return tr("Saved / micro-batch");

@@ -27,7 +27,7 @@ class TuningModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum Column { Layer, Name, PartitionColumn, Forward, Backward, Saved, Params, ColumnCount };
+  enum Column { Layer, Name, StageColumn, Forward, Backward, Saved, Params, ColumnCount };
   enum Role { ValueRole = Qt::UserRole + 1 };  ///< raw ns / bytes / index as qlonglong
 
   explicit TuningModel(QObject* parent = nullptr);
@@ -96,7 +96,7 @@ class TuningModel : public QAbstractTableModel {
   bool apply(const Candidate& candidate);
   /// Why the candidate cannot be simulated before the simulator is asked, or empty.
   std::string shapeError(const Candidate& candidate) const;
-  std::int64_t partitionOfLayer(std::int64_t layer) const;
+  std::int64_t stageOfLayer(std::int64_t layer) const;
 
   std::optional<Profile> profile_;
   Cluster cluster_;

@@ -1,4 +1,4 @@
-// The layer list as bars of per-layer time and memory, with partition boundaries to drag.
+// The layer list as bars of per-layer time and memory, with stage boundaries to drag.
 #include "views/balance_editor.h"
 
 #include "models/format.h"
@@ -69,7 +69,7 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
   const double upHeight = middle - plotTop - 4;
   const double downHeight = plotBottom - middle - 4;
 
-  // Partition bands and their totals.
+  // Stage bands and their totals.
   const std::vector<std::int64_t>& balance = model_->candidate().balance;
   const std::int64_t devices = std::max<std::int64_t>(1, model_->candidate().pipelineDevices());
   const Prediction& prediction = model_->prediction();
@@ -79,7 +79,7 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
   for (std::size_t j = 0; j < balance.size(); ++j) {
     const double x1 = left() + static_cast<double>(first) * w;
     const double x2 = left() + static_cast<double>(first + balance[j]) * w;
-    painter.fillRect(QRectF(x1, 0, x2 - x1, plotBottom), partitionColor(static_cast<int>(j)));
+    painter.fillRect(QRectF(x1, 0, x2 - x1, plotBottom), stageColor(static_cast<int>(j)));
     TimeNs sumNs = 0;
     for (std::int64_t l = first; l < first + balance[j]; ++l) sumNs += times[static_cast<std::size_t>(l)];
     // Peaks are per pipeline device, which holds the stage with its other stages.
@@ -91,7 +91,7 @@ void BalanceEditor::paintEvent(QPaintEvent*) {
     painter.drawText(
         header, Qt::AlignLeft | Qt::AlignVCenter,
         painter.fontMetrics().elidedText((devices == static_cast<std::int64_t>(balance.size())
-                                              ? tr("partition %1: %2 layers").arg(j).arg(balance[j])
+                                              ? tr("stage %1: %2 layers").arg(j).arg(balance[j])
                                               : tr("stage %1 (device %2): %3 layers").arg(j).arg(d).arg(balance[j])),
                                          Qt::ElideRight, static_cast<int>(header.width())));
     painter.setFont(font());
@@ -173,16 +173,16 @@ bool BalanceEditor::event(QEvent* event) {
       auto cell = [this, layer](int column) { return model_->index(layer, column).data().toString(); };
       QToolTip::showText(
           help->globalPos(),
-          tr("<b>layer %1: %2</b> (partition %3)<br>forward %4 · backward %5<br>saved %6 per micro-batch of %7"
+          tr("<b>layer %1: %2</b> (stage %3)<br>forward %4 · backward %5<br>saved %6 per micro-batch of %7"
              " · parameters %8")
               .arg(layer)
-              .arg(cell(TuningModel::Name).toHtmlEscaped(), cell(TuningModel::PartitionColumn),
-                   cell(TuningModel::Forward), cell(TuningModel::Backward), cell(TuningModel::Saved))
+              .arg(cell(TuningModel::Name).toHtmlEscaped(), cell(TuningModel::StageColumn), cell(TuningModel::Forward),
+                   cell(TuningModel::Backward), cell(TuningModel::Saved))
               .arg(model_->microBatch())
               .arg(cell(TuningModel::Params)),
           this);
     } else if (boundaryNear(help->pos().x()) >= 0) {
-      QToolTip::showText(help->globalPos(), tr("Drag to move this partition boundary"), this);
+      QToolTip::showText(help->globalPos(), tr("Drag to move this stage boundary"), this);
     } else {
       QToolTip::hideText();
     }

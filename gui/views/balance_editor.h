@@ -1,4 +1,4 @@
-// The layer list as bars of per-layer time and memory, with partition boundaries to drag.
+// The layer list as bars of per-layer time and memory, with stage boundaries to drag.
 #pragma once
 
 #include <QWidget>
@@ -8,7 +8,7 @@ namespace pipeprof::gui {
 class TuningModel;
 
 /// Each layer is a column: compute time (forward + backward) grows up, memory (saved
-/// activations + parameter state) grows down; partitions are coloured bands headed by their
+/// activations + parameter state) grows down; stages are coloured bands headed by their
 /// totals. Dragging a boundary calls TuningModel::moveBoundary, which re-simulates at once.
 class BalanceEditor : public QWidget {
   Q_OBJECT
@@ -16,7 +16,7 @@ class BalanceEditor : public QWidget {
  public:
   explicit BalanceEditor(TuningModel* model, QWidget* parent = nullptr);
 
-  /// Widget x of the boundary after partition `boundary` (for tests and drags).
+  /// Widget x of the boundary after stage `boundary` (for tests and drags).
   double boundaryX(int boundary) const;
 
   QSize sizeHint() const override { return {800, 260}; }

@@ -25,7 +25,10 @@
 namespace pipeprof::gui {
 
 MemoryChartView::MemoryChartView(MemoryModel* model, QWidget* parent)
-    : QWidget(parent), model_(model), picker_(new CandidatePicker(this)), chart_(new QChartView(this)),
+    : QWidget(parent),
+      model_(model),
+      picker_(new CandidatePicker(this)),
+      chart_(new QChartView(this)),
       table_(new QTableView(this)) {
   chart_->setRenderHint(QPainter::Antialiasing);
   table_->setModel(model_);
@@ -64,7 +67,7 @@ void MemoryChartView::rebuild() {
   QStringList categories;
   for (int j = 0; j < n; ++j) {
     categories << tr("%1 (%2)").arg(model_->index(j, MemoryModel::PipelineDevice).data().toString(),
-                                     model_->index(j, MemoryModel::Device).data().toString());
+                                    model_->index(j, MemoryModel::Device).data().toString());
     predicted->append(model_->index(j, MemoryModel::Predicted).data(MemoryModel::BytesRole).toDouble() / unit.divisor);
     measured->append(model_->index(j, MemoryModel::Measured).data(MemoryModel::BytesRole).toDouble() / unit.divisor);
   }
@@ -94,7 +97,7 @@ void MemoryChartView::rebuild() {
   bars->attachAxis(axisX);
   bars->attachAxis(axisY);
 
-  // Capacity: one short line over each partition's bars, on a hidden axis aligned with the
+  // Capacity: one short line over each stage's bars, on a hidden axis aligned with the
   // categories (category j spans [j - 0.5, j + 0.5]).
   auto* lineX = new QValueAxis;
   lineX->setRange(-0.5, n - 0.5);

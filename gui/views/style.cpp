@@ -31,7 +31,7 @@ QColor predictedColor() { return QColor(0x4e, 0x79, 0xa7); }
 QColor measuredColor() { return QColor(0xf2, 0x8e, 0x2b); }
 QColor warningColor() { return QColor(0xc0, 0x39, 0x2b); }
 
-QColor partitionColor(int j) {
+QColor stageColor(int j) {
   static const QColor kColors[] = {QColor(0xdc, 0xe8, 0xf5), QColor(0xfc, 0xe8, 0xd2), QColor(0xdf, 0xf0, 0xdb),
                                    QColor(0xef, 0xe0, 0xec), QColor(0xf6, 0xf0, 0xc9), QColor(0xe0, 0xef, 0xee)};
   return kColors[static_cast<std::size_t>(j) % std::size(kColors)];

@@ -20,8 +20,8 @@ QColor predictedColor();
 QColor measuredColor();
 /// Capacity lines and errors.
 QColor warningColor();
-/// Partition background bands in the balance editor, cycling.
-QColor partitionColor(int j);
+/// Stage background bands in the balance editor, cycling.
+QColor stageColor(int j);
 
 /// Light theme, readable fonts, legend at the bottom, no animations.
 void styleChart(QChart* chart, const QString& title);

@@ -130,7 +130,7 @@ void TuningPanel::layOut() {
   left->setMinimumWidth(420);
   left->setMaximumWidth(520);
 
-  auto* layers = new QGroupBox(tr("Layers and partitions — drag a boundary to move layers between partitions"), this);
+  auto* layers = new QGroupBox(tr("Layers and stages — drag a boundary to move layers between stages"), this);
   (new QVBoxLayout(layers))->addWidget(editor_);
   auto* timeline = new QGroupBox(tr("Predicted timeline of the edited configuration"), this);
   (new QVBoxLayout(timeline))->addWidget(canvas_);

@@ -94,7 +94,7 @@ class OpEffectsBuilder {
         skipFacts_(skipFacts),
         processPerDevice_(processPerDevice),
         training_(spec_.training),
-        n_(schedule.partitions()),
+        n_(schedule.stages()),
         m_(schedule.chunks()),
         layout_(out.layout),
         stashPartition_(out.skipStashPartition),
@@ -155,9 +155,7 @@ class OpEffectsBuilder {
     return training_ && !schedule_.checkpointed(i) ? layout_.skipUnsavedBytes(s) : layout_.skipBytes(s);
   }
   bool skipHeldUntilPopBackward(std::int64_t i) const { return training_ && schedule_.checkpointed(i); }
-  bool opensItsPartition(std::int64_t layer, std::int32_t j) const {
-    return schedule_.partitionOfLayer(layer - 1) != j;
-  }
+  bool opensItsPartition(std::int64_t layer, std::int32_t j) const { return schedule_.stageOfLayer(layer - 1) != j; }
   // With one process per device, a checkpointed micro-batch's stage that opens with a stash of
   // its input for another rank: the send keeps the input's buffer to the rank's last op, so the
   // skip is counted from the op that frees that buffer (the stage's backward) rather than
@@ -358,14 +356,14 @@ void OpEffectsBuilder::copy(const Op& op, CompiledOp& c, OpEffects& e) {
 /// The schedule's shape: partitions, skips and their partitions, chunks, training.
 void describeShape(const Schedule& schedule, CompiledSchedule& out) {
   const ScheduleSpec& spec = schedule.spec();
-  out.layout.n = narrow(schedule.partitions());
+  out.layout.n = narrow(schedule.stages());
   out.layout.skips = narrow(static_cast<std::int64_t>(spec.skips.size()));
   out.chunks = narrow(schedule.chunks());
   out.training = spec.training;
   out.splitsBackward = spec.training && schedule.splitsBackward();
   for (const SkipRoute& route : spec.skips) {
-    out.skipStashPartition.push_back(narrow(schedule.partitionOfLayer(route.stashLayer)));
-    out.skipPopPartition.push_back(narrow(schedule.partitionOfLayer(route.popLayer)));
+    out.skipStashPartition.push_back(narrow(schedule.stageOfLayer(route.stashLayer)));
+    out.skipPopPartition.push_back(narrow(schedule.stageOfLayer(route.popLayer)));
   }
 }
 
@@ -429,7 +427,7 @@ void flattenEffects(const std::vector<OpEffects>& effects, CompiledSchedule& out
 void placeOnLanes(const Schedule& schedule, CompiledSchedule& out) {
   const std::int64_t p = schedule.devices();
   out.lanes = narrow(p);
-  for (std::int64_t j = 0; j < schedule.partitions(); ++j) out.partitionLane.push_back(narrow(schedule.deviceOf(j)));
+  for (std::int64_t j = 0; j < schedule.stages(); ++j) out.partitionLane.push_back(narrow(schedule.deviceOf(j)));
   out.orderStart.push_back(0);
   for (std::int64_t d = 0; d < p; ++d) {
     const std::vector<OpIndex>& order = schedule.deviceOrder(d);

@@ -21,10 +21,10 @@ TEST(BenchLink, TwoRanksMeasureALinkAndWriteItAsACluster) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string cluster = (dir / "cluster.json").string();
-  testing::BackgroundProcess bench(
-      {testing::kPipeprof, "bench-link", "--procs", "2", "--repeats", "2", "-o", cluster, "--json"},
+  test::BackgroundProcess bench(
+      {test::kPipeprof, "bench-link", "--procs", "2", "--repeats", "2", "-o", cluster, "--json"},
       (dir / "out").string(), (dir / "err").string());
-  const std::optional<testing::ProcessResult> run = bench.wait(std::chrono::seconds(120));
+  const std::optional<test::ProcessResult> run = bench.wait(std::chrono::seconds(120));
   ASSERT_TRUE(run.has_value()) << "bench-link did not end";
   ASSERT_EQ(run->code, 0) << run->all;
   const nlohmann::json json = nlohmann::json::parse(run->out);
@@ -38,8 +38,7 @@ TEST(BenchLink, TwoRanksMeasureALinkAndWriteItAsACluster) {
   ASSERT_EQ(written.devices.size(), 2u);
   EXPECT_EQ(written.links.at(0).at(1).latencyNs, latencyNs);
   EXPECT_DOUBLE_EQ(written.links.at(0).at(1).bandwidthBytesPerS, bandwidth);
-  EXPECT_TRUE(testing::waitFor([&] { return !bench.groupAlive(); }, std::chrono::seconds(5)))
-      << "a rank was left behind";
+  EXPECT_TRUE(test::waitFor([&] { return !bench.groupAlive(); }, std::chrono::seconds(5))) << "a rank was left behind";
   fs::remove_all(dir);
 }
 

@@ -24,12 +24,12 @@
 namespace pipeprof {
 namespace {
 
-using testing::BackgroundProcess;
-using testing::pipeprof;
-using testing::ProcessResult;
-using testing::shell;
-using testing::waitFor;
-const std::string& kBinary = testing::kPipeprof;
+using test::BackgroundProcess;
+using test::pipeprof;
+using test::ProcessResult;
+using test::shell;
+using test::waitFor;
+const std::string& kBinary = test::kPipeprof;
 
 nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(out.substr(out.find("\n{") + 1)); }
 
@@ -250,11 +250,11 @@ int freePort() {
 TEST(RunDist, TwoShellsWithTorchrunsVariablesFormOnePipeline) {
   const int port = freePort();
   const std::string flags = kRun + "--devices cpu,cpu --balance 2,3 --schedule 1f1b";
-  const testing::Environment world{
+  const test::Environment world{
       {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
-  testing::Environment rank0 = world;
+  test::Environment rank0 = world;
   rank0.insert({{"RANK", "0"}, {"LOCAL_RANK", "0"}});
-  testing::Environment rank1 = world;
+  test::Environment rank1 = world;
   rank1.insert({{"RANK", "1"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}});
   const std::string dir = ::testing::TempDir();
   // Rank 1 asks for a CPU share of its own, as a torchrun user would with --cpu-bind cores.
@@ -302,7 +302,7 @@ LongRun startLongRun(const std::string& name, const std::string& timeout) {
                                "3",         "--batch",   "64",         "--chunks",  "4",       "--procs", "2",
                                "--balance", "2,3",       "--schedule", "1f1b",      "--steps", "100000",  "--warmup",
                                "0",         "--threads", "1",          "--timeout", timeout},
-      run.dir + "/out", run.dir + "/err", testing::Environment{{"TMPDIR", run.dir}});
+      run.dir + "/out", run.dir + "/err", test::Environment{{"TMPDIR", run.dir}});
   if (waitFor([&] { return run.joined(); }, std::chrono::seconds(30))) run.ranks = run.launcher->children();
   return run;
 }

@@ -12,8 +12,8 @@
 namespace pipeprof {
 namespace {
 
-using testing::pipeprof;
-using testing::ProcessResult;
+using test::pipeprof;
+using test::ProcessResult;
 
 // mlp --width 16 --depth 3: fc0 relu0 fc1 relu1 fc2 = 5 layers; batch 8 in 2 micro-batches.
 const std::string kRun = "run --model mlp --width 16 --depth 3 --batch 8 --chunks 2 --devices cpu,cpu --seed 7 "

@@ -18,10 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::BackgroundProcess;
-using testing::contains;
-using testing::ProcessResult;
-using testing::waitFor;
+using test::BackgroundProcess;
+using test::contains;
+using test::ProcessResult;
+using test::waitFor;
 
 class SweepDist : public ::testing::Test {
  protected:
@@ -46,7 +46,7 @@ TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
   // mlp --depth 2: 3 layers, balances [1,2] and [2,1]; gpipe without checkpoints calibrates
   // with one reference shape.
   const fs::path report = dir_ / "report.json";
-  const ProcessResult run = testing::pipeprof(
+  const ProcessResult run = test::pipeprof(
       "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --schedules gpipe "
       "--checkpoint never --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 0 --procs 2 -o " +
       report.string());
@@ -69,7 +69,7 @@ TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
 
 /// The issue's sweep, as a new user would type it, with short profiling and calibration.
 std::vector<std::string> issueSweep(const fs::path& report) {
-  return {testing::kPipeprof,
+  return {test::kPipeprof,
           "sweep",
           "--model",
           "mlp",
@@ -125,7 +125,7 @@ TEST_F(SweepDist, CtrlCStopsTheSweepAndResumeMeasuresTheInterruptedCandidateAgai
   interruptIssueSweep(dir_, /*wholeGroup=*/true);
   std::vector<std::string> resume = issueSweep(dir_ / "R.json");
   resume.push_back("--resume");
-  const ProcessResult resumed = testing::runProcess(resume);
+  const ProcessResult resumed = test::runProcess(resume);
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   const Report finished = readReport((dir_ / "R.json").string());
   EXPECT_TRUE(finished.complete);

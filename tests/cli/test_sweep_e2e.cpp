@@ -26,13 +26,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::BackgroundProcess;
-using testing::contains;
-using testing::Environment;
-using testing::ProcessResult;
-using testing::waitFor;
+using test::BackgroundProcess;
+using test::contains;
+using test::Environment;
+using test::ProcessResult;
+using test::waitFor;
 
-std::string slurp(const fs::path& path) { return testing::readFile(path.string()); }
+std::string slurp(const fs::path& path) { return test::readFile(path.string()); }
 
 std::string quote(const std::string& text) { return "'" + text + "'"; }
 
@@ -48,13 +48,13 @@ class SweepE2E : public ::testing::Test {
 
   /// Runs pipeprof with the arguments (already shell-quoted where needed).
   ProcessResult pipeprof(const std::string& args, const Environment& environment = {}) const {
-    return testing::pipeprof(args, environment);
+    return test::pipeprof(args, environment);
   }
 
   /// Starts pipeprof with the arguments in the background, in a process group of its own.
   std::unique_ptr<BackgroundProcess> start(const std::string& args, const Environment& environment = {}) const {
     return std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{"/bin/sh", "-c", "exec " + quote(testing::kPipeprof) + " " + args},
+        std::vector<std::string>{"/bin/sh", "-c", "exec " + quote(test::kPipeprof) + " " + args},
         (dir_ / "background.out").string(), (dir_ / "background.err").string(), environment);
   }
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 inline Schedule uniformSchedule(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v,
                                 Checkpoint checkpoint = Checkpoint::Never, bool training = true) {
@@ -19,4 +19,4 @@ inline Schedule uniformSchedule(ScheduleKind kind, std::int64_t p, std::int64_t 
   return Schedule::build(spec);
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

@@ -61,7 +61,7 @@ TEST(CustomOrder, PytorchsOwnOrdersReadCheckAndRunAsWritten) {
       EXPECT_EQ(schedule.devices(), order->devices());
       EXPECT_EQ(schedule.stagesPerDevice(), 2);
       const bool v = std::string(name).rfind("zbv", 0) == 0;
-      for (std::int64_t j = 0; j < schedule.partitions(); ++j) {
+      for (std::int64_t j = 0; j < schedule.stages(); ++j) {
         const std::int64_t p = schedule.devices();
         EXPECT_EQ(schedule.deviceOf(j), v && j >= p ? 2 * p - 1 - j : j % p) << "stage " << j;
       }
@@ -76,7 +76,7 @@ TEST(CustomOrder, AGeneratedOrderAsAFileIsTheSameSchedule) {
        {std::tuple{ScheduleKind::ZeroBubbleV, 3, 5}, std::tuple{ScheduleKind::Interleaved, 2, 4},
         std::tuple{ScheduleKind::OneFOneB, 3, 4}}) {
     const std::int64_t v = kind == ScheduleKind::OneFOneB ? 1 : 2;
-    const Schedule generated = testing::uniformSchedule(kind, p, m, v, Checkpoint::ExceptLast);
+    const Schedule generated = test::uniformSchedule(kind, p, m, v, Checkpoint::ExceptLast);
     const Schedule custom = Schedule::build(customSpec(makeCustomOrder(scheduleActions(generated), "generated")));
     ASSERT_EQ(custom.ops().size(), generated.ops().size()) << scheduleKindName(kind);
     for (OpIndex index = 0; index < custom.ops().size(); ++index) {

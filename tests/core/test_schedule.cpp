@@ -54,7 +54,7 @@ std::vector<std::string> describe(const Schedule& schedule) {
 
 std::vector<std::string> order(const Schedule& schedule, std::int64_t j) {
   std::vector<std::string> labels;
-  for (OpIndex index : schedule.partitionOrder(j)) labels.push_back(schedule.label(schedule.op(index)));
+  for (OpIndex index : schedule.stageOrder(j)) labels.push_back(schedule.label(schedule.op(index)));
   return labels;
 }
 
@@ -159,17 +159,17 @@ TEST(Schedule, SkipRouteInsideOnePartitionNeedsNoCopy) {
 TEST(Schedule, LayersAndPartitions) {
   Schedule schedule = Schedule::build(spec({2, 3, 1}, 4, Checkpoint::ExceptLast));
   EXPECT_EQ(schedule.layers(), 6);
-  EXPECT_EQ(schedule.partitions(), 3);
+  EXPECT_EQ(schedule.stages(), 3);
   EXPECT_EQ(schedule.chunks(), 4);
   EXPECT_EQ(schedule.firstLayer(0), 0);
   EXPECT_EQ(schedule.firstLayer(1), 2);
   EXPECT_EQ(schedule.firstLayer(2), 5);
-  EXPECT_EQ(schedule.partitionOfLayer(0), 0);
-  EXPECT_EQ(schedule.partitionOfLayer(1), 0);
-  EXPECT_EQ(schedule.partitionOfLayer(2), 1);
-  EXPECT_EQ(schedule.partitionOfLayer(4), 1);
-  EXPECT_EQ(schedule.partitionOfLayer(5), 2);
-  EXPECT_THROW(schedule.partitionOfLayer(6), std::out_of_range);
+  EXPECT_EQ(schedule.stageOfLayer(0), 0);
+  EXPECT_EQ(schedule.stageOfLayer(1), 0);
+  EXPECT_EQ(schedule.stageOfLayer(2), 1);
+  EXPECT_EQ(schedule.stageOfLayer(4), 1);
+  EXPECT_EQ(schedule.stageOfLayer(5), 2);
+  EXPECT_THROW(schedule.stageOfLayer(6), std::out_of_range);
   EXPECT_THROW(schedule.firstLayer(3), std::out_of_range);
   // 12 forward + 4 losses + 12 backward + 9 recompute + 8 copies + 8 grad copies.
   EXPECT_EQ(schedule.ops().size(), 53u);
@@ -181,10 +181,10 @@ TEST(Schedule, LayersAndPartitions) {
 TEST(Schedule, ComputeOpsDependOnThePreviousOpOfTheirPartition) {
   Schedule schedule = Schedule::build(spec({1, 2, 1}, 3, Checkpoint::Always));
   for (std::int64_t j = 0; j < 3; ++j) {
-    const auto& partitionOrder = schedule.partitionOrder(j);
-    for (std::size_t position = 1; position < partitionOrder.size(); ++position) {
-      const auto& deps = schedule.op(partitionOrder[position]).deps;
-      EXPECT_NE(std::find(deps.begin(), deps.end(), partitionOrder[position - 1]), deps.end());
+    const auto& stageOrder = schedule.stageOrder(j);
+    for (std::size_t position = 1; position < stageOrder.size(); ++position) {
+      const auto& deps = schedule.op(stageOrder[position]).deps;
+      EXPECT_NE(std::find(deps.begin(), deps.end(), stageOrder[position - 1]), deps.end());
     }
   }
 }

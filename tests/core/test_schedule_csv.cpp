@@ -28,7 +28,7 @@ std::string fixture(const std::string& name) {
 }
 
 Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v) {
-  return testing::uniformSchedule(kind, p, m, v, Checkpoint::ExceptLast);
+  return test::uniformSchedule(kind, p, m, v, Checkpoint::ExceptLast);
 }
 
 TEST(ScheduleAction, ParsesAndPrintsEachType) {

@@ -45,7 +45,7 @@ std::vector<std::string> table(const Schedule& schedule) {
 
 Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v,
                Checkpoint checkpoint = Checkpoint::Never, bool training = true) {
-  return testing::uniformSchedule(kind, p, m, v, checkpoint, training);
+  return test::uniformSchedule(kind, p, m, v, checkpoint, training);
 }
 
 TEST(OneFOneB, TwoDevicesFourMicroBatches) {
@@ -118,7 +118,7 @@ TEST(Interleaved, OneDeviceRunsItsStagesInTurn) {
 
 TEST(Interleaved, StagesLoopOverTheDevices) {
   Schedule schedule = build(ScheduleKind::Interleaved, 2, 4, 3);
-  EXPECT_EQ(schedule.partitions(), 6);
+  EXPECT_EQ(schedule.stages(), 6);
   EXPECT_EQ(schedule.devices(), 2);
   EXPECT_EQ(schedule.stagesPerDevice(), 3);
   EXPECT_EQ(schedule.deviceOf(0), 0);
@@ -249,7 +249,7 @@ TEST(ZeroBubbleV, OrdersEqualPytorchsAtShapesTheFixturesLack) {
 TEST(ZeroBubbleV, PlacesStagesInAVWithTheLossOnDeviceZero) {
   const Schedule schedule = build(ScheduleKind::ZeroBubbleV, 3, 2, 2, Checkpoint::ExceptLast);
   std::vector<std::int64_t> devices;
-  for (std::int64_t j = 0; j < schedule.partitions(); ++j) devices.push_back(schedule.deviceOf(j));
+  for (std::int64_t j = 0; j < schedule.stages(); ++j) devices.push_back(schedule.deviceOf(j));
   EXPECT_EQ(devices, (std::vector<std::int64_t>{0, 1, 2, 2, 1, 0}));
   // Device 0 runs the last stage's losses, each right after its forward, and the recompute of
   // a checkpointed micro-batch right before its I.

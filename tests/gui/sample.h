@@ -8,7 +8,7 @@
 
 #include <memory>
 
-namespace pipeprof::gui::test {
+namespace pipeprof::test {
 
 /// tests/gui/data/sample_report.json: 10 candidates of an 8-layer "mlp" on 2 devices of
 /// 112 MiB, batch 32. 0..4 measured, 5 failed, 6..8 predicted only (8 does not fit), 9 is
@@ -48,4 +48,4 @@ inline std::shared_ptr<const Report> sampleReportWithInterleaved() {
 }
 constexpr std::size_t kSampleSuggested = 3;
 
-}  // namespace pipeprof::gui::test
+}  // namespace pipeprof::test

@@ -20,7 +20,7 @@ TEST(Screenshot, RendersAViewToAPngOfTheRequestedSize) {
   QTemporaryDir dir;
   const QString out = dir.filePath(QStringLiteral("memory.png"));
   ASSERT_EQ(runGui({QStringLiteral("--screenshot"), out, QStringLiteral("--view"), QStringLiteral("memory"),
-                    QStringLiteral("--size"), QStringLiteral("1200x800"), pipeprof::gui::test::samplePath()}),
+                    QStringLiteral("--size"), QStringLiteral("1200x800"), pipeprof::test::samplePath()}),
             0);
   const QImage image(out);
   ASSERT_FALSE(image.isNull());
@@ -30,7 +30,7 @@ TEST(Screenshot, RendersAViewToAPngOfTheRequestedSize) {
 TEST(Screenshot, RejectsAnUnknownViewAndAMalformedReport) {
   QTemporaryDir dir;
   EXPECT_EQ(runGui({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")), QStringLiteral("--view"),
-                    QStringLiteral("charts"), pipeprof::gui::test::samplePath()}),
+                    QStringLiteral("charts"), pipeprof::test::samplePath()}),
             2);
   EXPECT_EQ(runGui({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")),
                     QStringLiteral(PIPEPROF_SOURCE_DIR "/tests/gui/gui_test_main.cpp")}),

@@ -32,8 +32,8 @@ TEST_F(TuningModelTest, PassesTheModelTesterWithOneRowPerLayer) {
   QAbstractItemModelTester tester(&model_, QAbstractItemModelTester::FailureReportingMode::Fatal);
   EXPECT_EQ(model_.rowCount(), 8);
   EXPECT_EQ(model_.index(0, TuningModel::Name).data().toString(), QStringLiteral("fc0"));
-  EXPECT_EQ(model_.index(3, TuningModel::PartitionColumn).data(TuningModel::ValueRole).toLongLong(), 0);
-  EXPECT_EQ(model_.index(4, TuningModel::PartitionColumn).data(TuningModel::ValueRole).toLongLong(), 1);
+  EXPECT_EQ(model_.index(3, TuningModel::StageColumn).data(TuningModel::ValueRole).toLongLong(), 0);
+  EXPECT_EQ(model_.index(4, TuningModel::StageColumn).data(TuningModel::ValueRole).toLongLong(), 1);
   EXPECT_EQ(model_.microBatch(), 8);
   const CostSample cost = report_->profile->layers[2].costAt(8);
   EXPECT_EQ(model_.index(2, TuningModel::Forward).data(TuningModel::ValueRole).toLongLong(), cost.forwardNs);
@@ -53,7 +53,7 @@ TEST_F(TuningModelTest, EditingTheBalanceChangesThePrediction) {
   EXPECT_EQ(model_.candidate(), expected);
   EXPECT_EQ(model_.prediction().iterationNs, simulated(expected));
   EXPECT_NE(model_.prediction().iterationNs, before);
-  EXPECT_EQ(model_.index(5, TuningModel::PartitionColumn).data(TuningModel::ValueRole).toLongLong(), 0);
+  EXPECT_EQ(model_.index(5, TuningModel::StageColumn).data(TuningModel::ValueRole).toLongLong(), 0);
 }
 
 TEST_F(TuningModelTest, ChunksModeAndBoundaryEditsResimulate) {
@@ -100,7 +100,7 @@ TEST_F(TuningModelTest, ChangingTheScheduleResimulatesWithPTimesVStages) {
   EXPECT_EQ(model_.prediction().peakBytes.size(), 2u);  // per pipeline device
   EXPECT_EQ(model_.prediction().iterationNs, simulated(model_.candidate()));
   EXPECT_LT(model_.prediction().iterationNs, gpipe.iterationNs);  // the bubble shrinks
-  EXPECT_EQ(model_.index(7, TuningModel::PartitionColumn).data(TuningModel::ValueRole).toLongLong(), 3);
+  EXPECT_EQ(model_.index(7, TuningModel::StageColumn).data(TuningModel::ValueRole).toLongLong(), 3);
   EXPECT_EQ(changed.count(), 2);
 }
 

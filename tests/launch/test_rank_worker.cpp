@@ -81,9 +81,9 @@ TEST(RankWorker, NothingFoundNamesEveryPlaceTried) {
 }
 
 TEST(RankWorker, TheWorkerRefusesABadCommandLineJobOrEnvironmentWithExitTwo) {
-  const std::string worker = pipeprof::testing::kRankWorker;
-  EXPECT_EQ(pipeprof::testing::runProcess({worker, "--help"}).code, 0);
-  pipeprof::testing::ProcessResult r = pipeprof::testing::runProcess({worker});
+  const std::string worker = pipeprof::test::kRankWorker;
+  EXPECT_EQ(pipeprof::test::runProcess({worker, "--help"}).code, 0);
+  pipeprof::test::ProcessResult r = pipeprof::test::runProcess({worker});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("usage: pipeprof-rank --job FILE"));
 
@@ -92,14 +92,14 @@ TEST(RankWorker, TheWorkerRefusesABadCommandLineJobOrEnvironmentWithExitTwo) {
   nlohmann::json job = toJson(train);
   job["kind"] = "dance";
   { std::ofstream(path) << job.dump(); }
-  r = pipeprof::testing::runProcess({worker, "--job", path}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  r = pipeprof::test::runProcess({worker, "--job", path}, {{"RANK", "0"}, {"WORLD_SIZE", "2"}});
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr(path + ": $.kind: expected \"train\" or \"link_benchmark\""));
 
   RankJob link;
   link.kind = RankJobKind::LinkBenchmark;
   { std::ofstream(path) << toJson(link).dump(); }
-  r = pipeprof::testing::runProcess({worker, "--job", path});  // not started as a rank
+  r = pipeprof::test::runProcess({worker, "--job", path});  // not started as a rank
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("RANK and WORLD_SIZE are not set"));
   std::filesystem::remove(path);

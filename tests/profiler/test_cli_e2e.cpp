@@ -22,9 +22,9 @@
 namespace pipeprof {
 namespace {
 
-using Result = testing::ProcessResult;
+using Result = test::ProcessResult;
 
-Result runPipeprof(const std::string& args) { return testing::pipeprof(args); }
+Result runPipeprof(const std::string& args) { return test::pipeprof(args); }
 
 std::filesystem::path scratch(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("pipeprof_profiler_e2e_" + std::to_string(::getpid()));

@@ -25,9 +25,9 @@ TEST_P(GpuCapture, KernelsAndCopiesAreAttributedToOps) {
   const std::string devices = twoDevices ? "cuda:0,cuda:1" : "cuda:0,cuda:0";
   const auto path =
       std::filesystem::temp_directory_path() / ("pipeprof_gpu_" + mode + "_" + std::to_string(::getpid()) + ".json");
-  const testing::ProcessResult run = testing::pipeprof(
-      "run --model mlp --width 256 --depth 4 --devices " + devices + " --balance 3,4 --chunks 4 --batch 64 --steps 2" +
-      " --warmup 1 --cupti-mode " + mode + " --trace " + path.string());
+  const test::ProcessResult run = test::pipeprof("run --model mlp --width 256 --depth 4 --devices " + devices +
+                                                 " --balance 3,4 --chunks 4 --batch 64 --steps 2" +
+                                                 " --warmup 1 --cupti-mode " + mode + " --trace " + path.string());
   const std::string& output = run.all;
   ASSERT_EQ(run.code, 0) << output;
   if (output.find("CUPTI collector unavailable") != std::string::npos) GTEST_SKIP() << output;

@@ -11,10 +11,10 @@
 namespace pipeprof {
 namespace {
 
-using testing::PopAdd;
-using testing::PopCat;
-using testing::PopMul;
-using testing::Stash;
+using test::PopAdd;
+using test::PopCat;
+using test::PopMul;
+using test::Stash;
 
 Model sequentialModel(torch::nn::Sequential sequential, std::int64_t inputWidth, std::int64_t outputWidth) {
   Model model;

@@ -13,7 +13,7 @@
     GTEST_SKIP() << "no CUDA device: the CUDA tests skip"; \
   }
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 inline const torch::Device kCuda0(torch::kCUDA, 0);
 
@@ -39,4 +39,4 @@ inline Model twoWideLinears() {
   return model;
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 /// A convolution block and a classifier: weights of both kinds autocast casts.
 inline Model convAndLinearModel() {
@@ -137,4 +137,4 @@ inline void expectTheModelStateThatIsPredicted(const std::vector<torch::Device>&
   }
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 /// A zoo model's size knobs and seed (ModelOptions; the other fields at their defaults).
 inline ModelOptions sized(std::int64_t width, std::int64_t depth, std::int64_t seed) {
@@ -116,4 +116,4 @@ inline bool close(const torch::Tensor& a, const torch::Tensor& b) {
   return !a.defined() || (a.sizes() == b.sizes() && torch::allclose(a, b, /*rtol=*/1e-5, /*atol=*/1e-6));
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

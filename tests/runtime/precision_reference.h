@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 /// Linear, tanh, linear, tanh, linear (width 16), initialised from seed 0 every time.
 inline Model smallAutocastModel() {
@@ -193,4 +193,4 @@ inline void expectSameFp32Gradients(const std::vector<torch::Tensor>& actual,
   }
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 /// Runs body(rank, transport) for every rank of a world of p ranks, each on its own thread; a
 /// rank that throws is killed (its peers see it gone). Returns every rank's error text, empty
@@ -83,4 +83,4 @@ inline StageOptions stageOptions(ScheduleKind kind, std::int64_t v, std::vector<
   return options;
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

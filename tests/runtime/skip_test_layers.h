@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 /// Stashes x * 2 as "skip" (a tensor of its own) and passes x on.
 struct StashImpl : Skippable {
@@ -87,4 +87,4 @@ inline torch::Tensor meanSquaredError(const torch::Tensor& output, const torch::
   return (output - target).pow(2).mean();
 }
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

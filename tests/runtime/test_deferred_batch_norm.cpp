@@ -10,7 +10,7 @@
 namespace pipeprof {
 namespace {
 
-using testing::pipeOptions;
+using test::pipeOptions;
 
 /// fc0, bn1, relu2, (unflatten3, bn4, relu5 when twoDimensional: a cumulative-average BatchNorm2d).
 /// Only the last BatchNorm sees the same input with and without deferral (earlier ones

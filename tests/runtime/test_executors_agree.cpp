@@ -22,9 +22,9 @@
 namespace pipeprof {
 namespace {
 
-using testing::meanSquaredError;
-using testing::runRanks;
-using testing::stageOptions;
+using test::meanSquaredError;
+using test::runRanks;
+using test::stageOptions;
 
 /// A layer with a dropout inside it (a child of the Sequential that is not itself a dropout).
 struct DropoutBlockImpl : torch::nn::Module {
@@ -99,13 +99,13 @@ TEST(ExecutorsAgree, BothRunTheSameOpsInTrainingAndInEvalMode) {
     const StageOptions options = stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 3, Checkpoint::Always);
     HostTracer threadedTracer;
     threadedTracer.enable();
-    Pipe pipe(testing::linearTanh(4), options.balance, pipeOptions(options));
+    Pipe pipe(test::linearTanh(4), options.balance, pipeOptions(options));
     pipe.train(training);
     pipe.setTracer(&threadedTracer);
     pipe.step(input, target, meanSquaredError);
     pipe.setTracer(nullptr);
 
-    std::vector<torch::nn::Sequential> models{testing::linearTanh(4), testing::linearTanh(4)};
+    std::vector<torch::nn::Sequential> models{test::linearTanh(4), test::linearTanh(4)};
     std::vector<HostTracer> tracers(2);
     const auto errors = runRanks(2, [&](int r, Transport& transport) {
       StageRuntime runtime(models[static_cast<std::size_t>(r)], options, transport);
@@ -133,12 +133,12 @@ std::pair<std::string, std::string> stepErrors(const StageOptions& options, cons
                                                const torch::Tensor& target, const LossFn& loss) {
   std::string threaded;
   try {
-    Pipe pipe(testing::linearTanh(4), options.balance, pipeOptions(options));
+    Pipe pipe(test::linearTanh(4), options.balance, pipeOptions(options));
     pipe.step(input, target, loss);
   } catch (const std::exception& error) {
     threaded = error.what();
   }
-  std::vector<torch::nn::Sequential> models{testing::linearTanh(4), testing::linearTanh(4)};
+  std::vector<torch::nn::Sequential> models{test::linearTanh(4), test::linearTanh(4)};
   const auto errors = runRanks(2, [&](int r, Transport& transport) {
     StageRuntime runtime(models[static_cast<std::size_t>(r)], options, transport);
     runtime.step(input, target, loss, 0);
@@ -167,7 +167,7 @@ TEST(ExecutorsAgree, AMalformedShapeIsRefusedAlike) {
   const StageOptions options = stageOptions(ScheduleKind::Interleaved, 2, {1, 1, 2}, 2, Checkpoint::Never);
   std::string threaded;
   try {
-    Pipe pipe(testing::linearTanh(4), options.balance, pipeOptions(options));
+    Pipe pipe(test::linearTanh(4), options.balance, pipeOptions(options));
   } catch (const std::invalid_argument& error) {
     threaded = error.what();
   }
@@ -175,7 +175,7 @@ TEST(ExecutorsAgree, AMalformedShapeIsRefusedAlike) {
   InProcessWorld world(1, std::chrono::seconds(5));
   try {
     auto transport = world.transport(0);
-    StageRuntime runtime(testing::linearTanh(4), options, *transport);
+    StageRuntime runtime(test::linearTanh(4), options, *transport);
   } catch (const std::invalid_argument& error) {
     rank = error.what();
   }

@@ -122,7 +122,7 @@ TEST(GradScaler, RanksSkipTogether) {
   std::vector<Model> models{smallModel(1e6), smallModel(1e6)};
   const TrainingOptions options = trainingOptions(scaler);
   std::vector<RankTrainingResult> results(2);
-  const std::string failures = testing::joined(testing::runRanks(2, [&](int r, Transport& transport) {
+  const std::string failures = test::joined(test::runRanks(2, [&](int r, Transport& transport) {
     results[static_cast<std::size_t>(r)] = trainRank(models[static_cast<std::size_t>(r)], options, transport);
   }));
   ASSERT_EQ(failures, "");

@@ -14,7 +14,7 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
+using test::close;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 

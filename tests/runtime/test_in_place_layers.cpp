@@ -19,10 +19,10 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
-using testing::meanSquaredError;
-using testing::stageOptions;
-using testing::text;
+using test::close;
+using test::meanSquaredError;
+using test::stageOptions;
+using test::text;
 
 /// Doubles the first half of its input's columns in place, through a view, and returns it.
 struct DoubleHalfInPlaceImpl : torch::nn::Module {
@@ -110,7 +110,7 @@ TEST(InPlaceLayers, RanksComputeTheUnpartitionedModelUnderEveryScheduleAndMode) 
       const int p = static_cast<int>(kBalance.size() / static_cast<std::size_t>(c.v));
       std::vector<torch::nn::Sequential> models;
       for (int r = 0; r < p; ++r) models.push_back(inPlaceModel());
-      const testing::RanksStep ranks = testing::stepOnRanks(models, options, input, target, meanSquaredError);
+      const test::RanksStep ranks = test::stepOnRanks(models, options, input, target, meanSquaredError);
       ASSERT_EQ(ranks.errors, "");
       ASSERT_TRUE(close(ranks.loss, expected.loss)) << ranks.loss << expected.loss;
       ASSERT_EQ(ranks.grads.size(), expected.grads.size());

@@ -21,14 +21,14 @@
 namespace pipeprof {
 namespace {
 
-using testing::measuredModelState;
-using testing::quickProfiling;
+using test::measuredModelState;
+using test::quickProfiling;
 
 constexpr std::int64_t kBatch = 8;
 const std::vector<torch::Device> kTwoCpus{torch::kCPU, torch::kCPU};
 
 TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) {
-  testing::expectTheModelStateThatIsPredicted(kTwoCpus, torch::kCPU, {Precision::Fp32, Precision::Bf16});
+  test::expectTheModelStateThatIsPredicted(kTwoCpus, torch::kCPU, {Precision::Fp32, Precision::Bf16});
 }
 
 TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {

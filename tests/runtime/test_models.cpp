@@ -11,7 +11,7 @@
 namespace pipeprof {
 namespace {
 
-using testing::sized;
+using test::sized;
 
 bool sameParameters(const torch::nn::Sequential& a, const torch::nn::Sequential& b) {
   auto pa = a->parameters();

@@ -141,7 +141,7 @@ TEST(Optimizers, TwoRanksTrainAsTheUnpartitionedModel) {
     std::vector<Model> models{smallModel(), smallModel()};
     const TrainingOptions options = trainingOptions(spec, ScheduleKind::OneFOneB, {2, 3}, 1);
     std::vector<RankTrainingResult> results(2);
-    const std::string failures = testing::joined(testing::runRanks(2, [&](int r, Transport& transport) {
+    const std::string failures = test::joined(test::runRanks(2, [&](int r, Transport& transport) {
       results[static_cast<std::size_t>(r)] = trainRank(models[static_cast<std::size_t>(r)], options, transport);
     }));
     ASSERT_EQ(failures, "");

@@ -10,11 +10,11 @@
 namespace pipeprof {
 namespace {
 
-using testing::allBalances;
-using testing::close;
-using testing::linearTanh;
-using testing::pipeOptions;
-using testing::text;
+using test::allBalances;
+using test::close;
+using test::linearTanh;
+using test::pipeOptions;
+using test::text;
 
 constexpr std::int64_t kBatch = 5;
 

@@ -11,10 +11,10 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
-using testing::linearTanh;
-using testing::pipeOptions;
-using testing::text;
+using test::close;
+using test::linearTanh;
+using test::pipeOptions;
+using test::text;
 
 using Outputs = std::vector<torch::Tensor>;
 using Loss = std::function<torch::Tensor(const Outputs&)>;

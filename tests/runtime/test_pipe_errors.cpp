@@ -12,10 +12,10 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
-using testing::dropoutModel;
-using testing::linearTanh;
-using testing::pipeOptions;
+using test::close;
+using test::dropoutModel;
+using test::linearTanh;
+using test::pipeOptions;
 
 std::string constructionError(torch::nn::Sequential model, std::vector<std::int64_t> balance,
                               PipeOptions options = {}) {
@@ -71,7 +71,7 @@ TEST(PipeErrors, WrongInputsAreRefused) {
     pipe.forward(torch::empty({2, 8}, torch::TensorOptions().device(torch::kMeta)));
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("input 0 is on meta but the first partition is on cpu"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("input 0 is on meta but the first stage is on cpu"), std::string::npos)
         << e.what();
   }
 }

@@ -22,14 +22,14 @@
 namespace pipeprof {
 namespace {
 
-using testing::dropoutModel;
-using testing::linearTanh;
-using testing::pipeOptions;
-using testing::PopAdd;
-using testing::Stash;
-using testing::text;
+using test::dropoutModel;
+using test::linearTanh;
+using test::pipeOptions;
+using test::PopAdd;
+using test::Stash;
+using test::text;
 
-using testing::kCuda0;
+using test::kCuda0;
 
 /// Device lists for two partitions: one CUDA device twice (two workers, two compute streams,
 /// no copy), CPU then CUDA, and two CUDA devices when there are two (copy streams).
@@ -174,7 +174,7 @@ TEST(PipeGpu, PeakBytesCountEachPartitionsOwnBlocksWhenTheyShareADevice) {
 // caching allocator's blocks are in both.
 TEST(PipeGpu, ACudaProfilePredictsEachPartitionsPeak) {
   PIPEPROF_REQUIRE_CUDA();
-  Model model = testing::twoWideLinears();
+  Model model = test::twoWideLinears();
   const torch::nn::Sequential sequential = model.sequential;
   LayerProfilerOptions profiling;
   profiling.device = kCuda0;
@@ -332,8 +332,9 @@ TEST(PipeGpu, WorkBetweenStepsRunsOnTheDevicesComputeStreamInTheThreadsOrder) {
   EXPECT_EQ((y + x).sum().item<float>(), 3 * 1024) << "the caller's stream waited for the scope's work";
 }
 
-// A CUDA rank's peak is its device's: the parameters, gradients and AdamW's two moments of its
-// 8 MiB of weights at least (the CPU tracker, all the figure held before, sees none of them).
+// A CUDA rank's peak counts what a Pipe's device counts: the parameters, gradients and AdamW's
+// two moments of its 8 MiB of weights at least (its CUDA blocks, on the stream its ops run on);
+// the caching allocator's peak on the device holds them too.
 TEST(RankGpu, ACudaRanksPeakHoldsItsParametersGradientsAndOptimizerState) {
   PIPEPROF_REQUIRE_CUDA();
   TrainingOptions options;
@@ -345,13 +346,15 @@ TEST(RankGpu, ACudaRanksPeakHoldsItsParametersGradientsAndOptimizerState) {
   options.steps = 1;
   options.optimizer.kind = OptimizerKind::AdamW;
   RankTrainingResult result;
-  const std::string failures = testing::joined(testing::runRanks(1, [&](int, Transport& transport) {
-    Model model = testing::twoWideLinears();
+  const std::string failures = test::joined(test::runRanks(1, [&](int, Transport& transport) {
+    Model model = test::twoWideLinears();
     result = trainRank(model, options, transport);
   }));
   ASSERT_EQ(failures, "");
   constexpr Bytes kWeights = 2 * (1024 * 1024 + 1024) * 4;
   EXPECT_GE(result.peakBytes, 4 * kWeights) << "parameters, gradients, two moments";
+  ASSERT_TRUE(result.devicePeakBytes.has_value());
+  EXPECT_GE(*result.devicePeakBytes, 4 * kWeights);
 }
 
 }  // namespace

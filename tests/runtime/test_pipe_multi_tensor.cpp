@@ -9,10 +9,10 @@
 namespace pipeprof {
 namespace {
 
-using testing::allBalances;
-using testing::close;
-using testing::pipeOptions;
-using testing::text;
+using test::allBalances;
+using test::close;
+using test::pipeOptions;
+using test::text;
 
 struct SplitImpl : torch::nn::Module {
   std::vector<torch::Tensor> forward(const torch::Tensor& x) { return {x * 2, x + 1}; }

@@ -14,11 +14,11 @@
 namespace pipeprof {
 namespace {
 
-using testing::bnModel;
-using testing::close;
-using testing::meanSquaredError;
-using testing::skipModel;
-using testing::text;
+using test::bnModel;
+using test::close;
+using test::meanSquaredError;
+using test::skipModel;
+using test::text;
 
 constexpr std::int64_t kSkipLayers = 12;
 
@@ -297,7 +297,7 @@ TEST(PipeSchedules, DeferredBatchNormStatisticsEqualTheWholeBatchsUnderEverySche
         torch::nn::Sequential model = bnModel();
         Pipe pipe(model, c.balance, options);
         for (int step = 0; step < 2; ++step) pipe.step(input, target, meanSquaredError);
-        testing::expectSameBuffers(expected, model);
+        test::expectSameBuffers(expected, model);
       }
     }
   }

@@ -20,20 +20,20 @@
 namespace pipeprof {
 namespace {
 
-using testing::adamwWithDecay;
-using testing::everyScheduleFamily;
-using testing::expectSameFp32Gradients;
-using testing::expectSameLosses;
-using testing::pipelineTraining;
-using testing::referenceLosses;
-using testing::referenceStep;
-using testing::referenceTraining;
-using testing::ScheduleCase;
-using testing::smallAutocastModel;
-using testing::twoPartitionPipe;
+using test::adamwWithDecay;
+using test::everyScheduleFamily;
+using test::expectSameFp32Gradients;
+using test::expectSameLosses;
+using test::pipelineTraining;
+using test::referenceLosses;
+using test::referenceStep;
+using test::referenceTraining;
+using test::ScheduleCase;
+using test::smallAutocastModel;
+using test::twoPartitionPipe;
 
 const std::vector<torch::Device> kTwoCpus{torch::kCPU, torch::kCPU};
-const testing::ReferenceTraining kBf16 = referenceTraining(torch::kCPU, Precision::Bf16);
+const test::ReferenceTraining kBf16 = referenceTraining(torch::kCPU, Precision::Bf16);
 
 /// The losses of the unpartitioned model's steps on the CPU under `precision` with AdamW.
 std::vector<double> cpuReferenceLosses(Precision precision) {
@@ -62,7 +62,7 @@ TEST(Precision, TwoRanksTrainAsTheUnpartitionedModelUnderBf16) {
   const TrainingOptions options =
       pipelineTraining(kBf16, {ScheduleKind::OneFOneB, {2, 3}, 1, Checkpoint::ExceptLast}, kTwoCpus);
   std::vector<RankTrainingResult> results(2);
-  const std::string failures = testing::joined(testing::runRanks(2, [&](int r, Transport& transport) {
+  const std::string failures = test::joined(test::runRanks(2, [&](int r, Transport& transport) {
     results[static_cast<std::size_t>(r)] = trainRank(models[static_cast<std::size_t>(r)], options, transport);
   }));
   ASSERT_EQ(failures, "");
@@ -88,7 +88,7 @@ TEST(Precision, RankGradientsAreTheUnpartitionedModelsInFp32) {
 
   std::vector<Model> models{smallAutocastModel(), smallAutocastModel()};
   std::vector<std::vector<torch::Tensor>> parameters(2);
-  const std::string failures = testing::joined(testing::runRanks(2, [&](int r, Transport& transport) {
+  const std::string failures = test::joined(test::runRanks(2, [&](int r, Transport& transport) {
     StageOptions options;
     options.balance = {2, 3};
     options.chunks = kBf16.chunks;

@@ -21,19 +21,19 @@
 namespace pipeprof {
 namespace {
 
-using testing::adamwWithDecay;
-using testing::everyScheduleFamily;
-using testing::expectSameFp32Gradients;
-using testing::expectSameLosses;
-using testing::kCuda0;
-using testing::pipelineTraining;
-using testing::quickProfiling;
-using testing::referenceLosses;
-using testing::referenceStep;
-using testing::referenceTraining;
-using testing::ScheduleCase;
-using testing::smallAutocastModel;
-using testing::twoPartitionPipe;
+using test::adamwWithDecay;
+using test::everyScheduleFamily;
+using test::expectSameFp32Gradients;
+using test::expectSameLosses;
+using test::kCuda0;
+using test::pipelineTraining;
+using test::quickProfiling;
+using test::referenceLosses;
+using test::referenceStep;
+using test::referenceTraining;
+using test::ScheduleCase;
+using test::smallAutocastModel;
+using test::twoPartitionPipe;
 
 const std::vector<torch::Device> kTwiceCuda0{kCuda0, kCuda0};
 /// cuBLAS may pick another kernel on a partition's stream than on the default one, summing in
@@ -77,7 +77,7 @@ TEST(PrecisionGpu, EveryScheduleTrainsOnCudaAsTheUnpartitionedModelUnderBf16AndF
 TEST(PrecisionGpu, Fp16GradientsOnCudaAreTheUnpartitionedModelsScaledInFp32) {
   PIPEPROF_REQUIRE_CUDA();
   constexpr double kScale = 65536.0;  // PyTorch's initial loss scale
-  const testing::ReferenceTraining fp16 = referenceTraining(kCuda0, Precision::Fp16);
+  const test::ReferenceTraining fp16 = referenceTraining(kCuda0, Precision::Fp16);
   Model reference = smallAutocastModel();
   reference.sequential->to(kCuda0);
   const Batch batch = reference.makeBatch(fp16.batch, fp16.dataSeed);
@@ -91,7 +91,7 @@ TEST(PrecisionGpu, Fp16GradientsOnCudaAreTheUnpartitionedModelsScaledInFp32) {
 
 TEST(PrecisionGpu, TheModelStateOnCudaIsWhatTheSimulatorChargesAfterTheSecondStep) {
   PIPEPROF_REQUIRE_CUDA();
-  testing::expectTheModelStateThatIsPredicted(kTwiceCuda0, kCuda0, {Precision::Fp32, Precision::Bf16, Precision::Fp16});
+  test::expectTheModelStateThatIsPredicted(kTwiceCuda0, kCuda0, {Precision::Fp32, Precision::Bf16, Precision::Fp16});
 }
 
 // Like PipeGpu.ACudaProfilePredictsEachPartitionsPeak, under fp16 autocast with AdamW: the cast
@@ -101,7 +101,7 @@ TEST(PrecisionGpu, AnFp16AdamWProfilePredictsEachPartitionsPeakOnCuda) {
   OptimizerSpec optimizer = adamwWithDecay();
   LayerProfilerOptions profiling = quickProfiling(optimizer, Precision::Fp16, 32, kCuda0);
   profiling.warmupRuns = 1;
-  Model profiled = testing::twoWideLinears();
+  Model profiled = test::twoWideLinears();
   const Profile profile = profileModel(profiled, profiling);
 
   TrainingOptions options = pipelineTraining(referenceTraining(kCuda0, Precision::Fp16),
@@ -119,7 +119,7 @@ TEST(PrecisionGpu, AnFp16AdamWProfilePredictsEachPartitionsPeakOnCuda) {
       simulate(profile, Cluster::uniform(1, std::nullopt, 0.0, 0, "cuda:"), candidate, simulation).prediction;
 
   clearLibraryWorkspaces({kCuda0});
-  Model trained = testing::twoWideLinears();
+  Model trained = test::twoWideLinears();
   const TrainingResult result = trainAndMeasure(trained, options);
   const std::vector<Bytes>& measured = result.measurement.peakBytes;
   ASSERT_EQ(measured.size(), 2U);

@@ -17,8 +17,8 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
-using testing::stageOptions;
+using test::close;
+using test::stageOptions;
 
 /// gpt at width 32, depth 2 (embed block0 block1 norm head) with its head tied to its embedding.
 Model tiedGpt() {
@@ -104,7 +104,7 @@ TEST(SharedParameters, RanksExchangeTheTiedGradientsAndGetTheUnpartitionedModels
     const int p = static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v));
     std::vector<torch::nn::Sequential> models;
     for (int r = 0; r < p; ++r) models.push_back(tiedGpt().sequential);
-    const testing::RanksStep ranks = testing::stepOnRanks(models, options, batch.input, batch.target, tiedGpt().loss);
+    const test::RanksStep ranks = test::stepOnRanks(models, options, batch.input, batch.target, tiedGpt().loss);
     ASSERT_EQ(ranks.errors, "");
     ASSERT_TRUE(close(ranks.loss, expected.loss)) << ranks.loss << expected.loss;
     for (const auto& [name, grad] : expected.grads) ASSERT_TRUE(close(ranks.grads.at(name), grad)) << name;
@@ -136,7 +136,7 @@ TEST(SharedParameters, RanksKeepTheirCopiesBitIdenticalOverTenAdamWSteps) {
   std::vector<Model> models{tiedGpt(), tiedGpt()};  // built here: the ranks' threads would race for the seed
   const Batch batch = models[0].makeBatch(8, 3);
   std::vector<torch::Tensor> copies(2);  // rank 0's embedding, rank 1's head
-  const auto errors = testing::runRanks(2, [&](int rank, Transport& transport) {
+  const auto errors = test::runRanks(2, [&](int rank, Transport& transport) {
     Model& model = models[static_cast<std::size_t>(rank)];
     StageRuntime runtime(model.sequential, options, transport);
     torch::optim::AdamW optimizer(runtime.parameters(), torch::optim::AdamWOptions(0.01));
@@ -151,7 +151,7 @@ TEST(SharedParameters, RanksKeepTheirCopiesBitIdenticalOverTenAdamWSteps) {
       if (names[k] == (rank == 0 ? kEmbedding : kHead)) copies[static_cast<std::size_t>(rank)] = parameters[k];
     }
   });
-  ASSERT_EQ(testing::joined(errors), "");
+  ASSERT_EQ(test::joined(errors), "");
   ASSERT_TRUE(copies[0].defined() && copies[1].defined());
   EXPECT_TRUE(torch::equal(copies[0], copies[1]));
   EXPECT_FALSE(torch::equal(copies[0], tiedGpt().sequential->named_parameters()[kEmbedding])) << "it trained";

@@ -11,12 +11,12 @@
 namespace pipeprof {
 namespace {
 
-using testing::allBalances;
-using testing::close;
-using testing::makeSkip;
-using testing::NamedSkip;
-using testing::pipeOptions;
-using testing::text;
+using test::allBalances;
+using test::close;
+using test::makeSkip;
+using test::NamedSkip;
+using test::pipeOptions;
+using test::text;
 
 /// fc0, stash a, fc2, tanh, pop a, fc5 — the skip crosses partitions in most balances.
 torch::nn::Sequential skipModel(bool namespaced) {

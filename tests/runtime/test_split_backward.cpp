@@ -12,7 +12,7 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
+using test::close;
 
 struct Whole {
   torch::Tensor inputGrad;

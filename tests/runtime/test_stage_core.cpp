@@ -23,7 +23,7 @@
 #include <tuple>
 #include <vector>
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 namespace {
 
 /// Both halves of a channel on one thread: a message waits in a map under (what, i, to) until
@@ -116,7 +116,7 @@ struct CoreStep {
       core.run(op);
       std::vector<std::string> received = channel.received;
       std::sort(received.begin(), received.end());
-      EXPECT_EQ(received, expectedReceives(op, schedule.partitions())) << schedule.label(op);
+      EXPECT_EQ(received, expectedReceives(op, schedule.stages())) << schedule.label(op);
     }
     core.sumSharedGradients();
     torch::Tensor loss = torch::zeros({});
@@ -257,4 +257,4 @@ TEST(StageCore, ALayersErrorReachesTheCallerAsTheLayerThrewIt) {
 }
 
 }  // namespace
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

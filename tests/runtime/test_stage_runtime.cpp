@@ -16,11 +16,11 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
-using testing::meanSquaredError;
-using testing::skipModel;
-using testing::stageOptions;
-using testing::text;
+using test::close;
+using test::meanSquaredError;
+using test::skipModel;
+using test::stageOptions;
+using test::text;
 
 struct RankResult {
   torch::Tensor loss;
@@ -122,7 +122,7 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
   torch::manual_seed(1);
   const torch::Tensor input = torch::randn({10, 4}) * 3 + 1;
   const torch::Tensor target = torch::randn({10, 6});
-  torch::nn::Sequential expected = testing::bnModel();
+  torch::nn::Sequential expected = test::bnModel();
   for (int step = 0; step < 2; ++step) expected->forward(input);
   // bn2 is in stage 1 (rank 1) under both; 10 rows in 4 chunks are 3, 3, 3, 1.
   for (const Case& c :
@@ -133,14 +133,14 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
     options.deferredBatchNorm = true;
     const auto p = static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v));
     std::vector<torch::nn::Sequential> models;
-    for (int r = 0; r < p; ++r) models.push_back(testing::bnModel());
-    const std::string failures = testing::joined(testing::runRanks(p, [&](int r, Transport& transport) {
+    for (int r = 0; r < p; ++r) models.push_back(test::bnModel());
+    const std::string failures = test::joined(test::runRanks(p, [&](int r, Transport& transport) {
       StageRuntime runtime(models[static_cast<std::size_t>(r)], options, transport);
       for (int step = 0; step < 2; ++step) runtime.step(input, target, meanSquaredError, 0);
     }));
     ASSERT_EQ(failures, "");
     // The rank holding bn2 shares its buffers with the Sequential it was given.
-    testing::expectSameBuffers(expected, models[1]);
+    test::expectSameBuffers(expected, models[1]);
   }
 }
 
@@ -174,9 +174,8 @@ TEST(StageRuntime, OneFOneBSendsTheseMessagesInThisOrder) {
   // * n + edge) * m + i) * 8 + tensor, kinds shapes 0, activation 1, gradient 2.
   InProcessWorld world(2, std::chrono::seconds(30));
   const auto results = runWorld(
-      world, [] { return testing::linearTanh(4); },
-      stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 2, Checkpoint::Never), torch::randn({4, 8}),
-      torch::randn({4, 8}));
+      world, [] { return test::linearTanh(4); }, stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 2, Checkpoint::Never),
+      torch::randn({4, 8}), torch::randn({4, 8}));
   ASSERT_EQ(results[0].error + results[1].error, "");
   using Sent = std::vector<std::tuple<int, std::uint32_t, std::vector<std::int64_t>>>;
   // Rank 0: the shape header of edge 0 -> 1 (81 int64), then F0 and F1's activations (warm-up 1).

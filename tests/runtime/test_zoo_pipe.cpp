@@ -10,9 +10,9 @@
 namespace pipeprof {
 namespace {
 
-using testing::close;
-using testing::pipeOptions;
-using testing::sized;
+using test::close;
+using test::pipeOptions;
+using test::sized;
 
 struct ZooCase {
   std::string name;

@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using CliRun = testing::ProcessResult;
+using CliRun = test::ProcessResult;
 
 std::string readText(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -42,7 +42,7 @@ class SimulatorCli : public ::testing::Test {
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  CliRun run(const std::string& arguments) const { return testing::pipeprof(arguments); }
+  CliRun run(const std::string& arguments) const { return test::pipeprof(arguments); }
 
   std::string simulateArgs() const { return "simulate --profile " + path("profile.json"); }
 

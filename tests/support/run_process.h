@@ -28,7 +28,7 @@
 
 extern char** environ;
 
-namespace pipeprof::testing {
+namespace pipeprof::test {
 
 /// The executables of this build.
 inline const std::string kPipeprof = PIPEPROF_BINARY_DIR "/cli/pipeprof";
@@ -234,4 +234,4 @@ class BackgroundProcess {
   ProcessResult result_;
 };
 
-}  // namespace pipeprof::testing
+}  // namespace pipeprof::test

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace pipeprof::tuner::test {
+namespace pipeprof::test {
 
 /// Four layers of 4096 parameter bytes; at micro-batch b (1, 2, 4 or 8) each takes 1000b ns
 /// forward and 2000b ns backward, outputs and saves 64b bytes.
@@ -23,4 +23,4 @@ inline Profile fourLayerProfile() {
   return profile;
 }
 
-}  // namespace pipeprof::tuner::test
+}  // namespace pipeprof::test

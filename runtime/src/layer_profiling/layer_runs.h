@@ -30,7 +30,7 @@ Tensors runLayer(torch::nn::AnyModule& layer, const Tensors& inputs, const std::
 
 /// Layer L's inputs as a stage gets them (stage_input.h): detached, and floating ones ending
 /// in a gradient sink so backward reaches them and an in-place layer may write them, except
-/// the model's own input (L == 0): the Pipe's first partition gets the batch, which needs no
+/// the model's own input (L == 0): the Pipe's first stage gets the batch, which needs no
 /// gradient, so the first layer's backward computes none for it (a Linear skips a whole GEMM)
 /// and is profiled that way.
 Tensors stageInputs(const Tensors& inputs, std::int64_t L);

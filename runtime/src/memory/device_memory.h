@@ -1,5 +1,5 @@
 // Accelerator memory accounting for the Pipe (CUDA builds): the caching allocator's blocks,
-// counted against the partition whose stream they were allocated on, and its device-wide peak.
+// counted against the stage whose stream they were allocated on, and its device-wide peak.
 #pragma once
 
 #include <pipeprof/core/units.h>
@@ -20,7 +20,7 @@ using StreamTag = std::pair<c10::Stream, std::int64_t>;
 /// Makes `owned` the streams whose CUDA caching-allocator blocks count against a tag in the
 /// memory tracker (liveBytes/peakBytes), replacing the previous set: blocks live on them now
 /// (a cuBLAS workspace kept for the stream, say) move to their new tag, and blocks on streams
-/// no longer owned stop counting. Partitions that share a device have their own streams, so
+/// no longer owned stop counting. Stages that share a device have their own streams, so
 /// each is counted apart. CPU streams are ignored; nothing happens in builds without CUDA.
 void attributeDeviceStreams(const std::vector<StreamTag>& owned);
 
@@ -29,12 +29,12 @@ void attributeDeviceStreams(const std::vector<StreamTag>& owned);
 void resetDevicePeakBytes(const c10::Device& device);
 
 /// The caching allocator's highest allocated bytes on `device` since the last reset: the
-/// whole device (every partition, stream and Pipe on it, the caller's tensors). nullopt for
+/// whole device (every stage, stream and Pipe on it, the caller's tensors). nullopt for
 /// CPU devices and builds without CUDA.
 std::optional<Bytes> devicePeakBytes(const c10::Device& device);
 
 /// CUDA streams of their own for the layer profiler: the blocks the caching allocator hands out
-/// on stream t count against memory-tracker tag t (as a Pipe's partition streams do), so the
+/// on stream t count against memory-tracker tag t (as a Pipe's stage streams do), so the
 /// layer that runs on stream t is measured under tag t wherever its tensors are freed -- its
 /// backward too, which the autograd engine runs on the stream of the forward.
 ///

@@ -1,5 +1,5 @@
 // Accelerator memory accounting from the CUDA caching allocator's trace: every block allocated
-// on a stream that a partition owns counts against that partition until it is freed. Blocks
+// on a stream that a stage owns counts against that stage until it is freed. Blocks
 // allocated before the tracker was attached (the first Pipe's step attaches it) are not seen.
 //
 // The allocator calls the tracker under its per-device lock, on the allocating or freeing

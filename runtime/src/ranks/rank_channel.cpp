@@ -109,7 +109,7 @@ void RankChannel::postReceivesOf(const Op& op) {
   const MessageTags& tags = *context_.tags;
   const std::int64_t i = op.i;
   const std::int64_t j = op.j;
-  for (const OpReceive& receive : receivesOf(op, context_.schedule->partitions(), *context_.routes)) {
+  for (const OpReceive& receive : receivesOf(op, context_.schedule->stages(), *context_.routes)) {
     const int from = context_.rankOf(receive.fromJ);
     switch (receive.what) {
       case OpReceive::What::Activations:

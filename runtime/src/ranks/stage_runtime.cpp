@@ -2,19 +2,21 @@
 #include <pipeprof/runtime/stage_runtime.h>
 
 #include "memory/device_memory.h"
+#include "ranks/rank_step.h"
 #include "ranks/shape_channel.h"
 #include "ranks/stage_messages.h"
-#include "ranks/stage_step.h"
 #include "stage/autocast.h"
 #include "stage/microbatch.h"
-#include "stage/partition.h"
-#include "stage/shared_parameters.h"
+#include "stage/stage.h"
+#include "stage/stage_set.h"
 #include "stage/step_setup.h"
 
 #include <pipeprof/runtime/deferred_batch_norm.h>
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/rank_environment.h>
 #include <pipeprof/runtime/skip.h>
+
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <algorithm>
 #include <map>
@@ -32,46 +34,25 @@ class StageRuntimeImpl {
     p_ = options_.pipelineDevices();
     validatePipeArguments(module, options_, static_cast<std::size_t>(p_));
     validatePrecision(options_.precision, options_.device);
-    verifySkips(module);
     if (transport.worldSize() != p_) {
       throw std::invalid_argument("the balance has " + std::to_string(options_.stages()) + " stages on " +
                                   std::to_string(p_) + " pipeline devices, but the world has " +
                                   std::to_string(transport.worldSize()) + " ranks: run one rank per pipeline device");
     }
     rank_ = transport.rank();
-    routes_ = stageSkipRoutes(module, options_.balance);
-    schedules_ = ScheduleCache(options_, skipRoutes(module));
-    if (options_.deferredBatchNorm) {
-      std::vector<std::shared_ptr<DeferredBatchNormImpl>> converted;
-      module = withDeferredBatchNorm(module, converted);
-    }
     training_ = module->is_training();
-    installMemoryTracker();
     // Other ranks' stages stay on the CPU and are dropped with `module` when this returns.
     std::vector<torch::Device> devices(static_cast<std::size_t>(p_), torch::Device(torch::kCPU));
     devices[static_cast<std::size_t>(rank_)] = options_.device;
-    shared_ = replicateSharedParameters(module, options_);
-    for (SharedParameter& parameter : shared_) {
-      for (SharedParameter::Copy& copy : parameter.copies) {
-        if (copy.d != rank_) copy.tensor = torch::Tensor();  // another rank's, dropped with its stages
-      }
+    stages_ = splitIntoStages(module, options_, options_.deferredBatchNorm, devices);
+    stages_.keepOnly(rank_);  // every rank draws the step's seed as the threaded Pipe does: stochastic stays
+    stages_.module = torch::nn::Sequential(nullptr);
+    schedules_ = ScheduleCache(options_, stages_.skips);
+    for (const Stage& stage : stages_.stages) {
+      parameters_.insert(parameters_.end(), stage.parameters.begin(), stage.parameters.end());
+      parameterNames_.insert(parameterNames_.end(), stage.parameterNames.begin(), stage.parameterNames.end());
     }
-    std::vector<Stage> all = splitModule(module, options_, devices);
-    stochastic_ = anyStochastic(all);  // every rank draws the step's seed as the threaded Pipe does
-    for (Stage& partition : all) {
-      if (partition.d != rank_) continue;
-      parameterBytes_ += partition.parameterBytes;
-      parameters_.insert(parameters_.end(), partition.parameters.begin(), partition.parameters.end());
-      parameterNames_.insert(parameterNames_.end(), partition.parameterNames.begin(), partition.parameterNames.end());
-      for (std::size_t k = 0; k < partition.layers.size(); ++k) {
-        for (const auto& child : partition.layers[k].ptr()->modules(/*include_self=*/true)) {
-          if (auto deferred = std::dynamic_pointer_cast<DeferredBatchNormImpl>(child))
-            deferredBatchNorms_.push_back(deferred);
-        }
-      }
-      partitions_.push_back(std::move(partition));
-    }
-    context_.routes = &routes_;
+    context_.routes = &stages_.routes;
     context_.mailbox = &mailbox_;
     context_.device = options_.device;
     context_.traceDevice = rankLabel(rank_, options_.device.str());
@@ -98,9 +79,13 @@ class StageRuntimeImpl {
       for (const torch::Tensor& piece : batch.targets) targets.push_back(piece.to(options_.device));
     }
     if (!first) batch.inputs.assign(static_cast<std::size_t>(m), Tensors{});
-    resetPeakBytes(rank_);
-    resetDevicePeakBytes(options_.device);
-    for (const auto& batchNorm : deferredBatchNorms_) batchNorm->resetStatistics();
+    // The rank's ops run on its device's current stream, whose CUDA blocks count against the
+    // rank's tag as a Pipe's stage streams count against their device's.
+    if (options_.device.is_cuda()) {
+      const c10::Stream current = c10::impl::VirtualGuardImpl(options_.device.type()).getStream(options_.device);
+      attributeDeviceStreams({{current, rank_}});
+    }
+    stages_.beginStep();
     StageCoreConfig core = coreConfig();
     core.baseSeed = seed;
     core.lossFn = &lossFn;
@@ -109,24 +94,22 @@ class StageRuntimeImpl {
     RankStep step(std::move(core), context_, std::move(batch.inputs), std::move(targets), rows);
     ++context_.stepIndex;
     step.run();
-    if (training_) {
-      for (const auto& batchNorm : deferredBatchNorms_) batchNorm->commit();
-    }
+    stages_.endStep(training_);
     return step.lossSum();
   }
 
-  std::uint64_t seed() const { return stepSeed(stochastic_); }
+  std::uint64_t seed() const { return stepSeed(stages_.stochastic); }
 
   std::vector<std::int64_t> stages() const {
     std::vector<std::int64_t> stages;
-    for (const Stage& partition : partitions_) stages.push_back(partition.j);
+    for (const Stage& stage : stages_.stages) stages.push_back(stage.j);
     return stages;
   }
 
   void train(bool on) {
     training_ = on;
-    for (Stage& partition : partitions_) {
-      for (auto& layer : partition.layers) layer.ptr()->train(on);
+    for (Stage& stage : stages_.stages) {
+      for (auto& layer : stage.layers) layer.ptr()->train(on);
     }
   }
 
@@ -134,16 +117,11 @@ class StageRuntimeImpl {
   Mailbox mailbox_;
   std::int64_t p_ = 1;
   int rank_ = 0;
-  bool stochastic_ = false;
   bool training_ = true;
-  std::vector<StageSkipRoute> routes_;
-  std::vector<SharedParameter> shared_;  ///< parameters layers of several ranks hold
   ScheduleCache schedules_;
-  std::vector<Stage> partitions_;
-  std::vector<std::shared_ptr<DeferredBatchNormImpl>> deferredBatchNorms_;
+  StageSet stages_;  ///< this rank's own
   std::vector<torch::Tensor> parameters_;
   std::vector<std::string> parameterNames_;
-  Bytes parameterBytes_ = 0;
   RankChannelContext context_;
   HostTracer* tracer_ = nullptr;
   AgreedShapes shapes_;
@@ -155,17 +133,10 @@ class StageRuntimeImpl {
 
   /// The core's view of this rank: its own stages, its trace device and parameters.
   StageCoreConfig coreConfig() const {
-    StageCoreConfig core;
+    StageCoreConfig core = stages_.coreConfig(options_.stages(), options_.precision);
     core.schedule = context_.schedule;
-    core.stages.assign(static_cast<std::size_t>(options_.stages()), nullptr);
-    for (const Stage& partition : partitions_) core.stages[static_cast<std::size_t>(partition.j)] = &partition;
-    core.routes = &routes_;
     core.tracer = tracer_;
     core.traceDevices.assign(static_cast<std::size_t>(options_.stages()), context_.traceDevice);
-    core.deviceParameterBytes.assign(static_cast<std::size_t>(p_), 0);
-    core.deviceParameterBytes[static_cast<std::size_t>(rank_)] = parameterBytes_;
-    core.precision = options_.precision;
-    core.shared = &shared_;
     return core;
   }
 
@@ -176,8 +147,8 @@ class StageRuntimeImpl {
     auto tags = tags_.find(m);
     if (tags == tags_.end()) {
       tags = tags_
-                 .emplace(
-                     m, std::make_unique<MessageTags>(options_.stages(), m, static_cast<std::int64_t>(routes_.size())))
+                 .emplace(m, std::make_unique<MessageTags>(options_.stages(), m,
+                                                           static_cast<std::int64_t>(stages_.routes.size())))
                  .first;
     }
     context_.tags = tags->second.get();
@@ -205,10 +176,10 @@ class StageRuntimeImpl {
       torch::NoGradGuard noGrad;
       const AutocastScope autocast = core.autocastFor(rank_);  // the step's types cross stages
       for (std::size_t r = 0; r < distinct.size(); ++r) {
-        for (const Stage& partition : partitions_) {
+        for (const Stage& stage : stages_.stages) {
           Op forward;
           forward.i = static_cast<std::int64_t>(r);
-          forward.j = forward.toJ = partition.j;
+          forward.j = forward.toJ = stage.j;
           core.run(forward);
         }
       }
@@ -238,11 +209,10 @@ std::vector<std::int64_t> StageRuntime::stages() const { return impl_->stages();
 std::vector<torch::Tensor> StageRuntime::parameters() const { return impl_->parameters_; }
 std::vector<std::string> StageRuntime::parameterNames() const { return impl_->parameterNames_; }
 Bytes StageRuntime::peakBytes() const {
-  // A CUDA rank is its process's only user of its device, and none of the device's blocks pass
-  // the CPU tracker: the caching allocator's peak is the rank's, its parameters included.
-  if (const std::optional<Bytes> device = devicePeakBytes(impl_->options_.device)) return *device;
-  return impl_->parameterBytes_ + pipeprof::peakBytes(impl_->rank_);
+  const auto rank = static_cast<std::size_t>(impl_->rank_);
+  return impl_->stages_.deviceParameterBytes[rank] + pipeprof::peakBytes(impl_->rank_);
 }
+std::optional<Bytes> StageRuntime::devicePeakBytes() const { return pipeprof::devicePeakBytes(impl_->options_.device); }
 TransferTotals StageRuntime::transferTotals() const { return impl_->mailbox_.totals(); }
 void StageRuntime::setTracer(HostTracer* tracer) { impl_->tracer_ = tracer; }
 void StageRuntime::train(bool on) { impl_->train(on); }

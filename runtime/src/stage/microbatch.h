@@ -8,7 +8,7 @@
 
 namespace pipeprof {
 
-/// The tensors one micro-batch carries across a partition boundary (one or several).
+/// The tensors one micro-batch carries across a stage boundary (one or several).
 using Tensors = std::vector<torch::Tensor>;
 
 /// Splits every input along dim 0 exactly as torch::chunk(chunks) does (so there may be fewer

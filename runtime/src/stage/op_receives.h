@@ -2,7 +2,7 @@
 // place both channels learn it from (a rank posts its receives ahead from this list).
 #pragma once
 
-#include "stage/partition.h"
+#include "stage/stage.h"
 
 #include <pipeprof/core/schedule.h>
 

@@ -32,7 +32,7 @@ class SeededRngScope {
   std::vector<Saved> saved_;  ///< the CPU generator first
 };
 
-/// A well-mixed 64-bit seed for micro-batch i on partition j of the step whose base seed is base.
+/// A well-mixed 64-bit seed for micro-batch i on stage j of the step whose base seed is base.
 std::uint64_t cellSeed(std::uint64_t base, std::int64_t i, std::int64_t j);
 
 /// Draws a 64-bit seed from the default CPU generator (advances it).

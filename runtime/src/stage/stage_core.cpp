@@ -83,7 +83,7 @@ StageCore::StageCore(StageCoreConfig config, ForwardChannel& forward, BackwardCh
       forward_(forward),
       backward_(backward),
       m_(static_cast<std::int64_t>(microBatches.size())),
-      n_(config_.schedule->partitions()),
+      n_(config_.schedule->stages()),
       microBatches_(std::move(microBatches)),
       targets_(std::move(targets)),
       cells_(static_cast<std::size_t>(m_ * n_)) {}

@@ -29,9 +29,9 @@
 
 #include "stage/autocast.h"
 #include "stage/microbatch.h"
-#include "stage/partition.h"
 #include "stage/shared_parameters.h"
 #include "stage/split_backward.h"
+#include "stage/stage.h"
 #include "stage/stage_input.h"
 
 #include <pipeprof/core/precision.h>
@@ -114,7 +114,8 @@ class StageCore {
             std::vector<Tensors> microBatches, std::vector<torch::Tensor> targets);
 
   const StageCoreConfig& config() const { return config_; }
-  std::int64_t chunks() const { return m_; }
+  /// m: the micro-batches the step runs (torch.chunk may give fewer than the chunks asked for).
+  std::int64_t m() const { return m_; }
 
   /// Runs one compute op (forward, recompute, backward, its I or W, or loss) and, when tracing, samples its
   /// device's memory afterwards. Throws what the layers, the loss or the channel throw.

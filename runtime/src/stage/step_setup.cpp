@@ -52,10 +52,6 @@ const Schedule& ScheduleCache::get(std::int64_t m, bool gradEnabled, bool traini
   return *it->second;
 }
 
-bool anyStochastic(const std::vector<Stage>& stages) {
-  return std::any_of(stages.begin(), stages.end(), [](const Stage& stage) { return stage.stochastic; });
-}
-
 std::uint64_t stepSeed(bool stochastic) { return stochastic ? drawSeed() : 0; }
 
 }  // namespace pipeprof

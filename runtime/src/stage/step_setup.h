@@ -3,7 +3,7 @@
 #pragma once
 
 #include "stage/microbatch.h"
-#include "stage/partition.h"
+#include "stage/stage.h"
 
 #include <pipeprof/core/pipeline_shape.h>
 #include <pipeprof/core/schedule.h>
@@ -46,9 +46,6 @@ class ScheduleCache {
   std::vector<SkipRoute> skips_;
   std::map<std::tuple<std::int64_t, bool, bool>, std::unique_ptr<Schedule>> schedules_;
 };
-
-/// Whether any stage draws random numbers (a dropout-like layer anywhere inside it).
-bool anyStochastic(const std::vector<Stage>& stages);
 
 /// The step's RNG seed: drawn from the default CPU generator when `stochastic`, else 0.
 std::uint64_t stepSeed(bool stochastic);

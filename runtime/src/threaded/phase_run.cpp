@@ -4,7 +4,7 @@
 #include <ATen/Parallel.h>
 
 namespace pipeprof {
-PhaseRun::PhaseRun(std::shared_ptr<Workers> workers, std::shared_ptr<Step> step, StepPhase phase)
+PhaseRun::PhaseRun(std::shared_ptr<Workers> workers, std::shared_ptr<ThreadedStep> step, StepPhase phase)
     : workers_(std::move(workers)), step_(std::move(step)), phase_(phase) {}
 
 void PhaseRun::start() {

@@ -5,7 +5,7 @@
 // the node that returns the input gradients (pipe_backward.h).
 #pragma once
 
-#include "threaded/pipeline.h"
+#include "threaded/threaded_step.h"
 #include "threaded/worker.h"
 
 #include <future>
@@ -17,12 +17,12 @@ namespace pipeprof {
 using Workers = std::vector<std::unique_ptr<Worker>>;
 
 /// One phase of a step on the devices' workers (one per pipeline device; worker d runs
-/// Step::run(d, phase)). With a single device nothing can
+/// ThreadedStep::run(d, phase)). With a single device nothing can
 /// overlap: start() does nothing and finish() runs its ops on the calling thread, saving the
 /// hand-off to the worker (the Pipe's overhead over the plain Sequential).
 class PhaseRun {
  public:
-  PhaseRun(std::shared_ptr<Workers> workers, std::shared_ptr<Step> step, StepPhase phase);
+  PhaseRun(std::shared_ptr<Workers> workers, std::shared_ptr<ThreadedStep> step, StepPhase phase);
 
   /// Hands each device's ops to its worker and returns at once.
   void start();
@@ -30,11 +30,11 @@ class PhaseRun {
   /// (PipeStreams::join) and throws the step's first error as a PipeError.
   void finish();
 
-  Step& step() const { return *step_; }
+  ThreadedStep& step() const { return *step_; }
 
  private:
   std::shared_ptr<Workers> workers_;
-  std::shared_ptr<Step> step_;
+  std::shared_ptr<ThreadedStep> step_;
   StepPhase phase_;
   std::vector<std::future<void>> done_;
 };

@@ -4,18 +4,16 @@
 #include "memory/device_memory.h"
 #include "stage/autocast.h"
 #include "stage/microbatch.h"
-#include "stage/partition.h"
-#include "stage/shared_parameters.h"
+#include "stage/stage.h"
+#include "stage/stage_set.h"
 #include "stage/step_setup.h"
 #include "threaded/phase_run.h"
 #include "threaded/pipe_backward.h"
-#include "threaded/pipeline.h"
 #include "threaded/streams.h"
+#include "threaded/threaded_step.h"
 #include "threaded/worker.h"
 
-#include <pipeprof/runtime/deferred_batch_norm.h>
 #include <pipeprof/runtime/memory_tracker.h>
-#include <pipeprof/runtime/skip.h>
 
 #include <ATen/Parallel.h>
 
@@ -42,41 +40,30 @@ std::string traceDeviceName(const torch::Device& device, std::int64_t d) {
 class PipeImpl {
  public:
   PipeImpl(torch::nn::Sequential module, std::vector<std::int64_t> balance, PipeOptions options)
-      : module_(std::move(module)), options_(std::move(options)), schedules_(options_, {}) {
-    if (module_.is_empty()) {
+      : options_(std::move(options)), schedules_(options_, {}) {
+    if (module.is_empty()) {
       throw std::invalid_argument("the Pipe needs a Sequential module (got an empty holder)");
     }
     options_.balance = std::move(balance);
     const auto p = static_cast<std::size_t>(options_.pipelineDevices());
     devices_ = resolveDevices(options_.devices, p);
-    validatePipeArguments(module_, options_, devices_.size());
+    validatePipeArguments(module, options_, devices_.size());
     for (const torch::Device& device : devices_) validatePrecision(options_.precision, device);
-    verifySkips(module_);
     devices_.resize(p, devices_.empty() ? torch::Device(torch::kCPU) : devices_.back());
     options_.devices = devices_;
-    installMemoryTracker();
-    shared_ = replicateSharedParameters(module_, options_);
-    partitions_ = splitModule(module_, options_, devices_);
-    if (options_.deferredBatchNorm) {
-      module_ = withDeferredBatchNorm(module_, deferredBatchNorms_);
-      partitions_ = splitModule(module_, options_, devices_);
-    }
-    stochastic_ = anyStochastic(partitions_);
-    deviceParameterBytes_.assign(p, 0);
+    stages_ = splitIntoStages(module, options_, options_.deferredBatchNorm, devices_);
     std::vector<torch::Device> stageDevices;
     std::vector<std::int64_t> memoryTags;
-    for (const auto& partition : partitions_) {
-      deviceNames_.push_back(traceDeviceName(partition.device, partition.d));
-      deviceParameterBytes_[static_cast<std::size_t>(partition.d)] += partition.parameterBytes;
-      stageDevices.push_back(partition.device);
-      memoryTags.push_back(partition.d);  // a device's stages count against one tag
+    for (const Stage& stage : stages_.stages) {
+      deviceNames_.push_back(traceDeviceName(stage.device, stage.d));
+      stageDevices.push_back(stage.device);
+      memoryTags.push_back(stage.d);  // a device's stages count against one tag
     }
     for (std::size_t d = 0; d < p; ++d) {
       workers_->push_back(std::make_unique<Worker>());
     }
     streams_ = std::make_unique<const PipeStreams>(std::move(stageDevices), std::move(memoryTags));
-    routes_ = stageSkipRoutes(module_, options_.balance);
-    schedules_ = ScheduleCache(options_, skipRoutes(module_));  // skips in the routes' order, distinct names
+    schedules_ = ScheduleCache(options_, stages_.skips);
   }
 
   std::vector<torch::Tensor> forward(const std::vector<torch::Tensor>& inputs);
@@ -87,63 +74,49 @@ class PipeImpl {
     for (std::size_t k = 0; k < inputs.size(); ++k) {
       if (inputs[k].defined() && inputs[k].device() != first) {
         throw std::invalid_argument("input " + std::to_string(k) + " is on " + inputs[k].device().str() +
-                                    " but the first partition is on " + first.str() + "; move the input there first");
+                                    " but the first stage is on " + first.str() + "; move the input there first");
       }
     }
   }
 
-  StepConfig stepConfig(const Schedule& schedule, bool gradEnabled) const {
-    StepConfig config;
-    StageCoreConfig& core = config.core;
-    core.schedule = &schedule;
-    for (const Stage& partition : partitions_) core.stages.push_back(&partition);
-    core.routes = &routes_;
-    core.gradEnabled = gradEnabled;
-    core.baseSeed = stepSeed(stochastic_);
-    core.tracer = tracer_;
-    core.traceDevices = deviceNames_;
-    core.deviceParameterBytes = deviceParameterBytes_;
-    core.precision = options_.precision;
-    core.shared = &shared_;
+  ThreadedStepConfig stepConfig(const Schedule& schedule, bool gradEnabled) const {
+    ThreadedStepConfig config;
+    config.core = stages_.coreConfig(options_.stages(), options_.precision);
+    config.core.schedule = &schedule;
+    config.core.gradEnabled = gradEnabled;
+    config.core.baseSeed = stepSeed(stages_.stochastic);
+    config.core.tracer = tracer_;
+    config.core.traceDevices = deviceNames_;
     config.streams = streams_.get();
     config.intraOpThreads = at::get_num_threads();
     return config;
   }
 
-  /// Before a step: memory windows, the streams' memory attribution, deferred statistics.
+  /// Before a step: the stages' memory windows and deferred statistics, and the streams' memory
+  /// attribution (pool streams may have served another Pipe since the last step).
   void beginStep() {
-    streams_->attributeMemory();  // pool streams may have served another Pipe since the last step
-    for (std::size_t d = 0; d < devices_.size(); ++d) {
-      resetPeakBytes(static_cast<std::int64_t>(d));
-      resetDevicePeakBytes(devices_[d]);
-    }
-    for (const auto& batchNorm : deferredBatchNorms_) {
-      batchNorm->resetStatistics();
-    }
+    streams_->attributeMemory();
+    stages_.beginStep();
   }
 
-  torch::nn::Sequential module_;
+  bool isTraining() const { return stages_.module->is_training(); }
+
   PipeOptions options_;  ///< its balance, and its devices resolved
   std::vector<torch::Device> devices_;
-  std::vector<Stage> partitions_;
-  std::vector<SharedParameter> shared_;      ///< parameters layers of several pipeline devices hold
-  std::vector<std::string> deviceNames_;     ///< per stage: its pipeline device's trace name
-  std::vector<Bytes> deviceParameterBytes_;  ///< per pipeline device: its stages' parameters
+  StageSet stages_;
+  std::vector<std::string> deviceNames_;  ///< per stage: its pipeline device's trace name
   /// Shared with the autograd nodes of pending steps, so a backward can run after the Pipe moved.
   std::shared_ptr<Workers> workers_ = std::make_shared<Workers>();
   std::unique_ptr<const PipeStreams> streams_;
-  std::vector<std::shared_ptr<DeferredBatchNormImpl>> deferredBatchNorms_;
-  std::vector<StageSkipRoute> routes_;
   ScheduleCache schedules_;
-  bool stochastic_ = false;  ///< some stage draws random numbers: every step draws a seed
   HostTracer* tracer_ = nullptr;
 };
 
 std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& inputs) {
   checkFirstDevice(inputs);
   const bool gradEnabled = torch::GradMode::is_enabled();
-  const bool training = module_->is_training() && gradEnabled;
-  if (training && options_.schedule != ScheduleKind::GPipe) {
+  const bool trainsWithGrad = isTraining() && gradEnabled;
+  if (trainsWithGrad && options_.schedule != ScheduleKind::GPipe) {
     throw std::invalid_argument("the " + scheduleKindName(options_.schedule) +
                                 " schedule interleaves forwards and backwards, which forward() + backward() cannot "
                                 "do: train with step(input, target, lossFn); forward() runs this Pipe only in eval "
@@ -153,18 +126,14 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
   const auto m = static_cast<std::int64_t>(microBatches.size());
   checkMicroBatches(options_, m, inputs.front().size(0));
 
-  StepConfig config = stepConfig(schedules_.get(m, gradEnabled, training), gradEnabled);
+  ThreadedStepConfig config = stepConfig(schedules_.get(m, gradEnabled, trainsWithGrad), gradEnabled);
   beginStep();
-  auto step = std::make_shared<Step>(std::move(config), std::move(microBatches));
+  auto step = std::make_shared<ThreadedStep>(std::move(config), std::move(microBatches));
   streams_->fork();  // the workers' streams start after the caller's work on inputs and parameters
   PhaseRun forwardRun(workers_, step, StepPhase::Forward);
   forwardRun.start();
   forwardRun.finish();
-  if (module_->is_training()) {
-    for (const auto& batchNorm : deferredBatchNorms_) {
-      batchNorm->commit();
-    }
-  }
+  stages_.endStep(isTraining());
 
   std::vector<Tensors> lastOutputs = step->lastOutputs();
   Tensors outputs;
@@ -172,14 +141,14 @@ std::vector<torch::Tensor> PipeImpl::forward(const std::vector<torch::Tensor>& i
     torch::NoGradGuard noGrad;
     outputs = gather(lastOutputs);
     for (auto& output : outputs) {
-      output = output.detach();  // a fresh tensor: the partition's own graph stays untouched
+      output = output.detach();  // a fresh tensor: the stage's own graph stays untouched
     }
   }
   if (!gradEnabled) {
     return outputs;
   }
-  const bool parametersNeedGrad = std::any_of(partitions_.begin(), partitions_.end(), [](const Stage& p) {
-    for (const auto& layer : p.layers) {
+  const bool parametersNeedGrad = std::any_of(stages_.stages.begin(), stages_.stages.end(), [](const Stage& stage) {
+    for (const auto& layer : stage.layers) {
       for (const auto& parameter : layer.ptr()->parameters()) {
         if (parameter.requires_grad()) {
           return true;
@@ -222,15 +191,15 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
 
   // The whole step trains, whatever the caller's grad mode (one device runs on this thread).
   torch::AutoGradMode gradMode(true);
-  StepConfig config = stepConfig(schedules_.get(m, true, module_->is_training()), true);
+  ThreadedStepConfig config = stepConfig(schedules_.get(m, true, isTraining()), true);
   config.core.lossFn = &lossFn;
   config.core.lossScale = lossScale;
   config.core.batchRows = batch.rows;
   // On the caller's current stream of the last device: fork() orders the workers after it.
-  const torch::Device last = partitions_.back().device;
+  const torch::Device last = stages_.stages.back().device;
   for (torch::Tensor& piece : batch.targets) piece = piece.to(last);
   beginStep();
-  auto step = std::make_shared<Step>(std::move(config), std::move(batch.inputs), std::move(batch.targets));
+  auto step = std::make_shared<ThreadedStep>(std::move(config), std::move(batch.inputs), std::move(batch.targets));
   streams_->fork();
   PhaseRun run(workers_, step, StepPhase::Training);
   run.start();
@@ -240,11 +209,7 @@ torch::Tensor PipeImpl::step(const torch::Tensor& input, const torch::Tensor& ta
     step->release();
     throw;
   }
-  if (module_->is_training()) {
-    for (const auto& batchNorm : deferredBatchNorms_) {
-      batchNorm->commit();  // every forward of the step has run
-    }
-  }
+  stages_.endStep(isTraining());  // every forward of the step has run
   torch::Tensor loss = step->lossSum();
   step->release();
   return loss;
@@ -279,13 +244,13 @@ torch::Tensor Pipe::step(const torch::Tensor& input, const torch::Tensor& target
 const std::vector<std::int64_t>& Pipe::balance() const { return impl_->options_.balance; }
 const std::vector<torch::Device>& Pipe::devices() const { return impl_->devices_; }
 const PipeOptions& Pipe::options() const { return impl_->options_; }
-std::vector<torch::Tensor> Pipe::parameters() const { return impl_->module_->parameters(); }
+std::vector<torch::Tensor> Pipe::parameters() const { return impl_->stages_.module->parameters(); }
 
 std::vector<std::vector<torch::Tensor>> Pipe::deviceParameters() const {
   std::vector<std::vector<torch::Tensor>> byDevice(impl_->devices_.size());
-  for (const Stage& partition : impl_->partitions_) {
-    std::vector<torch::Tensor>& own = byDevice[static_cast<std::size_t>(partition.d)];
-    own.insert(own.end(), partition.parameters.begin(), partition.parameters.end());
+  for (const Stage& stage : impl_->stages_.stages) {
+    std::vector<torch::Tensor>& own = byDevice[static_cast<std::size_t>(stage.d)];
+    own.insert(own.end(), stage.parameters.begin(), stage.parameters.end());
   }
   return byDevice;
 }
@@ -294,8 +259,9 @@ void Pipe::onEachDevice(const std::function<void(std::int64_t d)>& task) {
   // On CUDA the task runs on the compute stream of the device's first stage, whose blocks count
   // against the device (the optimizer's state is the device's like its gradients).
   std::vector<std::int64_t> firstStage(impl_->devices_.size(), -1);
-  for (std::size_t j = impl_->partitions_.size(); j-- > 0;) {
-    firstStage[static_cast<std::size_t>(impl_->partitions_[j].d)] = static_cast<std::int64_t>(j);
+  const std::vector<Stage>& stages = impl_->stages_.stages;
+  for (std::size_t j = stages.size(); j-- > 0;) {
+    firstStage[static_cast<std::size_t>(stages[j].d)] = static_cast<std::int64_t>(j);
   }
   const auto runOn = [&task, &firstStage, this](std::int64_t d) {
     ScopedAllocationTag tag(d);
@@ -321,17 +287,17 @@ void Pipe::onEachDevice(const std::function<void(std::int64_t d)>& task) {
   }
   if (first) std::rethrow_exception(first);
 }
-torch::nn::Sequential Pipe::module() const { return impl_->module_; }
+torch::nn::Sequential Pipe::module() const { return impl_->stages_.module; }
 
-void Pipe::train(bool on) { impl_->module_->train(on); }
-bool Pipe::isTraining() const { return impl_->module_->is_training(); }
+void Pipe::train(bool on) { impl_->stages_.module->train(on); }
+bool Pipe::isTraining() const { return impl_->isTraining(); }
 
 std::vector<Bytes> Pipe::peakBytes() const {
   std::vector<Bytes> peaks;
   for (std::size_t d = 0; d < impl_->devices_.size(); ++d) {
     // What the device's worker allocated for all its stages (its CPU tensors, or its stages'
     // streams' CUDA blocks) on top of its stages' parameters.
-    peaks.push_back(impl_->deviceParameterBytes_[d] + pipeprof::peakBytes(static_cast<std::int64_t>(d)));
+    peaks.push_back(impl_->stages_.deviceParameterBytes[d] + pipeprof::peakBytes(static_cast<std::int64_t>(d)));
   }
   return peaks;
 }

@@ -30,7 +30,7 @@ class PipeGradientHandoff : public torch::autograd::Node {
     if (!backward) {
       throw std::runtime_error(kAlreadyRan);
     }
-    backward->step().setOutputGrads(perMicroBatch(grads, backward->step().chunks()));
+    backward->step().setOutputGrads(perMicroBatch(grads, backward->step().m()));
     backward->start();
     return {phonyGrad_};
   }

@@ -22,7 +22,7 @@
 // A single node that received the output gradients and waited for the workers would block
 // cuda:N's autograd thread while the workers' own backward enqueue their CUDA nodes on that
 // same thread: a deadlock. On the CPU both nodes run on the caller's thread, one after the
-// other. With one partition the hand-off starts nothing and PipeBackward runs the ops itself.
+// other. With one stage the hand-off starts nothing and PipeBackward runs the ops itself.
 #pragma once
 
 #include "stage/microbatch.h"

@@ -1,4 +1,4 @@
-// Streams of a Pipe's CUDA partitions and the synchronisation of tensors handed between them.
+// Streams of a Pipe's CUDA stages and the synchronisation of tensors handed between them.
 //
 // Only device-generic c10 calls (VirtualGuardImpl, Stream, Event): the file compiles against a
 // CPU-only LibTorch and dispatches to CUDA at run time.
@@ -53,12 +53,12 @@ PipeStreams::PipeStreams(std::vector<torch::Device> devices, std::vector<std::in
       streams_.emplace_back();
       continue;
     }
-    streams_.push_back(PartitionStreams{poolStream(device), {poolStream(device), poolStream(device)}});
+    streams_.push_back(StageStreams{poolStream(device), {poolStream(device), poolStream(device)}});
     any_ = true;
   }
 }
 
-const std::optional<PipeStreams::PartitionStreams>& PipeStreams::of(std::int64_t j) const {
+const std::optional<PipeStreams::StageStreams>& PipeStreams::of(std::int64_t j) const {
   return streams_[static_cast<std::size_t>(j)];
 }
 

@@ -13,7 +13,7 @@ ThreadChannel::ThreadChannel(const Schedule& schedule, const PipeStreams& stream
       streams_(streams),
       tracer_(tracer),
       traceDevices_(std::move(traceDevices)),
-      changed_(static_cast<std::size_t>(schedule.partitions())) {}
+      changed_(static_cast<std::size_t>(schedule.stages())) {}
 
 void ThreadChannel::put(const Key& key, Handover handover, std::int64_t receiverJ) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -93,7 +93,7 @@ torch::Tensor ThreadChannel::receiveSkipGrad(const StageSkipRoute& route, std::i
 }
 
 void ThreadChannel::setOutputGrads(std::vector<Tensors> grads) {
-  const std::int64_t last = schedule_.partitions() - 1;
+  const std::int64_t last = schedule_.stages() - 1;
   const ReadyEvent produced = streams_.markReady(last);
   std::lock_guard<std::mutex> lock(mutex_);
   for (std::size_t i = 0; i < grads.size(); ++i) {

@@ -134,6 +134,9 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     waitsKnown = waitsKnown && cpuWaitNs.has_value();
     result.stepCpuWaitNs.push_back(cpuWaitNs.value_or(0));
     result.peakBytes = std::max(result.peakBytes, runtime.peakBytes());
+    if (const std::optional<Bytes> device = runtime.devicePeakBytes()) {
+      result.devicePeakBytes = std::max(result.devicePeakBytes.value_or(0), *device);
+    }
     const TransferTotals after = runtime.transferTotals();
     result.transfers.sentBytes += after.sentBytes - before.sentBytes;
     result.transfers.receivedBytes += after.receivedBytes - before.receivedBytes;

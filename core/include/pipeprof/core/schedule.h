@@ -193,7 +193,7 @@ class Schedule {
   const ScheduleSpec& spec() const { return spec_; }
   std::int64_t chunks() const { return spec_.chunks; }
   /// n: the number of stages (partitions).
-  std::int64_t partitions() const { return static_cast<std::int64_t>(spec_.balance.size()); }
+  std::int64_t stages() const { return static_cast<std::int64_t>(spec_.balance.size()); }
   /// p: the number of devices (n / v).
   std::int64_t devices() const { return spec_.pipelineDevices(); }
   std::int64_t stagesPerDevice() const { return spec_.stagesPerDevice; }
@@ -202,7 +202,7 @@ class Schedule {
   std::int64_t layers() const;
   /// First layer index of partition j, and the partition that holds a layer.
   std::int64_t firstLayer(std::int64_t j) const;
-  std::int64_t partitionOfLayer(std::int64_t layer) const;
+  std::int64_t stageOfLayer(std::int64_t layer) const;
   /// Whether micro-batch i is checkpointed (recomputed in backward).
   bool checkpointed(std::int64_t i) const;
 
@@ -213,9 +213,7 @@ class Schedule {
   /// runs them.
   const std::vector<OpIndex>& deviceOrder(std::int64_t d) const { return deviceOrder_.at(static_cast<std::size_t>(d)); }
   /// Compute ops of stage j in the order they run (a subsequence of deviceOrder(deviceOf(j))).
-  const std::vector<OpIndex>& partitionOrder(std::int64_t j) const {
-    return partitionOrder_.at(static_cast<std::size_t>(j));
-  }
+  const std::vector<OpIndex>& stageOrder(std::int64_t j) const { return stageOrder_.at(static_cast<std::size_t>(j)); }
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
   /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;
@@ -246,7 +244,7 @@ class Schedule {
   std::vector<std::int64_t> firstLayer_;
   std::vector<Op> ops_;
   std::vector<std::vector<OpIndex>> deviceOrder_;
-  std::vector<std::vector<OpIndex>> partitionOrder_;
+  std::vector<std::vector<OpIndex>> stageOrder_;
 };
 
 }  // namespace pipeprof

@@ -7,7 +7,7 @@ namespace pipeprof {
 
 /// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
 /// on its own): inherit it next to torch::nn::Module. The pipeline then seeds the default
-/// generator per (micro-batch, partition), so recompute replays the same numbers.
+/// generator per (micro-batch, stage), so recompute replays the same numbers.
 class Stochastic {
  public:
   virtual ~Stochastic() = default;

@@ -1,9 +1,9 @@
 // Memory accounting: an allocator wrapper that attributes every CPU allocation to a tag.
 //
-// The runtime tags each partition's worker thread with the partition index j, so a tensor
-// counts against the partition whose worker allocated it until it is freed (on any thread).
+// The runtime tags each stage's worker thread with the stage index j, so a tensor
+// counts against the stage whose worker allocated it until it is freed (on any thread).
 // On CUDA the runtime counts, under the same tags, the caching allocator's blocks by the
-// partition streams they were allocated on (device_memory.h).
+// stage streams they were allocated on (device_memory.h).
 // The layer profiler tags allocations with the layer being run. Untagged allocations (the
 // caller's thread) are not attributed.
 #pragma once

@@ -84,7 +84,7 @@ class Pipe {
   const std::vector<torch::Device>& devices() const;
   const PipeOptions& options() const;
 
-  /// The wrapped module's parameters (on their partitions' devices), in the module's order.
+  /// The wrapped module's parameters (on their stages' devices), in the module's order.
   std::vector<torch::Tensor> parameters() const;
   /// Per pipeline device (p entries), the parameters of its stages, in the module's order.
   std::vector<std::vector<torch::Tensor>> deviceParameters() const;
@@ -94,14 +94,14 @@ class Pipe {
   /// stream), the devices in parallel; returns when all are done and rethrows the first
   /// exception a task threw.
   void onEachDevice(const std::function<void(std::int64_t d)>& task);
-  /// The wrapped module (its children live on their partitions' devices).
+  /// The wrapped module (its children live on their stages' devices).
   torch::nn::Sequential module() const;
 
   void train(bool on = true);
   void eval() { train(false); }
   bool isTraining() const;
 
-  /// Per pipeline device (p entries; per partition when v = 1), peak bytes of the last step
+  /// Per pipeline device (p entries; per stage when v = 1), peak bytes of the last step
   /// (forward + backward, or step()), as defined in docs/formats.md: the parameters of the
   /// device's stages, gradients, activations kept for backward, skip tensors and transients,
   /// attributed to the device whose worker allocated them (docs/runtime.md). The tracker's

@@ -12,6 +12,7 @@
 #include <pipeprof/runtime/transport.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,9 @@ struct RankTrainingResult {
   /// Per measured step, how long this rank's threads waited for a CPU (empty where the system
   /// does not say).
   std::vector<TimeNs> stepCpuWaitNs;
-  Bytes peakBytes = 0;         ///< largest StageRuntime::peakBytes over the measured steps
+  Bytes peakBytes = 0;  ///< largest StageRuntime::peakBytes over the measured steps
+  /// CUDA only: the largest StageRuntime::devicePeakBytes (the caching allocator's) over them.
+  std::optional<Bytes> devicePeakBytes;
   TransferTotals transfers;    ///< over the measured steps
   std::vector<double> losses;  ///< every step's loss (warm-up first); the last stage's rank only
   ClockOffset clock;

@@ -1,13 +1,13 @@
 // Skip connections: layers that stash a tensor under a name for a later layer to pop.
 //
 // A Skippable layer declares the names it stashes and pops. Inside a Pipe, a skip tensor that
-// crosses partitions is copied straight from the stashing partition's device to the popping
-// one's (never through the partitions in between), is freed as soon as it is popped, and its
+// crosses stages is copied straight from the stashing stage's device to the popping
+// one's (never through the stages in between), is freed as soon as it is popped, and its
 // gradient flows back the same way:
 //
-//   partition 0 ── stash("x") ────────────────────────┐ (direct copy, i-th micro-batch)
-//   partition 1 ──────────── (does not see "x") ──────┤
-//   partition 2 ─────────────────────────── pop("x") ◄┘
+//   stage 0 ── stash("x") ────────────────────────┐ (direct copy, i-th micro-batch)
+//   stage 1 ──────────── (does not see "x") ──────┤
+//   stage 2 ─────────────────────────── pop("x") ◄┘
 //
 // Outside a Pipe (a plain Sequential) stash/pop go through a per-thread default tracker, so
 // skippable layers work unchanged. Names are matched within a Namespace; isolate() gives a
@@ -45,7 +45,7 @@ class Namespace {
 /// A skip name qualified by its namespace.
 using SkipKey = std::pair<Namespace, std::string>;
 
-/// Where stash() and pop() go. The Pipe installs its own per (micro-batch, partition);
+/// Where stash() and pop() go. The Pipe installs its own per (micro-batch, stage);
 /// otherwise a per-thread default tracker (a plain map) is used.
 class SkipTracker {
  public:

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,10 +82,14 @@ class StageRuntime {
   /// This rank's parameters, and their names in the whole Sequential ("3.weight").
   std::vector<torch::Tensor> parameters() const;
   std::vector<std::string> parameterNames() const;
-  /// Peak bytes of this rank's device during the last step: its stages' parameters plus what
-  /// its thread allocated (docs/runtime.md); on CUDA the caching allocator's peak on the device
-  /// (the whole process's: one rank per process).
+  /// Peak bytes of this rank's device during the last step, as Pipe::peakBytes counts a
+  /// pipeline device's: its stages' parameters plus the most the memory tracker counted against
+  /// the rank at once (its CPU tensors, or its CUDA blocks on the stream its ops ran on).
   Bytes peakBytes() const;
+  /// CUDA only: the caching allocator's highest allocated bytes on this rank's device during
+  /// the last step (the whole process's: parameters, optimizer state, the transport's
+  /// buffers); nullopt on the CPU.
+  std::optional<Bytes> devicePeakBytes() const;
   TransferTotals transferTotals() const;
   /// Emits op spans, send and receive spans with flows, and memory counters; null to stop.
   void setTracer(HostTracer* tracer);

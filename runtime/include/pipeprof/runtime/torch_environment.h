@@ -1,4 +1,5 @@
-// Where LibTorch runs: its version, its intra-op threads (and OpenBLAS's), host memory reuse, and torch devices for device names.
+// Where LibTorch runs: its version, its intra-op threads (and OpenBLAS's), host memory reuse, and torch devices for
+// device names.
 #pragma once
 
 #include <pipeprof/core/device.h>
@@ -13,7 +14,7 @@ namespace pipeprof {
 
 /// Sets LibTorch's intra-op threads and, when OpenBLAS is linked in, OpenBLAS's own pool (two
 /// pipeline workers calling GEMM on a small machine otherwise spin against each other's
-/// threads: a 2-partition CPU step measured 10x slower). Throws std::invalid_argument for
+/// threads: a 2-stage CPU step measured 10x slower). Throws std::invalid_argument for
 /// threads < 1.
 void setIntraOpThreads(std::int64_t threads);
 

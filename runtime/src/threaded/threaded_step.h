@@ -1,6 +1,6 @@
 // The threaded Pipe's step: each device's worker runs its stages' ops on the shared stage core.
 //
-// Stages and devices: stage (partition) j runs on pipeline device d = deviceOfStage(j); device d's
+// Stages and devices: stage j runs on pipeline device d = deviceOfStage(j); device d's
 // worker runs the compute ops of all its stages (v = n / p of them) in
 // Schedule::deviceOrder(d), each under its own stage's compute stream. The ops themselves are
 // the StageCore's (stage_core.h); tensors cross stages through a ThreadChannel
@@ -27,19 +27,19 @@ namespace pipeprof {
 enum class StepPhase { Forward, Backward, Training };
 
 /// What a step is run with; fixed for the step.
-struct StepConfig {
+struct ThreadedStepConfig {
   StageCoreConfig core;                  ///< every stage of the Pipe; lossFn set by step() only
   const PipeStreams* streams = nullptr;  ///< one entry per stage
   int intraOpThreads = 1;                ///< the caller's at::get_num_threads(), adopted by workers
 };
 
 /// The state of one step; shared by the Pipe's forward, the autograd nodes and the workers.
-class Step {
+class ThreadedStep {
  public:
   /// targets: step()'s target rows per micro-batch on the last stage's device (empty otherwise).
-  Step(StepConfig config, std::vector<Tensors> microBatches, std::vector<torch::Tensor> targets = {});
+  ThreadedStep(ThreadedStepConfig config, std::vector<Tensors> microBatches, std::vector<torch::Tensor> targets = {});
 
-  std::int64_t chunks() const { return core_.chunks(); }
+  std::int64_t m() const { return core_.m(); }  ///< the micro-batches the step runs
   int intraOpThreads() const { return config_.intraOpThreads; }
 
   /// Device d's worker: the ops of `phase` in Schedule::deviceOrder(d). Never throws: the
@@ -62,7 +62,7 @@ class Step {
   /// thread's current streams (after the training phase finished).
   torch::Tensor lossSum() const;
 
-  /// Throws PipeError (with the original exception nested) when an op failed.
+  /// Throws the first failed op's PipeError (with the original exception nested).
   void rethrowIfFailed() const;
   /// After a phase with backward ops, on the calling thread's current streams: the shared
   /// parameters' gradients summed (StageCore::sumSharedGradients).
@@ -71,17 +71,14 @@ class Step {
   void release();
 
  private:
-  void fail(const Op& op, std::exception_ptr error);
+  void fail(std::exception_ptr error);
 
-  StepConfig config_;
+  ThreadedStepConfig config_;
   ThreadChannel channel_;
   StageCore core_;
 
   mutable std::mutex errorMutex_;
-  std::exception_ptr error_;
-  std::string errorWhere_;
-  std::int64_t errorI_ = -1;
-  std::int64_t errorJ_ = -1;
+  std::exception_ptr error_;  ///< the first op's failure (a PipeError), or null
 };
 
 }  // namespace pipeprof

@@ -1,5 +1,5 @@
-// Partitions: validating a Pipe's arguments, splitting the Sequential, moving layers, calling them.
-#include "stage/partition.h"
+// Stages: validating a Pipe's arguments, splitting the Sequential, moving layers, calling them.
+#include "stage/stage.h"
 
 #include <pipeprof/runtime/layer_hooks.h>
 
@@ -134,43 +134,43 @@ torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad) {
 std::vector<Stage> splitModule(const torch::nn::Sequential& module, const PipelineShape& shape,
                                const std::vector<torch::Device>& devices) {
   const std::vector<std::int64_t>& balance = shape.balance;
-  std::vector<Stage> partitions;
+  std::vector<Stage> stages;
   auto named = module->named_children();
   std::int64_t layer = 0;
   std::vector<std::set<const void*>> held(devices.size());  // by pipeline device: the parameters of its stages so far
   for (std::size_t j = 0; j < balance.size(); ++j) {
-    Stage partition;
-    partition.j = static_cast<std::int64_t>(j);
-    partition.firstLayer = layer;
-    partition.d = shape.deviceOfStage(partition.j);
-    partition.device = devices.at(static_cast<std::size_t>(partition.d));
+    Stage stage;
+    stage.j = static_cast<std::int64_t>(j);
+    stage.firstLayer = layer;
+    stage.d = shape.deviceOfStage(stage.j);
+    stage.device = devices.at(static_cast<std::size_t>(stage.d));
     for (std::int64_t k = 0; k < balance[j]; ++k, ++layer) {
       const auto index = static_cast<std::size_t>(layer);
       std::shared_ptr<torch::nn::Module> child = module->ptr(index);
-      child->to(partition.device);
+      child->to(stage.device);
       for (const auto& descendant : child->modules(/*include_self=*/true)) {
-        partition.stochastic = partition.stochastic || isDropoutLike(*descendant);
+        stage.stochastic = stage.stochastic || isDropoutLike(*descendant);
       }
       for (const auto& parameter : child->named_parameters()) {
         const torch::Tensor& tensor = parameter.value();
-        if (!held[static_cast<std::size_t>(partition.d)].insert(tensor.unsafeGetTensorImpl()).second) continue;
-        partition.parameters.push_back(tensor);
-        partition.parameterNames.push_back(named[index].key() + "." + parameter.key());
-        partition.parameterBytes += static_cast<Bytes>(tensor.numel() * tensor.element_size());
+        if (!held[static_cast<std::size_t>(stage.d)].insert(tensor.unsafeGetTensorImpl()).second) continue;
+        stage.parameters.push_back(tensor);
+        stage.parameterNames.push_back(named[index].key() + "." + parameter.key());
+        stage.parameterBytes += static_cast<Bytes>(tensor.numel() * tensor.element_size());
       }
-      partition.layers.push_back(*std::next(module->begin(), layer));
-      partition.names.push_back(named[index].key());
+      stage.layers.push_back(*std::next(module->begin(), layer));
+      stage.names.push_back(named[index].key());
     }
-    partitions.push_back(std::move(partition));
+    stages.push_back(std::move(stage));
   }
-  return partitions;
+  return stages;
 }
 
-Tensors runLayers(const Stage& partition, Tensors inputs) {
-  for (std::size_t k = 0; k < partition.layers.size(); ++k) {
-    torch::nn::AnyModule& layer = const_cast<torch::nn::AnyModule&>(partition.layers[k]);
+Tensors runLayers(const Stage& stage, Tensors inputs) {
+  for (std::size_t k = 0; k < stage.layers.size(); ++k) {
+    torch::nn::AnyModule& layer = const_cast<torch::nn::AnyModule&>(stage.layers[k]);
     torch::nn::AnyValue value = inputs.size() == 1 ? layer.any_forward(inputs.front()) : layer.any_forward(inputs);
-    inputs = asTensors(value, partition.names[k]);
+    inputs = asTensors(value, stage.names[k]);
   }
   return inputs;
 }

@@ -1,7 +1,8 @@
 // One training step of one rank: its device's ops in schedule order on the shared stage core.
-#include "ranks/stage_step.h"
+#include "ranks/rank_step.h"
 
 #include "ranks/shared_gradient_exchange.h"
+#include "stage/op_loop.h"
 
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/pipe_error.h>
@@ -23,20 +24,21 @@ void RankStep::run() {
   torch::AutoGradMode gradMode(true);
   const Schedule& schedule = *context_.schedule;
   const std::vector<OpIndex>& order = schedule.deviceOrder(rank);
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    const Op& op = schedule.op(order[k]);
-    try {
-      // The next ops' messages may arrive while this one computes (posted receives let the
-      // data move as soon as it is sent; a bounded window keeps their buffers few).
-      for (std::size_t ahead = k == 0 ? 0 : kReceivesPostedAhead;
-           ahead <= kReceivesPostedAhead && k + ahead < order.size(); ++ahead) {
-        channel_.postReceivesOf(schedule.op(order[k + ahead]));
-      }
-      core_.run(op);
-    } catch (const std::exception&) {
-      mailbox.abandon();
-      throwPipeError(opLocation(schedule, op), op.j, op.i);
+  OpLoopHooks hooks;
+  hooks.around = [&](std::size_t k, const Op&, const std::function<void()>& run) {
+    // The next ops' messages may arrive while this one computes (posted receives let the data
+    // move as soon as it is sent; a bounded window keeps their buffers few).
+    for (std::size_t ahead = k == 0 ? 0 : kReceivesPostedAhead;
+         ahead <= kReceivesPostedAhead && k + ahead < order.size(); ++ahead) {
+      channel_.postReceivesOf(schedule.op(order[k + ahead]));
     }
+    run();
+  };
+  try {
+    runDeviceOps(core_, schedule, rank, hooks);
+  } catch (...) {
+    mailbox.abandon();
+    throw;
   }
   try {
     mailbox.finishSends();

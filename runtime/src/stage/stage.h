@@ -1,4 +1,4 @@
-// Partitions: validating a Pipe's arguments, splitting the Sequential, moving layers, calling them.
+// Stages: validating a Pipe's arguments, splitting the Sequential, moving layers, calling them.
 #pragma once
 
 #include "stage/microbatch.h"
@@ -39,7 +39,7 @@ struct Stage {
   Bytes parameterBytes = 0;  ///< bytes of `parameters` (static memory)
 };
 
-/// A skip route between partitions (stash partition != pop partition, or the same).
+/// A skip route between stages (stash stage != pop stage, or the same).
 struct StageSkipRoute {
   SkipKey key;
   std::int64_t scheduleIndex = 0;  ///< index into ScheduleSpec::skips (for op labels)
@@ -51,12 +51,12 @@ struct StageSkipRoute {
 std::vector<StageSkipRoute> stageSkipRoutes(const torch::nn::Sequential& module,
                                             const std::vector<std::int64_t>& balance);
 
-/// The route of `key` that crosses partitions and is stashed (stashing) or popped in partition
+/// The route of `key` that crosses stages and is stashed (stashing) or popped in stage
 /// j, or null when the skip stays inside j or is not j's.
 const StageSkipRoute* crossRoute(const std::vector<StageSkipRoute>& routes, const SkipKey& key, std::int64_t j,
                                  bool stashing);
 
-/// A tensor handed to another partition as a leaf of that partition's graph: detached, and
+/// A tensor handed to another stage as a leaf of that stage's graph: detached, and
 /// requiring grad when asked and floating.
 torch::Tensor leafOf(const torch::Tensor& tensor, bool requiresGrad);
 
@@ -71,13 +71,13 @@ void validatePipeArguments(const torch::nn::Sequential& module, const PipelineSh
 /// devices when there is none).
 std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devices, std::size_t pipelineDevices);
 
-/// Splits the (validated) Sequential by the shape's balance and moves each partition's layers
+/// Splits the (validated) Sequential by the shape's balance and moves each stage's layers
 /// to its device: stage j goes to devices[shape.deviceOfStage(j)] (one device per pipeline device).
 std::vector<Stage> splitModule(const torch::nn::Sequential& module, const PipelineShape& shape,
                                const std::vector<torch::Device>& devices);
 
-/// Runs the partition's layers on one micro-batch: a layer gets a Tensor when the boundary
+/// Runs the stage's layers on one micro-batch: a layer gets a Tensor when the boundary
 /// holds one tensor and a std::vector<torch::Tensor> otherwise, and may return either.
-Tensors runLayers(const Stage& partition, Tensors inputs);
+Tensors runLayers(const Stage& stage, Tensors inputs);
 
 }  // namespace pipeprof
