@@ -15,7 +15,7 @@
 
 namespace pipeprof::gui {
 
-/// One row per layer of the profile: its stage (partition) under the edited balance and its
+/// One row per layer of the profile: its stage under the edited balance and its
 /// costs at the micro-batch size batch / chunks (rounded up). Every edit that yields a valid
 /// candidate runs the simulator at once (a step of a small model simulates in well under a
 /// millisecond) and emits predictionChanged(); an invalid edit (a balance that does not sum to
@@ -56,8 +56,8 @@ class TuningModel : public QAbstractTableModel {
   /// kept when it has the order's stages, else the fastest by layer time. An unreadable file or
   /// an order that breaks a rule is an invalid edit naming the rank and the action.
   bool setScheduleFile(const QString& path);
-  /// Moves the boundary after partition `boundary` (0 <= boundary < n - 1) so that partition
-  /// boundary + 1 starts at layer `firstLayer`; every partition keeps at least one layer.
+  /// Moves the boundary after stage `boundary` (0 <= boundary < n - 1) so that stage
+  /// boundary + 1 starts at layer `firstLayer`; every stage keeps at least one layer.
   bool moveBoundary(std::int64_t boundary, std::int64_t firstLayer);
 
   const std::optional<Profile>& profile() const { return profile_; }

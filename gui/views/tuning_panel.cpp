@@ -272,7 +272,7 @@ void TuningPanel::loadCandidate(const Candidate& candidate, const QString& origi
 }
 
 Cluster TuningPanel::clusterFor(const Candidate& candidate) const {
-  // Without a cluster in the report: one unbounded device per partition, instant links.
+  // Without a cluster in the report: one unbounded device per stage, instant links.
   return report_ && report_->cluster
              ? *report_->cluster
              : Cluster::uniform(static_cast<std::int64_t>(candidate.balance.size()), std::nullopt, 0.0, 0);

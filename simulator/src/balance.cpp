@@ -13,15 +13,13 @@ namespace pipeprof {
 namespace sim {
 namespace {
 
-void checkSizes(std::int64_t layers, std::int64_t partitions, const char* what) {
-  if (partitions < 1) {
-    throw std::invalid_argument(std::string(what) + ": partitions must be positive, got " +
-                                std::to_string(partitions));
+void checkSizes(std::int64_t layers, std::int64_t stages, const char* what) {
+  if (stages < 1) {
+    throw std::invalid_argument(std::string(what) + ": stages must be positive, got " + std::to_string(stages));
   }
-  if (layers < partitions) {
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(layers) +
-                                " layers cannot fill " + std::to_string(partitions) +
-                                " partitions (each needs at least one layer)");
+  if (layers < stages) {
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(layers) + " layers cannot fill " +
+                                std::to_string(stages) + " stages (each needs at least one layer)");
   }
 }
 
@@ -40,25 +38,25 @@ void compose(std::int64_t remaining, std::size_t index, Balance& current, std::v
 
 }  // namespace
 
-std::vector<Balance> allCompositions(std::int64_t layers, std::int64_t partitions) {
-  checkSizes(layers, partitions, "enumerating balances");
+std::vector<Balance> allCompositions(std::int64_t layers, std::int64_t stages) {
+  checkSizes(layers, stages, "enumerating balances");
   std::vector<Balance> out;
-  const std::int64_t count = countBalances(layers, partitions);
+  const std::int64_t count = countBalances(layers, stages);
   if (count > 50'000'000) {
-    throw std::invalid_argument("enumerating balances: " + std::to_string(count) +
-                                " balances of " + std::to_string(layers) + " layers into " +
-                                std::to_string(partitions) + " partitions are too many; use Auto");
+    throw std::invalid_argument("enumerating balances: " + std::to_string(count) + " balances of " +
+                                std::to_string(layers) + " layers into " + std::to_string(stages) +
+                                " stages are too many; use Auto");
   }
   out.reserve(static_cast<std::size_t>(count));
-  Balance current(static_cast<std::size_t>(partitions), 0);
+  Balance current(static_cast<std::size_t>(stages), 0);
   compose(layers, 0, current, out);
   return out;
 }
 
 Balance minBottleneckWithSpeeds(const std::vector<double>& layerCosts, const std::vector<double>& speeds) {
   const auto layers = static_cast<std::int64_t>(layerCosts.size());
-  const auto partitions = static_cast<std::int64_t>(speeds.size());
-  checkSizes(layers, partitions, "min-bottleneck balance");
+  const auto stages = static_cast<std::int64_t>(speeds.size());
+  checkSizes(layers, stages, "min-bottleneck balance");
   for (double speed : speeds) {
     if (!(speed > 0.0)) {
       throw std::invalid_argument("min-bottleneck balance: device speeds must be positive, got " +
@@ -69,16 +67,16 @@ Balance minBottleneckWithSpeeds(const std::vector<double>& layerCosts, const std
   for (std::size_t l = 0; l < layerCosts.size(); ++l) prefix[l + 1] = prefix[l] + layerCosts[l];
 
   const auto L = static_cast<std::size_t>(layers);
-  const auto n = static_cast<std::size_t>(partitions);
+  const auto n = static_cast<std::size_t>(stages);
   const double inf = std::numeric_limits<double>::infinity();
-  // best[k][l]: the smallest bottleneck placing the first l layers on the first k partitions;
-  // cut[k][l]: where partition k-1 starts in that optimum.
+  // best[k][l]: the smallest bottleneck placing the first l layers on the first k stages;
+  // cut[k][l]: where stage k-1 starts in that optimum.
   std::vector<std::vector<double>> best(n + 1, std::vector<double>(L + 1, inf));
   std::vector<std::vector<std::size_t>> cut(n + 1, std::vector<std::size_t>(L + 1, 0));
   best[0][0] = 0.0;
   for (std::size_t k = 1; k <= n; ++k) {
     for (std::size_t l = k; l <= L; ++l) {
-      // Scanning s from the largest start keeps earlier partitions as long as possible on ties.
+      // Scanning s from the largest start keeps earlier stages as long as possible on ties.
       for (std::size_t s = l - 1 + 1; s-- > k - 1;) {
         if (best[k - 1][s] == inf) continue;
         const double cost = std::max(best[k - 1][s], (prefix[l] - prefix[s]) / speeds[k - 1]);
@@ -119,11 +117,11 @@ void sortUnique(std::vector<Balance>& balances) {
 
 }  // namespace sim
 
-std::int64_t countBalances(std::int64_t layers, std::int64_t partitions) {
-  if (partitions < 1 || layers < partitions) return 0;
-  // C(layers - 1, partitions - 1), saturating at the largest int64.
+std::int64_t countBalances(std::int64_t layers, std::int64_t stages) {
+  if (stages < 1 || layers < stages) return 0;
+  // C(layers - 1, stages - 1), saturating at the largest int64.
   const std::int64_t n = layers - 1;
-  std::int64_t k = partitions - 1;
+  std::int64_t k = stages - 1;
   if (k > n - k) k = n - k;
   unsigned __int128 result = 1;
   for (std::int64_t r = 1; r <= k; ++r) {
@@ -135,12 +133,11 @@ std::int64_t countBalances(std::int64_t layers, std::int64_t partitions) {
   return static_cast<std::int64_t>(result);
 }
 
-std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerCosts, std::int64_t partitions) {
-  if (partitions < 1) {
-    throw std::invalid_argument("min-bottleneck balance: partitions must be positive, got " +
-                                std::to_string(partitions));
+std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerCosts, std::int64_t stages) {
+  if (stages < 1) {
+    throw std::invalid_argument("min-bottleneck balance: stages must be positive, got " + std::to_string(stages));
   }
-  return sim::minBottleneckWithSpeeds(layerCosts, std::vector<double>(static_cast<std::size_t>(partitions), 1.0));
+  return sim::minBottleneckWithSpeeds(layerCosts, std::vector<double>(static_cast<std::size_t>(stages), 1.0));
 }
 
 // torchgpipe.balance.blockpartition.solve (after Barany et al., "Block partitions of
@@ -149,15 +146,14 @@ std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerC
 // block until the heaviest exceeds the lightest by at most 1. Reproduced faithfully, including
 // that the heaviest size is re-read only when the heaviest block itself gave an element, that
 // the heaviest block is the last one among equals and the lightest the first one among equals.
-std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, std::int64_t partitions) {
-  if (partitions < 1) {
-    throw std::invalid_argument("balance_by_time: partitions must be positive, got " +
-                                std::to_string(partitions));
+std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, std::int64_t stages) {
+  if (stages < 1) {
+    throw std::invalid_argument("balance_by_time: stages must be positive, got " + std::to_string(stages));
   }
   const auto n = static_cast<std::int64_t>(layerTimes.size());
-  if (n < partitions) {
+  if (n < stages) {
     throw std::invalid_argument("balance_by_time: " + std::to_string(n) + " layers are fewer than " +
-                                std::to_string(partitions) + " partitions");
+                                std::to_string(stages) + " stages");
   }
   const double minimum = *std::min_element(layerTimes.begin(), layerTimes.end());
   const double range = *std::max_element(layerTimes.begin(), layerTimes.end()) - minimum;
@@ -165,9 +161,9 @@ std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, s
   if (range != 0.0) {
     for (std::size_t l = 0; l < layerTimes.size(); ++l) normal[l] = (layerTimes[l] - minimum) / range;
   }
-  const auto k = static_cast<std::size_t>(partitions);
+  const auto k = static_cast<std::size_t>(stages);
   std::vector<std::int64_t> splits(k);
-  for (std::size_t x = 0; x + 1 < k; ++x) splits[x] = n / partitions * static_cast<std::int64_t>(x + 1);
+  for (std::size_t x = 0; x + 1 < k; ++x) splits[x] = n / stages * static_cast<std::int64_t>(x + 1);
   splits[k - 1] = n;
 
   auto blockSize = [&](std::size_t i) {
@@ -182,7 +178,10 @@ std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, s
     size = blockSize(0);
     for (std::size_t i = 1; i < k; ++i) {
       const double s = blockSize(i);
-      if (s >= size) { size = s; p = i; }
+      if (s >= size) {
+        size = s;
+        p = i;
+      }
     }
     return p;
   };
@@ -191,7 +190,10 @@ std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, s
     size = blockSize(0);
     for (std::size_t i = 1; i < k; ++i) {
       const double s = blockSize(i);
-      if (s < size) { size = s; q = i; }
+      if (s < size) {
+        size = s;
+        q = i;
+      }
     }
     return q;
   };

@@ -62,13 +62,13 @@ void forEachTimedOp(const ReferenceRun& run, Visit visit) {
 }
 
 /// Per micro-batch size, the whole model's forward and backward time of every micro-batch of
-/// every timed step: the sum of its spans over the partitions.
+/// every timed step: the sum of its spans over the stages.
 struct WholeModelSamples {
   std::map<std::int64_t, std::vector<TimeNs>> forwardNs;
   std::map<std::int64_t, std::vector<TimeNs>> backwardNs;
 
   void add(const ReferenceRun& run) {
-    // (step, micro-batch, phase) -> (size, time summed over the partitions)
+    // (step, micro-batch, phase) -> (size, time summed over the stages)
     std::map<std::tuple<std::size_t, std::int64_t, Phase>, std::pair<std::int64_t, TimeNs>> sums;
     forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
       auto& [sumSize, sumNs] = sums[{step, op.microBatch, op.phase}];
@@ -203,9 +203,9 @@ std::optional<TimeNs> messageLatencyNs(const Cluster& cluster, const std::vector
 
 }  // namespace
 
-std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions) {
-  std::vector<std::int64_t> balance(static_cast<std::size_t>(partitions), layers / partitions);
-  for (std::int64_t j = 0; j < layers % partitions; ++j) ++balance[static_cast<std::size_t>(j)];
+std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t stages) {
+  std::vector<std::int64_t> balance(static_cast<std::size_t>(stages), layers / stages);
+  for (std::int64_t j = 0; j < layers % stages; ++j) ++balance[static_cast<std::size_t>(j)];
   return balance;
 }
 

@@ -14,13 +14,13 @@
 namespace pipeprof::sim {
 
 void validateCandidate(const Profile& profile, const Cluster& cluster, const Candidate& candidate) {
-  if (candidate.balance.empty()) throw std::invalid_argument("balance is empty: give at least one partition");
+  if (candidate.balance.empty()) throw std::invalid_argument("balance is empty: give at least one stage");
   std::int64_t sum = 0;
   for (std::size_t j = 0; j < candidate.balance.size(); ++j) {
     if (candidate.balance[j] < 1) {
-      throw std::invalid_argument("balance " + formatBalance(candidate.balance) + ": partition " + std::to_string(j) +
+      throw std::invalid_argument("balance " + formatBalance(candidate.balance) + ": stage " + std::to_string(j) +
                                   " has " + std::to_string(candidate.balance[j]) +
-                                  " layers; every partition needs at least one");
+                                  " layers; every stage needs at least one");
     }
     sum += candidate.balance[j];
   }
@@ -51,9 +51,9 @@ void validateCandidate(const Profile& profile, const Cluster& cluster, const Can
   for (std::int64_t j = 0; j < n; ++j) {
     const std::int64_t device = candidate.deviceOf(j);
     if (device < 0 || device >= cluster.deviceCount()) {
-      throw std::invalid_argument("partition " + std::to_string(j) + " is placed on device " + std::to_string(device) +
+      throw std::invalid_argument("stage " + std::to_string(j) + " is placed on device " + std::to_string(device) +
                                   " but the cluster has " + std::to_string(cluster.deviceCount()) + " devices (0.." +
-                                  std::to_string(cluster.deviceCount() - 1) + "); add devices or use fewer partitions");
+                                  std::to_string(cluster.deviceCount() - 1) + "); add devices or use fewer stages");
     }
   }
   for (const SkipProfile& skip : profile.skips) {
@@ -88,23 +88,23 @@ CandidateSimulator::CandidateSimulator(const Profile& profile, const Cluster& cl
 const CompiledSchedule& CandidateSimulator::compiledFor(const Candidate& candidate, std::int64_t count, bool training) {
   scratchKey_.kind = candidate.schedule;
   scratchKey_.stagesPerDevice = candidate.stagesPerDevice;
-  scratchKey_.partitions = static_cast<std::int64_t>(candidate.balance.size());
+  scratchKey_.stages = static_cast<std::int64_t>(candidate.balance.size());
   scratchKey_.chunks = count;
   scratchKey_.mode = candidate.checkpoint;
   scratchKey_.training = training;
   scratchKey_.deferredWeights = candidate.deferredWeights;
-  scratchKey_.skipPartitions.clear();
-  auto partitionOf = [&](std::int64_t layer) {
+  scratchKey_.skipStages.clear();
+  auto stageOf = [&](std::int64_t layer) {
     std::int32_t j = 0;
     while (firstLayer_[static_cast<std::size_t>(j) + 1] <= layer) ++j;
     return j;
   };
-  // Whether a stash or a pop opens its partition changes the compiled holds too.
-  auto opens = [&](std::int64_t layer) { return layer > 0 && partitionOf(layer - 1) != partitionOf(layer) ? 1 : 0; };
+  // Whether a stash or a pop opens its stage changes the compiled holds too.
+  auto opens = [&](std::int64_t layer) { return layer > 0 && stageOf(layer - 1) != stageOf(layer) ? 1 : 0; };
   for (const SkipProfile& skip : profile_.skips) {
-    scratchKey_.skipPartitions.push_back(partitionOf(skip.stashLayer));
-    scratchKey_.skipPartitions.push_back(partitionOf(skip.popLayer));
-    scratchKey_.skipPartitions.push_back(opens(skip.stashLayer) + 2 * opens(skip.popLayer));
+    scratchKey_.skipStages.push_back(stageOf(skip.stashLayer));
+    scratchKey_.skipStages.push_back(stageOf(skip.popLayer));
+    scratchKey_.skipStages.push_back(opens(skip.stashLayer) + 2 * opens(skip.popLayer));
   }
   auto found = cache_.find(scratchKey_);
   if (found != cache_.end()) return *found->second;
@@ -136,11 +136,11 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   Prediction& p = out.prediction;
   const auto lanes = static_cast<std::size_t>(compiled.lanes);
   // Training ends with the optimizer step of every device, once all of them ran their ops.
-  optimizerStepCosts(profile_, cluster_, firstLayer_, compiled.partitionLane, resolved_.partitionDevice, compiled.lanes,
+  optimizerStepCosts(profile_, cluster_, firstLayer_, compiled.stageLane, resolved_.stageDevice, compiled.lanes,
                      training, optimizer_);
   // Shared parameters: their copies' gradients are summed before it (none without any).
-  sharedGradientCosts(profile_, cluster_, firstLayer_, compiled.partitionLane, resolved_.partitionDevice,
-                      compiled.lanes, training, shared_);
+  sharedGradientCosts(profile_, cluster_, firstLayer_, compiled.stageLane, resolved_.stageDevice, compiled.lanes,
+                      training, shared_);
   const TimeNs pipelineEndNs = engine_.iterationNs();
   const TimeNs optimizerStartNs = pipelineEndNs + shared_.exchangeNs;
   p.iterationNs = optimizerStartNs + optimizer_.longestNs();
@@ -160,7 +160,7 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   p.peakBytes.assign(lanes, 0);
   p.peakOp.resize(lanes);
   for (std::size_t j = 0; j < n; ++j) {
-    p.peakBytes[static_cast<std::size_t>(compiled.partitionLane[j])] += resolved_.staticBytes[j];
+    p.peakBytes[static_cast<std::size_t>(compiled.stageLane[j])] += resolved_.staticBytes[j];
   }
   for (std::size_t d = 0; d < lanes; ++d) p.peakBytes[d] -= shared_.duplicateBytes[d];  // one copy a device
   devicePeakBytes_.assign(static_cast<std::size_t>(deviceCount), 0);
@@ -179,7 +179,7 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
     } else {
       p.peakOp[d].clear();
     }
-    devicePeakBytes_[static_cast<std::size_t>(resolved_.partitionDevice[d])] += p.peakBytes[d];
+    devicePeakBytes_[static_cast<std::size_t>(resolved_.stageDevice[d])] += p.peakBytes[d];
   }
   p.fits = true;
   p.overflowDevices.clear();
@@ -194,8 +194,8 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
   out.eventCount = engine_.eventCount();
   if (recordTrace) {
     out.trace = predictedTrace(compiled, resolved_, engine_, cluster_, candidate.label());
-    appendSharedGradientSpans(out.trace, shared_, pipelineEndNs, resolved_.partitionDevice, cluster_);
-    appendOptimizerSpans(out.trace, optimizer_, optimizerStartNs, resolved_.partitionDevice, cluster_);
+    appendSharedGradientSpans(out.trace, shared_, pipelineEndNs, resolved_.stageDevice, cluster_);
+    appendOptimizerSpans(out.trace, optimizer_, optimizerStartNs, resolved_.stageDevice, cluster_);
   } else {
     out.trace = Trace{};
   }

@@ -41,17 +41,17 @@ class CandidateSimulator {
   struct Key {
     ScheduleKind kind;
     std::int64_t stagesPerDevice;
-    std::int64_t partitions;
+    std::int64_t stages;
     std::int64_t chunks;
     Checkpoint mode;
     bool training;
-    /// Per skip route: its stash's and pop's partitions, and whether each opens it (bits 1, 2).
-    std::vector<std::int32_t> skipPartitions;
+    /// Per skip route: its stash's and pop's stages, and whether each opens it (bits 1, 2).
+    std::vector<std::int32_t> skipStages;
     std::vector<std::int64_t> deferredWeights;  ///< zb1p's (PipelineShape::deferredWeights)
     bool operator<(const Key& other) const {
-      return std::tie(kind, stagesPerDevice, partitions, chunks, mode, training, skipPartitions, deferredWeights) <
-             std::tie(other.kind, other.stagesPerDevice, other.partitions, other.chunks, other.mode, other.training,
-                      other.skipPartitions, other.deferredWeights);
+      return std::tie(kind, stagesPerDevice, stages, chunks, mode, training, skipStages, deferredWeights) <
+             std::tie(other.kind, other.stagesPerDevice, other.stages, other.chunks, other.mode, other.training,
+                      other.skipStages, other.deferredWeights);
     }
   };
   const CompiledSchedule& compiledFor(const Candidate& candidate, std::int64_t count, bool training);

@@ -84,7 +84,7 @@ bool fact(const std::vector<bool>& facts, std::size_t k) { return k < facts.size
 
 /// The memory model's effects of each op (docs/simulator.md, "Memory model"), one step per op
 /// kind, gathered per op before compileSchedule flattens them. Holds what the steps share: the
-/// schedule, its slot layout and the partitions of its skips.
+/// schedule, its slot layout and the stages of its skips.
 class OpEffectsBuilder {
  public:
   OpEffectsBuilder(const Schedule& schedule, const SkipFacts& skipFacts, bool processPerDevice,
@@ -97,8 +97,8 @@ class OpEffectsBuilder {
         n_(schedule.stages()),
         m_(schedule.chunks()),
         layout_(out.layout),
-        stashPartition_(out.skipStashPartition),
-        popPartition_(out.skipPopPartition),
+        stashStage_(out.skipStashStage),
+        popStage_(out.skipPopStage),
         effects_(schedule.ops().size()) {}
 
   /// Sets c's duration slot and adds op `index`'s effects (a copy's go to its consumer too).
@@ -138,35 +138,35 @@ class OpEffectsBuilder {
   std::int32_t durationSlot(std::int64_t i, std::int32_t slot) const {
     return sizeClass(i) * layout_.durationsPerClass() + slot;
   }
-  /// `slot`'s bytes of micro-batch i on `partition`.
-  MemoryEffect memoryOf(std::int64_t i, std::int32_t partition, std::int32_t slot) const {
-    return MemoryEffect{partition, byteSlot(i, slot)};
+  /// `slot`'s bytes of micro-batch i on `stage`.
+  MemoryEffect memoryOf(std::int64_t i, std::int32_t stage, std::int32_t slot) const {
+    return MemoryEffect{stage, byteSlot(i, slot)};
   }
-  std::int32_t stashOf(std::int32_t s) const { return stashPartition_[static_cast<std::size_t>(s)]; }
-  std::int32_t popOf(std::int32_t s) const { return popPartition_[static_cast<std::size_t>(s)]; }
-  // A skip routed within one partition lives inside that partition's forward (a recompute
-  // stashes it again), so only routes across partitions hold memory between ops. Such a stash
+  std::int32_t stashOf(std::int32_t s) const { return stashStage_[static_cast<std::size_t>(s)]; }
+  std::int32_t popOf(std::int32_t s) const { return popStage_[static_cast<std::size_t>(s)]; }
+  // A skip routed within one stage lives inside that stage's forward (a recompute
+  // stashes it again), so only routes across stages hold memory between ops. Such a stash
   // holds the whole skip tensor until the pop's backward when the forward saved nothing (a
-  // checkpointed micro-batch: the pop partition's recompute needs it). Otherwise, in training,
+  // checkpointed micro-batch: the pop stage's recompute needs it). Otherwise, in training,
   // the backward graph saves what it needs of it (counted in a layer's saved bytes) and the
   // stash holds the rest until the pop's forward; in inference, all of it, as long.
-  bool crossesPartitions(std::int32_t s) const { return stashOf(s) != popOf(s); }
+  bool crossesStages(std::int32_t s) const { return stashOf(s) != popOf(s); }
   std::int32_t skipSlot(std::int64_t i, std::int32_t s) const {
     return training_ && !schedule_.checkpointed(i) ? layout_.skipUnsavedBytes(s) : layout_.skipBytes(s);
   }
   bool skipHeldUntilPopBackward(std::int64_t i) const { return training_ && schedule_.checkpointed(i); }
-  bool opensItsPartition(std::int64_t layer, std::int32_t j) const { return schedule_.stageOfLayer(layer - 1) != j; }
+  bool opensItsStage(std::int64_t layer, std::int32_t j) const { return schedule_.stageOfLayer(layer - 1) != j; }
   // With one process per device, a checkpointed micro-batch's stage that opens with a stash of
   // its input for another rank: the send keeps the input's buffer to the rank's last op, so the
   // skip is counted from the op that frees that buffer (the stage's backward) rather than
   // beside it from the forward.
   bool sendsItsInputAsSkip(std::int64_t i, std::int32_t s) const {
     const auto k = static_cast<std::size_t>(s);
-    const std::int32_t stash = stashPartition_[k];
+    const std::int32_t stash = stashStage_[k];
     const std::int64_t lane = schedule_.deviceOf(stash);
     return processPerDevice_ && training_ && schedule_.checkpointed(i) && fact(skipFacts_.stashReturnsItsInput, k) &&
-           stash > 0 && opensItsPartition(spec_.skips[k].stashLayer, stash) && schedule_.deviceOf(stash - 1) != lane &&
-           schedule_.deviceOf(popPartition_[k]) != lane;
+           stash > 0 && opensItsStage(spec_.skips[k].stashLayer, stash) && schedule_.deviceOf(stash - 1) != lane &&
+           schedule_.deviceOf(popStage_[k]) != lane;
   }
   // j's output, which j + 1's W keeps (a micro-batch not checkpointed), held from this op's end
   // until W(i, j + 1) ends.
@@ -189,15 +189,15 @@ class OpEffectsBuilder {
   const std::int64_t n_;
   const std::int64_t m_;
   const SlotLayout& layout_;
-  const std::vector<std::int32_t>& stashPartition_;
-  const std::vector<std::int32_t>& popPartition_;
+  const std::vector<std::int32_t>& stashStage_;
+  const std::vector<std::int32_t>& popStage_;
   std::vector<OpEffects> effects_;
   std::vector<MemoryEffect> sentUntilLastOp_;
 };
 
 void OpEffectsBuilder::forward(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
-  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
   c.durationSlot = durationSlot(op.i, layout_.forwardNs(j));
   const bool keepsGraph = training_ && !schedule_.checkpointed(op.i);
   e.transient.push_back(mem(j, keepsGraph ? layout_.gradForwardPeak(j) : layout_.noGradForwardPeak(j)));
@@ -212,7 +212,7 @@ void OpEffectsBuilder::forward(const Op& op, CompiledOp& c, OpEffects& e) {
     if (j > 0) e.endRelease.push_back(mem(j - 1, layout_.output(j - 1)));
   }
   for (std::int32_t s = 0; s < layout_.skips; ++s) {
-    if (!crossesPartitions(s)) continue;
+    if (!crossesStages(s)) continue;
     if (stashOf(s) == j && !sendsItsInputAsSkip(op.i, s)) e.endAlloc.push_back(mem(j, skipSlot(op.i, s)));
     if (!skipHeldUntilPopBackward(op.i) && popOf(s) == j) {
       e.endRelease.push_back(mem(stashOf(s), skipSlot(op.i, s)));
@@ -222,7 +222,7 @@ void OpEffectsBuilder::forward(const Op& op, CompiledOp& c, OpEffects& e) {
 
 void OpEffectsBuilder::loss(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
-  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
   c.durationSlot = durationSlot(op.i, layout_.lossNs());
   e.transient.push_back(mem(j, layout_.lossPeak()));
   // A checkpointed micro-batch's loss runs without a graph: the last stage's output, kept
@@ -237,7 +237,7 @@ void OpEffectsBuilder::loss(const Op& op, CompiledOp& c, OpEffects& e) {
 
 void OpEffectsBuilder::recompute(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
-  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
   const bool withLoss = training_ && j + 1 == n_;
   c.durationSlot = durationSlot(op.i, withLoss ? layout_.recomputeWithLossNs() : layout_.forwardNs(j));
   e.transient.push_back(mem(j, withLoss ? layout_.recomputeWithLossPeak() : layout_.gradForwardPeak(j)));
@@ -249,7 +249,7 @@ void OpEffectsBuilder::recompute(const Op& op, CompiledOp& c, OpEffects& e) {
 
 void OpEffectsBuilder::backwardWeight(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
-  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
   // W frees what I kept for it; its transient is the weights' gradients before they are
   // accumulated, one layer's at a time.
   c.durationSlot = durationSlot(op.i, layout_.backwardWeightNs(j));
@@ -263,21 +263,21 @@ void OpEffectsBuilder::backwardWeight(const Op& op, CompiledOp& c, OpEffects& e)
   if (schedule_.checkpointed(op.i) && j > 0) e.endRelease.push_back(mem(j - 1, layout_.inputHeldForWeight(j)));
   if (j > 0) e.endRelease.push_back(mem(j, layout_.inputCopyHeldForWeight(j)));
   holdOutputUntilNextWeight(op, layout_.outputHeldAfterWeight(j + 1), e);
-  // A popped skip's gradient that W kept as its own stays until the stash partition used it.
+  // A popped skip's gradient that W kept as its own stays until the stash stage used it.
   for (std::int32_t s = 0; s < layout_.skips; ++s) {
     const auto k = static_cast<std::size_t>(s);
-    if (!crossesPartitions(s) || popPartition_[k] != j) continue;
+    if (!crossesStages(s) || popStage_[k] != j) continue;
     if (!fact(skipFacts_.gradientSharedWithInput, k)) continue;
-    // (A pop that is the partition's first layer shares it with the input's gradient instead.)
-    if (opensItsPartition(spec_.skips[k].popLayer, j)) continue;
-    const auto consumer = schedule_.gradientConsumer(op.i, stashPartition_[k]);
+    // (A pop that is the stage's first layer shares it with the input's gradient instead.)
+    if (opensItsStage(spec_.skips[k].popLayer, j)) continue;
+    const auto consumer = schedule_.gradientConsumer(op.i, stashStage_[k]);
     if (consumer) e.holds.push_back({mem(j, layout_.skipGradSharedBytes(s)), static_cast<std::uint32_t>(*consumer)});
   }
 }
 
 void OpEffectsBuilder::backward(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
-  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
   const bool input = op.kind == OpKind::BackwardInput;
   c.durationSlot = durationSlot(op.i, input ? layout_.backwardInputNs(j) : layout_.backwardNs(j));
   e.transient.push_back(mem(j, input ? layout_.backwardInputPeak(j) : layout_.backwardPeak(j)));
@@ -305,11 +305,11 @@ void OpEffectsBuilder::backward(const Op& op, CompiledOp& c, OpEffects& e) {
     e.endRelease.push_back(mem(j + 1, input ? layout_.outputGradientFreedByInput(j) : layout_.output(j)));
   }
   for (std::int32_t s = 0; s < layout_.skips; ++s) {
-    if (!crossesPartitions(s)) continue;
+    if (!crossesStages(s)) continue;
     const std::int32_t stash = stashOf(s);
     const std::int32_t pop = popOf(s);
     if (pop == j && skipHeldUntilPopBackward(op.i)) e.endRelease.push_back(mem(stash, skipSlot(op.i, s)));
-    // The popped skip's gradient, made here, is held until the stash partition used it;
+    // The popped skip's gradient, made here, is held until the stash stage used it;
     // after I, the part W keeps anyway is counted there (skipGradSharedBytes).
     if (pop == j) e.endAlloc.push_back(mem(j, input ? layout_.skipGradUnsharedBytes(s) : layout_.skipGradBytes(s)));
     if (stash == j) {
@@ -320,7 +320,7 @@ void OpEffectsBuilder::backward(const Op& op, CompiledOp& c, OpEffects& e) {
 }
 
 void OpEffectsBuilder::copy(const Op& op, CompiledOp& c, OpEffects& e) {
-  auto mem = [&](std::int32_t partition, std::int32_t slot) { return memoryOf(op.i, partition, slot); };
+  auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
   const std::int32_t slot = op.kind == OpKind::Copy ? layout_.copyBytes(std::min(c.j, c.toJ), op.gradient)
                                                     : layout_.skipCopyBytes(narrow(op.skip), op.gradient);
   c.durationSlot = durationSlot(op.i, op.kind == OpKind::Copy ? layout_.copyNs(std::min(c.j, c.toJ), op.gradient)
@@ -353,7 +353,7 @@ void OpEffectsBuilder::copy(const Op& op, CompiledOp& c, OpEffects& e) {
   }
 }
 
-/// The schedule's shape: partitions, skips and their partitions, chunks, training.
+/// The schedule's shape: stages, skips and their stages, chunks, training.
 void describeShape(const Schedule& schedule, CompiledSchedule& out) {
   const ScheduleSpec& spec = schedule.spec();
   out.layout.n = narrow(schedule.stages());
@@ -362,8 +362,8 @@ void describeShape(const Schedule& schedule, CompiledSchedule& out) {
   out.training = spec.training;
   out.splitsBackward = spec.training && schedule.splitsBackward();
   for (const SkipRoute& route : spec.skips) {
-    out.skipStashPartition.push_back(narrow(schedule.stageOfLayer(route.stashLayer)));
-    out.skipPopPartition.push_back(narrow(schedule.stageOfLayer(route.popLayer)));
+    out.skipStashStage.push_back(narrow(schedule.stageOfLayer(route.stashLayer)));
+    out.skipPopStage.push_back(narrow(schedule.stageOfLayer(route.popLayer)));
   }
 }
 
@@ -427,7 +427,7 @@ void flattenEffects(const std::vector<OpEffects>& effects, CompiledSchedule& out
 void placeOnLanes(const Schedule& schedule, CompiledSchedule& out) {
   const std::int64_t p = schedule.devices();
   out.lanes = narrow(p);
-  for (std::int64_t j = 0; j < schedule.stages(); ++j) out.partitionLane.push_back(narrow(schedule.deviceOf(j)));
+  for (std::int64_t j = 0; j < schedule.stages(); ++j) out.stageLane.push_back(narrow(schedule.deviceOf(j)));
   out.orderStart.push_back(0);
   for (std::int64_t d = 0; d < p; ++d) {
     const std::vector<OpIndex>& order = schedule.deviceOrder(d);

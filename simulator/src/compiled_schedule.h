@@ -12,7 +12,7 @@ namespace pipeprof::sim {
 /// Which per-candidate value a slot holds. Slots are laid out per size class (0: a full
 /// micro-batch, 1: the last micro-batch, whose size may be the remainder); see SlotLayout.
 struct SlotLayout {
-  std::int32_t n = 0;      ///< partitions
+  std::int32_t n = 0;      ///< stages
   std::int32_t skips = 0;  ///< skip routes
 
   // Duration slots.
@@ -23,10 +23,10 @@ struct SlotLayout {
   std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
   /// A loss op: the loss's forward (0 when the profile has no loss).
   std::int32_t lossNs() const { return 4 * n + 2 * skips; }
-  /// The last partition's recompute, which computes the loss again with its graph.
+  /// The last stage's recompute, which computes the loss again with its graph.
   std::int32_t recomputeWithLossNs() const { return 4 * n + 2 * skips + 1; }
   /// A split backward's halves (zero-bubble schedules): I, with the loss's backward on the last
-  /// partition, and W.
+  /// stage, and W.
   std::int32_t backwardInputNs(std::int32_t j) const { return 4 * n + 2 * skips + 2 + j; }
   std::int32_t backwardWeightNs(std::int32_t j) const { return 5 * n + 2 * skips + 2 + j; }
 
@@ -49,25 +49,25 @@ struct SlotLayout {
   std::int32_t skipCopyBytes(std::int32_t s, bool gradient) const { return 8 * n + (gradient ? 2 : 1) * skips + s; }
   /// The part of a skip the backward graph does not save (a micro-batch not checkpointed).
   std::int32_t skipUnsavedBytes(std::int32_t s) const { return 8 * n + 3 * skips + s; }
-  /// The gradient of a skip that crosses partitions: the popping partition's backward makes it
-  /// (the popped skip is a leaf there) and holds it until the stash partition's backward ends;
+  /// The gradient of a skip that crosses stages: the popping stage's backward makes it
+  /// (the popped skip is a leaf there) and holds it until the stash stage's backward ends;
   /// less, for a whole backward that hands the skip the gradient it hands its input
-  /// (SkipProfile::gradientSharedInBackward), what the gradient of the partition's input holds
-  /// where the pop is the partition's first layer and the skip comes from the one before.
+  /// (SkipProfile::gradientSharedInBackward), what the gradient of the stage's input holds
+  /// where the pop is the stage's first layer and the skip comes from the one before.
   std::int32_t skipGradBytes(std::int32_t s) const { return 8 * n + 4 * skips + 3 + s; }
   /// A split backward's share of it: where the popping layer hands the skip the gradient of its
   /// input (SkipProfile::gradientSharedWithInput), I makes only the rest (unshared). The shared
   /// part is counted where that gradient is: what the layer before keeps for W, which outlives
-  /// W (a hold) until the stash partition's backward; or, for a pop that is the partition's
-  /// first layer, the gradient of the partition's input (cost_model.cpp).
+  /// W (a hold) until the stash stage's backward; or, for a pop that is the stage's
+  /// first layer, the gradient of the stage's input (cost_model.cpp).
   std::int32_t skipGradUnsharedBytes(std::int32_t s) const { return 8 * n + 5 * skips + 3 + s; }
   std::int32_t skipGradSharedBytes(std::int32_t s) const { return 8 * n + 6 * skips + 3 + s; }
-  // A split backward's slots (I and W), kSplitSlots per partition after the skips' slots.
+  // A split backward's slots (I and W), kSplitSlots per stage after the skips' slots.
   static constexpr std::int32_t kSplitSlots = 20;
   std::int32_t splitSlot(std::int32_t k, std::int32_t j) const { return (8 + k) * n + 7 * skips + 3 + j; }
   /// What a split backward's I keeps for its W (BackwardSplit::weightSavedBytes), freed by W.
   std::int32_t weightSaved(std::int32_t j) const { return splitSlot(0, j); }
-  /// I's end moves what partition j holds from saved(j) to weightSaved(j) at once (the two
+  /// I's end moves what stage j holds from saved(j) to weightSaved(j) at once (the two
   /// share tensors: a Linear's input is the ReLU output before it saved): it frees
   /// max(0, saved - weightSaved) and allocates max(0, weightSaved - saved).
   std::int32_t savedFreedByInput(std::int32_t j) const { return splitSlot(1, j); }
@@ -120,22 +120,22 @@ struct SlotLayout {
   /// output, a skip it stashed) stays with the send until the rank's last op ends. The part of
   /// it among j's saved bytes (sentSaved) is not freed by B, I or W, which free savedUnsent,
   /// savedFreedByInputUnsent and weightSavedUnsent instead: I what it frees of it first, W the
-  /// rest (slots of every partition, not only of a split backward; resolved only for one process
+  /// rest (slots of every stage, not only of a split backward; resolved only for one process
   /// per device, the only case that reads them).
   std::int32_t sentSaved(std::int32_t j) const { return splitSlot(12, j); }
   std::int32_t savedUnsent(std::int32_t j) const { return splitSlot(13, j); }
   std::int32_t savedFreedByInputUnsent(std::int32_t j) const { return splitSlot(14, j); }
   std::int32_t weightSavedUnsent(std::int32_t j) const { return splitSlot(15, j); }
-  /// What the loss changes in what the last partition holds until backward(i, n-1): what its
+  /// What the loss changes in what the last stage holds until backward(i, n-1): what its
   /// graph keeps, less the output when the graph lets it go (may be negative).
   std::int32_t lossHeld() const { return 8 * n + 4 * skips; }
   /// A loss op's peak above its start (its graph's bytes and its forward's transient).
   std::int32_t lossPeak() const { return 8 * n + 4 * skips + 1; }
-  /// The last partition's recompute: its layers' peak, or the loss's on top of their graph.
+  /// The last stage's recompute: its layers' peak, or the loss's on top of their graph.
   std::int32_t recomputeWithLossPeak() const { return 8 * n + 4 * skips + 2; }
 };
 
-/// One memory change: `slot`'s bytes on partition j.
+/// One memory change: `slot`'s bytes on stage j.
 struct MemoryEffect {
   std::int32_t j = 0;
   std::int32_t slot = 0;  ///< absolute byte slot (size class already applied)
@@ -171,7 +171,7 @@ struct CompiledOp {
 
 /// The structure of one schedule, independent of the balance's layer counts (it depends on
 /// the schedule family, n, v, the micro-batch count, the checkpoint mode, training, and the
-/// partitions of skip routes).
+/// stages of skip routes).
 struct CompiledSchedule {
   SlotLayout layout;
   std::int32_t chunks = 0;      ///< micro-batch count m
@@ -197,12 +197,12 @@ struct CompiledSchedule {
     Range until;
   };
   std::vector<OpHolds> opHolds;
-  std::vector<std::uint32_t> orderOps;      ///< deviceOrder(d) for every lane d, concatenated
-  std::vector<std::uint32_t> orderStart;    ///< lanes + 1 offsets into orderOps
-  std::vector<std::int32_t> partitionLane;  ///< per partition j: its lane, Schedule::deviceOf(j)
-  std::vector<std::string> labels;          ///< Schedule::label of every op
-  std::vector<std::int32_t> skipStashPartition;
-  std::vector<std::int32_t> skipPopPartition;
+  std::vector<std::uint32_t> orderOps;    ///< deviceOrder(d) for every lane d, concatenated
+  std::vector<std::uint32_t> orderStart;  ///< lanes + 1 offsets into orderOps
+  std::vector<std::int32_t> stageLane;    ///< per stage j: its lane, Schedule::deviceOf(j)
+  std::vector<std::string> labels;        ///< Schedule::label of every op
+  std::vector<std::int32_t> skipStashStage;
+  std::vector<std::int32_t> skipPopStage;
 };
 
 /// What the profile says of each skip of a spec; missing entries read false.
@@ -210,7 +210,7 @@ struct SkipFacts {
   /// SkipProfile::gradientSharedWithInput: only those skips' gradients get a hold past W
   /// (skipGradSharedBytes).
   std::vector<bool> gradientSharedWithInput;
-  /// CostModel::stashReturnsItsInput: where such a stash opens its partition, the skip is the
+  /// CostModel::stashReturnsItsInput: where such a stash opens its stage, the skip is the
   /// stage's input.
   std::vector<bool> stashReturnsItsInput;
 };

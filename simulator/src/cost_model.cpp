@@ -137,7 +137,7 @@ bool passesOnItsInput(const CostModel& costs, std::int32_t s, std::size_t l) {
          costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
 }
 
-/// The first layer of [first, end) whose input is the partition's input as it arrived: the
+/// The first layer of [first, end) whose input is the stage's input as it arrived: the
 /// first, or the one after the stash layers at the start that pass it on (a residual block's
 /// first convolution, behind the stash of its shortcut).
 std::size_t firstInputUser(const CostModel& costs, std::size_t first, std::size_t end) {
@@ -153,10 +153,10 @@ std::size_t firstInputUser(const CostModel& costs, std::size_t first, std::size_
   return l;
 }
 
-/// Per partition j, the skip that j's last layer stashes and passes on as j's output, or -1
+/// Per stage j, the skip that j's last layer stashes and passes on as j's output, or -1
 /// (empty when the profile has no skips). A stash layer that returns what it stashes
 /// (passesOnItsInput) makes the skip and the stage's output one tensor, allocated by the layer
-/// before it. Only a skip that leaves its partition matters (one popped inside it is gone by
+/// before it. Only a skip that leaves its stage matters (one popped inside it is gone by
 /// then).
 std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, const CostModel& costs,
                                         const std::vector<std::int64_t>& firstLayer) {
@@ -164,8 +164,8 @@ std::vector<std::int32_t> skipsPassedOn(const CompiledSchedule& compiled, const 
   if (layout.skips == 0) return {};  // no allocation on the search's path for models without skips
   std::vector<std::int32_t> passedOn(static_cast<std::size_t>(layout.n), -1);
   for (std::int32_t s = 0; s < layout.skips; ++s) {
-    const std::int32_t stash = compiled.skipStashPartition[static_cast<std::size_t>(s)];
-    if (stash == compiled.skipPopPartition[static_cast<std::size_t>(s)]) continue;
+    const std::int32_t stash = compiled.skipStashStage[static_cast<std::size_t>(s)];
+    if (stash == compiled.skipPopStage[static_cast<std::size_t>(s)]) continue;
     const auto last = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(stash) + 1] - 1);
     if (passedOn[static_cast<std::size_t>(stash)] < 0 && passesOnItsInput(costs, s, last)) {
       passedOn[static_cast<std::size_t>(stash)] = s;
@@ -223,7 +223,7 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
       const auto first = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j)]);
       const auto end = static_cast<std::size_t>(firstLayer[static_cast<std::size_t>(j) + 1]);
       const double speed =
-          cluster.devices[static_cast<std::size_t>(out.partitionDevice[static_cast<std::size_t>(j)])].relativeSpeed;
+          cluster.devices[static_cast<std::size_t>(out.stageDevice[static_cast<std::size_t>(j)])].relativeSpeed;
       const auto forward = static_cast<std::size_t>(classSlot + layout.forwardNs(j));
       const auto backward = static_cast<std::size_t>(classSlot + layout.backwardNs(j));
       out.durationNs[forward] = scaleTime(table.forwardDevicePrefix[end] - table.forwardDevicePrefix[first], speed);
@@ -253,8 +253,8 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
   }
 }
 
-/// The loss on the last partition's device (zero costs when the profile has none): its forward
-/// as the loss op, again inside the last partition's recompute, its backward at the start of
+/// The loss on the last stage's device (zero costs when the profile has none): its forward
+/// as the loss op, again inside the last stage's recompute, its backward at the start of
 /// backward(i, n-1); its graph's bytes from the loss (or that recompute) to that backward, less
 /// the output when the graph does not keep it (the part of it no layer saved is freed), its
 /// forward's transient on top, its backward's peak before the last layers' (their figure counts
@@ -265,7 +265,7 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   if (!compiled.training) return;
   const std::int32_t last = layout.n - 1;
   const double speed =
-      cluster.devices[static_cast<std::size_t>(out.partitionDevice[static_cast<std::size_t>(last)])].relativeSpeed;
+      cluster.devices[static_cast<std::size_t>(out.stageDevice[static_cast<std::size_t>(last)])].relativeSpeed;
   for (int sizeClass = 0; sizeClass < 2; ++sizeClass) {
     const CostSample& loss = costs.table(sizeClass == 0 ? batching.chunkSize : batching.lastSize).loss;
     const std::int32_t classSlot = sizeClass * layout.durationsPerClass();
@@ -286,7 +286,7 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     const Bytes outputLetGo = costs.profile().loss.keepsOutput ? 0 : bytes[layout.unsavedOutput(last)];
     bytes[layout.lossHeld()] = loss.savedBytes - outputLetGo;
     bytes[layout.lossPeak()] = loss.savedBytes + loss.forwardWorkspaceBytes;
-    // (The last partition's recompute is charged its peak from its start: held there, the
+    // (The last stage's recompute is charged its peak from its start: held there, the
     // loss's peak on top of the recomputed graph matched resnet's measured devices better.)
     bytes[layout.recomputeWithLossPeak()] =
         std::max(bytes[layout.gradForwardPeak(last)] + bytes[layout.gradForwardPeakAtEnd(last)],
@@ -310,47 +310,47 @@ void checkBackwardSplit(const CompiledSchedule& compiled, const CostModel& costs
   }
 }
 
-/// Sizes the slots and places each partition: its cluster device and its static bytes.
-void placePartitions(const CompiledSchedule& compiled, const CostModel& costs, const Candidate& candidate,
-                     const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
+/// Sizes the slots and places each stage: its cluster device and its static bytes.
+void placeStages(const CompiledSchedule& compiled, const CostModel& costs, const Candidate& candidate,
+                 const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
   const SlotLayout& layout = compiled.layout;
   const std::int32_t n = layout.n;
   out.durationNs.assign(2 * static_cast<std::size_t>(layout.durationsPerClass()), 0);
   out.bytes.assign(2 * static_cast<std::size_t>(layout.bytesPerClass()), 0);
   out.staticBytes.resize(static_cast<std::size_t>(n));
-  out.partitionDevice.resize(static_cast<std::size_t>(n));
+  out.stageDevice.resize(static_cast<std::size_t>(n));
   const Bytes workspaces = costs.libraryWorkspaceBytes(compiled.training);
   for (std::int32_t j = 0; j < n; ++j) {
-    out.partitionDevice[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(candidate.deviceOf(j));
+    out.stageDevice[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(candidate.deviceOf(j));
     out.staticBytes[static_cast<std::size_t>(j)] =
         costs.staticBytes(firstLayer[static_cast<std::size_t>(j)], firstLayer[static_cast<std::size_t>(j) + 1]) +
         workspaces;
   }
 }
 
-/// What resolveCosts' steps share: its inputs, and the placed partitions in `out`.
+/// What resolveCosts' steps share: its inputs, and the placed stages in `out`.
 struct CostResolution {
   const CompiledSchedule& compiled;
   CostModel& costs;
   const Cluster& cluster;
   const std::vector<std::int64_t>& firstLayer;
-  /// Per partition j, the skip its last layer passes on as j's output, or -1 (skipsPassedOn).
+  /// Per stage j, the skip its last layer passes on as j's output, or -1 (skipsPassedOn).
   const std::vector<std::int32_t>& passedOn;
   ResolvedCosts& out;
   const bool sharedLinks;
 
-  std::int32_t deviceOf(std::int32_t j) const { return out.partitionDevice[static_cast<std::size_t>(j)]; }
-  // Partitions whose tensors the other uses as they are (one device, or one host's memory; with
+  std::int32_t deviceOf(std::int32_t j) const { return out.stageDevice[static_cast<std::size_t>(j)]; }
+  // Stages whose tensors the other uses as they are (one device, or one host's memory; with
   // one process per device, one rank).
   bool sharesTensors(std::int32_t a, std::int32_t b) const {
     if (cluster.processPerDevice) {
-      return compiled.partitionLane[static_cast<std::size_t>(a)] == compiled.partitionLane[static_cast<std::size_t>(b)];
+      return compiled.stageLane[static_cast<std::size_t>(a)] == compiled.stageLane[static_cast<std::size_t>(b)];
     }
     return deviceOf(a) == deviceOf(b) || isZeroCostLink(cluster.link(deviceOf(a), deviceOf(b)));
   }
   // Transfer time (with shared links its latency part in copyLatencyNs) and destination buffer
   // (a tensor of `bytes`, counted as the cost model counts tensors) of `bytes` moved from
-  // partition a to partition b.
+  // stage a to stage b.
   void transfer(std::int32_t a, std::int32_t b, Bytes bytes, std::int32_t durationSlot, Bytes& bufferBytes) const {
     TimeNs& timeNs = out.durationNs[static_cast<std::size_t>(durationSlot)];
     if (sharesTensors(a, b)) {
@@ -375,7 +375,7 @@ struct SizeClassSlots {
   Bytes* bytes;
 };
 
-/// Partition j's durations, its bytes and transient peaks, and the copies to and from j + 1.
+/// Stage j's durations, its bytes and transient peaks, and the copies to and from j + 1.
 void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t j) {
   const SlotLayout& layout = r.compiled.layout;
   const std::int32_t n = layout.n;
@@ -406,7 +406,7 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   const bool passesOn = !r.passedOn.empty() && r.passedOn[static_cast<std::size_t>(j)] >= 0;
   const std::size_t allocating = passesOn ? end - 2 : end - 1;
   bytes[layout.unsavedOutput(j)] = passesOn && end - 1 == first ? 0 : table.unsavedOutputBytes(allocating);
-  // In training a skip popped here from another partition is a leaf: its gradient is made
+  // In training a skip popped here from another stage is a leaf: its gradient is made
   // by the popping layer's backward (skip_gradient_bytes.h says what its walk holds of it).
   // (No call for a profile without skips: the search walks every layer of every candidate.)
   auto heldSkipGradients = [&](std::size_t l, bool input) {
@@ -431,7 +431,7 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   }
 }
 
-/// I frees a tensor crossing between partitions but the part W keeps of it, which moves to
+/// I frees a tensor crossing between stages but the part W keeps of it, which moves to
 /// W's count at once (the slots' comments in compiled_schedule.h).
 void resolveSplitHandOver(const CompiledSchedule& compiled, Bytes* bytes) {
   const SlotLayout& layout = compiled.layout;
@@ -445,14 +445,14 @@ void resolveSplitHandOver(const CompiledSchedule& compiled, Bytes* bytes) {
   }
 }
 
-/// Skip s's bytes, its gradient's, and its copies between the stash and the pop partition.
+/// Skip s's bytes, its gradient's, and its copies between the stash and the pop stage.
 void resolveSkip(const CostResolution& r, const SizeClassSlots& c, std::int32_t s) {
   const SlotLayout& layout = r.compiled.layout;
   const Profile& profile = r.costs.profile();
   Bytes* bytes = c.bytes;
   const Bytes skip = profile.skips[static_cast<std::size_t>(s)].bytesPerSample * c.size;
-  const std::int32_t stash = r.compiled.skipStashPartition[static_cast<std::size_t>(s)];
-  const std::int32_t pop = r.compiled.skipPopPartition[static_cast<std::size_t>(s)];
+  const std::int32_t stash = r.compiled.skipStashStage[static_cast<std::size_t>(s)];
+  const std::int32_t pop = r.compiled.skipPopStage[static_cast<std::size_t>(s)];
   bytes[layout.skipBytes(s)] = r.costs.tensorBytes(skip);
   bytes[layout.skipGradBytes(s)] = r.costs.tensorBytes(skip) - c.skipGradients.sharedInBackward(s, /*atInput=*/true);
   bytes[layout.skipGradSharedBytes(s)] = c.skipGradients.sharedWithInput(s);
@@ -460,7 +460,7 @@ void resolveSkip(const CostResolution& r, const SizeClassSlots& c, std::int32_t 
   bytes[layout.skipUnsavedBytes(s)] =
       r.costs.tensorBytes(profile.skips[static_cast<std::size_t>(s)].unsavedBytesPerSample * c.size);
   if (r.passedOn[static_cast<std::size_t>(stash)] == s) {
-    // The skip is the stash partition's output. In training that output outlives the skip's
+    // The skip is the stash stage's output. In training that output outlives the skip's
     // hold (kept until backward(i, stash + 1), or until backward(i, stash) as U): the skip
     // adds nothing. Not training, the skip outlives the output (kept until forward(i, stash
     // + 1)): the output adds nothing.
@@ -471,14 +471,14 @@ void resolveSkip(const CostResolution& r, const SizeClassSlots& c, std::int32_t 
       bytes[layout.output(stash)] = 0;
     }
   }
-  // A stash layer that opens its partition and passes its input on stashes the partition's
+  // A stash layer that opens its stage and passes its input on stashes the stage's
   // input, which the stage keeps until its backward (for a recompute, or as the graph's
   // leaf), after the pop's: in training the skip adds nothing. (With one process per device
   // a send to another rank keeps it past that backward; it is counted there.)
   const SkipProfile& skipProfile = profile.skips[static_cast<std::size_t>(s)];
-  const bool opensPartition = stash > 0 && skipProfile.stashLayer == r.firstLayer[static_cast<std::size_t>(stash)] &&
-                              r.costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
-  if (r.compiled.training && opensPartition && (!r.cluster.processPerDevice || r.sharesTensors(stash, pop))) {
+  const bool opensStage = stash > 0 && skipProfile.stashLayer == r.firstLayer[static_cast<std::size_t>(stash)] &&
+                          r.costs.stashReturnsItsInput()[static_cast<std::size_t>(s)];
+  if (r.compiled.training && opensStage && (!r.cluster.processPerDevice || r.sharesTensors(stash, pop))) {
     bytes[layout.skipBytes(s)] = 0;
     bytes[layout.skipUnsavedBytes(s)] = 0;
   }
@@ -486,9 +486,9 @@ void resolveSkip(const CostResolution& r, const SizeClassSlots& c, std::int32_t 
   r.transfer(pop, stash, skip, c.classSlot + layout.skipCopyNs(s, true), bytes[layout.skipCopyBytes(s, true)]);
 }
 
-/// One process per device: a backward frees its partition's saved bytes less what the sends
+/// One process per device: a backward frees its stage's saved bytes less what the sends
 /// keep (sentSaved): the part of an output sent to another rank its saved bytes hold, and the
-/// part of a skip sent to another rank the stash partition's graph saved (its next layer took
+/// part of a skip sent to another rank the stash stage's graph saved (its next layer took
 /// it as its input). Threads never read these slots.
 void resolveSentSaved(const CostResolution& r, Bytes* bytes) {
   const SlotLayout& layout = r.compiled.layout;
@@ -498,8 +498,8 @@ void resolveSentSaved(const CostResolution& r, Bytes* bytes) {
       bytes[layout.sentSaved(j)] = std::max<Bytes>(0, bytes[layout.output(j)] - bytes[layout.unsavedOutput(j)]);
   }
   for (std::int32_t s = 0; s < layout.skips; ++s) {
-    const std::int32_t stash = r.compiled.skipStashPartition[static_cast<std::size_t>(s)];
-    if (!r.sharesTensors(stash, r.compiled.skipPopPartition[static_cast<std::size_t>(s)]))
+    const std::int32_t stash = r.compiled.skipStashStage[static_cast<std::size_t>(s)];
+    if (!r.sharesTensors(stash, r.compiled.skipPopStage[static_cast<std::size_t>(s)]))
       bytes[layout.sentSaved(stash)] += bytes[layout.skipBytes(s)] - bytes[layout.skipUnsavedBytes(s)];
   }
   for (std::int32_t j = 0; j < n; ++j) {
@@ -536,7 +536,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
                   const Candidate& candidate, const MicroBatching& batching,
                   const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
   checkBackwardSplit(compiled, costs, candidate);
-  placePartitions(compiled, costs, candidate, firstLayer, out);
+  placeStages(compiled, costs, candidate, firstLayer, out);
   out.deviceHost = hostIndices(cluster);
   const bool shared = out.sharedLinks();
   if (shared) {

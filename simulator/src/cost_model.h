@@ -108,10 +108,10 @@ class CostModel {
 
 /// One candidate's numbers, indexed by the compiled schedule's slots.
 struct ResolvedCosts {
-  std::vector<TimeNs> durationNs;             ///< 2 * layout.durationsPerClass()
-  std::vector<Bytes> bytes;                   ///< 2 * layout.bytesPerClass()
-  std::vector<Bytes> staticBytes;             ///< per partition
-  std::vector<std::int32_t> partitionDevice;  ///< cluster device of each partition
+  std::vector<TimeNs> durationNs;         ///< 2 * layout.durationsPerClass()
+  std::vector<Bytes> bytes;               ///< 2 * layout.bytesPerClass()
+  std::vector<Bytes> staticBytes;         ///< per stage
+  std::vector<std::int32_t> stageDevice;  ///< cluster device of each stage
   /// Shared links (the cluster names hosts; docs/simulator.md, "Links"), else both empty:
   /// per cluster device the index of its host (hosts numbered in order of first appearance),
   /// and per duration slot the latency part of a copy's duration (the rest is drain time).
@@ -137,7 +137,7 @@ std::vector<std::int32_t> hostIndices(const Cluster& cluster);
 /// (exact when the speed is 1).
 TimeNs scaleTime(TimeNs profileNs, double relativeSpeed);
 
-/// A split backward's I and W times as partition j runs them: the profile's halves, except on
+/// A split backward's I and W times as stage j runs them: the profile's halves, except on
 /// the first stage, whose I computes nothing (no input wants a gradient,
 /// runtime/src/stage/split_backward.h) and whose W runs the whole backward in one pass: the
 /// profile's backward time, not the halves' sum (each half walks the graph: a gpt block's I + W

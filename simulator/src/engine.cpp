@@ -55,7 +55,7 @@ void Engine::resetOps(bool recordMemorySamples) {
   const auto lanes = static_cast<std::size_t>(compiled.lanes);
   const auto devices = static_cast<std::size_t>(deviceCount_);
   events_.clear();
-  memory_.reset(compiled.partitionLane, compiled.lanes, costs.partitionDevice, costs.staticBytes, deviceCount_,
+  memory_.reset(compiled.stageLane, compiled.lanes, costs.stageDevice, costs.staticBytes, deviceCount_,
                 recordMemorySamples);
   remaining_.resize(count);
   startNs_.assign(count, -1);
@@ -104,7 +104,7 @@ void Engine::placeLanes() {
   const auto lanes = static_cast<std::size_t>(compiled_->lanes);
   const auto devices = static_cast<std::size_t>(deviceCount_);
   laneDevice_.resize(lanes);
-  for (std::size_t d = 0; d < lanes; ++d) laneDevice_[d] = costs_->partitionDevice[d];
+  for (std::size_t d = 0; d < lanes; ++d) laneDevice_[d] = costs_->stageDevice[d];
   deviceLaneStart_.assign(devices + 1, 0);
   for (std::size_t d = 0; d < lanes; ++d) ++deviceLaneStart_[static_cast<std::size_t>(laneDevice_[d]) + 1];
   for (std::size_t device = 0; device < devices; ++device) deviceLaneStart_[device + 1] += deviceLaneStart_[device];
@@ -130,8 +130,8 @@ void Engine::assignResources(std::int32_t hosts) {
       resource_[op] = laneDevice_[static_cast<std::size_t>(c.lane)];
       busyNs_[static_cast<std::size_t>(c.lane)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
     } else {
-      const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(c.j)];
-      const std::int32_t to = costs.partitionDevice[static_cast<std::size_t>(c.toJ)];
+      const std::int32_t from = costs.stageDevice[static_cast<std::size_t>(c.j)];
+      const std::int32_t to = costs.stageDevice[static_cast<std::size_t>(c.toJ)];
       std::int32_t link = from * deviceCount + to;
       if (sharedLinks_) {
         const std::int32_t fromHost = costs.deviceHost[static_cast<std::size_t>(from)];

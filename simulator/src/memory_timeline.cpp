@@ -5,24 +5,24 @@
 
 namespace pipeprof::sim {
 
-void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+void MemoryTimeline::reset(const std::vector<std::int32_t>& stageDevice, const std::vector<Bytes>& staticBytes,
                            std::int32_t deviceCount, bool recordSamples) {
-  identityLanes_.resize(partitionDevice.size());
+  identityLanes_.resize(stageDevice.size());
   for (std::size_t j = 0; j < identityLanes_.size(); ++j) identityLanes_[j] = static_cast<std::int32_t>(j);
-  reset(identityLanes_, static_cast<std::int32_t>(identityLanes_.size()), partitionDevice, staticBytes, deviceCount,
+  reset(identityLanes_, static_cast<std::int32_t>(identityLanes_.size()), stageDevice, staticBytes, deviceCount,
         recordSamples);
 }
 
-void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionLane, std::int32_t laneCount,
-                           const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+void MemoryTimeline::reset(const std::vector<std::int32_t>& stageLane, std::int32_t laneCount,
+                           const std::vector<std::int32_t>& stageDevice, const std::vector<Bytes>& staticBytes,
                            std::int32_t deviceCount, bool recordSamples) {
-  const std::size_t n = partitionDevice.size();
+  const std::size_t n = stageDevice.size();
   const auto lanes = static_cast<std::size_t>(laneCount);
   current_.assign(lanes, 0);
   peak_.assign(lanes, 0);
   peakOp_.assign(lanes, -1);
-  partitionLane_ = &partitionLane;
-  partitionDevice_ = &partitionDevice;
+  stageLane_ = &stageLane;
+  stageDevice_ = &stageDevice;
   record_ = recordSamples;
   samples_.clear();
   if (record_) {
@@ -30,7 +30,7 @@ void MemoryTimeline::reset(const std::vector<std::int32_t>& partitionLane, std::
     deviceChanged_.assign(static_cast<std::size_t>(deviceCount), 0);
     lastSample_.assign(static_cast<std::size_t>(deviceCount), -1);
     for (std::size_t j = 0; j < n; ++j) {
-      const auto device = static_cast<std::size_t>(partitionDevice[j]);
+      const auto device = static_cast<std::size_t>(stageDevice[j]);
       deviceBytes_[device] += staticBytes[j];
       deviceChanged_[device] = 1;
     }
@@ -54,14 +54,14 @@ void MemoryTimeline::allocate(const MemoryEffect* first, const MemoryEffect* las
     const Bytes amount = bytes[effect.slot];
     if (amount == 0) continue;
     const auto j = static_cast<std::size_t>(effect.j);
-    const auto lane = static_cast<std::size_t>((*partitionLane_)[j]);
+    const auto lane = static_cast<std::size_t>((*stageLane_)[j]);
     current_[lane] += amount;
     if (current_[lane] > peak_[lane]) {
       peak_[lane] = current_[lane];
       peakOp_[lane] = op;
     }
     if (record_) {
-      const auto device = static_cast<std::size_t>((*partitionDevice_)[j]);
+      const auto device = static_cast<std::size_t>((*stageDevice_)[j]);
       deviceBytes_[device] += amount;
       deviceChanged_[device] = 1;
     }
@@ -75,9 +75,9 @@ void MemoryTimeline::release(const MemoryEffect* first, const MemoryEffect* last
     const Bytes amount = bytes[effect.slot];
     if (amount == 0) continue;
     const auto j = static_cast<std::size_t>(effect.j);
-    current_[static_cast<std::size_t>((*partitionLane_)[j])] -= amount;
+    current_[static_cast<std::size_t>((*stageLane_)[j])] -= amount;
     if (record_) {
-      const auto device = static_cast<std::size_t>((*partitionDevice_)[j]);
+      const auto device = static_cast<std::size_t>((*stageDevice_)[j]);
       deviceBytes_[device] -= amount;
       deviceChanged_[device] = 1;
     }

@@ -10,7 +10,7 @@
 
 namespace pipeprof::sim {
 
-/// One value of a device's "memory" counter (static + dynamic bytes of its partitions): the
+/// One value of a device's "memory" counter (static + dynamic bytes of its stages): the
 /// state after everything that happened at timeNs (an instantaneous peak inside one instant,
 /// such as an op's results allocated before the tensors it frees are released, shows in peaks, not here).
 struct MemorySample {
@@ -19,18 +19,18 @@ struct MemorySample {
   Bytes bytes = 0;
 };
 
-/// Memory effects name a partition (stage) j; the timeline sums them per lane, the pipeline
-/// device d that holds the stage (Schedule::deviceOf; one lane per partition when v is 1), and keeps each
+/// Memory effects name a stage (stage) j; the timeline sums them per lane, the pipeline
+/// device d that holds the stage (Schedule::deviceOf; one lane per stage when v is 1), and keeps each
 /// lane's running total and peak.
 class MemoryTimeline {
  public:
-  /// Starts a run: partition j counts on lane partitionLane[j] (< laneCount) and lives on cluster
-  /// device partitionDevice[j]; staticBytes (per partition) are live throughout.
-  void reset(const std::vector<std::int32_t>& partitionLane, std::int32_t laneCount,
-             const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+  /// Starts a run: stage j counts on lane stageLane[j] (< laneCount) and lives on cluster
+  /// device stageDevice[j]; staticBytes (per stage) are live throughout.
+  void reset(const std::vector<std::int32_t>& stageLane, std::int32_t laneCount,
+             const std::vector<std::int32_t>& stageDevice, const std::vector<Bytes>& staticBytes,
              std::int32_t deviceCount, bool recordSamples);
-  /// The same with one lane per partition.
-  void reset(const std::vector<std::int32_t>& partitionDevice, const std::vector<Bytes>& staticBytes,
+  /// The same with one lane per stage.
+  void reset(const std::vector<std::int32_t>& stageDevice, const std::vector<Bytes>& staticBytes,
              std::int32_t deviceCount, bool recordSamples);
 
   /// Applies allocations (+bytes) of effects [range) for `op` at timeNs; a new maximum of a
@@ -43,7 +43,7 @@ class MemoryTimeline {
                 TimeNs timeNs);
   void release(const MemoryEffect* first, const MemoryEffect* last, const Bytes* bytes, TimeNs timeNs);
 
-  /// Largest dynamic bytes of lane d (static not included): the sum over its partitions.
+  /// Largest dynamic bytes of lane d (static not included): the sum over its stages.
   Bytes peakDynamic(std::int32_t d) const { return peak_[static_cast<std::size_t>(d)]; }
   /// The op at which lane d's peak was first reached, or -1 when it never rose above 0.
   std::int64_t peakOp(std::int32_t d) const { return peakOp_[static_cast<std::size_t>(d)]; }
@@ -57,8 +57,8 @@ class MemoryTimeline {
   std::vector<Bytes> peak_;     ///< per lane
   std::vector<std::int64_t> peakOp_;
   std::vector<std::int32_t> identityLanes_;
-  const std::vector<std::int32_t>* partitionLane_ = nullptr;
-  const std::vector<std::int32_t>* partitionDevice_ = nullptr;
+  const std::vector<std::int32_t>* stageLane_ = nullptr;
+  const std::vector<std::int32_t>* stageDevice_ = nullptr;
   bool record_ = false;
   std::vector<Bytes> deviceBytes_;
   std::vector<char> deviceChanged_;

@@ -12,16 +12,15 @@ TimeNs OptimizerStepCosts::longestNs() const {
 }
 
 void optimizerStepCosts(const Profile& profile, const Cluster& cluster, const std::vector<std::int64_t>& firstLayer,
-                        const std::vector<std::int32_t>& partitionLane,
-                        const std::vector<std::int32_t>& partitionDevice, std::int32_t lanes, bool training,
-                        OptimizerStepCosts& out) {
+                        const std::vector<std::int32_t>& stageLane, const std::vector<std::int32_t>& stageDevice,
+                        std::int32_t lanes, bool training, OptimizerStepCosts& out) {
   const auto laneCount = static_cast<std::size_t>(lanes);
   out.durationNs.assign(laneCount, 0);
   out.transientBytes.assign(laneCount, 0);
   out.castCacheBytes.assign(laneCount, 0);
   if (!training) return;
   for (std::size_t j = 0; j + 1 < firstLayer.size(); ++j) {
-    const auto d = static_cast<std::size_t>(partitionLane[j]);
+    const auto d = static_cast<std::size_t>(stageLane[j]);
     for (std::int64_t l = firstLayer[j]; l < firstLayer[j + 1]; ++l) {
       const LayerProfile& layer = profile.layers[static_cast<std::size_t>(l)];
       out.durationNs[d] += layer.optimizerStepNs;  // the profiled device's time, scaled below
@@ -31,7 +30,7 @@ void optimizerStepCosts(const Profile& profile, const Cluster& cluster, const st
   }
   // Stage d (d < lanes) is on lane d: its cluster device is the lane's.
   for (std::size_t d = 0; d < laneCount; ++d) {
-    const double speed = cluster.devices[static_cast<std::size_t>(partitionDevice[d])].relativeSpeed;
+    const double speed = cluster.devices[static_cast<std::size_t>(stageDevice[d])].relativeSpeed;
     out.durationNs[d] = scaleTime(out.durationNs[d], speed);
   }
 }

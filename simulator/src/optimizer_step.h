@@ -25,11 +25,10 @@ struct OptimizerStepCosts {
 };
 
 /// Fills `out` (reusing its storage; all zero for a step that does not train). firstLayer has
-/// n + 1 entries (the last is the layer count); partitionLane[j] is stage j's lane,
-/// partitionDevice[j] its cluster device.
+/// n + 1 entries (the last is the layer count); stageLane[j] is stage j's lane,
+/// stageDevice[j] its cluster device.
 void optimizerStepCosts(const Profile& profile, const Cluster& cluster, const std::vector<std::int64_t>& firstLayer,
-                        const std::vector<std::int32_t>& partitionLane,
-                        const std::vector<std::int32_t>& partitionDevice, std::int32_t lanes, bool training,
-                        OptimizerStepCosts& out);
+                        const std::vector<std::int32_t>& stageLane, const std::vector<std::int32_t>& stageDevice,
+                        std::int32_t lanes, bool training, OptimizerStepCosts& out);
 
 }  // namespace pipeprof::sim

@@ -44,7 +44,7 @@ Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& cost
   trace.events.reserve(compiled.ops.size() + engine.memory().samples().size());
   for (std::size_t index = 0; index < compiled.ops.size(); ++index) {
     const CompiledOp& op = compiled.ops[index];
-    const std::int32_t from = costs.partitionDevice[static_cast<std::size_t>(op.j)];
+    const std::int32_t from = costs.stageDevice[static_cast<std::size_t>(op.j)];
     TraceEvent event;
     event.kind = EventKind::Span;
     event.name = compiled.labels[index];
@@ -52,7 +52,7 @@ Trace predictedTrace(const CompiledSchedule& compiled, const ResolvedCosts& cost
     if (op.isCompute()) {
       event.lane = "partition " + std::to_string(op.j);
     } else {
-      const std::int32_t to = costs.partitionDevice[static_cast<std::size_t>(op.toJ)];
+      const std::int32_t to = costs.stageDevice[static_cast<std::size_t>(op.toJ)];
       event.lane = "copy " + std::to_string(from) + "->" + std::to_string(to);
       event.bytes = costs.bytes[static_cast<std::size_t>(compiled.effects[op.startAlloc.begin].slot)];
     }

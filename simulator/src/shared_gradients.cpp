@@ -9,9 +9,8 @@
 namespace pipeprof::sim {
 
 void sharedGradientCosts(const Profile& profile, const Cluster& cluster, const std::vector<std::int64_t>& firstLayer,
-                         const std::vector<std::int32_t>& partitionLane,
-                         const std::vector<std::int32_t>& partitionDevice, std::int32_t lanes, bool training,
-                         SharedGradientCosts& out) {
+                         const std::vector<std::int32_t>& stageLane, const std::vector<std::int32_t>& stageDevice,
+                         std::int32_t lanes, bool training, SharedGradientCosts& out) {
   const auto laneCount = static_cast<std::size_t>(lanes);
   out.duplicateBytes.assign(laneCount, 0);
   out.exchanges.assign(laneCount, 0);
@@ -19,7 +18,7 @@ void sharedGradientCosts(const Profile& profile, const Cluster& cluster, const s
   if (profile.sharedParameters.empty()) return;
   const auto laneOf = [&](std::int64_t layer) {
     const auto stage = std::upper_bound(firstLayer.begin(), firstLayer.end(), layer) - firstLayer.begin() - 1;
-    return static_cast<std::size_t>(partitionLane[static_cast<std::size_t>(stage)]);
+    return static_cast<std::size_t>(stageLane[static_cast<std::size_t>(stage)]);
   };
   // A copy: the parameter, its gradient and the optimizer's state for it.
   const Bytes copiesPerByte = 2 + optimizerStateCopies(profile.environment.optimizer.kind);
@@ -35,7 +34,7 @@ void sharedGradientCosts(const Profile& profile, const Cluster& cluster, const s
     }
   }
   for (const auto& [pair, bytes] : pairBytes) {
-    const Link& link = cluster.link(partitionDevice[pair.first], partitionDevice[pair.second]);
+    const Link& link = cluster.link(stageDevice[pair.first], stageDevice[pair.second]);
     out.exchangeNs = std::max(out.exchangeNs, link.transferNs(bytes));
   }
 }

@@ -23,12 +23,11 @@ struct SharedGradientCosts {
   TimeNs exchangeNs = 0;
 };
 
-/// Fills `out` (reusing its storage). firstLayer has n + 1 entries; partitionLane[j] is stage
-/// j's lane, partitionDevice[d] lane d's cluster device. No exchange for a step that does not
+/// Fills `out` (reusing its storage). firstLayer has n + 1 entries; stageLane[j] is stage
+/// j's lane, stageDevice[d] lane d's cluster device. No exchange for a step that does not
 /// train.
 void sharedGradientCosts(const Profile& profile, const Cluster& cluster, const std::vector<std::int64_t>& firstLayer,
-                         const std::vector<std::int32_t>& partitionLane,
-                         const std::vector<std::int32_t>& partitionDevice, std::int32_t lanes, bool training,
-                         SharedGradientCosts& out);
+                         const std::vector<std::int32_t>& stageLane, const std::vector<std::int32_t>& stageDevice,
+                         std::int32_t lanes, bool training, SharedGradientCosts& out);
 
 }  // namespace pipeprof::sim

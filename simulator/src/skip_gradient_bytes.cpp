@@ -1,4 +1,4 @@
-// What the gradients of skips routed across partitions add to a partition's backward
+// What the gradients of skips routed across stages add to a stage's backward
 // (skip_gradient_bytes.h).
 #include "skip_gradient_bytes.h"
 
@@ -15,8 +15,8 @@ Bytes SkipGradientBytes::skipBytes(std::int32_t s) const {
   return costs_.tensorBytes(costs_.profile().skips[static_cast<std::size_t>(s)].bytesPerSample * microBatch_);
 }
 
-bool SkipGradientBytes::opensItsPartition(std::int32_t s) const {
-  const std::int32_t pop = compiled_.skipPopPartition[static_cast<std::size_t>(s)];
+bool SkipGradientBytes::opensItsStage(std::int32_t s) const {
+  const std::int32_t pop = compiled_.skipPopStage[static_cast<std::size_t>(s)];
   return costs_.profile().skips[static_cast<std::size_t>(s)].popLayer == firstLayer_[static_cast<std::size_t>(pop)];
 }
 
@@ -25,9 +25,9 @@ Bytes SkipGradientBytes::sharedWithInput(std::int32_t s) const {
   const auto k = static_cast<std::size_t>(s);
   if (!compiled_.splitsBackward || !skip.gradientSharedWithInput) return 0;
   const auto before = static_cast<std::size_t>(skip.popLayer - 1);
-  const bool firstOfPartition = opensItsPartition(s);
-  if (firstOfPartition && compiled_.skipStashPartition[k] != compiled_.skipPopPartition[k] - 1) return 0;
-  return std::min(skipBytes(s), firstOfPartition ? table_.outputBytes[before] : table_.inputKeptBytes[before]);
+  const bool firstOfStage = opensItsStage(s);
+  if (firstOfStage && compiled_.skipStashStage[k] != compiled_.skipPopStage[k] - 1) return 0;
+  return std::min(skipBytes(s), firstOfStage ? table_.outputBytes[before] : table_.inputKeptBytes[before]);
 }
 
 Bytes SkipGradientBytes::atLayerBeforePop(std::int32_t s) const {
@@ -45,15 +45,15 @@ Bytes SkipGradientBytes::sharedInBackward(std::int32_t s, bool atInput) const {
   const SkipProfile& skip = costs_.profile().skips[static_cast<std::size_t>(s)];
   const auto k = static_cast<std::size_t>(s);
   if (!skip.gradientSharedInBackward) return 0;
-  if (atInput && (!opensItsPartition(s) || compiled_.skipStashPartition[k] != compiled_.skipPopPartition[k] - 1)) {
+  if (atInput && (!opensItsStage(s) || compiled_.skipStashStage[k] != compiled_.skipPopStage[k] - 1)) {
     return 0;
   }
   return atLayerBeforePop(s);
 }
 
 bool SkipGradientBytes::popsInto(std::int32_t s, std::int32_t j) const {
-  return compiled_.skipPopPartition[static_cast<std::size_t>(s)] == j &&
-         compiled_.skipStashPartition[static_cast<std::size_t>(s)] != j;
+  return compiled_.skipPopStage[static_cast<std::size_t>(s)] == j &&
+         compiled_.skipStashStage[static_cast<std::size_t>(s)] != j;
 }
 
 Bytes SkipGradientBytes::keptBySlice(std::int32_t s, std::int32_t j, std::size_t end, std::size_t l) const {

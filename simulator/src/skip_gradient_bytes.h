@@ -1,4 +1,4 @@
-// What the gradients of skips routed across partitions add to a partition's backward, at one
+// What the gradients of skips routed across stages add to a stage's backward, at one
 // micro-batch size (docs/simulator.md, "A skip's gradient").
 #pragma once
 
@@ -14,7 +14,7 @@
 namespace pipeprof::sim {
 
 /// The rules for one candidate at one micro-batch size. A popped skip is a leaf on its pop
-/// partition, so that partition's backward makes its gradient; where the popping layer hands the
+/// stage, so that stage's backward makes its gradient; where the popping layer hands the
 /// very tensor to its other input, or a slice of its output's gradient, part of it is counted
 /// elsewhere. Skips are the profile's indices.
 class SkipGradientBytes {
@@ -24,22 +24,22 @@ class SkipGradientBytes {
 
   /// Under a split backward, the part of skip s's gradient that I makes as the very tensor the
   /// popping layer's input gets (SkipProfile::gradientSharedWithInput), which is counted there:
-  /// in what the layer before keeps for W (that layer in the popping partition too), or, where
-  /// the pop is the partition's first layer and the skip comes from the partition before, in
-  /// the gradient of the partition's input, which that partition's backward takes as it takes
+  /// in what the layer before keeps for W (that layer in the popping stage too), or, where
+  /// the pop is the stage's first layer and the skip comes from the stage before, in
+  /// the gradient of the stage's input, which that stage's backward takes as it takes
   /// the skip's.
   Bytes sharedWithInput(std::int32_t s) const;
 
   /// The same for a whole backward (SkipProfile::gradientSharedInBackward): the tensor the
   /// popping layer hands its input, which that layer's backward and the one before count in
   /// their workspaces. Past them the skip's gradient keeps it alone, except where the pop is
-  /// the partition's first layer and the skip comes from the partition before: there it is the
-  /// gradient of the partition's input, which that partition's backward takes with the skip's
+  /// the stage's first layer and the skip comes from the stage before: there it is the
+  /// gradient of the stage's input, which that stage's backward takes with the skip's
   /// (`atInput`).
   Bytes sharedInBackward(std::int32_t s, bool atInput) const;
 
-  /// What partition j's backward (I's when `input`) holds of the gradients of skips another
-  /// partition stashed and j pops, made by the backward of layer l or of a later layer, at
+  /// What stage j's backward (I's when `input`) holds of the gradients of skips another
+  /// stage stashed and j pops, made by the backward of layer l or of a later layer, at
   /// layer l (layers of j end before `end`).
   Bytes heldAt(std::int32_t j, std::size_t end, std::size_t l, bool input) const;
 
@@ -50,7 +50,7 @@ class SkipGradientBytes {
   /// At the layer before the pop, the shared tensor is the gradient of that layer's output,
   /// whole in its I's workspace (the profiler's backward allocates it there).
   Bytes sharedBeforePop(std::int32_t s) const;
-  /// Whether skip s, stashed by another partition, is popped by j.
+  /// Whether skip s, stashed by another stage, is popped by j.
   bool popsInto(std::int32_t s, std::int32_t j) const;
   /// Where I hands skip s a slice of the gradient of the popping layer's output
   /// (SkipProfile::gradientSliceOfOutput: a concatenation), the slice is no tensor of its own
@@ -58,7 +58,7 @@ class SkipGradientBytes {
   /// whole gradient alive, once per concatenation, unless the gradient is the one received from
   /// j + 1, which is held anyway.
   Bytes keptBySlice(std::int32_t s, std::int32_t j, std::size_t end, std::size_t l) const;
-  bool opensItsPartition(std::int32_t s) const;
+  bool opensItsStage(std::int32_t s) const;
   Bytes skipBytes(std::int32_t s) const;
 
   const CompiledSchedule& compiled_;

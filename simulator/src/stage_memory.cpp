@@ -1,4 +1,4 @@
-// One partition's memory inside its ops (stage_memory.h): a split backward's moved bytes.
+// One stage's memory inside its ops (stage_memory.h): a split backward's moved bytes.
 #include "stage_memory.h"
 
 namespace pipeprof::sim {

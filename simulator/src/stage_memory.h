@@ -1,4 +1,4 @@
-// One partition's memory inside its ops, from its layers' profile: each op's transient peak
+// One stage's memory inside its ops, from its layers' profile: each op's transient peak
 // above its start, and what a split backward moves between I, W and the neighbours.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 namespace pipeprof::sim {
 
-/// What a compute op of one partition (layers [first, end)) holds above its starting level at
+/// What a compute op of one stage (layers [first, end)) holds above its starting level at
 /// its busiest layer (docs/simulator.md, "Memory model"). A forward that keeps its graph builds
 /// up saved bytes layer by layer; a backward frees them layer by layer, last layer first.
 struct TransientPeaks {
@@ -31,7 +31,7 @@ struct TransientPeaks {
 
 /// `splits`: also the peaks of a split backward (I, and the first stage's W of a recomputed
 /// graph), I's where `inputGradients` (the stage's input wants a gradient).
-/// `heldSkipGradients(l, input)`: the gradients of popped leaves (skips another partition stashed)
+/// `heldSkipGradients(l, input)`: the gradients of popped leaves (skips another stage stashed)
 /// that the backward of layer l or of a later layer made, held from then on; `input` for I's.
 template <typename HeldSkipGradients>
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
@@ -59,7 +59,7 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   for (std::size_t l = first; l < end; ++l) {
     const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
     const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0});
-    // The layer's input is the previous layer's output (the partition's input is held already);
+    // The layer's input is the previous layer's output (the stage's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
     const Bytes unsavedInput = l > first ? table.unsavedOutputBytes(l - 1) : 0;
@@ -94,7 +94,7 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   return peaks;
 }
 
-/// What a split backward moves for partition j (layers [first, end)): what I keeps for W on
+/// What a split backward moves for stage j (layers [first, end)): what I keeps for W on
 /// j, the gradient of j's output W needs (held on j + 1 when `sharesOutputGradient`, the two
 /// using one tensor, else on j as the copy's buffer) and W's transient. `sharesInput`: j's
 /// input is j - 1's output itself, which j - 1 counts; `inputUser` the layer that takes it

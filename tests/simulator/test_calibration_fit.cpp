@@ -21,14 +21,14 @@ TraceEvent span(Phase phase, TimeNs startNs, TimeNs durationNs, std::int64_t i =
   return event;
 }
 
-/// One timed step at startNs lasting stepNs, in which every partition runs, for micro-batch i
+/// One timed step at startNs lasting stepNs, in which every stage runs, for micro-batch i
 /// of sizes[i] samples, a forward of forwardPerSampleNs x sizes[i] and a backward of
 /// backwardPerSampleNs x sizes[i].
-void addStep(Trace& trace, TimeNs startNs, TimeNs stepNs, const std::vector<std::int64_t>& sizes,
-             std::int64_t partitions, TimeNs forwardPerSampleNs, TimeNs backwardPerSampleNs) {
+void addStep(Trace& trace, TimeNs startNs, TimeNs stepNs, const std::vector<std::int64_t>& sizes, std::int64_t stages,
+             TimeNs forwardPerSampleNs, TimeNs backwardPerSampleNs) {
   trace.events.push_back(span(Phase::Step, startNs, stepNs));
   for (std::size_t i = 0; i < sizes.size(); ++i) {
-    for (std::int64_t j = 0; j < partitions; ++j) {
+    for (std::int64_t j = 0; j < stages; ++j) {
       const auto microBatch = static_cast<std::int64_t>(i);
       trace.events.push_back(span(Phase::Forward, startNs + 1, forwardPerSampleNs * sizes[i], microBatch, j));
       trace.events.push_back(span(Phase::Backward, startNs + 2, backwardPerSampleNs * sizes[i], microBatch, j));
@@ -48,7 +48,7 @@ ReferenceRun reference(std::vector<std::int64_t> balance, std::int64_t chunks, s
 Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
 
 TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
-  // Batch 8 over [1,1], chunks 2: two micro-batches of 4. Each partition's forward takes
+  // Batch 8 over [1,1], chunks 2: two micro-batches of 4. Each stage's forward takes
   // 3 x 4 = 12 (whole model 24 against 2 x 4 = 8 profiled: x3) and its backward 5 x 4 = 20
   // (40 against 16: x2.5). With the calibrated profile the simulator predicts GPipe's 3
   // forward clocks of 12 and 3 backward clocks of 20; the median step of both rounds is 110.
@@ -69,7 +69,7 @@ TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   EXPECT_DOUBLE_EQ(calibration.scales.at(2).forward, 2.0);
   EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile's 12
   EXPECT_EQ(calibration.stepOverheadNs.at(2), 110 - (3 * 12 + 3 * 20));
-  EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0}));  // the partitions ran alike
+  EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0}));  // the stages ran alike
   ASSERT_EQ(calibration.provenance.references.size(), 2U);               // chunks 2 (both rounds pooled), chunks 3
   EXPECT_EQ(calibration.provenance.references[0].chunks, 2);
   EXPECT_EQ(calibration.provenance.references[0].steps, 3);
@@ -210,9 +210,9 @@ TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(oneFOneB.checkpoint, Checkpoint::ExceptLast);
 }
 
-/// Chunks 1 of batch 8 over [1,1], one step of 100 ns in which partition 1 takes twice
-/// partition 0's time: forwards 8 and 16, backwards 16 and 32.
-ReferenceRun unevenPartitions() {
+/// Chunks 1 of batch 8 over [1,1], one step of 100 ns in which stage 1 takes twice
+/// stage 0's time: forwards 8 and 16, backwards 16 and 32.
+ReferenceRun unevenStages() {
   ReferenceRun run = reference({1, 1}, 1, 8);
   run.trace.events.push_back(span(Phase::Step, 0, 100));
   run.trace.events.push_back(span(Phase::Forward, 1, 8, 0, 0));
@@ -222,12 +222,12 @@ ReferenceRun unevenPartitions() {
   return run;
 }
 
-TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
+TEST(CalibrationFit, StagesThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
   // Whole model: forward 24 against 16 profiled, backward 48 against 32 (x1.5 both), so each
-  // layer is calibrated to 12 + 24 = 36; partition 0 measured 24 (speed 1.5), partition 1 48
+  // layer is calibrated to 12 + 24 = 36; stage 0 measured 24 (speed 1.5), stage 1 48
   // (speed 0.75). At those speeds the (sequential) step is 8 + 16 + 32 + 16 = 72 of the
   // measured 100.
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenPartitions()});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenStages()});
   EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
   EXPECT_EQ(calibration.stepOverheadNs.at(1), 28);
   const Cluster cluster = calibratedCluster(twoCpus(), calibration);
@@ -237,8 +237,8 @@ TEST(CalibrationFit, PartitionsThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed
 
 TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesSpeed) {
   // The GPipe reference of the first test (batch 8 over [1,1], chunks 2 of 4 samples; layers
-  // x3 forward, x2.5 backward, both partitions alike) with a loss profiled at 10 ns forward.
-  // Its loss ops on partition 1 took 50, 70 and 60 ns: median 60, scale 6 -- past the layers'
+  // x3 forward, x2.5 backward, both stages alike) with a loss profiled at 10 ns forward.
+  // Its loss ops on stage 1 took 50, 70 and 60 ns: median 60, scale 6 -- past the layers'
   // clamp of 4. On device 1's critical path (F(0,1) loss(0) F(1,1) loss(1) B(1,1) B(0,1)) each
   // of the two losses now takes 50 ns more, so the step overhead fitted is 100 ns less.
   Profile profile = twoLayerProfile();
@@ -269,7 +269,7 @@ TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesS
 
   // On a device of speed 0.75 the simulator stretches the loss by 1 / 0.75: the scale is what
   // the op took times that speed.
-  ReferenceRun slower = unevenPartitions();
+  ReferenceRun slower = unevenStages();
   slower.trace.events.push_back(span(Phase::Loss, 2, 40, 0, 1));
   const Calibration atSpeed = calibrationFromRuns(profile, twoCpus(), {slower});
   EXPECT_EQ(atSpeed.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
@@ -365,7 +365,7 @@ TEST(CalibrationFit, MessageLatencyNeedsThreeWaitingReceiversAndIsNeverNegative)
 TEST(CalibrationFit, TheFittedMessageLatencyEntersTheOverhead) {
   // Every layer's output is 1 byte, so each copy holds its link for the latency L (a link
   // without hosts moves one copy at a time). GPipe over [1,1] with 2 micro-batches (forward 12,
-  // backward 20 per partition once calibrated) with L above 12: the second activation copy
+  // backward 20 per stage once calibrated) with L above 12: the second activation copy
   // waits for the first, the second gradient copy for the first, so the step is
   // 12 + 2L + 12 + 20 + 20 + 2L = 64 + 4L. The overhead is what the step measured beyond
   // that, so fitting L = 70 us instead of the link's 1 us takes 4 x 69 us off it.

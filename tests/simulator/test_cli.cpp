@@ -55,7 +55,7 @@ TEST_F(SimulatorCli, SimulateJsonMatchesTheClosedForm) {
   const nlohmann::json json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json.at("iteration_ns"), (4 + 2 - 1) * 30);
   EXPECT_EQ(json.at("busy_ns"), nlohmann::json::array({120, 120}));
-  // The last partition peaks when backward(3,1) allocates the gradient of its input (10 > 5).
+  // The last stage peaks when backward(3,1) allocates the gradient of its input (10 > 5).
   EXPECT_EQ(json.at("peak_bytes"), nlohmann::json::array({16 + 400 + 5, 16 + 400 + 10}));
   EXPECT_EQ(json.at("fits"), true);
   EXPECT_NEAR(json.at("samples_per_s").get<double>(), 4 / 150e-9, 1e-3);
@@ -200,7 +200,7 @@ TEST_F(SimulatorCli, SimulateReadsAScheduleFile) {
       << split.err;
 }
 
-TEST_F(SimulatorCli, SuggestPipelineDevicesKeepsItsOldNamePartitions) {
+TEST_F(SimulatorCli, SuggestPipelineDevicesKeepsItsOldNameStages) {
   const std::string base =
       "suggest --profile " + path("profile.json") + " --batch 4 --chunks 1,2 --schedules gpipe --json ";
   const CliRun named = run(base + "--pipeline-devices 2");

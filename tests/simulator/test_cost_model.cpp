@@ -1,4 +1,4 @@
-// Tests for the cost model: torch::chunk micro-batch sizes and per-partition sums.
+// Tests for the cost model: torch::chunk micro-batch sizes and per-stage sums.
 #include "cost_model.h"
 
 #include "test_helpers.h"
@@ -27,7 +27,7 @@ TEST(CostModel, TablesArePrefixSumsAtTheMicroBatchSize) {
   EXPECT_EQ(table.outputBytes, (std::vector<Bytes>{21, 27}));
   EXPECT_EQ(table.forwardWorkspaceBytes, (std::vector<Bytes>{9, 15}));
   EXPECT_EQ(table.backwardWorkspaceBytes, (std::vector<Bytes>{9, 15}));
-  EXPECT_EQ(&model.table(3), &table);                 // cached
+  EXPECT_EQ(&model.table(3), &table);               // cached
   EXPECT_EQ(model.staticBytes(0, 2), 2 * (4 + 6));  // params + grads
 }
 

@@ -11,7 +11,7 @@
 namespace pipeprof {
 namespace {
 
-// One layer per partition, every size a whole number of 512-byte blocks (the allocator's
+// One layer per stage, every size a whole number of 512-byte blocks (the allocator's
 // rounding changes none of them): saved S, output O < S, workspace W, params P (+ P of
 // gradients), per sample; one sample per micro-batch.
 constexpr Bytes kS = 200 * 512;
@@ -33,8 +33,7 @@ Prediction run(const Profile& profile, std::int64_t m, Checkpoint mode, bool tra
   SimulationOptions options;
   options.training = training;
   return simulate(profile, test::freeCluster(k),
-                  test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(k), 1), m, mode, m),
-                  options)
+                  test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(k), 1), m, mode, m), options)
       .prediction;
 }
 
@@ -56,7 +55,7 @@ TEST(CudaMemoryModel, EveryStageHoldsTwoLibraryWorkspacesWhenTraining) {
       EXPECT_EQ(after.iterationNs, before.iterationNs);
     }
   }
-  // The closed forms of docs/simulator.md with the workspaces added: never, partition 0.
+  // The closed forms of docs/simulator.md with the workspaces added: never, stage 0.
   EXPECT_EQ(run(cuda, 4, Checkpoint::Never).peakBytes[0], kStatic + 4 * kS + kW + 2 * kLibraryWorkspace);
   EXPECT_EQ(run(cuda, 4, Checkpoint::Always).peakBytes[0], kStatic + 4 * kO + kS + kW + 2 * kLibraryWorkspace);
 }
@@ -104,7 +103,7 @@ TEST(CudaMemoryModel, SizesAreRoundedToAllocatorBlocks) {
   const test::LayerCosts odd{10, 20, 1500, 700, 5, 8};
   const Profile cpu = test::uniformProfile(2, odd);
   const Profile cuda = onCuda(cpu, 0);
-  // never, M = 1: partition 0 peaks at P + S + W, the last one at P + S + max(W, O).
+  // never, M = 1: stage 0 peaks at P + S + W, the last one at P + S + max(W, O).
   EXPECT_EQ(run(cpu, 1, Checkpoint::Never).peakBytes, (std::vector<Bytes>{16 + 1500 + 5, 16 + 1500 + 700}));
   EXPECT_EQ(run(cuda, 1, Checkpoint::Never).peakBytes, (std::vector<Bytes>{1024 + 1536 + 512, 1024 + 1536 + 1024}));
   // A copy buffer is a block, but the copy moves the tensor's own bytes: 700 bytes at 1 byte/ns

@@ -1,4 +1,5 @@
-// Tests for link_sharing.cpp and the engine's shared links: processor sharing in closed form, which transfers share a link, hosts in pipelines.
+// Tests for link_sharing.cpp and the engine's shared links: processor sharing in closed form, which transfers share a
+// link, hosts in pipelines.
 #include "compiled_schedule.h"
 #include "cost_model.h"
 #include "engine.h"
@@ -90,7 +91,7 @@ TEST(LinkSharing, FinishTimesRoundUpToWholeNanoseconds) {
 
 // ---- The engine: which transfers share a link ---------------------------------------------
 
-/// Copies with no dependencies between four one-partition lanes (partition j on device j),
+/// Copies with no dependencies between four one-stage lanes (stage j on device j),
 /// each with its own duration slot; no compute ops, no memory effects.
 CompiledSchedule copiesOnly(const std::vector<std::pair<std::int32_t, std::int32_t>>& copies) {
   CompiledSchedule compiled;
@@ -98,7 +99,7 @@ CompiledSchedule copiesOnly(const std::vector<std::pair<std::int32_t, std::int32
   compiled.chunks = 1;
   compiled.lanes = 4;
   compiled.orderStart.assign(5, 0);
-  compiled.partitionLane = {0, 1, 2, 3};
+  compiled.stageLane = {0, 1, 2, 3};
   for (std::size_t k = 0; k < copies.size(); ++k) {
     CompiledOp op;
     op.kind = OpKind::Copy;
@@ -116,7 +117,7 @@ ResolvedCosts copyCosts(std::size_t copies, TimeNs latencyNs, TimeNs workNs, boo
   ResolvedCosts costs;
   costs.durationNs.assign(copies, latencyNs + workNs);
   costs.staticBytes.assign(4, 0);
-  costs.partitionDevice = {0, 1, 2, 3};
+  costs.stageDevice = {0, 1, 2, 3};
   if (hosts) {
     costs.deviceHost = {0, 0, 1, 1};
     costs.copyLatencyNs.assign(copies, latencyNs);
@@ -166,10 +167,9 @@ TEST(EngineSharedLinks, IntraHostLinksAreDevicePairs) {
 constexpr TimeNs kF = 10;  // forward per layer per sample
 constexpr TimeNs kB = 20;  // backward per layer per sample
 
-/// One-layer partitions of forward kF, backward kB and `outputBytes` boundaries, with a skip
+/// One-layer stages of forward kF, backward kB and `outputBytes` boundaries, with a skip
 /// route of `skipBytes` from stash to pop when skipBytes > 0.
-Profile pipelineProfile(std::int64_t layers, Bytes outputBytes, std::int64_t stash, std::int64_t pop,
-                        Bytes skipBytes) {
+Profile pipelineProfile(std::int64_t layers, Bytes outputBytes, std::int64_t stash, std::int64_t pop, Bytes skipBytes) {
   Profile profile = test::uniformProfile(layers, {kF, kB, 0, outputBytes, 0, 0});
   if (skipBytes > 0) profile.skips.push_back({"skip", stash, pop, skipBytes});
   return profile;
@@ -186,7 +186,8 @@ std::map<std::string, TraceEvent> copySpans(const Trace& trace) {
 }
 
 SimulationResult forwardOnly(const Profile& profile, const Cluster& cluster, std::vector<std::int64_t> devices) {
-  Candidate candidate = test::makeCandidate(std::vector<std::int64_t>(profile.layers.size(), 1), 1, Checkpoint::Never, 1);
+  Candidate candidate =
+      test::makeCandidate(std::vector<std::int64_t>(profile.layers.size(), 1), 1, Checkpoint::Never, 1);
   candidate.devices = std::move(devices);
   SimulationOptions options;
   options.training = false;
@@ -271,8 +272,7 @@ TEST(SimulateSharedLinks, TransfersOnDifferentIntraHostLinksDoNotInterfere) {
 //   backward(0,0) [500,520]
 TEST(SimulateSharedLinks, FourDevicesOnTwoHostsHandComputed) {
   const Profile profile = pipelineProfile(4, 100, 0, 3, 100);
-  const Cluster cluster =
-      Cluster::withHosts({"A", "A", "B", "B"}, std::nullopt, Link{0, 10e9}, Link{5, 1e9}, "cuda");
+  const Cluster cluster = Cluster::withHosts({"A", "A", "B", "B"}, std::nullopt, Link{0, 10e9}, Link{5, 1e9}, "cuda");
   SimulationOptions options;
   options.recordTrace = true;
   const SimulationResult result =
@@ -308,9 +308,9 @@ TEST(SimulateSharedLinks, FourDevicesOnTwoHostsHandComputed) {
   // backward(0,0) [350,370].
   Cluster matrix = cluster;
   matrix.hosts.clear();
-  EXPECT_EQ(simulate(profile, matrix, test::makeCandidate({1, 1, 1, 1}, 1, Checkpoint::Never, 1))
-                .prediction.iterationNs,
-            370);
+  EXPECT_EQ(
+      simulate(profile, matrix, test::makeCandidate({1, 1, 1, 1}, 1, Checkpoint::Never, 1)).prediction.iterationNs,
+      370);
 }
 
 // GPipe, never, two micro-batches, stages placed 0 2 1 3 on hosts A A B B so that every

@@ -295,14 +295,14 @@ TEST(MeasuredPeaks, OneProcessPerDeviceKeepsTheSkipsItSent) {
       0.05, 0, ranks);
 }
 
-// A stash layer that opens its partition stashes the partition's input, which the stage keeps
+// A stash layer that opens its stage stashes the stage's input, which the stage keeps
 // for its recompute anyway: resnet [13,9,12,12] (stage 1 starts with block1's stash, which
 // stage 2 pops on the same rank under zbv), checkpoint always, `--procs 2`: the second rank
 // read 76.07 MiB against 68.07 measured at 2 micro-batches counting the skip once more. Where
 // the pop is on the other rank (interleaved), the send keeps that input to the rank's last op:
 // counted from the stage's backward on, the second rank reads exactly (58.08 against 54.08
 // MiB at 4 micro-batches counted from the forward).
-TEST(MeasuredPeaks, AStashThatOpensItsPartitionHoldsNothingMoreThanTheInput) {
+TEST(MeasuredPeaks, AStashThatOpensItsStageHoldsNothingMoreThanTheInput) {
   const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
   Cluster ranks = Cluster::uniform(2, std::nullopt, 4.849e9, 41202, "cpu");
   ranks.processPerDevice = true;

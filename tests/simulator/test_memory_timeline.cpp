@@ -1,4 +1,4 @@
-// Tests for the memory model: peaks per partition and their ops, closed forms per checkpoint mode.
+// Tests for the memory model: peaks per stage and their ops, closed forms per checkpoint mode.
 #include "memory_timeline.h"
 
 #include <pipeprof/simulator/simulator.h>
@@ -14,7 +14,7 @@
 namespace pipeprof {
 namespace {
 
-// One layer per partition: f 10, b 20, saved S 100, output O 10, workspace W 5, params 8
+// One layer per stage: f 10, b 20, saved S 100, output O 10, workspace W 5, params 8
 // (+ 8 of gradients: static 16), all per sample; one sample per micro-batch.
 constexpr Bytes kS = 100;
 constexpr Bytes kO = 10;
@@ -29,7 +29,7 @@ Prediction run(std::int64_t k, std::int64_t m, Checkpoint mode, const Cluster& c
       .prediction;
 }
 
-// never: partition 0 keeps every micro-batch's saved tensors until its backward; the peak is
+// never: stage 0 keeps every micro-batch's saved tensors until its backward; the peak is
 // reached while forward(M-1,0) runs (its saved tensors, its live output and its workspace).
 TEST(MemoryModel, NeverGrowsLinearlyInMicroBatches) {
   for (std::int64_t k : {1, 2, 3}) {
@@ -38,7 +38,7 @@ TEST(MemoryModel, NeverGrowsLinearlyInMicroBatches) {
       EXPECT_EQ(p.peakBytes[0], kStatic + m * kS + kW) << "K=" << k << " M=" << m;
       EXPECT_EQ(p.peakOp[0], "forward(" + std::to_string(m - 1) + ",0)");
       if (k > 1) {
-        // The last partition allocates the gradient of its input at the end of backward(M-1,K-1),
+        // The last stage allocates the gradient of its input at the end of backward(M-1,K-1),
         // before that micro-batch's saved tensors are freed (here O > W: the profile's backward
         // workspace, which the gradient of the input is part of, does not cover it).
         EXPECT_EQ(p.peakBytes[static_cast<std::size_t>(k - 1)], kStatic + m * kS + kO);
@@ -50,7 +50,7 @@ TEST(MemoryModel, NeverGrowsLinearlyInMicroBatches) {
 }
 
 // always: the stored inputs (one boundary output per micro-batch) plus one micro-batch's
-// saved tensors during its recompute. A single partition is the last stage: its output waits
+// saved tensors during its recompute. A single stage is the last stage: its output waits
 // only for loss(i), which runs without a graph and frees it, so nothing is stored.
 TEST(MemoryModel, AlwaysHoldsOneMicroBatchOfSavedTensorsPlusStoredInputs) {
   for (std::int64_t k : {1, 2, 3}) {
@@ -64,7 +64,7 @@ TEST(MemoryModel, AlwaysHoldsOneMicroBatchOfSavedTensorsPlusStoredInputs) {
 }
 
 // except_last: M-1 stored inputs plus the last micro-batch's saved tensors, at the end of
-// forward(M-1,0) (none stored by a single partition: its losses freed them).
+// forward(M-1,0) (none stored by a single stage: its losses freed them).
 TEST(MemoryModel, ExceptLastKeepsTheLastMicroBatch) {
   for (std::int64_t k : {1, 2, 3}) {
     for (std::int64_t m : {2, 4, 8}) {
@@ -76,7 +76,7 @@ TEST(MemoryModel, ExceptLastKeepsTheLastMicroBatch) {
   }
 }
 
-// Inside one partition a forward builds up saved tensors layer by layer and a backward frees
+// Inside one stage a forward builds up saved tensors layer by layer and a backward frees
 // them last layer first, so a layer's workspace counts on top of what is live at that layer.
 // Two layers a, b (per sample): saved 100 / 20, output 10 / 10, forward workspace 5 / 5,
 // backward workspace 50 / 8; no parameters.
@@ -245,10 +245,10 @@ TEST(MemoryModel, TheLossHoldsItsGraphUntilTheLastStagesBackward) {
 }
 
 // Over a costly link every copy allocates its bytes on the destination at copy start: the
-// activation copy on partition 1 (held until backward(0,1) ends), the gradient copy on
-// partition 0 (held until backward(0,0) ends). That gradient is the one partition 0's backward
+// activation copy on stage 1 (held until backward(0,1) ends), the gradient copy on
+// stage 0 (held until backward(0,0) ends). That gradient is the one stage 0's backward
 // starts from: its backward workspace (5, less than the output gradient of 10 the profiler's
-// workspace includes) adds nothing on top, so partition 0 peaks when the copy starts.
+// workspace includes) adds nothing on top, so stage 0 peaks when the copy starts.
 TEST(MemoryModel, CopyBuffersCountOnTheDestination) {
   const Prediction free = run(2, 1, Checkpoint::Never, test::freeCluster(2));
   EXPECT_EQ(free.peakBytes, (std::vector<Bytes>{kStatic + kS + kW, kStatic + kS + kO}));
@@ -276,10 +276,10 @@ std::map<TimeNs, double> counterOf(const Trace& trace, const std::string& device
 }
 
 // A checkpointed micro-batch saves nothing in its forward, so the whole skip tensor stays on
-// its stash partition from forward(i,0) to backward(i,2) (the pop's recompute needs it). The
-// popped skip is a leaf on partition 2: backward(i,2) makes its gradient there (the skip's
+// its stash stage from forward(i,0) to backward(i,2) (the pop's recompute needs it). The
+// popped skip is a leaf on stage 2: backward(i,2) makes its gradient there (the skip's
 // size, on top of the backward's peak), held until backward(i,0) has used it.
-TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopPartitionsBackward) {
+TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopStagesBackward) {
   Profile profile = test::uniformProfile(3, kLayer);
   const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Always, 1);
   const Prediction without = simulate(profile, test::freeCluster(3), candidate).prediction;
@@ -310,7 +310,7 @@ TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopPartitionsBackward) {
 
 // Not checkpointed, the backward graph saves what it needs of the skip (in a layer's saved
 // bytes); the stash holds the rest, its unsaved bytes, until the pop's forward has used it.
-TEST(MemoryModel, AnUnsavedSkipIsHeldUntilThePopPartitionsForward) {
+TEST(MemoryModel, AnUnsavedSkipIsHeldUntilThePopStagesForward) {
   Profile profile = test::uniformProfile(3, kLayer);
   const Candidate candidate = test::makeCandidate({1, 1, 1}, 1, Checkpoint::Never, 1);
   SimulationOptions options;
@@ -333,8 +333,8 @@ TEST(MemoryModel, AnUnsavedSkipIsHeldUntilThePopPartitionsForward) {
   }
 }
 
-// A skip routed within one partition lives inside its forward (a recompute stashes it again).
-TEST(MemoryModel, ASkipWithinOnePartitionHoldsNothingBetweenOps) {
+// A skip routed within one stage lives inside its forward (a recompute stashes it again).
+TEST(MemoryModel, ASkipWithinOneStageHoldsNothingBetweenOps) {
   for (Checkpoint mode : {Checkpoint::Always, Checkpoint::Never}) {
     Profile profile = test::uniformProfile(3, kLayer);
     const Candidate candidate = test::makeCandidate({2, 1}, 2, mode, 2);
@@ -363,12 +363,12 @@ TEST(MemoryModel, EverythingDynamicIsFreedAtTheEndOfTheStep) {
 }
 
 TEST(MemoryModel, CapacityDecidesFit) {
-  // Peak of partition 0 in never with M = 4: 16 + 400 + 5 = 421; partition 1: 16 + 400 + 10 = 426.
+  // Peak of stage 0 in never with M = 4: 16 + 400 + 5 = 421; stage 1: 16 + 400 + 10 = 426.
   const Prediction tight = run(2, 4, Checkpoint::Never, test::freeCluster(2, Bytes{425}));
   EXPECT_FALSE(tight.fits);
   EXPECT_EQ(tight.overflowDevices, (std::vector<std::int64_t>{1}));
   EXPECT_TRUE(run(2, 4, Checkpoint::Never, test::freeCluster(2, Bytes{426})).fits);
-  // Two partitions on one device: their peaks are summed (an upper bound).
+  // Two stages on one device: their peaks are summed (an upper bound).
   const Profile profile = test::uniformProfile(2, kLayer);
   Candidate candidate = test::makeCandidate({1, 1}, 4, Checkpoint::Never, 4);
   candidate.devices = {0, 0};
@@ -385,16 +385,16 @@ TEST(MemoryTimeline, AllocationsBeforeReleasesAndFirstPeakOp) {
   const std::vector<Bytes> statics{0, 0};
   sim::MemoryTimeline memory;
   memory.reset(devices, statics, 1, true);
-  memory.allocate(compiled, {0, 2}, bytes.data(), 7, 10);  // +50 +30 on partition 0
+  memory.allocate(compiled, {0, 2}, bytes.data(), 7, 10);  // +50 +30 on stage 0
   memory.release(compiled, {1, 2}, bytes.data(), 10);      // -30
   memory.allocate(compiled, {1, 2}, bytes.data(), 8, 20);  // +30: 80 again, not a new peak
-  memory.allocate(compiled, {2, 3}, bytes.data(), 9, 20);  // partition 1
+  memory.allocate(compiled, {2, 3}, bytes.data(), 9, 20);  // stage 1
   EXPECT_EQ(memory.peakDynamic(0), 80);
   EXPECT_EQ(memory.peakOp(0), 7);
   EXPECT_EQ(memory.peakDynamic(1), 50);
   EXPECT_EQ(memory.peakOp(1), 9);
   EXPECT_EQ(memory.currentDynamic(0), 80);
-  // One counter value per instant: 50 at t=10, 130 at t=20 (device 0 holds both partitions).
+  // One counter value per instant: 50 at t=10, 130 at t=20 (device 0 holds both stages).
   ASSERT_EQ(memory.samples().size(), 3u);
   EXPECT_EQ(memory.samples()[1].bytes, 50);
   EXPECT_EQ(memory.samples()[2].bytes, 130);

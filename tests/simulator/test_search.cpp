@@ -392,8 +392,8 @@ TEST(GroupRejections, ByOverflowingDevicesOrShapeReasonLargestFirst) {
 }
 
 // A search compiles each schedule shape once and reuses it for every balance with the same
-// shape: the partitions holding each skip's stash and pop, and whether each opens its
-// partition (a W that keeps the skip's gradient, a stash of the stage's input). Threads and
+// shape: the stages holding each skip's stash and pop, and whether each opens its
+// stage (a W that keeps the skip's gradient, a stash of the stage's input). Threads and
 // one process per device, whose compiled holds differ.
 TEST(Search, EveryBalancePredictsWhatItPredictsAlone) {
   const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");

@@ -15,18 +15,18 @@ namespace {
 
 using test::LayerCosts;
 
-constexpr TimeNs kF = 10;  // forward per partition per micro-batch
-constexpr TimeNs kB = 20;  // backward per partition per micro-batch
+constexpr TimeNs kF = 10;  // forward per stage per micro-batch
+constexpr TimeNs kB = 20;  // backward per stage per micro-batch
 
 Prediction run(std::int64_t k, std::int64_t m, Checkpoint mode, const Cluster& cluster,
                const LayerCosts& costs = {kF, kB, 0, 0, 0, 0}) {
   const Profile profile = test::uniformProfile(k, costs);
-  return simulate(profile, cluster, test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(k), 1), m,
-                                                         mode, m))
+  return simulate(profile, cluster,
+                  test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(k), 1), m, mode, m))
       .prediction;
 }
 
-// K equal partitions, M micro-batches, zero-cost links, mode never: the classic GPipe
+// K equal stages, M micro-batches, zero-cost links, mode never: the classic GPipe
 // diagram. Forward(i,j) runs in [(i+j)f, (i+j+1)f]; backward(i,j) ends at
 // T0 + (M-1-i + K-1-j + 1) b with T0 = (M+K-1) f; the last one is backward(0,0).
 TEST(SimulateClosedForm, NeverIsMPlusKMinusOneTimesFPlusB) {
@@ -45,7 +45,7 @@ TEST(SimulateClosedForm, NeverIsMPlusKMinusOneTimesFPlusB) {
 }
 
 // Mode always: recompute(i,j) starts right after backward(i+1,j) and ends exactly when the
-// gradient of micro-batch i arrives from partition j+1, so each partition's backward chain is
+// gradient of micro-batch i arrives from stage j+1, so each stage's backward chain is
 // stretched by f per micro-batch: iteration = (M+K-1)(f+b) + M f (derivation in docs).
 TEST(SimulateClosedForm, AlwaysAddsOneForwardPerMicroBatch) {
   for (std::int64_t k = 1; k <= 4; ++k) {
@@ -83,8 +83,8 @@ TEST(SimulateClosedForm, CopiesAddTwoCopiesPerBoundary) {
   }
 }
 
-// A slow link (c >= max(f, b)) between two partitions: copies serialise on the link, so
-// forward(M-1,1) ends at 2f + M c and the gradients reach partition 0 one per c:
+// A slow link (c >= max(f, b)) between two stages: copies serialise on the link, so
+// forward(M-1,1) ends at 2f + M c and the gradients reach stage 0 one per c:
 // iteration = 2 (f + b) + 2 M c.
 TEST(SimulateClosedForm, SlowLinkIsTheBottleneck) {
   constexpr TimeNs kC = 50;
@@ -98,7 +98,7 @@ TEST(SimulateClosedForm, SlowLinkIsTheBottleneck) {
   EXPECT_EQ(run(2, 4, Checkpoint::Never, cluster, {kF, kB, 0, 50, 0, 0}).iterationNs, 2 * (kF + kB) + 2 * 4 * 50);
 }
 
-TEST(Simulate, PartitionsOnOneDeviceShareIt) {
+TEST(Simulate, StagesOnOneDeviceShareIt) {
   const Profile profile = test::uniformProfile(2, {kF, kB, 0, 0, 0, 0});
   Candidate candidate = test::makeCandidate({1, 1}, 4, Checkpoint::Never, 4);
   candidate.devices = {0, 0};
@@ -117,22 +117,22 @@ TEST(Simulate, RelativeSpeedDividesComputeTime) {
 
 TEST(Simulate, UnevenMicroBatchesFollowTorchChunk) {
   const Profile profile = test::uniformProfile(1, {kF, kB, 0, 0, 0, 0});
-  // 10 samples in 4 chunks: 3, 3, 3, 1 -- one partition runs them back to back.
+  // 10 samples in 4 chunks: 3, 3, 3, 1 -- one stage runs them back to back.
   EXPECT_EQ(simulate(profile, test::freeCluster(1), test::makeCandidate({1}, 4, Checkpoint::Never, 10))
                 .prediction.iterationNs,
             10 * (kF + kB));
-  // 3 samples in 8 chunks: only 3 micro-batches of 1 exist, so 2 partitions take (3+1)(f+b).
+  // 3 samples in 8 chunks: only 3 micro-batches of 1 exist, so 2 stages take (3+1)(f+b).
   const Profile two = test::uniformProfile(2, {kF, kB, 0, 0, 0, 0});
-  EXPECT_EQ(simulate(two, test::freeCluster(2), test::makeCandidate({1, 1}, 8, Checkpoint::Never, 3))
-                .prediction.iterationNs,
-            4 * (kF + kB));
+  EXPECT_EQ(
+      simulate(two, test::freeCluster(2), test::makeCandidate({1, 1}, 8, Checkpoint::Never, 3)).prediction.iterationNs,
+      4 * (kF + kB));
   // except_last over the 3 existing micro-batches recomputes 2 of them.
   EXPECT_EQ(simulate(two, test::freeCluster(2), test::makeCandidate({1, 1}, 8, Checkpoint::ExceptLast, 3))
                 .prediction.iterationNs,
             4 * (kF + kB) + 2 * kF);
 }
 
-TEST(Simulate, PartitionCostsSumTheirLayers) {
+TEST(Simulate, StageCostsSumTheirLayers) {
   // Layers of 10/20, 30/40, 50/60 ns; balance [2,1] gives f = (40, 50), b = (60, 60).
   const Profile profile = test::makeProfile({{10, 20, 0, 0, 0, 0}, {30, 40, 0, 0, 0, 0}, {50, 60, 0, 0, 0, 0}});
   const Prediction p =
@@ -141,10 +141,10 @@ TEST(Simulate, PartitionCostsSumTheirLayers) {
   EXPECT_EQ(p.busyNs, (std::vector<TimeNs>{100, 110}));
 }
 
-// Skip route from layer 0 to layer 2 over three one-layer partitions, one micro-batch, links
+// Skip route from layer 0 to layer 2 over three one-layer stages, one micro-batch, links
 // of 1 byte/ns: the 500-byte skip copy (0->2) is slower than the two 10-byte boundary copies
 // plus forward(0,1), so forward(0,2) starts at f + 500; the skip gradient copy back (2->0) is
-// likewise the last thing partition 0 waits for: iteration = 2f + 2b + 2 * 500.
+// likewise the last thing stage 0 waits for: iteration = 2f + 2b + 2 * 500.
 TEST(Simulate, SkipCopiesAreExactlyAddedToTheCriticalPath) {
   Profile profile = test::uniformProfile(3, {kF, kB, 0, 10, 0, 0});
   profile.skips.push_back({"enc", 0, 2, 500});
@@ -168,8 +168,8 @@ TEST(Simulate, SkipCopiesAreExactlyAddedToTheCriticalPath) {
             3 * (kF + kB) + 4 * 10);
 }
 
-// A skip route inside one partition needs no copy: the pipeline is as without it.
-TEST(Simulate, SkipWithinOnePartitionAddsNoCopies) {
+// A skip route inside one stage needs no copy: the pipeline is as without it.
+TEST(Simulate, SkipWithinOneStageAddsNoCopies) {
   Profile profile = test::uniformProfile(4, {kF, kB, 0, 10, 0, 0});
   profile.skips.push_back({"local", 0, 1, 500});
   const Cluster cluster = Cluster::uniform(2, std::nullopt, 1e9, 0);
@@ -178,7 +178,7 @@ TEST(Simulate, SkipWithinOnePartitionAddsNoCopies) {
   const SimulationResult result =
       simulate(profile, cluster, test::makeCandidate({2, 2}, 2, Checkpoint::Never, 2), options);
   for (const TraceEvent& event : result.trace.events) EXPECT_NE(event.phase, Phase::SkipCopy) << event.name;
-  // f and b are per layer: partitions of two layers take 2f and 2b; boundaries cost 10 ns.
+  // f and b are per layer: stages of two layers take 2f and 2b; boundaries cost 10 ns.
   EXPECT_EQ(result.prediction.iterationNs, 2 * (2 * kF + 2 * kB) + (2 * kF + 2 * kB + 2 * 10));
 }
 
@@ -217,12 +217,12 @@ TEST(Simulate, RejectsMalformedCandidates) {
     simulate(profile, cluster, candidate);
     FAIL() << "expected invalid_argument";
   } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("partition 1 is placed on device 5 but the cluster has 2 devices"),
+    EXPECT_NE(std::string(error.what()).find("stage 1 is placed on device 5 but the cluster has 2 devices"),
               std::string::npos)
         << error.what();
   }
   EXPECT_THROW(simulate(profile, test::freeCluster(3), test::makeCandidate({1, 1, 1, 1}, 1, Checkpoint::Never, 1)),
-               std::invalid_argument);  // partition 3 on device 3 of 3
+               std::invalid_argument);  // stage 3 on device 3 of 3
   EXPECT_THROW(simulate(profile, cluster, test::makeCandidate({4, 0}, 1, Checkpoint::Never, 1)), std::invalid_argument);
   Profile badSkip = profile;
   badSkip.skips.push_back({"far", 1, 9, 4});
@@ -235,7 +235,8 @@ std::string describe(const SimulationResult& result) {
   std::ostringstream out;
   const Prediction& p = result.prediction;
   out << p.iterationNs << " " << p.samplesPerS << " " << p.bubbleFraction << " " << p.fits << "\n";
-  for (std::size_t j = 0; j < p.busyNs.size(); ++j) out << p.busyNs[j] << " " << p.peakBytes[j] << " " << p.peakOp[j] << "\n";
+  for (std::size_t j = 0; j < p.busyNs.size(); ++j)
+    out << p.busyNs[j] << " " << p.peakBytes[j] << " " << p.peakOp[j] << "\n";
   for (const TraceEvent& e : result.trace.events) {
     out << static_cast<int>(e.kind) << "|" << e.name << "|" << e.device << "|" << e.lane << "|" << e.startNs << "|"
         << e.durationNs << "|" << e.microBatch << "|" << e.partition << "|" << static_cast<int>(e.phase) << "|"
@@ -246,8 +247,8 @@ std::string describe(const SimulationResult& result) {
 }
 
 TEST(Simulate, IsDeterministic) {
-  Profile profile = test::makeProfile({{13, 29, 100, 40, 8, 64}, {17, 31, 120, 30, 9, 32}, {11, 23, 90, 20, 7, 16},
-                                       {19, 37, 80, 10, 6, 8}});
+  Profile profile = test::makeProfile(
+      {{13, 29, 100, 40, 8, 64}, {17, 31, 120, 30, 9, 32}, {11, 23, 90, 20, 7, 16}, {19, 37, 80, 10, 6, 8}});
   profile.skips.push_back({"s", 0, 3, 12});
   Cluster cluster = Cluster::uniform(3, std::nullopt, 2e9, 3);
   Candidate candidate = test::makeCandidate({1, 2, 1}, 4, Checkpoint::ExceptLast, 10);

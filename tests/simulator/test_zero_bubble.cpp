@@ -292,9 +292,9 @@ TEST(ZeroBubbleMemory, IHoldsWhatTheLaterLayersCapturedOverItsOwnPeak) {
   EXPECT_EQ(lastDevicePeak(3000, kOutput + 5000) - lastDevicePeak(3000, kOutput), 5000);
 }
 
-// A skip popped by a concatenation from another partition: I hands it a slice of the gradient
+// A skip popped by a concatenation from another stage: I hands it a slice of the gradient
 // of the concatenation's output, which that slice keeps alive below the pop until I ends (and
-// gives the slice storage of its own). Three devices, one micro-batch, zb1p; partition 1 holds
+// gives the slice storage of its own). Three devices, one micro-batch, zb1p; stage 1 holds
 // layers 1..3, and layer 1's I workspace (large) makes I's peak the device's.
 TEST(ZeroBubbleMemory, AConcatenationsSkipGradientKeepsTheGradientItSlicesUntilIEnds) {
   constexpr Bytes kSkip = 1024;
@@ -313,9 +313,9 @@ TEST(ZeroBubbleMemory, AConcatenationsSkipGradientKeepsTheGradientItSlicesUntilI
     EXPECT_EQ(p.peakOp[1], "backward-input(0,1)") << "pop " << popLayer << (slice ? " sliced" : "");
     return p.peakBytes[1];
   };
-  // Popped inside the partition: below the pop, the concatenation's gradient, not the skip's.
+  // Popped inside the stage: below the pop, the concatenation's gradient, not the skip's.
   EXPECT_EQ(middleDevicePeak(2, true) - middleDevicePeak(2, false), kConcatenated - kSkip);
-  // Popped by the partition's last layer: the gradient sliced is the one received from partition
+  // Popped by the stage's last layer: the gradient sliced is the one received from stage
   // 2, held anyway; the skip's gradient adds nothing until I ends.
   EXPECT_EQ(middleDevicePeak(3, true) - middleDevicePeak(3, false), -kSkip);
 }

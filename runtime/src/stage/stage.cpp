@@ -100,7 +100,7 @@ std::vector<torch::Device> resolveDevices(const std::vector<torch::Device>& devi
 
 std::vector<StageSkipRoute> stageSkipRoutes(const torch::nn::Sequential& module,
                                             const std::vector<std::int64_t>& balance) {
-  const auto partitionOf = [&](std::int64_t layer) {
+  const auto stageOf = [&](std::int64_t layer) {
     std::int64_t end = 0;
     for (std::size_t j = 0; j < balance.size(); ++j) {
       end += balance[j];
@@ -112,7 +112,7 @@ std::vector<StageSkipRoute> stageSkipRoutes(const torch::nn::Sequential& module,
   const std::vector<SkipRouteKey> keys = skipRouteKeys(module);
   for (std::size_t s = 0; s < keys.size(); ++s) {
     routes.push_back(
-        {keys[s].key, static_cast<std::int64_t>(s), partitionOf(keys[s].stashLayer), partitionOf(keys[s].popLayer)});
+        {keys[s].key, static_cast<std::int64_t>(s), stageOf(keys[s].stashLayer), stageOf(keys[s].popLayer)});
   }
   return routes;
 }

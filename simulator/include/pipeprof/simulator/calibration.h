@@ -1,7 +1,7 @@
 // The calibration (pipeprof.calibration/v1): measured corrections of a profile inside a real pipeline.
 //
 // The layer profiler times every layer alone, repeatedly, on hot caches. Inside a training step
-// the layers run back to back through one autograd graph while the other partitions of the host
+// the layers run back to back through one autograd graph while the other stages of the host
 // compute, and the step pays for grad zeroing and waking the workers.
 // A calibration, measured by timing reference pipelines (`pipeprof calibrate`, or the sweep
 // before it measures anything; see simulator/calibration_fit.h), holds these corrections:
@@ -10,7 +10,7 @@
 //                   against the profile: every layer's forward (and recompute) time at b times
 //                   forward, its backward time times backward, the loss's forward times loss
 //                   (sizes without a scale: 1.0)
-//   deviceSpeeds(j) the relative speed of cluster device j (on one CPU host the partitions do
+//   deviceSpeeds(j) the relative speed of cluster device j (on one CPU host the stages do
 //                   not run alike)
 //   stepOverhead(m) what a step with m chunks costs beyond the simulated pipeline
 //   messageLatency  (one process per device) how long a message between two ranks takes inside

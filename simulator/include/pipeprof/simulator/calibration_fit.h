@@ -6,11 +6,11 @@
 // burst of load on a shared machine spoils part of every reference's samples rather than all of
 // one's), each shape's runs apart:
 //
-//   forwardScale(b)  = median over micro-batches of b samples of (sum over partitions of its
+//   forwardScale(b)  = median over micro-batches of b samples of (sum over stages of its
 //                      forward spans) / the profile's forward of the whole model at b;
 //                      backwardScale(b) likewise
 //   speed(d)         = the scaled profile's compute of device d's stages' layers over what
-//                      they measured, over the runs (on CPU the partitions of one host do not
+//                      they measured, over the runs (on CPU the stages of one host do not
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
 //   lossScale(b)     = median over the loss ops of micro-batches of b samples of (the span x the
 //                      speed of its device) / the profile's loss forward at b (a loss of a few
@@ -33,8 +33,8 @@
 // rank 0's backward 1.0 ms after a wait under `never`, 0.6 ms under `except_last`).
 //
 //   step span  |<--------------------------------- step ------------------------------------>|
-//   partition 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
-//   partition 1       [f0][f1][f2][f3] loss [b3][b2][b1][b0]
+//   stage 0   [f0][f1][f2][f3]              ...               [b3][b2][b1][b0]  SGD
+//   stage 1       [f0][f1][f2][f3] loss [b3][b2][b1][b0]
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -48,9 +48,9 @@
 
 namespace pipeprof {
 
-/// The layers of a `layers`-layer model split as evenly as possible over `partitions`
-/// partitions (the first ones take one more); the reference pipelines' balance.
-std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t partitions);
+/// The layers of a `layers`-layer model split as evenly as possible over `stages`
+/// stages (the first ones take one more); the reference pipelines' balance.
+std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t stages);
 
 /// The reference pipeline of chunk count `chunks` under `schedule` and `checkpoint`: every
 /// device, its stages (stagesPerDevice per device for interleaved, else one; at most one per
@@ -60,7 +60,7 @@ Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int
                              Checkpoint checkpoint = Checkpoint::Never);
 
 /// One traced reference run: the candidate it trained and its trace (step spans and the
-/// pipeline's op spans, each op carrying its micro-batch and partition).
+/// pipeline's op spans, each op carrying its micro-batch and stage).
 struct ReferenceRun {
   Candidate candidate;
   Trace trace;

@@ -125,17 +125,17 @@ std::vector<std::vector<std::int64_t>> enumerateBalances(const Profile& profile,
                                                          const SearchSpace& space, std::int64_t stagesPerDevice = 1,
                                                          StagePlacement placement = StagePlacement::Loop);
 
-/// Number of compositions of `layers` into `partitions` positive parts, C(layers-1, partitions-1).
-std::int64_t countBalances(std::int64_t layers, std::int64_t partitions);
+/// Number of compositions of `layers` into `stages` positive parts, C(layers-1, stages-1).
+std::int64_t countBalances(std::int64_t layers, std::int64_t stages);
 
-/// The balance minimising the largest per-partition cost (exact, dynamic programming).
-std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerCosts, std::int64_t partitions);
+/// The balance minimising the largest per-stage cost (exact, dynamic programming).
+std::vector<std::int64_t> minBottleneckBalance(const std::vector<double>& layerCosts, std::int64_t stages);
 
 /// torchgpipe's balance_by_time: its block-partition heuristic on per-layer times.
-std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, std::int64_t partitions);
+std::vector<std::int64_t> balanceByTime(const std::vector<double>& layerTimes, std::int64_t stages);
 
 /// Per layer: forward + backward time in ns at a micro-batch size (the profile interpolated),
-/// the cost the min-bottleneck balance and balanceByTime partition.
+/// the cost the min-bottleneck balance and balanceByTime split.
 std::vector<double> layerTimesNs(const Profile& profile, std::int64_t microBatch);
 
 /// The rejection text for a prediction that does not fit, e.g.

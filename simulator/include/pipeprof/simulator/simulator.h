@@ -25,7 +25,7 @@ struct SimulationResult {
 
 /// Simulates one training step of the candidate under its schedule: each pipeline device's
 /// worker runs its device order (docs/simulator.md). Prediction::busyNs, peakBytes and peakOp
-/// have one entry per pipeline device (p = n / v; per partition when v is 1). Throws
+/// have one entry per pipeline device (p = n / v; per stage when v is 1). Throws
 /// std::invalid_argument when the candidate does not match the profile (balance sum != layer
 /// count) or the cluster (a stage placed on a device that does not exist, devices not one per
 /// pipeline device), or its schedule cannot run its shape (scheduleShapeError's text), naming
