@@ -45,7 +45,9 @@ class StageRuntimeImpl {
     std::vector<torch::Device> devices(static_cast<std::size_t>(p_), torch::Device(torch::kCPU));
     devices[static_cast<std::size_t>(rank_)] = options_.device;
     stages_ = splitIntoStages(module, options_, options_.deferredBatchNorm, devices);
-    stages_.keepOnly(rank_);  // every rank draws the step's seed as the threaded Pipe does: stochastic stays
+    // `stochastic` stays the whole pipeline's: every rank draws the step's seed as the threaded
+    // Pipe does. The Sequential goes, and the other ranks' layers with it.
+    stages_.keepOnly(rank_);
     stages_.module = torch::nn::Sequential(nullptr);
     schedules_ = ScheduleCache(options_, stages_.skips);
     for (const Stage& stage : stages_.stages) {
