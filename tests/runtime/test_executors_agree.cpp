@@ -2,7 +2,8 @@
 //
 // Each test here once failed: the two executors were written twice and drifted apart (a nested
 // dropout drew no seed on the ranks, eval mode recomputed on the ranks only, the ranks' loss
-// and input errors said less, a malformed shape computed p two ways).
+// and input errors said less, a malformed shape computed p two ways, a missing gradient was
+// undefined between threads and zeros between ranks).
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/in_process_transport.h>
 #include <pipeprof/runtime/pipe.h>
@@ -16,12 +17,15 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace pipeprof {
 namespace {
 
+using test::close;
 using test::meanSquaredError;
 using test::runRanks;
 using test::stageOptions;
@@ -181,6 +185,137 @@ TEST(ExecutorsAgree, AMalformedShapeIsRefusedAlike) {
   }
   EXPECT_NE(threaded, "");
   EXPECT_EQ(rank, threaded);
+}
+
+/// Returns {main(x), aux(x)} and stashes side(x) as "aside": what follows uses neither aux nor aside.
+struct BranchImpl : Skippable {
+  BranchImpl()
+      : Skippable({"aside"}, {}),
+        main(register_module("main", torch::nn::Linear(8, 8))),
+        aux(register_module("aux", torch::nn::Linear(8, 8))),
+        side(register_module("side", torch::nn::Linear(8, 8))) {}
+  std::vector<torch::Tensor> forward(const torch::Tensor& x) {
+    stash("aside", side(x));
+    return {main(x), aux(x)};
+  }
+  torch::nn::Linear main;
+  torch::nn::Linear aux;
+  torch::nn::Linear side;
+};
+TORCH_MODULE(Branch);
+
+/// Pops "aside" and drops it; passes the first input on.
+struct FirstOnlyImpl : Skippable {
+  FirstOnlyImpl() : Skippable({}, {"aside"}) {}
+  torch::Tensor forward(const std::vector<torch::Tensor>& xs) {
+    pop("aside");
+    return xs[0].tanh();
+  }
+};
+TORCH_MODULE(FirstOnly);
+
+/// branch0 (main, aux, side), first1, fc2, fc3: aux's output and the skip from side get no gradient.
+torch::nn::Sequential unusedOutputsModel() {
+  torch::manual_seed(11);
+  torch::nn::Sequential model;
+  model->push_back("branch0", Branch());
+  model->push_back("first1", FirstOnly());
+  model->push_back("fc2", torch::nn::Linear(8, 8));
+  model->push_back("fc3", torch::nn::Linear(8, 8));
+  return model;
+}
+
+/// Every parameter by name after one step and one AdamW step (weight decay: it moves a
+/// parameter with a zero gradient, not one with none), with its gradient before the update.
+struct TrainedParameters {
+  std::map<std::string, torch::Tensor> values;
+  std::map<std::string, torch::Tensor> grads;
+  double loss = 0;
+};
+
+void stepWithAdamW(const std::vector<std::string>& names, const std::vector<torch::Tensor>& parameters,
+                   TrainedParameters& into) {
+  torch::optim::AdamW optimizer(parameters, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  for (std::size_t k = 0; k < names.size(); ++k) into.grads[names[k]] = parameters[k].grad();
+  optimizer.step();
+  for (std::size_t k = 0; k < names.size(); ++k) into.values[names[k]] = parameters[k].detach().clone();
+}
+
+TEST(ExecutorsAgree, AnOutputOrSkipThatGetsNoGradientSendsNoneAndItsWeightsStayPut) {
+  const torch::Tensor input = torch::randn({4, 8});
+  const torch::Tensor target = torch::randn({4, 8});
+  std::vector<std::string> names;
+  for (const auto& named : unusedOutputsModel()->named_parameters()) names.push_back(named.key());
+  const torch::Tensor auxBefore = unusedOutputsModel()->named_parameters()["branch0.aux.weight"].clone();
+  for (const StageOptions& options : {stageOptions(ScheduleKind::GPipe, 1, {1, 3}, 2, Checkpoint::Always),
+                                      stageOptions(ScheduleKind::ZeroBubble, 1, {1, 3}, 2, Checkpoint::Never),
+                                      stageOptions(ScheduleKind::Interleaved, 2, {1, 1, 1, 1}, 2, Checkpoint::Never)}) {
+    SCOPED_TRACE(scheduleLabel(options.schedule, options.stagesPerDevice));
+    TrainedParameters threaded;
+    Pipe pipe(unusedOutputsModel(), options.balance, pipeOptions(options));
+    threaded.loss = pipe.step(input, target, meanSquaredError).item<double>();
+    stepWithAdamW(names, pipe.parameters(), threaded);
+
+    TrainedParameters ranks;
+    std::mutex mutex;
+    std::vector<torch::nn::Sequential> models{unusedOutputsModel(), unusedOutputsModel()};
+    const auto errors = runRanks(2, [&](int r, Transport& transport) {
+      StageRuntime runtime(models[static_cast<std::size_t>(r)], options, transport);
+      const torch::Tensor loss = runtime.step(input, target, meanSquaredError, 0);
+      TrainedParameters own;
+      stepWithAdamW(runtime.parameterNames(), runtime.parameters(), own);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (loss.defined()) ranks.loss = loss.item<double>();
+      ranks.values.insert(own.values.begin(), own.values.end());
+      ranks.grads.insert(own.grads.begin(), own.grads.end());
+    });
+    ASSERT_EQ(errors[0] + errors[1], "");
+    EXPECT_DOUBLE_EQ(ranks.loss, threaded.loss);
+    EXPECT_FALSE(threaded.grads.at("branch0.aux.weight").defined());
+    EXPECT_FALSE(threaded.grads.at("branch0.side.weight").defined());
+    for (const std::string& name : names) {
+      SCOPED_TRACE(name);
+      ASSERT_EQ(ranks.grads.at(name).defined(), threaded.grads.at(name).defined());
+      if (threaded.grads.at(name).defined()) {
+        EXPECT_TRUE(close(ranks.grads.at(name), threaded.grads.at(name)));
+      }
+      EXPECT_TRUE(close(ranks.values.at(name), threaded.values.at(name)));
+    }
+    EXPECT_TRUE(torch::equal(ranks.values.at("branch0.aux.weight"), auxBefore));
+  }
+}
+
+/// {a(x), b(x)}.
+struct TwoHeadsImpl : torch::nn::Module {
+  TwoHeadsImpl() : a(register_module("a", torch::nn::Linear(8, 8))), b(register_module("b", torch::nn::Linear(8, 8))) {}
+  std::vector<torch::Tensor> forward(const torch::Tensor& x) { return {a(x), b(x)}; }
+  torch::nn::Linear a;
+  torch::nn::Linear b;
+};
+TORCH_MODULE(TwoHeads);
+
+/// Uses its second input in training mode only: the set-up pass (eval mode) finds it no gradient.
+struct SecondInTrainingImpl : torch::nn::Module {
+  torch::Tensor forward(const std::vector<torch::Tensor>& xs) { return is_training() ? xs[0] + xs[1] : xs[0]; }
+};
+TORCH_MODULE(SecondInTraining);
+
+TEST(ExecutorsAgree, AGradientTheSetUpDidNotFindFailsOnTheRanksNamingTheTensor) {
+  torch::manual_seed(12);
+  std::vector<torch::nn::Sequential> models;
+  for (int r = 0; r < 2; ++r) {
+    torch::nn::Sequential model;
+    model->push_back("heads0", TwoHeads());
+    model->push_back("sum1", SecondInTraining());
+    models.push_back(model);
+  }
+  const StageOptions options = stageOptions(ScheduleKind::GPipe, 1, {1, 1}, 2, Checkpoint::Never);
+  const auto errors = runRanks(2, [&](int r, Transport& transport) {
+    StageRuntime runtime(models[static_cast<std::size_t>(r)], options, transport);
+    runtime.step(torch::randn({4, 8}), torch::randn({4, 8}), meanSquaredError, 0);
+  });
+  EXPECT_NE(errors[1].find("a gradient reached tensor 1 of stage 1's inputs, which the set-up pass"), std::string::npos)
+      << errors[1];
 }
 
 }  // namespace

@@ -171,7 +171,8 @@ std::vector<std::tuple<int, std::uint32_t, std::vector<std::int64_t>>> sentBy(co
 
 TEST(StageRuntime, OneFOneBSendsTheseMessagesInThisOrder) {
   // linear-tanh x 4 on 2 ranks, 4 rows in 2 micro-batches. Tags: (((kind * (skips + 1) + skip + 1)
-  // * n + edge) * m + i) * 8 + tensor, kinds shapes 0, activation 1, gradient 2.
+  // * n + edge) * m + i) * 8 + tensor, kinds shapes 0 (tensor 0: specs, 1: gradient mask),
+  // activation 1, gradient 2.
   InProcessWorld world(2, std::chrono::seconds(30));
   const auto results = runWorld(
       world, [] { return test::linearTanh(4); }, stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 2, Checkpoint::Never),
@@ -180,8 +181,8 @@ TEST(StageRuntime, OneFOneBSendsTheseMessagesInThisOrder) {
   using Sent = std::vector<std::tuple<int, std::uint32_t, std::vector<std::int64_t>>>;
   // Rank 0: the shape header of edge 0 -> 1 (81 int64), then F0 and F1's activations (warm-up 1).
   EXPECT_EQ(sentBy(world, 0), (Sent{{1, 0, {81}}, {1, 32, {2, 8}}, {1, 40, {2, 8}}}));
-  // Rank 1: B0's and B1's input gradients.
-  EXPECT_EQ(sentBy(world, 1), (Sent{{0, 64, {2, 8}}, {0, 72, {2, 8}}}));
+  // Rank 1: which of edge 0's tensors get a gradient (1 int64), then B0's and B1's input gradients.
+  EXPECT_EQ(sentBy(world, 1), (Sent{{0, 1, {1}}, {0, 64, {2, 8}}, {0, 72, {2, 8}}}));
 }
 
 TEST(StageRuntime, AWorldOfTheWrongSizeIsRefusedNamingBoth) {

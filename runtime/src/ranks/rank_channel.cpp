@@ -10,10 +10,6 @@
 namespace pipeprof {
 namespace {
 
-bool carriesGradient(const TensorSpec& spec) {
-  return c10::isFloatingType(spec.dtype) || c10::isComplexType(spec.dtype);
-}
-
 bool tracing(const HostTracer* tracer) { return tracer != nullptr && tracer->enabled(); }
 
 }  // namespace
@@ -27,6 +23,14 @@ const TensorSpecs& RankChannel::activationSpecs(std::int64_t j, std::int64_t i) 
 
 const TensorSpec& RankChannel::skipSpec(std::int64_t skip, std::int64_t i) const {
   return context_.shapes->skips.at({skip, rows_.at(static_cast<std::size_t>(i))});
+}
+
+const std::vector<bool>& RankChannel::activationGradients(std::int64_t j, std::int64_t i) const {
+  return context_.shapes->activationGradients.at({j, rows_.at(static_cast<std::size_t>(i))});
+}
+
+bool RankChannel::skipGradient(std::int64_t skip, std::int64_t i) const {
+  return context_.shapes->skipGradients.at({skip, rows_.at(static_cast<std::size_t>(i))});
 }
 
 std::string RankChannel::copyLabel(OpKind kind, std::int64_t i, std::int64_t fromJ, std::int64_t toJ, bool gradient,
@@ -80,11 +84,19 @@ void RankChannel::send(const torch::Tensor& tensor, int toRank, std::uint32_t ta
   traceMessage(/*sending=*/true, tensor, toRank, tag, label, startNs);
 }
 
-void RankChannel::sendGradients(const Tensors& grads, const TensorSpecs& specs, int toRank, MessageKind kind,
-                                std::int64_t edge, std::int64_t i, std::int64_t skip, const std::string& label) {
+void RankChannel::sendGradients(const Tensors& grads, const TensorSpecs& specs, const std::vector<bool>& travels,
+                                int toRank, MessageKind kind, std::int64_t edge, std::int64_t i, std::int64_t skip,
+                                const std::string& label, const std::string& what) {
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    if (!carriesGradient(specs[k])) continue;
     torch::Tensor grad = k < grads.size() ? grads[k] : torch::Tensor();
+    if (!travels.at(k)) {
+      if (!grad.defined()) continue;
+      throw std::runtime_error("a gradient reached tensor " + std::to_string(k) + " of " + what +
+                               ", which the set-up pass (eval mode, on zeros) found none for: ranks send only the "
+                               "gradients it found, so a stage whose gradients flow differently in training mode "
+                               "cannot run as ranks");
+    }
+    // The receiver waits for a gradient it was promised: a zero one adds nothing to its backward.
     if (!grad.defined()) {
       grad = torch::zeros(specs[k].shape, torch::TensorOptions().dtype(specs[k].dtype).device(context_.device));
     }
@@ -92,12 +104,13 @@ void RankChannel::sendGradients(const Tensors& grads, const TensorSpecs& specs, 
   }
 }
 
-Tensors RankChannel::receiveGradients(const TensorSpecs& specs, int fromRank, MessageKind kind, std::int64_t edge,
-                                      std::int64_t i, std::int64_t skip, const std::string& label) {
+Tensors RankChannel::receiveGradients(const TensorSpecs& specs, const std::vector<bool>& travels, int fromRank,
+                                      MessageKind kind, std::int64_t edge, std::int64_t i, std::int64_t skip,
+                                      const std::string& label) {
   Tensors grads;
   for (std::size_t k = 0; k < specs.size(); ++k) {
     grads.push_back(
-        carriesGradient(specs[k])
+        travels.at(k)
             ? receive(specs[k], fromRank, context_.tags->tag(kind, edge, i, static_cast<std::int64_t>(k), skip), label)
             : torch::Tensor());
   }
@@ -117,8 +130,9 @@ void RankChannel::postReceivesOf(const Op& op) {
         const bool gradients = receive.what == OpReceive::What::OutputGradients;
         const std::int64_t edge = gradients ? j : j - 1;  // a message is tagged by the edge's first stage
         const TensorSpecs& specs = activationSpecs(edge, i);
+        const std::vector<bool>* travels = gradients ? &activationGradients(edge, i) : nullptr;
         for (std::size_t k = 0; k < specs.size(); ++k) {
-          if (gradients && !carriesGradient(specs[k])) continue;
+          if (travels != nullptr && !travels->at(k)) continue;
           mailbox.post(specs[k], from,
                        tags.tag(gradients ? MessageKind::Gradient : MessageKind::Activation, edge, i,
                                 static_cast<std::int64_t>(k)));
@@ -130,7 +144,7 @@ void RankChannel::postReceivesOf(const Op& op) {
         const StageSkipRoute& route = *receive.route;
         const TensorSpec& spec = skipSpec(route.scheduleIndex, i);
         const bool gradient = receive.what == OpReceive::What::SkipGradient;
-        if (gradient && !carriesGradient(spec)) break;
+        if (gradient && !skipGradient(route.scheduleIndex, i)) break;
         mailbox.post(spec, from,
                      tags.tag(gradient ? MessageKind::SkipGradient : MessageKind::Skip, route.stashJ, i, 0,
                               route.scheduleIndex));
@@ -178,27 +192,27 @@ torch::Tensor RankChannel::receiveSkip(const StageSkipRoute& route, std::int64_t
 }
 
 Tensors RankChannel::receiveOutputGrads(std::int64_t i, std::int64_t j) {
-  return receiveGradients(activationSpecs(j, i), context_.rankOf(j + 1), MessageKind::Gradient, j, i, -1,
-                          copyLabel(OpKind::Copy, i, j + 1, j, true, -1));
+  return receiveGradients(activationSpecs(j, i), activationGradients(j, i), context_.rankOf(j + 1),
+                          MessageKind::Gradient, j, i, -1, copyLabel(OpKind::Copy, i, j + 1, j, true, -1));
 }
 
 void RankChannel::sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads) {
   if (j == 0) return;  // the step's input needs no gradient
-  sendGradients(grads, activationSpecs(j - 1, i), context_.rankOf(j - 1), MessageKind::Gradient, j - 1, i, -1,
-                copyLabel(OpKind::Copy, i, j, j - 1, true, -1));
+  sendGradients(grads, activationSpecs(j - 1, i), activationGradients(j - 1, i), context_.rankOf(j - 1),
+                MessageKind::Gradient, j - 1, i, -1, copyLabel(OpKind::Copy, i, j, j - 1, true, -1),
+                "stage " + std::to_string(j) + "'s inputs");
 }
 
 void RankChannel::sendSkipGrad(const StageSkipRoute& route, std::int64_t i, torch::Tensor grad) {
-  sendGradients({std::move(grad)}, {skipSpec(route.scheduleIndex, i)}, context_.rankOf(route.stashJ),
-                MessageKind::SkipGradient, route.stashJ, i, route.scheduleIndex,
-                copyLabel(OpKind::SkipCopy, i, route.popJ, route.stashJ, true, route.scheduleIndex));
+  sendGradients({std::move(grad)}, {skipSpec(route.scheduleIndex, i)}, {skipGradient(route.scheduleIndex, i)},
+                context_.rankOf(route.stashJ), MessageKind::SkipGradient, route.stashJ, i, route.scheduleIndex,
+                copyLabel(OpKind::SkipCopy, i, route.popJ, route.stashJ, true, route.scheduleIndex),
+                "the skip '" + route.key.second + "' popped in stage " + std::to_string(route.popJ));
 }
 
 torch::Tensor RankChannel::receiveSkipGrad(const StageSkipRoute& route, std::int64_t i) {
-  const TensorSpec& spec = skipSpec(route.scheduleIndex, i);
-  if (!carriesGradient(spec)) return {};
-  return receiveGradients({spec}, context_.rankOf(route.popJ), MessageKind::SkipGradient, route.stashJ, i,
-                          route.scheduleIndex,
+  return receiveGradients({skipSpec(route.scheduleIndex, i)}, {skipGradient(route.scheduleIndex, i)},
+                          context_.rankOf(route.popJ), MessageKind::SkipGradient, route.stashJ, i, route.scheduleIndex,
                           copyLabel(OpKind::SkipCopy, i, route.popJ, route.stashJ, true, route.scheduleIndex))
       .front();
 }

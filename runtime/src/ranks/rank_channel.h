@@ -21,10 +21,15 @@ namespace pipeprof {
 
 class HostTracer;
 
-/// The shapes every message of a step has, by micro-batch rows (agreed at set-up).
+/// The shapes every message of a step has, by micro-batch rows, and which gradients travel
+/// back: those the set-up pass's backward gave (shape_channel.h). A tensor that gets no
+/// gradient gets no message, so its producer's backward leaves it out, as the threaded Pipe's does.
 struct AgreedShapes {
   std::map<std::pair<std::int64_t, std::int64_t>, TensorSpecs> activations;  ///< (stage j of edge j -> j+1, rows)
   std::map<std::pair<std::int64_t, std::int64_t>, TensorSpec> skips;         ///< (skip index, rows)
+  /// Same keys: per activation, whether its gradient travels back from stage j + 1.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<bool>> activationGradients;
+  std::map<std::pair<std::int64_t, std::int64_t>, bool> skipGradients;  ///< same keys as skips
 };
 
 /// What a rank's channel works with; fixed between steps except the step's schedule and tags.
@@ -55,7 +60,9 @@ class RankChannel final : public ForwardChannel, public BackwardChannel {
   void sendActivations(std::int64_t i, std::int64_t j, const Tensors& outputs) override;
   void sendSkip(const StageSkipRoute& route, std::int64_t i, const torch::Tensor& tensor) override;
   torch::Tensor receiveSkip(const StageSkipRoute& route, std::int64_t i) override;
-  /// Gradients travel for floating tensors only; a missing one goes as zeros.
+  /// Gradients travel where the set-up found one (AgreedShapes); elsewhere they are undefined.
+  /// A send throws std::runtime_error for a gradient the set-up found none for, and sends zeros
+  /// for a missing one the set-up found (the receiver posted its receive).
   Tensors receiveOutputGrads(std::int64_t i, std::int64_t j) override;
   void sendInputGrads(std::int64_t i, std::int64_t j, Tensors grads) override;
   void sendSkipGrad(const StageSkipRoute& route, std::int64_t i, torch::Tensor grad) override;
@@ -64,6 +71,8 @@ class RankChannel final : public ForwardChannel, public BackwardChannel {
  private:
   const TensorSpecs& activationSpecs(std::int64_t j, std::int64_t i) const;
   const TensorSpec& skipSpec(std::int64_t skip, std::int64_t i) const;
+  const std::vector<bool>& activationGradients(std::int64_t j, std::int64_t i) const;
+  bool skipGradient(std::int64_t skip, std::int64_t i) const;
   std::string copyLabel(OpKind kind, std::int64_t i, std::int64_t fromJ, std::int64_t toJ, bool gradient,
                         std::int64_t skip) const;
   /// Receives / sends one message, tracing it as a span with a flow from sender to receiver.
@@ -71,11 +80,13 @@ class RankChannel final : public ForwardChannel, public BackwardChannel {
   void send(const torch::Tensor& tensor, int toRank, std::uint32_t tag, const std::string& label);
   void traceMessage(bool sending, const torch::Tensor& tensor, int peer, std::uint32_t tag, const std::string& label,
                     TimeNs startNs) const;
-  /// The gradient messages of `specs`' floating tensors (a missing gradient goes as zeros).
-  void sendGradients(const Tensors& grads, const TensorSpecs& specs, int toRank, MessageKind kind, std::int64_t edge,
-                     std::int64_t i, std::int64_t skip, const std::string& label);
-  Tensors receiveGradients(const TensorSpecs& specs, int fromRank, MessageKind kind, std::int64_t edge, std::int64_t i,
-                           std::int64_t skip, const std::string& label);
+  /// The gradient messages of the tensors of `specs` whose gradient travels (`travels`).
+  /// `what` names the tensors in an error ("stage 2's inputs").
+  void sendGradients(const Tensors& grads, const TensorSpecs& specs, const std::vector<bool>& travels, int toRank,
+                     MessageKind kind, std::int64_t edge, std::int64_t i, std::int64_t skip, const std::string& label,
+                     const std::string& what);
+  Tensors receiveGradients(const TensorSpecs& specs, const std::vector<bool>& travels, int fromRank, MessageKind kind,
+                           std::int64_t edge, std::int64_t i, std::int64_t skip, const std::string& label);
 
   const RankChannelContext& context_;
   std::vector<std::int64_t> rows_;

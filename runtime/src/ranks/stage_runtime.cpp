@@ -11,10 +11,9 @@
 #include "stage/stage_set.h"
 #include "stage/step_setup.h"
 
-#include <pipeprof/runtime/deferred_batch_norm.h>
 #include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/pipe_error.h>
 #include <pipeprof/runtime/rank_environment.h>
-#include <pipeprof/runtime/skip.h>
 
 #include <c10/core/impl/VirtualGuardImpl.h>
 
@@ -72,13 +71,13 @@ class StageRuntimeImpl {
       for (Tensors& microBatch : batch.inputs) microBatch.front() = microBatch.front().to(options_.device);
     }
     prepare(m);
-    if (agreedRows_.count(rows) == 0) {
-      agreeShapes(batch.inputs, rows);
-      agreedRows_.insert(rows);
-    }
     std::vector<torch::Tensor> targets;
     if (ownsStage(options_.stages() - 1)) {
       for (const torch::Tensor& piece : batch.targets) targets.push_back(piece.to(options_.device));
+    }
+    if (agreedRows_.count(rows) == 0) {
+      agreeShapes(batch, targets, lossFn);
+      agreedRows_.insert(rows);
     }
     if (!first) batch.inputs.assign(static_cast<std::size_t>(m), Tensors{});
     // The rank's ops run on its device's current stream, whose CUDA blocks count against the
@@ -157,38 +156,58 @@ class StageRuntimeImpl {
     context_.tracer = tracer_;
   }
 
-  /// Runs every own stage's forward once per distinct micro-batch size, in stage order, through
-  /// a ShapeChannel: it receives the shapes of its inputs and sends those of its outputs.
-  void agreeShapes(const std::vector<Tensors>& microBatches, const std::vector<std::int64_t>& rows) {
-    std::vector<std::int64_t> distinct;
+  /// Runs every own stage once per distinct micro-batch size through a ShapeChannel: the
+  /// forwards in stage order (each receives the shapes of its inputs and sends those of its
+  /// outputs), then the loss and the backwards' I halves in reverse stage order (each receives
+  /// which of its outputs get a gradient and sends which of its inputs do). Eval mode and its
+  /// schedule (nothing checkpointed), so no running statistic, random number or weight
+  /// gradient changes. An op that fails throws the PipeError the step's would.
+  void agreeShapes(const SplitBatch& batch, const std::vector<torch::Tensor>& targets, const LossFn& lossFn) {
+    std::vector<std::int64_t> distinct;  // rows of each distinct micro-batch size
+    std::vector<std::int64_t> firstOf;   // the step's first micro-batch of that size
     std::vector<Tensors> inputs;
+    std::vector<torch::Tensor> distinctTargets;
+    const std::vector<std::int64_t> rows = rowsOf(batch.inputs, 0);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (std::find(distinct.begin(), distinct.end(), rows[i]) != distinct.end()) continue;
       distinct.push_back(rows[i]);
-      inputs.push_back(microBatches[i]);
+      firstOf.push_back(static_cast<std::int64_t>(i));
+      inputs.push_back(batch.inputs[i]);
+      if (!targets.empty()) distinctTargets.push_back(targets[i]);
     }
     const bool wasTraining = training_;
     train(false);
     try {
       ShapeChannel channel(context_, shapes_, distinct);
       StageCoreConfig config = coreConfig();
-      config.gradEnabled = false;
+      const auto m = static_cast<std::int64_t>(batch.inputs.size());
+      config.schedule = &schedules_.get(m, /*gradEnabled=*/true, /*training=*/false);
       config.tracer = nullptr;
-      StageCore core(std::move(config), channel, /*backward=*/nullptr, std::move(inputs), {});
-      torch::NoGradGuard noGrad;
+      config.lossFn = &lossFn;
+      config.batchRows = batch.rows;
+      StageCore core(std::move(config), channel, &channel, std::move(inputs), std::move(distinctTargets));
       const AutocastScope autocast = core.autocastFor(rank_);  // the step's types cross stages
       for (std::size_t r = 0; r < distinct.size(); ++r) {
-        for (const Stage& stage : stages_.stages) {
-          Op forward;
-          forward.i = static_cast<std::int64_t>(r);
-          forward.j = forward.toJ = stage.j;
-          core.run(forward);
-        }
+        const auto run = [&](OpKind kind, std::int64_t j) {
+          Op op = copyOp(kind, static_cast<std::int64_t>(r), j, j, false, -1);
+          try {
+            core.run(op);
+          } catch (const std::exception&) {
+            op.i = firstOf[r];
+            throwPipeError(opLocation(*core.config().schedule, op), op.j, op.i);
+          }
+        };
+        for (const Stage& stage : stages_.stages) run(OpKind::Forward, stage.j);
+        if (ownsStage(options_.stages() - 1)) run(OpKind::Loss, options_.stages() - 1);
+        for (auto stage = stages_.stages.rbegin(); stage != stages_.stages.rend(); ++stage)
+          run(OpKind::BackwardInput, stage->j);
       }
+      core.release();
       mailbox_.finishSends();
-    } catch (const std::exception&) {
+    } catch (const std::exception& error) {
       mailbox_.abandon();
       train(wasTraining);
+      if (dynamic_cast<const PipeError*>(&error) != nullptr) throw;
       throwPipeError("agreeing on the shapes between stages on rank " + std::to_string(rank_));
     }
     train(wasTraining);
