@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <exception>
 #include <future>
-#include <map>
 #include <stdexcept>
 
 namespace pipeprof {
