@@ -16,6 +16,8 @@ prints one markdown table with a row per run:
     rounds agree, the rounds measured again because another process took the CPUs;
   - with --alone: each measured candidate's figure against the same candidate run alone with
     `pipeprof run` right after the sweep (the median |difference|, and the largest);
+  - the calibration's corrections: the range of its forward, backward and loss scales over
+    every micro-batch size and reference shape, and of its step overheads;
 
 then, per sweep, how far its two runs differ: the largest difference of any candidate's
 predicted step (before drift) between them, and of their step MAPEs. Every report and the
@@ -89,6 +91,20 @@ def summarize(report):
             "best_predicted_loss_pct": loss}
 
 
+def correction_ranges(calibration):
+    """(low, high) of the calibration's forward, backward and loss scales and step overheads (ms)
+    over its own corrections and every shape's; None where it has none."""
+    if not calibration:
+        return None
+    values = {"forward": [], "backward": [], "loss": [], "overhead_ms": []}
+    for corrections in [calibration, *calibration.get("shapes", [])]:
+        for scale in corrections.get("micro_batch_scales", []):
+            for name in ("forward", "backward", "loss"):
+                values[name].append(scale[name])
+        values["overhead_ms"] += [o["ns"] / 1e6 for o in corrections.get("step_overhead_ns", [])]
+    return {name: (min(v), max(v)) if v else None for name, v in values.items()}
+
+
 def pipeprof_json(args, command, env):
     result = subprocess.run([args.pipeprof, *command], env=env, capture_output=True, text=True)
     if result.returncode != 0:
@@ -141,6 +157,7 @@ def run_sweep(args, name, run, env, lm_path):
     with open(report_path) as file:
         report = json.load(file)
     row.update(summarize(report))
+    row["corrections"] = correction_ranges(report.get("calibration"))
     row["conditions"] = conditions(args, report_path, env)
     row["predicted_before_drift"] = {
         json.dumps(c["candidate"], sort_keys=True): c["prediction_before_drift"]["iteration_ns"]
@@ -187,6 +204,18 @@ def print_table(rows):
         largest = max((abs(first[k] / second[k] - 1) * 100 for k in shared), default=float("nan"))
         print(f"| {name} | {fmt(largest)}% over {len(shared)} candidates | {fmt(runs[0]['step_mape'])}% / "
               f"{fmt(runs[1]['step_mape'])}% |")
+    print()
+    print("| sweep | run | forward scale | backward scale | loss scale | step overhead |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        ranges = row.get("corrections")
+        if not ranges:
+            continue
+        cells = [f"{ranges[name][0]:.2f}-{ranges[name][1]:.2f}" if ranges[name] else "-"
+                 for name in ("forward", "backward", "loss")]
+        overhead = ranges["overhead_ms"]
+        cells.append(f"{overhead[0]:.1f}-{overhead[1]:.1f} ms" if overhead else "-")
+        print(f"| {row['sweep']} | {row['run']} | " + " | ".join(cells) + " |")
 
 
 def cpu_name():
