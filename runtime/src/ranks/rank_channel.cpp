@@ -97,9 +97,7 @@ void RankChannel::sendGradients(const Tensors& grads, const TensorSpecs& specs, 
                                "cannot run as ranks");
     }
     // The receiver waits for a gradient it was promised: a zero one adds nothing to its backward.
-    if (!grad.defined()) {
-      grad = torch::zeros(specs[k].shape, torch::TensorOptions().dtype(specs[k].dtype).device(context_.device));
-    }
+    if (!grad.defined()) grad = zerosOf(specs[k], context_.device);
     send(grad, toRank, context_.tags->tag(kind, edge, i, static_cast<std::int64_t>(k), skip), label);
   }
 }

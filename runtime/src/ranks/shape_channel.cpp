@@ -9,10 +9,6 @@ namespace {
 constexpr std::int64_t kSpecsMessage = 0;
 constexpr std::int64_t kGradientMaskMessage = 1;
 
-torch::Tensor zerosOf(const TensorSpec& spec, const torch::Device& device) {
-  return torch::zeros(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(device));
-}
-
 Tensors zerosOf(const TensorSpecs& specs, const torch::Device& device) {
   Tensors tensors;
   for (const TensorSpec& spec : specs) tensors.push_back(zerosOf(spec, device));

@@ -27,6 +27,10 @@ TensorSpecs specsOf(const Tensors& tensors) {
   return specs;
 }
 
+torch::Tensor zerosOf(const TensorSpec& spec, const torch::Device& device) {
+  return torch::zeros(spec.shape, torch::TensorOptions().dtype(spec.dtype).device(device));
+}
+
 torch::Tensor encodeSpecs(const TensorSpecs& specs) {
   torch::Tensor header = torch::zeros({specHeaderLength()}, torch::kLong);
   auto values = header.accessor<std::int64_t, 1>();

@@ -33,6 +33,8 @@ inline constexpr std::int64_t kMaxTensorDims = 8;
 /// tensor dtype, rank and sizes. Throws std::invalid_argument past the limits above, naming them.
 TensorSpecs specsOf(const Tensors& tensors);
 torch::Tensor encodeSpecs(const TensorSpecs& specs);
+/// A tensor of zeros of `spec` on `device`.
+torch::Tensor zerosOf(const TensorSpec& spec, const torch::Device& device);
 TensorSpecs decodeSpecs(const torch::Tensor& header);
 std::int64_t specHeaderLength();
 

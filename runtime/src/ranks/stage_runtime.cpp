@@ -76,7 +76,7 @@ class StageRuntimeImpl {
       for (const torch::Tensor& piece : batch.targets) targets.push_back(piece.to(options_.device));
     }
     if (agreedRows_.count(rows) == 0) {
-      agreeShapes(batch, targets, lossFn);
+      agreeShapes(batch, rows, targets, lossFn);
       agreedRows_.insert(rows);
     }
     if (!first) batch.inputs.assign(static_cast<std::size_t>(m), Tensors{});
@@ -162,12 +162,12 @@ class StageRuntimeImpl {
   /// which of its outputs get a gradient and sends which of its inputs do). Eval mode and its
   /// schedule (nothing checkpointed), so no running statistic, random number or weight
   /// gradient changes. An op that fails throws the PipeError the step's would.
-  void agreeShapes(const SplitBatch& batch, const std::vector<torch::Tensor>& targets, const LossFn& lossFn) {
+  void agreeShapes(const SplitBatch& batch, const std::vector<std::int64_t>& rows,
+                   const std::vector<torch::Tensor>& targets, const LossFn& lossFn) {
     std::vector<std::int64_t> distinct;  // rows of each distinct micro-batch size
     std::vector<std::int64_t> firstOf;   // the step's first micro-batch of that size
     std::vector<Tensors> inputs;
     std::vector<torch::Tensor> distinctTargets;
-    const std::vector<std::int64_t> rows = rowsOf(batch.inputs, 0);
     for (std::size_t i = 0; i < rows.size(); ++i) {
       if (std::find(distinct.begin(), distinct.end(), rows[i]) != distinct.end()) continue;
       distinct.push_back(rows[i]);
