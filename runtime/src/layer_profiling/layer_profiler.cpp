@@ -33,7 +33,8 @@
 //     warm-up passes, then passes until 2 x minRuns are done and the budget is spent (or a
 //     cap): each pass runs the layers in order, each on a detached input that requires grad,
 //     timing its forward and then torch::autograd::backward of its output alone, or on every
-//     other pass that backward split into I and W; medians are kept.
+//     other pass that backward split into I and W; after the last layer's forward, the loss of
+//     its output, forward and backward, as the last stage runs it; medians are kept.
 //     On CUDA each pass also times the host up to the return of the forward and of the
 //     backward, before the synchronize: the host's launch time (LaunchCost::hostNs).
 //   precision (bf16, fp16)
@@ -43,8 +44,8 @@
 //     gradients) before pass 2, so saved_bytes holds only each micro-batch's own copies.
 //   loss (after pass 2, on its output; loss_profiler.cpp)
 //     the model's loss of the last layer's output under tag n: what its graph keeps, its
-//     forward's transient and its backward's peak (the output's gradient included), and the
-//     median time of both passes.
+//     forward's transient and its backward's peak (the output's gradient included). Its time
+//     is taken in the timed passes below, right after the last layer's forward.
 //   optimizer (optimizer_profiler.cpp; once, after the sizes)
 //     per layer with trainable parameters, each optimizer kind over them (the profile's
 //     hyperparameters where they apply), stepped once (its state: exactly
@@ -87,6 +88,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -263,19 +265,25 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
       skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Input);
   const auto wholeGradients =
       skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Whole);
+  std::optional<LossSample> loss;
   if (model.loss && output.defined()) {
-    const LossMeasurement lossHow{how.memoryDevice,   options.precision, &how.streams, n,
-                                  options.warmupRuns, options.minRuns};
-    const LossSample loss = measureLoss(model, output, batch.target.to(how.memoryDevice), lossHow);
-    profile.loss.costs.push_back(loss.cost);
-    profile.loss.keepsOutput = loss.keepsOutput;  // the largest size's
+    const LossMeasurement lossHow{how.memoryDevice, options.precision, &how.streams, n};
+    loss = measureLossMemory(model, output, batch.target.to(how.memoryDevice), lossHow);
   }
   // The cast copies are of the weights: the same at every size (the largest size's kept).
   for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
   // Times on the target device.
   moveDroppingGradients(*sequential, options.device);
   const Tensors input{batch.input.to(options.device)};
-  measureTimes(layers, input, costs, options.device, options, how.budgetS);
+  std::optional<LossTiming> lossTiming;
+  if (loss) lossTiming = LossTiming{&model, batch.target.to(options.device)};
+  measureTimes(layers, input, costs, options.device, options, how.budgetS, lossTiming ? &*lossTiming : nullptr);
+  if (loss) {
+    loss->cost.forwardNs = lossTiming->forwardNs;
+    loss->cost.backwardNs = lossTiming->backwardNs;
+    profile.loss.costs.push_back(loss->cost);
+    profile.loss.keepsOutput = loss->keepsOutput;  // the largest size's
+  }
   if (how.launchData) {
     how.launchData = measureKernels(layers, input, costs, options.device, *how.kernelCollector, options.precision);
   }

@@ -1,6 +1,7 @@
 // The layer profiler's timed passes (layer_time_profiler.h).
 #include "layer_profiling/layer_time_profiler.h"
 
+#include "layer_profiling/loss_profiler.h"
 #include "layer_profiling/profiling_scopes.h"
 #include "stage/autocast.h"
 #include "stage/split_backward.h"
@@ -55,7 +56,7 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 }  // namespace
 
 void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
-                  const LayerProfilerOptions& options, double budgetSeconds) {
+                  const LayerProfilerOptions& options, double budgetSeconds, LossTiming* loss) {
   using Clock = std::chrono::steady_clock;
   AutocastScope autocast(options.precision, device);
   const auto n = static_cast<std::int64_t>(layers.modules.size());
@@ -65,6 +66,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
   ScopedSkipTracker scope(&detached);
   std::vector<std::vector<TimeNs>> inputNs(n), weightNs(n);  // the backward split into I and W
+  std::vector<TimeNs> lossForwardNs, lossBackwardNs;
   // Every other pass runs the backward split (its forward is not recorded twice).
   auto pass = [&](bool record, bool split) {
     Tensors x = input;
@@ -85,6 +87,13 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
       if (record) {
         forwardNs[L].push_back(ns(t1 - t0));
         forwardLaunchNs[L].push_back(ns(forwardLaunched - t0));
+      }
+      if (loss != nullptr && L + 1 == n) {
+        const LossTime time = timeLoss(*loss->model, out.at(0), loss->target, device, options.precision);
+        if (record) {
+          lossForwardNs.push_back(time.forwardNs);
+          lossBackwardNs.push_back(time.backwardNs);
+        }
       }
       if (split) {  // this pass times the backward as I then W
         const auto [inputTime, weightTime] = timeSplitBackward(backward, in, device);
@@ -126,6 +135,10 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
       costs[L].forwardLaunch = LaunchCost{medianNs(forwardLaunchNs[L]), 0, 0};
       costs[L].backwardLaunch = LaunchCost{medianNs(backwardLaunchNs[L]), 0, 0};
     }
+  }
+  if (loss != nullptr) {
+    loss->forwardNs = medianNs(lossForwardNs);
+    loss->backwardNs = medianNs(lossBackwardNs);
   }
 }
 

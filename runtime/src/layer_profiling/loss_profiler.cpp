@@ -5,14 +5,12 @@
 #include "stage/autocast.h"
 #include "stage/microbatch.h"
 
-#include <pipeprof/core/statistics.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 namespace pipeprof {
 namespace {
@@ -63,35 +61,31 @@ void measureMemory(const Model& model, const torch::Tensor& output, const torch:
 
 }  // namespace
 
-LossSample measureLoss(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
-                       const LossMeasurement& how) {
+LossSample measureLossMemory(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
+                             const LossMeasurement& how) {
   if (!model.loss) throw std::invalid_argument("model '" + model.name + "' has no loss function");
   AutocastScope autocast(how.precision, how.device);
   LossSample sample;
   sample.cost.microBatch = output.size(0);
   measureMemory(model, output, target, how, sample.cost, sample.keepsOutput);
+  return sample;
+}
+
+LossTime timeLoss(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
+                  const torch::Device& device, Precision precision) {
   using Clock = std::chrono::steady_clock;
   auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
-  std::vector<TimeNs> forwardNs;
-  std::vector<TimeNs> backwardNs;
-  for (std::int64_t r = 0; r < how.warmupRuns + how.runs; ++r) {
-    const torch::Tensor leaf = leafOf(output);
-    const torch::Tensor input = uncachedInputs({leaf}, how.precision).front();  // as a stage's view
-    synchronize(how.device);
-    const auto t0 = Clock::now();
-    const torch::Tensor loss = weighedLoss(model, input, target);
-    synchronize(how.device);
-    const auto t1 = Clock::now();
-    backwardOf(loss);
-    synchronize(how.device);
-    const auto t2 = Clock::now();
-    if (r < how.warmupRuns) continue;
-    forwardNs.push_back(ns(t1 - t0));
-    backwardNs.push_back(ns(t2 - t1));
-  }
-  sample.cost.forwardNs = medianNs(forwardNs);
-  sample.cost.backwardNs = medianNs(backwardNs);
-  return sample;
+  const torch::Tensor leaf = leafOf(output);
+  const torch::Tensor input = uncachedInputs({leaf}, precision).front();  // as a stage's view
+  synchronize(device);
+  const auto t0 = Clock::now();
+  const torch::Tensor loss = weighedLoss(model, input, target);
+  synchronize(device);
+  const auto t1 = Clock::now();
+  backwardOf(loss);
+  synchronize(device);
+  const auto t2 = Clock::now();
+  return {ns(t1 - t0), ns(t2 - t1)};
 }
 
 }  // namespace pipeprof

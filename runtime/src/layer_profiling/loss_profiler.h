@@ -18,12 +18,10 @@ struct LossMeasurement {
   Precision precision = Precision::Fp32;
   const TaggedStreams* streams = nullptr;  ///< CUDA: stream `tag` counts the loss's blocks
   std::int64_t tag = 0;                    ///< the memory-tracker tag the loss is measured under
-  std::int64_t warmupRuns = 2;
-  std::int64_t runs = 5;  ///< timed runs (medians kept)
 };
 
 struct LossSample {
-  CostSample cost;          ///< a LossProfile sample (profile.h says what each field holds)
+  CostSample cost;          ///< a LossProfile sample (profile.h says what each field holds); no times
   bool keepsOutput = true;  ///< LossProfile::keepsOutput
 };
 
@@ -31,9 +29,22 @@ struct LossSample {
 /// last stage computes it: under autocast to the precision, on an output that is no leaf (so
 /// autocast caches no copy of it, and the graph alone decides how long it lives), weighed as a
 /// stage weighs it, its backward paused. Measures what the graph keeps and the forward's
-/// transient, whether the graph keeps the output, the backward's peak above its start (the
-/// output's gradient included), and both passes' median time.
-LossSample measureLoss(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
-                       const LossMeasurement& how);
+/// transient, whether the graph keeps the output, and the backward's peak above its start (the
+/// output's gradient included). Its times come from timeLoss, in the layers' timed passes.
+LossSample measureLossMemory(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
+                             const LossMeasurement& how);
+
+struct LossTime {
+  TimeNs forwardNs = 0;
+  TimeNs backwardNs = 0;  ///< to the output's gradient, not further
+};
+
+/// One run of the loss of `output` against `target` as the last stage runs it (weighed, on a
+/// view of the output, its backward paused), under the caller's autocast: the forward's time
+/// and the backward's to the output's gradient. The layer profiler calls it right after the
+/// last layer's forward, where the pipeline runs it: timed alone in a loop of its own, the
+/// loss read 4.5-7x less than the same loss in a pipeline (docs/simulator.md, "The loss").
+LossTime timeLoss(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
+                  const torch::Device& device, Precision precision);
 
 }  // namespace pipeprof
