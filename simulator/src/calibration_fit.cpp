@@ -203,6 +203,31 @@ std::optional<TimeNs> messageLatencyNs(const Cluster& cluster, const std::vector
 
 }  // namespace
 
+std::map<std::int64_t, TimeNs> overheadLine(const std::map<std::int64_t, TimeNs>& unexplainedNs) {
+  std::map<std::int64_t, TimeNs> overheads;
+  if (unexplainedNs.empty()) return overheads;
+  // Least squares of unexplained = a + b m; one chunk count: a alone.
+  const auto n = static_cast<double>(unexplainedNs.size());
+  double meanM = 0.0;
+  double meanNs = 0.0;
+  for (const auto& [m, ns] : unexplainedNs) {
+    meanM += static_cast<double>(m) / n;
+    meanNs += static_cast<double>(ns) / n;
+  }
+  double covariance = 0.0;
+  double variance = 0.0;
+  for (const auto& [m, ns] : unexplainedNs) {
+    covariance += (static_cast<double>(m) - meanM) * (static_cast<double>(ns) - meanNs);
+    variance += (static_cast<double>(m) - meanM) * (static_cast<double>(m) - meanM);
+  }
+  const double slope = variance > 0.0 ? covariance / variance : 0.0;
+  for (const auto& [m, ns] : unexplainedNs) {
+    const double line = meanNs + slope * (static_cast<double>(m) - meanM);
+    overheads[m] = std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(line)));
+  }
+  return overheads;
+}
+
 std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t stages) {
   std::vector<std::int64_t> balance(static_cast<std::size_t>(stages), layers / stages);
   for (std::int64_t j = 0; j < layers % stages; ++j) ++balance[static_cast<std::size_t>(j)];
@@ -223,37 +248,111 @@ Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int
 
 namespace {
 
+/// The whole model's profiled forward and backward time at micro-batch size `size`.
+std::pair<TimeNs, TimeNs> profiledModelNs(const Profile& profile, std::int64_t size) {
+  TimeNs forwardNs = 0;
+  TimeNs backwardNs = 0;
+  for (const LayerProfile& layer : profile.layers) {
+    const CostSample cost = layer.costAt(size);
+    forwardNs += cost.forwardNs;
+    backwardNs += cost.backwardNs;
+  }
+  return {forwardNs, backwardNs};
+}
+
+/// measured / (scale x profiled) of every sample, for a factor over every size.
+void addRatios(const std::vector<TimeNs>& measuredNs, double scale, TimeNs profiledNs, std::vector<double>& ratios) {
+  if (profiledNs <= 0) return;
+  for (const TimeNs ns : measuredNs)
+    ratios.push_back(static_cast<double>(ns) / (scale * static_cast<double>(profiledNs)));
+}
+
+/// base's scales at `size`; null without base or without that size.
+const MicroBatchScale* baseScaleAt(const ScheduleCorrections* base, std::int64_t size) {
+  if (base == nullptr) return nullptr;
+  const auto scale = base->scales.find(size);
+  return scale != base->scales.end() ? &scale->second : nullptr;
+}
+
+double medianOf(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+/// The forward and backward scales per micro-batch size (calibration_fit.h): the median of each
+/// size's samples, or with `base`, base's scale times one factor per pass over every size.
+std::map<std::int64_t, MicroBatchScale> layerScales(const Profile& profile, const WholeModelSamples& samples,
+                                                    const ScheduleCorrections* base) {
+  std::map<std::int64_t, MicroBatchScale> scales;
+  std::vector<double> forwardRatios;
+  std::vector<double> backwardRatios;
+  for (const auto& [size, forwardNs] : samples.forwardNs) {
+    const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
+    const auto backward = samples.backwardNs.find(size);
+    MicroBatchScale& scale = scales[size];
+    if (const MicroBatchScale* known = baseScaleAt(base, size)) {
+      addRatios(forwardNs, known->forward, profiledForwardNs, forwardRatios);
+      if (backward != samples.backwardNs.end())
+        addRatios(backward->second, known->backward, profiledBackwardNs, backwardRatios);
+      scale = *known;  // times the factors below
+      continue;
+    }
+    scale.forward = clampedRatio(medianNs(forwardNs), profiledForwardNs);
+    if (backward != samples.backwardNs.end())
+      scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
+  }
+  if (base == nullptr) return scales;
+  const double forwardFactor = forwardRatios.empty() ? 1.0 : medianOf(forwardRatios);
+  const double backwardFactor = backwardRatios.empty() ? 1.0 : medianOf(backwardRatios);
+  for (auto& [size, scale] : scales) {
+    if (baseScaleAt(base, size) == nullptr) continue;
+    scale.forward = std::clamp(scale.forward * forwardFactor, 0.25, kMaxLayerScale);
+    scale.backward = std::clamp(scale.backward * backwardFactor, 0.25, kMaxLayerScale);
+  }
+  return scales;
+}
+
+/// The loss's scale per micro-batch size, into `scales` (sizes without a layer scale keep none):
+/// each size's median, or with `base`, base's loss scale times one factor over every size.
+void fitLossScales(const Profile& profile, const std::map<std::int64_t, std::vector<TimeNs>>& lossNs,
+                   const ScheduleCorrections* base, std::map<std::int64_t, MicroBatchScale>& scales) {
+  std::vector<double> ratios;
+  for (const auto& [size, ns] : lossNs) {
+    auto scale = scales.find(size);
+    if (scale == scales.end()) continue;  // no layer timed at that size
+    const TimeNs profiledNs = profile.loss.costAt(size).forwardNs;
+    if (const MicroBatchScale* known = baseScaleAt(base, size)) {
+      addRatios(ns, known->loss, profiledNs, ratios);
+      continue;
+    }
+    scale->second.loss = clampedRatio(medianNs(ns), profiledNs, kMaxLossScale);
+  }
+  if (base == nullptr || ratios.empty()) return;
+  const double factor = medianOf(ratios);
+  for (const auto& [size, ns] : lossNs) {
+    const MicroBatchScale* known = baseScaleAt(base, size);
+    auto scale = scales.find(size);
+    if (known == nullptr || scale == scales.end()) continue;
+    scale->second.loss = std::clamp(known->loss * factor, 0.25, kMaxLossScale);
+  }
+}
+
 /// The scales, device speeds and step overheads one shape's runs imply (calibration_fit.h);
-/// `messageLatencyNs` is already fitted. Appends each chunk count's reference to `references`.
+/// `messageLatencyNs` is already fitted; `base`, the calibration's own corrections, is null when
+/// these runs are its own. Appends each chunk count's reference to `references`.
 ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& cluster,
                                         const std::optional<TimeNs>& messageLatencyNs,
-                                        const std::vector<const ReferenceRun*>& runs,
+                                        const std::vector<const ReferenceRun*>& runs, const ScheduleCorrections* base,
                                         std::vector<CalibrationReference>& references) {
   WholeModelSamples samples;
   for (const ReferenceRun* run : runs) samples.add(*run);
   Calibration calibration;
   calibration.messageLatencyNs = messageLatencyNs;
-  for (const auto& [size, forwardNs] : samples.forwardNs) {
-    TimeNs profiledForwardNs = 0;
-    TimeNs profiledBackwardNs = 0;
-    for (const LayerProfile& layer : profile.layers) {
-      const CostSample cost = layer.costAt(size);
-      profiledForwardNs += cost.forwardNs;
-      profiledBackwardNs += cost.backwardNs;
-    }
-    MicroBatchScale& scale = calibration.scales[size];
-    scale.forward = clampedRatio(medianNs(forwardNs), profiledForwardNs);
-    auto backward = samples.backwardNs.find(size);
-    if (backward != samples.backwardNs.end())
-      scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
-  }
+  calibration.scales = layerScales(profile, samples, base);
   Profile calibrated = calibratedProfile(profile, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibrated, runs);
-  for (const auto& [size, lossNs] : lossNsAtUnitSpeed(runs, calibration.deviceSpeeds)) {
-    auto scale = calibration.scales.find(size);
-    if (scale == calibration.scales.end()) continue;  // no layer timed at that size
-    scale->second.loss = clampedRatio(medianNs(lossNs), profile.loss.costAt(size).forwardNs, kMaxLossScale);
-  }
+  fitLossScales(profile, lossNsAtUnitSpeed(runs, calibration.deviceSpeeds), base, calibration.scales);
   calibrated = calibratedProfile(profile, calibration);
   const Cluster calibratedDevices = calibratedCluster(cluster, calibration);
 
@@ -264,14 +363,16 @@ ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& c
     for (const TraceEvent* step : stepSpans(run->trace)) stepNs[run->candidate.chunks].push_back(step->durationNs);
     candidates[run->candidate.chunks] = run->candidate;
   }
+  std::map<std::int64_t, TimeNs> unexplainedNs;
   for (const auto& [chunks, pooledNs] : stepNs) {
     const Candidate& reference = candidates.at(chunks);
     const TimeNs predictedNs = simulate(calibrated, calibratedDevices, reference).prediction.iterationNs;
     const TimeNs medianStepNs = medianNs(pooledNs);
-    calibration.stepOverheadNs[chunks] = std::max<TimeNs>(0, medianStepNs - predictedNs);
+    unexplainedNs[chunks] = medianStepNs - predictedNs;
     references.push_back({ReferenceShape::of(reference), chunks, reference.balance,
                           static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
   }
+  calibration.stepOverheadNs = overheadLine(unexplainedNs);
   return std::move(static_cast<ScheduleCorrections&>(calibration));
 }
 
@@ -288,11 +389,20 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   const std::tuple<ScheduleKind, std::int64_t, Checkpoint> gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
   const auto own = runsByShape.count(gpipe) > 0 ? gpipe : runsByShape.begin()->first;
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
+  // The own shape first: every other shape's scales are its scales times that shape's factors.
+  std::vector<CalibrationReference> references;
+  const ScheduleCorrections base =
+      correctionsFromRuns(profile, cluster, calibration.messageLatencyNs, runsByShape.at(own), nullptr, references);
+  static_cast<ScheduleCorrections&>(calibration) = base;
   for (const auto& [key, shapeRuns] : runsByShape) {
-    ScheduleCorrections corrections = correctionsFromRuns(profile, cluster, calibration.messageLatencyNs, shapeRuns,
-                                                          calibration.provenance.references);
-    if (key == own) static_cast<ScheduleCorrections&>(calibration) = corrections;
-    if (key != gpipe) calibration.byShape[ReferenceShape::of(shapeRuns.front()->candidate)] = std::move(corrections);
+    if (key == own) {
+      calibration.provenance.references.insert(calibration.provenance.references.end(), references.begin(),
+                                               references.end());
+      if (key != gpipe) calibration.byShape[ReferenceShape::of(shapeRuns.front()->candidate)] = base;
+      continue;
+    }
+    calibration.byShape[ReferenceShape::of(shapeRuns.front()->candidate)] = correctionsFromRuns(
+        profile, cluster, calibration.messageLatencyNs, shapeRuns, &base, calibration.provenance.references);
   }
   return calibration;
 }

@@ -121,6 +121,59 @@ TEST(CalibrationFit, EveryShapesRunsFitItsOwnCorrections) {
   EXPECT_EQ(withAlways.stepOverheadNs.at(2), 110 - 96);
 }
 
+TEST(CalibrationFit, AnotherShapeMovesTheOwnScalesByOneFactorPerPass) {
+  // GPipe's runs of the first test: size 4 at x3 forward and x2.5 backward, sizes 3 and 2 at x2
+  // and x1. A 1F1B reference at chunks 2 measures x2 forward and x2 backward at size 4; at
+  // chunks 3 exactly GPipe's scales. Over its five micro-batches the forward ratios to GPipe's
+  // scales are 2/3, 2/3, 1, 1, 1 and the backward's 0.8, 0.8, 1, 1, 1: median 1 for both, so
+  // 1F1B keeps GPipe's scales at every size, its own size 4 included (fitted size by size, its
+  // few runs would have moved size 4 alone to x2).
+  ReferenceRun two = reference({1, 1}, 2, 8);
+  addStep(two.trace, 0, 110, {4, 4}, 2, 3, 5);
+  ReferenceRun three = reference({1, 1}, 3, 8);
+  addStep(three.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
+  ReferenceRun oneFOneBTwo = reference({1, 1}, 2, 8);
+  oneFOneBTwo.candidate.schedule = ScheduleKind::OneFOneB;
+  addStep(oneFOneBTwo.trace, 0, 90, {4, 4}, 2, 2, 4);
+  ReferenceRun oneFOneBThree = reference({1, 1}, 3, 8);
+  oneFOneBThree.candidate.schedule = ScheduleKind::OneFOneB;
+  addStep(oneFOneBThree.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
+
+  const Calibration calibration =
+      calibrationFromRuns(twoLayerProfile(), twoCpus(), {oneFOneBTwo, two, oneFOneBThree, three});
+  const ScheduleCorrections& oneFOneB = calibration.byShape.at({"1f1b", Checkpoint::Never});
+  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(4).forward, 3.0);
+  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(4).backward, 2.5);
+  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(3).forward, 2.0);
+  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(2).backward, 1.0);
+
+  // Measured at 1.5 times GPipe's time at every size, 1F1B's scales are GPipe's x1.5.
+  ReferenceRun gpipeTwo = reference({1, 1}, 2, 8);
+  addStep(gpipeTwo.trace, 0, 110, {4, 4}, 2, 2, 4);
+  ReferenceRun slowTwo = reference({1, 1}, 2, 8);
+  slowTwo.candidate.schedule = ScheduleKind::OneFOneB;
+  addStep(slowTwo.trace, 0, 200, {4, 4}, 2, 3, 6);
+  ReferenceRun slowThree = reference({1, 1}, 3, 8);
+  slowThree.candidate.schedule = ScheduleKind::OneFOneB;
+  addStep(slowThree.trace, 0, 700, {3, 3, 2}, 2, 3, 3);
+  const Calibration slower = calibrationFromRuns(twoLayerProfile(), twoCpus(), {slowTwo, gpipeTwo, slowThree, three});
+  const ScheduleCorrections& slow = slower.byShape.at({"1f1b", Checkpoint::Never});
+  EXPECT_DOUBLE_EQ(slow.scales.at(4).forward, slower.scales.at(4).forward * 1.5);
+  EXPECT_DOUBLE_EQ(slow.scales.at(3).backward, slower.scales.at(3).backward * 1.5);
+}
+
+TEST(CalibrationFit, TheStepOverheadIsOneLineOverTheChunkCounts) {
+  // 100 + 50 m measured with deviations (20, -30, 10, 0) at m = 1, 2, 4, 8, which no line
+  // explains (they sum to zero and so do they times m): least squares finds the line itself.
+  EXPECT_EQ(overheadLine({{1, 170}, {2, 170}, {4, 310}, {8, 500}}),
+            (std::map<std::int64_t, TimeNs>{{1, 150}, {2, 200}, {4, 300}, {8, 500}}));
+  // Two chunk counts: the points themselves; one: its own; never negative.
+  EXPECT_EQ(overheadLine({{2, 30}, {4, 10}}), (std::map<std::int64_t, TimeNs>{{2, 30}, {4, 10}}));
+  EXPECT_EQ(overheadLine({{4, 70}}), (std::map<std::int64_t, TimeNs>{{4, 70}}));
+  EXPECT_EQ(overheadLine({{1, -100}, {2, 100}}), (std::map<std::int64_t, TimeNs>{{1, 0}, {2, 100}}));
+  EXPECT_TRUE(overheadLine({}).empty());
+}
+
 TEST(CalibrationFit, AnInterleavedReferenceTimesEachDeviceOverItsStages) {
   // Four layers of the two-layer profile's costs, interleaved v2 over 2 devices: stages 0 and 2
   // on device 0, 1 and 3 on device 1. Chunks 2 of batch 4 (micro-batches of 2, 2 ns forward and

@@ -4,7 +4,8 @@
 // stages, in one shape: a schedule and a checkpoint mode (GPipe without checkpoints, or a shape
 // it calibrates). From traced runs of one reference per shape and chunk count (in rounds, so a
 // burst of load on a shared machine spoils part of every reference's samples rather than all of
-// one's), each shape's runs apart:
+// one's). The calibration's own shape (GPipe without checkpoints, else the first) is fitted
+// first, size by size:
 //
 //   forwardScale(b)  = median over micro-batches of b samples of (sum over stages of its
 //                      forward spans) / the profile's forward of the whole model at b;
@@ -20,11 +21,16 @@
 //                      waiting when the send began: receive end - send start - the link's drain
 //                      time; the median per direction, the mean of the directions (a clock
 //                      offset between two ranks lengthens one direction as it shortens the other)
-//   overhead(m)      = median step time of reference m - the simulator's step time for it with
-//                      the scales, speeds and message latency applied (zeroing, waking
-//                      workers, whatever else the simulated ops miss)
+//   overhead(m)      = a + b m, never negative: the least-squares line through each chunk
+//                      count's median step time of reference m - the simulator's step time for
+//                      it with the scales, speeds and message latency applied (zeroing, waking
+//                      workers, whatever else the simulated ops miss; one chunk count: a alone)
 //
-// and, over the runs of every shape, one message latency. The runs of GPipe without checkpoints
+// Every other shape's scales are the own shape's times one factor per pass (forward, backward,
+// loss): the median over every micro-batch of every size of the shape's measured time over
+// the own shape's prediction for it. A shape's few runs then move one number per pass rather
+// than one per size; its device speeds and overheads are fitted as above. And over the runs of
+// every shape, one message latency. The runs of GPipe without checkpoints
 // give the calibration's own scales, speeds and overheads (every candidate's, unless its shape
 // has its own); every other shape's are its entry in Calibration::byShape. Shapes differ in
 // what the profile does not see: an interleaved rank switches between its stages' weights at
@@ -44,6 +50,7 @@
 #include <pipeprof/simulator/calibration.h>
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace pipeprof {
@@ -58,6 +65,11 @@ std::vector<std::int64_t> evenBalance(std::int64_t layers, std::int64_t stages);
 Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int64_t chunks, std::int64_t batch,
                              ScheduleKind schedule = ScheduleKind::GPipe, std::int64_t stagesPerDevice = 1,
                              Checkpoint checkpoint = Checkpoint::Never);
+
+/// The step overhead per chunk count: the least-squares line a + b m through `unexplainedNs`
+/// (by chunk count: the median step's time beyond the simulated step, possibly negative) at
+/// each of its chunk counts, rounded, never negative. Two chunk counts: the points themselves.
+std::map<std::int64_t, TimeNs> overheadLine(const std::map<std::int64_t, TimeNs>& unexplainedNs);
 
 /// One traced reference run: the candidate it trained and its trace (step spans and the
 /// pipeline's op spans, each op carrying its micro-batch and stage).
