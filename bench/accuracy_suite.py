@@ -19,8 +19,10 @@ prints one markdown table with a row per run:
   - the calibration's corrections: the range of its forward, backward and loss scales over
     every micro-batch size and reference shape, and of its step overheads;
 
-then, per sweep, how far its two runs differ: the largest difference of any candidate's
-predicted step (before drift) between them, and of their step MAPEs. Every report and the
+then, per sweep, how far its two runs differ: the machine's speed between them (the median
+ratio of their calibrations' reference pipelines, each the median step of the same pipeline),
+each candidate's predicted step (before drift) between them, raw and with that ratio divided
+out (the median, 90th percentile and largest difference), and their step MAPEs. Every report and the
 table's data stay under OUT (OUT/suite.json); --report-only re-reads them.
 
     bench/accuracy_suite.py --pipeprof build/cli/pipeprof --out /tmp/suite [--alone]
@@ -158,6 +160,7 @@ def run_sweep(args, name, run, env, lm_path):
         report = json.load(file)
     row.update(summarize(report))
     row["corrections"] = correction_ranges(report.get("calibration"))
+    row["references"] = reference_medians(report.get("calibration"))
     row["conditions"] = conditions(args, report_path, env)
     row["predicted_before_drift"] = {
         json.dumps(c["candidate"], sort_keys=True): c["prediction_before_drift"]["iteration_ns"]
@@ -165,6 +168,27 @@ def run_sweep(args, name, run, env, lm_path):
     if args.alone:
         row["alone_pct"] = alone(args, common, report, env)
     return row
+
+
+def reference_medians(calibration):
+    """Each reference pipeline's median step, by its shape and chunk count."""
+    references = ((calibration or {}).get("measured") or {}).get("references", [])
+    return {f"{r['schedule']} {r['checkpoint']} x{r['chunks']}": r["step_ns_median"] for r in references}
+
+
+def machine_ratio(first, second):
+    """The median ratio of the same reference pipelines' steps, second run over first: the
+    machine's (and the process's) speed between the calibrations; 1.0 when none is shared."""
+    ratios = [second[k] / first[k] for k in first if k in second and first[k] > 0]
+    return statistics.median(ratios) if ratios else 1.0
+
+
+def differences(ratios):
+    """'median, p90, largest' of |ratio - 1| in percent."""
+    if not ratios:
+        return "-"
+    d = sorted(abs(r - 1) * 100 for r in ratios)
+    return f"{fmt(statistics.median(d))}%, {fmt(d[int(0.9 * (len(d) - 1))])}%, {fmt(d[-1])}%"
 
 
 def fmt(value, pattern="{:.1f}"):
@@ -190,8 +214,9 @@ def print_table(rows):
               f"| {fmt(row['spearman'], '{:.2f}')} | {fmt(row['best_predicted_loss_pct'])}% | {speed} "
               f"| {c.get('rounds_agree')}/{row['measured']} | {c.get('rounds_measured_again')} | {alone_text} |")
     print()
-    print("| sweep | largest difference of a candidate's prediction between its runs | step MAPE, run 1 / run 2 |")
-    print("|---|---|---|")
+    print("| sweep | candidates | machine, run 2 / run 1 | prediction, run 2 / run 1: median, p90, largest difference "
+          "| the same at the machine's speed | step MAPE, run 1 / run 2 |")
+    print("|---|---|---|---|---|---|")
     by_sweep = {}
     for row in rows:
         if "error" not in row:
@@ -201,9 +226,11 @@ def print_table(rows):
             continue
         first, second = runs[0]["predicted_before_drift"], runs[1]["predicted_before_drift"]
         shared = [key for key in first if key in second]
-        largest = max((abs(first[k] / second[k] - 1) * 100 for k in shared), default=float("nan"))
-        print(f"| {name} | {fmt(largest)}% over {len(shared)} candidates | {fmt(runs[0]['step_mape'])}% / "
-              f"{fmt(runs[1]['step_mape'])}% |")
+        machine = machine_ratio(runs[0].get("references", {}), runs[1].get("references", {}))
+        raw = differences([second[k] / first[k] for k in shared])
+        at_speed = differences([second[k] / first[k] / machine for k in shared])
+        print(f"| {name} | {len(shared)} | {fmt(machine, '{:.3f}')} | {raw} | {at_speed} | "
+              f"{fmt(runs[0]['step_mape'])}% / {fmt(runs[1]['step_mape'])}% |")
     print()
     print("| sweep | run | forward scale | backward scale | loss scale | step overhead |")
     print("|---|---|---|---|---|---|")
@@ -242,6 +269,11 @@ def main():
     if args.report_only:
         with open(suite_path) as file:
             suite = json.load(file)
+        for row in suite["rows"]:  # a suite written before rows kept their references
+            report_path = os.path.join(args.out, f"{row['sweep']}-{row['run']}", "report.json")
+            if "references" not in row and os.path.exists(report_path):
+                with open(report_path) as file:
+                    row["references"] = reference_medians(json.load(file).get("calibration"))
     else:
         os.makedirs(args.out, exist_ok=True)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
