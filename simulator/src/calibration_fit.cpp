@@ -19,16 +19,12 @@
 namespace pipeprof {
 namespace {
 
-/// The layers' scales stay within [0.25, 4] of the profile. The loss's may go further: a loss
-/// of a few small kernels, profiled alone on hot caches, takes several times as long right after
-/// the last stage's layers (unet's MSE at 2 samples: 13 us profiled, 50-90 us in the pipeline).
+/// The layers' scales stay within [0.25, 4] of the profile. The loss's may go further: a
+/// profile from before the loss was timed after the last layer's forward timed it alone, on
+/// hot caches, at a fraction of its time in the pipeline (unet's MSE at 2 samples: 13 us
+/// profiled, 50-90 us in the pipeline).
 constexpr double kMaxLayerScale = 4.0;
 constexpr double kMaxLossScale = 64.0;
-
-double clampedRatio(TimeNs measuredNs, TimeNs profiledNs, double maxScale = kMaxLayerScale) {
-  if (measuredNs <= 0 || profiledNs <= 0) return 1.0;
-  return std::clamp(static_cast<double>(measuredNs) / static_cast<double>(profiledNs), 0.25, maxScale);
-}
 
 std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
   std::vector<const TraceEvent*> steps;
@@ -260,106 +256,117 @@ std::pair<TimeNs, TimeNs> profiledModelNs(const Profile& profile, std::int64_t s
   return {forwardNs, backwardNs};
 }
 
-/// measured / (scale x profiled) of every sample, for a factor over every size.
-void addRatios(const std::vector<TimeNs>& measuredNs, double scale, TimeNs profiledNs, std::vector<double>& ratios) {
-  if (profiledNs <= 0) return;
-  for (const TimeNs ns : measuredNs)
-    ratios.push_back(static_cast<double>(ns) / (scale * static_cast<double>(profiledNs)));
+/// log(measured / profiled) of a pass by shape (its index) and micro-batch size: the cells of a
+/// two-way table, each from the median of the cell's samples.
+using LogTable = std::map<std::size_t, std::map<std::int64_t, double>>;
+
+void addCell(LogTable& table, std::size_t shape, std::int64_t size, const std::vector<TimeNs>& measuredNs,
+             TimeNs profiledNs) {
+  const TimeNs ns = medianNs(measuredNs);
+  if (ns > 0 && profiledNs > 0) table[shape][size] = std::log(static_cast<double>(ns) / static_cast<double>(profiledNs));
 }
 
-/// base's scales at `size`; null without base or without that size.
-const MicroBatchScale* baseScaleAt(const ScheduleCorrections* base, std::int64_t size) {
-  if (base == nullptr) return nullptr;
-  const auto scale = base->scales.find(size);
-  return scale != base->scales.end() ? &scale->second : nullptr;
-}
-
-double medianOf(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
-/// The forward and backward scales per micro-batch size (calibration_fit.h): the median of each
-/// size's samples, or with `base`, base's scale times one factor per pass over every size.
-std::map<std::int64_t, MicroBatchScale> layerScales(const Profile& profile, const WholeModelSamples& samples,
-                                                    const ScheduleCorrections* base) {
-  std::map<std::int64_t, MicroBatchScale> scales;
-  std::vector<double> forwardRatios;
-  std::vector<double> backwardRatios;
-  for (const auto& [size, forwardNs] : samples.forwardNs) {
-    const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
-    const auto backward = samples.backwardNs.find(size);
-    MicroBatchScale& scale = scales[size];
-    if (const MicroBatchScale* known = baseScaleAt(base, size)) {
-      addRatios(forwardNs, known->forward, profiledForwardNs, forwardRatios);
-      if (backward != samples.backwardNs.end())
-        addRatios(backward->second, known->backward, profiledBackwardNs, backwardRatios);
-      scale = *known;  // times the factors below
-      continue;
+/// Tukey's median polish: each cell ~ its shape's effect + its size's effect, each effect the
+/// median of what the other leaves, swept until they settle. Returns the fitted value of every
+/// cell present. A table of one shape gives back its cells; a cell off by itself (one
+/// reference timed in a slow spell) moves its shape's and its size's effect by little.
+LogTable medianPolish(const LogTable& cells) {
+  constexpr int kSweeps = 10;
+  LogTable residuals = cells;
+  std::map<std::size_t, double> shapeEffects;
+  std::map<std::int64_t, double> sizeEffects;
+  for (int sweep = 0; sweep < kSweeps; ++sweep) {
+    for (auto& [shape, row] : residuals) {
+      std::vector<double> values;
+      for (const auto& [size, value] : row) values.push_back(value);
+      const double effect = median(values);
+      shapeEffects[shape] += effect;
+      for (auto& [size, value] : row) value -= effect;
     }
-    scale.forward = clampedRatio(medianNs(forwardNs), profiledForwardNs);
-    if (backward != samples.backwardNs.end())
-      scale.backward = clampedRatio(medianNs(backward->second), profiledBackwardNs);
-  }
-  if (base == nullptr) return scales;
-  const double forwardFactor = forwardRatios.empty() ? 1.0 : medianOf(forwardRatios);
-  const double backwardFactor = backwardRatios.empty() ? 1.0 : medianOf(backwardRatios);
-  for (auto& [size, scale] : scales) {
-    if (baseScaleAt(base, size) == nullptr) continue;
-    scale.forward = std::clamp(scale.forward * forwardFactor, 0.25, kMaxLayerScale);
-    scale.backward = std::clamp(scale.backward * backwardFactor, 0.25, kMaxLayerScale);
-  }
-  return scales;
-}
-
-/// The loss's scale per micro-batch size, into `scales` (sizes without a layer scale keep none):
-/// each size's median, or with `base`, base's loss scale times one factor over every size.
-void fitLossScales(const Profile& profile, const std::map<std::int64_t, std::vector<TimeNs>>& lossNs,
-                   const ScheduleCorrections* base, std::map<std::int64_t, MicroBatchScale>& scales) {
-  std::vector<double> ratios;
-  for (const auto& [size, ns] : lossNs) {
-    auto scale = scales.find(size);
-    if (scale == scales.end()) continue;  // no layer timed at that size
-    const TimeNs profiledNs = profile.loss.costAt(size).forwardNs;
-    if (const MicroBatchScale* known = baseScaleAt(base, size)) {
-      addRatios(ns, known->loss, profiledNs, ratios);
-      continue;
+    std::map<std::int64_t, std::vector<double>> columns;
+    for (const auto& [shape, row] : residuals) {
+      for (const auto& [size, value] : row) columns[size].push_back(value);
     }
-    scale->second.loss = clampedRatio(medianNs(ns), profiledNs, kMaxLossScale);
+    for (auto& [size, values] : columns) {
+      const double effect = median(values);
+      sizeEffects[size] += effect;
+      for (auto& [shape, row] : residuals) {
+        if (auto cell = row.find(size); cell != row.end()) cell->second -= effect;
+      }
+    }
   }
-  if (base == nullptr || ratios.empty()) return;
-  const double factor = medianOf(ratios);
-  for (const auto& [size, ns] : lossNs) {
-    const MicroBatchScale* known = baseScaleAt(base, size);
-    auto scale = scales.find(size);
-    if (known == nullptr || scale == scales.end()) continue;
-    scale->second.loss = std::clamp(known->loss * factor, 0.25, kMaxLossScale);
+  LogTable fitted;
+  for (const auto& [shape, row] : cells) {
+    for (const auto& [size, value] : row) fitted[shape][size] = shapeEffects[shape] + sizeEffects[size];
   }
+  return fitted;
 }
 
-/// The scales, device speeds and step overheads one shape's runs imply (calibration_fit.h);
-/// `messageLatencyNs` is already fitted; `base`, the calibration's own corrections, is null when
-/// these runs are its own. Appends each chunk count's reference to `references`.
-ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& cluster,
-                                        const std::optional<TimeNs>& messageLatencyNs,
-                                        const std::vector<const ReferenceRun*>& runs, const ScheduleCorrections* base,
-                                        std::vector<CalibrationReference>& references) {
+/// One shape's runs and its corrections as the fit fills them in.
+struct ShapeFit {
+  std::vector<const ReferenceRun*> runs;
   WholeModelSamples samples;
-  for (const ReferenceRun* run : runs) samples.add(*run);
-  Calibration calibration;
-  calibration.messageLatencyNs = messageLatencyNs;
-  calibration.scales = layerScales(profile, samples, base);
-  Profile calibrated = calibratedProfile(profile, calibration);
-  calibration.deviceSpeeds = deviceSpeeds(calibrated, runs);
-  fitLossScales(profile, lossNsAtUnitSpeed(runs, calibration.deviceSpeeds), base, calibration.scales);
-  calibrated = calibratedProfile(profile, calibration);
-  const Cluster calibratedDevices = calibratedCluster(cluster, calibration);
+  Calibration calibration;  ///< its scales, speeds and overheads; the message latency
+};
 
+/// Every shape's forward and backward scales (calibration_fit.h): the median polish of the
+/// log-ratio tables, one scale per size the shape timed (1.0 where a cell is missing).
+void fitLayerScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
+  LogTable forward;
+  LogTable backward;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const WholeModelSamples& samples = shapes[k].samples;
+    for (const auto& [size, forwardNs] : samples.forwardNs) {
+      const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
+      addCell(forward, k, size, forwardNs, profiledForwardNs);
+      if (auto backwardNs = samples.backwardNs.find(size); backwardNs != samples.backwardNs.end())
+        addCell(backward, k, size, backwardNs->second, profiledBackwardNs);
+    }
+  }
+  const LogTable forwardFit = medianPolish(forward);
+  const LogTable backwardFit = medianPolish(backward);
+  auto scaleAt = [](const LogTable& fit, std::size_t k, std::int64_t size) {
+    const auto row = fit.find(k);
+    if (row == fit.end()) return 1.0;
+    const auto cell = row->second.find(size);
+    return cell == row->second.end() ? 1.0 : std::clamp(std::exp(cell->second), 0.25, kMaxLayerScale);
+  };
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    for (const auto& [size, forwardNs] : shapes[k].samples.forwardNs) {
+      MicroBatchScale& scale = shapes[k].calibration.scales[size];
+      scale.forward = scaleAt(forwardFit, k, size);
+      scale.backward = scaleAt(backwardFit, k, size);
+    }
+  }
+}
+
+/// Every shape's loss scale per size it timed a layer at, after its device speeds: the median
+/// polish of the loss ops' log ratios (each op at its device's speed) to the profiled loss.
+void fitLossScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
+  LogTable table;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    for (const auto& [size, ns] : lossNsAtUnitSpeed(shapes[k].runs, shapes[k].calibration.deviceSpeeds)) {
+      if (shapes[k].calibration.scales.count(size) == 0) continue;  // no layer timed at that size
+      addCell(table, k, size, ns, profile.loss.costAt(size).forwardNs);
+    }
+  }
+  for (const auto& [k, row] : medianPolish(table)) {
+    for (const auto& [size, value] : row) {
+      shapes[k].calibration.scales.at(size).loss = std::clamp(std::exp(value), 0.25, kMaxLossScale);
+    }
+  }
+}
+
+/// A shape's step overheads (calibration_fit.h) with its scales, speeds and loss applied;
+/// appends each chunk count's reference to `references`.
+void fitOverheads(const Profile& profile, const Cluster& cluster, ShapeFit& shape,
+                  std::vector<CalibrationReference>& references) {
+  const Profile calibrated = calibratedProfile(profile, shape.calibration);
+  const Cluster calibratedDevices = calibratedCluster(cluster, shape.calibration);
   // Runs of one chunk count (several rounds of the same reference) pool their steps.
   std::map<std::int64_t, std::vector<TimeNs>> stepNs;
   std::map<std::int64_t, Candidate> candidates;
-  for (const ReferenceRun* run : runs) {
+  for (const ReferenceRun* run : shape.runs) {
     for (const TraceEvent* step : stepSpans(run->trace)) stepNs[run->candidate.chunks].push_back(step->durationNs);
     candidates[run->candidate.chunks] = run->candidate;
   }
@@ -372,37 +379,43 @@ ScheduleCorrections correctionsFromRuns(const Profile& profile, const Cluster& c
     references.push_back({ReferenceShape::of(reference), chunks, reference.balance,
                           static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
   }
-  calibration.stepOverheadNs = overheadLine(unexplainedNs);
-  return std::move(static_cast<ScheduleCorrections&>(calibration));
+  shape.calibration.stepOverheadNs = overheadLine(unexplainedNs);
 }
 
 }  // namespace
 
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
   // By shape, in the order gpipe < 1f1b < interleaved (then by stages per device), then by mode.
-  std::map<std::tuple<ScheduleKind, std::int64_t, Checkpoint>, std::vector<const ReferenceRun*>> runsByShape;
+  using ShapeKey = std::tuple<ScheduleKind, std::int64_t, Checkpoint>;
+  std::map<ShapeKey, std::vector<const ReferenceRun*>> runsByShape;
   for (const ReferenceRun& run : runs) {
     runsByShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}].push_back(&run);
   }
   Calibration calibration;
   if (runsByShape.empty()) return calibration;
-  const std::tuple<ScheduleKind, std::int64_t, Checkpoint> gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
-  const auto own = runsByShape.count(gpipe) > 0 ? gpipe : runsByShape.begin()->first;
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
-  // The own shape first: every other shape's scales are its scales times that shape's factors.
-  std::vector<CalibrationReference> references;
-  const ScheduleCorrections base =
-      correctionsFromRuns(profile, cluster, calibration.messageLatencyNs, runsByShape.at(own), nullptr, references);
-  static_cast<ScheduleCorrections&>(calibration) = base;
+  std::vector<ShapeKey> keys;
+  std::vector<ShapeFit> shapes;
   for (const auto& [key, shapeRuns] : runsByShape) {
-    if (key == own) {
-      calibration.provenance.references.insert(calibration.provenance.references.end(), references.begin(),
-                                               references.end());
-      if (key != gpipe) calibration.byShape[ReferenceShape::of(shapeRuns.front()->candidate)] = base;
-      continue;
-    }
-    calibration.byShape[ReferenceShape::of(shapeRuns.front()->candidate)] = correctionsFromRuns(
-        profile, cluster, calibration.messageLatencyNs, shapeRuns, &base, calibration.provenance.references);
+    keys.push_back(key);
+    ShapeFit& shape = shapes.emplace_back();
+    shape.runs = shapeRuns;
+    for (const ReferenceRun* run : shapeRuns) shape.samples.add(*run);
+    shape.calibration.messageLatencyNs = calibration.messageLatencyNs;
+  }
+  fitLayerScales(profile, shapes);
+  for (ShapeFit& shape : shapes) {
+    shape.calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, shape.calibration), shape.runs);
+  }
+  fitLossScales(profile, shapes);
+  for (ShapeFit& shape : shapes) fitOverheads(profile, cluster, shape, calibration.provenance.references);
+
+  const ShapeKey gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
+  const ShapeKey own = runsByShape.count(gpipe) > 0 ? gpipe : keys.front();
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    ScheduleCorrections corrections = std::move(static_cast<ScheduleCorrections&>(shapes[k].calibration));
+    if (keys[k] == own) static_cast<ScheduleCorrections&>(calibration) = corrections;
+    if (keys[k] != gpipe) calibration.byShape[ReferenceShape::of(shapes[k].runs.front()->candidate)] = std::move(corrections);
   }
   return calibration;
 }

@@ -121,45 +121,42 @@ TEST(CalibrationFit, EveryShapesRunsFitItsOwnCorrections) {
   EXPECT_EQ(withAlways.stepOverheadNs.at(2), 110 - 96);
 }
 
-TEST(CalibrationFit, AnotherShapeMovesTheOwnScalesByOneFactorPerPass) {
-  // GPipe's runs of the first test: size 4 at x3 forward and x2.5 backward, sizes 3 and 2 at x2
-  // and x1. A 1F1B reference at chunks 2 measures x2 forward and x2 backward at size 4; at
-  // chunks 3 exactly GPipe's scales. Over its five micro-batches the forward ratios to GPipe's
-  // scales are 2/3, 2/3, 1, 1, 1 and the backward's 0.8, 0.8, 1, 1, 1: median 1 for both, so
-  // 1F1B keeps GPipe's scales at every size, its own size 4 included (fitted size by size, its
-  // few runs would have moved size 4 alone to x2).
-  ReferenceRun two = reference({1, 1}, 2, 8);
-  addStep(two.trace, 0, 110, {4, 4}, 2, 3, 5);
-  ReferenceRun three = reference({1, 1}, 3, 8);
-  addStep(three.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
-  ReferenceRun oneFOneBTwo = reference({1, 1}, 2, 8);
-  oneFOneBTwo.candidate.schedule = ScheduleKind::OneFOneB;
-  addStep(oneFOneBTwo.trace, 0, 90, {4, 4}, 2, 2, 4);
-  ReferenceRun oneFOneBThree = reference({1, 1}, 3, 8);
-  oneFOneBThree.candidate.schedule = ScheduleKind::OneFOneB;
-  addStep(oneFOneBThree.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
+/// A reference of `schedule` and `mode` over [1,1], batch 8 in `chunks` micro-batches, whose
+/// forward takes forwardPerSample x the profile's per sample (the two-layer profile's forward
+/// is 1 ns per sample and layer, its backward 2).
+ReferenceRun shapeReference(ScheduleKind schedule, Checkpoint mode, std::int64_t chunks, TimeNs forwardPerSample) {
+  ReferenceRun run = reference({1, 1}, chunks, 8);
+  run.candidate.schedule = schedule;
+  run.candidate.checkpoint = mode;
+  const std::vector<std::int64_t> sizes = chunks == 2 ? std::vector<std::int64_t>{4, 4} : std::vector<std::int64_t>{3, 3, 2};
+  addStep(run.trace, 0, 1000, sizes, 2, forwardPerSample, 2);
+  return run;
+}
 
-  const Calibration calibration =
-      calibrationFromRuns(twoLayerProfile(), twoCpus(), {oneFOneBTwo, two, oneFOneBThree, three});
-  const ScheduleCorrections& oneFOneB = calibration.byShape.at({"1f1b", Checkpoint::Never});
-  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(4).forward, 3.0);
-  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(4).backward, 2.5);
-  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(3).forward, 2.0);
-  EXPECT_DOUBLE_EQ(oneFOneB.scales.at(2).backward, 1.0);
-
-  // Measured at 1.5 times GPipe's time at every size, 1F1B's scales are GPipe's x1.5.
-  ReferenceRun gpipeTwo = reference({1, 1}, 2, 8);
-  addStep(gpipeTwo.trace, 0, 110, {4, 4}, 2, 2, 4);
-  ReferenceRun slowTwo = reference({1, 1}, 2, 8);
-  slowTwo.candidate.schedule = ScheduleKind::OneFOneB;
-  addStep(slowTwo.trace, 0, 200, {4, 4}, 2, 3, 6);
-  ReferenceRun slowThree = reference({1, 1}, 3, 8);
-  slowThree.candidate.schedule = ScheduleKind::OneFOneB;
-  addStep(slowThree.trace, 0, 700, {3, 3, 2}, 2, 3, 3);
-  const Calibration slower = calibrationFromRuns(twoLayerProfile(), twoCpus(), {slowTwo, gpipeTwo, slowThree, three});
-  const ScheduleCorrections& slow = slower.byShape.at({"1f1b", Checkpoint::Never});
-  EXPECT_DOUBLE_EQ(slow.scales.at(4).forward, slower.scales.at(4).forward * 1.5);
-  EXPECT_DOUBLE_EQ(slow.scales.at(3).backward, slower.scales.at(3).backward * 1.5);
+TEST(CalibrationFit, ScalesAreAShapesEffectTimesASizesAndOneOddReferenceMovesNeither) {
+  // Forward scales as measured, by shape and size (chunks 2 gives size 4, chunks 3 sizes 3, 2):
+  //                   4   3   2
+  //   gpipe never     6   2   2    <- its chunks-2 reference timed in a slow spell (truly 2)
+  //   1f1b never      3   3   3
+  //   gpipe always    2   2   2
+  // In logs, each row's median leaves gpipe never (log 3, 0, 0) and zeros elsewhere; the size-4
+  // column's median is then 0: the fit is 2, 3 and 2 at every size. A scale per shape and size
+  // would have kept the 6 (and one factor per shape against GPipe's would have carried it to
+  // every shape's size 4).
+  const Calibration calibration = calibrationFromRuns(
+      twoLayerProfile(), twoCpus(),
+      {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 6),
+       shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 2),
+       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 3),
+       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 3, 3),
+       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 2, 2),
+       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 3, 2)});
+  for (const std::int64_t size : {4, 3, 2}) {
+    EXPECT_NEAR(calibration.scales.at(size).forward, 2.0, 1e-12) << size;
+    EXPECT_NEAR(calibration.byShape.at({"1f1b", Checkpoint::Never}).scales.at(size).forward, 3.0, 1e-12) << size;
+    EXPECT_NEAR(calibration.byShape.at({"gpipe", Checkpoint::Always}).scales.at(size).forward, 2.0, 1e-12) << size;
+    EXPECT_NEAR(calibration.scales.at(size).backward, 1.0, 1e-12) << size;  // 2 per sample, as profiled
+  }
 }
 
 TEST(CalibrationFit, TheStepOverheadIsOneLineOverTheChunkCounts) {

@@ -4,33 +4,36 @@
 // stages, in one shape: a schedule and a checkpoint mode (GPipe without checkpoints, or a shape
 // it calibrates). From traced runs of one reference per shape and chunk count (in rounds, so a
 // burst of load on a shared machine spoils part of every reference's samples rather than all of
-// one's). The calibration's own shape (GPipe without checkpoints, else the first) is fitted
-// first, size by size:
+// one's):
 //
-//   forwardScale(b)  = median over micro-batches of b samples of (sum over stages of its
-//                      forward spans) / the profile's forward of the whole model at b;
-//                      backwardScale(b) likewise
-//   speed(d)         = the scaled profile's compute of device d's stages' layers over what
-//                      they measured, over the runs (on CPU the stages of one host do not
+//   forwardScale(s, b) = how much longer shape s's layers ran in its references than profiled
+//                      at micro-batch size b, as a shape's effect times a size's: the cells
+//                      log(median over shape s's micro-batches of b samples of (sum over
+//                      stages of its forward spans) / the profile's forward of the whole model
+//                      at b), fitted by Tukey's median polish (each effect the median of what
+//                      the other leaves); backwardScale likewise. A reference timed in a slow
+//                      spell is one cell off the table's pattern and moves its shape's effect
+//                      and its size's by little, where a scale per shape and size took it whole
+//                      (resnet, 2026-11-29: GPipe's x1 reference at 242 ms against 132 ms an
+//                      hour before gave x1 a backward scale of 2.3). One shape: each size's
+//                      own median.
+//   speed(s, d)      = the scaled profile's compute of device d's stages' layers over what
+//                      they measured, over shape s's runs (on CPU the stages of one host do not
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
-//   lossScale(b)     = median over the loss ops of micro-batches of b samples of (the span x the
-//                      speed of its device) / the profile's loss forward at b (a loss of a few
-//                      small kernels takes several times its profiled time in the pipeline)
+//   lossScale(s, b)  = likewise of the loss ops of micro-batches of b samples, each span x the
+//                      speed of its device, over the profile's loss forward at b
 //   messageLatency   = (runs of one process per device, whose traces hold send and receive
 //                      spans joined by flows) over the messages whose receiver was already
 //                      waiting when the send began: receive end - send start - the link's drain
 //                      time; the median per direction, the mean of the directions (a clock
 //                      offset between two ranks lengthens one direction as it shortens the other)
-//   overhead(m)      = a + b m, never negative: the least-squares line through each chunk
-//                      count's median step time of reference m - the simulator's step time for
-//                      it with the scales, speeds and message latency applied (zeroing, waking
-//                      workers, whatever else the simulated ops miss; one chunk count: a alone)
+//   overhead(s, m)   = a + b m, never negative: the least-squares line through each chunk
+//                      count's median step time of shape s's reference m - the simulator's step
+//                      time for it with the scales, speeds and message latency applied
+//                      (zeroing, waking workers, whatever else the simulated ops miss; one chunk
+//                      count: a alone)
 //
-// Every other shape's scales are the own shape's times one factor per pass (forward, backward,
-// loss): the median over every micro-batch of every size of the shape's measured time over
-// the own shape's prediction for it. A shape's few runs then move one number per pass rather
-// than one per size; its device speeds and overheads are fitted as above. And over the runs of
-// every shape, one message latency. The runs of GPipe without checkpoints
+// and one message latency over the runs of every shape. The runs of GPipe without checkpoints
 // give the calibration's own scales, speeds and overheads (every candidate's, unless its shape
 // has its own); every other shape's are its entry in Calibration::byShape. Shapes differ in
 // what the profile does not see: an interleaved rank switches between its stages' weights at
