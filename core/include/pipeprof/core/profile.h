@@ -124,7 +124,8 @@ struct LayerProfile {
 
 /// The model's loss on the last stage's output, measured like a layer whose input is that
 /// output (CostSample's fields, read for the loss): forwardNs and backwardNs its two passes
-/// (the backward makes the gradient of the output); savedBytes what its graph keeps beyond the
+/// (the backward makes the gradient of the output), timed right after the last layer's forward
+/// as the last stage runs it; savedBytes what its graph keeps beyond the
 /// output itself (under autocast, MSE's fp32 copy of a bf16 output); forwardWorkspaceBytes the
 /// forward's transient above that; backwardWorkspaceBytes the backward's peak above its start,
 /// the output's gradient included; outputBytes the loss itself. No launch data.
