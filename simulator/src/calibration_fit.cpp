@@ -263,7 +263,8 @@ using LogTable = std::map<std::size_t, std::map<std::int64_t, double>>;
 void addCell(LogTable& table, std::size_t shape, std::int64_t size, const std::vector<TimeNs>& measuredNs,
              TimeNs profiledNs) {
   const TimeNs ns = medianNs(measuredNs);
-  if (ns > 0 && profiledNs > 0) table[shape][size] = std::log(static_cast<double>(ns) / static_cast<double>(profiledNs));
+  if (ns > 0 && profiledNs > 0)
+    table[shape][size] = std::log(static_cast<double>(ns) / static_cast<double>(profiledNs));
 }
 
 /// Tukey's median polish: each cell ~ its shape's effect + its size's effect, each effect the
@@ -415,7 +416,8 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     ScheduleCorrections corrections = std::move(static_cast<ScheduleCorrections&>(shapes[k].calibration));
     if (keys[k] == own) static_cast<ScheduleCorrections&>(calibration) = corrections;
-    if (keys[k] != gpipe) calibration.byShape[ReferenceShape::of(shapes[k].runs.front()->candidate)] = std::move(corrections);
+    if (keys[k] != gpipe)
+      calibration.byShape[ReferenceShape::of(shapes[k].runs.front()->candidate)] = std::move(corrections);
   }
   return calibration;
 }

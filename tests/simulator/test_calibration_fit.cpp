@@ -128,7 +128,8 @@ ReferenceRun shapeReference(ScheduleKind schedule, Checkpoint mode, std::int64_t
   ReferenceRun run = reference({1, 1}, chunks, 8);
   run.candidate.schedule = schedule;
   run.candidate.checkpoint = mode;
-  const std::vector<std::int64_t> sizes = chunks == 2 ? std::vector<std::int64_t>{4, 4} : std::vector<std::int64_t>{3, 3, 2};
+  const std::vector<std::int64_t> sizes =
+      chunks == 2 ? std::vector<std::int64_t>{4, 4} : std::vector<std::int64_t>{3, 3, 2};
   addStep(run.trace, 0, 1000, sizes, 2, forwardPerSample, 2);
   return run;
 }
@@ -143,14 +144,13 @@ TEST(CalibrationFit, ScalesAreAShapesEffectTimesASizesAndOneOddReferenceMovesNei
   // column's median is then 0: the fit is 2, 3 and 2 at every size. A scale per shape and size
   // would have kept the 6 (and one factor per shape against GPipe's would have carried it to
   // every shape's size 4).
-  const Calibration calibration = calibrationFromRuns(
-      twoLayerProfile(), twoCpus(),
-      {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 6),
-       shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 2),
-       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 3),
-       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 3, 3),
-       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 2, 2),
-       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 3, 2)});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(),
+                                                      {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 6),
+                                                       shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 2),
+                                                       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 3),
+                                                       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 3, 3),
+                                                       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 2, 2),
+                                                       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 3, 2)});
   for (const std::int64_t size : {4, 3, 2}) {
     EXPECT_NEAR(calibration.scales.at(size).forward, 2.0, 1e-12) << size;
     EXPECT_NEAR(calibration.byShape.at({"1f1b", Checkpoint::Never}).scales.at(size).forward, 3.0, 1e-12) << size;
