@@ -243,22 +243,23 @@ TEST(LayerProfiler, TheLossIsMeasuredOnTheLastLayersOutput) {
   EXPECT_EQ(bf16.loss.costs[0].savedBytes, 8 * 64 * 4);
 }
 
-/// Passes its input through (doubled) and remembers where its output's data lives.
+/// Passes its input through (doubled) and keeps its output (alive, so that no later tensor
+/// takes its place in memory).
 struct MarkerImpl : torch::nn::Module {
-  explicit MarkerImpl(const void** lastOutput) : lastOutput(lastOutput) {}
+  explicit MarkerImpl(torch::Tensor* lastOutput) : lastOutput(lastOutput) {}
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor y = x * 2.0;
-    *lastOutput = y.data_ptr();
+    *lastOutput = y;
     return y;
   }
-  const void** lastOutput;
+  torch::Tensor* lastOutput;
 };
 TORCH_MODULE(Marker);
 
 TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardOnItsOutput) {
   // Timed alone in a loop of its own, the loss read 4.5-7x less than in a pipeline, where it
   // runs once per micro-batch right after the last stage's layers: the profiler times it there.
-  const void* lastOutput = nullptr;
+  torch::Tensor lastOutput;
   std::int64_t calls = 0;
   std::int64_t rightAfter = 0;  // calls on the output the last layer's forward has just made
   torch::nn::Sequential seq;
@@ -267,8 +268,8 @@ TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardOnItsOutput) {
   Model model = sequentialModel(seq, 16, 64);
   model.loss = [&](const torch::Tensor& output, const torch::Tensor& target) {
     ++calls;
-    if (lastOutput != nullptr && output.data_ptr() == lastOutput) ++rightAfter;
-    lastOutput = nullptr;
+    if (lastOutput.defined() && output.data_ptr() == lastOutput.data_ptr()) ++rightAfter;
+    lastOutput = torch::Tensor();
     return torch::mse_loss(output, target);
   };
   const LayerProfilerOptions options = quick({8, 16});
