@@ -1,10 +1,18 @@
-// Tests for the per-tag CPU allocation accounting.
+// Tests for the per-tag CPU allocation accounting and the CPU allocator it installs.
 #include <pipeprof/runtime/memory_tracker.h>
+#include <pipeprof/runtime/torch_environment.h>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdint>
+#include <memory>
 #include <thread>
+#include <vector>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace pipeprof {
 namespace {
@@ -93,6 +101,42 @@ TEST(MemoryTracker, ClonedAndResizedTensorsAreCounted) {
   copy = torch::Tensor();
   EXPECT_EQ(liveBytes(kTag), before);
 }
+
+TEST(MemoryTracker, EveryCpuTensorIsAlignedTo64Bytes) {
+  installMemoryTracker();
+  for (std::int64_t elements : {1, 3, 17, 1000, 4099, 1 << 18}) {
+    for (std::int64_t tag : {kNoAllocationTag, kTag}) {
+      ScopedAllocationTag scope(tag);
+      torch::Tensor t = torch::full({elements}, 2.0F);
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 64, 0U) << elements << " elements";
+      EXPECT_EQ(t.sum().item<float>(), 2.0F * static_cast<float>(elements));
+    }
+  }
+}
+
+#ifdef __GLIBC__
+// A training step frees a tensor and the next step allocates one of the same size, while small
+// objects made in between live on. With posix_memalign (LibTorch's own allocator) the freed block
+// was too small for the next request and every step took fresh heap: this loop grew the heap by
+// 9 MiB and faulted 2,300 pages in.
+TEST(MemoryTracker, ATensorFreedByOneStepServesTheNextStepsTensorOfTheSameSize) {
+  ASSERT_TRUE(keepFreedHostMemory() || std::getenv("GLIBC_TUNABLES") != nullptr);
+  installMemoryTracker();
+  constexpr std::int64_t kElements = 1 << 18;  // 1 MiB of floats
+  constexpr std::size_t kTensorBytes = kElements * sizeof(float);
+  std::vector<std::unique_ptr<char[]>> survivors;
+  auto step = [&](int i) {
+    torch::Tensor activation = torch::ones({kElements});
+    survivors.push_back(std::make_unique<char[]>(40 + static_cast<std::size_t>(i % 3) * 16));
+  };
+  step(0);
+  const struct mallinfo2 before = mallinfo2();
+  for (int i = 1; i <= 50; ++i) step(i);
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_LE(after.arena, before.arena + 2 * kTensorBytes)
+      << "the heap grew by " << (after.arena - before.arena) << " bytes over 50 steps of one 1 MiB tensor";
+}
+#endif
 
 }  // namespace
 }  // namespace pipeprof

@@ -1,10 +1,13 @@
-// Memory accounting on CPU: a c10::Allocator wrapper that attributes allocations to a thread tag.
+// Memory accounting on CPU: the CPU allocator, attributing allocations to a thread tag.
 //
-// Every allocation made while the calling thread carries a tag in [0, kMaxAllocationTags) is
-// recorded {tag, size, original DataPtr} in a side table and gets a deleter that subtracts the
-// size from that tag when the storage is freed, on whatever thread. Untagged allocations are passed through
-// untouched (no extra cost beyond one thread-local read).
+// It takes every CPU tensor's memory from aligned_host_memory.h (64-byte aligned blocks from
+// malloc, which a later tensor of the same size reuses). Every allocation made while the calling
+// thread carries a tag in [0, kMaxAllocationTags) is recorded {tag, size} in a side table and
+// counted against that tag until the storage is freed, on whatever thread. Untagged allocations
+// cost nothing beyond one thread-local read.
 #include <pipeprof/runtime/memory_tracker.h>
+
+#include "memory/aligned_host_memory.h"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -41,11 +44,10 @@ void raisePeak(TagCounters& c, Bytes live) {
   }
 }
 
-/// What the tracker remembers of a tagged allocation: enough to undo the accounting and free it.
+/// What the tracker remembers of a tagged allocation: enough to undo the accounting.
 struct TrackedAllocation {
   std::int64_t tag;
   Bytes sizeBytes;
-  c10::DataPtr original;
 };
 
 /// Tagged allocations by data pointer. A tracked DataPtr's context is its data pointer (as
@@ -86,39 +88,24 @@ AllocationTable& allocationTable() {
   return table;
 }
 
-/// The raw deleter of the allocator that was wrapped (null when it has none).
-c10::DeleterFnPtr& previousRawDeleter() {
-  static c10::DeleterFnPtr deleter = nullptr;
-  return deleter;
-}
-
+/// Frees a block of the tracking allocator, tagged or not (the deleter raw_deallocate uses).
 void deleteTracked(void* data) {
-  std::optional<TrackedAllocation> allocation = allocationTable().take(data);
-  if (!allocation) {
-    // An untagged allocation handed out by the wrapped allocator, freed via raw_deallocate.
-    if (c10::DeleterFnPtr deleter = previousRawDeleter()) {
-      deleter(data);
-    }
-    return;
+  if (std::optional<TrackedAllocation> allocation = allocationTable().take(data)) {
+    countFreedBytes(allocation->tag, allocation->sizeBytes);
   }
-  countFreedBytes(allocation->tag, allocation->sizeBytes);
-  // allocation->original is destroyed here, which frees the memory.
+  freeAlignedHost(data);
 }
 
-/// Wraps the previously installed CPU allocator. Both allocate() signatures are declared,
-/// without `override`, so the class is concrete against LibTorch 1.13 (const allocate) and
-/// 2.3+ (non-const allocate); copy_data overrides the pure virtual of LibTorch 2.x and is a
-/// plain member on 1.13.
+/// LibTorch's CPU allocator while installed. Both allocate() signatures are declared, without
+/// `override`, so the class is concrete against LibTorch 1.13 (const allocate) and 2.3+
+/// (non-const allocate); copy_data overrides the pure virtual of LibTorch 2.x and is a plain
+/// member on 1.13.
 class TrackingAllocator final : public c10::Allocator {
  public:
-  explicit TrackingAllocator(c10::Allocator* previous) : previous_(previous) {
-    previousRawDeleter() = previous_->raw_deleter();
-  }
+  c10::DataPtr allocate(size_t n) const { return allocateTracked(n); }
+  c10::DataPtr allocate(size_t n) { return allocateTracked(n); }
 
-  c10::DataPtr allocate(size_t n) const { return track(previous_->allocate(n), n); }
-  c10::DataPtr allocate(size_t n) { return track(previous_->allocate(n), n); }
-
-  c10::DeleterFnPtr raw_deleter() const { return previousRawDeleter() != nullptr ? &deleteTracked : nullptr; }
+  c10::DeleterFnPtr raw_deleter() const { return &deleteTracked; }
 
   void copy_data(void* dest, const void* src, std::size_t count) const {
     if (count > 0) {
@@ -127,20 +114,17 @@ class TrackingAllocator final : public c10::Allocator {
   }
 
  private:
-  static c10::DataPtr track(c10::DataPtr original, size_t n) {
+  static c10::DataPtr allocateTracked(size_t n) {
+    void* data = allocateAlignedHost(n);
     const std::int64_t tag = tCurrentTag;
-    if (!validTag(tag) || n == 0 || original.get() == nullptr) {
-      return original;
+    if (!validTag(tag) || data == nullptr) {
+      return c10::DataPtr(data, data, &freeAlignedHost, c10::Device(c10::DeviceType::CPU));
     }
     const auto sizeBytes = static_cast<Bytes>(n);
     countAllocatedBytes(tag, sizeBytes);
-    void* data = original.get();
-    const c10::Device device = original.device();
-    allocationTable().insert(data, TrackedAllocation{tag, sizeBytes, std::move(original)});
-    return c10::DataPtr(data, data, &deleteTracked, device);
+    allocationTable().insert(data, TrackedAllocation{tag, sizeBytes});
+    return c10::DataPtr(data, data, &deleteTracked, c10::Device(c10::DeviceType::CPU));
   }
-
-  c10::Allocator* previous_;
 };
 
 }  // namespace
@@ -149,7 +133,7 @@ void installMemoryTracker() {
   static std::once_flag once;
   std::call_once(once, [] {
     // Never freed: the allocator must outlive every tensor it allocated.
-    auto* allocator = new TrackingAllocator(c10::GetCPUAllocator());
+    auto* allocator = new TrackingAllocator();
     c10::SetCPUAllocator(allocator, /*priority=*/std::numeric_limits<uint8_t>::max());
   });
 }
