@@ -6,7 +6,7 @@
 // exactly `size`; once a small allocation has taken the space after it, that freed block is too
 // small for the next request of the same size, which glibc then serves from fresh heap. Fresh
 // pages fault in: an AdamW step of a 512x512 layer faulted 256 pages every step, 3.2-3.7 ms
-// against 0.25 ms (docs/performance.md, "Host memory"). A block from malloc(size + 64) is
+// against 0.25 ms (docs/runtime.md, "Host memory between steps"). A block from malloc(size + 64) is
 // freed whole and fits the same request again.
 #pragma once
 
