@@ -276,11 +276,11 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   moveDroppingGradients(*sequential, options.device);
   const Tensors input{batch.input.to(options.device)};
   std::optional<LossTiming> lossTiming;
-  if (loss) lossTiming = LossTiming{&model, batch.target.to(options.device)};
+  if (loss) lossTiming = LossTiming{&model, batch.target.to(options.device), LossTime{}};
   measureTimes(layers, input, costs, options.device, options, how.budgetS, lossTiming ? &*lossTiming : nullptr);
   if (loss) {
-    loss->cost.forwardNs = lossTiming->forwardNs;
-    loss->cost.backwardNs = lossTiming->backwardNs;
+    loss->cost.forwardNs = lossTiming->median.forwardNs;
+    loss->cost.backwardNs = lossTiming->median.backwardNs;
     profile.loss.costs.push_back(loss->cost);
     profile.loss.keepsOutput = loss->keepsOutput;  // the largest size's
   }

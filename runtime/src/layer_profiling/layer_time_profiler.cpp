@@ -137,8 +137,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
     }
   }
   if (loss != nullptr) {
-    loss->forwardNs = medianNs(lossForwardNs);
-    loss->backwardNs = medianNs(lossBackwardNs);
+    loss->median = LossTime{medianNs(lossForwardNs), medianNs(lossBackwardNs)};
   }
 }
 

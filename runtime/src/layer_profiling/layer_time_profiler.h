@@ -2,6 +2,7 @@
 #pragma once
 
 #include "layer_profiling/layer_runs.h"
+#include "layer_profiling/loss_profiler.h"
 
 #include <pipeprof/core/precision.h>
 #include <pipeprof/core/profile.h>
@@ -12,10 +13,6 @@
 
 #include <vector>
 
-namespace pipeprof {
-struct Model;
-}
-
 namespace pipeprof::layer_profiling {
 
 /// The model's loss, timed in the same passes right after the last layer's forward, on its
@@ -23,8 +20,7 @@ namespace pipeprof::layer_profiling {
 struct LossTiming {
   const Model* model = nullptr;
   torch::Tensor target;  ///< the batch's, on the timing device
-  TimeNs forwardNs = 0;  ///< medians, filled by measureTimes
-  TimeNs backwardNs = 0;
+  LossTime median;       ///< over the recorded passes, filled by measureTimes
 };
 
 /// Median forward and backward time of every layer at one size (the input's rows), the backward
