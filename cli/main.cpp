@@ -3,6 +3,7 @@
 #include "interrupts.h"
 
 #include <pipeprof/core/json_file.h>
+#include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/torch_environment.h>
 
 #include <exception>
@@ -16,7 +17,8 @@ constexpr int kExitUsage = 2;
 }  // namespace
 
 int main(int argc, char** argv) {
-  pipeprof::keepFreedHostMemory();  // every command, so profiles, threaded runs and ranks allocate alike
+  pipeprof::keepFreedHostMemory();   // every command, so profiles, threaded runs and ranks allocate alike
+  pipeprof::installMemoryTracker();  // before any tensor: every CPU block then comes from its allocator
   namespace cli = pipeprof::cli;
   CLI::App app{cli::helpText({"pipeprof: tune pipeline parallelism -- profile a model, simulate candidate schedules\n"
                               "(GPipe, 1F1B, interleaved 1F1B), balances, chunk counts and checkpoint modes, measure\n"

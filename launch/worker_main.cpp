@@ -8,6 +8,7 @@
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/launch/rank_job.h>
 #include <pipeprof/launch/run_rank_job.h>
+#include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/rank_environment.h>
 #include <pipeprof/runtime/torch_environment.h>
 
@@ -31,6 +32,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   namespace launch = pipeprof::launch;
   pipeprof::keepFreedHostMemory();  // as the pipeprof executable does: ranks allocate as a threaded run
+  pipeprof::installMemoryTracker();
   if (argc == 2 && std::string(argv[1]) == "--help") {
     std::cout << kUsage;
     return 0;

@@ -22,8 +22,10 @@ inline constexpr std::int64_t kMaxAllocationTags = 1024;
 /// Installs the tracking CPU allocator (idempotent, thread-safe). From then on every CPU tensor's
 /// memory is a 64-byte aligned block from malloc, which a later tensor of the same size reuses
 /// (LibTorch's own allocator, posix_memalign, left freed blocks too small for it: a training
-/// step faulted fresh pages in every time). Called by the Pipe and the layer profiler; tensors
-/// allocated before installation are never counted.
+/// step faulted fresh pages in every time). Called by the Pipe and the layer profiler, and by
+/// pipeprof's executables at start-up (a block that raw_allocate took from LibTorch's allocator
+/// before must not be given back through this one); tensors allocated before installation are
+/// never counted.
 void installMemoryTracker();
 
 /// Sets the calling thread's tag for the scope; restores the previous tag on destruction.
