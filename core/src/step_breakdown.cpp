@@ -1,0 +1,479 @@
+// The step breakdown: a walk over each device's spans, its idle stretches attributed along the
+// op dependency graph, and a replay of that graph for the schedule's bubble.
+#include <pipeprof/core/step_breakdown.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+namespace pipeprof {
+namespace {
+
+constexpr std::array<StepCategory, kStepCategories> kCategories = {
+    StepCategory::Forward,       StepCategory::Recompute,      StepCategory::Loss,      StepCategory::Backward,
+    StepCategory::BackwardInput, StepCategory::BackwardWeight, StepCategory::Optimizer, StepCategory::SharedGradients,
+    StepCategory::Bubble,        StepCategory::Waiting,        StepCategory::Transfer,  StepCategory::Overhead};
+
+/// The simulator's span for the shared parameters' gradient exchange before the optimizer.
+constexpr const char* kSharedGradientsSpan = "shared gradients";
+constexpr const char* kSendPrefix = "send ";
+constexpr const char* kReceivePrefix = "receive ";
+
+StepCategory categoryOf(OpKind kind) {
+  switch (kind) {
+    case OpKind::Forward: return StepCategory::Forward;
+    case OpKind::Recompute: return StepCategory::Recompute;
+    case OpKind::Loss: return StepCategory::Loss;
+    case OpKind::Backward: return StepCategory::Backward;
+    case OpKind::BackwardInput: return StepCategory::BackwardInput;
+    case OpKind::BackwardWeight: return StepCategory::BackwardWeight;
+    case OpKind::Copy:
+    case OpKind::SkipCopy: break;
+  }
+  throw std::logic_error("a copy has no compute category");
+}
+
+std::string jsonKey(StepCategory category) {
+  std::string key = stepCategoryName(category);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key + "_ns";
+}
+
+bool startsWith(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+struct Window {
+  TimeNs startNs = 0;
+  TimeNs endNs = 0;
+};
+
+/// A span on a device's own time line that is not one of its ops: the optimizer, the shared
+/// gradients' exchange, the calibration's step overhead.
+struct StepItem {
+  const TraceEvent* span = nullptr;
+  std::optional<OpIndex> op;  ///< the compute op, or nullopt
+  StepCategory category = StepCategory::Overhead;
+};
+
+/// The trace's spans keyed by step and op, and each device's windows.
+class MatchedTrace {
+ public:
+  MatchedTrace(const Schedule& schedule, const Trace& trace) : schedule_(schedule) {
+    std::unordered_map<std::string, OpIndex> byLabel;
+    for (OpIndex index = 0; index < schedule.ops().size(); ++index) byLabel[schedule.label(schedule.op(index))] = index;
+    const auto opNamed = [&](const std::string& name) -> std::optional<OpIndex> {
+      const auto found = byLabel.find(name);
+      return found == byLabel.end() ? std::nullopt : std::optional<OpIndex>(found->second);
+    };
+    traceDevices_.resize(static_cast<std::size_t>(schedule.devices()));
+    for (const TraceEvent& event : trace.events) {
+      if (event.kind != EventKind::Span) continue;
+      const std::optional<OpIndex> op = opNamed(event.name);
+      if (!op || !schedule.op(*op).isCompute()) continue;
+      computeDevices_.insert(event.device);
+      std::string& name = traceDevices_.at(static_cast<std::size_t>(deviceOfOp(*op)));
+      if (name.empty()) name = event.device;
+    }
+    collectWindows(trace);
+    for (const TraceEvent& event : trace.events) {
+      if (event.kind != EventKind::Span || event.phase == Phase::Step || event.phase == Phase::Warmup) continue;
+      const std::int64_t step = stepOf(event);
+      if (step < 0) continue;
+      steps_ = std::max(steps_, step + 1);
+      if (const std::optional<OpIndex> op = opNamed(event.name)) {
+        spans_[key(step, *op)] = &event;
+        if (schedule.op(*op).isCompute()) {
+          TimeNs& last = lastComputeEndNs_[step];
+          last = std::max(last, event.endNs());
+        }
+      } else if (startsWith(event.name, kSendPrefix)) {
+        if (const auto sent = opNamed(event.name.substr(std::string(kSendPrefix).size())))
+          sends_[key(step, *sent)] = &event;
+      } else if (startsWith(event.name, kReceivePrefix)) {
+        if (const auto received = opNamed(event.name.substr(std::string(kReceivePrefix).size()))) {
+          receives_[key(step, *received)] = &event;
+        }
+      } else if (event.phase == Phase::Optimizer || event.name == kSharedGradientsSpan) {
+        StepItem item;
+        item.span = &event;
+        item.category = event.name == kSharedGradientsSpan ? StepCategory::SharedGradients
+                        : event.name == "optimizer"        ? StepCategory::Optimizer
+                                                           : StepCategory::Overhead;  // the calibration's step overhead
+        others_[step].push_back(item);
+      }
+    }
+  }
+
+  std::int64_t steps() const { return steps_; }
+  const std::string& traceDevice(std::int64_t d) const { return traceDevices_.at(static_cast<std::size_t>(d)); }
+  const std::vector<Window>& windowsOf(const std::string& device) const {
+    const auto own = windowsByDevice_.find(device);
+    if (own != windowsByDevice_.end()) return own->second;
+    return sharedWindows_;
+  }
+  std::int64_t deviceOfOp(OpIndex op) const { return schedule_.deviceOf(schedule_.op(op).j); }
+
+  const TraceEvent* span(std::int64_t step, OpIndex op) const { return lookUp(spans_, step, op); }
+  const TraceEvent* send(std::int64_t step, OpIndex op) const { return lookUp(sends_, step, op); }
+  const TraceEvent* receive(std::int64_t step, OpIndex op) const { return lookUp(receives_, step, op); }
+  /// When the last compute op of any device ended in step `step` (nullopt: none traced).
+  std::optional<TimeNs> lastComputeEndNs(std::int64_t step) const {
+    const auto found = lastComputeEndNs_.find(step);
+    return found == lastComputeEndNs_.end() ? std::nullopt : std::optional<TimeNs>(found->second);
+  }
+
+  /// Device d's spans of step `step`, by start: its ops, then what else runs on its trace
+  /// device or on a device that runs no stage (the optimizer of threads on the host).
+  std::vector<StepItem> itemsOf(std::int64_t d, std::int64_t step) const {
+    std::vector<StepItem> items;
+    for (const OpIndex op : schedule_.deviceOrder(d)) {
+      if (const TraceEvent* found = span(step, op)) items.push_back({found, op, categoryOf(schedule_.op(op).kind)});
+    }
+    if (items.empty()) return items;
+    const auto others = others_.find(step);
+    if (others != others_.end()) {
+      for (const StepItem& item : others->second) {
+        if (item.span->device == traceDevice(d) || computeDevices_.count(item.span->device) == 0) items.push_back(item);
+      }
+    }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const StepItem& a, const StepItem& b) { return a.span->startNs < b.span->startNs; });
+    return items;
+  }
+
+ private:
+  using SpanMap = std::unordered_map<std::uint64_t, const TraceEvent*>;
+
+  std::uint64_t key(std::int64_t step, OpIndex op) const {
+    return static_cast<std::uint64_t>(step) * schedule_.ops().size() + op;
+  }
+  const TraceEvent* lookUp(const SpanMap& map, std::int64_t step, OpIndex op) const {
+    const auto found = map.find(key(step, op));
+    return found == map.end() ? nullptr : found->second;
+  }
+
+  /// Step spans by device; those on a device that runs no stage are every device's. Without
+  /// any, one window over every span.
+  void collectWindows(const Trace& trace) {
+    TimeNs firstNs = 0;
+    TimeNs lastNs = 0;
+    bool any = false;
+    for (const TraceEvent& event : trace.events) {
+      if (event.kind != EventKind::Span) continue;
+      if (event.phase == Phase::Step) {
+        const Window window{event.startNs, event.endNs()};
+        if (computeDevices_.count(event.device) > 0) {
+          windowsByDevice_[event.device].push_back(window);
+        } else {
+          sharedWindows_.push_back(window);
+        }
+      } else if (event.phase != Phase::Warmup) {
+        firstNs = any ? std::min(firstNs, event.startNs) : event.startNs;
+        lastNs = any ? std::max(lastNs, event.endNs()) : event.endNs();
+        any = true;
+      }
+    }
+    const auto byStart = [](const Window& a, const Window& b) { return a.startNs < b.startNs; };
+    for (auto& [device, windows] : windowsByDevice_) std::sort(windows.begin(), windows.end(), byStart);
+    std::sort(sharedWindows_.begin(), sharedWindows_.end(), byStart);
+    if (windowsByDevice_.empty() && sharedWindows_.empty() && any) sharedWindows_.push_back({firstNs, lastNs});
+  }
+
+  /// The index of the window of the event's device that holds its start, or -1.
+  std::int64_t stepOf(const TraceEvent& event) const {
+    const std::vector<Window>& windows = windowsOf(event.device);
+    const auto after = std::upper_bound(windows.begin(), windows.end(), event.startNs,
+                                        [](TimeNs start, const Window& w) { return start < w.startNs; });
+    if (after == windows.begin()) return -1;
+    const auto window = std::prev(after);
+    if (event.startNs > window->endNs) return -1;
+    return window - windows.begin();
+  }
+
+  const Schedule& schedule_;
+  std::vector<std::string> traceDevices_;
+  std::set<std::string> computeDevices_;
+  std::map<std::string, std::vector<Window>> windowsByDevice_;
+  std::vector<Window> sharedWindows_;
+  std::int64_t steps_ = 0;
+  SpanMap spans_;
+  SpanMap sends_;
+  SpanMap receives_;
+  std::map<std::int64_t, TimeNs> lastComputeEndNs_;
+  std::map<std::int64_t, std::vector<StepItem>> others_;
+};
+
+/// The instants that split an idle stretch before an op: until `producedNs` the device waited
+/// for a peer's op, until `movingNs` for the data to be sent, until `arrivedNs` for it to move.
+struct Readiness {
+  TimeNs producedNs = 0;
+  TimeNs movingNs = 0;
+  TimeNs arrivedNs = 0;
+};
+
+/// Sums of one device's categories over its windows (bubble and waiting not yet split).
+struct DeviceTotals {
+  std::array<TimeNs, kStepCategories> ns{};
+  std::int64_t windows = 0;
+  std::map<OpKind, std::pair<TimeNs, std::int64_t>> byKind;  ///< compute time and count per op kind
+
+  void add(StepCategory category, TimeNs durationNs) {
+    if (durationNs > 0) ns[static_cast<std::size_t>(category)] += durationNs;
+  }
+};
+
+class Walker {
+ public:
+  Walker(const Schedule& schedule, const MatchedTrace& matched) : schedule_(schedule), matched_(matched) {}
+
+  /// Adds device d's window `step` to its totals.
+  void walk(std::int64_t d, std::int64_t step, const Window& window, DeviceTotals& totals) const {
+    const std::vector<StepItem> items = matched_.itemsOf(d, step);
+    if (items.empty()) return;
+    ++totals.windows;
+    TimeNs frontierNs = window.startNs;
+    for (const StepItem& item : items) {
+      const TimeNs startNs = std::clamp(item.span->startNs, window.startNs, window.endNs);
+      const TimeNs endNs = std::clamp(item.span->endNs(), window.startNs, window.endNs);
+      if (startNs > frontierNs) {
+        attributeIdle(frontierNs, startNs, readinessFor(d, step, item, frontierNs), totals);
+        frontierNs = startNs;
+      }
+      if (endNs > frontierNs) {
+        totals.add(item.category, endNs - frontierNs);
+        frontierNs = endNs;
+      }
+      if (item.op) {
+        auto& [kindNs, count] = totals.byKind[schedule_.op(*item.op).kind];
+        kindNs += item.span->durationNs;
+        ++count;
+      }
+    }
+    if (window.endNs > frontierNs) attributeIdle(frontierNs, window.endNs, tailReadiness(step, frontierNs), totals);
+  }
+
+ private:
+  /// [fromNs, toNs) split at the readiness instants (each clamped into it).
+  static void attributeIdle(TimeNs fromNs, TimeNs toNs, const Readiness& ready, DeviceTotals& totals) {
+    const TimeNs produced = std::clamp(ready.producedNs, fromNs, toNs);
+    const TimeNs moving = std::clamp(std::max(ready.movingNs, ready.producedNs), fromNs, toNs);
+    const TimeNs arrived = std::clamp(std::max({ready.arrivedNs, ready.movingNs, ready.producedNs}), fromNs, toNs);
+    totals.add(StepCategory::Waiting, produced - fromNs);
+    totals.add(StepCategory::Overhead, moving - produced);
+    totals.add(StepCategory::Transfer, arrived - moving);
+    totals.add(StepCategory::Overhead, toNs - arrived);
+  }
+
+  /// After the device's last op (or before the optimizer): the others' last op, then overhead.
+  Readiness tailReadiness(std::int64_t step, TimeNs fromNs) const {
+    const TimeNs lastNs = matched_.lastComputeEndNs(step).value_or(fromNs);
+    return {lastNs, lastNs, lastNs};
+  }
+
+  Readiness readinessFor(std::int64_t d, std::int64_t step, const StepItem& item, TimeNs fromNs) const {
+    if (!item.op) return tailReadiness(step, fromNs);
+    std::optional<Readiness> latest;
+    for (const OpIndex dep : schedule_.op(*item.op).deps) {
+      const std::optional<Readiness> ready = readinessOf(d, step, dep);
+      if (ready && (!latest || ready->arrivedNs > latest->arrivedNs)) latest = ready;
+    }
+    if (!latest) return {fromNs, fromNs, fromNs};
+    return *latest;
+  }
+
+  /// When dependency `dep` of an op of device d was ready: a copy's producer, its data's start
+  /// and arrival; an op of another device its end. An op of d itself ran before in d's order:
+  /// nullopt, as for a dependency the trace lacks.
+  std::optional<Readiness> readinessOf(std::int64_t d, std::int64_t step, OpIndex dep) const {
+    const Op& op = schedule_.op(dep);
+    if (!op.isCopy()) {
+      const TraceEvent* span = matched_.span(step, dep);
+      if (span == nullptr || matched_.deviceOfOp(dep) == d) return std::nullopt;
+      return Readiness{span->endNs(), span->endNs(), span->endNs()};
+    }
+    std::optional<TimeNs> producedNs;
+    for (const OpIndex producer : op.deps) {
+      if (const TraceEvent* span = matched_.span(step, producer)) {
+        producedNs = std::max(producedNs.value_or(span->endNs()), span->endNs());
+      }
+    }
+    Readiness ready;
+    if (const TraceEvent* copy = matched_.span(step, dep)) {
+      ready.movingNs = copy->startNs;
+      ready.arrivedNs = copy->endNs();
+    } else if (const TraceEvent* receive = matched_.receive(step, dep)) {
+      // A receive posted before its send waits for the sender; the data moves once both are there.
+      const TraceEvent* send = matched_.send(step, dep);
+      ready.movingNs =
+          std::max(receive->startNs, send != nullptr ? send->startNs : producedNs.value_or(receive->startNs));
+      ready.arrivedNs = receive->endNs();
+    } else {
+      if (!producedNs) return std::nullopt;
+      ready.movingNs = *producedNs;
+      ready.arrivedNs = *producedNs;
+    }
+    ready.producedNs = std::min(producedNs.value_or(ready.movingNs), ready.movingNs);
+    return ready;
+  }
+
+  const Schedule& schedule_;
+  const MatchedTrace& matched_;
+};
+
+/// Device d's idle time if every op of a kind took d's mean for that kind (kinds d never ran:
+/// the mean over the devices that did) and copies were free: the schedule's own bubble.
+TimeNs idealIdleNs(const Schedule& schedule, std::int64_t d, const std::vector<DeviceTotals>& totals) {
+  const auto meanNs = [&](OpKind kind) -> TimeNs {
+    const auto own = totals[static_cast<std::size_t>(d)].byKind.find(kind);
+    if (own != totals[static_cast<std::size_t>(d)].byKind.end() && own->second.second > 0) {
+      return own->second.first / own->second.second;
+    }
+    TimeNs sumNs = 0;
+    std::int64_t count = 0;
+    for (const DeviceTotals& device : totals) {
+      const auto found = device.byKind.find(kind);
+      if (found == device.byKind.end()) continue;
+      sumNs += found->second.first;
+      count += found->second.second;
+    }
+    return count > 0 ? sumNs / count : 0;
+  };
+  const std::vector<Op>& ops = schedule.ops();
+  std::vector<std::optional<TimeNs>> endNs(ops.size());
+  // A copy is done when what it carries is: copies are free here.
+  const auto readyNs = [&](OpIndex index) -> std::optional<TimeNs> {
+    TimeNs latest = 0;
+    for (const OpIndex dep : ops[index].deps) {
+      if (!endNs[dep]) return std::nullopt;
+      latest = std::max(latest, *endNs[dep]);
+    }
+    return latest;
+  };
+  std::vector<std::size_t> next(static_cast<std::size_t>(schedule.devices()), 0);
+  std::vector<TimeNs> freeNs(next.size(), 0);
+  TimeNs makespanNs = 0;
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::size_t e = 0; e < next.size(); ++e) {
+      const std::vector<OpIndex>& order = schedule.deviceOrder(static_cast<std::int64_t>(e));
+      while (next[e] < order.size()) {
+        const OpIndex index = order[next[e]];
+        // Settle the copies this op waits for (their producers may have just finished).
+        for (const OpIndex dep : ops[index].deps) {
+          if (ops[dep].isCopy() && !endNs[dep]) endNs[dep] = readyNs(dep);
+        }
+        const std::optional<TimeNs> ready = readyNs(index);
+        if (!ready) break;
+        const TimeNs startNs = std::max(freeNs[e], *ready);
+        endNs[index] = startNs + meanNs(ops[index].kind);
+        freeNs[e] = *endNs[index];
+        makespanNs = std::max(makespanNs, freeNs[e]);
+        ++next[e];
+        progress = true;
+      }
+    }
+  }
+  TimeNs busyNs = 0;
+  for (const OpIndex index : schedule.deviceOrder(d)) busyNs += meanNs(ops[index].kind);
+  return std::max<TimeNs>(0, makespanNs - busyNs);
+}
+
+TimeNs meanOf(TimeNs totalNs, std::int64_t windows) {
+  return windows > 0 ? std::llround(static_cast<double>(totalNs) / static_cast<double>(windows)) : 0;
+}
+
+}  // namespace
+
+const std::array<StepCategory, kStepCategories>& stepCategories() { return kCategories; }
+
+std::string stepCategoryName(StepCategory category) {
+  switch (category) {
+    case StepCategory::Forward: return "forward";
+    case StepCategory::Recompute: return "recompute";
+    case StepCategory::Loss: return "loss";
+    case StepCategory::Backward: return "backward";
+    case StepCategory::BackwardInput: return "backward-input";
+    case StepCategory::BackwardWeight: return "backward-weight";
+    case StepCategory::Optimizer: return "optimizer";
+    case StepCategory::SharedGradients: return "shared-gradients";
+    case StepCategory::Bubble: return "bubble";
+    case StepCategory::Waiting: return "waiting";
+    case StepCategory::Transfer: return "transfer";
+    case StepCategory::Overhead: return "overhead";
+  }
+  return "unknown";
+}
+
+bool isComputeCategory(StepCategory category) {
+  return static_cast<std::size_t>(category) < static_cast<std::size_t>(StepCategory::Bubble);
+}
+
+TimeNs DeviceStepBreakdown::stepNs() const {
+  TimeNs sum = 0;
+  for (const TimeNs value : ns) sum += value;
+  return sum;
+}
+
+StepBreakdown breakDownSteps(const Schedule& schedule, const Trace& trace) {
+  const MatchedTrace matched(schedule, trace);
+  const Walker walker(schedule, matched);
+  std::vector<DeviceTotals> totals(static_cast<std::size_t>(schedule.devices()));
+  for (std::int64_t d = 0; d < schedule.devices(); ++d) {
+    const std::vector<Window>& windows = matched.windowsOf(matched.traceDevice(d));
+    for (std::size_t step = 0; step < windows.size(); ++step) {
+      walker.walk(d, static_cast<std::int64_t>(step), windows[step], totals[static_cast<std::size_t>(d)]);
+    }
+  }
+  StepBreakdown breakdown;
+  const auto source = trace.metadata.find("source");
+  if (source != trace.metadata.end()) breakdown.source = source->second;
+  for (std::int64_t d = 0; d < schedule.devices(); ++d) {
+    const DeviceTotals& own = totals[static_cast<std::size_t>(d)];
+    breakdown.steps = std::max(breakdown.steps, own.windows);
+    DeviceStepBreakdown device;
+    device.device = d;
+    device.traceDevice = matched.traceDevice(d);
+    for (std::size_t c = 0; c < kStepCategories; ++c) device.ns[c] = meanOf(own.ns[c], own.windows);
+    // Waiting so far holds every wait for a peer's op; the schedule's share of it is the bubble.
+    const TimeNs waitedNs = device.at(StepCategory::Waiting);
+    const TimeNs bubbleNs = own.windows > 0 ? std::min(waitedNs, idealIdleNs(schedule, d, totals)) : 0;
+    device.at(StepCategory::Bubble) = bubbleNs;
+    device.at(StepCategory::Waiting) = waitedNs - bubbleNs;
+    breakdown.devices.push_back(std::move(device));
+  }
+  return breakdown;
+}
+
+nlohmann::json toJson(const StepBreakdown& breakdown) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceStepBreakdown& device : breakdown.devices) {
+    nlohmann::json item = {
+        {"device", device.device}, {"trace_device", device.traceDevice}, {"step_ns", device.stepNs()}};
+    for (const StepCategory category : kCategories) item[jsonKey(category)] = device.at(category);
+    devices.push_back(std::move(item));
+  }
+  return {{"source", breakdown.source}, {"steps", breakdown.steps}, {"devices", std::move(devices)}};
+}
+
+StepBreakdown stepBreakdownFromJson(const JsonCursor& root) {
+  StepBreakdown breakdown;
+  if (root.has("source")) breakdown.source = root.at("source").asString();
+  breakdown.steps = root.at("steps").asNonNegativeInt();
+  for (const JsonCursor& item : root.at("devices").items()) {
+    DeviceStepBreakdown device;
+    device.device = item.at("device").asNonNegativeInt();
+    if (item.has("trace_device")) device.traceDevice = item.at("trace_device").asString();
+    // Categories a later version adds are absent from older files: they read as 0.
+    for (const StepCategory category : kCategories) {
+      if (item.has(jsonKey(category))) device.at(category) = item.at(jsonKey(category)).asNonNegativeInt();
+    }
+    breakdown.devices.push_back(std::move(device));
+  }
+  return breakdown;
+}
+
+}  // namespace pipeprof
