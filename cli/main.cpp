@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
 
   cli::addSweepCommand(app);
   cli::addCompareCommand(app);
+  cli::addExplainCommand(app);
   cli::addSimulateCommand(app);
   cli::addSuggestCommand(app);
   cli::addProfileCommand(app);

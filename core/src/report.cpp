@@ -197,6 +197,9 @@ CandidateResult resultFromJson(const JsonCursor& json) {
   result.error = optionalString(json, "error");
   if (json.has("predicted_analysis")) result.predictedAnalysis = json.at("predicted_analysis").value();
   if (json.has("measured_analysis")) result.measuredAnalysis = json.at("measured_analysis").value();
+  if (json.has("predicted_breakdown"))
+    result.predictedBreakdown = stepBreakdownFromJson(json.at("predicted_breakdown"));
+  if (json.has("measured_breakdown")) result.measuredBreakdown = stepBreakdownFromJson(json.at("measured_breakdown"));
   return result;
 }
 
@@ -389,6 +392,8 @@ nlohmann::json toJson(const Report& report) {
     if (result.measurement) item["measurement"] = toJson(*result.measurement);
     if (!result.predictedAnalysis.is_null()) item["predicted_analysis"] = result.predictedAnalysis;
     if (!result.measuredAnalysis.is_null()) item["measured_analysis"] = result.measuredAnalysis;
+    if (result.predictedBreakdown) item["predicted_breakdown"] = toJson(*result.predictedBreakdown);
+    if (result.measuredBreakdown) item["measured_breakdown"] = toJson(*result.measuredBreakdown);
     candidates.push_back(item);
   }
   const ReportEnvironment& environment = report.environment;

@@ -64,6 +64,15 @@ TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
     std::set<std::string> ranks;
     for (const TraceEvent& event : trace.events) ranks.insert(event.device.substr(0, 7));
     EXPECT_EQ(ranks, (std::set<std::string>{"rank 0 ", "rank 1 "})) << result.candidate.label();
+    // Each rank's step, broken down from its own step span, is the step it measured.
+    ASSERT_TRUE(result.measuredBreakdown.has_value()) << result.candidate.label();
+    ASSERT_EQ(result.measuredBreakdown->devices.size(), 2u);
+    EXPECT_EQ(result.measuredBreakdown->steps, 1);
+    for (const DeviceStepBreakdown& device : result.measuredBreakdown->devices) {
+      EXPECT_EQ(device.traceDevice.substr(0, 7), "rank " + std::to_string(device.device) + " ");
+      EXPECT_GT(device.at(StepCategory::Forward), 0);
+      EXPECT_GT(device.stepNs(), 0);
+    }
   }
 }
 

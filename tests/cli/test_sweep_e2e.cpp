@@ -240,6 +240,39 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
     const std::string zbv = slurp(dir_ / "report.traces" / (std::string("b1-1-1-2_m2_never_zbv") + suffix));
     EXPECT_NE(zbv.find("\"backward-input(1,3)\""), std::string::npos) << suffix;
   }
+  // Every measured candidate carries its step breakdown per device, measured and predicted:
+  // the measured one over the traced step, the predicted one over the predicted step.
+  for (const CandidateResult& result : parsed.candidates) {
+    SCOPED_TRACE(result.candidate.label());
+    ASSERT_TRUE(result.measuredBreakdown.has_value());
+    ASSERT_TRUE(result.predictedBreakdown.has_value());
+    ASSERT_EQ(result.measuredBreakdown->devices.size(), 2u);
+    ASSERT_EQ(result.predictedBreakdown->devices.size(), 2u);
+    for (std::size_t d = 0; d < 2; ++d) {
+      const DeviceStepBreakdown& measured = result.measuredBreakdown->devices[d];
+      const DeviceStepBreakdown& predicted = result.predictedBreakdown->devices[d];
+      EXPECT_GT(measured.at(StepCategory::Forward), 0);
+      EXPECT_GT(predicted.at(StepCategory::Forward), 0);
+      EXPECT_GE(measured.stepNs(), result.measurement->stepNsMin);
+      EXPECT_LE(measured.stepNs(), result.measurement->stepNsMax);
+      EXPECT_NEAR(static_cast<double>(predicted.stepNs()), static_cast<double>(result.prediction.iterationNs),
+                  0.005 * static_cast<double>(result.prediction.iterationNs) + 1000.0);
+    }
+  }
+  const ProcessResult explain = pipeprof("explain " + quote(report.string()));
+  ASSERT_EQ(explain.code, 0) << explain.err;
+  for (const char* text : {"device 0 (cpu:0)", "device 1 (cpu:1)", "measured: mean of 1 step", "forward", "bubble",
+                           "step", "where prediction and measurement differ most:"}) {
+    EXPECT_NE(explain.out.find(text), std::string::npos) << text << "\n" << explain.out;
+  }
+  const ProcessResult json = pipeprof("explain --json --candidate 1 " + quote(report.string()));
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json explained = nlohmann::json::parse(json.out);
+  EXPECT_EQ(explained.at("predicted_rank"), 1);
+  EXPECT_EQ(explained.at("measured").at("devices").size(), 2u);
+  const ProcessResult missing = pipeprof("explain --candidate 99 " + quote(report.string()));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("--candidate: no candidate of predicted rank 99"), std::string::npos) << missing.err;
 
   const ProcessResult compare = pipeprof("compare " + quote(report.string()));
   ASSERT_EQ(compare.code, 0) << compare.err;
@@ -417,7 +450,7 @@ TEST_F(SweepE2E, ModelsListsTheZooAsJson) {
 }
 
 TEST_F(SweepE2E, HelpShowsExamples) {
-  for (const std::string command : {"--help", "sweep --help", "compare --help", "models --help"}) {
+  for (const std::string command : {"--help", "sweep --help", "compare --help", "explain --help", "models --help"}) {
     const ProcessResult run = pipeprof(command);
     EXPECT_EQ(run.code, 0) << command;
     EXPECT_NE(run.out.find("Examples:"), std::string::npos) << command << "\n" << run.out;

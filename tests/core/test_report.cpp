@@ -78,6 +78,15 @@ Report exampleReport() {
   beforeDrift.busyNs = {500, 500};
   report.candidates[1].predictionBeforeDrift = beforeDrift;
   report.candidates[1].measuredAnalysis = {{"bubble", 0.4}};
+  StepBreakdown breakdown;
+  breakdown.source = "measured";
+  breakdown.steps = 3;
+  breakdown.devices.resize(2);
+  breakdown.devices[1].device = 1;
+  breakdown.devices[1].traceDevice = "cpu:1";
+  breakdown.devices[1].at(StepCategory::Forward) = 400;
+  breakdown.devices[1].at(StepCategory::Bubble) = 100;
+  report.candidates[1].measuredBreakdown = breakdown;
   report.candidates[3].prediction.fits = false;
   report.candidates[3].prediction.overflowDevices = {0};
   report.candidates[3].notMeasuredReason = "predicted not to fit";
@@ -196,6 +205,10 @@ TEST(ReportJson, RoundTripIsExact) {
   EXPECT_EQ(back.candidates[4].error, "out of memory");
   EXPECT_EQ(back.candidates[1].measuredAnalysis["bubble"], 0.4);
   EXPECT_TRUE(back.candidates[0].predictedAnalysis.is_null());
+  ASSERT_TRUE(back.candidates[1].measuredBreakdown.has_value());
+  EXPECT_EQ(back.candidates[1].measuredBreakdown->devices[1].stepNs(), 500);
+  EXPECT_EQ(json["candidates"][1]["measured_breakdown"]["devices"][1]["bubble_ns"], 100);
+  EXPECT_FALSE(back.candidates[1].predictedBreakdown.has_value());
   EXPECT_EQ(back.environment.devices, (std::vector<std::string>{"cpu", "cpu"}));
   EXPECT_EQ(json["environment"]["precision"], "bf16");
   EXPECT_EQ(back.environment.precision, Precision::Bf16);

@@ -226,6 +226,7 @@ class MeasuringRounds {
       writeChromeTraceFile(timed.run.trace, measuredPath.string());
       writePredictedTwin(result, c_.setup, config.tracesDir, c_.reportDir);
       result.measuredAnalysis = toJson(analyzeTimeline(timed.run.trace));
+      result.measuredBreakdown = breakDownSteps(c_.setup.scheduleOf(result.candidate), timed.run.trace);
       measurement.tracePath = fs::proximate(fs::absolute(measuredPath), c_.reportDir).generic_string();
       result.status = CandidateStatus::Measured;
       result.notMeasuredReason.clear();

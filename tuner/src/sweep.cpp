@@ -183,6 +183,8 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
       result.prediction.tracePath = old.prediction.tracePath;
       result.predictedAnalysis = old.predictedAnalysis;
       result.measuredAnalysis = old.measuredAnalysis;
+      result.predictedBreakdown = old.predictedBreakdown;
+      result.measuredBreakdown = old.measuredBreakdown;
       ++counts.finished;
     }
   }

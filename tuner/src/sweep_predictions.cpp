@@ -66,6 +66,10 @@ void CalibratedSetup::storeIn(Report& report) const {
   report.calibrationError = calibrationError;
 }
 
+Schedule CalibratedSetup::scheduleOf(const Candidate& candidate) const {
+  return Schedule::build(candidate.scheduleSpec(profile.skipRoutes()));
+}
+
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
                           CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
   CalibratedSetup setup{
@@ -187,6 +191,7 @@ void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, c
   const TimeNs overheadNs = setup.calibration.stepOverheadNsFor(result.candidate.chunks);
   result.predictedAnalysis["calibrated_step_overhead_ns"] = std::llround(static_cast<double>(overheadNs) * factor);
   result.predictedAnalysis["calibration_drift_factor"] = factor;
+  result.predictedBreakdown = breakDownSteps(setup.scheduleOf(result.candidate), twin.trace);
   result.prediction.tracePath = relativeTo(path, reportDir);
 }
 

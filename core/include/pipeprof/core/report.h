@@ -4,6 +4,7 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
+#include <pipeprof/core/step_breakdown.h>
 #include <pipeprof/core/units.h>
 
 #include <nlohmann/json.hpp>
@@ -115,6 +116,10 @@ struct CandidateResult {
   std::string error;                 ///< Failed: the exception text
   nlohmann::json predictedAnalysis;  ///< timeline analysis of the predicted trace (may be null)
   nlohmann::json measuredAnalysis;   ///< timeline analysis of the measured trace (may be null)
+  /// Each device's step by category (core/step_breakdown.h), of the predicted and the measured
+  /// trace; nullopt where no trace was analysed (not measured, or an older report).
+  std::optional<StepBreakdown> predictedBreakdown;
+  std::optional<StepBreakdown> measuredBreakdown;
 
   /// (predicted - measured) / measured * 100 of the median step time; nullopt unless measured.
   std::optional<double> stepTimeErrorPct() const;

@@ -35,6 +35,9 @@ struct CalibratedSetup {
   bool timesReferences() const { return calibrationError.empty() && !drift.predictedNs.empty(); }
   /// Stores the calibration, the drift and the error in the report.
   void storeIn(Report& report) const;
+  /// The ops a candidate's pipeline runs on this model (its skips included): what names the
+  /// spans of its measured and predicted traces.
+  Schedule scheduleOf(const Candidate& candidate) const;
 };
 
 /// Calibrates the simulator with reference runs through `measurer`
@@ -61,7 +64,8 @@ std::vector<Prediction> predictionsOf(const Report& report);
 void applyDrift(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup);
 
 /// Predicts the twin trace of a measured candidate, scaled by the drift, writes it to
-/// `tracesDir`, and records its path (relative to `reportDir`) and analysis in `result`.
+/// `tracesDir`, and records its path (relative to `reportDir`), analysis and step breakdown in
+/// `result`.
 void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, const std::filesystem::path& tracesDir,
                         const std::filesystem::path& reportDir);
 
