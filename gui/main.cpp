@@ -44,16 +44,18 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion(QStringLiteral(PIPEPROF_VERSION));
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral(
-      "Compare predicted and measured pipeline candidates and tune the balance.\n"
-      "Opens a report written by `pipeprof sweep` and reloads it while the sweep writes it."));
+  parser.setApplicationDescription(
+      QStringLiteral("Compare predicted and measured pipeline candidates and tune the balance.\n"
+                     "Opens a report written by `pipeprof sweep` and reloads it while the sweep writes it."));
   parser.addHelpOption();
   parser.addVersionOption();
   const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                      QStringLiteral("Render the window offscreen to a PNG file and exit."), QStringLiteral("out.png"));
-  const QCommandLineOption view(QStringLiteral("view"),
-                                QStringLiteral("View to show: candidates, accuracy, memory, timeline or tuning."), QStringLiteral("view"),
-                                QStringLiteral("candidates"));
+                                      QStringLiteral("Render the window offscreen to a PNG file and exit."),
+                                      QStringLiteral("out.png"));
+  const QCommandLineOption view(
+      QStringLiteral("view"),
+      QStringLiteral("View to show: candidates, accuracy, memory, breakdown, timeline or tuning."),
+      QStringLiteral("view"), QStringLiteral("candidates"));
   const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot, WIDTHxHEIGHT."),
                                 QStringLiteral("size"), QStringLiteral("1400x900"));
   parser.addOption(screenshot);
@@ -65,20 +67,25 @@ int main(int argc, char** argv) {
 
   const std::optional<pipeprof::gui::MainWindow::View> shown = pipeprof::gui::MainWindow::parseView(parser.value(view));
   if (!shown) {
-    return fail(kExitUsage, QStringLiteral("unknown view '%1': use candidates, accuracy, memory, timeline or tuning")
-                                .arg(parser.value(view)));
+    return fail(kExitUsage,
+                QStringLiteral("unknown view '%1': use candidates, accuracy, memory, breakdown, timeline or tuning")
+                    .arg(parser.value(view)));
   }
   const QStringList reports = parser.positionalArguments();
-  if (reports.size() > 1) return fail(kExitUsage, QStringLiteral("give at most one report (got %1)").arg(reports.size()));
+  if (reports.size() > 1)
+    return fail(kExitUsage, QStringLiteral("give at most one report (got %1)").arg(reports.size()));
 
   if (parser.isSet(screenshot)) {
     const QStringList dims = parser.value(size).split(QLatin1Char('x'));
     const int width = dims.size() == 2 ? dims[0].toInt() : 0;
     const int height = dims.size() == 2 ? dims[1].toInt() : 0;
     if (width < 200 || height < 200) {
-      return fail(kExitUsage, QStringLiteral("invalid --size '%1': expected WIDTHxHEIGHT, e.g. 1400x900").arg(parser.value(size)));
+      return fail(kExitUsage,
+                  QStringLiteral("invalid --size '%1': expected WIDTHxHEIGHT, e.g. 1400x900").arg(parser.value(size)));
     }
-    if (reports.isEmpty()) return fail(kExitUsage, QStringLiteral("--screenshot needs a report: pipeprof-gui --screenshot out.png report.json"));
+    if (reports.isEmpty())
+      return fail(kExitUsage,
+                  QStringLiteral("--screenshot needs a report: pipeprof-gui --screenshot out.png report.json"));
     pipeprof::gui::MainWindow window(pipeprof::gui::MainWindow::Options{false, false});
     window.resize(width, height);
     if (!window.openReport(reports.front())) return fail(kExitUsage, window.lastError());
@@ -102,12 +109,13 @@ int main(int argc, char** argv) {
     }
     for (int pass = 0; pass < 3; ++pass) QApplication::processEvents();
     if (window.size() != QSize(width, height)) {
-      QTextStream(stderr) << "pipeprof-gui: note: the window needs at least " << window.width() << "x" << window.height()
-                          << "; rendered at that size\n";
+      QTextStream(stderr) << "pipeprof-gui: note: the window needs at least " << window.width() << "x"
+                          << window.height() << "; rendered at that size\n";
     }
     const QString out = parser.value(screenshot);
     if (!window.grab().save(out, "PNG")) {
-      return fail(kExitFailure, QStringLiteral("cannot write %1: check that its folder exists and is writable").arg(out));
+      return fail(kExitFailure,
+                  QStringLiteral("cannot write %1: check that its folder exists and is writable").arg(out));
     }
     return 0;
   }

@@ -2,12 +2,14 @@
 #include "views/main_window.h"
 
 #include "models/accuracy_model.h"
+#include "models/breakdown_model.h"
 #include "models/candidates_model.h"
 #include "models/format.h"
 #include "models/memory_model.h"
 #include "models/report_document.h"
 #include "models/timeline_model.h"
 #include "views/accuracy_chart_view.h"
+#include "views/breakdown_chart_view.h"
 #include "views/candidate_picker.h"
 #include "views/candidates_view.h"
 #include "views/export.h"
@@ -41,6 +43,7 @@ std::optional<MainWindow::View> MainWindow::parseView(const QString& name) {
   if (name == QLatin1String("candidates")) return View::Candidates;
   if (name == QLatin1String("accuracy")) return View::Accuracy;
   if (name == QLatin1String("memory")) return View::Memory;
+  if (name == QLatin1String("breakdown")) return View::Breakdown;
   if (name == QLatin1String("timeline")) return View::Timeline;
   if (name == QLatin1String("tuning")) return View::Tuning;
   return std::nullopt;
@@ -53,11 +56,13 @@ MainWindow::MainWindow(Options options, QWidget* parent)
       candidates_(new CandidatesModel(this)),
       accuracy_(new AccuracyModel(this)),
       memory_(new MemoryModel(this)),
+      breakdown_(new BreakdownModel(this)),
       timeline_(new TimelineModel(this)),
       tabs_(new QTabWidget(this)),
       candidatesView_(new CandidatesView(candidates_, this)),
       accuracyView_(new AccuracyChartView(accuracy_, this)),
       memoryView_(new MemoryChartView(memory_, this)),
+      breakdownView_(new BreakdownChartView(breakdown_, this)),
       timelineView_(new TimelineView(timeline_, this)),
       tuningPanel_(new TuningPanel(this)),
       statusInfo_(new QLabel(this)) {
@@ -67,6 +72,7 @@ MainWindow::MainWindow(Options options, QWidget* parent)
   tabs_->addTab(candidatesView_, tr("Candidates"));
   tabs_->addTab(accuracyView_, tr("Predicted vs measured"));
   tabs_->addTab(memoryView_, tr("Memory"));
+  tabs_->addTab(breakdownView_, tr("Step breakdown"));
   tabs_->addTab(timelineView_, tr("Timeline"));
   tabs_->addTab(tuningPanel_, tr("Tuning"));
   setCentralWidget(tabs_);
@@ -88,6 +94,8 @@ MainWindow::MainWindow(Options options, QWidget* parent)
     showView(View::Tuning);
   });
   connect(memoryView_->picker(), &CandidatePicker::candidatePicked, this,
+          [this](std::size_t c) { selectCandidate(c); });
+  connect(breakdownView_->picker(), &CandidatePicker::candidatePicked, this,
           [this](std::size_t c) { selectCandidate(c); });
   connect(timelineView_->picker(), &CandidatePicker::candidatePicked, this,
           [this](std::size_t c) { selectCandidate(c); });
@@ -136,6 +144,7 @@ void MainWindow::onReportChanged() {
   accuracy_->setReport(report);
   const std::optional<std::size_t> suggested = candidates_->suggested();
   memoryView_->picker()->setReport(report.get(), suggested);
+  breakdownView_->picker()->setReport(report.get(), suggested);
   timelineView_->picker()->setReport(report.get(), suggested);
   tuningPanel_->setReport(report, reloaded);
   std::optional<std::size_t> next = suggested;
@@ -167,9 +176,11 @@ void MainWindow::selectCandidate(std::optional<std::size_t> candidate) {
   selected_ = candidate;
   candidatesView_->setCurrentCandidate(candidate);
   memoryView_->picker()->setCurrentCandidate(candidate);
+  breakdownView_->picker()->setCurrentCandidate(candidate);
   timelineView_->picker()->setCurrentCandidate(candidate);
   if (!changed) return;
   memory_->setCandidate(report, candidate);
+  breakdown_->setCandidate(report, candidate);
   timeline_->loadCandidateAsync(*document_, candidate);
   // A live reload re-selects the same candidate: keep the user's tuning edits then.
   if (candidate && !(tunedFrom_ && *tunedFrom_ == report->candidates[*candidate].candidate)) {
@@ -186,6 +197,7 @@ QString MainWindow::exportView(View view, const QString& path) {
     case View::Candidates: target = candidatesView_->exportTarget(); break;
     case View::Accuracy: target = accuracyView_->exportTarget(); break;
     case View::Memory: target = memoryView_->exportTarget(); break;
+    case View::Breakdown: target = breakdownView_->exportTarget(); break;
     case View::Timeline: target = timelineView_->exportTarget(); break;
     case View::Tuning: target = tuningPanel_->exportTarget(); break;
   }

@@ -1,4 +1,4 @@
-// The main window: menus, drag and drop, the five views and the selection they share.
+// The main window: menus, drag and drop, the six views and the selection they share.
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -18,6 +18,8 @@ namespace pipeprof::gui {
 
 class AccuracyChartView;
 class AccuracyModel;
+class BreakdownChartView;
+class BreakdownModel;
 class CandidatesModel;
 class CandidatesView;
 class MemoryChartView;
@@ -31,8 +33,8 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class View { Candidates, Accuracy, Memory, Timeline, Tuning };
-  /// "candidates", "accuracy", "memory", "timeline", "tuning"; nullopt for anything else.
+  enum class View { Candidates, Accuracy, Memory, Breakdown, Timeline, Tuning };
+  /// "candidates", "accuracy", "memory", "breakdown", "timeline", "tuning"; nullopt for anything else.
   static std::optional<View> parseView(const QString& name);
 
   struct Options {
@@ -46,7 +48,7 @@ class MainWindow : public QMainWindow {
   /// Opens a report; on failure shows the reader's message and keeps everything as it was.
   bool openReport(const QString& path);
   void showView(View view);
-  /// Selects a candidate everywhere: table, memory chart, timeline, tuning.
+  /// Selects a candidate everywhere: table, memory chart, step breakdown, timeline, tuning.
   void selectCandidate(std::optional<std::size_t> candidate);
   std::optional<std::size_t> selectedCandidate() const { return selected_; }
   /// Writes the current (or given) view as PNG or SVG; returns an error message or empty.
@@ -58,10 +60,12 @@ class MainWindow : public QMainWindow {
   CandidatesModel* candidatesModel() const { return candidates_; }
   AccuracyModel* accuracyModel() const { return accuracy_; }
   MemoryModel* memoryModel() const { return memory_; }
+  BreakdownModel* breakdownModel() const { return breakdown_; }
   TimelineModel* timelineModel() const { return timeline_; }
   CandidatesView* candidatesView() const { return candidatesView_; }
   AccuracyChartView* accuracyView() const { return accuracyView_; }
   MemoryChartView* memoryView() const { return memoryView_; }
+  BreakdownChartView* breakdownView() const { return breakdownView_; }
   TimelineView* timelineView() const { return timelineView_; }
   TuningPanel* tuningPanel() const { return tuningPanel_; }
 
@@ -82,11 +86,13 @@ class MainWindow : public QMainWindow {
   CandidatesModel* candidates_;
   AccuracyModel* accuracy_;
   MemoryModel* memory_;
+  BreakdownModel* breakdown_;
   TimelineModel* timeline_;
   QTabWidget* tabs_;
   CandidatesView* candidatesView_;
   AccuracyChartView* accuracyView_;
   MemoryChartView* memoryView_;
+  BreakdownChartView* breakdownView_;
   TimelineView* timelineView_;
   TuningPanel* tuningPanel_;
   QMenu* recentMenu_ = nullptr;

@@ -5,6 +5,7 @@
 // predictions and predicted traces come from the real simulator.
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/report.h>
+#include <pipeprof/core/step_breakdown.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include <algorithm>
@@ -141,7 +142,11 @@ int main(int argc, char** argv) {
         m.peakBytes.push_back(static_cast<Bytes>(peak * (0.9 + 0.05 * index)));
       if (spec.traces) {
         m.tracePath = stem + "-measured.json";
-        writeChromeTraceFile(measuredTrace(simulated.trace, spec.skew), (dir / m.tracePath).string());
+        const Trace measured = measuredTrace(simulated.trace, spec.skew);
+        writeChromeTraceFile(measured, (dir / m.tracePath).string());
+        const Schedule schedule = Schedule::build(result.candidate.scheduleSpec({}));
+        result.predictedBreakdown = breakDownSteps(schedule, simulated.trace);
+        result.measuredBreakdown = breakDownSteps(schedule, measured);
       }
       result.measurement = m;
       result.status = CandidateStatus::Measured;

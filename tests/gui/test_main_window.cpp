@@ -1,6 +1,7 @@
 // Widget tests of the main window on the offscreen platform: open, select, fail, export.
 #include "views/main_window.h"
 
+#include "models/breakdown_model.h"
 #include "models/candidates_filter_model.h"
 #include "models/candidates_model.h"
 #include "models/memory_model.h"
@@ -8,6 +9,7 @@
 #include "models/timeline_model.h"
 #include "models/tuning_model.h"
 #include "views/accuracy_chart_view.h"
+#include "views/breakdown_chart_view.h"
 #include "views/candidates_view.h"
 #include "views/memory_chart_view.h"
 #include "views/tuning_panel.h"
@@ -86,6 +88,10 @@ TEST(MainWindow, SelectingARowUpdatesTheMemoryChartAndTheTimeline) {
   EXPECT_EQ(window.memoryModel()->candidateLabel(), QStringLiteral("[3,5] x4 except_last"));
   EXPECT_EQ(window.memoryView()->chartView()->chart()->title(),
             QStringLiteral("Peak memory per device: [3,5] x4 except_last"));
+  EXPECT_EQ(window.breakdownModel()->candidateLabel(), QStringLiteral("[3,5] x4 except_last"));
+  EXPECT_EQ(window.breakdownModel()->rowCount(), 4);  // 2 devices, measured and predicted
+  EXPECT_EQ(window.breakdownView()->chartView()->chart()->title(),
+            QStringLiteral("Where the step goes: [3,5] x4 except_last"));
   // [3,5] x4 except_last: 4 forward, 3 recompute, 4 backward on partition 0.
   EXPECT_EQ(window.timelineModel()->lanes()[0].spans.size(), 11u);
   EXPECT_EQ(window.tuningPanel()->model()->candidate().balance, (std::vector<std::int64_t>{3, 5}));
@@ -122,7 +128,8 @@ TEST(MainWindow, ExportsChartsAndTimelineAsPngAndSvg) {
   window.resize(1200, 800);
   window.show();
   ASSERT_TRUE(window.openReport(test::samplePath()));
-  for (MainWindow::View view : {MainWindow::View::Accuracy, MainWindow::View::Memory, MainWindow::View::Timeline}) {
+  for (MainWindow::View view : {MainWindow::View::Accuracy, MainWindow::View::Memory, MainWindow::View::Breakdown,
+                                MainWindow::View::Timeline}) {
     window.showView(view);
     const QString png = dir.filePath(QStringLiteral("view%1.png").arg(static_cast<int>(view)));
     const QString svg = dir.filePath(QStringLiteral("view%1.svg").arg(static_cast<int>(view)));
@@ -171,6 +178,7 @@ TEST(MainWindow, DroppingAReportOpensIt) {
 }
 
 TEST(MainWindow, ParsesViewNames) {
+  EXPECT_EQ(MainWindow::parseView(QStringLiteral("breakdown")), MainWindow::View::Breakdown);
   EXPECT_EQ(MainWindow::parseView(QStringLiteral("timeline")), MainWindow::View::Timeline);
   EXPECT_EQ(MainWindow::parseView(QStringLiteral("tuning")), MainWindow::View::Tuning);
   EXPECT_EQ(MainWindow::parseView(QStringLiteral("charts")), std::nullopt);
