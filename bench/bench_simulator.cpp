@@ -5,6 +5,7 @@
 // {1,2,4,8,16,32} x 3 modes (80,910 candidates) in under 2 s on one core. The search over
 // every schedule (gpipe, 1f1b, zb1p, interleaved v2, interleaved-zb v2, zbv; chunks 1..32) is measured beside it, and
 // the GPipe search on a cluster whose devices name two hosts (shared links).
+#include <pipeprof/core/step_breakdown.h>
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
@@ -190,6 +191,28 @@ void BM_SimulatePublicWithTrace(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SimulatePublicWithTrace)->ArgName("chunks")->Arg(8)->Arg(32)->Unit(benchmark::kMicrosecond);
+
+/// The step breakdown of one predicted step (what a sweep adds per measured candidate, twice:
+/// its measured trace holds a few steps of the same ops).
+void BM_BreakDownSteps(benchmark::State& state) {
+  const pipeprof::Profile profile = benchProfile(32);
+  const pipeprof::Cluster cluster = benchCluster(4);
+  pipeprof::Candidate candidate;
+  candidate.balance = {8, 8, 8, 8};
+  candidate.chunks = state.range(0);
+  candidate.batch = 32;
+  candidate.schedule = pipeprof::ScheduleKind::OneFOneB;
+  pipeprof::SimulationOptions options;
+  options.recordTrace = true;
+  const pipeprof::SimulationResult result = pipeprof::simulate(profile, cluster, candidate, options);
+  const pipeprof::Schedule schedule = pipeprof::Schedule::build(candidate.scheduleSpec({}));
+  for (auto _ : state) {
+    const pipeprof::StepBreakdown breakdown = pipeprof::breakDownSteps(schedule, result.trace);
+    benchmark::DoNotOptimize(breakdown.devices.data());
+  }
+  state.counters["events"] = static_cast<double>(result.trace.events.size());
+}
+BENCHMARK(BM_BreakDownSteps)->ArgName("chunks")->Arg(8)->Arg(32)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
