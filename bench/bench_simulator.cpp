@@ -176,13 +176,20 @@ BENCHMARK(BM_SimulateCandidate)
     ->Unit(benchmark::kMicrosecond);
 
 /// The public simulate() (validates, builds and compiles the schedule every call), with a trace.
+/// 32 layers in 4 stages of 8, batch 32.
+pipeprof::Candidate fourStagesOfEight(std::int64_t chunks, pipeprof::ScheduleKind schedule) {
+  pipeprof::Candidate candidate;
+  candidate.balance = {8, 8, 8, 8};
+  candidate.chunks = chunks;
+  candidate.batch = 32;
+  candidate.schedule = schedule;
+  return candidate;
+}
+
 void BM_SimulatePublicWithTrace(benchmark::State& state) {
   const pipeprof::Profile profile = benchProfile(32);
   const pipeprof::Cluster cluster = benchCluster(4);
-  pipeprof::Candidate candidate;
-  candidate.balance = {8, 8, 8, 8};
-  candidate.chunks = state.range(0);
-  candidate.batch = 32;
+  const pipeprof::Candidate candidate = fourStagesOfEight(state.range(0), pipeprof::ScheduleKind::GPipe);
   pipeprof::SimulationOptions options;
   options.recordTrace = true;
   for (auto _ : state) {
@@ -197,11 +204,7 @@ BENCHMARK(BM_SimulatePublicWithTrace)->ArgName("chunks")->Arg(8)->Arg(32)->Unit(
 void BM_BreakDownSteps(benchmark::State& state) {
   const pipeprof::Profile profile = benchProfile(32);
   const pipeprof::Cluster cluster = benchCluster(4);
-  pipeprof::Candidate candidate;
-  candidate.balance = {8, 8, 8, 8};
-  candidate.chunks = state.range(0);
-  candidate.batch = 32;
-  candidate.schedule = pipeprof::ScheduleKind::OneFOneB;
+  const pipeprof::Candidate candidate = fourStagesOfEight(state.range(0), pipeprof::ScheduleKind::OneFOneB);
   pipeprof::SimulationOptions options;
   options.recordTrace = true;
   const pipeprof::SimulationResult result = pipeprof::simulate(profile, cluster, candidate, options);

@@ -2,19 +2,13 @@
 #include "views/breakdown_chart_view.h"
 
 #include "models/breakdown_model.h"
-#include "views/candidate_picker.h"
 #include "views/style.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
-#include <QChartView>
-#include <QHBoxLayout>
-#include <QHeaderView>
 #include <QHorizontalStackedBarSeries>
-#include <QLabel>
 #include <QTableView>
-#include <QVBoxLayout>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -45,28 +39,10 @@ QColor categoryColor(StepCategory category) {
 }  // namespace
 
 BreakdownChartView::BreakdownChartView(BreakdownModel* model, QWidget* parent)
-    : QWidget(parent),
-      model_(model),
-      picker_(new CandidatePicker(this)),
-      chart_(new QChartView(this)),
-      table_(new QTableView(this)) {
-  chart_->setRenderHint(QPainter::Antialiasing);
-  table_->setModel(model_);
-  table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(new QLabel(tr("Candidate:"), this));
-  bar->addWidget(picker_);
-  bar->addStretch(1);
-  auto* layout = new QVBoxLayout(this);
-  layout->addLayout(bar);
-  layout->addWidget(chart_, 1);
-  layout->addWidget(table_);
+    : CandidateChartPage(model, parent), model_(model) {
   connect(model_, &QAbstractItemModel::modelReset, this, &BreakdownChartView::rebuild);
   rebuild();
 }
-
-QWidget* BreakdownChartView::exportTarget() const { return chart_; }
 
 void BreakdownChartView::rebuild() {
   auto* chart = new QChart;
@@ -83,7 +59,7 @@ void BreakdownChartView::rebuild() {
   auto* series = new QHorizontalStackedBarSeries;
   for (int column = BreakdownModel::FirstCategory; column < BreakdownModel::Step; ++column) {
     const StepCategory category = BreakdownModel::categoryOf(column);
-    table_->setColumnHidden(column, !model_->used(category));
+    table()->setColumnHidden(column, !model_->used(category));
     if (!model_->used(category)) continue;
     auto* set = new QBarSet(model_->headerData(column, Qt::Horizontal).toString());
     set->setColor(categoryColor(category));
@@ -109,12 +85,7 @@ void BreakdownChartView::rebuild() {
   chart->addAxis(axisX, Qt::AlignBottom);
   series->attachAxis(axisY);
   series->attachAxis(axisX);
-  // The table shows every row without scrolling and leaves the rest to the chart.
-  table_->setFixedHeight(table_->horizontalHeader()->height() + 2 * table_->frameWidth() +
-                         std::max(1, rows) * table_->verticalHeader()->defaultSectionSize() + 2);
-  QChart* old = chart_->chart();
-  chart_->setChart(chart);
-  delete old;
+  showChart(chart, rows);
 }
 
 }  // namespace pipeprof::gui

@@ -2,21 +2,16 @@
 #include "views/memory_chart_view.h"
 
 #include "models/memory_model.h"
-#include "views/candidate_picker.h"
 #include "views/style.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChart>
-#include <QChartView>
-#include <QHBoxLayout>
 #include <QHeaderView>
-#include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QTableView>
-#include <QVBoxLayout>
 #include <QValueAxis>
 
 #include <algorithm>
@@ -25,29 +20,11 @@
 namespace pipeprof::gui {
 
 MemoryChartView::MemoryChartView(MemoryModel* model, QWidget* parent)
-    : QWidget(parent),
-      model_(model),
-      picker_(new CandidatePicker(this)),
-      chart_(new QChartView(this)),
-      table_(new QTableView(this)) {
-  chart_->setRenderHint(QPainter::Antialiasing);
-  table_->setModel(model_);
-  table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(new QLabel(tr("Candidate:"), this));
-  bar->addWidget(picker_);
-  bar->addStretch(1);
-  auto* layout = new QVBoxLayout(this);
-  layout->addLayout(bar);
-  layout->addWidget(chart_, 1);
-  layout->addWidget(table_);
+    : CandidateChartPage(model, parent), model_(model) {
+  table()->horizontalHeader()->setStretchLastSection(true);
   connect(model_, &QAbstractItemModel::modelReset, this, &MemoryChartView::rebuild);
   rebuild();
 }
-
-QWidget* MemoryChartView::exportTarget() const { return chart_; }
 
 void MemoryChartView::rebuild() {
   auto* chart = new QChart;
@@ -122,12 +99,7 @@ void MemoryChartView::rebuild() {
     if (legendShown) chart->legend()->markers(line).value(0)->setVisible(false);
     legendShown = true;
   }
-  // The table shows every row without scrolling and leaves the rest to the chart.
-  table_->setFixedHeight(table_->horizontalHeader()->height() + 2 * table_->frameWidth() +
-                         std::max(1, n) * table_->verticalHeader()->defaultSectionSize() + 2);
-  QChart* old = chart_->chart();
-  chart_->setChart(chart);
-  delete old;
+  showChart(chart, n);
 }
 
 }  // namespace pipeprof::gui

@@ -43,6 +43,17 @@ std::vector<test::LayerCosts> equalStages(std::int64_t n) {
   return std::vector<test::LayerCosts>(static_cast<std::size_t>(n), costs);
 }
 
+/// A hand-written span of a measured trace.
+TraceEvent spanOf(const std::string& name, const std::string& device, TimeNs start, TimeNs duration, Phase phase) {
+  TraceEvent event;
+  event.name = name;
+  event.device = device;
+  event.startNs = start;
+  event.durationNs = duration;
+  event.phase = phase;
+  return event;
+}
+
 TimeNs idleOf(const DeviceStepBreakdown& device) {
   return device.at(StepCategory::Bubble) + device.at(StepCategory::Waiting) + device.at(StepCategory::Transfer) +
          device.at(StepCategory::Overhead);
@@ -199,15 +210,7 @@ TEST(StepBreakdown, AReceivePostedBeforeItsSendWaitsAndThenTransfers) {
   spec.chunks = 1;
   spec.training = false;
   const Schedule schedule = Schedule::build(spec);
-  const auto span = [](const std::string& name, const std::string& device, TimeNs start, TimeNs duration, Phase phase) {
-    TraceEvent event;
-    event.name = name;
-    event.device = device;
-    event.startNs = start;
-    event.durationNs = duration;
-    event.phase = phase;
-    return event;
-  };
+  const auto span = spanOf;
   Trace trace;
   trace.metadata["source"] = "measured";
   trace.events = {span("step", "cpu:0", 0, 140, Phase::Step),
@@ -240,13 +243,7 @@ TEST(StepBreakdown, AveragesTheStepsOfAMeasuredRunAndRoundTripsThroughJson) {
   const Schedule schedule = Schedule::build(spec);
   Trace trace;
   const auto add = [&](const std::string& name, const std::string& device, TimeNs start, TimeNs duration, Phase phase) {
-    TraceEvent event;
-    event.name = name;
-    event.device = device;
-    event.startNs = start;
-    event.durationNs = duration;
-    event.phase = phase;
-    trace.events.push_back(event);
+    trace.events.push_back(spanOf(name, device, start, duration, phase));
   };
   add("warmup", "host", 0, 100, Phase::Warmup);
   add("forward(0,0)", "cpu:0", 10, 50, Phase::Forward);  // in the warm-up: not a step's
