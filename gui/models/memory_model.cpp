@@ -24,7 +24,9 @@ void MemoryModel::setCandidate(std::shared_ptr<const Report> report, std::option
       const auto j = static_cast<std::size_t>(d);
       Row row;
       QStringList stages;
-      for (std::int64_t stage = d; stage < n; stage += p) stages << QString::number(stage);
+      for (std::int64_t stage = 0; stage < n; ++stage) {
+        if (result.candidate.deviceOfStage(stage) == d) stages << QString::number(stage);  // zbv: d and 2p-1-d
+      }
       row.stages = (stages.size() == 1 ? tr("stage %1") : tr("stages %1")).arg(stages.join(QStringLiteral(", ")));
       const std::int64_t device = result.candidate.deviceOf(d);
       if (report_->cluster && device < report_->cluster->deviceCount()) {
@@ -38,7 +40,8 @@ void MemoryModel::setCandidate(std::shared_ptr<const Report> report, std::option
       }
       if (j < result.prediction.peakBytes.size()) row.predicted = result.prediction.peakBytes[j];
       if (j < result.prediction.peakOp.size()) row.peakOp = qs(result.prediction.peakOp[j]);
-      if (result.measurement && j < result.measurement->peakBytes.size()) row.measured = result.measurement->peakBytes[j];
+      if (result.measurement && j < result.measurement->peakBytes.size())
+        row.measured = result.measurement->peakBytes[j];
       rows_.push_back(row);
     }
   }

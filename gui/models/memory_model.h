@@ -11,10 +11,9 @@
 namespace pipeprof::gui {
 
 /// One row per pipeline device d of the selected candidate (p rows: under interleaved a device
-/// holds the v stages d, d + p, ...; Prediction::peakBytes and Measurement::peakBytes are per
-/// pipeline device). DisplayRole is text with units; BytesRole
-/// holds the raw byte count (qlonglong) or an invalid QVariant when unknown (not measured, or
-/// an unbounded device).
+/// holds the v stages d, d + p, ..., under zbv stages d and 2p - 1 - d; Prediction::peakBytes and
+/// Measurement::peakBytes are per pipeline device). DisplayRole is text with units; BytesRole holds the raw byte count
+/// (qlonglong) or an invalid QVariant when unknown (not measured, or an unbounded device).
 class MemoryModel : public QAbstractTableModel {
   Q_OBJECT
 

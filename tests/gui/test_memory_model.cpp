@@ -19,12 +19,15 @@ TEST(MemoryModel, ShowsTheSelectedCandidatesPeaksAndCapacity) {
   EXPECT_EQ(model.candidateLabel(), QStringLiteral("[5,3] x4 never"));
   const CandidateResult& result = report->candidates[test::kSampleSuggested];
   for (int j = 0; j < 2; ++j) {
-    EXPECT_EQ(model.index(j, MemoryModel::Predicted).data(MemoryModel::BytesRole).toLongLong(), result.prediction.peakBytes[static_cast<std::size_t>(j)]);
-    EXPECT_EQ(model.index(j, MemoryModel::Measured).data(MemoryModel::BytesRole).toLongLong(), result.measurement->peakBytes[static_cast<std::size_t>(j)]);
+    EXPECT_EQ(model.index(j, MemoryModel::Predicted).data(MemoryModel::BytesRole).toLongLong(),
+              result.prediction.peakBytes[static_cast<std::size_t>(j)]);
+    EXPECT_EQ(model.index(j, MemoryModel::Measured).data(MemoryModel::BytesRole).toLongLong(),
+              result.measurement->peakBytes[static_cast<std::size_t>(j)]);
     EXPECT_EQ(model.index(j, MemoryModel::Capacity).data(MemoryModel::BytesRole).toLongLong(), 112LL * 1024 * 1024);
   }
   EXPECT_EQ(model.index(0, MemoryModel::Capacity).data().toString(), QStringLiteral("112 MiB"));
-  EXPECT_EQ(model.index(1, MemoryModel::Device).data().toString(), QString::fromStdString(report->cluster->devices[1].name));
+  EXPECT_EQ(model.index(1, MemoryModel::Device).data().toString(),
+            QString::fromStdString(report->cluster->devices[1].name));
   EXPECT_TRUE(model.hasMeasurement());
   EXPECT_EQ(model.maxBytes(), 112LL * 1024 * 1024);
 }
@@ -58,6 +61,20 @@ TEST(MemoryModel, InterleavedHasOneRowPerPipelineDeviceNamingItsStages) {
   }
   model.setCandidate(report, 0);
   EXPECT_EQ(model.index(1, MemoryModel::PipelineDevice).data().toString(), QStringLiteral("device 1 · stage 1"));
+}
+
+TEST(MemoryModel, NamesTheStagesEachDeviceHoldsUnderZbv) {
+  MemoryModel model;
+  auto report = std::make_shared<Report>(*test::sampleReport());
+  CandidateResult& result = report->candidates[test::kSampleSuggested];
+  result.candidate.schedule = ScheduleKind::ZeroBubbleV;
+  result.candidate.stagesPerDevice = 2;
+  result.candidate.balance = {2, 2, 2, 2};
+  model.setCandidate(report, test::kSampleSuggested);
+  ASSERT_EQ(model.rowCount(), 2);
+  // The V: device 0 holds stages 0 and 3, device 1 stages 1 and 2.
+  EXPECT_EQ(model.index(0, MemoryModel::PipelineDevice).data().toString(), QStringLiteral("device 0 · stages 0, 3"));
+  EXPECT_EQ(model.index(1, MemoryModel::PipelineDevice).data().toString(), QStringLiteral("device 1 · stages 1, 2"));
 }
 
 }  // namespace
