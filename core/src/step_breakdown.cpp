@@ -18,7 +18,9 @@ constexpr std::array<StepCategory, kStepCategories> kCategories = {
     StepCategory::BackwardInput, StepCategory::BackwardWeight, StepCategory::Optimizer, StepCategory::SharedGradients,
     StepCategory::Bubble,        StepCategory::Waiting,        StepCategory::Transfer,  StepCategory::Overhead};
 
-/// The simulator's span for the shared parameters' gradient exchange before the optimizer.
+/// The optimizer's span (the training loop's and the simulator's), and the simulator's for the
+/// shared parameters' gradient exchange before it.
+constexpr const char* kOptimizerSpan = "optimizer";
 constexpr const char* kSharedGradientsSpan = "shared gradients";
 constexpr const char* kSendPrefix = "send ";
 constexpr const char* kReceivePrefix = "receive ";
@@ -82,7 +84,6 @@ class MatchedTrace {
       if (event.kind != EventKind::Span || event.phase == Phase::Step || event.phase == Phase::Warmup) continue;
       const std::int64_t step = stepOf(event);
       if (step < 0) continue;
-      steps_ = std::max(steps_, step + 1);
       if (const std::optional<OpIndex> op = opNamed(event.name)) {
         spans_[key(step, *op)] = &event;
         if (schedule.op(*op).isCompute()) {
@@ -100,14 +101,13 @@ class MatchedTrace {
         StepItem item;
         item.span = &event;
         item.category = event.name == kSharedGradientsSpan ? StepCategory::SharedGradients
-                        : event.name == "optimizer"        ? StepCategory::Optimizer
+                        : event.name == kOptimizerSpan     ? StepCategory::Optimizer
                                                            : StepCategory::Overhead;  // the calibration's step overhead
         others_[step].push_back(item);
       }
     }
   }
 
-  std::int64_t steps() const { return steps_; }
   const std::string& traceDevice(std::int64_t d) const { return traceDevices_.at(static_cast<std::size_t>(d)); }
   const std::vector<Window>& windowsOf(const std::string& device) const {
     const auto own = windowsByDevice_.find(device);
@@ -198,7 +198,6 @@ class MatchedTrace {
   std::set<std::string> computeDevices_;
   std::map<std::string, std::vector<Window>> windowsByDevice_;
   std::vector<Window> sharedWindows_;
-  std::int64_t steps_ = 0;
   SpanMap spans_;
   SpanMap sends_;
   SpanMap receives_;
