@@ -1,6 +1,7 @@
 // `pipeprof bench-link`: the latency and bandwidth of the ranks' transport, written into a cluster file.
 #include "commands.h"
 #include "interrupts.h"
+#include "output_file.h"
 
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/units.h>
@@ -57,6 +58,7 @@ void report(const BenchLinkFlags& flags, const LinkMeasurement& measurement, con
 }
 
 void runBenchLink(const BenchLinkFlags& flags) {
+  if (!flags.output.empty()) checkOutputFile("-o", flags.output);
   if (flags.procs < 2) throw UsageError("--procs must be at least 2, got " + std::to_string(flags.procs));
   if (flags.repeats < 1) throw UsageError("--repeats must be at least 1, got " + std::to_string(flags.repeats));
   if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");

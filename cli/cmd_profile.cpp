@@ -1,6 +1,7 @@
 // `pipeprof profile`: measures each layer of a model on a device into a pipeprof.profile/v1 file.
 #include "commands.h"
 #include "model_options.h"
+#include "output_file.h"
 #include "training_step_options.h"
 
 #include <pipeprof/core/candidate.h>
@@ -74,6 +75,7 @@ void printSummary(const Profile& profile, std::ostream& out) {
 }
 
 void runProfile(const ProfileFlags& flags) {
+  if (!flags.output.empty()) checkOutputFile("-o", flags.output);
   Model model = buildModelFromFlags(flags.model);
   const std::int64_t batch = batchFromFlags(flags.model, model);
   const DeviceDesc device = parseFlag("--device", [&] { return DeviceDesc::parse(flags.device); });

@@ -1,6 +1,7 @@
 // `pipeprof run`: trains a model on a Pipe for a few steps and reports step time, throughput, peaks.
 #include "commands.h"
 #include "interrupts.h"
+#include "output_file.h"
 #include "run_plan.h"
 
 #include <pipeprof/core/candidate.h>
@@ -203,6 +204,7 @@ void runThreaded(const RunFlags& flags) {
 }
 
 void runRun(RunFlags flags) {
+  if (!flags.tracePath.empty()) checkOutputFile("--trace", flags.tracePath);
   if (!flags.cpuBind.empty() && flags.cpuBind != "cores" && flags.cpuBind != "none") {
     throw UsageError("--cpu-bind must be cores or none, got '" + flags.cpuBind + "'");
   }

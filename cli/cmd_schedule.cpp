@@ -1,5 +1,6 @@
 // `pipeprof schedule export`: the order pipeprof runs a schedule in, as torch.distributed.pipelining's action CSV.
 #include "commands.h"
+#include "output_file.h"
 #include "schedule_options.h"
 
 #include <pipeprof/core/json_file.h>
@@ -22,6 +23,7 @@ struct ExportFlags {
 };
 
 void runExport(const ExportFlags& flags) {
+  if (!flags.output.empty()) checkOutputFile("-o", flags.output);
   if (flags.format != "pytorch-csv") {
     throw UsageError(fmt::format("--format {}: unknown format; expected pytorch-csv", flags.format));
   }

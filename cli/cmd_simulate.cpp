@@ -1,6 +1,7 @@
 // `pipeprof simulate`: predict one candidate's step time, throughput, bubble and memory from a profile.
 #include "cluster_options.h"
 #include "commands.h"
+#include "output_file.h"
 #include "schedule_options.h"
 
 #include <pipeprof/core/candidate.h>
@@ -74,6 +75,7 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
 }
 
 void runSimulate(const SimulateFlags& flags) {
+  if (!flags.tracePath.empty()) checkOutputFile("--trace", flags.tracePath);
   const std::vector<std::int64_t> balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); });
   const Checkpoint mode = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");

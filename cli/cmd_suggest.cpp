@@ -197,6 +197,11 @@ void runSuggest(const SuggestFlags& flags) {
   } else {
     printTables(predictor, result, groups, shown, byTime, seconds);
   }
+  if (result.ranked.empty()) {
+    throw NoAnswer(fmt::format("no candidate is predicted to fit: all {} were rejected ({}); more devices, more "
+                               "memory per device, more chunks or --checkpoint always may fit",
+                               result.rejected.size(), flags.json ? "\"rejections\" says why" : "see above"));
+  }
 }
 
 }  // namespace

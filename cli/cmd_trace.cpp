@@ -1,5 +1,6 @@
 // `pipeprof trace summarize` and `merge`: the timeline analysis of a Chrome trace, one timeline from rank traces.
 #include "commands.h"
+#include "output_file.h"
 
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/profiler/timeline_analysis.h>
@@ -37,6 +38,7 @@ struct MergeFlags {
 };
 
 void runMerge(const MergeFlags& flags) {
+  checkOutputFile("-o", flags.output);
   std::vector<Trace> traces;
   for (const std::string& path : flags.paths) traces.push_back(readChromeTraceFile(path));
   const Trace merged = concatenateTraces(traces);

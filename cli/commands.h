@@ -18,6 +18,17 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The command ran but has no answer to give (`suggest`: no candidate is predicted to fit): its
+/// output is printed, main prints "pipeprof: <what>" and exits with kExitNoAnswer, so that a
+/// script can tell an empty answer from a success.
+class NoAnswer : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The exit code of a command that found no answer (NoAnswer).
+constexpr int kExitNoAnswer = 3;
+
 /// Runs `parse()`; a std::invalid_argument it throws becomes a UsageError "<flag>: <its
 /// message><hint>", e.g. parseFlag("--checkpoint", [&] { return parseCheckpoint(text); }).
 template <typename Parse>

@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& error) {
     std::cerr << "pipeprof: error: " << error.what() << "\n";
     return kExitUsage;
+  } catch (const cli::NoAnswer& noAnswer) {
+    std::cerr << "pipeprof: " << noAnswer.what() << "\n";
+    return cli::kExitNoAnswer;
   } catch (const cli::Interrupted& interrupted) {
     std::cerr << "pipeprof: " << interrupted.what() << "\n";
     return cli::kExitInterrupted;

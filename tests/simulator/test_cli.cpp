@@ -285,6 +285,18 @@ TEST_F(SimulatorCli, SimulateForAnotherOptimizerTheProfileMeasured) {
       << bf16.err;
 }
 
+TEST_F(SimulatorCli, SuggestWithNothingThatFitsSaysSoAndExitsThree) {
+  // Every candidate keeps more than 100 B on some device (SimulateSummaryAndMemoryOverflow).
+  const std::string args = "suggest --profile " + path("profile.json") + " --devices 2 --device-memory 100B --batch 4";
+  const CliRun table = run(args);
+  EXPECT_EQ(table.code, 3) << table.out << table.err;
+  EXPECT_NE(table.out.find("No candidate is predicted to fit."), std::string::npos) << table.out;
+  EXPECT_NE(table.err.find("no candidate is predicted to fit"), std::string::npos) << table.err;
+  const CliRun json = run(args + " --json");
+  EXPECT_EQ(json.code, 3) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out).at("fitting_count"), 0);
+}
+
 TEST_F(SimulatorCli, HelpShowsExamples) {
   EXPECT_NE(run("simulate --help").out.find("Examples:"), std::string::npos);
   EXPECT_NE(run("suggest --help").out.find("Examples:"), std::string::npos);
@@ -318,6 +330,10 @@ TEST_F(SimulatorCli, BadInputsExitWithTwo) {
        "--chunks 3: interleaved needs chunks a multiple of devices"},
       {simulateArgs() + base + " --balance 1,1,1 --schedule interleaved", "not a multiple of 2"},
       {"suggest --profile " + path("profile.json") + " --devices 2 --batch 4 --schedules gpipe,zigzag", "zigzag"},
+      {simulateArgs() + base + " --balance 1,1 --trace " + path("missing/trace.json"),
+       "--trace " + path("missing/trace.json") + ": the folder " + path("missing") + " does not exist"},
+      {simulateArgs() + base + " --balance 1,1 --trace " + dir_.string(), "is a folder"},
+      {"schedule export --schedule 1f1b --devices 2 --chunks 4 -o " + path("missing/order.csv"), "-o "},
       {"suggest --profile " + path("profile.json") +
            " --devices 2 --batch 4 --schedules interleaved "
            "--stages-per-device 1",
