@@ -73,14 +73,14 @@ void runCalibrate(const CalibrateFlags& flags) {
   const auto deviceCount = static_cast<std::int64_t>(devices.size());
   const std::vector<PipelineShape> shapes =
       tuner::referenceShapes(space.schedules, space.stagesPerDevice, space.modes, deviceCount, profile.layerCount());
-  std::cerr << fmt::format(
-      "calibrating: one reference pipeline per shape ({}) and chunk count ({}), in rounds for {:g} s\n", shapes.size(),
-      flags.search.chunks, flags.budget);
+  std::cerr << fmt::format("calibrating within {:g} s: {} shapes at chunk counts {}, GPipe's at each first\n",
+                           flags.budget, shapes.size(), flags.search.chunks);
   tuner::ThreadedMeasurer measurer(model.spec, devices, step);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
-  rounds.onRound = [](std::int64_t round, std::size_t references, double seconds) {
-    std::cerr << fmt::format("calibration round {}: {} reference pipelines in {:.1f} s\n", round, references, seconds);
+  rounds.onRound = [](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
+    std::cerr << fmt::format("calibration round {}: {} of {} reference pipelines in {:.1f} s\n", round, measured,
+                             planned, seconds);
   };
   Calibration calibration = tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt),
                                                       model.batch, space.chunks, deviceCount, rounds, shapes);
@@ -125,7 +125,8 @@ void addCalibrateCommand(CLI::App& app) {
                      "The profile to calibrate: read when it exists, else measured now and written there");
   command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
-  command.add_option("--budget", flags.budget, "Seconds of reference-pipeline rounds (at least 3 rounds)")
+  command.add_option("--budget", flags.budget, "Seconds the reference pipelines may take, in all (GPipe at every chunk count and every other shape at "
+                     "its largest first, then the rest, in rounds)")
       ->capture_default_str();
   command.add_option("-o,--output", flags.output, "Calibration path (pipeprof.calibration/v1)")->capture_default_str();
   command.add_flag("--json", flags.json, "Print the calibration JSON on stdout instead of the summary");

@@ -43,7 +43,7 @@ struct SweepFlags {
   std::string profile;
   std::string calibration;
   double profileBudget = 20.0;
-  double calibrationBudget = 8.0;
+  double calibrationBudget = 4.0;
   std::string output = "report.json";
   std::string tracesDir;
   bool resume = false;
@@ -204,7 +204,8 @@ void addSweepCommand(CLI::App& app) {
       ->capture_default_str();
   command
       .add_option("--calibration-budget", flags.calibrationBudget,
-                  "Seconds of reference-pipeline rounds calibrating the simulator (at least 3 rounds)")
+                  "Seconds the reference pipelines calibrating the simulator may take, in all (GPipe at every chunk "
+                  "count and every other shape at its largest first, then the rest, in rounds)")
       ->capture_default_str();
   command.add_option("-o,--output", flags.output, "Report path (pipeprof.report/v1)")->capture_default_str();
   command.add_option("--traces-dir", flags.tracesDir,

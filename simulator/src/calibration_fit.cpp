@@ -12,6 +12,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -268,20 +269,24 @@ void addCell(LogTable& table, std::size_t shape, std::int64_t size, const std::v
 }
 
 /// Tukey's median polish: each cell ~ its shape's effect + its size's effect, each effect the
-/// median of what the other leaves, swept until they settle. Returns the fitted value of every
-/// cell present. A table of one shape gives back its cells; a cell off by itself (one
-/// reference timed in a slow spell) moves its shape's and its size's effect by little.
-LogTable medianPolish(const LogTable& cells) {
+/// median of what the other leaves, swept until they settle. Returns the effects; a cell off by
+/// itself (one reference timed in a slow spell) moves its shape's and its size's effect by
+/// little.
+struct PolishEffects {
+  std::map<std::size_t, double> shapes;
+  std::map<std::int64_t, double> sizes;
+};
+
+PolishEffects medianPolish(const LogTable& cells) {
   constexpr int kSweeps = 10;
   LogTable residuals = cells;
-  std::map<std::size_t, double> shapeEffects;
-  std::map<std::int64_t, double> sizeEffects;
+  PolishEffects effects;
   for (int sweep = 0; sweep < kSweeps; ++sweep) {
     for (auto& [shape, row] : residuals) {
       std::vector<double> values;
       for (const auto& [size, value] : row) values.push_back(value);
       const double effect = median(values);
-      shapeEffects[shape] += effect;
+      effects.shapes[shape] += effect;
       for (auto& [size, value] : row) value -= effect;
     }
     std::map<std::int64_t, std::vector<double>> columns;
@@ -290,15 +295,50 @@ LogTable medianPolish(const LogTable& cells) {
     }
     for (auto& [size, values] : columns) {
       const double effect = median(values);
-      sizeEffects[size] += effect;
+      effects.sizes[size] += effect;
       for (auto& [shape, row] : residuals) {
         if (auto cell = row.find(size); cell != row.end()) cell->second -= effect;
       }
     }
   }
+  return effects;
+}
+
+/// The table fitted as a shape's effect plus a size's, at every size of the table for every
+/// shape in it. The median polish runs over the complete rows (the shapes timed at every size
+/// any shape was); a row with cells missing (a calibration whose budget measured that shape at
+/// some chunk counts only) then gets its effect as the median of its cells less the sizes'
+/// effects: the one measured cell of shape s at size p and GPipe's row g fill s's size m with
+/// c(s, p) - c(g, p) + c(g, m). A table of one shape gives back its cells; with every row
+/// complete this is the median polish of the whole table.
+LogTable fitShapeBySize(const LogTable& cells) {
+  std::set<std::int64_t> sizes;
+  for (const auto& [shape, row] : cells) {
+    for (const auto& [size, value] : row) sizes.insert(size);
+  }
+  LogTable complete;
+  for (const auto& [shape, row] : cells) {
+    if (row.size() == sizes.size()) complete[shape] = row;
+  }
+  const PolishEffects effects = medianPolish(complete.empty() ? cells : complete);
   LogTable fitted;
   for (const auto& [shape, row] : cells) {
-    for (const auto& [size, value] : row) fitted[shape][size] = shapeEffects[shape] + sizeEffects[size];
+    double shapeEffect = 0.0;
+    if (auto polished = effects.shapes.find(shape); polished != effects.shapes.end()) {
+      shapeEffect = polished->second;
+    } else {
+      std::vector<double> values;
+      for (const auto& [size, value] : row) {
+        if (auto sizeEffect = effects.sizes.find(size); sizeEffect != effects.sizes.end())
+          values.push_back(value - sizeEffect->second);
+      }
+      if (values.empty()) {  // no size in common with the polished rows: its own cells
+        fitted[shape] = row;
+        continue;
+      }
+      shapeEffect = median(values);
+    }
+    for (const auto& [size, sizeEffect] : effects.sizes) fitted[shape][size] = shapeEffect + sizeEffect;
   }
   return fitted;
 }
@@ -308,10 +348,13 @@ struct ShapeFit {
   std::vector<const ReferenceRun*> runs;
   WholeModelSamples samples;
   Calibration calibration;  ///< its scales, speeds and overheads; the message latency
+  /// By chunk count: the median step's time beyond the simulated step (fitOverheads).
+  std::map<std::int64_t, TimeNs> unexplainedNs;
 };
 
-/// Every shape's forward and backward scales (calibration_fit.h): the median polish of the
-/// log-ratio tables, one scale per size the shape timed (1.0 where a cell is missing).
+/// Every shape's forward and backward scales (calibration_fit.h): the log-ratio tables fitted
+/// as a shape's effect times a size's (fitShapeBySize), one scale per size any shape timed (1.0
+/// where a pass has no cell of that shape).
 void fitLayerScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
   LogTable forward;
   LogTable backward;
@@ -324,16 +367,20 @@ void fitLayerScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
         addCell(backward, k, size, backwardNs->second, profiledBackwardNs);
     }
   }
-  const LogTable forwardFit = medianPolish(forward);
-  const LogTable backwardFit = medianPolish(backward);
+  const LogTable forwardFit = fitShapeBySize(forward);
+  const LogTable backwardFit = fitShapeBySize(backward);
   auto scaleAt = [](const LogTable& fit, std::size_t k, std::int64_t size) {
     const auto row = fit.find(k);
     if (row == fit.end()) return 1.0;
     const auto cell = row->second.find(size);
     return cell == row->second.end() ? 1.0 : std::clamp(std::exp(cell->second), 0.25, kMaxLayerScale);
   };
+  std::set<std::int64_t> sizes;
+  for (const ShapeFit& shape : shapes) {
+    for (const auto& [size, forwardNs] : shape.samples.forwardNs) sizes.insert(size);
+  }
   for (std::size_t k = 0; k < shapes.size(); ++k) {
-    for (const auto& [size, forwardNs] : shapes[k].samples.forwardNs) {
+    for (const std::int64_t size : sizes) {
       MicroBatchScale& scale = shapes[k].calibration.scales[size];
       scale.forward = scaleAt(forwardFit, k, size);
       scale.backward = scaleAt(backwardFit, k, size);
@@ -341,8 +388,8 @@ void fitLayerScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
   }
 }
 
-/// Every shape's loss scale per size it timed a layer at, after its device speeds: the median
-/// polish of the loss ops' log ratios (each op at its device's speed) to the profiled loss.
+/// Every shape's loss scale per size of its scales, after its device speeds: the loss ops' log
+/// ratios (each op at its device's speed) to the profiled loss, fitted by fitShapeBySize.
 void fitLossScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
   LogTable table;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
@@ -351,9 +398,10 @@ void fitLossScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
       addCell(table, k, size, ns, profile.loss.costAt(size).forwardNs);
     }
   }
-  for (const auto& [k, row] : medianPolish(table)) {
+  for (const auto& [k, row] : fitShapeBySize(table)) {
     for (const auto& [size, value] : row) {
-      shapes[k].calibration.scales.at(size).loss = std::clamp(std::exp(value), 0.25, kMaxLossScale);
+      if (auto scale = shapes[k].calibration.scales.find(size); scale != shapes[k].calibration.scales.end())
+        scale->second.loss = std::clamp(std::exp(value), 0.25, kMaxLossScale);
     }
   }
 }
@@ -381,6 +429,24 @@ void fitOverheads(const Profile& profile, const Cluster& cluster, ShapeFit& shap
                           static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
   }
   shape.calibration.stepOverheadNs = overheadLine(unexplainedNs);
+  shape.unexplainedNs = std::move(unexplainedNs);
+}
+
+/// The step overhead of `shape` at the chunk counts `own` timed and it did not (a calibration
+/// whose budget measured it at some chunk counts only): own's line moved by how far, on
+/// average, shape's steps went beyond own's line at the chunk counts it timed; never negative.
+void fillOverheads(ShapeFit& shape, const ShapeFit& own) {
+  if (shape.unexplainedNs.empty()) return;
+  double shiftNs = 0.0;
+  for (const auto& [chunks, ns] : shape.unexplainedNs) {
+    shiftNs += static_cast<double>(ns - own.calibration.stepOverheadNsFor(chunks));
+  }
+  shiftNs /= static_cast<double>(shape.unexplainedNs.size());
+  for (const auto& [chunks, ns] : own.calibration.stepOverheadNs) {
+    if (shape.unexplainedNs.count(chunks) > 0) continue;
+    shape.calibration.stepOverheadNs[chunks] =
+        std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(static_cast<double>(ns) + shiftNs)));
+  }
 }
 
 }  // namespace
@@ -413,6 +479,10 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
 
   const ShapeKey gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
   const ShapeKey own = runsByShape.count(gpipe) > 0 ? gpipe : keys.front();
+  const auto ownIndex = static_cast<std::size_t>(std::find(keys.begin(), keys.end(), own) - keys.begin());
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    if (k != ownIndex) fillOverheads(shapes[k], shapes[ownIndex]);
+  }
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     ScheduleCorrections corrections = std::move(static_cast<ScheduleCorrections&>(shapes[k].calibration));
     if (keys[k] == own) static_cast<ScheduleCorrections&>(calibration) = corrections;

@@ -159,6 +159,33 @@ TEST(CalibrationFit, ScalesAreAShapesEffectTimesASizesAndOneOddReferenceMovesNei
   }
 }
 
+TEST(CalibrationFit, AShapeTimedAtOneChunkCountIsCorrectedAtEveryOneByGPipesPattern) {
+  // A calibration whose budget timed GPipe at chunks 2 and 3 and 1F1B at chunks 2 only:
+  //                   4   3   2
+  //   gpipe never     2   1   1
+  //   1f1b never      4   -   -
+  // 1F1B's forward is twice GPipe's where both were timed, so it is twice GPipe's at sizes 3
+  // and 2 too; GPipe keeps its own cells. 1F1B's step overhead at chunks 3 is GPipe's moved by
+  // what 1F1B's steps went beyond GPipe's line at chunks 2.
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(),
+                                                      {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2),
+                                                       shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 1),
+                                                       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 4)});
+  const ScheduleCorrections& oneFOneB = calibration.byShape.at({"1f1b", Checkpoint::Never});
+  EXPECT_NEAR(calibration.scales.at(4).forward, 2.0, 1e-12);
+  EXPECT_NEAR(oneFOneB.scales.at(4).forward, 4.0, 1e-12);
+  for (const std::int64_t size : {3, 2}) {
+    EXPECT_NEAR(calibration.scales.at(size).forward, 1.0, 1e-12) << size;
+    EXPECT_NEAR(oneFOneB.scales.at(size).forward, 2.0, 1e-12) << size;
+    EXPECT_NEAR(oneFOneB.scales.at(size).backward, 1.0, 1e-12) << size;
+  }
+  ASSERT_EQ(oneFOneB.stepOverheadNs.size(), 2U) << "chunks 2 timed, chunks 3 filled in";
+  ASSERT_GT(oneFOneB.stepOverheadNs.at(3), 0);
+  EXPECT_EQ(oneFOneB.stepOverheadNs.at(3) - oneFOneB.stepOverheadNs.at(2),
+            calibration.stepOverheadNs.at(3) - calibration.stepOverheadNs.at(2));
+  EXPECT_EQ(calibration.provenance.references.size(), 3U) << "what was timed, not what was filled in";
+}
+
 TEST(CalibrationFit, TheStepOverheadIsOneLineOverTheChunkCounts) {
   // 100 + 50 m measured with deviations (20, -30, 10, 0) at m = 1, 2, 4, 8, which no line
   // explains (they sum to zero and so do they times m): least squares finds the line itself.

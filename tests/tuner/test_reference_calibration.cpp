@@ -1,50 +1,117 @@
-// Tests of tuner/reference_calibration's rounds: every reference once a round, each round reported.
+// Tests of tuner/reference_calibration: the reference plan's order, and rounds within the budget.
 #include <pipeprof/tuner/reference_calibration.h>
 
 #include "four_layer_profile.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace pipeprof::tuner {
 namespace {
 
 using test::fourLayerProfile;
+using Clock = std::chrono::steady_clock;
 
-/// Trains nothing: counts the references it is asked for and returns an empty traced run.
+/// Trains nothing: records the references it is asked for, and when; each takes `sleep`.
 class CountingMeasurer : public CandidateMeasurer {
  public:
+  explicit CountingMeasurer(std::chrono::milliseconds sleep = std::chrono::milliseconds(0)) : sleep_(sleep) {}
+
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override {
     EXPECT_TRUE(request.traced) << "the calibration fits the references' traces";
+    const auto start = Clock::now();
+    std::this_thread::sleep_for(sleep_);
     chunks.push_back(candidate.chunks);
     MeasuredRun run;
     run.measurement.addRound(std::vector<TimeNs>(static_cast<std::size_t>(request.steps), 1000), {0, 0},
                              candidate.batch);
+    if (calls.empty()) first = start;
+    last = Clock::now();
+    longest = std::max(longest, last - start);
+    calls.push_back(last);
     return run;
   }
 
   std::vector<std::int64_t> chunks;
+  std::vector<Clock::time_point> calls;
+  Clock::time_point first;
+  Clock::time_point last;
+  Clock::duration longest{};
+
+ private:
+  std::chrono::milliseconds sleep_;
 };
 
-TEST(ReferenceCalibration, EachRoundTrainsEveryReferenceOnceAndIsReported) {
+PipelineShape shape(ScheduleKind schedule, std::int64_t v, Checkpoint mode) {
+  PipelineShape s;
+  s.schedule = schedule;
+  s.stagesPerDevice = v;
+  s.checkpoint = mode;
+  return s;
+}
+
+TEST(ReferenceCalibration, ThePlanTimesGPipeAtEveryChunkCountThenEveryShapeAtItsLargestThenTheRest) {
+  const std::vector<PipelineShape> shapes = {gpipeReferenceShape(),
+                                             shape(ScheduleKind::OneFOneB, 1, Checkpoint::Always),
+                                             shape(ScheduleKind::Interleaved, 2, Checkpoint::Never)};
+  // Batch 8 over 2 devices: interleaved runs chunks 2, 4 and 8 only (a multiple of the devices).
+  std::vector<std::string> plan;
+  for (const Candidate& reference : referencePlan(4, 8, {1, 2, 4, 8, 16}, 2, shapes)) {
+    plan.push_back(reference.orderLabel() + " x" + std::to_string(reference.chunks));
+  }
+  EXPECT_EQ(plan, (std::vector<std::string>{"gpipe x8", "gpipe x4", "gpipe x2", "gpipe x1",  //
+                                            "1f1b x8", "interleaved v2 x8",                 //
+                                            "1f1b x4", "interleaved v2 x4",                 //
+                                            "1f1b x2", "interleaved v2 x2",                 //
+                                            "1f1b x1"}));
+}
+
+TEST(ReferenceCalibration, ANoughtBudgetTimesTheFirstReferenceOnce) {
   CountingMeasurer measurer;
   CalibrationRounds rounds;
-  rounds.budgetSeconds = 0;  // the minimum rounds only
-  rounds.minRounds = 2;
-  std::vector<std::int64_t> reported;
-  rounds.onRound = [&](std::int64_t round, std::size_t references, double seconds) {
-    reported.push_back(round);
-    EXPECT_EQ(references, 2U) << "chunks 1 and 4 (8 exceeds the batch)";
+  rounds.budgetSeconds = 0;
+  std::vector<std::size_t> reported;
+  rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
+    EXPECT_EQ(round, 1);
+    EXPECT_EQ(planned, 2U) << "chunks 4 and 1 (8 exceeds the batch)";
     EXPECT_GE(seconds, 0.0);
-    EXPECT_EQ(measurer.chunks.size(), 2 * static_cast<std::size_t>(round)) << "reported after the round";
+    reported.push_back(measured);
   };
   const Cluster cluster = sweepCluster({DeviceDesc{}, DeviceDesc{}}, std::nullopt);
   const Calibration calibration =
       measureCalibration(measurer, fourLayerProfile(), cluster, 4, {1, 4, 8}, 2, rounds, {gpipeReferenceShape()});
-  EXPECT_EQ(reported, (std::vector<std::int64_t>{1, 2}));
-  EXPECT_EQ(measurer.chunks, (std::vector<std::int64_t>{1, 4, 1, 4})) << "interleaved rounds";
-  EXPECT_EQ(calibration.provenance.rounds, 2);
+  EXPECT_EQ(measurer.chunks, (std::vector<std::int64_t>{4}));
+  EXPECT_EQ(reported, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(calibration.provenance.rounds, 1);
+}
+
+TEST(ReferenceCalibration, RoundsRepeatThePlanAndEndWithinTheBudget) {
+  // Each reference takes 5 ms or more; a reference starts only when it is expected to end
+  // within the budget, so the last one ends at most one reference's overrun past it.
+  CountingMeasurer measurer(std::chrono::milliseconds(5));
+  CalibrationRounds rounds;
+  rounds.budgetSeconds = 0.1;
+  std::vector<std::int64_t> reported;
+  rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double /*seconds*/) {
+    EXPECT_EQ(planned, 2U);
+    EXPECT_LE(measured, planned);
+    reported.push_back(round);
+  };
+  const Cluster cluster = sweepCluster({DeviceDesc{}, DeviceDesc{}}, std::nullopt);
+  const auto start = Clock::now();
+  const Calibration calibration =
+      measureCalibration(measurer, fourLayerProfile(), cluster, 4, {1, 4, 8}, 2, rounds, {gpipeReferenceShape()});
+  ASSERT_GE(measurer.chunks.size(), 2U);
+  for (std::size_t k = 0; k < measurer.chunks.size(); ++k) {
+    EXPECT_EQ(measurer.chunks[k], k % 2 == 0 ? 4 : 1) << "interleaved rounds, the plan's order";
+  }
+  EXPECT_LE(measurer.last - start, std::chrono::duration<double>(rounds.budgetSeconds) + measurer.longest);
+  EXPECT_EQ(calibration.provenance.rounds, static_cast<std::int64_t>(reported.size()));
+  EXPECT_EQ(reported.back(), static_cast<std::int64_t>((measurer.chunks.size() + 1) / 2));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -40,44 +41,85 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
   return shapes;
 }
 
+std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
+                                     std::int64_t devices, const std::vector<PipelineShape>& shapes) {
+  // Each shape's chunk counts that its schedule can run, largest first.
+  std::vector<std::vector<Candidate>> byShape;
+  std::vector<std::int64_t> descending(chunks.begin(), chunks.end());
+  std::sort(descending.rbegin(), descending.rend());
+  descending.erase(std::unique(descending.begin(), descending.end()), descending.end());
+  for (const PipelineShape& shape : shapes) {
+    std::vector<Candidate>& runnable = byShape.emplace_back();
+    for (const std::int64_t m : descending) {
+      if (m < 1 || m > batch) continue;
+      Candidate reference =
+          referenceCandidate(layers, devices, m, batch, shape.schedule, shape.stagesPerDevice, shape.checkpoint);
+      if (reference.shapeError(microBatching(batch, m).count).empty()) runnable.push_back(std::move(reference));
+    }
+  }
+  std::vector<Candidate> plan;
+  if (byShape.empty()) return plan;
+  plan = byShape.front();  // the first shape (GPipe without checkpoints) at every chunk count
+  for (std::size_t k = 1; k < byShape.size(); ++k) {
+    if (!byShape[k].empty()) plan.push_back(byShape[k].front());  // every other one at its largest
+  }
+  for (std::size_t index = 1; index < descending.size(); ++index) {  // then the rest, largest first
+    for (std::size_t k = 1; k < byShape.size(); ++k) {
+      if (index < byShape[k].size()) plan.push_back(byShape[k][index]);
+    }
+  }
+  return plan;
+}
+
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
                                const CalibrationRounds& rounds, const std::vector<PipelineShape>& shapes,
                                const StopToken& stop) {
-  // The references every round trains: each shape's chunk counts that its schedule can run.
-  std::vector<Candidate> references;
-  for (const PipelineShape& shape : shapes) {
-    for (const std::int64_t m : chunks) {
-      if (m < 1 || m > batch) continue;
-      Candidate reference = referenceCandidate(profile.layerCount(), devices, m, batch, shape.schedule,
-                                               shape.stagesPerDevice, shape.checkpoint);
-      if (!reference.shapeError(microBatching(batch, m).count).empty()) continue;
-      references.push_back(std::move(reference));
-    }
-  }
-  std::vector<ReferenceRun> runs;
-  const auto start = std::chrono::steady_clock::now();
-  auto budgetLeft = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < rounds.budgetSeconds;
+  const std::vector<Candidate> plan = referencePlan(profile.layerCount(), batch, chunks, devices, shapes);
+  using Clock = std::chrono::steady_clock;
+  auto secondsSince = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
   };
   MeasureRequest request;
   request.warmupSteps = rounds.warmupSteps;
   request.steps = rounds.steps;
   request.traced = true;
   request.stop = stop;
+  // A reference is expected to take what it took last round, or what the references so far
+  // took on average; the next one starts only when it is expected to end within the budget.
+  std::vector<double> lastSeconds(plan.size(), -1.0);
+  double measuredSeconds = 0.0;
+  std::size_t measuredCount = 0;
+  std::vector<ReferenceRun> runs;
+  const auto start = Clock::now();
   std::int64_t round = 0;
-  for (; round < rounds.minRounds || budgetLeft(); ++round) {
-    const auto roundStart = std::chrono::steady_clock::now();
-    for (const Candidate& reference : references) {
+  for (bool budgetLeft = !plan.empty(); budgetLeft;) {
+    ++round;
+    const auto roundStart = Clock::now();
+    std::size_t measuredThisRound = 0;
+    for (std::size_t k = 0; k < plan.size(); ++k) {
+      const double expected = lastSeconds[k] >= 0.0 ? lastSeconds[k]
+                              : measuredCount > 0  ? measuredSeconds / static_cast<double>(measuredCount)
+                                                   : 0.0;
+      if (measuredCount > 0 && secondsSince(start) + expected > rounds.budgetSeconds) {
+        budgetLeft = false;
+        break;
+      }
+      const auto referenceStart = Clock::now();
       ReferenceRun run;
-      run.candidate = reference;
+      run.candidate = plan[k];
       run.trace = measurer.measure(run.candidate, request).trace;
       runs.push_back(std::move(run));
+      lastSeconds[k] = secondsSince(referenceStart);
+      measuredSeconds += lastSeconds[k];
+      ++measuredCount;
+      ++measuredThisRound;
     }
-    if (rounds.onRound) {
-      rounds.onRound(round + 1, references.size(),
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - roundStart).count());
+    if (measuredThisRound == 0) {
+      --round;
+      break;
     }
+    if (rounds.onRound) rounds.onRound(round, measuredThisRound, plan.size(), secondsSince(roundStart));
   }
   Calibration calibration = calibrationFromRuns(profile, cluster, runs);
   calibration.provenance.rounds = round;

@@ -83,17 +83,16 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     const auto devices = static_cast<std::int64_t>(config.devices.size());
     const std::vector<PipelineShape> shapes =
         referenceShapes(config.schedules, config.stagesPerDevice, config.modes, devices, setup.profile.layerCount());
-    progress.phase(
-        fmt::format("calibrating: one reference pipeline per schedule, checkpoint mode ({} shapes) and chunk "
-                    "count, in rounds for {:g} s",
-                    shapes.size(), config.calibrationBudgetSeconds));
+    progress.phase(fmt::format("calibrating within {:g} s: {} shapes (schedule and checkpoint mode) at {} chunk "
+                               "counts, GPipe's at each first",
+                               config.calibrationBudgetSeconds, shapes.size(), config.chunks.size()));
     try {
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-      rounds.onRound = [&progress](std::int64_t round, std::size_t references, double seconds) {
-        progress.phase(
-            fmt::format("calibration round {}: {} reference pipelines in {:.1f} s", round, references, seconds));
+      rounds.onRound = [&progress](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
+        progress.phase(fmt::format("calibration round {}: {} of {} reference pipelines in {:.1f} s", round, measured,
+                                   planned, seconds));
       };
       setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
                                              devices, rounds, shapes, stop);

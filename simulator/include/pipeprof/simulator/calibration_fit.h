@@ -16,7 +16,11 @@
 //                      and its size's by little, where a scale per shape and size took it whole
 //                      (resnet, 2026-11-29: GPipe's x1 reference at 242 ms against 132 ms an
 //                      hour before gave x1 a backward scale of 2.3). One shape: each size's
-//                      own median.
+//                      own median. The polish runs over the shapes timed at every size; a
+//                      shape a bounded calibration timed at some sizes only gets its effect
+//                      from those (the median of its cells less the sizes' effects) and a
+//                      scale at every size: shape s timed at size p alone is
+//                      c(s, p) / c(gpipe, p) x c(gpipe, b) at each size b.
 //   speed(s, d)      = the scaled profile's compute of device d's stages' layers over what
 //                      they measured, over shape s's runs (on CPU the stages of one host do not
 //                      run alike: the last one's backward measured 10-15% slower per GEMM)
@@ -31,7 +35,9 @@
 //                      count's median step time of shape s's reference m - the simulator's step
 //                      time for it with the scales, speeds and message latency applied
 //                      (zeroing, waking workers, whatever else the simulated ops miss; one chunk
-//                      count: a alone)
+//                      count: a alone). At a chunk count the own shape (below) timed and
+//                      shape s did not: the own shape's overhead there plus the mean of s's
+//                      unexplained time less the own shape's overhead at those s timed.
 //
 // and one message latency over the runs of every shape. The runs of GPipe without checkpoints
 // give the calibration's own scales, speeds and overheads (every candidate's, unless its shape

@@ -23,19 +23,22 @@
 
 namespace pipeprof::tuner {
 
-/// How long the reference runs go on: rounds until `budgetSeconds` have passed, and at least
-/// `minRounds` (a round trains each reference once, `warmupSteps` + `steps` steps). The
-/// references warm up as the candidates do: a fresh Pipe's first 2-3 steps on a CPU run
-/// 10-100% slower than the ones after.
+/// How long the reference runs go on: rounds over the reference plan (referencePlan) until
+/// `budgetSeconds` have passed. A reference starts only when it is expected to end within the
+/// budget (it takes what it took in the round before, or the references' mean so far), so the
+/// budget bounds the whole calibration: the first reference always runs, the last round may
+/// stop part way, and references the budget never reached leave their shape with the
+/// corrections the others imply. Each run trains `warmupSteps` + `steps` steps. The references
+/// warm up as the candidates do: a fresh Pipe's first 2-3 steps on a CPU run 10-100% slower
+/// than the ones after.
 struct CalibrationRounds {
-  double budgetSeconds = 8.0;
-  std::int64_t minRounds = 3;
+  double budgetSeconds = 4.0;
   std::int64_t warmupSteps = 1;
   std::int64_t steps = 4;
-  /// Called after each round with its number (from 1), the reference pipelines it trained and
-  /// the seconds it took: the sweep and `pipeprof calibrate` print it (on an H200 a round of
-  /// 72 traced references took over 45 s, silent before).
-  std::function<void(std::int64_t round, std::size_t references, double seconds)> onRound;
+  /// Called after each round with its number (from 1), the reference pipelines it trained, the
+  /// plan's size and the seconds it took: the sweep and `pipeprof calibrate` print it (on an
+  /// H200 a round of 72 traced references took over 45 s, silent before).
+  std::function<void(std::int64_t round, std::size_t measured, std::size_t planned, double seconds)> onRound;
 };
 
 /// gpipe without checkpoints: the reference shape every calibration times (its own corrections,
@@ -52,13 +55,22 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
                                            const std::vector<Checkpoint>& modes, std::int64_t devices,
                                            std::int64_t layers);
 
-/// Trains one reference pipeline per shape of `shapes` and chunk count of `chunks` (1 <= m <=
-/// batch, a shape the schedule can run: interleaved needs micro-batches a multiple of the
-/// devices; over `devices` devices) in interleaved rounds through `measurer`, traced, and fits
-/// the calibration to them (calibrationFromRuns). More rounds spread the reference steps over a
-/// longer time, so that a slow spell of a shared machine weighs on the calibration as it will
-/// on the measured candidates. provenance.rounds and .references are filled. Throws what the
-/// measurer throws (TrainingStopped when `stop` asks).
+/// The reference pipelines a calibration trains, in the order each round trains them: the first
+/// of `shapes` (GPipe without checkpoints) at every chunk count of `chunks`, then every other
+/// shape at its largest, then the rest of the grid, largest chunk count first. A shape is timed
+/// only at chunk counts 1 <= m <= batch its schedule can run (interleaved needs micro-batches a
+/// multiple of the devices) over `devices` devices, its layers split evenly. The first
+/// 1 + (shapes - 1) + (chunks - 1) or so are what the fit needs to correct every shape at every
+/// chunk count (calibration_fit.h): the rest refine it.
+std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
+                                     std::int64_t devices, const std::vector<PipelineShape>& shapes);
+
+/// Trains the reference plan of `shapes` and `chunks` in rounds through `measurer`, traced,
+/// within the rounds' budget, and fits the calibration to them (calibrationFromRuns). More
+/// rounds spread the reference steps over a longer time, so that a slow spell of a shared
+/// machine weighs on the calibration as it will on the measured candidates. provenance.rounds
+/// (rounds begun) and .references are filled. Throws what the measurer throws
+/// (TrainingStopped when `stop` asks).
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
                                const CalibrationRounds& rounds,

@@ -57,7 +57,7 @@ struct SweepConfig {
   std::int64_t maxRounds = 0;
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
-  double calibrationBudgetSeconds = 8.0;  ///< reference rounds go on this long (at least 3)
+  double calibrationBudgetSeconds = 4.0;  ///< the reference rounds end within this (CalibrationRounds)
   std::string profilePath;                ///< cache: read when it exists, written after profiling otherwise
   std::string calibrationPath;            ///< where SweepInputs::calibration came from ("" when calibrating)
   std::string reportPath;
