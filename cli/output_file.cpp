@@ -20,8 +20,8 @@ void checkOutputFile(const std::string& flag, const std::string& path) {
   fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";
   if (!fs::exists(folder, error)) {
-    throw UsageError(fmt::format("{} {}: the folder {} does not exist (create it first, e.g. mkdir -p {})", flag,
-                                 path, folder.string(), folder.string()));
+    throw UsageError(fmt::format("{} {}: the folder {} does not exist (create it first, e.g. mkdir -p {})", flag, path,
+                                 folder.string(), folder.string()));
   }
   if (!fs::is_directory(folder, error)) {
     throw UsageError(fmt::format("{} {}: {} is not a folder", flag, path, folder.string()));

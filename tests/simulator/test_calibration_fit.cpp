@@ -167,10 +167,11 @@ TEST(CalibrationFit, AShapeTimedAtOneChunkCountIsCorrectedAtEveryOneByGPipesPatt
   // 1F1B's forward is twice GPipe's where both were timed, so it is twice GPipe's at sizes 3
   // and 2 too; GPipe keeps its own cells. 1F1B's step overhead at chunks 3 is GPipe's moved by
   // what 1F1B's steps went beyond GPipe's line at chunks 2.
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(),
-                                                      {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2),
-                                                       shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 1),
-                                                       shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 4)});
+  const Calibration calibration =
+      calibrationFromRuns(twoLayerProfile(), twoCpus(),
+                          {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2),
+                           shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 1),
+                           shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 4)});
   const ScheduleCorrections& oneFOneB = calibration.byShape.at({"1f1b", Checkpoint::Never});
   EXPECT_NEAR(calibration.scales.at(4).forward, 2.0, 1e-12);
   EXPECT_NEAR(oneFOneB.scales.at(4).forward, 4.0, 1e-12);

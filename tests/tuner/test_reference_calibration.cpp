@@ -64,9 +64,9 @@ TEST(ReferenceCalibration, ThePlanTimesGPipeAtEveryChunkCountThenEveryShapeAtIts
     plan.push_back(reference.orderLabel() + " x" + std::to_string(reference.chunks));
   }
   EXPECT_EQ(plan, (std::vector<std::string>{"gpipe x8", "gpipe x4", "gpipe x2", "gpipe x1",  //
-                                            "1f1b x8", "interleaved v2 x8",                 //
-                                            "1f1b x4", "interleaved v2 x4",                 //
-                                            "1f1b x2", "interleaved v2 x2",                 //
+                                            "1f1b x8", "interleaved v2 x8",                  //
+                                            "1f1b x4", "interleaved v2 x4",                  //
+                                            "1f1b x2", "interleaved v2 x2",                  //
                                             "1f1b x1"}));
 }
 
