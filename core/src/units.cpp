@@ -127,7 +127,7 @@ BytesPerS parseBandwidth(const std::string& text) {
 TimeNs parseDuration(const std::string& text) {
   auto fail = [&text]() -> TimeNs {
     throw std::invalid_argument("invalid duration '" + text +
-                                "': expected a non-negative duration, e.g. 20ns, 5us, 1.5ms, 2s "
+                                "': expected a non-negative duration, e.g. 20ns, 5us, 1.5ms, 2s, 10m, 1h "
                                 "(a plain number means nanoseconds)");
   };
   NumberAndUnit parsed;
@@ -137,12 +137,15 @@ TimeNs parseDuration(const std::string& text) {
   else if (parsed.unit == "us") multiplier = 1e3;
   else if (parsed.unit == "ms") multiplier = 1e6;
   else if (parsed.unit == "s") multiplier = 1e9;
+  else if (parsed.unit == "m" || parsed.unit == "min") multiplier = 60e9;
+  else if (parsed.unit == "h") multiplier = 3600e9;
   else return fail();
   return toInt64(parsed.number * multiplier, text, "duration");
 }
 
 std::string formatBytes(Bytes bytes) {
-  if (bytes < 0) return "-" + formatBytes(bytes == std::numeric_limits<Bytes>::min() ? std::numeric_limits<Bytes>::max() : -bytes);
+  if (bytes < 0)
+    return "-" + formatBytes(bytes == std::numeric_limits<Bytes>::min() ? std::numeric_limits<Bytes>::max() : -bytes);
   static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";
   double value = static_cast<double>(bytes) / 1024.0;
@@ -155,7 +158,9 @@ std::string formatBytes(Bytes bytes) {
 }
 
 std::string formatDuration(TimeNs durationNs) {
-  if (durationNs < 0) return "-" + formatDuration(durationNs == std::numeric_limits<TimeNs>::min() ? std::numeric_limits<TimeNs>::max() : -durationNs);
+  if (durationNs < 0)
+    return "-" + formatDuration(durationNs == std::numeric_limits<TimeNs>::min() ? std::numeric_limits<TimeNs>::max()
+                                                                                 : -durationNs);
   if (durationNs < 1000) return std::to_string(durationNs) + " ns";
   double value = static_cast<double>(durationNs);
   if (durationNs < 1000000) return threeDigits(value / 1e3) + " us";
