@@ -30,6 +30,7 @@ struct CalibrateFlags {
   std::string profile;
   double profileBudget = 20.0;
   double budget = 8.0;
+  std::int64_t rounds = 0;
   std::string output = "calibration.json";
   bool json = false;
 };
@@ -54,6 +55,7 @@ void runCalibrate(const CalibrateFlags& flags) {
   const std::vector<DeviceDesc>& devices = model.devices;
   const SearchSpace space = searchSpaceFromFlags(flags.search);
   if (!(flags.budget >= 0)) throw UsageError(fmt::format("--budget {}: must not be negative", flags.budget));
+  if (flags.rounds < 0) throw UsageError(fmt::format("--rounds {}: must not be negative", flags.rounds));
   if (!(flags.profileBudget > 0)) {
     throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
   }
@@ -78,6 +80,7 @@ void runCalibrate(const CalibrateFlags& flags) {
   tuner::ThreadedMeasurer measurer(model.spec, devices, step);
   tuner::CalibrationRounds rounds;
   rounds.budgetSeconds = flags.budget;
+  rounds.maxRounds = flags.rounds;
   rounds.onRound = [](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
     std::cerr << fmt::format("calibration round {}: {} of {} reference pipelines in {:.1f} s\n", round, measured,
                              planned, seconds);
@@ -125,9 +128,15 @@ void addCalibrateCommand(CLI::App& app) {
                      "The profile to calibrate: read when it exists, else measured now and written there");
   command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
-  command.add_option("--budget", flags.budget, "Seconds the reference pipelines may take, in all (GPipe at every chunk count and every other shape at "
-                     "its largest first, then the rest, in rounds)")
+  command
+      .add_option(
+          "--budget", flags.budget,
+          "Seconds the reference pipelines may take, in all (GPipe at every chunk count and every other shape at "
+          "its largest first, then the rest, in rounds)")
       ->capture_default_str();
+  command.add_option("--rounds", flags.rounds,
+                     "At most this many rounds, budget left or not (1: each reference once, whatever it costs; "
+                     "default: as many as --budget holds)");
   command.add_option("-o,--output", flags.output, "Calibration path (pipeprof.calibration/v1)")->capture_default_str();
   command.add_flag("--json", flags.json, "Print the calibration JSON on stdout instead of the summary");
 }

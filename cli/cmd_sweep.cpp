@@ -44,6 +44,8 @@ struct SweepFlags {
   std::string calibration;
   double profileBudget = 20.0;
   double calibrationBudget = 4.0;
+  std::int64_t calibrationRounds = 0;
+  std::string time;  ///< --time: the whole sweep's time; empty: no limit
   std::string output = "report.json";
   std::string tracesDir;
   bool resume = false;
@@ -58,7 +60,9 @@ const FlagNames kSweepFlags = {{"steps", "--steps"},
                                {"rounds", "--rounds"},
                                {"maxRounds", "--max-rounds"},
                                {"profileBudgetSeconds", "--profile-budget"},
-                               {"calibrationBudgetSeconds", "--calibration-budget"}};
+                               {"calibrationBudgetSeconds", "--calibration-budget"},
+                               {"calibrationRounds", "--calibration-rounds"},
+                               {"timeLimitSeconds", "--time"}};
 
 /// Checks the config (tuner::checkSweepConfig) in the flags' words.
 void checkConfig(const SweepConfig& config, std::int64_t layers, const SweepFlags& flags) {
@@ -73,6 +77,16 @@ void checkConfig(const SweepConfig& config, std::int64_t layers, const SweepFlag
         error.value(), fmt::join(stageCounts(tuner::sweepSearchSpace(config), devices), " or "), devices,
         flags.search.schedules.schedules, flags.search.schedules.stagesPerDevice, layers, config.model.name));
   }
+}
+
+/// --time's seconds: a duration with its unit (10m, 90s, 1.5h); a bare number or none at all is refused.
+double timeLimitSeconds(const std::string& text) {
+  const TimeNs ns = parseFlag("--time", [&] { return parseDuration(text); });
+  if (text.find_first_not_of("0123456789. ") == std::string::npos) {
+    throw UsageError(fmt::format("--time {}: give the unit, e.g. --time 10m or --time 90s", text));
+  }
+  if (ns <= 0) throw UsageError(fmt::format("--time {}: give a positive time, e.g. --time 10m", text));
+  return static_cast<double>(ns) / 1e9;
 }
 
 /// Validates every flag and input file; creates nothing.
@@ -102,6 +116,8 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.maxRounds = flags.maxRounds;
   config.profileBudgetSeconds = flags.profileBudget;
   config.calibrationBudgetSeconds = flags.calibrationBudget;
+  config.calibrationRounds = flags.calibrationRounds;
+  if (!flags.time.empty()) config.timeLimitSeconds = timeLimitSeconds(flags.time);
   checkConfig(config, model.layers, flags);
   config.measure = tuner::parseMeasurePolicy(flags.measure);  // std::invalid_argument: exit 2 too
   if (!flags.deviceMemory.empty()) {
@@ -163,6 +179,7 @@ void addSweepCommand(CLI::App& app) {
         "pipeprof sweep --model resnet --batch 32 --chunks 2,4 --measure top:6 --steps 3",
         "pipeprof sweep --model gpt --balances \"3,4;4,3\" --measure all --profile gpt.profile.json",
         "pipeprof sweep --model mlp --batch 64 --schedules 1f1b,interleaved --stages-per-device 2,3",
+        "pipeprof sweep --model gpt --devices cpu,cpu --time 3m -o out/report.json",
         "pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash"},
        "Threads: unless --threads is given, the sweep uses max(1, cores / devices) intra-op\n"
        "threads (LibTorch and OpenBLAS) so the devices' workers do not oversubscribe the cores;\n"
@@ -207,6 +224,13 @@ void addSweepCommand(CLI::App& app) {
                   "Seconds the reference pipelines calibrating the simulator may take, in all (GPipe at every chunk "
                   "count and every other shape at its largest first, then the rest, in rounds)")
       ->capture_default_str();
+  command.add_option("--calibration-rounds", flags.calibrationRounds,
+                     "At most this many rounds of the calibration's reference pipelines, budget left or not (1: "
+                     "each reference once, whatever it costs; default: as many as --calibration-budget holds)");
+  command.add_option("--time", flags.time,
+                     "The whole sweep's time, e.g. 10m or 90s: the profile's timed runs get at most 20% of it, "
+                     "the calibration 15%, and only the best predicted candidates whose rounds are expected to "
+                     "end within the rest are measured (--resume measures the others later)");
   command.add_option("-o,--output", flags.output, "Report path (pipeprof.report/v1)")->capture_default_str();
   command.add_option("--traces-dir", flags.tracesDir,
                      "Where measured and predicted traces go (default: <report stem>.traces next to the report)");

@@ -22,6 +22,11 @@ ProgressReporter::ProgressReporter(std::ostream& out, bool interactive, std::int
 
 bool ProgressReporter::stderrIsTerminal() { return isatty(STDERR_FILENO) == 1; }
 
+void ProgressReporter::setTotal(std::int64_t total) {
+  total_ = total;
+  if (!measuringStart_) measuringStart_ = std::chrono::steady_clock::now();
+}
+
 void ProgressReporter::phase(const std::string& message) {
   if (interactive_ && lineOpen_) out_ << "\r\033[K";
   lineOpen_ = false;
@@ -79,11 +84,12 @@ void ProgressReporter::finish() {
 }
 
 std::string ProgressReporter::timing() const {
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::string text = "[elapsed " + clockText(elapsed);
+  const auto now = std::chrono::steady_clock::now();
+  std::string text = "[elapsed " + clockText(std::chrono::duration<double>(now - start_).count());
   if (done_ > 0 && done_ < total_) {
+    const double measuring = std::chrono::duration<double>(now - measuringStart_.value_or(start_)).count();
     text +=
-        ", about " + clockText(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_)) + " left";
+        ", about " + clockText(measuring / static_cast<double>(done_) * static_cast<double>(total_ - done_)) + " left";
   }
   return text + "]";
 }

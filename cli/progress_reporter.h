@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -19,8 +20,10 @@ class ProgressReporter : public tuner::SweepProgress {
   /// interactive: redraw one line with '\r' (a terminal); otherwise print one line per event.
   ProgressReporter(std::ostream& out, bool interactive, std::int64_t total);
 
-  /// The number of candidate rounds to measure (known once the search has ranked them).
-  void setTotal(std::int64_t total) override { total_ = total; }
+  /// The number of candidate rounds to measure (known once the search has ranked them); the
+  /// first call starts the clock the time left is estimated by (profiling and calibrating
+  /// before it say nothing of how long a candidate takes).
+  void setTotal(std::int64_t total) override;
   /// A free-form phase message ("profiling mlp on cpu with 1 thread").
   void phase(const std::string& message) override;
   /// Candidate (or reference) `label` starts measuring: "measuring [2,6] x8 never ..." (plain).
@@ -51,6 +54,7 @@ class ProgressReporter : public tuner::SweepProgress {
   std::string current_;
   std::string stepText_;
   std::chrono::steady_clock::time_point start_;
+  std::optional<std::chrono::steady_clock::time_point> measuringStart_;
   bool lineOpen_ = false;
 };
 

@@ -95,7 +95,7 @@ probe() {
     --trace "$logs/probe-run.json" >"$logs/probe-run.log" 2>&1
   echo "a traced run (its process, CUDA's start included): rc $?, $((SECONDS - started)) s"
   started=$SECONDS
-  timeout -k 5 240 "$pipeprof" calibrate --model mlp --devices cuda:0,cuda:0 --chunks 2,4 --budget 0 \
+  timeout -k 5 240 "$pipeprof" calibrate --model mlp --devices cuda:0,cuda:0 --chunks 2,4 --budget 600 --rounds 3 \
     -o "$logs/probe-calibration.json" >"$logs/probe-calibrate.log" 2>&1
   echo "calibrate, 3 rounds of 2 traced references: rc $?, $((SECONDS - started)) s"
   grep -h "round\|profiling" "$logs/probe-calibrate.log"

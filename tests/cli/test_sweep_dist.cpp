@@ -48,7 +48,8 @@ TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
   const fs::path report = dir_ / "report.json";
   const ProcessResult run = test::pipeprof(
       "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --schedules gpipe "
-      "--checkpoint never --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 0 --procs 2 -o " +
+      "--checkpoint never --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 600 "
+      "--calibration-rounds 1 --procs 2 -o " +
       report.string());
   ASSERT_EQ(run.code, 0) << run.all;
   const Report parsed = readReport(report.string());

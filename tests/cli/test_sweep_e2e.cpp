@@ -62,7 +62,8 @@ class SweepE2E : public ::testing::Test {
   std::string tinySweep(const std::string& report, const std::string& measure = "top:3",
                         const std::string& steps = "--steps 1") const {
     return "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --measure " + measure +
-           " " + steps + " --warmup 1 --profile-budget 1 --calibration-budget 0 -o " + quote(report);
+           " " + steps + " --warmup 1 --profile-budget 1 --calibration-budget 600 --calibration-rounds 1 -o " +
+           quote(report);
   }
 
   fs::path dir_;
@@ -198,10 +199,11 @@ TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule)
   // mlp --depth 3: 5 layers. One balance per schedule: gpipe, 1f1b and zb1p [2,3] (2 stages),
   // interleaved, interleaved-zb v2 and zbv [1,1,1,2] (4 stages on the 2 devices).
   const fs::path report = dir_ / "report.json";
-  const ProcessResult run = pipeprof(
-      "sweep --model mlp --width 16 --depth 3 --devices cpu,cpu --batch 8 --chunks 2 --checkpoint never "
-      "--balances '2,3;1,1,1,2' --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget 0 -o " +
-      quote(report.string()));
+  const ProcessResult run =
+      pipeprof("sweep --model mlp --width 16 --depth 3 --devices cpu,cpu --batch 8 --chunks 2 --checkpoint never "
+               "--balances '2,3;1,1,1,2' --measure all --steps 1 --warmup 1 --profile-budget 1 --calibration-budget "
+               "600 --calibration-rounds 1 -o " +
+               quote(report.string()));
   ASSERT_EQ(run.code, 0) << run.err;
   const Report parsed = readReport(report.string());
   ASSERT_EQ(parsed.candidates.size(), 6u);
@@ -327,7 +329,8 @@ TEST_F(SweepE2E, CtrlCStopsAfterTheCurrentStepAndLeavesAValidReport) {
   // So many steps that the first candidate is still measuring when Ctrl-C arrives.
   const fs::path report = dir_ / "report.json";
   const std::string sweep = "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 "
-                            "--measure top:3 --steps 1000000 --warmup 1 --profile-budget 1 --calibration-budget 0 -o " +
+                            "--measure top:3 --steps 1000000 --warmup 1 --profile-budget 1 --calibration-budget 600 "
+                            "--calibration-rounds 1 -o " +
                             quote(report.string());
   const auto running = start(sweep);
   // The candidate's start line ("measuring [...] ...") follows the reference pipelines' ones.

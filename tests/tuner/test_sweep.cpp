@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 namespace pipeprof::tuner {
 namespace {
@@ -48,6 +50,7 @@ class FakeMeasurer : public CandidateMeasurer {
 
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override {
     requests.push_back(candidate);
+    std::this_thread::sleep_for(sleep);
     if (failingCalls > 0) {
       --failingCalls;
       throw std::runtime_error("out of memory (a fake failure)");
@@ -79,6 +82,7 @@ class FakeMeasurer : public CandidateMeasurer {
   std::string failing;                             ///< this candidate's every run throws
   std::int64_t failingCalls = 0;                   ///< the next runs that throw, whatever they run
   std::optional<std::size_t> killAfterCalls;       ///< runs after that many throw Killed
+  std::chrono::milliseconds sleep{0};              ///< every run takes at least this long
 
  private:
   Predictor predictor_;
@@ -381,6 +385,48 @@ TEST_F(SweepTest, ResumeContinuesAPartlyMeasuredCandidateFromItsNextRound) {
     const std::vector<TimeNs> firstRound(result->measurement->stepNs.begin(), result->measurement->stepNs.begin() + 2);
     EXPECT_EQ(firstRound, partly->measurement->stepNs) << "the kept round was measured again";
   }
+}
+
+TEST_F(SweepTest, ATimeLimitMeasuresWhatFitsAndLeavesTheRestToResume) {
+  // Every run takes 40 ms or more: 4 candidates x 2 rounds and 2 references a pass need 480 ms
+  // or more, and a --time of 1.3 s leaves 0.3 s after its 1 s margin.
+  const Predictor predictor = calibratedPredictor();
+  config_.modes = {Checkpoint::Always, Checkpoint::ExceptLast};  // no candidate runs as a reference (never)
+  config_.timeLimitSeconds = 1.3;
+  FakeMeasurer measurer(predictor, 1.0);
+  measurer.sleep = std::chrono::milliseconds(40);
+  RecordingProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  EXPECT_FALSE(report.complete);
+  std::int64_t leftShort = 0;
+  for (const CandidateResult& result : report.candidates) {
+    if (result.status != CandidateStatus::Predicted || result.predictedRank == 0) continue;
+    if (result.notMeasuredReason.find("--time 1.3s ran out") != std::string::npos) ++leftShort;
+  }
+  EXPECT_GE(leftShort, 1);
+  EXPECT_TRUE(progress.said("candidates left short: continue with --resume"));
+  EXPECT_EQ(readReport(config_.reportPath).complete, false);
+
+  // --resume without a limit measures the rest.
+  config_.timeLimitSeconds = 0;
+  inputs_.resumedReport = readReport(config_.reportPath);
+  FakeMeasurer resumed(predictor, 1.0);
+  SilentProgress quiet;
+  const Report finished = runSweep(config_, inputs_, resumed, quiet, StopToken());
+  EXPECT_TRUE(finished.complete);
+  EXPECT_EQ(withStatus(finished, CandidateStatus::Measured).size(), 4u);
+}
+
+TEST_F(SweepTest, ATimeLimitCutsTheProfilesAndTheCalibrationsBudgets) {
+  config_.profileBudgetSeconds = 20;
+  config_.calibrationBudgetSeconds = 4;
+  EXPECT_EQ(withinTime(config_).profileBudgetSeconds, 20) << "no limit: as given";
+  config_.timeLimitSeconds = 60;
+  EXPECT_DOUBLE_EQ(withinTime(config_).profileBudgetSeconds, 12);
+  EXPECT_DOUBLE_EQ(withinTime(config_).calibrationBudgetSeconds, 4);
+  config_.timeLimitSeconds = 10;
+  EXPECT_DOUBLE_EQ(withinTime(config_).profileBudgetSeconds, 2);
+  EXPECT_DOUBLE_EQ(withinTime(config_).calibrationBudgetSeconds, 1.5);
 }
 
 TEST_F(SweepTest, StopsBetweenCandidatesWithTheReportOnDisk) {

@@ -29,6 +29,17 @@ constexpr double kQuietWaitPerRoundS = 10.0;
 constexpr auto kQuietSample = std::chrono::milliseconds(500);
 constexpr double kQuietBusyCpus = 0.25;
 
+/// How much longer than its predicted steps (warm-up included), beyond the calibration's setup
+/// per run, a candidate's round is taken to last before any was measured: writing the report,
+/// a traced last round, its predicted twin.
+constexpr double kPriorRoundPace = 1.5;
+/// --time: seconds kept back at the end for the last report and the drift's refresh.
+constexpr double kTimeMarginS = 1.0;
+/// Between a candidate's rounds the report is rewritten at most this often: a report of the
+/// default mlp sweep (12516 candidates, 14 MB) takes 0.33 s to write, and rewriting it after
+/// every round took half of that sweep's measuring time.
+constexpr double kReportIntervalS = 2.0;
+
 /// One run of a candidate or reference: what it measured and when it began.
 struct TimedRun {
   MeasuredRun run;
@@ -81,6 +92,7 @@ struct CandidateRounds {
   std::size_t index = 0;         ///< into the report's candidates
   std::int64_t extraRounds = 0;  ///< granted beyond config.rounds because its rounds disagreed
   bool retrying = false;         ///< its last round was contended and is measured again
+  bool outOfTime = false;        ///< --time leaves no room for its remaining rounds
   std::vector<DiscardedRound> discarded;
 };
 
@@ -105,21 +117,38 @@ class MeasuringRounds {
   void run() {
     const SweepConfig& config = c_.config;
     const std::size_t todo = candidates_.size();
-    c_.progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}{}", c_.report.candidates.size(),
+    const auto expectedS = static_cast<std::int64_t>(std::ceil(plan(/*fitTimeLeft=*/false)));
+    c_.progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}{}: about {}:{:02}, from their "
+                                  "predicted steps and the calibration's runs",
+                                  c_.report.candidates.size(),
                                   std::count_if(c_.report.candidates.begin(), c_.report.candidates.end(),
                                                 [](const CandidateResult& result) { return result.predictedRank > 0; }),
                                   todo,
-                                  config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : ""));
+                                  config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : "",
+                                  expectedS / 60, expectedS % 60));
     c_.progress.setTotal(roundsToRun_);
-    for (std::int64_t pass = 0;; ++pass) {
-      std::vector<CandidateRounds*> due;
-      for (CandidateRounds& candidate : candidates_) {
-        if (isDue(candidate)) due.push_back(&candidate);
+    try {
+      for (std::int64_t pass = 0; !timeRanOut_; ++pass) {
+        if (hasTimeLimit()) plan(/*fitTimeLeft=*/true);
+        std::vector<CandidateRounds*> due;
+        for (CandidateRounds& candidate : candidates_) {
+          if (isDue(candidate)) due.push_back(&candidate);
+        }
+        if (due.empty()) break;
+        measurePass(pass, due);
       }
-      if (due.empty()) break;
-      measurePass(pass, due);
+    } catch (...) {
+      writeReportNow();  // Ctrl-C, or a failure the sweep does not catch: the rounds so far are kept
+      throw;
     }
     c_.progress.finish();
+    if (hasTimeLimit()) markOutOfTime();
+  }
+
+  /// Whether every selected candidate got its rounds (false: --time ran out first).
+  bool finished() const {
+    return std::none_of(candidates_.begin(), candidates_.end(),
+                        [](const CandidateRounds& candidate) { return candidate.outOfTime; });
   }
 
  private:
@@ -131,8 +160,82 @@ class MeasuringRounds {
 
   bool isDue(const CandidateRounds& candidate) const {
     const CandidateResult& result = c_.report.candidates[candidate.index];
-    if (result.status == CandidateStatus::Failed) return false;
-    return roundsKept(result) < c_.config.rounds + candidate.extraRounds;
+    if (result.status == CandidateStatus::Failed || candidate.outOfTime) return false;
+    return roundsLeft(candidate) > 0;
+  }
+
+  std::int64_t roundsLeft(const CandidateRounds& candidate) const {
+    return c_.config.rounds + candidate.extraRounds - roundsKept(c_.report.candidates[candidate.index]);
+  }
+
+  bool hasTimeLimit() const { return c_.config.timeLimitSeconds > 0; }
+
+  /// Seconds left of the sweep's --time, less kTimeMarginS.
+  double secondsLeft() const { return c_.config.timeLimitSeconds - kTimeMarginS - c_.clock.seconds(); }
+
+  void writeReportNow() {
+    c_.report.updateSuggestion();
+    writeReport(c_.report, c_.config.reportPath);
+    lastWriteS_ = c_.clock.seconds();
+  }
+
+  /// The seconds of the candidate's next round's steps, warm-up included, as predicted.
+  double predictedRoundS(const CandidateRounds& candidate) const {
+    const CandidateResult& result = c_.report.candidates[candidate.index];
+    const std::int64_t round = std::min(roundsKept(result), c_.config.rounds - 1);
+    return static_cast<double>(result.prediction.iterationNs) / 1e9 *
+           static_cast<double>(c_.config.warmupSteps + roundSteps(c_.config, round));
+  }
+
+  /// The seconds the candidate's next round is expected to take: the calibration's setup of a
+  /// run, and its predicted steps at the pace of the rounds so far beyond their setups
+  /// (kPriorRoundPace before any, and never below 1).
+  double expectedRoundS(const CandidateRounds& candidate) const {
+    const double setupS = c_.setup.runSetupSeconds;
+    const double pace = predictedRoundsS_ > 0
+                            ? std::max(1.0, (measuredRoundsS_ - roundsTimed_ * setupS) / predictedRoundsS_)
+                            : kPriorRoundPace;
+    return setupS + predictedRoundS(candidate) * pace;
+  }
+
+  /// The seconds the due candidates' remaining rounds are expected to take, best predicted
+  /// first, with the reference pipelines of the passes they need (each as long as the last one
+  /// timed; before any, as the candidate's round). With `fitTimeLeft` (--time, before each pass)
+  /// only those whose rounds are expected to end within the time left go on; the others stop
+  /// where they are (a partly measured one keeps its rounds).
+  double plan(bool fitTimeLeft) {
+    double plannedS = 0.0;
+    std::int64_t passes = 0;
+    for (CandidateRounds& candidate : candidates_) {
+      if (!isDue(candidate)) continue;
+      const std::int64_t rounds = roundsLeft(candidate);
+      const double referenceS = referenceS_ > 0 ? referenceS_ : expectedRoundS(candidate);
+      const double referencesS = static_cast<double>(std::max<std::int64_t>(0, rounds - passes)) *
+                                 static_cast<double>(references_.size()) * referenceS;
+      const double candidateS = static_cast<double>(rounds) * expectedRoundS(candidate) + referencesS;
+      if (fitTimeLeft && plannedS + candidateS > secondsLeft()) {
+        candidate.outOfTime = true;
+        continue;
+      }
+      plannedS += candidateS;
+      passes = std::max(passes, rounds);
+    }
+    return plannedS;
+  }
+
+  /// --time ran out: what each candidate that stopped short says.
+  void markOutOfTime() {
+    const std::string limit = fmt::format("--time {:g}s", c_.config.timeLimitSeconds);
+    for (CandidateRounds& candidate : candidates_) {
+      CandidateResult& result = c_.report.candidates[candidate.index];
+      if (result.status != CandidateStatus::Predicted) continue;
+      candidate.outOfTime = true;
+      const std::int64_t kept = roundsKept(result);
+      result.notMeasuredReason = kept == 0
+                                     ? fmt::format("{} ran out before it was measured (--resume measures it)", limit)
+                                     : fmt::format("measuring: {} of {} rounds done when {} ran out (--resume goes on)",
+                                                   kept, c_.config.rounds, limit);
+    }
   }
 
   /// One pass: every due candidate's next round, the references spread evenly between them
@@ -141,13 +244,24 @@ class MeasuringRounds {
   void measurePass(std::int64_t pass, const std::vector<CandidateRounds*>& due) {
     std::size_t referencesTimed = 0;
     for (std::size_t position = 0; position < due.size(); ++position) {
+      if (hasTimeLimit() && expectedRoundS(*due[position]) > secondsLeft()) {
+        timeRanOut_ = true;  // the estimate was short: stop here rather than overrun
+        return;
+      }
       while (referencesTimed < references_.size() && referencesTimed * due.size() / references_.size() <= position) {
+        const double startS = c_.clock.seconds();
         timeReference(references_[referencesTimed++], pass);
+        referenceS_ = c_.clock.seconds() - startS;
         applyDrift(c_.report, c_.base, c_.setup);
       }
+      const double startS = c_.clock.seconds();
+      const double predictedS = predictedRoundS(*due[position]);
       measureNextRound(*due[position]);
-      c_.report.updateSuggestion();
-      writeReport(c_.report, c_.config.reportPath);
+      const bool finished = c_.report.candidates[due[position]->index].status != CandidateStatus::Predicted;
+      if (finished || c_.clock.seconds() - lastWriteS_ >= kReportIntervalS) writeReportNow();
+      measuredRoundsS_ += c_.clock.seconds() - startS;
+      predictedRoundsS_ += predictedS;
+      ++roundsTimed_;
     }
   }
 
@@ -291,6 +405,14 @@ class MeasuringRounds {
   std::vector<std::int64_t> references_;  ///< chunk counts of the reference pipelines
   std::int64_t roundsToRun_ = 0;
   double quietWaitS_ = 0.0;  ///< spent waiting for other processes to leave the CPU
+  /// --time: the candidates' rounds so far, measured and predicted (warm-up included), and the
+  /// last reference pipeline's seconds.
+  double measuredRoundsS_ = 0.0;
+  double predictedRoundsS_ = 0.0;
+  double roundsTimed_ = 0.0;
+  double lastWriteS_ = 0.0;  ///< when the report was last written (runSweep writes it before measuring)
+  double referenceS_ = 0.0;
+  bool timeRanOut_ = false;
 };
 
 /// Rewrites the predicted twins whose drift factor is not the final one: those written before
@@ -322,13 +444,15 @@ SweepInterrupted interruption(const std::string& when, const SweepConfig& config
                                       when, config.reportPath));
 }
 
-void measureInRounds(MeasuringContext& context, const std::vector<std::size_t>& selected) {
-  MeasuringRounds(context, selected).run();
+bool measureInRounds(MeasuringContext& context, const std::vector<std::size_t>& selected) {
+  MeasuringRounds rounds(context, selected);
+  rounds.run();
   if (context.setup.timesReferences()) {
     context.progress.phase(describeCalibrationDrift(context.setup.drift));
     refreshPredictedTwins(context);
     applyDrift(context.report, context.base, context.setup);
   }
+  return rounds.finished();
 }
 
 }  // namespace pipeprof::tuner

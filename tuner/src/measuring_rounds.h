@@ -9,7 +9,9 @@
 //                  rounds, up to SweepConfig::roundsAtMost(); what still disagrees or stayed
 //                  contended is kept and marked in its measurement
 //
-// The report is rewritten after every round of a candidate.
+// The report is rewritten when a candidate finishes (measured or failed), between its rounds at
+// most every kReportIntervalS, and when measuring stops on Ctrl-C or an exception: a kill or a
+// crash loses at most the unfinished rounds of the last few seconds, which --resume measures.
 #pragma once
 
 #include <pipeprof/core/measuring_conditions.h>
@@ -54,9 +56,13 @@ struct MeasuringContext {
 };
 
 /// Measures the selected candidates (report indices) that are not finished yet, as the file
-/// comment says. A failed candidate is recorded and not measured again. Throws
-/// SweepInterrupted when `stop` asks; the report on disk then holds what finished.
-void measureInRounds(MeasuringContext& context, const std::vector<std::size_t>& selected);
+/// comment says. A failed candidate is recorded and not measured again. With a --time
+/// (SweepConfig::timeLimitSeconds), before each pass only the best predicted candidates whose
+/// remaining rounds are expected to end in the time left go on, and measuring stops before a
+/// round that is not; those left short keep their rounds and a reason, and it returns false
+/// (else true). Throws SweepInterrupted when `stop` asks; the report on disk then holds what
+/// finished.
+bool measureInRounds(MeasuringContext& context, const std::vector<std::size_t>& selected);
 
 /// The rounds a partially measured candidate of a resumed report has done (0 for none, or for
 /// a partial measurement this sweep cannot continue).

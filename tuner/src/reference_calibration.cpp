@@ -93,14 +93,14 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
   std::vector<ReferenceRun> runs;
   const auto start = Clock::now();
   std::int64_t round = 0;
-  for (bool budgetLeft = !plan.empty(); budgetLeft;) {
+  for (bool budgetLeft = !plan.empty(); budgetLeft && (rounds.maxRounds <= 0 || round < rounds.maxRounds);) {
     ++round;
     const auto roundStart = Clock::now();
     std::size_t measuredThisRound = 0;
     for (std::size_t k = 0; k < plan.size(); ++k) {
       const double expected = lastSeconds[k] >= 0.0 ? lastSeconds[k]
-                              : measuredCount > 0  ? measuredSeconds / static_cast<double>(measuredCount)
-                                                   : 0.0;
+                              : measuredCount > 0   ? measuredSeconds / static_cast<double>(measuredCount)
+                                                    : 0.0;
       if (measuredCount > 0 && secondsSince(start) + expected > rounds.budgetSeconds) {
         budgetLeft = false;
         break;

@@ -46,6 +46,14 @@ Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, Swee
 
 }  // namespace
 
+SweepConfig withinTime(SweepConfig config) {
+  if (config.timeLimitSeconds <= 0) return config;
+  config.profileBudgetSeconds = std::min(config.profileBudgetSeconds, kProfileTimeShare * config.timeLimitSeconds);
+  config.calibrationBudgetSeconds =
+      std::min(config.calibrationBudgetSeconds, kCalibrationTimeShare * config.timeLimitSeconds);
+  return config;
+}
+
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 std::int64_t roundSteps(const SweepConfig& config, std::int64_t round) {
@@ -193,9 +201,15 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
 
 }  // namespace
 
-Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
+Report runSweep(const SweepConfig& requested, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const StopToken& stop) {
   const SweepClock clock;
+  const SweepConfig config = withinTime(requested);
+  if (config.timeLimitSeconds > 0) {
+    progress.phase(fmt::format("--time {:g}s: the profile's timed runs within {:g} s, calibrating within {:g} s, "
+                               "measuring what is expected to end in the time left",
+                               config.timeLimitSeconds, config.profileBudgetSeconds, config.calibrationBudgetSeconds));
+  }
   ProcStatLoad machineLoad;
   MachineLoad& load = inputs.machineLoad ? *inputs.machineLoad : machineLoad;
   setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling
@@ -226,10 +240,17 @@ Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateM
   report.updateSuggestion();
   writeReport(report, config.reportPath);
   MeasuringContext context{report, base, config, setup, reportDir, measurer, load, progress, clock, stop};
-  measureInRounds(context, selected);
-  report.complete = true;
+  const double measuringStartS = clock.seconds();
+  report.complete = measureInRounds(context, selected);
   report.updateSuggestion();
   writeReport(report, config.reportPath);
+  if (config.timeLimitSeconds > 0) {
+    progress.phase(fmt::format("--time {:g}s: {:.0f} s in all -- {:.0f} s profiling, calibrating and predicting, "
+                               "{:.0f} s measuring{}",
+                               config.timeLimitSeconds, clock.seconds(), measuringStartS,
+                               clock.seconds() - measuringStartS,
+                               report.complete ? "" : "; candidates left short: continue with --resume"));
+  }
   return report;
 }
 

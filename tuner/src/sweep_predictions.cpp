@@ -70,6 +70,21 @@ Schedule CalibratedSetup::scheduleOf(const Candidate& candidate) const {
   return Schedule::build(candidate.scheduleSpec(profile.skipRoutes()));
 }
 
+namespace {
+
+/// CalibratedSetup::runSetupSeconds of `runs` reference runs of `steps` steps each (warm-up
+/// included) that took `seconds` in all.
+double runSetupSeconds(const Calibration& calibration, double seconds, std::size_t runs, std::int64_t steps) {
+  const std::vector<CalibrationReference>& references = calibration.provenance.references;
+  if (runs == 0 || references.empty()) return 0.0;
+  double stepS = 0.0;
+  for (const CalibrationReference& reference : references) stepS += static_cast<double>(reference.stepNsMedian) / 1e9;
+  stepS /= static_cast<double>(references.size());
+  return std::max(0.0, seconds / static_cast<double>(runs) - static_cast<double>(steps) * stepS);
+}
+
+}  // namespace
+
 CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, Profile profile,
                           CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
   CalibratedSetup setup{
@@ -89,14 +104,21 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     try {
       CalibrationRounds rounds;
       rounds.budgetSeconds = config.calibrationBudgetSeconds;
+      rounds.maxRounds = config.calibrationRounds;
       rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-      rounds.onRound = [&progress](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
+      double referenceSeconds = 0.0;
+      std::size_t referenceRuns = 0;
+      rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
+        referenceSeconds += seconds;
+        referenceRuns += measured;
         progress.phase(fmt::format("calibration round {}: {} of {} reference pipelines in {:.1f} s", round, measured,
                                    planned, seconds));
       };
       setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
                                              devices, rounds, shapes, stop);
       stampProvenance(setup.calibration, config.model, config.batch, config.devices);
+      setup.runSetupSeconds =
+          runSetupSeconds(setup.calibration, referenceSeconds, referenceRuns, rounds.warmupSteps + rounds.steps);
     } catch (const TrainingStopped&) {
       throw;  // not a failed calibration: the sweep was interrupted
     } catch (const std::exception& failure) {

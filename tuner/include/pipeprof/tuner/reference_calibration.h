@@ -33,6 +33,9 @@ namespace pipeprof::tuner {
 /// than the ones after.
 struct CalibrationRounds {
   double budgetSeconds = 4.0;
+  /// At most this many rounds, budget left or not (0: as many as the budget holds): one round
+  /// times every reference of the plan once, whatever it costs.
+  std::int64_t maxRounds = 0;
   std::int64_t warmupSteps = 1;
   std::int64_t steps = 4;
   /// Called after each round with its number (from 1), the reference pipelines it trained, the

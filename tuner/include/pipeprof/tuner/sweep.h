@@ -58,8 +58,12 @@ struct SweepConfig {
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 4.0;  ///< the reference rounds end within this (CalibrationRounds)
-  std::string profilePath;                ///< cache: read when it exists, written after profiling otherwise
-  std::string calibrationPath;            ///< where SweepInputs::calibration came from ("" when calibrating)
+  std::int64_t calibrationRounds = 0;     ///< at most this many reference rounds (0: as the budget holds)
+  /// > 0: the whole sweep is to end within this many seconds (`--time`; withinTime() plans it).
+  /// 0: no limit.
+  double timeLimitSeconds = 0.0;
+  std::string profilePath;      ///< cache: read when it exists, written after profiling otherwise
+  std::string calibrationPath;  ///< where SweepInputs::calibration came from ("" when calibrating)
   std::string reportPath;
   std::string tracesDir;
   /// One process per pipeline device: the transport's link between ranks (measured like
@@ -89,17 +93,28 @@ class SweepInterrupted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs the sweep; writes the report after the predictions and after every measured round of a
-/// candidate (atomically). Candidates and reference pipelines run through `measurer`. The
-/// selected candidates are measured in `rounds` rounds, each training every candidate once on
-/// a fresh pipeline (warm-up, then its share of the steps), so that every candidate's steps
-/// sample the whole measuring time; the final round is traced. A partly measured candidate
-/// keeps its rounds in the report (status predicted, reason "measuring: ...") and --resume
-/// continues it. A candidate that throws is recorded as Failed and the sweep goes on. Throws
-/// SweepInterrupted when `stop` asks (checked after every step of the candidates and reference
-/// pipelines, and between them); the report on disk then holds what finished.
+/// Runs the sweep; writes the report (atomically) after the predictions, when a candidate
+/// finishes, every few seconds between rounds and when measuring stops (measuring_rounds.h). Candidates and reference
+/// pipelines run through `measurer`. The selected candidates are measured in `rounds` rounds, each training every
+/// candidate once on a fresh pipeline (warm-up, then its share of the steps), so that every candidate's steps sample
+/// the whole measuring time; the final round is traced. A partly measured candidate keeps its rounds in the report
+/// (status predicted, reason "measuring: ...") and --resume continues it. A candidate that throws is recorded as Failed
+/// and the sweep goes on. Throws SweepInterrupted when `stop` asks (checked after every step of the candidates and
+/// reference pipelines, and between them); the report on disk then holds what finished. With a time limit
+/// (SweepConfig::timeLimitSeconds) it runs withinTime(config), and the candidates that the time
+/// left no room for keep the reason and leave the report incomplete (complete = false), for
+/// --resume.
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const StopToken& stop);
+
+/// The shares of a --time the profile's timed runs and the calibration may take at most.
+constexpr double kProfileTimeShare = 0.2;
+constexpr double kCalibrationTimeShare = 0.15;
+
+/// `config` planned within its time limit: the profile's and the calibration's budgets cut to
+/// kProfileTimeShare and kCalibrationTimeShare of it; measuring gets what is left (runSweep
+/// measures only what is expected to end within it). Without a limit, `config` as it is.
+SweepConfig withinTime(SweepConfig config);
 
 /// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` under `step`'s
 /// precision and optimizer (the layer profiler of runtime/layer_profiler.h), recording the

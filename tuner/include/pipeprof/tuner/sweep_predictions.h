@@ -28,6 +28,10 @@ struct CalibratedSetup {
   CalibrationDrift drift;
   /// Why the reference pipelines failed; empty when the calibration ran (or was resumed).
   std::string calibrationError;
+  /// What a run costs beyond its steps (a fresh pipeline, its threads, tracing), from the
+  /// calibration's reference runs: their mean seconds less their steps' (warm-up included, at
+  /// their median). 0 when the references did not run here (a calibration file, a resume).
+  double runSetupSeconds = 0.0;
 
   /// The one prediction of docs/simulator.md for these inputs.
   Predictor predictor() const { return Predictor(profile, cluster, calibration); }
