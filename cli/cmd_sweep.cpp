@@ -18,8 +18,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace pipeprof::cli {
@@ -43,7 +45,8 @@ struct SweepFlags {
   std::string profile;
   std::string calibration;
   double profileBudget = 20.0;
-  double calibrationBudget = 4.0;
+  /// NaN: not given (SweepConfig's default, or with --time its share of it)
+  double calibrationBudget = std::numeric_limits<double>::quiet_NaN();
   std::int64_t calibrationRounds = 0;
   std::string time;  ///< --time: the whole sweep's time; empty: no limit
   std::string output = "report.json";
@@ -115,9 +118,13 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.rounds = std::min(flags.rounds, flags.steps);
   config.maxRounds = flags.maxRounds;
   config.profileBudgetSeconds = flags.profileBudget;
-  config.calibrationBudgetSeconds = flags.calibrationBudget;
-  config.calibrationRounds = flags.calibrationRounds;
   if (!flags.time.empty()) config.timeLimitSeconds = timeLimitSeconds(flags.time);
+  if (!std::isnan(flags.calibrationBudget)) {
+    config.calibrationBudgetSeconds = flags.calibrationBudget;
+  } else if (config.timeLimitSeconds > 0) {
+    config.calibrationBudgetSeconds = tuner::kCalibrationTimeShare * config.timeLimitSeconds;  // all of its share
+  }
+  config.calibrationRounds = flags.calibrationRounds;
   checkConfig(config, model.layers, flags);
   config.measure = tuner::parseMeasurePolicy(flags.measure);  // std::invalid_argument: exit 2 too
   if (!flags.deviceMemory.empty()) {
@@ -219,18 +226,19 @@ void addSweepCommand(CLI::App& app) {
                      "timing the reference pipelines now");
   command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
       ->capture_default_str();
-  command
-      .add_option("--calibration-budget", flags.calibrationBudget,
-                  "Seconds the reference pipelines calibrating the simulator may take, in all (GPipe at every chunk "
-                  "count and every other shape at its largest first, then the rest, in rounds)")
-      ->capture_default_str();
+  command.add_option("--calibration-budget", flags.calibrationBudget,
+                     fmt::format("Seconds the reference pipelines calibrating the simulator may take, in all (GPipe at "
+                                 "every chunk count and every other shape at its largest first, then the rest, in "
+                                 "rounds); default {:g}, with --time 15% of it",
+                                 SweepConfig{}.calibrationBudgetSeconds));
   command.add_option("--calibration-rounds", flags.calibrationRounds,
                      "At most this many rounds of the calibration's reference pipelines, budget left or not (1: "
                      "each reference once, whatever it costs; default: as many as --calibration-budget holds)");
   command.add_option("--time", flags.time,
                      "The whole sweep's time, e.g. 10m or 90s: the profile's timed runs get at most 20% of it, "
-                     "the calibration 15%, and only the best predicted candidates whose rounds are expected to "
-                     "end within the rest are measured (--resume measures the others later)");
+                     "the calibration 15% (unless --calibration-budget says less), and only the best predicted "
+                     "candidates whose rounds are expected to end within the rest are measured (--resume measures "
+                     "the others later)");
   command.add_option("-o,--output", flags.output, "Report path (pipeprof.report/v1)")->capture_default_str();
   command.add_option("--traces-dir", flags.tracesDir,
                      "Where measured and predicted traces go (default: <report stem>.traces next to the report)");

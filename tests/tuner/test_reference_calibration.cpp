@@ -54,7 +54,7 @@ PipelineShape shape(ScheduleKind schedule, std::int64_t v, Checkpoint mode) {
   return s;
 }
 
-TEST(ReferenceCalibration, ThePlanTimesGPipeAtEveryChunkCountThenEveryShapeAtItsLargestThenTheRest) {
+TEST(ReferenceCalibration, ThePlanTimesEveryShapeAtItsLargestAmongGPipesChunkCountsThenTheRest) {
   const std::vector<PipelineShape> shapes = {gpipeReferenceShape(),
                                              shape(ScheduleKind::OneFOneB, 1, Checkpoint::Always),
                                              shape(ScheduleKind::Interleaved, 2, Checkpoint::Never)};
@@ -63,10 +63,12 @@ TEST(ReferenceCalibration, ThePlanTimesGPipeAtEveryChunkCountThenEveryShapeAtIts
   for (const Candidate& reference : referencePlan(4, 8, {1, 2, 4, 8, 16}, 2, shapes)) {
     plan.push_back(reference.orderLabel() + " x" + std::to_string(reference.chunks));
   }
-  EXPECT_EQ(plan, (std::vector<std::string>{"gpipe x8", "gpipe x4", "gpipe x2", "gpipe x1",  //
-                                            "1f1b x8", "interleaved v2 x8",                  //
-                                            "1f1b x4", "interleaved v2 x4",                  //
-                                            "1f1b x2", "interleaved v2 x2",                  //
+  // GPipe's x4, x2 and x1 spread over the other shapes' largest (the j-th before shape (j+1)n/4
+  // of n = 2), GPipe x8 before and after them; then the rest.
+  EXPECT_EQ(plan, (std::vector<std::string>{"gpipe x8", "gpipe x4", "1f1b x8", "gpipe x2", "gpipe x1",
+                                            "interleaved v2 x8", "gpipe x8",  //
+                                            "1f1b x4", "interleaved v2 x4",   //
+                                            "1f1b x2", "interleaved v2 x2",   //
                                             "1f1b x1"}));
 }
 

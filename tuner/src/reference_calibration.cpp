@@ -58,11 +58,25 @@ std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, co
     }
   }
   std::vector<Candidate> plan;
-  if (byShape.empty()) return plan;
-  plan = byShape.front();  // the first shape (GPipe without checkpoints) at every chunk count
+  if (byShape.empty() || byShape.front().empty()) return plan;
+  // GPipe at its largest chunk count; every other shape at its largest, with GPipe's other
+  // chunk counts spread among them; GPipe at its largest again, so that the shapes are compared
+  // with GPipe timed over the same seconds (the first references of a sweep ran 5-25% faster
+  // than the ones a second later).
+  const std::vector<Candidate>& gpipe = byShape.front();
+  std::vector<Candidate> others;
   for (std::size_t k = 1; k < byShape.size(); ++k) {
-    if (!byShape[k].empty()) plan.push_back(byShape[k].front());  // every other one at its largest
+    if (!byShape[k].empty()) others.push_back(byShape[k].front());
   }
+  plan.push_back(gpipe.front());
+  const std::size_t spread = gpipe.size() - 1;  // GPipe's other chunk counts
+  std::size_t placed = 0;
+  for (std::size_t k = 0; k <= others.size(); ++k) {
+    // GPipe's j-th other chunk count goes before other shape (j + 1) * n / (spread + 1).
+    while (placed < spread && (placed + 1) * others.size() / (spread + 1) <= k) plan.push_back(gpipe[1 + placed++]);
+    if (k < others.size()) plan.push_back(others[k]);
+  }
+  if (!others.empty()) plan.push_back(gpipe.front());
   for (std::size_t index = 1; index < descending.size(); ++index) {  // then the rest, largest first
     for (std::size_t k = 1; k < byShape.size(); ++k) {
       if (index < byShape[k].size()) plan.push_back(byShape[k][index]);

@@ -32,7 +32,7 @@ namespace pipeprof::tuner {
 /// warm up as the candidates do: a fresh Pipe's first 2-3 steps on a CPU run 10-100% slower
 /// than the ones after.
 struct CalibrationRounds {
-  double budgetSeconds = 4.0;
+  double budgetSeconds = 2.5;
   /// At most this many rounds, budget left or not (0: as many as the budget holds): one round
   /// times every reference of the plan once, whatever it costs.
   std::int64_t maxRounds = 0;
@@ -59,12 +59,14 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
                                            std::int64_t layers);
 
 /// The reference pipelines a calibration trains, in the order each round trains them: the first
-/// of `shapes` (GPipe without checkpoints) at every chunk count of `chunks`, then every other
-/// shape at its largest, then the rest of the grid, largest chunk count first. A shape is timed
+/// of `shapes` (GPipe without checkpoints) at its largest chunk count of `chunks`; every other
+/// shape at its largest, with GPipe's other chunk counts spread among them; GPipe at its largest
+/// again (the shapes are corrected against GPipe timed over the same seconds); then the rest of
+/// the grid, largest chunk count first. A shape is timed
 /// only at chunk counts 1 <= m <= batch its schedule can run (interleaved needs micro-batches a
 /// multiple of the devices) over `devices` devices, its layers split evenly. The first
-/// 1 + (shapes - 1) + (chunks - 1) or so are what the fit needs to correct every shape at every
-/// chunk count (calibration_fit.h): the rest refine it.
+/// shapes + chunks or so are what the fit needs to correct every shape at every chunk count
+/// (calibration_fit.h): the rest refine it.
 std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
                                      std::int64_t devices, const std::vector<PipelineShape>& shapes);
 

@@ -57,7 +57,7 @@ struct SweepConfig {
   std::int64_t maxRounds = 0;
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
-  double calibrationBudgetSeconds = 4.0;  ///< the reference rounds end within this (CalibrationRounds)
+  double calibrationBudgetSeconds = 2.5;  ///< the reference rounds end within this (CalibrationRounds)
   std::int64_t calibrationRounds = 0;     ///< at most this many reference rounds (0: as the budget holds)
   /// > 0: the whole sweep is to end within this many seconds (`--time`; withinTime() plans it).
   /// 0: no limit.
@@ -94,16 +94,17 @@ class SweepInterrupted : public std::runtime_error {
 };
 
 /// Runs the sweep; writes the report (atomically) after the predictions, when a candidate
-/// finishes, every few seconds between rounds and when measuring stops (measuring_rounds.h). Candidates and reference
-/// pipelines run through `measurer`. The selected candidates are measured in `rounds` rounds, each training every
-/// candidate once on a fresh pipeline (warm-up, then its share of the steps), so that every candidate's steps sample
-/// the whole measuring time; the final round is traced. A partly measured candidate keeps its rounds in the report
-/// (status predicted, reason "measuring: ...") and --resume continues it. A candidate that throws is recorded as Failed
-/// and the sweep goes on. Throws SweepInterrupted when `stop` asks (checked after every step of the candidates and
-/// reference pipelines, and between them); the report on disk then holds what finished. With a time limit
-/// (SweepConfig::timeLimitSeconds) it runs withinTime(config), and the candidates that the time
-/// left no room for keep the reason and leave the report incomplete (complete = false), for
-/// --resume.
+/// finishes, every few seconds between rounds and when measuring stops (measuring_rounds.h).
+/// Candidates and reference pipelines run through `measurer`. The selected candidates are
+/// measured in `rounds` rounds, each training every candidate once on a fresh pipeline (warm-up,
+/// then its share of the steps), so that every candidate's steps sample the whole measuring
+/// time; the final round is traced. A partly measured candidate keeps its rounds in the report
+/// (status predicted, reason "measuring: ...") and --resume continues it. A candidate that
+/// throws is recorded as Failed and the sweep goes on. Throws SweepInterrupted when `stop` asks
+/// (checked after every step of the candidates and reference pipelines, and between them); the
+/// report on disk then holds what finished. With a time limit (SweepConfig::timeLimitSeconds)
+/// it runs withinTime(config), and the candidates that the time left no room for keep the
+/// reason and leave the report incomplete (complete = false), for --resume.
 Report runSweep(const SweepConfig& config, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const StopToken& stop);
 
