@@ -71,14 +71,14 @@ step() {
   echo "$name: rc $step_rc, ${step_s} s"
 }
 
-# json_field <log> <python expression over the JSON object j>: reads the last JSON object a
-# command printed.
+# json_field <log> <python expression over the JSON object j>: reads the first JSON object in a
+# command's log (`run --json` prints one; progress lines on stderr hold no braces).
 json_field() {
   python3 - "$1" "$2" <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()
 try:
-    j = json.loads(text[text.index("{"):])
+    j, _ = json.JSONDecoder().raw_decode(text[text.index("{"):])
     print(eval(sys.argv[2]))
 except Exception as error:  # a step that failed or was cut short
     print(f"n/a ({type(error).__name__})")
