@@ -29,7 +29,7 @@ struct CalibrateFlags {
   TrainingStepFlags trainingStep;
   std::string profile;
   double profileBudget = 20.0;
-  double budget = 8.0;
+  double budget = 20.0;
   std::int64_t rounds = 0;
   std::string output = "calibration.json";
   bool json = false;

@@ -32,7 +32,7 @@ namespace pipeprof::tuner {
 /// warm up as the candidates do: a fresh Pipe's first 2-3 steps on a CPU run 10-100% slower
 /// than the ones after.
 struct CalibrationRounds {
-  double budgetSeconds = 8.0;
+  double budgetSeconds = 20.0;
   /// At most this many rounds, budget left or not (0: as many as the budget holds): one round
   /// times every reference of the plan once, whatever it costs.
   std::int64_t maxRounds = 0;

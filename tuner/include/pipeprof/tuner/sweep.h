@@ -57,7 +57,7 @@ struct SweepConfig {
   std::int64_t maxRounds = 0;
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
-  double calibrationBudgetSeconds = 8.0;  ///< the reference rounds end within this (CalibrationRounds)
+  double calibrationBudgetSeconds = 20.0;  ///< the reference rounds end within this (CalibrationRounds)
   std::int64_t calibrationRounds = 0;     ///< at most this many reference rounds (0: as the budget holds)
   /// > 0: the whole sweep is to end within this many seconds (`--time`; withinTime() plans it).
   /// 0: no limit.
