@@ -145,10 +145,12 @@ class MeasuringRounds {
     if (hasTimeLimit()) markOutOfTime();
   }
 
-  /// Whether every selected candidate got its rounds (false: --time ran out first).
+  /// Whether every selected candidate was measured or failed (false: --time ran out first; a
+  /// measured candidate whose extra rounds it cut short counts as measured).
   bool finished() const {
-    return std::none_of(candidates_.begin(), candidates_.end(),
-                        [](const CandidateRounds& candidate) { return candidate.outOfTime; });
+    return std::none_of(candidates_.begin(), candidates_.end(), [&](const CandidateRounds& candidate) {
+      return candidate.outOfTime && c_.report.candidates[candidate.index].status == CandidateStatus::Predicted;
+    });
   }
 
  private:
