@@ -75,7 +75,7 @@ void runCalibrate(const CalibrateFlags& flags) {
   const auto deviceCount = static_cast<std::int64_t>(devices.size());
   const std::vector<PipelineShape> shapes =
       tuner::referenceShapes(space.schedules, space.stagesPerDevice, space.modes, deviceCount, profile.layerCount());
-  std::cerr << fmt::format("calibrating within {:g} s: {} shapes at chunk counts {}, GPipe's at each first\n",
+  std::cerr << fmt::format("calibrating within {:g} s: {} shapes at chunk counts {}, each at its largest first\n",
                            flags.budget, shapes.size(), flags.search.chunks);
   tuner::ThreadedMeasurer measurer(model.spec, devices, step);
   tuner::CalibrationRounds rounds;

@@ -99,7 +99,7 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     const std::vector<PipelineShape> shapes =
         referenceShapes(config.schedules, config.stagesPerDevice, config.modes, devices, setup.profile.layerCount());
     progress.phase(fmt::format("calibrating within {:g} s: {} shapes (schedule and checkpoint mode) at {} chunk "
-                               "counts, GPipe's at each first",
+                               "counts, each at its largest first",
                                config.calibrationBudgetSeconds, shapes.size(), config.chunks.size()));
     try {
       CalibrationRounds rounds;
