@@ -46,6 +46,7 @@ Profile obtainProfile(const CalibrateFlags& flags, const tuner::SweepModel& mode
   std::cerr << fmt::format("profiling {} on {} (micro-batches {})\n", model.spec.name, model.devices.front().typeName(),
                            formatBalance(sizes));
   Profile profile = tuner::measureProfile(model.spec, model.devices.front(), sizes, flags.profileBudget, step);
+  std::cerr << "profiled in " << describeProfilingTime(profile.environment.profiling) << "\n";
   if (!flags.profile.empty()) writeProfile(profile, flags.profile);
   return profile;
 }
@@ -126,7 +127,7 @@ void addCalibrateCommand(CLI::App& app) {
   addTrainingStepFlags(command, flags.trainingStep);
   command.add_option("--profile", flags.profile,
                      "The profile to calibrate: read when it exists, else measured now and written there");
-  command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
+  command.add_option("--profile-budget", flags.profileBudget, "Seconds the whole profile may take")
       ->capture_default_str();
   command
       .add_option(

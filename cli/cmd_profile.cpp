@@ -28,7 +28,7 @@ struct ProfileFlags {
   std::string microBatches;  ///< empty: the batch divided by 1, 2, 4 and 8
   std::string output;
   std::string timeBudget = "10s";
-  std::int64_t minRuns = 5;
+  std::int64_t minRuns = 1;
   std::int64_t warmupRuns = 2;
   TrainingStepFlags trainingStep;
 };
@@ -106,6 +106,7 @@ void runProfile(const ProfileFlags& flags) {
   }
   writeProfile(profile, flags.output);
   printSummary(profile, std::cout);
+  std::cout << "profiled in " << describeProfilingTime(profile.environment.profiling) << "\n";
   std::cout << "wrote " << flags.output << "\n";
 }
 
@@ -123,10 +124,16 @@ void addProfileCommand(CLI::App& app) {
   command.add_option("--micro-batches", flags.microBatches,
                      "micro-batch sizes to sample, e.g. 1,2,4,8 (default: the batch divided by 1, 2, 4 and 8)");
   command.add_option("-o,--output", flags.output, "profile file to write (default: print the JSON)");
-  command.add_option("--time-budget", flags.timeBudget, "total time for the timed runs, e.g. 10s, 500ms")
+  command
+      .add_option("--time-budget", flags.timeBudget,
+                  "time for the whole profile, e.g. 10s, 500ms; the timed runs get what the other passes leave")
       ->capture_default_str();
-  command.add_option("--min-runs", flags.minRuns, "at least this many timed runs per size")->capture_default_str();
-  command.add_option("--warmup-runs", flags.warmupRuns, "untimed runs before timing")->capture_default_str();
+  command
+      .add_option("--min-runs", flags.minRuns,
+                  "at least this many timed runs of the backward whole and as many split, per size, past the budget")
+      ->capture_default_str();
+  command.add_option("--warmup-runs", flags.warmupRuns, "untimed runs before timing, as the budget allows")
+      ->capture_default_str();
   addTrainingStepFlags(command, flags.trainingStep);
 }
 

@@ -2,6 +2,7 @@
 #include <pipeprof/core/profile.h>
 
 #include <pipeprof/core/json_file.h>
+#include <pipeprof/core/units.h>
 
 #include <algorithm>
 #include <cmath>
@@ -311,6 +312,23 @@ LossProfile lossFromJson(const JsonCursor& json) {
   return loss;
 }
 
+ProfilingTime profilingTimeFromJson(const JsonCursor& json) {
+  if (!json.value().is_object()) json.fail("expected an object with 'passes'");
+  ProfilingTime profiling;
+  if (json.has("budget_s")) profiling.budgetSeconds = json.at("budget_s").asNonNegativeNumber();
+  if (json.has("fewest_timed_runs")) profiling.fewestTimedRuns = json.at("fewest_timed_runs").asNonNegativeInt();
+  for (const JsonCursor& pass : json.at("passes").items()) {
+    profiling.passes.push_back({pass.at("name").asString(), pass.at("seconds").asNonNegativeNumber()});
+  }
+  return profiling;
+}
+
+nlohmann::json toJson(const ProfilingTime& profiling) {
+  nlohmann::json passes = nlohmann::json::array();
+  for (const ProfilePass& pass : profiling.passes) passes.push_back({{"name", pass.name}, {"seconds", pass.seconds}});
+  return {{"budget_s", profiling.budgetSeconds}, {"fewest_timed_runs", profiling.fewestTimedRuns}, {"passes", passes}};
+}
+
 ProfileEnvironment environmentFromJson(const JsonCursor& json) {
   if (!json.value().is_object()) json.fail("expected an object");
   ProfileEnvironment environment;
@@ -321,10 +339,34 @@ ProfileEnvironment environmentFromJson(const JsonCursor& json) {
   if (json.has("torch_version")) environment.torchVersion = json.at("torch_version").asString();
   if (json.has("precision")) environment.precision = parseAt(json.at("precision"), parsePrecision);
   if (json.has("optimizer")) environment.optimizer = optimizerFromJson(json.at("optimizer"));
+  if (json.has("profiling")) environment.profiling = profilingTimeFromJson(json.at("profiling"));
   return environment;
 }
 
 }  // namespace
+
+double ProfilingTime::seconds() const {
+  double total = 0.0;
+  for (const ProfilePass& pass : passes) total += pass.seconds;
+  return total;
+}
+
+std::string describeProfilingTime(const ProfilingTime& profiling) {
+  auto duration = [](double seconds) { return formatDuration(static_cast<TimeNs>(std::llround(seconds * 1e9))); };
+  std::string text = duration(profiling.seconds()) + " within a budget of " + duration(profiling.budgetSeconds);
+  const char* separator = ": ";
+  for (const ProfilePass& pass : profiling.passes) {
+    text += separator + pass.name + " " + duration(pass.seconds);
+    if (pass.name == "timed runs" && profiling.fewestTimedRuns > 0) {
+      text += " (" + std::to_string(profiling.fewestTimedRuns) + " runs at the fewest)";
+    }
+    separator = ", ";
+  }
+  if (profiling.seconds() > 1.2 * profiling.budgetSeconds) {
+    text += "; what a profile cannot do without (every pass but the extra timed runs) took longer than the budget";
+  }
+  return text;
+}
 
 CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBatch, const std::string& what) {
   if (microBatch <= 0) {
@@ -468,6 +510,8 @@ nlohmann::json toJson(const Profile& profile) {
                          {"input_bytes_per_sample", profile.inputBytesPerSample},
                          {"layers", layers},
                          {"skips", skips}};
+  // Written only when measured here, so older profiles write back byte for byte as before.
+  if (!environment.profiling.empty()) json["environment"]["profiling"] = toJson(environment.profiling);
   // Written only when there is one, so profiles without it write back byte for byte as before.
   if (profile.loss.measured()) {
     nlohmann::json costs = nlohmann::json::array();

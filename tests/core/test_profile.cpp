@@ -101,7 +101,8 @@ Profile exampleProfile() {
   OptimizerSpec adamw;
   adamw.kind = OptimizerKind::AdamW;
   adamw.learningRate = 3e-4;
-  profile.environment = {"resnet_tiny", "cpu", "Intel Xeon", 2, "1.13.1", Precision::Bf16, adamw};
+  const ProfilingTime profiling{10.0, 3, {{"memory", 1.5}, {"timed runs", 7.25}}};
+  profile.environment = {"resnet_tiny", "cpu", "Intel Xeon", 2, "1.13.1", Precision::Bf16, adamw, profiling};
   profile.inputBytesPerSample = 3072;
   LayerProfile a;
   a.name = "conv1";
@@ -148,6 +149,10 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_EQ(json["environment"]["precision"], "bf16");
   EXPECT_EQ(back.environment.precision, Precision::Bf16);
   EXPECT_EQ(back.environment.optimizer, profile.environment.optimizer);
+  EXPECT_EQ(json["environment"]["profiling"]["passes"][1]["name"], "timed runs");
+  EXPECT_DOUBLE_EQ(back.environment.profiling.seconds(), 8.75);
+  EXPECT_EQ(back.environment.profiling.fewestTimedRuns, 3);
+  EXPECT_DOUBLE_EQ(back.environment.profiling.budgetSeconds, 10.0);
   EXPECT_EQ(back.layers[0].optimizerStepNs, 700);
   EXPECT_EQ(back.layers[0].optimizerStepBytes, 1000);
   EXPECT_EQ(back.layers[0].castCacheBytes, 500);

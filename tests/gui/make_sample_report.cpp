@@ -20,7 +20,7 @@ using namespace pipeprof;
 
 Profile makeProfile() {
   Profile profile;
-  profile.environment = {"mlp", "cpu", "synthetic CPU", 1, "1.13.1", pipeprof::Precision::Fp32, {}};
+  profile.environment = {"mlp", "cpu", "synthetic CPU", 1, "1.13.1", pipeprof::Precision::Fp32, {}, {}};
   profile.inputBytesPerSample = 4096;
   const char* names[] = {"fc0", "relu0", "fc1", "relu1", "fc2", "relu2", "fc3", "head"};
   const double weight[] = {1.0, 0.15, 1.6, 0.15, 1.6, 0.15, 1.2, 0.5};

@@ -1,4 +1,5 @@
 // Tests of the layer profile builder: parameters untouched, memory fields, skip sizes, sane times.
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/runtime/layer_profiler.h>
 #include <pipeprof/runtime/models.h>
 
@@ -280,6 +281,31 @@ TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardOnItsOutput) {
   const std::int64_t passes = options.warmupRuns + 2 * options.minRuns;
   EXPECT_EQ(rightAfter, 2 * passes);
   EXPECT_EQ(calls, 2 * (passes + 1));
+}
+
+TEST(LayerProfiler, RecordsEveryPassAndTheTimedRunsTheBudgetLeft) {
+  Model model = linearReluLinear();
+  LayerProfilerOptions options = quick({4, 8});
+  options.minRuns = 2;
+  const ProfilingTime spent = profileModel(model, options).environment.profiling;
+  std::vector<std::string> names;
+  for (const ProfilePass& pass : spent.passes) names.push_back(pass.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"optimizer", "memory", "loss memory", "timed runs"}));
+  EXPECT_EQ(spent.budgetSeconds, 0.0);
+  EXPECT_EQ(spent.fewestTimedRuns, 4) << "no budget: twice --min-runs, whole and split";
+  // A budget the small model cannot use up: more runs, up to the cap.
+  options.timeBudgetSeconds = 30.0;
+  EXPECT_GT(profileModel(model, options).environment.profiling.fewestTimedRuns, 4);
+}
+
+TEST(LayerProfiler, AStopEndsTheTimedRunsAtTheFewest) {
+  Model model = linearReluLinear();
+  LayerProfilerOptions options = quick({4});
+  options.timeBudgetSeconds = 30.0;
+  StopSource source;
+  source.requestStop();
+  options.stop = source.token();
+  EXPECT_EQ(profileModel(model, options).environment.profiling.fewestTimedRuns, 2 * options.minRuns);
 }
 
 TEST(LayerProfiler, TimesArePositiveAndAWiderLayerIsSlower) {

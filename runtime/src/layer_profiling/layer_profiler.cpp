@@ -30,8 +30,9 @@
 //     the skip is the very tensor it hands its input, and whether I's is a slice of the gradient
 //     of its output (SkipProfile's gradient_* fields).
 //   time (layer_time_profiler.cpp; options.device)
-//     warm-up passes, then passes until 2 x minRuns are done and the budget is spent (or a
-//     cap): each pass runs the layers in order, each on a detached input that requires grad,
+//     a warm-up pass (more only where the budget leaves room), then at least 2 x minRuns
+//     passes, more while the next is expected to end within the size's share of the budget
+//     (profile_budget.h; or a cap): each pass runs the layers in order, each on a detached input that requires grad,
 //     timing its forward and then torch::autograd::backward of its output alone, or on every
 //     other pass that backward split into I and W; after the last layer's forward, the loss of
 //     its output, forward and backward, as the last stage runs it; medians are kept.
@@ -46,7 +47,7 @@
 //     the model's loss of the last layer's output under tag n: what its graph keeps, its
 //     forward's transient and its backward's peak (the output's gradient included). Its time
 //     is taken in the timed passes below, right after the last layer's forward.
-//   optimizer (optimizer_profiler.cpp; once, after the sizes)
+//   optimizer (optimizer_profiler.cpp; once, before the sizes)
 //     per layer with trainable parameters, each optimizer kind over them (the profile's
 //     hyperparameters where they apply), stepped once (its state: exactly
 //     optimizerStateCopies x the gradients), then timed (median) with the transient peak above
@@ -55,6 +56,9 @@
 //   kernels (layer_time_profiler.cpp; CUDA, CUPTI's cheap mode)
 //     one more pass, each layer's forward and backward captured alone: how many kernels each
 //     ran and their summed device time. Without CUPTI the profile has no launch data at all.
+//
+// The budget (profile_budget.h) bounds the whole profile: every pass above is timed into
+// Profile::environment.profiling, and the timed runs get what the others leave.
 //
 // Layers run one at a time through layer_runs.h. Skip tensors go through a tracker of our own
 // (profiler_skip_tracker.h): in the memory pass it keeps the stashed tensor as is (its graph
@@ -67,6 +71,7 @@
 #include "layer_profiling/layer_time_profiler.h"
 #include "layer_profiling/loss_profiler.h"
 #include "layer_profiling/optimizer_profiler.h"
+#include "layer_profiling/profile_budget.h"
 #include "layer_profiling/profiler_skip_tracker.h"
 #include "layer_profiling/profiling_scopes.h"
 #include "layer_profiling/skip_gradient_profiler.h"
@@ -234,15 +239,15 @@ void addSkipFacts(Profile& profile, const Model& model, const ProfilerSkipTracke
 }
 
 /// What profiling one micro-batch size needs beside the model: where memory and time are
-/// measured, the streams, the skip tracker, the kernel collector (CUDA with CUPTI) and the time
-/// budget of the size.
+/// measured, the streams, the skip tracker, the kernel collector (CUDA with CUPTI) and the
+/// whole profile's budget.
 struct SizeProfiling {
   const LayerProfilerOptions& options;
   torch::Device memoryDevice;
   const TaggedStreams& streams;
   ProfilerSkipTracker& skips;
   CuptiCollector* kernelCollector;  ///< null where no launch data is collected
-  double budgetS;
+  ProfileBudget& budget;
   bool launchData;  ///< every size so far gave launch data
 };
 
@@ -250,6 +255,7 @@ struct SizeProfiling {
 /// then times (and kernels) on the target device; their samples added to `profile`.
 void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& how, Profile& profile) {
   const LayerProfilerOptions& options = how.options;
+  ProfileBudget& budget = how.budget;
   torch::nn::Sequential& sequential = model.sequential;
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   const Batch batch = model.makeBatch(b, /*seed=*/0);
@@ -259,25 +265,36 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   moveDroppingGradients(*sequential, how.memoryDevice);
   std::vector<Bytes> castCacheBytes;
   torch::Tensor output;
-  measureMemory(layers, {batch.input.to(how.memoryDevice)}, costs, how.skips, how.streams, how.memoryDevice,
-                options.precision, castCacheBytes, output);
-  const auto inputGradients =
-      skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Input);
-  const auto wholeGradients =
-      skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Whole);
+  budget.time("memory", b, [&] {
+    measureMemory(layers, {batch.input.to(how.memoryDevice)}, costs, how.skips, how.streams, how.memoryDevice,
+                  options.precision, castCacheBytes, output);
+  });
+  SkipGradientsByRoute inputGradients, wholeGradients;
+  if (!model.skips.empty()) {
+    budget.time("skip gradients", b, [&] {
+      inputGradients =
+          skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Input);
+      wholeGradients =
+          skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Whole);
+    });
+  }
   std::optional<LossSample> loss;
   if (model.loss && output.defined()) {
     const LossMeasurement lossHow{how.memoryDevice, options.precision, &how.streams, n};
-    loss = measureLossMemory(model, output, batch.target.to(how.memoryDevice), lossHow);
+    loss = budget.time("loss memory", b,
+                       [&] { return measureLossMemory(model, output, batch.target.to(how.memoryDevice), lossHow); });
   }
   // The cast copies are of the weights: the same at every size (the largest size's kept).
   for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
-  // Times on the target device.
+  // Times on the target device, in what the passes above and the sizes to come leave.
   moveDroppingGradients(*sequential, options.device);
   const Tensors input{batch.input.to(options.device)};
   std::optional<LossTiming> lossTiming;
   if (loss) lossTiming = LossTiming{&model, batch.target.to(options.device), LossTime{}};
-  measureTimes(layers, input, costs, options.device, options, how.budgetS, lossTiming ? &*lossTiming : nullptr);
+  const TimedRuns runs{budget.timedRunsSeconds(b), options.warmupRuns, options.minRuns, options.stop};
+  budget.recordTimedRuns(budget.time(kTimedRunsPass, b, [&] {
+    return measureTimes(layers, input, costs, options.device, options, runs, lossTiming ? &*lossTiming : nullptr);
+  }));
   if (loss) {
     loss->cost.forwardNs = lossTiming->median.forwardNs;
     loss->cost.backwardNs = lossTiming->median.backwardNs;
@@ -285,7 +302,9 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
     profile.loss.keepsOutput = loss->keepsOutput;  // the largest size's
   }
   if (how.launchData) {
-    how.launchData = measureKernels(layers, input, costs, options.device, *how.kernelCollector, options.precision);
+    how.launchData = budget.time("kernels", b, [&] {
+      return measureKernels(layers, input, costs, options.device, *how.kernelCollector, options.precision);
+    });
   }
   for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
   profile.inputBytesPerSample = bytesOf(batch.input) / b;
@@ -320,7 +339,11 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   const bool cuda = options.device.is_cuda();
   const torch::Device memoryDevice = cuda ? options.device : torch::Device(torch::kCPU);
   addParameterFacts(profile, layers, sequential, cuda);
-  profile.libraryWorkspaceBytes = measureLibraryWorkspaceBytes(options.device);  // 0 on CPU
+  ProfileBudget budget(options.timeBudgetSeconds, sizes);
+  if (cuda) {
+    profile.libraryWorkspaceBytes =
+        budget.time("library workspace", 0, [&] { return measureLibraryWorkspaceBytes(options.device); });
+  }
   // CUDA: the kernels of each pass, for the simulator's launch model; without CUPTI (no driver
   // or permission, a build without it) the profile carries no launch data at all.
   HostTracer kernelClock;
@@ -333,16 +356,16 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
     // CUDA: one stream per layer and one for the loss (tag n); frees their workspaces last.
     const TaggedStreams streams(memoryDevice, n + 1);
     sequential->train();
-    SizeProfiling how{options,   memoryDevice,          streams,
-                      skips,     kernelCollector.get(), options.timeBudgetSeconds / static_cast<double>(sizes.size()),
-                      launchData};
+    // The optimizer on the target device first: its costs do not depend on the batch, and its
+    // time is then known before the sizes share the budget.
+    moveDroppingGradients(*sequential, memoryDevice);
+    budget.time("optimizer", 0, [&] { measureOptimizer(sequential, profile, options, streams, memoryDevice); });
+    SizeProfiling how{options, memoryDevice, streams, skips, kernelCollector.get(), budget, launchData};
     for (std::int64_t b : sizes) profileSize(model, layers, b, how, profile);
     launchData = how.launchData;
-    // The optimizer on the target device, once: its costs do not depend on the batch.
-    moveDroppingGradients(*sequential, memoryDevice);
-    measureOptimizer(sequential, profile, options, streams, memoryDevice);
     moveDroppingGradients(*sequential, home);
   }
+  profile.environment.profiling = budget.spent();
   if (!launchData) dropLaunchData(profile);
   return profile;
 }

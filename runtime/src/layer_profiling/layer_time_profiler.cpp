@@ -55,8 +55,9 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 
 }  // namespace
 
-void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
-                  const LayerProfilerOptions& options, double budgetSeconds, LossTiming* loss) {
+std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
+                          const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
+                          LossTiming* loss) {
   using Clock = std::chrono::steady_clock;
   AutocastScope autocast(options.precision, device);
   const auto n = static_cast<std::int64_t>(layers.modules.size());
@@ -117,13 +118,28 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
     }
     detached.clear();
   };
-  for (std::int64_t r = 0; r < options.warmupRuns; ++r) pass(false, r % 2 == 1);
-  const auto start = Clock::now();
-  const auto budget = std::chrono::duration<double>(budgetSeconds);
-  const std::int64_t cap = 2 * std::max(options.minRuns, kMaxRuns);
-  for (std::int64_t r = 0; r < cap; ++r) {
-    if (r >= 2 * options.minRuns && Clock::now() - start >= budget) break;
-    pass(true, r % 2 == 1);
+  // The next pass is expected to take as long as the last one did.
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(std::max(0.0, runs.seconds)));
+  Clock::duration lastPass{};
+  auto timedPass = [&](bool record, bool split) {
+    const auto t0 = Clock::now();
+    pass(record, split);
+    lastPass = Clock::now() - t0;
+  };
+  auto fits = [&](std::int64_t passes) { return Clock::now() + passes * lastPass <= deadline; };
+  // The memory passes ran every layer already: a warm-up past the first only where it leaves
+  // room for the timed passes asked for.
+  const std::int64_t fewest = 2 * std::max<std::int64_t>(1, runs.minRuns);
+  for (std::int64_t r = 0; r < runs.warmupRuns; ++r) {
+    if (r > 0 && !fits(1 + fewest)) break;
+    timedPass(false, r % 2 == 1);
+  }
+  const std::int64_t cap = std::max(fewest, 2 * kMaxRuns);
+  std::int64_t timed = 0;
+  for (; timed < cap; ++timed) {
+    if (timed >= fewest && (runs.stop.stopRequested() || !fits(1))) break;
+    timedPass(true, timed % 2 == 1);
   }
   for (std::int64_t L = 0; L < n; ++L) {
     costs[L].forwardNs = medianNs(forwardNs[L]);
@@ -139,6 +155,7 @@ void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>&
   if (loss != nullptr) {
     loss->median = LossTime{medianNs(lossForwardNs), medianNs(lossBackwardNs)};
   }
+  return timed;
 }
 
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,

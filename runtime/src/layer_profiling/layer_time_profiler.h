@@ -6,11 +6,13 @@
 
 #include <pipeprof/core/precision.h>
 #include <pipeprof/core/profile.h>
+#include <pipeprof/core/stop_token.h>
 #include <pipeprof/profiler/cupti_collector.h>
 #include <pipeprof/runtime/layer_profiler_options.h>
 
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <vector>
 
 namespace pipeprof::layer_profiling {
@@ -23,13 +25,23 @@ struct LossTiming {
   LossTime median;       ///< over the recorded passes, filled by measureTimes
 };
 
+/// How many passes measureTimes runs at one size.
+struct TimedRuns {
+  double seconds = 0.0;  ///< what the passes may take (ProfileBudget::timedRunsSeconds)
+  std::int64_t warmupRuns = 2;
+  std::int64_t minRuns = 1;  ///< at least twice this many timed passes (half of them split), whatever the time
+  StopToken stop;            ///< once requested, no pass past those
+};
+
 /// Median forward and backward time of every layer at one size (the input's rows), the backward
-/// whole and split into I and W, into `costs`: warm-up passes, then passes until twice
-/// options.minRuns are done and `budgetSeconds` is spent (or a cap). On CUDA also the host's
-/// time up to each pass's return (forwardLaunch / backwardLaunch's hostNs). With `loss`, its
-/// times too, after the last layer's forward in every pass.
-void measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
-                  const LayerProfilerOptions& options, double budgetSeconds, LossTiming* loss);
+/// whole and split into I and W, into `costs`: the first warm-up pass, the others that leave
+/// room for the timed passes `runs.minRuns` asks for, then timed passes, at least those, more
+/// while the next is expected to end within `runs.seconds`, at most a cap. On CUDA also the host's time up
+/// to each pass's return (forwardLaunch / backwardLaunch's hostNs). With `loss`, its times too,
+/// after the last layer's forward in every pass. Returns the timed passes run.
+std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
+                          const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
+                          LossTiming* loss);
 
 /// CUDA: every layer's forward and backward kernels at one size (one pass, each captured alone
 /// by the cheap CUPTI mode) into costs[L].forwardLaunch / backwardLaunch, whose host times

@@ -60,7 +60,7 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
     for (torch::Tensor& p : trainable) p.mutable_grad() = torch::zeros_like(p);
     for (OptimizerKind kind : kOptimizerKinds) {
       layer.optimizerSteps[kind] =
-          measureOptimizerStep(options.optimizer.asKind(kind), trainable, options.minRuns, streams, L, device);
+          measureOptimizerStep(options.optimizer.asKind(kind), trainable, kOptimizerTimedSteps, streams, L, device);
     }
     const OptimizerStepCost own = layer.optimizerSteps[options.optimizer.kind];
     layer.optimizerStepNs = own.ns;

@@ -10,10 +10,13 @@
 
 namespace pipeprof::layer_profiling {
 
+/// Timed steps per layer and optimizer kind: a step is a small part of a training step's time.
+inline constexpr std::int64_t kOptimizerTimedSteps = 5;
+
 /// Per layer with trainable parameters, every optimizer kind stepping them alone on `device`
 /// (their gradients zeros; the profile's hyperparameters where they apply): its first step
 /// creates the state (exactly optimizerStateCopies x the gradients), then the median time of
-/// options.minRuns further steps and their transient peak above the state under the layer's
+/// kOptimizerTimedSteps further steps and their transient peak above the state under the layer's
 /// tag. Fills optimizerSteps, and the profile's own kind's as optimizer_step_ns and
 /// optimizer_step_bytes, with its state as optimizer_bytes. Changes the parameters (the
 /// caller's snapshot restores them) and leaves their gradients undefined.

@@ -179,6 +179,29 @@ struct SharedParameterProfile {
   Bytes bytes = 0;                   ///< the parameter's (its gradient's are the same)
 };
 
+/// One pass of the layer profiler and the wall time it took over every micro-batch size.
+struct ProfilePass {
+  std::string name;  ///< "memory", "skip gradients", "loss memory", "timed runs", "kernels", "optimizer"
+  double seconds = 0.0;
+};
+
+/// What measuring the profile cost: the budget it was measured within, the timed runs that
+/// budget allowed and each pass's time (docs/profiler.md, "The budget"). Informational; older
+/// files have none.
+struct ProfilingTime {
+  double budgetSeconds = 0.0;        ///< the whole profile's budget (0: none recorded)
+  std::int64_t fewestTimedRuns = 0;  ///< the timed runs of the size that got fewest
+  std::vector<ProfilePass> passes;   ///< in the order they first ran
+
+  bool empty() const { return passes.empty(); }
+  double seconds() const;  ///< every pass together
+};
+
+/// One line for people: "29.9 s within a budget of 5 s: memory 16.2 s, timed runs 13.4 s (2 runs
+/// at the fewest), optimizer 280 ms", and where it took more than the budget by a fifth, that
+/// the passes a profile cannot do without took longer.
+std::string describeProfilingTime(const ProfilingTime& profiling);
+
 /// Where and how a profile was measured; a sweep refuses a cached profile whose environment
 /// differs from its own.
 struct ProfileEnvironment {
@@ -191,6 +214,7 @@ struct ProfileEnvironment {
   /// that precision's) and the optimizer (the layers' optimizer fields). Older files: fp32, SGD.
   Precision precision = Precision::Fp32;
   OptimizerSpec optimizer;
+  ProfilingTime profiling;
 };
 
 struct Profile {
