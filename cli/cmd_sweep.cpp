@@ -224,7 +224,7 @@ void addSweepCommand(CLI::App& app) {
   command.add_option("--calibration", flags.calibration,
                      "Calibration to predict with (pipeprof.calibration/v1, from `pipeprof calibrate`) instead of "
                      "timing the reference pipelines now");
-  command.add_option("--profile-budget", flags.profileBudget, "Seconds the layer profiler may spend")
+  command.add_option("--profile-budget", flags.profileBudget, "Seconds the whole profile may take")
       ->capture_default_str();
   command.add_option("--calibration-budget", flags.calibrationBudget,
                      fmt::format("Seconds the reference pipelines calibrating the simulator may take, in all (GPipe at "

@@ -421,6 +421,7 @@ nlohmann::json toJson(const Report& report) {
   if (!report.calibrationDrift.is_null()) json["calibration_drift"] = report.calibrationDrift;
   if (!report.processLayout.is_null()) json["process_layout"] = report.processLayout;
   if (!report.calibrationError.empty()) json["calibration_error"] = report.calibrationError;
+  if (report.calibrationPending) json["calibration_pending"] = true;
   return json;
 }
 
@@ -471,6 +472,7 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
     report.processLayout = layout.value();
   }
   report.calibrationError = optionalString(root, "calibration_error");
+  if (root.has("calibration_pending")) report.calibrationPending = root.at("calibration_pending").asBool();
   for (const JsonCursor& item : root.at("candidates").items()) report.candidates.push_back(resultFromJson(item));
   if (root.has("suggestion")) {
     JsonCursor suggestion = root.at("suggestion");

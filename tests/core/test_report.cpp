@@ -234,6 +234,15 @@ TEST(ReportJson, RoundTripIsExact) {
   ::unlink(path.c_str());
 }
 
+TEST(ReportJson, ACalibrationLeftPendingIsWrittenOnlyThen) {
+  Report report = exampleReport();
+  EXPECT_FALSE(toJson(report).contains("calibration_pending"));
+  report.calibrationPending = true;
+  const nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["calibration_pending"], true);
+  EXPECT_TRUE(reportFromJson(json, "r.json").calibrationPending);
+}
+
 TEST(ReportJson, InterleavedCandidatesHaveOneEntryPerPipelineDevice) {
   Report report = exampleReport();
   CandidateResult interleaved = result({1, 1, 1, 1}, 4, 3, 900, 7e6);

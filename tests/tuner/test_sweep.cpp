@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -71,6 +72,7 @@ class FakeMeasurer : public CandidateMeasurer {
     run.measurement.addRound(std::vector<TimeNs>(steps, stepNs), predicted.peakBytes, candidate.batch, 0.0,
                              std::vector<TimeNs>(steps, static_cast<TimeNs>(scripted.cpuWait * stepNs)));
     if (request.traced) run.trace.metadata["source"] = "fake";
+    if (afterRun) afterRun(requests.size());
     return run;
   }
 
@@ -83,6 +85,7 @@ class FakeMeasurer : public CandidateMeasurer {
   std::int64_t failingCalls = 0;                   ///< the next runs that throw, whatever they run
   std::optional<std::size_t> killAfterCalls;       ///< runs after that many throw Killed
   std::chrono::milliseconds sleep{0};              ///< every run takes at least this long
+  std::function<void(std::size_t runs)> afterRun;  ///< called after each run that returns
 
  private:
   Predictor predictor_;
@@ -327,6 +330,43 @@ TEST_F(SweepTest, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
   EXPECT_EQ(report.calibrationError, "out of memory (a fake failure)");
   EXPECT_TRUE(report.calibration.is_null());
   EXPECT_EQ(withStatus(report, CandidateStatus::Measured).size(), 4u);
+}
+
+TEST_F(SweepTest, ACtrlCWhileCalibratingLeavesAReportThatResumeCalibratesAndMeasures) {
+  const Predictor predictor = calibratedPredictor();
+  FakeMeasurer measurer(predictor, 1.0);
+  inputs_.calibration.reset();
+  config_.calibrationPath.clear();
+  config_.calibrationRounds = 1;  // the fake's references take no time: one round, not the whole budget
+  StopSource stop;
+  measurer.afterRun = [&](std::size_t runs) {
+    if (runs == 2) stop.requestStop();  // during the calibration's second reference pipeline
+  };
+  SilentProgress progress;
+  try {
+    runSweep(config_, inputs_, measurer, progress, stop.token());
+    ADD_FAILURE() << "the sweep was not interrupted";
+  } catch (const SweepInterrupted& interrupted) {
+    EXPECT_NE(std::string(interrupted.what()).find("--resume"), std::string::npos) << interrupted.what();
+  }
+  EXPECT_EQ(measurer.requests.size(), 2u);
+  const Report onDisk = readReport(config_.reportPath);
+  EXPECT_FALSE(onDisk.complete);
+  EXPECT_TRUE(onDisk.calibrationPending);
+  EXPECT_TRUE(onDisk.calibration.is_null());
+  EXPECT_TRUE(onDisk.profile.has_value());
+  EXPECT_FALSE(onDisk.candidates.empty());
+  EXPECT_TRUE(withStatus(onDisk, CandidateStatus::Measured).empty());
+
+  // --resume calibrates (with the report's profile) and measures.
+  inputs_.resumedReport = onDisk;
+  FakeMeasurer resumed(predictor, 1.0);
+  const Report finished = runSweep(config_, inputs_, resumed, progress, StopToken());
+  EXPECT_TRUE(finished.complete);
+  EXPECT_FALSE(finished.calibrationPending);
+  EXPECT_FALSE(finished.calibration.is_null());
+  EXPECT_EQ(withStatus(finished, CandidateStatus::Measured).size(), 4u);
+  EXPECT_FALSE(readReport(config_.reportPath).calibrationPending);
 }
 
 TEST_F(SweepTest, ResumeAfterAKilledSweepKeepsWhatFinishedAndMeasuresTheRest) {

@@ -2,6 +2,7 @@
 #include <pipeprof/tuner/reference_calibration.h>
 
 #include <pipeprof/runtime/torch_environment.h>
+#include <pipeprof/runtime/training_options.h>
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 
@@ -119,6 +120,7 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
         budgetLeft = false;
         break;
       }
+      if (stop.stopRequested()) throw TrainingStopped("stopped between the calibration's reference pipelines");
       const auto referenceStart = Clock::now();
       ReferenceRun run;
       run.candidate = plan[k];

@@ -6,6 +6,7 @@
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
 #include <pipeprof/simulator/calibration_fit.h>
+#include <pipeprof/tuner/reference_calibration.h>
 #include <pipeprof/tuner/sweep_predictions.h>
 
 #include <pipeprof/core/chrome_trace.h>
@@ -29,14 +30,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, SweepProgress& progress) {
+Profile obtainProfile(const SweepConfig& config, const SweepInputs& inputs, SweepProgress& progress,
+                      const StopToken& stop) {
   if (inputs.cachedProfile) return *inputs.cachedProfile;
   const std::vector<std::int64_t> sizes = microBatchSizes(config.batch, config.chunks);
   progress.phase(fmt::format("profiling {} on {} with {} thread{} (micro-batches {})", config.model.name,
                              config.devices.front().typeName(), config.model.threads,
                              config.model.threads == 1 ? "" : "s", formatBalance(sizes)));
   Profile profile =
-      measureProfile(config.model, config.devices.front(), sizes, config.profileBudgetSeconds, config.step);
+      measureProfile(config.model, config.devices.front(), sizes, config.profileBudgetSeconds, config.step, stop);
+  progress.phase("profiled in " + describeProfilingTime(profile.environment.profiling));
   if (!config.profilePath.empty()) {
     fs::create_directories(fs::absolute(config.profilePath).parent_path());
     writeProfile(profile, config.profilePath);
@@ -73,7 +76,7 @@ std::vector<std::int64_t> microBatchSizes(std::int64_t batch, const std::vector<
 }
 
 Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const std::vector<std::int64_t>& microBatches,
-                       double budgetSeconds, const TrainingStepOptions& step) {
+                       double budgetSeconds, const TrainingStepOptions& step, const StopToken& stop) {
   Model built = buildModel(model);
   LayerProfilerOptions options;
   options.device = torchDevice(device);
@@ -81,6 +84,7 @@ Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const s
   options.timeBudgetSeconds = budgetSeconds;
   options.optimizer = step.optimizer;
   options.precision = step.precision;
+  options.stop = stop;
   Profile profile = profileModel(built, options);
   profile.environment.model = model.name;
   profile.environment.threads = model.threads;
@@ -199,6 +203,19 @@ ResumeCounts keepResumedResults(Report& report, const Report& resumed, const Swe
   return counts;
 }
 
+/// A sweep stopped while calibrating: its report holds the profile and the raw profile's
+/// predictions, nothing measured, for --resume to calibrate and measure.
+void writeCalibrationPending(const SweepConfig& config, Profile profile) {
+  const CalibratedSetup raw{
+      std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes, config.rankLink), {}, {}, {}};
+  Report report = predictedReport(config, raw);
+  selectCandidates(report, config.measure);
+  report.calibrationPending = true;
+  report.updateSuggestion();
+  fs::create_directories(fs::absolute(config.reportPath).parent_path());
+  writeReport(report, config.reportPath);
+}
+
 }  // namespace
 
 Report runSweep(const SweepConfig& requested, const SweepInputs& inputs, CandidateMeasurer& measurer,
@@ -206,19 +223,23 @@ Report runSweep(const SweepConfig& requested, const SweepInputs& inputs, Candida
   const SweepClock clock;
   const SweepConfig config = withinTime(requested);
   if (config.timeLimitSeconds > 0) {
-    progress.phase(fmt::format("--time {:g}s: the profile's timed runs within {:g} s, calibrating within {:g} s, "
+    progress.phase(fmt::format("--time {:g}s: profiling within {:g} s, calibrating within {:g} s, "
                                "measuring what is expected to end in the time left",
                                config.timeLimitSeconds, config.profileBudgetSeconds, config.calibrationBudgetSeconds));
   }
   ProcStatLoad machineLoad;
   MachineLoad& load = inputs.machineLoad ? *inputs.machineLoad : machineLoad;
   setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling
+  Profile profile = obtainProfile(config, inputs, progress, stop);
   CalibratedSetup setup = [&] {
     try {
-      return calibrate(config, inputs, obtainProfile(config, inputs, progress), measurer, progress, stop);
+      return calibrate(config, inputs, profile, measurer, progress, stop);
     } catch (const TrainingStopped&) {
       progress.finish();
-      throw SweepInterrupted("interrupted while calibrating, before any report was written -- run the command again");
+      writeCalibrationPending(config, std::move(profile));
+      throw SweepInterrupted(fmt::format("interrupted while calibrating; {} holds the profile and its uncalibrated "
+                                         "predictions -- continue with the same command and --resume",
+                                         config.reportPath));
     }
   }();
   Report report = predictedReport(config, setup);

@@ -89,7 +89,7 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
                           CandidateMeasurer& measurer, SweepProgress& progress, const StopToken& stop) {
   CalibratedSetup setup{
       std::move(profile), sweepCluster(config.devices, config.deviceMemoryBytes, config.rankLink), {}, {}, {}};
-  if (inputs.resumedReport) {
+  if (inputs.resumedReport && !inputs.resumedReport->calibrationPending) {
     resumeCalibration(setup, *inputs.resumedReport, config.reportPath);
   } else if (inputs.calibration) {
     setup.calibration = *inputs.calibration;

@@ -166,6 +166,9 @@ struct Report {
   nlohmann::json processLayout;
   /// Why calibrating failed (the predictions then use the raw profile); empty when it did not.
   std::string calibrationError;
+  /// The sweep stopped before its calibration ended: the predictions use the raw profile and
+  /// nothing was measured; --resume keeps the profile and calibrates.
+  bool calibrationPending = false;
   std::vector<CandidateResult> candidates;
   Suggestion suggestion;
   bool complete = false;  ///< false while a sweep is still running or was interrupted

@@ -74,8 +74,8 @@ std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, co
 /// within the rounds' budget, and fits the calibration to them (calibrationFromRuns). More
 /// rounds spread the reference steps over a longer time, so that a slow spell of a shared
 /// machine weighs on the calibration as it will on the measured candidates. provenance.rounds
-/// (rounds begun) and .references are filled. Throws what the measurer throws
-/// (TrainingStopped when `stop` asks).
+/// (rounds begun) and .references are filled. Throws what the measurer throws, and
+/// TrainingStopped when `stop` asks (between references too).
 Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
                                std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
                                const CalibrationRounds& rounds,

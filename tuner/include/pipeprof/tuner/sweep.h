@@ -58,7 +58,7 @@ struct SweepConfig {
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 20.0;  ///< the reference rounds end within this (CalibrationRounds)
-  std::int64_t calibrationRounds = 0;     ///< at most this many reference rounds (0: as the budget holds)
+  std::int64_t calibrationRounds = 0;      ///< at most this many reference rounds (0: as the budget holds)
   /// > 0: the whole sweep is to end within this many seconds (`--time`; withinTime() plans it).
   /// 0: no limit.
   double timeLimitSeconds = 0.0;
@@ -119,9 +119,10 @@ SweepConfig withinTime(SweepConfig config);
 
 /// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` under `step`'s
 /// precision and optimizer (the layer profiler of runtime/layer_profiler.h), recording the
-/// model's name and threads in the profile's environment.
+/// model's name and threads in the profile's environment. Once `stop` is requested, each size's
+/// timed runs end at their fewest.
 Profile measureProfile(const ModelSpec& model, const DeviceDesc& device, const std::vector<std::int64_t>& microBatches,
-                       double budgetSeconds, const TrainingStepOptions& step = {});
+                       double budgetSeconds, const TrainingStepOptions& step = {}, const StopToken& stop = {});
 
 /// Checks a cached profile against the model it is to predict (name, intra-op threads,
 /// `deviceType`, LibTorch version, layer count) and the training step (precision, optimizer kind);
