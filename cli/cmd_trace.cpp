@@ -1,4 +1,5 @@
-// `pipeprof trace summarize` and `merge`: the timeline analysis of a Chrome trace, one timeline from rank traces.
+// `pipeprof trace summarize` and `merge`: the timeline analysis of a Chrome trace, one timeline from rank traces
+// (`trace explain` is cmd_trace_explain.cpp).
 #include "commands.h"
 #include "output_file.h"
 
@@ -70,6 +71,7 @@ void addTraceCommand(CLI::App& app) {
       runMerge);
   merge.add_option("traces", mergeFlags.paths, "the rank traces")->required()->check(CLI::ExistingFile);
   merge.add_option("-o,--output", mergeFlags.output, "the merged trace to write")->required();
+  addTraceExplainCommand(*trace);
 }
 
 }  // namespace pipeprof::cli

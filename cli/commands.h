@@ -69,6 +69,8 @@ void addSuggestCommand(CLI::App& app);
 void addProfileCommand(CLI::App& app);
 void addRunCommand(CLI::App& app);
 void addTraceCommand(CLI::App& app);
+/// `trace explain`, under the trace command (cmd_trace_explain.cpp).
+void addTraceExplainCommand(CLI::App& trace);
 void addScheduleCommand(CLI::App& app);
 void addSweepCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);

@@ -40,8 +40,8 @@ struct Difference {
   TimeNs stepNs = 0;  ///< the measured step
 };
 
-std::string describeSource(const std::optional<StepBreakdown>& breakdown, const char* what) {
-  if (!breakdown) return fmt::format("{}: none in the report", what);
+std::string describeSource(const std::optional<StepBreakdown>& breakdown, const char* what, const char* missing) {
+  if (!breakdown) return fmt::format("{}: {}", what, missing);
   return fmt::format("{}: mean of {} step{}", what, breakdown->steps, breakdown->steps == 1 ? "" : "s");
 }
 
@@ -72,17 +72,28 @@ std::size_t candidateToExplain(const Report& report, std::optional<std::int64_t>
                    "pred# of `pipeprof compare`) to see its predicted breakdown");
 }
 
+std::string candidateHeading(const Candidate& candidate) {
+  const bool gpipe = candidate.schedule == ScheduleKind::GPipe;  // the one label() leaves out
+  return candidate.label() + (gpipe ? " gpipe" : "");
+}
+
 void printStepBreakdown(const CandidateResult& result, std::ostream& out) {
-  const bool gpipe = result.candidate.schedule == ScheduleKind::GPipe;  // the one label() leaves out
-  out << fmt::format("{}{}  (pred# {})\n", result.candidate.label(), gpipe ? " gpipe" : "", result.predictedRank);
-  out << describeSource(result.measuredBreakdown, "measured") << "; "
-      << describeSource(result.predictedBreakdown, "predicted") << "\n\n";
-  const std::size_t devices = std::max(result.measuredBreakdown ? result.measuredBreakdown->devices.size() : 0,
-                                       result.predictedBreakdown ? result.predictedBreakdown->devices.size() : 0);
+  printStepBreakdown(fmt::format("{}  (pred# {})", candidateHeading(result.candidate), result.predictedRank),
+                     result.measuredBreakdown, result.predictedBreakdown, out, "none in the report");
+}
+
+void printStepBreakdown(const std::string& heading, const std::optional<StepBreakdown>& measuredBreakdown,
+                        const std::optional<StepBreakdown>& predictedBreakdown, std::ostream& out,
+                        const char* missing) {
+  out << heading << "\n";
+  out << describeSource(measuredBreakdown, "measured", missing) << "; "
+      << describeSource(predictedBreakdown, "predicted", missing) << "\n\n";
+  const std::size_t devices = std::max(measuredBreakdown ? measuredBreakdown->devices.size() : 0,
+                                       predictedBreakdown ? predictedBreakdown->devices.size() : 0);
   std::vector<Difference> differences;
   for (std::size_t d = 0; d < devices; ++d) {
-    const DeviceStepBreakdown* measured = deviceOf(result.measuredBreakdown, d);
-    const DeviceStepBreakdown* predicted = deviceOf(result.predictedBreakdown, d);
+    const DeviceStepBreakdown* measured = deviceOf(measuredBreakdown, d);
+    const DeviceStepBreakdown* predicted = deviceOf(predictedBreakdown, d);
     const DeviceStepBreakdown* named = measured != nullptr ? measured : predicted;
     out << fmt::format("device {}{}\n", d, named->traceDevice.empty() ? "" : " (" + named->traceDevice + ")");
     out << fmt::format("  {:<20} {:>11} {:>7} {:>11} {:>7} {:>11}\n", "", "measured", "share", "predicted", "share",

@@ -1,4 +1,5 @@
-// The step breakdown of one candidate, measured beside predicted, as `pipeprof explain` prints it.
+// The step breakdown of one candidate, measured beside predicted, as `pipeprof explain` and
+// `pipeprof trace explain` print it.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -6,6 +7,7 @@
 #include <cstddef>
 #include <optional>
 #include <ostream>
+#include <string>
 
 namespace pipeprof::cli {
 
@@ -18,5 +20,13 @@ std::size_t candidateToExplain(const Report& report, std::optional<std::int64_t>
 /// (categories zero in both left out), then the categories where the two differ most. Either
 /// breakdown may be missing (a candidate not measured, an older report): its column reads "-".
 void printStepBreakdown(const CandidateResult& result, std::ostream& out);
+/// The same for any two breakdowns (`pipeprof trace explain`) under `heading`; `missing` says
+/// why one is not there ("none in the report").
+void printStepBreakdown(const std::string& heading, const std::optional<StepBreakdown>& measured,
+                        const std::optional<StepBreakdown>& predicted, std::ostream& out,
+                        const char* missing = "no trace given");
+
+/// The candidate's label, naming gpipe too (which label() leaves out).
+std::string candidateHeading(const Candidate& candidate);
 
 }  // namespace pipeprof::cli

@@ -155,6 +155,57 @@ TEST_F(RunTrace, SummarizeReadsItBack) {
   EXPECT_GT(analysis["stages"][0]["busy_ns"].get<std::int64_t>(), 0);
 }
 
+TEST_F(RunTrace, TraceExplainBreaksTheRunDownBesideItsPrediction) {
+  ASSERT_EQ(code_, 0) << output_;
+  const std::string model = "--model mlp --width 32 --depth 4 --batch 16";
+  const std::string profile = scratch("explain_profile.json").string();
+  const std::string predicted = scratch("explain_predicted.json").string();
+  const Result profiled = runPipeprof("profile " + model + " --micro-batches 4 --time-budget 100ms -o " + profile);
+  ASSERT_EQ(profiled.code, 0) << profiled.all;
+  const Result simulated =
+      runPipeprof("simulate --profile " + profile +
+                  " --batch 16 --balance 3,4 --chunks 4 --checkpoint except_last --trace " + predicted);
+  ASSERT_EQ(simulated.code, 0) << simulated.all;
+  const std::string candidate = model + " --balance 3,4 --chunks 4 --checkpoint except_last";
+  // The traces in either order: each goes in the column its source names.
+  const Result json = runPipeprof("trace explain --json " + predicted + " " + path_ + " " + candidate);
+  ASSERT_EQ(json.code, 0) << json.all;
+  const nlohmann::json explained = nlohmann::json::parse(json.out);
+  EXPECT_EQ(explained["candidate"], "[3,4] x4 except_last");
+  for (const char* source : {"measured", "predicted"}) {
+    ASSERT_EQ(explained[source]["devices"].size(), 2u) << source;
+    EXPECT_EQ(explained[source]["source"], source);
+    for (const nlohmann::json& device : explained[source]["devices"]) {
+      EXPECT_GT(device["forward_ns"].get<std::int64_t>(), 0) << source;
+      EXPECT_GT(device["step_ns"].get<std::int64_t>(), 0) << source;
+    }
+  }
+  EXPECT_EQ(explained["measured"]["steps"], kStepsTraced - 1) << "the warm-up step is not one of the timed steps";
+  const Result text = runPipeprof("trace explain " + path_ + " " + candidate);
+  ASSERT_EQ(text.code, 0) << text.all;
+  EXPECT_NE(text.out.find("[3,4] x4 except_last gpipe"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("predicted: no trace given"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("device 1 (cpu:1)"), std::string::npos) << text.out;
+}
+
+TEST_F(RunTrace, TraceExplainRefusesTheFlagsOfAnotherCandidate) {
+  ASSERT_EQ(code_, 0) << output_;
+  const Result other =
+      runPipeprof("trace explain " + path_ + " --model mlp --width 32 --depth 4 --batch 16 --balance 4,3 --chunks 4");
+  EXPECT_EQ(other.code, 2) << other.all;
+  EXPECT_NE(other.err.find("is a trace of [3,4] x4 except_last; the flags describe [4,3] x4 except_last"),
+            std::string::npos)
+      << other.err;
+  const Result twice = runPipeprof("trace explain " + path_ + " " + path_ +
+                                   " --model mlp --width 32 --depth 4 --batch 16 --balance 3,4 --chunks 4");
+  EXPECT_EQ(twice.code, 2) << twice.all;
+  EXPECT_NE(twice.err.find("the second measured trace"), std::string::npos) << twice.err;
+  const Result layers =
+      runPipeprof("trace explain " + path_ + " --model mlp --width 32 --depth 4 --batch 16 --balance 3,3 --chunks 4");
+  EXPECT_EQ(layers.code, 2) << layers.all;
+  EXPECT_NE(layers.err.find("--balance 3,3 holds 6 layers; model 'mlp' has 7"), std::string::npos) << layers.err;
+}
+
 TEST(CliE2e, ProfileWritesAProfileOfEveryLayer) {
   const std::string path = scratch("profile.json").string();
   const Result r = runPipeprof("profile --model mlp --width 32 --depth 3 --batch 8 --micro-batches 2,8 "
