@@ -297,6 +297,27 @@ std::vector<const CandidateResult*> withStatus(const Report& report, CandidateSt
   return out;
 }
 
+TEST_F(SweepTest, SaysWhatItWillDoBeforeItStarts) {
+  const Predictor predictor = calibratedPredictor();
+  FakeMeasurer measurer(predictor, 1.0);
+  RecordingProgress progress;
+  runSweep(config_, inputs_, measurer, progress, StopToken());
+  ASSERT_FALSE(progress.phases.empty());
+  EXPECT_EQ(progress.phases.front(),
+            "plan: the profile given, the calibration of given.json, then measuring 4 of the best predicted in 2 "
+            "rounds of 2 steps in all (about how long, once calibrated)");
+
+  inputs_.cachedProfile.reset();
+  inputs_.calibration.reset();
+  config_.timeLimitSeconds = 60;
+  config_.profileBudgetSeconds = 20;
+  config_.calibrationBudgetSeconds = 20;
+  config_.measure.kind = MeasureKind::All;
+  EXPECT_EQ(describePlan(withinTime(config_), inputs_),
+            "--time 60s: profiling within 12 s, calibrating within 9 s, then measuring every candidate predicted "
+            "to fit in 2 rounds of 2 steps in all, those expected to end in the time left");
+}
+
 TEST_F(SweepTest, AFailingCandidateIsRecordedAndTheSweepCompletes) {
   const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);

@@ -218,15 +218,38 @@ void writeCalibrationPending(const SweepConfig& config, Profile profile) {
 
 }  // namespace
 
+std::string describePlan(const SweepConfig& config, const SweepInputs& inputs) {
+  const std::string profile =
+      inputs.resumedReport && inputs.resumedReport->profile ? std::string("the report's profile")
+      : !inputs.cachedProfile      ? fmt::format("profiling within {:g} s", config.profileBudgetSeconds)
+      : config.profilePath.empty() ? std::string("the profile given")
+                                   : "the profile of " + config.profilePath;
+  const std::string calibration =
+      inputs.resumedReport && !inputs.resumedReport->calibrationPending ? std::string("the report's calibration")
+      : inputs.calibration                                              ? "the calibration of " + config.calibrationPath
+                           : fmt::format("calibrating within {:g} s", config.calibrationBudgetSeconds);
+  std::string measuring;
+  switch (config.measure.kind) {
+    case MeasureKind::None: measuring = "measuring none (--measure none)"; break;
+    case MeasureKind::All: measuring = "measuring every candidate predicted to fit"; break;
+    case MeasureKind::Top: measuring = fmt::format("measuring {} of the best predicted", config.measure.count); break;
+  }
+  if (config.measure.kind != MeasureKind::None) {
+    measuring +=
+        fmt::format(" in {} round{} of {} steps in all", config.rounds, config.rounds == 1 ? "" : "s", config.steps);
+    measuring +=
+        config.timeLimitSeconds > 0 ? ", those expected to end in the time left" : " (about how long, once calibrated)";
+  }
+  const std::string limit =
+      config.timeLimitSeconds > 0 ? fmt::format("--time {:g}s: ", config.timeLimitSeconds) : "plan: ";
+  return limit + profile + ", " + calibration + ", then " + measuring;
+}
+
 Report runSweep(const SweepConfig& requested, const SweepInputs& inputs, CandidateMeasurer& measurer,
                 SweepProgress& progress, const StopToken& stop) {
   const SweepClock clock;
   const SweepConfig config = withinTime(requested);
-  if (config.timeLimitSeconds > 0) {
-    progress.phase(fmt::format("--time {:g}s: profiling within {:g} s, calibrating within {:g} s, "
-                               "measuring what is expected to end in the time left",
-                               config.timeLimitSeconds, config.profileBudgetSeconds, config.calibrationBudgetSeconds));
-  }
+  progress.phase(describePlan(config, inputs));
   ProcStatLoad machineLoad;
   MachineLoad& load = inputs.machineLoad ? *inputs.machineLoad : machineLoad;
   setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling

@@ -117,6 +117,12 @@ constexpr double kCalibrationTimeShare = 0.15;
 /// measures only what is expected to end within it). Without a limit, `config` as it is.
 SweepConfig withinTime(SweepConfig config);
 
+/// What a sweep of `config` (already withinTime) with `inputs` will do and how long each part may
+/// take, the first line it says: "plan: profiling within 20 s, calibrating within 20 s, then
+/// measuring 12 of the best predicted in 3 rounds of 10 steps in all (about how long, once
+/// calibrated)"; under --time it starts "--time 60s: " and measures what is expected to end.
+std::string describePlan(const SweepConfig& config, const SweepInputs& inputs);
+
 /// Profiles `model`'s layers on `device` at `microBatches` within `budgetSeconds` under `step`'s
 /// precision and optimizer (the layer profiler of runtime/layer_profiler.h), recording the
 /// model's name and threads in the profile's environment. Once `stop` is requested, each size's
