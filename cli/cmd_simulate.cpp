@@ -25,10 +25,7 @@ namespace {
 struct SimulateFlags {
   ClusterFlags cluster;
   std::int64_t batch = 0;
-  std::string balance;
-  std::int64_t chunks = 1;
-  std::string checkpoint = "except_last";
-  ScheduleFlags schedule;
+  CandidateFlags candidate;
   std::string tracePath;
   bool json = false;
 };
@@ -76,17 +73,8 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
 
 void runSimulate(const SimulateFlags& flags) {
   if (!flags.tracePath.empty()) checkOutputFile("--trace", flags.tracePath);
-  const std::vector<std::int64_t> balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); });
-  const Checkpoint mode = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
   if (flags.batch < 1) throw UsageError("--batch " + std::to_string(flags.batch) + ": give a positive mini-batch size");
-  if (flags.chunks < 1) throw UsageError("--chunks " + std::to_string(flags.chunks) + ": give a positive chunk count");
-  Candidate candidate;
-  candidate.balance = balance;
-  candidate.chunks = flags.chunks;
-  candidate.checkpoint = mode;
-  candidate.batch = flags.batch;
-  applyScheduleFlags(flags.schedule, candidate);
-  checkScheduleShape(candidate, flags.batch, 0, "");
+  const Candidate candidate = candidateFromFlags(flags.candidate, flags.batch);
   // p pipeline devices: the balance's n = p * v stages over v.
   const std::int64_t devices = candidate.pipelineDevices();
 
@@ -138,17 +126,9 @@ void addSimulateCommand(CLI::App& app) {
       runSimulate);
   addClusterFlags(command, flags.cluster);
   command.add_option("--batch", flags.batch, "Mini-batch size in samples")->required()->type_name("B");
-  command
-      .add_option("--balance", flags.balance,
-                  "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod devices")
-      ->required()
-      ->type_name("LIST");
-  command.add_option("--chunks", flags.chunks, "Micro-batches per mini-batch")->capture_default_str()->type_name("M");
-  command.add_option("--checkpoint", flags.checkpoint, "always | except_last | never")
-      ->capture_default_str()
-      ->type_name("MODE");
-  addScheduleFlags(command, flags.schedule);
-  addScheduleFileFlag(command, flags.schedule);
+  addCandidateFlags(
+      command, flags.candidate,
+      "Layers per stage, e.g. 2,3,3; devices x stages-per-device entries, stage j on device j mod devices");
   command.add_option("--trace", flags.tracePath, "Write the predicted timeline (Chrome trace JSON)")->type_name("FILE");
   command.add_flag("--json", flags.json, "Print one JSON object instead of the summary");
 }

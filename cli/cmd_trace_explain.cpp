@@ -7,7 +7,6 @@
 #include "step_breakdown_table.h"
 
 #include <pipeprof/core/candidate.h>
-#include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/schedule.h>
 #include <pipeprof/core/step_breakdown.h>
@@ -26,29 +25,17 @@ namespace {
 struct TraceExplainFlags {
   std::vector<std::string> traces;
   ModelFlags model;
-  std::string balance;
-  std::int64_t chunks = 4;
-  std::string checkpoint = "except_last";
-  ScheduleFlags schedule;
+  CandidateFlags candidate{"", 4, "except_last", {}};  ///< with run's default chunks
   bool json = false;
 };
 
 /// The candidate the flags describe (those its run was given), checked against the model.
-Candidate candidateFromFlags(const TraceExplainFlags& flags, const Model& model) {
-  Candidate candidate;
-  candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); });
-  candidate.chunks = flags.chunks;
-  candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
-  candidate.batch = batchFromFlags(flags.model, model);
-  applyScheduleFlags(flags.schedule, candidate);  // a --schedule-file sets the chunks
-  if (candidate.chunks < 1 || candidate.chunks > candidate.batch) {
-    throw UsageError(fmt::format("--chunks {}: give 1 to the batch ({})", candidate.chunks, candidate.batch));
-  }
-  checkScheduleShape(candidate, candidate.batch, 0, "");
+Candidate candidateOfRun(const TraceExplainFlags& flags, const Model& model) {
+  const Candidate candidate = candidateFromFlags(flags.candidate, batchFromFlags(flags.model, model));
   const auto layers = static_cast<std::int64_t>(model.sequential->size());
   const std::int64_t balanced = std::accumulate(candidate.balance.begin(), candidate.balance.end(), std::int64_t{0});
   if (balanced != layers) {
-    throw UsageError(fmt::format("--balance {} holds {} layers; model '{}' has {}", flags.balance, balanced,
+    throw UsageError(fmt::format("--balance {} holds {} layers; model '{}' has {}", flags.candidate.balance, balanced,
                                  flags.model.model, layers));
   }
   return candidate;
@@ -66,7 +53,7 @@ void checkTraceCandidate(const Trace& trace, const std::string& path, const Cand
 void runTraceExplain(const TraceExplainFlags& flags) {
   if (flags.traces.size() > 2) throw UsageError("give one measured trace and at most one predicted trace");
   const Model model = buildModelFromFlags(flags.model);
-  const Candidate candidate = candidateFromFlags(flags, model);
+  const Candidate candidate = candidateOfRun(flags, model);
   const Schedule schedule = Schedule::build(candidate.scheduleSpec(model.skips));
   std::optional<StepBreakdown> measured, predicted;
   for (const std::string& path : flags.traces) {
@@ -113,15 +100,7 @@ void addTraceExplainCommand(CLI::App& trace) {
       ->required()
       ->check(CLI::ExistingFile);
   addModelFlags(command, flags.model);
-  command.add_option("--balance", flags.balance, "Layers per stage, as the run was given them")
-      ->required()
-      ->type_name("LIST");
-  command.add_option("--chunks", flags.chunks, "Micro-batches per mini-batch")->capture_default_str()->type_name("M");
-  command.add_option("--checkpoint", flags.checkpoint, "always | except_last | never")
-      ->capture_default_str()
-      ->type_name("MODE");
-  addScheduleFlags(command, flags.schedule);
-  addScheduleFileFlag(command, flags.schedule);
+  addCandidateFlags(command, flags.candidate, "Layers per stage, as the run was given them");
   command.add_flag("--json", flags.json, "Print both breakdowns as JSON");
 }
 

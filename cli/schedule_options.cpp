@@ -3,6 +3,7 @@
 
 #include "commands.h"
 
+#include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/custom_order.h>
 
 #include <fmt/format.h>
@@ -226,6 +227,35 @@ void applyScheduleListFlags(const ScheduleListFlags& flags, SearchSpace& space) 
   }
   space.schedules = kinds;
   space.stagesPerDevice = vs;
+}
+
+void addCandidateFlags(CLI::App& command, CandidateFlags& flags, const std::string& balanceHelp) {
+  command.add_option("--balance", flags.balance, balanceHelp)->required()->type_name("LIST");
+  command.add_option("--chunks", flags.chunks, "Micro-batches per mini-batch")->capture_default_str()->type_name("M");
+  command.add_option("--checkpoint", flags.checkpoint, "always | except_last | never")
+      ->capture_default_str()
+      ->type_name("MODE");
+  addScheduleFlags(command, flags.schedule);
+  addScheduleFileFlag(command, flags.schedule);
+}
+
+Candidate candidateFromFlags(const CandidateFlags& flags, std::int64_t batch) {
+  Candidate candidate;
+  candidate.balance = parseFlag("--balance", [&] { return parseBalance(flags.balance); });
+  candidate.checkpoint = parseFlag("--checkpoint", [&] { return parseCheckpoint(flags.checkpoint); });
+  candidate.batch = batch;
+  candidate.chunks = flags.chunks;
+  applyScheduleFlags(flags.schedule, candidate);  // a --schedule-file sets the chunks
+  if (candidate.chunks < 1) {
+    throw UsageError("--chunks " + std::to_string(candidate.chunks) + ": give a positive chunk count");
+  }
+  if (candidate.chunks > batch) {
+    throw UsageError(fmt::format("{} {} exceeds --batch {}: every micro-batch needs at least one sample",
+                                 candidate.order ? "the micro-batches of --schedule-file" : "--chunks",
+                                 candidate.chunks, batch));
+  }
+  checkScheduleShape(candidate, batch, 0, "");
+  return candidate;
 }
 
 }  // namespace pipeprof::cli

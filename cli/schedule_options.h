@@ -50,6 +50,23 @@ void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int
 /// The same check before the balance is known (--balance auto): n = devices * v stages.
 void checkScheduleShape(const PipelineShape& shape, std::int64_t batch, std::int64_t devices);
 
+/// One candidate's flags (simulate, trace explain): --balance, --chunks, --checkpoint and the
+/// schedule's.
+struct CandidateFlags {
+  std::string balance;
+  std::int64_t chunks = 1;
+  std::string checkpoint = "except_last";
+  ScheduleFlags schedule;
+};
+
+/// Adds --balance (required; `balanceHelp` says what it is), --chunks, --checkpoint, the
+/// schedule flags and --schedule-file to a subcommand.
+void addCandidateFlags(CLI::App& command, CandidateFlags& flags, const std::string& balanceHelp);
+
+/// The candidate of `batch` samples the flags describe, checked (checkScheduleShape; chunks
+/// from 1 to the batch). Throws UsageError naming the flag.
+Candidate candidateFromFlags(const CandidateFlags& flags, std::int64_t batch);
+
 /// What --schedules and --stages-per-device hold after parsing (declared with the search flags,
 /// search_flags.h).
 struct ScheduleListFlags {
