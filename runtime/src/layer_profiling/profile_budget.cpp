@@ -2,7 +2,7 @@
 #include "layer_profiling/profile_budget.h"
 
 #include <algorithm>
-#include <iterator>
+#include <chrono>
 
 namespace pipeprof::layer_profiling {
 
