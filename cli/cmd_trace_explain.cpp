@@ -68,8 +68,8 @@ void runTraceExplain(const TraceExplainFlags& flags) {
     }
     slot = breakDownSteps(schedule, trace);
     if (slot->steps == 0) {
-      throw UsageError(fmt::format("{} holds no step of {}: a trace `pipeprof run --trace` or `simulate --trace` "
-                                   "wrote for it",
+      throw UsageError(fmt::format("{} holds no step of {}: give a trace that `pipeprof run --trace` or "
+                                   "`simulate --trace` wrote for it",
                                    path, candidate.label()));
     }
   }

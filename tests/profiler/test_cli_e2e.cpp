@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -204,6 +205,15 @@ TEST_F(RunTrace, TraceExplainRefusesTheFlagsOfAnotherCandidate) {
       runPipeprof("trace explain " + path_ + " --model mlp --width 32 --depth 4 --batch 16 --balance 3,3 --chunks 4");
   EXPECT_EQ(layers.code, 2) << layers.all;
   EXPECT_NE(layers.err.find("--balance 3,3 holds 6 layers; model 'mlp' has 7"), std::string::npos) << layers.err;
+  const std::string empty = scratch("empty_trace.json").string();
+  {
+    std::ofstream out(empty);
+    out << R"({"traceEvents": []})";
+  }
+  const Result none =
+      runPipeprof("trace explain " + empty + " --model mlp --width 32 --depth 4 --batch 16 --balance 3,4 --chunks 4");
+  EXPECT_EQ(none.code, 2) << none.all;
+  EXPECT_NE(none.err.find("holds no step of [3,4] x4 except_last"), std::string::npos) << none.err;
 }
 
 TEST(CliE2e, ProfileWritesAProfileOfEveryLayer) {
