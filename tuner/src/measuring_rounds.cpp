@@ -1,5 +1,6 @@
 // The sweep's measuring phase (measuring_rounds.h).
 #include "measuring_rounds.h"
+#include "round_pace.h"
 
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/statistics.h>
@@ -29,10 +30,6 @@ constexpr double kQuietWaitPerRoundS = 10.0;
 constexpr auto kQuietSample = std::chrono::milliseconds(500);
 constexpr double kQuietBusyCpus = 0.25;
 
-/// How much longer than its predicted steps (warm-up included), beyond the calibration's setup
-/// per run, a candidate's round is taken to last before any was measured: writing the report,
-/// a traced last round, its predicted twin.
-constexpr double kPriorRoundPace = 1.5;
 /// --time: seconds kept back at the end for the last report and the drift's refresh.
 constexpr double kTimeMarginS = 1.0;
 /// Between a candidate's rounds the report is rewritten at most this often: a report of the
@@ -189,16 +186,8 @@ class MeasuringRounds {
            static_cast<double>(c_.config.warmupSteps + roundSteps(c_.config, round));
   }
 
-  /// The seconds the candidate's next round is expected to take: the calibration's setup of a
-  /// run, and its predicted steps at the pace of the rounds so far beyond their setups
-  /// (kPriorRoundPace before any, and never below 1).
-  double expectedRoundS(const CandidateRounds& candidate) const {
-    const double setupS = c_.setup.runSetupSeconds;
-    const double pace = predictedRoundsS_ > 0
-                            ? std::max(1.0, (measuredRoundsS_ - roundsTimed_ * setupS) / predictedRoundsS_)
-                            : kPriorRoundPace;
-    return setupS + predictedRoundS(candidate) * pace;
-  }
+  /// The seconds the candidate's next round is expected to take (round_pace.h).
+  double expectedRoundS(const CandidateRounds& candidate) const { return pace_.expectedS(predictedRoundS(candidate)); }
 
   /// The seconds the due candidates' remaining rounds are expected to take, best predicted
   /// first, with the reference pipelines of the passes they need (each as long as the last one
@@ -261,9 +250,7 @@ class MeasuringRounds {
       measureNextRound(*due[position]);
       const bool finished = c_.report.candidates[due[position]->index].status != CandidateStatus::Predicted;
       if (finished || c_.clock.seconds() - lastWriteS_ >= kReportIntervalS) writeReportNow();
-      measuredRoundsS_ += c_.clock.seconds() - startS;
-      predictedRoundsS_ += predictedS;
-      ++roundsTimed_;
+      pace_.record(c_.clock.seconds() - startS, predictedS);
     }
   }
 
@@ -406,14 +393,10 @@ class MeasuringRounds {
   std::vector<CandidateRounds> candidates_;
   std::vector<std::int64_t> references_;  ///< chunk counts of the reference pipelines
   std::int64_t roundsToRun_ = 0;
-  double quietWaitS_ = 0.0;  ///< spent waiting for other processes to leave the CPU
-  /// --time: the candidates' rounds so far, measured and predicted (warm-up included), and the
-  /// last reference pipeline's seconds.
-  double measuredRoundsS_ = 0.0;
-  double predictedRoundsS_ = 0.0;
-  double roundsTimed_ = 0.0;
+  double quietWaitS_ = 0.0;                   ///< spent waiting for other processes to leave the CPU
+  RoundPace pace_{c_.setup.runSetupSeconds};  ///< the candidates' rounds so far
   double lastWriteS_ = 0.0;  ///< when the report was last written (runSweep writes it before measuring)
-  double referenceS_ = 0.0;
+  double referenceS_ = 0.0;  ///< the last reference pipeline's seconds
   bool timeRanOut_ = false;
 };
 
