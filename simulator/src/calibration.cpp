@@ -249,7 +249,9 @@ std::string ReferenceShape::label() const { return schedule + " " + std::string(
 
 const ReferenceShape* Calibration::correctingShape(const ReferenceShape& shape) const {
   auto own = byShape.find(shape);
-  if (own == byShape.end()) own = byShape.find({shape.schedule, Checkpoint::Never});
+  for (const Checkpoint mode : {Checkpoint::Never, Checkpoint::ExceptLast, Checkpoint::Always}) {
+    if (own == byShape.end()) own = byShape.find({shape.schedule, mode});
+  }
   return own == byShape.end() ? nullptr : &own->first;
 }
 

@@ -181,7 +181,7 @@ TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
   EXPECT_EQ(formatError(older), "cal.json: $.micro_batch_scales[0].loss: expected a positive number, got 0");
 }
 
-TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesElseTheCalibrations) {
+TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesInAnotherModeElseTheCalibrations) {
   Calibration calibration = sampleCalibration();
   calibration.messageLatencyNs = 70'000;
   calibration.byShape[{"1f1b", Checkpoint::Always}].stepOverheadNs = {{2, 400}};
@@ -206,6 +206,12 @@ TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesElseTheC
   ASSERT_NE(calibration.correctingShape({"1f1b", Checkpoint::ExceptLast}), nullptr);
   EXPECT_EQ(calibration.correctingShape({"1f1b", Checkpoint::ExceptLast})->label(), "1f1b never");
   EXPECT_EQ(ReferenceShape({"interleaved v2", Checkpoint::ExceptLast}).label(), "interleaved v2 except_last");
+  // Without its schedule's `never`: its schedule in another mode, except_last before always.
+  calibration.byShape[{"zb1p", Checkpoint::Always}] = {};
+  EXPECT_EQ(calibration.correctingShape({"zb1p", Checkpoint::ExceptLast})->label(), "zb1p always");
+  calibration.byShape[{"zb1p", Checkpoint::ExceptLast}] = {};
+  EXPECT_EQ(calibration.correctingShape({"zb1p", Checkpoint::Never})->label(), "zb1p except_last");
+  EXPECT_EQ(calibration.correctingShape({"zbv", Checkpoint::Never}), nullptr);
 
   Calibration onlyShapes;
   onlyShapes.byShape[{"1f1b", Checkpoint::Never}] = {};

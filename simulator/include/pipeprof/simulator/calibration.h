@@ -127,7 +127,9 @@ struct Calibration : ScheduleCorrections {
   /// message latency).
   bool empty() const { return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs; }
   /// The key of byShape whose corrections a candidate of `shape` is predicted with: its shape,
-  /// else its schedule without checkpoints; nullptr when neither has corrections (the
+  /// else its schedule in another mode (without checkpoints, else except_last, else always: a
+  /// sweep times the shapes of the candidates it measures only, and a schedule's modes differ
+  /// from each other by less than from GPipe's); nullptr when none has corrections (the
   /// calibration's own apply).
   const ReferenceShape* correctingShape(const ReferenceShape& shape) const;
   /// Those corrections: byShape's at correctingShape(shape), else the calibration's own.
