@@ -72,6 +72,63 @@ TEST(ReferenceCalibration, ThePlanTimesEveryShapeAtItsLargestAmongGPipesChunkCou
                                             "1f1b x1"}));
 }
 
+/// "1f1b always x4": a reference's shape and chunk count.
+std::vector<std::string> labels(const std::vector<Candidate>& plan) {
+  std::vector<std::string> result;
+  for (const Candidate& reference : plan) {
+    result.push_back(reference.orderLabel() + " " + std::string(checkpointName(reference.checkpoint)) + " x" +
+                     std::to_string(reference.chunks));
+  }
+  return result;
+}
+
+Candidate candidateOf(ScheduleKind schedule, std::int64_t v, Checkpoint mode, std::int64_t chunks) {
+  Candidate candidate;
+  static_cast<PipelineShape&>(candidate) = shape(schedule, v, mode);
+  candidate.balance = v == 1 ? std::vector<std::int64_t>{3, 1} : std::vector<std::int64_t>{1, 1, 1, 1};
+  candidate.chunks = chunks;
+  candidate.batch = 8;
+  return candidate;
+}
+
+TEST(ReferenceCalibration, APlanForCandidatesTimesGPipeAtEveryChunkCountAndEachCandidatesShapeAtItsOwn) {
+  const std::vector<Candidate> candidates = {
+      candidateOf(ScheduleKind::OneFOneB, 1, Checkpoint::Always, 4),
+      candidateOf(ScheduleKind::OneFOneB, 1, Checkpoint::Always, 2),
+      candidateOf(ScheduleKind::Interleaved, 2, Checkpoint::Never, 8),
+      candidateOf(ScheduleKind::GPipe, 1, Checkpoint::Never, 4),  // GPipe's own reference covers it
+      candidateOf(ScheduleKind::GPipe, 1, Checkpoint::Always, 1),
+  };
+  // Batch 8, 4 layers, 2 devices: GPipe at each of its chunk counts, spread among the other
+  // shapes at their largest; GPipe's largest again; then the rest. Never a shape or chunk count
+  // no candidate has (the grid of these shapes would hold 11 references, not 9).
+  EXPECT_EQ(labels(referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates)),
+            (std::vector<std::string>{"gpipe never x8", "gpipe never x4", "1f1b always x4", "gpipe never x2",
+                                      "interleaved v2 never x8", "gpipe never x1", "gpipe always x1", "gpipe never x8",
+                                      "1f1b always x2"}));
+  // References timed already (an earlier pass) are left out; GPipe's largest left opens the plan.
+  const std::vector<Candidate> timed = {referenceCandidate(4, 2, 8, 8),
+                                        referenceCandidate(4, 2, 4, 8, ScheduleKind::OneFOneB, 1, Checkpoint::Always)};
+  EXPECT_EQ(labels(referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates, timed)),
+            (std::vector<std::string>{"gpipe never x4", "1f1b always x2", "gpipe never x2", "interleaved v2 never x8",
+                                      "gpipe never x1", "gpipe always x1", "gpipe never x4"}));
+  // Everything timed: nothing to plan.
+  std::vector<Candidate> all = referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates);
+  EXPECT_TRUE(referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates, all).empty());
+}
+
+TEST(ReferenceCalibration, AReferenceExpectedToOverrunTheBudgetDoesNotStart) {
+  // A later pass knows what a reference takes: with less budget left than that, nothing runs.
+  CountingMeasurer measurer;
+  CalibrationRounds rounds;
+  rounds.budgetSeconds = 0.5;
+  rounds.expectedSeconds = 1.0;
+  std::vector<ReferenceRun> runs;
+  EXPECT_EQ(timeReferences(measurer, {referenceCandidate(4, 2, 4, 8)}, rounds, runs), 0);
+  EXPECT_TRUE(runs.empty());
+  EXPECT_TRUE(measurer.chunks.empty());
+}
+
 TEST(ReferenceCalibration, ANoughtBudgetTimesTheFirstReferenceOnce) {
   CountingMeasurer measurer;
   CalibrationRounds rounds;

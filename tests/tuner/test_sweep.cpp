@@ -8,6 +8,7 @@
 #include <pipeprof/tuner/sweep_predictions.h>
 
 #include "four_layer_profile.h"
+#include "sweep_calibration.h"
 
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace pipeprof::tuner {
@@ -351,6 +353,36 @@ TEST_F(SweepTest, AFailedCalibrationIsReportedAndTheSweepGoesOnUncalibrated) {
   EXPECT_EQ(report.calibrationError, "out of memory (a fake failure)");
   EXPECT_TRUE(report.calibration.is_null());
   EXPECT_EQ(withStatus(report, CandidateStatus::Measured).size(), 4u);
+}
+
+TEST_F(SweepTest, TheCalibrationTimesGPipeAndTheShapesOfTheCandidatesToMeasureOnly) {
+  const Predictor predictor = calibratedPredictor();
+  FakeMeasurer measurer(predictor, 1.0);
+  inputs_.calibration.reset();
+  config_.calibrationPath.clear();
+  config_.calibrationRounds = 1;
+  config_.measure.count = 2;
+  RecordingProgress progress;
+  const CalibratedSetup setup = calibrate(config_, inputs_, fourLayerProfile(), measurer, progress);
+  ASSERT_TRUE(setup.calibrationError.empty()) << setup.calibrationError;
+  EXPECT_TRUE(progress.said("calibration pass 1: ")) << progress.phases.front();
+
+  std::set<std::string> timed;
+  for (const Candidate& reference : measurer.requests) {
+    timed.insert(reference.scheduleLabel() + " " + std::string(checkpointName(reference.checkpoint)) + " x" +
+                 std::to_string(reference.chunks));
+  }
+  EXPECT_EQ(timed.count("gpipe never x1") + timed.count("gpipe never x4"), 2u) << "GPipe at every chunk count";
+  // The candidates the calibrated sweep measures have their shapes timed at their chunk counts,
+  // and nothing else is: the grid of 4 shapes at 2 chunk counts is not.
+  for (const Candidate& candidate : candidatesToMeasure(config_, setup.profile, setup.cluster, setup.calibration)) {
+    const std::string label = candidate.scheduleLabel() + " " + std::string(checkpointName(candidate.checkpoint)) +
+                              " x" + std::to_string(candidate.chunks);
+    EXPECT_EQ(timed.count(label), 1u) << label << " is measured but was not calibrated";
+  }
+  EXPECT_LT(timed.size(), referencePlan(4, config_.batch, config_.chunks, 2,
+                                        referenceShapes(config_.schedules, {1}, config_.modes, 2, 4))
+                              .size());
 }
 
 TEST_F(SweepTest, ACtrlCWhileCalibratingLeavesAReportThatResumeCalibratesAndMeasures) {

@@ -42,43 +42,34 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
   return shapes;
 }
 
-std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
-                                     std::int64_t devices, const std::vector<PipelineShape>& shapes) {
-  // Each shape's chunk counts that its schedule can run, largest first.
-  std::vector<std::vector<Candidate>> byShape;
-  std::vector<std::int64_t> descending(chunks.begin(), chunks.end());
-  std::sort(descending.rbegin(), descending.rend());
-  descending.erase(std::unique(descending.begin(), descending.end()), descending.end());
-  for (const PipelineShape& shape : shapes) {
-    std::vector<Candidate>& runnable = byShape.emplace_back();
-    for (const std::int64_t m : descending) {
-      if (m < 1 || m > batch) continue;
-      Candidate reference =
-          referenceCandidate(layers, devices, m, batch, shape.schedule, shape.stagesPerDevice, shape.checkpoint);
-      if (reference.shapeError(microBatching(batch, m).count).empty()) runnable.push_back(std::move(reference));
-    }
-  }
+namespace {
+
+/// A plan from each shape's references (each list largest chunk count first; the first list is
+/// GPipe's without checkpoints, possibly empty): see referencePlan.
+std::vector<Candidate> orderedPlan(const std::vector<std::vector<Candidate>>& byShape) {
   std::vector<Candidate> plan;
-  if (byShape.empty() || byShape.front().empty()) return plan;
+  if (byShape.empty()) return plan;
   // GPipe at its largest chunk count; every other shape at its largest, with GPipe's other
   // chunk counts spread among them; GPipe at its largest again, so that the shapes are compared
   // with GPipe timed over the same seconds (the first references of a sweep ran 5-25% faster
   // than the ones a second later).
   const std::vector<Candidate>& gpipe = byShape.front();
   std::vector<Candidate> others;
+  std::size_t longest = gpipe.size();
   for (std::size_t k = 1; k < byShape.size(); ++k) {
     if (!byShape[k].empty()) others.push_back(byShape[k].front());
+    longest = std::max(longest, byShape[k].size());
   }
-  plan.push_back(gpipe.front());
-  const std::size_t spread = gpipe.size() - 1;  // GPipe's other chunk counts
+  if (!gpipe.empty()) plan.push_back(gpipe.front());
+  const std::size_t spread = gpipe.empty() ? 0 : gpipe.size() - 1;  // GPipe's other chunk counts
   std::size_t placed = 0;
   for (std::size_t k = 0; k <= others.size(); ++k) {
     // GPipe's j-th other chunk count goes before other shape (j + 1) * n / (spread + 1).
     while (placed < spread && (placed + 1) * others.size() / (spread + 1) <= k) plan.push_back(gpipe[1 + placed++]);
     if (k < others.size()) plan.push_back(others[k]);
   }
-  if (!others.empty()) plan.push_back(gpipe.front());
-  for (std::size_t index = 1; index < descending.size(); ++index) {  // then the rest, largest first
+  if (!gpipe.empty() && !others.empty()) plan.push_back(gpipe.front());
+  for (std::size_t index = 1; index < longest; ++index) {  // then the rest, largest first
     for (std::size_t k = 1; k < byShape.size(); ++k) {
       if (index < byShape[k].size()) plan.push_back(byShape[k][index]);
     }
@@ -86,11 +77,72 @@ std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, co
   return plan;
 }
 
-Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
-                               std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
-                               const CalibrationRounds& rounds, const std::vector<PipelineShape>& shapes,
-                               const StopToken& stop) {
-  const std::vector<Candidate> plan = referencePlan(profile.layerCount(), batch, chunks, devices, shapes);
+/// The reference of `shape` at each of `chunks` (largest first) that its schedule can run.
+std::vector<Candidate> runnableReferences(std::int64_t layers, std::int64_t batch, std::int64_t devices,
+                                          const PipelineShape& shape, const std::set<std::int64_t>& chunks) {
+  std::vector<Candidate> runnable;
+  for (auto m = chunks.rbegin(); m != chunks.rend(); ++m) {
+    if (*m < 1 || *m > batch) continue;
+    Candidate reference =
+        referenceCandidate(layers, devices, *m, batch, shape.schedule, shape.stagesPerDevice, shape.checkpoint);
+    if (reference.shapeError(microBatching(batch, *m).count).empty()) runnable.push_back(std::move(reference));
+  }
+  return runnable;
+}
+
+bool sameReferenceShape(const PipelineShape& a, const PipelineShape& b) {
+  return a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice && a.checkpoint == b.checkpoint;
+}
+
+}  // namespace
+
+std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
+                                     std::int64_t devices, const std::vector<PipelineShape>& shapes) {
+  std::vector<std::vector<Candidate>> byShape;
+  const std::set<std::int64_t> counts(chunks.begin(), chunks.end());
+  for (const PipelineShape& shape : shapes)
+    byShape.push_back(runnableReferences(layers, batch, devices, shape, counts));
+  if (byShape.empty() || byShape.front().empty()) return {};
+  return orderedPlan(byShape);
+}
+
+std::vector<Candidate> referencePlanFor(std::int64_t layers, std::int64_t batch, std::int64_t devices,
+                                        const std::vector<std::int64_t>& gpipeChunks,
+                                        const std::vector<Candidate>& candidates, const std::vector<Candidate>& timed) {
+  auto isTimed = [&](const PipelineShape& shape, std::int64_t m) {
+    return std::any_of(timed.begin(), timed.end(), [&](const Candidate& reference) {
+      return reference.chunks == m && sameReferenceShape(reference, shape);
+    });
+  };
+  std::vector<PipelineShape> shapes{gpipeReferenceShape()};
+  std::vector<std::set<std::int64_t>> wanted{{}};
+  for (const std::int64_t m : gpipeChunks) {
+    if (!isTimed(shapes.front(), m)) wanted.front().insert(m);
+  }
+  for (const Candidate& candidate : candidates) {
+    if (candidate.order || isTimed(candidate, candidate.chunks)) continue;
+    auto same = std::find_if(shapes.begin(), shapes.end(),
+                             [&](const PipelineShape& shape) { return sameReferenceShape(shape, candidate); });
+    if (same == shapes.end()) {
+      PipelineShape shape;
+      shape.schedule = candidate.schedule;
+      shape.stagesPerDevice = candidate.stagesPerDevice;
+      shape.checkpoint = candidate.checkpoint;
+      shapes.push_back(shape);
+      wanted.emplace_back();
+      same = shapes.end() - 1;
+    }
+    wanted[static_cast<std::size_t>(same - shapes.begin())].insert(candidate.chunks);
+  }
+  std::vector<std::vector<Candidate>> byShape;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    byShape.push_back(runnableReferences(layers, batch, devices, shapes[k], wanted[k]));
+  }
+  return orderedPlan(byShape);
+}
+
+std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candidate>& plan,
+                            const CalibrationRounds& rounds, std::vector<ReferenceRun>& runs, const StopToken& stop) {
   using Clock = std::chrono::steady_clock;
   auto secondsSince = [](Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
@@ -105,7 +157,6 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
   std::vector<double> lastSeconds(plan.size(), -1.0);
   double measuredSeconds = 0.0;
   std::size_t measuredCount = 0;
-  std::vector<ReferenceRun> runs;
   const auto start = Clock::now();
   std::int64_t round = 0;
   for (bool budgetLeft = !plan.empty(); budgetLeft && (rounds.maxRounds <= 0 || round < rounds.maxRounds);) {
@@ -115,8 +166,8 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
     for (std::size_t k = 0; k < plan.size(); ++k) {
       const double expected = lastSeconds[k] >= 0.0 ? lastSeconds[k]
                               : measuredCount > 0   ? measuredSeconds / static_cast<double>(measuredCount)
-                                                    : 0.0;
-      if (measuredCount > 0 && secondsSince(start) + expected > rounds.budgetSeconds) {
+                                                    : rounds.expectedSeconds;
+      if ((measuredCount > 0 || expected > 0.0) && secondsSince(start) + expected > rounds.budgetSeconds) {
         budgetLeft = false;
         break;
       }
@@ -137,6 +188,16 @@ Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profi
     }
     if (rounds.onRound) rounds.onRound(round, measuredThisRound, plan.size(), secondsSince(roundStart));
   }
+  return round;
+}
+
+Calibration measureCalibration(CandidateMeasurer& measurer, const Profile& profile, const Cluster& cluster,
+                               std::int64_t batch, const std::vector<std::int64_t>& chunks, std::int64_t devices,
+                               const CalibrationRounds& rounds, const std::vector<PipelineShape>& shapes,
+                               const StopToken& stop) {
+  const std::vector<Candidate> plan = referencePlan(profile.layerCount(), batch, chunks, devices, shapes);
+  std::vector<ReferenceRun> runs;
+  const std::int64_t round = timeReferences(measurer, plan, rounds, runs, stop);
   Calibration calibration = calibrationFromRuns(profile, cluster, runs);
   calibration.provenance.rounds = round;
   return calibration;

@@ -1,6 +1,8 @@
 // The sweep's predictions: the calibration, every candidate predicted by one Predictor, drift applied.
 #include <pipeprof/tuner/sweep_predictions.h>
 
+#include "sweep_calibration.h"
+
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/profiler/timeline_analysis.h>
 #include <pipeprof/runtime/pipe.h>
@@ -95,30 +97,18 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     setup.calibration = *inputs.calibration;
     progress.phase(describeCalibration(setup.calibration) + " (from " + config.calibrationPath + ")");
   } else {
-    const auto devices = static_cast<std::int64_t>(config.devices.size());
-    const std::vector<PipelineShape> shapes =
-        referenceShapes(config.schedules, config.stagesPerDevice, config.modes, devices, setup.profile.layerCount());
-    progress.phase(fmt::format("calibrating within {:g} s: {} shapes (schedule and checkpoint mode) at {} chunk "
-                               "counts, each at its largest first",
-                               config.calibrationBudgetSeconds, shapes.size(), config.chunks.size()));
+    progress.phase(fmt::format("calibrating within {:g} s: GPipe and the shapes (schedule and checkpoint mode) of "
+                               "the candidates to measure, at their chunk counts, {}",
+                               config.calibrationBudgetSeconds,
+                               config.calibrationRounds > 0 ? fmt::format("{} round(s) each", config.calibrationRounds)
+                                                            : std::string("as many rounds as the budget holds")));
     try {
-      CalibrationRounds rounds;
-      rounds.budgetSeconds = config.calibrationBudgetSeconds;
-      rounds.maxRounds = config.calibrationRounds;
-      rounds.warmupSteps = std::max<std::int64_t>(1, config.warmupSteps);
-      double referenceSeconds = 0.0;
-      std::size_t referenceRuns = 0;
-      rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
-        referenceSeconds += seconds;
-        referenceRuns += measured;
-        progress.phase(fmt::format("calibration round {}: {} of {} reference pipelines in {:.1f} s", round, measured,
-                                   planned, seconds));
-      };
-      setup.calibration = measureCalibration(measurer, setup.profile, setup.cluster, config.batch, config.chunks,
-                                             devices, rounds, shapes, stop);
+      const SweepCalibration timed =
+          calibrateForMeasuring(config, setup.profile, setup.cluster, measurer, progress, stop);
+      setup.calibration = timed.calibration;
       stampProvenance(setup.calibration, config.model, config.batch, config.devices);
       setup.runSetupSeconds =
-          runSetupSeconds(setup.calibration, referenceSeconds, referenceRuns, rounds.warmupSteps + rounds.steps);
+          runSetupSeconds(setup.calibration, timed.referenceSeconds, timed.referenceRuns, timed.stepsPerRun);
     } catch (const TrainingStopped&) {
       throw;  // not a failed calibration: the sweep was interrupted
     } catch (const std::exception& failure) {

@@ -14,6 +14,7 @@
 #include <pipeprof/core/stop_token.h>
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/simulator/calibration.h>
+#include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 
 #include <cstdint>
@@ -38,6 +39,9 @@ struct CalibrationRounds {
   std::int64_t maxRounds = 0;
   std::int64_t warmupSteps = 1;
   std::int64_t steps = 4;
+  /// What a reference is expected to take before any of these rounds has run (the references
+  /// of an earlier pass took it on average); 0: unknown, and the first reference always runs.
+  double expectedSeconds = 0.0;
   /// Called after each round with its number (from 1), the reference pipelines it trained, the
   /// plan's size and the seconds it took: the sweep and `pipeprof calibrate` print it (on an
   /// H200 a round of 72 traced references took over 45 s, silent before).
@@ -69,6 +73,25 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 /// (calibration_fit.h): the rest refine it.
 std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
                                      std::int64_t devices, const std::vector<PipelineShape>& shapes);
+
+/// The reference pipelines that calibrate the predictions of `candidates` (those a sweep is
+/// about to measure), in the order referencePlan gives: GPipe without checkpoints at each of
+/// `gpipeChunks` (its corrections are every other shape's until that shape has its own, and the
+/// drift correction's reference), and each candidate's shape (schedule, v, checkpoint mode) at
+/// the candidate's chunk count; none that `timed` (references timed already) holds, and none
+/// for a custom order. A sweep's calibration grows with the shapes it measures, not with every
+/// shape and chunk count it predicts (the default mlp sweep: 12-16 references, not 70).
+std::vector<Candidate> referencePlanFor(std::int64_t layers, std::int64_t batch, std::int64_t devices,
+                                        const std::vector<std::int64_t>& gpipeChunks,
+                                        const std::vector<Candidate>& candidates,
+                                        const std::vector<Candidate>& timed = {});
+
+/// Trains `plan` in rounds through `measurer`, traced, within the rounds' budget and rounds
+/// (CalibrationRounds), appending each run to `runs`; returns the rounds begun. Throws what the
+/// measurer throws, and TrainingStopped when `stop` asks (between references too).
+std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candidate>& plan,
+                            const CalibrationRounds& rounds, std::vector<ReferenceRun>& runs,
+                            const StopToken& stop = {});
 
 /// Trains the reference plan of `shapes` and `chunks` in rounds through `measurer`, traced,
 /// within the rounds' budget, and fits the calibration to them (calibrationFromRuns). More

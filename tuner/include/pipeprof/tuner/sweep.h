@@ -58,7 +58,9 @@ struct SweepConfig {
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 20.0;  ///< the reference rounds end within this (CalibrationRounds)
-  std::int64_t calibrationRounds = 0;      ///< at most this many reference rounds (0: as the budget holds)
+  /// At most this many rounds of each pass of references (0: as many as the budget holds);
+  /// tuner/src/sweep_calibration.h.
+  std::int64_t calibrationRounds = 1;
   /// > 0: the whole sweep is to end within this many seconds (`--time`; withinTime() plans it).
   /// 0: no limit.
   double timeLimitSeconds = 0.0;
