@@ -9,6 +9,9 @@ their share, the step MAPE after and before the drift factor, and the Spearman r
     bench/calibration_budget.py --old /tmp/old/pipeprof --new build/cli/pipeprof --runs 2 \\
         --sweep default --sweep demo
 
+More than two: --build "LABEL=BINARY [EXTRA FLAGS]" (repeatable) adds a build, or the same build
+with flags of its own (e.g. --build "rounds2=build/cli/pipeprof --calibration-rounds 2").
+
 --sweep names a sweep of SWEEPS (the README's default, issue 55's demo flags) or gives its flags.
 """
 import argparse
@@ -50,30 +53,37 @@ def run_sweep(binary, flags, out_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--old", required=True, help="the old build's pipeprof")
-    parser.add_argument("--new", required=True, help="the new build's pipeprof")
+    parser.add_argument("--old", help="the old build's pipeprof")
+    parser.add_argument("--new", help="the new build's pipeprof")
+    parser.add_argument("--build", action="append", default=[],
+                        help="LABEL=BINARY [EXTRA FLAGS]: one more build, or a build with flags (repeatable)")
     parser.add_argument("--sweep", action="append", help="a name of SWEEPS or sweep flags (repeatable)")
     parser.add_argument("--runs", type=int, default=2, help="runs of each build per sweep, alternated")
     parser.add_argument("--out", help="keep each run's report and log here (default: a temporary folder)")
     args = parser.parse_args()
     sweeps = args.sweep or ["default"]
+    builds = [(name, binary, "") for name, binary in (("old", args.old), ("new", args.new)) if binary]
+    for text in args.build:
+        label, _, command = text.partition("=")
+        binary, _, extra = command.strip().partition(" ")
+        builds.append((label, binary, extra.strip()))
+    if len(builds) < 2:
+        parser.error("give at least two builds (--old and --new, or --build)")
     print("| sweep | build | run | wall s | calibrating s (share) | step MAPE (before drift) | Spearman |")
     print("|---|---|---|---|---|---|---|")
     totals = {}
     for sweep in sweeps:
         flags = SWEEPS.get(sweep, sweep)
         for run in range(args.runs):
-            order = [("old", args.old), ("new", args.new)]
-            if run % 2 == 1:
-                order.reverse()
-            for name, binary in order:
+            order = builds[run % len(builds):] + builds[:run % len(builds)]  # each run starts with another
+            for name, binary, extra in order:
                 if args.out:
                     out_dir = os.path.join(args.out, f"{sweep if sweep in SWEEPS else 'flags'}-{name}-{run + 1}")
                     os.makedirs(out_dir, exist_ok=True)
-                    r = run_sweep(binary, flags, out_dir)
+                    r = run_sweep(binary, f"{flags} {extra}", out_dir)
                 else:
                     with tempfile.TemporaryDirectory(prefix="pipeprof-calibration-budget-") as out_dir:
-                        r = run_sweep(binary, flags, out_dir)
+                        r = run_sweep(binary, f"{flags} {extra}", out_dir)
                 totals.setdefault((sweep, name), []).append(r)
                 print(f"| {sweep} | {name} | {run + 1} | {r['wall']:.1f} | {r['calibration']:.1f} "
                       f"({100 * r['calibration'] / r['wall']:.0f}%) | {r['step_mape']:.1f}% "
