@@ -129,6 +129,36 @@ TEST(ReferenceCalibration, AReferenceExpectedToOverrunTheBudgetDoesNotStart) {
   EXPECT_TRUE(measurer.chunks.empty());
 }
 
+/// Its first run's threads waited for a CPU half of every step (another process took the cores).
+class ContendedOnceMeasurer : public CandidateMeasurer {
+ public:
+  MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override {
+    ++calls;
+    MeasuredRun run;
+    const auto steps = static_cast<std::size_t>(request.steps);
+    run.measurement.addRound(std::vector<TimeNs>(steps, 1000), {0, 0}, candidate.batch, 0.0,
+                             std::vector<TimeNs>(steps, calls == 1 ? 500 : 0));
+    run.trace.metadata["run"] = std::to_string(calls);
+    return run;
+  }
+  int calls = 0;
+};
+
+TEST(ReferenceCalibration, AContendedReferenceIsTimedAgainAndTheSecondRunKept) {
+  ContendedOnceMeasurer measurer;
+  CalibrationRounds rounds;
+  rounds.maxRounds = 1;
+  std::vector<std::string> retried;
+  rounds.onContended = [&](const Candidate& reference) { retried.push_back(reference.label()); };
+  std::vector<ReferenceRun> runs;
+  EXPECT_EQ(timeReferences(measurer, {referenceCandidate(4, 2, 4, 8), referenceCandidate(4, 2, 1, 8)}, rounds, runs),
+            1);
+  EXPECT_EQ(measurer.calls, 3) << "the first reference twice, the second once";
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].trace.metadata.at("run"), "2");
+  EXPECT_EQ(retried, (std::vector<std::string>{referenceCandidate(4, 2, 4, 8).label()}));
+}
+
 TEST(ReferenceCalibration, ANoughtBudgetTimesTheFirstReferenceOnce) {
   CountingMeasurer measurer;
   CalibrationRounds rounds;

@@ -1,6 +1,7 @@
 // Measuring a calibration: reference pipelines timed in interleaved rounds, then fitted.
 #include <pipeprof/tuner/reference_calibration.h>
 
+#include <pipeprof/core/measuring_conditions.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_options.h>
 #include <pipeprof/simulator/calibration_fit.h>
@@ -43,6 +44,12 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 }
 
 namespace {
+
+/// Whether another process kept the run's threads waiting for a CPU past kContendedCpuWait.
+bool contended(const Measurement& measurement) {
+  const std::optional<double> wait = cpuWaitShare(measurement.stepNs, measurement.stepCpuWaitNs);
+  return wait && *wait > kContendedCpuWait;
+}
 
 /// A plan from each shape's references (each list largest chunk count first; the first list is
 /// GPipe's without checkpoints, possibly empty): see referencePlan.
@@ -175,7 +182,15 @@ std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candi
       const auto referenceStart = Clock::now();
       ReferenceRun run;
       run.candidate = plan[k];
-      run.trace = measurer.measure(run.candidate, request).trace;
+      MeasuredRun measured = measurer.measure(run.candidate, request);
+      if (contended(measured.measurement) &&
+          secondsSince(start) + secondsSince(referenceStart) <= rounds.budgetSeconds) {
+        // Another process took the CPUs while it ran: time it again, as the measuring rounds
+        // do, and keep the second run (one round's reference is its shape's only sample).
+        if (rounds.onContended) rounds.onContended(run.candidate);
+        measured = measurer.measure(run.candidate, request);
+      }
+      run.trace = std::move(measured.trace);
       runs.push_back(std::move(run));
       lastSeconds[k] = secondsSince(referenceStart);
       measuredSeconds += lastSeconds[k];

@@ -46,6 +46,9 @@ struct CalibrationRounds {
   /// plan's size and the seconds it took: the sweep and `pipeprof calibrate` print it (on an
   /// H200 a round of 72 traced references took over 45 s, silent before).
   std::function<void(std::int64_t round, std::size_t measured, std::size_t planned, double seconds)> onRound;
+  /// Called when a reference's threads waited for a CPU past kContendedCpuWait (another process
+  /// competed for the cores) and it is timed again, once, where the budget holds it.
+  std::function<void(const Candidate& reference)> onContended;
 };
 
 /// gpipe without checkpoints: the reference shape every calibration times (its own corrections,
@@ -80,7 +83,7 @@ std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, co
 /// drift correction's reference), and each candidate's shape (schedule, v, checkpoint mode) at
 /// the candidate's chunk count; none that `timed` (references timed already) holds, and none
 /// for a custom order. A sweep's calibration grows with the shapes it measures, not with every
-/// shape and chunk count it predicts (the default mlp sweep: 12-16 references, not 70).
+/// shape and chunk count it predicts (the default mlp sweep: 13 references in its first pass, not 70).
 std::vector<Candidate> referencePlanFor(std::int64_t layers, std::int64_t batch, std::int64_t devices,
                                         const std::vector<std::int64_t>& gpipeChunks,
                                         const std::vector<Candidate>& candidates,
