@@ -50,7 +50,7 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
   result.stepsPerRun = std::max<std::int64_t>(1, config.warmupSteps) + CalibrationRounds{}.steps;
   std::vector<ReferenceRun> runs;
   std::vector<Candidate> timed;
-  for (std::int64_t pass = 1;; ++pass) {
+  for (std::int64_t pass = 1; pass <= kCalibrationPasses; ++pass) {
     const std::vector<Candidate> selected = candidatesToMeasure(config, profile, cluster, result.calibration);
     const std::vector<Candidate> plan =
         referencePlanFor(profile.layerCount(), config.batch, devices, config.chunks, selected, timed);
@@ -60,7 +60,8 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
         result.referenceRuns > 0 ? result.referenceSeconds / static_cast<double>(result.referenceRuns) : 0.0;
     if (pass > 1 && left < expected) {
       progress.phase(fmt::format("calibration: the budget is spent; {} reference pipeline(s) of {} shape(s) the "
-                                 "candidates to measure need left untimed (they keep GPipe's corrections)",
+                                 "candidates to measure need left untimed (they take their schedule's corrections "
+                                 "in another mode, else GPipe's)",
                                  plan.size(), shapesIn(plan)));
       break;
     }
@@ -73,6 +74,11 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
     rounds.maxRounds = config.calibrationRounds;
     rounds.warmupSteps = result.stepsPerRun - rounds.steps;
     rounds.expectedSeconds = expected;
+    rounds.onContended = [&](const Candidate& reference) {
+      progress.phase(fmt::format("calibration: another process competed for the CPUs during {} {} x{}; timing it "
+                                 "again",
+                                 reference.orderLabel(), checkpointName(reference.checkpoint), reference.chunks));
+    };
     rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
       result.referenceSeconds += seconds;
       result.referenceRuns += measured;

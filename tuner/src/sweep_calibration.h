@@ -6,13 +6,13 @@
 //            (schedule, v, checkpoint mode) at its candidates' chunk counts, in rounds
 //   pass 2.. fit, rank again, select again: the shapes and chunk counts not yet timed (a
 //            shape the corrections moved into the selection) are timed in their own rounds
-//   end      when the selection needs nothing new (each pass times at least one reference more,
-//            so this ends by the grid of every shape at every chunk count at the latest), or
-//            when the budget is spent: a shape never timed is predicted with GPipe's corrections
+//   end      when the selection needs nothing new, after kCalibrationPasses, or when the budget
+//            is spent: a shape never timed is predicted with its schedule's corrections in
+//            another mode, else GPipe's (Calibration::correctingShape)
 //
-// The default mlp sweep times 12-16 references a round instead of the 70 of every shape and
-// chunk count (tuner/reference_calibration.h): the candidates it predicts but does not measure
-// keep GPipe's corrections, which is what the calibration gave them before it had shapes.
+// The default mlp sweep times 13 references in its first pass and 20-26 in all, instead of the 70
+// a round of every shape at every chunk count (tuner/reference_calibration.h): the candidates it
+// predicts but does not measure take their schedule's corrections in another mode, else GPipe's.
 #pragma once
 
 #include <pipeprof/core/cluster.h>
@@ -28,6 +28,12 @@
 #include <vector>
 
 namespace pipeprof::tuner {
+
+/// At most this many passes. Each pass's references are noisy, and the selection they imply
+/// moves by a few candidates each time: the default mlp sweep's passes timed 13, 7, 6, 4, 3, 2,
+/// 4, 2 and 1 references when nothing bounded them (4.6 s, 13% of the sweep), 13, 5-7 and 1-5
+/// with three (1.6-3.2 s).
+constexpr std::int64_t kCalibrationPasses = 3;
 
 /// What the sweep's reference pipelines gave: the calibration and what the runs took.
 struct SweepCalibration {
