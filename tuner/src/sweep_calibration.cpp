@@ -29,11 +29,13 @@ std::vector<Candidate> candidatesToMeasure(const SweepConfig& config, const Prof
 
 namespace {
 
-/// "3 shapes" of the plan's references besides GPipe's: what a pass's line counts.
+/// How many shapes (schedule and checkpoint mode, GPipe's included) the plan's references hold:
+/// what a pass's line counts.
 std::size_t shapesIn(const std::vector<Candidate>& plan) {
   std::set<std::string> shapes;
-  for (const Candidate& reference : plan)
+  for (const Candidate& reference : plan) {
     shapes.insert(reference.scheduleLabel() + " " + std::string(checkpointName(reference.checkpoint)));
+  }
   return shapes.size();
 }
 
