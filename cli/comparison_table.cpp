@@ -58,7 +58,7 @@ std::string roundsNote(const Measurement& measurement) {
     notes.push_back(fmt::format("rounds disagree by {:.0f}%", measurement.roundSpread() * 100.0));
   }
   std::int64_t contended = 0;
-  for (const std::optional<double>& wait : measurement.roundCpuWait()) contended += wait && *wait > kContendedCpuWait;
+  for (const std::optional<double>& wait : measurement.roundCpuWait()) contended += contendedForCpus(wait);
   if (contended > 0) notes.push_back(fmt::format("{} round(s) with the CPUs contended", contended));
   if (!measurement.discardedRounds.empty()) {
     notes.push_back(fmt::format("{} round(s) measured again", measurement.discardedRounds.size()));

@@ -56,7 +56,7 @@ MeasuringConditions summarizeMeasuringConditions(const Report& report) {
     conditions.roundsAgreeCount += measurement.roundsAgree() ? 1 : 0;
     conditions.remeasuredRounds += static_cast<std::int64_t>(measurement.discardedRounds.size());
     for (const std::optional<double>& wait : measurement.roundCpuWait()) {
-      conditions.contendedRounds += wait && *wait > kContendedCpuWait ? 1 : 0;
+      conditions.contendedRounds += contendedForCpus(wait) ? 1 : 0;
     }
     if (!best || measurement.stepNsMedian < report.candidates[*best].measurement->stepNsMedian) best = index;
   }

@@ -44,10 +44,7 @@ struct TimedRun {
 
   /// Its threads' wait for a CPU over its steps' time; nullopt where not measured.
   std::optional<double> cpuWait() const { return cpuWaitShare(run.measurement.stepNs, run.measurement.stepCpuWaitNs); }
-  bool contended() const {
-    const std::optional<double> wait = cpuWait();
-    return wait && *wait > kContendedCpuWait;
-  }
+  bool contended() const { return contendedForCpus(cpuWait()); }
 };
 
 TimedRun timedRun(MeasuringContext& context, const Candidate& candidate, const MeasureRequest& request) {

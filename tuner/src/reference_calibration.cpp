@@ -45,12 +45,6 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 
 namespace {
 
-/// Whether another process kept the run's threads waiting for a CPU past kContendedCpuWait.
-bool contended(const Measurement& measurement) {
-  const std::optional<double> wait = cpuWaitShare(measurement.stepNs, measurement.stepCpuWaitNs);
-  return wait && *wait > kContendedCpuWait;
-}
-
 /// A plan from each shape's references (each list largest chunk count first; the first list is
 /// GPipe's without checkpoints, possibly empty): see referencePlan.
 std::vector<Candidate> orderedPlan(const std::vector<std::vector<Candidate>>& byShape) {
@@ -183,7 +177,8 @@ std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candi
       ReferenceRun run;
       run.candidate = plan[k];
       MeasuredRun measured = measurer.measure(run.candidate, request);
-      if (contended(measured.measurement) &&
+      const Measurement& timed = measured.measurement;
+      if (contendedForCpus(cpuWaitShare(timed.stepNs, timed.stepCpuWaitNs)) &&
           secondsSince(start) + secondsSince(referenceStart) <= rounds.budgetSeconds) {
         // Another process took the CPUs while it ran: time it again, as the measuring rounds
         // do, and keep the second run (one round's reference is its shape's only sample).

@@ -32,10 +32,8 @@ namespace {
 /// How many shapes (schedule and checkpoint mode, GPipe's included) the plan's references hold:
 /// what a pass's line counts.
 std::size_t shapesIn(const std::vector<Candidate>& plan) {
-  std::set<std::string> shapes;
-  for (const Candidate& reference : plan) {
-    shapes.insert(reference.scheduleLabel() + " " + std::string(checkpointName(reference.checkpoint)));
-  }
+  std::set<ReferenceShape> shapes;
+  for (const Candidate& reference : plan) shapes.insert(ReferenceShape::of(reference));
   return shapes.size();
 }
 

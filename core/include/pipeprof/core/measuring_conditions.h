@@ -40,6 +40,13 @@ struct MeasuringConditions {
 /// when it drifted").
 inline constexpr double kContendedCpuWait = 0.25;
 
+/// Whether a run or round whose threads waited `cpuWaitShare` of its steps' time for a CPU
+/// (cpuWaitShare, Measurement::roundCpuWait) ran contended: past kContendedCpuWait. Unknown
+/// waits are not contended.
+inline bool contendedForCpus(std::optional<double> cpuWaitShare) {
+  return cpuWaitShare && *cpuWaitShare > kContendedCpuWait;
+}
+
 MeasuringConditions summarizeMeasuringConditions(const Report& report);
 
 /// Half the range of a measurement's round medians over its median, as a fraction: what the
