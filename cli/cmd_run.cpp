@@ -89,9 +89,8 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
 
   if (!flags.splitAt.empty()) {
     if (flags.balance != "auto") throw UsageError("give --balance or --split-at, not both");
-    std::vector<std::string> names;
-    for (const auto& named : model.sequential->named_children()) names.push_back(named.key());
-    candidate.balance = parseFlag("--split-at", [&] { return balanceFromSplitPoints(names, flags.splitAt); });
+    candidate.balance =
+        parseFlag("--split-at", [&] { return balanceFromSplitPoints(layerNames(model), flags.splitAt); });
   } else if (flags.balance == "auto") {
     if (candidate.order) {
       throw UsageError("--balance auto searches the generated schedules; give --schedule-file its balance (--balance "

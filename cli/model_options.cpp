@@ -78,7 +78,10 @@ CLI::Option* addDevicesFlag(CLI::App& command, std::string& devices, const std::
 }
 
 Model buildModelFromFlags(const ModelFlags& flags) {
-  return buildModel(flags.spec());  // std::invalid_argument (unknown model, bad file): exit 2 as a UsageError
+  // std::invalid_argument (unknown model, bad file, a sample shape it cannot take): exit 2 as a UsageError
+  Model model = buildModel(flags.spec());
+  checkSamplesFit(model);
+  return model;
 }
 
 std::int64_t batchFromFlags(const ModelFlags& flags, const Model& model) {

@@ -29,7 +29,8 @@ SweepModel resolveSweepModel(ModelSpec spec, std::vector<DeviceDesc> devices, st
   torchDevices(devices);  // CUDA present and indices in range
   const auto count = static_cast<std::int64_t>(devices.size());
   spec.threads = sweepThreads(spec.threads, count, hardwareThreads());
-  const Model model = buildModel(spec);
+  Model model = buildModel(spec);
+  checkSamplesFit(model);
   SweepModel resolved{std::move(spec), std::move(devices), batch > 0 ? batch : model.defaultBatch,
                       static_cast<std::int64_t>(model.sequential->size())};
   if (resolved.layers < count) {

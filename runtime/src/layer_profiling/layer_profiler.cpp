@@ -330,6 +330,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   const std::vector<torch::Tensor> parameters = sequential->parameters();
   const torch::Device home = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
   Layers layers = layersOf(sequential);
+  layers.names = layerNames(model);
   const auto n = static_cast<std::int64_t>(layers.modules.size());
 
   Profile profile;

@@ -1,9 +1,11 @@
 // The model zoo's registry: names, descriptions and dispatch to each model's builder or TorchScript.
 #include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/skip.h>
 #include <pipeprof/runtime/torch_environment.h>
 
 #include "models/zoo.h"
 
+#include <map>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -82,6 +84,77 @@ Model buildModel(const ModelSpec& spec) {
   }
   if (spec.threads > 0) setIntraOpThreads(spec.threads);
   return buildModel(spec.name, spec.options);
+}
+
+std::vector<std::string> layerNames(const Model& model) {
+  if (!model.layerPaths.empty()) return model.layerPaths;
+  std::vector<std::string> names;
+  for (const auto& named : model.sequential->named_children()) names.push_back(named.key());
+  return names;
+}
+
+namespace {
+
+/// The skips of one trial forward, apart from the thread's own.
+class TrialSkipTracker final : public SkipTracker {
+ public:
+  void stash(const SkipKey& key, torch::Tensor tensor) override { stashed_[key] = std::move(tensor); }
+  torch::Tensor pop(const SkipKey& key) override {
+    const auto found = stashed_.find(key);
+    if (found == stashed_.end()) throw std::runtime_error("nothing stashed under '" + key.second + "'");
+    torch::Tensor tensor = std::move(found->second);
+    stashed_.erase(found);
+    return tensor;
+  }
+
+ private:
+  std::map<SkipKey, torch::Tensor> stashed_;
+};
+
+std::string shapeText(at::IntArrayRef sizes) {
+  std::string text;
+  for (std::int64_t size : sizes) text += (text.empty() ? "" : ", ") + std::to_string(size);
+  return "[" + text + "]";
+}
+
+/// The last line of an error that says something (TorchScript's end with the error itself).
+std::string lastLine(const std::string& message) {
+  std::size_t end = message.find_last_not_of(" \n");
+  if (end == std::string::npos) return message;
+  const std::size_t begin = message.rfind('\n', end);
+  return message.substr(begin == std::string::npos ? 0 : begin + 1,
+                        end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+}  // namespace
+
+void checkSamplesFit(Model& model) {
+  if (!endsWith(model.name, ".pt")) return;
+  const torch::Tensor samples = model.makeBatch(2, 0).input;
+  const std::vector<std::string> names = layerNames(model);
+  const bool training = model.sequential->is_training();
+  model.sequential->eval();
+  TrialSkipTracker skips;
+  ScopedSkipTracker scope(&skips);
+  torch::NoGradGuard noGradients;
+  torch::Tensor x = samples;
+  std::size_t i = 0;
+  for (auto& layer : *model.sequential) {
+    const std::vector<std::int64_t> input = x.sizes().vec();
+    try {
+      x = layer.any_forward(x).get<torch::Tensor>();
+    } catch (const std::exception& error) {
+      model.sequential->train(training);
+      const auto* torchError = dynamic_cast<const c10::Error*>(&error);
+      throw std::invalid_argument("TorchScript model '" + model.name + "': its samples of shape " +
+                                  shapeText(samples.sizes().slice(1)) +
+                                  " (--input-shape, else its pipeprof_input_shape attribute) do not fit: layer '" +
+                                  names.at(i) + "' refused an input of shape " + shapeText(input) + ": " +
+                                  lastLine(torchError ? torchError->what_without_backtrace() : error.what()));
+    }
+    ++i;
+  }
+  model.sequential->train(training);
 }
 
 }  // namespace pipeprof

@@ -1,6 +1,9 @@
-// Loading a user's model from a TorchScript file whose top level is a Sequential (or a subclass).
+// Loading a user's model from a TorchScript file: a Sequential's children are its layers, any other
+// forward is split at its submodule calls (graph_model.h).
 #include "models/zoo.h"
 
+#include "models/graph_model.h"
+#include "models/graph_split.h"
 #include "models/imported_task.h"
 #include "stage/shared_parameters.h"
 
@@ -73,34 +76,6 @@ class ScriptedLayerImpl : public torch::nn::Module, public ReplicaHolder {
 };
 TORCH_MODULE(ScriptedLayer);
 
-/// Whether the module's forward is a Sequential's: each child's forward once, in order, each on
-/// the previous one's output, the last one's returned. A scripted nn.Sequential, or a subclass
-/// that keeps its forward, compiles to exactly that chain.
-bool forwardChainsItsChildren(const torch::jit::Module& scripted) {
-  const auto method = scripted.find_method("forward");
-  if (!method) return false;
-  const std::shared_ptr<torch::jit::Graph> graph = method->graph();
-  if (graph->inputs().size() != 2 || graph->outputs().size() != 1) return false;
-  const torch::jit::Value* self = graph->inputs()[0];
-  const torch::jit::Value* x = graph->inputs()[1];
-  std::map<const torch::jit::Value*, std::string> children;  // what each GetAttr of self reads
-  std::vector<std::string> called;
-  for (torch::jit::Node* node : graph->nodes()) {
-    if (node->kind() == c10::prim::GetAttr && node->input(0) == self) {
-      children[node->output()] = node->s(c10::attr::name);
-    } else if (node->kind() == c10::prim::CallMethod && node->s(c10::attr::name) == "forward" &&
-               node->inputs().size() == 2 && children.count(node->input(0)) > 0 && node->input(1) == x) {
-      called.push_back(children.at(node->input(0)));
-      x = node->output();
-    } else {
-      return false;
-    }
-  }
-  std::vector<std::string> expected;
-  for (const auto& child : scripted.named_children()) expected.push_back(child.name);
-  return graph->outputs()[0] == x && called == expected;
-}
-
 }  // namespace
 
 Model loadTorchScriptModel(const std::string& path, const ModelOptions& options) {
@@ -110,25 +85,19 @@ Model loadTorchScriptModel(const std::string& path, const ModelOptions& options)
   } catch (const c10::Error& e) {
     throw std::invalid_argument("cannot load TorchScript model '" + path + "': " + e.what_without_backtrace());
   }
-  const std::string type = scripted.type()->name() ? scripted.type()->name()->qualifiedName() : "";
   if (scripted.named_children().size() == 0) {
     throw std::invalid_argument("TorchScript model '" + path +
-                                "' has no children; it needs a Sequential of at least "
-                                "one layer");
-  }
-  if (!forwardChainsItsChildren(scripted)) {
-    throw std::invalid_argument("TorchScript model '" + path +
-                                "' must be an nn.Sequential or a subclass that keeps "
-                                "its forward (got '" +
-                                type +
-                                "', whose forward does more than run its children in "
-                                "order); script an nn.Sequential whose children are the layers");
+                                "' has no submodules; pipeprof splits a model into layers at its submodule calls");
   }
   const ImportedTask task = importedTask(scripted, options, path);
   Model model;
   model.name = path;
-  for (const auto& child : scripted.named_children()) {
-    model.sequential->push_back(std::string(child.name), ScriptedLayer(child.value));
+  if (forwardChainsItsChildren(scripted)) {
+    for (const auto& child : scripted.named_children()) {
+      model.sequential->push_back(std::string(child.name), ScriptedLayer(child.value));
+    }
+  } else {
+    addGraphLayers(scripted, path, model);
   }
   model.defaultBatch = 8;
   applyTask(task, model);

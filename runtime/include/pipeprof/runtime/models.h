@@ -48,10 +48,17 @@ struct ModelInfo {
 /// The built-in models, in a stable order ("mlp" first: it is the default).
 std::vector<ModelInfo> zooModels();
 
-/// Builds a zoo model by name, or loads a TorchScript file (path ending in ".pt") whose top
-/// level is a Sequential (its children become the layers). Throws std::invalid_argument for
-/// an unknown name (listing the known ones) or an unreadable/unsuitable file.
+/// Builds a zoo model by name, or loads a TorchScript file (path ending in ".pt"): a Sequential's
+/// children become the layers, any other forward is split at its submodule calls (docs/runtime.md,
+/// "Bringing a model"). Throws std::invalid_argument for an unknown name (listing the known ones)
+/// or an unreadable/unsuitable file.
 Model buildModel(const std::string& nameOrPath, const ModelOptions& options = {});
+
+/// For a TorchScript model, whose sample shape a user gives (--input-shape, else its
+/// pipeprof_input_shape attribute): runs two samples through the layers in turn, in eval mode
+/// and without gradients, and throws std::invalid_argument naming the sample shape, the layer
+/// that refused its input, that input's shape and the layer's own error. Nothing for a zoo model.
+void checkSamplesFit(Model& model);
 
 /// A model to build again for every run (each measured run trains a fresh one): what the
 /// CLI's model flags name.

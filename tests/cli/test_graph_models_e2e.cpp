@@ -1,0 +1,82 @@
+// End-to-end: a model scripted as its authors wrote it (a GPT-style LM with a ModuleList and a
+// tied head, tests/fixtures/make_graph_models.py) through `models`, `run` threaded and with one
+// process per stage, and `sweep`.
+#include "support/run_process.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace pipeprof {
+namespace {
+
+using test::pipeprof;
+using test::ProcessResult;
+
+const std::string kFixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
+const std::string kLanguageModel = kFixtures + "graph_language_model.pt";
+const std::string kRun =
+    "run --model " + kLanguageModel +
+    " --batch 8 --chunks 4 --seed 7 --lr 0.5 --warmup 1 --steps 2 --threads 1 --timeout 30 --json ";
+
+nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(out.substr(out.find("\n{") + 1)); }
+
+std::vector<double> losses(const std::string& flags) {
+  const ProcessResult r = pipeprof(kRun + flags);
+  EXPECT_EQ(r.code, 0) << flags << "\n" << r.all;
+  if (r.code != 0) return {};
+  return lastJson(r.all).at("losses").get<std::vector<double>>();
+}
+
+TEST(GraphModelsE2E, ModelsListsTheLayersByModulePathAndWhatCrossesEachCut) {
+  const ProcessResult r = pipeprof("models " + kLanguageModel + " --json");
+  ASSERT_EQ(r.code, 0) << r.all;
+  const nlohmann::json listing = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& layer : listing.at("layers")) names.push_back(layer.at("name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"wte", "wpe", "h.0", "h.1", "h.2", "ln_f", "lm_head"}));
+  EXPECT_EQ(listing.at("layers")[2].at("crossing"), nlohmann::json::array({"output", "mask.1>h.1"}));
+  EXPECT_EQ(listing.at("layers")[6].at("crossing"), nlohmann::json::array());
+  EXPECT_EQ(listing.at("unsplittable"), nlohmann::json::array());
+
+  const ProcessResult joined = pipeprof("models " + kFixtures + "graph_int_from_a_call.pt");
+  ASSERT_EQ(joined.code, 0) << joined.all;
+  EXPECT_NE(joined.out.find("no stage may begin at 'fc': the value 'n.1' (int, made by prim::CallMethod at "),
+            std::string::npos)
+      << joined.out;
+  const ProcessResult refused = pipeprof("models " + kFixtures + "graph_two_inputs.pt");
+  EXPECT_EQ(refused.code, 2) << refused.all;
+  EXPECT_NE(refused.all.find("forward's argument 'scale' has no default"), std::string::npos) << refused.all;
+  const ProcessResult shape = pipeprof("profile --model " + kFixtures + "graph_resnet.pt --input-shape 5,7");
+  EXPECT_EQ(shape.code, 2) << shape.all;
+  EXPECT_NE(shape.all.find("layer 'conv1' refused an input of shape [2, 5, 7]"), std::string::npos) << shape.all;
+}
+
+TEST(GraphModelsE2E, OneProcessPerStageTrainsToTheThreadedPipesLossesWithTheTiedHeadAcrossRanks) {
+  for (const std::string schedule : {"1f1b", "zb1p"}) {
+    const std::vector<double> threaded = losses("--devices cpu,cpu --split-at h.1 --schedule " + schedule);
+    const std::vector<double> ranks = losses("--procs 2 --split-at h.1 --schedule " + schedule);
+    ASSERT_EQ(threaded.size(), 3u) << schedule;
+    ASSERT_EQ(ranks.size(), threaded.size()) << schedule;
+    for (std::size_t s = 0; s < threaded.size(); ++s) {
+      EXPECT_NEAR(ranks[s], threaded[s], 1e-5 * std::abs(threaded[s])) << schedule << ", step " << s;
+    }
+    EXPECT_LT(threaded.back(), threaded.front()) << "it trains";
+  }
+}
+
+TEST(GraphModelsE2E, ASweepMeasuresItsCandidates) {
+  const std::string report = ::testing::TempDir() + "graph_sweep_report.json";
+  const ProcessResult r = pipeprof("sweep --model " + kLanguageModel +
+                                   " --devices cpu,cpu --batch 8 --chunks 2 --schedules gpipe,1f1b --measure top:2 "
+                                   "--steps 2 --warmup 1 --rounds 1 --profile-budget 1 --calibration-budget 1 -o " +
+                                   report);
+  ASSERT_EQ(r.code, 0) << r.all;
+  EXPECT_NE(r.all.find("measured candidates:      2"), std::string::npos) << r.all;
+}
+
+}  // namespace
+}  // namespace pipeprof

@@ -1,0 +1,191 @@
+// Models scripted and traced as their authors wrote them: forwards split at their submodule calls
+// (fixtures: tests/fixtures/make_graph_models.py, which printed the losses checked here).
+#include <pipeprof/runtime/models.h>
+#include <pipeprof/runtime/pipe.h>
+
+#include "models/graph_split.h"
+#include "pipe_test_util.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace pipeprof {
+namespace {
+
+using test::close;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::string kFixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
+const std::string kLanguageModel = kFixtures + "graph_language_model.pt";
+const std::string kTracedLanguageModel = kFixtures + "graph_language_model_traced.pt";
+const std::string kResnet = kFixtures + "graph_resnet.pt";
+const std::string kUnet = kFixtures + "graph_unet.pt";
+const std::string kIntFromACall = kFixtures + "graph_int_from_a_call.pt";
+
+/// A trace keeps no attributes: the task of the language model as flags.
+ModelOptions tracedLanguageTask() {
+  ModelOptions options;
+  options.inputShape = {6};
+  options.inputDtype = "long";
+  options.vocabSize = 16;
+  options.loss = "next_token";
+  return options;
+}
+
+ModelOptions optionsFor(const std::string& path) {
+  return path == kTracedLanguageModel ? tracedLanguageTask() : ModelOptions{};
+}
+
+std::string flatName(std::string path) {
+  std::replace(path.begin(), path.end(), '.', '_');
+  return path;
+}
+
+TEST(GraphModels, ALayerBeginsAtEachSubmoduleCallNamedByItsModulePath) {
+  EXPECT_THAT(layerNames(buildModel(kLanguageModel)),
+              ElementsAre("wte", "wpe", "h.0", "h.1", "h.2", "ln_f", "lm_head"));
+  EXPECT_THAT(layerNames(buildModel(kTracedLanguageModel, tracedLanguageTask())),
+              ElementsAre("wte", "wpe", "h.0", "h.1", "h.2", "ln_f", "lm_head"));
+  // _forward_impl inlined, the Sequentials layer1 and layer2 looked into.
+  EXPECT_THAT(layerNames(buildModel(kResnet)),
+              ElementsAre("conv1", "relu", "layer1.0", "layer1.1", "layer2.0", "avgpool", "fc"));
+  EXPECT_THAT(layerNames(buildModel(kUnet)), ElementsAre("enc1", "enc2", "mid", "dec2", "dec1"));
+  EXPECT_EQ(buildModel(kLanguageModel).sequential->named_children()[2].key(), "h_0");
+}
+
+TEST(GraphModels, TheLayersInTurnComputeWhatTheScriptedForwardDoes) {
+  const torch::Tensor tokens = torch::arange(12, torch::kLong).reshape({2, 6}) % 16;
+  for (const std::string& path : {kLanguageModel, kTracedLanguageModel}) {
+    Model model = buildModel(path, optionsFor(path));
+    EXPECT_NEAR(model.loss(model.sequential->forward(tokens), tokens.narrow(1, 1, 5)).item<double>(), 6.090548038482666,
+                1e-5)
+        << path;
+  }
+  const torch::Tensor images = torch::arange(384, torch::kFloat32).reshape({2, 3, 8, 8}) / 100;
+  Model resnet = buildModel(kResnet);
+  EXPECT_NEAR(resnet.loss(resnet.sequential->forward(images), torch::tensor({1, 3}, torch::kLong)).item<double>(),
+              1.475837230682373, 1e-5);
+  Model unet = buildModel(kUnet);
+  EXPECT_NEAR(unet.sequential->forward(images).pow(2).mean().item<double>(), 0.5188365578651428, 1e-5);
+}
+
+TEST(GraphModels, AMaskEveryBlockUsesTravelsOnceAHop) {
+  const GraphSplit split = splitAtSubmoduleCalls(torch::jit::load(kLanguageModel), kLanguageModel);
+  ASSERT_EQ(split.pieces.size(), 7u);
+  // h.0 pops the mask the embedding layers made and stashes it again for h.1, and so on.
+  EXPECT_THAT(split.pieces[2].pops, ElementsAre(HasSubstr(">h.0")));
+  EXPECT_THAT(split.pieces[2].stashes, ElementsAre(HasSubstr(">h.1")));
+  EXPECT_THAT(split.pieces[3].pops, ElementsAre(HasSubstr(">h.1")));
+  EXPECT_THAT(split.pieces[4].stashes, ::testing::IsEmpty());
+  // After h.0: the activation as the next layer's input, the mask beside it.
+  ASSERT_EQ(split.crossing[2].size(), 2u);
+  EXPECT_TRUE(split.crossing[2][0].main);
+  EXPECT_FALSE(split.crossing[2][1].main);
+  // The tied head reads the embedding's weight: both layers hold it.
+  EXPECT_THAT(split.pieces[0].parameters, ElementsAre("wte.weight"));
+  EXPECT_THAT(split.pieces[6].parameters, ElementsAre("lm_head.weight"));
+}
+
+TEST(GraphModels, ANonTensorValueACallMadeJoinsTheLayersItCrosses) {
+  const GraphSplit split = splitAtSubmoduleCalls(torch::jit::load(kIntFromACall), kIntFromACall);
+  ASSERT_EQ(split.pieces.size(), 1u);
+  EXPECT_EQ(split.pieces[0].path, "width");
+  EXPECT_THAT(split.joined,
+              ElementsAre(AllOf(HasSubstr("no stage may begin at 'fc'"), HasSubstr("(int, made by prim::CallMethod at"),
+                                HasSubstr("make_graph_models.py:"),
+                                HasSubstr("is not a tensor and cannot be computed again"))));
+  Model model = buildModel(kIntFromACall);
+  torch::jit::Module scripted = torch::jit::load(kIntFromACall);
+  const torch::Tensor x = torch::randn({3, 4});
+  EXPECT_TRUE(torch::equal(model.sequential->forward(x), scripted.forward({x}).toTensor()));
+}
+
+TEST(GraphModels, AForwardPipeprofCannotFeedOrWhoseOutputItCannotTrainIsRefused) {
+  EXPECT_THAT([] { buildModel(kFixtures + "graph_two_inputs.pt"); },
+              ::testing::ThrowsMessage<std::invalid_argument>(
+                  AllOf(HasSubstr("graph_two_inputs.pt': forward's argument 'scale' has no default"),
+                        HasSubstr("pipeprof gives forward one input, the batch"))));
+  EXPECT_THAT([] { buildModel(kFixtures + "graph_returns_a_tuple.pt"); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr(
+                  "graph_returns_a_tuple.pt': forward returns Tuple[Tensor, Tensor]; pipeprof trains a forward "
+                  "that returns one tensor")));
+}
+
+TEST(GraphModels, ASampleShapeTheModelCannotTakeIsRefusedNamingTheLayerThatRefusedIt) {
+  ModelOptions options;
+  options.inputShape = {5, 7};
+  Model model = buildModel(kResnet, options);
+  EXPECT_THAT([&] { checkSamplesFit(model); },
+              ::testing::ThrowsMessage<std::invalid_argument>(
+                  AllOf(HasSubstr("graph_resnet.pt': its samples of shape [5, 7] (--input-shape, else its "
+                                  "pipeprof_input_shape attribute) do not fit: layer 'conv1' refused an input of shape "
+                                  "[2, 5, 7]: "),
+                        ::testing::Not(HasSubstr("\n")))));
+  EXPECT_TRUE(model.sequential->is_training());
+  Model fits = buildModel(kResnet);
+  checkSamplesFit(fits);
+}
+
+/// A step of the pipe on `balance` gives the scripted module's loss and every parameter's
+/// gradient, under every checkpoint mode.
+void expectPipeEqualsTheScriptedModule(const std::string& path, const std::vector<std::int64_t>& balance,
+                                       ScheduleKind kind, std::int64_t v) {
+  const Model task = buildModel(path, optionsFor(path));
+  const Batch batch = task.makeBatch(8, 3);
+  torch::jit::Module scripted = torch::jit::load(path);
+  torch::Tensor expected = task.loss(scripted.forward({batch.input.clone()}).toTensor(), batch.target);
+  expected.backward();
+  std::map<std::string, torch::Tensor> expectedGrads;
+  for (const auto& parameter : scripted.named_parameters(/*recurse=*/true)) {
+    expectedGrads[flatName(parameter.name)] = parameter.value.grad();
+  }
+  PipeOptions options;
+  options.chunks = 4;
+  options.schedule = kind;
+  options.stagesPerDevice = v;
+  for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
+    SCOPED_TRACE(path + " " + scheduleKindName(kind) + " " + std::string(checkpointName(mode)));
+    options.checkpoint = mode;
+    Model split = buildModel(path, optionsFor(path));
+    Pipe pipe(split.sequential, balance, options);
+    const torch::Tensor loss = pipe.step(batch.input, batch.target, split.loss);
+    ASSERT_TRUE(close(loss, expected.detach())) << loss << expected;
+    std::size_t compared = 0;
+    for (const auto& parameter : split.sequential->named_parameters()) {
+      const std::string name = parameter.key().substr(parameter.key().find('.') + 1);
+      ASSERT_EQ(expectedGrads.count(name), 1u) << name;
+      ASSERT_TRUE(close(parameter.value().grad(), expectedGrads.at(name))) << name;
+      ++compared;
+    }
+    EXPECT_GE(compared, expectedGrads.size());
+  }
+}
+
+TEST(GraphModels, AGptStyleModelsPipeGivesTheScriptedModulesLossAndGradients) {
+  for (const std::string& path : {kLanguageModel, kTracedLanguageModel}) {
+    expectPipeEqualsTheScriptedModule(path, {2, 2, 3}, ScheduleKind::GPipe, 1);
+    expectPipeEqualsTheScriptedModule(path, {3, 4}, ScheduleKind::OneFOneB, 1);
+    expectPipeEqualsTheScriptedModule(path, {1, 2, 2, 2}, ScheduleKind::Interleaved, 2);
+  }
+}
+
+TEST(GraphModels, ATorchvisionStyleResnetsPipeGivesTheScriptedModulesLossAndGradients) {
+  expectPipeEqualsTheScriptedModule(kResnet, {2, 3, 2}, ScheduleKind::GPipe, 1);
+  expectPipeEqualsTheScriptedModule(kResnet, {3, 4}, ScheduleKind::OneFOneB, 1);
+}
+
+TEST(GraphModels, AUnetsEncoderOutputsReachTheDecoderLayersSeveralStagesOn) {
+  expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 2}, ScheduleKind::GPipe, 1);
+  expectPipeEqualsTheScriptedModule(kUnet, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
+  expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 1, 1}, ScheduleKind::ZeroBubble, 1);
+}
+
+}  // namespace
+}  // namespace pipeprof
