@@ -75,6 +75,7 @@ void addScheduleCommand(CLI::App& app);
 void addSweepCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
 void addExplainCommand(CLI::App& app);
+void addExportCommand(CLI::App& app);
 void addCalibrateCommand(CLI::App& app);
 void addModelsCommand(CLI::App& app);
 void addBenchLinkCommand(CLI::App& app);

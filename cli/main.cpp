@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   cli::addSweepCommand(app);
   cli::addCompareCommand(app);
   cli::addExplainCommand(app);
+  cli::addExportCommand(app);
   cli::addSimulateCommand(app);
   cli::addSuggestCommand(app);
   cli::addProfileCommand(app);
