@@ -76,6 +76,21 @@ TEST(GraphModelsE2E, ASweepMeasuresItsCandidates) {
                                    report);
   ASSERT_EQ(r.code, 0) << r.all;
   EXPECT_NE(r.all.find("measured candidates:      2"), std::string::npos) << r.all;
+
+  // The suggestion as PyTorch's configuration: the stages' module paths and split points.
+  const ProcessResult exported = pipeprof("export " + report);
+  ASSERT_EQ(exported.code, 0) << exported.all;
+  const nlohmann::json config = nlohmann::json::parse(exported.out);
+  std::vector<std::string> layers;
+  for (const auto& part : config.at("module_fqns_per_model_part")) {
+    for (const auto& name : part) layers.push_back(name);
+  }
+  EXPECT_EQ(layers, (std::vector<std::string>{"wte", "wpe", "h.0", "h.1", "h.2", "ln_f", "lm_head"}));
+  ASSERT_EQ(config.at("split_spec").size(), 1u);
+  EXPECT_EQ(config.at("split_spec").begin().key(), config.at("module_fqns_per_model_part")[1][0]);
+  EXPECT_EQ(config.at("num_pp_microbatches"), 2);
+  EXPECT_TRUE(config.at("pipeline_parallel_schedule") == "GPipe" || config.at("pipeline_parallel_schedule") == "1F1B")
+      << config;
 }
 
 }  // namespace

@@ -27,6 +27,8 @@ const std::string kLanguageModel = kFixtures + "graph_language_model.pt";
 const std::string kTracedLanguageModel = kFixtures + "graph_language_model_traced.pt";
 const std::string kResnet = kFixtures + "graph_resnet.pt";
 const std::string kUnet = kFixtures + "graph_unet.pt";
+const std::string kTracedResnet = kFixtures + "graph_resnet_traced.pt";
+const std::string kTracedUnet = kFixtures + "graph_unet_traced.pt";
 const std::string kIntFromACall = kFixtures + "graph_int_from_a_call.pt";
 
 /// A trace keeps no attributes: the task of the language model as flags.
@@ -40,7 +42,14 @@ ModelOptions tracedLanguageTask() {
 }
 
 ModelOptions optionsFor(const std::string& path) {
-  return path == kTracedLanguageModel ? tracedLanguageTask() : ModelOptions{};
+  if (path == kTracedLanguageModel) return tracedLanguageTask();
+  ModelOptions options;
+  if (path == kTracedResnet || path == kTracedUnet) options.inputShape = {3, 8, 8};
+  if (path == kTracedResnet) {
+    options.loss = "cross_entropy";
+    options.numClasses = 5;
+  }
+  return options;
 }
 
 std::string flatName(std::string path) {
@@ -177,14 +186,20 @@ TEST(GraphModels, AGptStyleModelsPipeGivesTheScriptedModulesLossAndGradients) {
 }
 
 TEST(GraphModels, ATorchvisionStyleResnetsPipeGivesTheScriptedModulesLossAndGradients) {
-  expectPipeEqualsTheScriptedModule(kResnet, {2, 3, 2}, ScheduleKind::GPipe, 1);
-  expectPipeEqualsTheScriptedModule(kResnet, {3, 4}, ScheduleKind::OneFOneB, 1);
+  for (const std::string& path : {kResnet, kTracedResnet}) {
+    EXPECT_THAT(layerNames(buildModel(path, optionsFor(path))),
+                ElementsAre("conv1", "relu", "layer1.0", "layer1.1", "layer2.0", "avgpool", "fc"));
+    expectPipeEqualsTheScriptedModule(path, {2, 3, 2}, ScheduleKind::GPipe, 1);
+    expectPipeEqualsTheScriptedModule(path, {3, 4}, ScheduleKind::OneFOneB, 1);
+  }
 }
 
 TEST(GraphModels, AUnetsEncoderOutputsReachTheDecoderLayersSeveralStagesOn) {
   expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 2}, ScheduleKind::GPipe, 1);
   expectPipeEqualsTheScriptedModule(kUnet, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
   expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 1, 1}, ScheduleKind::ZeroBubble, 1);
+  expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
+  expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 1, 2, 1}, ScheduleKind::ZeroBubbleV, 2);
 }
 
 }  // namespace
