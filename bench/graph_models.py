@@ -30,6 +30,7 @@ import os
 import statistics
 import subprocess
 
+from imported_models import torch_modules
 from training_step_sweeps import SWEEP_FLAGS, errors
 
 BATCH = 16
@@ -40,17 +41,9 @@ RUN_FLAGS = "--batch 16 --chunks 4 --schedule 1f1b --warmup 3 --steps 20 --threa
 
 def build(name, out):
     """Writes OUT/NAME.pt (as written) and OUT/NAME-flat.pt (hand-flattened, the same layers)."""
-    try:
-        import torch
-        import torchvision
-        from torch import nn
-        from torch.nn import functional as F
-    except ImportError as missing:
-        raise SystemExit(f"{missing}: this bench needs Debian's python3-torch and python3-torchvision under "
-                         "/usr/bin/python3 (`PIPEPROF_BOOTSTRAP_PYTHON=1 ./scripts/bootstrap.sh` installs both)")
-
-    class Net(nn.Sequential):
-        pass
+    torch, torchvision, Net = torch_modules()
+    from torch import nn
+    from torch.nn import functional as F
 
     torch.manual_seed(0)
     if name == "resnet50":

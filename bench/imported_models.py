@@ -26,8 +26,8 @@ from training_step_sweeps import SWEEP_FLAGS, errors
 CLASSES = 100
 
 
-def flattened(name):
-    """(the model as an nn.Sequential subclass, its batch)."""
+def torch_modules():
+    """(torch, torchvision, an nn.Sequential subclass to script), or an exit saying what to install."""
     try:
         import torch
         import torchvision
@@ -38,6 +38,14 @@ def flattened(name):
 
     class Net(nn.Sequential):
         pass
+
+    return torch, torchvision, Net
+
+
+def flattened(name):
+    """(the model as an nn.Sequential subclass, its batch)."""
+    torch, torchvision, Net = torch_modules()
+    from torch import nn
 
     torch.manual_seed(0)
     if name == "resnet50":
