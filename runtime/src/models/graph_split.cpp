@@ -213,9 +213,11 @@ class Analysis {
     return static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin()) - 1;
   }
 
-  /// Node position of v's maker (the batch: before every node).
-  std::ptrdiff_t madeAt(const Value* v) const {
-    return v == input_ ? -1 : static_cast<std::ptrdiff_t>(position_.at(v->node()));
+  /// Where v is made, in the forward's order: its maker's position and its place among the
+  /// maker's outputs (the batch: before every node). Orders values the same in every process.
+  std::pair<std::ptrdiff_t, std::size_t> madeAt(const Value* v) const {
+    if (v == input_) return {-1, 0};
+    return {static_cast<std::ptrdiff_t>(position_.at(v->node())), v->offset()};
   }
 
   /// Piece p uses v: a tensor made before it travels to it; a non-tensor is made again in it.
@@ -267,9 +269,11 @@ class Analysis {
   /// popped by the next piece that needs it.
   void route() {
     hops_.clear();
-    std::set<Value*> needed;
-    for (const auto& needs : tensorNeeds_) needed.insert(needs.begin(), needs.end());
-    for (Value* main : mains_) needed.insert(main);
+    std::set<Value*> neededOnce;
+    for (const auto& needs : tensorNeeds_) neededOnce.insert(needs.begin(), needs.end());
+    for (Value* main : mains_) neededOnce.insert(main);
+    std::vector<Value*> needed(neededOnce.begin(), neededOnce.end());
+    std::sort(needed.begin(), needed.end(), [&](const Value* a, const Value* b) { return madeAt(a) < madeAt(b); });
     for (Value* v : needed) {
       std::size_t holder = pieceOf(v);
       for (std::size_t p = holder + 1; p < starts_.size(); ++p) {
