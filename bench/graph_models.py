@@ -9,7 +9,11 @@ script under /usr/bin/python3, whose torch matches LibTorch 1.13):
   _forward_impl; layer1..layer4 are Sequentials of Bottlenecks), 3x64x64 images, batch 16;
 - gpt: a nanoGPT-style language model: token and position embeddings added in forward, a
   ModuleList of 8 pre-norm blocks (width 256, 4 heads, causal mask built in each attention),
-  a final LayerNorm and a head tied to the token embedding; 64 tokens of 1000, batch 16.
+  a final LayerNorm and a head tied to the token embedding; 64 tokens of 1000, batch 16;
+- unet: a U-Net written as the common PyTorch implementations write it (DoubleConv, Down and
+  Up modules; each Up called with the decoder's tensor and an encoder output from one to four
+  levels up, which it concatenates), 3x64x64 images to a 3-channel map, MSE; batch 16. It has
+  no hand-flattened twin: --speed skips it.
 
 Each is also hand-flattened into an nn.Sequential subclass with the same layers where a stage
 may begin (the glue of the graph -- adding positions, the flatten -- inside small modules), so
@@ -36,6 +40,7 @@ from training_step_sweeps import SWEEP_FLAGS, errors
 BATCH = 16
 # Where the second stage begins: the graph model's module path, the flattened model's balance.
 SPLITS = {"resnet50": ("layer3.0", "11,11"), "gpt": ("h.4", "5,6")}
+MODELS = ["resnet50", "gpt", "unet"]
 RUN_FLAGS = "--batch 16 --chunks 4 --schedule 1f1b --warmup 3 --steps 20 --threads 1 --json"
 
 
@@ -64,6 +69,10 @@ def build(name, out):
             each.pipeprof_input_shape = [3, 64, 64]
             each.pipeprof_loss = "cross_entropy"
             each.pipeprof_num_classes = 100
+    elif name == "unet":
+        model, flat = unet(torch, nn, F), None
+        model.pipeprof_input_shape = [3, 64, 64]
+        model.pipeprof_loss = "mse"
     elif name == "gpt":
         model, flat = gpt(torch, nn, F, Net)
         for each in (model, flat):
@@ -75,7 +84,63 @@ def build(name, out):
         raise SystemExit("unknown model " + name)
     os.makedirs(out, exist_ok=True)
     torch.jit.script(model).save(os.path.join(out, name + ".pt"))
-    torch.jit.script(flat).save(os.path.join(out, name + "-flat.pt"))
+    if flat is not None:
+        torch.jit.script(flat).save(os.path.join(out, name + "-flat.pt"))
+
+
+def unet(torch, nn, F, width=16):
+    """A U-Net as Pytorch-UNet writes it: inc, down1-down4, up1-up4 (each taking a skip), outc."""
+
+    class DoubleConv(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.double_conv = nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(inplace=True),
+                                             nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU(inplace=True))
+
+        def forward(self, x):
+            return self.double_conv(x)
+
+    class Down(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.maxpool_conv = nn.Sequential(nn.MaxPool2d(2), DoubleConv(cin, cout))
+
+        def forward(self, x):
+            return self.maxpool_conv(x)
+
+    class Up(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.up = nn.ConvTranspose2d(cin, cin // 2, 2, stride=2)
+            self.conv = DoubleConv(cin, cout)
+
+        def forward(self, x1, x2):
+            return self.conv(torch.cat([x2, self.up(x1)], dim=1))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            w = width
+            self.inc = DoubleConv(3, w)
+            self.down1, self.down2 = Down(w, 2 * w), Down(2 * w, 4 * w)
+            self.down3, self.down4 = Down(4 * w, 8 * w), Down(8 * w, 16 * w)
+            self.up1, self.up2 = Up(16 * w, 8 * w), Up(8 * w, 4 * w)
+            self.up3, self.up4 = Up(4 * w, 2 * w), Up(2 * w, w)
+            self.outc = nn.Conv2d(w, 3, 1)
+
+        def forward(self, x):
+            x1 = self.inc(x)
+            x2 = self.down1(x1)
+            x3 = self.down2(x2)
+            x4 = self.down3(x3)
+            x5 = self.down4(x4)
+            x = self.up1(x5, x4)
+            x = self.up2(x, x3)
+            x = self.up3(x, x2)
+            x = self.up4(x, x1)
+            return self.outc(x)
+
+    return UNet()
 
 
 def gpt(torch, nn, F, Net, vocab=1000, tokens=64, depth=8, heads=4, width=256):
@@ -187,7 +252,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pipeprof", default="build/cli/pipeprof")
     parser.add_argument("--out", default="graph-models")
-    parser.add_argument("--models", nargs="+", default=["resnet50", "gpt"], choices=sorted(SPLITS))
+    parser.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     parser.add_argument("--speed", action="store_true", help="graph against hand-flattened, alternated")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sweep", action="store_true", help="sweep each model as written")
@@ -197,7 +262,7 @@ def main():
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     for name in args.models:
         build(name, args.out)
-        if args.speed:
+        if args.speed and name in SPLITS:
             speed(args.pipeprof, args.out, name, args.repeats)
         if args.sweep:
             sweep(args.pipeprof, args.out, name)

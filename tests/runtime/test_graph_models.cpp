@@ -66,6 +66,8 @@ TEST(GraphModels, ALayerBeginsAtEachSubmoduleCallNamedByItsModulePath) {
   EXPECT_THAT(layerNames(buildModel(kResnet)),
               ElementsAre("conv1", "relu", "layer1.0", "layer1.1", "layer2.0", "avgpool", "fc"));
   EXPECT_THAT(layerNames(buildModel(kUnet)), ElementsAre("enc1", "enc2", "mid", "dec2", "dec1"));
+  // A module wrapping one Sequential is one call; a Sequential, even of one child, is looked into.
+  EXPECT_THAT(layerNames(buildModel(kFixtures + "graph_wrapped.pt")), ElementsAre("a", "b", "blocks.0"));
   EXPECT_EQ(buildModel(kLanguageModel).sequential->named_children()[2].key(), "h_0");
 }
 

@@ -62,6 +62,16 @@ std::string sourceLine(const Node* n) {
   return std::get<0>(*place) + ":" + std::to_string(std::get<1>(*place)) + ":" + std::to_string(std::get<2>(*place));
 }
 
+/// Whether a called module is a Sequential to look into: its forward runs its children in turn,
+/// and it is one (a Sequential, or a subclass naming itself so) or has more than one child. A
+/// module that only wraps one child (`DoubleConv` around its Sequential) stays one call.
+bool isSequential(const torch::jit::Module& module) {
+  if (!forwardChainsItsChildren(module)) return false;
+  const auto name = module.type()->name();
+  const bool namedSequential = name && name->name().find("Sequential") != std::string::npos;
+  return namedSequential || module.named_children().size() > 1;
+}
+
 /// Inlines, until none is left at the top level, calls of the root's own methods and of
 /// submodules whose forward runs their children in turn (Sequentials).
 void inlineCalls(Graph& graph, const torch::jit::Module& root) {
@@ -74,7 +84,7 @@ void inlineCalls(Graph& graph, const torch::jit::Module& root) {
       if (!path) continue;
       const torch::jit::Module owner = moduleAt(root, *path);
       const std::string method = node->s(c10::attr::name);
-      if (!path->empty() && !(method == "forward" && forwardChainsItsChildren(owner))) continue;
+      if (!path->empty() && !(method == "forward" && isSequential(owner))) continue;
       // Its own graph, not the optimized one (which has every call inlined, submodules' too).
       torch::jit::GraphFunction& callee = torch::jit::toGraphFunction(owner.get_method(method).function());
       torch::jit::inlineCallTo(node, &callee, callee.graph().get());

@@ -2,7 +2,9 @@
 // splits a traced model: the layers of a model whose forward does more than run its children.
 //
 // The top-level forward is flattened first: calls of the root's own methods (torchvision's
-// `_forward_impl`) and of Sequentials whose children are called in turn are inlined, so a
+// `_forward_impl`) and of Sequentials whose children are called in turn (a Sequential, or a
+// module of several children whose forward only chains them; not one that wraps a single
+// child) are inlined, so a
 // ResNet's `layer3` gives `layer3.0`, `layer3.1`, ... (a loop over a ModuleList is unrolled by
 // TorchScript already: `h.0`, `h.1`, ...). A layer then begins at each submodule call; the code
 // between two calls (adding positions, a concatenation, a flatten) belongs to the layer of the
