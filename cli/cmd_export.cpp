@@ -26,9 +26,7 @@ struct ExportFlags {
 /// predicted rank asked for.
 std::size_t candidateToExport(const Report& report, std::optional<std::int64_t> predictedRank) {
   if (predictedRank) {
-    for (std::size_t index = 0; index < report.candidates.size(); ++index) {
-      if (report.candidates[index].predictedRank == *predictedRank) return index;
-    }
+    if (const auto index = report.candidateOfRank(*predictedRank)) return *index;
     throw UsageError(fmt::format("--candidate: no candidate of predicted rank {} (`pipeprof compare --all` lists "
                                  "them)",
                                  *predictedRank));

@@ -49,9 +49,8 @@ std::string describeSource(const std::optional<StepBreakdown>& breakdown, const 
 
 std::size_t candidateToExplain(const Report& report, std::optional<std::int64_t> predictedRank) {
   if (predictedRank) {
-    for (std::size_t index = 0; index < report.candidates.size(); ++index) {
-      const CandidateResult& result = report.candidates[index];
-      if (result.predictedRank != *predictedRank) continue;
+    if (const auto index = report.candidateOfRank(*predictedRank)) {
+      const CandidateResult& result = report.candidates[*index];
       if (!result.measuredBreakdown && !result.predictedBreakdown) {
         throw UsageError(fmt::format(
             "--candidate {}: {} has no step breakdown: a sweep breaks down the candidates it measured, and this one "
@@ -59,7 +58,7 @@ std::size_t candidateToExplain(const Report& report, std::optional<std::int64_t>
             *predictedRank, result.candidate.label(), candidateStatusName(result.status),
             result.notMeasuredReason.empty() ? "" : " (" + result.notMeasuredReason + ")"));
       }
-      return index;
+      return *index;
     }
     throw UsageError(fmt::format("--candidate: no candidate of predicted rank {} (the report ranks {} that fit; "
                                  "`pipeprof compare --all` lists them)",

@@ -328,6 +328,13 @@ std::optional<double> CandidateResult::peakBytesErrorPct() const {
   return (static_cast<double>(largest(prediction.peakBytes)) - measuredBytes) / measuredBytes * 100.0;
 }
 
+std::optional<std::size_t> Report::candidateOfRank(std::int64_t predictedRank) const {
+  for (std::size_t index = 0; index < candidates.size(); ++index) {
+    if (candidates[index].predictedRank == predictedRank) return index;
+  }
+  return std::nullopt;
+}
+
 void Report::updateSuggestion() {
   suggestion = Suggestion{};
   for (std::size_t index = 0; index < candidates.size(); ++index) {

@@ -329,8 +329,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
   torch::nn::Sequential& sequential = model.sequential;
   const std::vector<torch::Tensor> parameters = sequential->parameters();
   const torch::Device home = parameters.empty() ? torch::Device(torch::kCPU) : parameters.front().device();
-  Layers layers = layersOf(sequential);
-  layers.names = layerNames(model);
+  Layers layers = layersOf(model);
   const auto n = static_cast<std::int64_t>(layers.modules.size());
 
   Profile profile;

@@ -20,10 +20,10 @@ Tensors asTensors(torch::nn::AnyValue& value, const std::string& layer) {
 
 }  // namespace
 
-Layers layersOf(torch::nn::Sequential& sequential) {
+Layers layersOf(Model& model) {
   Layers layers;
-  for (auto& layer : *sequential) layers.modules.push_back(&layer);
-  for (const auto& named : sequential->named_children()) layers.names.push_back(named.key());
+  for (auto& layer : *model.sequential) layers.modules.push_back(&layer);
+  layers.names = layerNames(model);
   return layers;
 }
 

@@ -6,6 +6,7 @@
 #include "stage/microbatch.h"
 
 #include <pipeprof/core/precision.h>
+#include <pipeprof/runtime/model.h>
 
 #include <torch/csrc/autograd/edge.h>
 #include <torch/torch.h>
@@ -22,7 +23,8 @@ struct Layers {
   std::vector<std::string> names;
 };
 
-Layers layersOf(torch::nn::Sequential& sequential);
+/// The model's layers, named as a user names them (layerNames: module paths where it has them).
+Layers layersOf(Model& model);
 
 /// Runs the layer on its inputs (one tensor or a list); throws std::invalid_argument naming the
 /// layer when it returns neither a tensor nor a list of tensors.

@@ -17,13 +17,13 @@
 #include <vector>
 
 namespace pipeprof {
-namespace {
 
-/// A module path as one name a torch::nn::Module accepts ("h.0.attn.weight" -> "h_0_attn_weight").
 std::string flatName(std::string path) {
   std::replace(path.begin(), path.end(), '.', '_');
   return path;
 }
+
+namespace {
 
 std::vector<std::string> splitPath(const std::string& path) {
   std::vector<std::string> parts;

@@ -9,6 +9,10 @@
 
 namespace pipeprof {
 
+/// A module path as one name a torch::nn::Module accepts, which has no dot ("h.0.attn.weight"
+/// -> "h_0_attn_weight").
+std::string flatName(std::string path);
+
 /// Appends the pieces of `scripted`'s forward split at its submodule calls (graph_split.h) to
 /// the model's Sequential as layers, with their module paths and skip routes. Throws
 /// std::invalid_argument naming `path` for a forward that cannot be split.

@@ -6,13 +6,14 @@
 #include <stdexcept>
 
 namespace pipeprof {
-namespace {
 
 std::string shapeText(at::IntArrayRef sizes) {
   std::string text = "[";
   for (std::size_t k = 0; k < sizes.size(); ++k) text += (k == 0 ? "" : ", ") + std::to_string(sizes[k]);
   return text + "]";
 }
+
+namespace {
 
 /// One setting of the task: the option when given, else the attribute, else empty.
 class Settings {

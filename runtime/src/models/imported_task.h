@@ -28,6 +28,9 @@ struct ImportedTask {
 /// naming the file, the setting (flag and attribute) and what it needs.
 ImportedTask importedTask(const torch::jit::Module& scripted, const ModelOptions& options, const std::string& path);
 
+/// A shape as the messages write it: "[2, 5, 7]".
+std::string shapeText(at::IntArrayRef sizes);
+
 /// Sets the model's makeBatch (deterministic per seed) and loss for the task.
 void applyTask(const ImportedTask& task, Model& model);
 

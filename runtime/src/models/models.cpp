@@ -3,9 +3,9 @@
 #include <pipeprof/runtime/skip.h>
 #include <pipeprof/runtime/torch_environment.h>
 
+#include "models/imported_task.h"
 #include "models/zoo.h"
 
-#include <map>
 #include <stdexcept>
 
 namespace pipeprof {
@@ -95,35 +95,13 @@ std::vector<std::string> layerNames(const Model& model) {
 
 namespace {
 
-/// The skips of one trial forward, apart from the thread's own.
-class TrialSkipTracker final : public SkipTracker {
- public:
-  void stash(const SkipKey& key, torch::Tensor tensor) override { stashed_[key] = std::move(tensor); }
-  torch::Tensor pop(const SkipKey& key) override {
-    const auto found = stashed_.find(key);
-    if (found == stashed_.end()) throw std::runtime_error("nothing stashed under '" + key.second + "'");
-    torch::Tensor tensor = std::move(found->second);
-    stashed_.erase(found);
-    return tensor;
-  }
-
- private:
-  std::map<SkipKey, torch::Tensor> stashed_;
-};
-
-std::string shapeText(at::IntArrayRef sizes) {
-  std::string text;
-  for (std::int64_t size : sizes) text += (text.empty() ? "" : ", ") + std::to_string(size);
-  return "[" + text + "]";
-}
-
 /// The last line of an error that says something (TorchScript's end with the error itself).
 std::string lastLine(const std::string& message) {
-  std::size_t end = message.find_last_not_of(" \n");
+  const std::size_t end = message.find_last_not_of(" \n");
   if (end == std::string::npos) return message;
-  const std::size_t begin = message.rfind('\n', end);
-  return message.substr(begin == std::string::npos ? 0 : begin + 1,
-                        end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+  const std::size_t newline = message.rfind('\n', end);
+  const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  return message.substr(begin, end + 1 - begin);
 }
 
 }  // namespace
@@ -134,7 +112,7 @@ void checkSamplesFit(Model& model) {
   const std::vector<std::string> names = layerNames(model);
   const bool training = model.sequential->is_training();
   model.sequential->eval();
-  TrialSkipTracker skips;
+  MapSkipTracker skips;  // the trial's skips, apart from the thread's
   ScopedSkipTracker scope(&skips);
   torch::NoGradGuard noGradients;
   torch::Tensor x = samples;

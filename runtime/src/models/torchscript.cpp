@@ -10,8 +10,6 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
-#include <algorithm>
-#include <map>
 #include <memory>
 #include <stdexcept>
 
@@ -67,11 +65,6 @@ class ScriptedLayerImpl : public torch::nn::Module, public ReplicaHolder {
   }
 
  private:
-  static std::string flatName(std::string name) {
-    std::replace(name.begin(), name.end(), '.', '_');
-    return name;
-  }
-
   torch::jit::Module module_;
 };
 TORCH_MODULE(ScriptedLayer);

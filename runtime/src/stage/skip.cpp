@@ -7,25 +7,19 @@
 #include <stdexcept>
 
 namespace pipeprof {
-namespace {
+void MapSkipTracker::stash(const SkipKey& key, torch::Tensor tensor) { tensors_[key] = std::move(tensor); }
 
-/// The tracker used when no Pipe installed one: a plain map per thread.
-class DefaultSkipTracker final : public SkipTracker {
- public:
-  void stash(const SkipKey& key, torch::Tensor tensor) override { tensors_[key] = std::move(tensor); }
-  torch::Tensor pop(const SkipKey& key) override {
-    auto it = tensors_.find(key);
-    if (it == tensors_.end()) {
-      throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
-    }
-    torch::Tensor tensor = std::move(it->second);
-    tensors_.erase(it);
-    return tensor;
+torch::Tensor MapSkipTracker::pop(const SkipKey& key) {
+  auto it = tensors_.find(key);
+  if (it == tensors_.end()) {
+    throw std::runtime_error("skip '" + key.second + "' was popped before it was stashed");
   }
+  torch::Tensor tensor = std::move(it->second);
+  tensors_.erase(it);
+  return tensor;
+}
 
- private:
-  std::map<SkipKey, torch::Tensor> tensors_;
-};
+namespace {
 
 thread_local SkipTracker* tCurrentTracker = nullptr;
 
@@ -33,7 +27,7 @@ SkipTracker& currentTracker() {
   if (tCurrentTracker != nullptr) {
     return *tCurrentTracker;
   }
-  thread_local DefaultSkipTracker fallback;
+  thread_local MapSkipTracker fallback;
   return fallback;
 }
 

@@ -173,6 +173,9 @@ struct Report {
   Suggestion suggestion;
   bool complete = false;  ///< false while a sweep is still running or was interrupted
 
+  /// The index of the candidate of this predicted rank (pred#), or nullopt.
+  std::optional<std::size_t> candidateOfRank(std::int64_t predictedRank) const;
+
   /// Recomputes suggestion from candidates: best measured = highest measured throughput;
   /// best predicted = predictedRank 1.
   void updateSuggestion();

@@ -55,6 +55,17 @@ class SkipTracker {
   virtual torch::Tensor pop(const SkipKey& key) = 0;
 };
 
+/// A plain map: the tracker of a thread no Pipe installed one for, and of a trial run that keeps
+/// its skips apart from the thread's.
+class MapSkipTracker final : public SkipTracker {
+ public:
+  void stash(const SkipKey& key, torch::Tensor tensor) override;
+  torch::Tensor pop(const SkipKey& key) override;
+
+ private:
+  std::map<SkipKey, torch::Tensor> tensors_;
+};
+
 /// Makes `tracker` the calling thread's tracker for the scope (restores the previous one).
 class ScopedSkipTracker {
  public:
