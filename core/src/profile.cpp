@@ -65,6 +65,11 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
   result.backwardWorkspaceBytes = at(&CostSample::backwardWorkspaceBytes);
   result.forwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::forwardLaunch);
   result.backwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::backwardLaunch);
+  if (a.innerBackwardWorkspaceBytes && b.innerBackwardWorkspaceBytes) {
+    result.innerBackwardWorkspaceBytes =
+        std::max<Bytes>(0, onLine(a.microBatch, *a.innerBackwardWorkspaceBytes, b.microBatch,
+                                  *b.innerBackwardWorkspaceBytes, microBatch));
+  }
   if (a.outputSavedBytes && b.outputSavedBytes) {
     result.outputSavedBytes =
         std::clamp<Bytes>(onLine(a.microBatch, *a.outputSavedBytes, b.microBatch, *b.outputSavedBytes, microBatch), 0,
@@ -124,6 +129,7 @@ nlohmann::json costToJson(const CostSample& cost) {
                          {"backward_workspace_bytes", cost.backwardWorkspaceBytes}};
   // Written only when measured, so older profiles write back byte for byte as before.
   if (cost.outputSavedBytes) json["output_saved_bytes"] = *cost.outputSavedBytes;
+  if (cost.innerBackwardWorkspaceBytes) json["inner_backward_workspace_bytes"] = *cost.innerBackwardWorkspaceBytes;
   launchToJson(cost.forwardLaunch, "forward", json);
   launchToJson(cost.backwardLaunch, "backward", json);
   if (cost.backwardSplit) {
@@ -209,6 +215,9 @@ CostSample costFromJson(const JsonCursor& json) {
       json.has("forward_workspace_bytes") ? json.at("forward_workspace_bytes").asNonNegativeInt() : workspace;
   cost.backwardWorkspaceBytes =
       json.has("backward_workspace_bytes") ? json.at("backward_workspace_bytes").asNonNegativeInt() : workspace;
+  if (json.has("inner_backward_workspace_bytes")) {
+    cost.innerBackwardWorkspaceBytes = json.at("inner_backward_workspace_bytes").asNonNegativeInt();
+  }
   cost.forwardLaunch = launchFromJson(json, "forward");
   cost.backwardLaunch = launchFromJson(json, "backward");
   cost.backwardSplit = backwardSplitFromJson(json);
@@ -379,6 +388,7 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
     if (costs.front().outputSavedBytes) zero.outputSavedBytes = 0;
+    if (costs.front().innerBackwardWorkspaceBytes) zero.innerBackwardWorkspaceBytes = 0;
     if (costs.front().backwardSplit) {
       zero.backwardSplit = BackwardSplit{};
       if (costs.front().backwardSplit->inputWorkspaceBytes) {

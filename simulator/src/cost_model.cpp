@@ -69,6 +69,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->outputSavedBytes.assign(layers, 0);
   table->forwardWorkspaceBytes.assign(layers, 0);
   table->backwardWorkspaceBytes.assign(layers, 0);
+  table->innerBackwardWorkspaceBytes.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
     const CostSample cost = profile_->layers[l].costAt(microBatch);
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
@@ -87,6 +88,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
         table->outputBytes[l], cost.outputSavedBytes ? tensorBytes(*cost.outputSavedBytes) : sumBytes(cost.savedBytes));
     table->forwardWorkspaceBytes[l] = sumBytes(cost.forwardWorkspaceBytes);
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
+    table->innerBackwardWorkspaceBytes[l] =
+        sumBytes(cost.innerBackwardWorkspaceBytes.value_or(cost.backwardWorkspaceBytes));
     table->inputWorkspaceBytes[l] =
         split.inputWorkspaceBytes
             ? sumBytes(*split.inputWorkspaceBytes)

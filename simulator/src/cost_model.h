@@ -43,7 +43,11 @@ struct LayerCostTable {
   /// The rest of layer l's output: live from its forward until nothing else holds it.
   Bytes unsavedOutputBytes(std::size_t l) const { return outputBytes[l] - outputSavedBytes[l]; }
   std::vector<Bytes> forwardWorkspaceBytes;
+  /// Per layer: the backward's peak above its start as a stage's last layer runs it (its output
+  /// and the gradient of it held throughout) and as a layer inside a stage (both let go once
+  /// used; CostSample::innerBackwardWorkspaceBytes, profiles without it: the former).
   std::vector<Bytes> backwardWorkspaceBytes;
+  std::vector<Bytes> innerBackwardWorkspaceBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).
   CostSample loss;
   /// Launch data (the profile carries it; else all empty), prefix sums like the times above:

@@ -72,17 +72,21 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     }
     peaks.noGradForward = std::max(peaks.noGradForward, input + table.outputBytes[l] + forwardWorkspace);
     // The profiler runs a layer's backward from a gradient of its output that it allocates
-    // itself. Inside the stage that gradient is the next layer's input gradient (live then); the
-    // last layer's, on a stage that is not the last, is received from j + 1 (counted there as
-    // the gradient of j + 1's input, or here as a copy buffer): not again. (The last stage's
-    // comes from the loss's backward on this device and stays in.)
-    const Bytes outputGradient = receivesOutputGradient && l + 1 == end ? table.outputBytes[l] : 0;
-    peaks.backward = std::max(peaks.backward, table.backwardWorkspaceBytes[l] - outputGradient - savedAfter +
-                                                  heldSkipGradients(l, false));
+    // itself. Inside the stage that gradient is the next layer's input gradient, made by its
+    // backward and let go once used, and the output is held by nothing but the graph: the inner
+    // workspace. The last layer's, on a stage that is not the last, is received from j + 1
+    // (counted there as the gradient of j + 1's input, or here as a copy buffer) and held, with
+    // the output, to the backward's end: the workspace held, less that gradient. (The last
+    // stage's comes from the loss's backward on this device, as inside a stage.)
+    const bool holdsOutput = receivesOutputGradient && l + 1 == end;
+    const Bytes outputGradient = holdsOutput ? table.outputBytes[l] : 0;
+    const Bytes workspace =
+        holdsOutput ? table.backwardWorkspaceBytes[l] - outputGradient : table.innerBackwardWorkspaceBytes[l];
+    peaks.backward = std::max(peaks.backward, workspace - savedAfter + heldSkipGradients(l, false));
     if (!splits) continue;
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
-    peaks.backwardOutputFreed = std::max(peaks.backwardOutputFreed, table.backwardWorkspaceBytes[l] - outputGradient -
-                                                                        savedAfterAll + heldSkipGradients(l, false));
+    peaks.backwardOutputFreed =
+        std::max(peaks.backwardOutputFreed, workspace - savedAfterAll + heldSkipGradients(l, false));
     // I frees no saved tensor before it ends: at layer l it holds the layer's own peak over the
     // gradients the later layers captured for W.
     if (inputGradients) {

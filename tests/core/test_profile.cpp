@@ -87,6 +87,22 @@ TEST(CostAt, TheOutputsSavedPartIsInterpolatedWithinTheOutput) {
   EXPECT_FALSE(layer.costAt(2).outputSavedBytes.has_value());
 }
 
+// The backward's workspace inside a stage is interpolated like the other bytes; where a sample
+// lacks it the simulator takes the workspace held (nullopt).
+TEST(CostAt, TheInnerBackwardWorkspaceIsInterpolated) {
+  LayerProfile layer;
+  layer.costs = {sample(2, 1, 1, 64, 200, 0), sample(4, 1, 1, 128, 200, 0)};
+  layer.costs[0].innerBackwardWorkspaceBytes = 100;
+  layer.costs[1].innerBackwardWorkspaceBytes = 180;
+  EXPECT_EQ(layer.costAt(3).innerBackwardWorkspaceBytes, 140);
+  EXPECT_EQ(layer.costAt(1).innerBackwardWorkspaceBytes, 60);
+  layer.costs = {sample(4, 1, 1, 100, 40, 0)};
+  layer.costs[0].innerBackwardWorkspaceBytes = 100;
+  EXPECT_EQ(layer.costAt(2).innerBackwardWorkspaceBytes, 50) << "a single sample is proportional";
+  layer.costs[0].innerBackwardWorkspaceBytes.reset();
+  EXPECT_FALSE(layer.costAt(2).innerBackwardWorkspaceBytes.has_value());
+}
+
 TEST(CostAt, RejectsEmptyAndNonPositive) {
   LayerProfile layer;
   layer.name = "fc";
@@ -115,6 +131,8 @@ Profile exampleProfile() {
   a.costs = {sample(1, 10, 20, 30, 40, 50), sample(4, 11, 21, 31, 41, 51)};
   a.costs[0].outputSavedBytes = 0;
   a.costs[1].outputSavedBytes = 31;
+  a.costs[0].innerBackwardWorkspaceBytes = 12;
+  a.costs[1].innerBackwardWorkspaceBytes = 13;
   LayerProfile b;
   b.name = "fc";
   b.paramBytes = 7;
@@ -159,6 +177,8 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_FALSE(json["layers"][1].contains("cast_cache_bytes")) << "written only when measured";
   EXPECT_EQ(back.layers[0].costs[1].outputSavedBytes, 31);
   EXPECT_FALSE(json["layers"][1]["costs"][0].contains("output_saved_bytes")) << "written only when measured";
+  EXPECT_EQ(back.layers[0].costs[1].innerBackwardWorkspaceBytes, 13);
+  EXPECT_FALSE(json["layers"][1]["costs"][0].contains("inner_backward_workspace_bytes")) << "only when measured";
   expectEqual(back, profile);
 
   std::string path = ::testing::TempDir() + "pipeprof_core_profile_" + std::to_string(::getpid()) + ".json";
@@ -185,6 +205,7 @@ TEST(ProfileJson, OptionalFieldsTakeDefaults) {
   EXPECT_EQ(profile.layers[0].costs[0].forwardWorkspaceBytes, 0);
   EXPECT_EQ(profile.layers[0].costs[0].backwardWorkspaceBytes, 0);
   EXPECT_FALSE(profile.layers[0].costs[0].outputSavedBytes.has_value()) << "estimated from the saved bytes";
+  EXPECT_FALSE(profile.layers[0].costs[0].innerBackwardWorkspaceBytes.has_value()) << "the workspace held stands";
   EXPECT_EQ(profile.environment.threads, 1);
   EXPECT_EQ(profile.environment.model, "");
   EXPECT_TRUE(profile.skips.empty());

@@ -201,6 +201,23 @@ TEST(LayerProfiler, ALayerThatWritesItsInputInPlaceIsProfiledAsItRunsInAStage) {
   EXPECT_GT(relu.backwardNs, 0);
 }
 
+// A layer of two ops (negating twice: no op saves anything), whose output nothing saves. As a
+// stage's last layer it holds its output and the gradient of it (ones) through its backward:
+// ones, the first op's gradient and the second's, 3 x 8 x 32 floats at once. Inside a stage
+// the gradient of its output goes once the first op used it: 2 x 8 x 32.
+TEST(LayerProfiler, ALayerInsideAStageLetsTheGradientOfItsOutputGoOnceUsed) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("twice", torch::nn::Functional([](const torch::Tensor& x) { return torch::neg(torch::neg(x)); }));
+  Model model = sequentialModel(seq, 16, 32);
+  const Profile profile = profileModel(model, quick({8}));
+  const CostSample& twice = profile.layers[1].costs[0];
+  const Bytes activation = 8 * 32 * 4;
+  EXPECT_EQ(twice.backwardWorkspaceBytes, 3 * activation);
+  ASSERT_TRUE(twice.innerBackwardWorkspaceBytes.has_value());
+  EXPECT_EQ(*twice.innerBackwardWorkspaceBytes, 2 * activation);
+}
+
 TEST(LayerProfiler, AParameterTwoLayersHoldIsRecordedOnce) {
   Model model = buildModel("gpt", [] {
     ModelOptions options;

@@ -103,6 +103,31 @@ TEST(MemoryModel, AnOpPeaksAtItsBusiestLayer) {
   EXPECT_EQ(forwardPeak.peakOp[0], "forward(0,0)");
 }
 
+// A layer of several ops inside a stage lets its output and the gradient of it go once its
+// first ops used them (a U-Net's Up: the ReLU that made its output, then two convolutions):
+// its backward peaks at its inner workspace. The last layer of a stage that is not the last
+// holds both to the backward's end, the gradient as a copy buffer counted beside: the workspace
+// held, less that gradient. The layers of AnOpPeaksAtItsBusiestLayer, a's inner workspace 30.
+TEST(MemoryModel, ALayerInsideAStagePeaksAtItsInnerWorkspace) {
+  Profile profile = test::makeProfile({{10, 20, 100, 10, 5, 0}, {10, 20, 20, 10, 5, 0}});
+  profile.layers[0].costs[0].backwardWorkspaceBytes = 50;
+  profile.layers[1].costs[0].backwardWorkspaceBytes = 8;
+  auto predict = [&](std::vector<std::int64_t> balance) {
+    const auto devices = static_cast<std::int64_t>(balance.size());
+    return simulate(profile, test::freeCluster(devices), test::makeCandidate(balance, 1, Checkpoint::Never, 1))
+        .prediction;
+  };
+  const Prediction heldOnly = predict({1, 1});
+  profile.layers[0].costs[0].innerBackwardWorkspaceBytes = 30;
+  profile.layers[1].costs[0].innerBackwardWorkspaceBytes = 8;
+  // One stage: a is inside it, 100 + 20 - 20 + 30 (was 150 with the held workspace).
+  const Prediction one = predict({2});
+  EXPECT_EQ(one.peakBytes[0], 130);
+  EXPECT_EQ(one.peakOp[0], "backward(0,0)");
+  // Two stages: a ends the first, which holds its output and the gradient received.
+  EXPECT_EQ(predict({1, 1}).peakBytes, heldOnly.peakBytes);
+}
+
 // A stage keeps its output until its backward (the root of its graph, and the next stage's
 // input): two one-layer stages, "a" saving nothing (a Linear whose output only the next ReLU
 // reads) and "b" saving its output (a ReLU), each with output 10, f 10, b 20, no workspace.

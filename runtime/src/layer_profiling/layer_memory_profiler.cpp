@@ -34,6 +34,7 @@ struct MemoryPass {
   void makeGradientsAndCastCopies(std::vector<Bytes>& castCacheBytes) const;
   void measureForward(ProfilerSkipTracker& skips, torch::Tensor& modelOutput) const;
   void measureBackward() const;
+  void measureInnerBackward() const;
   void measureSplitBackward() const;
 };
 
@@ -115,7 +116,8 @@ void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& model
   }
 }
 
-/// Pass 3: each layer's backward under its tag: its workspace.
+/// Pass 3: each layer's backward under its tag: its workspace as a stage's last layer runs it,
+/// its output and the gradient of it held throughout.
 void MemoryPass::measureBackward() const {
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     Tensors out;
@@ -130,6 +132,32 @@ void MemoryPass::measureBackward() const {
       synchronize(device);
     }
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
+    return out;
+  });
+}
+
+/// Pass 3b: the same as a layer inside a stage runs it: the output's gradient made by the
+/// backward and let go once used, the output held by nothing but the graph (onesGradientRoots).
+void MemoryPass::measureInnerBackward() const {
+  eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
+    Tensors out;
+    Bytes start = 0;
+    {
+      LayerMemoryScope scope(streams, L);
+      Tensors roots;
+      {
+        const Tensors made = runLayer(*layers.modules[L], in, layers.names[L]);
+        roots = onesGradientRoots(made);
+        // The next layer's input, a copy: the output itself is the graph's alone.
+        for (const torch::Tensor& t : made) out.push_back(t.defined() ? copyOutsideTheTags(t.detach()) : t);
+      }
+      synchronize(device);
+      start = liveBytes(L);
+      resetPeakBytes(L);
+      runFromOnesGradientRoots(std::move(roots));
+      synchronize(device);
+    }
+    costs[L].innerBackwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
     return out;
   });
 }
@@ -189,6 +217,7 @@ void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>
   pass.makeGradientsAndCastCopies(castCacheBytes);
   pass.measureForward(skips, modelOutput);
   pass.measureBackward();
+  pass.measureInnerBackward();
   pass.measureSplitBackward();
 }
 

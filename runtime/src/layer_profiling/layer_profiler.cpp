@@ -17,8 +17,11 @@
 //        each skip's unsaved bytes (its tensor's, when nothing holds that any more after the
 //        pop) and output_saved_bytes(L) = the bytes of L's output whose storage the graph alone
 //        still keeps alive;
-//     3. per layer, on a detached copy of its input: forward untagged, backward under tag L:
-//        backward workspace = peak above the bytes live when it started;
+//     3. per layer, on a detached copy of its input: forward and backward under tag L:
+//        backward workspace = peak above the bytes live when it started, the output and the
+//        gradient of it (ones) held throughout, as a stage holds its last layer's; then again
+//        as a layer inside a stage runs (the output let go, its gradient made by the backward
+//        and let go once used): the inner backward workspace;
 //     4. per layer, on a copy of its input made under tag L, forward and then the backward
 //        split into I and W (split_backward.h): weight_saved_bytes = what W frees (what I kept
 //        for it: the input when the weights' gradient needs it, the gradients it captured),

@@ -18,6 +18,27 @@ Tensors asTensors(torch::nn::AnyValue& value, const std::string& layer) {
                               "the layer profiler needs one of those");
 }
 
+/// An empty tensor from x, keeping nothing of it: its backward makes x's gradient, ones, from x's
+/// shape alone (and its own gradient, empty too, allocates nothing).
+struct OnesGradient : torch::autograd::Function<OnesGradient> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
+    ctx->saved_data["sizes"] = x.sizes().vec();
+    ctx->saved_data["strides"] = x.strides().vec();
+    ctx->saved_data["dtype"] = x.scalar_type();
+    ctx->saved_data["device"] = x.device();
+    return torch::empty({0}, x.options().dtype(torch::kFloat).requires_grad(false));
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 const torch::autograd::variable_list& /*gradient*/) {
+    const auto options = torch::TensorOptions()
+                             .dtype(ctx->saved_data["dtype"].toScalarType())
+                             .device(ctx->saved_data["device"].toDevice());
+    return {
+        torch::empty_strided(ctx->saved_data["sizes"].toIntVector(), ctx->saved_data["strides"].toIntVector(), options)
+            .fill_(1)};
+  }
+};
+
 }  // namespace
 
 Layers layersOf(Model& model) {
@@ -56,6 +77,21 @@ void runBackward(const BackwardRoots& backward) {
 }
 
 void backwardOf(const Tensors& outputs) { runBackward(backwardRoots(outputs)); }
+
+Tensors onesGradientRoots(const Tensors& outputs) {
+  Tensors roots;
+  for (const torch::Tensor& t : outputs) {
+    if (t.defined() && t.requires_grad()) roots.push_back(OnesGradient::apply(t));
+  }
+  return roots;
+}
+
+void runFromOnesGradientRoots(Tensors roots) {
+  AutocastPause pause;
+  Tensors empty;
+  for (const torch::Tensor& root : roots) empty.push_back(torch::empty({0}, root.options()));
+  if (!roots.empty()) torch::autograd::backward(roots, empty);
+}
 
 torch::autograd::edge_list gradientEdges(const Tensors& inputs) {
   torch::autograd::edge_list edges;

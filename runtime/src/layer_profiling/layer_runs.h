@@ -51,6 +51,13 @@ void runBackward(const BackwardRoots& backward);
 
 /// Runs the backward of the outputs alone (ones as their gradient).
 void backwardOf(const Tensors& outputs);
+/// A backward as a stage runs a layer inside it, whose output the next layer used: per output
+/// that needs a gradient, an empty root whose backward makes the output's gradient (ones),
+/// which the autograd engine lets go once used. The roots hold no output, so what the graph
+/// does not keep of `outputs` is gone when the caller's copies are.
+Tensors onesGradientRoots(const Tensors& outputs);
+/// Runs the backward from such roots, autocast paused, and lets them go.
+void runFromOnesGradientRoots(Tensors roots);
 
 /// The edges a layer's I computes gradients for: those of its inputs that have a gradient sink
 /// (stageInputs), an invalid edge for the others.

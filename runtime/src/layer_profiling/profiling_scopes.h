@@ -8,6 +8,7 @@
 #include <pipeprof/runtime/memory_tracker.h>
 
 #include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -28,6 +29,21 @@ inline Bytes bytesOf(const std::vector<torch::Tensor>& tensors) {
 
 inline void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+/// A copy of `tensor` that counts against no piece: made untagged, on CUDA on the device's
+/// default stream, which no tag counts; the device is waited for before and after.
+inline torch::Tensor copyOutsideTheTags(const torch::Tensor& tensor) {
+  synchronize(tensor.device());
+  const ScopedAllocationTag untagged(kNoAllocationTag);
+  c10::OptionalStreamGuard defaultStream;
+  if (tensor.is_cuda()) {
+    defaultStream.reset_stream(
+        c10::impl::getDeviceGuardImpl(tensor.device().type())->getDefaultStream(tensor.device()));
+  }
+  torch::Tensor copy = tensor.clone();
+  synchronize(tensor.device());
+  return copy;
 }
 
 /// Where what piece L (a layer, or the loss after the last layer) allocates is counted, under

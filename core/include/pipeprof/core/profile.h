@@ -67,7 +67,9 @@ struct CostSample {
   /// Transient peak of the forward above the layer's live results.
   Bytes forwardWorkspaceBytes = 0;
   /// Transient peak of the backward above the bytes live when it starts (the gradients of the
-  /// layer's output and input included).
+  /// layer's output and input included), with the layer's output and the gradient of it held by
+  /// the caller to the backward's end, as a pipeline holds its stage's output and the gradient
+  /// it received: the figure of a stage's last layer.
   Bytes backwardWorkspaceBytes = 0;
   /// CUDA only, and optional: the forward's and the backward's launches (both or neither; a
   /// profile carries them on every sample or on none). Absent in CPU profiles and older files.
@@ -83,6 +85,12 @@ struct CostSample {
   /// measured before 2026-11-28, then taken as min(outputBytes, savedBytes) -- which a layer
   /// whose saved bytes are something else (a bf16 cast copy of a Linear's weight) misreads.
   std::optional<Bytes> outputSavedBytes{};
+  /// The same peak for a layer inside a stage: the gradient of its output made by the backward
+  /// itself and let go once used, its output held by nothing but the graph (above the bytes live
+  /// when it starts, that output not counted unless the graph keeps it). A layer of many ops
+  /// peaks lower than backwardWorkspaceBytes says, once its first ops freed those two. Absent in
+  /// files measured before 2026-11-30, then taken as backwardWorkspaceBytes.
+  std::optional<Bytes> innerBackwardWorkspaceBytes{};
 };
 
 /// Costs at any micro-batch size from samples sorted by size: piecewise-linear between samples,
