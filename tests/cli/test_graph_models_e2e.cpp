@@ -1,6 +1,6 @@
-// End-to-end: a model scripted as its authors wrote it (a GPT-style LM with a ModuleList and a
-// tied head, tests/fixtures/make_graph_models.py) through `models`, `run` threaded and with one
-// process per stage, and `sweep`.
+// End-to-end: models scripted and traced as their authors wrote them (a GPT-style LM with a
+// ModuleList and a tied head, a ResNet, a U-Net; tests/fixtures/make_graph_models.py) through
+// `models`, `run` threaded and with one process per stage, `sweep` and `export`.
 #include "support/run_process.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pipeprof {
@@ -19,13 +20,13 @@ using test::ProcessResult;
 const std::string kFixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
 const std::string kLanguageModel = kFixtures + "graph_language_model.pt";
 const std::string kRun =
-    "run --model " + kLanguageModel +
     " --batch 8 --chunks 4 --seed 7 --lr 0.5 --warmup 1 --steps 2 --threads 1 --timeout 30 --json ";
 
 nlohmann::json lastJson(const std::string& out) { return nlohmann::json::parse(out.substr(out.find("\n{") + 1)); }
 
-std::vector<double> losses(const std::string& flags) {
-  const ProcessResult r = pipeprof(kRun + flags);
+/// The losses of `pipeprof run` of the model (a fixture and its flags; the LM by default).
+std::vector<double> losses(const std::string& flags, const std::string& model = kLanguageModel) {
+  const ProcessResult r = pipeprof("run --model " + model + kRun + flags);
   EXPECT_EQ(r.code, 0) << flags << "\n" << r.all;
   if (r.code != 0) return {};
   return lastJson(r.all).at("losses").get<std::vector<double>>();
@@ -65,6 +66,26 @@ TEST(GraphModelsE2E, OneProcessPerStageTrainsToTheThreadedPipesLossesWithTheTied
       EXPECT_NEAR(ranks[s], threaded[s], 1e-5 * std::abs(threaded[s])) << schedule << ", step " << s;
     }
     EXPECT_LT(threaded.back(), threaded.front()) << "it trains";
+  }
+}
+
+// The ResNet and the U-Net, scripted and traced: one process per stage trains to the threaded
+// pipe's losses (which test_graph_models.cpp holds to the whole model's), the U-Net's skips
+// crossing ranks.
+TEST(GraphModelsE2E, ConvNetsScriptedAndTracedTrainOnOneProcessPerStageAsThreaded) {
+  const std::vector<std::pair<std::string, std::string>> models = {
+      {kFixtures + "graph_resnet.pt", "--split-at layer2.0"},
+      {kFixtures + "graph_resnet_traced.pt --input-shape 3,8,8", "--split-at layer2.0"},
+      {kFixtures + "graph_unet.pt", "--split-at mid"},
+      {kFixtures + "graph_unet_traced.pt --input-shape 3,8,8", "--split-at enc2"}};
+  for (const auto& [model, split] : models) {
+    const std::vector<double> threaded = losses("--devices cpu,cpu --schedule 1f1b " + split, model);
+    const std::vector<double> ranks = losses("--procs 2 --schedule 1f1b " + split, model);
+    ASSERT_EQ(threaded.size(), 3u) << model;
+    ASSERT_EQ(ranks.size(), threaded.size()) << model;
+    for (std::size_t s = 0; s < threaded.size(); ++s) {
+      EXPECT_NEAR(ranks[s], threaded[s], 1e-5 * std::abs(threaded[s])) << model << ", step " << s;
+    }
   }
 }
 

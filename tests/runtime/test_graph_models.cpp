@@ -5,6 +5,7 @@
 
 #include "models/graph_split.h"
 #include "pipe_test_util.h"
+#include "precision_reference.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -202,6 +203,61 @@ TEST(GraphModels, AUnetsEncoderOutputsReachTheDecoderLayersSeveralStagesOn) {
   expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 1, 1}, ScheduleKind::ZeroBubble, 1);
   expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
   expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 1, 2, 1}, ScheduleKind::ZeroBubbleV, 2);
+}
+
+/// The scripted module trained as a pipeline trains it: per step, the micro-batches' forwards and
+/// losses under autocast (each loss weighed by its share of the rows), their backwards outside
+/// it, then AdamW (test::adamwWithDecay) over its parameters, each once (the tied head's weight
+/// is the embedding's).
+std::vector<double> scriptedModuleLosses(const std::string& path, const test::ReferenceTraining& reference) {
+  const Model task = buildModel(path, optionsFor(path));
+  const Batch batch = task.makeBatch(reference.batch, reference.dataSeed);
+  torch::jit::Module scripted = torch::jit::load(path);
+  scripted.train();
+  std::vector<torch::Tensor> parameters;
+  for (const torch::Tensor& p : scripted.parameters()) {
+    const bool seen =
+        std::any_of(parameters.begin(), parameters.end(), [&](const torch::Tensor& q) { return q.is_same(p); });
+    if (!seen) parameters.push_back(p);
+  }
+  const std::unique_ptr<torch::optim::Optimizer> optimizer = makeOptimizer(test::adamwWithDecay(), parameters);
+  const std::vector<torch::Tensor> inputs = torch::chunk(batch.input, reference.chunks);
+  const std::vector<torch::Tensor> targets = torch::chunk(batch.target, reference.chunks);
+  const torch::jit::GraphOptimizerEnabledGuard plain(false);  // as the graph's layers run
+  std::vector<double> losses;
+  for (std::int64_t s = 0; s < reference.steps; ++s) {
+    optimizer->zero_grad();
+    double total = 0;
+    AutocastScope autocast(reference.precision, torch::kCPU);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const double weight = static_cast<double>(inputs[i].size(0)) / static_cast<double>(reference.batch);
+      torch::Tensor loss = task.loss(scripted.forward({inputs[i]}).toTensor(), targets[i]) * weight;
+      AutocastPause pause;
+      loss.backward();
+      total += loss.item<double>();
+    }
+    losses.push_back(total);
+    optimizer->step();
+  }
+  return losses;
+}
+
+// AdamW and bf16 autocast go through a graph model as through a Sequential: the GPT-style LM's
+// pipeline, its tied head on both devices, trains as the scripted module does.
+TEST(GraphModels, AGraphModelTrainsWithAdamWUnderBf16AsTheScriptedModule) {
+  const test::ReferenceTraining reference = test::referenceTraining(torch::kCPU, Precision::Bf16);
+  const std::vector<double> expected = scriptedModuleLosses(kLanguageModel, reference);
+  const std::vector<double> fp32 =
+      scriptedModuleLosses(kLanguageModel, test::referenceTraining(torch::kCPU, Precision::Fp32));
+  EXPECT_GT(std::abs(fp32.front() - expected.front()), 1e-5 * std::abs(expected.front())) << "bf16 is in effect";
+  for (const test::ScheduleCase& schedule :
+       {test::ScheduleCase{ScheduleKind::OneFOneB, {3, 4}, 1, Checkpoint::ExceptLast},
+        test::ScheduleCase{ScheduleKind::ZeroBubble, {4, 3}, 1, Checkpoint::Never}}) {
+    Model model = buildModel(kLanguageModel);
+    const TrainingResult result =
+        trainAndMeasure(model, test::pipelineTraining(reference, schedule, {torch::kCPU, torch::kCPU}));
+    test::expectSameLosses(result.losses, expected, schedule.label(), 1e-5);
+  }
 }
 
 }  // namespace
