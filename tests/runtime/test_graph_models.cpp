@@ -205,6 +205,23 @@ TEST(GraphModels, AUnetsEncoderOutputsReachTheDecoderLayersSeveralStagesOn) {
   expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 1, 2, 1}, ScheduleKind::ZeroBubbleV, 2);
 }
 
+// Deferred batch norm replaces BatchNorm layers; a TorchScript graph's batch norms it cannot
+// reach: refused, naming them, rather than left to update once per micro-batch unseen.
+TEST(GraphModels, DeferredBatchNormRefusesTheBatchNormsInsideAGraphNamingThem) {
+  Model model = buildModel(kFixtures + "graph_batch_norm.pt");
+  PipeOptions options;
+  options.deferredBatchNorm = true;
+  EXPECT_THAT(
+      [&] {
+        Pipe pipe(model.sequential, {2, 1}, options);
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(
+          AllOf(HasSubstr("but layer 0 ('stem') runs batch norms inside (stem.bn), which a TorchScript graph "
+                          "keeps out of reach; turn deferredBatchNorm off"))));
+  Model unet = buildModel(kUnet);  // no batch norm: nothing to refuse
+  Pipe pipe(unet.sequential, {2, 3}, options);
+}
+
 /// The scripted module trained as a pipeline trains it: per step, the micro-batches' forwards and
 /// losses under autocast (each loss weighed by its share of the rows), their backwards outside
 /// it, then AdamW (test::adamwWithDecay) over its parameters, each once (the tied head's weight

@@ -2,6 +2,7 @@
 // of its forward split at the submodule calls (graph_split.h), each run by TorchScript.
 #include "models/graph_model.h"
 
+#include <pipeprof/runtime/layer_hooks.h>
 #include <pipeprof/runtime/skip.h>
 
 #include "models/graph_split.h"
@@ -45,7 +46,7 @@ torch::Tensor tensorAt(const torch::jit::Module& root, const std::string& path) 
 /// and buffers the piece uses (the same tensors), so moving, training and gradients work as
 /// for a native layer. Pops what the piece takes after its input, stashes what it gives after
 /// its output.
-class GraphLayerImpl : public Skippable, public ReplicaHolder {
+class GraphLayerImpl : public Skippable, public ReplicaHolder, public InnerBatchNorms {
  public:
   GraphLayerImpl(const torch::jit::Module& root, GraphPiece piece)
       : Skippable(piece.stashes, piece.pops),
@@ -74,6 +75,8 @@ class GraphLayerImpl : public Skippable, public ReplicaHolder {
     for (std::size_t k = 0; k < piece_.stashes.size(); ++k) stash(piece_.stashes[k], outputs.at(k + 1).toTensor());
     return outputs.at(0).toTensor();
   }
+
+  std::vector<std::string> innerBatchNorms() const override { return piece_.batchNorms; }
 
   void train(bool on) override {
     torch::nn::Module::train(on);

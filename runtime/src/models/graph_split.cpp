@@ -354,6 +354,11 @@ class Analysis {
         for (const auto& parameter : called.named_parameters(/*recurse=*/true))
           add(piece.parameters, prefix + parameter.name);
         for (const auto& buffer : called.named_buffers(/*recurse=*/true)) add(piece.buffers, prefix + buffer.name);
+        for (const auto& module : called.named_modules()) {
+          const std::string type = module.value.type()->name() ? module.value.type()->name()->name() : "";
+          if (type.rfind("BatchNorm", 0) == 0)
+            add(piece.batchNorms, module.name.empty() ? joined(*path) : prefix + module.name);
+        }
       } else if (n->kind() == c10::prim::GetAttr && isTensor(n->output())) {
         const auto path = attributePath(n->output(), self);
         if (!path) continue;

@@ -46,6 +46,8 @@ struct GraphPiece {
   std::vector<std::string> stashes;     ///< skip names, in the output tuple's order after the output
   std::vector<std::string> parameters;  ///< paths from the root ("h.0.attn.weight") of what it uses
   std::vector<std::string> buffers;
+  /// The module paths of the batch norms the piece's calls run ("layer1.0.bn1"), in order.
+  std::vector<std::string> batchNorms;
 };
 
 /// A tensor that crosses the cut after a piece.

@@ -4,6 +4,7 @@
 #include <pipeprof/runtime/layer_hooks.h>
 
 #include <stdexcept>
+#include <string>
 
 namespace pipeprof {
 namespace {
@@ -117,6 +118,15 @@ torch::nn::Sequential withDeferredBatchNorm(const torch::nn::Sequential& module,
       converted.push_back(deferred);
       result->push_back(named[index].key(), torch::nn::AnyModule(deferred));
       continue;
+    }
+    const auto* inner = dynamic_cast<const InnerBatchNorms*>(child.get());
+    if (inner != nullptr && !inner->innerBatchNorms().empty()) {
+      std::string paths;
+      for (const std::string& path : inner->innerBatchNorms()) paths += (paths.empty() ? "" : ", ") + path;
+      throw std::invalid_argument(
+          "deferredBatchNorm converts only BatchNorm layers of the Sequential itself, but layer " +
+          std::to_string(index) + " ('" + named[index].key() + "') runs batch norms inside (" + paths +
+          "), which a TorchScript graph keeps out of reach; turn deferredBatchNorm off");
     }
     for (const auto& descendant : child->modules(/*include_self=*/false)) {
       if (isBatchNorm(*descendant)) {

@@ -3,6 +3,9 @@
 
 #include <torch/torch.h>
 
+#include <string>
+#include <vector>
+
 namespace pipeprof {
 
 /// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
@@ -21,6 +24,15 @@ class ReplicaHolder {
   virtual ~ReplicaHolder() = default;
   /// Makes every slot of the layer (and its descendants) that holds `shared` hold `replica`.
   virtual void holdReplica(const torch::Tensor& shared, const torch::Tensor& replica) = 0;
+};
+
+/// A layer that runs batch norms which are not torch::nn modules of its own (a TorchScript
+/// graph's): deferred batch norm cannot replace them, and refuses the layer naming them.
+class InnerBatchNorms {
+ public:
+  virtual ~InnerBatchNorms() = default;
+  /// Their module paths ("layer1.0.bn1"); empty when it runs none.
+  virtual std::vector<std::string> innerBatchNorms() const = 0;
 };
 
 /// True while the calling thread replays a checkpointed forward (recompute(i, j)): a layer
