@@ -205,21 +205,73 @@ TEST(GraphModels, AUnetsEncoderOutputsReachTheDecoderLayersSeveralStagesOn) {
   expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 1, 2, 1}, ScheduleKind::ZeroBubbleV, 2);
 }
 
-// Deferred batch norm replaces BatchNorm layers; a TorchScript graph's batch norms it cannot
-// reach: refused, naming them, rather than left to update once per micro-batch unseen.
-TEST(GraphModels, DeferredBatchNormRefusesTheBatchNormsInsideAGraphNamingThem) {
-  Model model = buildModel(kFixtures + "graph_batch_norm.pt");
+/// The running statistics of the model's batch norms (by module path, "stem.bn.running_mean").
+std::map<std::string, torch::Tensor> runningStatistics(const torch::jit::Module& scripted) {
+  std::map<std::string, torch::Tensor> statistics;
+  for (const auto& buffer : scripted.named_buffers(/*recurse=*/true)) statistics[flatName(buffer.name)] = buffer.value;
+  return statistics;
+}
+
+// Deferred batch norm reaches the batch norms a graph's submodules run: after one step of 4
+// micro-batches their running statistics have moved once, by momentum, towards the mean and
+// unbiased variance of all that each got (one more batch counted), not 4 times; and a recompute
+// adds nothing. stem.bn gets the convolution of the batch: one forward of the scripted module
+// over the whole batch updates it so. body.bn gets what stem.bn made of each micro-batch.
+TEST(GraphModels, DeferredBatchNormUpdatesTheGraphsBatchNormsOncePerMiniBatch) {
+  const std::string path = kFixtures + "graph_batch_norm.pt";
+  const Model task = buildModel(path);
+  const Batch batch = task.makeBatch(8, 3);
+  torch::jit::Module scripted = torch::jit::load(path);
+  scripted.train();
+  std::map<std::string, torch::Tensor> expected = runningStatistics(scripted);
+  ASSERT_EQ(expected.size(), 6u);  // two batch norms: mean, variance, count
+  std::vector<torch::Tensor> bodyInputs;
+  for (const torch::Tensor& x : torch::chunk(batch.input, 4)) {
+    torch::jit::Module probe = torch::jit::load(path);  // its stem.bn normalises each micro-batch alone
+    probe.train();
+    const torch::Tensor stem = probe.attr("stem").toModule().forward({x}).toTensor();
+    bodyInputs.push_back(probe.attr("body").toModule().attr("conv").toModule().forward({stem}).toTensor().detach());
+  }
+  const torch::Tensor bodyInput = torch::cat(bodyInputs);
+  expected["body_bn_running_mean"] = expected["body_bn_running_mean"] * 0.9 + bodyInput.mean({0, 2, 3}) * 0.1;
+  expected["body_bn_running_var"] =
+      expected["body_bn_running_var"] * 0.9 + bodyInput.var({0, 2, 3}, /*unbiased=*/true) * 0.1;
+  expected["body_bn_num_batches_tracked"] = expected["body_bn_num_batches_tracked"] + 1;
+  scripted.forward({batch.input});
+  for (const std::string statistic : {"running_mean", "running_var", "num_batches_tracked"}) {
+    expected["stem_bn_" + statistic] = runningStatistics(scripted).at("stem_bn_" + statistic);
+  }
+  for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always}) {
+    SCOPED_TRACE(checkpointName(mode));
+    Model model = buildModel(path);
+    PipeOptions options;
+    options.chunks = 4;
+    options.checkpoint = mode;
+    options.deferredBatchNorm = true;
+    Pipe pipe(model.sequential, {1, 2}, options);
+    pipe.step(batch.input, batch.target, model.loss);
+    std::size_t compared = 0;
+    for (const auto& buffer : model.sequential->named_buffers()) {
+      const std::string name = buffer.key().substr(buffer.key().find('.') + 1);
+      ASSERT_EQ(expected.count(name), 1u) << name;
+      EXPECT_TRUE(torch::allclose(buffer.value(), expected.at(name), 1e-4, 1e-5))
+          << name << buffer.value() << expected.at(name);
+      ++compared;
+    }
+    EXPECT_EQ(compared, expected.size());
+  }
+  // Without it each micro-batch moves them: 4 batches counted.
+  Model model = buildModel(path);
   PipeOptions options;
-  options.deferredBatchNorm = true;
-  EXPECT_THAT(
-      [&] {
-        Pipe pipe(model.sequential, {2, 1}, options);
-      },
-      ::testing::ThrowsMessage<std::invalid_argument>(
-          AllOf(HasSubstr("but layer 0 ('stem') runs batch norms inside (stem.bn), which a TorchScript graph "
-                          "keeps out of reach; turn deferredBatchNorm off"))));
-  Model unet = buildModel(kUnet);  // no batch norm: nothing to refuse
-  Pipe pipe(unet.sequential, {2, 3}, options);
+  options.chunks = 4;
+  options.checkpoint = Checkpoint::Never;  // (a recompute would count its batches again, as torch's checkpoint does)
+  Pipe pipe(model.sequential, {1, 2}, options);
+  pipe.step(batch.input, batch.target, model.loss);
+  for (const auto& buffer : model.sequential->named_buffers()) {
+    if (buffer.key().find("num_batches_tracked") != std::string::npos) {
+      EXPECT_EQ(buffer.value().item<std::int64_t>(), 4) << buffer.key();
+    }
+  }
 }
 
 /// The scripted module trained as a pipeline trains it: per step, the micro-batches' forwards and

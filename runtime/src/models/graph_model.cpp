@@ -5,6 +5,7 @@
 #include <pipeprof/runtime/layer_hooks.h>
 #include <pipeprof/runtime/skip.h>
 
+#include "models/graph_batch_norm.h"
 #include "models/graph_split.h"
 #include "stage/shared_parameters.h"
 
@@ -62,21 +63,42 @@ class GraphLayerImpl : public Skippable, public ReplicaHolder, public InnerBatch
   }
 
   /// Runs without TorchScript's optimizing passes, as a scripted Sequential's layers do
-  /// (torchscript.cpp says why).
+  /// (torchscript.cpp says why). With its batch norms deferred, in training: the rewritten graph,
+  /// each batch norm's input handed to its statistics.
   torch::Tensor forward(const torch::Tensor& input) {
     std::vector<c10::IValue> stack{c10::IValue(self_), input};
     for (const std::string& name : piece_.pops) stack.emplace_back(pop(name));
+    const bool deferring = deferred_ && is_training();
     {
       torch::jit::GraphOptimizerEnabledGuard plain(false);
-      function_->run(stack);
+      (deferring ? deferred_ : function_)->run(stack);
     }
-    if (piece_.stashes.empty()) return stack.back().toTensor();
+    if (!deferring && piece_.stashes.empty()) return stack.back().toTensor();
     const auto outputs = stack.back().toTuple()->elements();
     for (std::size_t k = 0; k < piece_.stashes.size(); ++k) stash(piece_.stashes[k], outputs.at(k + 1).toTensor());
+    if (deferring) {
+      const std::size_t first = 1 + piece_.stashes.size();
+      for (std::size_t k = 0; k < batchNorms_.size(); ++k) batchNorms_[k]->accumulate(outputs.at(first + k).toTensor());
+    }
     return outputs.at(0).toTensor();
   }
 
   std::vector<std::string> innerBatchNorms() const override { return piece_.batchNorms; }
+
+  torch::nn::AnyModule withDeferredBatchNorms(
+      std::vector<std::shared_ptr<DeferredBatchNormImpl>>& converted) const override {
+    const torch::jit::Module root(self_);
+    auto copy = std::make_shared<GraphLayerImpl>(root, piece_);
+    for (const std::string& name : stashNames()) copy->isolate(namespaceOf(name), {name});
+    for (const std::string& name : popNames()) copy->isolate(namespaceOf(name), {name});
+    DeferredBatchNormGraph deferred = deferBatchNorms(piece_, root);
+    copy->deferred_ = std::make_unique<torch::jit::GraphFunction>(
+        c10::QualifiedName("pipeprof.graph.deferred." + flatName(piece_.path)), deferred.graph, nullptr);
+    copy->batchNorms_ = deferred.batchNorms;
+    converted.insert(converted.end(), deferred.batchNorms.begin(), deferred.batchNorms.end());
+    copy->train(is_training());
+    return torch::nn::AnyModule(copy);
+  }
 
   void train(bool on) override {
     torch::nn::Module::train(on);
@@ -104,6 +126,9 @@ class GraphLayerImpl : public Skippable, public ReplicaHolder, public InnerBatch
   c10::intrusive_ptr<c10::ivalue::Object> self_;
   std::unique_ptr<torch::jit::GraphFunction> function_;
   GraphPiece piece_;
+  /// With deferred batch norm: the graph training runs, and the statistics its extra outputs feed.
+  std::unique_ptr<torch::jit::GraphFunction> deferred_;
+  std::vector<std::shared_ptr<DeferredBatchNormImpl>> batchNorms_;
 };
 TORCH_MODULE(GraphLayer);
 

@@ -16,14 +16,17 @@
 #include <utility>
 
 namespace pipeprof {
-namespace {
 
 using torch::jit::Block;
 using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
 
+namespace {
+
 bool isTensor(const Value* v) { return v->type()->kind() == c10::TypeKind::TensorType; }
+
+}  // namespace
 
 std::string joined(const std::vector<std::string>& path) {
   std::string out;
@@ -31,7 +34,6 @@ std::string joined(const std::vector<std::string>& path) {
   return out;
 }
 
-/// The attribute path from `self` of a value made by GetAttr chains ({} for self itself).
 std::optional<std::vector<std::string>> attributePath(const Value* v, const Value* self) {
   std::vector<std::string> reversed;
   for (; v != self; v = v->node()->input(0)) {
@@ -46,6 +48,8 @@ torch::jit::Module moduleAt(const torch::jit::Module& root, const std::vector<st
   for (const std::string& name : path) module = module.attr(name).toModule();
   return module;
 }
+
+namespace {
 
 /// Constants and reads of the root's attributes: each piece that uses one makes its own.
 bool isFree(const Node* n, const Value* self) {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ struct GraphSplit {
   /// The submodule calls no layer begins at, each with the value that keeps a cut from there.
   std::vector<std::string> joined;
 };
+
+/// "a.b.c" from {"a", "b", "c"}.
+std::string joined(const std::vector<std::string>& path);
+/// The attribute path from `self` of a value made by GetAttr chains ({} for self itself);
+/// nullopt for any other value.
+std::optional<std::vector<std::string>> attributePath(const torch::jit::Value* v, const torch::jit::Value* self);
+/// The submodule of `root` at `path`.
+torch::jit::Module moduleAt(const torch::jit::Module& root, const std::vector<std::string>& path);
 
 /// Whether the module's forward is a Sequential's: each child's forward once, in order, each on
 /// the previous one's output, the last one's returned.

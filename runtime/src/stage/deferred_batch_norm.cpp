@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace pipeprof {
 namespace {
@@ -47,6 +48,16 @@ DeferredBatchNormImpl::DeferredBatchNormImpl(const torch::nn::Module& batchNorm)
   num_batches_tracked = register_buffer("num_batches_tracked", num_batches_tracked);
 }
 
+DeferredBatchNormImpl::DeferredBatchNormImpl(const torch::nn::BatchNormOptions& options, torch::Tensor weight,
+                                             torch::Tensor bias, torch::Tensor runningMean, torch::Tensor runningVar,
+                                             torch::Tensor numBatchesTracked)
+    : options(options),
+      weight(std::move(weight)),
+      bias(std::move(bias)),
+      running_mean(std::move(runningMean)),
+      running_var(std::move(runningVar)),
+      num_batches_tracked(std::move(numBatchesTracked)) {}
+
 torch::Tensor DeferredBatchNormImpl::forward(const torch::Tensor& input) {
   if (input.dim() < 2) {
     throw std::invalid_argument("DeferredBatchNorm expects an input of at least 2 dimensions (got " +
@@ -59,25 +70,28 @@ torch::Tensor DeferredBatchNormImpl::forward(const torch::Tensor& input) {
   }
   torch::Tensor output = torch::batch_norm(input, weight, bias, torch::Tensor(), torch::Tensor(), /*training=*/true,
                                            0.0, options.eps(), torch::globalContext().userEnabledCuDNN());
-  if (tracking && !isRecomputing()) {
-    torch::NoGradGuard noGrad;
-    std::vector<std::int64_t> dims{0};
-    for (std::int64_t d = 2; d < input.dim(); ++d) {
-      dims.push_back(d);
-    }
-    const torch::Tensor x = input.detach();
-    torch::Tensor sum = x.sum(dims);
-    torch::Tensor sumOfSquares = (x * x).sum(dims);
-    if (count_ == 0) {
-      sum_ = sum;
-      sumOfSquares_ = sumOfSquares;
-    } else {
-      sum_.add_(sum);
-      sumOfSquares_.add_(sumOfSquares);
-    }
-    count_ += input.numel() / input.size(1);
-  }
+  if (tracking) accumulate(input);
   return output;
+}
+
+void DeferredBatchNormImpl::accumulate(const torch::Tensor& input) {
+  if (isRecomputing()) return;
+  torch::NoGradGuard noGrad;
+  std::vector<std::int64_t> dims{0};
+  for (std::int64_t d = 2; d < input.dim(); ++d) {
+    dims.push_back(d);
+  }
+  const torch::Tensor x = input.detach();
+  torch::Tensor sum = x.sum(dims);
+  torch::Tensor sumOfSquares = (x * x).sum(dims);
+  if (count_ == 0) {
+    sum_ = sum;
+    sumOfSquares_ = sumOfSquares;
+  } else {
+    sum_.add_(sum);
+    sumOfSquares_.add_(sumOfSquares);
+  }
+  count_ += input.numel() / input.size(1);
 }
 
 void DeferredBatchNormImpl::commit() {
@@ -121,12 +135,8 @@ torch::nn::Sequential withDeferredBatchNorm(const torch::nn::Sequential& module,
     }
     const auto* inner = dynamic_cast<const InnerBatchNorms*>(child.get());
     if (inner != nullptr && !inner->innerBatchNorms().empty()) {
-      std::string paths;
-      for (const std::string& path : inner->innerBatchNorms()) paths += (paths.empty() ? "" : ", ") + path;
-      throw std::invalid_argument(
-          "deferredBatchNorm converts only BatchNorm layers of the Sequential itself, but layer " +
-          std::to_string(index) + " ('" + named[index].key() + "') runs batch norms inside (" + paths +
-          "), which a TorchScript graph keeps out of reach; turn deferredBatchNorm off");
+      result->push_back(named[index].key(), inner->withDeferredBatchNorms(converted));
+      continue;
     }
     for (const auto& descendant : child->modules(/*include_self=*/false)) {
       if (isBatchNorm(*descendant)) {

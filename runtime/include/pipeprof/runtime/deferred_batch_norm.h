@@ -21,8 +21,15 @@ class DeferredBatchNormImpl : public torch::nn::Module {
  public:
   /// Shares the parameters and buffers of `batchNorm` (a BatchNorm1d/2d/3d).
   explicit DeferredBatchNormImpl(const torch::nn::Module& batchNorm);
+  /// Keeps the statistics of a batch norm that normalises elsewhere (inside a TorchScript
+  /// graph, which hands accumulate() its inputs), sharing its tensors.
+  DeferredBatchNormImpl(const torch::nn::BatchNormOptions& options, torch::Tensor weight, torch::Tensor bias,
+                        torch::Tensor runningMean, torch::Tensor runningVar, torch::Tensor numBatchesTracked);
 
   torch::Tensor forward(const torch::Tensor& input);
+  /// What forward does beside normalising, in training: adds a micro-batch's per-channel sum,
+  /// sum of squares and count to what commit() folds in -- not during recompute.
+  void accumulate(const torch::Tensor& input);
 
   /// Updates the running statistics from what was accumulated since the last commit and
   /// clears the accumulators. Does nothing when nothing was accumulated.

@@ -3,10 +3,13 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace pipeprof {
+
+class DeferredBatchNormImpl;
 
 /// Marks a user layer as drawing random numbers in forward (like Dropout, which is detected
 /// on its own): inherit it next to torch::nn::Module. The pipeline then seeds the default
@@ -27,12 +30,20 @@ class ReplicaHolder {
 };
 
 /// A layer that runs batch norms which are not torch::nn modules of its own (a TorchScript
-/// graph's): deferred batch norm cannot replace them, and refuses the layer naming them.
+/// graph's): deferred batch norm cannot replace them, so it asks the layer for a copy that
+/// defers them.
 class InnerBatchNorms {
  public:
   virtual ~InnerBatchNorms() = default;
   /// Their module paths ("layer1.0.bn1"); empty when it runs none.
   virtual std::vector<std::string> innerBatchNorms() const = 0;
+  /// A copy of the layer, sharing its parameters and buffers, whose batch norms normalise each
+  /// micro-batch in training with its own statistics and leave the running ones to the
+  /// DeferredBatchNorm statistics it appends to `converted`, one per batch norm (the pipeline
+  /// commits them once per mini-batch). Throws std::invalid_argument, naming the batch norm,
+  /// for one it cannot reach.
+  virtual torch::nn::AnyModule withDeferredBatchNorms(
+      std::vector<std::shared_ptr<DeferredBatchNormImpl>>& converted) const = 0;
 };
 
 /// True while the calling thread replays a checkpointed forward (recompute(i, j)): a layer
