@@ -26,8 +26,7 @@ struct DeferredBatchNormGraph {
 };
 
 /// Rewrites `piece` of `root` (root's object: the module the piece's self is). Throws
-/// std::invalid_argument naming the batch norm when it runs inside control flow or has no
-/// weight to find it by.
+/// std::invalid_argument naming the batch norm when it runs inside control flow of the graph.
 DeferredBatchNormGraph deferBatchNorms(const GraphPiece& piece, const torch::jit::Module& root);
 
 }  // namespace pipeprof
