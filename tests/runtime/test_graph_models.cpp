@@ -312,7 +312,8 @@ std::vector<double> scriptedModuleLosses(const std::string& path, const test::Re
 }
 
 // AdamW and bf16 autocast go through a graph model as through a Sequential: the GPT-style LM's
-// pipeline, its tied head on both devices, trains as the scripted module does.
+// pipeline, its tied head on both devices, trains as the scripted module does, and the two
+// copies of the tied weight stay bit-identical.
 TEST(GraphModels, AGraphModelTrainsWithAdamWUnderBf16AsTheScriptedModule) {
   const test::ReferenceTraining reference = test::referenceTraining(torch::kCPU, Precision::Bf16);
   const std::vector<double> expected = scriptedModuleLosses(kLanguageModel, reference);
@@ -326,6 +327,9 @@ TEST(GraphModels, AGraphModelTrainsWithAdamWUnderBf16AsTheScriptedModule) {
     const TrainingResult result =
         trainAndMeasure(model, test::pipelineTraining(reference, schedule, {torch::kCPU, torch::kCPU}));
     test::expectSameLosses(result.losses, expected, schedule.label(), 1e-5);
+    const auto named = model.sequential->named_parameters();
+    ASSERT_FALSE(named["lm_head.lm_head_weight"].is_same(named["wte.wte_weight"])) << "a replica on the second device";
+    EXPECT_TRUE(torch::equal(named["lm_head.lm_head_weight"], named["wte.wte_weight"])) << schedule.label();
   }
 }
 
