@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <string>
 #include <utility>
@@ -112,6 +114,16 @@ TEST(GraphModelsE2E, ASweepMeasuresItsCandidates) {
   EXPECT_EQ(config.at("num_pp_microbatches"), 2);
   EXPECT_TRUE(config.at("pipeline_parallel_schedule") == "GPipe" || config.at("pipeline_parallel_schedule") == "1F1B")
       << config;
+
+  // The GUI opens the report and tunes it: its tuning view re-simulates from the report's profile,
+  // whose layers are the model's module paths.
+  const std::string gui = std::string(PIPEPROF_BINARY_DIR) + "/gui/pipeprof-gui";
+  if (::access(gui.c_str(), X_OK) != 0) GTEST_SKIP() << "pipeprof-gui is not built here";
+  const std::string png = ::testing::TempDir() + "graph_sweep_tuning.png";
+  const ProcessResult shot =
+      test::runProcess({gui, report, "--view", "tuning", "--screenshot", png}, {{"QT_QPA_PLATFORM", "offscreen"}});
+  ASSERT_EQ(shot.code, 0) << shot.all;
+  EXPECT_GT(test::readFile(png).size(), 1000u);
 }
 
 }  // namespace
