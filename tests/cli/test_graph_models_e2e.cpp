@@ -59,9 +59,10 @@ TEST(GraphModelsE2E, ModelsListsTheLayersByModulePathAndWhatCrossesEachCut) {
 }
 
 TEST(GraphModelsE2E, OneProcessPerStageTrainsToTheThreadedPipesLossesWithTheTiedHeadAcrossRanks) {
-  for (const std::string schedule : {"1f1b", "zb1p"}) {
-    const std::vector<double> threaded = losses("--devices cpu,cpu --split-at h.1 --schedule " + schedule);
-    const std::vector<double> ranks = losses("--procs 2 --split-at h.1 --schedule " + schedule);
+  for (const std::string schedule :
+       {"1f1b --split-at h.1", "zb1p --split-at h.1", "interleaved-zb --split-at h.0,h.1,ln_f"}) {
+    const std::vector<double> threaded = losses("--devices cpu,cpu --schedule " + schedule);
+    const std::vector<double> ranks = losses("--procs 2 --schedule " + schedule);
     ASSERT_EQ(threaded.size(), 3u) << schedule;
     ASSERT_EQ(ranks.size(), threaded.size()) << schedule;
     for (std::size_t s = 0; s < threaded.size(); ++s) {
@@ -76,17 +77,18 @@ TEST(GraphModelsE2E, OneProcessPerStageTrainsToTheThreadedPipesLossesWithTheTied
 // crossing ranks.
 TEST(GraphModelsE2E, ConvNetsScriptedAndTracedTrainOnOneProcessPerStageAsThreaded) {
   const std::vector<std::pair<std::string, std::string>> models = {
-      {kFixtures + "graph_resnet.pt", "--split-at layer2.0"},
-      {kFixtures + "graph_resnet_traced.pt --input-shape 3,8,8", "--split-at layer2.0"},
-      {kFixtures + "graph_unet.pt", "--split-at mid"},
-      {kFixtures + "graph_unet_traced.pt --input-shape 3,8,8", "--split-at enc2"}};
-  for (const auto& [model, split] : models) {
-    const std::vector<double> threaded = losses("--devices cpu,cpu --schedule 1f1b " + split, model);
-    const std::vector<double> ranks = losses("--procs 2 --schedule 1f1b " + split, model);
+      {kFixtures + "graph_resnet.pt", "--schedule 1f1b --split-at layer2.0"},
+      {kFixtures + "graph_resnet_traced.pt --input-shape 3,8,8", "--schedule zb1p --split-at layer2.0"},
+      {kFixtures + "graph_unet.pt", "--schedule 1f1b --split-at mid"},
+      {kFixtures + "graph_unet.pt", "--schedule zbv --split-at enc2,mid,dec1"},
+      {kFixtures + "graph_unet_traced.pt --input-shape 3,8,8", "--schedule interleaved --split-at enc2,mid,dec1"}};
+  for (const auto& [model, flags] : models) {
+    const std::vector<double> threaded = losses("--devices cpu,cpu " + flags, model);
+    const std::vector<double> ranks = losses("--procs 2 " + flags, model);
     ASSERT_EQ(threaded.size(), 3u) << model;
     ASSERT_EQ(ranks.size(), threaded.size()) << model;
     for (std::size_t s = 0; s < threaded.size(); ++s) {
-      EXPECT_NEAR(ranks[s], threaded[s], 1e-5 * std::abs(threaded[s])) << model << ", step " << s;
+      EXPECT_NEAR(ranks[s], threaded[s], 1e-5 * std::abs(threaded[s])) << model << " " << flags << ", step " << s;
     }
   }
 }

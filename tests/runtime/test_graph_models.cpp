@@ -180,11 +180,21 @@ void expectPipeEqualsTheScriptedModule(const std::string& path, const std::vecto
   }
 }
 
+/// Every family of schedules, each under every checkpoint mode: those of one stage per device on
+/// `oneStagePerDevice`, the others (v = 2) on `twoStagesPerDevice`.
+void expectEveryScheduleEqualsTheScriptedModule(const std::string& path,
+                                                const std::vector<std::int64_t>& oneStagePerDevice,
+                                                const std::vector<std::int64_t>& twoStagesPerDevice) {
+  for (ScheduleKind kind : kScheduleKinds) {
+    const std::int64_t v = hasVirtualStages(kind) ? 2 : 1;
+    expectPipeEqualsTheScriptedModule(path, v == 2 ? twoStagesPerDevice : oneStagePerDevice, kind, v);
+  }
+}
+
 TEST(GraphModels, AGptStyleModelsPipeGivesTheScriptedModulesLossAndGradients) {
   for (const std::string& path : {kLanguageModel, kTracedLanguageModel}) {
     expectPipeEqualsTheScriptedModule(path, {2, 2, 3}, ScheduleKind::GPipe, 1);
-    expectPipeEqualsTheScriptedModule(path, {3, 4}, ScheduleKind::OneFOneB, 1);
-    expectPipeEqualsTheScriptedModule(path, {1, 2, 2, 2}, ScheduleKind::Interleaved, 2);
+    expectEveryScheduleEqualsTheScriptedModule(path, {3, 4}, {1, 2, 2, 2});
   }
 }
 
@@ -193,16 +203,15 @@ TEST(GraphModels, ATorchvisionStyleResnetsPipeGivesTheScriptedModulesLossAndGrad
     EXPECT_THAT(layerNames(buildModel(path, optionsFor(path))),
                 ElementsAre("conv1", "relu", "layer1.0", "layer1.1", "layer2.0", "avgpool", "fc"));
     expectPipeEqualsTheScriptedModule(path, {2, 3, 2}, ScheduleKind::GPipe, 1);
-    expectPipeEqualsTheScriptedModule(path, {3, 4}, ScheduleKind::OneFOneB, 1);
+    expectEveryScheduleEqualsTheScriptedModule(path, {3, 4}, {2, 2, 2, 1});
   }
 }
 
 TEST(GraphModels, AUnetsEncoderOutputsReachTheDecoderLayersSeveralStagesOn) {
   expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 2}, ScheduleKind::GPipe, 1);
-  expectPipeEqualsTheScriptedModule(kUnet, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
   expectPipeEqualsTheScriptedModule(kUnet, {1, 1, 1, 1, 1}, ScheduleKind::ZeroBubble, 1);
-  expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
-  expectPipeEqualsTheScriptedModule(kTracedUnet, {1, 1, 2, 1}, ScheduleKind::ZeroBubbleV, 2);
+  for (const std::string& path : {kUnet, kTracedUnet})
+    expectEveryScheduleEqualsTheScriptedModule(path, {1, 4}, {1, 1, 2, 1});
 }
 
 /// The running statistics of the model's batch norms (by module path, "stem.bn.running_mean").
