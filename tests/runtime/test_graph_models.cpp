@@ -283,6 +283,22 @@ TEST(GraphModels, DeferredBatchNormUpdatesTheGraphsBatchNormsOncePerMiniBatch) {
   }
 }
 
+// A batch norm that runs only when the data says so has no input the graph can always hand out.
+TEST(GraphModels, DeferredBatchNormRefusesABatchNormInsideControlFlowNamingIt) {
+  Model model = buildModel(kFixtures + "graph_batch_norm_in_a_branch.pt");
+  PipeOptions options;
+  options.deferredBatchNorm = true;
+  EXPECT_THAT(
+      [&] {
+        Pipe pipe(model.sequential, {1, 1}, options);
+      },
+      ::testing::ThrowsMessage<std::invalid_argument>(
+          HasSubstr("deferred batch norm cannot reach the batch norm 'bn' in layer 'conv': it runs inside "
+                    "control flow of the graph; turn deferredBatchNorm off")));
+  options.deferredBatchNorm = false;
+  Pipe pipe(model.sequential, {1, 1}, options);  // without it, nothing to refuse
+}
+
 /// The scripted module trained as a pipeline trains it: per step, the micro-batches' forwards and
 /// losses under autocast (each loss weighed by its share of the rows), their backwards outside
 /// it, then AdamW (test::adamwWithDecay) over its parameters, each once (the tied head's weight
