@@ -32,9 +32,9 @@ torch::Tensor tensorOrUndefined(const c10::IValue& value) {
   return value.isTensor() ? value.toTensor() : torch::Tensor();
 }
 
-/// The statistics of the batch norm at `path`, sharing its tensors.
-std::shared_ptr<DeferredBatchNormImpl> statisticsOf(const torch::jit::Module& batchNorm,
-                                                    const torch::Tensor& runningMean) {
+/// The statistics of a TorchScript batch norm that tracks running statistics, sharing its tensors.
+std::shared_ptr<DeferredBatchNormImpl> statisticsOf(const torch::jit::Module& batchNorm) {
+  const torch::Tensor runningMean = batchNorm.attr("running_mean").toTensor();
   torch::nn::BatchNormOptions options(runningMean.size(0));
   options.eps(batchNorm.attr("eps").toDouble());
   const c10::IValue momentum = batchNorm.attr("momentum");
@@ -78,8 +78,7 @@ DeferredBatchNormGraph deferBatchNorms(const GraphPiece& piece, const torch::jit
                                   piece.path +
                                   "': it runs inside control flow of the graph; turn deferredBatchNorm off");
     }
-    const torch::jit::Module batchNorm = moduleAt(root, *path);
-    out.batchNorms.push_back(statisticsOf(batchNorm, batchNorm.attr("running_mean").toTensor()));
+    out.batchNorms.push_back(statisticsOf(moduleAt(root, *path)));
     n->replaceInput(3, none);
     n->replaceInput(4, none);
     n->replaceInput(5, training);
