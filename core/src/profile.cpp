@@ -367,7 +367,7 @@ std::string describeProfilingTime(const ProfilingTime& profiling) {
   for (const ProfilePass& pass : profiling.passes) {
     text += separator + pass.name + " " + duration(pass.seconds);
     if (pass.name == "timed runs" && profiling.fewestTimedRuns > 0) {
-      text += " (" + std::to_string(profiling.fewestTimedRuns) + " runs at the fewest)";
+      text += " (" + std::to_string(profiling.fewestTimedRuns) + " runs at the fewest, the memory passes' included)";
     }
     separator = ", ";
   }

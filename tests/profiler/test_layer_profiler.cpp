@@ -293,11 +293,77 @@ TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardOnItsOutput) {
   const LayerProfilerOptions options = quick({8, 16});
   const Profile profile = profileModel(model, options);
   ASSERT_EQ(profile.loss.costs.size(), 2u);
-  // Each size: a warm-up pass and 2 x minRuns timed passes, each with its loss right after the
-  // marker's forward; the memory pass adds one call per size on an output made earlier.
-  const std::int64_t passes = options.warmupRuns + 2 * options.minRuns;
+  // Each size: the memory passes' run with the backward whole, a warm-up pass and the timed
+  // passes that make 2 x minRuns runs with the memory passes' two, each with its loss right
+  // after the marker's forward; the loss's memory adds one call per size on an output made earlier.
+  const std::int64_t passes = 1 + options.warmupRuns + (2 * options.minRuns - 2);
   EXPECT_EQ(rightAfter, 2 * passes);
   EXPECT_EQ(calls, 2 * (passes + 1));
+}
+
+TEST(LayerProfiler, TheMemoryPassesTimeWhatTheyRunSoTheFewestRunsNeedNoTimedPass) {
+  // Passes 3 and 4 of the memory pass run every layer's forward and backward, whole and split,
+  // as a timed pass does: they give one run of each, which is --min-runs 1's floor. With no
+  // budget left no warm-up and no timed pass runs, and every time is still measured.
+  torch::Tensor lastOutput;
+  std::int64_t rightAfter = 0;
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 64));
+  seq->push_back("marker", Marker(&lastOutput));
+  Model model = sequentialModel(seq, 16, 64);
+  model.loss = [&](const torch::Tensor& output, const torch::Tensor& target) {
+    if (lastOutput.defined() && output.data_ptr() == lastOutput.data_ptr()) ++rightAfter;
+    lastOutput = torch::Tensor();
+    return torch::mse_loss(output, target);
+  };
+  LayerProfilerOptions options = quick({8, 16});
+  options.minRuns = 1;
+  options.warmupRuns = 2;
+  const Profile profile = profileModel(model, options);
+  EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2) << "the memory passes' whole and split run";
+  EXPECT_EQ(rightAfter, 2) << "the loss timed once per size, after the memory pass's forward of the marker";
+  for (const LayerProfile& layer : profile.layers) {
+    for (const CostSample& cost : layer.costs) {
+      EXPECT_GT(cost.forwardNs, 0) << layer.name;
+      EXPECT_GT(cost.backwardNs, 0) << layer.name;
+      ASSERT_TRUE(cost.backwardSplit) << layer.name;
+      EXPECT_GT(cost.backwardSplit->inputNs + cost.backwardSplit->weightNs, 0) << layer.name;
+    }
+  }
+  for (const CostSample& cost : profile.loss.costs) {
+    EXPECT_GT(cost.forwardNs, 0);
+    EXPECT_GT(cost.backwardNs, 0);
+  }
+}
+
+TEST(LayerProfiler, ALayerThatPopsASkipIsTimedOnlyAsATimedPassRunsIt) {
+  // The memory passes hand a popped skip out as a copy that needs no gradient, so the popping
+  // layer's backward there skips the gradient a pipeline hands the skip: they do not time that
+  // layer, and their runs do not meet --min-runs for the model. The timed passes run.
+  torch::Tensor lastOutput;
+  std::int64_t rightAfter = 0;
+  torch::nn::Sequential seq;
+  seq->push_back("stash", Stash());
+  seq->push_back("fc", torch::nn::Linear(16, 16));
+  seq->push_back("pop", PopAdd());
+  seq->push_back("marker", Marker(&lastOutput));
+  Model model = sequentialModel(seq, 16, 16);
+  model.skips = {SkipRoute{"skip", 0, 2}};
+  model.loss = [&](const torch::Tensor& output, const torch::Tensor& target) {
+    if (lastOutput.defined() && output.data_ptr() == lastOutput.data_ptr()) ++rightAfter;
+    lastOutput = torch::Tensor();
+    return torch::mse_loss(output, target);
+  };
+  LayerProfilerOptions options = quick({8});
+  options.minRuns = 1;
+  options.warmupRuns = 2;
+  const Profile profile = profileModel(model, options);
+  EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2) << "a whole and a split timed pass";
+  // The memory passes' run (the marker does not pop), one warm-up, two timed passes.
+  EXPECT_EQ(rightAfter, 4);
+  EXPECT_GT(profile.layers[2].costs[0].backwardNs, 0);
+  ASSERT_TRUE(profile.layers[2].costs[0].backwardSplit);
+  EXPECT_GT(profile.layers[2].costs[0].backwardSplit->inputNs, 0);
 }
 
 TEST(LayerProfiler, RecordsEveryPassAndTheTimedRunsTheBudgetLeft) {

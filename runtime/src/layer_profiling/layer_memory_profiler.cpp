@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 namespace pipeprof::layer_profiling {
 
@@ -30,6 +31,8 @@ struct MemoryPass {
   const TaggedStreams& streams;
   const torch::Device& device;
   Precision precision;
+  TimeSamples* times;      ///< passes 3 and 4 timed into it, when given
+  const LossTiming* loss;  ///< the loss timed in pass 3, when given
 
   void makeGradientsAndCastCopies(std::vector<Bytes>& castCacheBytes) const;
   void measureForward(ProfilerSkipTracker& skips, torch::Tensor& modelOutput) const;
@@ -38,10 +41,24 @@ struct MemoryPass {
   void measureSplitBackward() const;
 };
 
+/// Whether every trainable parameter of the layers has a gradient (an earlier size's passes made
+/// them: the profiler keeps them from size to size on one device).
+bool everyGradientExists(const Layers& layers) {
+  for (torch::nn::AnyModule* layer : layers.modules) {
+    for (const torch::Tensor& p : layer->ptr()->parameters()) {
+      if (p.requires_grad() && !p.grad().defined()) return false;
+    }
+  }
+  return true;
+}
+
 /// Pass 1: makes every gradient exist (zeroed in place afterwards by the caller's snapshot),
-/// and every cast copy autocast caches; under bf16/fp16 `castCacheBytes` gets each layer's.
+/// and every cast copy autocast caches; under bf16/fp16 `castCacheBytes` gets each layer's. On
+/// CPU in fp32, where every gradient exists already, it has nothing to make and does not run
+/// (on CUDA it also makes each layer stream's library workspaces).
 void MemoryPass::makeGradientsAndCastCopies(std::vector<Bytes>& castCacheBytes) const {
   const auto n = static_cast<std::int64_t>(layers.modules.size());
+  if (precision == Precision::Fp32 && !device.is_cuda() && everyGradientExists(layers)) return;
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     LayerMemoryScope scope(streams, L);  // creates the layer stream's library workspaces
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
@@ -117,23 +134,52 @@ void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& model
 }
 
 /// Pass 3: each layer's backward under its tag: its workspace as a stage's last layer runs it,
-/// its output and the gradient of it held throughout.
+/// its output and the gradient of it held throughout. Timed as a timed pass runs it (the
+/// loss's after the last layer's forward), outside the figures it measures.
 void MemoryPass::measureBackward() const {
+  const DeviceClock clock(device);
+  const auto n = static_cast<std::int64_t>(layers.modules.size());
+  const auto runStart = clock.finished();
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     Tensors out;
     Bytes start = 0;
     {
       // The forward under the tag too, so what the backward frees of it counts against its peak.
       LayerMemoryScope scope(streams, L);
+      const auto t0 = clock.finished();
       out = runLayer(*layers.modules[L], in, layers.names[L]);
+      const auto forwardLaunched = DeviceClock::launched();
+      const auto t1 = clock.finished();
+      std::optional<LossTime> lossTime;
+      const bool timed = times != nullptr && !times->untimedInMemoryPasses[L];
+      if (timed && loss != nullptr && L + 1 == n && out.size() == 1) {
+        lossTime = timeLoss(*loss->model, out.front(), loss->target, device, precision);  // all of it freed
+      }
       start = liveBytes(L);
       resetPeakBytes(L);
-      backwardOf(out);
-      synchronize(device);
+      const BackwardRoots backward = backwardRoots(out);  // its gradients count against the peak
+      const auto t2 = clock.finished();
+      runBackward(backward);
+      const auto backwardLaunched = DeviceClock::launched();
+      const auto t3 = clock.finished();
+      if (timed) {
+        times->forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
+        times->forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
+        times->backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
+        times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
+        if (lossTime) {
+          times->lossForwardNs.push_back(lossTime->forwardNs);
+          times->lossBackwardNs.push_back(lossTime->backwardNs);
+        }
+      }
     }
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
     return out;
   });
+  if (times != nullptr) {
+    if (times->memoryPassesTimeEveryLayer()) ++times->wholeRuns;
+    times->wholeRun = clock.finished() - runStart;
+  }
 }
 
 /// Pass 3b: the same as a layer inside a stage runs it: the output's gradient made by the
@@ -168,6 +214,7 @@ void MemoryPass::measureInnerBackward() const {
 /// bytes freed by I) or the activation received (freed by I). The model's own input needs no
 /// gradient and is no stage's allocation: it is not copied.
 void MemoryPass::measureSplitBackward() const {
+  const DeviceClock clock(device);
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     LayerMemoryScope scope(streams, L);
     Tensors out;
@@ -182,10 +229,13 @@ void MemoryPass::measureSplitBackward() const {
     const Bytes beforeInputs = liveBytes(L);
     resetPeakBytes(L);
     WeightBackward weights;
+    DeviceClock::Clock::duration inputTime{}, weightTime{};
     {
       const BackwardRoots backward = backwardRoots(out);
       AutocastPause pause;
+      const auto t0 = clock.finished();
       weights.runInputs(backward.roots, backward.grads, inputEdges);
+      inputTime = clock.finished() - t0;
     }
     inputEdges.clear();
     for (torch::Tensor& t : out) t = t.detach();  // the graph goes with I's roots; the output stays
@@ -196,24 +246,31 @@ void MemoryPass::measureSplitBackward() const {
     resetPeakBytes(L);
     {
       AutocastPause pause;
+      const auto t0 = clock.finished();
       weights.runWeights();
+      weightTime = clock.finished() - t0;
     }
-    synchronize(device);
+    if (times != nullptr && !times->untimedInMemoryPasses[L]) {
+      times->inputNs[L].push_back(DeviceClock::ns(inputTime));
+      times->weightNs[L].push_back(DeviceClock::ns(weightTime));
+    }
     BackwardSplit& split = costs[L].backwardSplit.emplace(BackwardSplit{
         0, 0, std::max<Bytes>(0, afterInputs - liveBytes(L)), std::max<Bytes>(0, peakBytes(L) - afterInputs)});
     split.inputWorkspaceBytes = std::max<Bytes>(0, inputPeak - beforeInputs);
     split.inputKeptBytes = kept;
     return out;
   });
+  if (times != nullptr && times->memoryPassesTimeEveryLayer()) ++times->splitRuns;
 }
 
 }  // namespace
 
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
                    const TaggedStreams& streams, const torch::Device& device, Precision precision,
-                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput) {
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput, TimeSamples* times,
+                   const LossTiming* loss) {
   AutocastScope autocast(precision, device);
-  const MemoryPass pass{layers, input, costs, streams, device, precision};
+  const MemoryPass pass{layers, input, costs, streams, device, precision, times, loss};
   pass.makeGradientsAndCastCopies(castCacheBytes);
   pass.measureForward(skips, modelOutput);
   pass.measureBackward();

@@ -3,6 +3,7 @@
 
 #include "layer_profiling/layer_runs.h"
 #include "layer_profiling/profiler_skip_tracker.h"
+#include "layer_profiling/time_samples.h"
 #include "memory/device_memory.h"
 
 #include <pipeprof/core/precision.h>
@@ -20,8 +21,13 @@ namespace pipeprof::layer_profiling {
 /// stash holds and what of it the graph does not save; under bf16/fp16 `castCacheBytes` gets
 /// each layer's cast copies. `modelOutput` gets an untagged copy of the last layer's output
 /// (undefined when it returns several tensors), for the loss profiler.
+///
+/// Passes 3 and 4 run every layer's forward and backward, whole and then split, as a timed pass
+/// does: with `times`, they are timed too (outside what they measure), one whole and one split
+/// run added, and with `loss` the loss after the last layer's forward (measureTimes).
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
                    const TaggedStreams& streams, const torch::Device& device, Precision precision,
-                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput);
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput, TimeSamples* times,
+                   const LossTiming* loss);
 
 }  // namespace pipeprof::layer_profiling

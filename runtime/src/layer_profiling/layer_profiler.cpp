@@ -28,14 +28,19 @@
 //        weight_workspace_bytes = W's peak above its start, input_workspace_bytes = I's peak
 //        above its start (its output's gradient made inside; the graph is whole until I ends),
 //        input_kept_bytes = the gradients I captured for W (WeightBackward::keptGradientBytes).
+//     Passes 3 and 4 run every layer as a timed pass does (below): each is timed too, outside
+//     what it measures (the loss's forward and backward in pass 3 after the last layer's
+//     forward), and counts as one run of the time samples, whole and split.
 //   skip gradients (skip_gradient_profiler.cpp)
 //     each popping layer alone, its backward split (I) and whole: whether the gradient it hands
 //     the skip is the very tensor it hands its input, and whether I's is a slice of the gradient
 //     of its output (SkipProfile's gradient_* fields).
-//   time (layer_time_profiler.cpp; options.device)
-//     a warm-up pass (more only where the budget leaves room), then at least 2 x minRuns
-//     passes, more while the next is expected to end within the size's share of the budget
-//     (profile_budget.h; or a cap): each pass runs the layers in order, each on a detached input that requires grad,
+//   time (layer_time_profiler.cpp; options.device, the memory device so far)
+//     the memory passes' two runs, a warm-up pass (where timed passes must follow; else, and
+//     past the first, only where the budget leaves room), then passes to make at least
+//     2 x minRuns runs with those two, more while
+//     the next is expected to end within the size's share of the budget (profile_budget.h; or
+//     a cap): each pass runs the layers in order, each on a detached input that requires grad,
 //     timing its forward and then torch::autograd::backward of its output alone, or on every
 //     other pass that backward split into I and W; after the last layer's forward, the loss of
 //     its output, forward and backward, as the last stage runs it; medians are kept.
@@ -160,7 +165,14 @@ std::string cpuName() {
 /// was made, and a later backward could not accumulate into it from the other device; the
 /// gradients are dropped instead (the caller's ModuleSnapshot restores them).
 void moveDroppingGradients(torch::nn::Module& module, const torch::Device& device) {
-  for (torch::Tensor& p : module.parameters()) p.mutable_grad() = torch::Tensor();
+  const std::vector<torch::Tensor> parameters = module.parameters();
+  const bool there =
+      std::all_of(parameters.begin(), parameters.end(), [&](const torch::Tensor& p) { return p.device() == device; });
+  const std::vector<torch::Tensor> buffers = module.buffers();
+  if (there &&
+      std::all_of(buffers.begin(), buffers.end(), [&](const torch::Tensor& b) { return b.device() == device; }))
+    return;  // the gradients stay: a training step accumulates into them
+  for (torch::Tensor p : parameters) p.mutable_grad() = torch::Tensor();
   module.to(device);
 }
 
@@ -264,13 +276,21 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   const Batch batch = model.makeBatch(b, /*seed=*/0);
   std::vector<CostSample> costs(static_cast<std::size_t>(n));
   for (CostSample& c : costs) c.microBatch = b;
-  // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA).
+  // The loss's time is taken where the last layer's forward runs, from the memory passes on.
+  std::optional<LossTiming> lossTiming;
+  if (model.loss) lossTiming = LossTiming{&model, batch.target.to(options.device), LossTime{}};
+  // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA). Its
+  // passes 3 and 4 run each layer as a timed pass does, so they time it too where the memory
+  // device is the timing device (always so far): one run gives a layer's time and its memory.
   moveDroppingGradients(*sequential, how.memoryDevice);
+  TimeSamples samples(static_cast<std::size_t>(n));
+  for (const SkipRoute& route : model.skips) samples.untimedInMemoryPasses.at(route.popLayer) = true;
+  TimeSamples* memoryTimes = how.memoryDevice == options.device ? &samples : nullptr;
   std::vector<Bytes> castCacheBytes;
   torch::Tensor output;
   budget.time("memory", b, [&] {
     measureMemory(layers, {batch.input.to(how.memoryDevice)}, costs, how.skips, how.streams, how.memoryDevice,
-                  options.precision, castCacheBytes, output);
+                  options.precision, castCacheBytes, output, memoryTimes, lossTiming ? &*lossTiming : nullptr);
   });
   SkipGradientsByRoute inputGradients, wholeGradients;
   if (!model.skips.empty()) {
@@ -287,16 +307,16 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
     loss = budget.time("loss memory", b,
                        [&] { return measureLossMemory(model, output, batch.target.to(how.memoryDevice), lossHow); });
   }
+  if (!loss) lossTiming.reset();
   // The cast copies are of the weights: the same at every size (the largest size's kept).
   for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
   // Times on the target device, in what the passes above and the sizes to come leave.
   moveDroppingGradients(*sequential, options.device);
   const Tensors input{batch.input.to(options.device)};
-  std::optional<LossTiming> lossTiming;
-  if (loss) lossTiming = LossTiming{&model, batch.target.to(options.device), LossTime{}};
   const TimedRuns runs{budget.timedRunsSeconds(b), options.warmupRuns, options.minRuns, options.stop};
   budget.recordTimedRuns(budget.time(kTimedRunsPass, b, [&] {
-    return measureTimes(layers, input, costs, options.device, options, runs, lossTiming ? &*lossTiming : nullptr);
+    return measureTimes(layers, input, costs, options.device, options, runs, std::move(samples),
+                        lossTiming ? &*lossTiming : nullptr);
   }));
   if (loss) {
     loss->cost.forwardNs = lossTiming->median.forwardNs;

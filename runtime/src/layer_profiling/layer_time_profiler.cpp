@@ -57,82 +57,78 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 
 std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
                           const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
-                          LossTiming* loss) {
-  using Clock = std::chrono::steady_clock;
+                          TimeSamples samples, LossTiming* loss) {
+  using Clock = DeviceClock::Clock;
+  const DeviceClock clock(device);
   AutocastScope autocast(options.precision, device);
   const auto n = static_cast<std::int64_t>(layers.modules.size());
-  std::vector<std::vector<TimeNs>> forwardNs(n), backwardNs(n);
-  std::vector<std::vector<TimeNs>> forwardLaunchNs(n), backwardLaunchNs(n);  // CUDA: before the synchronize
-  auto ns = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); };
   ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
   ScopedSkipTracker scope(&detached);
-  std::vector<std::vector<TimeNs>> inputNs(n), weightNs(n);  // the backward split into I and W
-  std::vector<TimeNs> lossForwardNs, lossBackwardNs;
   // Every other pass runs the backward split (its forward is not recorded twice).
   auto pass = [&](bool record, bool split) {
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
       Tensors in = stageInputs(x, L);
-      synchronize(device);
-      const auto t0 = Clock::now();
+      const auto t0 = clock.finished();
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
-      const auto forwardLaunched = Clock::now();
-      synchronize(device);
-      const auto t1 = Clock::now();
+      const auto forwardLaunched = DeviceClock::launched();
+      const auto t1 = clock.finished();
       // The output gradient is made outside the clock: inside a pipeline it arrives from the
       // next layer, and filling it here took longer than some layers' backward (unet's first
       // stash, an identity with a 4 MiB output, read 736 us instead of 39 us).
       const BackwardRoots backward = backwardRoots(out);
       synchronize(device);
       if (record) {
-        forwardNs[L].push_back(ns(t1 - t0));
-        forwardLaunchNs[L].push_back(ns(forwardLaunched - t0));
+        samples.forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
+        samples.forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
       }
       if (loss != nullptr && L + 1 == n) {
         const LossTime time = timeLoss(*loss->model, out.at(0), loss->target, device, options.precision);
         if (record) {
-          lossForwardNs.push_back(time.forwardNs);
-          lossBackwardNs.push_back(time.backwardNs);
+          samples.lossForwardNs.push_back(time.forwardNs);
+          samples.lossBackwardNs.push_back(time.backwardNs);
         }
       }
       if (split) {  // this pass times the backward as I then W
         const auto [inputTime, weightTime] = timeSplitBackward(backward, in, device);
         if (record) {
-          inputNs[L].push_back(inputTime.count());
-          weightNs[L].push_back(weightTime.count());
+          samples.inputNs[L].push_back(inputTime.count());
+          samples.weightNs[L].push_back(weightTime.count());
         }
         x = out;
         continue;
       }
       const auto t2 = Clock::now();
       runBackward(backward);  // returns once autograd's device thread has launched it all
-      const auto backwardLaunched = Clock::now();
-      synchronize(device);
-      const auto t3 = Clock::now();
+      const auto backwardLaunched = DeviceClock::launched();
+      const auto t3 = clock.finished();
       if (record) {
-        backwardNs[L].push_back(ns(t3 - t2));
-        backwardLaunchNs[L].push_back(ns(backwardLaunched - t2));
+        samples.backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
+        samples.backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
       }
       x = out;
     }
     detached.clear();
   };
-  // The next pass is expected to take as long as the last one did.
+  // The next pass is expected to take as long as the last one did (before the first: as long
+  // as the memory passes' run of every layer, when they timed one).
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, runs.seconds)));
-  Clock::duration lastPass{};
+  Clock::duration lastPass = samples.wholeRun;
   auto timedPass = [&](bool record, bool split) {
     const auto t0 = Clock::now();
     pass(record, split);
     lastPass = Clock::now() - t0;
   };
   auto fits = [&](std::int64_t passes) { return Clock::now() + passes * lastPass <= deadline; };
-  // The memory passes ran every layer already: a warm-up past the first only where it leaves
-  // room for the timed passes asked for.
-  const std::int64_t fewest = 2 * std::max<std::int64_t>(1, runs.minRuns);
+  // The floor: `minRuns` runs of the backward whole and as many split, the memory passes' own
+  // counted. Those ran every layer already: a warm-up past the first, or any where they met the
+  // floor, only where it leaves room for the timed passes that follow it.
+  const std::int64_t given = samples.wholeRuns + samples.splitRuns;
+  const std::int64_t fewest = std::max<std::int64_t>(0, 2 * std::max<std::int64_t>(1, runs.minRuns) - given);
   for (std::int64_t r = 0; r < runs.warmupRuns; ++r) {
-    if (r > 0 && !fits(1 + fewest)) break;
+    if ((r > 0 || fewest == 0) && !fits(1 + std::max<std::int64_t>(1, fewest))) break;
     timedPass(false, r % 2 == 1);
   }
   const std::int64_t cap = std::max(fewest, 2 * kMaxRuns);
@@ -142,20 +138,20 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     timedPass(true, timed % 2 == 1);
   }
   for (std::int64_t L = 0; L < n; ++L) {
-    costs[L].forwardNs = medianNs(forwardNs[L]);
-    costs[L].backwardNs = medianNs(backwardNs[L]);
+    costs[L].forwardNs = medianNs(samples.forwardNs[L]);
+    costs[L].backwardNs = medianNs(samples.backwardNs[L]);
     BackwardSplit& split = costs[L].backwardSplit.emplace(costs[L].backwardSplit.value_or(BackwardSplit{}));
-    split.inputNs = medianNs(inputNs[L]);
-    split.weightNs = medianNs(weightNs[L]);
+    split.inputNs = medianNs(samples.inputNs[L]);
+    split.weightNs = medianNs(samples.weightNs[L]);
     if (device.is_cuda()) {
-      costs[L].forwardLaunch = LaunchCost{medianNs(forwardLaunchNs[L]), 0, 0};
-      costs[L].backwardLaunch = LaunchCost{medianNs(backwardLaunchNs[L]), 0, 0};
+      costs[L].forwardLaunch = LaunchCost{medianNs(samples.forwardLaunchNs[L]), 0, 0};
+      costs[L].backwardLaunch = LaunchCost{medianNs(samples.backwardLaunchNs[L]), 0, 0};
     }
   }
   if (loss != nullptr) {
-    loss->median = LossTime{medianNs(lossForwardNs), medianNs(lossBackwardNs)};
+    loss->median = LossTime{medianNs(samples.lossForwardNs), medianNs(samples.lossBackwardNs)};
   }
-  return timed;
+  return given + timed;
 }
 
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,

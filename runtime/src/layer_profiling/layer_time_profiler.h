@@ -3,6 +3,7 @@
 
 #include "layer_profiling/layer_runs.h"
 #include "layer_profiling/loss_profiler.h"
+#include "layer_profiling/time_samples.h"
 
 #include <pipeprof/core/precision.h>
 #include <pipeprof/core/profile.h>
@@ -17,14 +18,6 @@
 
 namespace pipeprof::layer_profiling {
 
-/// The model's loss, timed in the same passes right after the last layer's forward, on its
-/// output, where the last stage runs it (loss_profiler.h, timeLoss).
-struct LossTiming {
-  const Model* model = nullptr;
-  torch::Tensor target;  ///< the batch's, on the timing device
-  LossTime median;       ///< over the recorded passes, filled by measureTimes
-};
-
 /// How many passes measureTimes runs at one size.
 struct TimedRuns {
   double seconds = 0.0;  ///< what the passes may take (ProfileBudget::timedRunsSeconds)
@@ -34,14 +27,17 @@ struct TimedRuns {
 };
 
 /// Median forward and backward time of every layer at one size (the input's rows), the backward
-/// whole and split into I and W, into `costs`: the first warm-up pass, the others that leave
-/// room for the timed passes `runs.minRuns` asks for, then timed passes, at least those, more
-/// while the next is expected to end within `runs.seconds`, at most a cap. On CUDA also the host's time up
-/// to each pass's return (forwardLaunch / backwardLaunch's hostNs). With `loss`, its times too,
-/// after the last layer's forward in every pass. Returns the timed passes run.
+/// whole and split into I and W, into `costs`, over `samples` (those the memory passes took,
+/// which count towards `runs.minRuns`) and the timed passes run here: a first warm-up pass, the
+/// others that leave room for the timed passes `runs.minRuns` still asks for, then timed passes,
+/// at least those, more while the next is expected to end within `runs.seconds`, at most a cap.
+/// Where the samples already meet `runs.minRuns`, a warm-up runs only if a timed pass fits after
+/// it. On CUDA also the host's time up to each run's return (forwardLaunch / backwardLaunch's
+/// hostNs). With `loss`, its times too, after the last layer's forward in every pass. Returns
+/// the runs recorded: the samples' and the timed passes'.
 std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
                           const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
-                          LossTiming* loss);
+                          TimeSamples samples, LossTiming* loss);
 
 /// CUDA: every layer's forward and backward kernels at one size (one pass, each captured alone
 /// by the cheap CUPTI mode) into costs[L].forwardLaunch / backwardLaunch, whose host times

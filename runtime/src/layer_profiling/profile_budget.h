@@ -36,7 +36,7 @@ class ProfileBudget {
 
   /// The seconds the timed runs at size `b` may take; the sizes are profiled in ascending order.
   double timedRunsSeconds(std::int64_t b) const;
-  /// The timed runs size `b` got (the fewest over the sizes is recorded).
+  /// The runs size `b` recorded, the memory passes' included (the fewest over the sizes is kept).
   void recordTimedRuns(std::int64_t runs);
 
   /// The budget, the fewest timed runs and every pass's time.

@@ -197,17 +197,19 @@ struct ProfilePass {
 /// budget allowed and each pass's time (docs/profiler.md, "The budget"). Informational; older
 /// files have none.
 struct ProfilingTime {
-  double budgetSeconds = 0.0;        ///< the whole profile's budget (0: none recorded)
-  std::int64_t fewestTimedRuns = 0;  ///< the timed runs of the size that got fewest
-  std::vector<ProfilePass> passes;   ///< in the order they first ran
+  double budgetSeconds = 0.0;  ///< the whole profile's budget (0: none recorded)
+  /// The runs each layer's times are the medians of, at the size that got fewest: the timed
+  /// passes' and the memory passes' (one whole backward, one split), which time what they run.
+  std::int64_t fewestTimedRuns = 0;
+  std::vector<ProfilePass> passes;  ///< in the order they first ran
 
   bool empty() const { return passes.empty(); }
   double seconds() const;  ///< every pass together
 };
 
-/// One line for people: "29.9 s within a budget of 5 s: memory 16.2 s, timed runs 13.4 s (2 runs
-/// at the fewest), optimizer 280 ms", and where it took more than the budget by a fifth, that
-/// the passes a profile cannot do without took longer.
+/// One line for people: "29.9 s within a budget of 5 s: memory 16.2 s, timed runs 13.4 s (4 runs
+/// at the fewest, the memory passes' included), optimizer 280 ms", and where it took more than the budget by a fifth,
+/// that the passes a profile cannot do without took longer.
 std::string describeProfilingTime(const ProfilingTime& profiling);
 
 /// Where and how a profile was measured; a sweep refuses a cached profile whose environment

@@ -1,0 +1,87 @@
+// The layer profiler's time samples at one size: every recorded run of each layer's forward,
+// backward, I and W and of the loss, from the timed passes and from the memory passes that run
+// the same layers (one run of a layer gives its time and its memory).
+#pragma once
+
+#include "layer_profiling/loss_profiler.h"
+#include "layer_profiling/profiling_scopes.h"
+
+#include <pipeprof/core/units.h>
+#include <pipeprof/runtime/model.h>
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace pipeprof::layer_profiling {
+
+/// The model's loss, timed in the same passes right after the last layer's forward, on its
+/// output, where the last stage runs it (loss_profiler.h, timeLoss).
+struct LossTiming {
+  const Model* model = nullptr;
+  torch::Tensor target;  ///< the batch's, on the timing device
+  LossTime median;       ///< over the recorded runs, filled by measureTimes
+};
+
+/// Per layer, one entry per recorded run.
+struct TimeSamples {
+  explicit TimeSamples(std::size_t layers)
+      : forwardNs(layers),
+        forwardLaunchNs(layers),
+        backwardNs(layers),
+        backwardLaunchNs(layers),
+        inputNs(layers),
+        weightNs(layers),
+        untimedInMemoryPasses(layers, false) {}
+
+  /// Whether the memory passes time every layer: their runs then count as runs of the model.
+  bool memoryPassesTimeEveryLayer() const {
+    for (const bool untimed : untimedInMemoryPasses) {
+      if (untimed) return false;
+    }
+    return true;
+  }
+
+  std::vector<std::vector<TimeNs>> forwardNs;
+  std::vector<std::vector<TimeNs>> forwardLaunchNs;  ///< CUDA: the host's time to the forward's return
+  std::vector<std::vector<TimeNs>> backwardNs;
+  std::vector<std::vector<TimeNs>> backwardLaunchNs;  ///< CUDA: the host's time to the backward's return
+  std::vector<std::vector<TimeNs>> inputNs;           ///< the backward split: I
+  std::vector<std::vector<TimeNs>> weightNs;          ///< and W
+  std::vector<TimeNs> lossForwardNs;
+  std::vector<TimeNs> lossBackwardNs;
+  /// Per layer: the memory passes do not time it, since they do not run it as a timed pass
+  /// does. A layer that pops a skip gets the skip there as a copy that needs no gradient; in a
+  /// timed pass (and in a pipeline) its backward also hands the skip a gradient, which autograd
+  /// copies (resnet's adds read 40-50% less without it).
+  std::vector<bool> untimedInMemoryPasses;
+  std::int64_t wholeRuns = 0;  ///< runs of every layer that recorded its forward and whole backward
+  std::int64_t splitRuns = 0;  ///< runs of every layer that recorded its I and W
+  /// The wall time of the last run of every layer with the backward whole: what the next is
+  /// expected to take.
+  std::chrono::steady_clock::duration wholeRun{};
+};
+
+/// The device's clock: reads the time once the device has finished what it was given.
+class DeviceClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit DeviceClock(const torch::Device& device) : device_(device) {}
+
+  /// Now, before waiting for the device (on CUDA, when the host has launched its work).
+  static Clock::time_point launched() { return Clock::now(); }
+  /// Now, after waiting for the device.
+  Clock::time_point finished() const {
+    synchronize(device_);
+    return Clock::now();
+  }
+  static TimeNs ns(Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
+
+ private:
+  torch::Device device_;
+};
+
+}  // namespace pipeprof::layer_profiling
