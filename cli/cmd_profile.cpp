@@ -130,7 +130,8 @@ void addProfileCommand(CLI::App& app) {
       ->capture_default_str();
   command
       .add_option("--min-runs", flags.minRuns,
-                  "at least this many timed runs of the backward whole and as many split, per size, past the budget")
+                  "at least this many runs of the backward whole and as many split, per size, past the budget "
+                  "(the memory passes' one each counted)")
       ->capture_default_str();
   command.add_option("--warmup-runs", flags.warmupRuns, "untimed runs before timing, as the budget allows")
       ->capture_default_str();

@@ -131,7 +131,7 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     if ((r > 0 || fewest == 0) && !fits(1 + std::max<std::int64_t>(1, fewest))) break;
     timedPass(false, r % 2 == 1);
   }
-  const std::int64_t cap = std::max(fewest, 2 * kMaxRuns);
+  const std::int64_t cap = std::max(fewest, 2 * kMaxRuns - given);  // at most 100 runs in all
   std::int64_t timed = 0;
   for (; timed < cap; ++timed) {
     if (timed >= fewest && (runs.stop.stopRequested() || !fits(1))) break;
