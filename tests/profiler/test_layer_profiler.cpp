@@ -336,10 +336,11 @@ TEST(LayerProfiler, TheMemoryPassesTimeWhatTheyRunSoTheFewestRunsNeedNoTimedPass
   }
 }
 
-TEST(LayerProfiler, ALayerThatPopsASkipIsTimedOnlyAsATimedPassRunsIt) {
-  // The memory passes hand a popped skip out as a copy that needs no gradient, so the popping
-  // layer's backward there skips the gradient a pipeline hands the skip: they do not time that
-  // layer, and their runs do not meet --min-runs for the model. The timed passes run.
+TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsItWithoutATimedPass) {
+  // The memory passes hand a popped skip out as a copy that needs no gradient, so they do not
+  // time the popping layer; the skip-gradient probes run it as a timed pass does (the skip a
+  // leaf whose gradient autograd copies) and time it. With the memory passes' runs of the
+  // other layers, and the loss's, that makes --min-runs 1's floor: no timed pass runs.
   torch::Tensor lastOutput;
   std::int64_t rightAfter = 0;
   torch::nn::Sequential seq;
@@ -357,13 +358,18 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedOnlyAsATimedPassRunsIt) {
   LayerProfilerOptions options = quick({8});
   options.minRuns = 1;
   options.warmupRuns = 2;
-  const Profile profile = profileModel(model, options);
-  EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2) << "a whole and a split timed pass";
-  // The memory passes' run (the marker does not pop), one warm-up, two timed passes.
-  EXPECT_EQ(rightAfter, 4);
+  Profile profile = profileModel(model, options);
+  EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2);
+  EXPECT_EQ(rightAfter, 1) << "the loss timed in the memory passes only";
   EXPECT_GT(profile.layers[2].costs[0].backwardNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].backwardSplit);
   EXPECT_GT(profile.layers[2].costs[0].backwardSplit->inputNs, 0);
+  // --min-runs 2: one more run of each, a warm-up before them.
+  rightAfter = 0;
+  options.minRuns = 2;
+  profile = profileModel(model, options);
+  EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 4);
+  EXPECT_EQ(rightAfter, 4) << "the memory passes', a warm-up and two timed passes";
 }
 
 TEST(LayerProfiler, RecordsEveryPassAndTheTimedRunsTheBudgetLeft) {

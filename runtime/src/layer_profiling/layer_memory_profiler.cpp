@@ -151,8 +151,9 @@ void MemoryPass::measureBackward() const {
       const auto forwardLaunched = DeviceClock::launched();
       const auto t1 = clock.finished();
       std::optional<LossTime> lossTime;
-      const bool timed = times != nullptr && !times->untimedInMemoryPasses[L];
-      if (timed && loss != nullptr && L + 1 == n && out.size() == 1) {
+      const bool timed = times != nullptr && !times->popsASkip[L];
+      // The loss runs on the output alone: timed whether or not the last layer pops a skip.
+      if (times != nullptr && loss != nullptr && L + 1 == n && out.size() == 1) {
         lossTime = timeLoss(*loss->model, out.front(), loss->target, device, precision);  // all of it freed
       }
       start = liveBytes(L);
@@ -167,19 +168,16 @@ void MemoryPass::measureBackward() const {
         times->forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
         times->backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
         times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
-        if (lossTime) {
-          times->lossForwardNs.push_back(lossTime->forwardNs);
-          times->lossBackwardNs.push_back(lossTime->backwardNs);
-        }
+      }
+      if (lossTime) {
+        times->lossForwardNs.push_back(lossTime->forwardNs);
+        times->lossBackwardNs.push_back(lossTime->backwardNs);
       }
     }
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
     return out;
   });
-  if (times != nullptr) {
-    if (times->memoryPassesTimeEveryLayer()) ++times->wholeRuns;
-    times->wholeRun = clock.finished() - runStart;
-  }
+  if (times != nullptr) times->wholeRun = clock.finished() - runStart;
 }
 
 /// Pass 3b: the same as a layer inside a stage runs it: the output's gradient made by the
@@ -250,7 +248,7 @@ void MemoryPass::measureSplitBackward() const {
       weights.runWeights();
       weightTime = clock.finished() - t0;
     }
-    if (times != nullptr && !times->untimedInMemoryPasses[L]) {
+    if (times != nullptr && !times->popsASkip[L]) {
       times->inputNs[L].push_back(DeviceClock::ns(inputTime));
       times->weightNs[L].push_back(DeviceClock::ns(weightTime));
     }
@@ -260,7 +258,6 @@ void MemoryPass::measureSplitBackward() const {
     split.inputKeptBytes = kept;
     return out;
   });
-  if (times != nullptr && times->memoryPassesTimeEveryLayer()) ++times->splitRuns;
 }
 
 }  // namespace

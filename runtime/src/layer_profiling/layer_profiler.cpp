@@ -30,11 +30,13 @@
 //        input_kept_bytes = the gradients I captured for W (WeightBackward::keptGradientBytes).
 //     Passes 3 and 4 run every layer as a timed pass does (below): each is timed too, outside
 //     what it measures (the loss's forward and backward in pass 3 after the last layer's
-//     forward), and counts as one run of the time samples, whole and split.
+//     forward), and counts as one run of the time samples, whole and split; except a layer
+//     that pops a skip, whose skip needs no gradient here (time_samples.h, popsASkip).
 //   skip gradients (skip_gradient_profiler.cpp)
 //     each popping layer alone, its backward split (I) and whole: whether the gradient it hands
 //     the skip is the very tensor it hands its input, and whether I's is a slice of the gradient
-//     of its output (SkipProfile's gradient_* fields).
+//     of its output (SkipProfile's gradient_* fields). These run a popping layer as a timed
+//     pass does, and time its forward and whole backward, and its I and W: its time samples.
 //   time (layer_time_profiler.cpp; options.device, the memory device so far)
 //     the memory passes' two runs, a warm-up pass (where timed passes must follow; else, and
 //     past the first, only where the budget leaves room), then passes to make at least
@@ -284,7 +286,7 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   // device is the timing device (always so far): one run gives a layer's time and its memory.
   moveDroppingGradients(*sequential, how.memoryDevice);
   TimeSamples samples(static_cast<std::size_t>(n));
-  for (const SkipRoute& route : model.skips) samples.untimedInMemoryPasses.at(route.popLayer) = true;
+  for (const SkipRoute& route : model.skips) samples.popsASkip.at(route.popLayer) = true;
   TimeSamples* memoryTimes = how.memoryDevice == options.device ? &samples : nullptr;
   std::vector<Bytes> castCacheBytes;
   torch::Tensor output;
@@ -295,10 +297,10 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   SkipGradientsByRoute inputGradients, wholeGradients;
   if (!model.skips.empty()) {
     budget.time("skip gradients", b, [&] {
-      inputGradients =
-          skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Input);
-      wholeGradients =
-          skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision, ProbedBackward::Whole);
+      inputGradients = skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision,
+                                         ProbedBackward::Input, memoryTimes);
+      wholeGradients = skipGradientFacts(layers, {batch.input.to(how.memoryDevice)}, options.precision,
+                                         ProbedBackward::Whole, memoryTimes);
     });
   }
   std::optional<LossSample> loss;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "layer_profiling/layer_runs.h"
+#include "layer_profiling/time_samples.h"
 
 #include <pipeprof/core/precision.h>
 
@@ -29,9 +30,14 @@ struct SkipGradientFacts {
 /// Each popping layer runs alone on stage inputs and skips handed out as a stage hands them out
 /// (a leaf, or under autocast a view of one), its backward run as `probed` says, and the
 /// gradients are compared by storage. Keyed by (stash layer, skip name).
+///
+/// That is how a timed pass runs a popping layer, which the memory passes do not time: with
+/// `times`, each layer it marks popsASkip gets its forward and whole backward timed (Whole),
+/// or its I and then W (Input), one run of each.
 std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts> skipGradientFacts(const Layers& layers,
                                                                                  const Tensors& input,
                                                                                  Precision precision,
-                                                                                 ProbedBackward probed);
+                                                                                 ProbedBackward probed,
+                                                                                 TimeSamples* times = nullptr);
 
 }  // namespace pipeprof::layer_profiling

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -35,14 +36,21 @@ struct TimeSamples {
         backwardLaunchNs(layers),
         inputNs(layers),
         weightNs(layers),
-        untimedInMemoryPasses(layers, false) {}
+        popsASkip(layers, false) {}
 
-  /// Whether the memory passes time every layer: their runs then count as runs of the model.
-  bool memoryPassesTimeEveryLayer() const {
-    for (const bool untimed : untimedInMemoryPasses) {
-      if (untimed) return false;
-    }
-    return true;
+  /// The runs of the model with the backward whole recorded so far: the fewest any layer has
+  /// (and the loss, where `withLoss`).
+  std::int64_t wholeRuns(bool withLoss) const {
+    std::size_t fewest = withLoss ? lossForwardNs.size() : SIZE_MAX;
+    for (std::size_t L = 0; L < backwardNs.size(); ++L)
+      fewest = std::min({fewest, forwardNs[L].size(), backwardNs[L].size()});
+    return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
+  }
+  /// The runs of the model with the backward split recorded so far: the fewest any layer has.
+  std::int64_t splitRuns() const {
+    std::size_t fewest = inputNs.empty() ? 0 : SIZE_MAX;
+    for (std::size_t L = 0; L < inputNs.size(); ++L) fewest = std::min({fewest, inputNs[L].size(), weightNs[L].size()});
+    return static_cast<std::int64_t>(fewest);
   }
 
   std::vector<std::vector<TimeNs>> forwardNs;
@@ -56,10 +64,9 @@ struct TimeSamples {
   /// Per layer: the memory passes do not time it, since they do not run it as a timed pass
   /// does. A layer that pops a skip gets the skip there as a copy that needs no gradient; in a
   /// timed pass (and in a pipeline) its backward also hands the skip a gradient, which autograd
-  /// copies (resnet's adds read 40-50% less without it).
-  std::vector<bool> untimedInMemoryPasses;
-  std::int64_t wholeRuns = 0;  ///< runs of every layer that recorded its forward and whole backward
-  std::int64_t splitRuns = 0;  ///< runs of every layer that recorded its I and W
+  /// copies (resnet's adds read 40-50% less without it). The skip-gradient probes, which run it
+  /// as a timed pass does, time it instead (skip_gradient_profiler.h).
+  std::vector<bool> popsASkip;
   /// The wall time of the last run of every layer with the backward whole: what the next is
   /// expected to take.
   std::chrono::steady_clock::duration wholeRun{};
