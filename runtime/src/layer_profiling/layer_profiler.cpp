@@ -38,14 +38,14 @@
 //     of its output (SkipProfile's gradient_* fields). These run a popping layer as a timed
 //     pass does, and time its forward and whole backward, and its I and W: its time samples.
 //   time (layer_time_profiler.cpp; options.device, the memory device so far)
-//     the memory passes' two runs, a warm-up pass (where timed passes must follow; else, and
-//     past the first, only where the budget leaves room), then passes to make at least
-//     2 x minRuns runs with those two, more while
-//     the next is expected to end within the size's share of the budget (profile_budget.h; or
-//     a cap): each pass runs the layers in order, each on a detached input that requires grad,
-//     timing its forward and then torch::autograd::backward of its output alone, or on every
-//     other pass that backward split into I and W; after the last layer's forward, the loss of
-//     its output, forward and backward, as the last stage runs it; medians are kept.
+//     the memory (and skip) passes' two runs, a warm-up pass (where timed passes must follow;
+//     else, and past the first, only where the budget leaves room), then passes to make at
+//     least 2 x minRuns runs with those two, more while the next is expected to end within the
+//     size's share of the budget (profile_budget.h; or a cap): each pass runs the layers in
+//     order, each on a detached input that requires grad, timing its forward and then
+//     torch::autograd::backward of its output alone, or on every other pass that backward split
+//     into I and W; after the last layer's forward, the loss of its output, forward and
+//     backward, as the last stage runs it; medians are kept.
 //     On CUDA each pass also times the host up to the return of the forward and of the
 //     backward, before the synchronize: the host's launch time (LaunchCost::hostNs).
 //   precision (bf16, fp16)

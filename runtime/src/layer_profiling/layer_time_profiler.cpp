@@ -123,10 +123,14 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   };
   auto fits = [&](std::int64_t passes) { return Clock::now() + passes * lastPass <= deadline; };
   // The floor: `minRuns` runs of the backward whole and as many split, the memory passes' own
-  // counted. Those ran every layer already: a warm-up past the first, or any where they met the
-  // floor, only where it leaves room for the timed passes that follow it.
-  const std::int64_t given = samples.wholeRuns(loss != nullptr) + samples.splitRuns();
-  const std::int64_t fewest = std::max<std::int64_t>(0, 2 * std::max<std::int64_t>(1, runs.minRuns) - given);
+  // counted (timed passes alternate, whole first). Those ran every layer already: a warm-up
+  // past the first, or any where they met the floor, only where it leaves room for the timed
+  // passes that follow it.
+  const std::int64_t wholeGiven = samples.wholeRuns(loss != nullptr);
+  const std::int64_t splitGiven = samples.splitRuns();
+  const std::int64_t given = wholeGiven + splitGiven;
+  const std::int64_t minRuns = std::max<std::int64_t>(1, runs.minRuns);
+  const std::int64_t fewest = 2 * std::max<std::int64_t>({0, minRuns - wholeGiven, minRuns - splitGiven});
   for (std::int64_t r = 0; r < runs.warmupRuns; ++r) {
     if ((r > 0 || fewest == 0) && !fits(1 + std::max<std::int64_t>(1, fewest))) break;
     timedPass(false, r % 2 == 1);
