@@ -16,7 +16,8 @@ import sys
 
 
 def times_by_size(path):
-    """{micro_batch: [(forward, backward, input + weight) per layer]} and the profiling record."""
+    """{micro_batch: [(forward, backward, input + weight) per layer]}, the profiling record and
+    the layers that pop a skip."""
     with open(path) as f:
         profile = json.load(f)
     sizes = {}
@@ -24,7 +25,17 @@ def times_by_size(path):
         for cost in layer["costs"]:
             split = cost.get("backward_input_ns", 0) + cost.get("backward_weight_ns", 0)
             sizes.setdefault(cost["micro_batch"], []).append((cost["forward_ns"], cost["backward_ns"], split))
-    return sizes, profile["environment"].get("profiling", {})
+    pops = {skip["pop_layer"] for skip in profile.get("skips", [])}
+    return sizes, profile["environment"].get("profiling", {}), pops
+
+
+def ratios(mine, reference, layers):
+    """Per kind (forward, backward, I+W): the sum over `layers` against the reference's."""
+    out = []
+    for k in range(3):
+        ref = sum(reference[L][k] for L in layers)
+        out.append(sum(mine[L][k] for L in layers) / ref if ref > 0 else float("nan"))
+    return out
 
 
 def percent(x):
@@ -34,24 +45,26 @@ def percent(x):
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
-    reference, _ = times_by_size(argv[1])
+    reference, _, pops = times_by_size(argv[1])
+    popRatios = []  # per profile and size: the popping layers' sums against the reference's
     for path in argv[2:]:
-        sizes, profiling = times_by_size(path)
+        sizes, profiling, _ = times_by_size(path)
         seconds = sum(p["seconds"] for p in profiling.get("passes", []))
         print(f"{path}: profiled in {seconds:.1f} s, {profiling.get('fewest_timed_runs', '?')} runs at the fewest")
         for b in sorted(reference):
             if b not in sizes or len(sizes[b]) != len(reference[b]):
                 print(f"  {b}: not in this profile, or other layers")
                 continue
-            sums = []
-            for k in range(3):
-                ref = sum(layer[k] for layer in reference[b])
-                sums.append(sum(layer[k] for layer in sizes[b]) / ref - 1 if ref > 0 else float("nan"))
+            sums = [r - 1 for r in ratios(sizes[b], reference[b], range(len(reference[b])))]
             deviations = [abs(mine[k] / ref[k] - 1) for mine, ref in zip(sizes[b], reference[b])
                           for k in range(3) if ref[k] > 0]
             print(f"  {b:>4} samples: forward {percent(sums[0])}, backward {percent(sums[1])}, "
                   f"I+W {percent(sums[2])}; a layer's median |deviation| {100 * statistics.median(deviations):.1f}%")
-
-
+            if pops:
+                popRatios.append(ratios(sizes[b], reference[b], sorted(pops)))
+    if popRatios:
+        print(f"the {len(pops)} layers that pop a skip, their sums against the reference's, median over every "
+              "profile and size: " + ", ".join(f"{name} {statistics.median(r[k] for r in popRatios):.2f}"
+                                                for k, name in enumerate(["forward", "backward", "I+W"])))
 if __name__ == "__main__":
     main(sys.argv)

@@ -336,11 +336,12 @@ TEST(LayerProfiler, TheMemoryPassesTimeWhatTheyRunSoTheFewestRunsNeedNoTimedPass
   }
 }
 
-TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsItWithoutATimedPass) {
+TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   // The memory passes hand a popped skip out as a copy that needs no gradient, so they do not
-  // time the popping layer; the skip-gradient probes run it as a timed pass does (the skip a
-  // leaf whose gradient autograd copies) and time it. With the memory passes' runs of the
-  // other layers, and the loss's, that makes --min-runs 1's floor: no timed pass runs.
+  // time the popping layer. The whole backward's skip probe runs it as a timed pass does and
+  // times it; its split backward gets a pass that runs every forward and times that layer's
+  // I and W alone (after a warm-up of the same). Every other layer's runs, and the loss's, come
+  // from the memory passes.
   torch::Tensor lastOutput;
   std::int64_t rightAfter = 0;
   torch::nn::Sequential seq;
@@ -360,16 +361,17 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsItWithoutATimedPas
   options.warmupRuns = 2;
   Profile profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2);
-  EXPECT_EQ(rightAfter, 1) << "the loss timed in the memory passes only";
+  EXPECT_EQ(rightAfter, 3) << "the memory passes' run, the warm-up and the pass of the popping layer's split";
   EXPECT_GT(profile.layers[2].costs[0].backwardNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].backwardSplit);
   EXPECT_GT(profile.layers[2].costs[0].backwardSplit->inputNs, 0);
-  // --min-runs 2: one more run of each, a warm-up before them.
+  // --min-runs 2: a warm-up and a whole and a split pass of every layer, and one more split
+  // pass of the popping layer.
   rightAfter = 0;
   options.minRuns = 2;
   profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 4);
-  EXPECT_EQ(rightAfter, 4) << "the memory passes', a warm-up and two timed passes";
+  EXPECT_EQ(rightAfter, 5);
 }
 
 TEST(LayerProfiler, RecordsEveryPassAndTheTimedRunsTheBudgetLeft) {

@@ -163,9 +163,11 @@ void MemoryPass::measureBackward() const {
       runBackward(backward);
       const auto backwardLaunched = DeviceClock::launched();
       const auto t3 = clock.finished();
-      if (timed) {
+      if (times != nullptr) {  // a popping layer's forward is a timed pass's too
         times->forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
         times->forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
+      }
+      if (timed) {
         times->backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
         times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
       }

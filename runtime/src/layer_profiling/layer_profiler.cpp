@@ -30,19 +30,20 @@
 //        input_kept_bytes = the gradients I captured for W (WeightBackward::keptGradientBytes).
 //     Passes 3 and 4 run every layer as a timed pass does (below): each is timed too, outside
 //     what it measures (the loss's forward and backward in pass 3 after the last layer's
-//     forward), and counts as one run of the time samples, whole and split; except a layer
-//     that pops a skip, whose skip needs no gradient here (time_samples.h, popsASkip).
+//     forward), and counts as one run of the time samples, whole and split; except the
+//     backward of a layer that pops a skip, whose skip needs no gradient here (time_samples.h,
+//     popsASkip).
 //   skip gradients (skip_gradient_profiler.cpp)
 //     each popping layer alone, its backward split (I) and whole: whether the gradient it hands
 //     the skip is the very tensor it hands its input, and whether I's is a slice of the gradient
-//     of its output (SkipProfile's gradient_* fields). These run a popping layer as a timed
-//     pass does, and time its forward and whole backward, and its I and W: its time samples.
+//     of its output (SkipProfile's gradient_* fields). The whole backward's probe runs a
+//     popping layer as a timed pass does, and times that backward: its time sample.
 //   time (layer_time_profiler.cpp; options.device, the memory device so far)
-//     the memory (and skip) passes' two runs, a warm-up pass (where timed passes must follow;
-//     else, and past the first, only where the budget leaves room), then passes to make at
-//     least 2 x minRuns runs with those two, more while the next is expected to end within the
-//     size's share of the budget (profile_budget.h; or a cap): each pass runs the layers in
-//     order, each on a detached input that requires grad, timing its forward and then
+//     the memory (and skip) passes' runs, then passes that time the layers still short of
+//     minRuns runs whole and split (a warm-up before them), then passes of every layer while the
+//     next is expected to end within the size's share of the budget (profile_budget.h; or a
+//     cap), the warm-ups left first: each pass runs the layers in order, each on a detached
+//     input that requires grad, timing its forward and then
 //     torch::autograd::backward of its output alone, or on every other pass that backward split
 //     into I and W; after the last layer's forward, the loss of its output, forward and
 //     backward, as the last stage runs it; medians are kept.

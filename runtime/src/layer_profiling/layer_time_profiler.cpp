@@ -64,8 +64,10 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
   ScopedSkipTracker scope(&detached);
-  // Every other pass runs the backward split (its forward is not recorded twice).
-  auto pass = [&](bool record, bool split) {
+  // A pass runs every layer's forward in order, and after the forward of each layer that
+  // `timedLayers` marks its backward, whole or (every other pass) split; those layers are timed
+  // (a split pass's forwards are not recorded twice), the others' outputs only feed the next.
+  auto pass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
       detached.setLayer(L);
@@ -74,12 +76,13 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
       Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
       const auto forwardLaunched = DeviceClock::launched();
       const auto t1 = clock.finished();
+      const bool timed = timedLayers[static_cast<std::size_t>(L)];
       // The output gradient is made outside the clock: inside a pipeline it arrives from the
       // next layer, and filling it here took longer than some layers' backward (unet's first
       // stash, an identity with a 4 MiB output, read 736 us instead of 39 us).
-      const BackwardRoots backward = backwardRoots(out);
+      const BackwardRoots backward = timed ? backwardRoots(out) : BackwardRoots{};
       synchronize(device);
-      if (record) {
+      if (record && timed && !split) {
         samples.forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
         samples.forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
       }
@@ -90,13 +93,14 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
           samples.lossBackwardNs.push_back(time.backwardNs);
         }
       }
-      if (split) {  // this pass times the backward as I then W
+      x = out;
+      if (!timed) continue;
+      if (split) {
         const auto [inputTime, weightTime] = timeSplitBackward(backward, in, device);
         if (record) {
           samples.inputNs[L].push_back(inputTime.count());
           samples.weightNs[L].push_back(weightTime.count());
         }
-        x = out;
         continue;
       }
       const auto t2 = Clock::now();
@@ -107,39 +111,51 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
         samples.backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
         samples.backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
       }
-      x = out;
     }
     detached.clear();
   };
-  // The next pass is expected to take as long as the last one did (before the first: as long
-  // as the memory passes' run of every layer, when they timed one).
+  // A pass of every layer is expected to take as long as the last one did (before the first:
+  // as long as the memory passes' run of every layer, when they timed one).
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, runs.seconds)));
   Clock::duration lastPass = samples.wholeRun;
-  auto timedPass = [&](bool record, bool split) {
+  const std::vector<bool> everyLayer(static_cast<std::size_t>(n), true);
+  auto timedPass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
     const auto t0 = Clock::now();
-    pass(record, split);
-    lastPass = Clock::now() - t0;
+    pass(record, split, timedLayers);
+    if (timedLayers == everyLayer) lastPass = Clock::now() - t0;
   };
   auto fits = [&](std::int64_t passes) { return Clock::now() + passes * lastPass <= deadline; };
-  // The floor: `minRuns` runs of the backward whole and as many split, the memory passes' own
-  // counted (timed passes alternate, whole first). Those ran every layer already: a warm-up
-  // past the first, or any where they met the floor, only where it leaves room for the timed
-  // passes that follow it.
-  const std::int64_t wholeGiven = samples.wholeRuns(loss != nullptr);
-  const std::int64_t splitGiven = samples.splitRuns();
-  const std::int64_t given = wholeGiven + splitGiven;
+  // The floor, whatever the budget: `minRuns` runs of each layer with the backward whole and
+  // as many split, those the memory and skip passes timed counted. Each pass times the layers
+  // still short of it (with a first warm-up of the same layers before it); where the memory
+  // passes timed every layer, none.
   const std::int64_t minRuns = std::max<std::int64_t>(1, runs.minRuns);
-  const std::int64_t fewest = 2 * std::max<std::int64_t>({0, minRuns - wholeGiven, minRuns - splitGiven});
-  for (std::int64_t r = 0; r < runs.warmupRuns; ++r) {
-    if ((r > 0 || fewest == 0) && !fits(1 + std::max<std::int64_t>(1, fewest))) break;
-    timedPass(false, r % 2 == 1);
+  std::int64_t warmups = 0;
+  auto floorPass = [&](bool split) {
+    const std::vector<bool> shortLayers = samples.layersShortOf(minRuns, split);
+    const bool lossShort =
+        !split && loss != nullptr && static_cast<std::int64_t>(samples.lossForwardNs.size()) < minRuns;
+    if (!lossShort && std::none_of(shortLayers.begin(), shortLayers.end(), [](bool b) { return b; })) return false;
+    if (warmups < std::min<std::int64_t>(1, runs.warmupRuns)) {
+      timedPass(false, split, shortLayers);
+      ++warmups;
+    }
+    timedPass(true, split, shortLayers);
+    return true;
+  };
+  for (bool ran = true; ran;) {
+    const bool whole = floorPass(false);
+    const bool split = floorPass(true);
+    ran = whole || split;
   }
-  const std::int64_t cap = std::max(fewest, 2 * kMaxRuns - given);  // at most 100 runs in all
-  std::int64_t timed = 0;
-  for (; timed < cap; ++timed) {
-    if (timed >= fewest && (runs.stop.stopRequested() || !fits(1))) break;
-    timedPass(true, timed % 2 == 1);
+  // Past the floor, passes of every layer while the next is expected to end within the budget
+  // (the warm-ups left first, each only where a timed pass fits after it), whole and split in
+  // turn, at most 100 runs in all.
+  for (; warmups < runs.warmupRuns && fits(2); ++warmups) timedPass(false, warmups % 2 == 1, everyLayer);
+  for (bool split = false; samples.wholeRuns(loss != nullptr) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
+    if (runs.stop.stopRequested() || !fits(1)) break;
+    timedPass(true, split, everyLayer);
   }
   for (std::int64_t L = 0; L < n; ++L) {
     costs[L].forwardNs = medianNs(samples.forwardNs[L]);
@@ -155,7 +171,7 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   if (loss != nullptr) {
     loss->median = LossTime{medianNs(samples.lossForwardNs), medianNs(samples.lossBackwardNs)};
   }
-  return given + timed;
+  return samples.wholeRuns(loss != nullptr) + samples.splitRuns();
 }
 
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,

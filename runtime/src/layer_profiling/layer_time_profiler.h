@@ -27,14 +27,15 @@ struct TimedRuns {
 };
 
 /// Median forward and backward time of every layer at one size (the input's rows), the backward
-/// whole and split into I and W, into `costs`, over `samples` (those the memory passes took,
-/// which count towards `runs.minRuns`) and the timed passes run here: a first warm-up pass, the
-/// others that leave room for the timed passes `runs.minRuns` still asks for, then timed passes,
-/// at least those, more while the next is expected to end within `runs.seconds`, at most a cap.
-/// Where the samples already meet `runs.minRuns`, a warm-up runs only if a timed pass fits after
-/// it. On CUDA also the host's time up to each run's return (forwardLaunch / backwardLaunch's
-/// hostNs). With `loss`, its times too, after the last layer's forward in every pass. Returns
-/// the runs recorded: the samples' and the timed passes'.
+/// whole and split into I and W, into `costs`, over `samples` (those the memory and skip passes
+/// took) and the timed passes run here. First the floor, whatever the budget: passes that time
+/// the layers with fewer than `runs.minRuns` runs, whole and split (the others' forwards run
+/// only to feed them), a first warm-up before them; where the samples time every layer, none.
+/// Then passes of every layer while the next is expected to end within `runs.seconds` (the
+/// warm-ups left first, where a timed pass fits after each), whole and split in turn, at most
+/// 100 runs in all. On CUDA also the host's time up to each run's return (forwardLaunch /
+/// backwardLaunch's hostNs). With `loss`, its times too, after the last layer's forward in every
+/// pass. Returns the runs recorded: the fewest of any layer, whole and split together.
 std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
                           const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
                           TimeSamples samples, LossTiming* loss);

@@ -27,25 +27,21 @@ std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts> skipGradientFacts
   const DeviceClock clock(device);
   AutocastScope autocast(precision, device);
   eachLayerAlone(layers, input, leaves, [&](std::int64_t L, const Tensors& in) {
-    const bool timed = times != nullptr && times->popsASkip[L];
-    const auto t0 = clock.finished();
+    bool timed = times != nullptr && times->popsASkip[L] && probed == ProbedBackward::Whole;  // once a layer
     Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
-    const auto forwardLaunched = DeviceClock::launched();
-    const auto t1 = clock.finished();
     for (const auto& [key, skip] : leaves.takeHandedOut()) {
       SkipGradientFacts& fact = facts[key];
       if (in.size() != 1 || !in.front().requires_grad() || !skip.requires_grad()) continue;
       const BackwardRoots backward = backwardRoots(out);
       if (probed == ProbedBackward::Whole) {
-        const auto t2 = clock.finished();
+        const auto t0 = clock.finished();
         runBackward(backward);
         const auto backwardLaunched = DeviceClock::launched();
-        const auto t3 = clock.finished();
+        const auto t1 = clock.finished();
         if (timed) {
-          times->forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
-          times->forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
-          times->backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
-          times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
+          times->backwardNs[L].push_back(DeviceClock::ns(t1 - t0));
+          times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t0));
+          timed = false;
         }
         const torch::Tensor skipGrad = skip.is_view() ? torch::Tensor(skip._base()).grad() : skip.grad();
         fact.sharedWithInput = shareStorage(sinkGradientOf(in.front()), skipGrad);
@@ -59,17 +55,9 @@ std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts> skipGradientFacts
         return shareStorage(g, raw.front()) && raw.front().numel() < g.numel();  // (an add's is all of it)
       });
       WeightBackward weights;
-      const auto t2 = clock.finished();
       const Tensors grads =
           weights.runInputs(backward.roots, backward.grads, {gradientEdges(in).front(), gradientEdges({skip}).front()});
-      const auto t3 = clock.finished();
       fact.sharedWithInput = shareStorage(grads[0], grads[1]);
-      if (timed) {  // W too, as a split timed pass runs it
-        weights.runWeights();
-        const auto t4 = clock.finished();
-        times->inputNs[L].push_back(DeviceClock::ns(t3 - t2));
-        times->weightNs[L].push_back(DeviceClock::ns(t4 - t3));
-      }
     }
     for (torch::Tensor& t : out) t = t.detach();
     return out;

@@ -31,9 +31,11 @@ struct SkipGradientFacts {
 /// (a leaf, or under autocast a view of one), its backward run as `probed` says, and the
 /// gradients are compared by storage. Keyed by (stash layer, skip name).
 ///
-/// That is how a timed pass runs a popping layer, which the memory passes do not time: with
-/// `times`, each layer it marks popsASkip gets its forward and whole backward timed (Whole),
-/// or its I and then W (Input), one run of each.
+/// The whole backward's probe runs a popping layer as a timed pass does, which the memory
+/// passes do not: with `times`, each layer it marks popsASkip gets one run of its whole
+/// backward timed (its forward is the memory passes': the probe's read 0.82x a timed pass's). (Not I and W: the I probe
+/// asks I for the skip's gradient after the engine has made it once, where a split timed pass leaves it to W; timed
+/// there, the popping layers' I + W read 0.6x a timed pass's, measureTimes times them instead.)
 std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts> skipGradientFacts(const Layers& layers,
                                                                                  const Tensors& input,
                                                                                  Precision precision,

@@ -46,6 +46,17 @@ struct TimeSamples {
       fewest = std::min({fewest, forwardNs[L].size(), backwardNs[L].size()});
     return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
   }
+  /// Per layer: whether it has fewer than `runs` runs with the backward whole (its forward and
+  /// backward) or, with `split`, with it split (its I and W).
+  std::vector<bool> layersShortOf(std::int64_t runs, bool split) const {
+    std::vector<bool> lacking(forwardNs.size());
+    for (std::size_t L = 0; L < lacking.size(); ++L) {
+      const std::size_t have =
+          split ? std::min(inputNs[L].size(), weightNs[L].size()) : std::min(forwardNs[L].size(), backwardNs[L].size());
+      lacking[L] = static_cast<std::int64_t>(have) < runs;
+    }
+    return lacking;
+  }
   /// The runs of the model with the backward split recorded so far: the fewest any layer has.
   std::int64_t splitRuns() const {
     std::size_t fewest = inputNs.empty() ? 0 : SIZE_MAX;
@@ -64,8 +75,9 @@ struct TimeSamples {
   /// Per layer: the memory passes do not time it, since they do not run it as a timed pass
   /// does. A layer that pops a skip gets the skip there as a copy that needs no gradient; in a
   /// timed pass (and in a pipeline) its backward also hands the skip a gradient, which autograd
-  /// copies (resnet's adds read 40-50% less without it). The skip-gradient probes, which run it
-  /// as a timed pass does, time it instead (skip_gradient_profiler.h).
+  /// copies (resnet's adds read 40-50% less without it). They time its forward alone; the
+  /// whole backward's skip probe, which runs it as a timed pass does, times that backward
+  /// (skip_gradient_profiler.h), and measureTimes its I and W.
   std::vector<bool> popsASkip;
   /// The wall time of the last run of every layer with the backward whole: what the next is
   /// expected to take.
