@@ -215,7 +215,14 @@ class CuptiActivitySource final : public ActivitySource {
 
   void stop() override {
     if (!recording_) return;
+    flush();
     recording_ = false;
+    disableAll();
+    gRecording.store(nullptr);
+  }
+
+  void flush() override {
+    if (!recording_) return;
     // Every launched kernel must have finished before its record can be flushed.
     int previous = 0;
     if (cudaGetDevice(&previous) == cudaSuccess) {
@@ -225,8 +232,6 @@ class CuptiActivitySource final : public ActivitySource {
       (void)cudaSetDevice(previous);
     }
     (void)check("cuptiActivityFlushAll", cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-    disableAll();
-    gRecording.store(nullptr);
   }
 
   std::vector<ActivityBuffer> takeBuffers() override {

@@ -14,6 +14,7 @@ class UnavailableActivitySource final : public ActivitySource {
   }
   bool start() override { return false; }
   void stop() override {}
+  void flush() override {}
   std::vector<ActivityBuffer> takeBuffers() override { return {}; }
   std::int64_t droppedRecords() const override { return 0; }
   void pushExternalCorrelation(std::uint64_t /*externalId*/) override {}

@@ -29,7 +29,7 @@ std::unique_ptr<CuptiCollector> CuptiCollector::create(HostTracer& tracer, Cupti
 }
 
 CuptiCollector::CuptiCollector(HostTracer& tracer, std::unique_ptr<ActivitySource> source)
-    : tracer_(tracer), source_(std::move(source)) {}
+    : tracer_(&tracer), source_(std::move(source)) {}
 
 CuptiCollector::~CuptiCollector() { stop(); }
 
@@ -43,23 +43,50 @@ CuptiMode CuptiCollector::mode() const { return source_ ? source_->mode() : Cupt
 
 bool CuptiCollector::start() {
   if (started_) return true;
-  if (!available() || !source_->start()) return false;
+  if (recording_) {
+    // Paused: the source records already; what the device did since is no capture's.
+    source_->flush();
+    (void)source_->takeBuffers();
+  } else {
+    if (!available() || !source_->start()) return false;
+    recording_ = true;
+  }
   buffers_.clear();
   clockSamples_.clear();
-  clockSamples_.push_back(source_->clockSample([this] { return tracer_.nowNs(); }));
-  tracer_.setOpHooks(this);
+  droppedBefore_ = source_->droppedRecords();
+  droppedInCapture_ = 0;
+  clockSamples_.push_back(source_->clockSample([this] { return tracer_->nowNs(); }));
+  tracer_->setOpHooks(this);
   started_ = true;
   return true;
 }
 
-void CuptiCollector::stop() {
-  if (!started_) return;
+void CuptiCollector::endCapture() {
   started_ = false;
-  if (tracer_.opHooks() == this) tracer_.setOpHooks(nullptr);
-  source_->stop();
-  clockSamples_.push_back(source_->clockSample([this] { return tracer_.nowNs(); }));
+  if (tracer_->opHooks() == this) tracer_->setOpHooks(nullptr);
+  source_->flush();
+  clockSamples_.push_back(source_->clockSample([this] { return tracer_->nowNs(); }));
   std::vector<ActivityBuffer> more = source_->takeBuffers();
   std::move(more.begin(), more.end(), std::back_inserter(buffers_));
+  droppedInCapture_ = source_->droppedRecords() - droppedBefore_;
+}
+
+void CuptiCollector::pause() {
+  if (started_) endCapture();
+}
+
+void CuptiCollector::stop() {
+  if (started_) endCapture();
+  if (!recording_) return;
+  recording_ = false;
+  source_->stop();
+  // Records of work run after the last capture are no capture's.
+  (void)source_->takeBuffers();
+}
+
+void CuptiCollector::setTracer(HostTracer& tracer) {
+  if (started_) throw std::logic_error("CuptiCollector::setTracer during a capture");
+  tracer_ = &tracer;
 }
 
 Trace CuptiCollector::trace(const Trace& hostTrace) {
@@ -74,15 +101,17 @@ Trace CuptiCollector::trace(const Trace& hostTrace) {
   return out;
 }
 
-std::int64_t CuptiCollector::droppedRecords() const { return source_ ? source_->droppedRecords() : 0; }
+std::int64_t CuptiCollector::droppedRecords() const {
+  return started_ ? source_->droppedRecords() - droppedBefore_ : droppedInCapture_;
+}
 
 std::string CuptiCollector::summary() const {
   std::ostringstream out;
-  out << "cupti (" << cuptiModeName(mode()) << "): " << stats_.kernels << " kernels, " << stats_.memcpys
-      << " copies, " << stats_.memsets << " memsets; " << stats_.attributedKernels << " of " << stats_.kernels
-      << " kernels attributed (" << std::fixed << std::setprecision(1)
-      << 100.0 * stats_.attributedKernelShare() << "%), " << stats_.attributedByStream << " by stream; "
-      << stats_.unattributed << " unattributed; " << stats_.droppedRecords << " dropped";
+  out << "cupti (" << cuptiModeName(mode()) << "): " << stats_.kernels << " kernels, " << stats_.memcpys << " copies, "
+      << stats_.memsets << " memsets; " << stats_.attributedKernels << " of " << stats_.kernels
+      << " kernels attributed (" << std::fixed << std::setprecision(1) << 100.0 * stats_.attributedKernelShare()
+      << "%), " << stats_.attributedByStream << " by stream; " << stats_.unattributed << " unattributed; "
+      << stats_.droppedRecords << " dropped";
   if (stats_.kernelsWithoutLaunchTime > 0) {
     out << "; " << stats_.kernelsWithoutLaunchTime << " kernels without a launch or queue time";
   }

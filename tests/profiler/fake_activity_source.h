@@ -11,7 +11,7 @@
 
 namespace pipeprof::test {
 
-/// Buffers are queued by the test and delivered at stop() in the order given (so a test can
+/// Buffers are queued by the test and delivered at takeBuffers() in the order given (so a test can
 /// deliver them out of order); pushes/pops of external ids are logged; the device clock is
 /// hostNs * slope + offset of the host clock reading it is handed.
 class FakeActivitySource final : public ActivitySource {
@@ -26,6 +26,8 @@ class FakeActivitySource final : public ActivitySource {
   std::vector<std::uint64_t> stack;
   bool startCalled = false;
   bool stopCalled = false;
+  std::int64_t starts = 0;
+  std::int64_t flushes = 0;
   /// Called on every push (lets a test "launch" work while an id is pushed).
   std::function<void(std::uint64_t)> onPush;
   CuptiMode recordingMode = CuptiMode::Exact;
@@ -35,9 +37,11 @@ class FakeActivitySource final : public ActivitySource {
   std::string unavailableReason() const override { return isAvailable ? std::string() : reason; }
   bool start() override {
     startCalled = true;
+    ++starts;
     return isAvailable;
   }
   void stop() override { stopCalled = true; }
+  void flush() override { ++flushes; }
   std::vector<ActivityBuffer> takeBuffers() override { return std::exchange(pending, {}); }
   std::int64_t droppedRecords() const override { return dropped; }
   void pushExternalCorrelation(std::uint64_t id) override {

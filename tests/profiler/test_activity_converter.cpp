@@ -26,7 +26,8 @@ const TraceEvent* findEvent(const Trace& trace, EventKind kind, const std::strin
 }
 
 std::int64_t countKind(const Trace& trace, EventKind kind) {
-  return std::count_if(trace.events.begin(), trace.events.end(), [kind](const TraceEvent& e) { return e.kind == kind; });
+  return std::count_if(trace.events.begin(), trace.events.end(),
+                       [kind](const TraceEvent& e) { return e.kind == kind; });
 }
 
 TEST(ClockMap, FitsSlopeAndOffsetExactly) {
@@ -187,7 +188,8 @@ void addLaunchedKernel(ActivityBuffer& buffer, std::uint32_t correlationId, std:
   kernel.streamId = streamId;
   kernel.correlationId = correlationId;
   buffer.kernels.push_back(kernel);
-  buffer.apiCalls.push_back(RuntimeApiRecord{false, 211, "cudaLaunchKernel", launchNs, launchNs + 2, 1, 42, correlationId});
+  buffer.apiCalls.push_back(
+      RuntimeApiRecord{false, 211, "cudaLaunchKernel", launchNs, launchNs + 2, 1, 42, correlationId});
 }
 
 TEST(ActivityConverter, WorkWithoutAnIdIsAttributedByItsStreamAndLaunchTime) {
@@ -286,10 +288,10 @@ TEST(CuptiCollector, PushesEachOpIdAndAttributesWorkLaunchedInside) {
     early.apiCalls.push_back(RuntimeApiRecord{false, 211, "cudaLaunchKernel", deviceNow, deviceNow + 5, 1, 1, c});
     late.externalCorrelations.push_back(ExternalCorrelationRecord{externalId, c});
   };
-  source.dropped = 2;
   CuptiCollector collector(tracer, std::move(owned));
   ASSERT_TRUE(collector.available());
   ASSERT_TRUE(collector.start());
+  source.dropped = 2;  // during the capture
   EXPECT_EQ(tracer.opHooks(), &collector);
   for (std::int64_t i = 0; i < 2; ++i) {
     OpSpan op(&tracer, OpKind::Forward, i, 0, 0, "cuda:0", "partition 0", "forward(" + std::to_string(i) + ",0)");
@@ -326,6 +328,81 @@ TEST(CuptiCollector, PushesEachOpIdAndAttributesWorkLaunchedInside) {
   const Trace merged = mergeTraces(host, device);
   EXPECT_EQ(merged.events.size(), host.events.size() + device.events.size());
   EXPECT_EQ(merged.baseNs, 10'000);
+}
+
+/// A kernel of `name` launched now (on the fake's device clock), correlated to external id `op`.
+ActivityBuffer kernelOfOp(const test::FakeClock& clock, const test::FakeActivitySource& source, const std::string& name,
+                          std::uint64_t op, std::uint32_t correlation) {
+  const auto deviceNow = static_cast<std::uint64_t>(clock.nowNs() + source.deviceOffsetNs);
+  ActivityBuffer buffer;
+  KernelRecord k;
+  k.name = name;
+  k.startNs = deviceNow + 10;
+  k.endNs = deviceNow + 20;
+  k.correlationId = correlation;
+  buffer.kernels.push_back(k);
+  buffer.externalCorrelations.push_back(ExternalCorrelationRecord{op, correlation});
+  return buffer;
+}
+
+TEST(CuptiCollector, PausedBetweenCapturesEnablesOnceAndKeepsEachCaptureItsOwn) {
+  auto clock = std::make_shared<test::FakeClock>();
+  clock->set(1'000);
+  auto owned = std::make_unique<test::FakeActivitySource>();
+  test::FakeActivitySource& source = *owned;
+  HostTracer first(clock);
+  first.enable();
+  CuptiCollector collector(first, std::move(owned));
+
+  ASSERT_TRUE(collector.start());
+  {
+    OpSpan op(&first, OpKind::Forward, 0, 0, 0, "cuda:0", "partition 0", "first run's op");
+    source.pending.push_back(kernelOfOp(*clock, source, "first", source.pushed.back(), 1));
+    clock->advance(100);
+  }
+  source.dropped = 1;
+  collector.pause();
+  EXPECT_TRUE(collector.recording());
+  EXPECT_FALSE(collector.started());
+  EXPECT_EQ(first.opHooks(), nullptr);
+  const Trace firstDevice = collector.trace(first.drain());
+  EXPECT_EQ(collector.stats().kernels, 1);
+  EXPECT_EQ(collector.droppedRecords(), 1);
+
+  // Between the runs: work no capture owns (a model moved to the device), recorded anyway.
+  clock->advance(1'000);
+  source.pending.push_back(kernelOfOp(*clock, source, "between", 99, 2));
+
+  HostTracer second(clock);
+  second.enable();
+  collector.setTracer(second);
+  ASSERT_TRUE(collector.start());
+  EXPECT_EQ(source.starts, 1) << "the source records from the first capture on: no second enabling";
+  EXPECT_EQ(second.opHooks(), &collector);
+  EXPECT_THROW(collector.setTracer(first), std::logic_error);
+  {
+    OpSpan op(&second, OpKind::Backward, 1, 0, 0, "cuda:0", "partition 0", "second run's op");
+    source.pending.push_back(kernelOfOp(*clock, source, "second", source.pushed.back(), 3));
+    clock->advance(100);
+  }
+  collector.stop();
+  EXPECT_FALSE(collector.recording());
+  EXPECT_TRUE(source.stopCalled);
+  const Trace secondDevice = collector.trace(second.drain());
+  EXPECT_EQ(collector.stats().kernels, 1) << "the work between the captures is neither's";
+  EXPECT_EQ(collector.stats().attributedKernels, 1);
+  EXPECT_EQ(collector.droppedRecords(), 0) << "the first capture's dropped records are not the second's";
+  std::vector<std::string> names;
+  for (const TraceEvent& e : secondDevice.events) {
+    if (e.kind == EventKind::Span && e.phase == Phase::Kernel) names.push_back(e.name);
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"second"});
+  EXPECT_GE(source.flushes, 3) << "each capture's end and the second start flush";
+
+  // Stopped, the next capture enables the source again.
+  collector.setTracer(first);
+  ASSERT_TRUE(collector.start());
+  EXPECT_EQ(source.starts, 2);
 }
 
 TEST(CuptiCollector, UnavailableSourceSaysWhyAndNeverStarts) {

@@ -5,10 +5,30 @@
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/runtime/training_loop.h>
 
+#include <algorithm>
+
 namespace pipeprof::tuner {
 
-ThreadedMeasurer::ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, TrainingStepOptions step)
-    : model_(std::move(model)), devices_(std::move(devices)), step_(std::move(step)) {}
+std::unique_ptr<CuptiCollector> cuptiOnCuda(HostTracer& tracer, const std::vector<DeviceDesc>& devices) {
+  const bool anyCuda =
+      std::any_of(devices.begin(), devices.end(), [](const DeviceDesc& d) { return d.type == DeviceType::Cuda; });
+  return anyCuda ? CuptiCollector::create(tracer, CuptiMode::Cheap) : nullptr;
+}
+
+ThreadedMeasurer::ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, TrainingStepOptions step,
+                                   CollectorFactory collectors)
+    : model_(std::move(model)),
+      devices_(std::move(devices)),
+      step_(std::move(step)),
+      makeCollector_(std::move(collectors)) {}
+
+CuptiCollector* ThreadedMeasurer::keptCollector() {
+  if (!collectorMade_) {
+    collectorMade_ = true;
+    if (makeCollector_) collector_ = makeCollector_(collectorTracer_, devices_);
+  }
+  return collector_.get();
+}
 
 MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureRequest& request) {
   Model model = buildModel(model_);
@@ -24,6 +44,11 @@ MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureR
   options.optimizer = step_.optimizer;
   options.precision = step_.precision;
   options.captureTrace = request.traced;
+  if (request.traced) {
+    options.collector = keptCollector();
+  } else if (collector_) {
+    collector_->stop();  // an untraced run is timed without CUPTI recording
+  }
   options.stop = request.stop;
   // The pool streams earlier Pipes of this process used (the calibration's, the previous
   // candidate's) keep their cuBLAS workspaces, and this Pipe may get the same streams: free

@@ -43,22 +43,34 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   const LossFn lossFn = model.loss;
 
   std::unique_ptr<HostTracer> tracer;
-  std::unique_ptr<CuptiCollector> collector;
+  std::unique_ptr<CuptiCollector> ownCollector;
+  CuptiCollector* collector = nullptr;
   TrainingResult result;
   const bool onCuda =
       std::any_of(options.devices.begin(), options.devices.end(), [](const torch::Device& d) { return d.is_cuda(); });
   if (options.captureTrace) {
     tracer = std::make_unique<HostTracer>();
-    if (onCuda) {
-      collector = CuptiCollector::create(*tracer, options.cuptiMode);
-      if (!collector->start()) {
-        result.collectorNote = collector->unavailableReason();
-        collector.reset();
-      }
+    if (options.collector != nullptr) {
+      collector = options.collector;
+      collector->setTracer(*tracer);
+    } else if (onCuda) {
+      ownCollector = CuptiCollector::create(*tracer, options.cuptiMode);
+      collector = ownCollector.get();
+    }
+    if (collector != nullptr && !collector->start()) {
+      result.collectorNote = collector->unavailableReason();
+      collector = nullptr;
     }
     tracer->enable();
     pipe.setTracer(tracer.get());
   }
+  // A kept collector must not follow this run's tracer past it, whatever ends the run.
+  struct EndCapture {
+    CuptiCollector*& collector;
+    ~EndCapture() {
+      if (collector != nullptr) collector->pause();
+    }
+  } endCapture{collector};
 
   Measurement& m = result.measurement;
   m.warmupSteps = options.warmupSteps;
@@ -93,7 +105,7 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   if (tracer) {
     pipe.setTracer(nullptr);
     tracer->disable();
-    if (collector) collector->stop();
+    if (collector) collector->pause();  // its own one stops when it goes
     Trace host = tracer->drain();
     if (collector) {
       result.trace = mergeTraces(host, collector->trace(host));

@@ -44,6 +44,9 @@ class ActivitySource {
   virtual bool start() = 0;
   /// Synchronises the device, forces out every pending record and stops recording.
   virtual void stop() = 0;
+  /// Synchronises the device and forces out every pending record; recording goes on. Nothing
+  /// when not recording.
+  virtual void flush() = 0;
   /// Moves out the buffers completed so far, in completion order (records inside may be out
   /// of order).
   virtual std::vector<ActivityBuffer> takeBuffers() = 0;

@@ -19,6 +19,8 @@
 
 namespace pipeprof {
 
+class CuptiCollector;
+
 /// The shape trained (the balance has p * v entries), where, on what batch and for how long.
 struct TrainingOptions : PipelineShape {
   std::vector<torch::Device> devices;  ///< one per pipeline device (p); stage j on devices[deviceOfStage(j)]
@@ -33,6 +35,11 @@ struct TrainingOptions : PipelineShape {
   std::int64_t dataSeed = 0;               ///< seed of the synthetic batch
   bool captureTrace = false;               ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
+  /// With captureTrace: a collector kept across runs (the threaded measurer's), which the run
+  /// captures with and leaves paused, recording, so a series of traced runs enables CUPTI once
+  /// (profiler/cupti_collector.h). Null: on CUDA a collector of the run's own (cuptiMode),
+  /// enabled and stopped around it.
+  CuptiCollector* collector = nullptr;
   /// Asked after every step (warm-up and measured); a stop request ends the loop there by
   /// throwing TrainingStopped (the sweep's Ctrl-C). Default: never stop.
   StopToken stop;

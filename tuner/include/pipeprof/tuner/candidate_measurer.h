@@ -13,9 +13,13 @@
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/trace.h>
+#include <pipeprof/profiler/cupti_collector.h>
+#include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/models.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,18 +57,41 @@ class CandidateMeasurer {
   virtual MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) = 0;
 };
 
+/// Makes the CUPTI collector that traced runs on `devices` share (its tracer is replaced by
+/// each run's); null where nothing would record.
+using CollectorFactory =
+    std::function<std::unique_ptr<CuptiCollector>(HostTracer& tracer, const std::vector<DeviceDesc>& devices)>;
+
+/// The default: a cheap-mode CUPTI collector when a device is CUDA, else null.
+std::unique_ptr<CuptiCollector> cuptiOnCuda(HostTracer& tracer, const std::vector<DeviceDesc>& devices);
+
 /// Runs candidates as threads of this process: a fresh model from `model` and a Pipe over
 /// `devices` (the sweep's devices; a candidate's pipeline device d runs on devices[deviceOf(d)])
 /// trained by the training loop of runtime/training_loop.h.
+///
+/// Everything the runs share is paid once per measurer, not per run: CUDA's start and the
+/// caching allocator's blocks (one process, nothing emptied between runs), and, over a series
+/// of traced runs (the calibration's references, a sweep's last round), CUPTI's enabling: one
+/// collector (`collectors`) records from the first traced run of the series to the next
+/// untraced run, which it does not slow (profiler/cupti_collector.h, pause()).
 class ThreadedMeasurer : public CandidateMeasurer {
  public:
-  ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, TrainingStepOptions step = {});
+  ThreadedMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, TrainingStepOptions step = {},
+                   CollectorFactory collectors = cuptiOnCuda);
   MeasuredRun measure(const Candidate& candidate, const MeasureRequest& request) override;
 
  private:
+  /// The collector a traced run captures with, made at the first traced run; null where none
+  /// records.
+  CuptiCollector* keptCollector();
+
   ModelSpec model_;
   std::vector<DeviceDesc> devices_;
   TrainingStepOptions step_;
+  CollectorFactory makeCollector_;
+  HostTracer collectorTracer_;  ///< the kept collector's tracer until a run gives it its own
+  std::unique_ptr<CuptiCollector> collector_;
+  bool collectorMade_ = false;
 };
 
 }  // namespace pipeprof::tuner
