@@ -326,6 +326,9 @@ ProfilingTime profilingTimeFromJson(const JsonCursor& json) {
   ProfilingTime profiling;
   if (json.has("budget_s")) profiling.budgetSeconds = json.at("budget_s").asNonNegativeNumber();
   if (json.has("fewest_timed_runs")) profiling.fewestTimedRuns = json.at("fewest_timed_runs").asNonNegativeInt();
+  if (json.has("layers_from_identical")) {
+    profiling.layersFromIdentical = json.at("layers_from_identical").asNonNegativeInt();
+  }
   for (const JsonCursor& pass : json.at("passes").items()) {
     profiling.passes.push_back({pass.at("name").asString(), pass.at("seconds").asNonNegativeNumber()});
   }
@@ -335,7 +338,10 @@ ProfilingTime profilingTimeFromJson(const JsonCursor& json) {
 nlohmann::json toJson(const ProfilingTime& profiling) {
   nlohmann::json passes = nlohmann::json::array();
   for (const ProfilePass& pass : profiling.passes) passes.push_back({{"name", pass.name}, {"seconds", pass.seconds}});
-  return {{"budget_s", profiling.budgetSeconds}, {"fewest_timed_runs", profiling.fewestTimedRuns}, {"passes", passes}};
+  nlohmann::json out = {
+      {"budget_s", profiling.budgetSeconds}, {"fewest_timed_runs", profiling.fewestTimedRuns}, {"passes", passes}};
+  if (profiling.layersFromIdentical > 0) out["layers_from_identical"] = profiling.layersFromIdentical;
+  return out;
 }
 
 ProfileEnvironment environmentFromJson(const JsonCursor& json) {
@@ -370,6 +376,11 @@ std::string describeProfilingTime(const ProfilingTime& profiling) {
       text += " (" + std::to_string(profiling.fewestTimedRuns) + " runs at the fewest, the memory passes' included)";
     }
     separator = ", ";
+  }
+  if (profiling.layersFromIdentical > 0) {
+    text += "; " + std::to_string(profiling.layersFromIdentical) +
+            " layers took an identical earlier layer's times (every layer's memory passes would have outlasted the "
+            "budget)";
   }
   if (profiling.seconds() > 1.2 * profiling.budgetSeconds) {
     text += "; what a profile cannot do without (every pass but the extra timed runs) took longer than the budget";

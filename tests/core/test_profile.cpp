@@ -117,7 +117,7 @@ Profile exampleProfile() {
   OptimizerSpec adamw;
   adamw.kind = OptimizerKind::AdamW;
   adamw.learningRate = 3e-4;
-  const ProfilingTime profiling{10.0, 3, {{"memory", 1.5}, {"timed runs", 7.25}}};
+  const ProfilingTime profiling{10.0, 3, {{"memory", 1.5}, {"timed runs", 7.25}}, 5};
   profile.environment = {"resnet_tiny", "cpu", "Intel Xeon", 2, "1.13.1", Precision::Bf16, adamw, profiling};
   profile.inputBytesPerSample = 3072;
   LayerProfile a;
@@ -170,6 +170,7 @@ TEST(ProfileJson, RoundTripIsExact) {
   EXPECT_EQ(json["environment"]["profiling"]["passes"][1]["name"], "timed runs");
   EXPECT_DOUBLE_EQ(back.environment.profiling.seconds(), 8.75);
   EXPECT_EQ(back.environment.profiling.fewestTimedRuns, 3);
+  EXPECT_EQ(back.environment.profiling.layersFromIdentical, 5);
   EXPECT_DOUBLE_EQ(back.environment.profiling.budgetSeconds, 10.0);
   EXPECT_EQ(back.layers[0].optimizerStepNs, 700);
   EXPECT_EQ(back.layers[0].optimizerStepBytes, 1000);

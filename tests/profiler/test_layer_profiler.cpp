@@ -374,6 +374,39 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   EXPECT_EQ(rightAfter, 5);
 }
 
+TEST(LayerProfiler, WhereEveryLayerCannotRunInTheBudgetIdenticalLayersTakeTheirTwinsFigures) {
+  // fc1, fc2 and fc3 are alike; fc0 (the model's input needs no gradient) and fc4 (the loss
+  // follows it) are never left out.
+  torch::nn::Sequential seq;
+  for (int k = 0; k < 5; ++k) seq->push_back("fc" + std::to_string(k), torch::nn::Linear(16, 16));
+  Model model = sequentialModel(seq, 16, 16);
+  LayerProfilerOptions options = quick({4, 8});
+  options.minRuns = 2;
+  const Profile shared = profileModel(model, options);  // no budget: the least the profile can do
+  EXPECT_EQ(shared.environment.profiling.layersFromIdentical, 2);
+  std::vector<std::string> names;
+  for (const ProfilePass& pass : shared.environment.profiling.passes) names.push_back(pass.name);
+  EXPECT_EQ(names.at(1), "identical layers");
+  EXPECT_EQ(shared.environment.profiling.fewestTimedRuns, 4) << "counted over the layers that ran";
+  for (std::size_t size = 0; size < 2; ++size) {
+    const CostSample& twin = shared.layers[1].costs[size];
+    for (std::size_t L : {2, 3}) {
+      const CostSample& taken = shared.layers[L].costs[size];
+      EXPECT_EQ(taken.forwardNs, twin.forwardNs) << L;
+      EXPECT_EQ(taken.backwardNs, twin.backwardNs) << L;
+      ASSERT_TRUE(taken.backwardSplit);
+      EXPECT_EQ(taken.backwardSplit->inputNs, twin.backwardSplit->inputNs) << L;
+      EXPECT_EQ(taken.backwardWorkspaceBytes, twin.backwardWorkspaceBytes) << L;
+      EXPECT_EQ(taken.outputBytes, twin.outputBytes) << L;
+      EXPECT_GT(taken.savedBytes, 0) << L << ": measured by its own forward";
+    }
+    EXPECT_NE(shared.layers[4].costs[size].forwardNs, 0);
+  }
+  // A budget the model fits in: every layer runs.
+  options.timeBudgetSeconds = 30.0;
+  EXPECT_EQ(profileModel(model, options).environment.profiling.layersFromIdentical, 0);
+}
+
 TEST(LayerProfiler, RecordsEveryPassAndTheTimedRunsTheBudgetLeft) {
   Model model = linearReluLinear();
   LayerProfilerOptions options = quick({4, 8});

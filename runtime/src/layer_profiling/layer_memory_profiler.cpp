@@ -44,8 +44,9 @@ struct MemoryPass {
 /// Whether every trainable parameter of the layers has a gradient (an earlier size's passes made
 /// them: the profiler keeps them from size to size on one device).
 bool everyGradientExists(const Layers& layers) {
-  for (torch::nn::AnyModule* layer : layers.modules) {
-    for (const torch::Tensor& p : layer->ptr()->parameters()) {
+  for (std::size_t L = 0; L < layers.modules.size(); ++L) {
+    if (!layers.runs(static_cast<std::int64_t>(L))) continue;  // no pass makes its gradients
+    for (const torch::Tensor& p : layers.modules[L]->ptr()->parameters()) {
       if (p.requires_grad() && !p.grad().defined()) return false;
     }
   }

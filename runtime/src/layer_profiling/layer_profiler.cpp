@@ -69,7 +69,10 @@
 //     ran and their summed device time. Without CUPTI the profile has no launch data at all.
 //
 // The budget (profile_budget.h) bounds the whole profile: every pass above is timed into
-// Profile::environment.profiling, and the timed runs get what the others leave.
+// Profile::environment.profiling, and the timed runs get what the others leave. Where every
+// layer's memory passes at every size are expected to outlast it, the passes leave out each layer
+// identical to an earlier one (identical_layers.h; Layers::sameAs): pass 2 still runs it, the
+// others hand its input on, and it takes its twin's figures.
 //
 // Layers run one at a time through layer_runs.h. Skip tensors go through a tracker of our own
 // (profiler_skip_tracker.h): in the memory pass it keeps the stashed tensor as is (its graph
@@ -77,6 +80,7 @@
 // backward stops at the skip instead of running the stasher's too.
 #include <pipeprof/runtime/layer_profiler.h>
 
+#include "layer_profiling/identical_layers.h"
 #include "layer_profiling/layer_memory_profiler.h"
 #include "layer_profiling/layer_runs.h"
 #include "layer_profiling/layer_time_profiler.h"
@@ -104,6 +108,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -288,6 +293,7 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   moveDroppingGradients(*sequential, how.memoryDevice);
   TimeSamples samples(static_cast<std::size_t>(n));
   for (const SkipRoute& route : model.skips) samples.popsASkip.at(route.popLayer) = true;
+  for (std::int64_t L = 0; L < n; ++L) samples.leftOut[static_cast<std::size_t>(L)] = !layers.runs(L);
   TimeSamples* memoryTimes = how.memoryDevice == options.device ? &samples : nullptr;
   std::vector<Bytes> castCacheBytes;
   torch::Tensor output;
@@ -311,8 +317,6 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
                        [&] { return measureLossMemory(model, output, batch.target.to(how.memoryDevice), lossHow); });
   }
   if (!loss) lossTiming.reset();
-  // The cast copies are of the weights: the same at every size (the largest size's kept).
-  for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
   // Times on the target device, in what the passes above and the sizes to come leave.
   moveDroppingGradients(*sequential, options.device);
   const Tensors input{batch.input.to(options.device)};
@@ -332,9 +336,29 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
       return measureKernels(layers, input, costs, options.device, *how.kernelCollector, options.precision);
     });
   }
+  if (!layers.sameAs.empty()) takeIdenticalFigures(layers.sameAs, costs, castCacheBytes);
+  // The cast copies are of the weights: the same at every size (the largest size's kept).
+  for (std::size_t L = 0; L < castCacheBytes.size(); ++L) profile.layers[L].castCacheBytes = castCacheBytes[L];
   for (std::int64_t L = 0; L < n; ++L) profile.layers[L].costs.push_back(costs[L]);
   profile.inputBytesPerSample = bytesOf(batch.input) / b;
   addSkipFacts(profile, model, how.skips, b, inputGradients, wholeGradients);
+}
+
+/// Where every layer's memory passes at every size are expected to outlast the budget, the passes
+/// leave out each layer identical to an earlier one (identical_layers.h): `layers.sameAs`.
+void leaveOutIdenticalLayers(Model& model, Layers& layers, const std::set<std::int64_t>& sizes,
+                             const torch::Device& memoryDevice, const LayerProfilerOptions& options,
+                             ProfileBudget& budget) {
+  if (layers.modules.size() < 4) return;  // the first and last layers are never left out
+  const std::int64_t smallest = *sizes.begin();
+  const std::int64_t sumOfSizes = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  const IdenticalLayers identical = budget.time("identical layers", 0, [&] {
+    const Tensors input{model.makeBatch(smallest, /*seed=*/0).input.to(memoryDevice)};
+    return findIdenticalLayers(layers, model.sequential, input, memoryDevice, options.precision);
+  });
+  if (identical.copies() > 0 && memoryPassesOutlast(identical, smallest, sumOfSizes, options.timeBudgetSeconds)) {
+    layers.sameAs = identical.sameAs;
+  }
 }
 
 /// Launch data on every sample or on none: a size without it drops the others'.
@@ -386,12 +410,16 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
     // time is then known before the sizes share the budget.
     moveDroppingGradients(*sequential, memoryDevice);
     budget.time("optimizer", 0, [&] { measureOptimizer(sequential, profile, options, streams, memoryDevice); });
+    leaveOutIdenticalLayers(model, layers, sizes, memoryDevice, options, budget);
     SizeProfiling how{options, memoryDevice, streams, skips, kernelCollector.get(), budget, launchData};
     for (std::int64_t b : sizes) profileSize(model, layers, b, how, profile);
     launchData = how.launchData;
     moveDroppingGradients(*sequential, home);
   }
   profile.environment.profiling = budget.spent();
+  if (!layers.sameAs.empty()) {
+    profile.environment.profiling.layersFromIdentical = IdenticalLayers{layers.sameAs, 0.0}.copies();
+  }
   if (!launchData) dropLaunchData(profile);
   return profile;
 }

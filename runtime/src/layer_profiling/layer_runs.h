@@ -21,6 +21,12 @@ namespace pipeprof::layer_profiling {
 struct Layers {
   std::vector<torch::nn::AnyModule*> modules;
   std::vector<std::string> names;
+  /// Per layer, the layer whose figures it takes (identical_layers.h): itself, or an earlier
+  /// identical layer, when the passes leave it out. Empty: every layer runs.
+  std::vector<std::int64_t> sameAs;
+
+  /// Whether the passes run layer L (the others take an identical layer's figures).
+  bool runs(std::int64_t L) const { return sameAs.empty() || sameAs[static_cast<std::size_t>(L)] == L; }
 };
 
 /// The model's layers, named as a user names them (layerNames: module paths where it has them).
@@ -64,7 +70,8 @@ void runFromOnesGradientRoots(Tensors roots);
 torch::autograd::edge_list gradientEdges(const Tensors& inputs);
 
 /// Runs every layer alone, in order, on leaves of the previous layer's outputs (skips detached
-/// too): `run(L, inputs)` returns layer L's outputs, which feed layer L + 1. A popped skip needs
+/// too): `run(L, inputs)` returns layer L's outputs, which feed layer L + 1. A layer the passes
+/// leave out (Layers::sameAs) is not run: its input, of its output's shape, feeds the next. A popped skip needs
 /// no gradient here: where the skip stays inside a stage, its gradient is the one the popping
 /// layer's backward hands its other input (resnet's add passes one tensor to both), and a leaf
 /// requiring grad would make autograd accumulate a clone of it (an activation's size charged to
@@ -75,6 +82,7 @@ void eachLayerAlone(const Layers& layers, const Tensors& input, ProfilerSkipTrac
   ScopedSkipTracker scope(&skips);
   Tensors x = input;
   for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
+    if (!layers.runs(L)) continue;
     skips.setLayer(L);
     x = run(L, stageInputs(x, L));
   }

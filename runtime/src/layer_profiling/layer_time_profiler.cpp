@@ -70,6 +70,7 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   auto pass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
     Tensors x = input;
     for (std::int64_t L = 0; L < n; ++L) {
+      if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
       detached.setLayer(L);
       Tensors in = stageInputs(x, L);
       const auto t0 = clock.finished();
@@ -119,7 +120,8 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, runs.seconds)));
   Clock::duration lastPass = samples.wholeRun;
-  const std::vector<bool> everyLayer(static_cast<std::size_t>(n), true);
+  std::vector<bool> everyLayer(static_cast<std::size_t>(n));
+  for (std::int64_t L = 0; L < n; ++L) everyLayer[static_cast<std::size_t>(L)] = layers.runs(L);
   auto timedPass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
     const auto t0 = Clock::now();
     pass(record, split, timedLayers);
@@ -181,6 +183,7 @@ bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample
   ScopedSkipTracker scope(&detached);
   Tensors x = input;
   for (std::size_t L = 0; L < layers.modules.size(); ++L) {
+    if (!layers.runs(static_cast<std::int64_t>(L))) continue;  // takes an identical layer's
     detached.setLayer(static_cast<std::int64_t>(L));
     Tensors in = stageInputs(x, static_cast<std::int64_t>(L));
     Tensors out;

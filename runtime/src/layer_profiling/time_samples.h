@@ -36,21 +36,24 @@ struct TimeSamples {
         backwardLaunchNs(layers),
         inputNs(layers),
         weightNs(layers),
-        popsASkip(layers, false) {}
+        popsASkip(layers, false),
+        leftOut(layers, false) {}
 
   /// The runs of the model with the backward whole recorded so far: the fewest any layer has
   /// (and the loss, where `withLoss`).
   std::int64_t wholeRuns(bool withLoss) const {
     std::size_t fewest = withLoss ? lossForwardNs.size() : SIZE_MAX;
-    for (std::size_t L = 0; L < backwardNs.size(); ++L)
-      fewest = std::min({fewest, forwardNs[L].size(), backwardNs[L].size()});
+    for (std::size_t L = 0; L < backwardNs.size(); ++L) {
+      if (!leftOut[L]) fewest = std::min({fewest, forwardNs[L].size(), backwardNs[L].size()});
+    }
     return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
   }
   /// Per layer: whether it has fewer than `runs` runs with the backward whole (its forward and
-  /// backward) or, with `split`, with it split (its I and W).
+  /// backward) or, with `split`, with it split (its I and W). A layer left out never is.
   std::vector<bool> layersShortOf(std::int64_t runs, bool split) const {
     std::vector<bool> lacking(forwardNs.size());
     for (std::size_t L = 0; L < lacking.size(); ++L) {
+      if (leftOut[L]) continue;
       const std::size_t have =
           split ? std::min(inputNs[L].size(), weightNs[L].size()) : std::min(forwardNs[L].size(), backwardNs[L].size());
       lacking[L] = static_cast<std::int64_t>(have) < runs;
@@ -59,9 +62,11 @@ struct TimeSamples {
   }
   /// The runs of the model with the backward split recorded so far: the fewest any layer has.
   std::int64_t splitRuns() const {
-    std::size_t fewest = inputNs.empty() ? 0 : SIZE_MAX;
-    for (std::size_t L = 0; L < inputNs.size(); ++L) fewest = std::min({fewest, inputNs[L].size(), weightNs[L].size()});
-    return static_cast<std::int64_t>(fewest);
+    std::size_t fewest = SIZE_MAX;
+    for (std::size_t L = 0; L < inputNs.size(); ++L) {
+      if (!leftOut[L]) fewest = std::min({fewest, inputNs[L].size(), weightNs[L].size()});
+    }
+    return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
   }
 
   std::vector<std::vector<TimeNs>> forwardNs;
@@ -79,6 +84,9 @@ struct TimeSamples {
   /// whole backward's skip probe, which runs it as a timed pass does, times that backward
   /// (skip_gradient_profiler.h), and measureTimes its I and W.
   std::vector<bool> popsASkip;
+  /// Per layer: the passes leave it out; it takes an identical layer's figures
+  /// (identical_layers.h), so it has no runs of its own to count.
+  std::vector<bool> leftOut;
   /// The wall time of the last run of every layer with the backward whole: what the next is
   /// expected to take.
   std::chrono::steady_clock::duration wholeRun{};

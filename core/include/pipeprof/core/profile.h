@@ -202,14 +202,19 @@ struct ProfilingTime {
   /// passes' and the memory passes' (one whole backward, one split), which time what they run.
   std::int64_t fewestTimedRuns = 0;
   std::vector<ProfilePass> passes;  ///< in the order they first ran
+  /// The layers that took an identical earlier layer's times and backward figures instead of
+  /// being run, because the memory passes of every layer were expected to outlast the budget
+  /// (docs/profiler.md, "Identical layers"). 0 in older files.
+  std::int64_t layersFromIdentical = 0;
 
   bool empty() const { return passes.empty(); }
   double seconds() const;  ///< every pass together
 };
 
 /// One line for people: "29.9 s within a budget of 5 s: memory 16.2 s, timed runs 13.4 s (4 runs
-/// at the fewest, the memory passes' included), optimizer 280 ms", and where it took more than the budget by a fifth,
-/// that the passes a profile cannot do without took longer.
+/// at the fewest, the memory passes' included), optimizer 280 ms", how many layers took an identical
+/// layer's figures, and where it took more than the budget by a fifth, that the passes a profile
+/// cannot do without took longer.
 std::string describeProfilingTime(const ProfilingTime& profiling);
 
 /// Where and how a profile was measured; a sweep refuses a cached profile whose environment
