@@ -1,4 +1,6 @@
 // Tests for process_measurer.h: a candidate measured by two pipeprof-rank processes, and stopped.
+#include "tuner/tiny_mlp.h"
+
 #include <pipeprof/runtime/training_loop.h>
 #include <pipeprof/tuner/process_measurer.h>
 
@@ -10,21 +12,11 @@
 namespace pipeprof::tuner {
 namespace {
 
-ProcessMeasurer tinyMeasurer() {
-  ModelSpec model;
-  model.name = "mlp";
-  model.options.width = 16;
-  model.options.depth = 2;
-  model.threads = 1;
-  return ProcessMeasurer(model, {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")}, std::chrono::seconds(30));
-}
+using test::tinyCandidate;
 
-Candidate tinyCandidate() {
-  Candidate candidate;
-  candidate.balance = {2, 1};  // mlp --depth 2: fc0 relu0 fc1
-  candidate.chunks = 2;
-  candidate.batch = 8;
-  return candidate;
+ProcessMeasurer tinyMeasurer() {
+  return ProcessMeasurer(test::tinyMlp(), {DeviceDesc::parse("cpu"), DeviceDesc::parse("cpu")},
+                         std::chrono::seconds(30));
 }
 
 TEST(ProcessMeasurer, EachPipelineDeviceIsARankOfItsOwn) {

@@ -1,6 +1,7 @@
 // Tests for candidate_measurer.h's ThreadedMeasurer: runs in this process, and one CUPTI
 // collector recording over a series of traced runs (a fake source stands in for CUPTI).
 #include "profiler/fake_activity_source.h"
+#include "tuner/tiny_mlp.h"
 
 #include <pipeprof/tuner/candidate_measurer.h>
 
@@ -12,22 +13,8 @@
 namespace pipeprof::tuner {
 namespace {
 
-ModelSpec tinyMlp() {
-  ModelSpec model;
-  model.name = "mlp";
-  model.options.width = 16;
-  model.options.depth = 2;
-  model.threads = 1;
-  return model;
-}
-
-Candidate tinyCandidate() {
-  Candidate candidate;
-  candidate.balance = {2, 1};  // mlp --depth 2: fc0 relu0 fc1
-  candidate.chunks = 2;
-  candidate.batch = 8;
-  return candidate;
-}
+using test::tinyCandidate;
+using test::tinyMlp;
 
 MeasureRequest request(bool traced) {
   MeasureRequest r;
