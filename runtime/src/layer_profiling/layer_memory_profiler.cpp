@@ -147,10 +147,7 @@ void MemoryPass::measureBackward() const {
     {
       // The forward under the tag too, so what the backward frees of it counts against its peak.
       LayerMemoryScope scope(streams, L);
-      const auto t0 = clock.finished();
-      out = runLayer(*layers.modules[L], in, layers.names[L]);
-      const auto forwardLaunched = DeviceClock::launched();
-      const auto t1 = clock.finished();
+      const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
       std::optional<LossTime> lossTime;
       const bool timed = times != nullptr && !times->popsASkip[L];
       // The loss runs on the output alone: timed whether or not the last layer pops a skip.
@@ -160,18 +157,9 @@ void MemoryPass::measureBackward() const {
       start = liveBytes(L);
       resetPeakBytes(L);
       const BackwardRoots backward = backwardRoots(out);  // its gradients count against the peak
-      const auto t2 = clock.finished();
-      runBackward(backward);
-      const auto backwardLaunched = DeviceClock::launched();
-      const auto t3 = clock.finished();
-      if (times != nullptr) {  // a popping layer's forward is a timed pass's too
-        times->forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
-        times->forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
-      }
-      if (timed) {
-        times->backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
-        times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
-      }
+      const TimedRun backwardRun = clock.time([&] { runBackward(backward); });
+      if (times != nullptr) times->addForward(L, forward);  // a popping layer's forward is a timed pass's too
+      if (timed) times->addBackward(L, backwardRun);
       if (lossTime) {
         times->lossForwardNs.push_back(lossTime->forwardNs);
         times->lossBackwardNs.push_back(lossTime->backwardNs);

@@ -73,20 +73,15 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
       if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
       detached.setLayer(L);
       Tensors in = stageInputs(x, L);
-      const auto t0 = clock.finished();
-      Tensors out = runLayer(*layers.modules[L], in, layers.names[L]);
-      const auto forwardLaunched = DeviceClock::launched();
-      const auto t1 = clock.finished();
+      Tensors out;
+      const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
       const bool timed = timedLayers[static_cast<std::size_t>(L)];
       // The output gradient is made outside the clock: inside a pipeline it arrives from the
       // next layer, and filling it here took longer than some layers' backward (unet's first
       // stash, an identity with a 4 MiB output, read 736 us instead of 39 us).
       const BackwardRoots backward = timed ? backwardRoots(out) : BackwardRoots{};
       synchronize(device);
-      if (record && timed && !split) {
-        samples.forwardNs[L].push_back(DeviceClock::ns(t1 - t0));
-        samples.forwardLaunchNs[L].push_back(DeviceClock::ns(forwardLaunched - t0));
-      }
+      if (record && timed && !split) samples.addForward(L, forward);
       if (loss != nullptr && L + 1 == n) {
         const LossTime time = timeLoss(*loss->model, out.at(0), loss->target, device, options.precision);
         if (record) {
@@ -104,14 +99,9 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
         }
         continue;
       }
-      const auto t2 = Clock::now();
-      runBackward(backward);  // returns once autograd's device thread has launched it all
-      const auto backwardLaunched = DeviceClock::launched();
-      const auto t3 = clock.finished();
-      if (record) {
-        samples.backwardNs[L].push_back(DeviceClock::ns(t3 - t2));
-        samples.backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t2));
-      }
+      // runBackward returns once autograd's device thread has launched it all.
+      const TimedRun backwardRun = clock.time([&] { runBackward(backward); });
+      if (record) samples.addBackward(L, backwardRun);
     }
     detached.clear();
   };

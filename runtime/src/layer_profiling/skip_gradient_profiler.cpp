@@ -34,13 +34,9 @@ std::map<ProfilerSkipTracker::LayerAndName, SkipGradientFacts> skipGradientFacts
       if (in.size() != 1 || !in.front().requires_grad() || !skip.requires_grad()) continue;
       const BackwardRoots backward = backwardRoots(out);
       if (probed == ProbedBackward::Whole) {
-        const auto t0 = clock.finished();
-        runBackward(backward);
-        const auto backwardLaunched = DeviceClock::launched();
-        const auto t1 = clock.finished();
+        const TimedRun run = clock.time([&] { runBackward(backward); });
         if (timed) {
-          times->backwardNs[L].push_back(DeviceClock::ns(t1 - t0));
-          times->backwardLaunchNs[L].push_back(DeviceClock::ns(backwardLaunched - t0));
+          times->addBackward(L, run);
           timed = false;
         }
         const torch::Tensor skipGrad = skip.is_view() ? torch::Tensor(skip._base()).grad() : skip.grad();

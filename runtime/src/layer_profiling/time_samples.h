@@ -27,6 +27,13 @@ struct LossTiming {
   LossTime median;       ///< over the recorded runs, filled by measureTimes
 };
 
+/// One run of a forward or a backward: until the device finished it, and until the host's call
+/// returned (on CUDA, when the host had launched it all).
+struct TimedRun {
+  TimeNs ns = 0;
+  TimeNs launchNs = 0;
+};
+
 /// Per layer, one entry per recorded run.
 struct TimeSamples {
   explicit TimeSamples(std::size_t layers)
@@ -77,6 +84,16 @@ struct TimeSamples {
   std::vector<std::vector<TimeNs>> weightNs;          ///< and W
   std::vector<TimeNs> lossForwardNs;
   std::vector<TimeNs> lossBackwardNs;
+
+  /// Records one run of layer L's forward, or of its whole backward.
+  void addForward(std::int64_t L, const TimedRun& run) {
+    forwardNs[static_cast<std::size_t>(L)].push_back(run.ns);
+    forwardLaunchNs[static_cast<std::size_t>(L)].push_back(run.launchNs);
+  }
+  void addBackward(std::int64_t L, const TimedRun& run) {
+    backwardNs[static_cast<std::size_t>(L)].push_back(run.ns);
+    backwardLaunchNs[static_cast<std::size_t>(L)].push_back(run.launchNs);
+  }
   /// Per layer: the memory passes do not time it, since they do not run it as a timed pass
   /// does. A layer that pops a skip gets the skip there as a copy that needs no gradient; in a
   /// timed pass (and in a pipeline) its backward also hands the skip a gradient, which autograd
@@ -97,6 +114,16 @@ class DeviceClock {
  public:
   using Clock = std::chrono::steady_clock;
   explicit DeviceClock(const torch::Device& device) : device_(device) {}
+
+  /// Runs `run` between two readings of the finished clock, the host's return read in between.
+  template <typename Run>
+  TimedRun time(Run&& run) const {
+    const auto start = finished();
+    run();
+    const auto returned = launched();
+    const auto end = finished();
+    return {ns(end - start), ns(returned - start)};
+  }
 
   /// Now, before waiting for the device (on CUDA, when the host has launched its work).
   static Clock::time_point launched() { return Clock::now(); }
