@@ -126,7 +126,8 @@ void addProfileCommand(CLI::App& app) {
   command.add_option("-o,--output", flags.output, "profile file to write (default: print the JSON)");
   command
       .add_option("--time-budget", flags.timeBudget,
-                  "time for the whole profile, e.g. 10s, 500ms; the timed runs get what the other passes leave")
+                  "time for the whole profile, e.g. 10s, 500ms; the timed runs get what the other passes leave, and "
+                  "where every layer cannot run in it, a layer identical to an earlier one takes that one's times")
       ->capture_default_str();
   command
       .add_option("--min-runs", flags.minRuns,
