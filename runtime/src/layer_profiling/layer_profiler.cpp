@@ -345,20 +345,23 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
 }
 
 /// Where every layer's memory passes at every size are expected to outlast the budget, the passes
-/// leave out each layer identical to an earlier one (identical_layers.h): `layers.sameAs`.
-void leaveOutIdenticalLayers(Model& model, Layers& layers, const std::set<std::int64_t>& sizes,
-                             const torch::Device& memoryDevice, const LayerProfilerOptions& options,
-                             ProfileBudget& budget) {
-  if (layers.modules.size() < 4) return;  // the first and last layers are never left out
+/// leave out each layer identical to an earlier one (identical_layers.h): `layers.sameAs`. Returns
+/// how many are left out.
+std::int64_t leaveOutIdenticalLayers(Model& model, Layers& layers, const std::set<std::int64_t>& sizes,
+                                     const torch::Device& memoryDevice, const LayerProfilerOptions& options,
+                                     ProfileBudget& budget) {
+  if (layers.modules.size() < 4) return 0;  // the first and last layers are never left out
   const std::int64_t smallest = *sizes.begin();
   const std::int64_t sumOfSizes = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   const IdenticalLayers identical = budget.time("identical layers", 0, [&] {
     const Tensors input{model.makeBatch(smallest, /*seed=*/0).input.to(memoryDevice)};
     return findIdenticalLayers(layers, model.sequential, input, memoryDevice, options.precision);
   });
-  if (identical.copies() > 0 && memoryPassesOutlast(identical, smallest, sumOfSizes, options.timeBudgetSeconds)) {
-    layers.sameAs = identical.sameAs;
+  if (identical.copies() == 0 || !memoryPassesOutlast(identical, smallest, sumOfSizes, options.timeBudgetSeconds)) {
+    return 0;
   }
+  layers.sameAs = identical.sameAs;
+  return identical.copies();
 }
 
 /// Launch data on every sample or on none: a size without it drops the others'.
@@ -401,6 +404,7 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
       cuda ? CuptiCollector::create(kernelClock, CuptiMode::Cheap) : nullptr;
   ProfilerSkipTracker skips(ProfilerSkipTracker::HandOut::AsStashed);
   bool launchData = kernelCollector && kernelCollector->available();
+  std::int64_t leftOut = 0;  // layers that take an identical layer's figures
   {
     ModuleSnapshot snapshot(*sequential);  // restores parameters, grads, buffers, mode
     // CUDA: one stream per layer and one for the loss (tag n); frees their workspaces last.
@@ -410,16 +414,14 @@ Profile profileModel(Model& model, const LayerProfilerOptions& options) {
     // time is then known before the sizes share the budget.
     moveDroppingGradients(*sequential, memoryDevice);
     budget.time("optimizer", 0, [&] { measureOptimizer(sequential, profile, options, streams, memoryDevice); });
-    leaveOutIdenticalLayers(model, layers, sizes, memoryDevice, options, budget);
+    leftOut = leaveOutIdenticalLayers(model, layers, sizes, memoryDevice, options, budget);
     SizeProfiling how{options, memoryDevice, streams, skips, kernelCollector.get(), budget, launchData};
     for (std::int64_t b : sizes) profileSize(model, layers, b, how, profile);
     launchData = how.launchData;
     moveDroppingGradients(*sequential, home);
   }
   profile.environment.profiling = budget.spent();
-  if (!layers.sameAs.empty()) {
-    profile.environment.profiling.layersFromIdentical = IdenticalLayers{layers.sameAs, 0.0}.copies();
-  }
+  profile.environment.profiling.layersFromIdentical = leftOut;
   if (!launchData) dropLaunchData(profile);
   return profile;
 }
