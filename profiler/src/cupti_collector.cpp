@@ -61,10 +61,15 @@ bool CuptiCollector::start() {
   return true;
 }
 
-void CuptiCollector::endCapture() {
+void CuptiCollector::endCapture(bool keepRecording) {
   started_ = false;
   if (tracer_->opHooks() == this) tracer_->setOpHooks(nullptr);
-  source_->flush();
+  if (keepRecording) {
+    source_->flush();
+  } else {
+    source_->stop();  // flushes too
+    recording_ = false;
+  }
   clockSamples_.push_back(source_->clockSample([this] { return tracer_->nowNs(); }));
   std::vector<ActivityBuffer> more = source_->takeBuffers();
   std::move(more.begin(), more.end(), std::back_inserter(buffers_));
@@ -72,11 +77,14 @@ void CuptiCollector::endCapture() {
 }
 
 void CuptiCollector::pause() {
-  if (started_) endCapture();
+  if (started_) endCapture(/*keepRecording=*/true);
 }
 
 void CuptiCollector::stop() {
-  if (started_) endCapture();
+  if (started_) {
+    endCapture(/*keepRecording=*/false);
+    return;
+  }
   if (!recording_) return;
   recording_ = false;
   source_->stop();

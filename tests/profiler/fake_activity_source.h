@@ -27,7 +27,7 @@ class FakeActivitySource final : public ActivitySource {
   bool startCalled = false;
   bool stopCalled = false;
   std::int64_t starts = 0;
-  std::int64_t flushes = 0;
+  std::int64_t flushes = 0;  ///< flush() and stop() calls: each forces the records out
   /// Called on every push (lets a test "launch" work while an id is pushed).
   std::function<void(std::uint64_t)> onPush;
   CuptiMode recordingMode = CuptiMode::Exact;
@@ -40,7 +40,10 @@ class FakeActivitySource final : public ActivitySource {
     ++starts;
     return isAvailable;
   }
-  void stop() override { stopCalled = true; }
+  void stop() override {  // the real source's stop flushes first
+    stopCalled = true;
+    ++flushes;
+  }
   void flush() override { ++flushes; }
   std::vector<ActivityBuffer> takeBuffers() override { return std::exchange(pending, {}); }
   std::int64_t droppedRecords() const override { return dropped; }

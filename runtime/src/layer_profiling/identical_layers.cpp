@@ -35,9 +35,7 @@ void describeTensor(std::ostringstream& out, const torch::Tensor& t) {
 /// never shared.
 std::optional<std::string> signatureOf(const torch::nn::Module& layer, const Tensors& in, const Tensors& out,
                                        const std::set<const void*>& sharedTensors) {
-  if (dynamic_cast<const Skippable*>(&layer) != nullptr || dynamic_cast<const ReplicaHolder*>(&layer) != nullptr) {
-    return std::nullopt;
-  }
+  if (dynamic_cast<const Skippable*>(&layer) != nullptr) return std::nullopt;
   for (const auto& module : layer.modules(/*include_self=*/true)) {
     // A Functional prints no function; a scripted layer nothing of its code.
     if (dynamic_cast<const torch::nn::FunctionalImpl*>(module.get()) != nullptr ||

@@ -85,8 +85,9 @@ class CuptiCollector final : public OpHooks {
   void onOpEnd(std::int64_t correlationId) override;
 
  private:
-  /// Ends the capture: the hooks off, every record out, the closing clock sample.
-  void endCapture();
+  /// Ends the capture: the hooks off, every record out (the source stopped unless
+  /// `keepRecording`), the closing clock sample.
+  void endCapture(bool keepRecording);
 
   HostTracer* tracer_;
   std::unique_ptr<ActivitySource> source_;
