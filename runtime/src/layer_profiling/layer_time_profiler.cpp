@@ -19,22 +19,12 @@ namespace {
 
 constexpr std::int64_t kMaxRuns = 50;
 
-/// Runs a layer's backward split in two (split_backward.h) and returns the times of I and W.
-std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> timeSplitBackward(const BackwardRoots& backward,
-                                                                                const Tensors& inputs,
-                                                                                const torch::Device& device) {
-  using Clock = std::chrono::steady_clock;
-  AutocastPause pause;
-  WeightBackward weights;
-  const auto t0 = Clock::now();
-  weights.runInputs(backward.roots, backward.grads, gradientEdges(inputs));
-  synchronize(device);
-  const auto t1 = Clock::now();
-  weights.runWeights();
-  synchronize(device);
-  const auto t2 = Clock::now();
-  return {t1 - t0, t2 - t1};
-}
+/// What a timed pass holds of a layer from its forward to its backward.
+struct PendingBackward {
+  std::int64_t layer = 0;
+  Tensors inputs;   ///< stageInputs: where I's gradients go
+  Tensors outputs;  ///< the backward's roots
+};
 
 /// The kernels a run launched on the device, counted and their durations summed, captured alone
 /// by `collector`; nullopt when the collector cannot record.
@@ -55,6 +45,22 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
 
 }  // namespace
 
+std::vector<std::pair<std::int64_t, std::int64_t>> stageWindows(const std::vector<CostSample>& costs,
+                                                                Bytes limitBytes) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> windows;
+  Bytes held = 0;
+  for (std::size_t L = 0; L < costs.size(); ++L) {
+    const Bytes bytes = costs[L].outputBytes + costs[L].savedBytes;
+    if (windows.empty() || (held > 0 && held + bytes > limitBytes)) {
+      windows.emplace_back(static_cast<std::int64_t>(L), static_cast<std::int64_t>(L));
+      held = 0;
+    }
+    windows.back().second = static_cast<std::int64_t>(L) + 1;
+    held += bytes;
+  }
+  return windows;
+}
+
 std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
                           const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
                           TimeSamples samples, LossTiming* loss) {
@@ -64,44 +70,59 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   const auto n = static_cast<std::int64_t>(layers.modules.size());
   ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
   ScopedSkipTracker scope(&detached);
-  // A pass runs every layer's forward in order, and after the forward of each layer that
-  // `timedLayers` marks its backward, whole or (every other pass) split; those layers are timed
-  // (a split pass's forwards are not recorded twice), the others' outputs only feed the next.
-  auto pass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
-    Tensors x = input;
-    for (std::int64_t L = 0; L < n; ++L) {
-      if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
-      detached.setLayer(L);
-      Tensors in = stageInputs(x, L);
-      Tensors out;
-      const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
-      const bool timed = timedLayers[static_cast<std::size_t>(L)];
-      // The output gradient is made outside the clock: inside a pipeline it arrives from the
-      // next layer, and filling it here took longer than some layers' backward (unet's first
-      // stash, an identity with a 4 MiB output, read 736 us instead of 39 us).
-      const BackwardRoots backward = timed ? backwardRoots(out) : BackwardRoots{};
-      synchronize(device);
-      if (record && timed && !split) samples.addForward(L, forward);
-      if (loss != nullptr && L + 1 == n) {
-        const LossTime time = timeLoss(*loss->model, out.at(0), loss->target, device, options.precision);
-        if (record) {
-          samples.lossForwardNs.push_back(time.forwardNs);
-          samples.lossBackwardNs.push_back(time.backwardNs);
-        }
-      }
-      x = out;
-      if (!timed) continue;
-      if (split) {
-        const auto [inputTime, weightTime] = timeSplitBackward(backward, in, device);
-        if (record) {
-          samples.inputNs[L].push_back(inputTime.count());
-          samples.weightNs[L].push_back(weightTime.count());
-        }
+  // A pass runs the layers as a stage does (docs/profiler.md, "In a stage's order"): window by
+  // window, every layer's forward in order, then the backwards of the layers `timedLayers` marks in
+  // reverse, whole or (every other pass) split -- each window's I's, then its W's. Those layers
+  // are timed (a split pass's forwards are not recorded twice); the others' outputs only feed the
+  // next. A backward's output gradient is made just before it, outside the clock: inside a stage
+  // the next layer's backward has just written it (filled long before, unet's first stash, an
+  // identity with a 4 MiB output, read 736 us instead of 39 us).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> windows = stageWindows(costs);
+  auto timeBackwards = [&](const std::vector<PendingBackward>& pending, bool record, bool split) {
+    AutocastPause pause;
+    std::vector<WeightBackward> weights(pending.size());
+    for (std::size_t i = pending.size(); i-- > 0;) {
+      const PendingBackward& layer = pending[i];
+      const BackwardRoots backward = backwardRoots(layer.outputs);
+      if (!split) {
+        // runBackward returns once autograd's device thread has launched it all.
+        const TimedRun run = clock.time([&] { runBackward(backward); });
+        if (record) samples.addBackward(layer.layer, run);
         continue;
       }
-      // runBackward returns once autograd's device thread has launched it all.
-      const TimedRun backwardRun = clock.time([&] { runBackward(backward); });
-      if (record) samples.addBackward(L, backwardRun);
+      const TimedRun run =
+          clock.time([&] { weights[i].runInputs(backward.roots, backward.grads, gradientEdges(layer.inputs)); });
+      if (record) samples.inputNs[static_cast<std::size_t>(layer.layer)].push_back(run.ns);
+    }
+    if (!split) return;
+    for (std::size_t i = pending.size(); i-- > 0;) {
+      const TimedRun run = clock.time([&] { weights[i].runWeights(); });
+      if (record) samples.weightNs[static_cast<std::size_t>(pending[i].layer)].push_back(run.ns);
+    }
+  };
+  auto pass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
+    Tensors x = input;
+    for (const auto& [begin, end] : windows) {
+      std::vector<PendingBackward> pending;
+      for (std::int64_t L = begin; L < end; ++L) {
+        if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
+        detached.setLayer(L);
+        Tensors in = stageInputs(x, L);
+        Tensors out;
+        const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
+        const bool timed = timedLayers[static_cast<std::size_t>(L)];
+        if (record && timed && !split) samples.addForward(L, forward);
+        if (loss != nullptr && L + 1 == n) {
+          const LossTime time = timeLoss(*loss->model, out.at(0), loss->target, device, options.precision);
+          if (record) {
+            samples.lossForwardNs.push_back(time.forwardNs);
+            samples.lossBackwardNs.push_back(time.backwardNs);
+          }
+        }
+        x = out;
+        if (timed) pending.push_back({L, std::move(in), std::move(out)});
+      }
+      timeBackwards(pending, record, split);
     }
     detached.clear();
   };

@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace pipeprof::layer_profiling {
@@ -25,6 +26,18 @@ struct TimedRuns {
   std::int64_t minRuns = 1;  ///< at least twice this many timed passes (half of them split), whatever the time
   StopToken stop;            ///< once requested, no pass past those
 };
+
+/// A timed pass runs the layers as a stage does, window by window: every forward of a window in
+/// order, then its backwards in reverse (docs/profiler.md, "In a stage's order"). A window holds
+/// consecutive layers whose outputs and saved tensors (costs[L].outputBytes + savedBytes) add up
+/// to at most kStageWindowBytes, and at least one layer: far past any cache, so that a backward
+/// reads what its forward left as cold as inside a stage, and bounded, so that the timed passes
+/// never hold a whole large batch's activations.
+inline constexpr Bytes kStageWindowBytes = Bytes{1} << 30;
+
+/// The windows [begin, end) of `costs`' layers, each at most `limitBytes` (at least one layer).
+std::vector<std::pair<std::int64_t, std::int64_t>> stageWindows(const std::vector<CostSample>& costs,
+                                                                Bytes limitBytes = kStageWindowBytes);
 
 /// Median forward and backward time of every layer at one size (the input's rows), the backward
 /// whole and split into I and W, into `costs`, over `samples` (those the memory and skip passes
