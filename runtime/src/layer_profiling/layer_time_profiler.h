@@ -30,9 +30,9 @@ struct TimedRuns {
 /// A timed pass runs the layers as a stage does, window by window: every forward of a window in
 /// order, then its backwards in reverse (docs/profiler.md, "In a stage's order"). A window holds
 /// consecutive layers whose outputs and saved tensors (costs[L].outputBytes + savedBytes) add up
-/// to at most kStageWindowBytes, and at least one layer: far past any cache, so that a backward
-/// reads what its forward left as cold as inside a stage, and bounded, so that the timed passes
-/// never hold a whole large batch's activations.
+/// to at most kStageWindowBytes, and at least one layer: a limit far past any cache, so that a
+/// backward reads what its forward left as cold as inside a stage of the same layers, and a
+/// bound, so that the timed passes never hold a whole large batch's activations.
 inline constexpr Bytes kStageWindowBytes = Bytes{1} << 30;
 
 /// The windows [begin, end) of `costs`' layers, each at most `limitBytes` (at least one layer).
