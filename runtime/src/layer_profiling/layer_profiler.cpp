@@ -59,11 +59,13 @@
 //     forward's transient and its backward's peak (the output's gradient included). Its time
 //     is taken in the timed passes below, right after the last layer's forward.
 //   optimizer (optimizer_profiler.cpp; once, before the sizes)
-//     per layer with trainable parameters, each optimizer kind over them (the profile's
-//     hyperparameters where they apply), stepped once (its state: exactly
-//     optimizerStateCopies x the gradients), then timed (median) with the transient peak above
-//     the state under tag L: optimizer_steps, the profile's own kind's also as
-//     optimizer_step_ns and optimizer_step_bytes, its state as optimizer_bytes.
+//     per optimizer kind, one over each layer's trainable parameters (the profile's
+//     hyperparameters where they apply), each stepped once (its state: exactly
+//     optimizerStateCopies x the gradients); then passes that write over the caches and step
+//     every layer in order, as a device steps its stages after its backward: each layer's
+//     median time, with its transient peak above the state under tag L: optimizer_steps, the
+//     profile's own kind's also as optimizer_step_ns and optimizer_step_bytes, its state as
+//     optimizer_bytes.
 //   kernels (layer_time_profiler.cpp; CUDA, CUPTI's cheap mode)
 //     one more pass, each layer's forward and backward captured alone: how many kernels each
 //     ran and their summed device time. Without CUPTI the profile has no launch data at all.

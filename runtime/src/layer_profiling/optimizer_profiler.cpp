@@ -16,32 +16,53 @@ namespace pipeprof::layer_profiling {
 
 namespace {
 
-/// One optimizer stepping `trainable` alone on `device` (their gradients zeros): its first step
-/// creates its state (optimizerStateCopies x the gradients), then the median time of `runs`
-/// further steps and their transient peak above the state under tag L.
-OptimizerStepCost measureOptimizerStep(const OptimizerSpec& spec, const std::vector<torch::Tensor>& trainable,
-                                       std::int64_t runs, const TaggedStreams& streams, std::int64_t L,
-                                       const torch::Device& device) {
-  using Clock = std::chrono::steady_clock;
-  const std::unique_ptr<torch::optim::Optimizer> optimizer = makeOptimizer(spec, trainable);
-  {
-    LayerMemoryScope scope(streams, L);
-    optimizer->step();  // creates the state
-    synchronize(device);
-  }
+/// A layer's optimizer of one kind, and what its timed steps measured.
+struct LayerStepper {
+  std::int64_t layer = 0;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<TimeNs> times;
   Bytes transient = 0;
-  for (std::int64_t r = 0; r < runs; ++r) {
-    LayerMemoryScope scope(streams, L);
-    const Bytes start = liveBytes(L);
-    resetPeakBytes(L);
-    const auto t0 = Clock::now();
-    optimizer->step();
+};
+
+/// Writes a buffer larger than the CPU's last-level cache (and a GPU's L2) on `device`: what a
+/// training step's forward and backward leave there before its optimizer step.
+void evictCaches(torch::Tensor& buffer) { buffer.fill_(1.0F); }
+
+/// Every layer's optimizer of one kind (their gradients zeros): each layer's first step creates
+/// its state (optimizerStateCopies x the gradients); then `runs` passes, each after evicting the
+/// caches, step the layers in order, as a device steps its stages' parameters after its backward:
+/// each layer's median time and its transient peak above the state under its tag.
+std::vector<LayerStepper> measureOptimizerSteps(const OptimizerSpec& spec,
+                                                const std::vector<std::vector<torch::Tensor>>& trainable,
+                                                std::int64_t runs, const TaggedStreams& streams,
+                                                const torch::Device& device, torch::Tensor& evictionBuffer) {
+  std::vector<LayerStepper> steppers;
+  for (std::size_t L = 0; L < trainable.size(); ++L) {
+    if (trainable[L].empty()) continue;
+    LayerStepper stepper;
+    stepper.layer = static_cast<std::int64_t>(L);
+    stepper.optimizer = makeOptimizer(spec, trainable[L]);
+    LayerMemoryScope scope(streams, stepper.layer);
+    stepper.optimizer->step();  // creates the state
     synchronize(device);
-    times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-    transient = std::max(transient, peakBytes(L) - start);
+    steppers.push_back(std::move(stepper));
   }
-  return {medianNs(times), transient};
+  using Clock = std::chrono::steady_clock;
+  for (std::int64_t r = 0; r < runs; ++r) {
+    evictCaches(evictionBuffer);
+    synchronize(device);
+    for (LayerStepper& stepper : steppers) {
+      LayerMemoryScope scope(streams, stepper.layer);
+      const Bytes start = liveBytes(stepper.layer);
+      resetPeakBytes(stepper.layer);
+      const auto t0 = Clock::now();
+      stepper.optimizer->step();
+      synchronize(device);
+      stepper.times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+      stepper.transient = std::max(stepper.transient, peakBytes(stepper.layer) - start);
+    }
+  }
+  return steppers;
 }
 
 }  // namespace
@@ -49,23 +70,34 @@ OptimizerStepCost measureOptimizerStep(const OptimizerSpec& spec, const std::vec
 void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const LayerProfilerOptions& options,
                       const TaggedStreams& streams, const torch::Device& device) {
   const Bytes copies = optimizerStateCopies(options.optimizer.kind);
+  std::vector<std::vector<torch::Tensor>> trainable(static_cast<std::size_t>(profile.layerCount()));
   for (std::int64_t L = 0; L < profile.layerCount(); ++L) {
     LayerProfile& layer = profile.layers[static_cast<std::size_t>(L)];
     layer.optimizerBytes = copies * layer.gradBytes;
-    std::vector<torch::Tensor> trainable;
     for (const torch::Tensor& p : sequential->ptr(L)->parameters()) {
-      if (p.requires_grad()) trainable.push_back(p);
+      if (p.requires_grad()) trainable[static_cast<std::size_t>(L)].push_back(p);
     }
-    if (trainable.empty()) continue;
-    for (torch::Tensor& p : trainable) p.mutable_grad() = torch::zeros_like(p);
-    for (OptimizerKind kind : kOptimizerKinds) {
-      layer.optimizerSteps[kind] =
-          measureOptimizerStep(options.optimizer.asKind(kind), trainable, kOptimizerTimedSteps, streams, L, device);
+  }
+  for (auto& parameters : trainable) {
+    for (torch::Tensor& p : parameters) p.mutable_grad() = torch::zeros_like(p);
+  }
+  torch::Tensor evictionBuffer =
+      torch::empty({kCacheEvictionBytes / 4}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+  for (OptimizerKind kind : kOptimizerKinds) {
+    for (const LayerStepper& stepper : measureOptimizerSteps(options.optimizer.asKind(kind), trainable,
+                                                             kOptimizerTimedSteps, streams, device, evictionBuffer)) {
+      profile.layers[static_cast<std::size_t>(stepper.layer)].optimizerSteps[kind] =
+          OptimizerStepCost{medianNs(stepper.times), stepper.transient};
     }
-    const OptimizerStepCost own = layer.optimizerSteps[options.optimizer.kind];
-    layer.optimizerStepNs = own.ns;
-    layer.optimizerStepBytes = own.bytes;
-    for (torch::Tensor& p : trainable) p.mutable_grad() = torch::Tensor();
+  }
+  for (LayerProfile& layer : profile.layers) {
+    const auto own = layer.optimizerSteps.find(options.optimizer.kind);
+    if (own == layer.optimizerSteps.end()) continue;
+    layer.optimizerStepNs = own->second.ns;
+    layer.optimizerStepBytes = own->second.bytes;
+  }
+  for (auto& parameters : trainable) {
+    for (torch::Tensor& p : parameters) p.mutable_grad() = torch::Tensor();
   }
 }
 

@@ -8,16 +8,24 @@
 
 #include <torch/torch.h>
 
+#include <cstdint>
+
 namespace pipeprof::layer_profiling {
 
 /// Timed steps per layer and optimizer kind: a step is a small part of a training step's time.
 inline constexpr std::int64_t kOptimizerTimedSteps = 5;
+/// What a pass of timed steps writes first, to leave the caches as a training step's forward
+/// and backward do: twice the development machine's last-level cache (32 MiB), past an H100's
+/// L2 (50 MiB).
+inline constexpr std::int64_t kCacheEvictionBytes = std::int64_t{64} << 20;
 
-/// Per layer with trainable parameters, every optimizer kind stepping them alone on `device`
-/// (their gradients zeros; the profile's hyperparameters where they apply): its first step
-/// creates the state (exactly optimizerStateCopies x the gradients), then the median time of
-/// kOptimizerTimedSteps further steps and their transient peak above the state under the layer's
-/// tag. Fills optimizerSteps, and the profile's own kind's as optimizer_step_ns and
+/// Per layer with trainable parameters, every optimizer kind stepping them on `device` (their
+/// gradients zeros; the profile's hyperparameters where they apply): its first step creates the
+/// state (exactly optimizerStateCopies x the gradients); then kOptimizerTimedSteps passes, each
+/// after writing kCacheEvictionBytes, step every layer in order, as a device steps its stages'
+/// parameters after its backward (docs/profiler.md, "The optimizer step"): the median time and
+/// the transient peak above the state under the layer's tag. Every layer's state of one kind
+/// is held at once. Fills optimizerSteps, and the profile's own kind's as optimizer_step_ns and
 /// optimizer_step_bytes, with its state as optimizer_bytes. Changes the parameters (the
 /// caller's snapshot restores them) and leaves their gradients undefined.
 void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const LayerProfilerOptions& options,
