@@ -2,6 +2,7 @@
 #include <pipeprof/runtime/c10d_transport.h>
 
 #include "transport/c10d_group.h"
+#include "transport/transport_threads.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -9,6 +10,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 
 namespace pipeprof {
@@ -36,10 +38,14 @@ std::shared_ptr<::gloo::transport::Device> glooDevice(const RankEnvironment& env
 std::unique_ptr<PointToPointGroup> makeGlooGroup(const c10::intrusive_ptr<c10d::Store>& store,
                                                  const RankEnvironment& environment,
                                                  std::chrono::milliseconds timeout) {
-  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  options->devices.push_back(glooDevice(environment));
-  return std::make_unique<c10d_detail::GroupAdapter<c10d::ProcessGroupGloo>>(
-      c10::make_intrusive<c10d::ProcessGroupGloo>(store, environment.rank, environment.worldSize, options));
+  // Gloo's event loop must not preempt the computing thread to spin on a lock that thread holds
+  // (transport_threads.h).
+  return withStartedThreadsAsBatch([&] {
+    auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+    options->devices.push_back(glooDevice(environment));
+    return std::make_unique<c10d_detail::GroupAdapter<c10d::ProcessGroupGloo>>(
+        c10::make_intrusive<c10d::ProcessGroupGloo>(store, environment.rank, environment.worldSize, options));
+  });
 }
 
 std::string messageOf(const std::exception& error) {
@@ -87,7 +93,11 @@ class C10dTransport final : public Transport {
  public:
   C10dTransport(const RankEnvironment& environment, const torch::Device& device, c10::intrusive_ptr<c10d::Store> store,
                 std::unique_ptr<PointToPointGroup> group)
-      : environment_(environment), device_(device), store_(std::move(store)), group_(std::move(group)) {}
+      : environment_(environment),
+        device_(device),
+        store_(std::move(store)),
+        group_(std::move(group)),
+        yieldAfterSend_(!device.is_cuda()) {}
 
   int rank() const override { return environment_.rank; }
   int worldSize() const override { return environment_.worldSize; }
@@ -101,6 +111,10 @@ class C10dTransport final : public Transport {
     } catch (const std::exception& error) {
       throw transportError(error, toRank, C10dSend::failedWith(toRank));
     }
+    // Gloo's loop thread, which does not preempt this one, may hold the receiver's notice that
+    // lets this message go (the send left it to that thread): let it run now, not when this
+    // thread next waits, a whole op later (transport_threads.h).
+    if (yieldAfterSend_) std::this_thread::yield();
     return std::make_unique<C10dSend>(std::move(tensors), std::move(work), toRank);
   }
 
@@ -153,6 +167,7 @@ class C10dTransport final : public Transport {
   torch::Device device_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PointToPointGroup> group_;
+  bool yieldAfterSend_;  ///< Gloo: its threads are SCHED_BATCH
 };
 
 class TcpRendezvousStore final : public RendezvousStore {
