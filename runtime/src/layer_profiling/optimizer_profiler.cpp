@@ -26,7 +26,7 @@ struct LayerStepper {
 
 /// Writes a buffer larger than the CPU's last-level cache (and a GPU's L2) on `device`: what a
 /// training step's forward and backward leave there before its optimizer step.
-void evictCaches(torch::Tensor& buffer) { buffer.fill_(1.0F); }
+void evictCaches(torch::Tensor& buffer) { buffer.fill_(1); }
 
 /// Every layer's optimizer of one kind (their gradients zeros): each layer's first step creates
 /// its state (optimizerStateCopies x the gradients); then `runs` passes, each after evicting the
@@ -82,7 +82,7 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
     for (torch::Tensor& p : parameters) p.mutable_grad() = torch::zeros_like(p);
   }
   torch::Tensor evictionBuffer =
-      torch::empty({kCacheEvictionBytes / 4}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+      torch::empty({kCacheEvictionBytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
   for (OptimizerKind kind : kOptimizerKinds) {
     for (const LayerStepper& stepper : measureOptimizerSteps(options.optimizer.asKind(kind), trainable,
                                                              kOptimizerTimedSteps, streams, device, evictionBuffer)) {

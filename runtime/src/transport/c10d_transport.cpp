@@ -93,11 +93,7 @@ class C10dTransport final : public Transport {
  public:
   C10dTransport(const RankEnvironment& environment, const torch::Device& device, c10::intrusive_ptr<c10d::Store> store,
                 std::unique_ptr<PointToPointGroup> group)
-      : environment_(environment),
-        device_(device),
-        store_(std::move(store)),
-        group_(std::move(group)),
-        yieldAfterSend_(!device.is_cuda()) {}
+      : environment_(environment), device_(device), store_(std::move(store)), group_(std::move(group)) {}
 
   int rank() const override { return environment_.rank; }
   int worldSize() const override { return environment_.worldSize; }
@@ -111,10 +107,10 @@ class C10dTransport final : public Transport {
     } catch (const std::exception& error) {
       throw transportError(error, toRank, C10dSend::failedWith(toRank));
     }
-    // Gloo's loop thread, which does not preempt this one, may hold the receiver's notice that
-    // lets this message go (the send left it to that thread): let it run now, not when this
+    // Gloo's (CPU) loop thread, which does not preempt this one, may hold the receiver's notice
+    // that lets this message go (the send left it to that thread): let it run now, not when this
     // thread next waits, a whole op later (transport_threads.h).
-    if (yieldAfterSend_) std::this_thread::yield();
+    if (!device_.is_cuda()) std::this_thread::yield();
     return std::make_unique<C10dSend>(std::move(tensors), std::move(work), toRank);
   }
 
@@ -167,7 +163,6 @@ class C10dTransport final : public Transport {
   torch::Device device_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<PointToPointGroup> group_;
-  bool yieldAfterSend_;  ///< Gloo: its threads are SCHED_BATCH
 };
 
 class TcpRendezvousStore final : public RendezvousStore {
