@@ -4,11 +4,13 @@
 #include "search_flags.h"
 #include "training_step_options.h"
 
+#include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
 #include <pipeprof/runtime/torch_environment.h>
 #include <pipeprof/simulator/calibration.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 #include <pipeprof/tuner/reference_calibration.h>
+#include <pipeprof/tuner/reference_traces.h>
 #include <pipeprof/tuner/sweep.h>
 #include <pipeprof/tuner/sweep_setup.h>
 
@@ -33,6 +35,8 @@ struct CalibrateFlags {
   std::int64_t rounds = 0;
   std::string output = "calibration.json";
   bool json = false;
+  std::string refit;      ///< a sweep's report: fit again from the reference traces it kept
+  std::string tracesDir;  ///< with refit: the report's traces directory, if not the default
 };
 
 /// The profile the calibration corrects: --profile when it exists (checked against the model),
@@ -51,6 +55,24 @@ Profile obtainProfile(const CalibrateFlags& flags, const tuner::SweepModel& mode
   return profile;
 }
 
+/// Writes the calibration to -o and prints it (--json: as JSON), each reference with its steps.
+void writeAndDescribe(const Calibration& calibration, const CalibrateFlags& flags) {
+  if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
+  writeCalibration(calibration, flags.output);
+  if (flags.json) {
+    std::cout << toJson(calibration).dump(2) << "\n";
+    return;
+  }
+  std::cout << describeCalibration(calibration) << "\n";
+  for (const CalibrationReference& reference : calibration.provenance.references) {
+    std::cout << fmt::format(
+        "  reference {} x{} (balance {}): {} steps, median {}, step overhead {}\n", reference.shape.label(),
+        reference.chunks, formatBalance(reference.balance), reference.steps, formatDuration(reference.stepNsMedian),
+        formatDuration(calibration.correctionsFor(reference.shape).stepOverheadNsFor(reference.chunks)));
+  }
+  std::cout << "wrote " << flags.output << "\n";
+}
+
 void runCalibrate(const CalibrateFlags& flags) {
   const tuner::SweepModel model = resolveModelOnDevices(flags.model, flags.devices);
   const std::vector<DeviceDesc>& devices = model.devices;
@@ -59,9 +81,6 @@ void runCalibrate(const CalibrateFlags& flags) {
   if (flags.rounds < 0) throw UsageError(fmt::format("--rounds {}: must not be negative", flags.rounds));
   if (!(flags.profileBudget > 0)) {
     throw UsageError(fmt::format("--profile-budget {}: must be a positive number of seconds", flags.profileBudget));
-  }
-  if (flags.output.empty() || fs::is_directory(flags.output)) {
-    throw UsageError("-o '" + flags.output + "': name the calibration file to write, e.g. -o calibration.json");
   }
   for (const std::int64_t m : space.chunks) {
     if (m > model.batch) {
@@ -89,20 +108,38 @@ void runCalibrate(const CalibrateFlags& flags) {
   Calibration calibration = tuner::measureCalibration(measurer, profile, tuner::sweepCluster(devices, std::nullopt),
                                                       model.batch, space.chunks, deviceCount, rounds, shapes);
   tuner::stampProvenance(calibration, model.spec, model.batch, devices);
-  if (const fs::path parent = fs::absolute(flags.output).parent_path(); !parent.empty()) fs::create_directories(parent);
-  writeCalibration(calibration, flags.output);
-  if (flags.json) {
-    std::cout << toJson(calibration).dump(2) << "\n";
-    return;
+  writeAndDescribe(calibration, flags);
+}
+
+/// --refit: the calibration the sweep's kept reference traces imply with this pipeprof's fit,
+/// its provenance the report's but for the references.
+void runRefit(const CalibrateFlags& flags) {
+  const Report report = readReport(flags.refit);
+  if (!report.profile || !report.cluster) {
+    throw UsageError("--refit '" + flags.refit + "': the report embeds no profile and cluster to fit against");
   }
-  std::cout << describeCalibration(calibration) << "\n";
-  for (const CalibrationReference& reference : calibration.provenance.references) {
-    std::cout << fmt::format(
-        "  reference {} x{} (balance {}): {} steps, median {}, step overhead {}\n", reference.shape.label(),
-        reference.chunks, formatBalance(reference.balance), reference.steps, formatDuration(reference.stepNsMedian),
-        formatDuration(calibration.correctionsFor(reference.shape).stepOverheadNsFor(reference.chunks)));
+  const std::string tracesDir = flags.tracesDir.empty() ? tuner::defaultTracesDir(flags.refit) : flags.tracesDir;
+  const std::vector<ReferenceRun> runs = tuner::readReferenceTraces(tuner::referenceTracesDir(tracesDir));
+  Calibration calibration = calibrationFromRuns(*report.profile, *report.cluster, runs);
+  if (report.calibration.is_object()) {
+    CalibrationProvenance provenance = calibrationFromJson(report.calibration, flags.refit).provenance;
+    provenance.references = std::move(calibration.provenance.references);
+    calibration.provenance = std::move(provenance);
   }
-  std::cout << "wrote " << flags.output << "\n";
+  std::cerr << fmt::format("refitted from {} reference runs in {}\n", runs.size(),
+                           tuner::referenceTracesDir(tracesDir));
+  writeAndDescribe(calibration, flags);
+}
+
+void runCalibrateOrRefit(const CalibrateFlags& flags) {
+  if (flags.output.empty() || fs::is_directory(flags.output)) {
+    throw UsageError("-o '" + flags.output + "': name the calibration file to write, e.g. -o calibration.json");
+  }
+  if (flags.refit.empty()) {
+    runCalibrate(flags);
+  } else {
+    runRefit(flags);
+  }
 }
 
 }  // namespace
@@ -119,8 +156,9 @@ void addCalibrateCommand(CLI::App& app) {
         "pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --schedules gpipe,1f1b,interleaved \\\n"
         "      --checkpoint except_last,never -o mlp.calibration.json",
         "pipeprof simulate --profile mlp.profile.json --calibration mlp.calibration.json --devices 2 --batch 64 \\\n"
-        "      --balance 7,8 --chunks 4"}},
-      runCalibrate);
+        "      --balance 7,8 --chunks 4",
+        "pipeprof calibrate --refit out/report.json -o refitted.calibration.json   # from the sweep's references"}},
+      runCalibrateOrRefit);
   addModelFlags(command, flags.model);
   addDevicesFlag(command, flags.devices);
   addSearchFlags(command, flags.search, "to time reference pipelines with", /*balances=*/false);
@@ -140,6 +178,14 @@ void addCalibrateCommand(CLI::App& app) {
                      "default: as many as --budget holds)");
   command.add_option("-o,--output", flags.output, "Calibration path (pipeprof.calibration/v1)")->capture_default_str();
   command.add_flag("--json", flags.json, "Print the calibration JSON on stdout instead of the summary");
+  command.add_option("--refit", flags.refit,
+                     "A sweep's report: fit its calibration again from the reference traces the sweep kept "
+                     "(<traces dir>/calibration), with the report's profile and cluster; nothing is timed, and the "
+                     "model, device and search flags do not apply");
+  command
+      .add_option("--traces-dir", flags.tracesDir,
+                  "With --refit: the report's traces directory (default: <report stem>.traces next to it)")
+      ->needs("--refit");
 }
 
 }  // namespace pipeprof::cli

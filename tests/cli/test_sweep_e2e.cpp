@@ -210,6 +210,18 @@ TEST_F(SweepE2E, SimulateAndSuggestWithTheReportsProfileAndCalibrationPredictWha
     }
   }
   EXPECT_EQ(compared, 3u);
+
+  // The sweep kept its reference pipelines' traces: fitted again, they give the same calibration.
+  const fs::path refitted = dir_ / "refitted.json";
+  const ProcessResult refit =
+      pipeprof("calibrate --refit " + quote(report.string()) + " -o " + quote(refitted.string()));
+  ASSERT_EQ(refit.code, 0) << refit.err;
+  EXPECT_EQ(readJsonFile(refitted.string()), parsed.calibration);
+  EXPECT_NE(refit.out.find("reference gpipe never x2"), std::string::npos) << refit.out;
+  const ProcessResult elsewhere = pipeprof("calibrate --refit " + quote(report.string()) + " --traces-dir " +
+                                           quote((dir_ / "nowhere").string()) + " -o " + quote(refitted.string()));
+  EXPECT_NE(elsewhere.code, 0);
+  EXPECT_NE(elsewhere.err.find("no such directory of reference traces"), std::string::npos) << elsewhere.err;
 }
 
 TEST_F(SweepE2E, MeasuresEveryScheduleWithValidTracesAndCompareShowsTheSchedule) {

@@ -5,12 +5,14 @@
 #include <pipeprof/simulator/predictor.h>
 #include <pipeprof/tuner/candidate_selection.h>
 #include <pipeprof/tuner/reference_calibration.h>
+#include <pipeprof/tuner/reference_traces.h>
 #include <pipeprof/tuner/sweep_setup.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <set>
 
 namespace pipeprof::tuner {
@@ -45,6 +47,10 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   const auto devices = static_cast<std::int64_t>(config.devices.size());
+
+  // This calibration's references replace any an earlier sweep to the same traces kept.
+  const std::string tracesDir = config.tracesDir.empty() ? std::string() : referenceTracesDir(config.tracesDir);
+  if (!tracesDir.empty()) std::filesystem::remove_all(tracesDir);
 
   SweepCalibration result;
   result.stepsPerRun = std::max<std::int64_t>(1, config.warmupSteps) + CalibrationRounds{}.steps;
@@ -88,7 +94,10 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
     const std::size_t runsBefore = runs.size();
     const std::int64_t begun = timeReferences(measurer, plan, rounds, runs, stop);
     if (runs.size() == runsBefore) break;
-    for (std::size_t k = runsBefore; k < runs.size(); ++k) timed.push_back(runs[k].candidate);
+    for (std::size_t k = runsBefore; k < runs.size(); ++k) {
+      timed.push_back(runs[k].candidate);
+      if (!tracesDir.empty()) writeReferenceTrace(runs[k], k, tracesDir);
+    }
     const std::int64_t roundsSoFar = result.calibration.provenance.rounds;
     result.calibration = calibrationFromRuns(profile, cluster, runs);
     result.calibration.provenance.rounds = std::max(roundsSoFar, begun);

@@ -1,0 +1,68 @@
+// The reference pipelines' traces kept beside the report, and read back for a refit.
+#include <pipeprof/tuner/reference_traces.h>
+
+#include <pipeprof/core/candidate.h>
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/json_file.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+
+namespace pipeprof::tuner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCandidateKey = "reference_candidate";
+constexpr const char* kIndexKey = "reference_index";
+constexpr const char* kSuffix = ".measured.json";
+
+}  // namespace
+
+std::string referenceTracesDir(const std::string& tracesDir) { return (fs::path(tracesDir) / "calibration").string(); }
+
+void writeReferenceTrace(const ReferenceRun& run, std::size_t index, const std::string& dir) {
+  fs::create_directories(dir);
+  Trace trace = run.trace;
+  trace.metadata[kCandidateKey] = toJson(run.candidate).dump();
+  trace.metadata[kIndexKey] = std::to_string(index);
+  const std::string name = fmt::format("ref{:03}_{}{}", index, candidateSlug(run.candidate), kSuffix);
+  writeChromeTraceFile(trace, (fs::path(dir) / name).string());
+}
+
+std::vector<ReferenceRun> readReferenceTraces(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw std::runtime_error("'" + dir + "': no such directory of reference traces");
+  std::map<std::int64_t, ReferenceRun> byIndex;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t suffix = std::string(kSuffix).size();
+    if (name.size() <= suffix || name.compare(name.size() - suffix, suffix, kSuffix) != 0) continue;
+    const std::string path = entry.path().string();
+    ReferenceRun run;
+    run.trace = readChromeTraceFile(path);
+    const auto candidate = run.trace.metadata.find(kCandidateKey);
+    const auto index = run.trace.metadata.find(kIndexKey);
+    if (candidate == run.trace.metadata.end() || index == run.trace.metadata.end()) {
+      throw FormatError(path, "$.otherData", "names no reference candidate: not a reference trace of a sweep");
+    }
+    run.candidate = candidateFromJson(parseJsonText(candidate->second, path), path, "$.otherData.reference_candidate");
+    run.trace.metadata.erase(candidate->first);
+    const std::string& position = index->second;
+    if (position.empty() || !std::all_of(position.begin(), position.end(), ::isdigit)) {
+      throw FormatError(path, "$.otherData.reference_index",
+                        "expected the reference's place in the order, got '" + position + "'");
+    }
+    byIndex[std::stoll(position)] = std::move(run);
+  }
+  if (byIndex.empty()) throw std::runtime_error("'" + dir + "' holds no reference traces (*" + kSuffix + ")");
+  std::vector<ReferenceRun> runs;
+  for (auto& [index, run] : byIndex) runs.push_back(std::move(run));
+  return runs;
+}
+
+}  // namespace pipeprof::tuner
