@@ -149,7 +149,7 @@ void addCalibrateCommand(CLI::App& app) {
       app, "calibrate",
       {"Time reference pipelines (every device, an even balance; one per shape -- schedule and checkpoint\n"
        "mode, GPipe and never unless told -- and chunk count) and write the calibration -- per micro-batch\n"
-       "scales, device speeds, step overhead per chunk count, for each shape -- that `simulate\n"
+       "scales, device speeds, step overhead per chunk count -- that `simulate\n"
        "--calibration`, `suggest --calibration` and `sweep --calibration` predict with.",
        {"pipeprof calibrate --model mlp --devices cpu,cpu --batch 64 --profile mlp.profile.json -o "
         "mlp.calibration.json",

@@ -12,7 +12,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -257,196 +256,89 @@ std::pair<TimeNs, TimeNs> profiledModelNs(const Profile& profile, std::int64_t s
   return {forwardNs, backwardNs};
 }
 
-/// log(measured / profiled) of a pass by shape (its index) and micro-batch size: the cells of a
-/// two-way table, each from the median of the cell's samples.
-using LogTable = std::map<std::size_t, std::map<std::int64_t, double>>;
-
-void addCell(LogTable& table, std::size_t shape, std::int64_t size, const std::vector<TimeNs>& measuredNs,
-             TimeNs profiledNs) {
-  const TimeNs ns = medianNs(measuredNs);
-  if (ns > 0 && profiledNs > 0)
-    table[shape][size] = std::log(static_cast<double>(ns) / static_cast<double>(profiledNs));
-}
-
-/// Tukey's median polish: each cell ~ its shape's effect + its size's effect, each effect the
-/// median of what the other leaves, swept until they settle. Returns the effects; a cell off by
-/// itself (one reference timed in a slow spell) moves its shape's and its size's effect by
-/// little.
-struct PolishEffects {
-  std::map<std::size_t, double> shapes;
-  std::map<std::int64_t, double> sizes;
-};
-
-PolishEffects medianPolish(const LogTable& cells) {
-  constexpr int kSweeps = 10;
-  LogTable residuals = cells;
-  PolishEffects effects;
-  for (int sweep = 0; sweep < kSweeps; ++sweep) {
-    for (auto& [shape, row] : residuals) {
-      std::vector<double> values;
-      for (const auto& [size, value] : row) values.push_back(value);
-      const double effect = median(values);
-      effects.shapes[shape] += effect;
-      for (auto& [size, value] : row) value -= effect;
-    }
-    std::map<std::int64_t, std::vector<double>> columns;
-    for (const auto& [shape, row] : residuals) {
-      for (const auto& [size, value] : row) columns[size].push_back(value);
-    }
-    for (auto& [size, values] : columns) {
-      const double effect = median(values);
-      effects.sizes[size] += effect;
-      for (auto& [shape, row] : residuals) {
-        if (auto cell = row.find(size); cell != row.end()) cell->second -= effect;
-      }
-    }
-  }
-  return effects;
-}
-
-/// The table fitted as a shape's effect plus a size's, at every size of the table for every
-/// shape in it. The median polish runs over the complete rows (the shapes timed at every size
-/// any shape was); a row with cells missing (a calibration whose budget measured that shape at
-/// some chunk counts only) then gets its effect as the median of its cells less the sizes'
-/// effects: the one measured cell of shape s at size p and GPipe's row g fill s's size m with
-/// c(s, p) - c(g, p) + c(g, m). A table of one shape gives back its cells; with every row
-/// complete this is the median polish of the whole table.
-LogTable fitShapeBySize(const LogTable& cells) {
-  std::set<std::int64_t> sizes;
-  for (const auto& [shape, row] : cells) {
-    for (const auto& [size, value] : row) sizes.insert(size);
-  }
-  LogTable complete;
-  for (const auto& [shape, row] : cells) {
-    if (row.size() == sizes.size()) complete[shape] = row;
-  }
-  const PolishEffects effects = medianPolish(complete.empty() ? cells : complete);
-  LogTable fitted;
-  for (const auto& [shape, row] : cells) {
-    double shapeEffect = 0.0;
-    if (auto polished = effects.shapes.find(shape); polished != effects.shapes.end()) {
-      shapeEffect = polished->second;
-    } else {
-      std::vector<double> values;
-      for (const auto& [size, value] : row) {
-        if (auto sizeEffect = effects.sizes.find(size); sizeEffect != effects.sizes.end())
-          values.push_back(value - sizeEffect->second);
-      }
-      if (values.empty()) {  // no size in common with the polished rows: its own cells
-        fitted[shape] = row;
-        continue;
-      }
-      shapeEffect = median(values);
-    }
-    for (const auto& [size, sizeEffect] : effects.sizes) fitted[shape][size] = shapeEffect + sizeEffect;
-  }
-  return fitted;
-}
-
-/// One shape's runs and its corrections as the fit fills them in.
-struct ShapeFit {
+/// One shape's runs (schedule, stages per device and checkpoint mode): a cell of every table
+/// below, so that a shape timed at a slow moment is one cell among the shapes'.
+struct ShapeRuns {
   std::vector<const ReferenceRun*> runs;
   WholeModelSamples samples;
-  Calibration calibration;  ///< its scales, speeds and overheads; the message latency
-  /// By chunk count: the median step's time beyond the simulated step (fitOverheads).
-  std::map<std::int64_t, TimeNs> unexplainedNs;
 };
 
-/// Every shape's forward and backward scales (calibration_fit.h): the log-ratio tables fitted
-/// as a shape's effect times a size's (fitShapeBySize), one scale per size any shape timed (1.0
-/// where a pass has no cell of that shape).
-void fitLayerScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
-  LogTable forward;
-  LogTable backward;
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    const WholeModelSamples& samples = shapes[k].samples;
-    for (const auto& [size, forwardNs] : samples.forwardNs) {
+/// The median over the shapes of log(the shape's median measured time / the profiled time), by
+/// micro-batch size; `cells` holds one such log ratio per shape and size.
+using LogCells = std::map<std::int64_t, std::vector<double>>;
+
+void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& measuredNs, TimeNs profiledNs) {
+  const TimeNs ns = medianNs(measuredNs);
+  if (ns > 0 && profiledNs > 0)
+    cells[size].push_back(std::log(static_cast<double>(ns) / static_cast<double>(profiledNs)));
+}
+
+double scaleOf(const std::vector<double>& logRatios, double maxScale) {
+  return std::clamp(std::exp(median(logRatios)), 0.25, maxScale);
+}
+
+/// The forward and backward scale of every size any shape timed (calibration_fit.h).
+void fitLayerScales(const Profile& profile, const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
+  LogCells forward;
+  LogCells backward;
+  for (const ShapeRuns& shape : shapes) {
+    for (const auto& [size, forwardNs] : shape.samples.forwardNs) {
       const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
-      addCell(forward, k, size, forwardNs, profiledForwardNs);
-      if (auto backwardNs = samples.backwardNs.find(size); backwardNs != samples.backwardNs.end())
-        addCell(backward, k, size, backwardNs->second, profiledBackwardNs);
+      addCell(forward, size, forwardNs, profiledForwardNs);
+      if (auto backwardNs = shape.samples.backwardNs.find(size); backwardNs != shape.samples.backwardNs.end())
+        addCell(backward, size, backwardNs->second, profiledBackwardNs);
     }
   }
-  const LogTable forwardFit = fitShapeBySize(forward);
-  const LogTable backwardFit = fitShapeBySize(backward);
-  auto scaleAt = [](const LogTable& fit, std::size_t k, std::int64_t size) {
-    const auto row = fit.find(k);
-    if (row == fit.end()) return 1.0;
-    const auto cell = row->second.find(size);
-    return cell == row->second.end() ? 1.0 : std::clamp(std::exp(cell->second), 0.25, kMaxLayerScale);
-  };
-  std::set<std::int64_t> sizes;
-  for (const ShapeFit& shape : shapes) {
-    for (const auto& [size, forwardNs] : shape.samples.forwardNs) sizes.insert(size);
-  }
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    for (const std::int64_t size : sizes) {
-      MicroBatchScale& scale = shapes[k].calibration.scales[size];
-      scale.forward = scaleAt(forwardFit, k, size);
-      scale.backward = scaleAt(backwardFit, k, size);
+  for (const ShapeRuns& shape : shapes) {
+    for (const auto& [size, forwardNs] : shape.samples.forwardNs) {
+      MicroBatchScale& scale = calibration.scales[size];
+      if (auto cells = forward.find(size); cells != forward.end())
+        scale.forward = scaleOf(cells->second, kMaxLayerScale);
+      if (auto cells = backward.find(size); cells != backward.end())
+        scale.backward = scaleOf(cells->second, kMaxLayerScale);
     }
   }
 }
 
-/// Every shape's loss scale per size of its scales, after its device speeds: the loss ops' log
-/// ratios (each op at its device's speed) to the profiled loss, fitted by fitShapeBySize.
-void fitLossScales(const Profile& profile, std::vector<ShapeFit>& shapes) {
-  LogTable table;
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    for (const auto& [size, ns] : lossNsAtUnitSpeed(shapes[k].runs, shapes[k].calibration.deviceSpeeds)) {
-      if (shapes[k].calibration.scales.count(size) == 0) continue;  // no layer timed at that size
-      addCell(table, k, size, ns, profile.loss.costAt(size).forwardNs);
+/// The loss scale of every size of the scales, after the device speeds: each shape's loss ops
+/// (each at its device's speed) against the profiled loss, the median over the shapes.
+void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
+  LogCells cells;
+  for (const ShapeRuns& shape : shapes) {
+    for (const auto& [size, ns] : lossNsAtUnitSpeed(shape.runs, calibration.deviceSpeeds)) {
+      if (calibration.scales.count(size) > 0) addCell(cells, size, ns, profile.loss.costAt(size).forwardNs);
     }
   }
-  for (const auto& [k, row] : fitShapeBySize(table)) {
-    for (const auto& [size, value] : row) {
-      if (auto scale = shapes[k].calibration.scales.find(size); scale != shapes[k].calibration.scales.end())
-        scale->second.loss = std::clamp(std::exp(value), 0.25, kMaxLossScale);
-    }
-  }
+  for (const auto& [size, logRatios] : cells) calibration.scales.at(size).loss = scaleOf(logRatios, kMaxLossScale);
 }
 
-/// A shape's step overheads (calibration_fit.h) with its scales, speeds and loss applied;
-/// appends each chunk count's reference to `references`.
-void fitOverheads(const Profile& profile, const Cluster& cluster, ShapeFit& shape,
-                  std::vector<CalibrationReference>& references) {
-  const Profile calibrated = calibratedProfile(profile, shape.calibration);
-  const Cluster calibratedDevices = calibratedCluster(cluster, shape.calibration);
-  // Runs of one chunk count (several rounds of the same reference) pool their steps.
-  std::map<std::int64_t, std::vector<TimeNs>> stepNs;
-  std::map<std::int64_t, Candidate> candidates;
-  for (const ReferenceRun* run : shape.runs) {
-    for (const TraceEvent* step : stepSpans(run->trace)) stepNs[run->candidate.chunks].push_back(step->durationNs);
-    candidates[run->candidate.chunks] = run->candidate;
+/// The step overhead per chunk count (calibration_fit.h) with the scales, speeds and message
+/// latency applied; appends each shape's and chunk count's reference to `references`.
+void fitOverheads(const Profile& profile, const Cluster& cluster, const std::vector<ShapeRuns>& shapes,
+                  Calibration& calibration) {
+  const Profile calibrated = calibratedProfile(profile, calibration);
+  const Cluster calibratedDevices = calibratedCluster(cluster, calibration);
+  std::map<std::int64_t, std::vector<TimeNs>> unexplainedByChunks;
+  for (const ShapeRuns& shape : shapes) {
+    // Runs of one chunk count (several rounds of the same reference) pool their steps.
+    std::map<std::int64_t, std::vector<TimeNs>> stepNs;
+    std::map<std::int64_t, Candidate> candidates;
+    for (const ReferenceRun* run : shape.runs) {
+      for (const TraceEvent* step : stepSpans(run->trace)) stepNs[run->candidate.chunks].push_back(step->durationNs);
+      candidates[run->candidate.chunks] = run->candidate;
+    }
+    for (const auto& [chunks, pooledNs] : stepNs) {
+      const Candidate& reference = candidates.at(chunks);
+      const TimeNs predictedNs = simulate(calibrated, calibratedDevices, reference).prediction.iterationNs;
+      const TimeNs medianStepNs = medianNs(pooledNs);
+      unexplainedByChunks[chunks].push_back(medianStepNs - predictedNs);
+      calibration.provenance.references.push_back({ReferenceShape::of(reference), chunks, reference.balance,
+                                                   static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
+    }
   }
   std::map<std::int64_t, TimeNs> unexplainedNs;
-  for (const auto& [chunks, pooledNs] : stepNs) {
-    const Candidate& reference = candidates.at(chunks);
-    const TimeNs predictedNs = simulate(calibrated, calibratedDevices, reference).prediction.iterationNs;
-    const TimeNs medianStepNs = medianNs(pooledNs);
-    unexplainedNs[chunks] = medianStepNs - predictedNs;
-    references.push_back({ReferenceShape::of(reference), chunks, reference.balance,
-                          static_cast<std::int64_t>(pooledNs.size()), medianStepNs});
-  }
-  shape.calibration.stepOverheadNs = overheadLine(unexplainedNs);
-  shape.unexplainedNs = std::move(unexplainedNs);
-}
-
-/// The step overhead of `shape` at the chunk counts `own` timed and it did not (a calibration
-/// whose budget measured it at some chunk counts only): own's line moved by how far, on
-/// average, shape's steps went beyond own's line at the chunk counts it timed; never negative.
-void fillOverheads(ShapeFit& shape, const ShapeFit& own) {
-  if (shape.unexplainedNs.empty()) return;
-  double shiftNs = 0.0;
-  for (const auto& [chunks, ns] : shape.unexplainedNs) {
-    shiftNs += static_cast<double>(ns - own.calibration.stepOverheadNsFor(chunks));
-  }
-  shiftNs /= static_cast<double>(shape.unexplainedNs.size());
-  for (const auto& [chunks, ns] : own.calibration.stepOverheadNs) {
-    if (shape.unexplainedNs.count(chunks) > 0) continue;
-    shape.calibration.stepOverheadNs[chunks] =
-        std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(static_cast<double>(ns) + shiftNs)));
-  }
+  for (const auto& [chunks, values] : unexplainedByChunks) unexplainedNs[chunks] = medianNs(values);
+  calibration.stepOverheadNs = overheadLine(unexplainedNs);
 }
 
 }  // namespace
@@ -454,41 +346,23 @@ void fillOverheads(ShapeFit& shape, const ShapeFit& own) {
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
   // By shape, in the order gpipe < 1f1b < interleaved (then by stages per device), then by mode.
   using ShapeKey = std::tuple<ScheduleKind, std::int64_t, Checkpoint>;
-  std::map<ShapeKey, std::vector<const ReferenceRun*>> runsByShape;
+  std::map<ShapeKey, ShapeRuns> byShape;
+  std::vector<const ReferenceRun*> allRuns;
   for (const ReferenceRun& run : runs) {
-    runsByShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}].push_back(&run);
+    ShapeRuns& shape = byShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}];
+    shape.runs.push_back(&run);
+    shape.samples.add(run);
+    allRuns.push_back(&run);
   }
   Calibration calibration;
-  if (runsByShape.empty()) return calibration;
+  if (runs.empty()) return calibration;
+  std::vector<ShapeRuns> shapes;
+  for (auto& [key, shape] : byShape) shapes.push_back(std::move(shape));
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
-  std::vector<ShapeKey> keys;
-  std::vector<ShapeFit> shapes;
-  for (const auto& [key, shapeRuns] : runsByShape) {
-    keys.push_back(key);
-    ShapeFit& shape = shapes.emplace_back();
-    shape.runs = shapeRuns;
-    for (const ReferenceRun* run : shapeRuns) shape.samples.add(*run);
-    shape.calibration.messageLatencyNs = calibration.messageLatencyNs;
-  }
-  fitLayerScales(profile, shapes);
-  for (ShapeFit& shape : shapes) {
-    shape.calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, shape.calibration), shape.runs);
-  }
-  fitLossScales(profile, shapes);
-  for (ShapeFit& shape : shapes) fitOverheads(profile, cluster, shape, calibration.provenance.references);
-
-  const ShapeKey gpipe{ScheduleKind::GPipe, 1, Checkpoint::Never};
-  const ShapeKey own = runsByShape.count(gpipe) > 0 ? gpipe : keys.front();
-  const auto ownIndex = static_cast<std::size_t>(std::find(keys.begin(), keys.end(), own) - keys.begin());
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    if (k != ownIndex) fillOverheads(shapes[k], shapes[ownIndex]);
-  }
-  for (std::size_t k = 0; k < shapes.size(); ++k) {
-    ScheduleCorrections corrections = std::move(static_cast<ScheduleCorrections&>(shapes[k].calibration));
-    if (keys[k] == own) static_cast<ScheduleCorrections&>(calibration) = corrections;
-    if (keys[k] != gpipe)
-      calibration.byShape[ReferenceShape::of(shapes[k].runs.front()->candidate)] = std::move(corrections);
-  }
+  fitLayerScales(profile, shapes, calibration);
+  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns);
+  fitLossScales(profile, shapes, calibration);
+  fitOverheads(profile, cluster, shapes, calibration);
   return calibration;
 }
 

@@ -66,8 +66,8 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
         result.referenceRuns > 0 ? result.referenceSeconds / static_cast<double>(result.referenceRuns) : 0.0;
     if (pass > 1 && left < expected) {
       progress.phase(fmt::format("calibration: the budget is spent; {} reference pipeline(s) of {} shape(s) the "
-                                 "candidates to measure need left untimed (they take their schedule's corrections "
-                                 "in another mode, else GPipe's)",
+                                 "candidates to measure need left untimed (they are predicted with the corrections "
+                                 "the other shapes' references gave)",
                                  plan.size(), shapesIn(plan)));
       break;
     }

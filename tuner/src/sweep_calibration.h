@@ -7,12 +7,12 @@
 //   pass 2.. fit, rank again, select again: the shapes and chunk counts not yet timed (a
 //            shape the corrections moved into the selection) are timed in their own rounds
 //   end      when the selection needs nothing new, after kCalibrationPasses, or when the budget
-//            is spent: a shape never timed is predicted with its schedule's corrections in
-//            another mode, else GPipe's (Calibration::correctingShape)
+//            is spent
 //
-// The default mlp sweep times 13 references in its first pass and 20-26 in all, instead of the 70
-// a round of every shape at every chunk count (tuner/reference_calibration.h): the candidates it
-// predicts but does not measure take their schedule's corrections in another mode, else GPipe's.
+// Every reference is a sample of the one set of corrections every candidate is predicted with
+// (simulator/calibration_fit.h), timed or not. The default mlp sweep times 13 references in its
+// first pass and 20-26 in all, instead of the 70 a round of every shape at every chunk count
+// (tuner/reference_calibration.h).
 #pragma once
 
 #include <pipeprof/core/cluster.h>

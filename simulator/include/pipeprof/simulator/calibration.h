@@ -17,12 +17,11 @@
 //                   the pipeline beyond its drain time: the link's latency as the pipeline sees
 //                   it, wake-ups of busy cores included, where a ping-pong sees an idle machine
 //
-// The first three depend on the schedule and the checkpoint mode: an interleaved rank alternates
-// between the weights of several stages; a backward right after its recompute finds the
-// micro-batch's weights and activations in cache where one after an unrelated forward does not.
-// A calibration fitted from GPipe references without checkpoints holds them for every candidate;
-// one that also timed references of other schedules and modes holds those shapes' own
-// (byShape), and a candidate is predicted with the corrections of its shape when there are any.
+// A calibration fitted from reference pipelines (simulator/calibration_fit.h) holds one set for
+// every candidate, each shape's references (schedule and checkpoint mode) samples of it: on this
+// project's machines what a shape's own corrections caught was mostly the spell its one
+// reference ran in. A calibration file may still give a shape corrections of its own (byShape),
+// and a candidate of that shape is predicted with them.
 //
 // The simulator's cost model is profile + cluster + calibration (simulator/predictor.h): every
 // command that predicts (simulate, suggest, sweep, the GUI) applies the same calibration the
@@ -113,10 +112,10 @@ struct ScheduleCorrections {
   TimeNs stepOverheadNsFor(std::int64_t chunks) const;
 };
 
-/// The corrections it holds itself (its ScheduleCorrections base, fitted from GPipe references
-/// without checkpoints) apply to every candidate whose shape has none of its own in byShape.
+/// The corrections it holds itself (its ScheduleCorrections base, fitted from the reference
+/// pipelines of every shape) apply to every candidate whose shape has none of its own in byShape.
 struct Calibration : ScheduleCorrections {
-  /// The corrections fitted from the reference pipelines of other shapes.
+  /// Corrections of a shape's own: a calibration file's (a fit leaves it empty).
   std::map<ReferenceShape, ScheduleCorrections> byShape;
   /// The latency of every link between two devices of one host (of every link when the
   /// cluster names no hosts) that moves data at a cost; nullopt: the cluster's latencies.

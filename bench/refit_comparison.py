@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Two calibration fits compared on the same measurements: the accuracy suite's sweeps refitted.
+
+Each sweep of an accuracy suite's output (bench/accuracy_suite.py --out DIR: DIR/<sweep>-<run>/
+report.json, its traces in report.traces/ with the calibration's reference pipelines in
+report.traces/calibration/) is fitted again with `pipeprof calibrate --refit` by two pipeprof
+builds, A and B, and every candidate of the sweep's space is predicted with each refitted
+calibration (`pipeprof sweep ... --measure none --calibration`). Nothing is timed, so the two fits
+differ by the fit alone, not by the machine's speed between two sweeps.
+
+Per sweep and fit it prints:
+  between runs  how far run 2's prediction of each candidate lies from run 1's (both refitted by
+                that fit), after dividing by the median ratio (the machine's speed between the
+                runs): median and 90th percentile over every candidate of the space
+  step MAPE     each run's measured candidates (median step) against that fit's predictions
+                before the drift factor
+  scales        the range of the forward, backward and loss scales over every shape's entries
+
+  bench/refit_comparison.py --suite /tmp/suite --pipeprof-a old/pipeprof --pipeprof-b build/cli/pipeprof
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import accuracy_suite  # noqa: E402  (the suite's sweeps and their flags)
+
+
+def candidate_key(candidate):
+    return json.dumps(candidate, sort_keys=True)
+
+
+def run_json(command, env):
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(map(shlex.quote, command))} failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    return result
+
+
+def predict_space(pipeprof, name, run_dir, calibration, tag, env, lm_path):
+    """Every candidate's prediction before drift under `calibration`, by candidate."""
+    common, sweep = accuracy_suite.SWEEPS[name]
+    words = shlex.split(common.format(lm=lm_path)) + shlex.split(sweep)
+    flags, skip = [], False
+    for word in words:  # the space only: what is measured does not matter here
+        if skip:
+            skip = False
+        elif word in ("--measure", "--warmup", "--steps", "--rounds"):
+            skip = True
+        else:
+            flags.append(word)
+    output = os.path.join(run_dir, f"refit-{tag}.report.json")
+    run_json([pipeprof, "sweep", *flags, "--measure", "none", "--profile", os.path.join(run_dir, "profile.json"),
+              "--calibration", calibration, "-o", output], env)
+    with open(output) as file:
+        report = json.load(file)
+    return {candidate_key(c["candidate"]): (c.get("prediction_before_drift") or c["prediction"])["iteration_ns"]
+            for c in report["candidates"] if c.get("prediction")}
+
+
+def scale_ranges(calibration_path):
+    with open(calibration_path) as file:
+        calibration = json.load(file)
+    values = {"forward": [], "backward": [], "loss": []}
+    for corrections in [calibration] + calibration.get("shapes", []):
+        for scale in corrections.get("micro_batch_scales", []):
+            for kind in values:
+                values[kind].append(scale[kind])
+    return " ".join(f"{min(v):.2f}-{max(v):.2f}" if v else "-" for v in values.values())
+
+
+def compare(args, name, env):
+    rows = []
+    run_dirs = [os.path.join(args.suite, f"{name}-{run}") for run in (1, 2)]
+    reports = []
+    for run_dir in run_dirs:
+        with open(os.path.join(run_dir, "report.json")) as file:
+            reports.append(json.load(file))
+        with open(os.path.join(run_dir, "profile.json"), "w") as file:
+            json.dump(reports[-1]["profile"], file)
+    lm_path = os.path.join(args.suite, "transformer_lm.pt")
+    for tag, pipeprof in (("A", args.pipeprof_a), ("B", args.pipeprof_b)):
+        predictions, calibrations = [], []
+        for run_dir in run_dirs:
+            calibration = os.path.join(run_dir, f"refit-{tag}.calibration.json")
+            run_json([pipeprof, "calibrate", "--refit", os.path.join(run_dir, "report.json"), "-o", calibration], env)
+            calibrations.append(calibration)
+            predictions.append(predict_space(pipeprof, name, run_dir, calibration, tag, env, lm_path))
+        common = [key for key in predictions[0] if key in predictions[1]]
+        ratios = [predictions[1][key] / predictions[0][key] for key in common]
+        machine = statistics.median(ratios)
+        apart = sorted(abs(ratio / machine - 1) for ratio in ratios)
+        errors = []
+        for report, predicted in zip(reports, predictions):
+            measured = {candidate_key(c["candidate"]): c["measurement"]["step_ns_median"]
+                        for c in report["candidates"] if c.get("status") == "measured"}
+            errors.append(statistics.mean(abs(predicted[key] / ns - 1) for key, ns in measured.items()
+                                          if key in predicted))
+        rows.append((name, tag, len(common), 100 * apart[len(apart) // 2], 100 * apart[len(apart) * 9 // 10],
+                     100 * errors[0], 100 * errors[1], scale_ranges(calibrations[0]), scale_ranges(calibrations[1])))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", required=True, help="an accuracy suite's --out directory")
+    parser.add_argument("--pipeprof-a", required=True, help="the pipeprof whose fit is the baseline")
+    parser.add_argument("--pipeprof-b", default="build/cli/pipeprof")
+    parser.add_argument("--sweeps", nargs="+", help="default: every sweep with both runs in --suite")
+    args = parser.parse_args()
+    names = args.sweeps or [name for name in accuracy_suite.SWEEPS
+                            if all(os.path.isdir(os.path.join(args.suite, f"{name}-{run}")) for run in (1, 2))]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    print("| sweep | fit | candidates | between runs: median, p90 | step MAPE run 1 / run 2 | "
+          "scales run 1 (forward backward loss) | run 2 |")
+    print("|---|---|---|---|---|---|---|")
+    for name in names:
+        for row in compare(args, name, env):
+            print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {} | {} |".format(*row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
