@@ -11,12 +11,14 @@
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/tuner/environment_info.h>
 #include <pipeprof/tuner/reference_calibration.h>
+#include <pipeprof/tuner/reference_traces.h>
 #include <pipeprof/tuner/sweep_setup.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace pipeprof::tuner {
 namespace {
@@ -94,6 +96,8 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
   if (inputs.resumedReport && !inputs.resumedReport->calibrationPending) {
     resumeCalibration(setup, *inputs.resumedReport, config.reportPath);
   } else if (inputs.calibration) {
+    // Timed elsewhere: an earlier sweep's reference traces here would be refitted as this one's.
+    if (!config.tracesDir.empty()) std::filesystem::remove_all(referenceTracesDir(config.tracesDir));
     setup.calibration = *inputs.calibration;
     progress.phase(describeCalibration(setup.calibration) + " (from " + config.calibrationPath + ")");
   } else {
