@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -19,11 +20,19 @@ using ::testing::StartsWith;
 using ::testing::StrEq;
 using ::testing::ThrowsMessage;
 
-std::string freshDir(const std::string& name) {
-  std::string dir = ::testing::TempDir() + "pipeprof_core_json_" + name + "_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  return dir;
-}
+/// A directory of the test's own, removed with everything in it when the test ends.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& name)
+      : path(::testing::TempDir() + "pipeprof_core_json_" + name + "_" + std::to_string(::getpid())) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  std::string path;
+};
 
 std::vector<std::string> listDir(const std::string& dir) {
   std::vector<std::string> names;
@@ -53,7 +62,8 @@ TEST(FormatError, MessageNamesFilePathAndProblem) {
 }
 
 TEST(WriteFileAtomically, WritesAndReplacesLeavingNoTemporaryFiles) {
-  std::string dir = freshDir("write");
+  const ScratchDir scratch("write");
+  const std::string& dir = scratch.path;
   std::string path = dir + "/out.json";
   writeFileAtomically(path, "{\"a\": 1}");
   EXPECT_EQ(slurp(path), "{\"a\": 1}");
@@ -64,7 +74,8 @@ TEST(WriteFileAtomically, WritesAndReplacesLeavingNoTemporaryFiles) {
 }
 
 TEST(WriteFileAtomically, FailureNamesThePathAndLeavesNothing) {
-  std::string dir = freshDir("fail");
+  const ScratchDir scratch("fail");
+  const std::string& dir = scratch.path;
   std::string path = dir + "/missing_dir/out.json";
   EXPECT_THAT([&] { writeFileAtomically(path, "x"); },
               ThrowsMessage<std::runtime_error>(StartsWith("cannot write '" + path + "'")));
@@ -78,7 +89,8 @@ TEST(WriteFileAtomically, FailureNamesThePathAndLeavesNothing) {
 }
 
 TEST(ReadJsonFile, UnreadableAndInvalidFiles) {
-  std::string dir = freshDir("read");
+  const ScratchDir scratch("read");
+  const std::string& dir = scratch.path;
   EXPECT_THAT([&] { readJsonFile(dir + "/nope.json"); },
               ThrowsMessage<FormatError>(StrEq(dir + "/nope.json: cannot open file: No such file or directory")));
   std::string bad = dir + "/bad.json";

@@ -27,11 +27,22 @@ using Result = test::ProcessResult;
 
 Result runPipeprof(const std::string& args) { return test::pipeprof(args); }
 
-std::filesystem::path scratch(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("pipeprof_profiler_e2e_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
+std::filesystem::path scratchDir() {
+  return std::filesystem::temp_directory_path() / ("pipeprof_profiler_e2e_" + std::to_string(::getpid()));
 }
+
+std::filesystem::path scratch(const std::string& name) {
+  std::filesystem::create_directories(scratchDir());
+  return scratchDir() / name;
+}
+
+/// Removes the tests' scratch directory once every test of the binary has run.
+class RemoveScratchDir : public ::testing::Environment {
+ public:
+  void TearDown() override { std::filesystem::remove_all(scratchDir()); }
+};
+[[maybe_unused]] const ::testing::Environment* const kRemoveScratchDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveScratchDir);
 
 // mlp --width 32 --depth 4: fc0 relu0 fc1 relu1 fc2 relu2 fc3 = 7 layers; 2 partitions; 4
 // micro-batches; except_last; 1 warm-up + 2 measured steps = 3 steps traced.
