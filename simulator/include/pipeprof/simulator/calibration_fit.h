@@ -8,9 +8,10 @@
 // timed in a slow spell of a shared machine is one cell among the shapes' and moves nothing by
 // itself. (Until 2026-12-01 each shape fitted corrections of its own from its one or two
 // references; those absorbed whatever spell the reference ran in, and two sweeps of the same
-// space predicted the same candidates 8-15% apart (median). Pooled, the same reference traces
-// refitted give 1-4%, and the measured candidates' error stays where it was:
-// docs/performance.md, "One set of corrections for every shape".)
+// space predicted the same candidates 4-6% apart (median, 12-21% at the 90th percentile).
+// Refitted from the same reference traces as one set: 1.2-3.7% (4-12%), the measured
+// candidates' error no worse by more than 1.6 points: docs/performance.md, "One set of
+// corrections for every shape".)
 //
 //   forwardScale(b)  = how much longer the layers ran in the references than profiled at
 //                      micro-batch size b: the median over the shapes timed at b of
