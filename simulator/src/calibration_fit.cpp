@@ -263,8 +263,8 @@ struct ShapeRuns {
   WholeModelSamples samples;
 };
 
-/// The median over the shapes of log(the shape's median measured time / the profiled time), by
-/// micro-batch size; `cells` holds one such log ratio per shape and size.
+/// By micro-batch size, one log(the shape's median measured time / the profiled time) per shape
+/// timed at it: a correction is the exponential of their median.
 using LogCells = std::map<std::int64_t, std::vector<double>>;
 
 void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& measuredNs, TimeNs profiledNs) {
