@@ -118,16 +118,16 @@ void runRefit(const CalibrateFlags& flags) {
   if (!report.profile || !report.cluster) {
     throw UsageError("--refit '" + flags.refit + "': the report embeds no profile and cluster to fit against");
   }
-  const std::string tracesDir = flags.tracesDir.empty() ? tuner::defaultTracesDir(flags.refit) : flags.tracesDir;
-  const std::vector<ReferenceRun> runs = tuner::readReferenceTraces(tuner::referenceTracesDir(tracesDir));
+  const std::string referencesDir =
+      tuner::referenceTracesDir(flags.tracesDir.empty() ? tuner::defaultTracesDir(flags.refit) : flags.tracesDir);
+  const std::vector<ReferenceRun> runs = tuner::readReferenceTraces(referencesDir);
   Calibration calibration = calibrationFromRuns(*report.profile, *report.cluster, runs);
   if (report.calibration.is_object()) {
     CalibrationProvenance provenance = calibrationFromJson(report.calibration, flags.refit).provenance;
     provenance.references = std::move(calibration.provenance.references);
     calibration.provenance = std::move(provenance);
   }
-  std::cerr << fmt::format("refitted from {} reference runs in {}\n", runs.size(),
-                           tuner::referenceTracesDir(tracesDir));
+  std::cerr << fmt::format("refitted from {} reference runs in {}\n", runs.size(), referencesDir);
   writeAndDescribe(calibration, flags);
 }
 

@@ -1,8 +1,11 @@
 // Summing the run-queue wait of a process's threads from Linux's schedstat.
 #include "training/cpu_wait.h"
 
+#include "environment/process_threads.h"
+
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 namespace pipeprof {
 
@@ -20,13 +23,10 @@ std::optional<TimeNs> waitNsOf(const std::filesystem::path& schedstat) {
 }  // namespace
 
 std::optional<TimeNs> cpuWaitNsOfTasks(const std::string& taskDir) {
-  std::error_code error;
-  std::filesystem::directory_iterator tasks(taskDir, error);
-  if (error) return std::nullopt;
   TimeNs total = 0;
   bool any = false;
-  for (const auto& task : tasks) {
-    const std::optional<TimeNs> waitNs = waitNsOf(task.path() / "schedstat");
+  for (const int id : threadIdsIn(taskDir)) {
+    const std::optional<TimeNs> waitNs = waitNsOf(std::filesystem::path(taskDir) / std::to_string(id) / "schedstat");
     if (!waitNs) continue;  // the thread ended meanwhile
     total += *waitNs;
     any = true;

@@ -3,23 +3,7 @@
 
 #include <sched.h>
 
-#include <filesystem>
-#include <string>
-
 namespace pipeprof {
-
-std::set<int> processThreadIds() {
-  std::set<int> ids;
-  std::error_code error;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
-    try {
-      ids.insert(std::stoi(task.path().filename().string()));
-    } catch (const std::exception&) {
-      // not a thread id
-    }
-  }
-  return ids;
-}
 
 int scheduleAsBatch(const std::set<int>& threads) {
   int moved = 0;

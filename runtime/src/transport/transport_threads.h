@@ -17,12 +17,11 @@
 // waits for it to run: C10dTransport yields after each send.
 #pragma once
 
+#include "environment/process_threads.h"
+
 #include <set>
 
 namespace pipeprof {
-
-/// The ids of this process's threads (/proc/self/task); empty where the system does not say.
-std::set<int> processThreadIds();
 
 /// Moves each of `threads` (thread ids of this process) to SCHED_BATCH, keeping its nice value.
 /// Returns how many moved; a thread that ended meanwhile is skipped.
