@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <stdexcept>
 #include <tuple>
 
@@ -62,6 +63,15 @@ void sortEvents(Trace& trace) {
   std::stable_sort(trace.events.begin(), trace.events.end(), [](const TraceEvent& a, const TraceEvent& b) {
     return std::tie(a.startNs, a.device, a.lane, a.name) < std::tie(b.startNs, b.device, b.lane, b.name);
   });
+}
+
+void scaleTraceTimes(Trace& trace, double factor) {
+  auto scaled = [factor](TimeNs ns) { return std::llround(static_cast<double>(ns) * factor); };
+  for (TraceEvent& event : trace.events) {
+    const TimeNs endNs = scaled(event.endNs());
+    event.startNs = scaled(event.startNs);
+    event.durationNs = endNs - event.startNs;  // adjacent spans stay adjacent after rounding
+  }
 }
 
 Trace concatenateTraces(const std::vector<Trace>& traces) {

@@ -13,9 +13,9 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 TEST(Phase, NamesRoundTrip) {
-  for (Phase phase : {Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy, Phase::SkipCopy, Phase::Kernel,
-                      Phase::Memcpy, Phase::Memset, Phase::Launch, Phase::Warmup, Phase::Step, Phase::Optimizer,
-                      Phase::Other}) {
+  for (Phase phase :
+       {Phase::Forward, Phase::Recompute, Phase::Backward, Phase::Copy, Phase::SkipCopy, Phase::Kernel, Phase::Memcpy,
+        Phase::Memset, Phase::Launch, Phase::Warmup, Phase::Step, Phase::Optimizer, Phase::Other}) {
     EXPECT_EQ(parsePhase(phaseName(phase)), phase);
   }
   EXPECT_EQ(phaseName(Phase::SkipCopy), "skip-copy");
@@ -50,6 +50,22 @@ TEST(SortEvents, ByStartDeviceLaneName) {
   for (const TraceEvent& e : trace.events) names.push_back(e.name);
   EXPECT_THAT(names, ::testing::ElementsAre("w", "c", "z", "y", "x"));
   EXPECT_EQ(trace.events[2].endNs(), 12);
+}
+
+TEST(ScaleTraceTimes, KeepsAdjacentSpansAdjacent) {
+  Trace trace;
+  for (const auto& [start, duration] : std::vector<std::pair<TimeNs, TimeNs>>{{0, 3}, {3, 3}, {6, 5}}) {
+    TraceEvent event;
+    event.kind = EventKind::Span;
+    event.startNs = start;
+    event.durationNs = duration;
+    trace.events.push_back(event);
+  }
+  scaleTraceTimes(trace, 1.5);  // 4.5 and 9 round; the spans must still meet
+  EXPECT_EQ(trace.events[0].startNs, 0);
+  EXPECT_EQ(trace.events[0].endNs(), trace.events[1].startNs);
+  EXPECT_EQ(trace.events[1].endNs(), trace.events[2].startNs);
+  EXPECT_EQ(trace.events[2].endNs(), 17);  // 11 x 1.5 = 16.5, rounded away from zero
 }
 
 TEST(ConcatenateTraces, KeepsEveryEventOnTheFirstTracesBase) {

@@ -46,14 +46,6 @@ Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch)
   return base;
 }
 
-void scaleTraceTimes(Trace& trace, double factor) {
-  for (TraceEvent& event : trace.events) {
-    const TimeNs endNs = scaled(event.endNs(), factor);
-    event.startNs = scaled(event.startNs, factor);
-    event.durationNs = endNs - event.startNs;  // adjacent spans stay adjacent after rounding
-  }
-}
-
 nlohmann::json toJson(const CalibrationDrift& drift) {
   nlohmann::json references = nlohmann::json::array();
   for (const auto& [chunks, predictedNs] : drift.predictedNs) {

@@ -16,11 +16,13 @@ enum class EventKind { Span, Counter, FlowStart, FlowEnd };
 
 /// What the event's work was. Runtime ops use the first five; CUPTI records the next four;
 /// the CLI's host spans the last ones.
+// clang-format off
 enum class Phase {
   Forward, Recompute, Backward, Copy, SkipCopy, Loss,
   Kernel, Memcpy, Memset, Launch,
   Warmup, Step, Optimizer, Other
 };
+// clang-format on
 
 /// "forward", "recompute", "backward", "copy", "skip-copy", "loss", "kernel", "memcpy", "memset",
 /// "launch", "warmup", "step", "optimizer", "other"; parsePhase throws on unknown text.
@@ -38,13 +40,13 @@ struct TraceEvent {
   std::string device;  ///< process in the Chrome trace, e.g. "cpu:0", "cuda:1"
   std::string lane;    ///< thread in the Chrome trace, e.g. "partition 0", "stream 7", "copy 0->1"
   TimeNs startNs = 0;
-  TimeNs durationNs = 0;       ///< spans only
+  TimeNs durationNs = 0;         ///< spans only
   std::int64_t microBatch = -1;  ///< i, or -1
   std::int64_t partition = -1;   ///< j, or -1
   Phase phase = Phase::Other;
-  std::int64_t correlationId = -1;  ///< links kernels to launches and ops; flow id for flows
-  Bytes bytes = 0;     ///< bytes moved (copies)
-  double value = 0.0;  ///< counter value (bytes in use for memory counters)
+  std::int64_t correlationId = -1;          ///< links kernels to launches and ops; flow id for flows
+  Bytes bytes = 0;                          ///< bytes moved (copies)
+  double value = 0.0;                       ///< counter value (bytes in use for memory counters)
   std::map<std::string, std::string> args;  ///< extra details shown in viewers
 
   TimeNs endNs() const { return startNs + durationNs; }
@@ -59,6 +61,11 @@ struct Trace {
 
 /// Sorts events by (start, device, lane, name) so output is deterministic.
 void sortEvents(Trace& trace);
+
+/// Multiplies every event's start and duration in `trace` by `factor`, rounded so that adjacent
+/// spans stay adjacent (a predicted twin under drift; a reference brought to the machine's
+/// steady speed).
+void scaleTraceTimes(Trace& trace, double factor);
 
 /// One timeline from traces that share a time base (the rank files of one multi-process run,
 /// each counting from the same instant): every event, sorted; the first trace's metadata.

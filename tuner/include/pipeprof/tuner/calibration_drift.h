@@ -66,10 +66,6 @@ struct CalibrationDrift {
 /// busy times, and samplesPerS recomputed for `batch`. Memory is left as it is.
 Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch);
 
-/// Multiplies every event's start and duration in `trace` by `factor` (a predicted twin under
-/// drift).
-void scaleTraceTimes(Trace& trace, double factor);
-
 /// {"factor": f, "reference_ratio": r, "references": [{"chunks": m, "predicted_ns": p,
 /// "step_ns": [...]}]} -- stored in the report's calibration (docs/formats.md).
 nlohmann::json toJson(const CalibrationDrift& drift);
