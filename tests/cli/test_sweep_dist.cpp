@@ -3,10 +3,9 @@
 #include <pipeprof/core/report.h>
 
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -25,15 +24,8 @@ using test::waitFor;
 
 class SweepDist : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("pipeprof_sweep_dist_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path dir_;
+  test::ScratchDir scratch_{"sweep_dist"};
+  const fs::path dir_ = scratch_.path();
 };
 
 std::size_t countStatus(const Report& report, CandidateStatus status) {

@@ -3,10 +3,9 @@
 #include <pipeprof/core/report.h>
 
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -39,14 +38,6 @@ std::string quote(const std::string& text) { return "'" + text + "'"; }
 
 class SweepE2E : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("pipeprof_sweep_e2e_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   /// Runs pipeprof with the arguments (already shell-quoted where needed).
   ProcessResult pipeprof(const std::string& args, const Environment& environment = {}) const {
     return test::pipeprof(args, environment);
@@ -67,7 +58,8 @@ class SweepE2E : public ::testing::Test {
            quote(report);
   }
 
-  fs::path dir_;
+  test::ScratchDir scratch_{"sweep_e2e"};
+  const fs::path dir_ = scratch_.path();
 };
 
 std::size_t countLines(const std::string& text, const std::string& prefix) {

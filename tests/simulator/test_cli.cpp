@@ -3,11 +3,11 @@
 #include <pipeprof/core/profile.h>
 
 #include "support/run_process.h"
+#include "support/scratch_dir.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,13 +32,9 @@ std::string readText(const fs::path& path) {
 class SimulatorCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipeprof_sim_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
     // Two layers of f 10 ns, b 20 ns per sample; saved 100 B, output 10 B, workspace 5 B.
     writeProfile(test::uniformProfile(2, {10, 20, 100, 10, 5, 8}), path("profile.json"));
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
@@ -46,7 +42,8 @@ class SimulatorCli : public ::testing::Test {
 
   std::string simulateArgs() const { return "simulate --profile " + path("profile.json"); }
 
-  fs::path dir_;
+  test::ScratchDir scratch_{"sim_cli"};
+  const fs::path dir_ = scratch_.path();
 };
 
 TEST_F(SimulatorCli, SimulateJsonMatchesTheClosedForm) {

@@ -8,11 +8,10 @@
 #include <pipeprof/tuner/sweep_predictions.h>
 
 #include "four_layer_profile.h"
+#include "support/scratch_dir.h"
 #include "sweep_calibration.h"
 
 #include <gtest/gtest.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -103,8 +102,6 @@ class QuietMachine : public MachineLoad {
 class SweepTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipeprof_tuner_sweep_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
     config_.model.name = "fake";
     config_.model.threads = 1;
     config_.devices = {DeviceDesc{}, DeviceDesc{}};
@@ -122,7 +119,6 @@ class SweepTest : public ::testing::Test {
     inputs_.cachedProfile = fourLayerProfile();
     inputs_.calibration = calibration();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   /// The report a sweep leaves on disk when it is killed once `runs` candidates and references
   /// have run.
@@ -155,7 +151,8 @@ class SweepTest : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
+  test::ScratchDir scratch_{"tuner_sweep"};
+  const fs::path dir_ = scratch_.path();
   SweepConfig config_;
   SweepInputs inputs_;
 };

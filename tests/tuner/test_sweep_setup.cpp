@@ -6,9 +6,9 @@
 #include <pipeprof/simulator/calibration.h>
 #include <pipeprof/tuner/environment_info.h>
 
-#include <gtest/gtest.h>
+#include "support/scratch_dir.h"
 
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <functional>
@@ -138,12 +138,6 @@ TEST(DefaultTracesDir, IsBesideTheReport) {
 
 class SweepInputsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipeprof_sweep_setup_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   /// A profile that fits tinyModel() (its environment; three layers).
   Profile fittingProfile() const {
     Profile profile;
@@ -172,7 +166,8 @@ class SweepInputsTest : public ::testing::Test {
     return "";
   }
 
-  fs::path dir_;
+  test::ScratchDir scratch_{"sweep_setup"};
+  const fs::path dir_ = scratch_.path();
 };
 
 TEST_F(SweepInputsTest, ACachedProfileIsReadWhenItFits) {
