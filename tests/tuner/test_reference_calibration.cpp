@@ -64,12 +64,12 @@ TEST(ReferenceCalibration, ThePlanTimesEveryShapeAtItsLargestAmongGPipesChunkCou
     plan.push_back(reference.orderLabel() + " x" + std::to_string(reference.chunks));
   }
   // GPipe's x4, x2 and x1 spread over the other shapes' largest (the j-th before shape (j+1)n/4
-  // of n = 2), GPipe x8 before and after them; then the rest.
+  // of n = 2), GPipe x8 before and after them; then the rest; GPipe x8 last (the speed probe).
   EXPECT_EQ(plan, (std::vector<std::string>{"gpipe x8", "gpipe x4", "1f1b x8", "gpipe x2", "gpipe x1",
                                             "interleaved v2 x8", "gpipe x8",  //
                                             "1f1b x4", "interleaved v2 x4",   //
                                             "1f1b x2", "interleaved v2 x2",   //
-                                            "1f1b x1"}));
+                                            "1f1b x1", "gpipe x8"}));
 }
 
 /// "1f1b always x4": a reference's shape and chunk count.
@@ -100,18 +100,20 @@ TEST(ReferenceCalibration, APlanForCandidatesTimesGPipeAtEveryChunkCountAndEachC
       candidateOf(ScheduleKind::GPipe, 1, Checkpoint::Always, 1),
   };
   // Batch 8, 4 layers, 2 devices: GPipe at each of its chunk counts, spread among the other
-  // shapes at their largest; GPipe's largest again; then the rest. Never a shape or chunk count
-  // no candidate has (the grid of these shapes would hold 11 references, not 9).
+  // shapes at their largest; GPipe's largest again; then the rest; GPipe's largest last (the
+  // probe of the machine's speed). Never a shape or chunk count no candidate has (the grid of
+  // these shapes would hold 11 references, not 9).
   EXPECT_EQ(labels(referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates)),
             (std::vector<std::string>{"gpipe never x8", "gpipe never x4", "1f1b always x4", "gpipe never x2",
                                       "interleaved v2 never x8", "gpipe never x1", "gpipe always x1", "gpipe never x8",
-                                      "1f1b always x2"}));
-  // References timed already (an earlier pass) are left out; GPipe's largest left opens the plan.
+                                      "1f1b always x2", "gpipe never x8"}));
+  // References timed already (an earlier pass) are left out; GPipe's largest left opens the plan;
+  // the probe, timed already, still closes it.
   const std::vector<Candidate> timed = {referenceCandidate(4, 2, 8, 8),
                                         referenceCandidate(4, 2, 4, 8, ScheduleKind::OneFOneB, 1, Checkpoint::Always)};
   EXPECT_EQ(labels(referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates, timed)),
             (std::vector<std::string>{"gpipe never x4", "1f1b always x2", "gpipe never x2", "interleaved v2 never x8",
-                                      "gpipe never x1", "gpipe always x1", "gpipe never x4"}));
+                                      "gpipe never x1", "gpipe always x1", "gpipe never x4", "gpipe never x8"}));
   // Everything timed: nothing to plan.
   std::vector<Candidate> all = referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates);
   EXPECT_TRUE(referencePlanFor(4, 8, 2, {1, 2, 4, 8}, candidates, all).empty());
@@ -159,6 +161,22 @@ TEST(ReferenceCalibration, AContendedReferenceIsTimedAgainAndTheSecondRunKept) {
   EXPECT_EQ(retried, (std::vector<std::string>{referenceCandidate(4, 2, 4, 8).label()}));
 }
 
+TEST(ReferenceCalibration, EachRunKnowsWhenItRanOnTheCalibrationsClock) {
+  // Rounds that begin 10 s into the calibration (a later pass): each run's moment is the middle
+  // of its run, counted from the calibration's start, so that every pass's probe runs sample
+  // one timeline (simulator/reference_speed.h).
+  CountingMeasurer measurer(std::chrono::milliseconds(5));
+  CalibrationRounds rounds;
+  rounds.maxRounds = 1;
+  rounds.startedS = 10.0;
+  std::vector<ReferenceRun> runs;
+  timeReferences(measurer, {referenceCandidate(4, 2, 4, 8), referenceCandidate(4, 2, 1, 8)}, rounds, runs);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_GE(runs[0].atS, 10.0025);
+  EXPECT_LT(runs[0].atS, 11.0);
+  EXPECT_GE(runs[1].atS - runs[0].atS, 0.005) << "one run's length apart, at least";
+}
+
 TEST(ReferenceCalibration, ANoughtBudgetTimesTheFirstReferenceOnce) {
   CountingMeasurer measurer;
   CalibrationRounds rounds;
@@ -166,7 +184,7 @@ TEST(ReferenceCalibration, ANoughtBudgetTimesTheFirstReferenceOnce) {
   std::vector<std::size_t> reported;
   rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double seconds) {
     EXPECT_EQ(round, 1);
-    EXPECT_EQ(planned, 2U) << "chunks 4 and 1 (8 exceeds the batch)";
+    EXPECT_EQ(planned, 3U) << "chunks 4 and 1 (8 exceeds the batch), and the probe x4 again";
     EXPECT_GE(seconds, 0.0);
     reported.push_back(measured);
   };
@@ -186,7 +204,7 @@ TEST(ReferenceCalibration, RoundsRepeatThePlanAndEndWithinTheBudget) {
   rounds.budgetSeconds = 0.1;
   std::vector<std::int64_t> reported;
   rounds.onRound = [&](std::int64_t round, std::size_t measured, std::size_t planned, double /*seconds*/) {
-    EXPECT_EQ(planned, 2U);
+    EXPECT_EQ(planned, 3U);  // x4, x1 and the probe x4 again
     EXPECT_LE(measured, planned);
     reported.push_back(round);
   };
@@ -196,11 +214,11 @@ TEST(ReferenceCalibration, RoundsRepeatThePlanAndEndWithinTheBudget) {
       measureCalibration(measurer, fourLayerProfile(), cluster, 4, {1, 4, 8}, 2, rounds, {gpipeReferenceShape()});
   ASSERT_GE(measurer.chunks.size(), 2U);
   for (std::size_t k = 0; k < measurer.chunks.size(); ++k) {
-    EXPECT_EQ(measurer.chunks[k], k % 2 == 0 ? 4 : 1) << "interleaved rounds, the plan's order";
+    EXPECT_EQ(measurer.chunks[k], k % 3 == 1 ? 1 : 4) << "interleaved rounds, the plan's order";
   }
   EXPECT_LE(measurer.last - start, std::chrono::duration<double>(rounds.budgetSeconds) + measurer.longest);
   EXPECT_EQ(calibration.provenance.rounds, static_cast<std::int64_t>(reported.size()));
-  EXPECT_EQ(reported.back(), static_cast<std::int64_t>((measurer.chunks.size() + 1) / 2));
+  EXPECT_EQ(reported.back(), static_cast<std::int64_t>((measurer.chunks.size() + 2) / 3));
 }
 
 }  // namespace

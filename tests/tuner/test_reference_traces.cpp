@@ -4,13 +4,14 @@
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/json_file.h>
 
+#include "support/scratch_dir.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace pipeprof::tuner {
 namespace {
@@ -22,13 +23,8 @@ using ::testing::ThrowsMessage;
 
 class ReferenceTraces : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("pipeprof_reference_traces_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path dir_;
+  test::ScratchDir scratch_{"reference_traces"};
+  const fs::path dir_ = scratch_.path();
 };
 
 ReferenceRun run(ScheduleKind schedule, std::int64_t chunks, TimeNs stepNs) {
@@ -53,9 +49,10 @@ TEST_F(ReferenceTraces, ReadBackInTheOrderTheyRanWithTheirCandidates) {
   EXPECT_EQ(fs::path(dir).filename(), "calibration");
   // Written out of order, and more than ten: the order is the index, not the file name's.
   for (std::size_t k = 12; k-- > 0;) {
-    writeReferenceTrace(run(k % 2 == 0 ? ScheduleKind::GPipe : ScheduleKind::OneFOneB, 1 + static_cast<std::int64_t>(k),
-                            1000 + static_cast<TimeNs>(k)),
-                        k, dir);
+    ReferenceRun reference = run(k % 2 == 0 ? ScheduleKind::GPipe : ScheduleKind::OneFOneB,
+                                 1 + static_cast<std::int64_t>(k), 1000 + static_cast<TimeNs>(k));
+    reference.atS = k == 5 ? -1.0 : 0.1 * static_cast<double>(k);  // run 5's moment unknown
+    writeReferenceTrace(reference, k, dir);
   }
   std::ofstream(fs::path(dir) / "notes.txt") << "not a trace";
   const std::vector<ReferenceRun> runs = readReferenceTraces(dir);
@@ -68,6 +65,26 @@ TEST_F(ReferenceTraces, ReadBackInTheOrderTheyRanWithTheirCandidates) {
     ASSERT_EQ(runs[k].trace.events.size(), 1U);
     EXPECT_EQ(runs[k].trace.events.front().durationNs, 1000 + static_cast<TimeNs>(k));
     EXPECT_EQ(runs[k].trace.metadata.count("reference_candidate"), 0U);
+    EXPECT_EQ(runs[k].atS, k == 5 ? -1.0 : 0.1 * static_cast<double>(k)) << "read back exactly";
+    EXPECT_EQ(runs[k].trace.metadata.count("reference_at_s"), 0U);
+  }
+}
+
+TEST_F(ReferenceTraces, AMomentThatIsNoTimeIsNamed) {
+  const std::string dir = referenceTracesDir(dir_.string());
+  ReferenceRun reference = run(ScheduleKind::GPipe, 2, 10);
+  reference.atS = 1.5;
+  writeReferenceTrace(reference, 0, dir);
+  ASSERT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  const fs::path path = fs::directory_iterator(dir)->path();
+  Trace trace = readChromeTraceFile(path.string());
+  EXPECT_EQ(trace.metadata.at("reference_at_s"), "1.5");
+  for (const char* bad : {"soon", "-2", "1.5s", ""}) {
+    trace.metadata["reference_at_s"] = bad;
+    writeChromeTraceFile(trace, path.string());
+    EXPECT_THAT([&] { readReferenceTraces(dir); },
+                ThrowsMessage<FormatError>(HasSubstr("$.otherData.reference_at_s: expected when the reference ran")))
+        << bad;
   }
 }
 

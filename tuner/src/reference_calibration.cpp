@@ -45,9 +45,13 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 
 namespace {
 
+bool sameReferenceShape(const PipelineShape& a, const PipelineShape& b) {
+  return a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice && a.checkpoint == b.checkpoint;
+}
+
 /// A plan from each shape's references (each list largest chunk count first; the first list is
-/// GPipe's without checkpoints, possibly empty): see referencePlan.
-std::vector<Candidate> orderedPlan(const std::vector<std::vector<Candidate>>& byShape) {
+/// GPipe's without checkpoints, possibly empty), ending with `probe`: see referencePlan.
+std::vector<Candidate> orderedPlan(const std::vector<std::vector<Candidate>>& byShape, const Candidate& probe) {
   std::vector<Candidate> plan;
   if (byShape.empty()) return plan;
   // GPipe at its largest chunk count; every other shape at its largest, with GPipe's other
@@ -75,6 +79,10 @@ std::vector<Candidate> orderedPlan(const std::vector<std::vector<Candidate>>& by
       if (index < byShape[k].size()) plan.push_back(byShape[k][index]);
     }
   }
+  // The machine's speed sampled at the end of the round too (reference_speed.h).
+  const bool endsWithProbe =
+      !plan.empty() && plan.back().chunks == probe.chunks && sameReferenceShape(plan.back(), probe);
+  if (!plan.empty() && !endsWithProbe) plan.push_back(probe);
   return plan;
 }
 
@@ -91,10 +99,6 @@ std::vector<Candidate> runnableReferences(std::int64_t layers, std::int64_t batc
   return runnable;
 }
 
-bool sameReferenceShape(const PipelineShape& a, const PipelineShape& b) {
-  return a.schedule == b.schedule && a.stagesPerDevice == b.stagesPerDevice && a.checkpoint == b.checkpoint;
-}
-
 }  // namespace
 
 std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, const std::vector<std::int64_t>& chunks,
@@ -104,7 +108,7 @@ std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, co
   for (const PipelineShape& shape : shapes)
     byShape.push_back(runnableReferences(layers, batch, devices, shape, counts));
   if (byShape.empty() || byShape.front().empty()) return {};
-  return orderedPlan(byShape);
+  return orderedPlan(byShape, byShape.front().front());
 }
 
 std::vector<Candidate> referencePlanFor(std::int64_t layers, std::int64_t batch, std::int64_t devices,
@@ -135,11 +139,14 @@ std::vector<Candidate> referencePlanFor(std::int64_t layers, std::int64_t batch,
     }
     wanted[static_cast<std::size_t>(same - shapes.begin())].insert(candidate.chunks);
   }
+  const std::vector<Candidate> gpipe = runnableReferences(
+      layers, batch, devices, gpipeReferenceShape(), std::set<std::int64_t>(gpipeChunks.begin(), gpipeChunks.end()));
+  if (gpipe.empty()) return {};
   std::vector<std::vector<Candidate>> byShape;
   for (std::size_t k = 0; k < shapes.size(); ++k) {
     byShape.push_back(runnableReferences(layers, batch, devices, shapes[k], wanted[k]));
   }
-  return orderedPlan(byShape);
+  return orderedPlan(byShape, gpipe.front());
 }
 
 std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candidate>& plan,
@@ -174,6 +181,7 @@ std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candi
       }
       if (stop.stopRequested()) throw TrainingStopped("stopped between the calibration's reference pipelines");
       const auto referenceStart = Clock::now();
+      auto kept = referenceStart;  // when the run that is kept began
       ReferenceRun run;
       run.candidate = plan[k];
       MeasuredRun measured = measurer.measure(run.candidate, request);
@@ -183,9 +191,11 @@ std::int64_t timeReferences(CandidateMeasurer& measurer, const std::vector<Candi
         // Another process took the CPUs while it ran: time it again, as the measuring rounds
         // do, and keep the second run (one round's reference is its shape's only sample).
         if (rounds.onContended) rounds.onContended(run.candidate);
+        kept = Clock::now();
         measured = measurer.measure(run.candidate, request);
       }
       run.trace = std::move(measured.trace);
+      run.atS = rounds.startedS + std::chrono::duration<double>(kept - start).count() + secondsSince(kept) / 2.0;
       runs.push_back(std::move(run));
       lastSeconds[k] = secondsSince(referenceStart);
       measuredSeconds += lastSeconds[k];

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
@@ -20,7 +21,24 @@ namespace fs = std::filesystem;
 
 constexpr const char* kCandidateKey = "reference_candidate";
 constexpr const char* kIndexKey = "reference_index";
+constexpr const char* kMomentKey = "reference_at_s";
 constexpr const char* kSuffix = ".measured.json";
+
+/// The reference's moment from its otherData text: seconds after the calibration began.
+double momentOf(const std::string& text, const std::string& path) {
+  std::size_t used = 0;
+  double seconds = -1.0;
+  try {
+    seconds = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(seconds) || seconds < 0.0) {
+    throw FormatError(path, std::string("$.otherData.") + kMomentKey,
+                      "expected when the reference ran, in seconds after the calibration began, got '" + text + "'");
+  }
+  return seconds;
+}
 
 }  // namespace
 
@@ -31,6 +49,8 @@ void writeReferenceTrace(const ReferenceRun& run, std::size_t index, const std::
   Trace trace = run.trace;
   trace.metadata[kCandidateKey] = toJson(run.candidate).dump();
   trace.metadata[kIndexKey] = std::to_string(index);
+  // The shortest text that reads back as the same double: a refit scales as the sweep did.
+  if (run.atS >= 0.0) trace.metadata[kMomentKey] = fmt::format("{}", run.atS);
   const std::string name = fmt::format("ref{:03}_{}{}", index, candidateSlug(run.candidate), kSuffix);
   writeChromeTraceFile(trace, (fs::path(dir) / name).string());
 }
@@ -56,6 +76,10 @@ std::vector<ReferenceRun> readReferenceTraces(const std::string& dir) {
     if (position.empty() || !std::all_of(position.begin(), position.end(), ::isdigit)) {
       throw FormatError(path, "$.otherData.reference_index",
                         "expected the reference's place in the order, got '" + position + "'");
+    }
+    if (const auto moment = run.trace.metadata.find(kMomentKey); moment != run.trace.metadata.end()) {
+      run.atS = momentOf(moment->second, path);
+      run.trace.metadata.erase(moment);
     }
     byIndex[std::stoll(position)] = std::move(run);
   }

@@ -3,6 +3,7 @@
 
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/simulator/predictor.h>
+#include <pipeprof/simulator/reference_speed.h>
 #include <pipeprof/tuner/candidate_selection.h>
 #include <pipeprof/tuner/reference_calibration.h>
 #include <pipeprof/tuner/reference_traces.h>
@@ -80,6 +81,7 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
     rounds.maxRounds = config.calibrationRounds;
     rounds.warmupSteps = result.stepsPerRun - rounds.steps;
     rounds.expectedSeconds = expected;
+    rounds.startedS = elapsed();
     rounds.onContended = [&](const Candidate& reference) {
       progress.phase(fmt::format("calibration: another process competed for the CPUs during {} {} x{}; timing it "
                                  "again",
@@ -101,6 +103,14 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
     const std::int64_t roundsSoFar = result.calibration.provenance.rounds;
     result.calibration = calibrationFromRuns(profile, cluster, runs);
     result.calibration.provenance.rounds = std::max(roundsSoFar, begun);
+  }
+  if (const MachineSpeedSamples speed = machineSpeedSamples(runs); speed.usable()) {
+    const auto [fastest, slowest] = std::minmax_element(speed.stepNs.begin(), speed.stepNs.end());
+    progress.phase(fmt::format("calibration: the machine's speed moved {:.1f}% while the references ran (GPipe "
+                               "x{} took {:.2f}-{:.2f} ms a step over {} runs); every reference is fitted at its "
+                               "median speed",
+                               100.0 * speed.spread(), speed.probeChunks, static_cast<double>(*fastest) / 1e6,
+                               static_cast<double>(*slowest) / 1e6, speed.stepNs.size()));
   }
   return result;
 }

@@ -10,9 +10,9 @@
 //            is spent
 //
 // Every reference is a sample of the one set of corrections every candidate is predicted with
-// (simulator/calibration_fit.h), timed or not. The default mlp sweep times 13 references in its
-// first pass and 20-26 in all, instead of the 70 a round of every shape at every chunk count
-// (tuner/reference_calibration.h).
+// (simulator/calibration_fit.h), timed or not. The default mlp sweep times 14 references in its
+// first pass (the last of them the probe of the machine's speed, simulator/reference_speed.h),
+// instead of the 70 a round of every shape at every chunk count (tuner/reference_calibration.h).
 #pragma once
 
 #include <pipeprof/core/cluster.h>

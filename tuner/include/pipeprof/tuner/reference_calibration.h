@@ -42,6 +42,10 @@ struct CalibrationRounds {
   /// What a reference is expected to take before any of these rounds has run (the references
   /// of an earlier pass took it on average); 0: unknown, and the first reference always runs.
   double expectedSeconds = 0.0;
+  /// When these rounds begin, in seconds after the calibration began (a sweep's later passes):
+  /// each run's moment (ReferenceRun::atS, the middle of its run) counts from the calibration's
+  /// start, so that the probe runs of every pass sample one timeline (reference_speed.h).
+  double startedS = 0.0;
   /// Called after each round with its number (from 1), the reference pipelines it trained, the
   /// plan's size and the seconds it took: the sweep and `pipeprof calibrate` print it (on an
   /// H200 a round of 72 traced references took over 45 s, silent before).
@@ -69,7 +73,8 @@ std::vector<PipelineShape> referenceShapes(const std::vector<ScheduleKind>& kind
 /// of `shapes` (GPipe without checkpoints) at its largest chunk count of `chunks`; every other
 /// shape at its largest, with GPipe's other chunk counts spread among them; GPipe at its largest
 /// again (the shapes are corrected against GPipe timed over the same seconds); then the rest of
-/// the grid, largest chunk count first. A shape is timed
+/// the grid, largest chunk count first; GPipe at its largest last, unless it is last already (the
+/// probe: simulator/reference_speed.h samples the machine's speed by it). A shape is timed
 /// only at chunk counts 1 <= m <= batch its schedule can run (interleaved needs micro-batches a
 /// multiple of the devices) over `devices` devices, its layers split evenly. The first
 /// shapes + chunks or so are what the fit needs to correct every shape at every chunk count
@@ -83,7 +88,9 @@ std::vector<Candidate> referencePlan(std::int64_t layers, std::int64_t batch, co
 /// drift correction's reference), and each candidate's shape (schedule, v, checkpoint mode) at
 /// the candidate's chunk count; none that `timed` (references timed already) holds, and none
 /// for a custom order. A sweep's calibration grows with the shapes it measures, not with every
-/// shape and chunk count it predicts (the default mlp sweep: 13 references in its first pass, not 70).
+/// shape and chunk count it predicts (the default mlp sweep: 14 references in its first pass, not 70).
+/// A plan that times anything ends with GPipe at the largest of `gpipeChunks`, timed or not: the
+/// probe of the machine's speed (simulator/reference_speed.h).
 std::vector<Candidate> referencePlanFor(std::int64_t layers, std::int64_t batch, std::int64_t devices,
                                         const std::vector<std::int64_t>& gpipeChunks,
                                         const std::vector<Candidate>& candidates,

@@ -6,7 +6,9 @@
 //   <traces dir>/calibration/ref003_b8-7_m4_except_last_1f1b.measured.json
 //       a Chrome trace (docs/formats.md) whose otherData holds "reference_candidate": the
 //       candidate's JSON (docs/formats.md, "Candidate"), "reference_index": its place in the
-//       order the references ran
+//       order the references ran, "reference_at_s": when it ran (the middle of its run, seconds
+//       after the calibration began; the probe's samples of the machine's speed,
+//       simulator/reference_speed.h, come from these)
 #pragma once
 
 #include <pipeprof/simulator/calibration_fit.h>
