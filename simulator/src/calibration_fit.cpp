@@ -2,7 +2,6 @@
 #include <pipeprof/simulator/calibration_fit.h>
 
 #include <pipeprof/core/statistics.h>
-#include <pipeprof/simulator/reference_speed.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "cost_model.h"
@@ -344,9 +343,7 @@ void fitOverheads(const Profile& profile, const Cluster& cluster, const std::vec
 
 }  // namespace
 
-Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster,
-                                const std::vector<ReferenceRun>& timedRuns) {
-  const std::vector<ReferenceRun> runs = atSteadySpeed(timedRuns);
+Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs) {
   // By shape, in the order gpipe < 1f1b < interleaved (then by stages per device), then by mode.
   using ShapeKey = std::tuple<ScheduleKind, std::int64_t, Checkpoint>;
   std::map<ShapeKey, ShapeRuns> byShape;

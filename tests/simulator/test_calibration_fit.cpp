@@ -147,40 +147,6 @@ TEST(CalibrationFit, AReferenceTimedInASlowSpellIsOneShapeAmongThree) {
   EXPECT_TRUE(calibration.byShape.empty());
 }
 
-/// `run` as timed at moment atS in a spell that slowed the machine by `slowdown`.
-ReferenceRun timedAt(ReferenceRun run, double atS, double slowdown = 1.0) {
-  run.atS = atS;
-  scaleTraceTimes(run.trace, slowdown);
-  return run;
-}
-
-TEST(CalibrationFit, AShapeTimedInASlowSpellIsBroughtBackByTheProbeAroundIt) {
-  // GPipe and 1F1B both truly at 2x the profile's forward. 1F1B's x2 reference ran in a spell
-  // that slowed everything 1.5x, and GPipe x3 (the probe) timed beside it saw the spell too.
-  // Two shapes at size 4: without the probe the spell would be half the median.
-  const ReferenceRun gpipe2 = shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2);
-  const ReferenceRun gpipe3 = shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 2);
-  const ReferenceRun oneFOneB2 = shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 2);
-  const ReferenceRun oneFOneB3 = shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 3, 2);
-  const Calibration quiet = calibrationFromRuns(twoLayerProfile(), twoCpus(), {gpipe3, gpipe2, oneFOneB2, oneFOneB3});
-  const std::vector<ReferenceRun> spell = {timedAt(gpipe3, 0.0),      timedAt(gpipe2, 0.0),
-                                           timedAt(gpipe3, 1.0, 1.5), timedAt(oneFOneB2, 1.0, 1.5),
-                                           timedAt(gpipe3, 2.0),      timedAt(oneFOneB3, 2.0)};
-  const Calibration steady = calibrationFromRuns(twoLayerProfile(), twoCpus(), spell);
-  for (const std::int64_t size : {4, 3, 2}) {
-    EXPECT_NEAR(steady.scales.at(size).forward, quiet.scales.at(size).forward, 1e-12) << size;
-    EXPECT_NEAR(steady.scales.at(size).backward, quiet.scales.at(size).backward, 1e-12) << size;
-  }
-  EXPECT_NEAR(quiet.scales.at(4).forward, 2.0, 1e-12);
-  EXPECT_EQ(steady.stepOverheadNs, quiet.stepOverheadNs);
-
-  // The same runs without their moments: the spell moves size 4's forward by sqrt(1.5).
-  std::vector<ReferenceRun> unknown = spell;
-  for (ReferenceRun& run : unknown) run.atS = -1.0;
-  const Calibration asTimed = calibrationFromRuns(twoLayerProfile(), twoCpus(), unknown);
-  EXPECT_NEAR(asTimed.scales.at(4).forward, 2.0 * std::sqrt(1.5), 1e-9);
-}
-
 TEST(CalibrationFit, ASizeOnlySomeShapesTimedIsTheMedianOfTheirCells) {
   // A calibration whose budget timed GPipe at chunks 2 and 3 and 1F1B at chunks 2 only:
   //                   4   3   2

@@ -107,8 +107,7 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
   if (const MachineSpeedSamples speed = machineSpeedSamples(runs); speed.usable()) {
     const auto [fastest, slowest] = std::minmax_element(speed.stepNs.begin(), speed.stepNs.end());
     progress.phase(fmt::format("calibration: the machine's speed moved {:.1f}% while the references ran (GPipe "
-                               "x{} took {:.2f}-{:.2f} ms a step over {} runs); every reference is fitted at its "
-                               "median speed",
+                               "x{} took {:.2f}-{:.2f} ms a step over {} runs)",
                                100.0 * speed.spread(), speed.probeChunks, static_cast<double>(*fastest) / 1e6,
                                static_cast<double>(*slowest) / 1e6, speed.stepNs.size()));
   }

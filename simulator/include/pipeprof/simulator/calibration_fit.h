@@ -11,9 +11,7 @@
 // space predicted the same candidates 4-6% apart (median, 12-21% at the 90th percentile).
 // Refitted from the same reference traces as one set: 1.2-3.7% (4-12%), the measured
 // candidates' error no worse by more than 1.6 points: docs/performance.md, "One set of
-// corrections for every shape".) Before any of it, every run is brought to the machine's steady
-// speed as a probe timed among them saw it (reference_speed.h), so that a spell spanning a
-// shape's references does not move that shape against the others either.
+// corrections for every shape".)
 //
 //   forwardScale(b)  = how much longer the layers ran in the references than profiled at
 //                      micro-batch size b: the median over the shapes timed at b of
@@ -79,19 +77,19 @@ struct ReferenceRun {
   Candidate candidate;
   Trace trace;
   /// When it ran: the middle of its run, in seconds after the calibration began; negative when
-  /// unknown (reference_speed.h brings runs with a known moment to the machine's steady speed).
+  /// unknown. The fit does not use it; the probe's samples of the machine's speed do
+  /// (reference_speed.h).
   double atS = -1.0;
 };
 
-/// The calibration the runs imply (see the file comment), fitted to the runs brought to the
-/// machine's steady speed (reference_speed.h); runs of the same shape and chunk
+/// The calibration the runs imply (see the file comment); runs of the same shape and chunk
 /// count pool their steps, and are one cell of the shape. Stage j of every run is on cluster
 /// device j mod its device count. Scales are clamped to [0.25, 4] (the loss's to [0.25, 64]) and speeds to [0.5, 2]; a
 /// size without spans or without profile time keeps 1.0; overheads are never negative; the
 /// message latency is fitted from 3 messages or more (else left unset), never negative, with the
 /// cluster's links for the drain time, and applies to the links between ranks of one host
 /// (calibratedCluster).
-/// provenance.references lists each shape's and chunk count's steps and median at steady speed (the caller
+/// provenance.references lists each shape's and chunk count's steps and median (the caller
 /// fills in the rest of the provenance); no runs give an empty calibration. Throws what the
 /// simulator throws for a reference candidate it cannot simulate.
 Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, const std::vector<ReferenceRun>& runs);
