@@ -49,7 +49,7 @@ void writeReferenceTrace(const ReferenceRun& run, std::size_t index, const std::
   Trace trace = run.trace;
   trace.metadata[kCandidateKey] = toJson(run.candidate).dump();
   trace.metadata[kIndexKey] = std::to_string(index);
-  // The shortest text that reads back as the same double: a refit scales as the sweep did.
+  // The shortest text that reads back as the same double: a refit sees the moments the sweep saw.
   if (run.atS >= 0.0) trace.metadata[kMomentKey] = fmt::format("{}", run.atS);
   const std::string name = fmt::format("ref{:03}_{}{}", index, candidateSlug(run.candidate), kSuffix);
   writeChromeTraceFile(trace, (fs::path(dir) / name).string());

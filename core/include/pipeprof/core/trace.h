@@ -63,8 +63,7 @@ struct Trace {
 void sortEvents(Trace& trace);
 
 /// Multiplies every event's start and duration in `trace` by `factor`, rounded so that adjacent
-/// spans stay adjacent (a predicted twin under drift; a reference brought to the machine's
-/// steady speed).
+/// spans stay adjacent (a predicted twin under drift).
 void scaleTraceTimes(Trace& trace, double factor);
 
 /// One timeline from traces that share a time base (the rank files of one multi-process run,
