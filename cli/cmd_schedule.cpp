@@ -14,7 +14,7 @@
 namespace pipeprof::cli {
 namespace {
 
-struct ExportFlags {
+struct ScheduleExportFlags {
   ScheduleFlags schedule;
   std::int64_t devices = 0;
   std::int64_t chunks = 0;
@@ -22,7 +22,7 @@ struct ExportFlags {
   std::string output;  ///< empty: standard output
 };
 
-void runExport(const ExportFlags& flags) {
+void runScheduleExport(const ScheduleExportFlags& flags) {
   if (!flags.output.empty()) checkOutputFile("-o", flags.output);
   if (flags.format != "pytorch-csv") {
     throw UsageError(fmt::format("--format {}: unknown format; expected pytorch-csv", flags.format));
@@ -51,7 +51,7 @@ void runExport(const ExportFlags& flags) {
 void addScheduleCommand(CLI::App& app) {
   CLI::App* schedule = app.add_subcommand("schedule", "Work with schedules (the per-device orders of ops)");
   schedule->require_subcommand(1);
-  auto [command, flags] = addCommand<ExportFlags>(
+  auto [command, flags] = addCommand<ScheduleExportFlags>(
       *schedule, "export",
       {"The order pipeprof runs a schedule in, as torch.distributed.pipelining's action CSV: one row per\n"
        "rank, each action <stage><F|B|I|W><micro-batch> (F forward, B backward, I its input half, W its\n"
@@ -59,7 +59,7 @@ void addScheduleCommand(CLI::App& app) {
        {"pipeprof schedule export --schedule zb1p --devices 4 --chunks 8",
         "pipeprof schedule export --schedule interleaved-zb --devices 2 --chunks 4 --stages-per-device 2\n"
         "    -o order.csv"}},
-      runExport);
+      runScheduleExport);
   addScheduleFlags(command, flags.schedule);
   command.add_option("--devices", flags.devices, "Pipeline devices p (ranks)")->required()->type_name("P");
   command.add_option("--chunks", flags.chunks, "Micro-batches m")->required()->type_name("M");

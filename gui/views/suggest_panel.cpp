@@ -25,7 +25,6 @@
 namespace pipeprof::gui {
 namespace {
 
-constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
 constexpr std::size_t kScheduleCount = std::size(kScheduleKinds);
 // Indexed by ScheduleKind (scheduleCheck relies on it).
 static_assert(static_cast<std::size_t>(kScheduleKinds[kScheduleCount - 1]) == kScheduleCount - 1);
@@ -84,8 +83,8 @@ QFormLayout* SuggestPanel::constraintsForm() {
   memory_->setToolTip(tr("Memory of each device, e.g. 16GiB or 512MiB; empty keeps the report's cluster"));
   chunks_->setToolTip(tr("Chunk counts to try, comma-separated"));
   auto* modes = new QHBoxLayout;
-  for (std::size_t m = 0; m < 3; ++m) {
-    modes_[m] = new QCheckBox(qs(std::string(checkpointName(kModes[m]))), this);
+  for (std::size_t m = 0; m < std::size(kAllCheckpoints); ++m) {
+    modes_[m] = new QCheckBox(qs(std::string(checkpointName(kAllCheckpoints[m]))), this);
     modes_[m]->setChecked(true);
     modes->addWidget(modes_[m]);
   }
@@ -247,8 +246,8 @@ std::optional<SearchSpace> SuggestPanel::searchSpace(QString* error) const {
     *error = qs(exception.what()).replace(QStringLiteral("balance"), QStringLiteral("list"));
     return std::nullopt;
   }
-  for (std::size_t m = 0; m < 3; ++m) {
-    if (modes_[m]->isChecked()) space.modes.push_back(kModes[m]);
+  for (std::size_t m = 0; m < std::size(kAllCheckpoints); ++m) {
+    if (modes_[m]->isChecked()) space.modes.push_back(kAllCheckpoints[m]);
   }
   if (space.modes.empty()) {
     *error = tr("Tick at least one checkpoint mode.");

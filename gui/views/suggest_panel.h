@@ -1,6 +1,7 @@
 // "Suggest": the simulator's search under the user's constraints, on a worker thread, with results.
 #pragma once
 
+#include <pipeprof/core/checkpoint.h>
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
@@ -90,7 +91,7 @@ class SuggestPanel : public QWidget {
   QSpinBox* devices_;
   QLineEdit* memory_;
   QLineEdit* chunks_;
-  QCheckBox* modes_[3];
+  QCheckBox* modes_[std::size(kAllCheckpoints)];
   QCheckBox* schedules_[std::size(kScheduleKinds)];
   QLineEdit* stagesPerDevice_;
   QPushButton* suggest_;

@@ -35,8 +35,6 @@
 namespace pipeprof::gui {
 namespace {
 
-constexpr Checkpoint kModes[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
-
 QString versus(double now, double base, bool higherIsBetter) {
   if (base <= 0) return {};
   const double pct = (now - base) / base * 100.0;
@@ -86,7 +84,7 @@ void TuningPanel::setUpControls() {
   stagesPerDevice_->setEnabled(false);
   chunks_->setRange(1, 4096);
   chunks_->setToolTip(tr("Micro-batches per mini-batch"));
-  for (Checkpoint mode : kModes) mode_->addItem(qs(std::string(checkpointName(mode))), static_cast<int>(mode));
+  for (Checkpoint mode : kAllCheckpoints) mode_->addItem(qs(std::string(checkpointName(mode))), static_cast<int>(mode));
   for (OptimizerKind kind : kOptimizerKinds)
     optimizer_->addItem(qs(std::string(optimizerName(kind))), static_cast<int>(kind));
   optimizer_->setToolTip(tr("The optimizer of the training step predicted: its state on every device and its step "

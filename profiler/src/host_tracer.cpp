@@ -34,46 +34,6 @@ TimeNs steadyNowNs() {
 
 TimeNs SteadyClock::nowNs() const { return steadyNowNs(); }
 
-namespace {
-
-/// Each distinct value once, by index: a value seen before costs a lookup and no allocation.
-template <typename Value>
-class Interner {
- public:
-  std::uint32_t indexOf(const Value& value) {
-    auto found = index_.find(value);
-    if (found != index_.end()) return found->second;
-    const auto next = static_cast<std::uint32_t>(values_.size());
-    values_.push_back(value);
-    index_.emplace(value, next);
-    return next;
-  }
-  const Value& at(std::uint32_t index) const { return values_[index]; }
-
- private:
-  std::vector<Value> values_;
-  std::map<Value, std::uint32_t> index_;
-};
-
-/// A TraceEvent with its strings and arguments as indices into its buffer's tables.
-struct CompactEvent {
-  EventKind kind = EventKind::Span;
-  Phase phase = Phase::Other;
-  std::uint32_t name = 0;
-  std::uint32_t device = 0;
-  std::uint32_t lane = 0;
-  std::uint32_t args = 0;
-  TimeNs startNs = 0;
-  TimeNs durationNs = 0;
-  std::int64_t microBatch = -1;
-  std::int64_t partition = -1;
-  std::int64_t correlationId = -1;
-  Bytes bytes = 0;
-  double value = 0.0;
-};
-
-}  // namespace
-
 /// One thread's events. Only its owning thread appends; drain() reads it when no thread records.
 /// Events keep their strings and arguments in per-buffer tables: the names, devices, lanes and
 /// arguments of a training step repeat every step, so after the first steps recording allocates
@@ -82,6 +42,42 @@ struct CompactEvent {
 /// step's tensors would have reused: a traced 2-worker CPU pipeline grew by 17 MB and 4,000 page
 /// faults per step and ran 25-30% slower than untraced.
 struct HostTracer::Buffer {
+  /// Each distinct value once, by index: a value seen before costs a lookup and no allocation.
+  template <typename Value>
+  class Interner {
+   public:
+    std::uint32_t indexOf(const Value& value) {
+      auto found = index_.find(value);
+      if (found != index_.end()) return found->second;
+      const auto next = static_cast<std::uint32_t>(values_.size());
+      values_.push_back(value);
+      index_.emplace(value, next);
+      return next;
+    }
+    const Value& at(std::uint32_t index) const { return values_[index]; }
+
+   private:
+    std::vector<Value> values_;
+    std::map<Value, std::uint32_t> index_;
+  };
+
+  /// A TraceEvent with its strings and arguments as indices into its buffer's tables.
+  struct CompactEvent {
+    EventKind kind = EventKind::Span;
+    Phase phase = Phase::Other;
+    std::uint32_t name = 0;
+    std::uint32_t device = 0;
+    std::uint32_t lane = 0;
+    std::uint32_t args = 0;
+    TimeNs startNs = 0;
+    TimeNs durationNs = 0;
+    std::int64_t microBatch = -1;
+    std::int64_t partition = -1;
+    std::int64_t correlationId = -1;
+    Bytes bytes = 0;
+    double value = 0.0;
+  };
+
   std::thread::id owner;
   std::vector<CompactEvent> events;
   Interner<std::string> strings;
@@ -165,7 +161,7 @@ void HostTracer::record(TraceEvent event) {
 void HostTracer::recordCounter(const std::string& device, const std::string& name, TimeNs atNs, double value) {
   if (!enabled()) return;
   Buffer& buffer = localBuffer();
-  CompactEvent event;
+  Buffer::CompactEvent event;
   event.kind = EventKind::Counter;
   event.name = buffer.strings.indexOf(name);
   event.device = buffer.strings.indexOf(device);
@@ -184,7 +180,7 @@ Trace HostTracer::drain() {
     for (const auto& buffer : buffers_) total += buffer->events.size();
     trace.events.reserve(total);
     for (const auto& buffer : buffers_) {
-      for (const CompactEvent& event : buffer->events) trace.events.push_back(buffer->expand(event));
+      for (const Buffer::CompactEvent& event : buffer->events) trace.events.push_back(buffer->expand(event));
       buffer->events.clear();
     }
   }

@@ -26,7 +26,7 @@ TrainingStepFlags parsedFlags(std::vector<std::string> args) {
 OptimizerSpec parsed(std::vector<std::string> args) { return optimizerFromFlags(parsedFlags(std::move(args))); }
 
 /// The UsageError message of parsing `args` (the optimizer and the precision), or "" when they parse.
-std::string usageError(std::vector<std::string> args) {
+std::string trainingFlagsError(std::vector<std::string> args) {
   try {
     const TrainingStepFlags flags = parsedFlags(std::move(args));
     optimizerFromFlags(flags);
@@ -56,22 +56,22 @@ TEST(TrainingStepFlags, SetEveryHyperparameter) {
 }
 
 TEST(TrainingStepFlags, EachMistakeIsNamedByItsFlag) {
-  EXPECT_EQ(usageError({"--optimizer", "lion"}),
+  EXPECT_EQ(trainingFlagsError({"--optimizer", "lion"}),
             "--optimizer: invalid optimizer 'lion': expected one of sgd, momentum, adam, adamw");
-  EXPECT_EQ(usageError({"--lr", "0"}), "--lr: the learning rate must be positive, got 0");
-  EXPECT_EQ(usageError({"--weight-decay", "-1"}), "--weight-decay: weight decay must not be negative, got -1");
-  EXPECT_EQ(usageError({"--betas", "0.9,0.99"}), "--betas applies to adam and adamw, not --optimizer sgd");
-  EXPECT_EQ(usageError({"--optimizer", "adam", "--betas", "0.9"}),
+  EXPECT_EQ(trainingFlagsError({"--lr", "0"}), "--lr: the learning rate must be positive, got 0");
+  EXPECT_EQ(trainingFlagsError({"--weight-decay", "-1"}), "--weight-decay: weight decay must not be negative, got -1");
+  EXPECT_EQ(trainingFlagsError({"--betas", "0.9,0.99"}), "--betas applies to adam and adamw, not --optimizer sgd");
+  EXPECT_EQ(trainingFlagsError({"--optimizer", "adam", "--betas", "0.9"}),
             "--betas: expected two numbers B1,B2 such as 0.9,0.999, got '0.9'");
-  EXPECT_EQ(usageError({"--optimizer", "adam", "--betas", "0.9,x"}),
+  EXPECT_EQ(trainingFlagsError({"--optimizer", "adam", "--betas", "0.9,x"}),
             "--betas: expected two numbers B1,B2 such as 0.9,0.999, got '0.9,x'");
-  EXPECT_EQ(usageError({"--optimizer", "adam", "--betas", "0.9,1"}), "--betas: beta2 must be in [0, 1), got 1");
+  EXPECT_EQ(trainingFlagsError({"--optimizer", "adam", "--betas", "0.9,1"}), "--betas: beta2 must be in [0, 1), got 1");
 }
 
 TEST(TrainingStepFlags, PrecisionDefaultsToFp32) {
   EXPECT_EQ(precisionFromFlags(parsedFlags({})), Precision::Fp32);
   EXPECT_EQ(precisionFromFlags(parsedFlags({"--precision", "bf16"})), Precision::Bf16);
-  EXPECT_EQ(usageError({"--precision", "half"}),
+  EXPECT_EQ(trainingFlagsError({"--precision", "half"}),
             "--precision: invalid precision 'half': expected one of fp32, bf16, fp16");
 }
 

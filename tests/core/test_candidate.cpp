@@ -159,7 +159,7 @@ TEST(CandidateJson, RoundTrip) {
   EXPECT_EQ(candidateFromJson(toJson(candidate), "r.json"), candidate);
 }
 
-std::string errorAfter(void (*edit)(nlohmann::json&)) {
+std::string candidateErrorAfter(void (*edit)(nlohmann::json&)) {
   nlohmann::json json = toJson(example());
   edit(json);
   try {
@@ -171,24 +171,24 @@ std::string errorAfter(void (*edit)(nlohmann::json&)) {
 }
 
 TEST(CandidateJson, RejectsMalformedInput) {
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["checkpoint"] = "sometimes"; }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["checkpoint"] = "sometimes"; }),
             "r.json: $.candidates[2].candidate.checkpoint: invalid checkpoint mode 'sometimes': expected one of "
             "always, except_last, never");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["balance"][1] = 0; }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["balance"][1] = 0; }),
             "r.json: $.candidates[2].candidate.balance[1]: expected a positive integer, got 0");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["balance"] = nlohmann::json::array(); }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["balance"] = nlohmann::json::array(); }),
             "r.json: $.candidates[2].candidate.balance: expected at least one partition");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j.erase("chunks"); }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j.erase("chunks"); }),
             "r.json: $.candidates[2].candidate: missing required field 'chunks'");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["schedule"] = "zb"; }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["schedule"] = "zb"; }),
             "r.json: $.candidates[2].candidate.schedule: invalid schedule 'zb': expected gpipe, 1f1b, interleaved, "
             "zb1p, interleaved-zb or zbv");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["devices"] = {0}; }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["devices"] = {0}; }),
             "r.json: $.candidates[2].candidate.devices: expected one device per pipeline device (2), got 1");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["stages_per_device"] = 3; }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["stages_per_device"] = 3; }),
             "r.json: $.candidates[2].candidate.stages_per_device: expected a divisor of the 2 stages of the balance, "
             "got 3");
-  EXPECT_EQ(errorAfter([](nlohmann::json& j) { j["batch"] = -1; }),
+  EXPECT_EQ(candidateErrorAfter([](nlohmann::json& j) { j["batch"] = -1; }),
             "r.json: $.candidates[2].candidate.batch: expected a positive integer, got -1");
 }
 

@@ -6,7 +6,7 @@
 namespace pipeprof {
 namespace {
 
-CandidateResult measured(const std::vector<std::vector<TimeNs>>& rounds, const std::vector<TimeNs>& waits = {}) {
+CandidateResult measuredRounds(const std::vector<std::vector<TimeNs>>& rounds, const std::vector<TimeNs>& waits = {}) {
   CandidateResult result;
   result.status = CandidateStatus::Measured;
   Measurement measurement;
@@ -23,13 +23,13 @@ CandidateResult measured(const std::vector<std::vector<TimeNs>>& rounds, const s
 
 TEST(MeasuringConditions, CountsRoundsThatAgreeAndRoundsMeasuredAgainOrContended) {
   Report report;
-  report.candidates.push_back(measured({{100, 100}, {104, 104}}));  // agree (4%)
-  report.candidates.push_back(measured({{100}, {150}}));            // disagree (50%)
-  CandidateResult remeasured = measured({{200}, {202}}, {5, 60});   // round 2 waited 30% of its time
+  report.candidates.push_back(measuredRounds({{100, 100}, {104, 104}}));  // agree (4%)
+  report.candidates.push_back(measuredRounds({{100}, {150}}));            // disagree (50%)
+  CandidateResult remeasured = measuredRounds({{200}, {202}}, {5, 60});   // round 2 waited 30% of its time
   remeasured.measurement->discardedRounds.push_back({3.0, 400, 0.6});
   report.candidates.push_back(remeasured);
   CandidateResult predicted;
-  predicted.measurement = measured({{1}, {900}}).measurement;  // a partial measurement: not counted
+  predicted.measurement = measuredRounds({{1}, {900}}).measurement;  // a partial measurement: not counted
   report.candidates.push_back(predicted);
   const MeasuringConditions conditions = summarizeMeasuringConditions(report);
   EXPECT_EQ(conditions.measuredCount, 3);
@@ -59,10 +59,10 @@ TEST(MeasuringConditions, TheReferencesRatiosRunByRun) {
 
 TEST(MeasuringConditions, CandidatesWhoseRoundsOverlapTheBestsAreNotToldApart) {
   Report report;
-  report.candidates.push_back(measured({{100}, {110}}));  // the best: 100-110
-  report.candidates.push_back(measured({{108}, {120}}));  // overlaps
-  report.candidates.push_back(measured({{111}, {112}}));  // just above
-  report.candidates.push_back(measured({{95}, {130}}));   // median 112.5, spans it
+  report.candidates.push_back(measuredRounds({{100}, {110}}));  // the best: 100-110
+  report.candidates.push_back(measuredRounds({{108}, {120}}));  // overlaps
+  report.candidates.push_back(measuredRounds({{111}, {112}}));  // just above
+  report.candidates.push_back(measuredRounds({{95}, {130}}));   // median 112.5, spans it
   const MeasuringConditions conditions = summarizeMeasuringConditions(report);
   EXPECT_EQ(conditions.tiedWithBest, (std::vector<std::size_t>{1, 3}));
   EXPECT_DOUBLE_EQ(roundUncertainty(*report.candidates[0].measurement), 5.0 / 105.0);

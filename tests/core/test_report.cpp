@@ -263,7 +263,7 @@ TEST(ReportJson, InterleavedCandidatesHaveOneEntryPerPipelineDevice) {
                   "r.json: $.candidates[5].prediction.busy_ns: expected one entry per pipeline device (2), got 4")));
 }
 
-std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
+std::string reportErrorAfter(const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json json = toJson(exampleReport());
   edit(json);
   try {
@@ -275,54 +275,55 @@ std::string errorAfter(const std::function<void(nlohmann::json&)>& edit) {
 }
 
 TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
-  EXPECT_EQ(errorAfter([](auto& j) { j["schema"] = "pipeprof.report/v0"; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["schema"] = "pipeprof.report/v0"; }),
             "r.json: $.schema: expected schema 'pipeprof.report/v1', got 'pipeprof.report/v0'");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["iteration_ns"] = -5; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][1]["prediction"]["iteration_ns"] = -5; }),
             "r.json: $.candidates[1].prediction.iteration_ns: expected a non-negative integer, got -5");
-  EXPECT_EQ(errorAfter([](auto& j) {
+  EXPECT_EQ(reportErrorAfter([](auto& j) {
               j["candidates"][1]["prediction"]["peak_bytes"] = {1, 2, 3};
             }),
             "r.json: $.candidates[1].prediction.peak_bytes: expected one entry per pipeline device (2), got 3");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][1]["prediction"]["bubble_fraction"] = 1.5; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][1]["prediction"]["bubble_fraction"] = 1.5; }),
             "r.json: $.candidates[1].prediction.bubble_fraction: expected a fraction between 0 and 1, got 1.5");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["status"] = "skipped"; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["status"] = "skipped"; }),
             "r.json: $.candidates[0].status: expected one of predicted, measured, failed, got 'skipped'");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0].erase("measurement"); }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0].erase("measurement"); }),
             "r.json: $.candidates[0]: missing required field 'measurement' (status is measured)");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 1e9; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 1e9; }),
             "r.json: $.candidates[0].measurement.step_ns_min: expected a non-negative integer, got 1000000000.0");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 999999999; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_ns_min"] = 999999999; }),
             "r.json: $.candidates[0].measurement.step_ns_median: expected step_ns_min <= step_ns_median <= "
             "step_ns_max, got 999999999, 1333, 1342");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["rounds"] = 0; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["rounds"] = 0; }),
             "r.json: $.candidates[0].measurement.rounds: expected at least 1 round, got 0");
-  EXPECT_EQ(errorAfter([](auto& j) {
+  EXPECT_EQ(reportErrorAfter([](auto& j) {
               j["candidates"][0]["measurement"]["round_steps"] = {2, 2};
             }),
             "r.json: $.candidates[0].measurement.round_steps: expected round step counts summing to the 3 steps of "
             "step_ns, got 4");
-  EXPECT_EQ(errorAfter([](auto& j) {
+  EXPECT_EQ(reportErrorAfter([](auto& j) {
               j["candidates"][0]["measurement"]["round_steps"] = {2, 1};
               j["candidates"][0]["measurement"]["round_start_s"] = {3.5};
             }),
             "r.json: $.candidates[0].measurement.round_start_s: expected one start per round of round_steps (2), got "
             "1");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_cpu_wait_ns"] = {5}; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_cpu_wait_ns"] = {5}; }),
             "r.json: $.candidates[0].measurement.step_cpu_wait_ns: expected one entry per step of step_ns (3), got 1");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),
             "r.json: $.candidates[2].candidate.chunks: expected a positive integer, got 0");
-  EXPECT_EQ(errorAfter([](auto& j) { j["candidates"][2].erase("predicted_rank"); }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][2].erase("predicted_rank"); }),
             "r.json: $.candidates[2]: missing required field 'predicted_rank'");
-  EXPECT_EQ(errorAfter([](auto& j) { j["suggestion"]["best_measured"] = 5; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["suggestion"]["best_measured"] = 5; }),
             "r.json: $.suggestion.best_measured: expected a candidate index below 5, got 5");
-  EXPECT_EQ(errorAfter([](auto& j) { j["profile"]["layers"][1]["costs"][0]["forward_ns"] = -1; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["profile"]["layers"][1]["costs"][0]["forward_ns"] = -1; }),
             "r.json: $.profile.layers[1].costs[0].forward_ns: expected a non-negative integer, got -1");
-  EXPECT_EQ(errorAfter([](auto& j) { j["cluster"]["schema"] = "x"; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["cluster"]["schema"] = "x"; }),
             "r.json: $.cluster.schema: expected schema 'pipeprof.cluster/v1', got 'x'");
-  EXPECT_EQ(errorAfter([](auto& j) { j["calibration"] = 3; }), "r.json: $.calibration: expected an object, got 3");
-  EXPECT_EQ(errorAfter([](auto& j) { j["environment"].erase("model"); }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["calibration"] = 3; }),
+            "r.json: $.calibration: expected an object, got 3");
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["environment"].erase("model"); }),
             "r.json: $.environment: missing required field 'model'");
-  EXPECT_EQ(errorAfter([](auto& j) { j["complete"] = "yes"; }),
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["complete"] = "yes"; }),
             "r.json: $.complete: expected true or false, got \"yes\"");
 }
 

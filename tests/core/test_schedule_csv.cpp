@@ -27,7 +27,7 @@ std::string fixture(const std::string& name) {
   return text.str();
 }
 
-Schedule build(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v) {
+Schedule buildExceptLast(ScheduleKind kind, std::int64_t p, std::int64_t m, std::int64_t v) {
   return test::uniformSchedule(kind, p, m, v, Checkpoint::ExceptLast);
 }
 
@@ -58,12 +58,12 @@ TEST(ScheduleCsv, NamesTheFileRankAndColumnOfABadCell) {
 }
 
 TEST(ScheduleCsv, WritesWhatItReads) {
-  const RankActions ranks = scheduleActions(build(ScheduleKind::InterleavedZeroBubble, 2, 4, 2));
+  const RankActions ranks = scheduleActions(buildExceptLast(ScheduleKind::InterleavedZeroBubble, 2, 4, 2));
   EXPECT_EQ(readScheduleCsv(writeScheduleCsv(ranks), "round trip"), ranks);
 }
 
 TEST(ScheduleCsv, LeavesOutRecomputesAndLosses) {
-  EXPECT_EQ(writeScheduleCsv(scheduleActions(build(ScheduleKind::ZeroBubble, 2, 2, 1))),
+  EXPECT_EQ(writeScheduleCsv(scheduleActions(buildExceptLast(ScheduleKind::ZeroBubble, 2, 2, 1))),
             "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1I0,1F1,1I1,1W0,1W1\n");
 }
 
@@ -87,7 +87,7 @@ TEST(PytorchSchedules, GeneratedOrdersEqualPytorchs) {
                         Case{"zbv_zero_bubble_p2_m8_v2.csv", ScheduleKind::ZeroBubbleV, 2, 8, 2},
                         Case{"zbv_zero_bubble_p4_m8_v2.csv", ScheduleKind::ZeroBubbleV, 4, 8, 2},
                         Case{"zbv_zero_bubble_p4_m16_v2.csv", ScheduleKind::ZeroBubbleV, 4, 16, 2}}) {
-    EXPECT_EQ(writeScheduleCsv(scheduleActions(build(c.kind, c.p, c.m, c.v))),
+    EXPECT_EQ(writeScheduleCsv(scheduleActions(buildExceptLast(c.kind, c.p, c.m, c.v))),
               writeScheduleCsv(readScheduleCsv(fixture(c.file), c.file)))
         << c.file;
   }

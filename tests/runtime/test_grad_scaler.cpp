@@ -5,6 +5,7 @@
 #include <pipeprof/runtime/rank_training.h>
 #include <pipeprof/runtime/training_loop.h>
 
+#include "precision_reference.h"
 #include "rank_world.h"
 
 #include <gtest/gtest.h>
@@ -72,7 +73,7 @@ Model smallModel(double targetScale = 1.0) {
   return model;
 }
 
-TrainingOptions trainingOptions(std::optional<GradScalerOptions> scaler) {
+TrainingOptions scalerTrainingOptions(std::optional<GradScalerOptions> scaler) {
   TrainingOptions options;
   options.balance = {2, 1};
   options.schedule = ScheduleKind::OneFOneB;
@@ -87,18 +88,13 @@ TrainingOptions trainingOptions(std::optional<GradScalerOptions> scaler) {
   return options;
 }
 
-void expectSameLosses(const std::vector<double>& actual, const std::vector<double>& expected) {
-  ASSERT_EQ(actual.size(), expected.size());
-  for (std::size_t s = 0; s < expected.size(); ++s) EXPECT_NEAR(actual[s], expected[s], 1e-6 * expected[s]) << s;
-}
-
 TEST(GradScaler, ScaledTrainingEqualsUnscaledTraining) {
   Model plain = smallModel();
-  const std::vector<double> expected = trainAndMeasure(plain, trainingOptions(std::nullopt)).losses;
+  const std::vector<double> expected = trainAndMeasure(plain, scalerTrainingOptions(std::nullopt)).losses;
   GradScalerOptions scaler;
   scaler.initScale = 1024;  // a power of two: scaling and unscaling are exact
   Model scaled = smallModel();
-  expectSameLosses(trainAndMeasure(scaled, trainingOptions(scaler)).losses, expected);
+  test::expectSameLosses(trainAndMeasure(scaled, scalerTrainingOptions(scaler)).losses, expected, "scaled");
 }
 
 TEST(GradScaler, AnOverflowSkipsTheStepOnEveryDeviceThenTrainingGoesOn) {
@@ -106,7 +102,7 @@ TEST(GradScaler, AnOverflowSkipsTheStepOnEveryDeviceThenTrainingGoesOn) {
   scaler.initScale = 1e38;  // times a loss of about 1e12: the scaled gradients overflow fp32
   scaler.backoffFactor = 1e-30;
   Model model = smallModel(1e6);
-  const std::vector<double> losses = trainAndMeasure(model, trainingOptions(scaler)).losses;
+  const std::vector<double> losses = trainAndMeasure(model, scalerTrainingOptions(scaler)).losses;
   ASSERT_EQ(losses.size(), 4u);
   EXPECT_EQ(losses[1], losses[0]) << "the first step was skipped: nothing changed";
   EXPECT_NE(losses[2], losses[1]) << "at a scale of 1e8 the second stepped";
@@ -117,16 +113,16 @@ TEST(GradScaler, RanksSkipTogether) {
   scaler.initScale = 1e38;
   scaler.backoffFactor = 1e-30;
   Model threadedModel = smallModel(1e6);
-  const std::vector<double> expected = trainAndMeasure(threadedModel, trainingOptions(scaler)).losses;
+  const std::vector<double> expected = trainAndMeasure(threadedModel, scalerTrainingOptions(scaler)).losses;
   ASSERT_EQ(expected[1], expected[0]) << "the threaded Pipe skipped the first step";
   std::vector<Model> models{smallModel(1e6), smallModel(1e6)};
-  const TrainingOptions options = trainingOptions(scaler);
+  const TrainingOptions options = scalerTrainingOptions(scaler);
   std::vector<RankTrainingResult> results(2);
   const std::string failures = test::joined(test::runRanks(2, [&](int r, Transport& transport) {
     results[static_cast<std::size_t>(r)] = trainRank(models[static_cast<std::size_t>(r)], options, transport);
   }));
   ASSERT_EQ(failures, "");
-  expectSameLosses(results[1].losses, expected);
+  test::expectSameLosses(results[1].losses, expected, "scaled, 2 ranks");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "models/graph_split.h"
 #include "pipe_test_util.h"
 #include "precision_reference.h"
+#include "support/fixtures.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,14 +24,13 @@ using test::close;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-const std::string kFixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
-const std::string kLanguageModel = kFixtures + "graph_language_model.pt";
-const std::string kTracedLanguageModel = kFixtures + "graph_language_model_traced.pt";
-const std::string kResnet = kFixtures + "graph_resnet.pt";
-const std::string kUnet = kFixtures + "graph_unet.pt";
-const std::string kTracedResnet = kFixtures + "graph_resnet_traced.pt";
-const std::string kTracedUnet = kFixtures + "graph_unet_traced.pt";
-const std::string kIntFromACall = kFixtures + "graph_int_from_a_call.pt";
+const std::string kLanguageModel = test::fixturePath("graph_language_model.pt");
+const std::string kTracedLanguageModel = test::fixturePath("graph_language_model_traced.pt");
+const std::string kResnet = test::fixturePath("graph_resnet.pt");
+const std::string kUnet = test::fixturePath("graph_unet.pt");
+const std::string kTracedResnet = test::fixturePath("graph_resnet_traced.pt");
+const std::string kTracedUnet = test::fixturePath("graph_unet_traced.pt");
+const std::string kIntFromACall = test::fixturePath("graph_int_from_a_call.pt");
 
 /// A trace keeps no attributes: the task of the language model as flags.
 ModelOptions tracedLanguageTask() {
@@ -68,7 +68,7 @@ TEST(GraphModels, ALayerBeginsAtEachSubmoduleCallNamedByItsModulePath) {
               ElementsAre("conv1", "relu", "layer1.0", "layer1.1", "layer2.0", "avgpool", "fc"));
   EXPECT_THAT(layerNames(buildModel(kUnet)), ElementsAre("enc1", "enc2", "mid", "dec2", "dec1"));
   // A module wrapping one Sequential is one call; a Sequential, even of one child, is looked into.
-  EXPECT_THAT(layerNames(buildModel(kFixtures + "graph_wrapped.pt")), ElementsAre("a", "b", "blocks.0"));
+  EXPECT_THAT(layerNames(buildModel(test::fixturePath("graph_wrapped.pt"))), ElementsAre("a", "b", "blocks.0"));
   EXPECT_EQ(buildModel(kLanguageModel).sequential->named_children()[2].key(), "h_0");
 }
 
@@ -120,11 +120,11 @@ TEST(GraphModels, ANonTensorValueACallMadeJoinsTheLayersItCrosses) {
 }
 
 TEST(GraphModels, AForwardPipeprofCannotFeedOrWhoseOutputItCannotTrainIsRefused) {
-  EXPECT_THAT([] { buildModel(kFixtures + "graph_two_inputs.pt"); },
+  EXPECT_THAT([] { buildModel(test::fixturePath("graph_two_inputs.pt")); },
               ::testing::ThrowsMessage<std::invalid_argument>(
                   AllOf(HasSubstr("graph_two_inputs.pt': forward's argument 'scale' has no default"),
                         HasSubstr("pipeprof gives forward one input, the batch"))));
-  EXPECT_THAT([] { buildModel(kFixtures + "graph_returns_a_tuple.pt"); },
+  EXPECT_THAT([] { buildModel(test::fixturePath("graph_returns_a_tuple.pt")); },
               ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr(
                   "graph_returns_a_tuple.pt': forward returns Tuple[Tensor, Tensor]; pipeprof trains a forward "
                   "that returns one tensor")));
@@ -227,7 +227,7 @@ std::map<std::string, torch::Tensor> runningStatistics(const torch::jit::Module&
 // adds nothing. stem.bn gets the convolution of the batch: one forward of the scripted module
 // over the whole batch updates it so. body.bn gets what stem.bn made of each micro-batch.
 TEST(GraphModels, DeferredBatchNormUpdatesTheGraphsBatchNormsOncePerMiniBatch) {
-  const std::string path = kFixtures + "graph_batch_norm.pt";
+  const std::string path = test::fixturePath("graph_batch_norm.pt");
   const Model task = buildModel(path);
   const Batch batch = task.makeBatch(8, 3);
   torch::jit::Module scripted = torch::jit::load(path);
@@ -285,7 +285,7 @@ TEST(GraphModels, DeferredBatchNormUpdatesTheGraphsBatchNormsOncePerMiniBatch) {
 
 // A batch norm that runs only when the data says so has no input the graph can always hand out.
 TEST(GraphModels, DeferredBatchNormRefusesABatchNormInsideControlFlowNamingIt) {
-  Model model = buildModel(kFixtures + "graph_batch_norm_in_a_branch.pt");
+  Model model = buildModel(test::fixturePath("graph_batch_norm_in_a_branch.pt"));
   PipeOptions options;
   options.deferredBatchNorm = true;
   EXPECT_THAT(

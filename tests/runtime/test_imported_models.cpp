@@ -4,6 +4,7 @@
 #include <pipeprof/runtime/pipe.h>
 
 #include "pipe_test_util.h"
+#include "support/fixtures.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,12 +20,11 @@ using test::close;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-const std::string kFixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
-const std::string kClassifier = kFixtures + "tiny_classifier.pt";
-const std::string kLanguageModel = kFixtures + "tiny_language_model.pt";
+const std::string kTinyClassifier = test::fixturePath("tiny_classifier.pt");
+const std::string kTinyLanguageModel = test::fixturePath("tiny_language_model.pt");
 
 TEST(ImportedModels, AClassifierSubclassTrainsWithCrossEntropyOnLabels) {
-  Model model = buildModel(kClassifier);
+  Model model = buildModel(kTinyClassifier);
   EXPECT_EQ(model.sequential->size(), 7u);
   const Batch batch = model.makeBatch(4, 1);
   EXPECT_EQ(batch.input.sizes(), (std::vector<std::int64_t>{4, 3, 8, 8}));
@@ -38,7 +38,7 @@ TEST(ImportedModels, AClassifierSubclassTrainsWithCrossEntropyOnLabels) {
 }
 
 TEST(ImportedModels, ALanguageModelTakesTokenIdsAndLearnsTheNextToken) {
-  Model model = buildModel(kLanguageModel);
+  Model model = buildModel(kTinyLanguageModel);
   const Batch batch = model.makeBatch(3, 2);
   EXPECT_EQ(batch.input.scalar_type(), torch::kLong);
   EXPECT_EQ(batch.input.sizes(), (std::vector<std::int64_t>{3, 6}));
@@ -53,12 +53,12 @@ TEST(ImportedModels, OptionsOverrideTheAttributes) {
   ModelOptions options;
   options.inputShape = {4};
   options.vocabSize = 9;
-  const Batch batch = buildModel(kLanguageModel, options).makeBatch(2, 0);
+  const Batch batch = buildModel(kTinyLanguageModel, options).makeBatch(2, 0);
   EXPECT_EQ(batch.input.sizes(), (std::vector<std::int64_t>{2, 4}));
   EXPECT_TRUE(batch.input.lt(9).all().item<bool>());
   options = {};
   options.loss = "mse";
-  const Model mse = buildModel(kClassifier, options);
+  const Model mse = buildModel(kTinyClassifier, options);
   const torch::Tensor output = torch::ones({2, 5});
   EXPECT_DOUBLE_EQ(mse.loss(output, mse.makeBatch(2, 0).target).item<double>(), 1.0);
 }
@@ -93,25 +93,25 @@ void expectPipeEqualsTheWholeModel(const std::string& path, const std::vector<st
 TEST(ImportedModels, AClassifierWithInPlaceReLUsAtEveryStageBoundaryGivesTheWholeModelsGradients) {
   // conv0 | relu1 conv2 | relu3 | pool4 flatten5 fc6: stages 1 and 2 start by writing their input.
   for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
-    expectPipeEqualsTheWholeModel(kClassifier, {1, 2, 1, 3}, kind, 1);
+    expectPipeEqualsTheWholeModel(kTinyClassifier, {1, 2, 1, 3}, kind, 1);
   }
-  expectPipeEqualsTheWholeModel(kClassifier, {1, 2, 1, 3}, ScheduleKind::Interleaved, 2);
+  expectPipeEqualsTheWholeModel(kTinyClassifier, {1, 2, 1, 3}, ScheduleKind::Interleaved, 2);
 }
 
 TEST(ImportedModels, ALanguageModelsPipeGivesTheWholeModelsLossAndGradients) {
   // embed0 | fc1 relu2 | norm3 head4: the token ids need no gradient, the logits' loss is
   // next_token, and the head's weight is the embedding's: a replica on the last device.
-  const auto named = buildModel(kLanguageModel).sequential->named_parameters();
+  const auto named = buildModel(kTinyLanguageModel).sequential->named_parameters();
   ASSERT_TRUE(named["4.weight"].is_same(named["0.weight"])) << "scripted tied, loaded tied";
-  expectPipeEqualsTheWholeModel(kLanguageModel, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
-  expectPipeEqualsTheWholeModel(kLanguageModel, {1, 1, 2, 1}, ScheduleKind::Interleaved, 2);
+  expectPipeEqualsTheWholeModel(kTinyLanguageModel, {1, 2, 2}, ScheduleKind::OneFOneB, 1);
+  expectPipeEqualsTheWholeModel(kTinyLanguageModel, {1, 1, 2, 1}, ScheduleKind::Interleaved, 2);
 }
 
 TEST(ImportedModels, ASequentialSubclassWithItsOwnForwardIsSplitAtItsChildrensCalls) {
   // Residual's forward runs its children and adds 1: not a Sequential's forward, so a graph.
-  Model model = buildModel(kFixtures + "not_a_sequential.pt");
+  Model model = buildModel(test::fixturePath("not_a_sequential.pt"));
   EXPECT_THAT(layerNames(model), ::testing::ElementsAre("0", "1"));
-  torch::jit::Module scripted = torch::jit::load(kFixtures + "not_a_sequential.pt");
+  torch::jit::Module scripted = torch::jit::load(test::fixturePath("not_a_sequential.pt"));
   const torch::Tensor x = torch::randn({3, 4});
   EXPECT_TRUE(torch::allclose(model.sequential->forward(x), scripted.forward({x}).toTensor()));
 }
@@ -119,23 +119,23 @@ TEST(ImportedModels, ASequentialSubclassWithItsOwnForwardIsSplitAtItsChildrensCa
 TEST(ImportedModels, WhatCannotBeTrainedIsRefusedNamingTheFileAndTheSetting) {
   ModelOptions options;
   options.loss = "hinge";
-  EXPECT_THAT([&] { buildModel(kClassifier, options); },
+  EXPECT_THAT([&] { buildModel(kTinyClassifier, options); },
               ThrowsMessage<std::invalid_argument>(
                   HasSubstr("tiny_classifier.pt': loss 'hinge' is not one of mse, cross_entropy, next_token (--loss")));
   options = {};
   options.loss = "next_token";
-  EXPECT_THAT([&] { buildModel(kClassifier, options); },
+  EXPECT_THAT([&] { buildModel(kTinyClassifier, options); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("next_token needs token ids of at least 2 per sample")));
   options = {};
   options.inputDtype = "long";
-  EXPECT_THAT([&] { buildModel(kClassifier, options); },
+  EXPECT_THAT([&] { buildModel(kTinyClassifier, options); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("token ids (input dtype long) need a vocabulary size")));
   options = {};
   options.loss = "cross_entropy";
   EXPECT_THAT([&] { buildModel("mlp", options); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("'mlp' is a zoo model with its own")));
   options.numClasses = 7;  // the classifier's output has 5
-  const Model wrong = buildModel(kClassifier, options);
+  const Model wrong = buildModel(kTinyClassifier, options);
   EXPECT_THAT(
       [&] {
         wrong.loss(torch::zeros({2, 5}), torch::zeros({2}, torch::kLong));

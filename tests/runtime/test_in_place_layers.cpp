@@ -52,32 +52,33 @@ torch::nn::Sequential inPlaceModel() {
 }
 const std::vector<std::int64_t> kBalance{1, 3, 2, 2};
 
-struct Expected {
+struct InPlaceExpected {
   torch::Tensor loss;
   std::map<std::string, torch::Tensor> grads;
 };
 
-Expected unpartitioned(const torch::Tensor& input, const torch::Tensor& target) {
+InPlaceExpected unpartitioned(const torch::Tensor& input, const torch::Tensor& target) {
   torch::nn::Sequential whole = inPlaceModel();
   torch::Tensor loss = meanSquaredError(whole->forward(input.clone()), target);
   loss.backward();
-  Expected expected{loss.detach(), {}};
+  InPlaceExpected expected{loss.detach(), {}};
   for (const auto& named : whole->named_parameters()) expected.grads[named.key()] = named.value().grad();
   return expected;
 }
 
-struct Case {
+struct InPlaceCase {
   ScheduleKind kind;
   std::int64_t v;
 };
-const std::vector<Case> kCases{{ScheduleKind::GPipe, 1}, {ScheduleKind::OneFOneB, 1}, {ScheduleKind::Interleaved, 2}};
+const std::vector<InPlaceCase> kInPlaceCases{
+    {ScheduleKind::GPipe, 1}, {ScheduleKind::OneFOneB, 1}, {ScheduleKind::Interleaved, 2}};
 
 TEST(InPlaceLayers, ThreadedPipeComputesTheUnpartitionedModelUnderEveryScheduleAndMode) {
   torch::manual_seed(3);
   const torch::Tensor input = torch::randn({6, 8});
   const torch::Tensor target = torch::randn({6, 8});
-  const Expected expected = unpartitioned(input, target);
-  for (const Case& c : kCases) {
+  const InPlaceExpected expected = unpartitioned(input, target);
+  for (const InPlaceCase& c : kInPlaceCases) {
     for (std::int64_t chunks : {2, 6}) {
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
         SCOPED_TRACE(scheduleKindName(c.kind) + " chunks " + std::to_string(chunks) + " " +
@@ -102,8 +103,8 @@ TEST(InPlaceLayers, RanksComputeTheUnpartitionedModelUnderEveryScheduleAndMode) 
   torch::manual_seed(4);
   const torch::Tensor input = torch::randn({6, 8});
   const torch::Tensor target = torch::randn({6, 8});
-  const Expected expected = unpartitioned(input, target);
-  for (const Case& c : kCases) {
+  const InPlaceExpected expected = unpartitioned(input, target);
+  for (const InPlaceCase& c : kInPlaceCases) {
     for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
       SCOPED_TRACE(scheduleKindName(c.kind) + " " + std::string(checkpointName(mode)));
       const StageOptions options = stageOptions(c.kind, c.v, kBalance, 6, mode);

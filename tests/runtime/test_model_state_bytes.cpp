@@ -24,11 +24,11 @@ namespace {
 using test::measuredModelState;
 using test::quickProfiling;
 
-constexpr std::int64_t kBatch = 8;
-const std::vector<torch::Device> kTwoCpus{torch::kCPU, torch::kCPU};
+constexpr std::int64_t kStateBatch = 8;
+const std::vector<torch::Device> kTwoCpuDevices{torch::kCPU, torch::kCPU};
 
 TEST(ModelStateBytes, TheRuntimeHoldsWhatTheSimulatorChargesAfterTheSecondStep) {
-  test::expectTheModelStateThatIsPredicted(kTwoCpus, torch::kCPU, {Precision::Fp32, Precision::Bf16});
+  test::expectTheModelStateThatIsPredicted(kTwoCpuDevices, torch::kCPU, {Precision::Fp32, Precision::Bf16});
 }
 
 TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {
@@ -39,7 +39,7 @@ TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {
   OptimizerSpec optimizer;
   optimizer.kind = OptimizerKind::AdamW;
   Model profiled = buildModel("gpt", options);
-  const Profile profile = profileModel(profiled, quickProfiling(optimizer, Precision::Fp32, kBatch / 2));
+  const Profile profile = profileModel(profiled, quickProfiling(optimizer, Precision::Fp32, kStateBatch / 2));
   // Two devices: the head's holds a replica. One device: both layers hold the one tensor.
   for (const std::vector<std::int64_t>& balance : {std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{4}}) {
     PipelineShape shape;
@@ -48,11 +48,11 @@ TEST(ModelStateBytes, ATiedEmbeddingIsOneCopyPerDeviceThatHoldsIt) {
     shape.schedule = ScheduleKind::OneFOneB;
     Candidate candidate;
     static_cast<PipelineShape&>(candidate) = shape;
-    candidate.batch = kBatch;
+    candidate.batch = kStateBatch;
     const std::vector<Bytes> predicted = modelStateBytes(profile, candidate);
     Model trained = buildModel("gpt", options);
     const std::vector<Bytes> measured =
-        measuredModelState(trained, shape, kTwoCpus, optimizer, Precision::Fp32, kBatch, 2);
+        measuredModelState(trained, shape, kTwoCpuDevices, optimizer, Precision::Fp32, kStateBatch, 2);
     ASSERT_EQ(measured.size(), predicted.size());
     for (std::size_t d = 0; d < measured.size(); ++d) {
       EXPECT_EQ(measured[d], predicted[d]) << "balance of " << balance.size() << " stages, device " << d;

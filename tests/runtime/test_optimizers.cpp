@@ -4,6 +4,7 @@
 #include <pipeprof/runtime/rank_training.h>
 #include <pipeprof/runtime/training_loop.h>
 
+#include "precision_reference.h"
 #include "rank_world.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ constexpr std::int64_t kDataSeed = 3;
 constexpr std::int64_t kSteps = 4;  // one warm-up step, three measured: Adam's moments at work
 
 /// Linear, tanh, linear, tanh, linear (width 6), initialised from seed 0 every time.
-Model smallModel() {
+Model smallTanhModel() {
   torch::manual_seed(0);
   Model model;
   model.name = "small";
@@ -39,7 +40,7 @@ Model smallModel() {
 /// The losses of kSteps steps of the unpartitioned model with LibTorch's own optimizer for
 /// `spec`, built here from the spec's values (not through pipeprof's code).
 std::vector<double> referenceLosses(const OptimizerSpec& spec) {
-  Model model = smallModel();
+  Model model = smallTanhModel();
   const Batch batch = model.makeBatch(kBatch, kDataSeed);
   std::vector<torch::Tensor> parameters = model.sequential->parameters();
   const double decay = spec.effectiveWeightDecay();
@@ -93,13 +94,6 @@ TrainingOptions trainingOptions(const OptimizerSpec& spec, ScheduleKind schedule
   return options;
 }
 
-void expectSameLosses(const std::vector<double>& actual, const std::vector<double>& expected, const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  for (std::size_t s = 0; s < expected.size(); ++s) {
-    EXPECT_NEAR(actual[s], expected[s], 1e-6 * std::abs(expected[s])) << what << ", step " << s;
-  }
-}
-
 std::vector<OptimizerSpec> everyOptimizer() {
   std::vector<OptimizerSpec> specs;
   for (OptimizerKind kind : kOptimizerKinds) {
@@ -126,11 +120,11 @@ TEST(Optimizers, EveryScheduleTrainsThreadedAsTheUnpartitionedModel) {
   for (const OptimizerSpec& spec : everyOptimizer()) {
     const std::vector<double> expected = referenceLosses(spec);
     for (const ShapeCase& shape : shapes) {
-      Model model = smallModel();
+      Model model = smallTanhModel();
       const TrainingResult result =
           trainAndMeasure(model, trainingOptions(spec, shape.schedule, shape.balance, shape.stagesPerDevice));
-      expectSameLosses(result.losses, expected,
-                       describeOptimizer(spec) + ", " + std::string(scheduleKindName(shape.schedule)));
+      test::expectSameLosses(result.losses, expected,
+                             describeOptimizer(spec) + ", " + std::string(scheduleKindName(shape.schedule)));
     }
   }
 }
@@ -138,14 +132,14 @@ TEST(Optimizers, EveryScheduleTrainsThreadedAsTheUnpartitionedModel) {
 TEST(Optimizers, TwoRanksTrainAsTheUnpartitionedModel) {
   for (const OptimizerSpec& spec : everyOptimizer()) {
     const std::vector<double> expected = referenceLosses(spec);
-    std::vector<Model> models{smallModel(), smallModel()};
+    std::vector<Model> models{smallTanhModel(), smallTanhModel()};
     const TrainingOptions options = trainingOptions(spec, ScheduleKind::OneFOneB, {2, 3}, 1);
     std::vector<RankTrainingResult> results(2);
     const std::string failures = test::joined(test::runRanks(2, [&](int r, Transport& transport) {
       results[static_cast<std::size_t>(r)] = trainRank(models[static_cast<std::size_t>(r)], options, transport);
     }));
     ASSERT_EQ(failures, "");
-    expectSameLosses(results[1].losses, expected, describeOptimizer(spec) + ", 2 ranks");
+    test::expectSameLosses(results[1].losses, expected, describeOptimizer(spec) + ", 2 ranks");
   }
 }
 
@@ -162,7 +156,7 @@ TEST(Optimizers, AHyperparameterOutOfRangeIsRefusedBeforeAStep) {
   OptimizerSpec spec;
   spec.kind = OptimizerKind::Adam;
   spec.beta1 = 1.0;
-  Model model = smallModel();
+  Model model = smallTanhModel();
   try {
     trainAndMeasure(model, trainingOptions(spec, ScheduleKind::GPipe, {2, 3}, 1));
     FAIL() << "beta1 1 was accepted";

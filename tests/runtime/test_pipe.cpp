@@ -16,12 +16,12 @@ using test::linearTanh;
 using test::pipeOptions;
 using test::text;
 
-constexpr std::int64_t kBatch = 5;
+constexpr std::int64_t kPipeBatch = 5;
 
 void expectEquivalent(std::int64_t layers) {
   torch::manual_seed(123);
-  const torch::Tensor input = torch::randn({kBatch, 8});
-  const torch::Tensor target = torch::randn({kBatch, 8});
+  const torch::Tensor input = torch::randn({kPipeBatch, 8});
+  const torch::Tensor target = torch::randn({kPipeBatch, 8});
 
   torch::nn::Sequential reference = linearTanh(layers, 7);
   torch::Tensor referenceInput = input.clone().requires_grad_(true);
@@ -29,7 +29,7 @@ void expectEquivalent(std::int64_t layers) {
   torch::mse_loss(referenceOutput, target).backward();
 
   for (const auto& balance : allBalances(layers)) {
-    for (std::int64_t chunks : {1, 2, 3, 4, static_cast<int>(kBatch + 1)}) {
+    for (std::int64_t chunks : {1, 2, 3, 4, static_cast<int>(kPipeBatch + 1)}) {
       for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
         SCOPED_TRACE("balance " + text(balance) + " chunks " + std::to_string(chunks) + " mode " +
                      std::string(checkpointName(mode)));

@@ -26,10 +26,10 @@ struct OneHeadImpl : torch::nn::Module {
 TORCH_MODULE(OneHead);
 
 /// Returns {x * 2, sin(x)}: the Pipe gets two outputs.
-struct TwoHeadsImpl : torch::nn::Module {
+struct TwoHeadedImpl : torch::nn::Module {
   Outputs forward(const torch::Tensor& x) { return {x * 2, x.sin()}; }
 };
-TORCH_MODULE(TwoHeads);
+TORCH_MODULE(TwoHeaded);
 
 /// Returns {argmax(x) (integer, no gradient), x * 3}.
 struct IndexAndValueImpl : torch::nn::Module {
@@ -97,7 +97,7 @@ void expectExactGradients(const std::function<torch::nn::Sequential()>& build, c
 }
 
 TEST(PipeBackward, OutputsHandOffTheirGradientsToACpuNodeThatReturnsTheInputs) {
-  Pipe pipe(withHead(torch::nn::AnyModule(TwoHeads())), {2, 2}, pipeOptions({}, 2, Checkpoint::Never, false));
+  Pipe pipe(withHead(torch::nn::AnyModule(TwoHeaded())), {2, 2}, pipeOptions({}, 2, Checkpoint::Never, false));
   torch::Tensor input = torch::randn({4, 8}).requires_grad_(true);
   Outputs outputs = pipe.forward(Outputs{input});
   ASSERT_EQ(outputs.size(), 2U);
@@ -124,7 +124,7 @@ TEST(PipeBackward, AGradientUsedTwiceIsSummedBeforeTheHandOff) {
 }
 
 TEST(PipeBackward, EitherOfTwoOutputsAloneGivesExactGradients) {
-  const auto build = [] { return withHead(torch::nn::AnyModule(TwoHeads())); };
+  const auto build = [] { return withHead(torch::nn::AnyModule(TwoHeaded())); };
   for (std::size_t used : {0U, 1U}) {
     SCOPED_TRACE("only output " + std::to_string(used));
     expectExactGradients(build, [used](const Outputs& outputs) { return outputs[used].pow(2).sum(); },

@@ -46,7 +46,7 @@ torch::nn::Sequential pairModel(bool twoInputs) {
   return model;
 }
 
-void expectEquivalent(bool twoInputs) {
+void expectEquivalentOutputs(bool twoInputs) {
   torch::manual_seed(8);
   const torch::Tensor a = torch::randn({5, 8});
   const torch::Tensor b = torch::randn({5, 8});
@@ -81,9 +81,9 @@ void expectEquivalent(bool twoInputs) {
   }
 }
 
-TEST(PipeMultiTensor, BoundariesOfSeveralTensorsEqualTheSequential) { expectEquivalent(false); }
+TEST(PipeMultiTensor, BoundariesOfSeveralTensorsEqualTheSequential) { expectEquivalentOutputs(false); }
 
-TEST(PipeMultiTensor, SeveralInputsEqualTheSequential) { expectEquivalent(true); }
+TEST(PipeMultiTensor, SeveralInputsEqualTheSequential) { expectEquivalentOutputs(true); }
 
 TEST(PipeMultiTensor, InputsMustShareTheirBatchSize) {
   Pipe pipe(pairModel(true), {2, 2});

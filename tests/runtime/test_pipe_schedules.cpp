@@ -326,7 +326,7 @@ TEST(PipeSchedules, ForwardOnlyRunsAnyScheduleAndTrainingForwardAsksForStep) {
   }
 }
 
-std::string errorOf(const std::function<void()>& action) {
+std::string pipeErrorOf(const std::function<void()>& action) {
   try {
     action();
   } catch (const std::invalid_argument& e) {
@@ -339,52 +339,52 @@ TEST(PipeSchedules, ShapesAreCheckedNamingTheValues) {
   // 5 rows in 4 chunks: torch.chunk gives 3 micro-batches, not a multiple of the 2 devices.
   Pipe pipe(skipModel(), {2, 2, 4, 4}, scheduleOptions(ScheduleKind::Interleaved, 2, 4, Checkpoint::Never));
   const torch::Tensor input = torch::randn({5, 8});
-  EXPECT_EQ(errorOf([&] {
+  EXPECT_EQ(pipeErrorOf([&] {
               pipe.step(input, torch::randn({5, 8}), meanSquaredError);
             }),
             "a batch of 5 rows in 4 chunks splits into 3 micro-batches (as torch.chunk does), which the schedule "
             "cannot run: interleaved needs chunks a multiple of devices (chunks: 3, devices: 2, stages per device: 2)");
-  EXPECT_NE(errorOf([&] {
+  EXPECT_NE(pipeErrorOf([&] {
               pipe.step(input, torch::randn({4, 8}), meanSquaredError);
             }).find("the target must have the input's rows along dim 0 (input: 5 rows, target: 4)"),
             std::string::npos);
-  EXPECT_EQ(errorOf([] {
+  EXPECT_EQ(pipeErrorOf([] {
               Pipe(skipModel(), {3, 3, 3, 3}, scheduleOptions(ScheduleKind::Interleaved, 3, 1, Checkpoint::Never));
             }),
             "the stages must split evenly over the devices: 4 stages is not a multiple of 3 stages per device "
             "(balance: [3, 3, 3, 3])");
-  EXPECT_NE(errorOf([] {
+  EXPECT_NE(pipeErrorOf([] {
               Pipe(skipModel(), {6, 6}, scheduleOptions(ScheduleKind::OneFOneB, 2, 1, Checkpoint::Never));
             }).find("1f1b runs one stage per device (stages per device: 2)"),
             std::string::npos);
   PipeOptions tooFew = scheduleOptions(ScheduleKind::Interleaved, 2, 2, Checkpoint::Never);
   tooFew.devices = {torch::kCPU};
-  EXPECT_EQ(errorOf([&] {
+  EXPECT_EQ(pipeErrorOf([&] {
               Pipe(skipModel(), {2, 2, 4, 4}, tooFew);
             }),
             "too few devices to hold given stages (devices: 1, stages: 4, stages per device: 2, devices needed: 2)");
 }
 
-struct ExpectedError : std::runtime_error {
+struct TrapSprung : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
 /// Passes x on; while armed, its second call (forward of micro-batch 1: one stage's worker
 /// calls it in micro-batch order, and checkpoint never has no recompute) throws.
-struct TrapImpl : torch::nn::Module {
+struct SecondCallTrapImpl : torch::nn::Module {
   torch::Tensor forward(torch::Tensor x) {
     if (armed && calls++ == 1) {
-      throw ExpectedError("trap sprung");
+      throw TrapSprung("trap sprung");
     }
     return x;
   }
   bool armed = false;
   int calls = 0;
 };
-TORCH_MODULE(Trap);
+TORCH_MODULE(SecondCallTrap);
 
 TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
-  const auto build = [](Trap trap) {
+  const auto build = [](SecondCallTrap trap) {
     torch::manual_seed(9);
     torch::nn::Sequential model;
     model->push_back("fc0", torch::nn::Linear(8, 8));
@@ -398,10 +398,10 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
   torch::manual_seed(5);
   const torch::Tensor input = torch::randn({4, 8});
   const torch::Tensor target = torch::randn({4, 8});
-  const Reference expected = reference(build(Trap()), input, target);
+  const Reference expected = reference(build(SecondCallTrap()), input, target);
   for (const auto& [kind, v] : everySchedule()) {
     SCOPED_TRACE(scheduleKindName(kind));
-    Trap trap;
+    SecondCallTrap trap;
     Pipe pipe(build(trap), {1, 1, 2, 2}, scheduleOptions(kind, v, 4, Checkpoint::Never));
     trap->armed = true;
     try {
@@ -411,12 +411,12 @@ TEST(PipeSchedules, AnExceptionInStepIsAPipeErrorAndThePipeStaysUsable) {
       EXPECT_EQ(e.stage(), 2);
       EXPECT_EQ(e.microBatch(), 1);
       EXPECT_EQ(std::string(e.what()), "forward(1,2) on stage 2, micro-batch 1 failed: trap sprung");
-      EXPECT_THROW(std::rethrow_if_nested(e), ExpectedError);
+      EXPECT_THROW(std::rethrow_if_nested(e), TrapSprung);
     }
     const torch::Tensor failingRow = target.slice(0, 2, 3);
     try {
       pipe.step(input, target, [&](const torch::Tensor& output, const torch::Tensor& rows) {
-        if (torch::equal(rows, failingRow)) throw ExpectedError("loss failed");
+        if (torch::equal(rows, failingRow)) throw TrapSprung("loss failed");
         return meanSquaredError(output, rows);
       });
       FAIL() << "expected PipeError";

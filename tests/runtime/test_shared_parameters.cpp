@@ -33,35 +33,35 @@ Model tiedGpt() {
 constexpr const char* kEmbedding = "embed.tokens.weight";
 constexpr const char* kHead = "head.weight";
 
-struct Expected {
+struct SharedExpected {
   torch::Tensor loss;
   std::map<std::string, torch::Tensor> grads;
 };
 
-Expected unpartitioned(const Batch& batch) {
+SharedExpected unpartitioned(const Batch& batch) {
   Model whole = tiedGpt();
   EXPECT_TRUE(whole.sequential->named_parameters()[kHead].is_same(whole.sequential->named_parameters()[kEmbedding]));
   torch::Tensor loss = whole.loss(whole.sequential->forward(batch.input), batch.target);
   loss.backward();
-  Expected expected{loss.detach(), {}};
+  SharedExpected expected{loss.detach(), {}};
   for (const auto& named : whole.sequential->named_parameters()) expected.grads[named.key()] = named.value().grad();
   return expected;
 }
 
-struct Case {
+struct SharedCase {
   ScheduleKind kind;
   std::int64_t v;
   std::vector<std::int64_t> balance;
 };
 // The embedding on device 0, the head on device 1 (the last stage is on device p - 1).
-const std::vector<Case> kCases{{ScheduleKind::GPipe, 1, {2, 3}},
-                               {ScheduleKind::OneFOneB, 1, {1, 2, 2}},
-                               {ScheduleKind::Interleaved, 2, {1, 1, 1, 2}}};
+const std::vector<SharedCase> kSharedCases{{ScheduleKind::GPipe, 1, {2, 3}},
+                                           {ScheduleKind::OneFOneB, 1, {1, 2, 2}},
+                                           {ScheduleKind::Interleaved, 2, {1, 1, 1, 2}}};
 
 TEST(SharedParameters, ATiedHeadTrainsAsTheUnpartitionedModelsOneParameterUnderEverySchedule) {
   const Batch batch = tiedGpt().makeBatch(8, 3);
-  const Expected expected = unpartitioned(batch);
-  for (const Case& c : kCases) {
+  const SharedExpected expected = unpartitioned(batch);
+  for (const SharedCase& c : kSharedCases) {
     for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
       SCOPED_TRACE(scheduleKindName(c.kind) + " " + std::string(checkpointName(mode)));
       Model model = tiedGpt();
@@ -82,7 +82,7 @@ TEST(SharedParameters, ATiedHeadTrainsAsTheUnpartitionedModelsOneParameterUnderE
 
 TEST(SharedParameters, ForwardThenBackwardSumsTheTiedGradientsToo) {
   const Batch batch = tiedGpt().makeBatch(8, 3);
-  const Expected expected = unpartitioned(batch);
+  const SharedExpected expected = unpartitioned(batch);
   Model model = tiedGpt();
   PipeOptions options;
   static_cast<PipelineShape&>(options) = stageOptions(ScheduleKind::GPipe, 1, {2, 3}, 4, Checkpoint::ExceptLast);
@@ -97,8 +97,8 @@ TEST(SharedParameters, ForwardThenBackwardSumsTheTiedGradientsToo) {
 
 TEST(SharedParameters, RanksExchangeTheTiedGradientsAndGetTheUnpartitionedModels) {
   const Batch batch = tiedGpt().makeBatch(8, 3);
-  const Expected expected = unpartitioned(batch);
-  for (const Case& c : kCases) {
+  const SharedExpected expected = unpartitioned(batch);
+  for (const SharedCase& c : kSharedCases) {
     SCOPED_TRACE(scheduleKindName(c.kind));
     const StageOptions options = stageOptions(c.kind, c.v, c.balance, 4, Checkpoint::ExceptLast);
     const int p = static_cast<int>(c.balance.size() / static_cast<std::size_t>(c.v));

@@ -61,7 +61,7 @@ std::vector<RankResult> runWorld(InProcessWorld& world, const std::function<torc
   return results;
 }
 
-struct Case {
+struct StageCase {
   ScheduleKind kind;
   std::int64_t v;
   std::vector<std::int64_t> balance;
@@ -75,7 +75,7 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
   torch::nn::Sequential whole = skipModel();
   torch::Tensor expectedLoss = meanSquaredError(whole->forward(input), target);
   expectedLoss.backward();
-  const std::vector<Case> cases{
+  const std::vector<StageCase> cases{
       {ScheduleKind::GPipe, 1, {3, 9}, 3},        // skips a and b cross ranks 0 -> 1
       {ScheduleKind::GPipe, 1, {2, 5, 5}, 4},     // three ranks, rows 2 2 2 1
       {ScheduleKind::OneFOneB, 1, {2, 4, 6}, 5},  // m = 4 (rows 2 2 2 1)
@@ -89,7 +89,7 @@ TEST(StageRuntime, EveryScheduleComputesTheUnpartitionedModelsLossAndGradients) 
       {ScheduleKind::ZeroBubbleV, 2, {2, 2, 4, 4}, 4},        // stages 0, 3 on rank 0 (its loss); 1, 2 on rank 1
       {ScheduleKind::ZeroBubbleV, 2, {1, 3, 3, 2, 2, 1}, 2},  // three ranks, m < 2p - 1
   };
-  for (const Case& c : cases) {
+  for (const StageCase& c : cases) {
     for (Checkpoint mode : {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never}) {
       SCOPED_TRACE(scheduleKindName(c.kind) + " balance " + text(c.balance) + " chunks " + std::to_string(c.chunks) +
                    " mode " + std::string(checkpointName(mode)));
@@ -125,9 +125,10 @@ TEST(StageRuntime, DeferredBatchNormStatisticsEqualTheWholeBatchs) {
   torch::nn::Sequential expected = test::bnModel();
   for (int step = 0; step < 2; ++step) expected->forward(input);
   // bn2 is in stage 1 (rank 1) under both; 10 rows in 4 chunks are 3, 3, 3, 1.
-  for (const Case& c :
-       {Case{ScheduleKind::GPipe, 1, {2, 3}, 4}, Case{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4},
-        Case{ScheduleKind::ZeroBubble, 1, {2, 2, 1}, 4}, Case{ScheduleKind::ZeroBubbleV, 2, {1, 2, 1, 1}, 4}}) {
+  for (const StageCase& c :
+       {StageCase{ScheduleKind::GPipe, 1, {2, 3}, 4}, StageCase{ScheduleKind::OneFOneB, 1, {2, 2, 1}, 4},
+        StageCase{ScheduleKind::ZeroBubble, 1, {2, 2, 1}, 4},
+        StageCase{ScheduleKind::ZeroBubbleV, 2, {1, 2, 1, 1}, 4}}) {
     SCOPED_TRACE(scheduleKindName(c.kind) + " balance " + text(c.balance));
     StageOptions options = stageOptions(c.kind, c.v, c.balance, c.chunks, Checkpoint::ExceptLast);
     options.deferredBatchNorm = true;

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-namespace pipeprof {
+namespace pipeprof::test_calibration_fit {
 namespace {
 
 using test::twoLayerProfile;
@@ -443,4 +443,4 @@ TEST(CalibrationFit, TheFittedMessageLatencyEntersTheOverhead) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_calibration_fit

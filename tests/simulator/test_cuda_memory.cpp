@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof {
+namespace pipeprof::test_cuda_memory {
 namespace {
 
 // One layer per stage, every size a whole number of 512-byte blocks (the allocator's
@@ -117,4 +117,4 @@ TEST(CudaMemoryModel, SizesAreRoundedToAllocatorBlocks) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_cuda_memory

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-namespace pipeprof {
+namespace pipeprof::test_custom_orders {
 namespace {
 
 constexpr TimeNs kF = 10;
@@ -97,4 +97,4 @@ TEST(CustomOrders, RanksHoldingDifferentNumbersOfStagesArePredictedOpByOp) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_custom_orders

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace pipeprof {
+namespace pipeprof::test_launches {
 namespace {
 
 using test::LayerCosts;
@@ -185,14 +185,13 @@ TEST(LaunchModel, OneWorkerAndTheAutogradThreadFeedTwoStreams) {
   EXPECT_DOUBLE_EQ(result.prediction.bubbleFraction, 0.0);
   const Trace& trace = result.trace;
   const std::vector<std::pair<std::string, std::vector<TimeNs>>> ops = {
-      {"forward(0,0)", {0, 110}},   {"forward(0,1)", {110, 220}},  {"backward(0,1)", {120, 420}},
-      {"forward(1,0)", {140, 250}}, {"backward(0,0)", {420, 640}}, {"forward(1,1)", {440, 550}},
+      {"forward(0,0)", {0, 110}},    {"forward(0,1)", {110, 220}},  {"backward(0,1)", {120, 420}},
+      {"forward(1,0)", {140, 250}},  {"backward(0,0)", {420, 640}}, {"forward(1,1)", {440, 550}},
       {"backward(1,1)", {450, 750}}, {"backward(1,0)", {750, 970}}};
   for (const auto& [name, expected] : ops) EXPECT_EQ(interval(trace, name), expected) << name;
   const std::vector<std::pair<std::string, std::vector<TimeNs>>> launches = {
-      {"launch forward(0,0)", {0, 10}},     {"launch forward(0,1)", {110, 120}},
-      {"launch backward(0,1)", {120, 140}}, {"launch forward(1,0)", {140, 150}},
-      {"launch backward(0,0)", {420, 440}}, {"launch forward(1,1)", {440, 450}},
+      {"launch forward(0,0)", {0, 10}},     {"launch forward(0,1)", {110, 120}},  {"launch backward(0,1)", {120, 140}},
+      {"launch forward(1,0)", {140, 150}},  {"launch backward(0,0)", {420, 440}}, {"launch forward(1,1)", {440, 450}},
       {"launch backward(1,1)", {450, 470}}, {"launch backward(1,0)", {750, 770}}};
   for (const auto& [name, expected] : launches) {
     EXPECT_EQ(interval(trace, name), expected) << name;
@@ -290,4 +289,4 @@ TEST(LaunchModel, RelativeSpeedScalesTheDeviceTimeOnly) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_launches

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof {
+namespace pipeprof::test_measured_peaks {
 namespace {
 
 struct Measured {
@@ -381,4 +381,4 @@ TEST(MeasuredPeaks, ABf16LinearsOutputCountsThoughItsSavedBytesAreAWeightsCastCo
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_measured_peaks

@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-namespace pipeprof {
+namespace pipeprof::test_memory_timeline {
 namespace {
 
 // One layer per stage: f 10, b 20, saved S 100, output O 10, workspace W 5, params 8
@@ -426,4 +426,4 @@ TEST(MemoryTimeline, AllocationsBeforeReleasesAndFirstPeakOp) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_memory_timeline

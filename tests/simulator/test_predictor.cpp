@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace pipeprof {
+namespace pipeprof::test_predictor {
 namespace {
 
 /// Four layers; at micro-batch b each takes 10b ns forward and 20b ns backward.
@@ -149,4 +149,4 @@ TEST(Predictor, AShapeWithCorrectionsOfItsOwnIsPredictedWithThem) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_predictor

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-namespace pipeprof {
+namespace pipeprof::test_process_per_device {
 namespace {
 
 constexpr Bytes kO = 10;  // each layer's output per sample
@@ -71,4 +71,4 @@ TEST(ProcessPerDevice, RanksShareNoTensorOverAZeroCostLink) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_process_per_device

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace pipeprof {
+namespace pipeprof::test_reference_speed {
 namespace {
 
 /// A reference run of `schedule`, `mode` and `chunks` at moment atS, whose timed steps took
@@ -57,4 +57,4 @@ TEST(ReferenceSpeed, OneProbeRunSaysNothing) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_reference_speed

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof {
+namespace pipeprof::test_schedules {
 namespace {
 
 // Per device and micro-batch: forward f, backward b (divisible by every v used below).
@@ -36,8 +36,8 @@ std::string describe(const Shape& shape) {
 Prediction run(ScheduleKind kind, const Shape& shape, Bytes savedBytes = 0, SimulationOptions options = {}) {
   const std::int64_t n = shape.p * shape.v;
   const Profile profile = test::uniformProfile(n, {kF / shape.v, kB / shape.v, savedBytes, 0, 0, 0});
-  Candidate candidate =
-      test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), shape.m, Checkpoint::Never, shape.m);
+  Candidate candidate = test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(n), 1), shape.m,
+                                            Checkpoint::Never, shape.m);
   candidate.schedule = kind;
   candidate.stagesPerDevice = shape.v;
   return simulate(profile, test::freeCluster(shape.p), candidate, options).prediction;
@@ -114,8 +114,8 @@ TEST(ScheduleMemory, InterleavedPeakIsWhatItsOrderKeepsInFlight) {
 
 // Static bytes (parameters and gradients) of all a device's stages count on it.
 TEST(ScheduleMemory, StaticBytesOfEveryStageOfADeviceCount) {
-  const Profile profile = test::makeProfile({{10, 20, 0, 0, 0, 1}, {10, 20, 0, 0, 0, 2}, {10, 20, 0, 0, 0, 4},
-                                             {10, 20, 0, 0, 0, 8}});
+  const Profile profile =
+      test::makeProfile({{10, 20, 0, 0, 0, 1}, {10, 20, 0, 0, 0, 2}, {10, 20, 0, 0, 0, 4}, {10, 20, 0, 0, 0, 8}});
   Candidate candidate = test::makeCandidate({1, 1, 1, 1}, 2, Checkpoint::Never, 2);
   candidate.schedule = ScheduleKind::Interleaved;
   candidate.stagesPerDevice = 2;
@@ -185,4 +185,4 @@ TEST(ScheduleEngine, RejectsAnInvalidShapeWithItsReason) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_schedules

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-namespace pipeprof {
+namespace pipeprof::test_shared_parameters {
 namespace {
 
 using test::LayerCosts;
@@ -78,4 +78,4 @@ TEST(SharedParameters, TheTraceShowsTheExchangeOnTheDevicesHoldingCopies) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_shared_parameters

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace pipeprof {
+namespace pipeprof::test_simulator {
 namespace {
 
 using test::LayerCosts;
@@ -306,4 +306,4 @@ TEST(Simulate, TraceHasEveryOpOnItsLaneAndMemoryCounters) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_simulator

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof {
+namespace pipeprof::test_step_breakdown {
 namespace {
 
 constexpr TimeNs kF = 1000;  // per sample
@@ -289,4 +289,4 @@ TEST(StepBreakdown, AnEmptyTraceHasNoSteps) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_step_breakdown

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace pipeprof {
+namespace pipeprof::test_zero_bubble {
 namespace {
 
 // Per device and micro-batch: forward F, input gradient I, weight gradient W (each divisible by
@@ -333,4 +333,4 @@ TEST(ZeroBubbleProfile, AProfileWithoutTheSplitIsToldToProfileAgain) {
 }
 
 }  // namespace
-}  // namespace pipeprof
+}  // namespace pipeprof::test_zero_bubble

@@ -56,9 +56,9 @@ TORCH_MODULE(TiedHead);
 
 /// One pre-norm decoder block: x + attention(norm(x)), then x + mlp(norm(x)); causal
 /// multi-head self-attention written with basic ops so it runs on LibTorch 1.13.
-class BlockImpl : public torch::nn::Module {
+class TransformerBlockImpl : public torch::nn::Module {
  public:
-  explicit BlockImpl(std::int64_t width)
+  explicit TransformerBlockImpl(std::int64_t width)
       : heads_(std::max<std::int64_t>(1, width / kHeadWidth)),
         norm1_(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})))),
         qkv_(register_module("qkv", torch::nn::Linear(width, 3 * width))),
@@ -90,7 +90,7 @@ class BlockImpl : public torch::nn::Module {
   torch::nn::Linear fc1_;
   torch::nn::Linear fc2_;
 };
-TORCH_MODULE(Block);
+TORCH_MODULE(TransformerBlock);
 
 }  // namespace
 
@@ -109,7 +109,7 @@ Model buildGpt(const ModelOptions& options) {
     Embedding embed(width);
     s->push_back("embed", embed);
     for (std::int64_t k = 0; k < depth; ++k) {
-      s->push_back("block" + std::to_string(k), Block(width));
+      s->push_back("block" + std::to_string(k), TransformerBlock(width));
     }
     s->push_back("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({width})));
     if (options.tieEmbeddings) {

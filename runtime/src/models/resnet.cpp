@@ -10,7 +10,7 @@ namespace pipeprof {
 namespace {
 
 constexpr std::int64_t kClasses = 10;
-constexpr std::int64_t kImageSize = 32;
+constexpr std::int64_t kResnetImageSize = 32;
 
 torch::nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel).padding(kernel / 2).bias(false));
@@ -53,7 +53,7 @@ Model buildResnet(const ModelOptions& options) {
   model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
     at::Generator generator = makeCpuGenerator(static_cast<std::uint64_t>(seed));
     Batch b;
-    b.input = torch::randn({batch, 3, kImageSize, kImageSize}, generator, torch::kFloat32);
+    b.input = torch::randn({batch, 3, kResnetImageSize, kResnetImageSize}, generator, torch::kFloat32);
     b.target = torch::randint(0, kClasses, {batch}, generator, torch::kLong);
     return b;
   };

@@ -9,7 +9,7 @@
 namespace pipeprof {
 namespace {
 
-constexpr std::int64_t kImageSize = 32;
+constexpr std::int64_t kUnetImageSize = 32;
 
 torch::nn::Conv2d conv3x3(std::int64_t in, std::int64_t out) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1));
@@ -20,8 +20,8 @@ torch::nn::Conv2d conv3x3(std::int64_t in, std::int64_t out) {
 Model buildUnet(const ModelOptions& options) {
   const std::int64_t width = orDefault(options.width, 16);
   const std::int64_t levels = orDefault(options.depth, 2);
-  if ((kImageSize >> levels) < 1) {
-    throw std::invalid_argument("unet depth " + std::to_string(levels) + " halves a " + std::to_string(kImageSize) +
+  if ((kUnetImageSize >> levels) < 1) {
+    throw std::invalid_argument("unet depth " + std::to_string(levels) + " halves a " + std::to_string(kUnetImageSize) +
                                 "-pixel image below one pixel; use a depth of at most 5");
   }
   Model model;
@@ -61,8 +61,8 @@ Model buildUnet(const ModelOptions& options) {
   model.makeBatch = [](std::int64_t batch, std::int64_t seed) {
     at::Generator generator = makeCpuGenerator(static_cast<std::uint64_t>(seed));
     Batch b;
-    b.input = torch::randn({batch, 3, kImageSize, kImageSize}, generator, torch::kFloat32);
-    b.target = torch::randn({batch, 3, kImageSize, kImageSize}, generator, torch::kFloat32);
+    b.input = torch::randn({batch, 3, kUnetImageSize, kUnetImageSize}, generator, torch::kFloat32);
+    b.target = torch::randn({batch, 3, kUnetImageSize, kUnetImageSize}, generator, torch::kFloat32);
     return b;
   };
   model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };

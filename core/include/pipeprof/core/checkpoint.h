@@ -11,6 +11,9 @@ namespace pipeprof {
 /// always: every micro-batch is checkpointed; except_last: all but the last; never: none.
 enum class Checkpoint { Always, ExceptLast, Never };
 
+/// Every mode, in the order above (menus, searches over all of them).
+inline constexpr Checkpoint kAllCheckpoints[] = {Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+
 /// "always", "except_last", "never".
 std::string_view checkpointName(Checkpoint mode);
 
