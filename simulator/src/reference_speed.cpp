@@ -25,10 +25,17 @@ TimeNs medianStepNs(const Trace& trace) {
 
 }  // namespace
 
+TimeNs MachineSpeedSamples::fastestNs() const {
+  return stepNs.empty() ? 0 : *std::min_element(stepNs.begin(), stepNs.end());
+}
+
+TimeNs MachineSpeedSamples::slowestNs() const {
+  return stepNs.empty() ? 0 : *std::max_element(stepNs.begin(), stepNs.end());
+}
+
 double MachineSpeedSamples::spread() const {
-  if (!usable()) return 0.0;
-  const auto [fastest, slowest] = std::minmax_element(stepNs.begin(), stepNs.end());
-  return *fastest > 0 ? static_cast<double>(*slowest) / static_cast<double>(*fastest) - 1.0 : 0.0;
+  if (!usable() || fastestNs() <= 0) return 0.0;
+  return static_cast<double>(slowestNs()) / static_cast<double>(fastestNs()) - 1.0;
 }
 
 MachineSpeedSamples machineSpeedSamples(const std::vector<ReferenceRun>& runs) {

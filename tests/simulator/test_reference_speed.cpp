@@ -46,6 +46,8 @@ TEST(ReferenceSpeed, TheProbeIsGPipeWithoutCheckpointsAtItsLargestChunkCount) {
   EXPECT_EQ(samples.atS, (std::vector<double>{0.0, 2.0, 3.0}));  // by moment
   EXPECT_EQ(samples.stepNs, (std::vector<TimeNs>{100, 95, 120}));
   EXPECT_TRUE(samples.usable());
+  EXPECT_EQ(samples.fastestNs(), 95);
+  EXPECT_EQ(samples.slowestNs(), 120);
   EXPECT_DOUBLE_EQ(samples.spread(), 120.0 / 95.0 - 1.0);
 }
 
@@ -54,6 +56,7 @@ TEST(ReferenceSpeed, OneProbeRunSaysNothing) {
   EXPECT_FALSE(machineSpeedSamples(runs).usable());
   EXPECT_DOUBLE_EQ(machineSpeedSamples(runs).spread(), 0.0);
   EXPECT_EQ(machineSpeedSamples({}).probeChunks, 0);
+  EXPECT_EQ(machineSpeedSamples({}).fastestNs(), 0);
 }
 
 }  // namespace

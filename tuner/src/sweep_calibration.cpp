@@ -105,11 +105,10 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
     result.calibration.provenance.rounds = std::max(roundsSoFar, begun);
   }
   if (const MachineSpeedSamples speed = machineSpeedSamples(runs); speed.usable()) {
-    const auto [fastest, slowest] = std::minmax_element(speed.stepNs.begin(), speed.stepNs.end());
     progress.phase(fmt::format("calibration: the machine's speed moved {:.1f}% while the references ran (GPipe "
                                "x{} took {:.2f}-{:.2f} ms a step over {} runs)",
-                               100.0 * speed.spread(), speed.probeChunks, static_cast<double>(*fastest) / 1e6,
-                               static_cast<double>(*slowest) / 1e6, speed.stepNs.size()));
+                               100.0 * speed.spread(), speed.probeChunks, static_cast<double>(speed.fastestNs()) / 1e6,
+                               static_cast<double>(speed.slowestNs()) / 1e6, speed.stepNs.size()));
   }
   return result;
 }

@@ -33,6 +33,9 @@ struct MachineSpeedSamples {
 
   /// At least two samples: enough to see the machine's speed move.
   bool usable() const { return stepNs.size() >= 2; }
+  /// The fastest and the slowest sample's step; 0 without samples.
+  TimeNs fastestNs() const;
+  TimeNs slowestNs() const;
   /// The slowest sample's step over the fastest's, minus one (0.25: the machine ran 25% slower
   /// at its slowest than at its fastest); 0 when not usable.
   double spread() const;
