@@ -3,6 +3,7 @@
 #include <pipeprof/runtime/pipe.h>
 
 #include "pipe_test_util.h"
+#include "support/fixtures.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -107,7 +108,7 @@ TEST(ZooPipe, ResnetEqualsItsUnpartitionedFormInEval) {
   }
 }
 
-const std::string kFixture = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/tiny_sequential.pt";
+const std::string kFixture = test::fixturePath("tiny_sequential.pt");
 
 TEST(ZooPipe, LoadsATorchScriptSequential) {
   Model model = buildModel(kFixture);
