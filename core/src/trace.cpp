@@ -65,6 +65,14 @@ void sortEvents(Trace& trace) {
   });
 }
 
+std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
+  std::vector<const TraceEvent*> steps;
+  for (const TraceEvent& event : trace.events) {
+    if (event.kind == EventKind::Span && event.phase == Phase::Step) steps.push_back(&event);
+  }
+  return steps;
+}
+
 void scaleTraceTimes(Trace& trace, double factor) {
   auto scaled = [factor](TimeNs ns) { return std::llround(static_cast<double>(ns) * factor); };
   for (TraceEvent& event : trace.events) {

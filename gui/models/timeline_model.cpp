@@ -53,10 +53,7 @@ QString spanDetails(const TraceEvent& event, TimeNs relativeStartNs) {
 // The events of the median-duration step (by its Step span), with each counter's value at the
 // step's start carried in; the trace itself when it has no Step spans.
 Trace medianStep(const Trace& trace, QString* note) {
-  std::vector<const TraceEvent*> steps;
-  for (const TraceEvent& event : trace.events) {
-    if (event.kind == EventKind::Span && event.phase == Phase::Step) steps.push_back(&event);
-  }
+  const std::vector<const TraceEvent*> steps = stepSpans(trace);
   if (steps.empty()) return trace;
   std::vector<const TraceEvent*> byDuration = steps;
   std::stable_sort(byDuration.begin(), byDuration.end(),

@@ -63,9 +63,7 @@ std::string directionOf(const TraceEvent& e) {
 /// The step spans, or one window around every compute and copy span (none without any).
 std::vector<Interval> stepWindows(const Trace& trace) {
   std::vector<Interval> windows;
-  for (const TraceEvent& e : trace.events) {
-    if (e.kind == EventKind::Span && e.phase == Phase::Step) windows.emplace_back(e.startNs, e.endNs());
-  }
+  for (const TraceEvent* step : stepSpans(trace)) windows.emplace_back(step->startNs, step->endNs());
   std::sort(windows.begin(), windows.end());
   if (windows.empty()) {
     bool any = false;

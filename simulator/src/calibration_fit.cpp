@@ -26,14 +26,6 @@ namespace {
 constexpr double kMaxLayerScale = 4.0;
 constexpr double kMaxLossScale = 64.0;
 
-std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
-  std::vector<const TraceEvent*> steps;
-  for (const TraceEvent& event : trace.events) {
-    if (event.kind == EventKind::Span && event.phase == Phase::Step) steps.push_back(&event);
-  }
-  return steps;
-}
-
 /// Calls visit(op, size, step) for every span of a pipeline op in one of `phases` inside a timed
 /// step (warm-up ops lie outside every step span), with its micro-batch's size in samples and
 /// the index of its step.

@@ -17,9 +17,7 @@ bool isProbeShape(const Candidate& candidate) {
 /// The median of the run's step spans; 0 without any.
 TimeNs medianStepNs(const Trace& trace) {
   std::vector<TimeNs> steps;
-  for (const TraceEvent& event : trace.events) {
-    if (event.kind == EventKind::Span && event.phase == Phase::Step) steps.push_back(event.durationNs);
-  }
+  for (const TraceEvent* step : stepSpans(trace)) steps.push_back(step->durationNs);
   return steps.empty() ? 0 : medianNs(std::move(steps));
 }
 

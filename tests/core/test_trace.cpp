@@ -52,6 +52,26 @@ TEST(SortEvents, ByStartDeviceLaneName) {
   EXPECT_EQ(trace.events[2].endNs(), 12);
 }
 
+TEST(StepSpans, AreTheStepPhasesSpansInTheirOrder) {
+  Trace trace;
+  const auto add = [&trace](EventKind kind, Phase phase, TimeNs start) {
+    TraceEvent event;
+    event.kind = kind;
+    event.phase = phase;
+    event.startNs = start;
+    trace.events.push_back(event);
+  };
+  add(EventKind::Span, Phase::Step, 20);
+  add(EventKind::Span, Phase::Forward, 5);
+  add(EventKind::Counter, Phase::Step, 7);  // a counter is no span
+  add(EventKind::Span, Phase::Step, 10);
+  const std::vector<const TraceEvent*> steps = stepSpans(trace);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0], &trace.events[0]);
+  EXPECT_EQ(steps[1], &trace.events[3]);
+  EXPECT_TRUE(stepSpans(Trace{}).empty());
+}
+
 TEST(ScaleTraceTimes, KeepsAdjacentSpansAdjacent) {
   Trace trace;
   for (const auto& [start, duration] : std::vector<std::pair<TimeNs, TimeNs>>{{0, 3}, {3, 3}, {6, 5}}) {

@@ -62,6 +62,9 @@ struct Trace {
 /// Sorts events by (start, device, lane, name) so output is deterministic.
 void sortEvents(Trace& trace);
 
+/// The trace's step spans (Phase::Step), in the order the trace holds them.
+std::vector<const TraceEvent*> stepSpans(const Trace& trace);
+
 /// Multiplies every event's start and duration in `trace` by `factor`, rounded so that adjacent
 /// spans stay adjacent (a predicted twin under drift).
 void scaleTraceTimes(Trace& trace, double factor);
