@@ -35,7 +35,7 @@ struct SearchSpace {
   std::vector<ScheduleKind> schedules{std::begin(kScheduleKinds), std::end(kScheduleKinds)};
   std::vector<std::int64_t> stagesPerDevice{1, 2};
   std::vector<std::int64_t> chunks{1, 2, 4, 8};
-  std::vector<Checkpoint> modes{Checkpoint::Always, Checkpoint::ExceptLast, Checkpoint::Never};
+  std::vector<Checkpoint> modes{std::begin(kAllCheckpoints), std::end(kAllCheckpoints)};
   /// Balances over the n = devices * v stages of each v tried.
   BalanceEnumeration enumeration = BalanceEnumeration::Auto;
   /// For Given: every balance has devices * v entries for a v tried, and is used for that v.
