@@ -1,6 +1,7 @@
 // End-to-end: models scripted and traced as their authors wrote them (a GPT-style LM with a
 // ModuleList and a tied head, a ResNet, a U-Net; tests/fixtures/make_graph_models.py) through
 // `models`, `run` threaded and with one process per stage, `sweep` and `export`.
+#include "support/fixtures.h"
 #include "support/run_process.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ namespace {
 using test::pipeprof;
 using test::ProcessResult;
 
-const std::string kFixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
+const std::string kFixtures = test::fixturePath("");
 const std::string kLanguageModel = kFixtures + "graph_language_model.pt";
 const std::string kRun =
     " --batch 8 --chunks 4 --seed 7 --lr 0.5 --warmup 1 --steps 2 --threads 1 --timeout 30 --json ";

@@ -1,5 +1,6 @@
 // End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts,
 // failures.
+#include "support/fixtures.h"
 #include "support/run_process.h"
 
 #include <gtest/gtest.h>
@@ -86,7 +87,7 @@ TEST(RunDist, AScheduleFileRunsOnTwoRanksAsOnThreads) {
   for (const std::string name :
        {"pytorch-2.6-schedules/looped_bfs_p2_m4_v2.csv", "pytorch-2.6-schedules/zbv_zero_bubble_p2_m4_v2.csv",
         "mixed_backwards_p2_m4_v2.csv"}) {
-    const std::string file = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/" + name;
+    const std::string file = test::fixturePath(name);
     const std::vector<double> threaded = commandLosses(run + file + " --devices cpu,cpu");
     ASSERT_EQ(threaded.size(), 3u) << name;
     expectSameLosses(commandLosses(run + file + " --procs 2"), threaded, name);
@@ -116,7 +117,7 @@ TEST(RunDist, ImportedAndTiedModelsTrainOnRanksAsTheThreadedPipe) {
   // The language model's next-token loss from its attributes and its tied head; the
   // classifier's ReLUs work in place at both stage boundaries, and --loss mse overrides its
   // cross-entropy (the rank job carries it); gpt's tied embeddings (the rank job carries it).
-  const std::string fixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/";
+  const std::string fixtures = test::fixturePath("");
   struct Case {
     std::string model;
     std::string devices;

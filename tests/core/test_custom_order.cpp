@@ -4,6 +4,7 @@
 #include <pipeprof/core/json_file.h>
 
 #include "schedule_test_util.h"
+#include "support/fixtures.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,9 +22,7 @@ using ::testing::HasSubstr;
 using ::testing::StrEq;
 using ::testing::ThrowsMessage;
 
-std::string fixturePath(const std::string& name) {
-  return std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/" + name;
-}
+std::string fixturePath(const std::string& name) { return test::fixturePath("pytorch-2.6-schedules/" + name); }
 
 /// A spec running `order` on one-layer stages, mode except_last.
 ScheduleSpec customSpec(const std::shared_ptr<const CustomOrder>& order) {

@@ -4,6 +4,7 @@
 #include <pipeprof/core/schedule_csv.h>
 
 #include "schedule_test_util.h"
+#include "support/fixtures.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
 std::string fixture(const std::string& name) {
-  std::ifstream file(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/" + name);
+  std::ifstream file(test::fixturePath("pytorch-2.6-schedules/" + name));
   EXPECT_TRUE(file) << name;
   std::ostringstream text;
   text << file.rdbuf();

@@ -5,6 +5,7 @@
 
 #include "pipe_test_util.h"
 #include "skip_test_layers.h"
+#include "support/fixtures.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -161,7 +162,7 @@ TEST(PipeSchedules, PytorchsOwnOrdersRunAsCustomOrders) {
   const torch::Tensor input = torch::randn({16, 8});
   const torch::Tensor target = torch::randn({16, 8});
   const Reference expected = reference(skipModel(), input, target);
-  const std::string dir = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/";
+  const std::string dir = test::fixturePath("pytorch-2.6-schedules/");
   for (const char* family : {"interleaved_1f1b", "looped_bfs", "interleaved_zero_bubble", "zbv_zero_bubble"}) {
     for (const char* shape : {"_p2_m4_v2.csv", "_p2_m8_v2.csv", "_p4_m8_v2.csv", "_p4_m16_v2.csv"}) {
       const std::string name = std::string(family) + shape;

@@ -2,6 +2,7 @@
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
 
+#include "support/fixtures.h"
 #include "support/run_process.h"
 #include "support/scratch_dir.h"
 #include "test_helpers.h"
@@ -156,7 +157,7 @@ TEST_F(SimulatorCli, ZeroBubbleIsSimulatedAndSearchedWithAProfileThatSplitsTheBa
 // order, and looped BFS (which pipeprof does not generate) predicted at all; a file whose
 // ranks wait in a cycle, or given with --chunks, is refused with exit 2.
 TEST_F(SimulatorCli, SimulateReadsAScheduleFile) {
-  const std::string fixtures = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/";
+  const std::string fixtures = test::fixturePath("pytorch-2.6-schedules/");
   test::LayerCosts costs{10, 20, 100, 10, 5, 8};
   costs.split = BackwardSplit{12, 8, 60, 4};
   writeProfile(test::uniformProfile(4, costs), path("split.json"));

@@ -3,6 +3,7 @@
 #include <pipeprof/core/custom_order.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include "support/fixtures.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -26,7 +27,7 @@ std::optional<ScheduleKind> generatedKind(const std::string& family) {
 }
 
 TEST(CustomOrders, PytorchsOwnOrdersArePredictedAsTheGeneratedOnes) {
-  const std::string dir = std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/pytorch-2.6-schedules/";
+  const std::string dir = test::fixturePath("pytorch-2.6-schedules/");
   test::LayerCosts costs{kF, kI + kW, 1000, 0, 0, 0};
   costs.split = BackwardSplit{kI, kW, 400};
   for (const std::string family : {"interleaved_1f1b", "looped_bfs", "interleaved_zero_bubble", "zbv_zero_bubble"}) {

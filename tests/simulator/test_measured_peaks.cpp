@@ -7,6 +7,7 @@
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include "support/fixtures.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -58,9 +59,7 @@ void expectWithin(const Profile& profile, const std::vector<Measured>& rows, dou
   }
 }
 
-Profile mlpProfile() {
-  return readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/mlp-batch4096-profile.json");
-}
+Profile mlpProfile() { return readProfile(test::fixturePath("mlp-batch4096-profile.json")); }
 
 // A whole backward frees as it goes: the loss's first (the output it kept), then each layer's.
 TEST(MeasuredPeaks, OneBackwardPerMicroBatchIsPredictedToTheMebibyte) {
@@ -137,7 +136,7 @@ TEST(MeasuredPeaks, TheSearchsZbOnePDefersNoWOnTheMlp) {
 // Counting only the block's output gradient, as the simulator did before the profiler measured
 // them, read these 6-18% low.
 TEST(MeasuredPeaks, StagesOfTransformerBlocksArePredictedWithWhatTheirICaptures) {
-  const Profile gpt = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/gpt-batch32-profile.json");
+  const Profile gpt = readProfile(test::fixturePath("gpt-batch32-profile.json"));
   expectWithin(gpt,
                {{ScheduleKind::ZeroBubble, {4, 3}, Checkpoint::Never, {33945088, 18917392}, 2, 32},
                 {ScheduleKind::ZeroBubble, {4, 3}, Checkpoint::Never, {19502592, 10385432}, 4, 32},
@@ -156,7 +155,7 @@ TEST(MeasuredPeaks, StagesOfTransformerBlocksArePredictedWithWhatTheirICaptures)
 // read 4% high at 4 and 8 micro-batches (one activation). Every device within 5.5% (one 2-4 MiB
 // activation, uncalibrated), the second at 4 and 8 micro-batches within 0.5%.
 TEST(MeasuredPeaks, AResidualStageIsPredictedWithTheInputItsFirstConvolutionKeeps) {
-  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  const Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   const Measured four{ScheduleKind::ZeroBubble, {23, 23}, Checkpoint::Never, {42035200, 52514856}, 4, 32};
   const Measured eight{ScheduleKind::ZeroBubble, {23, 23}, Checkpoint::Never, {21063680, 26297944}, 8, 32};
   expectWithin(resnet,
@@ -178,7 +177,7 @@ TEST(MeasuredPeaks, AResidualStageIsPredictedWithTheInputItsFirstConvolutionKeep
 // start, device 0 read 10-18% high (52.08 MiB against 44.09 measured); the threaded sweep of
 // 2026-11-27 (`--checkpoint always --schedules interleaved --chunks 2`) measured these.
 TEST(MeasuredPeaks, AForwardsPeakInItsSecondHalfIsReachedAtItsEnd) {
-  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  const Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   expectWithin(resnet,
                {{ScheduleKind::Interleaved, {13, 9, 12, 12}, Checkpoint::Always, {46226688, 37827424}, 2, 32},
                 {ScheduleKind::Interleaved, {13, 9, 11, 13}, Checkpoint::Always, {46226688, 33633632}, 2, 32},
@@ -191,7 +190,7 @@ TEST(MeasuredPeaks, AForwardsPeakInItsSecondHalfIsReachedAtItsEnd) {
 // before it keeps for W (the profile's gradient_shared_with_input). Counted twice, the second
 // device read up to 12% high at 4 and 8 micro-batches; every device within 6% now.
 TEST(MeasuredPeaks, ASkipGradientThatIsTheAddsInputGradientIsCountedOnce) {
-  Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   const std::vector<Measured> rows{
       {ScheduleKind::InterleavedZeroBubble, {12, 12, 11, 11}, Checkpoint::Never, {91330048, 78730208}, 2, 32},
       {ScheduleKind::InterleavedZeroBubble, {12, 12, 11, 11}, Checkpoint::Never, {50960384, 48307288}, 4, 32},
@@ -218,7 +217,7 @@ TEST(MeasuredPeaks, ASkipGradientThatIsTheAddsInputGradientIsCountedOnce) {
 // device 1 frees 4 MiB of device 0's while the second micro-batch's I runs, before that I's
 // peak at the stage's first layer (I's peak is charged from its start).
 TEST(MeasuredPeaks, ASkipGradientIsCountedOnceAtTheLayerBeforeItsPop) {
-  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  const Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   expectWithin(
       resnet, {{ScheduleKind::InterleavedZeroBubble, {11, 10, 12, 13}, Checkpoint::Never, {92366336, 83977184}, 2, 32}},
       0.001);
@@ -278,7 +277,7 @@ TEST(MeasuredPeaks, TheInputARankReceivedIsHandedToWCountedOnce) {
 // next convolution saved the skip, and the skip's send keeps it past that stage's backward. Without
 // that the first device read up to 19% low at 8 micro-batches.
 TEST(MeasuredPeaks, OneProcessPerDeviceKeepsTheSkipsItSent) {
-  Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   Cluster ranks = Cluster::uniform(2, std::nullopt, 2.429e9, 34950, "cpu");
   ranks.processPerDevice = true;
   expectWithin(
@@ -303,7 +302,7 @@ TEST(MeasuredPeaks, OneProcessPerDeviceKeepsTheSkipsItSent) {
 // counted from the stage's backward on, the second rank reads exactly (58.08 against 54.08
 // MiB at 4 micro-batches counted from the forward).
 TEST(MeasuredPeaks, AStashThatOpensItsStageHoldsNothingMoreThanTheInput) {
-  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  const Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   Cluster ranks = Cluster::uniform(2, std::nullopt, 4.849e9, 41202, "cpu");
   ranks.processPerDevice = true;
   expectWithin(resnet,
@@ -326,8 +325,7 @@ TEST(MeasuredPeaks, AStashThatOpensItsStageHoldsNothingMoreThanTheInput) {
 // resnet adamw bf16 (bench/training_step_sweeps.py, with and without --procs 2, and [22,24] /
 // [12,12,11,11] x8 never on their own): counted twice, [22,24]'s second rank read 31% high.
 TEST(MeasuredPeaks, AWholeBackwardUnderAutocastSharesTheSkipsGradientWithTheInputs) {
-  Profile resnet =
-      readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-adamw-bf16-profile.json");
+  Profile resnet = readProfile(test::fixturePath("resnet-batch32-adamw-bf16-profile.json"));
   Cluster ranks = Cluster::uniform(2, std::nullopt, 3.306e9, 60813, "cpu");
   ranks.processPerDevice = true;
   const std::vector<Measured> perRank{
@@ -364,7 +362,7 @@ TEST(MeasuredPeaks, AWholeBackwardUnderAutocastSharesTheSkipsGradientWithTheInpu
 // 2026-11-28 07:30-08:43; [4,3,5,3] x8's device 1, 18.02 MiB there, read 17.52 in each of
 // three `pipeprof run`s).
 TEST(MeasuredPeaks, ABf16LinearsOutputCountsThoughItsSavedBytesAreAWeightsCastCopy) {
-  Profile bf16 = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/mlp-batch4096-bf16-profile.json");
+  Profile bf16 = readProfile(test::fixturePath("mlp-batch4096-bf16-profile.json"));
   const std::vector<Measured> rows{
       {ScheduleKind::Interleaved, {2, 3, 7, 3}, Checkpoint::Never, {20812672, 18370600}},
       {ScheduleKind::Interleaved, {4, 3, 5, 3}, Checkpoint::Never, {21861248, 18894888}},

@@ -2,6 +2,7 @@
 #include <pipeprof/simulator/search.h>
 #include <pipeprof/simulator/simulator.h>
 
+#include "support/fixtures.h"
 #include "test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -396,7 +397,7 @@ TEST(GroupRejections, ByOverflowingDevicesOrShapeReasonLargestFirst) {
 // stage (a W that keeps the skip's gradient, a stash of the stage's input). Threads and
 // one process per device, whose compiled holds differ.
 TEST(Search, EveryBalancePredictsWhatItPredictsAlone) {
-  const Profile resnet = readProfile(std::string(PIPEPROF_SOURCE_DIR) + "/tests/fixtures/resnet-batch32-profile.json");
+  const Profile resnet = readProfile(test::fixturePath("resnet-batch32-profile.json"));
   const Cluster cluster = test::freeCluster(2);
   SearchSpace space;
   space.batch = 32;
