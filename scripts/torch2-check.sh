@@ -123,14 +123,18 @@ stub_libraries() {
 #  - Its users are checked, not compiled: -fsyntax-only parses and instantiates everything, as a
 #    compile does, and emits no code (a batch of the runtime: 25 s compiled at -O0, 15 checked).
 #    GCC writes no object then, only the dependency file: ninja runs such an object's command
-#    again on the next build (ccache answers it), and the archives are never asked for.
+#    again on the next build (ccache answers it), and an archive is an empty file as an
+#    executable is.
 write_shim() {
   local shim=$1
   cat > "$shim.new" <<'EOF'
 # Written by scripts/torch2-check.sh: the compile check's adjustments, in its own build only.
-# Nothing links (2.6's libraries need trixie's glibc): an executable another target depends on,
-# like pipeprof's rank worker, is an empty file.
+# Nothing links (2.6's libraries need trixie's glibc): an executable or library another target
+# depends on, like pipeprof's rank worker, is an empty file (and the checked objects are none).
 set(CMAKE_CXX_LINK_EXECUTABLE "<CMAKE_COMMAND> -E touch <TARGET>")
+set(CMAKE_CXX_ARCHIVE_CREATE "<CMAKE_COMMAND> -E touch <TARGET>")
+set(CMAKE_CXX_ARCHIVE_APPEND "<CMAKE_COMMAND> -E touch <TARGET>")
+set(CMAKE_CXX_ARCHIVE_FINISH "<CMAKE_COMMAND> -E touch <TARGET>")
 function(_pipeprof_torch2_shim)
   if(TARGET torch::nvtoolsext AND NOT TARGET CUDA::nvToolsExt)
     add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
