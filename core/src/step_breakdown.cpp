@@ -1,5 +1,9 @@
 // The step breakdown: a walk over each device's spans, its idle stretches attributed along the
-// op dependency graph, and a replay of that graph for the schedule's bubble.
+// op dependency graph, and a replay of that graph for the schedule's bubble. Where the trace
+// holds the GPU's own records (CUPTI's kernels, memsets and copies, each attributed to its op
+// by the "op" arg), an op is the device work attributed to it rather than the host's span of
+// it: its kernels are its busy time, its end is its last kernel's, and a copy's data moves
+// while its copy records run.
 #include <pipeprof/core/step_breakdown.h>
 
 #include <algorithm>
@@ -24,6 +28,13 @@ constexpr const char* kOptimizerSpan = "optimizer";
 constexpr const char* kSharedGradientsSpan = "shared gradients";
 constexpr const char* kSendPrefix = "send ";
 constexpr const char* kReceivePrefix = "receive ";
+/// The arg naming the op some device work was attributed to (profiler/activity_converter.h).
+constexpr const char* kAttributedOpArg = "op";
+
+/// A record of the GPU's own work: a kernel, a memset or a copy (CUPTI's, on a "cuda:N" device).
+bool isDeviceWork(const TraceEvent& event) {
+  return event.phase == Phase::Kernel || event.phase == Phase::Memset || event.phase == Phase::Memcpy;
+}
 
 StepCategory categoryOf(OpKind kind) {
   switch (kind) {
@@ -84,6 +95,18 @@ class MatchedTrace {
       if (event.kind != EventKind::Span || event.phase == Phase::Step || event.phase == Phase::Warmup) continue;
       const std::int64_t step = stepOf(event);
       if (step < 0) continue;
+      if (isDeviceWork(event)) {
+        const auto attributed = event.args.find(kAttributedOpArg);
+        if (attributed == event.args.end()) continue;  // no op's: the loss's scaling, the optimizer's
+        if (const std::optional<OpIndex> op = opNamed(attributed->second)) {
+          work_[key(step, *op)].push_back(&event);
+          if (schedule.op(*op).isCompute()) {
+            TimeNs& last = lastComputeEndNs_[step];
+            last = std::max(last, event.endNs());
+          }
+        }
+        continue;
+      }
       if (const std::optional<OpIndex> op = opNamed(event.name)) {
         spans_[key(step, *op)] = &event;
         if (schedule.op(*op).isCompute()) {
@@ -117,6 +140,27 @@ class MatchedTrace {
   std::int64_t deviceOfOp(OpIndex op) const { return schedule_.deviceOf(schedule_.op(op).j); }
 
   const TraceEvent* span(std::int64_t step, OpIndex op) const { return lookUp(spans_, step, op); }
+  /// The GPU records attributed to the op in step `step` (empty: none, e.g. on a CPU).
+  const std::vector<const TraceEvent*>& work(std::int64_t step, OpIndex op) const {
+    static const std::vector<const TraceEvent*> kNone;
+    const auto found = work_.find(key(step, op));
+    return found == work_.end() ? kNone : found->second;
+  }
+  /// When the op ran, as the device saw it: its GPU records' first start and last end where it
+  /// has any, else its span's (nullopt: neither is in the trace).
+  std::optional<Window> extentOf(std::int64_t step, OpIndex op) const {
+    const std::vector<const TraceEvent*>& records = work(step, op);
+    if (!records.empty()) {
+      Window extent{records.front()->startNs, records.front()->endNs()};
+      for (const TraceEvent* record : records) {
+        extent.startNs = std::min(extent.startNs, record->startNs);
+        extent.endNs = std::max(extent.endNs, record->endNs());
+      }
+      return extent;
+    }
+    if (const TraceEvent* found = span(step, op)) return Window{found->startNs, found->endNs()};
+    return std::nullopt;
+  }
   const TraceEvent* send(std::int64_t step, OpIndex op) const { return lookUp(sends_, step, op); }
   const TraceEvent* receive(std::int64_t step, OpIndex op) const { return lookUp(receives_, step, op); }
   /// When the last compute op of any device ended in step `step` (nullopt: none traced).
@@ -130,7 +174,13 @@ class MatchedTrace {
   std::vector<StepItem> itemsOf(std::int64_t d, std::int64_t step) const {
     std::vector<StepItem> items;
     for (const OpIndex op : schedule_.deviceOrder(d)) {
-      if (const TraceEvent* found = span(step, op)) items.push_back({found, op, categoryOf(schedule_.op(op).kind)});
+      const StepCategory category = categoryOf(schedule_.op(op).kind);
+      const std::vector<const TraceEvent*>& records = work(step, op);
+      if (!records.empty()) {
+        for (const TraceEvent* record : records) items.push_back({record, op, category});
+      } else if (const TraceEvent* found = span(step, op)) {
+        items.push_back({found, op, category});
+      }
     }
     if (items.empty()) return items;
     const auto others = others_.find(step);
@@ -199,6 +249,7 @@ class MatchedTrace {
   std::map<std::string, std::vector<Window>> windowsByDevice_;
   std::vector<Window> sharedWindows_;
   SpanMap spans_;
+  std::unordered_map<std::uint64_t, std::vector<const TraceEvent*>> work_;
   SpanMap sends_;
   SpanMap receives_;
   std::map<std::int64_t, TimeNs> lastComputeEndNs_;
@@ -234,6 +285,7 @@ class Walker {
     if (items.empty()) return;
     ++totals.windows;
     TimeNs frontierNs = window.startNs;
+    std::set<OpIndex> counted;  // an op of several GPU records counts once for its kind's mean
     for (const StepItem& item : items) {
       const TimeNs startNs = std::clamp(item.span->startNs, window.startNs, window.endNs);
       const TimeNs endNs = std::clamp(item.span->endNs(), window.startNs, window.endNs);
@@ -248,7 +300,7 @@ class Walker {
       if (item.op) {
         auto& [kindNs, count] = totals.byKind[schedule_.op(*item.op).kind];
         kindNs += item.span->durationNs;
-        ++count;
+        if (counted.insert(*item.op).second) ++count;
       }
     }
     if (window.endNs > frontierNs) attributeIdle(frontierNs, window.endNs, tailReadiness(step, frontierNs), totals);
@@ -289,20 +341,21 @@ class Walker {
   std::optional<Readiness> readinessOf(std::int64_t d, std::int64_t step, OpIndex dep) const {
     const Op& op = schedule_.op(dep);
     if (!op.isCopy()) {
-      const TraceEvent* span = matched_.span(step, dep);
-      if (span == nullptr || matched_.deviceOfOp(dep) == d) return std::nullopt;
-      return Readiness{span->endNs(), span->endNs(), span->endNs()};
+      const std::optional<Window> extent = matched_.extentOf(step, dep);
+      if (!extent || matched_.deviceOfOp(dep) == d) return std::nullopt;
+      return Readiness{extent->endNs, extent->endNs, extent->endNs};
     }
     std::optional<TimeNs> producedNs;
     for (const OpIndex producer : op.deps) {
-      if (const TraceEvent* span = matched_.span(step, producer)) {
-        producedNs = std::max(producedNs.value_or(span->endNs()), span->endNs());
+      if (const std::optional<Window> extent = matched_.extentOf(step, producer)) {
+        producedNs = std::max(producedNs.value_or(extent->endNs), extent->endNs);
       }
     }
     Readiness ready;
-    if (const TraceEvent* copy = matched_.span(step, dep)) {
+    if (const std::optional<Window> copy = matched_.extentOf(step, dep)) {
+      // The copy's span, or on a GPU its copy records: the data moved while they ran.
       ready.movingNs = copy->startNs;
-      ready.arrivedNs = copy->endNs();
+      ready.arrivedNs = copy->endNs;
     } else if (const TraceEvent* receive = matched_.receive(step, dep)) {
       // A receive posted before its send waits for the sender; the data moves once both are there.
       const TraceEvent* send = matched_.send(step, dep);

@@ -1,6 +1,7 @@
 // Tests for breakDownSteps (core/step_breakdown.h) on the simulator's traces, whose closed forms
-// are known (equal stages: GPipe's and 1F1B's bubble), and on hand-written rank traces (a
-// receive posted before its send).
+// are known (equal stages: GPipe's and 1F1B's bubble), on hand-written rank traces (a receive
+// posted before its send) and GPU traces (kernels and copy records), and on an H100's trace.
+#include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/step_breakdown.h>
 #include <pipeprof/simulator/simulator.h>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -276,6 +278,97 @@ TEST(StepBreakdown, AveragesTheStepsOfAMeasuredRunAndRoundTripsThroughJson) {
   nlohmann::json bad = toJson(breakdown);
   bad["devices"][0]["waiting_ns"] = -1;
   EXPECT_THROW(stepBreakdownFromJson(JsonCursor(bad, "report.json")), FormatError);
+}
+
+/// A CUPTI record of a kernel, memset or copy attributed to `op` (activity_converter.h).
+TraceEvent deviceWork(const std::string& op, const std::string& device, TimeNs start, TimeNs duration,
+                      Phase phase = Phase::Kernel) {
+  TraceEvent event = spanOf(phase == Phase::Memcpy ? "Memcpy DtoD" : "gemm", device, start, duration, phase);
+  event.lane = "stream 7";
+  event.args["op"] = op;
+  return event;
+}
+
+TEST(StepBreakdown, OnAGpuAnOpIsItsKernelsAndACopyItsCopyRecords) {
+  // Two CUDA devices, one micro-batch, forward only. The host launches each op in a few
+  // microseconds; the GPUs run: device 0 forward(0,0)'s kernels at 10-50 and 60-90, the copy's
+  // record at 95-120, device 1 forward(0,1)'s kernel at 130-170.
+  ScheduleSpec spec;
+  spec.balance = {1, 1};
+  spec.chunks = 1;
+  spec.training = false;
+  const Schedule schedule = Schedule::build(spec);
+  Trace trace;
+  trace.events = {spanOf("step", "host", 0, 200, Phase::Step),
+                  spanOf("forward(0,0)", "cuda:0", 0, 20, Phase::Forward),
+                  spanOf("copy(0,0->1)", "cuda:0", 20, 5, Phase::Copy),
+                  spanOf("forward(0,1)", "cuda:1", 25, 15, Phase::Forward),
+                  deviceWork("forward(0,0)", "cuda:0", 10, 40),
+                  deviceWork("forward(0,0)", "cuda:0", 60, 30),
+                  deviceWork("copy(0,0->1)", "cuda:1", 95, 25, Phase::Memcpy),
+                  deviceWork("forward(0,1)", "cuda:1", 130, 40),
+                  spanOf("cudaLaunchKernel", "cuda:0", 1, 3, Phase::Launch)};
+  TraceEvent unattributed = spanOf("elementwise", "cuda:1", 175, 10, Phase::Kernel);  // no op's: left out
+  trace.events.push_back(unattributed);
+  const StepBreakdown breakdown = breakDownSteps(schedule, trace);
+  ASSERT_EQ(breakdown.devices.size(), 2u);
+
+  const DeviceStepBreakdown& first = breakdown.devices[0];
+  EXPECT_EQ(first.stepNs(), 200);
+  EXPECT_EQ(first.at(StepCategory::Forward), 70);             // its two kernels, not the host's 20
+  EXPECT_EQ(first.at(StepCategory::Overhead), 10 + 10 + 30);  // before, between the kernels, at the end
+  EXPECT_EQ(first.at(StepCategory::Bubble) + first.at(StepCategory::Waiting), 80);  // until device 1's kernel ends
+  // The bubble replays the schedule with each forward at device 0's mean of 70 (one op, two
+  // kernels): it leaves device 0 idle for 70.
+  EXPECT_EQ(first.at(StepCategory::Bubble), 70);
+
+  const DeviceStepBreakdown& second = breakdown.devices[1];
+  EXPECT_EQ(second.stepNs(), 200);
+  EXPECT_EQ(second.at(StepCategory::Forward), 40);
+  // Until forward(0,0)'s last kernel ended: waiting; until the copy record began: overhead;
+  // while it ran: transfer; then overhead until the kernel, and after it to the step's end.
+  EXPECT_EQ(second.at(StepCategory::Bubble) + second.at(StepCategory::Waiting), 90);
+  EXPECT_EQ(second.at(StepCategory::Transfer), 25);
+  EXPECT_EQ(second.at(StepCategory::Overhead), 5 + 10 + 30);
+  EXPECT_EQ(second.at(StepCategory::Bubble), 40);
+}
+
+TEST(StepBreakdown, AMeasuredH100TraceBreaksDownByItsKernels) {
+  // traces/cuda_run_mlp.json: mlp [7,8] x4 except_last on one H100 (both partitions on cuda:0),
+  // 3 steps, every kernel CUPTI recorded; the GPU idles most of each step (traces/README.md).
+  const Trace measured = readChromeTraceFile(std::string(PIPEPROF_SOURCE_DIR) + "/traces/cuda_run_mlp.json");
+  ScheduleSpec spec;
+  spec.balance = {7, 8};
+  spec.chunks = 4;
+  spec.checkpoint = Checkpoint::ExceptLast;
+  const Schedule schedule = Schedule::build(spec);
+  Trace hostOnly = measured;
+  hostOnly.events.erase(std::remove_if(hostOnly.events.begin(), hostOnly.events.end(),
+                                       [](const TraceEvent& event) { return event.phase == Phase::Kernel; }),
+                        hostOnly.events.end());
+  const StepBreakdown gpu = breakDownSteps(schedule, measured);
+  const StepBreakdown host = breakDownSteps(schedule, hostOnly);
+  ASSERT_EQ(gpu.steps, 3);
+  ASSERT_EQ(gpu.devices.size(), 2u);
+  ASSERT_EQ(host.devices.size(), 2u);
+  for (std::size_t d = 0; d < 2; ++d) {
+    SCOPED_TRACE("device " + std::to_string(d));
+    const DeviceStepBreakdown& onGpu = gpu.devices[d];
+    const DeviceStepBreakdown& onHost = host.devices[d];
+    // The same step windows (each category's mean over the 3 steps is rounded on its own).
+    EXPECT_NEAR(onGpu.stepNs(), onHost.stepNs(), static_cast<double>(kStepCategories));
+    for (const StepCategory category : {StepCategory::Forward, StepCategory::Recompute, StepCategory::Backward}) {
+      SCOPED_TRACE(stepCategoryName(category));
+      EXPECT_GT(onGpu.at(category), 0);
+      // Launch-bound: the GPU ran each op's kernels in a fraction of the host's time for it.
+      EXPECT_LT(onGpu.at(category) * 2, onHost.at(category));
+    }
+    TimeNs idleNs = 0;
+    for (const StepCategory category : stepCategories()) {
+      if (!isComputeCategory(category)) idleNs += onGpu.at(category);
+    }
+    EXPECT_GT(idleNs * 2, onGpu.stepNs());  // the GPU idled more than half of each step
+  }
 }
 
 TEST(StepBreakdown, AnEmptyTraceHasNoSteps) {
