@@ -9,8 +9,8 @@
 #                                (CUDA backends, CUPTI), and the NCCL probe
 #   5. sanitizer build, tests    build-sanitize/: the torch-free targets but the GUI, with ASan +
 #                                UBSan
-#   6. fuzzing                   scripts/fuzz.sh: every file reader, 5 x 20 s
-# and prints each stage's wall time at the end. About 50 minutes on this project's slower 2-core
+#   6. fuzzing                   scripts/fuzz.sh: every file reader, 6 x 20 s
+# and prints each stage's wall time at the end. About 43 minutes on this project's slower 2-core
 # machines with an empty ccache (25 on the faster ones); see docs/performance.md, "The test
 # command's time".
 #   scripts/test.sh            everything
