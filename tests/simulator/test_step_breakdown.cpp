@@ -56,6 +56,15 @@ TraceEvent spanOf(const std::string& name, const std::string& device, TimeNs sta
   return event;
 }
 
+/// Two one-layer stages, one micro-batch, forward only: the hand-written traces' schedule.
+Schedule twoStagesForwardOnly() {
+  ScheduleSpec spec;
+  spec.balance = {1, 1};
+  spec.chunks = 1;
+  spec.training = false;
+  return Schedule::build(spec);
+}
+
 TimeNs idleOf(const DeviceStepBreakdown& device) {
   return device.at(StepCategory::Bubble) + device.at(StepCategory::Waiting) + device.at(StepCategory::Transfer) +
          device.at(StepCategory::Overhead);
@@ -207,11 +216,7 @@ TEST(StepBreakdown, CategoriesSumToTheStepForEverySchedule) {
 TEST(StepBreakdown, AReceivePostedBeforeItsSendWaitsAndThenTransfers) {
   // Two ranks, one micro-batch, forward only: rank 1 posts its receive at 0, rank 0's forward
   // ends at 100 and sends until 130, rank 1's forward starts at 135.
-  ScheduleSpec spec;
-  spec.balance = {1, 1};
-  spec.chunks = 1;
-  spec.training = false;
-  const Schedule schedule = Schedule::build(spec);
+  const Schedule schedule = twoStagesForwardOnly();
   const auto span = spanOf;
   Trace trace;
   trace.metadata["source"] = "measured";
@@ -293,11 +298,7 @@ TEST(StepBreakdown, OnAGpuAnOpIsItsKernelsAndACopyItsCopyRecords) {
   // Two CUDA devices, one micro-batch, forward only. The host launches each op in a few
   // microseconds; the GPUs run: device 0 forward(0,0)'s kernels at 10-50 and 60-90, the copy's
   // record at 95-120, device 1 forward(0,1)'s kernel at 130-170.
-  ScheduleSpec spec;
-  spec.balance = {1, 1};
-  spec.chunks = 1;
-  spec.training = false;
-  const Schedule schedule = Schedule::build(spec);
+  const Schedule schedule = twoStagesForwardOnly();
   Trace trace;
   trace.events = {spanOf("step", "host", 0, 200, Phase::Step),
                   spanOf("forward(0,0)", "cuda:0", 0, 20, Phase::Forward),
