@@ -130,7 +130,8 @@ write_shim() {
   cat > "$shim.new" <<'EOF'
 # Written by scripts/torch2-check.sh: the compile check's adjustments, in its own build only.
 # Nothing links (2.6's libraries need trixie's glibc): an executable or library another target
-# depends on, like pipeprof's rank worker, is an empty file (and the checked objects are none).
+# depends on, like pipeprof's rank worker, is an empty file; the checked objects leave no object
+# file to archive.
 set(CMAKE_CXX_LINK_EXECUTABLE "<CMAKE_COMMAND> -E touch <TARGET>")
 set(CMAKE_CXX_ARCHIVE_CREATE "<CMAKE_COMMAND> -E touch <TARGET>")
 set(CMAKE_CXX_ARCHIVE_APPEND "<CMAKE_COMMAND> -E touch <TARGET>")
