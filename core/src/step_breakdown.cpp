@@ -91,6 +91,12 @@ class MatchedTrace {
       if (name.empty()) name = event.device;
     }
     collectWindows(trace);
+    // A compute op's span or GPU record: the step's compute lasts at least until it ends.
+    const auto noteComputeEnd = [&](std::int64_t step, OpIndex op, const TraceEvent& event) {
+      if (!schedule.op(op).isCompute()) return;
+      TimeNs& last = lastComputeEndNs_[step];
+      last = std::max(last, event.endNs());
+    };
     for (const TraceEvent& event : trace.events) {
       if (event.kind != EventKind::Span || event.phase == Phase::Step || event.phase == Phase::Warmup) continue;
       const std::int64_t step = stepOf(event);
@@ -99,20 +105,14 @@ class MatchedTrace {
         const auto attributed = event.args.find(kAttributedOpArg);
         if (attributed == event.args.end()) continue;  // no op's: the loss's scaling, the optimizer's
         if (const std::optional<OpIndex> op = opNamed(attributed->second)) {
-          work_[key(step, *op)].push_back(&event);
-          if (schedule.op(*op).isCompute()) {
-            TimeNs& last = lastComputeEndNs_[step];
-            last = std::max(last, event.endNs());
-          }
+          work_[key(step, *op)].add(event);
+          noteComputeEnd(step, *op, event);
         }
         continue;
       }
       if (const std::optional<OpIndex> op = opNamed(event.name)) {
         spans_[key(step, *op)] = &event;
-        if (schedule.op(*op).isCompute()) {
-          TimeNs& last = lastComputeEndNs_[step];
-          last = std::max(last, event.endNs());
-        }
+        noteComputeEnd(step, *op, event);
       } else if (startsWith(event.name, kSendPrefix)) {
         if (const auto sent = opNamed(event.name.substr(std::string(kSendPrefix).size())))
           sends_[key(step, *sent)] = &event;
@@ -144,21 +144,14 @@ class MatchedTrace {
   const std::vector<const TraceEvent*>& work(std::int64_t step, OpIndex op) const {
     static const std::vector<const TraceEvent*> kNone;
     const auto found = work_.find(key(step, op));
-    return found == work_.end() ? kNone : found->second;
+    return found == work_.end() ? kNone : found->second.records;
   }
   /// When the op ran, as the device saw it: its GPU records' first start and last end where it
   /// has any, else its span's (nullopt: neither is in the trace).
   std::optional<Window> extentOf(std::int64_t step, OpIndex op) const {
-    const std::vector<const TraceEvent*>& records = work(step, op);
-    if (!records.empty()) {
-      Window extent{records.front()->startNs, records.front()->endNs()};
-      for (const TraceEvent* record : records) {
-        extent.startNs = std::min(extent.startNs, record->startNs);
-        extent.endNs = std::max(extent.endNs, record->endNs());
-      }
-      return extent;
-    }
-    if (const TraceEvent* found = span(step, op)) return Window{found->startNs, found->endNs()};
+    const auto found = work_.find(key(step, op));
+    if (found != work_.end()) return found->second.extent;
+    if (const TraceEvent* own = span(step, op)) return Window{own->startNs, own->endNs()};
     return std::nullopt;
   }
   const TraceEvent* send(std::int64_t step, OpIndex op) const { return lookUp(sends_, step, op); }
@@ -196,6 +189,19 @@ class MatchedTrace {
 
  private:
   using SpanMap = std::unordered_map<std::uint64_t, const TraceEvent*>;
+
+  /// An op's GPU records and the time from the first's start to the last's end.
+  struct DeviceWork {
+    std::vector<const TraceEvent*> records;
+    Window extent;
+
+    void add(const TraceEvent& record) {
+      extent = records.empty()
+                   ? Window{record.startNs, record.endNs()}
+                   : Window{std::min(extent.startNs, record.startNs), std::max(extent.endNs, record.endNs())};
+      records.push_back(&record);
+    }
+  };
 
   std::uint64_t key(std::int64_t step, OpIndex op) const {
     return static_cast<std::uint64_t>(step) * schedule_.ops().size() + op;
@@ -249,7 +255,7 @@ class MatchedTrace {
   std::map<std::string, std::vector<Window>> windowsByDevice_;
   std::vector<Window> sharedWindows_;
   SpanMap spans_;
-  std::unordered_map<std::uint64_t, std::vector<const TraceEvent*>> work_;
+  std::unordered_map<std::uint64_t, DeviceWork> work_;
   SpanMap sends_;
   SpanMap receives_;
   std::map<std::int64_t, TimeNs> lastComputeEndNs_;

@@ -308,9 +308,8 @@ TEST(StepBreakdown, OnAGpuAnOpIsItsKernelsAndACopyItsCopyRecords) {
                   deviceWork("forward(0,0)", "cuda:0", 60, 30),
                   deviceWork("copy(0,0->1)", "cuda:1", 95, 25, Phase::Memcpy),
                   deviceWork("forward(0,1)", "cuda:1", 130, 40),
-                  spanOf("cudaLaunchKernel", "cuda:0", 1, 3, Phase::Launch)};
-  TraceEvent unattributed = spanOf("elementwise", "cuda:1", 175, 10, Phase::Kernel);  // no op's: left out
-  trace.events.push_back(unattributed);
+                  spanOf("cudaLaunchKernel", "cuda:0", 1, 3, Phase::Launch),
+                  spanOf("elementwise", "cuda:1", 175, 10, Phase::Kernel)};  // no op's: left out
   const StepBreakdown breakdown = breakDownSteps(schedule, trace);
   ASSERT_EQ(breakdown.devices.size(), 2u);
 
