@@ -75,6 +75,10 @@ namespace {
 
 bool isCompute(Phase phase) { return phase == Phase::Forward || phase == Phase::Recompute || phase == Phase::Backward; }
 
+/// NCCL's kernels move a rank's messages on NCCL's own streams: they belong to the send or the
+/// posted receive that launched them (its id), never to a compute op by stream and time.
+bool isNcclKernel(const KernelRecord& kernel) { return kernel.name.find("nccl") != std::string::npos; }
+
 /// A share in [0, 1] with 3 decimals, e.g. "0.902".
 std::string formatShare(double share) {
   char text[32];
@@ -271,7 +275,8 @@ void ActivityConverter::resolveKernels(Conversion& conversion) const {
   conversion.kernelOps.reserve(records_.kernels.size());
   for (const KernelRecord& record : records_.kernels) {
     conversion.kernelOps.push_back(
-        resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
+        isNcclKernel(record) ? Resolved{opOf(record.correlationId), Link::ById, true}
+                             : resolve(record.correlationId, record.deviceId, record.streamId, queuedHostNs(record)));
     if (conversion.kernelOps.back().timed) {
       conversion.streamOrder[{record.deviceId, record.streamId}].emplace_back(record.startNs,
                                                                               conversion.kernelOps.back().op);

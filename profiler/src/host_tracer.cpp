@@ -192,6 +192,15 @@ Trace HostTracer::drain() {
   return trace;
 }
 
+OpHookScope::OpHookScope(HostTracer* tracer, std::int64_t correlationId)
+    : hooks_(tracer != nullptr && tracer->enabled() ? tracer->opHooks() : nullptr), correlationId_(correlationId) {
+  if (hooks_ != nullptr) hooks_->onOpBegin(correlationId_);
+}
+
+OpHookScope::~OpHookScope() {
+  if (hooks_ != nullptr) hooks_->onOpEnd(correlationId_);
+}
+
 OpSpan::OpSpan(HostTracer* tracer, OpKind kind, std::int64_t i, std::int64_t j, std::int64_t toJ,
                const std::string& device, const std::string& lane, const std::string& name)
     : tracer_(tracer != nullptr && tracer->enabled() ? tracer : nullptr) {

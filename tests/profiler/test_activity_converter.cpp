@@ -251,6 +251,37 @@ TEST(ActivityConverter, WorkWithoutAnIdIsAttributedByItsStreamAndLaunchTime) {
   EXPECT_EQ(trace.metadata.at("cupti_attributed_by_stream"), "3");
 }
 
+TEST(ActivityConverter, NcclKernelsGoToTheMessageThatLaunchedThemOrToNothing) {
+  Trace host;
+  host.events.push_back(opSpan("forward(0,0)", Phase::Forward, 0, 10, 100, 1'000));
+  TraceEvent send = opSpan("send copy(0,0->1)", Phase::Copy, -1, 20, 500, 520);  // a rank's message
+  send.microBatch = -1;
+  host.events.push_back(send);
+  ActivityBuffer buffer;
+  addLaunchedKernel(buffer, 101, 5, 150);  // id 10: stream 5 is partition 0's
+  addLaunchedKernel(buffer, 102, 9, 510);  // id 20: the send's NCCL kernel
+  addLaunchedKernel(buffer, 103, 9, 600);  // no id, launched inside forward(0,0): still no op's
+  buffer.kernels[1].name = "ncclDevKernel_SendRecv";
+  buffer.kernels[2].name = "ncclKernel_SendRecv_RING_SIMPLE";
+  buffer.externalCorrelations.push_back(ExternalCorrelationRecord{10, 101});
+  buffer.externalCorrelations.push_back(ExternalCorrelationRecord{20, 102});
+  ActivityConverter converter;
+  converter.addHostSpans(host);
+  converter.addBuffer(buffer);
+  const Trace trace = converter.convert();
+
+  const TraceEvent* sent = findEvent(trace, EventKind::Span, "ncclDevKernel_SendRecv");
+  ASSERT_NE(sent, nullptr);
+  EXPECT_EQ(sent->args.at("op"), "send copy(0,0->1)");
+  EXPECT_EQ(sent->args.at("op_phase"), "copy");
+  EXPECT_EQ(sent->correlationId, 20);
+  const TraceEvent* unknown = findEvent(trace, EventKind::Span, "ncclKernel_SendRecv_RING_SIMPLE");
+  ASSERT_NE(unknown, nullptr);
+  // By its stream and launch time it would be forward(0,0)'s, whose span was open then.
+  EXPECT_EQ(unknown->args.count("op"), 0U);
+  EXPECT_EQ(converter.stats().unattributed, 1);
+}
+
 TEST(StreamAttribution, AStreamTwoPartitionsUsedIsNobodys) {
   StreamAttribution streams;
   streams.addSpan(0, 20, 0, 1'000);

@@ -198,6 +198,22 @@ TEST(OpSpan, NullOrDisabledTracerDoesNothing) {
   EXPECT_TRUE(tracer.drain().events.empty());
 }
 
+TEST(OpHookScope, CallsTheHooksAroundItsScopeWithTheIdItWasGiven) {
+  HostTracer tracer;
+  RecordingHooks hooks;
+  tracer.setOpHooks(&hooks);
+  { const OpHookScope off(&tracer, 7); }  // a disabled tracer: no work is attributed
+  { const OpHookScope none(nullptr, 7); }
+  EXPECT_TRUE(hooks.calls.empty());
+  tracer.enable();
+  {
+    const OpHookScope launches(&tracer, 42);
+    EXPECT_EQ(hooks.calls, (std::vector<std::pair<char, std::int64_t>>{{'b', 42}}));
+  }
+  EXPECT_EQ(hooks.calls, (std::vector<std::pair<char, std::int64_t>>{{'b', 42}, {'e', 42}}));
+  EXPECT_TRUE(tracer.drain().events.empty());  // it records no span of its own
+}
+
 TEST(PhaseOf, MapsEveryOpKind) {
   EXPECT_EQ(phaseOf(OpKind::Forward), Phase::Forward);
   EXPECT_EQ(phaseOf(OpKind::Recompute), Phase::Recompute);

@@ -66,8 +66,11 @@ struct ConversionStats {
 /// stream and launch time instead (stream_attribution.h): the start of its API record (args
 /// "attributed_by" = "stream"), else a kernel's queued timestamp ("queue time"); a copy or
 /// memset with neither takes the op of the kernels just before and after it on its stream
-/// when both have the same one ("stream order"). Flows (FlowStart at the launch, FlowEnd at
-/// the kernel) use the CUPTI correlation id as flow id.
+/// when both have the same one ("stream order"). NCCL's kernels (a name with "nccl") are
+/// attributed by their external id alone: a rank's send or posted receive pushed its message
+/// span's id around the call that launched them, which exact mode records; in cheap mode they
+/// stay unattributed rather than joining a compute op. Flows (FlowStart at the launch, FlowEnd
+/// at the kernel) use the CUPTI correlation id as flow id.
 class ActivityConverter {
  public:
   explicit ActivityConverter(ClockMap clock = {});

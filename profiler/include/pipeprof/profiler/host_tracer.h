@@ -86,6 +86,22 @@ class HostTracer {
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 
+/// RAII: the device work this thread launches while it lives belongs to the span of
+/// `correlationId`, which is recorded apart from it (a rank's message: NCCL launches a receive's
+/// kernel when the receive is posted, long before the receive's span). Calls the op hooks; with
+/// a null or disabled tracer, or no hooks, it does nothing.
+class OpHookScope {
+ public:
+  OpHookScope(HostTracer* tracer, std::int64_t correlationId);
+  ~OpHookScope();
+  OpHookScope(const OpHookScope&) = delete;
+  OpHookScope& operator=(const OpHookScope&) = delete;
+
+ private:
+  OpHooks* hooks_ = nullptr;
+  std::int64_t correlationId_ = -1;
+};
+
 /// RAII span around one runtime op: records "forward(2,1)" etc. on the partition's lane and
 /// calls the op hooks. With a null or disabled tracer it does nothing beyond one branch.
 class OpSpan {
