@@ -92,6 +92,8 @@ void runLaunchedRanks(const RunFlags& flags) {
                                       rank.at("messages_sent").get<std::int64_t>(),
                                       formatBytes(rank.at("received_bytes").get<Bytes>()),
                                       cpus.empty() ? std::string() : ", on CPU " + cpus));
+    const std::string collectorNote = rank.value("collector_note", std::string());
+    if (!collectorNote.empty()) std::cout << "    " << collectorNote << "\n";
   }
   const bool bound = std::any_of(launched.ranks.begin(), launched.ranks.end(),
                                  [](const nlohmann::json& rank) { return !rank.value("cpus", std::string()).empty(); });

@@ -73,20 +73,22 @@ std::string describeRankFailure(const std::exception& error, int rank, const std
 }
 
 nlohmann::json toJson(const RankTrainingResult& result) {
-  return {{"rank", result.rank},
-          {"host", hostName()},
-          {"device", result.device},
-          {"stages", result.stages},
-          {"step_ns", result.stepNs},
-          {"step_cpu_wait_ns", result.stepCpuWaitNs},
-          {"peak_bytes", result.peakBytes},
-          {"sent_bytes", result.transfers.sentBytes},
-          {"received_bytes", result.transfers.receivedBytes},
-          {"messages_sent", result.transfers.messagesSent},
-          {"messages_received", result.transfers.messagesReceived},
-          {"losses", result.losses},
-          {"clock_offset_ns", result.clock.offsetNs},
-          {"clock_uncertainty_ns", result.clock.uncertaintyNs}};
+  nlohmann::json json = {{"rank", result.rank},
+                         {"host", hostName()},
+                         {"device", result.device},
+                         {"stages", result.stages},
+                         {"step_ns", result.stepNs},
+                         {"step_cpu_wait_ns", result.stepCpuWaitNs},
+                         {"peak_bytes", result.peakBytes},
+                         {"sent_bytes", result.transfers.sentBytes},
+                         {"received_bytes", result.transfers.receivedBytes},
+                         {"messages_sent", result.transfers.messagesSent},
+                         {"messages_received", result.transfers.messagesReceived},
+                         {"losses", result.losses},
+                         {"clock_offset_ns", result.clock.offsetNs},
+                         {"clock_uncertainty_ns", result.clock.uncertaintyNs}};
+  if (!result.collectorNote.empty()) json["collector_note"] = result.collectorNote;
+  return json;
 }
 
 void writeResult(const RankJob& job, int rank, const nlohmann::json& result) {

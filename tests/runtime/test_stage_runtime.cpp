@@ -1,4 +1,5 @@
 // Tests for the stage runtime over the in-process transport: exact losses and gradients, messages, failures.
+#include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/in_process_transport.h>
 #include <pipeprof/runtime/stage_runtime.h>
 
@@ -11,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace pipeprof {
@@ -184,6 +186,56 @@ TEST(StageRuntime, OneFOneBSendsTheseMessagesInThisOrder) {
   EXPECT_EQ(sentBy(world, 0), (Sent{{1, 0, {81}}, {1, 32, {2, 8}}, {1, 40, {2, 8}}}));
   // Rank 1: which of edge 0's tensors get a gradient (1 int64), then B0's and B1's input gradients.
   EXPECT_EQ(sentBy(world, 1), (Sent{{0, 1, {1}}, {0, 64, {2, 8}}, {0, 72, {2, 8}}}));
+}
+
+/// Every op-hook call of one rank, with the tracer's clock at the time.
+class TimedHooks final : public OpHooks {
+ public:
+  explicit TimedHooks(const HostTracer& tracer) : tracer_(tracer) {}
+  void onOpBegin(std::int64_t id) override { begins.emplace(id, tracer_.nowNs()); }
+  void onOpEnd(std::int64_t id) override { ++ends[id]; }
+  std::multimap<std::int64_t, TimeNs> begins;
+  std::map<std::int64_t, int> ends;
+
+ private:
+  const HostTracer& tracer_;
+};
+
+TEST(StageRuntime, EachTracedMessageHandsTheWorkItLaunchesToItsSpan) {
+  // Where NCCL carries the messages, a send and a receive's post launch kernels; the CUPTI
+  // collector, as the tracer's op hooks, attributes them to the span whose id is pushed then.
+  const StageOptions options = stageOptions(ScheduleKind::OneFOneB, 1, {2, 2}, 4, Checkpoint::Never);
+  std::vector<torch::nn::Sequential> models{test::linearTanh(4), test::linearTanh(4)};
+  std::vector<HostTracer> tracers(2);
+  std::vector<TimedHooks> hooks{TimedHooks(tracers[0]), TimedHooks(tracers[1])};
+  const auto errors = test::runRanks(2, [&](int r, Transport& transport) {
+    const auto rank = static_cast<std::size_t>(r);
+    StageRuntime runtime(models[rank], options, transport);
+    runtime.step(torch::randn({8, 8}), torch::randn({8, 8}), meanSquaredError, 0);  // agrees the shapes
+    tracers[rank].setOpHooks(&hooks[rank]);
+    tracers[rank].enable();
+    runtime.setTracer(&tracers[rank]);
+    runtime.step(torch::randn({8, 8}), torch::randn({8, 8}), meanSquaredError, 0);
+    runtime.setTracer(nullptr);
+  });
+  ASSERT_EQ(test::joined(errors), "");
+  int postedAhead = 0;
+  for (std::size_t r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    std::set<std::int64_t> ids;
+    for (const TraceEvent& span : tracers[r].drain().events) {
+      if (span.kind != EventKind::Span || (span.lane != "send" && span.lane != "receive")) continue;
+      SCOPED_TRACE(span.name);
+      EXPECT_TRUE(ids.insert(span.correlationId).second);  // an id of its own
+      // Pushed around its send, or its post and then its receive: the same id each time.
+      const auto pushes = static_cast<int>(hooks[r].begins.count(span.correlationId));
+      ASSERT_GE(pushes, 1);
+      EXPECT_EQ(hooks[r].ends[span.correlationId], pushes);
+      if (hooks[r].begins.lower_bound(span.correlationId)->second < span.startNs) ++postedAhead;
+    }
+    EXPECT_EQ(ids.size(), 8u);  // rank 0 sends 4 activations and receives 4 gradients; rank 1 the other way
+  }
+  EXPECT_GT(postedAhead, 0);  // receives posted while earlier ops ran carry the id of their post
 }
 
 TEST(StageRuntime, AWorldOfTheWrongSizeIsRefusedNamingBoth) {

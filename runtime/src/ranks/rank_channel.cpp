@@ -39,7 +39,7 @@ std::string RankChannel::copyLabel(OpKind kind, std::int64_t i, std::int64_t fro
 }
 
 void RankChannel::traceMessage(bool sending, const torch::Tensor& tensor, int peer, std::uint32_t tag,
-                               const std::string& label, TimeNs startNs) const {
+                               const std::string& label, TimeNs startNs, std::int64_t correlationId) const {
   HostTracer* tracer = context_.tracer;
   TraceEvent span;
   span.kind = EventKind::Span;
@@ -47,6 +47,7 @@ void RankChannel::traceMessage(bool sending, const torch::Tensor& tensor, int pe
   span.name = (sending ? "send " : "receive ") + label;
   span.device = context_.traceDevice;
   span.lane = sending ? "send" : "receive";
+  span.correlationId = correlationId;  // its NCCL kernels' op (activity_converter.h)
   span.startNs = startNs;
   span.durationNs = tracer->nowNs() - startNs;
   span.bytes = static_cast<Bytes>(tensor.numel() * tensor.element_size());
@@ -67,9 +68,18 @@ torch::Tensor RankChannel::receive(const TensorSpec& spec, int fromRank, std::ui
   Mailbox& mailbox = *context_.mailbox;
   if (!tracing(context_.tracer) || fromRank == mailbox.rank())
     return mailbox.receive(spec, fromRank, tag, context_.device);
+  // A posted receive launched its device work when it was posted, under the id it got then.
+  const auto posted = postedCorrelations_.find({fromRank, tag});
+  const std::int64_t correlationId =
+      posted != postedCorrelations_.end() ? posted->second : context_.tracer->nextCorrelationId();
+  if (posted != postedCorrelations_.end()) postedCorrelations_.erase(posted);
   const TimeNs startNs = context_.tracer->nowNs();
-  torch::Tensor tensor = mailbox.receive(spec, fromRank, tag, context_.device);
-  traceMessage(/*sending=*/false, tensor, fromRank, tag, label, startNs);
+  torch::Tensor tensor;
+  {
+    const OpHookScope launches(context_.tracer, correlationId);
+    tensor = mailbox.receive(spec, fromRank, tag, context_.device);
+  }
+  traceMessage(/*sending=*/false, tensor, fromRank, tag, label, startNs, correlationId);
   return tensor;
 }
 
@@ -79,9 +89,25 @@ void RankChannel::send(const torch::Tensor& tensor, int toRank, std::uint32_t ta
     mailbox.send(tensor, toRank, tag);
     return;
   }
+  const std::int64_t correlationId = context_.tracer->nextCorrelationId();
   const TimeNs startNs = context_.tracer->nowNs();
-  mailbox.send(tensor, toRank, tag);
-  traceMessage(/*sending=*/true, tensor, toRank, tag, label, startNs);
+  {
+    const OpHookScope launches(context_.tracer, correlationId);
+    mailbox.send(tensor, toRank, tag);
+  }
+  traceMessage(/*sending=*/true, tensor, toRank, tag, label, startNs, correlationId);
+}
+
+void RankChannel::post(const TensorSpec& spec, int fromRank, std::uint32_t tag) {
+  Mailbox& mailbox = *context_.mailbox;
+  if (!tracing(context_.tracer) || fromRank == mailbox.rank()) {
+    mailbox.post(spec, fromRank, tag);
+    return;
+  }
+  const std::int64_t correlationId = context_.tracer->nextCorrelationId();
+  const OpHookScope launches(context_.tracer, correlationId);
+  mailbox.post(spec, fromRank, tag);
+  postedCorrelations_[{fromRank, tag}] = correlationId;
 }
 
 void RankChannel::sendGradients(const Tensors& grads, const TensorSpecs& specs, const std::vector<bool>& travels,
@@ -116,7 +142,6 @@ Tensors RankChannel::receiveGradients(const TensorSpecs& specs, const std::vecto
 }
 
 void RankChannel::postReceivesOf(const Op& op) {
-  Mailbox& mailbox = *context_.mailbox;
   const MessageTags& tags = *context_.tags;
   const std::int64_t i = op.i;
   const std::int64_t j = op.j;
@@ -131,9 +156,9 @@ void RankChannel::postReceivesOf(const Op& op) {
         const std::vector<bool>* travels = gradients ? &activationGradients(edge, i) : nullptr;
         for (std::size_t k = 0; k < specs.size(); ++k) {
           if (travels != nullptr && !travels->at(k)) continue;
-          mailbox.post(specs[k], from,
-                       tags.tag(gradients ? MessageKind::Gradient : MessageKind::Activation, edge, i,
-                                static_cast<std::int64_t>(k)));
+          post(specs[k], from,
+               tags.tag(gradients ? MessageKind::Gradient : MessageKind::Activation, edge, i,
+                        static_cast<std::int64_t>(k)));
         }
         break;
       }
@@ -143,9 +168,9 @@ void RankChannel::postReceivesOf(const Op& op) {
         const TensorSpec& spec = skipSpec(route.scheduleIndex, i);
         const bool gradient = receive.what == OpReceive::What::SkipGradient;
         if (gradient && !skipGradient(route.scheduleIndex, i)) break;
-        mailbox.post(spec, from,
-                     tags.tag(gradient ? MessageKind::SkipGradient : MessageKind::Skip, route.stashJ, i, 0,
-                              route.scheduleIndex));
+        post(spec, from,
+             tags.tag(gradient ? MessageKind::SkipGradient : MessageKind::Skip, route.stashJ, i, 0,
+                      route.scheduleIndex));
         break;
       }
     }

@@ -6,7 +6,8 @@
 // to the popping one and their gradients back. A message to the rank itself (two of its virtual
 // stages) stays in memory. Sends are asynchronous and completed at the end of the step (the
 // executor calls Mailbox::finishSends()). When tracing, every message is a span on the rank's
-// "send" or "receive" lane with a flow arrow from sender to receiver.
+// "send" or "receive" lane with a flow arrow from sender to receiver, and the device work its
+// send or its receive's post launched (NCCL's kernels) is attributed to that span.
 #pragma once
 
 #include "ranks/stage_messages.h"
@@ -78,8 +79,11 @@ class RankChannel final : public ForwardChannel, public BackwardChannel {
   /// Receives / sends one message, tracing it as a span with a flow from sender to receiver.
   torch::Tensor receive(const TensorSpec& spec, int fromRank, std::uint32_t tag, const std::string& label);
   void send(const torch::Tensor& tensor, int toRank, std::uint32_t tag, const std::string& label);
+  /// Posts one receive; when tracing, keeps the id its device work was launched under for its span.
+  void post(const TensorSpec& spec, int fromRank, std::uint32_t tag);
+  /// The message's span; `correlationId` is the device work's (a NCCL kernel's) op id.
   void traceMessage(bool sending, const torch::Tensor& tensor, int peer, std::uint32_t tag, const std::string& label,
-                    TimeNs startNs) const;
+                    TimeNs startNs, std::int64_t correlationId) const;
   /// The gradient messages of the tensors of `specs` whose gradient travels (`travels`).
   /// `what` names the tensors in an error ("stage 2's inputs").
   void sendGradients(const Tensors& grads, const TensorSpecs& specs, const std::vector<bool>& travels, int toRank,
@@ -90,6 +94,8 @@ class RankChannel final : public ForwardChannel, public BackwardChannel {
 
   const RankChannelContext& context_;
   std::vector<std::int64_t> rows_;
+  /// Traced posted receives not yet received: (from rank, tag) -> the correlation id they were posted under.
+  std::map<std::pair<int, std::uint32_t>, std::int64_t> postedCorrelations_;
 };
 
 }  // namespace pipeprof

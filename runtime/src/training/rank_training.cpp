@@ -5,6 +5,7 @@
 #include "training/training_steps.h"
 #include "transport/control_tags.h"
 
+#include <pipeprof/profiler/cupti_collector.h>
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/memory_tracker.h>
 #include <pipeprof/runtime/rank_environment.h>
@@ -112,9 +113,17 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
   result.clock = alignClocks(transport);
 
   std::unique_ptr<HostTracer> tracer;
+  std::unique_ptr<CuptiCollector> collector;  // a CUDA rank's kernels, copies and NCCL's kernels
   const std::string traceDevice = rankLabel(rank, stageOptions.device.str());
   if (options.captureTrace) {
     tracer = std::make_unique<HostTracer>();
+    if (stageOptions.device.is_cuda()) {
+      collector = CuptiCollector::create(*tracer, options.cuptiMode);
+      if (!collector->start()) {
+        result.collectorNote = collector->unavailableReason();
+        collector.reset();
+      }
+    }
     tracer->enable();
     runtime.setTracer(tracer.get());
   }
@@ -158,6 +167,14 @@ RankTrainingResult trainRank(Model& model, const TrainingOptions& options, Trans
     runtime.setTracer(nullptr);
     tracer->disable();
     result.trace = tracer->drain();
+    if (collector) {
+      collector->stop();
+      Trace device = collector->trace(result.trace);
+      result.collectorNote = collector->summary();
+      // The device's records sit with the rank's spans: one rank's process in the merged trace.
+      for (TraceEvent& event : device.events) event.device = traceDevice;
+      result.trace = mergeTraces(std::move(result.trace), device);
+    }
     for (TraceEvent& event : result.trace.events) event.startNs += result.clock.offsetNs;
     result.trace.baseNs = result.clock.epochNs;  // every rank's file counts from the same instant
     result.trace.metadata["source"] = "measured";

@@ -46,6 +46,8 @@ struct RankTrainingResult {
   std::vector<double> losses;  ///< every step's loss (warm-up first); the last stage's rank only
   ClockOffset clock;
   Trace trace;  ///< captureTrace: on rank 0's clock (shifted by clock.offsetNs), baseNs = clock.epochNs
+  /// captureTrace on a CUDA device: the CUPTI collector's summary, or why it could not record.
+  std::string collectorNote;
 };
 
 /// Trains this rank's stages of `model` (built whole on the CPU by every rank from the same
