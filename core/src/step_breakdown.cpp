@@ -2,8 +2,9 @@
 // op dependency graph, and a replay of that graph for the schedule's bubble. Where the trace
 // holds the GPU's own records (CUPTI's kernels, memsets and copies, each attributed to its op
 // by the "op" arg), an op is the device work attributed to it rather than the host's span of
-// it: its kernels are its busy time, its end is its last kernel's, and a copy's data moves
-// while its copy records run.
+// it: its kernels are its busy time, its end is its last kernel's, a copy's data moves while
+// its copy records run, and a message between ranks moves from when both NCCL kernels for it
+// (the receive's and the send's, attributed to "receive <copy>" and "send <copy>") ran.
 #include <pipeprof/core/step_breakdown.h>
 
 #include <algorithm>
@@ -71,6 +72,12 @@ struct StepItem {
   StepCategory category = StepCategory::Overhead;
 };
 
+/// A message between ranks: when its receive ran and when its send started.
+struct Message {
+  Window received;
+  std::optional<TimeNs> sentNs;
+};
+
 /// The trace's spans keyed by step and op, and each device's windows.
 class MatchedTrace {
  public:
@@ -80,6 +87,10 @@ class MatchedTrace {
     const auto opNamed = [&](const std::string& name) -> std::optional<OpIndex> {
       const auto found = byLabel.find(name);
       return found == byLabel.end() ? std::nullopt : std::optional<OpIndex>(found->second);
+    };
+    // A rank's "send <copy label>" or "receive <copy label>": the copy op it carries.
+    const auto messageNamed = [&](const std::string& name, const std::string& prefix) -> std::optional<OpIndex> {
+      return startsWith(name, prefix) ? opNamed(name.substr(prefix.size())) : std::nullopt;
     };
     traceDevices_.resize(static_cast<std::size_t>(schedule.devices()));
     for (const TraceEvent& event : trace.events) {
@@ -104,22 +115,24 @@ class MatchedTrace {
       if (isDeviceWork(event)) {
         const auto attributed = event.args.find(kAttributedOpArg);
         if (attributed == event.args.end()) continue;  // no op's: the loss's scaling, the optimizer's
-        if (const std::optional<OpIndex> op = opNamed(attributed->second)) {
+        const std::string& owner = attributed->second;
+        if (const std::optional<OpIndex> op = opNamed(owner)) {
           work_[key(step, *op)].add(event);
           noteComputeEnd(step, *op, event);
+        } else if (const std::optional<OpIndex> sent = messageNamed(owner, kSendPrefix)) {
+          sendKernels_[key(step, *sent)].add(event);  // NCCL's, launched by a rank's send
+        } else if (const std::optional<OpIndex> received = messageNamed(owner, kReceivePrefix)) {
+          receiveKernels_[key(step, *received)].add(event);
         }
         continue;
       }
       if (const std::optional<OpIndex> op = opNamed(event.name)) {
         spans_[key(step, *op)] = &event;
         noteComputeEnd(step, *op, event);
-      } else if (startsWith(event.name, kSendPrefix)) {
-        if (const auto sent = opNamed(event.name.substr(std::string(kSendPrefix).size())))
-          sends_[key(step, *sent)] = &event;
-      } else if (startsWith(event.name, kReceivePrefix)) {
-        if (const auto received = opNamed(event.name.substr(std::string(kReceivePrefix).size()))) {
-          receives_[key(step, *received)] = &event;
-        }
+      } else if (const std::optional<OpIndex> sent = messageNamed(event.name, kSendPrefix)) {
+        sends_[key(step, *sent)] = &event;
+      } else if (const std::optional<OpIndex> received = messageNamed(event.name, kReceivePrefix)) {
+        receives_[key(step, *received)] = &event;
       } else if (event.phase == Phase::Optimizer || event.name == kSharedGradientsSpan) {
         StepItem item;
         item.span = &event;
@@ -154,8 +167,23 @@ class MatchedTrace {
     if (const TraceEvent* own = span(step, op)) return Window{own->startNs, own->endNs()};
     return std::nullopt;
   }
-  const TraceEvent* send(std::int64_t step, OpIndex op) const { return lookUp(sends_, step, op); }
-  const TraceEvent* receive(std::int64_t step, OpIndex op) const { return lookUp(receives_, step, op); }
+  /// A copy op between ranks, as the receiver saw it: from its receive's start (the receive
+  /// posted) to its end (the data in), and when the sender's send started (nullopt: the sender's
+  /// side is not in the trace). On a GPU these are NCCL's kernels, which run on the devices well
+  /// after the host's spans of them; elsewhere the spans. Nullopt: no receive of it in the trace.
+  std::optional<Message> message(std::int64_t step, OpIndex op) const {
+    const auto kernels = receiveKernels_.find(key(step, op));
+    if (kernels != receiveKernels_.end()) {
+      const auto sent = sendKernels_.find(key(step, op));
+      return Message{kernels->second.extent,
+                     sent == sendKernels_.end() ? std::nullopt : std::optional<TimeNs>(sent->second.extent.startNs)};
+    }
+    const TraceEvent* received = lookUp(receives_, step, op);
+    if (received == nullptr) return std::nullopt;
+    const TraceEvent* sent = lookUp(sends_, step, op);
+    return Message{Window{received->startNs, received->endNs()},
+                   sent == nullptr ? std::nullopt : std::optional<TimeNs>(sent->startNs)};
+  }
   /// When the last compute op of any device ended in step `step` (nullopt: none traced).
   std::optional<TimeNs> lastComputeEndNs(std::int64_t step) const {
     const auto found = lastComputeEndNs_.find(step);
@@ -258,6 +286,8 @@ class MatchedTrace {
   std::unordered_map<std::uint64_t, DeviceWork> work_;
   SpanMap sends_;
   SpanMap receives_;
+  std::unordered_map<std::uint64_t, DeviceWork> sendKernels_;
+  std::unordered_map<std::uint64_t, DeviceWork> receiveKernels_;
   std::map<std::int64_t, TimeNs> lastComputeEndNs_;
   std::map<std::int64_t, std::vector<StepItem>> others_;
 };
@@ -362,12 +392,11 @@ class Walker {
       // The copy's span, or on a GPU its copy records: the data moved while they ran.
       ready.movingNs = copy->startNs;
       ready.arrivedNs = copy->endNs;
-    } else if (const TraceEvent* receive = matched_.receive(step, dep)) {
+    } else if (const std::optional<Message> message = matched_.message(step, dep)) {
       // A receive posted before its send waits for the sender; the data moves once both are there.
-      const TraceEvent* send = matched_.send(step, dep);
-      ready.movingNs =
-          std::max(receive->startNs, send != nullptr ? send->startNs : producedNs.value_or(receive->startNs));
-      ready.arrivedNs = receive->endNs();
+      const TimeNs receivedNs = message->received.startNs;
+      ready.movingNs = std::max(receivedNs, message->sentNs.value_or(producedNs.value_or(receivedNs)));
+      ready.arrivedNs = message->received.endNs;
     } else {
       if (!producedNs) return std::nullopt;
       ready.movingNs = *producedNs;

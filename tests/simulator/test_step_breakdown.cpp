@@ -1,6 +1,7 @@
 // Tests for breakDownSteps (core/step_breakdown.h) on the simulator's traces, whose closed forms
 // are known (equal stages: GPipe's and 1F1B's bubble), on hand-written rank traces (a receive
-// posted before its send) and GPU traces (kernels and copy records), and on an H100's trace.
+// posted before its send) and GPU traces (kernels, copy records and NCCL's kernels), and on an
+// H100's trace.
 #include <pipeprof/core/chrome_trace.h>
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/step_breakdown.h>
@@ -331,6 +332,55 @@ TEST(StepBreakdown, OnAGpuAnOpIsItsKernelsAndACopyItsCopyRecords) {
   EXPECT_EQ(second.at(StepCategory::Transfer), 25);
   EXPECT_EQ(second.at(StepCategory::Overhead), 5 + 10 + 30);
   EXPECT_EQ(second.at(StepCategory::Bubble), 40);
+}
+
+TEST(StepBreakdown, ANcclReceiveWaitsForItsSendersKernelAndThenTransfers) {
+  // Two ranks on CUDA devices, one micro-batch, forward only. The hosts' spans take microseconds
+  // (NCCL's calls return at once); the GPUs run: rank 0's forward kernel at 10-100 and its NCCL
+  // send kernel at 110-150; rank 1's NCCL receive kernel, launched when the receive was posted,
+  // at 30-150, and its forward kernel at 160-200.
+  const Schedule schedule = twoStagesForwardOnly();
+  Trace trace;
+  trace.events = {spanOf("step", "rank0 cuda:0", 0, 300, Phase::Step),
+                  spanOf("forward(0,0)", "rank0 cuda:0", 0, 20, Phase::Forward),
+                  spanOf("send copy(0,0->1)", "rank0 cuda:0", 20, 2, Phase::Copy),
+                  spanOf("step", "rank1 cuda:1", 0, 300, Phase::Step),
+                  spanOf("receive copy(0,0->1)", "rank1 cuda:1", 2, 2, Phase::Copy),
+                  spanOf("forward(0,1)", "rank1 cuda:1", 5, 10, Phase::Forward),
+                  deviceWork("forward(0,0)", "rank0 cuda:0", 10, 90),
+                  deviceWork("send copy(0,0->1)", "rank0 cuda:0", 110, 40),
+                  deviceWork("receive copy(0,0->1)", "rank1 cuda:1", 30, 120),
+                  deviceWork("forward(0,1)", "rank1 cuda:1", 160, 40)};
+  const StepBreakdown breakdown = breakDownSteps(schedule, trace);
+  ASSERT_EQ(breakdown.devices.size(), 2u);
+  const DeviceStepBreakdown& receiver = breakdown.devices[1];
+  EXPECT_EQ(receiver.stepNs(), 300);
+  EXPECT_EQ(receiver.at(StepCategory::Forward), 40);
+  // The receive's kernel ran from 30, but until rank 0's forward ended (100) rank 1 waited for
+  // it, until the send's kernel started (110) for its dispatch; from then the data moved (150).
+  EXPECT_EQ(receiver.at(StepCategory::Bubble) + receiver.at(StepCategory::Waiting), 100);
+  EXPECT_EQ(receiver.at(StepCategory::Transfer), 40);
+  EXPECT_EQ(receiver.at(StepCategory::Overhead), 10 + 10 + 100);  // dispatch, the forward's launch, the tail
+  const DeviceStepBreakdown& sender = breakdown.devices[0];
+  EXPECT_EQ(sender.at(StepCategory::Forward), 90);
+  EXPECT_EQ(sender.at(StepCategory::Bubble) + sender.at(StepCategory::Waiting), 100);  // until 200
+  EXPECT_EQ(sender.at(StepCategory::Transfer), 0);  // its send kernel runs beside its stream, not in its step's way
+
+  // Without NCCL's kernels the hosts' spans are all there is of the message: its 2 ns receive
+  // ended long before the data was in, so rank 1's wait past the send's span (20) and the
+  // transfer read as overhead.
+  Trace withoutNccl = trace;
+  withoutNccl.events.erase(std::remove_if(withoutNccl.events.begin(), withoutNccl.events.end(),
+                                          [](const TraceEvent& event) {
+                                            const auto op = event.args.find("op");
+                                            return op != event.args.end() &&
+                                                   op->second.find("copy") != std::string::npos;
+                                          }),
+                           withoutNccl.events.end());
+  const DeviceStepBreakdown unseen = breakDownSteps(schedule, withoutNccl).devices.at(1);
+  EXPECT_EQ(unseen.at(StepCategory::Bubble) + unseen.at(StepCategory::Waiting), 20);
+  EXPECT_EQ(unseen.at(StepCategory::Transfer), 0);
+  EXPECT_EQ(unseen.at(StepCategory::Overhead), 140 + 100);
 }
 
 TEST(StepBreakdown, AMeasuredH100TraceBreaksDownByItsKernels) {

@@ -15,6 +15,11 @@
 //   - after the data arrived, or with nothing to wait for, until X started:      overhead
 //
 // The tail after a device's last op waits for the last op of any device, then is overhead.
+// On a GPU (CUPTI's records in the trace, each attributed to its op by the "op" arg) an op is
+// the device's work for it: its kernels and memsets are its busy time and its end, a copy's
+// data is in flight while its copy records run, and a message between ranks is NCCL's kernels
+// for it: the receive's kernel waits from its start until the send's kernel starts, then
+// transfers until it ends.
 // Waiting then splits into the schedule's bubble and waiting for a peer: the bubble is the idle
 // time the device would have if every stage took its own ops' times (a replay of the schedule's
 // dependency graph with each op kind costing the device's mean, copies free), at most its
