@@ -394,8 +394,8 @@ class Walker {
       ready.arrivedNs = copy->endNs;
     } else if (const std::optional<Message> message = matched_.message(step, dep)) {
       // A receive posted before its send waits for the sender; the data moves once both are there.
-      const TimeNs receivedNs = message->received.startNs;
-      ready.movingNs = std::max(receivedNs, message->sentNs.value_or(producedNs.value_or(receivedNs)));
+      const TimeNs postedNs = message->received.startNs;
+      ready.movingNs = std::max(postedNs, message->sentNs.value_or(producedNs.value_or(postedNs)));
       ready.arrivedNs = message->received.endNs;
     } else {
       if (!producedNs) return std::nullopt;
