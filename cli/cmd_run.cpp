@@ -64,8 +64,8 @@ RunPlan planRun(const RunFlags& flags, std::ostream& log, bool balanceAutoAllowe
   job.model = flags.model.spec();
   job.devices = parseDevicesFlag(flags.devices);
   const auto devices = static_cast<std::int64_t>(job.devices.size());
-  // The sweep's thread policy: without it, OpenBLAS's own pool on every worker oversubscribes
-  // the cores and a 2-partition CPU step runs ~10x slower. A rank has its device to itself.
+  // The sweep's thread policy: the devices' workers share the cores (LibTorch's defaults give each
+  // worker a thread per core, and a 2-partition CPU step ran ~10x slower). A rank has its device to itself.
   const std::int64_t sharing = flags.procs > 0 || !balanceAutoAllowed ? 1 : devices;
   setIntraOpThreads(tuner::sweepThreads(flags.model.threads, sharing, tuner::hardwareThreads()));
   Candidate& candidate = job.candidate;  // the balance follows
@@ -237,7 +237,7 @@ void addRunCommand(CLI::App& app) {
         "RANK=0 WORLD_SIZE=2 MASTER_ADDR=host0 MASTER_PORT=29500 pipeprof run --devices cpu,cpu --balance 7,8 ..."}},
       runRun);
   addModelFlags(command, flags.model,
-                "Intra-op threads of LibTorch and OpenBLAS (default: max(1, cores / devices), as the sweep)");
+                "LibTorch's intra-op threads; OpenBLAS stays on one (default: max(1, cores / devices), as the sweep)");
   addDevicesFlag(command, flags.devices,
                  "; stage j runs on device j mod devices (with --procs or as a rank: device r is rank r's; default "
                  "with --procs N: N CPUs)")

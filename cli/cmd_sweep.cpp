@@ -188,13 +188,13 @@ void addSweepCommand(CLI::App& app) {
         "pipeprof sweep --model mlp --batch 64 --schedules 1f1b,interleaved --stages-per-device 2,3",
         "pipeprof sweep --model gpt --devices cpu,cpu --time 3m -o out/report.json",
         "pipeprof sweep --model mlp --batch 64 -o out/report.json --resume   # after Ctrl-C or a crash"},
-       "Threads: unless --threads is given, the sweep uses max(1, cores / devices) intra-op\n"
-       "threads (LibTorch and OpenBLAS) so the devices' workers do not oversubscribe the cores;\n"
-       "the profile is measured with the same count."},
+       "Threads: unless --threads is given, the sweep uses max(1, cores / devices) of LibTorch's\n"
+       "intra-op threads (OpenBLAS stays on one) so the devices' workers do not oversubscribe the\n"
+       "cores; the profile is measured with the same count."},
       runSweepCommand);
-  addModelFlags(
-      command, flags.model,
-      "Intra-op threads of LibTorch and OpenBLAS, for profiling and measuring (default: max(1, cores / devices))");
+  addModelFlags(command, flags.model,
+                "LibTorch's intra-op threads (OpenBLAS stays on one), for profiling and measuring "
+                "(default: max(1, cores / devices))");
   addDevicesFlag(command, flags.devices, "; a candidate with v stages per device runs stage j on device j mod devices");
   addSearchFlags(command, flags.search, "to try");
   addTrainingStepFlags(command, flags.trainingStep);

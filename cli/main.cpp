@@ -18,6 +18,7 @@ constexpr int kExitUsage = 2;
 
 int main(int argc, char** argv) {
   pipeprof::keepFreedHostMemory();   // every command, so profiles, threaded runs and ranks allocate alike
+  pipeprof::keepBlasOnOneThread();   // and run ops on LibTorch's intra-op threads alone
   pipeprof::installMemoryTracker();  // before any tensor: every CPU block then comes from its allocator
   namespace cli = pipeprof::cli;
   CLI::App app{cli::helpText({"pipeprof: tune pipeline parallelism -- profile a model, simulate candidate schedules\n"

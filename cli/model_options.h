@@ -26,7 +26,7 @@ struct ModelFlags {
   std::int64_t width = 0;      ///< 0 = the model's default
   std::int64_t depth = 0;      ///< 0 = the model's default
   std::int64_t seed = 0;       ///< parameter initialisation seed
-  std::int64_t threads = 0;    ///< intra-op threads (LibTorch and OpenBLAS); 0 = leave their defaults
+  std::int64_t threads = 0;    ///< LibTorch's intra-op threads (OpenBLAS stays on one); 0 = LibTorch's default
   bool tieEmbeddings = false;  ///< gpt: its head's weight is its embedding's
   /// A TorchScript model's inputs and loss (ModelOptions); empty or 0: its attributes' or the defaults.
   std::vector<std::int64_t> inputShape;
@@ -44,7 +44,7 @@ struct ModelFlags {
 /// `threads` describes --threads (how this command chooses them when it is left out).
 void addModelFlags(
     CLI::App& command, ModelFlags& flags,
-    const std::string& threads = "intra-op threads of LibTorch and OpenBLAS (default: their own choice)");
+    const std::string& threads = "LibTorch's intra-op threads; OpenBLAS stays on one (default: LibTorch's choice)");
 
 /// Adds --devices (the pipeline devices, e.g. cpu,cpu or cuda:0,cuda:1; `more` goes on saying
 /// how this command places its stages on them) with its default shown.

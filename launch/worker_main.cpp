@@ -32,6 +32,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   namespace launch = pipeprof::launch;
   pipeprof::keepFreedHostMemory();  // as the pipeprof executable does: ranks allocate as a threaded run
+  pipeprof::keepBlasOnOneThread();  // and their intra-op threads are LibTorch's alone
   pipeprof::installMemoryTracker();
   if (argc == 2 && std::string(argv[1]) == "--help") {
     std::cout << kUsage;

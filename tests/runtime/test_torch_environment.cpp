@@ -1,7 +1,9 @@
-// Tests of runtime/torch_environment: host memory reuse.
+// Tests of runtime/torch_environment: intra-op threads and host memory reuse.
 #include <pipeprof/runtime/torch_environment.h>
 
 #include <gtest/gtest.h>
+
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +42,26 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+/// OpenBLAS's thread count, or nullopt where OpenBLAS is not the BLAS linked in.
+std::optional<int> blasThreads() {
+  using GetThreads = int (*)();
+  void* symbol = dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  if (symbol == nullptr) return std::nullopt;
+  return reinterpret_cast<GetThreads>(symbol)();
+}
+
+TEST(IntraOpThreads, LibTorchTakesTheThreadsAndOpenBlasStaysOnOne) {
+  const int before = torch::get_num_threads();
+  setIntraOpThreads(2);
+  EXPECT_EQ(torch::get_num_threads(), 2);
+  if (const std::optional<int> blas = blasThreads()) {
+    EXPECT_EQ(*blas, 1) << "OpenBLAS's pool beside LibTorch's";
+  }
+  setIntraOpThreads(before);
+  EXPECT_EQ(torch::get_num_threads(), before);
+  EXPECT_THROW(setIntraOpThreads(0), std::invalid_argument);
+}
 
 #ifdef __GLIBC__
 TEST(KeepFreedHostMemory, AFreedActivationSizedBlockStaysInTheHeapForTheNextStep) {

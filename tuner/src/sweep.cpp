@@ -252,7 +252,7 @@ Report runSweep(const SweepConfig& requested, const SweepInputs& inputs, Candida
   progress.phase(describePlan(config, inputs));
   ProcStatLoad machineLoad;
   MachineLoad& load = inputs.machineLoad ? *inputs.machineLoad : machineLoad;
-  setIntraOpThreads(config.model.threads);  // LibTorch and OpenBLAS, before profiling
+  setIntraOpThreads(config.model.threads);  // LibTorch's (OpenBLAS on one), before profiling
   Profile profile = obtainProfile(config, inputs, progress, stop);
   CalibratedSetup setup = [&] {
     try {

@@ -1,4 +1,4 @@
-// Where LibTorch runs: version, intra-op threads (LibTorch's and OpenBLAS's), host memory reuse, torch devices.
+// Where LibTorch runs: version, intra-op threads (LibTorch's; OpenBLAS on one), host memory reuse, torch devices.
 #include <pipeprof/runtime/torch_environment.h>
 
 #include <torch/version.h>
@@ -28,8 +28,10 @@ void setBlasThreads(int threads) {
 void setIntraOpThreads(std::int64_t threads) {
   if (threads < 1) throw std::invalid_argument("intra-op threads must be at least 1, got " + std::to_string(threads));
   torch::set_num_threads(static_cast<int>(threads));
-  setBlasThreads(static_cast<int>(threads));
+  keepBlasOnOneThread();
 }
+
+void keepBlasOnOneThread() { setBlasThreads(1); }
 
 bool keepFreedHostMemory() {
 #ifdef __GLIBC__

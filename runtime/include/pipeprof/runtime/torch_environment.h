@@ -1,5 +1,5 @@
-// Where LibTorch runs: its version, its intra-op threads (and OpenBLAS's), host memory reuse, and torch devices for
-// device names.
+// Where LibTorch runs: its version, its intra-op threads (OpenBLAS kept on one), host memory reuse, and torch
+// devices for device names.
 #pragma once
 
 #include <pipeprof/core/device.h>
@@ -12,11 +12,19 @@
 
 namespace pipeprof {
 
-/// Sets LibTorch's intra-op threads and, when OpenBLAS is linked in, OpenBLAS's own pool (two
-/// pipeline workers calling GEMM on a small machine otherwise spin against each other's
-/// threads: a 2-stage CPU step measured 10x slower). Throws std::invalid_argument for
-/// threads < 1.
+/// Sets LibTorch's intra-op threads (ATen's OpenMP team of each thread that runs ops) and keeps
+/// OpenBLAS, when it is linked in, on one thread (keepBlasOnOneThread). Two pools that both spin
+/// on the same cores fight: with two threads each, a one-device mlp step took a median of
+/// 143-322 ms against 44-55 ms with ATen's two threads and OpenBLAS on one (docs/runtime.md,
+/// "Threads"). Throws std::invalid_argument for threads < 1.
 void setIntraOpThreads(std::int64_t threads);
+
+/// Gives OpenBLAS's own pool one thread, when OpenBLAS is linked in (Debian's LibTorch calls it
+/// for GEMM; LibTorch's thread setting does not reach it). Its pool is one per process: pipeline
+/// workers calling GEMM at once are serialised through it, and its threads spin beside ATen's.
+/// LibTorch's intra-op threads are then the only ones. pipeprof's CLI and rank worker call it at
+/// start-up, for every command, whatever OPENBLAS_NUM_THREADS says.
+void keepBlasOnOneThread();
 
 /// Makes glibc's malloc keep the memory a training step frees for the next step. By default it
 /// returns the top of the heap to the system once 128 KiB there are free, and serves blocks of
