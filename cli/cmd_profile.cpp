@@ -12,11 +12,13 @@
 #include <pipeprof/runtime/torch_environment.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <iostream>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace pipeprof::cli {
 
@@ -72,6 +74,14 @@ void printSummary(const Profile& profile, std::ostream& out) {
   }
   out << fmt::format("  optimizer: state {}, step {} (temporaries up to {}); autocast's cast copies {}\n",
                      formatBytes(stateBytes), formatDuration(stepNs), formatBytes(stepBytes), formatBytes(castBytes));
+  const OptimizerAtOnce& atOnce = profile.optimizerAtOnce;
+  if (atOnce.measured()) {
+    std::vector<std::string> kinds;
+    for (const auto& [kind, slowdown] : atOnce.slowdown)
+      kinds.push_back(fmt::format("{} {:.2f}x", optimizerName(kind), slowdown));
+    out << fmt::format("  {} devices stepping at once (sharing this host's memory): {}\n", atOnce.devices,
+                       fmt::join(kinds, ", "));
+  }
 }
 
 void runProfile(const ProfileFlags& flags) {

@@ -276,6 +276,34 @@ nlohmann::json optimizerStepsToJson(const std::map<OptimizerKind, OptimizerStepC
   return json;
 }
 
+/// CPU profiles only: at least two devices and a positive slowdown per optimizer kind.
+OptimizerAtOnce optimizerAtOnceFromJson(const JsonCursor& json, const Profile& profile) {
+  if (!json.value().is_object()) json.fail("expected an object with 'devices' and 'slowdown'");
+  if (profile.onCuda()) {
+    json.fail("expected none on a profile whose environment.device_type is 'cuda' (CUDA devices step in memories "
+              "of their own)");
+  }
+  OptimizerAtOnce atOnce;
+  atOnce.devices = json.at("devices").asNonNegativeInt();
+  if (atOnce.devices < 2) json.at("devices").fail("expected at least 2, got " + std::to_string(atOnce.devices));
+  const JsonCursor slowdown = json.at("slowdown");
+  if (!slowdown.value().is_object() || slowdown.value().empty()) {
+    slowdown.fail("expected an object keyed by optimizer kind, e.g. {\"sgd\": 1.2}");
+  }
+  for (const auto& [name, value] : slowdown.value().items()) {
+    const JsonCursor ratio = slowdown.at(name);
+    OptimizerKind kind = OptimizerKind::Sgd;
+    try {
+      kind = parseOptimizerKind(name);
+    } catch (const std::invalid_argument& error) {
+      ratio.fail(error.what());
+    }
+    atOnce.slowdown[kind] = ratio.asNonNegativeNumber();
+    if (!(atOnce.slowdown[kind] > 0)) ratio.fail("expected a positive ratio, got 0");
+  }
+  return atOnce;
+}
+
 /// A non-empty list of cost samples sorted by distinct micro_batch. `launches` checks each
 /// sample's launch data; without it (the loss's samples) a sample may carry none.
 std::vector<CostSample> costsFromJson(const JsonCursor& costs, LaunchConsistency* launches) {
@@ -451,6 +479,13 @@ bool Profile::hasBackwardSplit() const {
   return true;
 }
 
+double OptimizerAtOnce::factor(OptimizerKind kind, std::int64_t stepping) const {
+  const auto measuredKind = slowdown.find(kind);
+  if (devices <= 1 || stepping <= 1 || measuredKind == slowdown.end()) return 1.0;
+  const double perOtherDevice = (std::max(1.0, measuredKind->second) - 1.0) / static_cast<double>(devices - 1);
+  return 1.0 + perOtherDevice * static_cast<double>(stepping - 1);
+}
+
 bool Profile::predictsOptimizer(OptimizerKind kind) const {
   if (kind == environment.optimizer.kind) return true;
   for (const LayerProfile& layer : layers) {
@@ -540,6 +575,12 @@ nlohmann::json toJson(const Profile& profile) {
     json["loss"] = {{"keeps_output", profile.loss.keepsOutput}, {"costs", costs}};
   }
   if (profile.libraryWorkspaceBytes != 0) json["library_workspace_bytes"] = profile.libraryWorkspaceBytes;
+  if (profile.optimizerAtOnce.measured()) {
+    nlohmann::json slowdown = nlohmann::json::object();
+    for (const auto& [kind, ratio] : profile.optimizerAtOnce.slowdown)
+      slowdown[std::string(optimizerName(kind))] = ratio;
+    json["optimizer_at_once"] = {{"devices", profile.optimizerAtOnce.devices}, {"slowdown", slowdown}};
+  }
   if (!profile.sharedParameters.empty()) {
     nlohmann::json shared = nlohmann::json::array();
     for (const SharedParameterProfile& parameter : profile.sharedParameters) {
@@ -566,6 +607,8 @@ Profile profileFromJson(const nlohmann::json& json, const std::string& file) {
                      std::to_string(profile.libraryWorkspaceBytes));
     }
   }
+  if (root.has("optimizer_at_once"))
+    profile.optimizerAtOnce = optimizerAtOnceFromJson(root.at("optimizer_at_once"), profile);
   JsonCursor layers = root.at("layers");
   if (layers.size() == 0) layers.fail("expected at least one layer");
   LaunchConsistency launches;

@@ -18,6 +18,7 @@ void optimizerStepCosts(const Profile& profile, const Cluster& cluster, const st
   out.durationNs.assign(laneCount, 0);
   out.transientBytes.assign(laneCount, 0);
   out.castCacheBytes.assign(laneCount, 0);
+  out.slowdown.assign(laneCount, 1.0);
   if (!training) return;
   for (std::size_t j = 0; j + 1 < firstLayer.size(); ++j) {
     const auto d = static_cast<std::size_t>(stageLane[j]);
@@ -28,10 +29,22 @@ void optimizerStepCosts(const Profile& profile, const Cluster& cluster, const st
       out.castCacheBytes[d] += layer.castCacheBytes;
     }
   }
-  // Stage d (d < lanes) is on lane d: its cluster device is the lane's.
+  // Stage d (d < lanes) is on lane d: its cluster device is the lane's. On CPU, the devices of
+  // one host that step at once share its memory (Profile::optimizerAtOnce).
+  const auto sameHost = [&](std::size_t a, std::size_t b) {
+    return cluster.hosts.empty() || cluster.hosts[static_cast<std::size_t>(stageDevice[a])] ==
+                                        cluster.hosts[static_cast<std::size_t>(stageDevice[b])];
+  };
+  const bool shareMemory = !profile.onCuda() && profile.optimizerAtOnce.measured();
+  for (std::size_t d = 0; shareMemory && d < laneCount; ++d) {
+    if (out.durationNs[d] == 0) continue;
+    std::int64_t stepping = 0;
+    for (std::size_t e = 0; e < laneCount; ++e) stepping += out.durationNs[e] > 0 && sameHost(e, d) ? 1 : 0;
+    out.slowdown[d] = profile.optimizerAtOnce.factor(profile.environment.optimizer.kind, stepping);
+  }
   for (std::size_t d = 0; d < laneCount; ++d) {
     const double speed = cluster.devices[static_cast<std::size_t>(stageDevice[d])].relativeSpeed;
-    out.durationNs[d] = scaleTime(out.durationNs[d], speed);
+    out.durationNs[d] = scaleTime(out.durationNs[d], speed / out.slowdown[d]);
   }
 }
 

@@ -361,6 +361,46 @@ TEST(ProfileJson, LibraryWorkspaceIsValidated) {
   EXPECT_EQ(errorAfter([](auto& j) { j["library_workspace_bytes"] = 0; }), "no error");
 }
 
+TEST(ProfileJson, TheOptimizerAtOnceRoundTripsOnCpuAndOldFilesStepAlone) {
+  Profile profile = exampleProfile();
+  EXPECT_FALSE(toJson(profile).contains("optimizer_at_once"));  // not measured: not written
+  EXPECT_FALSE(profileFromJson(toJson(profile), "p.json").optimizerAtOnce.measured());
+  profile.optimizerAtOnce = OptimizerAtOnce{2, {{OptimizerKind::Sgd, 1.25}, {OptimizerKind::AdamW, 1.5}}};
+  const nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["optimizer_at_once"],
+            nlohmann::json::parse(R"({"devices": 2, "slowdown": {"adamw": 1.5, "sgd": 1.25}})"));
+  const Profile read = profileFromJson(json, "p.json");
+  expectEqual(read, profile);
+  EXPECT_DOUBLE_EQ(read.optimizerAtOnce.factor(OptimizerKind::AdamW, 2), 1.5);
+  EXPECT_DOUBLE_EQ(read.optimizerAtOnce.factor(OptimizerKind::AdamW, 3), 2.0) << "linear in the other devices";
+  EXPECT_DOUBLE_EQ(read.optimizerAtOnce.factor(OptimizerKind::AdamW, 1), 1.0) << "alone";
+  EXPECT_DOUBLE_EQ(read.optimizerAtOnce.factor(OptimizerKind::Adam, 2), 1.0) << "not measured";
+}
+
+TEST(ProfileJson, TheOptimizerAtOnceIsValidated) {
+  const auto atOnce = [](nlohmann::json value) {
+    return [value](nlohmann::json& j) { j["optimizer_at_once"] = value; };
+  };
+  EXPECT_EQ(errorAfter(atOnce(R"({"devices": 2, "slowdown": {"sgd": 1.2}})"_json)), "no error");
+  EXPECT_EQ(errorAfter(atOnce(R"({"devices": 1, "slowdown": {"sgd": 1.2}})"_json)),
+            "p.json: $.optimizer_at_once.devices: expected at least 2, got 1");
+  EXPECT_EQ(errorAfter(atOnce(R"({"devices": 2, "slowdown": {}})"_json)),
+            "p.json: $.optimizer_at_once.slowdown: expected an object keyed by optimizer kind, e.g. {\"sgd\": 1.2}");
+  EXPECT_EQ(errorAfter(atOnce(R"({"devices": 2, "slowdown": {"sgd": 0}})"_json)),
+            "p.json: $.optimizer_at_once.slowdown.sgd: expected a positive ratio, got 0");
+  EXPECT_EQ(errorAfter(atOnce(R"({"devices": 2, "slowdown": {"lion": 1.1}})"_json)),
+            "p.json: $.optimizer_at_once.slowdown.lion: invalid optimizer 'lion': expected one of sgd, momentum, adam, "
+            "adamw");
+  EXPECT_EQ(errorAfter(atOnce(R"([2, 1.2])"_json)),
+            "p.json: $.optimizer_at_once: expected an object with 'devices' and 'slowdown'");
+  EXPECT_EQ(errorAfter([](auto& j) {
+              j["environment"]["device_type"] = "cuda";
+              j["optimizer_at_once"] = R"({"devices": 2, "slowdown": {"sgd": 1.2}})"_json;
+            }),
+            "p.json: $.optimizer_at_once: expected none on a profile whose environment.device_type is 'cuda' (CUDA "
+            "devices step in memories of their own)");
+}
+
 TEST(ProfileJson, TheBackwardSplitRoundTripsWithOrWithoutItsOwnMemory) {
   Profile profile = exampleProfile();
   profile.layers[0].costs[0].backwardSplit = BackwardSplit{8, 12, 100, 10, 300, 40};

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <thread>
 
 namespace pipeprof {
 namespace {
@@ -627,6 +628,24 @@ Model convModel() {
   };
   model.loss = [](const torch::Tensor& output, const torch::Tensor& target) { return torch::mse_loss(output, target); };
   return model;
+}
+
+TEST(LayerProfiler, MeasuresDevicesSteppingAtOnceWhereTheCoresHoldSeveral) {
+  const auto cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores < 2) GTEST_SKIP() << "one core holds one device";
+  const int before = torch::get_num_threads();
+  Model model = convModel();  // two layers with parameters: conv and fc
+  torch::set_num_threads(1);  // a worker's count when every core runs a device
+  const Profile shared = profileModel(model, quick({2}));
+  torch::set_num_threads(cores);  // one device has the cores
+  const Profile alone = profileModel(model, quick({2}));
+  torch::set_num_threads(before);
+  EXPECT_EQ(shared.optimizerAtOnce.devices, 2) << "one share per layer with parameters";
+  ASSERT_EQ(shared.optimizerAtOnce.slowdown.size(), 4u) << "every kind, as optimizer_steps";
+  for (const auto& [kind, slowdown] : shared.optimizerAtOnce.slowdown) {
+    EXPECT_GT(slowdown, 0.0) << optimizerName(kind);
+  }
+  EXPECT_FALSE(alone.optimizerAtOnce.measured());
 }
 
 TEST(LayerProfiler, RecordsTheOptimizersStateStepAndTemporaries) {

@@ -7,9 +7,13 @@
 #include <pipeprof/core/statistics.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace pipeprof::layer_profiling {
@@ -65,7 +69,90 @@ std::vector<LayerStepper> measureOptimizerSteps(const OptimizerSpec& spec,
   return steppers;
 }
 
+using Clock = std::chrono::steady_clock;
+
+TimeNs elapsedNs(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+}
+
+/// The trainable layers in `shares` contiguous runs of about equal parameter bytes, each of one
+/// layer at least, as a balanced pipeline puts them on its devices (fewer where fewer layers
+/// have parameters).
+std::vector<std::vector<torch::Tensor>> splitIntoShares(const std::vector<std::vector<torch::Tensor>>& trainable,
+                                                        std::int64_t shares) {
+  Bytes total = 0;
+  std::int64_t layersLeft = 0;
+  for (const auto& parameters : trainable) {
+    for (const torch::Tensor& p : parameters) total += static_cast<Bytes>(p.nbytes());
+    layersLeft += parameters.empty() ? 0 : 1;
+  }
+  std::vector<std::vector<torch::Tensor>> out(1);
+  Bytes done = 0;
+  for (const auto& parameters : trainable) {
+    if (parameters.empty()) continue;
+    const auto started = static_cast<std::int64_t>(out.size());
+    const Bytes quota = total * started / shares;  // where the current share ends
+    if (!out.back().empty() && started < shares && (done >= quota || layersLeft <= shares - started)) {
+      out.emplace_back();
+    }
+    --layersLeft;
+    for (const torch::Tensor& p : parameters) {
+      out.back().push_back(p);
+      done += static_cast<Bytes>(p.nbytes());
+    }
+  }
+  return out;
+}
+
+/// CPU: steps every share's optimizer `runs` times one after another and `runs` times all at once
+/// on a thread each (every pass after evicting the caches): the median over the runs of the shares'
+/// summed times at once over their summed times one after another (OptimizerAtOnce).
+double measureSlowdown(const OptimizerSpec& spec, const std::vector<std::vector<torch::Tensor>>& shares,
+                       std::int64_t runs, torch::Tensor& evictionBuffer) {
+  std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers;
+  for (const auto& share : shares) {
+    optimizers.push_back(makeOptimizer(spec, share));
+    optimizers.back()->step();  // creates the state
+  }
+  const int intraOpThreads = at::get_num_threads();
+  std::vector<double> ratios;
+  for (std::int64_t r = 0; r < runs; ++r) {
+    evictCaches(evictionBuffer);
+    TimeNs apart = 0;
+    for (auto& optimizer : optimizers) {
+      const auto t0 = Clock::now();
+      optimizer->step();
+      apart += elapsedNs(t0);
+    }
+    evictCaches(evictionBuffer);
+    std::vector<TimeNs> atOnce(optimizers.size(), 0);
+    std::atomic<std::size_t> ready{0};
+    std::vector<std::thread> threads;
+    for (std::size_t g = 0; g < optimizers.size(); ++g) {
+      threads.emplace_back([&, g] {
+        if (at::get_num_threads() != intraOpThreads) at::set_num_threads(intraOpThreads);  // as a worker adopts it
+        ready.fetch_add(1);
+        while (ready.load() < optimizers.size()) std::this_thread::yield();  // all start together
+        const auto t0 = Clock::now();
+        optimizers[g]->step();
+        atOnce[g] = elapsedNs(t0);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    TimeNs together = 0;
+    for (const TimeNs ns : atOnce) together += ns;
+    if (apart > 0) ratios.push_back(static_cast<double>(together) / static_cast<double>(apart));
+  }
+  return ratios.empty() ? 1.0 : median(ratios);
+}
+
 }  // namespace
+
+std::int64_t optimizerDevicesAtOnce(const torch::Device& device) {
+  if (!device.is_cpu()) return 1;
+  const auto cores = static_cast<std::int64_t>(std::max(1U, std::thread::hardware_concurrency()));
+  return std::max<std::int64_t>(1, cores / std::max(1, at::get_num_threads()));
+}
 
 void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const LayerProfilerOptions& options,
                       const TaggedStreams& streams, const torch::Device& device) {
@@ -88,6 +175,15 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
                                                              kOptimizerTimedSteps, streams, device, evictionBuffer)) {
       profile.layers[static_cast<std::size_t>(stepper.layer)].optimizerSteps[kind] =
           OptimizerStepCost{medianNs(stepper.times), stepper.transient};
+    }
+  }
+  const std::int64_t devices = optimizerDevicesAtOnce(device);
+  const std::vector<std::vector<torch::Tensor>> shares = splitIntoShares(trainable, devices);
+  if (devices > 1 && shares.size() > 1) {
+    profile.optimizerAtOnce.devices = static_cast<std::int64_t>(shares.size());
+    for (OptimizerKind kind : kOptimizerKinds) {
+      profile.optimizerAtOnce.slowdown[kind] =
+          measureSlowdown(options.optimizer.asKind(kind), shares, kOptimizerTimedSteps, evictionBuffer);
     }
   }
   for (LayerProfile& layer : profile.layers) {

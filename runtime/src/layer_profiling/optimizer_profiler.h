@@ -26,9 +26,17 @@ inline constexpr std::int64_t kCacheEvictionBytes = std::int64_t{64} << 20;
 /// parameters after its backward (docs/profiler.md, "The optimizer step"): the median time and
 /// the transient peak above the state under the layer's tag. Every layer's state of one kind
 /// is held at once. Fills optimizerSteps, and the profile's own kind's as optimizer_step_ns and
-/// optimizer_step_bytes, with its state as optimizer_bytes. Changes the parameters (the
+/// optimizer_step_bytes, with its state as optimizer_bytes; on CPU with the cores for two
+/// devices or more, optimizerAtOnce (optimizerDevicesAtOnce). Changes the parameters (the
 /// caller's snapshot restores them) and leaves their gradients undefined.
 void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const LayerProfilerOptions& options,
                       const TaggedStreams& streams, const torch::Device& device);
+
+/// How many pipeline devices of this host step their optimizers at once at this thread count:
+/// on CPU the cores over the intra-op threads (the sweep gives each of p devices cores / p
+/// threads, so p), at least 1; 1 on CUDA, whose devices step in memories of their own. Where it
+/// is 2 or more, measureOptimizer also measures Profile::optimizerAtOnce for every optimizer
+/// kind, with that many threads each stepping a contiguous share of the layers of about equal
+/// parameter bytes.
 
 }  // namespace pipeprof::layer_profiling

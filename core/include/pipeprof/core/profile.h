@@ -187,6 +187,24 @@ struct SharedParameterProfile {
   Bytes bytes = 0;                   ///< the parameter's (its gradient's are the same)
 };
 
+/// CPU: the optimizer steps of several pipeline devices of one host running at once. They share
+/// the host's caches and memory bandwidth, so each takes longer than its layers'
+/// optimizer_step_ns, which were timed with the other cores idle (docs/profiler.md, "The optimizer
+/// step"). The layer profiler measures it with `devices` threads, each stepping a contiguous
+/// share of the layers: slowdown[kind] = their times stepping at once / the same shares' times
+/// stepped one after another (the median over its passes).
+struct OptimizerAtOnce {
+  std::int64_t devices = 1;                  ///< threads that stepped at once; 1: not measured
+  std::map<OptimizerKind, double> slowdown;  ///< per kind measured; > 0
+
+  bool measured() const { return devices > 1 && !slowdown.empty(); }
+  /// What a `kind` step takes with `stepping` devices of one host at once, over its time alone:
+  /// 1 + (s - 1) x (stepping - 1) / (devices - 1) with s = max(1, slowdown[kind]) -- linear in
+  /// the other devices stepping, exact at the measured count; 1 when `kind` was not measured or
+  /// stepping <= 1.
+  double factor(OptimizerKind kind, std::int64_t stepping) const;
+};
+
 /// One pass of the layer profiler and the wall time it took over every micro-batch size.
 struct ProfilePass {
   std::string name;  ///< "memory", "skip gradients", "loss memory", "timed runs", "kernels", "optimizer"
@@ -244,6 +262,8 @@ struct Profile {
   /// 2.x's cuBLAS and cuBLASLt workspaces, allocated through the caching allocator and kept
   /// until cleared (docs/simulator.md, "Memory model", says what the simulator charges).
   Bytes libraryWorkspaceBytes = 0;
+  /// CPU only; absent in older files and where one device had the cores (not measured).
+  OptimizerAtOnce optimizerAtOnce;
 
   std::int64_t layerCount() const { return static_cast<std::int64_t>(layers.size()); }
   /// Whether the profile was measured on a CUDA device (environment.deviceType "cuda"): its
