@@ -12,9 +12,9 @@ namespace pipeprof::sim {
 /// Per pipeline device (lane), from the profile's layers of its stages (docs/simulator.md,
 /// "The optimizer step"): the executors step every device's parameters once all devices have
 /// run their ops, each device on its own thread, so the step ends max_d durationNs[d] after the
-/// pipeline's last op, and on CPU the devices of one host step at once. Its temporaries are those of the device's
-/// largest layer (LibTorch steps parameter by parameter); autocast's cast copies are held from the step's first ops
-/// until the optimizer starts.
+/// pipeline's last op, and on CPU the devices of one host step at once. Its temporaries are
+/// those of the device's largest layer (LibTorch steps parameter by parameter); autocast's cast
+/// copies are held from the step's first ops until the optimizer starts.
 struct OptimizerStepCosts {
   /// sum of the layers' optimizer_step_ns x slowdown / the device's speed
   std::vector<TimeNs> durationNs;

@@ -38,5 +38,6 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
 /// is 2 or more, measureOptimizer also measures Profile::optimizerAtOnce for every optimizer
 /// kind, with that many threads each stepping a contiguous share of the layers of about equal
 /// parameter bytes.
+std::int64_t optimizerDevicesAtOnce(const torch::Device& device);
 
 }  // namespace pipeprof::layer_profiling
