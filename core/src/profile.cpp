@@ -252,19 +252,23 @@ struct LaunchConsistency {
   }
 };
 
+/// An object's key naming an optimizer kind; fails at its value when it names none.
+OptimizerKind optimizerKindOfKey(const std::string& name, const JsonCursor& value) {
+  try {
+    return parseOptimizerKind(name);
+  } catch (const std::invalid_argument& error) {
+    value.fail(error.what());
+  }
+}
+
 /// {"sgd": {"ns": ..., "bytes": ...}, ...}: each optimizer kind's step of a layer.
 std::map<OptimizerKind, OptimizerStepCost> optimizerStepsFromJson(const JsonCursor& json) {
   if (!json.value().is_object()) json.fail("expected an object keyed by optimizer kind");
   std::map<OptimizerKind, OptimizerStepCost> steps;
   for (const auto& [name, value] : json.value().items()) {
     const JsonCursor step = json.at(name);
-    OptimizerKind kind = OptimizerKind::Sgd;
-    try {
-      kind = parseOptimizerKind(name);
-    } catch (const std::invalid_argument& error) {
-      step.fail(error.what());
-    }
-    steps[kind] = OptimizerStepCost{step.at("ns").asNonNegativeInt(), step.at("bytes").asNonNegativeInt()};
+    steps[optimizerKindOfKey(name, step)] =
+        OptimizerStepCost{step.at("ns").asNonNegativeInt(), step.at("bytes").asNonNegativeInt()};
   }
   return steps;
 }
@@ -292,12 +296,7 @@ OptimizerAtOnce optimizerAtOnceFromJson(const JsonCursor& json, const Profile& p
   }
   for (const auto& [name, value] : slowdown.value().items()) {
     const JsonCursor ratio = slowdown.at(name);
-    OptimizerKind kind = OptimizerKind::Sgd;
-    try {
-      kind = parseOptimizerKind(name);
-    } catch (const std::invalid_argument& error) {
-      ratio.fail(error.what());
-    }
+    const OptimizerKind kind = optimizerKindOfKey(name, ratio);
     atOnce.slowdown[kind] = ratio.asNonNegativeNumber();
     if (!(atOnce.slowdown[kind] > 0)) ratio.fail("expected a positive ratio, got 0");
   }
