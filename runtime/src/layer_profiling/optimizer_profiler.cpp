@@ -5,13 +5,13 @@
 #include "training/make_optimizer.h"
 
 #include <pipeprof/core/statistics.h>
+#include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -51,7 +51,6 @@ std::vector<LayerStepper> measureOptimizerSteps(const OptimizerSpec& spec,
     synchronize(device);
     steppers.push_back(std::move(stepper));
   }
-  using Clock = std::chrono::steady_clock;
   for (std::int64_t r = 0; r < runs; ++r) {
     evictCaches(evictionBuffer);
     synchronize(device);
@@ -59,20 +58,14 @@ std::vector<LayerStepper> measureOptimizerSteps(const OptimizerSpec& spec,
       LayerMemoryScope scope(streams, stepper.layer);
       const Bytes start = liveBytes(stepper.layer);
       resetPeakBytes(stepper.layer);
-      const auto t0 = Clock::now();
+      const TimeNs t0 = steadyNowNs();
       stepper.optimizer->step();
       synchronize(device);
-      stepper.times.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+      stepper.times.push_back(steadyNowNs() - t0);
       stepper.transient = std::max(stepper.transient, peakBytes(stepper.layer) - start);
     }
   }
   return steppers;
-}
-
-using Clock = std::chrono::steady_clock;
-
-TimeNs elapsedNs(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
 
 /// The trainable layers in `shares` contiguous runs of about equal parameter bytes, each of one
@@ -120,9 +113,9 @@ double measureSlowdown(const OptimizerSpec& spec, const std::vector<std::vector<
     evictCaches(evictionBuffer);
     TimeNs apart = 0;
     for (auto& optimizer : optimizers) {
-      const auto t0 = Clock::now();
+      const TimeNs t0 = steadyNowNs();
       optimizer->step();
-      apart += elapsedNs(t0);
+      apart += steadyNowNs() - t0;
     }
     evictCaches(evictionBuffer);
     std::vector<TimeNs> atOnce(optimizers.size(), 0);
@@ -133,9 +126,9 @@ double measureSlowdown(const OptimizerSpec& spec, const std::vector<std::vector<
         if (at::get_num_threads() != intraOpThreads) at::set_num_threads(intraOpThreads);  // as a worker adopts it
         ready.fetch_add(1);
         while (ready.load() < optimizers.size()) std::this_thread::yield();  // all start together
-        const auto t0 = Clock::now();
+        const TimeNs t0 = steadyNowNs();
         optimizers[g]->step();
-        atOnce[g] = elapsedNs(t0);
+        atOnce[g] = steadyNowNs() - t0;
       });
     }
     for (std::thread& thread : threads) thread.join();
@@ -178,8 +171,9 @@ void measureOptimizer(torch::nn::Sequential& sequential, Profile& profile, const
     }
   }
   const std::int64_t devices = optimizerDevicesAtOnce(device);
-  const std::vector<std::vector<torch::Tensor>> shares = splitIntoShares(trainable, devices);
-  if (devices > 1 && shares.size() > 1) {
+  const std::vector<std::vector<torch::Tensor>> shares =
+      devices > 1 ? splitIntoShares(trainable, devices) : std::vector<std::vector<torch::Tensor>>{};
+  if (shares.size() > 1) {
     profile.optimizerAtOnce.devices = static_cast<std::int64_t>(shares.size());
     for (OptimizerKind kind : kOptimizerKinds) {
       profile.optimizerAtOnce.slowdown[kind] =
