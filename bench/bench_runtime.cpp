@@ -1,17 +1,16 @@
 // Runtime speed: the Pipe's overhead against the plain Sequential, and CPU pipelining speed-up.
 //
-// Every benchmark runs with one intra-op thread (torch::set_num_threads(1) before anything
-// else; the Pipe's workers adopt the caller's setting) and a single-threaded OpenBLAS, so each
-// partition's worker computes on one core and two partitions on two workers use two cores.
+// Every benchmark runs with one intra-op thread (setIntraOpThreads(1) before anything else; the
+// Pipe's workers adopt the caller's setting, and OpenBLAS stays on one), so each partition's
+// worker computes on one core and two partitions on two workers use two cores.
 //
 //   build-rt/bench/bench_runtime --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <pipeprof/runtime/models.h>
 #include <pipeprof/runtime/pipe.h>
+#include <pipeprof/runtime/torch_environment.h>
 
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
-
-#include <dlfcn.h>
 
 #include <memory>
 #include <string>
@@ -101,9 +100,8 @@ void referenceMlp(benchmark::State& state) {
     options.devices.assign(static_cast<std::size_t>(partitions), torch::kCPU);
     options.chunks = 8;
     options.checkpoint = Checkpoint::ExceptLast;
-    pipe = std::make_unique<Pipe>(model.sequential,
-                                  partitions == 7 ? std::vector<std::int64_t>(7, 1) : std::vector<std::int64_t>{4, 3},
-                                  options);
+    pipe = std::make_unique<Pipe>(
+        model.sequential, partitions == 7 ? std::vector<std::int64_t>(7, 1) : std::vector<std::int64_t>{4, 3}, options);
   }
   auto parameters = model.sequential->parameters();
   for (auto _ : state) {
@@ -120,19 +118,8 @@ BENCHMARK(referenceMlp)->Arg(0)->Arg(7)->Arg(2)->Unit(benchmark::kMillisecond)->
 
 }  // namespace
 
-/// OpenBLAS's pthread build (Debian's default BLAS) has its own thread pool that serialises
-/// concurrent callers and busy-waits: with two workers calling GEMM at once it costs more than
-/// pipelining gains. Give it one thread, as OPENBLAS_NUM_THREADS=1 would, when it is loaded.
-void singleThreadedBlas() {
-  using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(1);
-  }
-}
-
 int main(int argc, char** argv) {
-  torch::set_num_threads(1);
-  singleThreadedBlas();
+  pipeprof::setIntraOpThreads(1);  // OpenBLAS's pool on one thread too (docs/runtime.md, "Threads")
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 1;
