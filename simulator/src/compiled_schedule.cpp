@@ -1,6 +1,8 @@
 // Flattens a Schedule into arrays and attaches the memory model's effects to its ops.
 #include "compiled_schedule.h"
 
+#include "late_releases.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <stdexcept>
@@ -457,6 +459,7 @@ CompiledSchedule compileSchedule(const Schedule& schedule, const SkipFacts& skip
   linkSuccessors(ops, out);
   flattenEffects(builder.effects(), out);
   placeOnLanes(schedule, out);
+  splitLateReleases(out);
   out.labels.reserve(ops.size());
   for (const Op& op : ops) out.labels.push_back(schedule.label(op));
   return out;

@@ -161,7 +161,8 @@ struct CompiledOp {
   Range transient;     ///< allocated at op start, released first at op end (a compute op's transient peak)
   Range endTransient;  ///< at op end, then: a transient peak reached there, allocated and released at once
   Range endAlloc;      ///< at op end, then: allocations (saved, outputs, gradients)
-  Range endRelease;    ///< at op end, last: releases (freed tensors)
+  Range endRelease;    ///< at op end, last: releases (freed tensors) of the op's own lane
+                       ///< (another lane's: CompiledSchedule::opLate), then the op's holds
 
   /// Ops that run on a device's worker in its order (forward, recompute, backward (B, I, W), loss).
   bool isCompute() const { return kind != OpKind::Copy && kind != OpKind::SkipCopy; }
@@ -200,7 +201,17 @@ struct CompiledSchedule {
   std::vector<std::uint32_t> orderOps;    ///< deviceOrder(d) for every lane d, concatenated
   std::vector<std::uint32_t> orderStart;  ///< lanes + 1 offsets into orderOps
   std::vector<std::int32_t> stageLane;    ///< per stage j: its lane, Schedule::deviceOf(j)
-  std::vector<std::string> labels;        ///< Schedule::label of every op
+  /// Per op, where some compute op frees a tensor another lane's stage allocated (else empty:
+  /// the search's ops stay small): those releases, seen late by their lane (late_releases.h),
+  /// and the late releases this op is the first of its lane to wait for (into lateSeenEffects),
+  /// applied at its start where still pending.
+  struct OpLate {
+    Range release;
+    Range seen;
+  };
+  std::vector<OpLate> opLate;
+  std::vector<std::uint32_t> lateSeenEffects;  ///< indices into effects
+  std::vector<std::string> labels;             ///< Schedule::label of every op
   std::vector<std::int32_t> skipStashStage;
   std::vector<std::int32_t> skipPopStage;
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -17,6 +18,7 @@ constexpr std::uint32_t kDrainTag = 1;     ///< op has paid its latency and star
 constexpr std::uint32_t kLaunchedTag = 2;  ///< launches: the host has launched op's last kernel
 constexpr std::uint32_t kCheckTag = 3;     ///< kCheckTag + generation: link `op`'s next transfer is due
 constexpr std::uint32_t kNoOp = ~std::uint32_t{0};
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
 }  // namespace
 
@@ -61,6 +63,16 @@ void Engine::resetOps(bool recordMemorySamples) {
   startNs_.assign(count, -1);
   endNs_.assign(count, -1);
   held_.assign(compiled_->holds.size(), 0);
+  lateDue_.clear();
+  nextDueNs_ = kNever;
+  causeLane_ = -1;
+  if (!compiled.opLate.empty() && costs.freeSkew > 0) {
+    lateDone_.assign(compiled.effects.size(), 0);
+    syncNs_.assign(lanes * lanes, 0);
+  } else {
+    lateDone_.clear();  // empty: no late release waits (seeLate is not called)
+    syncNs_.clear();
+  }
   resource_.resize(count);
   nextPosition_.assign(lanes, 0);
   eligibleOp_.assign(lanes, -1);
@@ -171,6 +183,7 @@ TimeNs Engine::runEvents(std::size_t& finished) {
     touchedLinks_.clear();
     if (events_.empty()) break;
     now = events_.top().timeNs;
+    if (nextDueNs_ <= now) releaseDue(now, now);
     while (!events_.empty() && events_.top().timeNs == now) {
       const Event event = events_.pop();
       if (event.tag == kFinishTag) {
@@ -191,6 +204,7 @@ TimeNs Engine::runEvents(std::size_t& finished) {
       }
     }
   }
+  if (nextDueNs_ != kNever) releaseDue(kNever, now);  // the step is over: what is pending goes with it
   return now;
 }
 
@@ -201,6 +215,7 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
     if (c.orderPosition != nextPosition_[lane] || eligibleOp_[lane] == static_cast<std::int64_t>(op)) return;
     eligibleOp_[lane] = op;
     eligibleSinceNs_[lane] = timeNs;
+    noteWait(c, causeLane_, timeNs);
     touchDevice(resource_[op]);
   } else {
     const std::int32_t link = resource_[op] - deviceCount_;
@@ -215,6 +230,71 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
     }
     touchLink(link);
   }
+}
+
+void Engine::endLate(std::uint32_t op, TimeNs timeNs) {
+  const Range late = compiled_->opLate[op].release;
+  if (costs_->freeSkew <= 0) {
+    memory_.release(*compiled_, late, costs_->bytes.data(), timeNs);
+    return;
+  }
+  const auto lanes = static_cast<std::size_t>(compiled_->lanes);
+  const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
+  for (std::uint32_t e = late.begin; e < late.end; ++e) {
+    const auto owner =
+        static_cast<std::size_t>(compiled_->stageLane[static_cast<std::size_t>(compiled_->effects[e].j)]);
+    const TimeNs apartNs = timeNs - syncNs_[lane * lanes + owner];
+    const TimeNs dueNs = timeNs + static_cast<TimeNs>(costs_->freeSkew * static_cast<double>(apartNs));
+    if (dueNs <= timeNs) {
+      releaseLate(e, timeNs);
+      continue;
+    }
+    lateDue_.push_back(LateDue{dueNs, e});
+    nextDueNs_ = std::min(nextDueNs_, dueNs);
+  }
+}
+
+void Engine::releaseDue(TimeNs nowNs, TimeNs endNs) {
+  // Each at its due time: they fall after everything before nowNs happened. With a counter,
+  // in time order, so that its samples stay in order (without one the order changes nothing).
+  // What is due after the step's end goes at its end.
+  if (memory_.recordsSamples()) {
+    std::sort(lateDue_.begin(), lateDue_.end(), [](const LateDue& a, const LateDue& b) {
+      return a.dueNs != b.dueNs ? a.dueNs < b.dueNs : a.effect < b.effect;
+    });
+  }
+  std::size_t kept = 0;
+  nextDueNs_ = kNever;
+  for (const LateDue& due : lateDue_) {
+    if (due.dueNs <= nowNs) {
+      releaseLate(due.effect, std::min(due.dueNs, endNs));
+    } else {
+      lateDue_[kept++] = due;
+      nextDueNs_ = std::min(nextDueNs_, due.dueNs);
+    }
+  }
+  lateDue_.resize(kept);
+}
+
+void Engine::noteWait(const CompiledOp& waiting, std::int32_t causeLane, TimeNs timeNs) {
+  if (syncNs_.empty() || causeLane < 0 || causeLane == waiting.lane) return;
+  const auto lanes = static_cast<std::size_t>(compiled_->lanes);
+  const auto a = static_cast<std::size_t>(waiting.lane);
+  const auto b = static_cast<std::size_t>(causeLane);
+  syncNs_[a * lanes + b] = syncNs_[b * lanes + a] = timeNs;
+}
+
+void Engine::releaseLate(std::uint32_t effect, TimeNs timeNs) {
+  char& done = lateDone_[effect];
+  if (done) return;
+  done = 1;
+  const MemoryEffect* e = compiled_->effects.data() + effect;
+  memory_.release(e, e + 1, costs_->bytes.data(), timeNs);
+}
+
+void Engine::seeLate(std::uint32_t op, TimeNs timeNs) {
+  const Range seen = compiled_->opLate[op].seen;
+  for (std::uint32_t k = seen.begin; k < seen.end; ++k) releaseLate(compiled_->lateSeenEffects[k], timeNs);
 }
 
 void Engine::applyHolds(std::uint32_t op, TimeNs timeNs) {
@@ -246,6 +326,7 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.endTransient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
+  if (releasesLate(op)) endLate(op, timeNs);
   if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);
   if (c.isCompute()) {
     const auto lane = static_cast<std::size_t>(c.lane);
@@ -262,10 +343,12 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
     linkBusy_[static_cast<std::size_t>(link)] = 0;
     touchLink(link);
   }
+  causeLane_ = c.isCompute() ? c.lane : compiled_->stageLane[static_cast<std::size_t>(c.j)];
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
     if (--remaining_[successor] == 0) makeReady(successor, timeNs);
   }
+  causeLane_ = -1;
 }
 
 void Engine::kernelsDone(std::uint32_t op, TimeNs timeNs) {
@@ -277,12 +360,15 @@ void Engine::kernelsDone(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.endTransient, bytes, timeNs);
   memory_.allocate(*compiled_, c.endAlloc, bytes, op, timeNs);
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
+  if (releasesLate(op)) endLate(op, timeNs);
   if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);
   const std::uint32_t released = nextInLane(op);  // when op had launched (launched())
+  causeLane_ = c.lane;
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
     if (successor != released && --remaining_[successor] == 0) makeReady(successor, timeNs);
   }
+  causeLane_ = -1;
 }
 
 std::uint32_t Engine::nextInLane(std::uint32_t op) const {
@@ -391,6 +477,7 @@ void Engine::start(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   startNs_[op] = timeNs;
   const Bytes* bytes = costs_->bytes.data();
+  if (seesLate(op)) seeLate(op, timeNs);
   memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
@@ -406,6 +493,7 @@ void Engine::startLaunch(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   startNs_[op] = timeNs;
   const Bytes* bytes = costs_->bytes.data();
+  if (seesLate(op)) seeLate(op, timeNs);
   memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);

@@ -38,6 +38,11 @@ namespace pipeprof::sim {
 /// waits for an op (its other successors, copies, memory effects at its end) waits for its
 /// last kernel. busyNs is then the device time.
 ///
+/// Memory (docs/simulator.md, "Memory model"): each op's effects at its start and end, except
+/// that a release of a tensor another lane counts is seen late by that lane, by costs.freeSkew
+/// of the time since the two lanes last waited for each other, or at the start of that lane's
+/// first op that waits for the releasing one (late_releases.h).
+///
 /// An Engine keeps its buffers between runs, so a search reuses one per thread.
 class Engine {
  public:
@@ -64,6 +69,10 @@ class Engine {
   struct Queued {
     TimeNs readyNs;
     std::uint32_t op;
+  };
+  struct LateDue {  ///< a late release not yet applied: effect's index, when it is due
+    TimeNs dueNs;
+    std::uint32_t effect;
   };
   struct LinkQueue {
     std::vector<Queued> items;
@@ -94,6 +103,27 @@ class Engine {
   void launched(std::uint32_t op, TimeNs timeNs);
   /// Launches: op's last kernel ended; releases its successors but the lane's next op.
   void kernelsDone(std::uint32_t op, TimeNs timeNs);
+  /// Whether op frees tensors of another lane (CompiledSchedule::opLate).
+  bool releasesLate(std::uint32_t op) const {
+    return !compiled_->opLate.empty() && compiled_->opLate[op].release.begin != compiled_->opLate[op].release.end;
+  }
+  /// Whether op is the first of its lane to wait for such a free, with a skew.
+  bool seesLate(std::uint32_t op) const {
+    return !lateDone_.empty() && compiled_->opLate[op].seen.begin != compiled_->opLate[op].seen.end;
+  }
+  /// Op's releases of other lanes' tensors (late_releases.h): now without a skew, else due at
+  /// timeNs + skew * (timeNs - when the two lanes last waited for each other), unless a waiting
+  /// op of their lane starts first (seeLate).
+  void endLate(std::uint32_t op, TimeNs timeNs);
+  /// Applies the late releases due by nowNs, each at its due time (at most endNs).
+  void releaseDue(TimeNs nowNs, TimeNs endNs);
+  /// A compute op became ready when an op of causeLane ended (its lane was waiting for it): the
+  /// two lanes' timelines meet at timeNs (syncNs_).
+  void noteWait(const CompiledOp& waiting, std::int32_t causeLane, TimeNs timeNs);
+  /// Releases late effect `effect` where it is still pending.
+  void releaseLate(std::uint32_t effect, TimeNs timeNs);
+  /// At op's start: the late releases it is the first of its lane to wait for.
+  void seeLate(std::uint32_t op, TimeNs timeNs);
   /// Starts the holds op begins where their other holder has not ended, and ends those op ends.
   void applyHolds(std::uint32_t op, TimeNs timeNs);
   /// Launches: frees op's host thread and makes the next op of its lane ready when it can be.
@@ -121,6 +151,11 @@ class Engine {
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
   std::vector<char> held_;                     ///< per CompiledSchedule::holds: started and not yet ended
+  std::vector<char> lateDone_;                 ///< per effect (late releases, with a skew): released
+  std::vector<LateDue> lateDue_;               ///< late releases not yet applied
+  TimeNs nextDueNs_ = 0;                       ///< the earliest dueNs in lateDue_, or the largest TimeNs
+  std::vector<TimeNs> syncNs_;                 ///< lanes x lanes: when the two last waited for each other
+  std::int32_t causeLane_ = -1;                ///< the lane whose op's end is making ops ready, or -1
   std::vector<std::int32_t> resource_;         ///< see resourceOf
   std::int32_t linkCount_ = 0;                 ///< D * D device pairs, then (shared links) H * H host pairs
   std::vector<std::uint32_t> nextPosition_;    ///< per lane

@@ -4,8 +4,10 @@
 #include <pipeprof/core/candidate.h>
 #include <pipeprof/core/cluster.h>
 #include <pipeprof/core/profile.h>
+#include <pipeprof/core/trace.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,31 @@ inline Candidate makeCandidate(std::vector<std::int64_t> balance, std::int64_t c
   candidate.checkpoint = mode;
   candidate.batch = batch;
   return candidate;
+}
+
+/// End of the op labelled `name` in a recorded trace (-1 when absent).
+inline TimeNs endOf(const Trace& trace, const std::string& name) {
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Span && e.name == name) return e.endNs();
+  }
+  return -1;
+}
+
+/// Start of the op labelled `name` in a recorded trace (-1 when absent).
+inline TimeNs startOf(const Trace& trace, const std::string& name) {
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Span && e.name == name) return e.startNs;
+  }
+  return -1;
+}
+
+/// Device `device`'s memory counter over time, from a recorded trace.
+inline std::map<TimeNs, double> counterOf(const Trace& trace, const std::string& device) {
+  std::map<TimeNs, double> values;
+  for (const TraceEvent& e : trace.events) {
+    if (e.kind == EventKind::Counter && e.device == device) values[e.startNs] = e.value;
+  }
+  return values;
 }
 
 }  // namespace pipeprof::test

@@ -283,23 +283,6 @@ TEST(MemoryModel, CopyBuffersCountOnTheDestination) {
   EXPECT_EQ(costly.peakOp, (std::vector<std::string>{"grad-copy(0,1->0)", "backward(0,1)"}));
 }
 
-/// End of the op labelled `name` in a recorded trace (-1 when absent).
-TimeNs endOf(const Trace& trace, const std::string& name) {
-  for (const TraceEvent& e : trace.events) {
-    if (e.kind == EventKind::Span && e.name == name) return e.endNs();
-  }
-  return -1;
-}
-
-/// Device `device`'s memory counter over time, from a recorded trace.
-std::map<TimeNs, double> counterOf(const Trace& trace, const std::string& device) {
-  std::map<TimeNs, double> values;
-  for (const TraceEvent& e : trace.events) {
-    if (e.kind == EventKind::Counter && e.device == device) values[e.startNs] = e.value;
-  }
-  return values;
-}
-
 // A checkpointed micro-batch saves nothing in its forward, so the whole skip tensor stays on
 // its stash stage from forward(i,0) to backward(i,2) (the pop's recompute needs it). The
 // popped skip is a leaf on stage 2: backward(i,2) makes its gradient there (the skip's
@@ -316,15 +299,15 @@ TEST(MemoryModel, ACheckpointedSkipIsHeldUntilThePopStagesBackward) {
   EXPECT_EQ(with.prediction.peakBytes[1], without.peakBytes[1]);
   EXPECT_EQ(with.prediction.peakBytes[2], without.peakBytes[2] + 1000);
   EXPECT_EQ(with.prediction.peakOp[2], "backward(0,2)");
-  const TimeNs backward0End = endOf(with.trace, "backward(0,0)");
-  for (const auto& [timeNs, value] : counterOf(with.trace, "dev:2")) {
+  const TimeNs backward0End = test::endOf(with.trace, "backward(0,0)");
+  for (const auto& [timeNs, value] : test::counterOf(with.trace, "dev:2")) {
     if (timeNs >= backward0End) {
       EXPECT_LT(value, 1000.0) << timeNs;
     }
   }
-  const TimeNs backward2End = endOf(with.trace, "backward(0,2)");
+  const TimeNs backward2End = test::endOf(with.trace, "backward(0,2)");
   ASSERT_GT(backward2End, 0);
-  for (const auto& [timeNs, value] : counterOf(with.trace, "dev:0")) {
+  for (const auto& [timeNs, value] : test::counterOf(with.trace, "dev:0")) {
     if (timeNs > 10 && timeNs < backward2End) {
       EXPECT_GE(value, 1000.0) << timeNs;
     } else if (timeNs >= backward2End) {
@@ -343,12 +326,12 @@ TEST(MemoryModel, AnUnsavedSkipIsHeldUntilThePopStagesForward) {
   const SimulationResult without = simulate(profile, test::freeCluster(3), candidate, options);
   profile.skips.push_back({"enc", 0, 2, 1000, 400});
   const SimulationResult with = simulate(profile, test::freeCluster(3), candidate, options);
-  const TimeNs forward0End = endOf(with.trace, "forward(0,0)");
-  const TimeNs forward2End = endOf(with.trace, "forward(0,2)");
+  const TimeNs forward0End = test::endOf(with.trace, "forward(0,0)");
+  const TimeNs forward2End = test::endOf(with.trace, "forward(0,2)");
   ASSERT_GT(forward0End, 0);
   ASSERT_GT(forward2End, forward0End);
-  const std::map<TimeNs, double> before = counterOf(without.trace, "dev:0");
-  const std::map<TimeNs, double> after = counterOf(with.trace, "dev:0");
+  const std::map<TimeNs, double> before = test::counterOf(without.trace, "dev:0");
+  const std::map<TimeNs, double> after = test::counterOf(with.trace, "dev:0");
   ASSERT_FALSE(before.empty());
   for (const auto& [timeNs, value] : after) {
     auto sample = before.upper_bound(timeNs);  // the counter is a step function: its value then

@@ -1,0 +1,88 @@
+// Tests for the frees another device makes, seen late (simulator/src/late_releases.h).
+#include "late_releases.h"
+
+#include <pipeprof/simulator/simulator.h>
+
+#include "test_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <iterator>
+#include <map>
+#include <string>
+
+namespace pipeprof::test_late_releases {
+namespace {
+
+// Two one-layer stages, one sample per micro-batch: stage 0's backward takes 40, stage 1's 20;
+// each output is 10 bytes, stage 1 saves its output (10) and nothing else is held.
+const test::LayerCosts kSlowBackward{10, 40, 0, 10, 0, 0};
+const test::LayerCosts kFastBackward{10, 20, 10, 10, 0, 0};
+
+SimulationResult traced(std::int64_t chunks, Checkpoint mode) {
+  SimulationOptions options;
+  options.recordTrace = true;
+  return simulate(test::makeProfile({kSlowBackward, kFastBackward}), test::freeCluster(2),
+                  test::makeCandidate({1, 1}, chunks, mode, chunks), options);
+}
+
+/// The counter's value at timeNs (it is a step function), or 0 before its first sample.
+double at(const std::map<TimeNs, double>& counter, TimeNs timeNs) {
+  auto sample = counter.upper_bound(timeNs);
+  return sample == counter.begin() ? 0.0 : std::prev(sample)->second;
+}
+
+// GPipe, never, two micro-batches: backward(1,1) makes the gradient of stage 1's input (10
+// bytes, counted on device 1) and backward(1,0) frees it. Device 1 does not wait for device 0
+// after backward(1,0) began (it waited for device 1 then), so device 1 sees the free late by
+// kFreeSkew of the time since: at E + kFreeSkew * (E - S). backward(0,0)'s free would be due
+// after the step ends; it goes with the step's end.
+TEST(LateReleases, AnotherDevicesFreeIsSeenLateByTheSkewOfTheTimeSinceTheyLastWaited) {
+  const SimulationResult result = traced(2, Checkpoint::Never);
+  const TimeNs start = test::startOf(result.trace, "backward(1,0)");
+  const TimeNs end = test::endOf(result.trace, "backward(1,0)");
+  ASSERT_EQ(start, test::endOf(result.trace, "backward(1,1)"));  // it waited for the gradient
+  const auto due = end + static_cast<TimeNs>(sim::kFreeSkew * static_cast<double>(end - start));
+  ASSERT_GT(due, end);
+  const std::map<TimeNs, double> device1 = test::counterOf(result.trace, "dev:1");
+  EXPECT_EQ(at(device1, due) - at(device1, due - 1), -10.0);
+  EXPECT_EQ(at(device1, end), at(device1, due - 1));
+  const TimeNs stepEnd = test::endOf(result.trace, "backward(0,0)");
+  EXPECT_EQ(std::prev(device1.end())->first, stepEnd);
+  EXPECT_EQ(std::prev(device1.end())->second, 0.0);
+  EXPECT_EQ(result.prediction.iterationNs, stepEnd);
+}
+
+// GPipe, always, one micro-batch: stage 0 keeps its output (10, on device 0) for stage 1's
+// recompute, and backward(0,1) frees it. Device 0's backward waits for backward(0,1)'s
+// gradient, so device 0 sees the free at that backward's start at the latest, however long
+// ago the two devices last waited for each other.
+TEST(LateReleases, ADeviceWaitingForTheFreeingOpSeesItAtOnce) {
+  const SimulationResult result = traced(1, Checkpoint::Always);
+  const TimeNs freed = test::endOf(result.trace, "backward(0,1)");
+  ASSERT_GT(freed, 0);
+  const std::map<TimeNs, double> device0 = test::counterOf(result.trace, "dev:0");
+  EXPECT_EQ(at(device0, freed) - at(device0, freed - 1), -10.0);
+}
+
+// GPipe, never, two micro-batches (times in units of 100 ns); stage 0's output is 10 bytes,
+// stage 1's 5, and stage 1 keeps its output until its backward. At backward(1,1)'s end (50)
+// device 1 holds both outputs and the gradient of its input for micro-batch 1: 20. Device 0's
+// backward(1,0), which began at 50 when that gradient came, frees it; at backward(0,1)'s end
+// (70) device 1 makes micro-batch 0's. With stage 0's backward of 17 the free ends at 67 and is
+// seen at 68.7, so device 1 then holds 5 + 10 = 15. With 19 it ends at 69, before 70, but is
+// seen at 70.9: 5 + 10 + 10 = 25, as in the steps whose device 0 runs a little late.
+TEST(LateReleases, AFreePredictedJustBeforeTheOwnersAllocationCountsInItsPeak) {
+  auto peakOfDevice1 = [](TimeNs stage0BackwardNs) {
+    const test::LayerCosts stage0{1000, stage0BackwardNs, 0, 10, 0, 0};
+    const test::LayerCosts stage1{1000, 2000, 0, 5, 0, 0};
+    return simulate(test::makeProfile({stage0, stage1}), test::freeCluster(2),
+                    test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2))
+        .prediction.peakBytes[1];
+  };
+  EXPECT_EQ(peakOfDevice1(1700), 20);
+  EXPECT_EQ(peakOfDevice1(1900), 25);
+}
+
+}  // namespace
+}  // namespace pipeprof::test_late_releases
