@@ -5,13 +5,12 @@
 
 namespace pipeprof::sim {
 
-/// How late a lane sees another lane's frees, as a fraction of the time into the step
-/// (docs/simulator.md, "Frees another device makes"): a tensor lane d allocated and an op of
-/// another lane frees at time t counts on d until t * (1 + kFreeSkew), or until d starts an op
-/// that waits for the freeing one, whichever comes first. The two devices' timelines drift
-/// against each other and against the prediction while a step runs; the measured peak of a
-/// device is the largest over every step, so a free predicted just before d's busiest moment
-/// lands after it in some steps.
+/// How late a lane sees another lane's frees (docs/simulator.md, "Frees another device makes"):
+/// a tensor counted on lane d that an op of lane e frees at time t counts on d until
+/// t + kFreeSkew * (t - s), s being when d and e last waited for each other, or until d starts
+/// an op that waits for the freeing one, whichever comes first. Two devices' timelines drift
+/// apart while neither waits for the other, and a device's measured peak is the largest over
+/// every step, so a free predicted just before d's busiest moment lands after it in some steps.
 inline constexpr double kFreeSkew = 0.1;
 
 /// Moves each compute op's releases of tensors counted on another lane out of endRelease into
