@@ -201,16 +201,17 @@ struct CompiledSchedule {
   std::vector<std::uint32_t> orderOps;    ///< deviceOrder(d) for every lane d, concatenated
   std::vector<std::uint32_t> orderStart;  ///< lanes + 1 offsets into orderOps
   std::vector<std::int32_t> stageLane;    ///< per stage j: its lane, Schedule::deviceOf(j)
-  /// Per op, where some compute op frees a tensor another lane's stage allocated (else empty:
-  /// the search's ops stay small): those releases, seen late by their lane (late_releases.h),
-  /// and the late releases this op is the first of its lane to wait for (into lateSeenEffects),
-  /// applied at its start where still pending.
+  /// Per op, where some compute op frees a tensor another lane's stage allocated or ends such a
+  /// hold (else empty: the search's ops stay small): those releases, seen late by their lane
+  /// (late_releases.h), and the late releases this op is the first of its lane to wait for (into
+  /// lateSeenEffects: an effect's index, or effects.size() + a hold's), applied at its start
+  /// where still pending.
   struct OpLate {
     Range release;
     Range seen;
   };
   std::vector<OpLate> opLate;
-  std::vector<std::uint32_t> lateSeenEffects;  ///< indices into effects
+  std::vector<std::uint32_t> lateSeenEffects;  ///< effect indices, then effects.size() + hold indices
   std::vector<std::string> labels;             ///< Schedule::label of every op
   std::vector<std::int32_t> skipStashStage;
   std::vector<std::int32_t> skipPopStage;

@@ -1,6 +1,7 @@
 // The discrete-event engine: runs a compiled schedule against resolved costs on devices and links.
 #include "engine.h"
 
+#include "late_releases.h"
 #include "launch_model.h"
 
 #include <algorithm>
@@ -68,6 +69,7 @@ void Engine::resetOps(bool recordMemorySamples) {
   causeLane_ = -1;
   if (!compiled.opLate.empty() && costs.freeSkew > 0) {
     lateDone_.assign(compiled.effects.size(), 0);
+    lateDone_.resize(compiled.effects.size() + compiled.holds.size(), 1);  // a hold: when it ends late
     syncNs_.assign(lanes * lanes, 0);
   } else {
     lateDone_.clear();  // empty: no late release waits (seeLate is not called)
@@ -238,20 +240,21 @@ void Engine::endLate(std::uint32_t op, TimeNs timeNs) {
     memory_.release(*compiled_, late, costs_->bytes.data(), timeNs);
     return;
   }
+  for (std::uint32_t e = late.begin; e < late.end; ++e) releaseLateFrom(op, compiled_->effects[e], e, timeNs);
+}
+
+void Engine::releaseLateFrom(std::uint32_t op, const MemoryEffect& effect, std::uint32_t index, TimeNs timeNs) {
   const auto lanes = static_cast<std::size_t>(compiled_->lanes);
   const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
-  for (std::uint32_t e = late.begin; e < late.end; ++e) {
-    const auto owner =
-        static_cast<std::size_t>(compiled_->stageLane[static_cast<std::size_t>(compiled_->effects[e].j)]);
-    const TimeNs apartNs = timeNs - syncNs_[lane * lanes + owner];
-    const TimeNs dueNs = timeNs + static_cast<TimeNs>(costs_->freeSkew * static_cast<double>(apartNs));
-    if (dueNs <= timeNs) {
-      releaseLate(e, timeNs);
-      continue;
-    }
-    lateDue_.push_back(LateDue{dueNs, e});
-    nextDueNs_ = std::min(nextDueNs_, dueNs);
+  const auto owner = static_cast<std::size_t>(compiled_->stageLane[static_cast<std::size_t>(effect.j)]);
+  const TimeNs apartNs = timeNs - syncNs_[lane * lanes + owner];
+  const TimeNs dueNs = timeNs + static_cast<TimeNs>(costs_->freeSkew * static_cast<double>(apartNs));
+  if (dueNs <= timeNs) {
+    releaseLate(index, timeNs);
+    return;
   }
+  lateDue_.push_back(LateDue{dueNs, index});
+  nextDueNs_ = std::min(nextDueNs_, dueNs);
 }
 
 void Engine::releaseDue(TimeNs nowNs, TimeNs endNs) {
@@ -288,7 +291,9 @@ void Engine::releaseLate(std::uint32_t effect, TimeNs timeNs) {
   char& done = lateDone_[effect];
   if (done) return;
   done = 1;
-  const MemoryEffect* e = compiled_->effects.data() + effect;
+  const std::size_t effects = compiled_->effects.size();
+  const MemoryEffect* e =
+      effect < effects ? compiled_->effects.data() + effect : &compiled_->holds[effect - effects].effect;
   memory_.release(e, e + 1, costs_->bytes.data(), timeNs);
 }
 
@@ -310,8 +315,14 @@ void Engine::applyHolds(std::uint32_t op, TimeNs timeNs) {
     const std::uint32_t h = compiled_->holdRefs[r];
     if (!held_[h]) continue;
     const CompiledSchedule::Hold& hold = compiled_->holds[h];
-    memory_.release(&hold.effect, &hold.effect + 1, bytes, timeNs);
     held_[h] = 0;
+    if (!lateDone_.empty() && endsLate(*compiled_, hold)) {
+      const auto index = static_cast<std::uint32_t>(compiled_->effects.size() + h);
+      lateDone_[index] = 0;  // pending
+      releaseLateFrom(op, hold.effect, index, timeNs);
+      continue;
+    }
+    memory_.release(&hold.effect, &hold.effect + 1, bytes, timeNs);
   }
 }
 

@@ -115,12 +115,16 @@ class Engine {
   /// timeNs + skew * (timeNs - when the two lanes last waited for each other), unless a waiting
   /// op of their lane starts first (seeLate).
   void endLate(std::uint32_t op, TimeNs timeNs);
+  /// Late release `index` (lateDone_'s) of `effect`, which op ends at timeNs: now where the two
+  /// lanes just waited for each other, else pending until its due time.
+  void releaseLateFrom(std::uint32_t op, const MemoryEffect& effect, std::uint32_t index, TimeNs timeNs);
   /// Applies the late releases due by nowNs, each at its due time (at most endNs).
   void releaseDue(TimeNs nowNs, TimeNs endNs);
   /// A compute op became ready when an op of causeLane ended (its lane was waiting for it): the
   /// two lanes' timelines meet at timeNs (syncNs_).
   void noteWait(const CompiledOp& waiting, std::int32_t causeLane, TimeNs timeNs);
-  /// Releases late effect `effect` where it is still pending.
+  /// Releases late release `effect` (an effect's index, or effects.size() + a hold's) where it
+  /// is still pending.
   void releaseLate(std::uint32_t effect, TimeNs timeNs);
   /// At op's start: the late releases it is the first of its lane to wait for.
   void seeLate(std::uint32_t op, TimeNs timeNs);
@@ -151,7 +155,7 @@ class Engine {
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
   std::vector<char> held_;                     ///< per CompiledSchedule::holds: started and not yet ended
-  std::vector<char> lateDone_;                 ///< per effect (late releases, with a skew): released
+  std::vector<char> lateDone_;                 ///< per effect, then per hold (with a skew): not pending
   std::vector<LateDue> lateDue_;               ///< late releases not yet applied
   TimeNs nextDueNs_ = 0;                       ///< the earliest dueNs in lateDue_, or the largest TimeNs
   std::vector<TimeNs> syncNs_;                 ///< lanes x lanes: when the two last waited for each other

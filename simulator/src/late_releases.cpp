@@ -63,6 +63,11 @@ std::vector<std::uint32_t> firstWaitingPositions(const CompiledSchedule& compile
 
 }  // namespace
 
+bool endsLate(const CompiledSchedule& compiled, const CompiledSchedule::Hold& hold) {
+  const CompiledOp& until = compiled.ops[hold.untilOp];
+  return until.isCompute() && compiled.stageLane[static_cast<std::size_t>(hold.effect.j)] != until.lane;
+}
+
 void splitLateReleases(CompiledSchedule& out) {
   std::vector<CompiledSchedule::OpLate> late(out.ops.size());
   bool any = false;
@@ -79,16 +84,26 @@ void splitLateReleases(CompiledSchedule& out) {
     late[op].release.begin = c.endRelease.end;
     any = any || late[op].release.begin != late[op].release.end;
   }
+  for (const CompiledSchedule::Hold& hold : out.holds) any = any || endsLate(out, hold);
   if (!any) return;
   const std::vector<std::uint32_t> first = firstWaitingPositions(out);
   std::vector<std::vector<std::uint32_t>> seenBy(out.ops.size());
+  // The first op of `effect`'s lane that waits for `op` sees late release `index`.
+  auto seenByFirstWaiting = [&](std::size_t op, const MemoryEffect& effect, std::uint32_t index) {
+    const auto lane = static_cast<std::size_t>(out.stageLane[static_cast<std::size_t>(effect.j)]);
+    const std::uint32_t position = first[op * static_cast<std::size_t>(out.lanes) + lane];
+    if (position == kNone) return;  // nothing of that lane waits: the skew alone ends it
+    seenBy[out.orderOps[out.orderStart[lane] + position]].push_back(index);
+  };
   for (std::size_t op = 0; op < out.ops.size(); ++op) {
     for (std::uint32_t e = late[op].release.begin; e < late[op].release.end; ++e) {
-      const auto lane = static_cast<std::size_t>(out.stageLane[static_cast<std::size_t>(out.effects[e].j)]);
-      const std::uint32_t position = first[op * static_cast<std::size_t>(out.lanes) + lane];
-      if (position == kNone) continue;  // nothing of that lane waits: the skew alone ends it
-      seenBy[out.orderOps[out.orderStart[lane] + position]].push_back(e);
+      seenByFirstWaiting(op, out.effects[e], e);
     }
+  }
+  const auto effects = static_cast<std::uint32_t>(out.effects.size());
+  for (std::uint32_t h = 0; h < out.holds.size(); ++h) {
+    const CompiledSchedule::Hold& hold = out.holds[h];
+    if (endsLate(out, hold)) seenByFirstWaiting(hold.untilOp, hold.effect, effects + h);
   }
   for (std::size_t op = 0; op < out.ops.size(); ++op) {
     late[op].seen.begin = static_cast<std::uint32_t>(out.lateSeenEffects.size());

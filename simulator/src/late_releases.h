@@ -13,11 +13,15 @@ namespace pipeprof::sim {
 /// every step, so a free predicted just before d's busiest moment lands after it in some steps.
 inline constexpr double kFreeSkew = 0.1;
 
+/// Whether a hold (CompiledSchedule::Hold) is ended by an op of another lane than its tensor's:
+/// that end is a late release too.
+bool endsLate(const CompiledSchedule& compiled, const CompiledSchedule::Hold& hold);
+
 /// Moves each compute op's releases of tensors counted on another lane out of endRelease into
-/// opLate[op].release (stable: endRelease keeps its order), and records, for every such release,
-/// the first op of the tensor's lane that waits for the releasing op (through dependencies or
-/// the lanes' orders) in opLate[that op].seen. Leaves opLate empty where no op has such a
-/// release. Needs successors, effects and lanes.
+/// opLate[op].release (stable: endRelease keeps its order), and records, for every such release
+/// and every hold that ends late, the first op of the tensor's lane that waits for the releasing
+/// op (through dependencies or the lanes' orders) in opLate[that op].seen. Leaves opLate empty
+/// where there is none. Needs successors, effects, holds and lanes.
 void splitLateReleases(CompiledSchedule& out);
 
 }  // namespace pipeprof::sim

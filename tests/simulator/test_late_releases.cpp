@@ -1,6 +1,7 @@
 // Tests for the frees another device makes, seen late (simulator/src/late_releases.h).
 #include "late_releases.h"
 
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "test_helpers.h"
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace pipeprof::test_late_releases {
 namespace {
@@ -82,6 +84,97 @@ TEST(LateReleases, AFreePredictedJustBeforeTheOwnersAllocationCountsInItsPeak) {
   };
   EXPECT_EQ(peakOfDevice1(1700), 20);
   EXPECT_EQ(peakOfDevice1(1900), 25);
+}
+
+/// Ops that wait for `op` (through dependencies and the lanes' orders), `op` excluded.
+std::vector<bool> waitingFor(const sim::CompiledSchedule& compiled, std::uint32_t op) {
+  std::vector<bool> waits(compiled.ops.size(), false);
+  std::vector<std::uint32_t> stack{op};
+  while (!stack.empty()) {
+    const std::uint32_t at = stack.back();
+    stack.pop_back();
+    std::vector<std::uint32_t> next;
+    const sim::CompiledOp& c = compiled.ops[at];
+    for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) next.push_back(compiled.successors[s]);
+    if (c.isCompute()) {
+      const std::uint32_t index = compiled.orderStart[static_cast<std::size_t>(c.lane)] + c.orderPosition + 1;
+      if (index < compiled.orderStart[static_cast<std::size_t>(c.lane) + 1]) next.push_back(compiled.orderOps[index]);
+    }
+    for (std::uint32_t n : next) {
+      if (!waits[n]) {
+        waits[n] = true;
+        stack.push_back(n);
+      }
+    }
+  }
+  return waits;
+}
+
+// Every schedule family, both extreme modes: an op's endRelease keeps its own lane's tensors,
+// its late releases are another lane's, and each late release (an effect, or a hold that an op
+// of another lane ends) is seen by exactly the first op of its tensor's lane that waits for the
+// releasing op. Holds are what zero-bubble schedules add when a micro-batch is not checkpointed.
+TEST(LateReleases, EachIsSeenByTheFirstOpOfItsLaneThatWaitsForItsRelease) {
+  struct Shape {
+    ScheduleKind schedule;
+    std::vector<std::int64_t> balance;
+    std::int64_t stagesPerDevice;
+  };
+  std::int64_t holdsEndingLate = 0;
+  for (const Shape& shape :
+       {Shape{ScheduleKind::GPipe, {1, 1}, 1}, Shape{ScheduleKind::OneFOneB, {1, 1, 1}, 1},
+        Shape{ScheduleKind::ZeroBubble, {1, 1}, 1}, Shape{ScheduleKind::Interleaved, {1, 1, 1, 1}, 2},
+        Shape{ScheduleKind::InterleavedZeroBubble, {1, 1, 1, 1}, 2},
+        Shape{ScheduleKind::ZeroBubbleV, {1, 1, 1, 1}, 2}}) {
+    for (Checkpoint mode : {Checkpoint::Never, Checkpoint::Always}) {
+      Candidate candidate = test::makeCandidate(shape.balance, 4, mode, 4);
+      candidate.schedule = shape.schedule;
+      candidate.stagesPerDevice = shape.stagesPerDevice;
+      const sim::CompiledSchedule compiled = sim::compileSchedule(Schedule::build(candidate.scheduleSpec({})));
+      const std::string name = candidate.label();
+      ASSERT_FALSE(compiled.opLate.empty()) << name;
+      auto laneOf = [&](const sim::MemoryEffect& e) { return compiled.stageLane[static_cast<std::size_t>(e.j)]; };
+      const auto effects = static_cast<std::uint32_t>(compiled.effects.size());
+      std::map<std::uint32_t, std::uint32_t> seer;  // late release -> the op that sees it
+      for (std::uint32_t op = 0; op < compiled.ops.size(); ++op) {
+        const sim::CompiledOp& c = compiled.ops[op];
+        for (std::uint32_t e = c.endRelease.begin; e < c.endRelease.end && c.isCompute(); ++e) {
+          EXPECT_EQ(laneOf(compiled.effects[e]), c.lane) << name;
+        }
+        const sim::Range seen = compiled.opLate[op].seen;
+        for (std::uint32_t k = seen.begin; k < seen.end; ++k) seer[compiled.lateSeenEffects[k]] = op;
+      }
+      auto expectSeenByFirstWaiting = [&](std::uint32_t releasing, const sim::MemoryEffect& effect,
+                                          std::uint32_t index) {
+        const std::int32_t lane = laneOf(effect);
+        EXPECT_NE(lane, compiled.ops[releasing].lane) << name;
+        const std::vector<bool> waits = waitingFor(compiled, releasing);
+        std::int64_t first = -1;
+        for (std::uint32_t k = compiled.orderStart[static_cast<std::size_t>(lane)];
+             k < compiled.orderStart[static_cast<std::size_t>(lane) + 1] && first < 0; ++k) {
+          if (waits[compiled.orderOps[k]]) first = compiled.orderOps[k];
+        }
+        const auto found = seer.find(index);
+        if (first < 0) {
+          EXPECT_EQ(found, seer.end()) << name;
+        } else {
+          ASSERT_NE(found, seer.end()) << name << " " << compiled.labels[releasing];
+          EXPECT_EQ(found->second, static_cast<std::uint32_t>(first)) << name << " " << compiled.labels[releasing];
+        }
+      };
+      for (std::uint32_t op = 0; op < compiled.ops.size(); ++op) {
+        const sim::Range late = compiled.opLate[op].release;
+        for (std::uint32_t e = late.begin; e < late.end; ++e) expectSeenByFirstWaiting(op, compiled.effects[e], e);
+      }
+      for (std::uint32_t h = 0; h < compiled.holds.size(); ++h) {
+        const sim::CompiledSchedule::Hold& hold = compiled.holds[h];
+        if (!sim::endsLate(compiled, hold)) continue;
+        ++holdsEndingLate;
+        expectSeenByFirstWaiting(hold.untilOp, hold.effect, effects + h);
+      }
+    }
+  }
+  EXPECT_GT(holdsEndingLate, 0);
 }
 
 }  // namespace
