@@ -254,29 +254,21 @@ void Engine::releaseLateFrom(std::uint32_t op, const MemoryEffect& effect, std::
     return;
   }
   lateDue_.push_back(LateDue{dueNs, index});
-  nextDueNs_ = std::min(nextDueNs_, dueNs);
+  std::push_heap(lateDue_.begin(), lateDue_.end(), LateDue::later);
+  nextDueNs_ = lateDue_.front().dueNs;
 }
 
 void Engine::releaseDue(TimeNs nowNs, TimeNs endNs) {
-  // Each at its due time: they fall after everything before nowNs happened. With a counter,
-  // in time order, so that its samples stay in order (without one the order changes nothing).
-  // What is due after the step's end goes at its end.
-  if (memory_.recordsSamples()) {
-    std::sort(lateDue_.begin(), lateDue_.end(), [](const LateDue& a, const LateDue& b) {
-      return a.dueNs != b.dueNs ? a.dueNs < b.dueNs : a.effect < b.effect;
-    });
+  // Each at its due time, in time order (a min-heap): they fall after everything before nowNs
+  // happened, so the counter's samples stay in order. What is due after the step's end goes at
+  // its end.
+  while (!lateDue_.empty() && lateDue_.front().dueNs <= nowNs) {
+    std::pop_heap(lateDue_.begin(), lateDue_.end(), LateDue::later);
+    const LateDue due = lateDue_.back();
+    lateDue_.pop_back();
+    releaseLate(due.effect, std::min(due.dueNs, endNs));
   }
-  std::size_t kept = 0;
-  nextDueNs_ = kNever;
-  for (const LateDue& due : lateDue_) {
-    if (due.dueNs <= nowNs) {
-      releaseLate(due.effect, std::min(due.dueNs, endNs));
-    } else {
-      lateDue_[kept++] = due;
-      nextDueNs_ = std::min(nextDueNs_, due.dueNs);
-    }
-  }
-  lateDue_.resize(kept);
+  nextDueNs_ = lateDue_.empty() ? kNever : lateDue_.front().dueNs;
 }
 
 void Engine::noteWait(const CompiledOp& waiting, std::int32_t causeLane, TimeNs timeNs) {

@@ -73,6 +73,10 @@ class Engine {
   struct LateDue {  ///< a late release not yet applied: effect's index, when it is due
     TimeNs dueNs;
     std::uint32_t effect;
+    /// The heap's order: the earliest due (then the lowest index) on top.
+    static bool later(const LateDue& a, const LateDue& b) {
+      return a.dueNs != b.dueNs ? a.dueNs > b.dueNs : a.effect > b.effect;
+    }
   };
   struct LinkQueue {
     std::vector<Queued> items;
@@ -156,7 +160,7 @@ class Engine {
   std::vector<TimeNs> endNs_;
   std::vector<char> held_;                     ///< per CompiledSchedule::holds: started and not yet ended
   std::vector<char> lateDone_;                 ///< per effect, then per hold (with a skew): not pending
-  std::vector<LateDue> lateDue_;               ///< late releases not yet applied
+  std::vector<LateDue> lateDue_;               ///< late releases not yet applied, a min-heap
   TimeNs nextDueNs_ = 0;                       ///< the earliest dueNs in lateDue_, or the largest TimeNs
   std::vector<TimeNs> syncNs_;                 ///< lanes x lanes: when the two last waited for each other
   std::int32_t causeLane_ = -1;                ///< the lane whose op's end is making ops ready, or -1

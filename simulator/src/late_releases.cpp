@@ -63,11 +63,6 @@ std::vector<std::uint32_t> firstWaitingPositions(const CompiledSchedule& compile
 
 }  // namespace
 
-bool endsLate(const CompiledSchedule& compiled, const CompiledSchedule::Hold& hold) {
-  const CompiledOp& until = compiled.ops[hold.untilOp];
-  return until.isCompute() && compiled.stageLane[static_cast<std::size_t>(hold.effect.j)] != until.lane;
-}
-
 void splitLateReleases(CompiledSchedule& out) {
   std::vector<CompiledSchedule::OpLate> late(out.ops.size());
   bool any = false;

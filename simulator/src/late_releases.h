@@ -3,6 +3,8 @@
 
 #include "compiled_schedule.h"
 
+#include <cstddef>
+
 namespace pipeprof::sim {
 
 /// How late a lane sees another lane's frees (docs/simulator.md, "Frees another device makes"):
@@ -15,7 +17,10 @@ inline constexpr double kFreeSkew = 0.1;
 
 /// Whether a hold (CompiledSchedule::Hold) is ended by an op of another lane than its tensor's:
 /// that end is a late release too.
-bool endsLate(const CompiledSchedule& compiled, const CompiledSchedule::Hold& hold);
+inline bool endsLate(const CompiledSchedule& compiled, const CompiledSchedule::Hold& hold) {
+  const CompiledOp& until = compiled.ops[hold.untilOp];
+  return until.isCompute() && compiled.stageLane[static_cast<std::size_t>(hold.effect.j)] != until.lane;
+}
 
 /// Moves each compute op's releases of tensors counted on another lane out of endRelease into
 /// opLate[op].release (stable: endRelease keeps its order), and records, for every such release

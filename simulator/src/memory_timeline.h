@@ -49,7 +49,6 @@ class MemoryTimeline {
   std::int64_t peakOp(std::int32_t d) const { return peakOp_[static_cast<std::size_t>(d)]; }
   Bytes currentDynamic(std::int32_t d) const { return current_[static_cast<std::size_t>(d)]; }
   const std::vector<MemorySample>& samples() const { return samples_; }
-  bool recordsSamples() const { return record_; }
 
  private:
   void sample(TimeNs timeNs);
