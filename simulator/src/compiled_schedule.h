@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/schedule.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -141,6 +142,9 @@ struct MemoryEffect {
   std::int32_t slot = 0;  ///< absolute byte slot (size class already applied)
 };
 
+/// No op (an op index's "none").
+inline constexpr std::uint32_t kNoOp = ~std::uint32_t{0};
+
 /// Half-open index range into one of the CompiledSchedule's flat arrays.
 struct Range {
   std::uint32_t begin = 0;
@@ -215,6 +219,14 @@ struct CompiledSchedule {
   std::vector<std::string> labels;             ///< Schedule::label of every op
   std::vector<std::int32_t> skipStashStage;
   std::vector<std::int32_t> skipPopStage;
+
+  /// The op after compute op `op` in its lane's order, or kNoOp when it is the lane's last.
+  std::uint32_t nextInLane(std::uint32_t op) const {
+    const CompiledOp& c = ops[op];
+    const auto lane = static_cast<std::size_t>(c.lane);
+    const std::uint32_t index = orderStart[lane] + c.orderPosition + 1;
+    return index < orderStart[lane + 1] ? orderOps[index] : kNoOp;
+  }
 };
 
 /// What the profile says of each skip of a spec; missing entries read false.

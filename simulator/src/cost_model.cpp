@@ -1,7 +1,6 @@
 // The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
 #include "cost_model.h"
 
-#include "late_releases.h"
 #include "skip_gradient_bytes.h"
 #include "stage_memory.h"
 
@@ -558,7 +557,6 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     out.kernels.clear();
   }
   addLossCosts(compiled, costs, cluster, batching, out);
-  out.freeSkew = kFreeSkew;
 }
 
 }  // namespace pipeprof::sim

@@ -126,9 +126,6 @@ struct ResolvedCosts {
   /// by the device's speed -- and its kernel count; durationNs then holds those ops' device time.
   std::vector<TimeNs> launchNs;
   std::vector<std::int64_t> kernels;
-  /// How late a lane sees another lane's frees, a fraction of the time since the two lanes last
-  /// waited for each other (late_releases.h, kFreeSkew; 0: at the freeing op's end).
-  double freeSkew = 0;
 
   bool sharedLinks() const { return !deviceHost.empty(); }
   bool launches() const { return !launchNs.empty(); }

@@ -18,7 +18,6 @@ constexpr std::uint32_t kFinishTag = 0;    ///< op completes
 constexpr std::uint32_t kDrainTag = 1;     ///< op has paid its latency and starts draining on its link
 constexpr std::uint32_t kLaunchedTag = 2;  ///< launches: the host has launched op's last kernel
 constexpr std::uint32_t kCheckTag = 3;     ///< kCheckTag + generation: link `op`'s next transfer is due
-constexpr std::uint32_t kNoOp = ~std::uint32_t{0};
 constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
 }  // namespace
@@ -65,14 +64,13 @@ void Engine::resetOps(bool recordMemorySamples) {
   endNs_.assign(count, -1);
   held_.assign(compiled_->holds.size(), 0);
   lateDue_.clear();
-  nextDueNs_ = kNever;
   causeLane_ = -1;
-  if (!compiled.opLate.empty() && costs.freeSkew > 0) {
+  if (!compiled.opLate.empty()) {
     lateDone_.assign(compiled.effects.size(), 0);
     lateDone_.resize(compiled.effects.size() + compiled.holds.size(), 1);  // a hold: when it ends late
     syncNs_.assign(lanes * lanes, 0);
   } else {
-    lateDone_.clear();  // empty: no late release waits (seeLate is not called)
+    lateDone_.clear();  // empty: no late release (seeLate is not called)
     syncNs_.clear();
   }
   resource_.resize(count);
@@ -185,7 +183,7 @@ TimeNs Engine::runEvents(std::size_t& finished) {
     touchedLinks_.clear();
     if (events_.empty()) break;
     now = events_.top().timeNs;
-    if (nextDueNs_ <= now) releaseDue(now, now);
+    if (!lateDue_.empty() && lateDue_.front().dueNs <= now) releaseDue(now, now);
     while (!events_.empty() && events_.top().timeNs == now) {
       const Event event = events_.pop();
       if (event.tag == kFinishTag) {
@@ -206,7 +204,7 @@ TimeNs Engine::runEvents(std::size_t& finished) {
       }
     }
   }
-  if (nextDueNs_ != kNever) releaseDue(kNever, now);  // the step is over: what is pending goes with it
+  if (!lateDue_.empty()) releaseDue(kNever, now);  // the step is over: what is pending goes with it
   return now;
 }
 
@@ -236,10 +234,6 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
 
 void Engine::endLate(std::uint32_t op, TimeNs timeNs) {
   const Range late = compiled_->opLate[op].release;
-  if (costs_->freeSkew <= 0) {
-    memory_.release(*compiled_, late, costs_->bytes.data(), timeNs);
-    return;
-  }
   for (std::uint32_t e = late.begin; e < late.end; ++e) releaseLateFrom(op, compiled_->effects[e], e, timeNs);
 }
 
@@ -248,14 +242,13 @@ void Engine::releaseLateFrom(std::uint32_t op, const MemoryEffect& effect, std::
   const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
   const auto owner = static_cast<std::size_t>(compiled_->stageLane[static_cast<std::size_t>(effect.j)]);
   const TimeNs apartNs = timeNs - syncNs_[lane * lanes + owner];
-  const TimeNs dueNs = timeNs + static_cast<TimeNs>(costs_->freeSkew * static_cast<double>(apartNs));
+  const TimeNs dueNs = timeNs + static_cast<TimeNs>(kFreeSkew * static_cast<double>(apartNs));
   if (dueNs <= timeNs) {
     releaseLate(index, timeNs);
     return;
   }
   lateDue_.push_back(LateDue{dueNs, index});
   std::push_heap(lateDue_.begin(), lateDue_.end(), LateDue::later);
-  nextDueNs_ = lateDue_.front().dueNs;
 }
 
 void Engine::releaseDue(TimeNs nowNs, TimeNs endNs) {
@@ -268,7 +261,6 @@ void Engine::releaseDue(TimeNs nowNs, TimeNs endNs) {
     lateDue_.pop_back();
     releaseLate(due.effect, std::min(due.dueNs, endNs));
   }
-  nextDueNs_ = lateDue_.empty() ? kNever : lateDue_.front().dueNs;
 }
 
 void Engine::noteWait(const CompiledOp& waiting, std::int32_t causeLane, TimeNs timeNs) {
@@ -365,20 +357,13 @@ void Engine::kernelsDone(std::uint32_t op, TimeNs timeNs) {
   memory_.release(*compiled_, c.endRelease, bytes, timeNs);
   if (releasesLate(op)) endLate(op, timeNs);
   if (!compiled_->opHolds.empty()) applyHolds(op, timeNs);
-  const std::uint32_t released = nextInLane(op);  // when op had launched (launched())
+  const std::uint32_t released = compiled_->nextInLane(op);  // when op had launched (launched())
   causeLane_ = c.lane;
   for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) {
     const std::uint32_t successor = compiled_->successors[s];
     if (successor != released && --remaining_[successor] == 0) makeReady(successor, timeNs);
   }
   causeLane_ = -1;
-}
-
-std::uint32_t Engine::nextInLane(std::uint32_t op) const {
-  const CompiledOp& c = compiled_->ops[op];
-  const auto lane = static_cast<std::size_t>(c.lane);
-  const std::uint32_t orderIndex = compiled_->orderStart[lane] + c.orderPosition + 1;
-  return orderIndex < compiled_->orderStart[lane + 1] ? compiled_->orderOps[orderIndex] : kNoOp;
 }
 
 void Engine::advanceLane(std::uint32_t op, TimeNs timeNs) {
@@ -398,7 +383,7 @@ void Engine::launched(std::uint32_t op, TimeNs timeNs) {
   // The schedule chains every compute op to the previous one of its lane: with launches that
   // dependency is the host's, met once the previous op is launched (its kernels, on the same
   // stream or another, are ordered by their streams, not by the host).
-  const std::uint32_t next = nextInLane(op);
+  const std::uint32_t next = compiled_->nextInLane(op);
   if (next != kNoOp) --remaining_[next];
   advanceLane(op, timeNs);
 }

@@ -39,7 +39,7 @@ namespace pipeprof::sim {
 /// last kernel. busyNs is then the device time.
 ///
 /// Memory (docs/simulator.md, "Memory model"): each op's effects at its start and end, except
-/// that a release of a tensor another lane counts is seen late by that lane, by costs.freeSkew
+/// that a release of a tensor another lane counts is seen late by that lane, by kFreeSkew
 /// of the time since the two lanes last waited for each other, or at the start of that lane's
 /// first op that waits for the releasing one (late_releases.h).
 ///
@@ -111,13 +111,13 @@ class Engine {
   bool releasesLate(std::uint32_t op) const {
     return !compiled_->opLate.empty() && compiled_->opLate[op].release.begin != compiled_->opLate[op].release.end;
   }
-  /// Whether op is the first of its lane to wait for such a free, with a skew.
+  /// Whether op is the first of its lane to wait for such a free.
   bool seesLate(std::uint32_t op) const {
-    return !lateDone_.empty() && compiled_->opLate[op].seen.begin != compiled_->opLate[op].seen.end;
+    return !compiled_->opLate.empty() && compiled_->opLate[op].seen.begin != compiled_->opLate[op].seen.end;
   }
-  /// Op's releases of other lanes' tensors (late_releases.h): now without a skew, else due at
-  /// timeNs + skew * (timeNs - when the two lanes last waited for each other), unless a waiting
-  /// op of their lane starts first (seeLate).
+  /// Op's releases of other lanes' tensors (late_releases.h): due at timeNs + kFreeSkew *
+  /// (timeNs - when the two lanes last waited for each other), unless a waiting op of their lane
+  /// starts first (seeLate).
   void endLate(std::uint32_t op, TimeNs timeNs);
   /// Late release `index` (lateDone_'s) of `effect`, which op ends at timeNs: now where the two
   /// lanes just waited for each other, else pending until its due time.
@@ -136,8 +136,6 @@ class Engine {
   void applyHolds(std::uint32_t op, TimeNs timeNs);
   /// Launches: frees op's host thread and makes the next op of its lane ready when it can be.
   void advanceLane(std::uint32_t op, TimeNs timeNs);
-  /// The op after compute op `op` in its lane's order, or ~0u when it is the last.
-  std::uint32_t nextInLane(std::uint32_t op) const;
   void dispatchLink(std::int32_t link, TimeNs timeNs);
   void start(std::uint32_t op, TimeNs timeNs);
   void touchDevice(std::int32_t device);
@@ -159,9 +157,8 @@ class Engine {
   std::vector<TimeNs> startNs_;
   std::vector<TimeNs> endNs_;
   std::vector<char> held_;                     ///< per CompiledSchedule::holds: started and not yet ended
-  std::vector<char> lateDone_;                 ///< per effect, then per hold (with a skew): not pending
+  std::vector<char> lateDone_;                 ///< per effect, then per hold (with late releases): not pending
   std::vector<LateDue> lateDue_;               ///< late releases not yet applied, a min-heap
-  TimeNs nextDueNs_ = 0;                       ///< the earliest dueNs in lateDue_, or the largest TimeNs
   std::vector<TimeNs> syncNs_;                 ///< lanes x lanes: when the two last waited for each other
   std::int32_t causeLane_ = -1;                ///< the lane whose op's end is making ops ready, or -1
   std::vector<std::int32_t> resource_;         ///< see resourceOf

@@ -10,15 +10,7 @@
 namespace pipeprof::sim {
 namespace {
 
-constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-
-/// The op after compute op `op` in its lane's order, or kNone.
-std::uint32_t nextInLane(const CompiledSchedule& compiled, std::uint32_t op) {
-  const CompiledOp& c = compiled.ops[op];
-  if (!c.isCompute()) return kNone;
-  const std::uint32_t index = compiled.orderStart[static_cast<std::size_t>(c.lane)] + c.orderPosition + 1;
-  return index < compiled.orderStart[static_cast<std::size_t>(c.lane) + 1] ? compiled.orderOps[index] : kNone;
-}
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();  ///< no position
 
 /// Per op and lane (op * lanes + lane): the earliest position in that lane's order of an op that
 /// waits for this one (a strict descendant through dependencies and lane orders), or kNone.
@@ -30,8 +22,8 @@ std::vector<std::uint32_t> firstWaitingPositions(const CompiledSchedule& compile
   auto forEachSuccessor = [&](std::uint32_t op, auto&& visit) {
     const CompiledOp& c = compiled.ops[op];
     for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) visit(compiled.successors[s]);
-    const std::uint32_t next = nextInLane(compiled, op);
-    if (next != kNone) visit(next);
+    const std::uint32_t next = c.isCompute() ? compiled.nextInLane(op) : kNoOp;
+    if (next != kNoOp) visit(next);
   };
   for (std::uint32_t op = 0; op < count; ++op) forEachSuccessor(op, [&](std::uint32_t s) { ++indegree[s]; });
   std::vector<std::uint32_t> order;

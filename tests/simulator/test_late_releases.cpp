@@ -96,10 +96,7 @@ std::vector<bool> waitingFor(const sim::CompiledSchedule& compiled, std::uint32_
     std::vector<std::uint32_t> next;
     const sim::CompiledOp& c = compiled.ops[at];
     for (std::uint32_t s = c.successors.begin; s < c.successors.end; ++s) next.push_back(compiled.successors[s]);
-    if (c.isCompute()) {
-      const std::uint32_t index = compiled.orderStart[static_cast<std::size_t>(c.lane)] + c.orderPosition + 1;
-      if (index < compiled.orderStart[static_cast<std::size_t>(c.lane) + 1]) next.push_back(compiled.orderOps[index]);
-    }
+    if (c.isCompute() && compiled.nextInLane(at) != sim::kNoOp) next.push_back(compiled.nextInLane(at));
     for (std::uint32_t n : next) {
       if (!waits[n]) {
         waits[n] = true;
