@@ -13,13 +13,16 @@ that moment falls on both alike:
     warm-up steps away) and the same candidate runs alone in a fresh process,
         pipeprof run COMMON --balance .. --chunks .. --schedule .. --checkpoint ..
                          --warmup W --steps S --json
-    with the sweep's warm-up and that round's steps, then the sweep goes on (SIGCONT).
+    with the sweep's warm-up and that round's steps (the plan line the sweep prints first says
+    how many), then the sweep goes on (SIGCONT). Every kept round is paired, the extra rounds
+    of candidates whose rounds disagree included; a round the sweep measures again (another
+    process competed for the CPUs) prints no "measured" line and gets no lone run.
 
 It prints, per candidate, the sweep's median and per-round medians against the lone runs', the
 median of the paired round ratios, and a summary: the median paired ratio over every round of
 every candidate with its interquartile range, and how many candidates stay within 5%.
-Everything is kept under OUT (the reports, every lone run's JSON) and OUT/summary.json;
---report-only re-reads OUT.
+Everything is kept under OUT (per sweep rK/: its report, its log, alone-N-rR.json for candidate
+N's lone run after its round R) and OUT/summary.json; --report-only pairs them again.
 
     bench/sweep_vs_run.py --pipeprof build/cli/pipeprof --out /tmp/svr \\
         --common "--model mlp --devices cpu,cpu --batch 128" \\
@@ -52,6 +55,7 @@ def measured(report):
     return [c for c in report["candidates"] if c.get("status") == "measured" and c.get("measurement")]
 
 
+PLAN = re.compile(r"^(?:plan|--time \S+): .* in (?P<rounds>\d+) rounds? of (?P<steps>\d+) steps? in all")
 LINE = re.compile(r"^(?:partly )?measured \d+/\d+ (?P<label>\[.*?)(?: \(round \d+/\d+\))?: ")
 LABEL = re.compile(r"^\[(?P<balance>[\d,]+)\] x(?P<chunks>\d+) (?P<mode>always|except_last|never)"
                    r"(?: (?P<schedule>[a-z0-9-]+)(?: v(?P<v>\d+))?)?(?: deferred-weights (?P<deferred>[\d,]+))?$")
@@ -66,9 +70,10 @@ def flag_value(flags, name, default):
     return default
 
 
-def round_lengths(steps, rounds):
-    """The sweep's steps per round (tuner::roundSteps): the remainder goes to the first rounds."""
-    return [steps // rounds + (1 if r < steps % rounds else 0) for r in range(rounds)]
+def round_steps(steps, rounds, r):
+    """The sweep's steps in round r (tuner::roundSteps): the remainder goes to the first rounds,
+    an extra round (r >= rounds) gets the share of the last."""
+    return steps // rounds + (1 if r < steps % rounds else 0)
 
 
 def key_of_candidate(c):
@@ -91,9 +96,12 @@ def run_flags(match):
     return flags
 
 
-def split_rounds(step_ns, lengths):
+def split_rounds(measurement):
+    """A sweep's measured steps, round by round, as its report counts them (`round_steps`: the
+    rounds it kept, extra rounds included, rounds measured again left out)."""
+    step_ns = measurement["step_ns"]
     out, start = [], 0
-    for length in lengths:
+    for length in measurement.get("round_steps") or [len(step_ns)]:
         out.append(step_ns[start:start + length])
         start += length
     return out
@@ -112,37 +120,79 @@ def run_alone(args, common, match, warmup, steps, path, env):
 
 
 def sweep_interleaved(args, common, sweep, directory, env):
-    """One sweep with a lone run after each of its candidate rounds: (report, {key: (label, [lone rounds])})."""
+    """One sweep with a lone run after each of its candidate rounds, kept under directory
+    (report.json, sweep.log, alone-N-rR.json: candidate N's lone run after its round R);
+    returns the seconds it took."""
     os.makedirs(directory, exist_ok=True)
     report_path = os.path.join(directory, "report.json")
-    warmup = int(flag_value(sweep, "--warmup", flag_value(common, "--warmup", "1")))
-    lengths = round_lengths(int(flag_value(sweep, "--steps", "8")), int(flag_value(sweep, "--rounds", "1")))
+    warmup = int(flag_value(sweep, "--warmup", flag_value(common, "--warmup", "3")))  # the sweep's default
+    steps, rounds = None, None  # from the sweep's plan line, which states them whatever the flags
     command = [args.pipeprof, "sweep", *common, *sweep, "-o", report_path]
     print(" ".join(shlex.quote(part) for part in command), file=sys.stderr)
-    alone = {}
+    lone_counts = {}  # candidate key: its lone runs so far
     started = time.time()
     with open(os.path.join(directory, "sweep.log"), "w") as log, \
             subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as child:
         for line in child.stdout:
             log.write(line)
+            plan = PLAN.match(line)
+            if plan:
+                steps, rounds = int(plan["steps"]), int(plan["rounds"])
             found = LINE.match(line)
             label_match = LABEL.match(found["label"]) if found else None
             if not label_match:
                 continue
             child.send_signal(signal.SIGSTOP)  # between two rounds: see the docstring
             try:
-                label_text, rounds = alone.setdefault(key_of_label(label_match), (found["label"], []))
-                r = len(rounds)
-                steps = run_alone(args, common, label_match, warmup, lengths[min(r, len(lengths) - 1)],
-                                  os.path.join(directory, f"alone-{len(alone)}-r{r}.json"), env)
-                rounds.append(steps or [])
+                if steps is None:
+                    raise SystemExit(f"no plan line before the first round: see {directory}/sweep.log")
+                key = key_of_label(label_match)
+                r = lone_counts.setdefault(key, 0)
+                lone_counts[key] += 1
+                number = list(lone_counts).index(key) + 1
+                run_alone(args, common, label_match, warmup, round_steps(steps, rounds, r),
+                          os.path.join(directory, f"alone-{number}-r{r}.json"), env)
             finally:
                 child.send_signal(signal.SIGCONT)
         if child.wait() != 0:
             raise SystemExit(f"the sweep failed: see {directory}/sweep.log")
-    with open(report_path) as file:
+    return time.time() - started
+
+
+def paired_block(directory, seconds):
+    """What one sweep's directory holds, paired: each measured candidate's rounds in the sweep
+    (its report's) and its lone runs in order, a lone run after every kept round."""
+    with open(os.path.join(directory, "report.json")) as file:
         report = json.load(file)
-    return report, alone, lengths, time.time() - started
+    labels = {}
+    with open(os.path.join(directory, "sweep.log")) as log:
+        for line in log:
+            found = LINE.match(line)
+            label_match = LABEL.match(found["label"]) if found else None
+            if label_match:
+                labels.setdefault(key_of_label(label_match), found["label"])
+    lone = {}  # candidate key: {round: step_ns}
+    for name in os.listdir(directory):
+        numbered = re.fullmatch(r"alone-\d+-r(\d+)\.json", name)
+        if not numbered:
+            continue
+        with open(os.path.join(directory, name)) as file:
+            text = file.read()
+        if not text.strip():
+            continue  # the run failed (its error went to stderr)
+        run = json.loads(text)
+        lone.setdefault(key_of_candidate(run["candidate"]), {})[
+            int(numbered[1])] = run["step_ns"]
+    pairs = {}
+    for c in measured(report):
+        key = key_of_candidate(c["candidate"])
+        if key not in lone:
+            continue
+        rounds = lone[key]
+        pairs[labels.get(key, str(key))] = {"sweep": split_rounds(c["measurement"]),
+                                            "alone": [rounds.get(r, []) for r in range(max(rounds) + 1)]}
+    drift = report.get("calibration_drift") or {}
+    return {"pairs": pairs, "seconds": seconds, "drift": drift.get("reference_ratio")}
 
 
 def summarize(blocks):
@@ -192,33 +242,30 @@ def main():
     parser.add_argument("--common", default="", help="flags both commands take: model, devices, batch, step")
     parser.add_argument("--sweep", default="", help="flags only the sweep takes (chunks, --measure, rounds...)")
     parser.add_argument("--repeats", type=int, default=1, help="sweeps, one after the other")
-    parser.add_argument("--report-only", action="store_true", help="re-read OUT/summary.json")
+    parser.add_argument("--report-only", action="store_true",
+                        help="pair again what OUT's sweeps kept (their reports and lone runs), measuring nothing")
     args = parser.parse_args()
 
     summary_path = os.path.join(args.out, "summary.json")
     if args.report_only:
-        with open(summary_path) as file:
-            blocks = json.load(file)["blocks"]
+        seconds = []
+        if os.path.exists(summary_path):
+            with open(summary_path) as file:
+                seconds = [block.get("seconds", float("nan")) for block in json.load(file)["blocks"]]
+        directories = sorted((name for name in os.listdir(args.out) if re.fullmatch(r"r\d+", name)),
+                             key=lambda name: int(name[1:]))
+        blocks = [paired_block(os.path.join(args.out, name), seconds[k] if k < len(seconds) else float("nan"))
+                  for k, name in enumerate(directories)]
     else:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
         common, sweep = shlex.split(args.common), shlex.split(args.sweep)
         blocks = []
         for repeat in range(args.repeats):
-            report, alone, lengths, seconds = sweep_interleaved(args, common, sweep,
-                                                                os.path.join(args.out, f"r{repeat}"), env)
-            pairs = {}
-            for c in measured(report):
-                key = key_of_candidate(c["candidate"])
-                if key not in alone:
-                    continue
-                label_text, lone_rounds = alone[key]
-                pairs[label_text] = {"sweep": split_rounds(c["measurement"]["step_ns"], lengths),
-                                     "alone": lone_rounds}
-            drift = report.get("calibration_drift") or {}
-            blocks.append({"pairs": pairs, "seconds": seconds, "drift": drift.get("reference_ratio")})
-            os.makedirs(args.out, exist_ok=True)
-            with open(summary_path, "w") as file:
-                json.dump({"blocks": blocks}, file, indent=1)
+            directory = os.path.join(args.out, f"r{repeat}")
+            blocks.append(paired_block(directory, sweep_interleaved(args, common, sweep, directory, env)))
+    os.makedirs(args.out, exist_ok=True)
+    with open(summary_path, "w") as file:
+        json.dump({"blocks": blocks}, file, indent=1)
     print_summary(blocks)
 
 
