@@ -38,9 +38,9 @@ Calibration calibration() {
 }
 
 /// Measures every candidate at `slowdown` x its calibrated prediction (so the references' ratio is
-/// `slowdown` and the drift factor its square root), and records what it was asked to run. A
-/// run of a candidate named in `script` takes the next of its scripted runs instead: a slowdown
-/// and the share of each step its threads waited for a CPU.
+/// `slowdown`, their runs agree exactly and the drift factor is the whole ratio), and records
+/// what it was asked to run. A run of a candidate named in `script` takes the next of its
+/// scripted runs instead: a slowdown and the share of each step its threads waited for a CPU.
 class FakeMeasurer : public CandidateMeasurer {
  public:
   struct Run {
@@ -170,11 +170,11 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
     EXPECT_EQ(result.predictionBeforeDrift->iterationNs, predictor.predict(result.candidate).prediction.iterationNs)
         << result.candidate.label();
     EXPECT_NEAR(static_cast<double>(result.prediction.iterationNs),
-                1.2 * static_cast<double>(result.predictionBeforeDrift->iterationNs), 1.0);
+                1.44 * static_cast<double>(result.predictionBeforeDrift->iterationNs), 1.0);
     if (result.status != CandidateStatus::Measured) continue;
     ++measured;
-    EXPECT_EQ(result.measurement->stepNs.size(), 2U);                           // two rounds of one step each
-    EXPECT_NEAR(*result.stepTimeErrorPct(), 100.0 * 1.2 / 1.44 - 100.0, 0.01);  // half the drift, in log terms
+    EXPECT_EQ(result.measurement->stepNs.size(), 2U);    // two rounds of one step each
+    EXPECT_NEAR(*result.stepTimeErrorPct(), 0.0, 0.01);  // references that agree: the whole drift
     EXPECT_NEAR(*result.stepTimeErrorBeforeDriftPct(), 100.0 / 1.44 - 100.0, 0.01);
   }
   EXPECT_EQ(measured, 4);
@@ -187,7 +187,7 @@ TEST_F(SweepTest, EveryPredictionIsThePredictorsAndTheDriftIsKeptApart) {
   }
   EXPECT_GE(references, 4);
   EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).referenceRatio(), 1.44, 1e-6);
-  EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).factor(), 1.2, 1e-6);
+  EXPECT_NEAR(calibrationDriftFromJson(report.calibrationDrift).factor(), 1.44, 1e-6);
   // The report holds the raw profile and the calibration: predicting from them again gives
   // the same numbers (what simulate --calibration and the GUI do).
   const Report reread = readReport(config_.reportPath);

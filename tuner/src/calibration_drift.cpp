@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <optional>
 #include <utility>
 
 namespace pipeprof::tuner {
@@ -36,7 +38,46 @@ double CalibrationDrift::referenceRatio() const {
   return std::clamp(median(std::move(ratios)), kLowestRatio, kHighestRatio);
 }
 
-double CalibrationDrift::factor() const { return std::sqrt(referenceRatio()); }
+std::optional<double> CalibrationDrift::referenceNoise() const {
+  // Each timed run's log ratio, grouped by chunk count.
+  std::map<std::int64_t, std::vector<double>> logRatios;
+  std::size_t runs = 0;
+  for (const ReferenceTiming& timing : timings) {
+    auto predicted = predictedNs.find(timing.chunks);
+    if (predicted == predictedNs.end() || predicted->second <= 0 || timing.stepNs.empty()) continue;
+    const double ratio = static_cast<double>(medianNs(timing.stepNs)) / static_cast<double>(predicted->second);
+    logRatios[timing.chunks].push_back(std::log(std::max(ratio, 1e-9)));
+    ++runs;
+  }
+  if (runs < 2) return std::nullopt;
+  // Within a chunk count: the machine's moments apart; between chunk counts: each reference's
+  // own prediction error as well.
+  double withinSquares = 0.0;
+  std::vector<double> means;
+  for (const auto& [chunks, values] : logRatios) {
+    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+    for (double value : values) withinSquares += (value - mean) * (value - mean);
+    means.push_back(mean);
+  }
+  const auto groups = static_cast<double>(means.size());
+  const double within = runs > means.size() ? withinSquares / (static_cast<double>(runs) - groups) : 0.0;
+  double between = 0.0;
+  if (means.size() > 1) {
+    const double grand = std::accumulate(means.begin(), means.end(), 0.0) / groups;
+    for (double mean : means) between += (mean - grand) * (mean - grand);
+    between /= groups - 1.0;
+  }
+  return std::sqrt(between / groups + within / static_cast<double>(runs));
+}
+
+double CalibrationDrift::share() const {
+  const std::optional<double> noise = referenceNoise();
+  if (!noise) return 0.5;
+  const double prior = kMachineDriftSd * kMachineDriftSd;
+  return prior / (prior + *noise * *noise);
+}
+
+double CalibrationDrift::factor() const { return std::pow(referenceRatio(), share()); }
 
 Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch) {
   base.iterationNs = scaled(base.iterationNs, factor);
@@ -58,10 +99,15 @@ nlohmann::json toJson(const CalibrationDrift& drift) {
   for (const ReferenceTiming& timing : drift.timings) {
     timings.push_back({{"chunks", timing.chunks}, {"start_s", timing.startS}, {"step_ns", timing.stepNs}});
   }
-  return {{"factor", drift.factor()},
-          {"reference_ratio", drift.referenceRatio()},
-          {"references", references},
-          {"timings", timings}};
+  const std::optional<double> noise = drift.referenceNoise();
+  nlohmann::json out;
+  out["factor"] = drift.factor();
+  out["reference_ratio"] = drift.referenceRatio();
+  out["share"] = drift.share();
+  out["reference_noise"] = noise ? nlohmann::json(*noise) : nlohmann::json();
+  out["references"] = std::move(references);
+  out["timings"] = std::move(timings);
+  return out;
 }
 
 CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json) {
@@ -84,10 +130,16 @@ std::string describeCalibrationDrift(const CalibrationDrift& drift) {
   std::size_t steps = 0;
   for (const auto& [chunks, measured] : drift.measuredNs) steps += measured.size();
   if (steps == 0) return "calibration drift: none measured (no reference steps during the measuring rounds)";
+  const std::optional<double> noise = drift.referenceNoise();
+  const std::string why =
+      noise ? fmt::format("its reference runs leave it uncertain by {:.1f}% against the {:.1f}% the machine's speed "
+                          "usually moves between calibrating and measuring",
+                          100.0 * *noise, 100.0 * kMachineDriftSd)
+            : std::string("a half: too few reference runs to tell how uncertain it is");
   return fmt::format("calibration drift: the reference pipelines took {:.3f}x their calibrated prediction while "
-                     "the candidates were measured ({} steps); every predicted time is scaled by {:.3f} (its square "
-                     "root: the references' drift is partly noise)",
-                     drift.referenceRatio(), steps, drift.factor());
+                     "the candidates were measured ({} steps); every predicted time is scaled by {:.3f}, {:.0f}% of "
+                     "that ratio in log terms ({})",
+                     drift.referenceRatio(), steps, drift.factor(), 100.0 * drift.share(), why);
 }
 
 }  // namespace pipeprof::tuner

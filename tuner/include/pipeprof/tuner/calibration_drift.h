@@ -10,16 +10,23 @@
 //
 //   ratio = median over chunk counts m of  median(reference m's steps in the measuring rounds)
 //                                          / reference m's prediction (calibrated, no drift)
-//   factor = sqrt(ratio)
+//   factor = ratio ^ share,   share = tau^2 / (tau^2 + noise^2)
 //
 // and the sweep multiplies every predicted time by the factor. The ratio is partly noise: the
 // references sample other moments of the machine's wandering speed than the candidates do, and
-// each of the calibration's shapes was timed at its own moment. Over 64 sweeps of the 2-core
-// development machine (2026-11-26..28, docs/notes/accuracy-history.md, bench/drift_shrinkage.py) applying
-// the whole ratio left a mean step MAPE of 7.9% and 16 sweeps past 10%, none 7.4% and 11, half of
-// it in log terms (the square root) 6.9% and 10; a quarter or a half did best in every random
-// half of the sweeps, and beat both the whole ratio and none there. One factor for all candidates
-// keeps their predicted order exactly: it corrects the offset, never the ranking.
+// each reference's prediction carries an error of its own. `noise` is the standard error of
+// log(ratio) the sweep's own reference runs show (referenceNoise()); `tau` (kMachineDriftSd) is
+// how far the machine's speed moves between calibrating and measuring, in log terms. The share
+// is the one that predicts the true offset best when both are normal (empirical Bayes): the
+// whole ratio when the references agree, little of it when they scatter. Without two timed runs
+// the noise is unknown and the share is a half (the fixed share before 2026-12-02).
+//
+// Re-scored on 59 sweeps of the 2-core development machine (2026-12-01..02, bench/drift_shrinkage.py,
+// docs/performance.md, "How much of the drift to correct"): mean step MAPE 7.70% with a fixed
+// half, 7.32% with the whole ratio, 7.16% with this share; fitted on random halves of the sweeps
+// and scored on the others, it beat the fixed half in 100 of 100 halves and the whole ratio in 65.
+// One factor for all candidates keeps their predicted order exactly: it corrects the offset,
+// never the ranking.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -30,9 +37,16 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace pipeprof::tuner {
+
+/// How far this kind of machine's speed moves between a sweep's calibration and its measuring
+/// rounds: a standard deviation of the log ratio, 0.085 (about 8.5%). The references' log ratio
+/// over 59 sweeps of the shared 2-core development machine (2026-12-01..02) spread by 0.093, of
+/// which the references' own noise (median standard error 0.037) leaves sqrt(0.093^2 - 0.037^2).
+inline constexpr double kMachineDriftSd = 0.085;
 
 /// One timed run of a reference pipeline while the candidates were measured.
 struct ReferenceTiming {
@@ -58,7 +72,15 @@ struct CalibrationDrift {
   /// predicted (the file comment's ratio), clamped to [0.5, 2]. 1.0 until a chunk count has both
   /// a prediction and a timed step.
   double referenceRatio() const;
-  /// What the sweep scales every predicted time by: the square root of referenceRatio().
+  /// The standard error of log(referenceRatio()) as the timed runs show it: between chunk
+  /// counts, the variance of their mean log ratios over their number; within one, the pooled
+  /// variance of its runs' log ratios over the number of runs; the square root of the sum.
+  /// Empty with fewer than two timed runs that have a prediction.
+  std::optional<double> referenceNoise() const;
+  /// How much of the ratio (in log terms) the factor takes: kMachineDriftSd^2 / (kMachineDriftSd^2
+  /// + referenceNoise()^2), or a half where the noise is unknown.
+  double share() const;
+  /// What the sweep scales every predicted time by: referenceRatio() ^ share().
   double factor() const;
 };
 
@@ -66,11 +88,12 @@ struct CalibrationDrift {
 /// busy times, and samplesPerS recomputed for `batch`. Memory is left as it is.
 Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch);
 
-/// {"factor": f, "reference_ratio": r, "references": [{"chunks": m, "predicted_ns": p,
-/// "step_ns": [...]}]} -- stored in the report's calibration (docs/formats.md).
+/// {"factor": f, "reference_ratio": r, "share": s, "reference_noise": n or null, "references":
+/// [{"chunks": m, "predicted_ns": p, "step_ns": [...]}], "timings": [...]} -- stored in the
+/// report (docs/formats.md).
 nlohmann::json toJson(const CalibrationDrift& drift);
-/// Reads what toJson wrote (no drift for null or a missing key); the ratio and the factor are
-/// recomputed from the references.
+/// Reads what toJson wrote (no drift for null or a missing key); the ratio, the share and the
+/// factor are recomputed from the references and timings.
 CalibrationDrift calibrationDriftFromJson(const nlohmann::json& json);
 
 /// One line for the sweep's progress: the factor and what it means.
