@@ -15,7 +15,11 @@ prints one markdown table with a row per run:
   - the machine: the reference pipelines' speed range while measuring, the candidates whose
     rounds agree, the rounds measured again because another process took the CPUs;
   - with --alone: each measured candidate's figure against the same candidate run alone with
-    `pipeprof run` right after the sweep (the median |difference|, and the largest);
+    `pipeprof run` right after the sweep (the median |difference|, and the largest); with
+    --paired instead, against lone runs beside each of its rounds (bench/sweep_vs_run.py: the
+    sweep paused after every round while the candidate runs alone with that round's steps), each
+    candidate's |median paired ratio - 1|: the machine's changes of speed between the sweep and
+    the lone runs fall on both alike, and the measuring takes about twice as long;
   - the calibration's corrections: the range of its forward, backward and loss scales over
     every micro-batch size and reference shape, and of its step overheads;
 
@@ -25,7 +29,7 @@ each candidate's predicted step (before drift) between them, raw and with that r
 out (the median, 90th percentile and largest difference), and their step MAPEs. Every report and the
 table's data stay under OUT (OUT/suite.json); --report-only re-reads them.
 
-    bench/accuracy_suite.py --pipeprof build/cli/pipeprof --out /tmp/suite [--alone]
+    bench/accuracy_suite.py --pipeprof build/cli/pipeprof --out /tmp/suite [--alone | --paired]
     bench/accuracy_suite.py --out /tmp/suite --sweeps demo gpt --runs 1     # a subset
 
 The language model is scripted with Debian's python3-torch (/usr/bin/python3; bootstrap with
@@ -40,6 +44,7 @@ import subprocess
 import sys
 import time
 
+import sweep_vs_run
 from schedule_accuracy import spearman
 from training_step_sweeps import measured
 
@@ -141,6 +146,14 @@ def alone(args, common, report, env):
     return differences
 
 
+def paired(directory, seconds):
+    """Each measured candidate's rounds against the lone runs beside them (sweep_vs_run.py):
+    |median over its rounds of sweep / alone - 1| in percent."""
+    block = sweep_vs_run.paired_block(directory, seconds)
+    rows, _ = sweep_vs_run.summarize([block])
+    return [abs(statistics.median(row["ratios"]) - 1) * 100 for row in rows.values() if row["ratios"]]
+
+
 def run_sweep(args, name, run, env, lm_path):
     common_text, sweep_text = SWEEPS[name]
     common = shlex.split(common_text.format(lm=lm_path))
@@ -150,8 +163,16 @@ def run_sweep(args, name, run, env, lm_path):
     command = ["sweep", *common, *shlex.split(sweep_text), "-o", report_path]
     print("$ pipeprof " + " ".join(shlex.quote(part) for part in command), file=sys.stderr, flush=True)
     started = time.time()
-    with open(os.path.join(directory, "sweep.log"), "w") as log:
-        code = subprocess.run([args.pipeprof, *command], env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    if args.paired:
+        try:
+            sweep_vs_run.sweep_interleaved(args, common, shlex.split(sweep_text), directory, env)
+            code = 0
+        except SystemExit as failure:
+            print(failure, file=sys.stderr)
+            code = 1
+    else:
+        with open(os.path.join(directory, "sweep.log"), "w") as log:
+            code = subprocess.run([args.pipeprof, *command], env=env, stdout=log, stderr=subprocess.STDOUT).returncode
     row = {"sweep": name, "run": run, "seconds": time.time() - started}
     if code != 0:
         row["error"] = f"exit {code}: see {directory}/sweep.log"
@@ -167,6 +188,9 @@ def run_sweep(args, name, run, env, lm_path):
         for c in report["candidates"] if c.get("prediction_before_drift")}
     if args.alone:
         row["alone_pct"] = alone(args, common, report, env)
+    elif args.paired:
+        row["alone_pct"] = paired(directory, row["seconds"])
+        row["alone_paired"] = True
     return row
 
 
@@ -209,6 +233,8 @@ def print_table(rows):
                  if c.get("reference_ratio_median") else "-")
         lone = row.get("alone_pct")
         alone_text = f"{fmt(statistics.median(lone))}% (max {fmt(max(lone))}%)" if lone else "-"
+        if lone and row.get("alone_paired"):
+            alone_text += ", paired"
         print(f"| {row['sweep']} | {row['run']} | {row['measured']} | {fmt(row['step_mape'])}% "
               f"({fmt(row['step_mape_before'])}%) | {worst[0]} {fmt(worst[1])}% | {fmt(row['peak_mape'])}% "
               f"| {fmt(row['spearman'], '{:.2f}')} | {fmt(row['best_predicted_loss_pct'])}% | {speed} "
@@ -262,7 +288,10 @@ def main():
     parser.add_argument("--out", default="accuracy-suite")
     parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
     parser.add_argument("--runs", type=int, default=2, help="runs of each sweep, one after the other")
-    parser.add_argument("--alone", action="store_true", help="also run each measured candidate alone after it")
+    lone = parser.add_mutually_exclusive_group()
+    lone.add_argument("--alone", action="store_true", help="also run each measured candidate alone after the sweep")
+    lone.add_argument("--paired", action="store_true",
+                      help="run each measured candidate alone beside each of its rounds (bench/sweep_vs_run.py)")
     parser.add_argument("--report-only", action="store_true", help="re-read OUT/suite.json")
     args = parser.parse_args()
     suite_path = os.path.join(args.out, "suite.json")
