@@ -19,7 +19,7 @@ prints one markdown table with a row per run:
     --paired instead, against lone runs beside each of its rounds (bench/sweep_vs_run.py: the
     sweep paused after every round while the candidate runs alone with that round's steps), each
     candidate's |median paired ratio - 1|: the machine's changes of speed between the sweep and
-    the lone runs fall on both alike, and the measuring takes about twice as long;
+    the lone runs fall on both alike, and every round runs twice (resnet: 10 min a run, not 3);
   - the calibration's corrections: the range of its forward, backward and loss scales over
     every micro-batch size and reference shape, and of its step overheads;
 
