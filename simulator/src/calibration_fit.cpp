@@ -26,6 +26,10 @@ namespace {
 constexpr double kMaxLayerScale = 4.0;
 constexpr double kMaxLossScale = 64.0;
 
+/// The spread of one size's cells (log scale) assumed where no size has two: about what the
+/// layers' cells of the accuracy suite of 2026-12-03 showed (forward 0.060, backward 0.072).
+constexpr double kCellSdWithoutSpread = 0.07;
+
 /// Calls visit(op, size, step) for every span of a pipeline op in one of `phases` inside a timed
 /// step (warm-up ops lie outside every step span), with its micro-batch's size in samples and
 /// the index of its step.
@@ -256,7 +260,7 @@ struct ShapeRuns {
 };
 
 /// By micro-batch size, one log(the shape's median measured time / the profiled time) per shape
-/// timed at it: a correction is the exponential of their median.
+/// timed at it.
 using LogCells = std::map<std::int64_t, std::vector<double>>;
 
 void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& measuredNs, TimeNs profiledNs) {
@@ -265,8 +269,60 @@ void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& meas
     cells[size].push_back(std::log(static_cast<double>(ns) / static_cast<double>(profiledNs)));
 }
 
-double scaleOf(const std::vector<double>& logRatios, double maxScale) {
-  return std::clamp(std::exp(median(logRatios)), 0.25, maxScale);
+/// The pooled variance of the cells about their size's mean (the shapes' disagreement at one
+/// size), or kCellSdWithoutSpread^2 when no size has two cells.
+double cellVariance(const LogCells& cells) {
+  double sumSquares = 0.0;
+  double degreesOfFreedom = 0.0;
+  for (const auto& [size, logRatios] : cells) {
+    if (logRatios.size() < 2) continue;
+    const double mean =
+        std::accumulate(logRatios.begin(), logRatios.end(), 0.0) / static_cast<double>(logRatios.size());
+    for (const double cell : logRatios) sumSquares += (cell - mean) * (cell - mean);
+    degreesOfFreedom += static_cast<double>(logRatios.size() - 1);
+  }
+  return degreesOfFreedom > 0.0 ? sumSquares / degreesOfFreedom : kCellSdWithoutSpread * kCellSdWithoutSpread;
+}
+
+/// The trend of one table's cells over the sizes (calibration_fit.h): the least-squares line
+/// through each size's median in log2(size), its slope shrunk by the share the noise leaves it.
+ScaleTrend fitTrend(const LogCells& cells) {
+  std::vector<double> xs;
+  std::vector<double> ys;
+  for (const auto& [size, logRatios] : cells) {
+    xs.push_back(std::log2(static_cast<double>(size)));
+    ys.push_back(median(logRatios));
+  }
+  ScaleTrend trend;
+  if (xs.empty()) return trend;
+  const auto n = static_cast<double>(xs.size());
+  const double meanX = std::accumulate(xs.begin(), xs.end(), 0.0) / n;
+  const double meanY = std::accumulate(ys.begin(), ys.end(), 0.0) / n;
+  double sxx = 0.0;
+  double sxy = 0.0;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    sxx += (xs[k] - meanX) * (xs[k] - meanX);
+    sxy += (xs[k] - meanX) * (ys[k] - meanY);
+  }
+  double slope = 0.0;
+  if (sxx > 0.0) {
+    const double prior = kScaleGrowthSd * kScaleGrowthSd;
+    slope = sxy / sxx * prior / (prior + cellVariance(cells) / sxx);
+  }
+  trend.scale = std::exp(meanY);
+  trend.atSamples = std::exp2(meanX);
+  trend.growthPerDoubling = std::exp(slope);
+  return trend;
+}
+
+/// Fits `cells`' trend into `trend` and sets `field` of each of their sizes' scales on it,
+/// clamped to [0.25, maxScale]; nothing without cells.
+void fitOnTrend(const LogCells& cells, double maxScale, std::optional<ScaleTrend>& trend,
+                double MicroBatchScale::*field, Calibration& calibration) {
+  if (cells.empty()) return;
+  trend = fitTrend(cells);
+  for (const auto& [size, logRatios] : cells)
+    calibration.scales[size].*field = std::clamp(trend->at(size), 0.25, maxScale);
 }
 
 /// The forward and backward scale of every size any shape timed (calibration_fit.h).
@@ -275,25 +331,20 @@ void fitLayerScales(const Profile& profile, const std::vector<ShapeRuns>& shapes
   LogCells backward;
   for (const ShapeRuns& shape : shapes) {
     for (const auto& [size, forwardNs] : shape.samples.forwardNs) {
+      calibration.scales.try_emplace(size);
       const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
       addCell(forward, size, forwardNs, profiledForwardNs);
       if (auto backwardNs = shape.samples.backwardNs.find(size); backwardNs != shape.samples.backwardNs.end())
         addCell(backward, size, backwardNs->second, profiledBackwardNs);
     }
   }
-  for (const ShapeRuns& shape : shapes) {
-    for (const auto& [size, forwardNs] : shape.samples.forwardNs) {
-      MicroBatchScale& scale = calibration.scales[size];
-      if (auto cells = forward.find(size); cells != forward.end())
-        scale.forward = scaleOf(cells->second, kMaxLayerScale);
-      if (auto cells = backward.find(size); cells != backward.end())
-        scale.backward = scaleOf(cells->second, kMaxLayerScale);
-    }
-  }
+  ScaleTrends& trends = calibration.provenance.scaleTrends;
+  fitOnTrend(forward, kMaxLayerScale, trends.forward, &MicroBatchScale::forward, calibration);
+  fitOnTrend(backward, kMaxLayerScale, trends.backward, &MicroBatchScale::backward, calibration);
 }
 
 /// The loss scale of every size of the scales, after the device speeds: each shape's loss ops
-/// (each at its device's speed) against the profiled loss, the median over the shapes.
+/// (each at its device's speed) against the profiled loss, on their trend over the sizes.
 void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
   LogCells cells;
   for (const ShapeRuns& shape : shapes) {
@@ -301,7 +352,7 @@ void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes,
       if (calibration.scales.count(size) > 0) addCell(cells, size, ns, profile.loss.costAt(size).forwardNs);
     }
   }
-  for (const auto& [size, logRatios] : cells) calibration.scales.at(size).loss = scaleOf(logRatios, kMaxLossScale);
+  fitOnTrend(cells, kMaxLossScale, calibration.provenance.scaleTrends.loss, &MicroBatchScale::loss, calibration);
 }
 
 /// The step overhead per chunk count (calibration_fit.h) with the scales, speeds and message

@@ -60,16 +60,17 @@ TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   two.trace.events.push_back(span(Phase::Forward, 5000, 999, 0, 0));  // warm-up: outside every step
   ReferenceRun twoAgain = reference({1, 1}, 2, 8);                    // a second round of the same reference
   addStep(twoAgain.trace, 0, 110, {4, 4}, 2, 3, 5);
-  // Chunks 3 gives 3, 3, 2 (torch::chunk): the remainder micro-batch is its own size.
+  // Chunks 3 gives 3, 3, 2 (torch::chunk): the remainder micro-batch is its own size, here at
+  // the same scales.
   ReferenceRun three = reference({1, 1}, 3, 8);
-  addStep(three.trace, 0, 500, {3, 3, 2}, 2, 2, 2);
+  addStep(three.trace, 0, 500, {3, 3, 2}, 2, 3, 5);
 
   const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {two, three, twoAgain});
   ASSERT_EQ(calibration.scales.size(), 3U);
-  EXPECT_DOUBLE_EQ(calibration.scales.at(4).forward, 3.0);
-  EXPECT_DOUBLE_EQ(calibration.scales.at(4).backward, 2.5);
-  EXPECT_DOUBLE_EQ(calibration.scales.at(2).forward, 2.0);
-  EXPECT_DOUBLE_EQ(calibration.scales.at(3).backward, 1.0);  // 12 against the profile's 12
+  for (const std::int64_t size : {4, 3, 2}) {
+    EXPECT_NEAR(calibration.scales.at(size).forward, 3.0, 1e-12) << size;
+    EXPECT_NEAR(calibration.scales.at(size).backward, 2.5, 1e-12) << size;
+  }
   EXPECT_EQ(calibration.stepOverheadNs.at(2), 110 - (3 * 12 + 3 * 20));
   EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0}));  // the stages ran alike
   ASSERT_EQ(calibration.provenance.references.size(), 2U);               // chunks 2 (both rounds pooled), chunks 3
@@ -147,22 +148,95 @@ TEST(CalibrationFit, AReferenceTimedInASlowSpellIsOneShapeAmongThree) {
   EXPECT_TRUE(calibration.byShape.empty());
 }
 
-TEST(CalibrationFit, ASizeOnlySomeShapesTimedIsTheMedianOfTheirCells) {
+TEST(CalibrationFit, ASizeOnlySomeShapesTimedIsOneSizeOfTheTrend) {
   // A calibration whose budget timed GPipe at chunks 2 and 3 and 1F1B at chunks 2 only:
   //                   4   3   2
   //   gpipe never     2   1   1
   //   1f1b never      8   -   -
-  // Size 4 is the median of both cells (sqrt(2 x 8) = 4), sizes 3 and 2 GPipe's. The step
-  // overhead at chunks 3 is GPipe's alone; at chunks 2 the median over both shapes.
+  // Size 4's median is sqrt(2 x 8) = 4, sizes 3 and 2 read 1: the trend's scale is their
+  // geometric mean, 4^(1/3), at the sizes' geometric mean, (4 x 3 x 2)^(1/3) samples. The two
+  // shapes disagree at size 4 by a factor 4, far more than a growth between sizes 2 and 4
+  // could be told from, so the growth is all but shrunk away. The step overhead at chunks 3 is
+  // GPipe's alone; at chunks 2 the median over both shapes.
   const Calibration calibration =
       calibrationFromRuns(twoLayerProfile(), twoCpus(),
                           {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2),
                            shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 1),
                            shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 8)});
-  EXPECT_NEAR(calibration.scales.at(4).forward, 4.0, 1e-12);
-  for (const std::int64_t size : {3, 2}) EXPECT_NEAR(calibration.scales.at(size).forward, 1.0, 1e-12) << size;
+  ASSERT_TRUE(calibration.provenance.scaleTrends.forward.has_value());
+  const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
+  EXPECT_NEAR(forward.scale, std::cbrt(4.0), 1e-12);
+  EXPECT_NEAR(forward.atSamples, std::cbrt(24.0), 1e-12);
+  EXPECT_NEAR(forward.growthPerDoubling, 1.0, 0.01);
+  for (const std::int64_t size : {4, 3, 2})
+    EXPECT_NEAR(calibration.scales.at(size).forward, forward.at(size), 1e-12) << size;
   ASSERT_EQ(calibration.stepOverheadNs.size(), 2U);
   EXPECT_EQ(calibration.provenance.references.size(), 3U) << "every reference timed";
+}
+
+/// A reference of `schedule` over [1,1], batch 8 in `chunks` micro-batches of equal size
+/// (chunks 1, 2 or 4), whose whole model runs its forward at `forwardScale` x the profile's.
+ReferenceRun evenReference(ScheduleKind schedule, std::int64_t chunks, TimeNs forwardScale) {
+  ReferenceRun run = reference({1, 1}, chunks, 8);
+  run.candidate.schedule = schedule;
+  addStep(run.trace, 0, 1000, std::vector<std::int64_t>(static_cast<std::size_t>(chunks), 8 / chunks), 2, forwardScale,
+          2);
+  return run;
+}
+
+TEST(CalibrationFit, TheScalesLieOnOneTrendOverTheSizes) {
+  // Two shapes agree at every size, and the forward doubles with every doubling of the
+  // micro-batch: 1 at 2 samples, 2 at 4, 4 at 8. Nothing to shrink: the trend is the line
+  // itself, 2 at 4 samples (the geometric mean), growth 2.
+  const Calibration calibration =
+      calibrationFromRuns(twoLayerProfile(), twoCpus(),
+                          {evenReference(ScheduleKind::GPipe, 4, 1), evenReference(ScheduleKind::GPipe, 2, 2),
+                           evenReference(ScheduleKind::GPipe, 1, 4), evenReference(ScheduleKind::OneFOneB, 4, 1),
+                           evenReference(ScheduleKind::OneFOneB, 2, 2), evenReference(ScheduleKind::OneFOneB, 1, 4)});
+  const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
+  EXPECT_NEAR(forward.scale, 2.0, 1e-12);
+  EXPECT_NEAR(forward.atSamples, 4.0, 1e-12);
+  EXPECT_NEAR(forward.growthPerDoubling, 2.0, 1e-12);
+  EXPECT_NEAR(calibration.scales.at(2).forward, 1.0, 1e-12);
+  EXPECT_NEAR(calibration.scales.at(4).forward, 2.0, 1e-12);
+  EXPECT_NEAR(calibration.scales.at(8).forward, 4.0, 1e-12);
+  EXPECT_NEAR(calibration.provenance.scaleTrends.backward->growthPerDoubling, 1.0, 1e-12);  // as profiled
+  EXPECT_FALSE(calibration.provenance.scaleTrends.loss.has_value()) << "no loss ops timed";
+}
+
+TEST(CalibrationFit, ASlowSpellOverOneSizeMovesItsScaleOnlyAsFarAsTheTrend) {
+  // The references at chunks 2 (4 samples) ran in one slow spell, every shape alike: 3 where
+  // sizes 2 and 8 read 1 (both shapes agree everywhere, so the cells' spread is none). Each
+  // size's median would put size 4 at 3; on the trend it is one size of three: the line
+  // through 0, log 3, 0 is flat at log 3 / 3, every size 3^(1/3).
+  const Calibration calibration =
+      calibrationFromRuns(twoLayerProfile(), twoCpus(),
+                          {evenReference(ScheduleKind::GPipe, 4, 1), evenReference(ScheduleKind::GPipe, 2, 3),
+                           evenReference(ScheduleKind::GPipe, 1, 1), evenReference(ScheduleKind::OneFOneB, 4, 1),
+                           evenReference(ScheduleKind::OneFOneB, 2, 3), evenReference(ScheduleKind::OneFOneB, 1, 1)});
+  for (const std::int64_t size : {2, 4, 8})
+    EXPECT_NEAR(calibration.scales.at(size).forward, std::cbrt(3.0), 1e-12) << size;
+  EXPECT_NEAR(calibration.provenance.scaleTrends.forward->growthPerDoubling, 1.0, 1e-12);
+}
+
+TEST(CalibrationFit, AGrowthTheShapesScatterAboutIsShrunkByItsNoise) {
+  // Sizes 2 and 8: GPipe reads 1 and 2, 1F1B 2 and 4. The medians (sqrt 2 and sqrt 8) rise by a
+  // factor sqrt 2 per doubling, but the shapes disagree by a factor 2 at each size: the cells'
+  // pooled variance is (log 2)^2 / 2, the slope's noise that over Sxx = 2 (log2 of 2 and 8: 1
+  // and 3), and the slope keeps tau^2 / (tau^2 + (log 2)^2 / 4) of itself, tau = kScaleGrowthSd.
+  const Calibration calibration =
+      calibrationFromRuns(twoLayerProfile(), twoCpus(),
+                          {evenReference(ScheduleKind::GPipe, 4, 1), evenReference(ScheduleKind::GPipe, 1, 2),
+                           evenReference(ScheduleKind::OneFOneB, 4, 2), evenReference(ScheduleKind::OneFOneB, 1, 4)});
+  const double tau2 = kScaleGrowthSd * kScaleGrowthSd;
+  const double share = tau2 / (tau2 + std::log(2.0) * std::log(2.0) / 4.0);
+  const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
+  EXPECT_NEAR(forward.scale, 2.0, 1e-12);  // exp(mean(log sqrt 2, log sqrt 8)), at 4 samples
+  EXPECT_NEAR(forward.atSamples, 4.0, 1e-12);
+  EXPECT_NEAR(forward.growthPerDoubling, std::exp(std::log(2.0) / 2.0 * share), 1e-12);
+  EXPECT_NEAR(calibration.scales.at(8).forward, 2.0 * forward.growthPerDoubling, 1e-12);
+  EXPECT_NEAR(calibration.scales.at(2).forward, 2.0 / forward.growthPerDoubling, 1e-12);
+  EXPECT_LT(calibration.scales.at(8).forward, 2.1) << "the medians' sqrt 8 was mostly the shapes' noise";
 }
 
 TEST(CalibrationFit, TheStepOverheadIsOneLineOverTheChunkCounts) {
