@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 namespace pipeprof::test_calibration_fit {
@@ -184,15 +185,21 @@ ReferenceRun evenReference(ScheduleKind schedule, std::int64_t chunks, TimeNs fo
   return run;
 }
 
+/// GPipe's and 1F1B's references at chunks 4, 2 and 1 (2, 4 and 8 samples), both shapes' forward
+/// at `forwardScales` x the profile's at those sizes: shapes that agree at every size.
+std::vector<ReferenceRun> twoAgreeingShapes(const std::array<TimeNs, 3>& forwardScales) {
+  std::vector<ReferenceRun> runs;
+  for (const ScheduleKind schedule : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+    for (std::size_t k = 0; k < 3; ++k) runs.push_back(evenReference(schedule, std::int64_t{4} >> k, forwardScales[k]));
+  }
+  return runs;
+}
+
 TEST(CalibrationFit, TheScalesLieOnOneTrendOverTheSizes) {
   // Two shapes agree at every size, and the forward doubles with every doubling of the
   // micro-batch: 1 at 2 samples, 2 at 4, 4 at 8. Nothing to shrink: the trend is the line
   // itself, 2 at 4 samples (the geometric mean), growth 2.
-  const Calibration calibration =
-      calibrationFromRuns(twoLayerProfile(), twoCpus(),
-                          {evenReference(ScheduleKind::GPipe, 4, 1), evenReference(ScheduleKind::GPipe, 2, 2),
-                           evenReference(ScheduleKind::GPipe, 1, 4), evenReference(ScheduleKind::OneFOneB, 4, 1),
-                           evenReference(ScheduleKind::OneFOneB, 2, 2), evenReference(ScheduleKind::OneFOneB, 1, 4)});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), twoAgreeingShapes({1, 2, 4}));
   const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
   EXPECT_NEAR(forward.scale, 2.0, 1e-12);
   EXPECT_NEAR(forward.atSamples, 4.0, 1e-12);
@@ -209,11 +216,7 @@ TEST(CalibrationFit, ASlowSpellOverOneSizeMovesItsScaleOnlyAsFarAsTheTrend) {
   // sizes 2 and 8 read 1 (both shapes agree everywhere, so the cells' spread is none). Each
   // size's median would put size 4 at 3; on the trend it is one size of three: the line
   // through 0, log 3, 0 is flat at log 3 / 3, every size 3^(1/3).
-  const Calibration calibration =
-      calibrationFromRuns(twoLayerProfile(), twoCpus(),
-                          {evenReference(ScheduleKind::GPipe, 4, 1), evenReference(ScheduleKind::GPipe, 2, 3),
-                           evenReference(ScheduleKind::GPipe, 1, 1), evenReference(ScheduleKind::OneFOneB, 4, 1),
-                           evenReference(ScheduleKind::OneFOneB, 2, 3), evenReference(ScheduleKind::OneFOneB, 1, 1)});
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), twoAgreeingShapes({1, 3, 1}));
   for (const std::int64_t size : {2, 4, 8})
     EXPECT_NEAR(calibration.scales.at(size).forward, std::cbrt(3.0), 1e-12) << size;
   EXPECT_NEAR(calibration.provenance.scaleTrends.forward->growthPerDoubling, 1.0, 1e-12);
