@@ -76,22 +76,6 @@ bool scalesTheLoss(const ScheduleCorrections& corrections) {
                      [](const auto& entry) { return entry.second.loss != 1.0; });
 }
 
-/// "; the scales' trends over the micro-batch sizes: forward 1.10 at 23 samples, +25.0% per
-/// doubling, loss ...", or "" for a calibration without trends (written by hand).
-std::string describeTrends(const ScaleTrends& trends) {
-  std::string text;
-  for (const auto& [name, trend] :
-       {std::pair{"forward", trends.forward}, std::pair{"backward", trends.backward}, std::pair{"loss", trends.loss}}) {
-    if (!trend) continue;
-    char growth[64];
-    std::snprintf(growth, sizeof(growth), "%+.1f%%", (trend->growthPerDoubling - 1.0) * 100.0);
-    text += std::string(text.empty() ? "; the scales' trends over the micro-batch sizes: " : ", ") + name + " " +
-            twoDecimals(trend->scale) + " at " + std::to_string(std::llround(trend->atSamples)) + " samples, " +
-            growth + " per doubling";
-  }
-  return text;
-}
-
 /// "layers chained in the pipeline take ...; device speeds ...; step overhead ...".
 std::string describeCorrections(const ScheduleCorrections& corrections) {
   std::string scales = "none";
@@ -208,15 +192,6 @@ nlohmann::json provenanceToJson(const CalibrationProvenance& provenance) {
                           {"steps", reference.steps},
                           {"step_ns_median", reference.stepNsMedian}});
   }
-  nlohmann::json trends = nlohmann::json::object();
-  for (const auto& [name, trend] :
-       {std::pair{"forward", provenance.scaleTrends.forward}, std::pair{"backward", provenance.scaleTrends.backward},
-        std::pair{"loss", provenance.scaleTrends.loss}}) {
-    if (trend) {
-      trends[name] = {
-          {"scale", trend->scale}, {"at_samples", trend->atSamples}, {"growth_per_doubling", trend->growthPerDoubling}};
-    }
-  }
   return {{"model", provenance.model},
           {"batch", provenance.batch},
           {"devices", provenance.devices},
@@ -225,18 +200,7 @@ nlohmann::json provenanceToJson(const CalibrationProvenance& provenance) {
           {"pipeprof_revision", provenance.pipeprofRevision},
           {"created_at", provenance.createdAt},
           {"rounds", provenance.rounds},
-          {"references", references},
-          {"scale_trends", trends}};
-}
-
-std::optional<ScaleTrend> trendFromJson(const JsonCursor& trends, const std::string& key) {
-  if (!trends.has(key)) return std::nullopt;
-  const JsonCursor json = trends.at(key);
-  ScaleTrend trend;
-  trend.scale = positiveNumber(json.at("scale"));
-  trend.atSamples = positiveNumber(json.at("at_samples"));
-  trend.growthPerDoubling = positiveNumber(json.at("growth_per_doubling"));
-  return trend;
+          {"references", references}};
 }
 
 std::string optionalString(const JsonCursor& json, const std::string& key) {
@@ -269,11 +233,6 @@ CalibrationProvenance provenanceFromJson(const JsonCursor& json) {
       reference.stepNsMedian = optionalCount(item, "step_ns_median");
       provenance.references.push_back(std::move(reference));
     }
-  }
-  if (json.has("scale_trends")) {
-    const JsonCursor trends = json.at("scale_trends");
-    provenance.scaleTrends = {trendFromJson(trends, "forward"), trendFromJson(trends, "backward"),
-                              trendFromJson(trends, "loss")};
   }
   return provenance;
 }
@@ -347,14 +306,9 @@ Cluster calibratedCluster(Cluster cluster, const Calibration& calibration) {
   return cluster;
 }
 
-double ScaleTrend::at(std::int64_t size) const {
-  return scale * std::pow(growthPerDoubling, std::log2(static_cast<double>(size) / atSamples));
-}
-
 std::string describeCalibration(const Calibration& calibration) {
   if (calibration.empty()) return "calibration: none (predicting from the raw profile)";
-  std::string text =
-      "calibration: " + describeCorrections(calibration) + describeTrends(calibration.provenance.scaleTrends);
+  std::string text = "calibration: " + describeCorrections(calibration);
   for (const auto& [shape, corrections] : calibration.byShape) {
     text += "; " + shape.label() + ": " + describeCorrectionsBriefly(corrections);
   }

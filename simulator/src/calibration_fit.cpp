@@ -26,8 +26,9 @@ namespace {
 constexpr double kMaxLayerScale = 4.0;
 constexpr double kMaxLossScale = 64.0;
 
-/// The spread of one size's cells (log scale) assumed where no size has two: about what the
-/// layers' cells of the accuracy suite of 2026-12-03 showed (forward 0.060, backward 0.072).
+/// The shapes' disagreement at one size (log scale) assumed where no size has two cells: about
+/// what the layers' cells of the accuracy suite of 2026-12-03 06:37 showed (forward 0.060,
+/// backward 0.072).
 constexpr double kCellSdWithoutSpread = 0.07;
 
 /// Calls visit(op, size, step) for every span of a pipeline op in one of `phases` inside a timed
@@ -269,7 +270,7 @@ void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& meas
     cells[size].push_back(std::log(static_cast<double>(ns) / static_cast<double>(profiledNs)));
 }
 
-/// The pooled variance of the cells about their size's mean (the shapes' disagreement at one
+/// The pooled variance of the cells about their size's mean (how far the shapes disagree at one
 /// size), or kCellSdWithoutSpread^2 when no size has two cells.
 double cellVariance(const LogCells& cells) {
   double sumSquares = 0.0;
@@ -284,45 +285,22 @@ double cellVariance(const LogCells& cells) {
   return degreesOfFreedom > 0.0 ? sumSquares / degreesOfFreedom : kCellSdWithoutSpread * kCellSdWithoutSpread;
 }
 
-/// The trend of one table's cells over the sizes (calibration_fit.h): the least-squares line
-/// through each size's median in log2(size), its slope shrunk by the share the noise leaves it.
-ScaleTrend fitTrend(const LogCells& cells) {
-  std::vector<double> xs;
-  std::vector<double> ys;
-  for (const auto& [size, logRatios] : cells) {
-    xs.push_back(std::log2(static_cast<double>(size)));
-    ys.push_back(median(logRatios));
+/// Each size's scale (calibration_fit.h): its median over the shapes' cells, drawn toward the
+/// median over the sizes by the share of its deviation the shapes' disagreement leaves it,
+/// clamped to [0.25, maxScale].
+std::map<std::int64_t, double> sizeScales(const LogCells& cells, double maxScale) {
+  std::map<std::int64_t, double> logScales;
+  std::vector<double> sizeMedians;
+  for (const auto& [size, logRatios] : cells) sizeMedians.push_back(logScales[size] = median(logRatios));
+  if (logScales.size() >= 2) {
+    const double common = median(sizeMedians);
+    const double prior = kSizeScaleSd * kSizeScaleSd;
+    const double share = prior / (prior + cellVariance(cells));
+    for (auto& [size, logScale] : logScales) logScale = common + share * (logScale - common);
   }
-  ScaleTrend trend;
-  if (xs.empty()) return trend;
-  const auto n = static_cast<double>(xs.size());
-  const double meanX = std::accumulate(xs.begin(), xs.end(), 0.0) / n;
-  const double meanY = std::accumulate(ys.begin(), ys.end(), 0.0) / n;
-  double sxx = 0.0;
-  double sxy = 0.0;
-  for (std::size_t k = 0; k < xs.size(); ++k) {
-    sxx += (xs[k] - meanX) * (xs[k] - meanX);
-    sxy += (xs[k] - meanX) * (ys[k] - meanY);
-  }
-  double slope = 0.0;
-  if (sxx > 0.0) {
-    const double prior = kScaleGrowthSd * kScaleGrowthSd;
-    slope = sxy / sxx * prior / (prior + cellVariance(cells) / sxx);
-  }
-  trend.scale = std::exp(meanY);
-  trend.atSamples = std::exp2(meanX);
-  trend.growthPerDoubling = std::exp(slope);
-  return trend;
-}
-
-/// Fits `cells`' trend into `trend` and sets `field` of each of their sizes' scales on it,
-/// clamped to [0.25, maxScale]; nothing without cells.
-void fitOnTrend(const LogCells& cells, double maxScale, std::optional<ScaleTrend>& trend,
-                double MicroBatchScale::*field, Calibration& calibration) {
-  if (cells.empty()) return;
-  trend = fitTrend(cells);
-  for (const auto& [size, logRatios] : cells)
-    calibration.scales[size].*field = std::clamp(trend->at(size), 0.25, maxScale);
+  std::map<std::int64_t, double> scales;
+  for (const auto& [size, logScale] : logScales) scales[size] = std::clamp(std::exp(logScale), 0.25, maxScale);
+  return scales;
 }
 
 /// The forward and backward scale of every size any shape timed (calibration_fit.h).
@@ -331,20 +309,21 @@ void fitLayerScales(const Profile& profile, const std::vector<ShapeRuns>& shapes
   LogCells backward;
   for (const ShapeRuns& shape : shapes) {
     for (const auto& [size, forwardNs] : shape.samples.forwardNs) {
-      calibration.scales.try_emplace(size);
       const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
       addCell(forward, size, forwardNs, profiledForwardNs);
       if (auto backwardNs = shape.samples.backwardNs.find(size); backwardNs != shape.samples.backwardNs.end())
         addCell(backward, size, backwardNs->second, profiledBackwardNs);
     }
   }
-  ScaleTrends& trends = calibration.provenance.scaleTrends;
-  fitOnTrend(forward, kMaxLayerScale, trends.forward, &MicroBatchScale::forward, calibration);
-  fitOnTrend(backward, kMaxLayerScale, trends.backward, &MicroBatchScale::backward, calibration);
+  for (const ShapeRuns& shape : shapes) {
+    for (const auto& [size, forwardNs] : shape.samples.forwardNs) calibration.scales.try_emplace(size);
+  }
+  for (const auto& [size, scale] : sizeScales(forward, kMaxLayerScale)) calibration.scales[size].forward = scale;
+  for (const auto& [size, scale] : sizeScales(backward, kMaxLayerScale)) calibration.scales[size].backward = scale;
 }
 
 /// The loss scale of every size of the scales, after the device speeds: each shape's loss ops
-/// (each at its device's speed) against the profiled loss, on their trend over the sizes.
+/// (each at its device's speed) against the profiled loss, drawn toward the other sizes alike.
 void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
   LogCells cells;
   for (const ShapeRuns& shape : shapes) {
@@ -352,7 +331,7 @@ void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes,
       if (calibration.scales.count(size) > 0) addCell(cells, size, ns, profile.loss.costAt(size).forwardNs);
     }
   }
-  fitOnTrend(cells, kMaxLossScale, calibration.provenance.scaleTrends.loss, &MicroBatchScale::loss, calibration);
+  for (const auto& [size, scale] : sizeScales(cells, kMaxLossScale)) calibration.scales.at(size).loss = scale;
 }
 
 /// The step overhead per chunk count (calibration_fit.h) with the scales, speeds and message

@@ -37,8 +37,6 @@ Calibration sampleCalibration() {
     reference.stepNsMedian = medianNs;
     calibration.provenance.references.push_back(reference);
   }
-  calibration.provenance.scaleTrends.forward = ScaleTrend{1.1, 22.6, 1.25};
-  calibration.provenance.scaleTrends.loss = ScaleTrend{0.9, 22.6, 1.0};
   calibration.byShape[{"1f1b", Checkpoint::Never}].scales[16] = {1.0, 1.25};
   calibration.byShape[{"1f1b", Checkpoint::Never}].stepOverheadNs = {{2, 900}};
   return calibration;
@@ -65,14 +63,6 @@ TEST(Calibration, StepOverheadFallsBackToTheNearestMeasuredChunkCount) {
   EXPECT_EQ(calibration.stepOverheadNsFor(4), 200);
   EXPECT_EQ(calibration.stepOverheadNsFor(8), 800);
   EXPECT_EQ(calibration.stepOverheadNsFor(16), 800);
-}
-
-TEST(Calibration, AScaleTrendGrowsByItsFactorPerDoublingFromWhereItIsRead) {
-  const ScaleTrend trend{1.2, 8.0, 1.5};
-  EXPECT_DOUBLE_EQ(trend.at(8), 1.2);
-  EXPECT_DOUBLE_EQ(trend.at(16), 1.8);
-  EXPECT_DOUBLE_EQ(trend.at(4), 0.8);
-  EXPECT_DOUBLE_EQ(ScaleTrend{}.at(64), 1.0);
 }
 
 TEST(Calibration, CalibratedProfileScalesOnlyTheCalibratedSizes) {
@@ -155,8 +145,6 @@ TEST(Calibration, FileRoundTripAndDescription) {
   EXPECT_EQ(json["micro_batch_scales"][0]["micro_batch"], 16);
   EXPECT_EQ(json["step_overhead_ns"][1]["ns"], 1500);
   EXPECT_EQ(json["measured"]["references"][1]["step_ns_median"], 6500);
-  EXPECT_EQ(json["measured"]["scale_trends"]["forward"]["growth_per_doubling"], 1.25);
-  EXPECT_FALSE(json["measured"]["scale_trends"].contains("backward"));
   const std::string path = (std::filesystem::temp_directory_path() / "pipeprof_test_calibration.json").string();
   writeCalibration(calibration, path);
   EXPECT_EQ(toJson(readCalibration(path)), json);
@@ -164,9 +152,7 @@ TEST(Calibration, FileRoundTripAndDescription) {
   EXPECT_EQ(describeCalibration(calibration),
             "calibration: layers chained in the pipeline take 1.00-1.25 (forward) and 0.75-1.50 (backward) x their "
             "profiled time at micro-batches 16-32; device speeds 1.25, 0.80; step overhead 1.00 us-1.50 us (grad "
-            "zeroing, waking the workers, what the simulated ops miss); the scales' trends over the micro-batch "
-            "sizes: forward 1.10 at 23 samples, +25.0% per doubling, loss 0.90 at 23 samples, +0.0% per doubling; "
-            "1f1b never: scales 1.00-1.00 forward, "
+            "zeroing, waking the workers, what the simulated ops miss); 1f1b never: scales 1.00-1.00 forward, "
             "1.25-1.25 backward, speeds 1, overhead 900 ns-900 ns");
   EXPECT_EQ(describeCalibration(Calibration{}), "calibration: none (predicting from the raw profile)");
 }
@@ -175,7 +161,6 @@ TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
   Calibration calibration = sampleCalibration();
   calibration.scales[16].loss = 5.5;
   calibration.byShape[{"1f1b", Checkpoint::Never}].scales[16].loss = 4.25;
-  calibration.provenance.scaleTrends = {};  // scales written by hand: no trend to describe
   const nlohmann::json json = toJson(calibration);
   EXPECT_EQ(json["micro_batch_scales"][0]["loss"], 5.5);
   EXPECT_EQ(json["micro_batch_scales"][1]["loss"], 1.0);
@@ -269,9 +254,6 @@ TEST(Calibration, ReaderNamesTheFileThePathAndWhatWasExpected) {
   json = toJson(sampleCalibration());
   json["micro_batch_scales"][1]["micro_batch"] = 16;
   EXPECT_EQ(formatError(json), "cal.json: $.micro_batch_scales[1].micro_batch: micro-batch 16 given twice");
-  json = toJson(sampleCalibration());
-  json["measured"]["scale_trends"]["loss"]["at_samples"] = 0;
-  EXPECT_EQ(formatError(json), "cal.json: $.measured.scale_trends.loss.at_samples: expected a positive number, got 0");
   json = toJson(sampleCalibration());
   json["device_speeds"][0] = -1.0;
   EXPECT_EQ(formatError(json), "cal.json: $.device_speeds[0]: expected a positive number, got -1.0");

@@ -62,7 +62,7 @@ TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   ReferenceRun twoAgain = reference({1, 1}, 2, 8);                    // a second round of the same reference
   addStep(twoAgain.trace, 0, 110, {4, 4}, 2, 3, 5);
   // Chunks 3 gives 3, 3, 2 (torch::chunk): the remainder micro-batch is its own size, here at
-  // the same scales.
+  // the same scales as size 4.
   ReferenceRun three = reference({1, 1}, 3, 8);
   addStep(three.trace, 0, 500, {3, 3, 2}, 2, 3, 5);
 
@@ -149,28 +149,26 @@ TEST(CalibrationFit, AReferenceTimedInASlowSpellIsOneShapeAmongThree) {
   EXPECT_TRUE(calibration.byShape.empty());
 }
 
-TEST(CalibrationFit, ASizeOnlySomeShapesTimedIsOneSizeOfTheTrend) {
+TEST(CalibrationFit, ASizeOnlySomeShapesTimedIsDrawnTowardTheOthersByTheShapesDisagreement) {
   // A calibration whose budget timed GPipe at chunks 2 and 3 and 1F1B at chunks 2 only:
   //                   4   3   2
   //   gpipe never     2   1   1
   //   1f1b never      8   -   -
-  // Size 4's median is sqrt(2 x 8) = 4, sizes 3 and 2 read 1: the trend's scale is their
-  // geometric mean, 4^(1/3), at the sizes' geometric mean, (4 x 3 x 2)^(1/3) samples. The two
-  // shapes disagree at size 4 by a factor 4, far more than a growth between sizes 2 and 4
-  // could be told from, so the growth is all but shrunk away. The step overhead at chunks 3 is
-  // GPipe's alone; at chunks 2 the median over both shapes.
+  // Size 4's median is sqrt(2 x 8) = 4, sizes 3 and 2 read 1, the median over the sizes. The
+  // two shapes disagree at size 4 by a factor 4: the cells' pooled variance (one degree of
+  // freedom) is 2 (log 2)^2, so size 4 keeps tau^2 / (tau^2 + 2 (log 2)^2) of its deviation,
+  // tau = kSizeScaleSd: a few percent. The step overhead at chunks 3 is GPipe's alone; at
+  // chunks 2 the median over both shapes.
   const Calibration calibration =
       calibrationFromRuns(twoLayerProfile(), twoCpus(),
                           {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2),
                            shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 3, 1),
                            shapeReference(ScheduleKind::OneFOneB, Checkpoint::Never, 2, 8)});
-  ASSERT_TRUE(calibration.provenance.scaleTrends.forward.has_value());
-  const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
-  EXPECT_NEAR(forward.scale, std::cbrt(4.0), 1e-12);
-  EXPECT_NEAR(forward.atSamples, std::cbrt(24.0), 1e-12);
-  EXPECT_NEAR(forward.growthPerDoubling, 1.0, 0.01);
-  for (const std::int64_t size : {4, 3, 2})
-    EXPECT_NEAR(calibration.scales.at(size).forward, forward.at(size), 1e-12) << size;
+  const double tau2 = kSizeScaleSd * kSizeScaleSd;
+  const double share = tau2 / (tau2 + 2.0 * std::log(2.0) * std::log(2.0));
+  EXPECT_NEAR(calibration.scales.at(4).forward, std::pow(4.0, share), 1e-12);
+  EXPECT_LT(calibration.scales.at(4).forward, 1.05);
+  for (const std::int64_t size : {3, 2}) EXPECT_NEAR(calibration.scales.at(size).forward, 1.0, 1e-12) << size;
   ASSERT_EQ(calibration.stepOverheadNs.size(), 2U);
   EXPECT_EQ(calibration.provenance.references.size(), 3U) << "every reference timed";
 }
@@ -185,61 +183,40 @@ ReferenceRun evenReference(ScheduleKind schedule, std::int64_t chunks, TimeNs fo
   return run;
 }
 
-/// GPipe's and 1F1B's references at chunks 4, 2 and 1 (2, 4 and 8 samples), both shapes' forward
-/// at `forwardScales` x the profile's at those sizes: shapes that agree at every size.
-std::vector<ReferenceRun> twoAgreeingShapes(const std::array<TimeNs, 3>& forwardScales) {
+/// GPipe's and 1F1B's references at chunks 4, 2 and 1 (2, 4 and 8 samples), their forwards at
+/// `gpipeScales` and `oneFOneBScales` x the profile's at those sizes.
+std::vector<ReferenceRun> twoShapes(const std::array<TimeNs, 3>& gpipeScales,
+                                    const std::array<TimeNs, 3>& oneFOneBScales) {
   std::vector<ReferenceRun> runs;
-  for (const ScheduleKind schedule : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
-    for (std::size_t k = 0; k < 3; ++k) runs.push_back(evenReference(schedule, std::int64_t{4} >> k, forwardScales[k]));
+  for (std::size_t k = 0; k < 3; ++k) {
+    runs.push_back(evenReference(ScheduleKind::GPipe, std::int64_t{4} >> k, gpipeScales[k]));
+    runs.push_back(evenReference(ScheduleKind::OneFOneB, std::int64_t{4} >> k, oneFOneBScales[k]));
   }
   return runs;
 }
 
-TEST(CalibrationFit, TheScalesLieOnOneTrendOverTheSizes) {
-  // Two shapes agree at every size, and the forward doubles with every doubling of the
-  // micro-batch: 1 at 2 samples, 2 at 4, 4 at 8. Nothing to shrink: the trend is the line
-  // itself, 2 at 4 samples (the geometric mean), growth 2.
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), twoAgreeingShapes({1, 2, 4}));
-  const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
-  EXPECT_NEAR(forward.scale, 2.0, 1e-12);
-  EXPECT_NEAR(forward.atSamples, 4.0, 1e-12);
-  EXPECT_NEAR(forward.growthPerDoubling, 2.0, 1e-12);
+TEST(CalibrationFit, SizesTheShapesAgreeOnKeepTheirOwnScales) {
+  // Both shapes read 1 at 2 samples, 2 at 4 and 4 at 8: no disagreement, so no size is drawn
+  // toward the others however far they lie apart.
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), twoShapes({1, 2, 4}, {1, 2, 4}));
   EXPECT_NEAR(calibration.scales.at(2).forward, 1.0, 1e-12);
   EXPECT_NEAR(calibration.scales.at(4).forward, 2.0, 1e-12);
   EXPECT_NEAR(calibration.scales.at(8).forward, 4.0, 1e-12);
-  EXPECT_NEAR(calibration.provenance.scaleTrends.backward->growthPerDoubling, 1.0, 1e-12);  // as profiled
-  EXPECT_FALSE(calibration.provenance.scaleTrends.loss.has_value()) << "no loss ops timed";
 }
 
-TEST(CalibrationFit, ASlowSpellOverOneSizeMovesItsScaleOnlyAsFarAsTheTrend) {
-  // The references at chunks 2 (4 samples) ran in one slow spell, every shape alike: 3 where
-  // sizes 2 and 8 read 1 (both shapes agree everywhere, so the cells' spread is none). Each
-  // size's median would put size 4 at 3; on the trend it is one size of three: the line
-  // through 0, log 3, 0 is flat at log 3 / 3, every size 3^(1/3).
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), twoAgreeingShapes({1, 3, 1}));
-  for (const std::int64_t size : {2, 4, 8})
-    EXPECT_NEAR(calibration.scales.at(size).forward, std::cbrt(3.0), 1e-12) << size;
-  EXPECT_NEAR(calibration.provenance.scaleTrends.forward->growthPerDoubling, 1.0, 1e-12);
-}
-
-TEST(CalibrationFit, AGrowthTheShapesScatterAboutIsShrunkByItsNoise) {
-  // Sizes 2 and 8: GPipe reads 1 and 2, 1F1B 2 and 4. The medians (sqrt 2 and sqrt 8) rise by a
-  // factor sqrt 2 per doubling, but the shapes disagree by a factor 2 at each size: the cells'
-  // pooled variance is (log 2)^2 / 2, the slope's noise that over Sxx = 2 (log2 of 2 and 8: 1
-  // and 3), and the slope keeps tau^2 / (tau^2 + (log 2)^2 / 4) of itself, tau = kScaleGrowthSd.
-  const Calibration calibration =
-      calibrationFromRuns(twoLayerProfile(), twoCpus(),
-                          {evenReference(ScheduleKind::GPipe, 4, 1), evenReference(ScheduleKind::GPipe, 1, 2),
-                           evenReference(ScheduleKind::OneFOneB, 4, 2), evenReference(ScheduleKind::OneFOneB, 1, 4)});
-  const double tau2 = kScaleGrowthSd * kScaleGrowthSd;
-  const double share = tau2 / (tau2 + std::log(2.0) * std::log(2.0) / 4.0);
-  const ScaleTrend& forward = *calibration.provenance.scaleTrends.forward;
-  EXPECT_NEAR(forward.scale, 2.0, 1e-12);  // exp(mean(log sqrt 2, log sqrt 8)), at 4 samples
-  EXPECT_NEAR(forward.atSamples, 4.0, 1e-12);
-  EXPECT_NEAR(forward.growthPerDoubling, std::exp(std::log(2.0) / 2.0 * share), 1e-12);
-  EXPECT_NEAR(calibration.scales.at(8).forward, 2.0 * forward.growthPerDoubling, 1e-12);
-  EXPECT_NEAR(calibration.scales.at(2).forward, 2.0 / forward.growthPerDoubling, 1e-12);
-  EXPECT_LT(calibration.scales.at(8).forward, 2.1) << "the medians' sqrt 8 was mostly the shapes' noise";
+TEST(CalibrationFit, ASizeTheShapesDisagreeOnIsDrawnTowardTheOthers) {
+  // At 4 samples GPipe read 4 and 1F1B 2 (a slow spell over one shape's reference, or over all
+  // of that size's); at 2 and 8 both read 2. Size 4's median is sqrt 8, the sizes' median 2; the
+  // cells' pooled variance is (log 2)^2 / 2 over 3 degrees of freedom, and size 4 keeps
+  // tau^2 / (tau^2 + (log 2)^2 / 6) of its deviation, half of log 2 in log terms.
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), twoShapes({2, 4, 2}, {2, 2, 2}));
+  const double tau2 = kSizeScaleSd * kSizeScaleSd;
+  const double share = tau2 / (tau2 + std::log(2.0) * std::log(2.0) / 6.0);
+  EXPECT_NEAR(calibration.scales.at(4).forward, 2.0 * std::pow(2.0, share / 2.0), 1e-12);
+  EXPECT_LT(calibration.scales.at(4).forward, 2.3) << "not sqrt 8 = 2.83";
+  EXPECT_NEAR(calibration.scales.at(2).forward, 2.0, 1e-12);
+  EXPECT_NEAR(calibration.scales.at(8).forward, 2.0, 1e-12);
+  EXPECT_NEAR(calibration.scales.at(4).backward, 1.0, 1e-12) << "2 per sample, as profiled";
 }
 
 TEST(CalibrationFit, TheStepOverheadIsOneLineOverTheChunkCounts) {

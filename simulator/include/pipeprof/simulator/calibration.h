@@ -84,23 +84,6 @@ struct CalibrationReference {
   TimeNs stepNsMedian = 0;
 };
 
-/// One kind of scale (forward, backward or loss) over the micro-batch sizes as a fit found it:
-/// scale(b) = scale x growthPerDoubling ^ log2(b / atSamples) (simulator/calibration_fit.h).
-struct ScaleTrend {
-  double scale = 1.0;              ///< how much longer than profiled, at atSamples
-  double atSamples = 1.0;          ///< where the scale is read: the fitted sizes' geometric mean
-  double growthPerDoubling = 1.0;  ///< the scale's factor per doubling of the micro-batch
-
-  double at(std::int64_t size) const;
-};
-
-/// The trends a fit found: one per kind of scale it had cells of.
-struct ScaleTrends {
-  std::optional<ScaleTrend> forward;
-  std::optional<ScaleTrend> backward;
-  std::optional<ScaleTrend> loss;
-};
-
 /// How and when a calibration was measured (all optional: a calibration written by hand has none).
 struct CalibrationProvenance {
   std::string model;                 ///< zoo name or TorchScript path
@@ -112,7 +95,6 @@ struct CalibrationProvenance {
   std::string createdAt;    ///< ISO 8601 UTC
   std::int64_t rounds = 0;  ///< rounds of the reference pipelines
   std::vector<CalibrationReference> references;
-  ScaleTrends scaleTrends;  ///< the trends the scales lie on (empty: scales written by hand)
 };
 
 /// The corrections that depend on the schedule and checkpoint mode, fitted from reference

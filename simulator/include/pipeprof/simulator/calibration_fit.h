@@ -14,24 +14,20 @@
 // corrections for every shape".)
 //
 //   forwardScale(b)  = how much longer the layers ran in the references than profiled at
-//                      micro-batch size b, on one trend over the sizes: a cell per shape and
-//                      size, log(median over the shape's micro-batches of b samples of (sum over
-//                      stages of its forward spans) / the profile's forward of the whole model
-//                      at b); y(b) the median of size b's cells; the least-squares line
-//                      y = level + slope (log2 b - mean log2 b) through every size's y(b); the
-//                      slope shrunk by the share tau^2 / (tau^2 + s^2 / Sxx) (empirical Bayes:
-//                      tau = kScaleGrowthSd, s^2 the cells' pooled variance about their size's
-//                      mean, Sxx the sizes' sum of squares in log2); forwardScale(b) =
-//                      exp(level + shrunk slope (log2 b - mean log2 b)): a ScaleTrend (scale,
-//                      at the sizes' geometric mean, growth per doubling) in the provenance;
-//                      backwardScale likewise (a zero-bubble reference's I and W spans against
-//                      the profile's I and W halves)
+//                      micro-batch size b: a cell per shape timed at b, log(median over the
+//                      shape's micro-batches of b samples of (sum over stages of its forward
+//                      spans) / the profile's forward of the whole model at b); y(b) the median
+//                      of b's cells, c the median of y over the sizes; forwardScale(b) =
+//                      exp(c + share (y(b) - c)), share = tau^2 / (tau^2 + s^2) (empirical Bayes:
+//                      tau = kSizeScaleSd, how far two sizes' scales truly differ; s^2 the
+//                      cells' pooled variance about their size's mean, how far the shapes
+//                      disagree at one size); backwardScale likewise (a zero-bubble reference's
+//                      I and W spans against the profile's I and W halves)
 //   speed(d)         = the scaled profile's compute of device d's stages' layers over what
 //                      they measured, over every run (on CPU the stages of one host do not run
 //                      alike: the last one's backward measured 10-15% slower per GEMM)
 //   lossScale(b)     = likewise of the loss ops of micro-batches of b samples, each span x the
-//                      speed of its device, over the profile's loss forward at b, on a trend
-//                      of its own
+//                      speed of its device, over the profile's loss forward at b
 //   messageLatency   = (runs of one process per device, whose traces hold send and receive
 //                      spans joined by flows) over the messages whose receiver was already
 //                      waiting when the send began: receive end - send start - the link's drain
@@ -43,16 +39,20 @@
 //                      message latency applied): zeroing, waking workers, whatever else the
 //                      simulated ops miss; one chunk count: a alone.
 //
-// Why a trend and not each size's median (until 2026-12-03): a calibration times its shapes'
-// second chunk counts one after another, so a slow spell lifts every cell of one size together
-// and the median over the shapes cannot see it (resnet's backward at 16 samples fitted 1.51
-// while 8 and 32 read 1.03-1.11). Over ten sweeps of the accuracy suite (two runs of five
-// sweeps, 2026-12-03), what each size's median lay from its sweep's line was noise: the two runs'
-// deviations did not agree (their covariance was below zero for every kind), while the lines'
-// slopes did where the sizes span far (gpt's forward +6.4% and +7.0% per doubling, the loss's
-// +10% and +9%). Refitted from the same references, the two runs of each sweep predicted their
-// candidates 0.4-4.6% apart where the sizes' medians put them 0.3-8.3% (median over the space;
-// docs/performance.md, "The scales on one trend over the sizes").
+// Why each size is drawn toward the others (until 2026-12-03 each size's scale was y(b) itself):
+// a calibration times its shapes' second chunk counts one after another, so a slow spell lifts
+// every cell of one size (resnet's backward at 16 samples fitted 1.51 where 8 and 32 read
+// 1.03-1.11), and the shapes disagree at one size by 6-7% (the loss 13%) on a quiet machine.
+// But what one size reads apart from the others is partly real for the sweep's own candidates:
+// the profile's error at that size, which the candidates share (gpt at 2 samples read 0.73 in
+// one run, and its candidates ran as that said). s^2 is the noise of y(b), not s^2 over the count of cells: the
+// cells of one size run back to back, and over two runs of five sweeps y(b) wandered by 0.057
+// (forward) where one cell's spread was 0.060. Refitted from the same references, two suites
+// (a quiet and a busy one): two runs of a sweep predicted their candidates 1.6% and 2.4% apart
+// (mean of the sweeps' medians) where y(b) put them 3.0% and 2.8%, the measured candidates' step
+// MAPE before drift 4.1% and 12.9% where it read 4.3% and 12.5%. One trend in log2(size) per
+// kind of scale, tried first, read 2.2% and 5.1% apart, 4.0% and 13.4% (docs/performance.md,
+// "Each size's scale drawn toward the others'").
 //
 // A fit leaves Calibration::byShape empty; a calibration file may still give a shape
 // corrections of its own (docs/formats.md), which its candidates are then predicted with.
@@ -74,10 +74,11 @@
 
 namespace pipeprof {
 
-/// How far a scale's growth per doubling of the micro-batch differs from model to model, in log
-/// terms: the spread of the slopes over the accuracy suite's five sweeps of 2026-12-03 (forward
-/// -0.01 to +0.07 per doubling, the loss -0.03 to +0.18) once the slopes' own noise is taken out.
-inline constexpr double kScaleGrowthSd = 0.04;
+/// How far the scales of two micro-batch sizes truly differ, in log terms (about 10%): what each
+/// size's deviation from the others is weighed against. Chosen over two suites of five sweeps
+/// each run twice (2026-12-03): 0.07, 0.1 and 0.15 read alike (docs/performance.md, "Each size's
+/// scale drawn toward the others'").
+inline constexpr double kSizeScaleSd = 0.1;
 
 /// The layers of a `layers`-layer model split as evenly as possible over `stages`
 /// stages (the first ones take one more); the reference pipelines' balance.
@@ -109,7 +110,7 @@ struct ReferenceRun {
 /// The calibration the runs imply (see the file comment); runs of the same shape and chunk
 /// count pool their steps, and are one cell of the shape. Stage j of every run is on cluster
 /// device j mod its device count. Scales are clamped to [0.25, 4] (the loss's to [0.25, 64]) and speeds to [0.5, 2]; a
-/// size without spans or without profile time keeps 1.0 (it is no cell of the trend); overheads are never negative; the
+/// size without spans or without profile time keeps 1.0; overheads are never negative; the
 /// message latency is fitted from 3 messages or more (else left unset), never negative, with the
 /// cluster's links for the drain time, and applies to the links between ranks of one host
 /// (calibratedCluster).
