@@ -270,21 +270,6 @@ void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& meas
     cells[size].push_back(std::log(static_cast<double>(ns) / static_cast<double>(profiledNs)));
 }
 
-/// The pooled variance of the cells about their size's mean (how far the shapes disagree at one
-/// size), or kCellSdWithoutSpread^2 when no size has two cells.
-double cellVariance(const LogCells& cells) {
-  double sumSquares = 0.0;
-  double degreesOfFreedom = 0.0;
-  for (const auto& [size, logRatios] : cells) {
-    if (logRatios.size() < 2) continue;
-    const double mean =
-        std::accumulate(logRatios.begin(), logRatios.end(), 0.0) / static_cast<double>(logRatios.size());
-    for (const double cell : logRatios) sumSquares += (cell - mean) * (cell - mean);
-    degreesOfFreedom += static_cast<double>(logRatios.size() - 1);
-  }
-  return degreesOfFreedom > 0.0 ? sumSquares / degreesOfFreedom : kCellSdWithoutSpread * kCellSdWithoutSpread;
-}
-
 /// Each size's scale (calibration_fit.h): its median over the shapes' cells, drawn toward the
 /// median over the sizes by the share of its deviation the shapes' disagreement leaves it,
 /// clamped to [0.25, maxScale].
@@ -294,8 +279,9 @@ std::map<std::int64_t, double> sizeScales(const LogCells& cells, double maxScale
   for (const auto& [size, logRatios] : cells) sizeMedians.push_back(logScales[size] = median(logRatios));
   if (logScales.size() >= 2) {
     const double common = median(sizeMedians);
-    const double prior = kSizeScaleSd * kSizeScaleSd;
-    const double share = prior / (prior + cellVariance(cells));
+    // The shapes' disagreement at one size: the cells' pooled variance about their size's mean.
+    const double noise = pooledVariance(cells).value_or(kCellSdWithoutSpread * kCellSdWithoutSpread);
+    const double share = shrinkageShare(kSizeScaleSd, noise);
     for (auto& [size, logScale] : logScales) logScale = common + share * (logScale - common);
   }
   std::map<std::int64_t, double> scales;

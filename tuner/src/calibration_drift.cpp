@@ -52,15 +52,11 @@ std::optional<double> CalibrationDrift::referenceNoise() const {
   if (runs < 2) return std::nullopt;
   // Within a chunk count: the machine's moments apart; between chunk counts: each reference's
   // own prediction error as well.
-  double withinSquares = 0.0;
   std::vector<double> means;
-  for (const auto& [chunks, values] : logRatios) {
-    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-    for (double value : values) withinSquares += (value - mean) * (value - mean);
-    means.push_back(mean);
-  }
+  for (const auto& [chunks, values] : logRatios)
+    means.push_back(std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size()));
   const auto groups = static_cast<double>(means.size());
-  const double within = runs > means.size() ? withinSquares / (static_cast<double>(runs) - groups) : 0.0;
+  const double within = pooledVariance(logRatios).value_or(0.0);
   double between = 0.0;
   if (means.size() > 1) {
     const double grand = std::accumulate(means.begin(), means.end(), 0.0) / groups;
@@ -73,8 +69,7 @@ std::optional<double> CalibrationDrift::referenceNoise() const {
 double CalibrationDrift::share() const {
   const std::optional<double> noise = referenceNoise();
   if (!noise) return 0.5;
-  const double prior = kMachineDriftSd * kMachineDriftSd;
-  return prior / (prior + *noise * *noise);
+  return shrinkageShare(kMachineDriftSd, *noise * *noise);
 }
 
 double CalibrationDrift::factor() const { return std::pow(referenceRatio(), share()); }
