@@ -58,7 +58,10 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
   for (std::size_t k = first + 1; k < end; ++k) keptAfter += keptGradient(k);
   for (std::size_t l = first; l < end; ++l) {
     const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
-    const Bytes savedAfter = table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0});
+    // (The kept output is among those bytes only where a later layer saved it: a last layer that
+    // passes on its input, such as a stash, has it saved by the layer before.)
+    const Bytes savedAfter =
+        std::max<Bytes>(0, table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0}));
     // The layer's input is the previous layer's output (the stage's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
