@@ -75,6 +75,24 @@ TEST(SplitBackward, EachInputsGradientHasStorageOfItsOwn) {
   EXPECT_TRUE(close(grads[1], whole.narrow(1, 4, 2)));
 }
 
+// A whole backward ends in the stage inputs' sinks, which copy such a slice as I does (and as a
+// leaf's AccumulateGrad does): unet's stage opening with a concatenation held 1.5 MiB, not 1 MiB,
+// for its input's gradient until the stage before used it.
+TEST(SplitBackward, AWholeBackwardGivesEachInputsGradientStorageOfItsOwn) {
+  torch::manual_seed(6);
+  torch::nn::Linear linear(6, 4);
+  const StageInput skip = stageInputOf(torch::randn({3, 2}), true);
+  const StageInput input = stageInputOf(torch::randn({3, 4}), true);
+  const torch::Tensor output = linear(torch::cat({input.tensor, skip.tensor}, 1));
+  const torch::Tensor outputGrad = torch::randn({3, 4});
+  torch::autograd::backward({output}, {outputGrad});
+  EXPECT_EQ(input.grad().storage().nbytes(), 3u * 4u * sizeof(float)) << "the input's 3 x 4, not the 3 x 6";
+  EXPECT_EQ(skip.grad().storage().nbytes(), 3u * 2u * sizeof(float));
+  const torch::Tensor whole = torch::mm(outputGrad, linear->weight);
+  EXPECT_TRUE(close(input.grad(), whole.narrow(1, 0, 4)));
+  EXPECT_TRUE(close(skip.grad(), whole.narrow(1, 4, 2)));
+}
+
 TEST(SplitBackward, AStageWhoseInputWantsNoGradientRunsItAllInW) {
   torch::nn::Sequential model = mlp();
   const torch::Tensor input = torch::randn({3, 6});

@@ -1,6 +1,8 @@
 // A stage's backward split into I (the inputs' gradients) and W (the weights').
 #include "stage/split_backward.h"
 
+#include "stage/stage_input.h"
+
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -116,17 +118,6 @@ void detachInputsPart(const Reachability& walk, const std::unordered_set<Node*>&
   }
 }
 
-/// `grad` as a tensor of its own where it is a view into a larger one. The engine hands back
-/// gradients as the graph made them: a concatenation's backward gives each input a slice of one
-/// tensor, so a popped skip's gradient, held until its stash stage uses it, would keep the
-/// whole concatenation's gradient alive (unet: 1.5 MiB for a 0.5 MiB skip at 8 samples). A
-/// full backward's accumulation into .grad() copies such a slice; I does the same.
-torch::Tensor ownStorage(torch::Tensor grad) {
-  if (!grad.defined() || !grad.has_storage()) return grad;
-  const auto bytes = static_cast<std::size_t>(grad.numel()) * grad.element_size();
-  return grad.storage().nbytes() > bytes ? grad.clone(at::MemoryFormat::Contiguous) : grad;
-}
-
 }  // namespace
 
 std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Tensor>& roots,
@@ -178,7 +169,8 @@ std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Te
   }
   std::vector<torch::Tensor> result;
   for (std::size_t index : inputIndex) {
-    result.push_back(index == std::string::npos || captured.empty() ? torch::Tensor() : ownStorage(captured[index]));
+    result.push_back(index == std::string::npos || captured.empty() ? torch::Tensor()
+                                                                    : gradientOfItsOwn(captured[index]));
   }
 
   // What W runs from: each frontier node's captured inputs.

@@ -10,14 +10,15 @@
 namespace pipeprof {
 
 /// The node a stage input's backward ends at: keeps the gradient autograd hands it (summed
-/// over backward calls, as AccumulateGrad sums into a leaf's .grad()).
+/// over backward calls, as AccumulateGrad sums into a leaf's .grad(), and a slice of a larger
+/// tensor copied, as AccumulateGrad copies it).
 class InputGradientSink final : public torch::autograd::Node {
  public:
   explicit InputGradientSink(const torch::Tensor& input) { add_input_metadata(input); }
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
     torch::Tensor& incoming = grads.at(0);
-    if (incoming.defined()) grad_ = grad_.defined() ? grad_ + incoming : std::move(incoming);
+    if (incoming.defined()) grad_ = grad_.defined() ? grad_ + incoming : gradientOfItsOwn(std::move(incoming));
     return {};
   }
 
@@ -28,6 +29,12 @@ class InputGradientSink final : public torch::autograd::Node {
  private:
   torch::Tensor grad_;
 };
+
+torch::Tensor gradientOfItsOwn(torch::Tensor grad) {
+  if (!grad.defined() || !grad.has_storage()) return grad;
+  const auto bytes = static_cast<std::size_t>(grad.numel()) * grad.element_size();
+  return grad.storage().nbytes() > bytes ? grad.clone(at::MemoryFormat::Contiguous) : grad;
+}
 
 torch::Tensor StageInput::grad() const { return sink == nullptr ? torch::Tensor() : sink->grad(); }
 

@@ -32,6 +32,13 @@ struct StageInput {
   torch::autograd::Edge gradientEdge() const;
 };
 
+/// `grad` as a tensor of its own where it is a view into a larger one. The engine hands back
+/// gradients as the graph made them: a concatenation's backward gives each input a slice of one
+/// tensor, so an input's or a popped skip's gradient, held until the stage before (or the stash
+/// stage) uses it, would keep the whole concatenation's gradient alive (unet: 1.5 MiB for a
+/// 1 MiB input at 8 samples). A leaf's AccumulateGrad copies such a slice; the sink and I do too.
+torch::Tensor gradientOfItsOwn(torch::Tensor grad);
+
 /// `received` as a stage's input: detached (sharing its storage) and, when `requiresGrad` and
 /// floating or complex, ending in a sink for its gradient.
 StageInput stageInputOf(const torch::Tensor& received, bool requiresGrad);
