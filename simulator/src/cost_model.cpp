@@ -413,7 +413,7 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   // by the popping layer's backward (skip_gradient_bytes.h says what its walk holds of it).
   // (No call for a profile without skips: the search walks every layer of every candidate.)
   auto heldSkipGradients = [&](std::size_t l, bool input) {
-    return layout.skips == 0 ? Bytes{0} : c.skipGradients.heldAt(j, end, l, input);
+    return layout.skips == 0 ? Bytes{0} : c.skipGradients.heldAt(j, l, input);
   };
   const TransientPeaks peaks =
       transientPeaks(table, first, end, j + 1 < n, r.compiled.splitsBackward, j > 0, heldSkipGradients);

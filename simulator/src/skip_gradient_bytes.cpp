@@ -56,33 +56,17 @@ bool SkipGradientBytes::popsInto(std::int32_t s, std::int32_t j) const {
          compiled_.skipStashStage[static_cast<std::size_t>(s)] != j;
 }
 
-Bytes SkipGradientBytes::keptBySlice(std::int32_t s, std::int32_t j, std::size_t end, std::size_t l) const {
-  const std::vector<SkipProfile>& skips = costs_.profile().skips;
-  const std::int64_t popLayer = skips[static_cast<std::size_t>(s)].popLayer;
-  const auto pop = static_cast<std::size_t>(popLayer);
-  if (l >= pop || (pop + 1 == end && j + 1 < compiled_.layout.n)) return 0;
-  for (std::int32_t t = 0; t < s; ++t) {
-    const SkipProfile& other = skips[static_cast<std::size_t>(t)];
-    if (popsInto(t, j) && other.popLayer == popLayer && other.gradientSliceOfOutput) return 0;
-  }
-  return table_.outputBytes[pop];
-}
-
 // In I the shared part of a skip's gradient is counted elsewhere: in the popping layer's own
 // workspace (the gradient it gives its input), in the layer before's (the gradient of its
 // output), then, below that layer, among the gradients kept for W. In B, where it is shared, at
 // the popping layer and the one before, in their workspaces (the gradient of the layer's input,
 // then of its output).
-Bytes SkipGradientBytes::heldAt(std::int32_t j, std::size_t end, std::size_t l, bool input) const {
+Bytes SkipGradientBytes::heldAt(std::int32_t j, std::size_t l, bool input) const {
   Bytes held = 0;
   for (std::int32_t s = 0; s < compiled_.layout.skips; ++s) {
     const SkipProfile& skip = costs_.profile().skips[static_cast<std::size_t>(s)];
     const auto pop = static_cast<std::size_t>(skip.popLayer);
     if (!popsInto(s, j) || pop < l) continue;
-    if (input && skip.gradientSliceOfOutput) {
-      held += keptBySlice(s, j, end, l);
-      continue;
-    }
     held += skipBytes(s);
     if (input) held -= l + 1 == pop ? sharedBeforePop(s) : sharedWithInput(s);
     if (!input && l + 1 >= pop) held -= sharedInBackward(s, /*atInput=*/false);

@@ -15,8 +15,7 @@ namespace pipeprof::sim {
 
 /// The rules for one candidate at one micro-batch size. A popped skip is a leaf on its pop
 /// stage, so that stage's backward makes its gradient; where the popping layer hands the
-/// very tensor to its other input, or a slice of its output's gradient, part of it is counted
-/// elsewhere. Skips are the profile's indices.
+/// very tensor to its other input, part of it is counted elsewhere. Skips are the profile's indices.
 class SkipGradientBytes {
  public:
   SkipGradientBytes(const CompiledSchedule& compiled, const CostModel& costs, const LayerCostTable& table,
@@ -40,8 +39,10 @@ class SkipGradientBytes {
 
   /// What stage j's backward (I's when `input`) holds of the gradients of skips another
   /// stage stashed and j pops, made by the backward of layer l or of a later layer, at
-  /// layer l (layers of j end before `end`).
-  Bytes heldAt(std::int32_t j, std::size_t end, std::size_t l, bool input) const;
+  /// layer l. A slice of the popping layer's output gradient (a concatenation's) is a copy
+  /// of its own from the moment that layer's backward returns (the leaf's AccumulateGrad
+  /// makes it in B, I's hook in I: split_backward.cpp), counted as any other.
+  Bytes heldAt(std::int32_t j, std::size_t l, bool input) const;
 
  private:
   /// The gradient the popping layer hands its input, as far as it is the skip's: at most the
@@ -52,12 +53,6 @@ class SkipGradientBytes {
   Bytes sharedBeforePop(std::int32_t s) const;
   /// Whether skip s, stashed by another stage, is popped by j.
   bool popsInto(std::int32_t s, std::int32_t j) const;
-  /// Where I hands skip s a slice of the gradient of the popping layer's output
-  /// (SkipProfile::gradientSliceOfOutput: a concatenation), the slice is no tensor of its own
-  /// until I ends (it is one of I's results, compiled_schedule.cpp): below the pop it keeps that
-  /// whole gradient alive, once per concatenation, unless the gradient is the one received from
-  /// j + 1, which is held anyway.
-  Bytes keptBySlice(std::int32_t s, std::int32_t j, std::size_t end, std::size_t l) const;
   bool opensItsStage(std::int32_t s) const;
   Bytes skipBytes(std::int32_t s) const;
 

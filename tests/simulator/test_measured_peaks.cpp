@@ -396,5 +396,23 @@ TEST(MeasuredPeaks, AStashThatEndsItsStageKeepsWhatTheLayerBeforeSaved) {
   expectWithin(unet, rows, 0, 64);
 }
 
+// unet at batch 16 under zb1p (`pipeprof run`, threads, 2026-12-04, deferred 0,0): stage 1's I
+// meets two concatenations, each popping a skip from stage 0. I gives both parts of each
+// concatenation's gradient copies of their own as its node returns them, as B's leaves do, so a
+// skip's gradient is its own X_s below the pop. (I held the popped skip's slice, and with it the
+// whole gradient, until it ended: 15.14 MiB measured on [11,8], 14.14 predicted; now 13.64 both.)
+TEST(MeasuredPeaks, AConcatenationsGradientGoesWhenItsBackwardReturns) {
+  const Profile unet = readProfile(test::fixturePath("unet-batch16-profile.json"));
+  const std::vector<std::int64_t> deferred{0, 0};
+  const std::vector<Measured> rows{
+      {ScheduleKind::ZeroBubble, {11, 8}, Checkpoint::Never, {4252288, 14301984}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {11, 8}, Checkpoint::ExceptLast, {4252288, 14301984}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {12, 7}, Checkpoint::Never, {6086912, 12729120}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {13, 6}, Checkpoint::Never, {8778368, 12507680}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {15, 4}, Checkpoint::Never, {9302656, 11983392}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {5, 14}, Checkpoint::Never, {3186432, 15629600}, 1, 16, deferred}};
+  expectWithin(unet, rows, 0, 64);
+}
+
 }  // namespace
 }  // namespace pipeprof::test_measured_peaks

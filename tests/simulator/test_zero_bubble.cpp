@@ -292,34 +292,6 @@ TEST(ZeroBubbleMemory, IHoldsWhatTheLaterLayersCapturedOverItsOwnPeak) {
   EXPECT_EQ(lastDevicePeak(3000, kOutput + 5000) - lastDevicePeak(3000, kOutput), 5000);
 }
 
-// A skip popped by a concatenation from another stage: I hands it a slice of the gradient
-// of the concatenation's output, which that slice keeps alive below the pop until I ends (and
-// gives the slice storage of its own). Three devices, one micro-batch, zb1p; stage 1 holds
-// layers 1..3, and layer 1's I workspace (large) makes I's peak the device's.
-TEST(ZeroBubbleMemory, AConcatenationsSkipGradientKeepsTheGradientItSlicesUntilIEnds) {
-  constexpr Bytes kSkip = 1024;
-  constexpr Bytes kConcatenated = 4096;
-  auto middleDevicePeak = [&](std::int64_t popLayer, bool slice) {
-    test::LayerCosts costs{kF, 2 * kF, kS, kOutput, 0, 0, BackwardSplit{kF, kF, kSW, 0, 0, 0}};
-    std::vector<test::LayerCosts> layers(5, costs);
-    layers[1].split->inputWorkspaceBytes = 20000;
-    layers[static_cast<std::size_t>(popLayer)].outputBytes = kConcatenated;
-    Profile profile = test::makeProfile(layers);
-    profile.skips.push_back({"enc", 0, popLayer, kSkip, kSkip});
-    profile.skips[0].gradientSliceOfOutput = slice;
-    Candidate candidate = test::makeCandidate({1, 3, 1}, 1, Checkpoint::Never, 1);
-    candidate.schedule = ScheduleKind::ZeroBubble;
-    const Prediction p = simulate(profile, test::freeCluster(3), candidate).prediction;
-    EXPECT_EQ(p.peakOp[1], "backward-input(0,1)") << "pop " << popLayer << (slice ? " sliced" : "");
-    return p.peakBytes[1];
-  };
-  // Popped inside the stage: below the pop, the concatenation's gradient, not the skip's.
-  EXPECT_EQ(middleDevicePeak(2, true) - middleDevicePeak(2, false), kConcatenated - kSkip);
-  // Popped by the stage's last layer: the gradient sliced is the one received from stage
-  // 2, held anyway; the skip's gradient adds nothing until I ends.
-  EXPECT_EQ(middleDevicePeak(3, true) - middleDevicePeak(3, false), -kSkip);
-}
-
 TEST(ZeroBubbleProfile, AProfileWithoutTheSplitIsToldToProfileAgain) {
   const Profile profile = test::uniformProfile(2, {kF, 2 * kF, kS, 0, 0, 0});
   Candidate candidate = test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2);

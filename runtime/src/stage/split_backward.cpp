@@ -5,12 +5,16 @@
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace pipeprof {
 namespace {
@@ -85,6 +89,46 @@ std::vector<Node*> frontierOf(const Reachability& walk, const std::unordered_set
   }
   return frontier;
 }
+
+/// Gives every gradient a node hands on storage of its own as the node returns it, where it is a
+/// slice of a larger one: a concatenation's backward slices its output's gradient, one part for
+/// a popped skip (an input, which the engine would hold as a slice, keeping the whole, until it
+/// returns) and one for the layer before (which would hold the whole while it runs, and copy
+/// its non-contiguous part itself). With each part its own, the whole goes at once, and every
+/// layer gets the gradient the profiler measured it with.
+class SlicesOfTheirOwn : public torch::autograd::FunctionPostHook {
+ public:
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    torch::autograd::variable_list owned = outputs;
+    for (torch::Tensor& grad : owned) grad = gradientOfItsOwn(grad);
+    return owned;
+  }
+};
+
+/// The hook above on every node of I with an edge into an input, for as long as I runs.
+class SliceHooks {
+ public:
+  SliceHooks(const Reachability& walk, const std::unordered_set<Node*>& targets) {
+    for (Node* node : walk.order) {
+      if (targets.count(node) != 0) continue;
+      const auto& edges = node->next_edges();
+      if (std::none_of(edges.begin(), edges.end(),
+                       [&](const Edge& e) { return targets.count(e.function.get()) != 0; })) {
+        continue;
+      }
+      installed_.emplace_back(node, node->add_post_hook(std::make_unique<SlicesOfTheirOwn>()));
+    }
+  }
+  ~SliceHooks() {
+    for (auto& [node, key] : installed_) node->del_post_hook(key);
+  }
+  SliceHooks(const SliceHooks&) = delete;
+  SliceHooks& operator=(const SliceHooks&) = delete;
+
+ private:
+  std::vector<std::pair<Node*, std::uintptr_t>> installed_;
+};
 
 /// After I: frees the saved tensors of every node of I's part but the frontier (they never run
 /// again) and cuts their edges, then cuts the frontier's edges into I's part, so that W runs only
@@ -163,11 +207,12 @@ std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Te
   }
   std::vector<torch::Tensor> captured;
   if (!inputRoots.empty() && !outputs.empty()) {
+    const SliceHooks slices(walk, targets);
     captured = torch::autograd::Engine::get_default_engine().execute(inputRoots, inputGrads, /*keep_graph=*/true,
                                                                      /*create_graph=*/false,
                                                                      /*accumulate_grad=*/false, outputs);
   }
-  std::vector<torch::Tensor> result;
+  std::vector<torch::Tensor> result;  // (a copy here only for a root that is an input: no hook saw it)
   for (std::size_t index : inputIndex) {
     result.push_back(index == std::string::npos || captured.empty() ? torch::Tensor()
                                                                     : gradientOfItsOwn(captured[index]));
