@@ -423,14 +423,27 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   bytes[layout.backwardPeak(j)] = peaks.backward;
   bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
   if (r.compiled.splitsBackward) bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
-  if (r.compiled.splitsBackward && j == 0) {  // W is all of the backward
-    bytes[layout.weightBackwardPeak(j)] = peaks.backward;
+  if (r.compiled.splitsBackward && j == 0) {               // W is all of the backward
+    bytes[layout.weightBackwardPeak(j)] = peaks.backward;  // (resolveFirstStageWeightPeak: unless freed)
     bytes[layout.checkpointedWeightBackwardPeak(j)] = peaks.backwardOutputFreed;
   }
   if (j + 1 < n) {
     const Bytes boundary = table.outputMovedBytes[end - 1];
     r.transfer(j, j + 1, boundary, c.classSlot + layout.copyNs(j, false), bytes[layout.copyBytes(j, false)]);
     r.transfer(j + 1, j, boundary, c.classSlot + layout.copyNs(j, true), bytes[layout.copyBytes(j, true)]);
+  }
+}
+
+/// The first stage's W runs its whole backward after its I let the output go: the output's last
+/// user in the graph frees it on the way, as for a checkpointed micro-batch, unless stage 1
+/// holds that very tensor for its own W or a rank keeps what it sent (unet zb1p [14,5], stage 1
+/// opening with an upsampling: 512 KiB below the whole backward's peak; [12,7], opening with a
+/// convolution: at it).
+void resolveFirstStageWeightPeak(const CostResolution& r, Bytes* bytes) {
+  const SlotLayout& layout = r.compiled.layout;
+  if (!r.compiled.splitsBackward || layout.n < 2 || r.cluster.processPerDevice) return;
+  if (bytes[layout.inputHeldForWeight(1)] == 0) {
+    bytes[layout.weightBackwardPeak(0)] = bytes[layout.checkpointedWeightBackwardPeak(0)];
   }
 }
 
@@ -529,6 +542,7 @@ void resolveSizeClass(const CostResolution& r, const MicroBatching& batching, in
                              r.out.bytes.data() + sizeClass * layout.bytesPerClass()};
   for (std::int32_t j = 0; j < layout.n; ++j) resolveStage(r, slots, j);
   resolveSplitHandOver(r.compiled, slots.bytes);
+  resolveFirstStageWeightPeak(r, slots.bytes);
   for (std::int32_t s = 0; s < layout.skips; ++s) resolveSkip(r, slots, s);
   if (r.cluster.processPerDevice) resolveSentSaved(r, slots.bytes);
 }

@@ -414,5 +414,19 @@ TEST(MeasuredPeaks, AConcatenationsGradientGoesWhenItsBackwardReturns) {
   expectWithin(unet, rows, 0, 64);
 }
 
+// The first stage's W is its whole backward, run after its I let the stage's output go: the
+// ReLU that saved the output frees it on the way, unless stage 1's W keeps that very tensor
+// (its first layer a convolution: [12,7] above). Read as a whole backward's, device 0 was
+// predicted one output high: 512 KiB on [14,5] and [7,12], 256 KiB on [10,9].
+TEST(MeasuredPeaks, TheFirstStagesWeightsLetItsOutputGoOnTheWay) {
+  const Profile unet = readProfile(test::fixturePath("unet-batch16-profile.json"));
+  const std::vector<std::int64_t> deferred{0, 0};
+  const std::vector<Measured> rows{
+      {ScheduleKind::ZeroBubble, {14, 5}, Checkpoint::Never, {9302656, 11983392}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {10, 9}, Checkpoint::Never, {3801600, 14301984}, 1, 16, deferred},
+      {ScheduleKind::ZeroBubble, {7, 12}, Checkpoint::Never, {3467136, 15105312}, 1, 16, deferred}};
+  expectWithin(unet, rows, 0, 64);
+}
+
 }  // namespace
 }  // namespace pipeprof::test_measured_peaks
