@@ -378,6 +378,25 @@ struct SizeClassSlots {
   Bytes* bytes;
 };
 
+/// The skips stage j stashes for later stages, as roots of its backward: the skip is the
+/// stash layer's input, the output of the layer before, whose saved part (that layer saved it,
+/// a ReLU its result) stays until the backward ends. Not a skip stashed by j's first layer (j's
+/// input, held by j - 1) nor one j passes on as its output (kept as the output).
+std::vector<StashedRoot> stashedRoots(const CostResolution& r, const LayerCostTable& table, std::int32_t j,
+                                      std::size_t first) {
+  std::vector<StashedRoot> roots;
+  const std::vector<SkipProfile>& skips = r.costs.profile().skips;
+  for (std::int32_t s = 0; s < r.compiled.layout.skips; ++s) {
+    const auto k = static_cast<std::size_t>(s);
+    if (r.compiled.skipStashStage[k] != j || r.compiled.skipPopStage[k] == j) continue;
+    if (!r.passedOn.empty() && r.passedOn[static_cast<std::size_t>(j)] == s) continue;
+    const auto stash = static_cast<std::size_t>(skips[k].stashLayer);
+    if (stash <= first) continue;
+    roots.push_back({stash - 1, table.outputSavedBytes[stash - 1]});
+  }
+  return roots;
+}
+
 /// Stage j's durations, its bytes and transient peaks, and the copies to and from j + 1.
 void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t j) {
   const SlotLayout& layout = r.compiled.layout;
@@ -415,8 +434,8 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   auto heldSkipGradients = [&](std::size_t l, bool input) {
     return layout.skips == 0 ? Bytes{0} : c.skipGradients.heldAt(j, l, input);
   };
-  const TransientPeaks peaks =
-      transientPeaks(table, first, end, j + 1 < n, r.compiled.splitsBackward, j > 0, heldSkipGradients);
+  const TransientPeaks peaks = transientPeaks(table, first, end, j + 1 < n, r.compiled.splitsBackward, j > 0,
+                                              stashedRoots(r, table, j, first), heldSkipGradients);
   bytes[layout.gradForwardPeak(j)] = peaks.gradForwardLate ? 0 : peaks.gradForward;
   bytes[layout.gradForwardPeakAtEnd(j)] = peaks.gradForwardLate ? peaks.gradForward : 0;
   bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;

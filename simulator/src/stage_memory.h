@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace pipeprof::sim {
 
@@ -29,14 +30,23 @@ struct TransientPeaks {
   Bytes backwardOutputFreed = 0;
 };
 
+/// A skip the stage stashes for a later stage: a root of the stage's backward (its gradient
+/// comes back from the pop), so the part of it that layer `savedBy` saved stays until the
+/// backward ends, not until that layer's backward.
+struct StashedRoot {
+  std::size_t savedBy = 0;
+  Bytes savedBytes = 0;
+};
+
 /// `splits`: also the peaks of a split backward (I, and the first stage's W of a recomputed
 /// graph), I's where `inputGradients` (the stage's input wants a gradient).
 /// `heldSkipGradients(l, input)`: the gradients of popped leaves (skips another stage stashed)
 /// that the backward of layer l or of a later layer made, held from then on; `input` for I's.
+/// `stashedRoots`: the skips the stage stashes for later stages.
 template <typename HeldSkipGradients>
 TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, std::size_t end,
                               bool receivesOutputGradient, bool splits, bool inputGradients,
-                              HeldSkipGradients heldSkipGradients) {
+                              const std::vector<StashedRoot>& stashedRoots, HeldSkipGradients heldSkipGradients) {
   TransientPeaks peaks;
   // What layer l holds right after its forward: what it saves and the part of its output the
   // graph does not keep.
@@ -60,8 +70,12 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes savedBefore = table.savedPrefix[l] - table.savedPrefix[first];
     // (The kept output is among those bytes only where a later layer saved it: a last layer that
     // passes on its input, such as a stash, has it saved by the layer before.)
-    const Bytes savedAfter =
-        std::max<Bytes>(0, table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0}));
+    // Nor are the saved parts of the skips it stashes for later stages (resnet [25,21] gpipe x2:
+    // a residual block's ReLU output, 4 MiB, read as freed before the block's BatchNorm ran).
+    Bytes rootsKept = 0;
+    for (const StashedRoot& root : stashedRoots) rootsKept += root.savedBy > l ? root.savedBytes : 0;
+    const Bytes savedAfter = std::max<Bytes>(0, table.savedPrefix[end] - table.savedPrefix[l + 1] -
+                                                    (l + 1 < end ? outputKept : Bytes{0}) - rootsKept);
     // The layer's input is the previous layer's output (the stage's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
