@@ -208,5 +208,30 @@ TEST(SplitBackward, IFreesAConcatenationsGradientOnceItsPartsAreUsed) {
   EXPECT_TRUE(close(grads[1], wholeGrad.narrow(1, 256, 512)));
 }
 
+// The layer profiler runs a popping layer's I alone, its skip wanting no gradient: a
+// concatenation's backward still slices it (one output for all its inputs), and I leaves that
+// slice to the engine, which drops it, rather than copying it (the profile's I workspace is the
+// stage's without the skip's copy, which the simulator adds where a stage pops it).
+TEST(SplitBackward, ISlicesForNoInputAreNotCopied) {
+  constexpr std::int64_t kTag = 12;
+  constexpr Bytes kFloat = sizeof(float);
+  installMemoryTracker();
+  torch::manual_seed(10);
+  torch::nn::Linear after(torch::nn::LinearOptions(768, 64).bias(false));
+  const torch::Tensor skip = torch::randn({64, 512}).requires_grad_();
+  const StageInput input = stageInputOf(torch::randn({64, 256}), true);
+  const torch::Tensor output = after(torch::cat({input.tensor, skip}, 1));
+  const torch::Tensor outputGrad = torch::randn({64, 64});
+  WeightBackward weights;
+  resetPeakBytes(kTag);
+  const Bytes before = liveBytes(kTag);
+  {
+    ScopedAllocationTag tag(kTag);
+    weights.runInputs({output}, {outputGrad}, {input.gradientEdge()});
+  }
+  // The concatenation's gradient and the input's copy; the skip's would add 128 KiB.
+  EXPECT_LE(peakBytes(kTag) - before, 64 * 768 * kFloat + 64 * 256 * kFloat);
+}
+
 }  // namespace
 }  // namespace pipeprof

@@ -1,14 +1,14 @@
 // A stage's backward split into I (the inputs' gradients) and W (the weights').
 #include "stage/split_backward.h"
 
+#include "stage/graph_walk.h"
+#include "stage/slice_hooks.h"
 #include "stage/stage_input.h"
 
 #include <torch/csrc/autograd/engine.h>
 #include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -22,57 +22,6 @@ namespace {
 using torch::autograd::Edge;
 using torch::autograd::edge_list;
 using torch::autograd::Node;
-
-/// The nodes reachable from some roots: whether each reaches one of the targets, and the nodes
-/// in the order the walk met them (so that what is built from them does not depend on hashing).
-struct Reachability {
-  std::unordered_map<Node*, bool> reaches;
-  std::vector<Node*> order;
-};
-
-/// Walks the graph from `roots` (iteratively: a deep stage's graph would overflow a recursive walk).
-Reachability reachingNodes(const edge_list& roots, const std::unordered_set<Node*>& targets) {
-  Reachability walk;
-  auto& reaches = walk.reaches;
-  struct Frame {
-    Node* node;
-    std::size_t next;
-  };
-  std::vector<Frame> stack;
-  for (const Edge& root : roots) {
-    Node* start = root.function.get();
-    if (start == nullptr || reaches.count(start) != 0) continue;
-    reaches[start] = targets.count(start) != 0;
-    walk.order.push_back(start);
-    stack.push_back({start, 0});
-    while (!stack.empty()) {
-      Frame& frame = stack.back();
-      if (frame.next == frame.node->num_outputs()) {
-        Node* done = frame.node;
-        stack.pop_back();
-        if (!stack.empty() && reaches[done]) reaches[stack.back().node] = true;
-        continue;
-      }
-      Node* child = frame.node->next_edge(frame.next++).function.get();
-      if (child == nullptr) continue;
-      auto known = reaches.find(child);
-      if (known != reaches.end()) {
-        if (known->second) reaches[frame.node] = true;
-        continue;
-      }
-      reaches[child] = targets.count(child) != 0;
-      walk.order.push_back(child);
-      stack.push_back({child, 0});
-    }
-  }
-  return walk;
-}
-
-/// Whether the node, reached by the walk, reaches a target; a node the walk never met does not.
-bool reachesTarget(const std::unordered_map<Node*, bool>& reaches, Node* node) {
-  auto found = reaches.find(node);
-  return found != reaches.end() && found->second;
-}
 
 /// The frontier: nodes of I (reaching a target, not one themselves) with an edge into W's part,
 /// in the walk's order.
@@ -89,46 +38,6 @@ std::vector<Node*> frontierOf(const Reachability& walk, const std::unordered_set
   }
   return frontier;
 }
-
-/// Gives every gradient a node hands on storage of its own as the node returns it, where it is a
-/// slice of a larger one: a concatenation's backward slices its output's gradient, one part for
-/// a popped skip (an input, which the engine would hold as a slice, keeping the whole, until it
-/// returns) and one for the layer before (which would hold the whole while it runs, and copy
-/// its non-contiguous part itself). With each part its own, the whole goes at once, and every
-/// layer gets the gradient the profiler measured it with.
-class SlicesOfTheirOwn : public torch::autograd::FunctionPostHook {
- public:
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    torch::autograd::variable_list owned = outputs;
-    for (torch::Tensor& grad : owned) grad = gradientOfItsOwn(grad);
-    return owned;
-  }
-};
-
-/// The hook above on every node of I with an edge into an input, for as long as I runs.
-class SliceHooks {
- public:
-  SliceHooks(const Reachability& walk, const std::unordered_set<Node*>& targets) {
-    for (Node* node : walk.order) {
-      if (targets.count(node) != 0) continue;
-      const auto& edges = node->next_edges();
-      if (std::none_of(edges.begin(), edges.end(),
-                       [&](const Edge& e) { return targets.count(e.function.get()) != 0; })) {
-        continue;
-      }
-      installed_.emplace_back(node, node->add_post_hook(std::make_unique<SlicesOfTheirOwn>()));
-    }
-  }
-  ~SliceHooks() {
-    for (auto& [node, key] : installed_) node->del_post_hook(key);
-  }
-  SliceHooks(const SliceHooks&) = delete;
-  SliceHooks& operator=(const SliceHooks&) = delete;
-
- private:
-  std::vector<std::pair<Node*, std::uintptr_t>> installed_;
-};
 
 /// After I: frees the saved tensors of every node of I's part but the frontier (they never run
 /// again) and cuts their edges, then cuts the frontier's edges into I's part, so that W runs only
@@ -166,13 +75,8 @@ void detachInputsPart(const Reachability& walk, const std::unordered_set<Node*>&
 
 std::vector<torch::Tensor> WeightBackward::runInputs(const std::vector<torch::Tensor>& roots,
                                                      const std::vector<torch::Tensor>& grads, const edge_list& inputs) {
-  edge_list rootEdges;
-  rootEdges.reserve(roots.size());
-  for (const auto& root : roots) rootEdges.push_back(torch::autograd::impl::gradient_edge(root));
-  std::unordered_set<Node*> targets;
-  for (const Edge& input : inputs) {
-    if (input.is_valid()) targets.insert(input.function.get());
-  }
+  const edge_list rootEdges = gradientEdgesOf(roots);
+  const std::unordered_set<Node*> targets = nodesOf(inputs);
   const Reachability walk = reachingNodes(rootEdges, targets);
   const std::unordered_map<Node*, bool>& reaches = walk.reaches;
 

@@ -2,14 +2,17 @@
 #include "stage/stage_core.h"
 
 #include "stage/autocast.h"
+#include "stage/graph_walk.h"
 #include "stage/recompute_scope.h"
 #include "stage/rng.h"
+#include "stage/slice_hooks.h"
 
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/memory_tracker.h>
 
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace pipeprof {
 
@@ -259,16 +262,21 @@ void StageCore::backward(std::int64_t i, std::int64_t j, OpKind kind) {
     }
     AutocastPause pause;  // the backward's ops take the types its forward chose
     Tensors popped;
+    torch::autograd::edge_list ends;  // the inputs' gradient edges, then the popped leaves'
+    for (const StageInput& input : own.inputs) ends.push_back(input.gradientEdge());
+    for (const auto& leaf : popLeaves) {
+      ends.push_back(leaf.defined() ? torch::autograd::impl::gradient_edge(leaf) : torch::autograd::Edge());
+    }
     if (kind == OpKind::Backward) {
-      if (!tensors.empty()) torch::autograd::backward(tensors, grads);
+      if (!tensors.empty()) {
+        const std::unordered_set<torch::autograd::Node*> targets = nodesOf(ends);
+        std::optional<SliceHooks> slices;
+        if (!targets.empty()) slices.emplace(reachingNodes(gradientEdgesOf(tensors), targets), targets);
+        torch::autograd::backward(tensors, grads);
+      }
       for (const StageInput& input : own.inputs) inputGrads.push_back(input.grad());
       for (const auto& leaf : popLeaves) popped.push_back(leaf.defined() ? leaf.grad() : torch::Tensor());
     } else {
-      torch::autograd::edge_list ends;
-      for (const StageInput& input : own.inputs) ends.push_back(input.gradientEdge());
-      for (const auto& leaf : popLeaves) {
-        ends.push_back(leaf.defined() ? torch::autograd::impl::gradient_edge(leaf) : torch::autograd::Edge());
-      }
       Tensors computed = own.weights.runInputs(tensors, grads, ends);
       inputGrads.assign(computed.begin(), computed.begin() + static_cast<std::ptrdiff_t>(own.inputs.size()));
       popped.assign(computed.begin() + static_cast<std::ptrdiff_t>(own.inputs.size()), computed.end());
