@@ -40,8 +40,8 @@ class SkipGradientBytes {
   /// What stage j's backward (I's when `input`) holds of the gradients of skips another
   /// stage stashed and j pops, made by the backward of layer l or of a later layer, at
   /// layer l. A slice of the popping layer's output gradient (a concatenation's) is a copy
-  /// of its own from the moment that layer's backward returns (the leaf's AccumulateGrad
-  /// makes it in B, I's hook in I: split_backward.cpp), counted as any other.
+  /// of its own from the moment that layer's backward returns (the runtime's slice hooks make
+  /// it, in B and in I: runtime/src/stage/slice_hooks.h), counted as any other.
   Bytes heldAt(std::int32_t j, std::size_t l, bool input) const;
 
  private:

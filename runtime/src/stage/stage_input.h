@@ -36,7 +36,8 @@ struct StageInput {
 /// gradients as the graph made them: a concatenation's backward gives each input a slice of one
 /// tensor, so an input's or a popped skip's gradient, held until the stage before (or the stash
 /// stage) uses it, would keep the whole concatenation's gradient alive (unet: 1.5 MiB for a
-/// 1 MiB input at 8 samples). A leaf's AccumulateGrad copies such a slice; the sink and I do too.
+/// 1 MiB input at 8 samples). A leaf's AccumulateGrad copies such a slice; the slice hooks copy
+/// it as the node that slices returns (slice_hooks.h), the sink and I what no hook saw.
 torch::Tensor gradientOfItsOwn(torch::Tensor grad);
 
 /// `received` as a stage's input: detached (sharing its storage) and, when `requiresGrad` and
