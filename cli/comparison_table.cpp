@@ -63,6 +63,7 @@ std::string roundsNote(const Measurement& measurement) {
   if (!measurement.discardedRounds.empty()) {
     notes.push_back(fmt::format("{} round(s) measured again", measurement.discardedRounds.size()));
   }
+  if (std::string slowdown = slowdownNote(measurement); !slowdown.empty()) notes.push_back(std::move(slowdown));
   if (notes.empty()) return "";
   return " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")";
 }
@@ -134,7 +135,10 @@ namespace {
 std::string driftNote(const Report& report) {
   if (!report.calibrationDrift.is_object()) return "";
   const double factor = report.calibrationDrift.value("factor", 1.0);
-  return fmt::format(" (the sweep scaled every prediction by x{:.3f}, measured on its reference pipelines)", factor);
+  return fmt::format(
+      " (the sweep scaled every prediction by x{:.3f}, measured on its reference pipelines, and each measured one "
+      "by the machine's speed during its rounds)",
+      factor);
 }
 
 /// How steady the machine was while measuring, in up to three lines: the rounds, the machine's
@@ -158,6 +162,12 @@ void printMeasuringConditions(const Report& report, std::ostream& out) {
         "time over {} runs while measuring\n",
         *conditions.referenceRatioLow, *conditions.referenceRatioHigh, *conditions.referenceRatioMedian,
         conditions.referenceRuns);
+  }
+  if (conditions.candidateSlowdownLow) {
+    out << fmt::format(
+        "                          the candidates' rounds ran at {:.2f}-{:.2f}x the measuring's average time; "
+        "each prediction is taken at its own rounds' speed\n",
+        *conditions.candidateSlowdownLow, *conditions.candidateSlowdownHigh);
   }
   if (!conditions.tiedWithBest.empty()) {
     out << fmt::format(

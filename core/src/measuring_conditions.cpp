@@ -4,6 +4,7 @@
 #include <pipeprof/core/statistics.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -45,6 +46,14 @@ double roundUncertainty(const Measurement& measurement) {
   return static_cast<double>(high - low) / 2.0 / static_cast<double>(measurement.stepNsMedian);
 }
 
+std::string slowdownNote(const Measurement& measurement) {
+  if (!measurement.machineSlowdown) return "";
+  const double off = *measurement.machineSlowdown - 1.0;
+  if (std::abs(off) < kNotableSlowdown) return "";
+  return "machine " + std::to_string(std::lround(std::abs(off) * 100.0)) + "% " + (off > 0.0 ? "slow" : "fast") +
+         " during its rounds";
+}
+
 MeasuringConditions summarizeMeasuringConditions(const Report& report) {
   MeasuringConditions conditions;
   std::optional<std::size_t> best;
@@ -59,6 +68,10 @@ MeasuringConditions summarizeMeasuringConditions(const Report& report) {
       conditions.contendedRounds += contendedForCpus(wait) ? 1 : 0;
     }
     if (!best || measurement.stepNsMedian < report.candidates[*best].measurement->stepNsMedian) best = index;
+    if (const std::optional<double> slowdown = measurement.machineSlowdown) {
+      conditions.candidateSlowdownLow = std::min(conditions.candidateSlowdownLow.value_or(*slowdown), *slowdown);
+      conditions.candidateSlowdownHigh = std::max(conditions.candidateSlowdownHigh.value_or(*slowdown), *slowdown);
+    }
   }
   if (best) {
     const auto [bestLow, bestHigh] = roundRange(*report.candidates[*best].measurement);

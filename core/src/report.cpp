@@ -128,6 +128,11 @@ Measurement measurementFromJson(const JsonCursor& json, std::size_t devices) {
                                              round.at("cpu_wait").asNonNegativeNumber()});
     }
   }
+  if (json.has("machine_slowdown")) {
+    const JsonCursor slowdown = json.at("machine_slowdown");
+    measurement.machineSlowdown = slowdown.asNonNegativeNumber();
+    if (*measurement.machineSlowdown <= 0.0) slowdown.fail("expected a positive ratio");
+  }
   return measurement;
 }
 
@@ -367,19 +372,21 @@ nlohmann::json toJson(const Measurement& measurement) {
   for (const DiscardedRound& round : measurement.discardedRounds) {
     discarded.push_back({{"start_s", round.startS}, {"median_ns", round.medianNs}, {"cpu_wait", round.cpuWait}});
   }
-  return {{"warmup_steps", measurement.warmupSteps},
-          {"rounds", measurement.rounds},
-          {"step_ns", array(measurement.stepNs)},
-          {"step_ns_median", measurement.stepNsMedian},
-          {"step_ns_min", measurement.stepNsMin},
-          {"step_ns_max", measurement.stepNsMax},
-          {"samples_per_s", measurement.samplesPerS},
-          {"peak_bytes", array(measurement.peakBytes)},
-          {"trace_path", measurement.tracePath},
-          {"round_steps", array(measurement.roundSteps)},
-          {"round_start_s", measurement.roundStartS},
-          {"step_cpu_wait_ns", array(measurement.stepCpuWaitNs)},
-          {"discarded_rounds", discarded}};
+  nlohmann::json out = {{"warmup_steps", measurement.warmupSteps},
+                        {"rounds", measurement.rounds},
+                        {"step_ns", array(measurement.stepNs)},
+                        {"step_ns_median", measurement.stepNsMedian},
+                        {"step_ns_min", measurement.stepNsMin},
+                        {"step_ns_max", measurement.stepNsMax},
+                        {"samples_per_s", measurement.samplesPerS},
+                        {"peak_bytes", array(measurement.peakBytes)},
+                        {"trace_path", measurement.tracePath},
+                        {"round_steps", array(measurement.roundSteps)},
+                        {"round_start_s", measurement.roundStartS},
+                        {"step_cpu_wait_ns", array(measurement.stepCpuWaitNs)},
+                        {"discarded_rounds", discarded}};
+  if (measurement.machineSlowdown) out["machine_slowdown"] = *measurement.machineSlowdown;
+  return out;
 }
 
 nlohmann::json toJson(const Report& report) {

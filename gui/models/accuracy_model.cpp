@@ -62,6 +62,11 @@ QStringList AccuracyModel::conditionsParts(const MeasuringConditions& conditions
                  .arg(*conditions.referenceRatioLow, 0, 'f', 2)
                  .arg(*conditions.referenceRatioHigh, 0, 'f', 2);
   }
+  if (conditions.candidateSlowdownLow) {
+    parts << tr("the candidates' rounds at <b>%1–%2×</b> the measuring's average time, each predicted at its own")
+                 .arg(*conditions.candidateSlowdownLow, 0, 'f', 2)
+                 .arg(*conditions.candidateSlowdownHigh, 0, 'f', 2);
+  }
   if (!conditions.tiedWithBest.empty()) {
     parts << tr("the best measured is not told apart from <b>%1</b> other(s)").arg(conditions.tiedWithBest.size());
   }

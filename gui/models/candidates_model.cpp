@@ -134,8 +134,13 @@ QVariant CandidatesModel::display(const CandidateResult& result, int column) con
     }
     case Status: {
       const QString status = qs(candidateStatusName(result.status));
-      if (result.status != CandidateStatus::Measured || !measured || measured->roundsAgree()) return status;
-      return tr("%1 (rounds disagree by %2 %)").arg(status).arg(measured->roundSpread() * 100.0, 0, 'f', 0);
+      if (result.status != CandidateStatus::Measured || !measured) return status;
+      QStringList notes;
+      if (!measured->roundsAgree()) {
+        notes << tr("rounds disagree by %1 %").arg(measured->roundSpread() * 100.0, 0, 'f', 0);
+      }
+      if (const std::string slowdown = slowdownNote(*measured); !slowdown.empty()) notes << qs(slowdown);
+      return notes.isEmpty() ? status : tr("%1 (%2)").arg(status, notes.join(QStringLiteral("; ")));
     }
     default: return {};
   }

@@ -10,8 +10,8 @@
 namespace pipeprof::cli {
 namespace {
 
-CandidateResult measured(std::vector<std::int64_t> balance, std::int64_t rank, TimeNs predictedNs,
-                         TimeNs measuredNs, Bytes predictedPeak, Bytes measuredPeak) {
+CandidateResult measured(std::vector<std::int64_t> balance, std::int64_t rank, TimeNs predictedNs, TimeNs measuredNs,
+                         Bytes predictedPeak, Bytes measuredPeak) {
   CandidateResult result;
   result.candidate.balance = std::move(balance);
   result.candidate.chunks = 2;
@@ -79,11 +79,24 @@ TEST(PrintSummary, MapeSpearmanAndSuggestion) {
   // Step errors 9.09% and 5.26% -> 7.2%; peak errors 9.09% and 0% -> 4.5%.
   EXPECT_NE(text.find("step-time MAPE:           7.2%\n"), std::string::npos) << text;
   EXPECT_NE(text.find("step-time bias:           -1.9%\n"), std::string::npos) << text;  // (-9.09 + 5.26) / 2
-  EXPECT_NE(text.find("  before the drift factor n/a\n"), std::string::npos) << text;  // none kept
+  EXPECT_NE(text.find("  before the drift factor n/a\n"), std::string::npos) << text;    // none kept
   EXPECT_NE(text.find("peak-memory MAPE:         4.5%\n"), std::string::npos) << text;
   EXPECT_NE(text.find("Spearman (pred vs meas):  1.000\n"), std::string::npos) << text;
   EXPECT_NE(text.find("best measured:            [2,2] x2 never"), std::string::npos) << text;
   EXPECT_NE(text.find("agree:                    yes\n"), std::string::npos) << text;
+}
+
+TEST(PrintComparison, SaysHowFarTheMachineMovedDuringEachCandidatesRounds) {
+  Report report = sampleReport();
+  report.candidates[0].measurement->machineSlowdown = 1.12;
+  report.candidates[1].measurement->machineSlowdown = 0.98;
+  std::ostringstream out;
+  printComparison(report, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("measured (machine 12% slow during its rounds)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("2% fast"), std::string::npos) << "within kNotableSlowdown: " << text;
+  EXPECT_NE(text.find("the candidates' rounds ran at 0.98-1.12x the measuring's average time"), std::string::npos)
+      << text;
 }
 
 TEST(PrintComparison, ScheduleColumnNamesEverySchedule) {
@@ -150,8 +163,8 @@ TEST(PrintSummary, BothMapesWhenTheReportKeptItsPredictionsBeforeDrift) {
   EXPECT_NE(out.str().find("  before the drift factor 21.5% (the sweep scaled every prediction by x1.250"),
             std::string::npos)
       << out.str();
-  EXPECT_NEAR(summaryJson(report)["step_time_mape_before_drift_pct"].get<double>(),
-              (300.0 / 11.0 + 300.0 / 19.0) / 2.0, 1e-9);
+  EXPECT_NEAR(summaryJson(report)["step_time_mape_before_drift_pct"].get<double>(), (300.0 / 11.0 + 300.0 / 19.0) / 2.0,
+              1e-9);
 }
 
 TEST(SummaryJson, CarriesTheSameFigures) {

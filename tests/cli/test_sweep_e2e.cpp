@@ -152,7 +152,19 @@ TEST_F(SweepE2E, WritesAValidReportWhoseMeasuredCandidatesHaveTraces) {
         << result->prediction.tracePath;
     EXPECT_TRUE(result->stepTimeErrorPct().has_value());
     EXPECT_TRUE(result->stepTimeErrorBeforeDriftPct().has_value());
-    EXPECT_DOUBLE_EQ(result->predictedAnalysis.at("calibration_drift_factor").get<double>(), factor);
+    // Its own factor, at the machine's speed during its rounds: the one its prediction took.
+    ASSERT_TRUE(result->predictionBeforeDrift.has_value());
+    const double own = result->predictedAnalysis.at("calibration_drift_factor").get<double>();
+    EXPECT_NEAR(own,
+                static_cast<double>(result->prediction.iterationNs) /
+                    static_cast<double>(result->predictionBeforeDrift->iterationNs),
+                1e-5);
+  }
+  for (const CandidateResult* result : withStatus(parsed, CandidateStatus::Predicted)) {
+    ASSERT_TRUE(result->predictionBeforeDrift.has_value()) << result->candidate.label();
+    EXPECT_NEAR(static_cast<double>(result->prediction.iterationNs),
+                factor * static_cast<double>(result->predictionBeforeDrift->iterationNs), 1.0)
+        << "a candidate not measured takes the sweep's factor";
   }
   EXPECT_TRUE(parsed.suggestion.bestMeasured.has_value());
   EXPECT_TRUE(parsed.suggestion.bestPredicted.has_value());
@@ -334,11 +346,14 @@ TEST_F(SweepE2E, ResumeKeepsTheReportsFinishedCandidatesAndMeasuresTheRest) {
   const auto measured = withStatus(finished, CandidateStatus::Measured);
   ASSERT_EQ(measured.size(), 3u);
   for (const CandidateResult* result : measured) {
+    ASSERT_TRUE(result->predictionBeforeDrift.has_value());
     if (result->candidate.label() == firstLabel) {
       EXPECT_EQ(result->measurement->stepNs, firstSteps) << "re-measured";
     }
-    EXPECT_DOUBLE_EQ(result->predictedAnalysis.at("calibration_drift_factor").get<double>(),
-                     finished.calibrationDrift.at("factor").get<double>())
+    EXPECT_NEAR(result->predictedAnalysis.at("calibration_drift_factor").get<double>(),
+                static_cast<double>(result->prediction.iterationNs) /
+                    static_cast<double>(result->predictionBeforeDrift->iterationNs),
+                1e-5)
         << "every predicted twin scaled by the final drift";
   }
 }

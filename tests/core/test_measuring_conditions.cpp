@@ -1,4 +1,5 @@
-// Tests for measuring_conditions.cpp: rounds that agree, rounds measured again, the references' speed, ties.
+// Tests for measuring_conditions.cpp: rounds that agree, rounds measured again, the references' speed, ties,
+// and the machine's speed during each candidate's rounds.
 #include <pipeprof/core/measuring_conditions.h>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,28 @@ TEST(MeasuringConditions, CandidatesWhoseRoundsOverlapTheBestsAreNotToldApart) {
   EXPECT_EQ(conditions.tiedWithBest, (std::vector<std::size_t>{1, 3}));
   EXPECT_DOUBLE_EQ(roundUncertainty(*report.candidates[0].measurement), 5.0 / 105.0);
   EXPECT_DOUBLE_EQ(roundUncertainty(*report.candidates[2].measurement), 0.5 / 111.0) << "a median in ns rounds down";
+}
+
+TEST(MeasuringConditions, HowFastTheMachineRanDuringEachCandidatesRounds) {
+  Report report;
+  report.candidates.push_back(measuredRounds({{100}, {104}}));
+  EXPECT_FALSE(summarizeMeasuringConditions(report).candidateSlowdownLow.has_value()) << "not known";
+  report.candidates[0].measurement->machineSlowdown = 1.08;
+  report.candidates.push_back(measuredRounds({{100}, {104}}));
+  report.candidates[1].measurement->machineSlowdown = 0.97;
+  report.candidates.push_back(measuredRounds({{100}, {104}}));  // not known: left out
+  CandidateResult partial;
+  partial.measurement = measuredRounds({{100}}).measurement;  // not measured yet: left out
+  partial.measurement->machineSlowdown = 1.5;
+  report.candidates.push_back(partial);
+  const MeasuringConditions conditions = summarizeMeasuringConditions(report);
+  EXPECT_DOUBLE_EQ(*conditions.candidateSlowdownLow, 0.97);
+  EXPECT_DOUBLE_EQ(*conditions.candidateSlowdownHigh, 1.08);
+  EXPECT_EQ(slowdownNote(*report.candidates[0].measurement), "machine 8% slow during its rounds");
+  EXPECT_EQ(slowdownNote(*report.candidates[1].measurement), "") << "within kNotableSlowdown";
+  report.candidates[1].measurement->machineSlowdown = 0.94;
+  EXPECT_EQ(slowdownNote(*report.candidates[1].measurement), "machine 6% fast during its rounds");
+  EXPECT_EQ(slowdownNote(*report.candidates[2].measurement), "");
 }
 
 }  // namespace

@@ -234,6 +234,17 @@ TEST(ReportJson, RoundTripIsExact) {
   ::unlink(path.c_str());
 }
 
+TEST(ReportJson, KeepsTheMachinesSlowdownDuringAMeasurementWhereTheSweepKnewIt) {
+  Report report = exampleReport();
+  EXPECT_FALSE(toJson(report)["candidates"][1]["measurement"].contains("machine_slowdown"));
+  report.candidates[1].measurement->machineSlowdown = 1.125;
+  const nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["candidates"][1]["measurement"]["machine_slowdown"], 1.125);
+  const Report back = reportFromJson(json, "r.json");
+  EXPECT_EQ(back.candidates[1].measurement->machineSlowdown, 1.125);
+  EXPECT_FALSE(back.candidates[0].measurement->machineSlowdown.has_value());
+}
+
 TEST(ReportJson, ACalibrationLeftPendingIsWrittenOnlyThen) {
   Report report = exampleReport();
   EXPECT_FALSE(toJson(report).contains("calibration_pending"));
@@ -307,6 +318,8 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
             }),
             "r.json: $.candidates[0].measurement.round_start_s: expected one start per round of round_steps (2), got "
             "1");
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["machine_slowdown"] = 0.0; }),
+            "r.json: $.candidates[0].measurement.machine_slowdown: expected a positive ratio");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_cpu_wait_ns"] = {5}; }),
             "r.json: $.candidates[0].measurement.step_cpu_wait_ns: expected one entry per step of step_ns (3), got 1");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),

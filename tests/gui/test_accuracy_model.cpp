@@ -52,6 +52,12 @@ TEST(AccuracyModel, SaysHowSteadyTheMachineWasWhileMeasuring) {
             QStringLiteral("rounds agree on <b>9</b> of 12 · 2 round(s) measured again (the CPUs contended) · machine "
                            "speed while measuring <b>0.94–1.31×</b> the calibration's · the best measured is not told "
                            "apart from <b>2</b> other(s)"));
+  conditions.candidateSlowdownLow = 0.95;
+  conditions.candidateSlowdownHigh = 1.12;
+  EXPECT_TRUE(AccuracyModel::conditionsParts(conditions)
+                  .contains(QStringLiteral(
+                      "the candidates' rounds at <b>0.95–1.12×</b> the measuring's average time, each predicted at its "
+                      "own")));
 }
 
 }  // namespace

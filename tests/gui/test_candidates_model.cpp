@@ -63,6 +63,12 @@ TEST(CandidatesModel, ShowsWhatARoundsSpreadLeavesTheMeasuredStepUncertainBy) {
   EXPECT_EQ(text(0, CandidatesModel::Status), QStringLiteral("measured"));
   EXPECT_EQ(text(1, CandidatesModel::MeasuredStep), QStringLiteral("12.5 ms ±20 %"));
   EXPECT_EQ(text(1, CandidatesModel::Status), QStringLiteral("measured (rounds disagree by 50 %)"));
+  report->candidates[1].measurement->machineSlowdown = 1.2;  // the machine 20% slow during them
+  report->candidates[0].measurement->machineSlowdown = 0.9;
+  model.setReport(report);
+  EXPECT_EQ(text(1, CandidatesModel::Status),
+            QStringLiteral("measured (rounds disagree by 50 %; machine 20% slow during its rounds)"));
+  EXPECT_EQ(text(0, CandidatesModel::Status), QStringLiteral("measured (machine 10% fast during its rounds)"));
 }
 
 TEST(CandidatesModel, MarksTheSuggestedCandidate) {

@@ -1,6 +1,7 @@
 // Tests of tuner/calibration_drift: how much slower or faster the reference pipelines ran while the
 // candidates were measured than while the machine was calibrated, and the one factor (the share
-// of it their agreement earns) the sweep scales every predicted time by.
+// of it their agreement earns) the sweep scales every predicted time by; and how fast the machine
+// ran at each moment, which each measured candidate's own factor takes from its rounds.
 #include <pipeprof/tuner/calibration_drift.h>
 
 #include <gtest/gtest.h>
@@ -121,6 +122,80 @@ TEST(CalibrationDrift, RoundTripsThroughJson) {
   EXPECT_TRUE(json.at("reference_noise").is_null());  // no timed runs
   EXPECT_DOUBLE_EQ(json.at("share").get<double>(), 0.5);
   EXPECT_TRUE(calibrationDriftFromJson(nlohmann::json()).predictedNs.empty());
+}
+
+/// One step of `1e6 * exp(logRatio)` ns: a run whose middle is `startS` + 0.5 ms.
+std::vector<TimeNs> stepAt(double logRatio) { return {static_cast<TimeNs>(std::llround(1e6 * std::exp(logRatio)))}; }
+
+TEST(CalibrationDrift, KnowsNothingOfAMomentWithoutTwoTimedRuns) {
+  CalibrationDrift drift;
+  drift.predictedNs[1] = 1000000;
+  EXPECT_DOUBLE_EQ(drift.localRatioAt(0.0), 1.0);
+  drift.add(1, 0.0, stepAt(0.3));
+  EXPECT_DOUBLE_EQ(drift.localRatioAt(0.0), 1.0);
+  drift.add(2, 1.0, stepAt(0.3));  // no prediction for 2 chunks
+  EXPECT_DOUBLE_EQ(drift.localRatioAt(0.0), 1.0);
+}
+
+// Two runs of one chunk count, 20 s apart, at log ratios +d and -d (their mean 0): at the first
+// run's moment its weight is 1, the other's exp(-(20 / 10)^2 / 2).
+TEST(CalibrationDrift, TheMachinesSpeedAtAMomentIsTheNearbyRunsDeviationWeightedByTime) {
+  CalibrationDrift drift;
+  drift.predictedNs[1] = 1000000;
+  const double d = 0.1;
+  drift.add(1, 0.0, stepAt(d));
+  drift.add(1, 20.0, stepAt(-d));
+  const double far = std::exp(-0.5 * 4.0);
+  EXPECT_NEAR(std::log(drift.localRatioAt(0.0005)), (d - far * d) / (1.0 + far), 1e-6);
+  EXPECT_NEAR(std::log(drift.localRatioAt(20.0005)), (far * d - d) / (1.0 + far), 1e-6);
+  EXPECT_NEAR(drift.localRatioAt(10.0005), 1.0, 1e-6) << "halfway: the two weigh alike";
+  EXPECT_DOUBLE_EQ(drift.localRatioAt(1e6), 1.0) << "far from every run";
+}
+
+// A reference predicted 10% long ran 0.9x its prediction all along, another 1.1x: that is each
+// one's own error, not the machine's speed at any moment.
+TEST(CalibrationDrift, EachReferencesOwnOffsetIsNotAMomentsSpeed) {
+  CalibrationDrift drift;
+  drift.predictedNs = {{1, 1000000}, {2, 1000000}};
+  for (int k = 0; k < 6; ++k) drift.add(k % 2 == 0 ? 1 : 2, 5.0 * k, stepAt(k % 2 == 0 ? -0.1 : 0.1));
+  for (double at : {0.0, 7.0, 12.5, 25.0}) EXPECT_NEAR(drift.localRatioAt(at), 1.0, 1e-9) << at;
+}
+
+// References every 5 s over 100 s, 25% slow (in log terms) from 40 s to 60 s: a candidate
+// measured in that spell takes more of it than one measured before it, and the sweep's factor
+// stays the one for candidates not measured.
+TEST(CalibrationDrift, AMeasuredCandidatesFactorIsTheMachinesSpeedDuringItsRounds) {
+  CalibrationDrift drift;
+  drift.predictedNs = {{1, 1000000}, {4, 1000000}};
+  for (int k = 0; k <= 20; ++k) {
+    const double at = 5.0 * k;
+    drift.add(k % 2 == 0 ? 1 : 4, at, stepAt(at >= 40.0 && at <= 60.0 ? 0.25 : 0.0));
+  }
+  Measurement slow;
+  slow.addRound({1000000, 1000000}, {}, 1, 45.0);
+  slow.addRound({1000000}, {}, 1, 52.0);
+  Measurement early;
+  early.addRound({1000000, 1000000}, {}, 1, 5.0);
+  EXPECT_GT(drift.localRatioAt(50.0), 1.1);
+  EXPECT_LT(drift.localRatioAt(5.0), 0.99);
+  // The rounds' middles (45.001 s, 52.0005 s), weighted by their steps.
+  const double local =
+      std::exp((2.0 * std::log(drift.localRatioAt(45.001)) + std::log(drift.localRatioAt(52.0005))) / 3.0);
+  ASSERT_TRUE(drift.localRatioWhile(slow).has_value());
+  EXPECT_NEAR(*drift.localRatioWhile(slow), local, 1e-9);
+  EXPECT_NEAR(drift.factorFor(slow), std::pow(drift.referenceRatio() * local, drift.share()), 1e-9);
+  EXPECT_GT(drift.factorFor(slow), drift.factor());
+  EXPECT_LT(drift.factorFor(early), drift.factor());
+  // Rounds whose moments were not recorded (an older report) take the sweep's factor.
+  Measurement unrecorded;
+  unrecorded.stepNs = {1000000};
+  EXPECT_FALSE(drift.localRatioWhile(unrecorded).has_value());
+  EXPECT_DOUBLE_EQ(drift.factorFor(unrecorded), drift.factor());
+  CandidateResult predictedOnly;
+  EXPECT_DOUBLE_EQ(driftFactorOf(predictedOnly, drift), drift.factor());
+  CandidateResult measured;
+  measured.measurement = slow;
+  EXPECT_DOUBLE_EQ(driftFactorOf(measured, drift), drift.factorFor(slow));
 }
 
 TEST(CalibrationDrift, DescribesTheFactorOnceStepsWereTimed) {

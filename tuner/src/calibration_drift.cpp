@@ -1,4 +1,5 @@
-// The sweep's drift correction: one factor from the reference pipelines timed during measuring.
+// The sweep's drift correction: the reference pipelines timed during measuring, one factor for
+// the sweep and one for each measured candidate at the moments of its rounds.
 #include <pipeprof/tuner/calibration_drift.h>
 
 #include <pipeprof/core/statistics.h>
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -18,6 +20,32 @@ constexpr double kLowestRatio = 0.5;
 constexpr double kHighestRatio = 2.0;
 
 TimeNs scaled(TimeNs ns, double factor) { return std::llround(static_cast<double>(ns) * factor); }
+
+/// The middle of steps [first, last) that began `startS`: startS plus half their time, in seconds.
+template <typename Iterator>
+double middleS(double startS, Iterator first, Iterator last) {
+  return startS + std::accumulate(first, last, 0.0) / 2e9;
+}
+
+/// One timed reference run: its chunk count, its middle, log(its median step / its prediction).
+struct TimedRatio {
+  std::int64_t chunks = 0;
+  double middleS = 0.0;
+  double logRatio = 0.0;
+};
+
+/// Every timed run of `drift` that has a prediction, in order.
+std::vector<TimedRatio> timedRatios(const CalibrationDrift& drift) {
+  std::vector<TimedRatio> runs;
+  for (const ReferenceTiming& timing : drift.timings) {
+    auto predicted = drift.predictedNs.find(timing.chunks);
+    if (predicted == drift.predictedNs.end() || predicted->second <= 0 || timing.stepNs.empty()) continue;
+    const double ratio = static_cast<double>(medianNs(timing.stepNs)) / static_cast<double>(predicted->second);
+    runs.push_back({timing.chunks, middleS(timing.startS, timing.stepNs.begin(), timing.stepNs.end()),
+                    std::log(std::max(ratio, 1e-9))});
+  }
+  return runs;
+}
 
 }  // namespace
 
@@ -41,14 +69,9 @@ double CalibrationDrift::referenceRatio() const {
 std::optional<double> CalibrationDrift::referenceNoise() const {
   // Each timed run's log ratio, grouped by chunk count.
   std::map<std::int64_t, std::vector<double>> logRatios;
-  std::size_t runs = 0;
-  for (const ReferenceTiming& timing : timings) {
-    auto predicted = predictedNs.find(timing.chunks);
-    if (predicted == predictedNs.end() || predicted->second <= 0 || timing.stepNs.empty()) continue;
-    const double ratio = static_cast<double>(medianNs(timing.stepNs)) / static_cast<double>(predicted->second);
-    logRatios[timing.chunks].push_back(std::log(std::max(ratio, 1e-9)));
-    ++runs;
-  }
+  const std::vector<TimedRatio> timed = timedRatios(*this);
+  for (const TimedRatio& run : timed) logRatios[run.chunks].push_back(run.logRatio);
+  const std::size_t runs = timed.size();
   if (runs < 2) return std::nullopt;
   // Within a chunk count: the machine's moments apart; between chunk counts: each reference's
   // own prediction error as well.
@@ -73,6 +96,60 @@ double CalibrationDrift::share() const {
 }
 
 double CalibrationDrift::factor() const { return std::pow(referenceRatio(), share()); }
+
+double CalibrationDrift::localRatioAt(double atS) const {
+  const std::vector<TimedRatio> runs = timedRatios(*this);
+  std::map<std::int64_t, std::pair<double, std::size_t>> sums;  // per chunk count: log ratios, runs
+  for (const TimedRatio& run : runs) {
+    auto& [sum, count] = sums[run.chunks];
+    sum += run.logRatio;
+    ++count;
+  }
+  if (runs.size() < 2) return 1.0;
+  double weighted = 0.0;
+  double weights = 0.0;
+  for (const TimedRatio& run : runs) {
+    const double distance = (run.middleS - atS) / kLocalSpeedBandwidthS;
+    const double weight = std::exp(-0.5 * distance * distance);
+    const auto& [sum, count] = sums.at(run.chunks);
+    weighted += weight * (run.logRatio - sum / static_cast<double>(count));
+    weights += weight;
+  }
+  // Far from every run (a round long before or after them), nothing is known of the moment.
+  if (weights < 1e-9) return 1.0;
+  return std::exp(weighted / weights);
+}
+
+std::optional<double> CalibrationDrift::localRatioWhile(const Measurement& measurement) const {
+  const std::vector<std::int64_t>& counts = measurement.roundSteps;
+  if (counts.empty() || counts.size() != measurement.roundStartS.size() || timedRatios(*this).size() < 2) {
+    return std::nullopt;
+  }
+  double weighted = 0.0;
+  double steps = 0.0;
+  std::size_t at = 0;
+  for (std::size_t round = 0; round < counts.size(); ++round) {
+    const auto count = static_cast<std::size_t>(std::max<std::int64_t>(counts[round], 0));
+    if (at + count > measurement.stepNs.size()) return std::nullopt;
+    const auto first = measurement.stepNs.begin() + static_cast<std::ptrdiff_t>(at);
+    at += count;
+    const double middle = middleS(measurement.roundStartS[round], first, first + static_cast<std::ptrdiff_t>(count));
+    weighted += static_cast<double>(count) * std::log(localRatioAt(middle));
+    steps += static_cast<double>(count);
+  }
+  if (steps <= 0.0) return std::nullopt;
+  return std::exp(weighted / steps);
+}
+
+double CalibrationDrift::factorFor(const Measurement& measurement) const {
+  const double ratio =
+      std::clamp(referenceRatio() * localRatioWhile(measurement).value_or(1.0), kLowestRatio, kHighestRatio);
+  return std::pow(ratio, share());
+}
+
+double driftFactorOf(const CandidateResult& result, const CalibrationDrift& drift) {
+  return result.measurement ? drift.factorFor(*result.measurement) : drift.factor();
+}
 
 Prediction driftedPrediction(Prediction base, double factor, std::int64_t batch) {
   base.iterationNs = scaled(base.iterationNs, factor);
@@ -133,7 +210,8 @@ std::string describeCalibrationDrift(const CalibrationDrift& drift) {
             : std::string("a half: too few reference runs to tell how uncertain it is");
   return fmt::format("calibration drift: the reference pipelines took {:.3f}x their calibrated prediction while "
                      "the candidates were measured ({} steps); every predicted time is scaled by {:.3f}, {:.0f}% of "
-                     "that ratio in log terms ({})",
+                     "that ratio in log terms ({}); a measured candidate's by the machine's speed during its own "
+                     "rounds",
                      drift.referenceRatio(), steps, drift.factor(), 100.0 * drift.share(), why);
 }
 

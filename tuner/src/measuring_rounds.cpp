@@ -397,12 +397,13 @@ class MeasuringRounds {
   bool timeRanOut_ = false;
 };
 
-/// Rewrites the predicted twins whose drift factor is not the final one: those written before
-/// the last references were timed, or before a --resume.
+/// Rewrites the predicted twins whose drift factor is not their final one: those written before
+/// the last references were timed, before their last rounds, or before a --resume.
 void refreshPredictedTwins(MeasuringContext& context) {
-  const double factor = context.setup.drift.factor();
   for (CandidateResult& result : context.report.candidates) {
-    if (result.status != CandidateStatus::Measured || std::abs(twinDriftFactor(result) - factor) < 1e-9) continue;
+    if (result.status != CandidateStatus::Measured ||
+        std::abs(twinDriftFactor(result) - driftFactorOf(result, context.setup.drift)) < 1e-9)
+      continue;
     writePredictedTwin(result, context.setup, context.config.tracesDir, context.reportDir);
   }
 }

@@ -179,11 +179,11 @@ std::vector<Prediction> predictionsOf(const Report& report) {
 }
 
 void applyDrift(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup) {
-  const double factor = setup.drift.factor();
   for (std::size_t index = 0; index < report.candidates.size() && index < base.size(); ++index) {
     CandidateResult& result = report.candidates[index];
+    if (result.measurement) result.measurement->machineSlowdown = setup.drift.localRatioWhile(*result.measurement);
     std::string tracePath = std::move(result.prediction.tracePath);
-    result.prediction = driftedPrediction(base[index], factor, report.environment.batch);
+    result.prediction = driftedPrediction(base[index], driftFactorOf(result, setup.drift), report.environment.batch);
     result.prediction.tracePath = std::move(tracePath);
     result.predictionBeforeDrift = base[index];
     result.predictionBeforeDrift->tracePath.clear();
@@ -198,7 +198,7 @@ void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, c
   SimulationResult twin = setup.predictor().predict(result.candidate, options);
   twin.trace.metadata["source"] = "predicted";
   twin.trace.metadata["candidate"] = result.candidate.label();
-  const double factor = setup.drift.factor();
+  const double factor = driftFactorOf(result, setup.drift);
   scaleTraceTimes(twin.trace, factor);
   const fs::path path = tracesDir / (candidateSlug(result.candidate) + ".predicted.json");
   writeChromeTraceFile(twin.trace, path.string());

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace pipeprof {
@@ -28,6 +29,11 @@ struct MeasuringConditions {
   std::optional<double> referenceRatioLow;
   std::optional<double> referenceRatioMedian;
   std::optional<double> referenceRatioHigh;
+  /// The lowest and highest Measurement::machineSlowdown of the measured candidates: how much
+  /// slower (> 1) or faster than the measuring phase's average the machine ran during each one's
+  /// rounds (nullopt where no candidate has one).
+  std::optional<double> candidateSlowdownLow;
+  std::optional<double> candidateSlowdownHigh;
   /// The measured candidates, by report index, that the best measured one is not told apart
   /// from: the range of their rounds' medians overlaps its own (the best one is not listed).
   std::vector<std::size_t> tiedWithBest;
@@ -52,5 +58,13 @@ MeasuringConditions summarizeMeasuringConditions(const Report& report);
 /// Half the range of a measurement's round medians over its median, as a fraction: what the
 /// figure is uncertain by (0 for one round).
 double roundUncertainty(const Measurement& measurement);
+
+/// A candidate whose rounds ran at least this much slower or faster than the measuring phase's
+/// average (Measurement::machineSlowdown) has it said beside its figure in the table and the GUI.
+inline constexpr double kNotableSlowdown = 0.05;
+
+/// "machine 8% slow during its rounds" (or "fast") where `measurement`'s machineSlowdown is
+/// kNotableSlowdown or more from 1; "" otherwise.
+std::string slowdownNote(const Measurement& measurement);
 
 }  // namespace pipeprof

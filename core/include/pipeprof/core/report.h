@@ -69,6 +69,11 @@ struct Measurement {
   std::vector<TimeNs> stepCpuWaitNs;
   /// The rounds measured again because the CPU was contended while they ran.
   std::vector<DiscardedRound> discardedRounds;
+  /// How much slower (> 1) or faster the machine ran during these rounds than over the sweep's
+  /// whole measuring phase, as the reference pipelines timed around them saw it
+  /// (tuner::CalibrationDrift::localRatioWhile); the candidate's prediction is taken at that
+  /// speed. nullopt where the sweep did not know (too few references, `pipeprof run`).
+  std::optional<double> machineSlowdown;
 
   /// Appends one more round: its steps, its peaks (the largest per device wins) and its
   /// steps' CPU waits (empty when unknown); then recomputes the statistics below for `batch`

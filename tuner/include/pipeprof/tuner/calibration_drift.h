@@ -27,6 +27,21 @@
 // and scored on the others, it beat the fixed half in 100 of 100 halves and the whole ratio in 65.
 // One factor for all candidates keeps their predicted order exactly: it corrects the offset,
 // never the ranking.
+//
+// A measured candidate's own factor. The machine's speed also moves within the measuring
+// rounds, over seconds: a candidate whose rounds fell in a slow spell measures slow, and the
+// reference runs timed around those rounds ran slow too. Each reference run's log ratio less its
+// chunk count's mean says how far the machine ran from the measuring phase's average at that
+// moment; a Gaussian-weighted mean of them (kLocalSpeedBandwidthS) at a round's middle is the
+// machine's speed then, and a candidate's predictions are scaled by
+//
+//   (ratio x exp(step-weighted mean over its rounds of that local deviation)) ^ share
+//
+// On the accuracy suite of 2026-12-04 (bench/local_drift.py, docs/performance.md, "The machine's
+// speed at each round"), where the machine moved within a sweep (the readme and unet sweeps'
+// rounds of one candidate 8-11% apart in log terms), the local deviation followed a candidate's
+// rounds with a correlation of 0.76-0.86 and took 30-50% of their spread out; where it held still
+// (rounds 2-5% apart) it followed them little and moved the error by at most a point.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -47,6 +62,12 @@ namespace pipeprof::tuner {
 /// over 59 sweeps of the shared 2-core development machine (2026-12-01..02) spread by 0.093, of
 /// which the references' own noise (median standard error 0.037) leaves sqrt(0.093^2 - 0.037^2).
 inline constexpr double kMachineDriftSd = 0.085;
+
+/// How long a spell of the machine's speed a round is compared with: the standard deviation, in
+/// seconds, of the Gaussian weight a reference run gets by its distance in time from a round.
+/// 10 s: 5, 10 and 20 s read 4.82%, 4.75% and 4.89% mean step MAPE on the suite's eleven sweeps
+/// of 2026-12-04 (5.17% with one factor), 40 and 80 s 5.00% and 5.11%.
+inline constexpr double kLocalSpeedBandwidthS = 10.0;
 
 /// One timed run of a reference pipeline while the candidates were measured.
 struct ReferenceTiming {
@@ -82,7 +103,23 @@ struct CalibrationDrift {
   double share() const;
   /// What the sweep scales every predicted time by: referenceRatio() ^ share().
   double factor() const;
+
+  /// How much slower (> 1) or faster the machine ran around `atS` (seconds after the sweep began)
+  /// than over the whole measuring phase: exp of the mean, Gaussian-weighted by time
+  /// (kLocalSpeedBandwidthS), of each timed reference run's log ratio less its chunk count's
+  /// mean. A run counts at its middle. 1.0 with fewer than two timed runs.
+  double localRatioAt(double atS) const;
+  /// localRatioAt over `measurement`'s rounds: exp of the mean of log localRatioAt at each round's
+  /// middle, weighted by its steps (Measurement::machineSlowdown). Empty where the rounds' moments
+  /// were not recorded or fewer than two reference runs were timed.
+  std::optional<double> localRatioWhile(const Measurement& measurement) const;
+  /// What the sweep scales a measured candidate's predicted times by: (referenceRatio() x
+  /// localRatioWhile(measurement), or 1 where empty) ^ share(), the ratio clamped to [0.5, 2].
+  double factorFor(const Measurement& measurement) const;
 };
+
+/// The factor for `result`: drift.factorFor(its measurement) once it has one, else drift.factor().
+double driftFactorOf(const CandidateResult& result, const CalibrationDrift& drift);
 
 /// `base` (a prediction without drift) with every time multiplied by `factor`: iteration,
 /// busy times, and samplesPerS recomputed for `batch`. Memory is left as it is.

@@ -62,12 +62,13 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup);
 /// Every candidate's prediction as predictedReport made it (before drift), in report order.
 std::vector<Prediction> predictionsOf(const Report& report);
 
-/// Sets every candidate's prediction to its `base` one scaled by the drift factor (keeping the
-/// trace path), keeps `base` as its predictionBeforeDrift, and stores the calibration, drift
-/// included, in the report. Ranks do not change.
+/// Sets every candidate's prediction to its `base` one scaled by its drift factor (driftFactorOf:
+/// a measured candidate's own, at the machine's speed during its rounds; the sweep's for the
+/// others), keeping the trace path; keeps `base` as its predictionBeforeDrift, and stores the
+/// calibration, drift included, in the report. Ranks (from `base`) do not change.
 void applyDrift(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup);
 
-/// Predicts the twin trace of a measured candidate, scaled by the drift, writes it to
+/// Predicts the twin trace of a measured candidate, scaled by its drift factor, writes it to
 /// `tracesDir`, and records its path (relative to `reportDir`), analysis and step breakdown in
 /// `result`.
 void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, const std::filesystem::path& tracesDir,
