@@ -37,11 +37,13 @@
 //
 //   (ratio x exp(step-weighted mean over its rounds of that local deviation)) ^ share
 //
-// On the accuracy suite of 2026-12-04 (bench/local_drift.py, docs/performance.md, "The machine's
-// speed at each round"), where the machine moved within a sweep (the readme and unet sweeps'
-// rounds of one candidate 8-11% apart in log terms), the local deviation followed a candidate's
-// rounds with a correlation of 0.76-0.86 and took 30-50% of their spread out; where it held still
-// (rounds 2-5% apart) it followed them little and moved the error by at most a point.
+// Re-scored on the 18 reports of the accuracy suite of 2026-12-04 (bench/local_drift.py,
+// docs/performance.md, "The machine's speed during each candidate's rounds"): where the machine
+// moved within a sweep (readme's two runs, unet's second: a candidate's rounds 8-11% apart in log
+// terms) the local deviation followed the rounds with a correlation of 0.76-0.86 and took 26-48%
+// of their spread out, and those sweeps' step MAPE fell from 3.7%, 3.3%, 8.6% to 2.5%, 2.7%,
+// 6.4%; elsewhere it followed them little and moved the error by -1.0 to +0.9 points. Mean
+// step MAPE over the 18: 4.62% with the sweep's one factor, 4.38% with each candidate's.
 #pragma once
 
 #include <pipeprof/core/report.h>
@@ -65,8 +67,8 @@ inline constexpr double kMachineDriftSd = 0.085;
 
 /// How long a spell of the machine's speed a round is compared with: the standard deviation, in
 /// seconds, of the Gaussian weight a reference run gets by its distance in time from a round.
-/// 10 s: 5, 10 and 20 s read 4.82%, 4.75% and 4.89% mean step MAPE on the suite's eleven sweeps
-/// of 2026-12-04 (5.17% with one factor), 40 and 80 s 5.00% and 5.11%.
+/// 10 s: 5, 10, 20, 40 and 80 s read 4.47%, 4.38%, 4.38%, 4.46% and 4.57% mean step MAPE on the
+/// suite's 18 sweeps of 2026-12-04 (4.62% with the sweep's one factor).
 inline constexpr double kLocalSpeedBandwidthS = 10.0;
 
 /// One timed run of a reference pipeline while the candidates were measured.
