@@ -13,8 +13,9 @@ do, from reports alone (nothing is timed again):
     reference runs of log(run's median step / its calibrated prediction), bandwidth h seconds;
   - within candidates (rounds of one candidate less their mean): the correlation of y with x(t),
     and the spread of y before and after x(t) is taken out;
-  - the step MAPE of the sweep's candidates predicted with the drift factor as the sweep applies
-    it (one ratio, its share) against each round predicted at its own moment's speed
+  - the step MAPE of the sweep's candidates predicted with the sweep's one drift factor (one
+    ratio, its share; `calibration_drift.factor`) against each round predicted at its own
+    moment's speed (what a sweep applies since 2026-12-04: tuner/calibration_drift.h)
     (prediction x exp(share x x(t)), the candidate's figure the median over its steps as the
     sweep takes it, its prediction the same median over its rounds' predictions, weighted by
     their steps).
@@ -95,7 +96,10 @@ def score(report, bandwidth):
     for candidate in candidates:
         before = candidate["prediction_before_drift"]["iteration_ns"]
         measured = candidate["measurement"]["step_ns_median"]
-        errors_global.append(abs(candidate["prediction"]["iteration_ns"] - measured) / measured)
+        # The sweep's one factor (reports since 2026-12-04 take each measured candidate's own in
+        # its `prediction`; this rebuilds the one factor from the report's drift).
+        factor = drift.get("factor", 1.0)
+        errors_global.append(abs(before * factor - measured) / measured)
         rounds = rounds_of(candidate)
         if not rounds:
             errors_local.append(errors_global[-1])

@@ -47,6 +47,45 @@ std::vector<TimedRatio> timedRatios(const CalibrationDrift& drift) {
   return runs;
 }
 
+/// A timed run's middle and its log ratio less its chunk count's mean: how far the machine ran
+/// from the measuring phase's average at that moment.
+struct Deviation {
+  double middleS = 0.0;
+  double logRatio = 0.0;
+};
+
+/// Every timed run's deviation; empty with fewer than two runs.
+std::vector<Deviation> deviations(const CalibrationDrift& drift) {
+  const std::vector<TimedRatio> runs = timedRatios(drift);
+  if (runs.size() < 2) return {};
+  std::map<std::int64_t, std::pair<double, std::size_t>> sums;  // per chunk count: log ratios, runs
+  for (const TimedRatio& run : runs) {
+    auto& [sum, count] = sums[run.chunks];
+    sum += run.logRatio;
+    ++count;
+  }
+  std::vector<Deviation> out;
+  for (const TimedRatio& run : runs) {
+    const auto& [sum, count] = sums.at(run.chunks);
+    out.push_back({run.middleS, run.logRatio - sum / static_cast<double>(count)});
+  }
+  return out;
+}
+
+/// The mean of `known` at `atS`, each weighted by exp(-d^2 / 2), d its distance from `atS` in
+/// kLocalSpeedBandwidthS; 0 where none is known or every one is too far to weigh.
+double logDeviationAt(const std::vector<Deviation>& known, double atS) {
+  double weighted = 0.0;
+  double weights = 0.0;
+  for (const Deviation& run : known) {
+    const double distance = (run.middleS - atS) / kLocalSpeedBandwidthS;
+    const double weight = std::exp(-0.5 * distance * distance);
+    weighted += weight * run.logRatio;
+    weights += weight;
+  }
+  return weights < 1e-9 ? 0.0 : weighted / weights;
+}
+
 }  // namespace
 
 void CalibrationDrift::add(std::int64_t chunks, double startS, const std::vector<TimeNs>& stepNs) {
@@ -97,34 +136,12 @@ double CalibrationDrift::share() const {
 
 double CalibrationDrift::factor() const { return std::pow(referenceRatio(), share()); }
 
-double CalibrationDrift::localRatioAt(double atS) const {
-  const std::vector<TimedRatio> runs = timedRatios(*this);
-  std::map<std::int64_t, std::pair<double, std::size_t>> sums;  // per chunk count: log ratios, runs
-  for (const TimedRatio& run : runs) {
-    auto& [sum, count] = sums[run.chunks];
-    sum += run.logRatio;
-    ++count;
-  }
-  if (runs.size() < 2) return 1.0;
-  double weighted = 0.0;
-  double weights = 0.0;
-  for (const TimedRatio& run : runs) {
-    const double distance = (run.middleS - atS) / kLocalSpeedBandwidthS;
-    const double weight = std::exp(-0.5 * distance * distance);
-    const auto& [sum, count] = sums.at(run.chunks);
-    weighted += weight * (run.logRatio - sum / static_cast<double>(count));
-    weights += weight;
-  }
-  // Far from every run (a round long before or after them), nothing is known of the moment.
-  if (weights < 1e-9) return 1.0;
-  return std::exp(weighted / weights);
-}
+double CalibrationDrift::localRatioAt(double atS) const { return std::exp(logDeviationAt(deviations(*this), atS)); }
 
 std::optional<double> CalibrationDrift::localRatioWhile(const Measurement& measurement) const {
   const std::vector<std::int64_t>& counts = measurement.roundSteps;
-  if (counts.empty() || counts.size() != measurement.roundStartS.size() || timedRatios(*this).size() < 2) {
-    return std::nullopt;
-  }
+  const std::vector<Deviation> known = deviations(*this);
+  if (counts.empty() || counts.size() != measurement.roundStartS.size() || known.empty()) return std::nullopt;
   double weighted = 0.0;
   double steps = 0.0;
   std::size_t at = 0;
@@ -134,7 +151,7 @@ std::optional<double> CalibrationDrift::localRatioWhile(const Measurement& measu
     const auto first = measurement.stepNs.begin() + static_cast<std::ptrdiff_t>(at);
     at += count;
     const double middle = middleS(measurement.roundStartS[round], first, first + static_cast<std::ptrdiff_t>(count));
-    weighted += static_cast<double>(count) * std::log(localRatioAt(middle));
+    weighted += static_cast<double>(count) * logDeviationAt(known, middle);
     steps += static_cast<double>(count);
   }
   if (steps <= 0.0) return std::nullopt;
