@@ -7,7 +7,9 @@ each zoo model's default sweep, a language model built from torch.nn layers that
 zoo, one --procs 2 sweep, one bf16 and one adamw sweep -- twice each, one after the other, and
 prints one markdown table with a row per run:
 
-  - step MAPE after the drift factor (before it), and the worst schedule family's MAPE;
+  - step MAPE after the drift factor (before it; since 2026-12-04 a measured candidate's
+    factor is its own, at the machine's speed during its rounds: docs/cli.md), and the worst
+    schedule family's MAPE;
   - peak MAPE (every candidate's every pipeline device);
   - Spearman of predicted against measured step;
   - the predicted-best's loss: how much slower the best predicted measured candidate ran than
