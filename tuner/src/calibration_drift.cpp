@@ -159,9 +159,11 @@ std::optional<double> CalibrationDrift::localRatioWhile(const Measurement& measu
 }
 
 double CalibrationDrift::factorFor(const Measurement& measurement) const {
-  const double ratio =
-      std::clamp(referenceRatio() * localRatioWhile(measurement).value_or(1.0), kLowestRatio, kHighestRatio);
-  return std::pow(ratio, share());
+  return factorAtSlowdown(localRatioWhile(measurement).value_or(1.0));
+}
+
+double CalibrationDrift::factorAtSlowdown(double slowdown) const {
+  return std::pow(std::clamp(referenceRatio() * slowdown, kLowestRatio, kHighestRatio), share());
 }
 
 double driftFactorOf(const CandidateResult& result, const CalibrationDrift& drift) {

@@ -179,11 +179,16 @@ std::vector<Prediction> predictionsOf(const Report& report) {
 }
 
 void applyDrift(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup) {
+  const double sweepFactor = setup.drift.factor();  // once: a sweep predicts tens of thousands
   for (std::size_t index = 0; index < report.candidates.size() && index < base.size(); ++index) {
     CandidateResult& result = report.candidates[index];
-    if (result.measurement) result.measurement->machineSlowdown = setup.drift.localRatioWhile(*result.measurement);
+    double factor = sweepFactor;
+    if (result.measurement) {
+      result.measurement->machineSlowdown = setup.drift.localRatioWhile(*result.measurement);
+      factor = setup.drift.factorAtSlowdown(result.measurement->machineSlowdown.value_or(1.0));
+    }
     std::string tracePath = std::move(result.prediction.tracePath);
-    result.prediction = driftedPrediction(base[index], driftFactorOf(result, setup.drift), report.environment.batch);
+    result.prediction = driftedPrediction(base[index], factor, report.environment.batch);
     result.prediction.tracePath = std::move(tracePath);
     result.predictionBeforeDrift = base[index];
     result.predictionBeforeDrift->tracePath.clear();

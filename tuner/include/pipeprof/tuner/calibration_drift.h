@@ -118,6 +118,8 @@ struct CalibrationDrift {
   /// What the sweep scales a measured candidate's predicted times by: (referenceRatio() x
   /// localRatioWhile(measurement), or 1 where empty) ^ share(), the ratio clamped to [0.5, 2].
   double factorFor(const Measurement& measurement) const;
+  /// The same for a slowdown localRatioWhile already gave.
+  double factorAtSlowdown(double slowdown) const;
 };
 
 /// The factor for `result`: drift.factorFor(its measurement) once it has one, else drift.factor().
