@@ -11,9 +11,13 @@
 #                                 tests and the CUPTI modes are skipped (tracing is the host
 #                                 tracer's alone) and the mlp steps are smaller
 # Environment: OUT (default out/lease); PIPEPROF_LEASE_SWEEP_TIME (each model's --time, default
-# 75s on a GPU, 30s in the rehearsal); PIPEPROF_LEASE_MODELS (default "mlp gpt resnet unet").
-# Each step runs under its own timeout, none past 11:55, and a step that would start past 11
-# minutes is skipped, so the whole ends within 12.
+# 75s on a GPU, 30s in the rehearsal); PIPEPROF_LEASE_MODELS (default "mlp gpt resnet unet");
+# PIPEPROF_LEASE_DEADLINE and PIPEPROF_LEASE_FINISH (seconds, default 660 and 715). Each step
+# runs under its own timeout, none past the finish, and a step that would start past the
+# deadline is skipped, so the whole ends within 12 minutes by default; the device tool's 600 s a
+# call needs a deadline near 480 and a finish near 540.
+# On a GPU it also builds and runs scripts/cupti_launch_probe.cu, which lists the API records
+# CUPTI writes for a launch under each way of enabling them (exact mode's open question).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,8 +26,8 @@ cpu=0
 out=${OUT:-out/lease}
 mkdir -p "$out"
 summary=$out/summary.md
-deadline=660  # seconds: no step starts later
-finish=715    # seconds: no step runs past it
+deadline=${PIPEPROF_LEASE_DEADLINE:-660}  # seconds: no step starts later
+finish=${PIPEPROF_LEASE_FINISH:-715}      # seconds: no step runs past it
 if ((cpu)); then
   devices=cpu,cpu
   pipeprof=build/cli/pipeprof
@@ -89,6 +93,9 @@ if ((!cpu)); then
   step build 240 env OUT="$out" PIPEPROF_CUDA_TARGETS="pipeprof pipeprof-rank runtime_gpu_tests profiler_gpu_tests" \
     scripts/cuda-check.sh build
   record build "scripts/cuda-check.sh build" "rc $step_rc" "$step_s"
+  record "libraries" "ldd $pipeprof" "$(ldd $pipeprof | grep -Eo '(libcupti|libcudart)[^ ]* => [^ ]*' | tr '\n' ' ')" 0
+  step cupti-probe 60 bash -c "nvcc -std=c++17 -o $out/cupti_launch_probe scripts/cupti_launch_probe.cu -lcupti -lcuda && $out/cupti_launch_probe"
+  record "CUPTI launch records" "scripts/cupti_launch_probe.cu" "rc $step_rc, $out/cupti-probe.log" "$step_s"
   step gpu-tests 150 ctest --test-dir build-cuda -L gpu -j 4 --timeout 60
   record "gpu tests" "ctest -L gpu" "$(grep -Eo '[0-9]+% tests passed.*' "$out/gpu-tests.log" | head -1)" "$step_s"
 fi
