@@ -12,10 +12,12 @@
 //          queue time instead. (The header also asks for the latency call before CUDA is
 //          initialised; pipeprof starts a capture later, so the converter counts kernels that
 //          come without a queue time and the summary line says so.)
-//   exact  the same kinds without latency timestamps, EXTERNAL_CORRELATION, and API records of
-//          the launch, copy and memset calls only, enabled one callback id at a time with
-//          cuptiActivityEnableRuntimeApi / cuptiActivityEnableDriverApi; if CUPTI refuses those,
-//          the whole RUNTIME and DRIVER kinds (the modeNote says so).
+//   exact  the same kinds without latency timestamps, EXTERNAL_CORRELATION, and the whole
+//          RUNTIME and DRIVER kinds: an API record of every call, of which the converter keeps
+//          the calls that launched work. Enabling only the launch calls' ids with
+//          cuptiActivityEnableRuntimeApi / cuptiActivityEnableDriverApi, as cupti_activity.h
+//          allows, returned success and recorded nothing on an H200 (CUDA 13.0, driver 580,
+//          2026-12-04, scripts/cupti_launch_probe.cu), so exact mode attributed no kernel there.
 //
 // Record structs: CUPTI writes each record in the newest layout of its version; pipeprof reads
 // only the leading fields, which are identical in every layout since CUDA 11, through the struct
@@ -85,74 +87,6 @@ std::string apiName(bool driver, CUpti_CallbackId cbid) {
   return text;
 }
 
-// Exact mode's API records: the calls that launch kernels, copy or set device memory (with
-// their per-thread-default-stream twins). Nothing else records (cudaGetDevice, event calls...).
-// CUDA 13's runtime launches a <<<...>>> kernel through __cudaLaunchKernel, a call of its own:
-// without it an H200 run under CUDA 13.0 and LibTorch 2.11 recorded no launch for any of its
-// 596 kernels.
-constexpr CUpti_CallbackId kRuntimeLaunchCalls[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-#if CUDART_VERSION >= 13000
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
-#endif
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
-    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
-};
-constexpr CUpti_CallbackId kDriverLaunchCalls[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
-    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
-    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
-    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
-};
-
 class CuptiActivitySource;
 // CUPTI's buffer callbacks are plain functions with no user pointer: they reach the recording
 // source through this pointer (set while a source records).
@@ -198,12 +132,11 @@ class CuptiActivitySource final : public ActivitySource {
     }
     std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                              CUPTI_ACTIVITY_KIND_MEMSET};
-    if (mode_ == CuptiMode::Exact) kinds.push_back(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-    bool ok = enableKinds(kinds);
-    if (ok && mode_ == CuptiMode::Exact && !enableLaunchCalls()) {
-      ok = enableKinds({CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER});
+    if (mode_ == CuptiMode::Exact) {
+      kinds.insert(kinds.end(),
+                   {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER});
     }
-    if (!ok) {
+    if (!enableKinds(kinds)) {
       disableAll();
       gRecording.store(nullptr);
       return false;
@@ -288,43 +221,9 @@ class CuptiActivitySource final : public ActivitySource {
     return true;
   }
 
-  /// API records for the launch calls only. False (nothing left enabled, modeNote saying why)
-  /// when CUPTI refuses one.
-  bool enableLaunchCalls() {
-    for (CUpti_CallbackId cbid : kRuntimeLaunchCalls) {
-      const CUptiResult result = cuptiActivityEnableRuntimeApi(cbid, 1);
-      if (result != CUPTI_SUCCESS) {
-        return refuseLaunchCalls(cuptiError("cuptiActivityEnableRuntimeApi", result));
-      }
-      runtimeCalls_.push_back(cbid);
-    }
-    for (CUpti_CallbackId cbid : kDriverLaunchCalls) {
-      const CUptiResult result = cuptiActivityEnableDriverApi(cbid, 1);
-      if (result != CUPTI_SUCCESS) {
-        return refuseLaunchCalls(cuptiError("cuptiActivityEnableDriverApi", result));
-      }
-      driverCalls_.push_back(cbid);
-    }
-    return true;
-  }
-
-  bool refuseLaunchCalls(const std::string& why) {
-    disableLaunchCalls();
-    note_ = "exact mode records every runtime and driver call (" + why + ")";
-    return false;
-  }
-
-  void disableLaunchCalls() {
-    for (CUpti_CallbackId cbid : runtimeCalls_) (void)cuptiActivityEnableRuntimeApi(cbid, 0);
-    for (CUpti_CallbackId cbid : driverCalls_) (void)cuptiActivityEnableDriverApi(cbid, 0);
-    runtimeCalls_.clear();
-    driverCalls_.clear();
-  }
-
   void disableAll() {
     for (CUpti_ActivityKind kind : enabled_) (void)cuptiActivityDisable(kind);
     enabled_.clear();
-    disableLaunchCalls();
     if (latencyTimestamps_) (void)cuptiActivityEnableLatencyTimestamps(0);
     latencyTimestamps_ = false;
   }
@@ -411,8 +310,6 @@ class CuptiActivitySource final : public ActivitySource {
   bool recording_ = false;
   bool latencyTimestamps_ = false;
   std::vector<CUpti_ActivityKind> enabled_;
-  std::vector<CUpti_CallbackId> runtimeCalls_;  ///< exact mode: the API records enabled one by one
-  std::vector<CUpti_CallbackId> driverCalls_;
   std::atomic<std::int64_t> dropped_{0};
   std::mutex mutex_;
   std::vector<ActivityBuffer> completed_;
