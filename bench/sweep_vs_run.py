@@ -19,8 +19,10 @@ that moment falls on both alike:
     process competed for the CPUs) prints no "measured" line and gets no lone run.
 
 It prints, per candidate, the sweep's median and per-round medians against the lone runs', the
-median of the paired round ratios, and a summary: the median paired ratio over every round of
-every candidate with its interquartile range, and how many candidates stay within 5%.
+median of the paired round ratios, the peak memory of the device where the two differ most (the
+sweep's largest over its rounds against the lone runs' largest), and a summary: the median
+paired ratio over every round of every candidate with its interquartile range, how many
+candidates stay within 5%, and how many read the same peaks (within 1%) both ways.
 Everything is kept under OUT (per sweep rK/: its report, its log, alone-N-rR.json for candidate
 N's lone run after its round R) and OUT/summary.json; --report-only pairs them again.
 
@@ -172,6 +174,7 @@ def paired_block(directory, seconds):
             if label_match:
                 labels.setdefault(key_of_label(label_match), found["label"])
     lone = {}  # candidate key: {round: step_ns}
+    lone_peaks = {}  # candidate key: each device's largest peak over its lone runs
     for name in os.listdir(directory):
         numbered = re.fullmatch(r"alone-\d+-r(\d+)\.json", name)
         if not numbered:
@@ -181,8 +184,10 @@ def paired_block(directory, seconds):
         if not text.strip():
             continue  # the run failed (its error went to stderr)
         run = json.loads(text)
-        lone.setdefault(key_of_candidate(run["candidate"]), {})[
-            int(numbered[1])] = run["step_ns"]
+        key = key_of_candidate(run["candidate"])
+        lone.setdefault(key, {})[int(numbered[1])] = run["step_ns"]
+        peaks = lone_peaks.setdefault(key, [])
+        peaks[:] = [max(pair) for pair in zip(peaks, run["peak_bytes"])] if peaks else list(run["peak_bytes"])
     pairs = {}
     for c in measured(report):
         key = key_of_candidate(c["candidate"])
@@ -190,7 +195,9 @@ def paired_block(directory, seconds):
             continue
         rounds = lone[key]
         pairs[labels.get(key, str(key))] = {"sweep": split_rounds(c["measurement"]),
-                                            "alone": [rounds.get(r, []) for r in range(max(rounds) + 1)]}
+                                            "alone": [rounds.get(r, []) for r in range(max(rounds) + 1)],
+                                            "sweep_peak": c["measurement"].get("peak_bytes", []),
+                                            "alone_peak": lone_peaks.get(key, [])}
     drift = report.get("calibration_drift") or {}
     return {"pairs": pairs, "seconds": seconds, "drift": drift.get("reference_ratio")}
 
@@ -200,7 +207,10 @@ def summarize(blocks):
     rows = {}
     for block in blocks:
         for name, pair in block["pairs"].items():
-            row = rows.setdefault(name, {"sweep": [], "alone": [], "ratios": []})
+            row = rows.setdefault(name, {"sweep": [], "alone": [], "ratios": [], "peak_ratios": []})
+            # Peaks: each device's largest over the sweep's rounds against over the lone runs'.
+            row["peak_ratios"].extend(a / b for a, b in zip(pair.get("sweep_peak", []), pair.get("alone_peak", []))
+                                      if b > 0)
             for sweep_round, lone_round in zip(pair["sweep"], pair["alone"]):
                 if not sweep_round or not lone_round:
                     continue
@@ -209,20 +219,30 @@ def summarize(blocks):
                 row["ratios"].append(median(sweep_round) / median(lone_round))
     ratios = [r for row in rows.values() for r in row["ratios"]]
     per_candidate = [median(row["ratios"]) for row in rows.values() if row["ratios"]]
+    worst_peaks = [worst_peak(row) for row in rows.values() if row["peak_ratios"]]
     return rows, {"candidates": len(per_candidate), "rounds": len(ratios), "median_ratio": median(ratios),
                   "quartiles": quartiles(ratios),
-                  "within_5pct": sum(abs(r - 1) <= 0.05 for r in per_candidate)}
+                  "within_5pct": sum(abs(r - 1) <= 0.05 for r in per_candidate),
+                  "peaks_compared": len(worst_peaks),
+                  "peaks_within_1pct": sum(abs(r - 1) <= 0.01 for r in worst_peaks)}
+
+
+def worst_peak(row):
+    """The device whose peak differs most between the sweep and the lone runs: its ratio."""
+    return max(row["peak_ratios"], key=lambda r: abs(r - 1)) if row["peak_ratios"] else float("nan")
 
 
 def print_summary(blocks):
     rows, summary = summarize(blocks)
-    print("| candidate | sweep ms | alone ms | paired sweep / alone | sweep's rounds (ms) | lone rounds (ms) |")
-    print("|---|---|---|---|---|---|")
+    print("| candidate | sweep ms | alone ms | paired sweep / alone | peak sweep / alone (worst device) "
+          "| sweep's rounds (ms) | lone rounds (ms) |")
+    print("|---|---|---|---|---|---|---|")
     for name, row in rows.items():
         if not row["ratios"]:
             continue
         print(f"| {name} | {median(row['sweep']) / 1e6:.2f} | {median(row['alone']) / 1e6:.2f} "
-              f"| {median(row['ratios']):.3f} | {' '.join(f'{ns / 1e6:.1f}' for ns in row['sweep'])} "
+              f"| {median(row['ratios']):.3f} | {worst_peak(row):.3f} "
+              f"| {' '.join(f'{ns / 1e6:.1f}' for ns in row['sweep'])} "
               f"| {' '.join(f'{ns / 1e6:.1f}' for ns in row['alone'])} |")
     print()
     for index, block in enumerate(blocks):
@@ -232,7 +252,8 @@ def print_summary(blocks):
     low, high = summary["quartiles"]
     print(f"{summary['candidates']} candidates, {summary['rounds']} rounds: sweep / alone per round, median "
           f"{summary['median_ratio']:.3f} (quartiles {low:.3f}-{high:.3f}); {summary['within_5pct']} candidates' "
-          f"median ratio within 5%")
+          f"median ratio within 5%; peaks within 1% on every device: {summary['peaks_within_1pct']} of "
+          f"{summary['peaks_compared']}")
 
 
 def main():
