@@ -22,6 +22,7 @@ prints one markdown table with a row per run:
     sweep paused after every round while the candidate runs alone with that round's steps), each
     candidate's |median paired ratio - 1|: the machine's changes of speed between the sweep and
     the lone runs fall on both alike, and every round runs twice (resnet: 10 min a run, not 3);
+    either way also how many candidates read the same peak alone (within 1% on every device);
   - the calibration's corrections: the range of its forward, backward and loss scales over
     every micro-batch size and reference shape, and of its step overheads;
 
@@ -136,24 +137,34 @@ def candidate_flags(candidate):
     return flags
 
 
+def peak_difference(sweep_peaks, lone_peaks):
+    """|sweep / alone - 1| in percent on the device where the two peaks differ most."""
+    return max((abs(a / b - 1) * 100 for a, b in zip(sweep_peaks, lone_peaks) if b > 0), default=float("nan"))
+
+
 def alone(args, common, report, env):
     """Each measured candidate run alone right after the sweep, with as many steps after the same
-    warm-up: |sweep / alone - 1| in percent."""
-    differences = []
+    warm-up: |sweep / alone - 1| in percent, of the step's median and of the peak (the device
+    where they differ most)."""
+    steps, peaks = [], []
     for c in measured(report):
         m = c["measurement"]
         lone = pipeprof_json(args, ["run", *common, *candidate_flags(c["candidate"]), "--warmup",
                                     str(m["warmup_steps"]), "--steps", str(len(m["step_ns"])), "--json"], env)
-        differences.append(abs(m["step_ns_median"] / lone["step_ns_median"] - 1) * 100)
-    return differences
+        steps.append(abs(m["step_ns_median"] / lone["step_ns_median"] - 1) * 100)
+        peaks.append(peak_difference(m.get("peak_bytes", []), lone.get("peak_bytes", [])))
+    return steps, peaks
 
 
 def paired(directory, seconds):
     """Each measured candidate's rounds against the lone runs beside them (sweep_vs_run.py):
-    |median over its rounds of sweep / alone - 1| in percent."""
+    |median over its rounds of sweep / alone - 1| in percent, and of the peaks (the sweep's
+    largest over its rounds against the lone runs', on the device where they differ most)."""
     block = sweep_vs_run.paired_block(directory, seconds)
     rows, _ = sweep_vs_run.summarize([block])
-    return [abs(statistics.median(row["ratios"]) - 1) * 100 for row in rows.values() if row["ratios"]]
+    steps = [abs(statistics.median(row["ratios"]) - 1) * 100 for row in rows.values() if row["ratios"]]
+    peaks = [abs(sweep_vs_run.worst_peak(row) - 1) * 100 for row in rows.values() if row["peak_ratios"]]
+    return steps, peaks
 
 
 def run_sweep(args, name, run, env, lm_path):
@@ -189,9 +200,9 @@ def run_sweep(args, name, run, env, lm_path):
         json.dumps(c["candidate"], sort_keys=True): c["prediction_before_drift"]["iteration_ns"]
         for c in report["candidates"] if c.get("prediction_before_drift")}
     if args.alone:
-        row["alone_pct"] = alone(args, common, report, env)
+        row["alone_pct"], row["alone_peak_pct"] = alone(args, common, report, env)
     elif args.paired:
-        row["alone_pct"] = paired(directory, row["seconds"])
+        row["alone_pct"], row["alone_peak_pct"] = paired(directory, row["seconds"])
         row["alone_paired"] = True
     return row
 
@@ -237,6 +248,9 @@ def print_table(rows):
         alone_text = f"{fmt(statistics.median(lone))}% (max {fmt(max(lone))}%)" if lone else "-"
         if lone and row.get("alone_paired"):
             alone_text += ", paired"
+        lone_peaks = row.get("alone_peak_pct") or []
+        if lone_peaks:
+            alone_text += f"; peaks within 1%: {sum(d <= 1 for d in lone_peaks)}/{len(lone_peaks)}"
         print(f"| {row['sweep']} | {row['run']} | {row['measured']} | {fmt(row['step_mape'])}% "
               f"({fmt(row['step_mape_before'])}%) | {worst[0]} {fmt(worst[1])}% | {fmt(row['peak_mape'])}% "
               f"| {fmt(row['spearman'], '{:.2f}')} | {fmt(row['best_predicted_loss_pct'])}% | {speed} "
