@@ -93,7 +93,7 @@ def run_flags(match):
              "--schedule", match["schedule"] or "gpipe"]
     if match["v"]:
         flags += ["--stages-per-device", match["v"]]
-    if match["deferred"] and any(int(w) for w in match["deferred"].split(",")):
+    if match["deferred"]:  # "0,0" too: without it the run takes zb1p's default, d on device d
         flags += ["--deferred-weights", match["deferred"]]
     return flags
 
