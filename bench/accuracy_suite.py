@@ -137,11 +137,6 @@ def candidate_flags(candidate):
     return flags
 
 
-def peak_difference(sweep_peaks, lone_peaks):
-    """|sweep / alone - 1| in percent on the device where the two peaks differ most."""
-    return max((abs(a / b - 1) * 100 for a, b in zip(sweep_peaks, lone_peaks) if b > 0), default=float("nan"))
-
-
 def alone(args, common, report, env):
     """Each measured candidate run alone right after the sweep, with as many steps after the same
     warm-up: |sweep / alone - 1| in percent, of the step's median and of the peak (the device
@@ -152,7 +147,8 @@ def alone(args, common, report, env):
         lone = pipeprof_json(args, ["run", *common, *candidate_flags(c["candidate"]), "--warmup",
                                     str(m["warmup_steps"]), "--steps", str(len(m["step_ns"])), "--json"], env)
         steps.append(abs(m["step_ns_median"] / lone["step_ns_median"] - 1) * 100)
-        peaks.append(peak_difference(m.get("peak_bytes", []), lone.get("peak_bytes", [])))
+        ratios = sweep_vs_run.peak_ratios(m.get("peak_bytes", []), lone.get("peak_bytes", []))
+        peaks.append(abs(sweep_vs_run.worst_ratio(ratios) - 1) * 100)
     return steps, peaks
 
 

@@ -209,8 +209,7 @@ def summarize(blocks):
         for name, pair in block["pairs"].items():
             row = rows.setdefault(name, {"sweep": [], "alone": [], "ratios": [], "peak_ratios": []})
             # Peaks: each device's largest over the sweep's rounds against over the lone runs'.
-            row["peak_ratios"].extend(a / b for a, b in zip(pair.get("sweep_peak", []), pair.get("alone_peak", []))
-                                      if b > 0)
+            row["peak_ratios"].extend(peak_ratios(pair.get("sweep_peak", []), pair.get("alone_peak", [])))
             for sweep_round, lone_round in zip(pair["sweep"], pair["alone"]):
                 if not sweep_round or not lone_round:
                     continue
@@ -227,9 +226,19 @@ def summarize(blocks):
                   "peaks_within_1pct": sum(abs(r - 1) <= 0.01 for r in worst_peaks)}
 
 
+def peak_ratios(sweep_peaks, lone_peaks):
+    """Each device's peak in the sweep over its peak alone."""
+    return [a / b for a, b in zip(sweep_peaks, lone_peaks) if b > 0]
+
+
+def worst_ratio(ratios):
+    """The ratio farthest from 1 (nan for none)."""
+    return max(ratios, key=lambda r: abs(r - 1)) if ratios else float("nan")
+
+
 def worst_peak(row):
     """The device whose peak differs most between the sweep and the lone runs: its ratio."""
-    return max(row["peak_ratios"], key=lambda r: abs(r - 1)) if row["peak_ratios"] else float("nan")
+    return worst_ratio(row["peak_ratios"])
 
 
 def print_summary(blocks):
