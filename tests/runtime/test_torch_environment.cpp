@@ -9,6 +9,8 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -79,6 +81,32 @@ TEST(KeepFreedHostMemory, AFreedActivationSizedBlockStaysInTheHeapForTheNextStep
   const struct mallinfo2 after = mallinfo2();
   EXPECT_EQ(after.arena, held.arena) << "returned to the system";
   EXPECT_GE(after.fordblks, kBytes);
+}
+
+TEST(KeepFreedHostMemory, AWorkerThreadsEmptiedHeapsStayMappedForTheNextStep) {
+  const ScopedEnv tunables("GLIBC_TUNABLES", std::nullopt);
+  ASSERT_TRUE(keepFreedHostMemory());
+  // A pipeline's worker allocates from a thread arena, whose heaps hold 64 MiB each: 96 MiB in
+  // 24 MiB blocks fills a second heap, which glibc unmaps once it is empty unless the top pad
+  // keeps it.
+  constexpr std::size_t kBytes = 24U << 20;
+  constexpr int kBlocks = 4;
+  std::size_t held = 0;
+  std::size_t after = 0;
+  std::thread worker([&] {
+    std::vector<void*> blocks;
+    for (int index = 0; index < kBlocks; ++index) {
+      blocks.push_back(std::malloc(kBytes));
+      ASSERT_NE(blocks.back(), nullptr);
+      std::memset(blocks.back(), 1, kBytes);
+    }
+    held = mallinfo2().arena;
+    for (void* block : blocks) std::free(block);
+    after = mallinfo2().arena;
+  });
+  worker.join();
+  EXPECT_GE(held, kBlocks * kBytes) << "served by mmap";
+  EXPECT_EQ(after, held) << "a heap returned to the system";
 }
 #endif
 

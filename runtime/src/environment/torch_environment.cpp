@@ -39,7 +39,12 @@ bool keepFreedHostMemory() {
   if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return false;
   constexpr int kTrimThresholdBytes = 1 << 30;
   constexpr int kMmapThresholdBytes = 32 << 20;  // glibc refuses more on 64-bit hosts
-  return mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1;
+  // A thread arena's heaps are 64 MiB (glibc's HEAP_MAX_SIZE on 64-bit hosts). glibc unmaps an
+  // emptied heap unless the heap before it has less than the top pad free, whatever the trim
+  // threshold: a pad of a whole heap keeps every one.
+  constexpr int kTopPadBytes = 64 << 20;
+  return mallopt(M_TRIM_THRESHOLD, kTrimThresholdBytes) == 1 && mallopt(M_MMAP_THRESHOLD, kMmapThresholdBytes) == 1 &&
+         mallopt(M_TOP_PAD, kTopPadBytes) == 1;
 #else
   return false;
 #endif

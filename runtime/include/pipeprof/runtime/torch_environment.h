@@ -30,9 +30,12 @@ void keepBlasOnOneThread();
 /// returns the top of the heap to the system once 128 KiB there are free, and serves blocks of
 /// 128 KiB and more with mmap (a threshold it raises as such blocks are freed), so every step
 /// faults its activations' pages in again: a rank of the 2-rank mlp pipeline took ~800 minor
-/// faults per step, the threaded Pipe ~280. Sets M_TRIM_THRESHOLD to 1 GiB and
-/// M_MMAP_THRESHOLD to 32 MiB (glibc's largest), unless GLIBC_TUNABLES sets a glibc.malloc
-/// tunable (the user's choice wins). Returns whether it set them (false without glibc too).
+/// faults per step, the threaded Pipe ~280. Sets M_TRIM_THRESHOLD to 1 GiB, M_MMAP_THRESHOLD
+/// to 32 MiB (glibc's largest) and M_TOP_PAD to 64 MiB, unless GLIBC_TUNABLES sets a glibc.malloc
+/// tunable (the user's choice wins). The top pad is what keeps a worker thread's memory: glibc
+/// unmaps a thread arena's emptied 64 MiB heap whatever the trim threshold, unless the pad is a
+/// heap's size (resnet [17,29] x1 zb1p ran 300-345 ms a step without it, 83 ms with it).
+/// Returns whether it set them (false without glibc too).
 /// pipeprof's CLI calls it at start-up, for every command: the profiler, the threaded Pipe and
 /// every rank see the same allocator.
 bool keepFreedHostMemory();
