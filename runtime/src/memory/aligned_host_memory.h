@@ -7,7 +7,8 @@
 // small for the next request of the same size, which glibc then serves from fresh heap. Fresh
 // pages fault in: an AdamW step of a 512x512 layer faulted 256 pages every step, 3.2-3.7 ms
 // against 0.25 ms (docs/runtime.md, "Host memory between steps"). A block from malloc(size + 64) is
-// freed whole and fits the same request again.
+// freed whole and fits the same request again. Blocks of 32 MiB and more, which glibc unmaps when
+// freed whatever it is told, go back to a LargeBlockCache instead (large_block_cache.h).
 #pragma once
 
 #include <cstddef>
