@@ -3,6 +3,7 @@
 #include "memory/aligned_host_memory.h"
 #include "memory/large_block_cache.h"
 
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace pipeprof {
 namespace {
@@ -95,6 +97,19 @@ TEST(AlignedHostMemory, ALargeTensorsPagesServeTheNextStepWithoutFaultingAgain) 
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small) % kHostAlignment, 0U);
   std::memset(small, 3, kMiB);
   freeAlignedHost(small);
+}
+
+TEST(AlignedHostMemory, AnAllocationMallocRefusesGivesTheCachedBlocksBackAndNamesItsSize) {
+  freeAlignedHost(allocateAlignedHost(40 * kMiB));
+  ASSERT_GT(largeBlockCache().cachedBytes(), 0U);
+  const std::size_t impossible = std::size_t{1} << 62;
+  try {
+    allocateAlignedHost(impossible);
+    FAIL() << "allocated 4 EiB";
+  } catch (const c10::Error& error) {
+    EXPECT_NE(std::string(error.what()).find(std::to_string(impossible)), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(largeBlockCache().cachedBytes(), 0U);
 }
 
 }  // namespace

@@ -34,10 +34,17 @@ unsigned char* alignedPast(unsigned char* raw, std::size_t least) {
   return raw + least + pad;
 }
 
+/// malloc(bytes), or, when that fails, malloc(bytes) again after the cache gave its blocks back.
+void* mallocOrReleaseCache(std::size_t bytes) {
+  if (void* raw = std::malloc(bytes)) return raw;
+  largeBlockCache().release();
+  return std::malloc(bytes);
+}
+
 void* allocateLarge(std::size_t bytes) {
   const std::size_t request = bytes + kHostAlignment + kLargeHeaderBytes;
   auto* raw = static_cast<unsigned char*>(largeBlockCache().take(request));
-  if (raw == nullptr) raw = static_cast<unsigned char*>(std::malloc(LargeBlockCache::blockBytes(request)));
+  if (raw == nullptr) raw = static_cast<unsigned char*>(mallocOrReleaseCache(LargeBlockCache::blockBytes(request)));
   TORCH_CHECK(raw != nullptr, "pipeprof's CPU allocator: not enough memory: you tried to allocate ", bytes, " bytes.");
   unsigned char* data = alignedPast(raw, kLargeHeaderBytes);
   std::memcpy(data - kLargeHeaderBytes, &request, sizeof(request));
@@ -59,7 +66,7 @@ void* allocateAlignedHost(std::size_t bytes) {
   TORCH_CHECK(bytes <= SIZE_MAX - 2 * LargeBlockCache::kGranuleBytes, "pipeprof's CPU allocator: cannot allocate ",
               bytes, " bytes");
   if (LargeBlockCache::caches(bytes)) return allocateLarge(bytes);
-  auto* raw = static_cast<unsigned char*>(std::malloc(bytes + kHostAlignment));
+  auto* raw = static_cast<unsigned char*>(mallocOrReleaseCache(bytes + kHostAlignment));
   TORCH_CHECK(raw != nullptr, "pipeprof's CPU allocator: not enough memory: you tried to allocate ", bytes, " bytes.");
   unsigned char* data = alignedPast(raw, 1);  // 1..kHostAlignment past raw
   data[-1] = static_cast<unsigned char>(data - raw);

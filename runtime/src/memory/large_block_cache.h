@@ -53,7 +53,8 @@ class LargeBlockCache {
   std::size_t cached_ = 0;
 };
 
-/// The process's cache, which allocateAlignedHost uses: a quarter of the host's physical memory.
+/// The process's cache, which allocateAlignedHost uses: a quarter of the host's physical memory,
+/// all of it given back when malloc fails.
 LargeBlockCache& largeBlockCache();
 
 }  // namespace pipeprof
