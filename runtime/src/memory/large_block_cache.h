@@ -3,7 +3,7 @@
 // glibc serves a block above its mmap threshold with mmap and unmaps it when freed, and refuses a
 // threshold past 32 MiB on 64-bit hosts (keepFreedHostMemory sets that much). A stage whose
 // activations pass it faults every page of them in at every allocation: resnet at 128 samples a
-// micro-batch freed 37 blocks of 32 MiB a step, faulted 300,000 pages a step and took 4.9 s
+// micro-batch freed 37 blocks of 32 MiB a step, faulted 300,000 pages a step and took 4.9-5.1 s
 // (docs/runtime.md, "Host memory between steps"). This cache takes such blocks when they are
 // freed and hands each back to the next request of the same rounded size, so a training step
 // reuses the pages of the one before.
@@ -44,7 +44,6 @@ class LargeBlockCache {
   void release();
 
   std::size_t cachedBytes() const;
-  std::size_t capacityBytes() const { return capacity_; }
 
  private:
   const std::size_t capacity_;
