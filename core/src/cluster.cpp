@@ -220,6 +220,7 @@ nlohmann::json toJson(const Cluster& cluster) {
     json["links"] = matrix;
   }
   if (cluster.processPerDevice) json["process_per_device"] = true;
+  if (cluster.wakeLatencyNs > 0) json["wake_latency_ns"] = cluster.wakeLatencyNs;
   return json;
 }
 
@@ -306,6 +307,7 @@ Cluster clusterFromJson(const nlohmann::json& json, const std::string& file) {
     cluster.links.assign(count, std::vector<Link>(count, Link{}));
   }
   if (root.has("process_per_device")) cluster.processPerDevice = root.at("process_per_device").asBool();
+  if (root.has("wake_latency_ns")) cluster.wakeLatencyNs = root.at("wake_latency_ns").asNonNegativeInt();
   return cluster;
 }
 

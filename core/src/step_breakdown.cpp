@@ -410,6 +410,26 @@ class Walker {
   const MatchedTrace& matched_;
 };
 
+/// When the op another device ran for `op` of device d ended, in step `step`: the latest end over
+/// op's dependencies run by another device, directly or through a copy (nullopt: none traced).
+std::optional<TimeNs> producedElsewhereNs(const Schedule& schedule, const MatchedTrace& matched, std::int64_t d,
+                                          std::int64_t step, OpIndex op) {
+  std::optional<TimeNs> latestNs;
+  const auto note = [&](OpIndex producer) {
+    if (schedule.op(producer).isCopy() || matched.deviceOfOp(producer) == d) return;
+    if (const std::optional<Window> extent = matched.extentOf(step, producer)) {
+      latestNs = std::max(latestNs.value_or(extent->endNs), extent->endNs);
+    }
+  };
+  for (const OpIndex dep : schedule.op(op).deps) {
+    note(dep);
+    if (schedule.op(dep).isCopy()) {
+      for (const OpIndex producer : schedule.op(dep).deps) note(producer);
+    }
+  }
+  return latestNs;
+}
+
 /// Device d's idle time if every op of a kind took d's mean for that kind (kinds d never ran:
 /// the mean over the devices that did) and copies were free: the schedule's own bubble.
 TimeNs idealIdleNs(const Schedule& schedule, std::int64_t d, const std::vector<DeviceTotals>& totals) {
@@ -533,6 +553,28 @@ StepBreakdown breakDownSteps(const Schedule& schedule, const Trace& trace) {
     breakdown.devices.push_back(std::move(device));
   }
   return breakdown;
+}
+
+std::vector<TimeNs> wakeUpsNs(const Schedule& schedule, const Trace& trace) {
+  const MatchedTrace matched(schedule, trace);
+  std::vector<TimeNs> wakeUps;
+  for (std::int64_t d = 0; d < schedule.devices(); ++d) {
+    const std::vector<Window>& windows = matched.windowsOf(matched.traceDevice(d));
+    for (std::size_t step = 0; step < windows.size(); ++step) {
+      const auto s = static_cast<std::int64_t>(step);
+      TimeNs idleSinceNs = windows[step].startNs;  // the end of the device's latest span
+      for (const StepItem& item : matched.itemsOf(d, s)) {
+        if (item.op) {
+          const std::optional<TimeNs> producedNs = producedElsewhereNs(schedule, matched, d, s, *item.op);
+          if (producedNs && *producedNs > idleSinceNs && *producedNs <= item.span->startNs) {
+            wakeUps.push_back(item.span->startNs - *producedNs);
+          }
+        }
+        idleSinceNs = std::max(idleSinceNs, item.span->endNs());
+      }
+    }
+  }
+  return wakeUps;
 }
 
 nlohmann::json toJson(const StepBreakdown& breakdown) {

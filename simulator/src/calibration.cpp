@@ -303,6 +303,7 @@ Cluster calibratedCluster(Cluster cluster, const Calibration& calibration) {
       }
     }
   }
+  if (calibration.wakeLatencyNs) cluster.wakeLatencyNs = *calibration.wakeLatencyNs;
   return cluster;
 }
 
@@ -314,6 +315,9 @@ std::string describeCalibration(const Calibration& calibration) {
   }
   if (calibration.messageLatencyNs) {
     text += "; messages between ranks " + formatDuration(*calibration.messageLatencyNs) + " latency";
+  }
+  if (calibration.wakeLatencyNs) {
+    text += "; a waiting worker wakes " + formatDuration(*calibration.wakeLatencyNs) + " after its data";
   }
   return text;
 }
@@ -331,6 +335,7 @@ nlohmann::json toJson(const Calibration& calibration) {
     json["shapes"] = std::move(shapes);
   }
   if (calibration.messageLatencyNs) json["message_latency_ns"] = *calibration.messageLatencyNs;
+  if (calibration.wakeLatencyNs) json["wake_latency_ns"] = *calibration.wakeLatencyNs;
   json["measured"] = provenanceToJson(calibration.provenance);
   return json;
 }
@@ -350,6 +355,7 @@ Calibration calibrationFromJson(const nlohmann::json& json, const std::string& f
     }
   }
   if (root.has("message_latency_ns")) calibration.messageLatencyNs = root.at("message_latency_ns").asNonNegativeInt();
+  if (root.has("wake_latency_ns")) calibration.wakeLatencyNs = root.at("wake_latency_ns").asNonNegativeInt();
   if (root.has("measured")) calibration.provenance = provenanceFromJson(root.at("measured"));
   return calibration;
 }

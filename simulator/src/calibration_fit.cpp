@@ -1,7 +1,9 @@
 // Fitting a calibration to traced reference pipelines: scales per micro-batch size, device speeds, step overheads.
 #include <pipeprof/simulator/calibration_fit.h>
 
+#include <pipeprof/core/schedule.h>
 #include <pipeprof/core/statistics.h>
+#include <pipeprof/core/step_breakdown.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "cost_model.h"
@@ -194,6 +196,23 @@ std::optional<TimeNs> messageLatencyNs(const Cluster& cluster, const std::vector
   return std::max<TimeNs>(0, static_cast<TimeNs>(std::llround(meanNs)));
 }
 
+/// The wake latency the runs imply (calibration_fit.h), or nullopt: with one process per device
+/// (a message's latency holds its receiver's wake-up), or from fewer than kMinWakeUps wake-ups.
+constexpr std::size_t kMinWakeUps = 3;
+
+std::optional<TimeNs> wakeLatencyNs(const Profile& profile, const Cluster& cluster,
+                                    const std::vector<ReferenceRun>& runs) {
+  if (cluster.processPerDevice) return std::nullopt;
+  std::vector<TimeNs> wakeUps;
+  for (const ReferenceRun& run : runs) {
+    const Schedule schedule = Schedule::build(run.candidate.scheduleSpec(profile.skipRoutes()));
+    const std::vector<TimeNs> own = wakeUpsNs(schedule, run.trace);
+    wakeUps.insert(wakeUps.end(), own.begin(), own.end());
+  }
+  if (wakeUps.size() < kMinWakeUps) return std::nullopt;
+  return medianNs(wakeUps);
+}
+
 }  // namespace
 
 std::map<std::int64_t, TimeNs> overheadLine(const std::map<std::int64_t, TimeNs>& unexplainedNs) {
@@ -367,6 +386,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   std::vector<ShapeRuns> shapes;
   for (auto& [key, shape] : byShape) shapes.push_back(std::move(shape));
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
+  calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
   fitLayerScales(profile, shapes, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns);
   fitLossScales(profile, shapes, calibration);

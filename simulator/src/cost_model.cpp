@@ -574,6 +574,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
   checkBackwardSplit(compiled, costs, candidate);
   placeStages(compiled, costs, candidate, firstLayer, out);
   out.deviceHost = hostIndices(cluster);
+  out.wakeLatencyNs = cluster.wakeLatencyNs;
   const bool shared = out.sharedLinks();
   if (shared) {
     out.copyLatencyNs.assign(out.durationNs.size(), 0);

@@ -126,6 +126,9 @@ struct ResolvedCosts {
   /// by the device's speed -- and its kernel count; durationNs then holds those ops' device time.
   std::vector<TimeNs> launchNs;
   std::vector<std::int64_t> kernels;
+  /// Cluster::wakeLatencyNs: a lane's worker idle when another lane's op makes its next op
+  /// ready starts it this much later (without launch data; docs/simulator.md, "Waking a worker").
+  TimeNs wakeLatencyNs = 0;
 
   bool sharedLinks() const { return !deviceHost.empty(); }
   bool launches() const { return !launchNs.empty(); }

@@ -17,7 +17,8 @@ namespace {
 constexpr std::uint32_t kFinishTag = 0;    ///< op completes
 constexpr std::uint32_t kDrainTag = 1;     ///< op has paid its latency and starts draining on its link
 constexpr std::uint32_t kLaunchedTag = 2;  ///< launches: the host has launched op's last kernel
-constexpr std::uint32_t kCheckTag = 3;     ///< kCheckTag + generation: link `op`'s next transfer is due
+constexpr std::uint32_t kWakeTag = 3;      ///< op's lane's worker, woken by another lane's op, can take it
+constexpr std::uint32_t kCheckTag = 4;     ///< kCheckTag + generation: link `op`'s next transfer is due
 constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
 }  // namespace
@@ -77,6 +78,8 @@ void Engine::resetOps(bool recordMemorySamples) {
   nextPosition_.assign(lanes, 0);
   eligibleOp_.assign(lanes, -1);
   eligibleSinceNs_.assign(lanes, 0);
+  wakingOp_.assign(lanes, -1);
+  laneFreeSinceNs_.assign(lanes, 0);
   busyNs_.assign(lanes, 0);
   // Compute resources: the cluster devices, or with launches the host threads (the lanes'
   // workers, then one autograd thread per cluster device).
@@ -199,6 +202,9 @@ TimeNs Engine::runEvents(std::size_t& finished) {
       } else if (Launches && event.tag == kLaunchedTag) {
         ++eventCount_;
         launched(event.op, now);
+      } else if (event.tag == kWakeTag) {
+        ++eventCount_;
+        wake(event.op, now);
       } else {
         finished += linkEvent(event, now);
       }
@@ -212,10 +218,18 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
   const CompiledOp& c = compiled_->ops[op];
   if (c.isCompute()) {
     const auto lane = static_cast<std::size_t>(c.lane);
-    if (c.orderPosition != nextPosition_[lane] || eligibleOp_[lane] == static_cast<std::int64_t>(op)) return;
+    if (c.orderPosition != nextPosition_[lane] || eligibleOp_[lane] == static_cast<std::int64_t>(op) ||
+        wakingOp_[lane] == static_cast<std::int64_t>(op)) {
+      return;
+    }
+    noteWait(c, causeLane_, timeNs);
+    if (wakesWorker(c, timeNs)) {
+      wakingOp_[lane] = op;
+      events_.push(timeNs + costs_->wakeLatencyNs, op, kWakeTag);
+      return;
+    }
     eligibleOp_[lane] = op;
     eligibleSinceNs_[lane] = timeNs;
-    noteWait(c, causeLane_, timeNs);
     touchDevice(resource_[op]);
   } else {
     const std::int32_t link = resource_[op] - deviceCount_;
@@ -230,6 +244,21 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
     }
     touchLink(link);
   }
+}
+
+bool Engine::wakesWorker(const CompiledOp& ready, TimeNs timeNs) const {
+  // The worker slept if its lane's last op ended before this moment; its own lane's op ending
+  // now (or nothing ending: the step's first ops) finds it awake.
+  return costs_->wakeLatencyNs > 0 && !launches_ && causeLane_ >= 0 && causeLane_ != ready.lane &&
+         laneFreeSinceNs_[static_cast<std::size_t>(ready.lane)] < timeNs;
+}
+
+void Engine::wake(std::uint32_t op, TimeNs timeNs) {
+  const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
+  wakingOp_[lane] = -1;
+  eligibleOp_[lane] = op;
+  eligibleSinceNs_[lane] = timeNs;
+  touchDevice(resource_[op]);
 }
 
 void Engine::endLate(std::uint32_t op, TimeNs timeNs) {
@@ -326,6 +355,7 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   if (c.isCompute()) {
     const auto lane = static_cast<std::size_t>(c.lane);
     deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
+    laneFreeSinceNs_[lane] = timeNs;
     touchDevice(resource_[op]);
     const std::uint32_t position = ++nextPosition_[lane];
     const std::uint32_t orderIndex = compiled_->orderStart[lane] + position;

@@ -20,7 +20,9 @@ namespace pipeprof::sim {
 /// one cluster device contend for it. A compute op starts when its dependencies are done, it
 /// is next in its lane's order and its device is free; among ready ops of one device the one
 /// ready first wins, then the lower lane, then the lower op index. All events at one time are
-/// processed before any op starts at that time.
+/// processed before any op starts at that time. Without launch data, a lane's worker that slept
+/// waiting for another lane's op starts its next op costs.wakeLatencyNs after that op made it
+/// ready (docs/simulator.md, "Waking a worker").
 ///
 /// Links (docs/simulator.md, "Links"). Without hosts (costs.sharedLinks() false) a link is the
 /// (from device, to device) pair and its copies run one at a time, FIFO by ready time, then op
@@ -95,6 +97,12 @@ class Engine {
   template <bool Launches>
   TimeNs runEvents(std::size_t& finished);
   void makeReady(std::uint32_t op, TimeNs timeNs);
+  /// Whether compute op `ready`, made ready at timeNs by an op of causeLane_, waits for its
+  /// worker to wake (costs.wakeLatencyNs, docs/simulator.md "Waking a worker"): another lane's
+  /// op made it ready and its own lane's last op ended earlier, so the worker slept.
+  bool wakesWorker(const CompiledOp& ready, TimeNs timeNs) const;
+  /// The worker of op's lane is awake: op becomes eligible for its device.
+  void wake(std::uint32_t op, TimeNs timeNs);
   /// A copy, or without launches a compute op, completes.
   void finish(std::uint32_t op, TimeNs timeNs);
   void dispatchDevice(std::int32_t device, TimeNs timeNs);
@@ -166,6 +174,8 @@ class Engine {
   std::vector<std::uint32_t> nextPosition_;    ///< per lane
   std::vector<std::int64_t> eligibleOp_;       ///< per lane, -1 when none
   std::vector<TimeNs> eligibleSinceNs_;        ///< per lane
+  std::vector<std::int64_t> wakingOp_;         ///< per lane: the op its worker wakes up for, or -1
+  std::vector<TimeNs> laneFreeSinceNs_;        ///< per lane: when its last compute op ended (0 before)
   std::vector<std::int32_t> laneDevice_;       ///< per lane: its cluster device
   std::vector<std::int32_t> deviceLaneStart_;  ///< deviceCount + 1 offsets
   std::vector<std::int32_t> deviceLanes_;

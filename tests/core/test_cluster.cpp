@@ -221,6 +221,18 @@ TEST(ClusterJson, OneProcessPerDeviceRoundTrips) {
   EXPECT_THROW(clusterFromJson(wrong, "c.json"), FormatError);
 }
 
+TEST(ClusterJson, AWakeLatencyRoundTripsAndIsOmittedWhenZero) {
+  Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
+  EXPECT_FALSE(toJson(cluster).contains("wake_latency_ns"));
+  cluster.wakeLatencyNs = 60'000;
+  const nlohmann::json json = toJson(cluster);
+  EXPECT_EQ(json.at("wake_latency_ns"), 60'000);
+  EXPECT_EQ(clusterFromJson(json, "c.json").wakeLatencyNs, 60'000);
+  nlohmann::json wrong = json;
+  wrong["wake_latency_ns"] = -5;
+  EXPECT_THROW(clusterFromJson(wrong, "c.json"), FormatError);
+}
+
 std::string errorFor(const std::string& text) {
   try {
     clusterFromJson(nlohmann::json::parse(text), "c.json");

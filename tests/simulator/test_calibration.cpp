@@ -138,6 +138,24 @@ TEST(Calibration, MessageLatencyRoundTripsAndIsDescribed) {
       << describeCalibration(calibration);
 }
 
+TEST(Calibration, WakeLatencyRoundTripsIsDescribedAndSetsTheClusters) {
+  Calibration calibration;
+  calibration.wakeLatencyNs = 61'000;
+  EXPECT_FALSE(calibration.empty());
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["wake_latency_ns"], 61'000);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").wakeLatencyNs, 61'000);
+  EXPECT_FALSE(toJson(Calibration{}).contains("wake_latency_ns"));
+  EXPECT_NE(describeCalibration(calibration).find("; a waiting worker wakes 61.0 us after its data"), std::string::npos)
+      << describeCalibration(calibration);
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
+  EXPECT_EQ(calibratedCluster(cluster, calibration).wakeLatencyNs, 61'000);
+  EXPECT_EQ(calibratedCluster(cluster, Calibration{}).wakeLatencyNs, 0);
+  nlohmann::json negative = json;
+  negative["wake_latency_ns"] = -1;
+  EXPECT_THROW(calibrationFromJson(negative, "cal.json"), FormatError);
+}
+
 TEST(Calibration, FileRoundTripAndDescription) {
   const Calibration calibration = sampleCalibration();
   const nlohmann::json json = toJson(calibration);

@@ -1,5 +1,6 @@
 // Tests of simulator/calibration_fit: scales, device speeds and step overheads fitted to reference pipeline traces.
 #include <pipeprof/simulator/calibration_fit.h>
+#include <pipeprof/simulator/simulator.h>
 
 #include "two_layer_profile.h"
 
@@ -494,6 +495,34 @@ TEST(CalibrationFit, TheFittedMessageLatencyEntersTheOverhead) {
   ASSERT_EQ(fitted.messageLatencyNs, 70'000);
   EXPECT_EQ(unfitted.stepOverheadNs.at(2), 1'000'000 - (64 + 4 * 1'000));
   EXPECT_EQ(fitted.stepOverheadNs.at(2), 1'000'000 - (64 + 4 * 70'000));
+}
+
+TEST(CalibrationFit, TheWakeLatencyIsHowLateAnIdleWorkerStartedAndEntersTheOverhead) {
+  // GPipe over [1,1], 2 micro-batches, traced by the simulator with workers that wake 7 us
+  // after their data, two rounds: the fit reads the 7 us back from their four wake-ups (two
+  // would be too few).
+  const Profile profile = twoLayerProfile();
+  Cluster slowToWake = twoCpus();
+  slowToWake.wakeLatencyNs = 7'000;
+  ReferenceRun run = reference({1, 1}, 2, 8);
+  SimulationOptions options;
+  options.recordTrace = true;
+  run.trace = simulate(profile, slowToWake, run.candidate, options).trace;
+  const TimeNs predictedNs = simulate(profile, twoCpus(), run.candidate).prediction.iterationNs;
+  EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {run, run}).wakeLatencyNs, 7'000);
+  EXPECT_FALSE(calibrationFromRuns(profile, twoCpus(), {run}).wakeLatencyNs.has_value());
+  // With one process per device a message's latency holds its receiver's wake-up.
+  Cluster ranks = twoCpus();
+  ranks.processPerDevice = true;
+  EXPECT_FALSE(calibrationFromRuns(profile, ranks, {run, run}).wakeLatencyNs.has_value());
+  // Spans the schedule does not name give no wake-up.
+  EXPECT_FALSE(calibrationFromRuns(profile, twoCpus(), {reference({1, 1}, 2, 8)}).wakeLatencyNs.has_value());
+
+  // A step of the same reference 1 ms long: the overhead is what it took beyond the simulated
+  // step with both wake-ups in it.
+  run.trace.events.push_back(span(Phase::Step, 0, 1'000'000));
+  EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {run, run}).stepOverheadNs.at(2),
+            1'000'000 - predictedNs - 2 * 7'000);
 }
 
 }  // namespace

@@ -98,6 +98,25 @@ TEST(SimulateClosedForm, SlowLinkIsTheBottleneck) {
   EXPECT_EQ(run(2, 4, Checkpoint::Never, cluster, {kF, kB, 0, 50, 0, 0}).iterationNs, 2 * (kF + kB) + 2 * 4 * 50);
 }
 
+// A worker that sleeps waiting for another device wakes w after the data is there
+// (Cluster::wakeLatencyNs, w < f): stage j's first forward starts j (f + w), and its later
+// forwards find it busy when their input arrives, so forward(i,j) starts (i + j) f + j w. Each
+// stage's first backward waits for the gradient while idle since its forwards, so the backward
+// chain of stage j is late by (K-1-j)(b + w): iteration = (M+K-1)(f+b) + 2 (K-1) w, busy as
+// before.
+TEST(SimulateClosedForm, AWorkerWokenByAnotherDeviceStartsItsOpAWakeLatencyLater) {
+  constexpr TimeNs kW = 3;
+  for (std::int64_t k = 1; k <= 4; ++k) {
+    for (std::int64_t m : {1, 2, 3, 5, 8}) {
+      Cluster cluster = test::freeCluster(k);
+      cluster.wakeLatencyNs = kW;
+      const Prediction p = run(k, m, Checkpoint::Never, cluster);
+      EXPECT_EQ(p.iterationNs, (m + k - 1) * (kF + kB) + 2 * (k - 1) * kW) << "K=" << k << " M=" << m;
+      for (TimeNs busy : p.busyNs) EXPECT_EQ(busy, m * (kF + kB));
+    }
+  }
+}
+
 TEST(Simulate, StagesOnOneDeviceShareIt) {
   const Profile profile = test::uniformProfile(2, {kF, kB, 0, 0, 0, 0});
   Candidate candidate = test::makeCandidate({1, 1}, 4, Checkpoint::Never, 4);

@@ -421,6 +421,51 @@ TEST(StepBreakdown, AMeasuredH100TraceBreaksDownByItsKernels) {
   }
 }
 
+TEST(WakeUps, ReadBackTheSimulatorsWakeLatency) {
+  // Every wake-up of a simulated trace is the cluster's wake latency. Under GPipe each stage's
+  // worker but the first's sleeps before its first forward, and each but the last's before its
+  // first backward; every other op finds it busy when its data arrives (SimulateClosedForm's
+  // derivation). Under 1F1B a worker also sleeps between its steady state's ops.
+  constexpr TimeNs kWake = 60;
+  for (const ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+    for (const std::int64_t p : {2, 4}) {
+      SCOPED_TRACE(scheduleKindName(kind) + " p=" + std::to_string(p));
+      Cluster cluster = test::freeCluster(p);
+      cluster.wakeLatencyNs = kWake;
+      const Profile profile = test::makeProfile(equalStages(p));
+      Candidate candidate =
+          test::makeCandidate(std::vector<std::int64_t>(static_cast<std::size_t>(p), 1), 4, Checkpoint::Never, 4);
+      candidate.schedule = kind;
+      SimulationOptions options;
+      options.recordTrace = true;
+      const SimulationResult result = simulate(profile, cluster, candidate, options);
+      const Schedule schedule = Schedule::build(candidate.scheduleSpec({}));
+      const std::vector<TimeNs> wakeUps = wakeUpsNs(schedule, result.trace);
+      if (kind == ScheduleKind::GPipe) {
+        EXPECT_EQ(wakeUps.size(), static_cast<std::size_t>(2 * (p - 1)));
+      }
+      EXPECT_GE(wakeUps.size(), static_cast<std::size_t>(2 * (p - 1)));
+      EXPECT_EQ(wakeUps, std::vector<TimeNs>(wakeUps.size(), kWake));
+      cluster.wakeLatencyNs = 0;  // every worker starts the moment its data is there
+      const std::vector<TimeNs> awake = wakeUpsNs(schedule, simulate(profile, cluster, candidate, options).trace);
+      EXPECT_FALSE(awake.empty());
+      EXPECT_EQ(awake, std::vector<TimeNs>(awake.size(), 0));
+    }
+  }
+}
+
+TEST(WakeUps, ADeviceBusyWhenItsDataArrivesHasNone) {
+  // Forward-only [1,1]: device 1 is busy with another span until after device 0's forward
+  // ends, so its forward waited for nothing; the step's first op waits for nothing either.
+  Trace trace;
+  trace.events.push_back(spanOf("step", "host", 0, 1000, Phase::Step));
+  trace.events.push_back(spanOf("forward(0,0)", "cpu:0", 10, 100, Phase::Forward));
+  trace.events.push_back(spanOf("forward(0,1)", "cpu:1", 200, 100, Phase::Forward));
+  EXPECT_EQ(wakeUpsNs(twoStagesForwardOnly(), trace), (std::vector<TimeNs>{90}));
+  trace.events.push_back(spanOf("optimizer", "cpu:1", 50, 140, Phase::Optimizer));
+  EXPECT_TRUE(wakeUpsNs(twoStagesForwardOnly(), trace).empty());
+}
+
 TEST(StepBreakdown, AnEmptyTraceHasNoSteps) {
   ScheduleSpec spec;
   spec.balance = {1, 1};

@@ -40,6 +40,12 @@ struct Cluster {
   /// buffers two ops ahead (docs/simulator.md, "Memory model"). false: the devices are
   /// threads of one process, and devices joined by a zero-cost link share tensors.
   bool processPerDevice = false;
+  /// How long a pipeline device's worker that sleeps waiting for another device's data takes to
+  /// start the op once the data is there (a sleeping thread's wake-up: on a 2-core VM about
+  /// 60 us, where a busy worker picks the data up within a few). 0: at once. The calibration
+  /// measures it on threads of one process (Calibration::wakeLatencyNs); with one process per
+  /// device it is part of the message latency instead. docs/simulator.md, "Waking a worker".
+  TimeNs wakeLatencyNs = 0;
 
   std::int64_t deviceCount() const { return static_cast<std::int64_t>(devices.size()); }
   const Link& link(std::int64_t from, std::int64_t to) const;

@@ -90,6 +90,14 @@ struct StepBreakdown {
 /// an empty trace (steps 0).
 StepBreakdown breakDownSteps(const Schedule& schedule, const Trace& trace);
 
+/// The wake-ups of `trace` (spans named as for breakDownSteps): for every op of every step
+/// whose device sat idle from before another device's op it waited for (the op whose output or
+/// gradient it takes, through a copy or directly) ended until after it, the time from that op's
+/// end to its own start. On threads of one process that is a sleeping worker's wake-up (the
+/// calibration's wake latency, simulator/calibration_fit.h); between ranks the message's
+/// latency as well. In step order, device by device; empty for a trace without steps.
+std::vector<TimeNs> wakeUpsNs(const Schedule& schedule, const Trace& trace);
+
 /// {"source", "steps", "devices": [{"device", "trace_device", "step_ns", "<category>_ns"...}]}
 /// with categories named as stepCategoryName with '-' as '_' ("backward_input_ns").
 nlohmann::json toJson(const StepBreakdown& breakdown);

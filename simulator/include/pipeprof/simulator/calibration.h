@@ -16,6 +16,8 @@
 //   messageLatency  (one process per device) how long a message between two ranks takes inside
 //                   the pipeline beyond its drain time: the link's latency as the pipeline sees
 //                   it, wake-ups of busy cores included, where a ping-pong sees an idle machine
+//   wakeLatency     (threads of one process) how long a worker that sleeps waiting for another
+//                   device's data takes to start its op once the data is there
 //
 // A calibration fitted from reference pipelines (simulator/calibration_fit.h) holds one set for
 // every candidate, each shape's references (schedule and checkpoint mode) samples of it: on this
@@ -120,11 +122,15 @@ struct Calibration : ScheduleCorrections {
   /// The latency of every link between two devices of one host (of every link when the
   /// cluster names no hosts) that moves data at a cost; nullopt: the cluster's latencies.
   std::optional<TimeNs> messageLatencyNs;
+  /// The cluster's wake latency (Cluster::wakeLatencyNs): how long a pipeline device's worker
+  /// that sleeps waiting for another device's data takes to start its op once the data is
+  /// there; nullopt: the cluster's own (0 unless its file gives one).
+  std::optional<TimeNs> wakeLatencyNs;
   CalibrationProvenance provenance;
 
   /// True when it corrects nothing (no scales, speeds, overheads, schedule corrections or
-  /// message latency).
-  bool empty() const { return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs; }
+  /// message or wake latency).
+  bool empty() const { return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs && !wakeLatencyNs; }
   /// The key of byShape whose corrections a candidate of `shape` is predicted with: its shape,
   /// else its schedule in another mode (without checkpoints, else except_last, else always: a
   /// sweep times the shapes of the candidates it measures only, and a schedule's modes differ
@@ -144,7 +150,8 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration);
 
 /// The cluster the simulator uses: device j's relativeSpeed set to deviceSpeeds[j] (for the
 /// devices that have one), and with a message latency, the latency of every link it applies to
-/// (see Calibration::messageLatencyNs; a link that costs nothing stays free).
+/// (see Calibration::messageLatencyNs; a link that costs nothing stays free), and with a wake
+/// latency, the cluster's.
 Cluster calibratedCluster(Cluster cluster, const Calibration& calibration);
 
 /// One line: the range of the scales, the device speeds and the range of the step overheads,

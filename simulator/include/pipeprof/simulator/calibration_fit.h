@@ -33,11 +33,15 @@
 //                      waiting when the send began: receive end - send start - the link's drain
 //                      time; the median per direction, the mean of the directions (a clock
 //                      offset between two ranks lengthens one direction as it shortens the other)
+//   wakeLatency      = (threads of one process) the median over every op whose device sat idle
+//                      from before the op of another device it waited for ended until after it
+//                      of (its start - that op's end): a sleeping worker's wake-up (about 60 us
+//                      on a 2-core VM; core/step_breakdown.h, wakeUpsNs)
 //   overhead(m)      = a + b m, never negative: the least-squares line through each chunk
 //                      count's median over the shapes of (the median step of the shape's
-//                      reference m - the simulator's step for it with the scales, speeds and
-//                      message latency applied): zeroing, waking workers, whatever else the
-//                      simulated ops miss; one chunk count: a alone.
+//                      reference m - the simulator's step for it with the scales, speeds,
+//                      message and wake latency applied): zeroing, waking the workers at the
+//                      step's start, whatever else the simulated ops miss; one chunk count: a alone.
 //
 // Why each size is drawn toward the others (until 2026-12-03 each size's scale was y(b) itself):
 // a calibration times its shapes' second chunk counts one after another, so a slow spell lifts
@@ -113,7 +117,8 @@ struct ReferenceRun {
 /// size without spans or without profile time keeps 1.0; overheads are never negative; the
 /// message latency is fitted from 3 messages or more (else left unset), never negative, with the
 /// cluster's links for the drain time, and applies to the links between ranks of one host
-/// (calibratedCluster).
+/// (calibratedCluster); the wake latency from 3 wake-ups or more of a cluster that is not one
+/// process per device (else left unset).
 /// provenance.references lists each shape's and chunk count's steps and median (the caller
 /// fills in the rest of the provenance); no runs give an empty calibration. Throws what the
 /// simulator throws for a reference candidate it cannot simulate.
