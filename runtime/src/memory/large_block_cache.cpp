@@ -1,20 +1,20 @@
 // Freed host blocks too large for glibc to keep (large_block_cache.h).
 #include "memory/large_block_cache.h"
 
-#include <unistd.h>
+#include "memory/host_memory_size.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 namespace pipeprof {
 namespace {
 
-std::size_t quarterOfPhysicalMemory() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long pageBytes = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageBytes <= 0) return std::size_t{1} << 30;
-  return static_cast<std::size_t>(pages) / 4 * static_cast<std::size_t>(pageBytes);
+/// A quarter of what the process may use (1 GiB when that cannot be read).
+std::size_t quarterOfUsableMemory() {
+  const std::optional<std::size_t> bytes = usableHostMemoryBytes();
+  return bytes ? *bytes / 4 : std::size_t{1} << 30;
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ std::size_t LargeBlockCache::cachedBytes() const {
 
 LargeBlockCache& largeBlockCache() {
   // Never destroyed: tensors freed during static destruction still give their blocks back.
-  static auto* cache = new LargeBlockCache(quarterOfPhysicalMemory());
+  static auto* cache = new LargeBlockCache(quarterOfUsableMemory());
   return *cache;
 }
 

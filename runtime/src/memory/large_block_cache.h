@@ -52,7 +52,8 @@ class LargeBlockCache {
   std::size_t cached_ = 0;
 };
 
-/// The process's cache, which allocateAlignedHost uses: a quarter of the host's physical memory,
+/// The process's cache, which allocateAlignedHost uses: a quarter of the memory the process may
+/// use (the host's physical memory, or its control group's limit where lower: a container's),
 /// all of it given back when malloc fails.
 LargeBlockCache& largeBlockCache();
 
