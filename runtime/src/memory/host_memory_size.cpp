@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <exception>
 #include <fstream>
 #include <sstream>
-#include <vector>
 
 namespace pipeprof {
 namespace {
