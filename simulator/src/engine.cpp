@@ -79,7 +79,6 @@ void Engine::resetOps(bool recordMemorySamples) {
   eligibleOp_.assign(lanes, -1);
   eligibleSinceNs_.assign(lanes, 0);
   wakingOp_.assign(lanes, -1);
-  laneFreeSinceNs_.assign(lanes, 0);
   busyNs_.assign(lanes, 0);
   // Compute resources: the cluster devices, or with launches the host threads (the lanes'
   // workers, then one autograd thread per cluster device).
@@ -228,9 +227,7 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
       events_.push(timeNs + costs_->wakeLatencyNs, op, kWakeTag);
       return;
     }
-    eligibleOp_[lane] = op;
-    eligibleSinceNs_[lane] = timeNs;
-    touchDevice(resource_[op]);
+    makeEligible(op, timeNs);
   } else {
     const std::int32_t link = resource_[op] - deviceCount_;
     LinkQueue& queue = links_[static_cast<std::size_t>(link)];
@@ -247,18 +244,25 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
 }
 
 bool Engine::wakesWorker(const CompiledOp& ready, TimeNs timeNs) const {
-  // The worker slept if its lane's last op ended before this moment; its own lane's op ending
-  // now (or nothing ending: the step's first ops) finds it awake.
-  return costs_->wakeLatencyNs > 0 && !launches_ && causeLane_ >= 0 && causeLane_ != ready.lane &&
-         laneFreeSinceNs_[static_cast<std::size_t>(ready.lane)] < timeNs;
+  if (costs_->wakeLatencyNs <= 0 || launches_ || causeLane_ < 0 || causeLane_ == ready.lane) return false;
+  // The worker slept if its lane's previous op ended before this moment; its own lane's op ending
+  // now (or none before: the step's first op, whose worker the step woke) finds it awake.
+  if (ready.orderPosition == 0) return timeNs > 0;
+  const auto lane = static_cast<std::size_t>(ready.lane);
+  const std::uint32_t previous = compiled_->orderOps[compiled_->orderStart[lane] + ready.orderPosition - 1];
+  return endNs_[previous] < timeNs;
 }
 
-void Engine::wake(std::uint32_t op, TimeNs timeNs) {
+void Engine::makeEligible(std::uint32_t op, TimeNs timeNs) {
   const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
-  wakingOp_[lane] = -1;
   eligibleOp_[lane] = op;
   eligibleSinceNs_[lane] = timeNs;
   touchDevice(resource_[op]);
+}
+
+void Engine::wake(std::uint32_t op, TimeNs timeNs) {
+  wakingOp_[static_cast<std::size_t>(compiled_->ops[op].lane)] = -1;
+  makeEligible(op, timeNs);
 }
 
 void Engine::endLate(std::uint32_t op, TimeNs timeNs) {
@@ -355,7 +359,6 @@ void Engine::finish(std::uint32_t op, TimeNs timeNs) {
   if (c.isCompute()) {
     const auto lane = static_cast<std::size_t>(c.lane);
     deviceBusy_[static_cast<std::size_t>(resource_[op])] = 0;
-    laneFreeSinceNs_[lane] = timeNs;
     touchDevice(resource_[op]);
     const std::uint32_t position = ++nextPosition_[lane];
     const std::uint32_t orderIndex = compiled_->orderStart[lane] + position;

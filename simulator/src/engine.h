@@ -99,8 +99,10 @@ class Engine {
   void makeReady(std::uint32_t op, TimeNs timeNs);
   /// Whether compute op `ready`, made ready at timeNs by an op of causeLane_, waits for its
   /// worker to wake (costs.wakeLatencyNs, docs/simulator.md "Waking a worker"): another lane's
-  /// op made it ready and its own lane's last op ended earlier, so the worker slept.
+  /// op made it ready and its lane's previous op (endNs) ended earlier, so the worker slept.
   bool wakesWorker(const CompiledOp& ready, TimeNs timeNs) const;
+  /// Op, next in its lane and ready, may take its device from timeNs.
+  void makeEligible(std::uint32_t op, TimeNs timeNs);
   /// The worker of op's lane is awake: op becomes eligible for its device.
   void wake(std::uint32_t op, TimeNs timeNs);
   /// A copy, or without launches a compute op, completes.
@@ -175,7 +177,6 @@ class Engine {
   std::vector<std::int64_t> eligibleOp_;       ///< per lane, -1 when none
   std::vector<TimeNs> eligibleSinceNs_;        ///< per lane
   std::vector<std::int64_t> wakingOp_;         ///< per lane: the op its worker wakes up for, or -1
-  std::vector<TimeNs> laneFreeSinceNs_;        ///< per lane: when its last compute op ended (0 before)
   std::vector<std::int32_t> laneDevice_;       ///< per lane: its cluster device
   std::vector<std::int32_t> deviceLaneStart_;  ///< deviceCount + 1 offsets
   std::vector<std::int32_t> deviceLanes_;
