@@ -70,6 +70,9 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
         std::max<Bytes>(0, onLine(a.microBatch, *a.innerBackwardWorkspaceBytes, b.microBatch,
                                   *b.innerBackwardWorkspaceBytes, microBatch));
   }
+  if (a.forwardNoGradNs && b.forwardNoGradNs) {
+    result.forwardNoGradNs = onLine(a.microBatch, *a.forwardNoGradNs, b.microBatch, *b.forwardNoGradNs, microBatch);
+  }
   if (a.outputSavedBytes && b.outputSavedBytes) {
     result.outputSavedBytes =
         std::clamp<Bytes>(onLine(a.microBatch, *a.outputSavedBytes, b.microBatch, *b.outputSavedBytes, microBatch), 0,
@@ -130,6 +133,7 @@ nlohmann::json costToJson(const CostSample& cost) {
   // Written only when measured, so older profiles write back byte for byte as before.
   if (cost.outputSavedBytes) json["output_saved_bytes"] = *cost.outputSavedBytes;
   if (cost.innerBackwardWorkspaceBytes) json["inner_backward_workspace_bytes"] = *cost.innerBackwardWorkspaceBytes;
+  if (cost.forwardNoGradNs) json["forward_no_grad_ns"] = *cost.forwardNoGradNs;
   launchToJson(cost.forwardLaunch, "forward", json);
   launchToJson(cost.backwardLaunch, "backward", json);
   if (cost.backwardSplit) {
@@ -198,6 +202,7 @@ CostSample costFromJson(const JsonCursor& json) {
   CostSample cost;
   cost.microBatch = json.at("micro_batch").asPositiveInt();
   cost.forwardNs = json.at("forward_ns").asNonNegativeInt();
+  if (json.has("forward_no_grad_ns")) cost.forwardNoGradNs = json.at("forward_no_grad_ns").asNonNegativeInt();
   cost.backwardNs = json.at("backward_ns").asNonNegativeInt();
   cost.outputBytes = json.at("output_bytes").asNonNegativeInt();
   cost.savedBytes = json.at("saved_bytes").asNonNegativeInt();
@@ -427,6 +432,7 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
     if (costs.front().outputSavedBytes) zero.outputSavedBytes = 0;
     if (costs.front().innerBackwardWorkspaceBytes) zero.innerBackwardWorkspaceBytes = 0;
+    if (costs.front().forwardNoGradNs) zero.forwardNoGradNs = 0;
     if (costs.front().backwardSplit) {
       zero.backwardSplit = BackwardSplit{};
       if (costs.front().backwardSplit->inputWorkspaceBytes) {

@@ -103,6 +103,23 @@ TEST(CostAt, TheInnerBackwardWorkspaceIsInterpolated) {
   EXPECT_FALSE(layer.costAt(2).innerBackwardWorkspaceBytes.has_value());
 }
 
+// The forward without a graph is interpolated like the forward; where a sample lacks it (older
+// profiles) the forward stands for it.
+TEST(CostAt, TheForwardWithoutAGraphIsInterpolatedAndFallsBackToTheForward) {
+  LayerProfile layer;
+  layer.costs = {sample(2, 100, 1, 64, 0, 0), sample(4, 180, 1, 128, 0, 0)};
+  layer.costs[0].forwardNoGradNs = 80;
+  layer.costs[1].forwardNoGradNs = 150;
+  EXPECT_EQ(layer.costAt(3).forwardNoGradNs, 115);
+  EXPECT_EQ(layer.costAt(8).forwardWithoutGraphNs(), 290);
+  layer.costs[1].forwardNoGradNs.reset();
+  EXPECT_FALSE(layer.costAt(3).forwardNoGradNs.has_value()) << "both samples carry it, or it is unknown";
+  EXPECT_EQ(layer.costAt(3).forwardWithoutGraphNs(), 140) << "the forward's";
+  layer.costs = {sample(4, 1000, 1, 100, 0, 0)};
+  layer.costs[0].forwardNoGradNs = 900;
+  EXPECT_EQ(layer.costAt(2).forwardNoGradNs, 450) << "a single sample is proportional";
+}
+
 TEST(CostAt, RejectsEmptyAndNonPositive) {
   LayerProfile layer;
   layer.name = "fc";
@@ -435,6 +452,19 @@ TEST(ProfileJson, TheBackwardSplitRoundTripsWithOrWithoutItsOwnMemory) {
 // c10/cuda/CUDACachingAllocator.cpp: round_size to 512, small requests split from 2 MiB
 // segments, 1-10 MiB from 20 MiB ones, 10 MiB and more get a segment rounded to 2 MiB that is
 // split only when more than 1 MiB remains.
+TEST(ProfileJson, TheForwardWithoutAGraphRoundTripsAndOldFilesReadTheForward) {
+  Profile profile = exampleProfile();
+  EXPECT_FALSE(toJson(profile)["layers"][0]["costs"][0].contains("forward_no_grad_ns")) << "written only when measured";
+  EXPECT_EQ(profileFromJson(toJson(profile), "p.json").layers[0].costs[0].forwardWithoutGraphNs(),
+            profile.layers[0].costs[0].forwardNs);
+  profile.layers[0].costs[0].forwardNoGradNs = 7;
+  const nlohmann::json json = toJson(profile);
+  EXPECT_EQ(json["layers"][0]["costs"][0]["forward_no_grad_ns"], 7);
+  expectEqual(profileFromJson(json, "p.json"), profile);
+  EXPECT_EQ(errorAfter([](auto& j) { j["layers"][0]["costs"][0]["forward_no_grad_ns"] = -1; }, profile),
+            "p.json: $.layers[0].costs[0].forward_no_grad_ns: expected a non-negative integer, got -1");
+}
+
 TEST(ProfileJson, TheLossRoundTripsAndOldFilesCostNothing) {
   Profile profile = exampleProfile();
   EXPECT_FALSE(toJson(profile).contains("loss")) << "written only when measured";

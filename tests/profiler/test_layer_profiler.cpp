@@ -304,17 +304,20 @@ TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardOnItsOutput) {
   EXPECT_EQ(calls, 2 * (passes + 1));
 }
 
-/// A Linear that writes to `log` when its forward runs ("F<id>"), when the gradient of its output
-/// arrives ("B<id>": a whole backward or I) and when its weight's gradient is made ("W<id>").
+/// A Linear that writes to `log` when its forward runs ("F<id>", "N<id>" without a graph), when
+/// the gradient of its output arrives ("B<id>": a whole backward or I) and when its weight's
+/// gradient is made ("W<id>").
 struct OrderLoggerImpl : torch::nn::Module {
   OrderLoggerImpl(int id, std::string* log) : id(id), log(log) {
     linear = register_module("linear", torch::nn::Linear(8, 8));
     linear->weight.register_hook([this](const torch::Tensor&) { *this->log += "W" + std::to_string(this->id) + " "; });
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    *log += "F" + std::to_string(id) + " ";
     torch::Tensor y = linear(x);
-    y.register_hook([this](const torch::Tensor&) { *this->log += "B" + std::to_string(this->id) + " "; });
+    *log += (y.requires_grad() ? "F" : "N") + std::to_string(id) + " ";
+    if (y.requires_grad()) {
+      y.register_hook([this](const torch::Tensor&) { *this->log += "B" + std::to_string(this->id) + " "; });
+    }
     return y;
   }
   int id;
@@ -344,9 +347,14 @@ TEST(LayerProfiler, TimedPassesRunTheLayersAsAStageDoes) {
   // Split: every I, then every W. The first layer's I computes nothing (its input needs no
   // gradient), and W runs the engine again from each frontier node, whose output hook fires again.
   EXPECT_GE(count("F0 F1 F2 B2 B1 B2 W2 B1 W1 B0 W0 "), timed) << log;
+  // The forward without a graph, as a checkpointed micro-batch runs it: passes of its own, a
+  // warm-up and minRuns timed.
+  EXPECT_GE(count("N0 N1 N2 "), quick({4}).minRuns + 1) << log;
   for (const LayerProfile& layer : profile.layers) {
     EXPECT_GT(layer.costs[0].backwardNs, 0) << layer.name;
     EXPECT_GT(layer.costs[0].backwardSplit->weightNs, 0) << layer.name;
+    ASSERT_TRUE(layer.costs[0].forwardNoGradNs) << layer.name;
+    EXPECT_GT(*layer.costs[0].forwardNoGradNs, 0) << layer.name;
   }
 }
 
@@ -414,6 +422,8 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   EXPECT_GT(profile.layers[2].costs[0].backwardNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].backwardSplit);
   EXPECT_GT(profile.layers[2].costs[0].backwardSplit->inputNs, 0);
+  ASSERT_TRUE(profile.layers[2].costs[0].forwardNoGradNs) << "the pass without a graph pops the skip too";
+  EXPECT_GT(*profile.layers[2].costs[0].forwardNoGradNs, 0);
   // --min-runs 2: a warm-up and a whole and a split pass of every layer, and one more split
   // pass of the popping layer.
   rightAfter = 0;
@@ -497,6 +507,7 @@ TEST(LayerProfiler, TimesArePositiveAndAWiderLayerIsSlower) {
   // 64x the multiply-adds: a margin that parallel ctest jobs on 2 cores cannot close.
   EXPECT_GT(profile.layers[1].costs[0].forwardNs, profile.layers[0].costs[0].forwardNs);
   EXPECT_GT(profile.layers[1].costs[0].backwardNs, profile.layers[0].costs[0].backwardNs);
+  EXPECT_GT(*profile.layers[1].costs[0].forwardNoGradNs, *profile.layers[0].costs[0].forwardNoGradNs);
   // Launches are a CUDA matter: a CPU profile carries none, so its predictions run one lane.
   EXPECT_FALSE(profile.hasLaunchData());
   EXPECT_FALSE(profile.layers[0].costs[0].forwardLaunch.has_value());

@@ -126,6 +126,22 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     }
     detached.clear();
   };
+  // A forward-only pass without a graph, as a checkpointed micro-batch's forward runs in a stage
+  // (stage_core.cpp): every layer in order, no tensor saved, under autocast no cast cached. A
+  // pass of its own, since running a layer twice in one pass would pop its skip twice.
+  auto noGradPass = [&](bool record) {
+    torch::NoGradGuard noGrad;
+    AutocastCacheOff cacheOff;
+    Tensors x = input;
+    for (std::int64_t L = 0; L < n; ++L) {
+      if (!layers.runs(L)) continue;
+      detached.setLayer(L);
+      Tensors in = stageInputs(x, L);
+      const TimedRun forward = clock.time([&] { x = runLayer(*layers.modules[L], in, layers.names[L]); });
+      if (record) samples.forwardNoGradNs[static_cast<std::size_t>(L)].push_back(forward.ns);
+    }
+    detached.clear();
+  };
   // A pass of every layer is expected to take as long as the last one did (before the first:
   // as long as the memory passes' run of every layer, when they timed one).
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -162,13 +178,17 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     const bool split = floorPass(true);
     ran = whole || split;
   }
+  if (samples.noGradRuns() < minRuns && runs.warmupRuns > 0) noGradPass(false);
+  while (samples.noGradRuns() < minRuns) noGradPass(true);
   // Past the floor, passes of every layer while the next is expected to end within the budget
   // (the warm-ups left first, each only where a timed pass fits after it), whole and split in
   // turn, at most 100 runs in all.
   for (; warmups < runs.warmupRuns && fits(2); ++warmups) timedPass(false, warmups % 2 == 1, everyLayer);
+  // After each split pass, a pass without a graph where one fits (it runs a third of one).
   for (bool split = false; samples.wholeRuns(loss != nullptr) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
     if (runs.stop.stopRequested() || !fits(1)) break;
     timedPass(true, split, everyLayer);
+    if (split && samples.noGradRuns() < kMaxRuns && fits(1)) noGradPass(true);
   }
   for (std::int64_t L = 0; L < n; ++L) {
     costs[L].forwardNs = medianNs(samples.forwardNs[L]);
@@ -176,6 +196,7 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     BackwardSplit& split = costs[L].backwardSplit.emplace(costs[L].backwardSplit.value_or(BackwardSplit{}));
     split.inputNs = medianNs(samples.inputNs[L]);
     split.weightNs = medianNs(samples.weightNs[L]);
+    if (!samples.forwardNoGradNs[L].empty()) costs[L].forwardNoGradNs = medianNs(samples.forwardNoGradNs[L]);
     if (device.is_cuda()) {
       costs[L].forwardLaunch = LaunchCost{medianNs(samples.forwardLaunchNs[L]), 0, 0};
       costs[L].backwardLaunch = LaunchCost{medianNs(samples.backwardLaunchNs[L]), 0, 0};

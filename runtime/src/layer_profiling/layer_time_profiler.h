@@ -46,7 +46,9 @@ std::vector<std::pair<std::int64_t, std::int64_t>> stageWindows(const std::vecto
 /// only to feed them), a first warm-up before them; where the samples time every layer, none.
 /// Then passes of every layer while the next is expected to end within `runs.seconds` (the
 /// warm-ups left first, where a timed pass fits after each), whole and split in turn, at most
-/// 100 runs in all. On CUDA also the host's time up to each run's return (forwardLaunch /
+/// 100 runs in all. The forward without a graph (CostSample::forwardNoGradNs) in forward-only
+/// passes of its own: `runs.minRuns` after the floor (a warm-up first), then one after each
+/// split pass while one fits. On CUDA also the host's time up to each run's return (forwardLaunch /
 /// backwardLaunch's hostNs). With `loss`, its times too, after the last layer's forward in every
 /// pass. Returns the runs recorded: the fewest of any layer, whole and split together.
 std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,

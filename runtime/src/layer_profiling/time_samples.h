@@ -43,6 +43,7 @@ struct TimeSamples {
         backwardLaunchNs(layers),
         inputNs(layers),
         weightNs(layers),
+        forwardNoGradNs(layers),
         popsASkip(layers, false),
         leftOut(layers, false) {}
 
@@ -67,6 +68,14 @@ struct TimeSamples {
     }
     return lacking;
   }
+  /// The runs of the model's forward without a graph recorded so far: the fewest any layer has.
+  std::int64_t noGradRuns() const {
+    std::size_t fewest = SIZE_MAX;
+    for (std::size_t L = 0; L < forwardNoGradNs.size(); ++L) {
+      if (!leftOut[L]) fewest = std::min(fewest, forwardNoGradNs[L].size());
+    }
+    return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
+  }
   /// The runs of the model with the backward split recorded so far: the fewest any layer has.
   std::int64_t splitRuns() const {
     std::size_t fewest = SIZE_MAX;
@@ -82,6 +91,7 @@ struct TimeSamples {
   std::vector<std::vector<TimeNs>> backwardLaunchNs;  ///< CUDA: the host's time to the backward's return
   std::vector<std::vector<TimeNs>> inputNs;           ///< the backward split: I
   std::vector<std::vector<TimeNs>> weightNs;          ///< and W
+  std::vector<std::vector<TimeNs>> forwardNoGradNs;   ///< the forward without a graph
   std::vector<TimeNs> lossForwardNs;
   std::vector<TimeNs> lossBackwardNs;
 

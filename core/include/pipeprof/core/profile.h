@@ -91,6 +91,14 @@ struct CostSample {
   /// peaks lower than backwardWorkspaceBytes says, once its first ops freed those two. Absent in
   /// files measured before 2026-11-30, then taken as backwardWorkspaceBytes.
   std::optional<Bytes> innerBackwardWorkspaceBytes{};
+  /// The forward run without a graph, as a checkpointed micro-batch's forward (and a forward
+  /// outside training) runs: no tensor saved for backward, no autograd node made, under autocast
+  /// no cast kept in the cache. Absent in files measured before 2026-12-04, then taken as
+  /// forwardNs (forwardWithoutGraphNs).
+  std::optional<TimeNs> forwardNoGradNs{};
+
+  /// The forward without a graph: forwardNoGradNs where measured, else forwardNs.
+  TimeNs forwardWithoutGraphNs() const { return forwardNoGradNs.value_or(forwardNs); }
 };
 
 /// Costs at any micro-batch size from samples sorted by size: piecewise-linear between samples,
