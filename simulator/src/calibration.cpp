@@ -274,6 +274,7 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration) {
       auto scale = calibration.scales.find(cost.microBatch);
       if (scale == calibration.scales.end()) continue;
       cost.forwardNs = scaled(cost.forwardNs, scale->second.forward);
+      if (cost.forwardNoGradNs) cost.forwardNoGradNs = scaled(*cost.forwardNoGradNs, scale->second.forward);
       cost.backwardNs = scaled(cost.backwardNs, scale->second.backward);
       if (cost.backwardSplit) {  // I and W: the backward's scale (the references run whole backwards)
         cost.backwardSplit->inputNs = scaled(cost.backwardSplit->inputNs, scale->second.backward);

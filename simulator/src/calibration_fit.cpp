@@ -56,31 +56,18 @@ void forEachTimedOp(const ReferenceRun& run, Visit visit) {
   forEachTimedSpan(run, {Phase::Forward, Phase::Backward}, visit);
 }
 
-/// Per micro-batch size, the whole model's forward and backward time of every micro-batch of
-/// every timed step: the sum of its spans over the stages.
-struct WholeModelSamples {
-  std::map<std::int64_t, std::vector<TimeNs>> forwardNs;
-  std::map<std::int64_t, std::vector<TimeNs>> backwardNs;
+/// Whether a traced op is the forward of a checkpointed micro-batch, which runs without a graph
+/// (the reference pipelines train).
+bool forwardWithoutGraph(const ReferenceRun& run, const TraceEvent& op) {
+  return op.phase == Phase::Forward &&
+         op.microBatch < checkpointStop(run.candidate.checkpoint, run.candidate.chunks, /*training=*/true);
+}
 
-  void add(const ReferenceRun& run) {
-    // (step, micro-batch, phase) -> (size, time summed over the stages)
-    std::map<std::tuple<std::size_t, std::int64_t, Phase>, std::pair<std::int64_t, TimeNs>> sums;
-    forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
-      auto& [sumSize, sumNs] = sums[{step, op.microBatch, op.phase}];
-      sumSize = size;
-      sumNs += op.durationNs;
-    });
-    for (const auto& [key, sum] : sums) {
-      (std::get<2>(key) == Phase::Forward ? forwardNs : backwardNs)[sum.first].push_back(sum.second);
-    }
-  }
-};
-
-/// What the profile predicts of a layer for a measured forward or backward span: a backward's
-/// input or weight half (zero bubble) by the span's name, as the simulator splits it
-/// (sim::stageSplitTimes), else the whole pass.
-TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
-  if (op.phase == Phase::Forward) return cost.forwardNs;
+/// What the profile predicts of a layer for a measured forward or backward span: a forward
+/// without a graph by its own figure; a backward's input or weight half (zero bubble) by the
+/// span's name, as the simulator splits it (sim::stageSplitTimes), else the whole pass.
+TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op, bool withoutGraph) {
+  if (op.phase == Phase::Forward) return withoutGraph ? cost.forwardWithoutGraphNs() : cost.forwardNs;
   if (!cost.backwardSplit) return cost.backwardNs;
   const sim::SplitTimes times =
       sim::stageSplitTimes(op.partition, cost.backwardSplit->inputNs, cost.backwardSplit->weightNs, cost.backwardNs);
@@ -88,6 +75,57 @@ TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op) {
   if (op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) return times.weightNs;
   return cost.backwardNs;
 }
+
+/// The whole model's profiled forward (with its graph and without) and backward time at
+/// micro-batch size `size`.
+struct ProfiledModel {
+  TimeNs forwardNs = 0;
+  TimeNs forwardNoGradNs = 0;
+  TimeNs backwardNs = 0;
+
+  ProfiledModel(const Profile& profile, std::int64_t size) {
+    for (const LayerProfile& layer : profile.layers) {
+      const CostSample cost = layer.costAt(size);
+      forwardNs += cost.forwardNs;
+      forwardNoGradNs += cost.forwardWithoutGraphNs();
+      backwardNs += cost.backwardNs;
+    }
+  }
+};
+
+/// Per micro-batch size, the whole model's forward and backward time of every micro-batch of
+/// every timed step (the sum of its spans over the stages) over the profile's: a checkpointed
+/// micro-batch's forward over the forwards without a graph.
+struct WholeModelSamples {
+  std::map<std::int64_t, std::vector<double>> forwardRatios;
+  std::map<std::int64_t, std::vector<double>> backwardRatios;
+
+  void add(const Profile& profile, const ReferenceRun& run) {
+    // (step, micro-batch, phase) -> (size, time summed over the stages, without a graph)
+    struct Sum {
+      std::int64_t size = 0;
+      TimeNs ns = 0;
+      bool withoutGraph = false;
+    };
+    std::map<std::tuple<std::size_t, std::int64_t, Phase>, Sum> sums;
+    forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
+      Sum& sum = sums[{step, op.microBatch, op.phase}];
+      sum.size = size;
+      sum.ns += op.durationNs;
+      sum.withoutGraph = forwardWithoutGraph(run, op);
+    });
+    std::map<std::int64_t, ProfiledModel> profiled;
+    for (const auto& [key, sum] : sums) {
+      const ProfiledModel& model = profiled.try_emplace(sum.size, profile, sum.size).first->second;
+      const bool forward = std::get<2>(key) == Phase::Forward;
+      const TimeNs profiledNs =
+          forward ? (sum.withoutGraph ? model.forwardNoGradNs : model.forwardNs) : model.backwardNs;
+      if (profiledNs <= 0) continue;
+      (forward ? forwardRatios : backwardRatios)[sum.size].push_back(static_cast<double>(sum.ns) /
+                                                                     static_cast<double>(profiledNs));
+    }
+  }
+};
 
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
 /// over what their spans measured, over every timed step of every run (clamped to [0.5, 2]).
@@ -106,9 +144,10 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
       const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
       const auto first =
           std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j), std::int64_t{0});
+      const bool withoutGraph = forwardWithoutGraph(*run, op);
       for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
         const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
-        predictedNs[d] += profiledSpanNs(cost, op);
+        predictedNs[d] += profiledSpanNs(cost, op, withoutGraph);
       }
       measuredNs[d] += op.durationNs;
     });
@@ -260,18 +299,6 @@ Candidate referenceCandidate(std::int64_t layers, std::int64_t devices, std::int
 
 namespace {
 
-/// The whole model's profiled forward and backward time at micro-batch size `size`.
-std::pair<TimeNs, TimeNs> profiledModelNs(const Profile& profile, std::int64_t size) {
-  TimeNs forwardNs = 0;
-  TimeNs backwardNs = 0;
-  for (const LayerProfile& layer : profile.layers) {
-    const CostSample cost = layer.costAt(size);
-    forwardNs += cost.forwardNs;
-    backwardNs += cost.backwardNs;
-  }
-  return {forwardNs, backwardNs};
-}
-
 /// One shape's runs (schedule, stages per device and checkpoint mode): a cell of every table
 /// below, so that a shape timed at a slow moment is one cell among the shapes'.
 struct ShapeRuns {
@@ -279,9 +306,15 @@ struct ShapeRuns {
   WholeModelSamples samples;
 };
 
-/// By micro-batch size, one log(the shape's median measured time / the profiled time) per shape
-/// timed at it.
+/// By micro-batch size, one log(the shape's median measured time over the profiled time) per
+/// shape timed at it.
 using LogCells = std::map<std::int64_t, std::vector<double>>;
+
+void addCell(LogCells& cells, std::int64_t size, const std::vector<double>& ratios) {
+  if (ratios.empty()) return;
+  const double ratio = median(ratios);
+  if (ratio > 0.0) cells[size].push_back(std::log(ratio));
+}
 
 void addCell(LogCells& cells, std::int64_t size, const std::vector<TimeNs>& measuredNs, TimeNs profiledNs) {
   const TimeNs ns = medianNs(measuredNs);
@@ -309,19 +342,15 @@ std::map<std::int64_t, double> sizeScales(const LogCells& cells, double maxScale
 }
 
 /// The forward and backward scale of every size any shape timed (calibration_fit.h).
-void fitLayerScales(const Profile& profile, const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
+void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
   LogCells forward;
   LogCells backward;
   for (const ShapeRuns& shape : shapes) {
-    for (const auto& [size, forwardNs] : shape.samples.forwardNs) {
-      const auto [profiledForwardNs, profiledBackwardNs] = profiledModelNs(profile, size);
-      addCell(forward, size, forwardNs, profiledForwardNs);
-      if (auto backwardNs = shape.samples.backwardNs.find(size); backwardNs != shape.samples.backwardNs.end())
-        addCell(backward, size, backwardNs->second, profiledBackwardNs);
-    }
+    for (const auto& [size, ratios] : shape.samples.forwardRatios) addCell(forward, size, ratios);
+    for (const auto& [size, ratios] : shape.samples.backwardRatios) addCell(backward, size, ratios);
   }
   for (const ShapeRuns& shape : shapes) {
-    for (const auto& [size, forwardNs] : shape.samples.forwardNs) calibration.scales.try_emplace(size);
+    for (const auto& [size, ratios] : shape.samples.forwardRatios) calibration.scales.try_emplace(size);
   }
   for (const auto& [size, scale] : sizeScales(forward, kMaxLayerScale)) calibration.scales[size].forward = scale;
   for (const auto& [size, scale] : sizeScales(backward, kMaxLayerScale)) calibration.scales[size].backward = scale;
@@ -378,7 +407,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (const ReferenceRun& run : runs) {
     ShapeRuns& shape = byShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}];
     shape.runs.push_back(&run);
-    shape.samples.add(run);
+    shape.samples.add(profile, run);
     allRuns.push_back(&run);
   }
   Calibration calibration;
@@ -387,7 +416,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (auto& [key, shape] : byShape) shapes.push_back(std::move(shape));
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
   calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
-  fitLayerScales(profile, shapes, calibration);
+  fitLayerScales(shapes, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns);
   fitLossScales(profile, shapes, calibration);
   fitOverheads(profile, cluster, shapes, calibration);

@@ -200,8 +200,8 @@ class OpEffectsBuilder {
 void OpEffectsBuilder::forward(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
   auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
-  c.durationSlot = durationSlot(op.i, layout_.forwardNs(j));
   const bool keepsGraph = training_ && !schedule_.checkpointed(op.i);
+  c.durationSlot = durationSlot(op.i, keepsGraph ? layout_.forwardNs(j) : layout_.forwardNoGradNs(j));
   e.transient.push_back(mem(j, keepsGraph ? layout_.gradForwardPeak(j) : layout_.noGradForwardPeak(j)));
   if (keepsGraph) e.endTransient.push_back(mem(j, layout_.gradForwardPeakAtEnd(j)));
   if (keepsGraph) {

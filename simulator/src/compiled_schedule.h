@@ -17,7 +17,8 @@ struct SlotLayout {
   std::int32_t skips = 0;  ///< skip routes
 
   // Duration slots.
-  std::int32_t durationsPerClass() const { return 6 * n + 2 * skips + 2; }
+  std::int32_t durationsPerClass() const { return 7 * n + 2 * skips + 2; }
+  /// A forward that keeps its graph (training, not checkpointed), and a recompute.
   std::int32_t forwardNs(std::int32_t j) const { return j; }
   std::int32_t backwardNs(std::int32_t j) const { return n + j; }
   std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
@@ -30,6 +31,9 @@ struct SlotLayout {
   /// stage, and W.
   std::int32_t backwardInputNs(std::int32_t j) const { return 4 * n + 2 * skips + 2 + j; }
   std::int32_t backwardWeightNs(std::int32_t j) const { return 5 * n + 2 * skips + 2 + j; }
+  /// A forward that keeps no graph (a checkpointed micro-batch, or not training):
+  /// CostSample::forwardWithoutGraphNs.
+  std::int32_t forwardNoGradNs(std::int32_t j) const { return 6 * n + 2 * skips + 2 + j; }
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").

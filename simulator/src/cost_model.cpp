@@ -55,6 +55,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->microBatch = microBatch;
   const std::size_t layers = profile_->layers.size();
   table->forwardPrefix.assign(layers + 1, 0);
+  table->forwardNoGradPrefix.assign(layers + 1, 0);
   table->backwardPrefix.assign(layers + 1, 0);
   table->savedPrefix.assign(layers + 1, 0);
   table->backwardInputPrefix.assign(layers + 1, 0);
@@ -73,6 +74,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   for (std::size_t l = 0; l < layers; ++l) {
     const CostSample cost = profile_->layers[l].costAt(microBatch);
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
+    table->forwardNoGradPrefix[l + 1] = table->forwardNoGradPrefix[l] + cost.forwardWithoutGraphNs();
     table->backwardPrefix[l + 1] = table->backwardPrefix[l] + cost.backwardNs;
     table->savedPrefix[l + 1] = table->savedPrefix[l] + sumBytes(cost.savedBytes);
     const BackwardSplit split = cost.backwardSplit.value_or(BackwardSplit{});
@@ -212,7 +214,8 @@ std::vector<std::int32_t> hostIndices(const Cluster& cluster) {
 namespace {
 
 /// Profiles with launch data: a forward's (recompute's) and a backward's host launch time and
-/// kernel count, and their device time in place of the synchronised one. The device runs the
+/// kernel count, and their device time in place of the synchronised one (a forward without a
+/// graph: the forward's). The device runs the
 /// kernels at its speed; the host launches them at its own.
 void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
                      const MicroBatching& batching, const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
@@ -235,6 +238,11 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
       out.launchNs[backward] = table.backwardHostPrefix[end] - table.backwardHostPrefix[first];
       out.kernels[forward] = table.forwardKernelPrefix[end] - table.forwardKernelPrefix[first];
       out.kernels[backward] = table.backwardKernelPrefix[end] - table.backwardKernelPrefix[first];
+      // A forward without a graph launches the same kernels (its launches are measured with one).
+      const auto noGrad = static_cast<std::size_t>(classSlot + layout.forwardNoGradNs(j));
+      out.durationNs[noGrad] = out.durationNs[forward];
+      out.launchNs[noGrad] = out.launchNs[forward];
+      out.kernels[noGrad] = out.kernels[forward];
       if (!compiled.splitsBackward) continue;
       // I and W launch the backward's kernels between them, in proportion to their times.
       const auto input = static_cast<std::size_t>(classSlot + layout.backwardInputNs(j));
@@ -408,6 +416,8 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   const auto end = static_cast<std::size_t>(r.firstLayer[static_cast<std::size_t>(j) + 1]);
   const double speed = r.cluster.devices[static_cast<std::size_t>(r.deviceOf(j))].relativeSpeed;
   duration[layout.forwardNs(j)] = scaleTime(table.forwardPrefix[end] - table.forwardPrefix[first], speed);
+  duration[layout.forwardNoGradNs(j)] =
+      scaleTime(table.forwardNoGradPrefix[end] - table.forwardNoGradPrefix[first], speed);
   duration[layout.backwardNs(j)] = scaleTime(table.backwardPrefix[end] - table.backwardPrefix[first], speed);
   bytes[layout.saved(j)] = table.savedPrefix[end] - table.savedPrefix[first];
   if (r.compiled.splitsBackward) {

@@ -18,6 +18,7 @@ namespace pipeprof::sim {
 struct LayerCostTable {
   std::int64_t microBatch = 0;
   std::vector<TimeNs> forwardPrefix;
+  std::vector<TimeNs> forwardNoGradPrefix;  ///< CostSample::forwardWithoutGraphNs
   std::vector<TimeNs> backwardPrefix;
   std::vector<Bytes> savedPrefix;
   /// The backward's I/W split (profiles that carry it; else all zero).

@@ -150,6 +150,25 @@ TEST(CalibrationFit, AReferenceTimedInASlowSpellIsOneShapeAmongThree) {
   EXPECT_TRUE(calibration.byShape.empty());
 }
 
+TEST(CalibrationFit, ACheckpointedMicroBatchsForwardIsTimedAgainstTheForwardWithoutAGraph) {
+  // The profile's forward without a graph takes half its forward. Both shapes ran their forwards
+  // at twice the profile: never's at 2 per sample (its forwards keep their graph), always's at
+  // 1 (none does). One scale of 2 fits both; against the forward with a graph always's cell
+  // would read 1.
+  Profile profile = twoLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) cost.forwardNoGradNs = cost.forwardNs / 2;
+  }
+  const Calibration calibration = calibrationFromRuns(profile, twoCpus(),
+                                                      {shapeReference(ScheduleKind::GPipe, Checkpoint::Never, 2, 2),
+                                                       shapeReference(ScheduleKind::GPipe, Checkpoint::Always, 2, 1)});
+  EXPECT_NEAR(calibration.scales.at(4).forward, 2.0, 1e-12);
+  EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.0, 1.0})) << "each forward against its own kind";
+  const CostSample calibrated = calibratedProfile(profile, calibration).layers[0].costAt(4);
+  EXPECT_EQ(calibrated.forwardNs, 8);
+  EXPECT_EQ(calibrated.forwardNoGradNs, 4) << "the forward's scale";
+}
+
 TEST(CalibrationFit, ASizeOnlySomeShapesTimedIsDrawnTowardTheOthersByTheShapesDisagreement) {
   // A calibration whose budget timed GPipe at chunks 2 and 3 and 1F1B at chunks 2 only:
   //                   4   3   2

@@ -68,6 +68,31 @@ TEST(SimulateClosedForm, ExceptLastAddsOneForwardPerCheckpointedMicroBatch) {
   }
 }
 
+// A checkpointed micro-batch's forward runs without a graph, g <= f, its recompute with one:
+// the forwards' diagonal takes (M+K-1) g, the backward chain as above, so iteration =
+// (M+K-1)(g+b) + M f; except_last's last micro-batch keeps its graph, and its forward takes f.
+TEST(SimulateClosedForm, ACheckpointedForwardRunsWithoutAGraphAndTheRecomputeWithOne) {
+  constexpr TimeNs kG = 6;
+  for (std::int64_t k = 1; k <= 4; ++k) {
+    for (std::int64_t m : {1, 2, 3, 5, 8}) {
+      Profile profile = test::uniformProfile(k, {kF, kB, 0, 0, 0, 0});
+      for (LayerProfile& layer : profile.layers) layer.costs.front().forwardNoGradNs = kG;
+      const std::vector<std::int64_t> balance(static_cast<std::size_t>(k), 1);
+      const Prediction always =
+          simulate(profile, test::freeCluster(k), test::makeCandidate(balance, m, Checkpoint::Always, m)).prediction;
+      EXPECT_EQ(always.iterationNs, (m + k - 1) * (kG + kB) + m * kF) << "K=" << k << " M=" << m;
+      for (TimeNs busy : always.busyNs) EXPECT_EQ(busy, m * (kG + kF + kB));
+      const Prediction exceptLast =
+          simulate(profile, test::freeCluster(k), test::makeCandidate(balance, m, Checkpoint::ExceptLast, m))
+              .prediction;
+      for (TimeNs busy : exceptLast.busyNs) EXPECT_EQ(busy, (m - 1) * (kG + kF) + kF + m * kB);
+      const Prediction never =
+          simulate(profile, test::freeCluster(k), test::makeCandidate(balance, m, Checkpoint::Never, m)).prediction;
+      EXPECT_EQ(never.iterationNs, (m + k - 1) * (kF + kB)) << "every forward keeps its graph";
+    }
+  }
+}
+
 // Every boundary copy costs c <= min(f, b) (latency only): forward(i,j) starts at
 // i f + j (f + c) and backward(i,j) at T0 + (M-1-i) b + (K-1-j)(b + c), so
 // iteration = M (f + b) + (K-1)(f + b + 2c).

@@ -7,9 +7,9 @@
 // before it measures anything; see simulator/calibration_fit.h), holds these corrections:
 //
 //   scales(b)       how long the layers take chained in the pipeline at micro-batch size b
-//                   against the profile: every layer's forward (and recompute) time at b times
-//                   forward, its backward time times backward, the loss's forward times loss
-//                   (sizes without a scale: 1.0)
+//                   against the profile: every layer's forward (with its graph or without)
+//                   and recompute time at b times forward, its backward time times
+//                   backward, the loss's forward times loss (sizes without a scale: 1.0)
 //   deviceSpeeds(j) the relative speed of cluster device j (on one CPU host the stages do
 //                   not run alike)
 //   stepOverhead(m) what a step with m chunks costs beyond the simulated pipeline
@@ -143,7 +143,7 @@ struct Calibration : ScheduleCorrections {
   Calibration forShape(const ReferenceShape& shape) const;
 };
 
-/// The profile the simulator uses: every layer's forward (and recompute) and backward time at
+/// The profile the simulator uses: every layer's forward (both kinds) and backward time at
 /// each calibrated micro-batch size multiplied by that size's scale (rounded to the nearest ns);
 /// sizes without a scale are left as they are.
 Profile calibratedProfile(Profile profile, const Calibration& calibration);

@@ -16,7 +16,8 @@
 //   forwardScale(b)  = how much longer the layers ran in the references than profiled at
 //                      micro-batch size b: a cell per shape timed at b, log(median over the
 //                      shape's micro-batches of b samples of (sum over stages of its forward
-//                      spans) / the profile's forward of the whole model at b); y(b) the median
+//                      spans) / the profile's forward of the whole model at b, for a
+//                      checkpointed micro-batch its forward without a graph); y(b) the median
 //                      of b's cells, c the median of y over the sizes; forwardScale(b) =
 //                      exp(c + share (y(b) - c)), share = tau^2 / (tau^2 + s^2) (empirical Bayes:
 //                      tau = kSizeScaleSd, how far two sizes' scales truly differ; s^2 the
