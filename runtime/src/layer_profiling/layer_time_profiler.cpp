@@ -43,6 +43,25 @@ std::optional<LaunchCost> capturedKernels(CuptiCollector& collector, const torch
   return kernels;
 }
 
+/// A forward-only pass without a graph, as a checkpointed micro-batch's forward runs in a stage
+/// (stage_core.cpp): every layer in order, no tensor saved, under autocast no cast cached; each
+/// layer's time into samples.forwardNoGradNs where `record`. A pass of its own, since running a
+/// layer twice within a timed pass would pop its skip twice.
+void forwardPassWithoutGraph(Layers& layers, const Tensors& input, const DeviceClock& clock, ProfilerSkipTracker& skips,
+                             TimeSamples& samples, bool record) {
+  torch::NoGradGuard noGrad;
+  AutocastCacheOff cacheOff;
+  Tensors x = input;
+  for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
+    if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
+    skips.setLayer(L);
+    Tensors in = stageInputs(x, L);
+    const TimedRun forward = clock.time([&] { x = runLayer(*layers.modules[L], in, layers.names[L]); });
+    if (record) samples.forwardNoGradNs[static_cast<std::size_t>(L)].push_back(forward.ns);
+  }
+  skips.clear();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::int64_t, std::int64_t>> stageWindows(const std::vector<CostSample>& costs,
@@ -126,22 +145,6 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     }
     detached.clear();
   };
-  // A forward-only pass without a graph, as a checkpointed micro-batch's forward runs in a stage
-  // (stage_core.cpp): every layer in order, no tensor saved, under autocast no cast cached. A
-  // pass of its own, since running a layer twice in one pass would pop its skip twice.
-  auto noGradPass = [&](bool record) {
-    torch::NoGradGuard noGrad;
-    AutocastCacheOff cacheOff;
-    Tensors x = input;
-    for (std::int64_t L = 0; L < n; ++L) {
-      if (!layers.runs(L)) continue;
-      detached.setLayer(L);
-      Tensors in = stageInputs(x, L);
-      const TimedRun forward = clock.time([&] { x = runLayer(*layers.modules[L], in, layers.names[L]); });
-      if (record) samples.forwardNoGradNs[static_cast<std::size_t>(L)].push_back(forward.ns);
-    }
-    detached.clear();
-  };
   // A pass of every layer is expected to take as long as the last one did (before the first:
   // as long as the memory passes' run of every layer, when they timed one).
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -178,6 +181,7 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     const bool split = floorPass(true);
     ran = whole || split;
   }
+  auto noGradPass = [&](bool record) { forwardPassWithoutGraph(layers, input, clock, detached, samples, record); };
   if (samples.noGradRuns() < minRuns && runs.warmupRuns > 0) noGradPass(false);
   while (samples.noGradRuns() < minRuns) noGradPass(true);
   // Past the floor, passes of every layer while the next is expected to end within the budget
