@@ -50,13 +50,14 @@ void printSummary(const Profile& profile, std::ostream& out) {
   out << fmt::format("{} on {} ({}, {} threads, LibTorch {}), {}, {}, at micro-batch {}:\n", environment.model,
                      environment.deviceType, environment.deviceName, environment.threads, environment.torchVersion,
                      precisionName(environment.precision), describeOptimizer(environment.optimizer), largest);
-  out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "#", "layer", "params",
-                     "forward", "backward", "output", "saved", "fwd space", "bwd space");
+  out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", "#", "layer",
+                     "params", "forward", "no graph", "backward", "output", "saved", "fwd space", "bwd space");
   for (std::size_t L = 0; L < profile.layers.size(); ++L) {
     const LayerProfile& layer = profile.layers[L];
     const CostSample& c = layer.costs.back();
-    out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", L, layer.name,
-                       formatBytes(layer.paramBytes), formatDuration(c.forwardNs), formatDuration(c.backwardNs),
+    out << fmt::format("  {:>3}  {:<16} {:>10} {:>10} {:>10} {:>10} {:>11} {:>11} {:>11} {:>11}\n", L, layer.name,
+                       formatBytes(layer.paramBytes), formatDuration(c.forwardNs),
+                       formatDuration(c.forwardWithoutGraphNs()), formatDuration(c.backwardNs),
                        formatBytes(c.outputBytes), formatBytes(c.savedBytes), formatBytes(c.forwardWorkspaceBytes),
                        formatBytes(c.backwardWorkspaceBytes));
   }
