@@ -51,14 +51,12 @@ void forwardPassWithoutGraph(Layers& layers, const Tensors& input, const DeviceC
                              TimeSamples& samples, bool record) {
   torch::NoGradGuard noGrad;
   AutocastCacheOff cacheOff;
-  Tensors x = input;
-  for (std::int64_t L = 0; L < static_cast<std::int64_t>(layers.modules.size()); ++L) {
-    if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
-    skips.setLayer(L);
-    Tensors in = stageInputs(x, L);
-    const TimedRun forward = clock.time([&] { x = runLayer(*layers.modules[L], in, layers.names[L]); });
+  eachLayerAlone(layers, input, skips, [&](std::int64_t L, const Tensors& in) {
+    Tensors out;
+    const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
     if (record) samples.forwardNoGradNs[static_cast<std::size_t>(L)].push_back(forward.ns);
-  }
+    return out;
+  });
   skips.clear();
 }
 

@@ -50,11 +50,8 @@ struct TimeSamples {
   /// The runs of the model with the backward whole recorded so far: the fewest any layer has
   /// (and the loss, where `withLoss`).
   std::int64_t wholeRuns(bool withLoss) const {
-    std::size_t fewest = withLoss ? lossForwardNs.size() : SIZE_MAX;
-    for (std::size_t L = 0; L < backwardNs.size(); ++L) {
-      if (!leftOut[L]) fewest = std::min({fewest, forwardNs[L].size(), backwardNs[L].size()});
-    }
-    return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
+    return fewestRuns([&](std::size_t L) { return std::min(forwardNs[L].size(), backwardNs[L].size()); },
+                      withLoss ? lossForwardNs.size() : SIZE_MAX);
   }
   /// Per layer: whether it has fewer than `runs` runs with the backward whole (its forward and
   /// backward) or, with `split`, with it split (its I and W). A layer left out never is.
@@ -70,17 +67,19 @@ struct TimeSamples {
   }
   /// The runs of the model's forward without a graph recorded so far: the fewest any layer has.
   std::int64_t noGradRuns() const {
-    std::size_t fewest = SIZE_MAX;
-    for (std::size_t L = 0; L < forwardNoGradNs.size(); ++L) {
-      if (!leftOut[L]) fewest = std::min(fewest, forwardNoGradNs[L].size());
-    }
-    return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
+    return fewestRuns([&](std::size_t L) { return forwardNoGradNs[L].size(); });
   }
   /// The runs of the model with the backward split recorded so far: the fewest any layer has.
   std::int64_t splitRuns() const {
-    std::size_t fewest = SIZE_MAX;
-    for (std::size_t L = 0; L < inputNs.size(); ++L) {
-      if (!leftOut[L]) fewest = std::min({fewest, inputNs[L].size(), weightNs[L].size()});
+    return fewestRuns([&](std::size_t L) { return std::min(inputNs[L].size(), weightNs[L].size()); });
+  }
+  /// The fewest `runsOf(L)` of any layer the passes do not leave out, and `atMost`; 0 when
+  /// neither gives a count.
+  template <typename RunsOf>
+  std::int64_t fewestRuns(RunsOf runsOf, std::size_t atMost = SIZE_MAX) const {
+    std::size_t fewest = atMost;
+    for (std::size_t L = 0; L < leftOut.size(); ++L) {
+      if (!leftOut[L]) fewest = std::min(fewest, runsOf(L));
     }
     return fewest == SIZE_MAX ? 0 : static_cast<std::int64_t>(fewest);
   }
