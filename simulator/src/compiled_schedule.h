@@ -231,6 +231,11 @@ struct CompiledSchedule {
     const std::uint32_t index = orderStart[lane] + c.orderPosition + 1;
     return index < orderStart[lane + 1] ? orderOps[index] : kNoOp;
   }
+  /// The op before compute op `op` in its lane's order, or kNoOp when it is the lane's first.
+  std::uint32_t previousInLane(std::uint32_t op) const {
+    const CompiledOp& c = ops[op];
+    return c.orderPosition == 0 ? kNoOp : orderOps[orderStart[static_cast<std::size_t>(c.lane)] + c.orderPosition - 1];
+  }
 };
 
 /// What the profile says of each skip of a spec; missing entries read false.

@@ -215,8 +215,8 @@ namespace {
 
 /// Profiles with launch data: a forward's (recompute's) and a backward's host launch time and
 /// kernel count, and their device time in place of the synchronised one (a forward without a
-/// graph: the forward's). The device runs the
-/// kernels at its speed; the host launches them at its own.
+/// graph: the forward's). The device runs the kernels at its speed; the host launches them at its
+/// own.
 void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const Cluster& cluster,
                      const MicroBatching& batching, const std::vector<std::int64_t>& firstLayer, ResolvedCosts& out) {
   const SlotLayout& layout = compiled.layout;

@@ -222,7 +222,7 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
       return;
     }
     noteWait(c, causeLane_, timeNs);
-    if (wakesWorker(c, timeNs)) {
+    if (wakesWorker(op, timeNs)) {
       wakingOp_[lane] = op;
       events_.push(timeNs + costs_->wakeLatencyNs, op, kWakeTag);
       return;
@@ -243,14 +243,12 @@ void Engine::makeReady(std::uint32_t op, TimeNs timeNs) {
   }
 }
 
-bool Engine::wakesWorker(const CompiledOp& ready, TimeNs timeNs) const {
-  if (costs_->wakeLatencyNs <= 0 || launches_ || causeLane_ < 0 || causeLane_ == ready.lane) return false;
+bool Engine::wakesWorker(std::uint32_t op, TimeNs timeNs) const {
+  if (costs_->wakeLatencyNs <= 0 || launches_ || causeLane_ < 0 || causeLane_ == compiled_->ops[op].lane) return false;
   // The worker slept if its lane's previous op ended before this moment; its own lane's op ending
   // now (or none before: the step's first op, whose worker the step woke) finds it awake.
-  if (ready.orderPosition == 0) return timeNs > 0;
-  const auto lane = static_cast<std::size_t>(ready.lane);
-  const std::uint32_t previous = compiled_->orderOps[compiled_->orderStart[lane] + ready.orderPosition - 1];
-  return endNs_[previous] < timeNs;
+  const std::uint32_t previous = compiled_->previousInLane(op);
+  return previous == kNoOp ? timeNs > 0 : endNs_[previous] < timeNs;
 }
 
 void Engine::makeEligible(std::uint32_t op, TimeNs timeNs) {

@@ -97,10 +97,10 @@ class Engine {
   template <bool Launches>
   TimeNs runEvents(std::size_t& finished);
   void makeReady(std::uint32_t op, TimeNs timeNs);
-  /// Whether compute op `ready`, made ready at timeNs by an op of causeLane_, waits for its
+  /// Whether compute op `op`, made ready at timeNs by an op of causeLane_, waits for its
   /// worker to wake (costs.wakeLatencyNs, docs/simulator.md "Waking a worker"): another lane's
   /// op made it ready and its lane's previous op (endNs) ended earlier, so the worker slept.
-  bool wakesWorker(const CompiledOp& ready, TimeNs timeNs) const;
+  bool wakesWorker(std::uint32_t op, TimeNs timeNs) const;
   /// Op, next in its lane and ready, may take its device from timeNs.
   void makeEligible(std::uint32_t op, TimeNs timeNs);
   /// The worker of op's lane is awake: op becomes eligible for its device.
