@@ -28,6 +28,10 @@ import json
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timed_spans import timed_spans  # noqa: E402
 
 OP = re.compile(r"^(forward|recompute|backward|backward-input|backward-weight)\((\d+),(\d+)\)$")
 NAME = re.compile(r"b([\d-]+)_m(\d+)_(always|except_last|never)(?:_(.*))?$")
@@ -59,17 +63,11 @@ def device_quotients(trace_path, profile, batch, devices):
     chunks, mode, schedule = int(name.group(2)), name.group(3), name.group(4) or "gpipe"
     size = batch // chunks
     firsts = [sum(balance[:j]) for j in range(len(balance))]
-    with open(trace_path) as file:
-        trace = json.load(file)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    steps = [e for e in events if e.get("ph") == "X" and e.get("name") == "step"]
     measured = collections.defaultdict(float)
     profiled = collections.defaultdict(float)
-    for event in events:
-        match = OP.match(str(event.get("name", ""))) if event.get("ph") == "X" else None
+    for event in timed_spans(trace_path):
+        match = OP.match(str(event.get("name", "")))
         if not match:
-            continue
-        if steps and not any(s["ts"] <= event["ts"] < s["ts"] + s["dur"] for s in steps):
             continue
         kind, i, j = match.group(1), int(match.group(2)), int(match.group(3))
         if j >= len(balance):

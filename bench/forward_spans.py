@@ -23,11 +23,13 @@ docs/performance.md, "The forward without a graph", has its figures.
 import argparse
 import collections
 import glob
-import json
 import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timed_spans import timed_spans  # noqa: E402
 
 OP = re.compile(r"^(forward|recompute)\((\d+),(\d+)\)$")
 CHUNKS = re.compile(r"_m(\d+)_")
@@ -36,18 +38,11 @@ MODE = re.compile(r"_(always|except_last|never)(_|\.|$)")
 
 def op_spans(path):
     """(kind, micro-batch, stage) -> every span's duration inside a timed step."""
-    with open(path) as file:
-        trace = json.load(file)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    steps = [e for e in events if e.get("ph") == "X" and e.get("name") == "step"]
     spans = collections.defaultdict(list)
-    for event in events:
-        match = OP.match(str(event.get("name", ""))) if event.get("ph") == "X" else None
-        if not match:
-            continue
-        if steps and not any(s["ts"] <= event["ts"] < s["ts"] + s["dur"] for s in steps):
-            continue
-        spans[(match.group(1), int(match.group(2)), int(match.group(3)))].append(event["dur"])
+    for event in timed_spans(path):
+        match = OP.match(str(event.get("name", "")))
+        if match:
+            spans[(match.group(1), int(match.group(2)), int(match.group(3)))].append(event["dur"])
     return spans
 
 
