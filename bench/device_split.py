@@ -13,8 +13,9 @@ spans of its compute ops in the timed steps (forward, recompute, backward, I, W;
 the optimizer) and the profile's time of the layers those ops ran, uncalibrated (a checkpointed
 micro-batch's forward against the forward without a graph), and takes their quotient: how many
 times its profiled time the device took. Per sweep it prints each device's quotient over device
-0's, the median (and range) over the references and over the candidates, beside the device speeds
-the sweep fitted (device 0's speed over each device's: the same quotient, pooled).
+0's, the median (and range, count) over the references and over the candidates, beside the
+device speeds the sweep fitted (device 0's speed over device 1's is the references' quotient,
+pooled over them and taken against the calibrated profile).
 
     bench/device_split.py /tmp/suite/*-[12]           # accuracy suite output directories
     bench/device_split.py run/report.json             # or reports
