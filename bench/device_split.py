@@ -32,10 +32,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timed_spans import timed_spans  # noqa: E402
+from pipeline_traces import candidate_of, checkpointed, timed_spans  # noqa: E402
 
 OP = re.compile(r"^(forward|recompute|backward|backward-input|backward-weight)\((\d+),(\d+)\)$")
-NAME = re.compile(r"b([\d-]+)_m(\d+)_(always|except_last|never)(?:_(.*))?$")
 FIELD = {"forward": "forward_ns", "recompute": "forward_ns", "backward": "backward_ns",
          "backward-input": "backward_input_ns", "backward-weight": "backward_weight_ns"}
 
@@ -56,12 +55,10 @@ def layer_cost(profile, layer, size, field):
 
 def device_quotients(trace_path, profile, batch, devices):
     """Per pipeline device: measured over profiled time of its compute ops in the timed steps."""
-    stem = os.path.basename(trace_path).split(".")[0]
-    name = NAME.search(stem)
-    if not name:
+    candidate = candidate_of(trace_path)
+    if not candidate:
         return None
-    balance = [int(x) for x in name.group(1).split("-")]
-    chunks, mode, schedule = int(name.group(2)), name.group(3), name.group(4) or "gpipe"
+    balance, chunks, mode, schedule = candidate
     size = batch // chunks
     firsts = [sum(balance[:j]) for j in range(len(balance))]
     measured = collections.defaultdict(float)
@@ -74,7 +71,7 @@ def device_quotients(trace_path, profile, batch, devices):
         if j >= len(balance):
             continue
         field = FIELD[kind]
-        if kind == "forward" and (mode == "always" or (mode == "except_last" and i < chunks - 1)):
+        if kind == "forward" and checkpointed(mode, i, chunks):
             field = "forward_no_grad_ns"
         costs = [layer_cost(profile, layer, size, field) for layer in range(firsts[j], firsts[j] + balance[j])]
         if any(cost is None for cost in costs):

@@ -29,11 +29,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timed_spans import timed_spans  # noqa: E402
+from pipeline_traces import candidate_of, checkpointed, timed_spans  # noqa: E402
 
 OP = re.compile(r"^(forward|recompute)\((\d+),(\d+)\)$")
-CHUNKS = re.compile(r"_m(\d+)_")
-MODE = re.compile(r"_(always|except_last|never)(_|\.|$)")
 
 
 def op_spans(path):
@@ -50,8 +48,7 @@ def kind_of(op, mode, chunks):
     kind, i, _ = op
     if kind == "recompute":
         return "recompute"
-    checkpointed = mode == "always" or (mode == "except_last" and i < chunks - 1)
-    return "forward without a graph" if checkpointed else "forward with a graph"
+    return "forward without a graph" if checkpointed(mode, i, chunks) else "forward with a graph"
 
 
 KINDS = ("forward without a graph", "forward with a graph", "recompute")
@@ -63,15 +60,15 @@ def sweep_ratios(report_path):
     ratios = collections.defaultdict(list)
     for measured_path in glob.glob(os.path.join(traces, "*.measured.json")):
         predicted_path = measured_path.replace(".measured.json", ".predicted.json")
-        name = os.path.basename(measured_path)
-        chunks, mode = CHUNKS.search(name), MODE.search(name)
-        if not os.path.exists(predicted_path) or not chunks or not mode:
+        candidate = candidate_of(measured_path)
+        if not os.path.exists(predicted_path) or not candidate:
             continue
+        _, chunks, mode, _ = candidate
         measured, predicted = op_spans(measured_path), op_spans(predicted_path)
         for op, durations in measured.items():
             if op in predicted and statistics.median(predicted[op]) > 0:
                 ratio = statistics.median(durations) / statistics.median(predicted[op])
-                ratios[kind_of(op, mode.group(1), int(chunks.group(1)))].append(ratio)
+                ratios[kind_of(op, mode, chunks)].append(ratio)
     return ratios
 
 

@@ -1,0 +1,35 @@
+"""Reading a sweep's pipeline traces (report.traces/<candidate>.measured.json, .predicted.json and
+calibration/ref<k>_<candidate>.measured.json): shared by the bench scripts that do
+(bench/forward_spans.py, bench/device_split.py)."""
+import json
+import os
+import re
+
+NAME = re.compile(r"b([\d-]+)_m(\d+)_(always|except_last|never)(?:_(.*))?$")
+
+
+def timed_spans(path):
+    """Every complete span ("ph": "X") of the trace at `path` that starts inside one of its
+    `step` spans (the timed steps); every complete span where it has none (a predicted trace)."""
+    with open(path) as file:
+        trace = json.load(file)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    spans = [e for e in events if e.get("ph") == "X"]
+    steps = [e for e in spans if e.get("name") == "step"]
+    return [e for e in spans if not steps or any(s["ts"] <= e["ts"] < s["ts"] + s["dur"] for s in steps)]
+
+
+def candidate_of(path):
+    """(balance, chunks, checkpoint mode, schedule) of the candidate a trace file is named after
+    (`b4-4-4-3_m2_never_zbv.measured.json`; no schedule is gpipe), or None."""
+    name = NAME.search(os.path.basename(path).split(".")[0])
+    if not name:
+        return None
+    balance = [int(x) for x in name.group(1).split("-")]
+    return balance, int(name.group(2)), name.group(3), name.group(4) or "gpipe"
+
+
+def checkpointed(mode, micro_batch, chunks):
+    """Whether micro-batch i's forward runs without a graph: every one under `always`, all but the
+    last under `except_last`."""
+    return mode == "always" or (mode == "except_last" and micro_batch < chunks - 1)
