@@ -78,24 +78,89 @@ std::vector<std::pair<std::int64_t, std::int64_t>> stageWindows(const std::vecto
   return windows;
 }
 
-std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
-                          const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
-                          TimeSamples samples, LossTiming* loss) {
+namespace {
+
+/// The timed passes over one model at one size, and the time they may take. A pass runs the
+/// layers as a stage does (docs/profiler.md, "In a stage's order"): window by window, every
+/// layer's forward in order, then the backwards of the layers it times in reverse, whole or split
+/// -- each window's I's, then its W's. Those layers are timed (a split pass's forwards are not
+/// recorded twice); the others' outputs only feed the next. A backward's output gradient is made
+/// just before it, outside the clock: inside a stage the next layer's backward has just written
+/// it (filled long before, unet's first stash, an identity with a 4 MiB output, read 736 us
+/// instead of 39 us).
+class TimedPasses {
+ public:
   using Clock = DeviceClock::Clock;
-  const DeviceClock clock(device);
-  AutocastScope autocast(options.precision, device);
-  const auto n = static_cast<std::int64_t>(layers.modules.size());
-  ProfilerSkipTracker detached(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision);
-  ScopedSkipTracker scope(&detached);
-  // A pass runs the layers as a stage does (docs/profiler.md, "In a stage's order"): window by
-  // window, every layer's forward in order, then the backwards of the layers `timedLayers` marks in
-  // reverse, whole or (every other pass) split -- each window's I's, then its W's. Those layers
-  // are timed (a split pass's forwards are not recorded twice); the others' outputs only feed the
-  // next. A backward's output gradient is made just before it, outside the clock: inside a stage
-  // the next layer's backward has just written it (filled long before, unet's first stash, an
-  // identity with a 4 MiB output, read 736 us instead of 39 us).
-  const std::vector<std::pair<std::int64_t, std::int64_t>> windows = stageWindows(costs);
-  auto timeBackwards = [&](const std::vector<PendingBackward>& pending, bool record, bool split) {
+
+  TimedPasses(Layers& layers, const Tensors& input, const std::vector<CostSample>& costs, const torch::Device& device,
+              const LayerProfilerOptions& options, double seconds, TimeSamples& samples, LossTiming* loss)
+      : layers_(layers),
+        input_(input),
+        clock_(device),
+        autocast_(options.precision, device),
+        device_(device),
+        precision_(options.precision),
+        detached_(ProfilerSkipTracker::HandOut::DetachedLeaf, options.precision),
+        scope_(&detached_),
+        samples_(samples),
+        loss_(loss),
+        windows_(stageWindows(costs)),
+        everyLayer_(layers.modules.size()),
+        deadline_(Clock::now() +
+                  std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)))),
+        lastPass_(samples.wholeRun) {
+    for (std::size_t L = 0; L < everyLayer_.size(); ++L) everyLayer_[L] = layers.runs(static_cast<std::int64_t>(L));
+  }
+
+  /// A pass timing the layers `timedLayers` marks, the backward whole or split, recorded into the
+  /// samples where `record`. A pass of every layer sets how long the next is expected to take.
+  void run(bool record, bool split, const std::vector<bool>& timedLayers) {
+    const auto t0 = Clock::now();
+    Tensors x = input_;
+    for (const auto& [begin, end] : windows_) {
+      std::vector<PendingBackward> pending;
+      for (std::int64_t L = begin; L < end; ++L) {
+        if (!layers_.runs(L)) continue;  // its input, of its output's shape, feeds the next
+        x = runForward(L, x, record, split, timedLayers[static_cast<std::size_t>(L)], pending);
+      }
+      timeBackwards(pending, record, split);
+    }
+    detached_.clear();
+    if (timedLayers == everyLayer_) lastPass_ = Clock::now() - t0;
+  }
+  void runEveryLayer(bool record, bool split) { run(record, split, everyLayer_); }
+
+  /// A forward-only pass without a graph (forwardPassWithoutGraph).
+  void runWithoutGraph(bool record) { forwardPassWithoutGraph(layers_, input_, clock_, detached_, samples_, record); }
+
+  /// Whether `passes` more passes of every layer are expected to end within the time: each as
+  /// long as the last one (before the first, as the memory passes' run of every layer, when
+  /// they timed one).
+  bool fit(std::int64_t passes) const { return Clock::now() + passes * lastPass_ <= deadline_; }
+
+ private:
+  /// Layer L's forward on `x`, timed, and the loss's after the last layer; the layer's backward
+  /// left pending where it is timed. Returns its output.
+  Tensors runForward(std::int64_t L, const Tensors& x, bool record, bool split, bool timed,
+                     std::vector<PendingBackward>& pending) {
+    detached_.setLayer(L);
+    Tensors in = stageInputs(x, L);
+    Tensors out;
+    const TimedRun forward = clock_.time([&] { out = runLayer(*layers_.modules[L], in, layers_.names[L]); });
+    if (record && timed && !split) samples_.addForward(L, forward);
+    if (loss_ != nullptr && L + 1 == static_cast<std::int64_t>(layers_.modules.size())) {
+      const LossTime time = timeLoss(*loss_->model, out.at(0), loss_->target, device_, precision_);
+      if (record) {
+        samples_.lossForwardNs.push_back(time.forwardNs);
+        samples_.lossBackwardNs.push_back(time.backwardNs);
+      }
+    }
+    if (timed) pending.push_back({L, std::move(in), out});
+    return out;
+  }
+
+  /// The pending backwards in reverse: whole, or each one's I and then every W.
+  void timeBackwards(const std::vector<PendingBackward>& pending, bool record, bool split) {
     AutocastPause pause;
     std::vector<WeightBackward> weights(pending.size());
     for (std::size_t i = pending.size(); i-- > 0;) {
@@ -103,75 +168,54 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
       const BackwardRoots backward = backwardRoots(layer.outputs);
       if (!split) {
         // runBackward returns once autograd's device thread has launched it all.
-        const TimedRun run = clock.time([&] { runBackward(backward); });
-        if (record) samples.addBackward(layer.layer, run);
+        const TimedRun run = clock_.time([&] { runBackward(backward); });
+        if (record) samples_.addBackward(layer.layer, run);
         continue;
       }
       const TimedRun run =
-          clock.time([&] { weights[i].runInputs(backward.roots, backward.grads, gradientEdges(layer.inputs)); });
-      if (record) samples.inputNs[static_cast<std::size_t>(layer.layer)].push_back(run.ns);
+          clock_.time([&] { weights[i].runInputs(backward.roots, backward.grads, gradientEdges(layer.inputs)); });
+      if (record) samples_.inputNs[static_cast<std::size_t>(layer.layer)].push_back(run.ns);
     }
     if (!split) return;
     for (std::size_t i = pending.size(); i-- > 0;) {
-      const TimedRun run = clock.time([&] { weights[i].runWeights(); });
-      if (record) samples.weightNs[static_cast<std::size_t>(pending[i].layer)].push_back(run.ns);
+      const TimedRun run = clock_.time([&] { weights[i].runWeights(); });
+      if (record) samples_.weightNs[static_cast<std::size_t>(pending[i].layer)].push_back(run.ns);
     }
-  };
-  auto pass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
-    Tensors x = input;
-    for (const auto& [begin, end] : windows) {
-      std::vector<PendingBackward> pending;
-      for (std::int64_t L = begin; L < end; ++L) {
-        if (!layers.runs(L)) continue;  // its input, of its output's shape, feeds the next
-        detached.setLayer(L);
-        Tensors in = stageInputs(x, L);
-        Tensors out;
-        const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
-        const bool timed = timedLayers[static_cast<std::size_t>(L)];
-        if (record && timed && !split) samples.addForward(L, forward);
-        if (loss != nullptr && L + 1 == n) {
-          const LossTime time = timeLoss(*loss->model, out.at(0), loss->target, device, options.precision);
-          if (record) {
-            samples.lossForwardNs.push_back(time.forwardNs);
-            samples.lossBackwardNs.push_back(time.backwardNs);
-          }
-        }
-        x = out;
-        if (timed) pending.push_back({L, std::move(in), std::move(out)});
-      }
-      timeBackwards(pending, record, split);
-    }
-    detached.clear();
-  };
-  // A pass of every layer is expected to take as long as the last one did (before the first:
-  // as long as the memory passes' run of every layer, when they timed one).
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                           std::chrono::duration<double>(std::max(0.0, runs.seconds)));
-  Clock::duration lastPass = samples.wholeRun;
-  std::vector<bool> everyLayer(static_cast<std::size_t>(n));
-  for (std::int64_t L = 0; L < n; ++L) everyLayer[static_cast<std::size_t>(L)] = layers.runs(L);
-  auto timedPass = [&](bool record, bool split, const std::vector<bool>& timedLayers) {
-    const auto t0 = Clock::now();
-    pass(record, split, timedLayers);
-    if (timedLayers == everyLayer) lastPass = Clock::now() - t0;
-  };
-  auto fits = [&](std::int64_t passes) { return Clock::now() + passes * lastPass <= deadline; };
-  // The floor, whatever the budget: `minRuns` runs of each layer with the backward whole and
-  // as many split, those the memory and skip passes timed counted. Each pass times the layers
-  // still short of it (with a first warm-up of the same layers before it); where the memory
-  // passes timed every layer, none.
-  const std::int64_t minRuns = std::max<std::int64_t>(1, runs.minRuns);
+  }
+
+  Layers& layers_;
+  const Tensors& input_;
+  const DeviceClock clock_;
+  AutocastScope autocast_;
+  torch::Device device_;
+  Precision precision_;
+  ProfilerSkipTracker detached_;
+  ScopedSkipTracker scope_;
+  TimeSamples& samples_;
+  LossTiming* loss_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> windows_;
+  std::vector<bool> everyLayer_;  ///< the layers a pass runs (those left out take another's figures)
+  Clock::time_point deadline_;
+  Clock::duration lastPass_;
+};
+
+/// The floor, whatever the budget: `minRuns` runs of each layer with the backward whole and as
+/// many split (and of the loss, `withLoss`), those the memory and skip passes timed counted.
+/// Each pass times the layers still short of it, whole and split in turn, the first of them
+/// after a warm-up of the same layers (where `warmupRuns` allows one); where the samples time
+/// every layer, none. Returns the warm-ups run.
+std::int64_t runFloor(TimedPasses& passes, const TimeSamples& samples, bool withLoss, std::int64_t minRuns,
+                      std::int64_t warmupRuns) {
   std::int64_t warmups = 0;
   auto floorPass = [&](bool split) {
     const std::vector<bool> shortLayers = samples.layersShortOf(minRuns, split);
-    const bool lossShort =
-        !split && loss != nullptr && static_cast<std::int64_t>(samples.lossForwardNs.size()) < minRuns;
+    const bool lossShort = !split && withLoss && static_cast<std::int64_t>(samples.lossForwardNs.size()) < minRuns;
     if (!lossShort && std::none_of(shortLayers.begin(), shortLayers.end(), [](bool b) { return b; })) return false;
-    if (warmups < std::min<std::int64_t>(1, runs.warmupRuns)) {
-      timedPass(false, split, shortLayers);
+    if (warmups < std::min<std::int64_t>(1, warmupRuns)) {
+      passes.run(false, split, shortLayers);
       ++warmups;
     }
-    timedPass(true, split, shortLayers);
+    passes.run(true, split, shortLayers);
     return true;
   };
   for (bool ran = true; ran;) {
@@ -179,20 +223,14 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
     const bool split = floorPass(true);
     ran = whole || split;
   }
-  auto noGradPass = [&](bool record) { forwardPassWithoutGraph(layers, input, clock, detached, samples, record); };
-  if (samples.noGradRuns() < minRuns && runs.warmupRuns > 0) noGradPass(false);
-  while (samples.noGradRuns() < minRuns) noGradPass(true);
-  // Past the floor, passes of every layer while the next is expected to end within the budget
-  // (the warm-ups left first, each only where a timed pass fits after it), whole and split in
-  // turn, at most 100 runs in all.
-  for (; warmups < runs.warmupRuns && fits(2); ++warmups) timedPass(false, warmups % 2 == 1, everyLayer);
-  // After each split pass, a pass without a graph where one fits (it runs a third of one).
-  for (bool split = false; samples.wholeRuns(loss != nullptr) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
-    if (runs.stop.stopRequested() || !fits(1)) break;
-    timedPass(true, split, everyLayer);
-    if (split && samples.noGradRuns() < kMaxRuns && fits(1)) noGradPass(true);
-  }
-  for (std::int64_t L = 0; L < n; ++L) {
+  return warmups;
+}
+
+/// Each layer's medians over `samples` into `costs` (on CUDA with the host's launch times), and
+/// the loss's into `loss`.
+void storeMedians(const TimeSamples& samples, const torch::Device& device, std::vector<CostSample>& costs,
+                  LossTiming* loss) {
+  for (std::size_t L = 0; L < costs.size(); ++L) {
     costs[L].forwardNs = medianNs(samples.forwardNs[L]);
     costs[L].backwardNs = medianNs(samples.backwardNs[L]);
     BackwardSplit& split = costs[L].backwardSplit.emplace(costs[L].backwardSplit.value_or(BackwardSplit{}));
@@ -204,10 +242,32 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
       costs[L].backwardLaunch = LaunchCost{medianNs(samples.backwardLaunchNs[L]), 0, 0};
     }
   }
-  if (loss != nullptr) {
-    loss->median = LossTime{medianNs(samples.lossForwardNs), medianNs(samples.lossBackwardNs)};
+  if (loss != nullptr) loss->median = LossTime{medianNs(samples.lossForwardNs), medianNs(samples.lossBackwardNs)};
+}
+
+}  // namespace
+
+std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<CostSample>& costs,
+                          const torch::Device& device, const LayerProfilerOptions& options, const TimedRuns& runs,
+                          TimeSamples samples, LossTiming* loss) {
+  TimedPasses passes(layers, input, costs, device, options, runs.seconds, samples, loss);
+  const bool withLoss = loss != nullptr;
+  const std::int64_t minRuns = std::max<std::int64_t>(1, runs.minRuns);
+  std::int64_t warmups = runFloor(passes, samples, withLoss, minRuns, runs.warmupRuns);
+  if (samples.noGradRuns() < minRuns && runs.warmupRuns > 0) passes.runWithoutGraph(false);
+  while (samples.noGradRuns() < minRuns) passes.runWithoutGraph(true);
+  // Past the floor, passes of every layer while the next is expected to end within the budget
+  // (the warm-ups left first, each only where a timed pass fits after it), whole and split in
+  // turn, at most 100 runs in all; after each split pass, a pass without a graph where one fits
+  // (it runs a third of one).
+  for (; warmups < runs.warmupRuns && passes.fit(2); ++warmups) passes.runEveryLayer(false, warmups % 2 == 1);
+  for (bool split = false; samples.wholeRuns(withLoss) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
+    if (runs.stop.stopRequested() || !passes.fit(1)) break;
+    passes.runEveryLayer(true, split);
+    if (split && samples.noGradRuns() < kMaxRuns && passes.fit(1)) passes.runWithoutGraph(true);
   }
-  return samples.wholeRuns(loss != nullptr) + samples.splitRuns();
+  storeMedians(samples, device, costs, loss);
+  return samples.wholeRuns(withLoss) + samples.splitRuns();
 }
 
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,
