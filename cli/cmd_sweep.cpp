@@ -47,8 +47,8 @@ struct SweepFlags {
   double profileBudget = 20.0;
   /// NaN: not given (SweepConfig's default, or with --time its share of it)
   double calibrationBudget = std::numeric_limits<double>::quiet_NaN();
-  std::int64_t calibrationRounds = SweepConfig{}.calibrationRounds;
-  std::string time;  ///< --time: the whole sweep's time; empty: no limit
+  std::optional<std::int64_t> calibrationRounds;  ///< nullopt: as many as --rounds
+  std::string time;                               ///< --time: the whole sweep's time; empty: no limit
   std::string output = "report.json";
   std::string tracesDir;
   bool resume = false;
@@ -231,11 +231,10 @@ void addSweepCommand(CLI::App& app) {
                                  "every chunk count and the shape of each candidate to measure at its chunk count, "
                                  "in rounds); default {:g}, with --time 15% of it",
                                  SweepConfig{}.calibrationBudgetSeconds));
-  command
-      .add_option("--calibration-rounds", flags.calibrationRounds,
-                  "At most this many rounds of the calibration's reference pipelines, budget left or not (1: "
-                  "each reference once, whatever it costs; 0: as many as --calibration-budget holds)")
-      ->capture_default_str();
+  command.add_option("--calibration-rounds", flags.calibrationRounds,
+                     "At most this many rounds of the calibration's reference pipelines a pass, within "
+                     "--calibration-budget (default: as many as --rounds, so that a reference is timed as often as a "
+                     "measured candidate; 1: each reference once, whatever it costs; 0: as many as the budget holds)");
   command.add_option("--time", flags.time,
                      "The whole sweep's time, e.g. 10m or 90s: the profile's timed runs get at most 20% of it, "
                      "the calibration 15% (unless --calibration-budget says less), and only the best predicted "

@@ -382,6 +382,32 @@ TEST_F(SweepTest, TheCalibrationTimesGPipeAndTheShapesOfTheCandidatesToMeasureOn
                               .size());
 }
 
+TEST_F(SweepTest, UnlessToldTheCalibrationTimesEachReferenceAsOftenAsACandidateIsMeasured) {
+  const Predictor predictor = calibratedPredictor();
+  inputs_.calibration.reset();
+  config_.calibrationPath.clear();
+  config_.steps = 3;
+  config_.rounds = 3;
+  ASSERT_FALSE(config_.calibrationRounds.has_value());
+  auto gpipeX1Runs = [](const FakeMeasurer& measurer) {
+    return std::count_if(measurer.requests.begin(), measurer.requests.end(), [](const Candidate& reference) {
+      return reference.schedule == ScheduleKind::GPipe && reference.checkpoint == Checkpoint::Never &&
+             reference.chunks == 1;
+    });
+  };
+  FakeMeasurer measurer(predictor, 1.0);
+  RecordingProgress progress;
+  const CalibratedSetup setup = calibrate(config_, inputs_, fourLayerProfile(), measurer, progress);
+  ASSERT_TRUE(setup.calibrationError.empty()) << setup.calibrationError;
+  EXPECT_TRUE(progress.said("at their chunk counts, 3 round(s) each"));
+  EXPECT_EQ(gpipeX1Runs(measurer), 3) << "GPipe x1 (not the probe) once in each of the 3 rounds";
+
+  config_.calibrationRounds = 1;
+  FakeMeasurer once(predictor, 1.0);
+  calibrate(config_, inputs_, fourLayerProfile(), once, progress);
+  EXPECT_EQ(gpipeX1Runs(once), 1) << "--calibration-rounds 1: once";
+}
+
 TEST_F(SweepTest, ACtrlCWhileCalibratingLeavesAReportThatResumeCalibratesAndMeasures) {
   const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);

@@ -78,7 +78,7 @@ SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile&
                                pass == 1 ? ", each shape at its largest chunk count first" : ", newly selected"));
     CalibrationRounds rounds;
     rounds.budgetSeconds = left;
-    rounds.maxRounds = config.calibrationRounds;
+    rounds.maxRounds = config.calibrationRoundsAtMost();
     rounds.warmupSteps = result.stepsPerRun - rounds.steps;
     rounds.expectedSeconds = expected;
     rounds.startedS = elapsed();

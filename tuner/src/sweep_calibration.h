@@ -50,7 +50,7 @@ std::vector<Candidate> candidatesToMeasure(const SweepConfig& config, const Prof
                                            const Calibration& calibration);
 
 /// Times the references of the candidates the sweep will measure (see the file comment) through
-/// `measurer`, within config.calibrationBudgetSeconds in all and config.calibrationRounds rounds
+/// `measurer`, within config.calibrationBudgetSeconds in all and config.calibrationRoundsAtMost() rounds
 /// a pass, and fits the calibration to every run. Throws what the measurer and the fit throw, and
 /// TrainingStopped when `stop` asks.
 SweepCalibration calibrateForMeasuring(const SweepConfig& config, const Profile& profile, const Cluster& cluster,

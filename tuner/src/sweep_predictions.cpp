@@ -104,8 +104,9 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     progress.phase(fmt::format("calibrating within {:g} s: GPipe and the shapes (schedule and checkpoint mode) of "
                                "the candidates to measure, at their chunk counts, {}",
                                config.calibrationBudgetSeconds,
-                               config.calibrationRounds > 0 ? fmt::format("{} round(s) each", config.calibrationRounds)
-                                                            : std::string("as many rounds as the budget holds")));
+                               config.calibrationRoundsAtMost() > 0
+                                   ? fmt::format("{} round(s) each", config.calibrationRoundsAtMost())
+                                   : std::string("as many rounds as the budget holds")));
     try {
       const SweepCalibration timed =
           calibrateForMeasuring(config, setup.profile, setup.cluster, measurer, progress, stop);

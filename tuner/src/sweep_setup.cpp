@@ -84,8 +84,8 @@ void checkSweepConfig(const SweepConfig& config, std::int64_t layers) {
     throw ConfigError("profileBudgetSeconds",
                       fmt::format(" {}: must be a positive number of seconds", config.profileBudgetSeconds));
   }
-  if (config.calibrationRounds < 0) {
-    throw ConfigError("calibrationRounds", fmt::format(" {}: must not be negative", config.calibrationRounds));
+  if (config.calibrationRounds && *config.calibrationRounds < 0) {
+    throw ConfigError("calibrationRounds", fmt::format(" {}: must not be negative", *config.calibrationRounds));
   }
   if (!(config.timeLimitSeconds >= 0)) {
     throw ConfigError("timeLimitSeconds", fmt::format(" {}: must not be negative", config.timeLimitSeconds));

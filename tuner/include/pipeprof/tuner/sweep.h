@@ -58,9 +58,9 @@ struct SweepConfig {
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 20.0;  ///< the reference rounds end within this (CalibrationRounds)
-  /// At most this many rounds of each pass of references (0: as many as the budget holds);
-  /// tuner/src/sweep_calibration.h.
-  std::int64_t calibrationRounds = 1;
+  /// At most this many rounds of each pass of references (0: as many as the budget holds;
+  /// nullopt: as many as a measured candidate gets, `rounds`); tuner/src/sweep_calibration.h.
+  std::optional<std::int64_t> calibrationRounds;
   /// > 0: the whole sweep is to end within this many seconds (`--time`; withinTime() plans it).
   /// 0: no limit.
   double timeLimitSeconds = 0.0;
@@ -77,6 +77,8 @@ struct SweepConfig {
 
   /// maxRounds, its default resolved.
   std::int64_t roundsAtMost() const { return maxRounds > 0 ? maxRounds : 2 * rounds; }
+  /// calibrationRounds, its default resolved.
+  std::int64_t calibrationRoundsAtMost() const { return calibrationRounds.value_or(rounds); }
 };
 
 /// What the command loaded (and validated) before the sweep starts.
