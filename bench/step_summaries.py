@@ -23,8 +23,12 @@ docs/performance.md, "Which summary of a candidate's steps", has its figures.
 """
 import json
 import math
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_vs_run import split_rounds  # noqa: E402  (a measurement's steps, round by round)
 
 
 def quantile(values, p):
@@ -51,18 +55,6 @@ SUMMARIES = {
 }
 
 
-def rounds_of(measurement):
-    """Each kept round's steps, where the measurement says how many each had."""
-    steps, counts = measurement["step_ns"], measurement.get("round_steps") or []
-    if sum(counts) != len(steps):
-        return []
-    rounds, at = [], 0
-    for count in counts:
-        rounds.append(steps[at:at + count])
-        at += count
-    return rounds
-
-
 def score(report, summary):
     """(offset, residual, median rounds' range) of `summary` over the report's measured candidates;
     None with fewer than three."""
@@ -73,7 +65,7 @@ def score(report, summary):
             continue
         predicted = candidate["prediction_before_drift"]["iteration_ns"]
         pairs.append((summary(measurement["step_ns"]), predicted))
-        rounds = [math.log(summary(steps)) for steps in rounds_of(measurement) if steps]
+        rounds = [math.log(summary(steps)) for steps in split_rounds(measurement) if steps]
         if len(rounds) > 1:
             ranges.append(max(rounds) - min(rounds))
     if len(pairs) < 3:
