@@ -260,14 +260,22 @@ const ScheduleCorrections& Calibration::correctionsFor(const ReferenceShape& sha
   return key == nullptr ? *this : byShape.at(*key);
 }
 
+std::optional<TimeNs> Calibration::lossColdStartNsFor(const ReferenceShape& shape) const {
+  const auto own = lossColdStartByShape.find(shape);
+  return own == lossColdStartByShape.end() ? lossColdStartNs : std::optional<TimeNs>(own->second);
+}
+
 Calibration Calibration::forShape(const ReferenceShape& shape) const {
   Calibration calibration = *this;
   static_cast<ScheduleCorrections&>(calibration) = correctionsFor(shape);
   calibration.byShape.clear();
+  calibration.lossColdStartNs = lossColdStartNsFor(shape);
+  calibration.lossColdStartByShape.clear();
   return calibration;
 }
 
 Profile calibratedProfile(Profile profile, const Calibration& calibration) {
+  if (calibration.lossColdStartNs) profile.loss.coldStartNs = *calibration.lossColdStartNs;
   if (calibration.scales.empty()) return profile;
   for (LayerProfile& layer : profile.layers) {
     for (CostSample& cost : layer.costs) {
@@ -320,6 +328,19 @@ std::string describeCalibration(const Calibration& calibration) {
   if (calibration.wakeLatencyNs) {
     text += "; a waiting worker wakes " + formatDuration(*calibration.wakeLatencyNs) + " after its data";
   }
+  if (!calibration.lossColdStartByShape.empty()) {
+    TimeNs least = calibration.lossColdStartByShape.begin()->second;
+    TimeNs most = least;
+    for (const auto& [shape, ns] : calibration.lossColdStartByShape) {
+      least = std::min(least, ns);
+      most = std::max(most, ns);
+    }
+    text += "; a step's first loss takes " + formatDuration(least) + "-" + formatDuration(most) +
+            " more than its later ones, by schedule";
+    if (calibration.lossColdStartNs) text += " (" + formatDuration(*calibration.lossColdStartNs) + " for the others)";
+  } else if (calibration.lossColdStartNs) {
+    text += "; a step's first loss takes " + formatDuration(*calibration.lossColdStartNs) + " more than its later ones";
+  }
   return text;
 }
 
@@ -337,6 +358,14 @@ nlohmann::json toJson(const Calibration& calibration) {
   }
   if (calibration.messageLatencyNs) json["message_latency_ns"] = *calibration.messageLatencyNs;
   if (calibration.wakeLatencyNs) json["wake_latency_ns"] = *calibration.wakeLatencyNs;
+  if (calibration.lossColdStartNs) json["loss_cold_start_ns"] = *calibration.lossColdStartNs;
+  if (!calibration.lossColdStartByShape.empty()) {
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const auto& [shape, ns] : calibration.lossColdStartByShape) {
+      shapes.push_back({{"schedule", shape.schedule}, {"checkpoint", checkpointName(shape.checkpoint)}, {"ns", ns}});
+    }
+    json["loss_cold_starts"] = std::move(shapes);
+  }
   json["measured"] = provenanceToJson(calibration.provenance);
   return json;
 }
@@ -357,6 +386,17 @@ Calibration calibrationFromJson(const nlohmann::json& json, const std::string& f
   }
   if (root.has("message_latency_ns")) calibration.messageLatencyNs = root.at("message_latency_ns").asNonNegativeInt();
   if (root.has("wake_latency_ns")) calibration.wakeLatencyNs = root.at("wake_latency_ns").asNonNegativeInt();
+  if (root.has("loss_cold_start_ns")) {
+    calibration.lossColdStartNs = root.at("loss_cold_start_ns").asNonNegativeInt();
+  }
+  if (root.has("loss_cold_starts")) {
+    for (const JsonCursor& item : root.at("loss_cold_starts").items()) {
+      (void)item.at("schedule");  // required here: throws naming it when it is missing
+      const ReferenceShape shape = shapeFromJson(item);
+      if (calibration.lossColdStartByShape.count(shape) > 0) item.fail("shape '" + shape.label() + "' given twice");
+      calibration.lossColdStartByShape[shape] = item.at("ns").asNonNegativeInt();
+    }
+  }
   if (root.has("measured")) calibration.provenance = provenanceFromJson(root.at("measured"));
   return calibration;
 }

@@ -162,17 +162,71 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
   return speeds;
 }
 
-/// Per micro-batch size, every timed loss op of every run at the speed of 1 (its time times
+/// One timed loss op: its micro-batch's size and its time at the speed of 1 (its span times
 /// the speed of the device it ran on: the simulator divides the loss's time by that speed).
-std::map<std::int64_t, std::vector<TimeNs>> lossNsAtUnitSpeed(const std::vector<const ReferenceRun*>& runs,
-                                                              const std::vector<double>& deviceSpeeds) {
+struct LossCall {
+  std::int64_t size = 0;  ///< samples
+  TimeNs ns = 0;
+};
+
+/// Each timed step's loss ops of a run, from the step's first call to its last (by start; of
+/// calls that start together, the lower micro-batch first).
+std::vector<std::vector<LossCall>> lossCallsBySteps(const ReferenceRun& run, const std::vector<double>& deviceSpeeds) {
+  struct Timed {
+    TimeNs startNs = 0;
+    std::int64_t microBatch = 0;
+    LossCall call;
+  };
+  std::map<std::size_t, std::vector<Timed>> bySteps;
+  forEachTimedSpan(run, {Phase::Loss}, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
+    const auto d = static_cast<std::size_t>(run.candidate.deviceOfStage(op.partition));
+    const double speed = d < deviceSpeeds.size() ? deviceSpeeds[d] : 1.0;
+    const auto ns = static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) * speed));
+    bySteps[step].push_back({op.startNs, op.microBatch, {size, ns}});
+  });
+  std::vector<std::vector<LossCall>> steps;
+  for (auto& [step, calls] : bySteps) {
+    std::sort(calls.begin(), calls.end(), [](const Timed& a, const Timed& b) {
+      return std::tie(a.startNs, a.microBatch) < std::tie(b.startNs, b.microBatch);
+    });
+    std::vector<LossCall>& ordered = steps.emplace_back();
+    for (const Timed& timed : calls) ordered.push_back(timed.call);
+  }
+  return steps;
+}
+
+/// The loss's cold start the runs imply (calibration_fit.h), or nullopt from fewer than
+/// kMinColdStarts steps with a later call of the first one's size.
+constexpr std::size_t kMinColdStarts = 3;
+
+std::optional<TimeNs> lossColdStartNs(const std::vector<const ReferenceRun*>& runs,
+                                      const std::vector<double>& deviceSpeeds) {
+  std::vector<TimeNs> coldStarts;
+  for (const ReferenceRun* run : runs) {
+    for (const std::vector<LossCall>& step : lossCallsBySteps(*run, deviceSpeeds)) {
+      std::vector<TimeNs> laterNs;
+      for (std::size_t k = 1; k < step.size(); ++k) {
+        if (step[k].size == step.front().size) laterNs.push_back(step[k].ns);
+      }
+      if (!laterNs.empty()) coldStarts.push_back(step.front().ns - medianNs(laterNs));
+    }
+  }
+  if (coldStarts.size() < kMinColdStarts) return std::nullopt;
+  return std::max<TimeNs>(0, medianNs(coldStarts));
+}
+
+/// Per micro-batch size, every timed loss op of every run at the speed of 1 as a step's first
+/// call costs: a later call with the cold start added.
+std::map<std::int64_t, std::vector<TimeNs>> lossNsAsFirstCalls(const std::vector<const ReferenceRun*>& runs,
+                                                               const std::vector<double>& deviceSpeeds,
+                                                               TimeNs coldStartNs) {
   std::map<std::int64_t, std::vector<TimeNs>> lossNs;
   for (const ReferenceRun* run : runs) {
-    forEachTimedSpan(*run, {Phase::Loss}, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
-      const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(op.partition));
-      const double speed = d < deviceSpeeds.size() ? deviceSpeeds[d] : 1.0;
-      lossNs[size].push_back(static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) * speed)));
-    });
+    for (const std::vector<LossCall>& step : lossCallsBySteps(*run, deviceSpeeds)) {
+      for (std::size_t k = 0; k < step.size(); ++k) {
+        lossNs[step[k].size].push_back(k == 0 ? step[k].ns : step[k].ns + coldStartNs);
+      }
+    }
   }
   return lossNs;
 }
@@ -302,6 +356,7 @@ namespace {
 /// One shape's runs (schedule, stages per device and checkpoint mode): a cell of every table
 /// below, so that a shape timed at a slow moment is one cell among the shapes'.
 struct ShapeRuns {
+  ReferenceShape shape;
   std::vector<const ReferenceRun*> runs;
   WholeModelSamples samples;
 };
@@ -356,12 +411,27 @@ void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibrati
   for (const auto& [size, scale] : sizeScales(backward, kMaxLayerScale)) calibration.scales[size].backward = scale;
 }
 
-/// The loss scale of every size of the scales, after the device speeds: each shape's loss ops
-/// (each at its device's speed) against the profiled loss, drawn toward the other sizes alike.
+/// Each shape's loss cold start from its own runs, and the median over the shapes for any
+/// other (calibration_fit.h).
+void fitLossColdStarts(const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
+  std::vector<TimeNs> shapesNs;
+  for (const ShapeRuns& shape : shapes) {
+    const std::optional<TimeNs> ns = lossColdStartNs(shape.runs, calibration.deviceSpeeds);
+    if (!ns) continue;
+    calibration.lossColdStartByShape[shape.shape] = *ns;
+    shapesNs.push_back(*ns);
+  }
+  if (!shapesNs.empty()) calibration.lossColdStartNs = medianNs(shapesNs);
+}
+
+/// The loss scale of every size of the scales, after the device speeds and the loss's cold
+/// start: each shape's loss ops (each at its device's speed, a later call with the cold start
+/// added) against the profiled loss, drawn toward the other sizes alike.
 void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
   LogCells cells;
   for (const ShapeRuns& shape : shapes) {
-    for (const auto& [size, ns] : lossNsAtUnitSpeed(shape.runs, calibration.deviceSpeeds)) {
+    const TimeNs coldStartNs = calibration.lossColdStartNsFor(shape.shape).value_or(0);
+    for (const auto& [size, ns] : lossNsAsFirstCalls(shape.runs, calibration.deviceSpeeds, coldStartNs)) {
       if (calibration.scales.count(size) > 0) addCell(cells, size, ns, profile.loss.costAt(size).forwardNs);
     }
   }
@@ -372,10 +442,10 @@ void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes,
 /// latency applied; appends each shape's and chunk count's reference to `references`.
 void fitOverheads(const Profile& profile, const Cluster& cluster, const std::vector<ShapeRuns>& shapes,
                   Calibration& calibration) {
-  const Profile calibrated = calibratedProfile(profile, calibration);
   const Cluster calibratedDevices = calibratedCluster(cluster, calibration);
   std::map<std::int64_t, std::vector<TimeNs>> unexplainedByChunks;
   for (const ShapeRuns& shape : shapes) {
+    const Profile calibrated = calibratedProfile(profile, calibration.forShape(shape.shape));
     // Runs of one chunk count (several rounds of the same reference) pool their steps.
     std::map<std::int64_t, std::vector<TimeNs>> stepNs;
     std::map<std::int64_t, Candidate> candidates;
@@ -406,6 +476,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   std::vector<const ReferenceRun*> allRuns;
   for (const ReferenceRun& run : runs) {
     ShapeRuns& shape = byShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}];
+    shape.shape = ReferenceShape::of(run.candidate);
     shape.runs.push_back(&run);
     shape.samples.add(profile, run);
     allRuns.push_back(&run);
@@ -418,6 +489,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
   fitLayerScales(shapes, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns);
+  if (profile.loss.measured()) fitLossColdStarts(shapes, calibration);
   fitLossScales(profile, shapes, calibration);
   fitOverheads(profile, cluster, shapes, calibration);
   return calibration;

@@ -182,6 +182,15 @@ class OpEffectsBuilder {
   // With one process per device, what j sent another rank stays with its send (the graph of a
   // checkpointed micro-batch's recompute made other tensors).
   bool keepsSent(const Op& backward) const { return processPerDevice_ && !schedule_.checkpointed(backward.i); }
+  // Whether `loss` is the first loss op of the last stage's order: the step's first call of the
+  // loss, which pays its cold start (LossProfile::coldStartNs).
+  bool isFirstLoss(const Op& loss) const {
+    for (const OpIndex index : schedule_.stageOrder(n_ - 1)) {
+      const Op& op = schedule_.op(index);
+      if (op.kind == OpKind::Loss) return op.i == loss.i;
+    }
+    return true;
+  }
 
   const Schedule& schedule_;
   const ScheduleSpec& spec_;
@@ -225,7 +234,7 @@ void OpEffectsBuilder::forward(const Op& op, CompiledOp& c, OpEffects& e) {
 void OpEffectsBuilder::loss(const Op& op, CompiledOp& c, OpEffects& e) {
   const std::int32_t j = c.j;
   auto mem = [&](std::int32_t stage, std::int32_t slot) { return memoryOf(op.i, stage, slot); };
-  c.durationSlot = durationSlot(op.i, layout_.lossNs());
+  c.durationSlot = durationSlot(op.i, isFirstLoss(op) ? layout_.lossNs() : layout_.laterLossNs());
   e.transient.push_back(mem(j, layout_.lossPeak()));
   // A checkpointed micro-batch's loss runs without a graph: the last stage's output, kept
   // since its forward for this loss, is freed (recompute(i, n-1) makes it again, and the

@@ -17,16 +17,19 @@ struct SlotLayout {
   std::int32_t skips = 0;  ///< skip routes
 
   // Duration slots.
-  std::int32_t durationsPerClass() const { return 7 * n + 2 * skips + 2; }
+  std::int32_t durationsPerClass() const { return 7 * n + 2 * skips + 3; }
   /// A forward that keeps its graph (training, not checkpointed), and a recompute.
   std::int32_t forwardNs(std::int32_t j) const { return j; }
   std::int32_t backwardNs(std::int32_t j) const { return n + j; }
   std::int32_t copyNs(std::int32_t lowJ, bool gradient) const { return (gradient ? 3 : 2) * n + lowJ; }
   std::int32_t skipCopyNs(std::int32_t s, bool gradient) const { return 4 * n + (gradient ? skips : 0) + s; }
-  /// A loss op: the loss's forward (0 when the profile has no loss).
+  /// A step's first loss op: the loss's forward (0 when the profile has no loss).
   std::int32_t lossNs() const { return 4 * n + 2 * skips; }
-  /// The last stage's recompute, which computes the loss again with its graph.
+  /// The last stage's recompute, which computes the loss again with its graph (a later call).
   std::int32_t recomputeWithLossNs() const { return 4 * n + 2 * skips + 1; }
+  /// Every later loss op of the step: the loss's forward less its cold start
+  /// (LossProfile::coldStartNs).
+  std::int32_t laterLossNs() const { return 7 * n + 2 * skips + 2; }
   /// A split backward's halves (zero-bubble schedules): I, with the loss's backward on the last
   /// stage, and W.
   std::int32_t backwardInputNs(std::int32_t j) const { return 4 * n + 2 * skips + 2 + j; }

@@ -265,7 +265,8 @@ void resolveLaunches(const CompiledSchedule& compiled, CostModel& costs, const C
 }
 
 /// The loss on the last stage's device (zero costs when the profile has none): its forward
-/// as the loss op, again inside the last stage's recompute, its backward at the start of
+/// as the loss op (a step's later ones less its cold start), again inside the last stage's
+/// recompute (a later call), its backward at the start of
 /// backward(i, n-1); its graph's bytes from the loss (or that recompute) to that backward, less
 /// the output when the graph does not keep it (the part of it no layer saved is freed), its
 /// forward's transient on top, its backward's peak before the last layers' (their figure counts
@@ -283,7 +284,9 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     TimeNs* duration = out.durationNs.data() + classSlot;
     Bytes* bytes = out.bytes.data() + sizeClass * layout.bytesPerClass();
     duration[layout.lossNs()] = scaleTime(loss.forwardNs, speed);
-    duration[layout.recomputeWithLossNs()] = duration[layout.forwardNs(last)] + duration[layout.lossNs()];
+    const TimeNs coldStartNs = costs.profile().loss.coldStartNs;
+    duration[layout.laterLossNs()] = scaleTime(std::max<TimeNs>(0, loss.forwardNs - coldStartNs), speed);
+    duration[layout.recomputeWithLossNs()] = duration[layout.forwardNs(last)] + duration[layout.laterLossNs()];
     duration[layout.backwardNs(last)] += scaleTime(loss.backwardNs, speed);
     // The output's gradient: I's, or W's on a single stage (its I computes nothing).
     duration[last == 0 ? layout.backwardWeightNs(last) : layout.backwardInputNs(last)] +=

@@ -10,15 +10,30 @@ Predictor::CalibratedInputs Predictor::calibrated(const Profile& profile, const 
   return {calibratedProfile(profile, calibration), calibratedCluster(cluster, calibration), calibration};
 }
 
+namespace {
+
+/// The calibration of every shape without corrections of its own: GPipe's without checkpoints
+/// (a shape entry of it applies), with the loss cold start of a shape without its own.
+Calibration everyOtherShape(const Calibration& calibration) {
+  Calibration common = calibration.forShape({"gpipe", Checkpoint::Never});
+  common.lossColdStartNs = calibration.lossColdStartNs;
+  return common;
+}
+
+}  // namespace
+
 Predictor::Predictor(Profile profile, Cluster cluster, Calibration calibration)
-    : calibration_(std::move(calibration)),
-      base_(calibrated(profile, cluster, calibration_.forShape({"gpipe", Checkpoint::Never}))) {
+    : calibration_(std::move(calibration)), base_(calibrated(profile, cluster, everyOtherShape(calibration_))) {
   for (const auto& entry : calibration_.byShape) {
     byShape_.emplace(entry.first, calibrated(profile, cluster, calibration_.forShape(entry.first)));
+  }
+  for (const auto& entry : calibration_.lossColdStartByShape) {
+    byShape_.try_emplace(entry.first, calibrated(profile, cluster, calibration_.forShape(entry.first)));
   }
 }
 
 const Predictor::CalibratedInputs& Predictor::inputsFor(const ReferenceShape& shape) const {
+  if (calibration_.lossColdStartByShape.count(shape) > 0) return byShape_.at(shape);
   const ReferenceShape* key = calibration_.correctingShape(shape);
   return key == nullptr ? base_ : byShape_.at(*key);
 }

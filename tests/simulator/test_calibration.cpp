@@ -156,6 +156,45 @@ TEST(Calibration, WakeLatencyRoundTripsIsDescribedAndSetsTheClusters) {
   EXPECT_THROW(calibrationFromJson(negative, "cal.json"), FormatError);
 }
 
+TEST(Calibration, TheLossColdStartRoundTripsIsDescribedAndSetsTheProfiles) {
+  Calibration calibration;
+  calibration.lossColdStartNs = 45'000;
+  EXPECT_FALSE(calibration.empty());
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["loss_cold_start_ns"], 45'000);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").lossColdStartNs, 45'000);
+  EXPECT_FALSE(toJson(Calibration{}).contains("loss_cold_start_ns"));
+  EXPECT_NE(describeCalibration(calibration).find("; a step's first loss takes 45.0 us more than its later ones"),
+            std::string::npos)
+      << describeCalibration(calibration);
+  // Applied with no scales as well.
+  EXPECT_EQ(calibratedProfile(Profile{}, calibration).loss.coldStartNs, 45'000);
+  // A shape's own: written per shape, and a shape's calibration takes it.
+  Calibration byShape = calibration;
+  byShape.lossColdStartByShape[{"1f1b", Checkpoint::Always}] = 30'000;
+  const nlohmann::json shapes = toJson(byShape);
+  EXPECT_EQ(shapes["loss_cold_starts"][0]["schedule"], "1f1b");
+  EXPECT_EQ(shapes["loss_cold_starts"][0]["checkpoint"], "always");
+  EXPECT_EQ(shapes["loss_cold_starts"][0]["ns"], 30'000);
+  EXPECT_EQ(calibrationFromJson(shapes, "cal.json").lossColdStartByShape, byShape.lossColdStartByShape);
+  EXPECT_EQ(byShape.forShape({"1f1b", Checkpoint::Always}).lossColdStartNs, 30'000);
+  EXPECT_TRUE(byShape.forShape({"1f1b", Checkpoint::Always}).lossColdStartByShape.empty());
+  EXPECT_EQ(byShape.forShape({"1f1b", Checkpoint::Never}).lossColdStartNs, 45'000);
+  byShape.lossColdStartByShape[{"gpipe", Checkpoint::Never}] = 60'000;
+  EXPECT_NE(
+      describeCalibration(byShape).find(
+          "; a step's first loss takes 30.0 us-60.0 us more than its later ones, by schedule (45.0 us for the others)"),
+      std::string::npos)
+      << describeCalibration(byShape);
+  nlohmann::json twice = shapes;
+  twice["loss_cold_starts"].push_back(twice["loss_cold_starts"][0]);
+  EXPECT_THROW(calibrationFromJson(twice, "cal.json"), FormatError);
+  EXPECT_EQ(calibratedProfile(Profile{}, Calibration{}).loss.coldStartNs, 0);
+  nlohmann::json negative = json;
+  negative["loss_cold_start_ns"] = -1;
+  EXPECT_THROW(calibrationFromJson(negative, "cal.json"), FormatError);
+}
+
 TEST(Calibration, FileRoundTripAndDescription) {
   const Calibration calibration = sampleCalibration();
   const nlohmann::json json = toJson(calibration);

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <map>
 
 namespace pipeprof::test_calibration_fit {
 namespace {
@@ -403,6 +404,59 @@ TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesS
   const Calibration atSpeed = calibrationFromRuns(profile, twoCpus(), {slower});
   EXPECT_EQ(atSpeed.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
   EXPECT_DOUBLE_EQ(atSpeed.scales.at(8).loss, 3.0);
+}
+
+TEST(CalibrationFit, AStepsFirstLossCostsTheColdStartMoreThanItsLaterOnes) {
+  // Batch 16 over [1,1], chunks 4 of 4 samples, a loss profiled at 100 ns forward. In each step
+  // the first loss op took 100 ns and the later ones 40, 45 and 35: cold start 100 - 40 = 60,
+  // and the later calls plus it read 1.0 of the profile, as the first does.
+  Profile profile = twoLayerProfile();
+  for (std::int64_t size : {2, 3, 4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = 100;
+    profile.loss.costs.push_back(loss);
+  }
+  auto run = [](std::int64_t steps, std::vector<TimeNs> lossNs, ScheduleKind schedule = ScheduleKind::GPipe) {
+    ReferenceRun four = reference({1, 1}, 4, 16);
+    four.candidate.schedule = schedule;
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const TimeNs start = s * 10'000;
+      addStep(four.trace, start, 5000, {4, 4, 4, 4}, 2, 3, 5);
+      // Listed last first: a step's first call is its earliest.
+      for (std::size_t k = lossNs.size(); k-- > 0;) {
+        const TimeNs at = start + 10 + 100 * static_cast<TimeNs>(k);
+        four.trace.events.push_back(span(Phase::Loss, at, lossNs[k], static_cast<std::int64_t>(k), 1));
+      }
+    }
+    return four;
+  };
+  const Calibration fitted = calibrationFromRuns(profile, twoCpus(), {run(3, {100, 40, 45, 35})});
+  const ReferenceShape gpipe{"gpipe", Checkpoint::Never};
+  EXPECT_EQ(fitted.lossColdStartByShape, (std::map<ReferenceShape, TimeNs>{{gpipe, 60}}));
+  EXPECT_EQ(fitted.lossColdStartNs, 60);  // a shape not timed: the median over the shapes'
+  EXPECT_DOUBLE_EQ(fitted.scales.at(4).loss, 1.0);
+  // Each shape its own: 1F1B's later calls found the loss colder (80: cold start 20), and its
+  // later calls plus 20 read 1.0 as well. A shape timed neither way takes the median, 40.
+  const Calibration shapes = calibrationFromRuns(
+      profile, twoCpus(), {run(3, {100, 40, 45, 35}), run(3, {100, 80, 80, 80}, ScheduleKind::OneFOneB)});
+  const ReferenceShape oneFOneB{"1f1b", Checkpoint::Never};
+  EXPECT_EQ(shapes.lossColdStartByShape, (std::map<ReferenceShape, TimeNs>{{gpipe, 60}, {oneFOneB, 20}}));
+  EXPECT_EQ(shapes.lossColdStartNs, 40);
+  EXPECT_EQ(shapes.lossColdStartNsFor(oneFOneB), 20);
+  EXPECT_EQ(shapes.lossColdStartNsFor({"zb1p", Checkpoint::Never}), 40);
+  EXPECT_DOUBLE_EQ(shapes.scales.at(4).loss, 1.0);
+  // Each call alike: no cold start, and no scale moved.
+  const Calibration alike = calibrationFromRuns(profile, twoCpus(), {run(3, {70, 70, 70, 70})});
+  EXPECT_EQ(alike.lossColdStartNs, 0);
+  EXPECT_DOUBLE_EQ(alike.scales.at(4).loss, 0.7);
+  // A first call faster than the later ones: never negative.
+  EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {run(3, {40, 100, 100, 100})}).lossColdStartNs, 0);
+  // Fewer than three steps with a later call, or a profile without a loss: not fitted.
+  EXPECT_FALSE(calibrationFromRuns(profile, twoCpus(), {run(2, {100, 40, 45, 35})}).lossColdStartNs.has_value());
+  EXPECT_FALSE(calibrationFromRuns(profile, twoCpus(), {run(3, {100})}).lossColdStartNs.has_value());
+  EXPECT_FALSE(
+      calibrationFromRuns(twoLayerProfile(), twoCpus(), {run(3, {100, 40, 45, 35})}).lossColdStartNs.has_value());
 }
 
 TEST(CalibrationFit, NoRunsCorrectNothing) {

@@ -148,5 +148,40 @@ TEST(Predictor, AShapeWithCorrectionsOfItsOwnIsPredictedWithThem) {
   EXPECT_EQ(result.ranked.front().candidate.checkpoint, Checkpoint::Never);
 }
 
+TEST(Predictor, AShapeWithALossColdStartOfItsOwnIsPredictedWithIt) {
+  // A loss of 100 ns a call at every size and no other correction. 1F1B's later loss calls cost
+  // 30 less, every other shape's the calibration's 60 less: one stage, 4 micro-batches of 2, so
+  // the device runs every op in turn and the step is their sum (F 80 and B 160 per micro-batch).
+  Profile profile = fourLayerProfile();
+  for (std::int64_t size : {2, 4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = 100;
+    profile.loss.costs.push_back(loss);
+  }
+  Calibration coldStarts;
+  coldStarts.lossColdStartNs = 60;
+  coldStarts.lossColdStartByShape[{"1f1b", Checkpoint::Never}] = 30;
+  const Predictor predictor(profile, twoCpus(), coldStarts);
+  auto step = [&](ScheduleKind schedule, Checkpoint mode) {
+    Candidate one = candidate({4}, 4, schedule);
+    one.checkpoint = mode;
+    return predictor.predict(one).prediction.iterationNs;
+  };
+  EXPECT_EQ(step(ScheduleKind::OneFOneB, Checkpoint::Never), 4 * (80 + 160) + 100 + 3 * 70);
+  EXPECT_EQ(step(ScheduleKind::GPipe, Checkpoint::Never), 4 * (80 + 160) + 100 + 3 * 40);
+  // 1F1B with checkpoints has no cold start of its own: the calibration's; so does the search.
+  EXPECT_EQ(step(ScheduleKind::OneFOneB, Checkpoint::Always), 4 * (80 + 80 + 160) + 100 + 3 * 40 + 4 * 40);
+  SearchSpace space;
+  space.batch = 8;
+  space.devices = 1;
+  space.chunks = {4};
+  space.schedules = {ScheduleKind::GPipe, ScheduleKind::OneFOneB};
+  for (const RankedCandidate& entry : predictor.search(space).ranked) {
+    EXPECT_EQ(entry.prediction.iterationNs, predictor.predict(entry.candidate).prediction.iterationNs)
+        << entry.candidate.label();
+  }
+}
+
 }  // namespace
 }  // namespace pipeprof::test_predictor

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -138,6 +139,31 @@ TEST(SimulateClosedForm, AWorkerWokenByAnotherDeviceStartsItsOpAWakeLatencyLater
       const Prediction p = run(k, m, Checkpoint::Never, cluster);
       EXPECT_EQ(p.iterationNs, (m + k - 1) * (kF + kB) + 2 * (k - 1) * kW) << "K=" << k << " M=" << m;
       for (TimeNs busy : p.busyNs) EXPECT_EQ(busy, m * (kF + kB));
+    }
+  }
+}
+
+// The loss's cold start c (LossProfile::coldStartNs): a step's first loss op takes the profiled
+// l, each later one l - c (never below 0), and the last stage's recompute computes the loss again
+// as a later call. One stage, M micro-batches, GPipe: the device runs every op in turn, so the
+// step is their sum: never M (f + b) + l + (M-1)(l - c); always adds M recomputes of f + (l - c).
+TEST(SimulateClosedForm, AStepsFirstLossPaysTheLossColdStart) {
+  constexpr TimeNs kL = 9;
+  for (TimeNs coldStart : {0, 4, 12}) {
+    const TimeNs later = std::max<TimeNs>(0, kL - coldStart);
+    for (std::int64_t m : {1, 2, 3, 8}) {
+      Profile profile = test::uniformProfile(1, {kF, kB, 0, 0, 0, 0});
+      CostSample loss;
+      loss.microBatch = 1;
+      loss.forwardNs = kL;
+      profile.loss.costs = {loss};
+      profile.loss.coldStartNs = coldStart;
+      auto step = [&](Checkpoint mode) {
+        return simulate(profile, test::freeCluster(1), test::makeCandidate({1}, m, mode, m)).prediction.iterationNs;
+      };
+      const std::string at = "c=" + std::to_string(coldStart) + " M=" + std::to_string(m);
+      EXPECT_EQ(step(Checkpoint::Never), m * (kF + kB) + kL + (m - 1) * later) << at;
+      EXPECT_EQ(step(Checkpoint::Always), m * (kF + kB) + kL + (m - 1) * later + m * (kF + later)) << at;
     }
   }
 }

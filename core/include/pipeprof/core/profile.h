@@ -151,6 +151,12 @@ struct LossProfile {
   /// false when it saves something else in its place (under autocast, a cast copy), and the
   /// output is freed once the loss returns unless a layer saved it.
   bool keepsOutput = true;
+  /// How much longer a step's first loss op takes than each later one of the same step: the
+  /// loss's code and state go cold between steps, and costs[].forwardNs is a first call's (the
+  /// profiler's timed passes call the loss once each). A later call costs forwardNs less this,
+  /// never below 0. Not measured by the profiler and not in profile files: a calibration's
+  /// (Calibration::lossColdStartNs, applied by calibratedProfile); 0: every call alike.
+  TimeNs coldStartNs = 0;
 
   bool measured() const { return !costs.empty(); }
   /// Costs at any size (costAtSize); all zero when not measured (older profiles).

@@ -18,6 +18,9 @@
 //                   it, wake-ups of busy cores included, where a ping-pong sees an idle machine
 //   wakeLatency     (threads of one process) how long a worker that sleeps waiting for another
 //                   device's data takes to start its op once the data is there
+//   lossColdStart   how much longer a step's first loss op takes than each later one (the
+//                   loss's code and state go cold between steps; the profile times a first
+//                   call), per shape: the schedule decides how warm it stays between two calls
 //
 // A calibration fitted from reference pipelines (simulator/calibration_fit.h) holds one set for
 // every candidate, each shape's references (schedule and checkpoint mode) samples of it: on this
@@ -126,11 +129,26 @@ struct Calibration : ScheduleCorrections {
   /// that sleeps waiting for another device's data takes to start its op once the data is
   /// there; nullopt: the cluster's own (0 unless its file gives one).
   std::optional<TimeNs> wakeLatencyNs;
+  /// The loss's cold start (LossProfile::coldStartNs), at a device speed of 1: how much longer a
+  /// step's first loss op takes than each later one, for a shape without its own; nullopt:
+  /// every call as profiled.
+  std::optional<TimeNs> lossColdStartNs;
+  /// A shape's own cold start. What runs between two loss calls of a step is the schedule's
+  /// (GPipe: the last stage's next forward; 1F1B: a backward and a forward), and so is how warm
+  /// the later call finds the loss; a difference within one step, which a slow spell of the
+  /// machine moves little (simulator/calibration_fit.h).
+  std::map<ReferenceShape, TimeNs> lossColdStartByShape;
   CalibrationProvenance provenance;
 
-  /// True when it corrects nothing (no scales, speeds, overheads, schedule corrections or
-  /// message or wake latency).
-  bool empty() const { return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs && !wakeLatencyNs; }
+  /// True when it corrects nothing (no scales, speeds, overheads, schedule corrections, message
+  /// or wake latency or loss cold start).
+  bool empty() const {
+    return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs && !wakeLatencyNs && !lossColdStartNs &&
+           lossColdStartByShape.empty();
+  }
+  /// The loss cold start a candidate of `shape` is predicted with: its shape's own, else
+  /// lossColdStartNs.
+  std::optional<TimeNs> lossColdStartNsFor(const ReferenceShape& shape) const;
   /// The key of byShape whose corrections a candidate of `shape` is predicted with: its shape,
   /// else its schedule in another mode (without checkpoints, else except_last, else always: a
   /// sweep times the shapes of the candidates it measures only, and a schedule's modes differ
@@ -139,7 +157,8 @@ struct Calibration : ScheduleCorrections {
   const ReferenceShape* correctingShape(const ReferenceShape& shape) const;
   /// Those corrections: byShape's at correctingShape(shape), else the calibration's own.
   const ScheduleCorrections& correctionsFor(const ReferenceShape& shape) const;
-  /// This calibration with correctionsFor(shape) in place of its own, and no byShape.
+  /// This calibration with correctionsFor(shape) in place of its own and lossColdStartNsFor(shape)
+  /// as its loss cold start, and no byShape or lossColdStartByShape.
   Calibration forShape(const ReferenceShape& shape) const;
 };
 

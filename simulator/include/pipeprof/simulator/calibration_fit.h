@@ -27,8 +27,18 @@
 //   speed(d)         = the scaled profile's compute of device d's stages' layers over what
 //                      they measured, over every run (on CPU the stages of one host do not run
 //                      alike: the last one's backward measured 10-15% slower per GEMM)
+//   lossColdStart(s) = per shape s, the median over every timed step of its references that
+//                      calls the loss more than once of (its first loss op - the median of its
+//                      later ones of the same size), each span x the speed of its device, never
+//                      negative: the loss's code and state go cold between steps, a step's first
+//                      call pays for it (mlp's MSE 30-70 us of a 60-140 us call), and the profile
+//                      times a first call. Per shape: how warm a later call finds the loss is
+//                      what the schedule runs between two (GPipe 62-68 us, 1F1B 29-36 us for
+//                      mlp), and a difference within one step stays out of the machine's slow
+//                      spells. A shape without one takes the median over the shapes'.
 //   lossScale(b)     = likewise of the loss ops of micro-batches of b samples, each span x the
-//                      speed of its device, over the profile's loss forward at b
+//                      speed of its device and a later call's plus its shape's cold start, over
+//                      the profile's loss forward at b
 //   messageLatency   = (runs of one process per device, whose traces hold send and receive
 //                      spans joined by flows) over the messages whose receiver was already
 //                      waiting when the send began: receive end - send start - the link's drain
@@ -119,7 +129,8 @@ struct ReferenceRun {
 /// message latency is fitted from 3 messages or more (else left unset), never negative, with the
 /// cluster's links for the drain time, and applies to the links between ranks of one host
 /// (calibratedCluster); the wake latency from 3 wake-ups or more of a cluster that is not one
-/// process per device (else left unset).
+/// process per device (else left unset); a shape's loss cold start from 3 of its steps or more
+/// with a later loss call of the first one's size, of a profile with a loss (else left unset).
 /// provenance.references lists each shape's and chunk count's steps and median (the caller
 /// fills in the rest of the provenance); no runs give an empty calibration. Throws what the
 /// simulator throws for a reference candidate it cannot simulate.

@@ -49,7 +49,8 @@ class Predictor {
   };
   /// (profile, cluster) calibrated with `calibration`'s own corrections and message latency.
   static CalibratedInputs calibrated(const Profile& profile, const Cluster& cluster, const Calibration& calibration);
-  /// byShape_ at Calibration::correctingShape(shape), else base_.
+  /// byShape_ at `shape` where it has a loss cold start of its own, else at
+  /// Calibration::correctingShape(shape), else base_.
   const CalibratedInputs& inputsFor(const ReferenceShape& shape) const;
 
   Calibration calibration_;
