@@ -24,8 +24,12 @@ do, from reports alone (nothing is timed again):
 """
 import json
 import math
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_vs_run import split_rounds  # noqa: E402  (a measurement's steps, round by round)
 
 BANDWIDTHS_S = [5, 10, 20, 40, 80]
 
@@ -63,15 +67,10 @@ def local_speed(points, t, bandwidth):
 def rounds_of(candidate):
     """(middle of the round in seconds, its steps) for each round the measurement kept."""
     measurement = candidate["measurement"]
-    steps, counts, starts = measurement["step_ns"], measurement.get("round_steps"), measurement.get("round_start_s")
-    if not counts or not starts or sum(counts) != len(steps):
+    counts, starts = measurement.get("round_steps"), measurement.get("round_start_s")
+    if not counts or not starts or sum(counts) != len(measurement["step_ns"]):
         return []
-    rounds, at = [], 0
-    for count, start in zip(counts, starts):
-        chunk = steps[at:at + count]
-        at += count
-        rounds.append((start + sum(chunk) / 2e9, chunk))
-    return rounds
+    return [(start + sum(steps) / 2e9, steps) for start, steps in zip(starts, split_rounds(measurement))]
 
 
 def pearson(xs, ys):
