@@ -52,6 +52,17 @@ ReferenceRun reference(std::vector<std::int64_t> balance, std::int64_t chunks, s
 
 Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
 
+/// `profile` with a loss profiled at `forwardNs` forward at twoLayerProfile's sizes (2, 3, 4 and 8).
+Profile withLoss(Profile profile, TimeNs forwardNs) {
+  for (std::int64_t size : {2, 3, 4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = forwardNs;
+    profile.loss.costs.push_back(loss);
+  }
+  return profile;
+}
+
 TEST(CalibrationFit, ScalesEachMicroBatchSizeAndFitsTheOverheadPerChunkCount) {
   // Batch 8 over [1,1], chunks 2: two micro-batches of 4. Each stage's forward takes
   // 3 x 4 = 12 (whole model 24 against 2 x 4 = 8 profiled: x3) and its backward 5 x 4 = 20
@@ -371,13 +382,7 @@ TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesS
   // Its loss ops on stage 1 took 50, 70 and 60 ns: median 60, scale 6 -- past the layers'
   // clamp of 4. On device 1's critical path (F(0,1) loss(0) F(1,1) loss(1) B(1,1) B(0,1)) each
   // of the two losses now takes 50 ns more, so the step overhead fitted is 100 ns less.
-  Profile profile = twoLayerProfile();
-  for (std::int64_t size : {2, 3, 4, 8}) {
-    CostSample loss;
-    loss.microBatch = size;
-    loss.forwardNs = 10;
-    profile.loss.costs.push_back(loss);
-  }
+  const Profile profile = withLoss(twoLayerProfile(), 10);
   auto run = [](std::vector<TimeNs> lossNs) {
     ReferenceRun two = reference({1, 1}, 2, 8);
     addStep(two.trace, 0, 1000, {4, 4}, 2, 3, 5);
@@ -410,13 +415,7 @@ TEST(CalibrationFit, AStepsFirstLossCostsTheColdStartMoreThanItsLaterOnes) {
   // Batch 16 over [1,1], chunks 4 of 4 samples, a loss profiled at 100 ns forward. In each step
   // the first loss op took 100 ns and the later ones 40, 45 and 35: cold start 100 - 40 = 60,
   // and the later calls plus it read 1.0 of the profile, as the first does.
-  Profile profile = twoLayerProfile();
-  for (std::int64_t size : {2, 3, 4, 8}) {
-    CostSample loss;
-    loss.microBatch = size;
-    loss.forwardNs = 100;
-    profile.loss.costs.push_back(loss);
-  }
+  const Profile profile = withLoss(twoLayerProfile(), 100);
   auto run = [](std::int64_t steps, std::vector<TimeNs> lossNs, ScheduleKind schedule = ScheduleKind::GPipe) {
     ReferenceRun four = reference({1, 1}, 4, 16);
     four.candidate.schedule = schedule;
