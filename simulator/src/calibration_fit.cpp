@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -169,9 +170,12 @@ struct LossCall {
   TimeNs ns = 0;
 };
 
-/// Each timed step's loss ops of a run, from the step's first call to its last (by start; of
-/// calls that start together, the lower micro-batch first).
-std::vector<std::vector<LossCall>> lossCallsBySteps(const ReferenceRun& run, const std::vector<double>& deviceSpeeds) {
+/// Each timed step's loss ops, from the step's first call to its last (by start; of calls that
+/// start together, the lower micro-batch first).
+using LossSteps = std::vector<std::vector<LossCall>>;
+
+/// A run's LossSteps.
+LossSteps lossCallsBySteps(const ReferenceRun& run, const std::vector<double>& deviceSpeeds) {
   struct Timed {
     TimeNs startNs = 0;
     std::int64_t microBatch = 0;
@@ -184,7 +188,7 @@ std::vector<std::vector<LossCall>> lossCallsBySteps(const ReferenceRun& run, con
     const auto ns = static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) * speed));
     bySteps[step].push_back({op.startNs, op.microBatch, {size, ns}});
   });
-  std::vector<std::vector<LossCall>> steps;
+  LossSteps steps;
   for (auto& [step, calls] : bySteps) {
     std::sort(calls.begin(), calls.end(), [](const Timed& a, const Timed& b) {
       return std::tie(a.startNs, a.microBatch) < std::tie(b.startNs, b.microBatch);
@@ -195,37 +199,40 @@ std::vector<std::vector<LossCall>> lossCallsBySteps(const ReferenceRun& run, con
   return steps;
 }
 
-/// The loss's cold start the runs imply (calibration_fit.h), or nullopt from fewer than
+/// The LossSteps of every run, one after another.
+LossSteps lossCallsBySteps(const std::vector<const ReferenceRun*>& runs, const std::vector<double>& deviceSpeeds) {
+  LossSteps steps;
+  for (const ReferenceRun* run : runs) {
+    LossSteps own = lossCallsBySteps(*run, deviceSpeeds);
+    steps.insert(steps.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+  }
+  return steps;
+}
+
+/// The loss's cold start the steps imply (calibration_fit.h), or nullopt from fewer than
 /// kMinColdStarts steps with a later call of the first one's size.
 constexpr std::size_t kMinColdStarts = 3;
 
-std::optional<TimeNs> lossColdStartNs(const std::vector<const ReferenceRun*>& runs,
-                                      const std::vector<double>& deviceSpeeds) {
+std::optional<TimeNs> lossColdStartNs(const LossSteps& steps) {
   std::vector<TimeNs> coldStarts;
-  for (const ReferenceRun* run : runs) {
-    for (const std::vector<LossCall>& step : lossCallsBySteps(*run, deviceSpeeds)) {
-      std::vector<TimeNs> laterNs;
-      for (std::size_t k = 1; k < step.size(); ++k) {
-        if (step[k].size == step.front().size) laterNs.push_back(step[k].ns);
-      }
-      if (!laterNs.empty()) coldStarts.push_back(step.front().ns - medianNs(laterNs));
+  for (const std::vector<LossCall>& step : steps) {
+    std::vector<TimeNs> laterNs;
+    for (std::size_t k = 1; k < step.size(); ++k) {
+      if (step[k].size == step.front().size) laterNs.push_back(step[k].ns);
     }
+    if (!laterNs.empty()) coldStarts.push_back(step.front().ns - medianNs(laterNs));
   }
   if (coldStarts.size() < kMinColdStarts) return std::nullopt;
   return std::max<TimeNs>(0, medianNs(coldStarts));
 }
 
-/// Per micro-batch size, every timed loss op of every run at the speed of 1 as a step's first
-/// call costs: a later call with the cold start added.
-std::map<std::int64_t, std::vector<TimeNs>> lossNsAsFirstCalls(const std::vector<const ReferenceRun*>& runs,
-                                                               const std::vector<double>& deviceSpeeds,
-                                                               TimeNs coldStartNs) {
+/// Per micro-batch size, every loss op of the steps as a step's first call costs: a later call
+/// with the cold start added.
+std::map<std::int64_t, std::vector<TimeNs>> lossNsAsFirstCalls(const LossSteps& steps, TimeNs coldStartNs) {
   std::map<std::int64_t, std::vector<TimeNs>> lossNs;
-  for (const ReferenceRun* run : runs) {
-    for (const std::vector<LossCall>& step : lossCallsBySteps(*run, deviceSpeeds)) {
-      for (std::size_t k = 0; k < step.size(); ++k) {
-        lossNs[step[k].size].push_back(k == 0 ? step[k].ns : step[k].ns + coldStartNs);
-      }
+  for (const std::vector<LossCall>& step : steps) {
+    for (std::size_t k = 0; k < step.size(); ++k) {
+      lossNs[step[k].size].push_back(k == 0 ? step[k].ns : step[k].ns + coldStartNs);
     }
   }
   return lossNs;
@@ -359,6 +366,7 @@ struct ShapeRuns {
   ReferenceShape shape;
   std::vector<const ReferenceRun*> runs;
   WholeModelSamples samples;
+  LossSteps lossSteps;  ///< its runs' loss ops at the speed of 1, once the device speeds are fitted
 };
 
 /// By micro-batch size, one log(the shape's median measured time over the profiled time) per
@@ -416,7 +424,7 @@ void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibrati
 void fitLossColdStarts(const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
   std::vector<TimeNs> shapesNs;
   for (const ShapeRuns& shape : shapes) {
-    const std::optional<TimeNs> ns = lossColdStartNs(shape.runs, calibration.deviceSpeeds);
+    const std::optional<TimeNs> ns = lossColdStartNs(shape.lossSteps);
     if (!ns) continue;
     calibration.lossColdStartByShape[shape.shape] = *ns;
     shapesNs.push_back(*ns);
@@ -431,7 +439,7 @@ void fitLossScales(const Profile& profile, const std::vector<ShapeRuns>& shapes,
   LogCells cells;
   for (const ShapeRuns& shape : shapes) {
     const TimeNs coldStartNs = calibration.lossColdStartNsFor(shape.shape).value_or(0);
-    for (const auto& [size, ns] : lossNsAsFirstCalls(shape.runs, calibration.deviceSpeeds, coldStartNs)) {
+    for (const auto& [size, ns] : lossNsAsFirstCalls(shape.lossSteps, coldStartNs)) {
       if (calibration.scales.count(size) > 0) addCell(cells, size, ns, profile.loss.costAt(size).forwardNs);
     }
   }
@@ -489,6 +497,7 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
   fitLayerScales(shapes, calibration);
   calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns);
+  for (ShapeRuns& shape : shapes) shape.lossSteps = lossCallsBySteps(shape.runs, calibration.deviceSpeeds);
   if (profile.loss.measured()) fitLossColdStarts(shapes, calibration);
   fitLossScales(profile, shapes, calibration);
   fitOverheads(profile, cluster, shapes, calibration);
