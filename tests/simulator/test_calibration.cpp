@@ -124,49 +124,43 @@ TEST(Calibration, MessageLatencyReplacesTheLatencyOfCostlyLinksWithinAHost) {
   EXPECT_EQ(calibratedCluster(cluster, Calibration{}).link(0, 1).latencyNs, 40'000);
 }
 
-TEST(Calibration, MessageLatencyRoundTripsAndIsDescribed) {
+/// A calibration with only `field` set to `ns`: it corrects something, writes it as `key` and
+/// reads it back, leaves it out (and reads none back) when unset, refuses it negative, and its
+/// description says `described`. Returns it.
+Calibration expectTimeRoundTrips(std::optional<TimeNs> Calibration::*field, const char* key, TimeNs ns,
+                                 const std::string& described) {
   Calibration calibration;
   EXPECT_TRUE(calibration.empty());
-  calibration.messageLatencyNs = 85'000;
+  calibration.*field = ns;
   EXPECT_FALSE(calibration.empty());
   const nlohmann::json json = toJson(calibration);
-  EXPECT_EQ(json["message_latency_ns"], 85'000);
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").messageLatencyNs, 85'000);
-  EXPECT_FALSE(toJson(Calibration{}).contains("message_latency_ns"));
-  EXPECT_FALSE(calibrationFromJson(toJson(Calibration{}), "cal.json").messageLatencyNs.has_value());
-  EXPECT_NE(describeCalibration(calibration).find("; messages between ranks 85.0 us latency"), std::string::npos)
-      << describeCalibration(calibration);
+  EXPECT_EQ(json[key], ns);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").*field, ns);
+  EXPECT_FALSE(toJson(Calibration{}).contains(key));
+  EXPECT_FALSE((calibrationFromJson(toJson(Calibration{}), "cal.json").*field).has_value());
+  EXPECT_NE(describeCalibration(calibration).find(described), std::string::npos) << describeCalibration(calibration);
+  nlohmann::json negative = json;
+  negative[key] = -1;
+  EXPECT_THROW(calibrationFromJson(negative, "cal.json"), FormatError);
+  return calibration;
+}
+
+TEST(Calibration, MessageLatencyRoundTripsAndIsDescribed) {
+  expectTimeRoundTrips(&Calibration::messageLatencyNs, "message_latency_ns", 85'000,
+                       "; messages between ranks 85.0 us latency");
 }
 
 TEST(Calibration, WakeLatencyRoundTripsIsDescribedAndSetsTheClusters) {
-  Calibration calibration;
-  calibration.wakeLatencyNs = 61'000;
-  EXPECT_FALSE(calibration.empty());
-  const nlohmann::json json = toJson(calibration);
-  EXPECT_EQ(json["wake_latency_ns"], 61'000);
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").wakeLatencyNs, 61'000);
-  EXPECT_FALSE(toJson(Calibration{}).contains("wake_latency_ns"));
-  EXPECT_NE(describeCalibration(calibration).find("; a waiting worker wakes 61.0 us after its data"), std::string::npos)
-      << describeCalibration(calibration);
+  const Calibration calibration = expectTimeRoundTrips(&Calibration::wakeLatencyNs, "wake_latency_ns", 61'000,
+                                                       "; a waiting worker wakes 61.0 us after its data");
   const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
   EXPECT_EQ(calibratedCluster(cluster, calibration).wakeLatencyNs, 61'000);
   EXPECT_EQ(calibratedCluster(cluster, Calibration{}).wakeLatencyNs, 0);
-  nlohmann::json negative = json;
-  negative["wake_latency_ns"] = -1;
-  EXPECT_THROW(calibrationFromJson(negative, "cal.json"), FormatError);
 }
 
 TEST(Calibration, TheLossColdStartRoundTripsIsDescribedAndSetsTheProfiles) {
-  Calibration calibration;
-  calibration.lossColdStartNs = 45'000;
-  EXPECT_FALSE(calibration.empty());
-  const nlohmann::json json = toJson(calibration);
-  EXPECT_EQ(json["loss_cold_start_ns"], 45'000);
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").lossColdStartNs, 45'000);
-  EXPECT_FALSE(toJson(Calibration{}).contains("loss_cold_start_ns"));
-  EXPECT_NE(describeCalibration(calibration).find("; a step's first loss takes 45.0 us more than its later ones"),
-            std::string::npos)
-      << describeCalibration(calibration);
+  const Calibration calibration = expectTimeRoundTrips(&Calibration::lossColdStartNs, "loss_cold_start_ns", 45'000,
+                                                       "; a step's first loss takes 45.0 us more than its later ones");
   // Applied with no scales as well.
   EXPECT_EQ(calibratedProfile(Profile{}, calibration).loss.coldStartNs, 45'000);
   // A shape's own: written per shape, and a shape's calibration takes it.
@@ -190,9 +184,6 @@ TEST(Calibration, TheLossColdStartRoundTripsIsDescribedAndSetsTheProfiles) {
   twice["loss_cold_starts"].push_back(twice["loss_cold_starts"][0]);
   EXPECT_THROW(calibrationFromJson(twice, "cal.json"), FormatError);
   EXPECT_EQ(calibratedProfile(Profile{}, Calibration{}).loss.coldStartNs, 0);
-  nlohmann::json negative = json;
-  negative["loss_cold_start_ns"] = -1;
-  EXPECT_THROW(calibrationFromJson(negative, "cal.json"), FormatError);
 }
 
 TEST(Calibration, FileRoundTripAndDescription) {
