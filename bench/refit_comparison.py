@@ -14,6 +14,9 @@ Per sweep and fit it prints:
                 runs): median and 90th percentile over every candidate of the space
   step MAPE     each run's measured candidates (median step) against that fit's predictions
                 before the drift factor
+  after drift   the same after the sweep's one drift factor as that fit would have made it (its
+                references' steps while measuring over that fit's prediction of them, to the
+                sweep's share; not each candidate's own factor)
   scales        the range of the forward, backward and loss scales over every shape's entries
 
   bench/refit_comparison.py --suite /tmp/suite --pipeprof-a old/pipeprof --pipeprof-b build/cli/pipeprof
@@ -62,6 +65,27 @@ def predict_space(pipeprof, name, run_dir, calibration, tag, env, lm_path):
             for c in report["candidates"] if c.get("prediction")}
 
 
+def drift_factor(report, predicted):
+    """The sweep's one drift factor had it predicted with `predicted` (candidate key -> ns): its
+    references' steps while measuring over the prediction of each (GPipe, `never`, the balance its
+    calibration timed), the median over chunk counts, to the sweep's own share; 1 without them."""
+    drift = report.get("calibration_drift") or {}
+    timed = {}
+    for reference in report["calibration"]["measured"]["references"]:
+        if reference["schedule"] == "gpipe" and reference["checkpoint"] == "never":
+            timed[reference["chunks"]] = reference
+    ratios = []
+    for reference in drift.get("references", []):
+        calibrated = timed.get(reference["chunks"])
+        if calibrated is None or not reference["step_ns"]:
+            continue
+        key = candidate_key({"balance": calibrated["balance"], "batch": report["environment"]["batch"],
+                             "checkpoint": "never", "chunks": reference["chunks"], "schedule": "gpipe"})
+        if key in predicted:
+            ratios.append(statistics.median(reference["step_ns"]) / predicted[key])
+    return statistics.median(ratios) ** drift.get("share", 0.5) if ratios else 1.0
+
+
 def scale_ranges(calibration_path):
     with open(calibration_path) as file:
         calibration = json.load(file)
@@ -94,14 +118,17 @@ def compare(args, name, env):
         ratios = [predictions[1][key] / predictions[0][key] for key in common]
         machine = statistics.median(ratios)
         apart = sorted(abs(ratio / machine - 1) for ratio in ratios)
-        errors = []
+        errors, drifted = [], []
         for report, predicted in zip(reports, predictions):
             measured = {candidate_key(c["candidate"]): c["measurement"]["step_ns_median"]
                         for c in report["candidates"] if c.get("status") == "measured"}
-            errors.append(statistics.mean(abs(predicted[key] / ns - 1) for key, ns in measured.items()
-                                          if key in predicted))
+            factor = drift_factor(report, predicted)
+            for errors_of, scale in ((errors, 1.0), (drifted, factor)):
+                errors_of.append(statistics.mean(abs(scale * predicted[key] / ns - 1)
+                                                 for key, ns in measured.items() if key in predicted))
         rows.append((name, tag, len(common), 100 * apart[len(apart) // 2], 100 * apart[len(apart) * 9 // 10],
-                     100 * errors[0], 100 * errors[1], scale_ranges(calibrations[0]), scale_ranges(calibrations[1])))
+                     100 * errors[0], 100 * errors[1], 100 * drifted[0], 100 * drifted[1],
+                     scale_ranges(calibrations[0]), scale_ranges(calibrations[1])))
     return rows
 
 
@@ -115,12 +142,13 @@ def main():
     names = args.sweeps or [name for name in accuracy_suite.SWEEPS
                             if all(os.path.isdir(os.path.join(args.suite, f"{name}-{run}")) for run in (1, 2))]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    print("| sweep | fit | candidates | between runs: median, p90 | step MAPE run 1 / run 2 | "
+    print("| sweep | fit | candidates | between runs: median, p90 | step MAPE run 1 / run 2 | after drift | "
           "scales run 1 (forward backward loss) | run 2 |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for name in names:
         for row in compare(args, name, env):
-            print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {} | {} |".format(*row), flush=True)
+            print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {:.1f}% / {:.1f}% | {} | {} |".format(*row),
+                  flush=True)
 
 
 if __name__ == "__main__":
