@@ -5,7 +5,10 @@
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace pipeprof {
 namespace {
@@ -66,9 +69,27 @@ void sortEvents(Trace& trace) {
 }
 
 std::vector<const TraceEvent*> stepSpans(const Trace& trace) {
-  std::vector<const TraceEvent*> steps;
+  // Each device's step spans in the trace's order: one device in a threaded run, one per rank
+  // in a multi-process run's merged trace.
+  std::vector<std::pair<std::string, std::vector<const TraceEvent*>>> byDevice;
   for (const TraceEvent& event : trace.events) {
-    if (event.kind == EventKind::Span && event.phase == Phase::Step) steps.push_back(&event);
+    if (event.kind != EventKind::Span || event.phase != Phase::Step) continue;
+    auto device =
+        std::find_if(byDevice.begin(), byDevice.end(), [&](const auto& entry) { return entry.first == event.device; });
+    if (device == byDevice.end()) device = byDevice.insert(byDevice.end(), {event.device, {}});
+    device->second.push_back(&event);
+  }
+  if (byDevice.size() <= 1) return byDevice.empty() ? std::vector<const TraceEvent*>{} : byDevice.front().second;
+  // Every rank times step k from the barrier that opens it to its own last op: the pipeline's
+  // step is the longest of them, as the run's measurement takes it (the largest per step).
+  std::size_t count = byDevice.front().second.size();
+  for (const auto& entry : byDevice) count = std::min(count, entry.second.size());
+  std::vector<const TraceEvent*> steps(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    for (const auto& entry : byDevice) {
+      const TraceEvent* step = entry.second[k];
+      if (steps[k] == nullptr || step->durationNs > steps[k]->durationNs) steps[k] = step;
+    }
   }
   return steps;
 }

@@ -72,6 +72,30 @@ TEST(StepSpans, AreTheStepPhasesSpansInTheirOrder) {
   EXPECT_TRUE(stepSpans(Trace{}).empty());
 }
 
+TEST(StepSpans, OfSeveralRanksAreTheLongestOfEachStep) {
+  // A two-rank run's merged trace: both ranks open step k at the barrier; rank 1, the last
+  // stage, is done before rank 0 has the gradients back, and a third step only rank 0 recorded.
+  Trace trace;
+  const auto add = [&trace](const std::string& device, TimeNs start, TimeNs duration) {
+    TraceEvent event;
+    event.kind = EventKind::Span;
+    event.phase = Phase::Step;
+    event.device = device;
+    event.startNs = start;
+    event.durationNs = duration;
+    trace.events.push_back(event);
+  };
+  add("rank 0", 0, 195);
+  add("rank 1", 2, 135);
+  add("rank 1", 200, 140);
+  add("rank 0", 201, 190);
+  add("rank 0", 400, 190);
+  const std::vector<const TraceEvent*> steps = stepSpans(trace);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0], &trace.events[0]);
+  EXPECT_EQ(steps[1], &trace.events[3]);
+}
+
 TEST(ScaleTraceTimes, KeepsAdjacentSpansAdjacent) {
   Trace trace;
   for (const auto& [start, duration] : std::vector<std::pair<TimeNs, TimeNs>>{{0, 3}, {3, 3}, {6, 5}}) {

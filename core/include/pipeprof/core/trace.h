@@ -62,7 +62,10 @@ struct Trace {
 /// Sorts events by (start, device, lane, name) so output is deterministic.
 void sortEvents(Trace& trace);
 
-/// The trace's step spans (Phase::Step), in the order the trace holds them.
+/// The trace's steps: its step spans (Phase::Step) in the order the trace holds them. In a
+/// multi-process run's merged trace, where every rank has a span per step (from the barrier
+/// that opens it to the rank's last op), step k is the longest of the ranks' k-th spans: the
+/// pipeline's step, as a multi-process run measures it (the largest of the ranks' per step).
 std::vector<const TraceEvent*> stepSpans(const Trace& trace);
 
 /// Multiplies every event's start and duration in `trace` by `factor`, rounded so that adjacent
