@@ -13,8 +13,13 @@ spread of their log ratios less their median noise) and scores, on random halves
 share against the adaptive one with tau fitted on the other half, so that the best share does
 not hang on a few sweeps.
 
-    bench/drift_shrinkage.py REPORT.json [REPORT.json ...]
+    bench/drift_shrinkage.py [--baseline prediction|calibration] REPORT.json [REPORT.json ...]
 
+--baseline says what each reference's steps while measuring are divided by: its calibrated
+prediction (`predicted_ns`, what the sweep does; the default) or its median step in the report's
+calibration (`calibration.measured.references`, GPipe `never` at that chunk count: the machine's
+movement alone, without what the fit leaves unexplained of that pipeline; docs/performance.md,
+"Drift against the references' calibrated steps").
 Only reports that kept their predictions before drift and timed references are scored.
 """
 import json
@@ -27,13 +32,22 @@ SHARES = [0.0, 0.25, 0.5, 0.75, 1.0]
 MACHINE_DRIFT_SD = 0.085  # tuner/calibration_drift.h, kMachineDriftSd
 
 
-def reference_noise(drift):
+def baselines(report, rule):
+    """Each reference's baseline by chunk count under `rule` (the docstring's --baseline)."""
+    if rule == "calibration":
+        timed = (report.get("calibration") or {}).get("measured", {}).get("references", [])
+        return {r["chunks"]: r["step_ns_median"] for r in timed
+                if r["schedule"] == "gpipe" and r["checkpoint"] == "never" and r.get("step_ns_median")}
+    drift = report.get("calibration_drift") or {}
+    return {r["chunks"]: r["predicted_ns"] for r in drift.get("references", []) if r.get("predicted_ns")}
+
+
+def reference_noise(drift, baseline):
     """The standard error of the log ratio from the timed runs, or None with fewer than two."""
-    predicted = {r["chunks"]: r["predicted_ns"] for r in drift.get("references", []) if r.get("predicted_ns")}
     by_chunks = {}
     for timing in drift.get("timings", []):
-        if timing.get("step_ns") and predicted.get(timing["chunks"]):
-            ratio = statistics.median(timing["step_ns"]) / predicted[timing["chunks"]]
+        if timing.get("step_ns") and baseline.get(timing["chunks"]):
+            ratio = statistics.median(timing["step_ns"]) / baseline[timing["chunks"]]
             by_chunks.setdefault(timing["chunks"], []).append(math.log(ratio))
     runs = sum(len(values) for values in by_chunks.values())
     if runs < 2:
@@ -45,19 +59,20 @@ def reference_noise(drift):
     return math.sqrt(between / len(means) + within / runs)
 
 
-def load(path):
+def load(path, rule):
     with open(path) as file:
         report = json.load(file)
     drift = report.get("calibration_drift") or {}
-    ratios = [statistics.median(r["step_ns"]) / r["predicted_ns"]
-              for r in drift.get("references", []) if r.get("step_ns") and r.get("predicted_ns")]
+    baseline = baselines(report, rule)
+    ratios = [statistics.median(r["step_ns"]) / baseline[r["chunks"]]
+              for r in drift.get("references", []) if r.get("step_ns") and baseline.get(r["chunks"])]
     pairs = [(c["prediction_before_drift"]["iteration_ns"], c["measurement"]["step_ns_median"])
              for c in report.get("candidates", [])
              if c.get("status") == "measured" and c.get("prediction_before_drift") and c.get("measurement")]
     if not ratios or not pairs:
         return None
     ratio = min(2.0, max(0.5, statistics.median(ratios)))
-    return {"ratio": ratio, "noise": reference_noise(drift), "pairs": pairs}
+    return {"ratio": ratio, "noise": reference_noise(drift, baseline), "pairs": pairs}
 
 
 def adaptive(tau):
@@ -80,7 +95,13 @@ def mape(sweep, share):
 
 
 def main():
-    sweeps = [sweep for sweep in map(load, sys.argv[1:]) if sweep]
+    paths = sys.argv[1:]
+    rule = "prediction"
+    if paths[:1] == ["--baseline"] and len(paths) > 1:
+        rule, paths = paths[1], paths[2:]
+        if rule not in ("prediction", "calibration"):
+            sys.exit(f"--baseline {rule}: expected prediction or calibration")
+    sweeps = [sweep for sweep in (load(path, rule) for path in paths) if sweep]
     if not sweeps:
         sys.exit("no report with measured candidates, predictions before drift and timed references")
     print(f"{len(sweeps)} sweeps; tau fitted to them: {fitted_tau(sweeps):.3f}")
