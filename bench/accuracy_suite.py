@@ -25,6 +25,7 @@ prints one markdown table with a row per run:
     either way also how many candidates read the same peak alone (within 1% on every device);
   - the calibration's corrections: the range of its forward, backward and loss scales over
     every micro-batch size and reference shape, and of its step overheads;
+  - last, the accuracy issue's targets: how many runs (or sweeps) meet each, and which do not;
 
 then, per sweep, how far its two runs differ: the machine's speed between them (the median
 ratio of their calibrations' reference pipelines, each the median step of the same pipeline),
@@ -224,6 +225,74 @@ def differences(ratios):
     return f"{fmt(statistics.median(d))}%, {fmt(d[int(0.9 * (len(d) - 1))])}%, {fmt(d[-1])}%"
 
 
+def run_ratios(runs):
+    """A sweep's two runs: the machine's speed between them (machine_ratio) and each candidate's
+    predicted step before drift, run 2 over run 1, raw and with that speed divided out."""
+    first, second = runs[0]["predicted_before_drift"], runs[1]["predicted_before_drift"]
+    shared = [key for key in first if key in second]
+    machine = machine_ratio(runs[0].get("references", {}), runs[1].get("references", {}))
+    raw = [second[k] / first[k] for k in shared]
+    return machine, raw, [ratio / machine for ratio in raw]
+
+
+# The accuracy issue's targets (docs/performance.md, "The accuracy suite"): per run, its value
+# and the bound it must not pass; None where the run has no such figure.
+RUN_TARGETS = [
+    ("step MAPE after the drift factor <= 5%", lambda row: row["step_mape"], 5.0),
+    ("step MAPE before it <= 7%", lambda row: row["step_mape_before"], 7.0),
+    ("every schedule family <= 10%", lambda row: max(row["family_mape"].values(), default=None), 10.0),
+    ("peak MAPE <= 2%", lambda row: row["peak_mape"], 2.0),
+    ("the predicted-best within 3% of the best measured", lambda row: row["best_predicted_loss_pct"], 3.0),
+    ("each candidate within 5% of itself alone (the median)",
+     lambda row: statistics.median(row["alone_pct"]) if row.get("alone_pct") else None, 5.0),
+]
+
+
+def correction_outside(row):
+    """The run's scales outside 0.8-1.25, as 'loss 1.62' (empty where all are inside)."""
+    ranges = row.get("corrections") or {}
+    out = []
+    for name in ("forward", "backward", "loss"):
+        if ranges.get(name):
+            low, high = ranges[name]
+            out += [f"{name} {value:.2f}" for value in (low, high) if not 0.8 <= value <= 1.25]
+    return out
+
+
+def print_targets(rows):
+    """How many runs (sweeps, for the runs' agreement) meet each of the issue's targets, and
+    which do not."""
+    runs = [row for row in rows if "error" not in row]
+    print("| target | met | not met |")
+    print("|---|---|---|")
+    for name, value_of, bound in RUN_TARGETS:
+        values = [(row, value_of(row)) for row in runs]
+        values = [(row, value) for row, value in values if value is not None and value == value]
+        if not values:
+            continue
+        misses = [f"{row['sweep']}-{row['run']} {fmt(value)}%" for row, value in values if value > bound]
+        print(f"| {name} | {len(values) - len(misses)} of {len(values)} | {', '.join(misses) or '-'} |")
+    by_sweep = {}
+    for row in runs:
+        by_sweep.setdefault(row["sweep"], []).append(row)
+    apart = {}
+    for name, pair in by_sweep.items():
+        if len(pair) >= 2:
+            _, _, at_speed = run_ratios(pair)
+            if at_speed:
+                apart[name] = statistics.median(abs(ratio - 1) * 100 for ratio in at_speed)
+    if apart:
+        misses = [f"{name} {fmt(value)}%" for name, value in apart.items() if value > 3.0]
+        print(f"| the two runs' predictions within 3% at the machine's speed (the median) | "
+              f"{len(apart) - len(misses)} of {len(apart)} | {', '.join(misses) or '-'} |")
+    scaled = [row for row in runs if row.get("corrections")]
+    misses = [f"{row['sweep']}-{row['run']} {' '.join(correction_outside(row))}" for row in scaled
+              if correction_outside(row)]
+    if scaled:
+        print(f"| the corrections within 0.8-1.25 | {len(scaled) - len(misses)} of {len(scaled)} | "
+              f"{', '.join(misses) or '-'} |")
+
+
 def fmt(value, pattern="{:.1f}"):
     return "n/a" if value is None or value != value else pattern.format(value)
 
@@ -262,12 +331,8 @@ def print_table(rows):
     for name, runs in by_sweep.items():
         if len(runs) < 2:
             continue
-        first, second = runs[0]["predicted_before_drift"], runs[1]["predicted_before_drift"]
-        shared = [key for key in first if key in second]
-        machine = machine_ratio(runs[0].get("references", {}), runs[1].get("references", {}))
-        raw = differences([second[k] / first[k] for k in shared])
-        at_speed = differences([second[k] / first[k] / machine for k in shared])
-        print(f"| {name} | {len(shared)} | {fmt(machine, '{:.3f}')} | {raw} | {at_speed} | "
+        machine, raw, at_speed = run_ratios(runs)
+        print(f"| {name} | {len(raw)} | {fmt(machine, '{:.3f}')} | {differences(raw)} | {differences(at_speed)} | "
               f"{fmt(runs[0]['step_mape'])}% / {fmt(runs[1]['step_mape'])}% |")
     print()
     print("| sweep | run | forward scale | backward scale | loss scale | step overhead |")
@@ -281,6 +346,8 @@ def print_table(rows):
         overhead = ranges["overhead_ms"]
         cells.append(f"{overhead[0]:.1f}-{overhead[1]:.1f} ms" if overhead else "-")
         print(f"| {row['sweep']} | {row['run']} | " + " | ".join(cells) + " |")
+    print()
+    print_targets(rows)
 
 
 def cpu_name():
