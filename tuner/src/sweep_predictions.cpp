@@ -101,12 +101,12 @@ CalibratedSetup calibrate(const SweepConfig& config, const SweepInputs& inputs, 
     setup.calibration = *inputs.calibration;
     progress.phase(describeCalibration(setup.calibration) + " (from " + config.calibrationPath + ")");
   } else {
+    const std::int64_t rounds = config.calibrationRoundsAtMost();
     progress.phase(fmt::format("calibrating within {:g} s: GPipe and the shapes (schedule and checkpoint mode) of "
                                "the candidates to measure, at their chunk counts, {}",
                                config.calibrationBudgetSeconds,
-                               config.calibrationRoundsAtMost() > 0
-                                   ? fmt::format("{} round(s) each", config.calibrationRoundsAtMost())
-                                   : std::string("as many rounds as the budget holds")));
+                               rounds > 0 ? fmt::format("{} round(s) each", rounds)
+                                          : std::string("as many rounds as the budget holds")));
     try {
       const SweepCalibration timed =
           calibrateForMeasuring(config, setup.profile, setup.cluster, measurer, progress, stop);
