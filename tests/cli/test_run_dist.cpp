@@ -1,5 +1,8 @@
 // End-to-end tests of `pipeprof run` with one process per stage over c10d (Gloo on loopback): losses, layouts,
 // failures.
+#include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/core/trace.h>
+
 #include "support/fixtures.h"
 #include "support/run_process.h"
 
@@ -402,6 +405,16 @@ TEST(RunDist, TheMergedTraceHasAProcessPerRankAndFlowsBetweenThem) {
   // 3 steps x 4 micro-batches x (activation + gradient) messages, each one flow.
   EXPECT_EQ(flowStarts, 24u);
   EXPECT_EQ(flowEnds, 24u);
+  // Each rank has a span per measured step; the trace's steps are the pipeline's, what the run
+  // measured (the largest of the ranks' per step), not each rank's (a sweep's calibration fits
+  // its step overheads to them).
+  const std::vector<TimeNs> measured = lastJson(r.all).at("step_ns").get<std::vector<TimeNs>>();
+  const Trace merged = readChromeTraceFile(trace);
+  const std::vector<const TraceEvent*> steps = stepSpans(merged);
+  ASSERT_EQ(steps.size(), measured.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    EXPECT_NEAR(static_cast<double>(steps[k]->durationNs), static_cast<double>(measured[k]), 1000.0) << "step " << k;
+  }
 }
 
 }  // namespace
