@@ -98,6 +98,7 @@ class OpEffectsBuilder {
         training_(spec_.training),
         n_(schedule.stages()),
         m_(schedule.chunks()),
+        firstLossI_(firstLossMicroBatch(schedule)),
         layout_(out.layout),
         stashStage_(out.skipStashStage),
         popStage_(out.skipPopStage),
@@ -182,15 +183,16 @@ class OpEffectsBuilder {
   // With one process per device, what j sent another rank stays with its send (the graph of a
   // checkpointed micro-batch's recompute made other tensors).
   bool keepsSent(const Op& backward) const { return processPerDevice_ && !schedule_.checkpointed(backward.i); }
-  // Whether `loss` is the first loss op of the last stage's order: the step's first call of the
-  // loss, which pays its cold start (LossProfile::coldStartNs).
-  bool isFirstLoss(const Op& loss) const {
-    for (const OpIndex index : schedule_.stageOrder(n_ - 1)) {
-      const Op& op = schedule_.op(index);
-      if (op.kind == OpKind::Loss) return op.i == loss.i;
+  // The micro-batch of the first loss op in the last stage's order: the step's first call of the
+  // loss, which pays its cold start (LossProfile::coldStartNs); -1 without one.
+  static std::int64_t firstLossMicroBatch(const Schedule& schedule) {
+    for (const OpIndex index : schedule.stageOrder(schedule.stages() - 1)) {
+      const Op& op = schedule.op(index);
+      if (op.kind == OpKind::Loss) return op.i;
     }
-    return true;
+    return -1;
   }
+  bool isFirstLoss(const Op& loss) const { return firstLossI_ < 0 || loss.i == firstLossI_; }
 
   const Schedule& schedule_;
   const ScheduleSpec& spec_;
@@ -199,6 +201,7 @@ class OpEffectsBuilder {
   const bool training_;
   const std::int64_t n_;
   const std::int64_t m_;
+  const std::int64_t firstLossI_;
   const SlotLayout& layout_;
   const std::vector<std::int32_t>& stashStage_;
   const std::vector<std::int32_t>& popStage_;
