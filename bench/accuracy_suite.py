@@ -225,6 +225,15 @@ def differences(ratios):
     return f"{fmt(statistics.median(d))}%, {fmt(d[int(0.9 * (len(d) - 1))])}%, {fmt(d[-1])}%"
 
 
+def paired_runs(rows):
+    """Each sweep's runs that did not fail, where it has two or more: {sweep: [run 1, run 2, ...]}."""
+    by_sweep = {}
+    for row in rows:
+        if "error" not in row:
+            by_sweep.setdefault(row["sweep"], []).append(row)
+    return {name: runs for name, runs in by_sweep.items() if len(runs) >= 2}
+
+
 def run_ratios(runs):
     """A sweep's two runs: the machine's speed between them (machine_ratio) and each candidate's
     predicted step before drift, run 2 over run 1, raw and with that speed divided out."""
@@ -272,22 +281,17 @@ def print_targets(rows):
             continue
         misses = [f"{row['sweep']}-{row['run']} {fmt(value)}%" for row, value in values if value > bound]
         print(f"| {name} | {len(values) - len(misses)} of {len(values)} | {', '.join(misses) or '-'} |")
-    by_sweep = {}
-    for row in runs:
-        by_sweep.setdefault(row["sweep"], []).append(row)
     apart = {}
-    for name, pair in by_sweep.items():
-        if len(pair) >= 2:
-            _, _, at_speed = run_ratios(pair)
-            if at_speed:
-                apart[name] = statistics.median(abs(ratio - 1) * 100 for ratio in at_speed)
+    for name, pair in paired_runs(rows).items():
+        _, _, at_speed = run_ratios(pair)
+        if at_speed:
+            apart[name] = statistics.median(abs(ratio - 1) * 100 for ratio in at_speed)
     if apart:
         misses = [f"{name} {fmt(value)}%" for name, value in apart.items() if value > 3.0]
         print(f"| the two runs' predictions within 3% at the machine's speed (the median) | "
               f"{len(apart) - len(misses)} of {len(apart)} | {', '.join(misses) or '-'} |")
-    scaled = [row for row in runs if row.get("corrections")]
-    misses = [f"{row['sweep']}-{row['run']} {' '.join(correction_outside(row))}" for row in scaled
-              if correction_outside(row)]
+    scaled = [(row, correction_outside(row)) for row in runs if row.get("corrections")]
+    misses = [f"{row['sweep']}-{row['run']} {' '.join(outside)}" for row, outside in scaled if outside]
     if scaled:
         print(f"| the corrections within 0.8-1.25 | {len(scaled) - len(misses)} of {len(scaled)} | "
               f"{', '.join(misses) or '-'} |")
@@ -324,13 +328,7 @@ def print_table(rows):
     print("| sweep | candidates | machine, run 2 / run 1 | prediction, run 2 / run 1: median, p90, largest difference "
           "| the same at the machine's speed | step MAPE, run 1 / run 2 |")
     print("|---|---|---|---|---|---|")
-    by_sweep = {}
-    for row in rows:
-        if "error" not in row:
-            by_sweep.setdefault(row["sweep"], []).append(row)
-    for name, runs in by_sweep.items():
-        if len(runs) < 2:
-            continue
+    for name, runs in paired_runs(rows).items():
         machine, raw, at_speed = run_ratios(runs)
         print(f"| {name} | {len(raw)} | {fmt(machine, '{:.3f}')} | {differences(raw)} | {differences(at_speed)} | "
               f"{fmt(runs[0]['step_mape'])}% / {fmt(runs[1]['step_mape'])}% |")
