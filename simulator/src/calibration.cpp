@@ -261,7 +261,11 @@ const ScheduleCorrections& Calibration::correctionsFor(const ReferenceShape& sha
 }
 
 std::optional<TimeNs> Calibration::lossColdStartNsFor(const ReferenceShape& shape) const {
-  const auto own = lossColdStartByShape.find(shape);
+  auto own = lossColdStartByShape.find(shape);
+  if (own == lossColdStartByShape.end()) {
+    const ReferenceShape* correcting = correctingShape(shape);
+    if (correcting != nullptr) own = lossColdStartByShape.find(*correcting);
+  }
   return own == lossColdStartByShape.end() ? lossColdStartNs : std::optional<TimeNs>(own->second);
 }
 

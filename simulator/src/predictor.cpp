@@ -12,12 +12,13 @@ Predictor::CalibratedInputs Predictor::calibrated(const Profile& profile, const 
 
 namespace {
 
-/// The calibration of every shape without corrections of its own: GPipe's without checkpoints
-/// (a shape entry of it applies), with the loss cold start of a shape without its own.
-Calibration everyOtherShape(const Calibration& calibration) {
-  Calibration common = calibration.forShape({"gpipe", Checkpoint::Never});
-  common.lossColdStartNs = calibration.lossColdStartNs;
-  return common;
+/// The calibration of every shape that neither its own shape nor its schedule in another mode
+/// corrects (Calibration::forShape of such a shape): the calibration's own corrections and loss
+/// cold start.
+Calibration everyOtherShape(Calibration calibration) {
+  calibration.byShape.clear();
+  calibration.lossColdStartByShape.clear();
+  return calibration;
 }
 
 }  // namespace

@@ -148,6 +148,40 @@ TEST(Predictor, AShapeWithCorrectionsOfItsOwnIsPredictedWithThem) {
   EXPECT_EQ(result.ranked.front().candidate.checkpoint, Checkpoint::Never);
 }
 
+TEST(Predictor, EveryShapeIsPredictedWithItsCalibrationForShape) {
+  // A hand-written calibration: GPipe and 1F1B without checkpoints have corrections of their own,
+  // 1F1B without checkpoints a loss cold start too. 1F1B with checkpoints takes both of 1F1B
+  // without; zb1p, which nothing corrects, the calibration's own (not GPipe's entry).
+  Profile profile = fourLayerProfile();
+  for (std::int64_t size : {2, 4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = 100;
+    profile.loss.costs.push_back(loss);
+  }
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) cost.backwardSplit = BackwardSplit{cost.backwardNs / 2, cost.backwardNs / 2};
+  }
+  Calibration handWritten = calibration();
+  handWritten.lossColdStartNs = 60;
+  handWritten.byShape[{"gpipe", Checkpoint::Never}].stepOverheadNs = {{1, 7000}};
+  handWritten.byShape[{"1f1b", Checkpoint::Never}].stepOverheadNs = {{1, 500}};
+  handWritten.lossColdStartByShape[{"1f1b", Checkpoint::Never}] = 30;
+  EXPECT_EQ(handWritten.forShape({"1f1b", Checkpoint::Always}).lossColdStartNs, 30);
+  EXPECT_EQ(handWritten.forShape({"zb1p", Checkpoint::Never}).stepOverheadNsFor(2), 3000);
+  const Predictor predictor(profile, twoCpus(), handWritten);
+  for (const ScheduleKind schedule : {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubble}) {
+    for (const Checkpoint mode : {Checkpoint::Never, Checkpoint::Always}) {
+      Candidate one = candidate({2, 2}, 4, schedule);
+      one.checkpoint = mode;
+      const Calibration own = handWritten.forShape(ReferenceShape::of(one));
+      const TimeNs simulatedNs =
+          simulate(calibratedProfile(profile, own), calibratedCluster(twoCpus(), own), one).prediction.iterationNs;
+      EXPECT_EQ(predictor.predict(one).prediction.iterationNs, simulatedNs + own.stepOverheadNsFor(4)) << one.label();
+    }
+  }
+}
+
 TEST(Predictor, AShapeWithALossColdStartOfItsOwnIsPredictedWithIt) {
   // A loss of 100 ns a call at every size and no other correction. 1F1B's later loss calls cost
   // 30 less, every other shape's the calibration's 60 less: one stage, 4 micro-batches of 2, so

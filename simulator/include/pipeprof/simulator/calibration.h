@@ -146,8 +146,8 @@ struct Calibration : ScheduleCorrections {
     return ScheduleCorrections::empty() && byShape.empty() && !messageLatencyNs && !wakeLatencyNs && !lossColdStartNs &&
            lossColdStartByShape.empty();
   }
-  /// The loss cold start a candidate of `shape` is predicted with: its shape's own, else
-  /// lossColdStartNs.
+  /// The loss cold start a candidate of `shape` is predicted with: its shape's own, else that
+  /// of the shape whose corrections it takes (correctingShape), else lossColdStartNs.
   std::optional<TimeNs> lossColdStartNsFor(const ReferenceShape& shape) const;
   /// The key of byShape whose corrections a candidate of `shape` is predicted with: its shape,
   /// else its schedule in another mode (without checkpoints, else except_last, else always: a

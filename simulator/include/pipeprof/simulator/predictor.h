@@ -50,7 +50,8 @@ class Predictor {
   /// (profile, cluster) calibrated with `calibration`'s own corrections and message latency.
   static CalibratedInputs calibrated(const Profile& profile, const Cluster& cluster, const Calibration& calibration);
   /// byShape_ at `shape` where it has a loss cold start of its own, else at
-  /// Calibration::correctingShape(shape), else base_.
+  /// Calibration::correctingShape(shape), else base_: the inputs of
+  /// Calibration::forShape(shape), whose cold start follows the corrections' shape.
   const CalibratedInputs& inputsFor(const ReferenceShape& shape) const;
 
   Calibration calibration_;
