@@ -5,8 +5,9 @@ Each sweep of an accuracy suite's output (bench/accuracy_suite.py --out DIR: DIR
 report.json, its traces in report.traces/ with the calibration's reference pipelines in
 report.traces/calibration/) is fitted again with `pipeprof calibrate --refit` by two pipeprof
 builds, A and B, and every candidate of the sweep's space is predicted with each refitted
-calibration (`pipeprof sweep ... --measure none --calibration`). Nothing is timed, so the two fits
-differ by the fit alone, not by the machine's speed between two sweeps.
+calibration (`pipeprof sweep ... --measure none --calibration`, a --procs sweep with the link its
+report recorded). Nothing is timed, so the two fits differ by the fit alone, not by the machine's
+speed between two sweeps.
 
 Per sweep and fit it prints:
   between runs  how far run 2's prediction of each candidate lies from run 1's (both refitted by
@@ -44,6 +45,20 @@ def run_json(command, env):
     return result
 
 
+def recorded_link_flags(pipeprof, run_dir, env):
+    """A --procs sweep's link between ranks as its report recorded it, for a build that takes it
+    (`sweep --link-latency`, since 2026-12-05): without it the refit measures the loopback link
+    afresh, and the predictions move with it from one refit to the next."""
+    with open(os.path.join(run_dir, "report.json")) as file:
+        link = (json.load(file).get("process_layout") or {}).get("link")
+    if not link:
+        return []
+    if "--link-latency" not in run_json([pipeprof, "sweep", "--help"], env).stdout:
+        print(f"note: {pipeprof} measures the link of {run_dir} afresh (it has no --link-latency)", file=sys.stderr)
+        return []
+    return ["--link-latency", f"{link['latency_ns']}ns", "--link-bandwidth", f"{link['bandwidth_bytes_per_s']}"]
+
+
 def predict_space(pipeprof, name, run_dir, calibration, tag, env, lm_path):
     """Every candidate's prediction before drift under `calibration`, by candidate."""
     common, sweep = accuracy_suite.SWEEPS[name]
@@ -56,6 +71,7 @@ def predict_space(pipeprof, name, run_dir, calibration, tag, env, lm_path):
             skip = True
         else:
             flags.append(word)
+    flags += recorded_link_flags(pipeprof, run_dir, env)
     output = os.path.join(run_dir, f"refit-{tag}.report.json")
     run_json([pipeprof, "sweep", *flags, "--measure", "none", "--profile", os.path.join(run_dir, "profile.json"),
               "--calibration", calibration, "-o", output], env)

@@ -23,6 +23,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 
 namespace pipeprof::cli {
 namespace {
@@ -53,8 +54,10 @@ struct SweepFlags {
   std::string tracesDir;
   bool resume = false;
   bool json = false;
-  int procs = 0;          ///< > 0: one process per pipeline device measures each candidate; 0: left out
-  double timeoutS = 120;  ///< --procs: the longest a rank waits for another
+  int procs = 0;              ///< > 0: one process per pipeline device measures each candidate; 0: left out
+  std::string linkLatency;    ///< --procs: the link between ranks to charge instead of measuring it
+  std::string linkBandwidth;  ///< (both, or neither)
+  double timeoutS = 120;      ///< --procs: the longest a rank waits for another
 };
 
 /// The flags the sweep's config fields come from.
@@ -90,6 +93,38 @@ double timeLimitSeconds(const std::string& text) {
   }
   if (ns <= 0) throw UsageError(fmt::format("--time {}: give a positive time, e.g. --time 10m", text));
   return static_cast<double>(ns) / 1e9;
+}
+
+/// With --procs, the link between ranks the predictions charge, where the flags or the resumed
+/// report give one (config.rankLink; else the sweep measures it). Refuses a link without --procs,
+/// half of one, and one given to a resumed sweep whose report has its own.
+void useGivenRankLink(const SweepFlags& flags, const SweepInputs& inputs, SweepConfig& config) {
+  const bool given = !flags.linkLatency.empty() || !flags.linkBandwidth.empty();
+  const char* flag = flags.linkLatency.empty() ? "--link-bandwidth" : "--link-latency";
+  if (given && flags.procs == 0) {
+    throw UsageError(fmt::format("{}: only with --procs (threads of one process pass tensors over no link)", flag));
+  }
+  if (given && (flags.linkLatency.empty() || flags.linkBandwidth.empty())) {
+    throw UsageError(fmt::format("{}: give the link whole, e.g. --link-latency 40us --link-bandwidth 5GB/s", flag));
+  }
+  std::optional<Link> recorded;
+  if (inputs.resumedReport) {
+    recorded = inFlagWords({}, [&] {
+      try {
+        return tuner::recordedRankLink(inputs.resumedReport->processLayout);
+      } catch (const std::invalid_argument& error) {
+        throw tuner::SweepInputError(tuner::SweepInputError::Input::ResumedReport, config.reportPath, error.what());
+      }
+    });
+  }
+  if (recorded && given) throw UsageError(fmt::format("{}: a resumed sweep keeps its report's link", flag));
+  if (recorded) tuner::useRankLink(config, *recorded);
+  if (!given) return;
+  const TimeNs latency = parseFlag("--link-latency", [&] { return parseDuration(flags.linkLatency); });
+  const BytesPerS bandwidth = parseFlag("--link-bandwidth", [&] { return parseBandwidth(flags.linkBandwidth); });
+  if (latency < 0) throw UsageError("--link-latency " + flags.linkLatency + ": give a time of 0 or more");
+  if (!(bandwidth > 0)) throw UsageError("--link-bandwidth " + flags.linkBandwidth + ": give a positive rate");
+  tuner::useRankLink(config, Link{latency, bandwidth});
 }
 
 /// Validates every flag and input file; creates nothing.
@@ -137,6 +172,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.profilePath = flags.profile;
   config.calibrationPath = flags.calibration;
   inputs = inFlagWords({}, [&] { return tuner::loadSweepInputs(config, model.layers, flags.resume); });
+  useGivenRankLink(flags, inputs, config);
   return config;
 }
 
@@ -148,15 +184,20 @@ void runSweepCommand(const SweepFlags& flags) {
   ProgressReporter progress(std::cerr, ProgressReporter::stderrIsTerminal(), 0);
   std::unique_ptr<tuner::CandidateMeasurer> measurer;
   if (flags.procs > 0) {
-    // The predictions charge the transport's link on every copy: measured first.
-    std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
-    try {
-      const Link link = tuner::measureRankLink(config, timeout, stop);
-      std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s\n", formatDuration(link.latencyNs),
-                               link.bandwidthBytesPerS / 1e9);
-    } catch (const launch::RunInterrupted&) {
-      throw Interrupted("interrupted while measuring the link, before any report was written");
+    // The predictions charge the transport's link on every copy: measured first, unless given.
+    const char* source = inputs.resumedReport ? "the resumed report's" : "as given";
+    if (!config.rankLink) {
+      std::cerr << "measuring the link between two ranks (as pipeprof bench-link) ...\n";
+      source = "measured";
+      try {
+        tuner::measureRankLink(config, timeout, stop);
+      } catch (const launch::RunInterrupted&) {
+        throw Interrupted("interrupted while measuring the link, before any report was written");
+      }
     }
+    std::cerr << fmt::format("link: latency {}, bandwidth {:.2f} GB/s ({})\n",
+                             formatDuration(config.rankLink->latencyNs), config.rankLink->bandwidthBytesPerS / 1e9,
+                             source);
     measurer = std::make_unique<tuner::ProcessMeasurer>(config.model, config.devices, timeout, config.step);
   } else {
     measurer = std::make_unique<tuner::ThreadedMeasurer>(config.model, config.devices, config.step);
@@ -249,6 +290,14 @@ void addSweepCommand(CLI::App& app) {
                 "Measure every candidate with one process per pipeline device (as pipeprof run --procs), after "
                 "measuring the transport's link, which the predictions then charge on every copy",
                 "With --procs: seconds a rank waits for another");
+  command
+      .add_option("--link-latency", flags.linkLatency,
+                  "With --procs: the latency of the link between ranks to predict with instead of measuring it, "
+                  "e.g. 40us, with --link-bandwidth (a report's process_layout.link; a resumed sweep keeps its "
+                  "report's)")
+      ->type_name("TIME");
+  command.add_option("--link-bandwidth", flags.linkBandwidth, "With --procs: that link's bandwidth, e.g. 5GB/s")
+      ->type_name("RATE");
 }
 
 }  // namespace pipeprof::cli

@@ -69,6 +69,43 @@ TEST_F(SweepDist, EveryCandidateIsMeasuredByTwoRanks) {
   }
 }
 
+TEST_F(SweepDist, AGivenLinkIsChargedInsteadOfMeasured) {
+  // Nothing measured or calibrated: no rank starts; the predictions charge the link given.
+  const fs::path report = dir_ / "report.json";
+  const std::string sweep =
+      "sweep --model mlp --width 16 --depth 2 --devices cpu,cpu --batch 8 --chunks 1,2 --schedules gpipe "
+      "--checkpoint never --measure none --profile-budget 1 --calibration-budget 0 --procs 2 -o " +
+      report.string();
+  const ProcessResult run = test::pipeprof(sweep + " --link-latency 40us --link-bandwidth 5GB/s");
+  ASSERT_EQ(run.code, 0) << run.all;
+  EXPECT_FALSE(contains(run.err, "measuring the link")) << run.err;
+  EXPECT_TRUE(contains(run.err, "link: latency 40.0 us, bandwidth 5.00 GB/s (as given)")) << run.err;
+  const Report parsed = readReport(report.string());
+  EXPECT_EQ(parsed.processLayout.at("link").at("latency_ns"), 40'000);
+  EXPECT_EQ(parsed.processLayout.at("link").at("bandwidth_bytes_per_s"), 5e9);
+  ASSERT_TRUE(parsed.cluster.has_value());
+  EXPECT_EQ(parsed.cluster->links.at(0).at(1).latencyNs, 40'000);
+  EXPECT_EQ(parsed.cluster->links.at(1).at(0).bandwidthBytesPerS, 5e9);
+
+  // A resumed sweep charges its report's link; a link given to it, or half a link, or one
+  // without --procs is refused.
+  const ProcessResult resumed = test::pipeprof(sweep + " --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.all;
+  EXPECT_TRUE(contains(resumed.err, "link: latency 40.0 us, bandwidth 5.00 GB/s (the resumed report's)"))
+      << resumed.err;
+  const ProcessResult again = test::pipeprof(sweep + " --resume --link-latency 1us --link-bandwidth 1GB/s");
+  EXPECT_EQ(again.code, 2);
+  EXPECT_TRUE(contains(again.err, "--link-latency: a resumed sweep keeps its report's link")) << again.err;
+  const ProcessResult half = test::pipeprof(sweep + " --link-bandwidth 5GB/s");
+  EXPECT_EQ(half.code, 2);
+  EXPECT_TRUE(contains(half.err, "--link-bandwidth: give the link whole")) << half.err;
+  const ProcessResult threaded = test::pipeprof(
+      "sweep --model mlp --width 16 --depth 2 --measure none --link-latency 40us --link-bandwidth 5GB/s -o " +
+      (dir_ / "threaded.json").string());
+  EXPECT_EQ(threaded.code, 2);
+  EXPECT_TRUE(contains(threaded.err, "--link-latency: only with --procs")) << threaded.err;
+}
+
 /// The issue's sweep, as a new user would type it, with short profiling and calibration.
 std::vector<std::string> issueSweep(const fs::path& report) {
   return {test::kPipeprof,

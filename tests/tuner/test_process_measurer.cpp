@@ -58,6 +58,26 @@ TEST(ProcessMeasurer, TheRankLinkIsChargedAndRecorded) {
   EXPECT_EQ(config.rankLink->latencyNs, link.latencyNs);
   EXPECT_EQ(config.processLayout.at("link").at("latency_ns"), link.latencyNs);
   EXPECT_EQ(config.processLayout.at("procs"), 2);
+  // What the report records reads back as the same link.
+  const std::optional<Link> recorded = recordedRankLink(config.processLayout);
+  ASSERT_TRUE(recorded.has_value());
+  EXPECT_EQ(recorded->latencyNs, link.latencyNs);
+  EXPECT_EQ(recorded->bandwidthBytesPerS, link.bandwidthBytesPerS);
+}
+
+TEST(ProcessMeasurer, AReportsRecordedLinkIsReadOrRefused) {
+  EXPECT_FALSE(recordedRankLink(nlohmann::json()).has_value());  // a threaded sweep's
+  EXPECT_FALSE(recordedRankLink(processLayout(2, {DeviceDesc::parse("cpu")})).has_value());
+  SweepConfig config;
+  config.processLayout = processLayout(2, {DeviceDesc::parse("cpu")});
+  useRankLink(config, Link{40'000, 5e9});
+  EXPECT_EQ(config.rankLink->latencyNs, 40'000);
+  EXPECT_EQ(recordedRankLink(config.processLayout)->bandwidthBytesPerS, 5e9);
+  for (const nlohmann::json& link : {nlohmann::json{{"latency_ns", -1}, {"bandwidth_bytes_per_s", 5e9}},
+                                     nlohmann::json{{"latency_ns", 40'000}, {"bandwidth_bytes_per_s", 0}},
+                                     nlohmann::json{{"latency_ns", 40'000}}, nlohmann::json("fast")}) {
+    EXPECT_THROW(recordedRankLink({{"procs", 2}, {"link", link}}), std::invalid_argument) << link.dump();
+  }
 }
 
 }  // namespace

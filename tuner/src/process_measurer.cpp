@@ -5,6 +5,8 @@
 #include <pipeprof/runtime/c10d_transport.h>
 #include <pipeprof/runtime/training_loop.h>
 
+#include <stdexcept>
+
 namespace pipeprof::tuner {
 
 ProcessMeasurer::ProcessMeasurer(ModelSpec model, std::vector<DeviceDesc> devices, std::chrono::milliseconds timeout,
@@ -56,9 +58,27 @@ Link measureRankLink(SweepConfig& config, std::chrono::milliseconds timeout, con
   launch::LocalRunOptions options;
   options.worker = worker;
   const Link link = launch::measureLocalLink(job, options, stop).link;
+  useRankLink(config, link);
+  return link;
+}
+
+void useRankLink(SweepConfig& config, const Link& link) {
   config.rankLink = link;
   config.processLayout["link"] = {{"latency_ns", link.latencyNs}, {"bandwidth_bytes_per_s", link.bandwidthBytesPerS}};
-  return link;
+}
+
+std::optional<Link> recordedRankLink(const nlohmann::json& processLayout) {
+  if (!processLayout.is_object() || !processLayout.contains("link")) return std::nullopt;
+  const nlohmann::json& json = processLayout.at("link");
+  const nlohmann::json* latency = json.is_object() && json.contains("latency_ns") ? &json.at("latency_ns") : nullptr;
+  const nlohmann::json* bandwidth =
+      json.is_object() && json.contains("bandwidth_bytes_per_s") ? &json.at("bandwidth_bytes_per_s") : nullptr;
+  if (latency == nullptr || !latency->is_number_integer() || latency->get<TimeNs>() < 0 || bandwidth == nullptr ||
+      !bandwidth->is_number() || !(bandwidth->get<double>() > 0)) {
+    throw std::invalid_argument(
+        "process_layout.link: expected {\"latency_ns\": ns >= 0, \"bandwidth_bytes_per_s\": > 0}, got " + json.dump());
+  }
+  return Link{latency->get<TimeNs>(), bandwidth->get<double>()};
 }
 
 }  // namespace pipeprof::tuner

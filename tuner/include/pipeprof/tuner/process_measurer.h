@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,18 @@ class ProcessMeasurer : public CandidateMeasurer {
 /// {"procs", "transport": "gloo" on CPUs, "nccl" on CUDA devices} (measureRankLink adds "link").
 nlohmann::json processLayout(int procs, const std::vector<DeviceDesc>& devices);
 
+/// Charges `link` on every copy between two ranks: config.rankLink, and "link" in
+/// config.processLayout (the report's process_layout).
+void useRankLink(SweepConfig& config, const Link& link);
+
+/// The link a sweep's report charged between its ranks ("link" in its process_layout), nullopt
+/// when it names none (a threaded sweep's). Throws std::invalid_argument when the link is not
+/// a non-negative latency and a positive bandwidth.
+std::optional<Link> recordedRankLink(const nlohmann::json& processLayout);
+
 /// Measures the transport's link between two local ranks on config.devices' type (a link job
 /// of launch::measureLocalLink, five round trips per size) and charges it on every copy
-/// between devices: config.rankLink, and "link" in config.processLayout. Returns the link.
+/// between devices (useRankLink). Returns the link.
 /// Throws launch::RunInterrupted when `stop` asks, std::runtime_error naming the rank when the
 /// measurement fails.
 Link measureRankLink(SweepConfig& config, std::chrono::milliseconds timeout, const StopToken& stop = {},
