@@ -30,8 +30,11 @@ prints one markdown table with a row per run:
 then, per sweep, how far its two runs differ: the machine's speed between them (the median
 ratio of their calibrations' reference pipelines, each the median step of the same pipeline),
 each candidate's predicted step (before drift) between them, raw and with that ratio divided
-out (the median, 90th percentile and largest difference), and their step MAPEs. Every report and the
-table's data stay under OUT (OUT/suite.json); --report-only re-reads them.
+out (the median, 90th percentile and largest difference), the candidates both runs measured
+(how many, and their measured steps apart once the median of their ratios, the machine's speed
+between the measuring phases, is divided out: the floor under any prediction's error, from 4
+such candidates), and their step MAPEs. Every report and the table's data stay under OUT
+(OUT/suite.json); --report-only re-reads them.
 
     bench/accuracy_suite.py --pipeprof build/cli/pipeprof --out /tmp/suite [--alone | --paired]
     bench/accuracy_suite.py --out /tmp/suite --sweeps demo gpt --runs 1     # a subset
@@ -196,6 +199,7 @@ def run_sweep(args, name, run, env, lm_path):
     row["predicted_before_drift"] = {
         json.dumps(c["candidate"], sort_keys=True): c["prediction_before_drift"]["iteration_ns"]
         for c in report["candidates"] if c.get("prediction_before_drift")}
+    row["measured_steps"] = measured_steps(report)
     if args.alone:
         row["alone_pct"], row["alone_peak_pct"] = alone(args, common, report, env)
     elif args.paired:
@@ -208,6 +212,11 @@ def reference_medians(calibration):
     """Each reference pipeline's median step, by its shape and chunk count."""
     references = ((calibration or {}).get("measured") or {}).get("references", [])
     return {f"{r['schedule']} {r['checkpoint']} x{r['chunks']}": r["step_ns_median"] for r in references}
+
+
+def measured_steps(report):
+    """Each measured candidate's median step, by candidate."""
+    return {json.dumps(c["candidate"], sort_keys=True): c["measurement"]["step_ns_median"] for c in measured(report)}
 
 
 def machine_ratio(first, second):
@@ -242,6 +251,24 @@ def run_ratios(runs):
     machine = machine_ratio(runs[0].get("references", {}), runs[1].get("references", {}))
     raw = [second[k] / first[k] for k in shared]
     return machine, raw, [ratio / machine for ratio in raw]
+
+
+# Fewer candidates measured by both runs than this leave their median ratio (the machine's speed
+# while they measured) too close to each of them to say how far apart they lie.
+MIN_REMEASURED = 4
+
+
+def remeasured_apart(runs):
+    """The candidates both runs measured: their measured steps, run 2 over run 1, each over the
+    median of those ratios (the machine's speed between the runs' measuring phases): how far
+    one measurement of a candidate lies from another, the floor under any prediction's error.
+    (count, [|ratio - 1| ...]); the list is empty below MIN_REMEASURED."""
+    first, second = runs[0].get("measured_steps", {}), runs[1].get("measured_steps", {})
+    ratios = [second[k] / first[k] for k in first if k in second and first[k] > 0]
+    if len(ratios) < MIN_REMEASURED:
+        return len(ratios), []
+    machine = statistics.median(ratios)
+    return len(ratios), [ratio / machine for ratio in ratios]
 
 
 # The accuracy issue's targets (docs/performance.md, "The accuracy suite"): per run, its value
@@ -326,12 +353,14 @@ def print_table(rows):
               f"| {c.get('rounds_agree')}/{row['measured']} | {c.get('rounds_measured_again')} | {alone_text} |")
     print()
     print("| sweep | candidates | machine, run 2 / run 1 | prediction, run 2 / run 1: median, p90, largest difference "
-          "| the same at the machine's speed | step MAPE, run 1 / run 2 |")
-    print("|---|---|---|---|---|---|")
+          "| the same at the machine's speed | measured by both: how many, their steps apart at the machine's speed "
+          "| step MAPE, run 1 / run 2 |")
+    print("|---|---|---|---|---|---|---|")
     for name, runs in paired_runs(rows).items():
         machine, raw, at_speed = run_ratios(runs)
+        both, apart = remeasured_apart(runs)
         print(f"| {name} | {len(raw)} | {fmt(machine, '{:.3f}')} | {differences(raw)} | {differences(at_speed)} | "
-              f"{fmt(runs[0]['step_mape'])}% / {fmt(runs[1]['step_mape'])}% |")
+              f"{both}: {differences(apart)} | {fmt(runs[0]['step_mape'])}% / {fmt(runs[1]['step_mape'])}% |")
     print()
     print("| sweep | run | forward scale | backward scale | loss scale | step overhead |")
     print("|---|---|---|---|---|---|")
@@ -375,11 +404,13 @@ def main():
     if args.report_only:
         with open(suite_path) as file:
             suite = json.load(file)
-        for row in suite["rows"]:  # a suite written before rows kept their references
+        for row in suite["rows"]:  # a suite written before rows kept their references or measured steps
             report_path = os.path.join(args.out, f"{row['sweep']}-{row['run']}", "report.json")
-            if "references" not in row and os.path.exists(report_path):
+            if ("references" not in row or "measured_steps" not in row) and os.path.exists(report_path):
                 with open(report_path) as file:
-                    row["references"] = reference_medians(json.load(file).get("calibration"))
+                    report = json.load(file)
+                row.setdefault("references", reference_medians(report.get("calibration")))
+                row.setdefault("measured_steps", measured_steps(report))
     else:
         os.makedirs(args.out, exist_ok=True)
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
