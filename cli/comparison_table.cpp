@@ -87,12 +87,22 @@ void printComparison(const Report& report, std::ostream& out, const ComparisonOp
     }
   }
   // Fitting candidates by predicted rank, then those predicted not to fit.
-  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) {
+  auto byPredictedRank = [&](std::size_t a, std::size_t b) {
     const std::int64_t ra = report.candidates[a].predictedRank;
     const std::int64_t rb = report.candidates[b].predictedRank;
     if ((ra == 0) != (rb == 0)) return rb == 0;
     return ra < rb;
-  });
+  };
+  if (rows.empty() && hidden > 0) {
+    // Nothing measured (--measure none): the best predicted, rather than an empty table.
+    for (std::size_t index = 0; index < report.candidates.size(); ++index) {
+      if (report.candidates[index].predictedRank > 0) rows.push_back(index);
+    }
+    std::stable_sort(rows.begin(), rows.end(), byPredictedRank);
+    rows.resize(std::min(rows.size(), kBestPredictedWithoutMeasurements));
+    hidden -= rows.size();
+  }
+  std::stable_sort(rows.begin(), rows.end(), byPredictedRank);
 
   const std::string header = fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>15} {:>7}  {:>10} {:>10} {:>7}  {}",
                                          "pred#", "meas#", "candidate", "schedule", "pred step", "meas step", "error",
@@ -187,7 +197,7 @@ void printSummary(const Report& report, std::ostream& out) {
   out << fmt::format("measured candidates:      {}\n", summary.measuredCount);
   out << fmt::format("step-time MAPE:           {}\n", figure(summary.stepTimeMapePct, "{:.1f}%"));
   out << fmt::format("  before the drift factor {}{}\n", figure(summary.stepTimeMapeBeforeDriftPct, "{:.1f}%"),
-                     driftNote(report));
+                     summary.measuredCount > 0 ? driftNote(report) : "");
   out << fmt::format("step-time bias:           {}\n", figure(summary.stepTimeBiasPct, "{:+.1f}%"));
   out << fmt::format("peak-memory MAPE:         {}\n", figure(summary.peakBytesMapePct, "{:.1f}%"));
   out << fmt::format("Spearman (pred vs meas):  {}\n", figure(summary.spearman, "{:.3f}"));
@@ -204,7 +214,9 @@ void printSummary(const Report& report, std::ostream& out) {
   }
   out << fmt::format("best measured:            {}\n", bestMeasured);
   out << fmt::format("best predicted:           {}\n", bestPredicted);
-  out << fmt::format("agree:                    {}\n", suggestion.agree ? "yes" : "no");
+  out << fmt::format("agree:                    {}\n", summary.measuredCount == 0 ? "n/a (nothing measured)"
+                                                       : suggestion.agree         ? "yes"
+                                                                                  : "no");
   out << fmt::format("suggestion / best measured throughput: {}\n",
                      figure(summary.suggestionThroughputRatio, "{:.3f}"));
   printMeasuringConditions(report, out);

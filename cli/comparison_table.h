@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <iosfwd>
 
 namespace pipeprof::cli {
@@ -13,10 +14,15 @@ struct ComparisonOptions {
   bool allCandidates = false;  ///< also list candidates that were only predicted
 };
 
+/// The rows the table shows of a report that measured nothing: its best predicted.
+inline constexpr std::size_t kBestPredictedWithoutMeasurements = 12;
+
 /// Writes the table (candidate, schedule -- "gpipe", "1f1b", "interleaved v2" --, predicted vs
 /// measured step time and the largest per-pipeline-device peak, error %, predicted and measured
 /// rank, status) and the summary lines (step-time MAPE, peak-memory MAPE, Spearman,
-/// suggestion). Both commands call this on the same Report, so compare reproduces the sweep.
+/// suggestion). Candidates only predicted are left out unless `options` asks for them, but for a
+/// report that measured none, whose best kBestPredictedWithoutMeasurements predicted are listed.
+/// Both commands call this on the same Report, so compare reproduces the sweep.
 void printComparison(const Report& report, std::ostream& out, const ComparisonOptions& options = {});
 
 /// The summary lines only (also part of printComparison's output).

@@ -86,6 +86,28 @@ TEST(PrintSummary, MapeSpearmanAndSuggestion) {
   EXPECT_NE(text.find("agree:                    yes\n"), std::string::npos) << text;
 }
 
+TEST(PrintSummary, ASweepThatMeasuredNothingComparesNothing) {
+  // `sweep --measure none`: no "agree: no" and no word of a drift factor measured on references.
+  Report report = sampleReport();
+  for (CandidateResult& result : report.candidates) {
+    result.measurement.reset();
+    result.status = CandidateStatus::Predicted;
+  }
+  report.calibrationDrift = {{"factor", 1.0}};
+  report.updateSuggestion();
+  std::ostringstream out;
+  printSummary(report, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("measured candidates:      0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  before the drift factor n/a\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("agree:                    n/a (nothing measured)\n"), std::string::npos) << text;
+  // The table lists the best predicted instead of no row at all.
+  std::ostringstream table;
+  printComparison(report, table);
+  EXPECT_NE(table.str().find("[2,2] x2 never"), std::string::npos) << table.str();
+  EXPECT_EQ(table.str().find("more candidates predicted only"), std::string::npos) << table.str();
+}
+
 TEST(PrintComparison, SaysHowFarTheMachineMovedDuringEachCandidatesRounds) {
   Report report = sampleReport();
   report.candidates[0].measurement->machineSlowdown = 1.12;

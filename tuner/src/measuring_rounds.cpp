@@ -112,14 +112,19 @@ class MeasuringRounds {
     const SweepConfig& config = c_.config;
     const std::size_t todo = candidates_.size();
     const auto expectedS = static_cast<std::int64_t>(std::ceil(plan(/*fitTimeLeft=*/false)));
-    c_.progress.phase(fmt::format("predicted {} candidates ({} fit); measuring {}{}: about {}:{:02}, from their "
-                                  "predicted steps and the calibration's runs",
-                                  c_.report.candidates.size(),
-                                  std::count_if(c_.report.candidates.begin(), c_.report.candidates.end(),
-                                                [](const CandidateResult& result) { return result.predictedRank > 0; }),
-                                  todo,
-                                  config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : "",
-                                  expectedS / 60, expectedS % 60));
+    const auto fitting = std::count_if(c_.report.candidates.begin(), c_.report.candidates.end(),
+                                       [](const CandidateResult& result) { return result.predictedRank > 0; });
+    if (todo == 0) {
+      c_.progress.phase(
+          fmt::format("predicted {} candidates ({} fit); measuring none", c_.report.candidates.size(), fitting));
+    } else {
+      c_.progress.phase(fmt::format(
+          "predicted {} candidates ({} fit); measuring {}{}: about {}:{:02}, from their predicted steps and the "
+          "calibration's runs",
+          c_.report.candidates.size(), fitting, todo,
+          config.rounds > 1 ? fmt::format(" in {} interleaved rounds", config.rounds) : "", expectedS / 60,
+          expectedS % 60));
+    }
     c_.progress.setTotal(roundsToRun_);
     try {
       for (std::int64_t pass = 0; !timeRanOut_; ++pass) {
