@@ -19,6 +19,18 @@ Profile fourLayerProfile() {
   return profile;
 }
 
+/// fourLayerProfile with a loss of 100 ns forward at every size.
+Profile fourLayerProfileWithLoss() {
+  Profile profile = fourLayerProfile();
+  for (std::int64_t size : {2, 4, 8}) {
+    CostSample loss;
+    loss.microBatch = size;
+    loss.forwardNs = 100;
+    profile.loss.costs.push_back(loss);
+  }
+  return profile;
+}
+
 Cluster twoCpus() { return Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu"); }
 
 Candidate candidate(std::vector<std::int64_t> balance, std::int64_t chunks,
@@ -152,13 +164,7 @@ TEST(Predictor, EveryShapeIsPredictedWithItsCalibrationForShape) {
   // A hand-written calibration: GPipe and 1F1B without checkpoints have corrections of their own,
   // 1F1B without checkpoints a loss cold start too. 1F1B with checkpoints takes both of 1F1B
   // without; zb1p, which nothing corrects, the calibration's own (not GPipe's entry).
-  Profile profile = fourLayerProfile();
-  for (std::int64_t size : {2, 4, 8}) {
-    CostSample loss;
-    loss.microBatch = size;
-    loss.forwardNs = 100;
-    profile.loss.costs.push_back(loss);
-  }
+  Profile profile = fourLayerProfileWithLoss();
   for (LayerProfile& layer : profile.layers) {
     for (CostSample& cost : layer.costs) cost.backwardSplit = BackwardSplit{cost.backwardNs / 2, cost.backwardNs / 2};
   }
@@ -186,13 +192,7 @@ TEST(Predictor, AShapeWithALossColdStartOfItsOwnIsPredictedWithIt) {
   // A loss of 100 ns a call at every size and no other correction. 1F1B's later loss calls cost
   // 30 less, every other shape's the calibration's 60 less: one stage, 4 micro-batches of 2, so
   // the device runs every op in turn and the step is their sum (F 80 and B 160 per micro-batch).
-  Profile profile = fourLayerProfile();
-  for (std::int64_t size : {2, 4, 8}) {
-    CostSample loss;
-    loss.microBatch = size;
-    loss.forwardNs = 100;
-    profile.loss.costs.push_back(loss);
-  }
+  Profile profile = fourLayerProfileWithLoss();
   Calibration coldStarts;
   coldStarts.lossColdStartNs = 60;
   coldStarts.lossColdStartByShape[{"1f1b", Checkpoint::Never}] = 30;
