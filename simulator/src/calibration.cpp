@@ -76,6 +76,12 @@ bool scalesTheLoss(const ScheduleCorrections& corrections) {
                      [](const auto& entry) { return entry.second.loss != 1.0; });
 }
 
+/// Whether some size charges a stage switch (a calibration fitted before they were has none).
+bool switchesStages(const ScheduleCorrections& corrections) {
+  return std::any_of(corrections.scales.begin(), corrections.scales.end(),
+                     [](const auto& entry) { return entry.second.afterStageSwitch != 1.0; });
+}
+
 /// "layers chained in the pipeline take ...; device speeds ...; step overhead ...".
 std::string describeCorrections(const ScheduleCorrections& corrections) {
   std::string scales = "none";
@@ -85,6 +91,10 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
     if (scalesTheLoss(corrections)) scales += ", the loss " + scaleRange(corrections, &MicroBatchScale::loss) + ",";
     scales += " x their profiled time at micro-batches " + std::to_string(corrections.scales.begin()->first) + "-" +
               std::to_string(corrections.scales.rbegin()->first);
+    if (switchesStages(corrections)) {
+      scales += "; an op after another stage's op on its device runs " +
+                scaleRange(corrections, &MicroBatchScale::afterStageSwitch) + "x one after its own stage's";
+    }
   }
   std::string overheads = overheadRange(corrections);
   if (!corrections.stepOverheadNs.empty())
@@ -145,8 +155,10 @@ ReferenceShape shapeFromJson(const JsonCursor& json) {
 nlohmann::json correctionsToJson(const ScheduleCorrections& corrections) {
   nlohmann::json scales = nlohmann::json::array();
   for (const auto& [size, scale] : corrections.scales) {
-    scales.push_back(
-        {{"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}, {"loss", scale.loss}});
+    nlohmann::json entry = {
+        {"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}, {"loss", scale.loss}};
+    if (scale.afterStageSwitch != 1.0) entry["after_stage_switch"] = scale.afterStageSwitch;
+    scales.push_back(std::move(entry));
   }
   nlohmann::json overheads = nlohmann::json::array();
   for (const auto& [chunks, ns] : corrections.stepOverheadNs) overheads.push_back({{"chunks", chunks}, {"ns", ns}});
@@ -164,6 +176,7 @@ ScheduleCorrections correctionsFromJson(const JsonCursor& json) {
       scale.forward = positiveNumber(item.at("forward"));
       scale.backward = positiveNumber(item.at("backward"));
       if (item.has("loss")) scale.loss = positiveNumber(item.at("loss"));  // absent: fitted before the loss was
+      if (item.has("after_stage_switch")) scale.afterStageSwitch = positiveNumber(item.at("after_stage_switch"));
     }
   }
   if (json.has("device_speeds")) {
@@ -293,6 +306,9 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration) {
         cost.backwardSplit->weightNs = scaled(cost.backwardSplit->weightNs, scale->second.backward);
       }
     }
+  }
+  for (const auto& [size, scale] : calibration.scales) {
+    if (scale.afterStageSwitch != 1.0) profile.stageSwitchScales[size] = scale.afterStageSwitch;
   }
   for (CostSample& cost : profile.loss.costs) {  // the loss op, and the last stage's recompute that runs it
     auto scale = calibration.scales.find(cost.microBatch);

@@ -7,6 +7,7 @@
 #include <pipeprof/simulator/simulator.h>
 
 #include "cost_model.h"
+#include "reference_spans.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -34,49 +36,14 @@ constexpr double kMaxLossScale = 64.0;
 /// backward 0.072).
 constexpr double kCellSdWithoutSpread = 0.07;
 
-/// Calls visit(op, size, step) for every span of a pipeline op in one of `phases` inside a timed
-/// step (warm-up ops lie outside every step span), with its micro-batch's size in samples and
-/// the index of its step.
-template <typename Visit>
-void forEachTimedSpan(const ReferenceRun& run, std::initializer_list<Phase> phases, Visit visit) {
-  const MicroBatching split = microBatching(run.candidate.batch, run.candidate.chunks);
-  const std::vector<const TraceEvent*> steps = stepSpans(run.trace);
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    for (const TraceEvent& op : run.trace.events) {
-      if (op.kind != EventKind::Span || op.microBatch < 0 || op.partition < 0) continue;
-      if (std::find(phases.begin(), phases.end(), op.phase) == phases.end()) continue;
-      if (op.startNs < steps[s]->startNs || op.startNs >= steps[s]->endNs()) continue;
-      visit(op, op.microBatch + 1 < split.count ? split.chunkSize : split.lastSize, s);
-    }
-  }
-}
-
-/// The same for the forward and backward spans: the layers' time.
-template <typename Visit>
-void forEachTimedOp(const ReferenceRun& run, Visit visit) {
-  forEachTimedSpan(run, {Phase::Forward, Phase::Backward}, visit);
-}
-
-/// Whether a traced op is the forward of a checkpointed micro-batch, which runs without a graph
-/// (the reference pipelines train).
-bool forwardWithoutGraph(const ReferenceRun& run, const TraceEvent& op) {
-  return op.phase == Phase::Forward &&
-         op.microBatch < checkpointStop(run.candidate.checkpoint, run.candidate.chunks, /*training=*/true);
-}
-
-/// What the profile predicts of a layer for a measured forward or backward span: a forward
-/// without a graph by its own figure; a backward's input or weight half (zero bubble) by the
-/// span's name, as the simulator splits it (sim::stageSplitTimes), else the whole pass.
-TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op, bool withoutGraph) {
-  if (op.phase == Phase::Forward) return withoutGraph ? cost.forwardWithoutGraphNs() : cost.forwardNs;
-  if (!cost.backwardSplit) return cost.backwardNs;
-  const sim::SplitTimes times =
-      sim::stageSplitTimes(op.partition, cost.backwardSplit->inputNs, cost.backwardSplit->weightNs, cost.backwardNs);
-  if (op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) return times.inputNs;
-  if (op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) return times.weightNs;
-  return cost.backwardNs;
-}
-
+using sim::forEachTimedOp;
+using sim::forEachTimedSpan;
+using sim::forwardWithoutGraph;
+using sim::opsAfterStageSwitch;
+using sim::profiledSpanNs;
+using sim::stageProfiledNs;
+using sim::SwitchedOps;
+using sim::withoutStageSwitch;
 /// The whole model's profiled forward (with its graph and without) and backward time at
 /// micro-batch size `size`.
 struct ProfiledModel {
@@ -101,7 +68,8 @@ struct WholeModelSamples {
   std::map<std::int64_t, std::vector<double>> forwardRatios;
   std::map<std::int64_t, std::vector<double>> backwardRatios;
 
-  void add(const Profile& profile, const ReferenceRun& run) {
+  void add(const Profile& profile, const ReferenceRun& run, const SwitchedOps& switched,
+           const std::map<std::int64_t, double>& switchScales) {
     // (step, micro-batch, phase) -> (size, time summed over the stages, without a graph)
     struct Sum {
       std::int64_t size = 0;
@@ -112,7 +80,7 @@ struct WholeModelSamples {
     forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
       Sum& sum = sums[{step, op.microBatch, op.phase}];
       sum.size = size;
-      sum.ns += op.durationNs;
+      sum.ns += withoutStageSwitch(op, size, switched, switchScales);
       sum.withoutGraph = forwardWithoutGraph(run, op);
     });
     std::map<std::int64_t, ProfiledModel> profiled;
@@ -131,26 +99,21 @@ struct WholeModelSamples {
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
 /// over what their spans measured, over every timed step of every run (clamped to [0.5, 2]).
 /// Stage j of a run runs on its candidate's deviceOfStage(j).
-std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs) {
+std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs,
+                                 const std::map<const ReferenceRun*, SwitchedOps>& switched) {
   std::vector<TimeNs> predictedNs;
   std::vector<TimeNs> measuredNs;
   for (const ReferenceRun* run : runs) {
-    const std::vector<std::int64_t>& balance = run->candidate.balance;
     const auto devices = static_cast<std::size_t>(std::max<std::int64_t>(1, run->candidate.pipelineDevices()));
     predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
+    const SwitchedOps& own = switched.at(run);
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
       const auto j = static_cast<std::size_t>(op.partition);
-      if (j >= balance.size()) return;
+      if (j >= run->candidate.balance.size()) return;
       const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
-      const auto first =
-          std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j), std::int64_t{0});
-      const bool withoutGraph = forwardWithoutGraph(*run, op);
-      for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
-        const CostSample cost = calibrated.layers[static_cast<std::size_t>(layer)].costAt(size);
-        predictedNs[d] += profiledSpanNs(cost, op, withoutGraph);
-      }
-      measuredNs[d] += op.durationNs;
+      predictedNs[d] += stageProfiledNs(calibrated, *run, op, size);
+      measuredNs[d] += withoutStageSwitch(op, size, own, calibrated.stageSwitchScales);
     });
   }
   std::vector<double> speeds;
@@ -419,6 +382,53 @@ void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibrati
   for (const auto& [size, scale] : sizeScales(backward, kMaxLayerScale)) calibration.scales[size].backward = scale;
 }
 
+/// The stage switch scale (calibration_fit.h) at every size the runs timed: per shape whose
+/// devices switch stages and size, the median over its ops that followed another stage's op of
+/// their measured over profiled time, each over the median of its kind's other ops (forward,
+/// backward, ...); one scale, exp(the median over those cells' logs). Empty without such cells.
+constexpr std::size_t kMinSwitchSpans = 5;
+
+std::map<std::int64_t, double> stageSwitchScales(const Profile& profile, const std::vector<ShapeRuns>& shapes,
+                                                 const std::map<const ReferenceRun*, SwitchedOps>& switched) {
+  LogCells cells;
+  for (const ShapeRuns& shape : shapes) {
+    // size -> op kind -> (after a switch, the others): measured over profiled
+    std::map<std::int64_t, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> ratios;
+    for (const ReferenceRun* run : shape.runs) {
+      const SwitchedOps& own = switched.at(run);
+      if (own.empty()) continue;
+      forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
+        const TimeNs profiledNs = stageProfiledNs(profile, *run, op, size);
+        if (profiledNs <= 0 || op.durationNs <= 0) return;
+        auto& [after, others] = ratios[size][op.name.substr(0, op.name.find('('))];
+        (own.count(op.name) > 0 ? after : others)
+            .push_back(static_cast<double>(op.durationNs) / static_cast<double>(profiledNs));
+      });
+    }
+    for (const auto& [size, byKind] : ratios) {
+      std::vector<double> relative;
+      for (const auto& [kind, pair] : byKind) {
+        if (pair.second.size() < kMinSwitchSpans) continue;
+        const double others = median(pair.second);
+        for (const double ratio : pair.first) relative.push_back(ratio / others);
+      }
+      if (relative.size() >= kMinSwitchSpans) cells[size].push_back(std::log(median(relative)));
+    }
+  }
+  std::vector<double> all;
+  for (const auto& [size, logs] : cells) all.insert(all.end(), logs.begin(), logs.end());
+  std::map<std::int64_t, double> scales;
+  if (all.empty()) return scales;
+  const double common = std::exp(median(all));
+  for (const ShapeRuns& shape : shapes) {
+    for (const ReferenceRun* run : shape.runs) {
+      const MicroBatching split = microBatching(run->candidate.batch, run->candidate.chunks);
+      scales[split.chunkSize] = scales[split.lastSize] = common;
+    }
+  }
+  return scales;
+}
+
 /// Each shape's loss cold start from its own runs, and the median over the shapes for any
 /// other (calibration_fit.h).
 void fitLossColdStarts(const std::vector<ShapeRuns>& shapes, Calibration& calibration) {
@@ -482,12 +492,13 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   using ShapeKey = std::tuple<ScheduleKind, std::int64_t, Checkpoint>;
   std::map<ShapeKey, ShapeRuns> byShape;
   std::vector<const ReferenceRun*> allRuns;
+  std::map<const ReferenceRun*, SwitchedOps> switched;
   for (const ReferenceRun& run : runs) {
     ShapeRuns& shape = byShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}];
     shape.shape = ReferenceShape::of(run.candidate);
     shape.runs.push_back(&run);
-    shape.samples.add(profile, run);
     allRuns.push_back(&run);
+    switched[&run] = opsAfterStageSwitch(profile, run.candidate);
   }
   Calibration calibration;
   if (runs.empty()) return calibration;
@@ -495,8 +506,15 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (auto& [key, shape] : byShape) shapes.push_back(std::move(shape));
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
   calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
+  const std::map<std::int64_t, double> switchScales = stageSwitchScales(profile, shapes, switched);
+  for (ShapeRuns& shape : shapes) {
+    for (const ReferenceRun* run : shape.runs) shape.samples.add(profile, *run, switched.at(run), switchScales);
+  }
   fitLayerScales(shapes, calibration);
-  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns);
+  for (const auto& [size, scale] : switchScales) {
+    if (calibration.scales.count(size) > 0) calibration.scales.at(size).afterStageSwitch = scale;
+  }
+  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns, switched);
   for (ShapeRuns& shape : shapes) shape.lossSteps = lossCallsBySteps(shape.runs, calibration.deviceSpeeds);
   if (profile.loss.measured()) fitLossColdStarts(shapes, calibration);
   fitLossScales(profile, shapes, calibration);

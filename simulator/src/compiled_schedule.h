@@ -167,6 +167,8 @@ struct CompiledOp {
   std::uint32_t dependencyCount = 0;
   std::int32_t lane = 0;            ///< compute ops: the pipeline device d (Schedule::deviceOf) whose worker runs it
   std::uint32_t orderPosition = 0;  ///< compute ops: position in deviceOrder(lane)
+  /// Compute ops: the op before it in deviceOrder(lane) is another stage's (Profile::stageSwitchScales).
+  bool afterStageSwitch = false;
   Range successors;
   Range startAlloc;    ///< at op start: allocations (copy buffers)
   Range transient;     ///< allocated at op start, released first at op end (a compute op's transient peak)

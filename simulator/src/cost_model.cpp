@@ -3,6 +3,7 @@
 
 #include "skip_gradient_bytes.h"
 #include "stage_memory.h"
+#include "stage_switch_costs.h"
 
 #include <pipeprof/core/allocator_rounding.h>
 
@@ -604,6 +605,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     out.kernels.clear();
   }
   addLossCosts(compiled, costs, cluster, batching, out);
+  addStageSwitchCosts(compiled, costs.profile(), batching, out);
 }
 
 }  // namespace pipeprof::sim

@@ -130,7 +130,15 @@ struct ResolvedCosts {
   /// Cluster::wakeLatencyNs: a lane's worker idle when another lane's op makes its next op
   /// ready starts it this much later (without launch data; docs/simulator.md, "Waking a worker").
   TimeNs wakeLatencyNs = 0;
+  /// Per duration slot, what a compute op after another stage's op on its device
+  /// (CompiledOp::afterStageSwitch) runs beyond durationNs: (Profile::stageSwitchScales - 1) x
+  /// durationNs; empty when every scale is 1.
+  std::vector<TimeNs> afterSwitchExtraNs;
 
+  /// An op's duration: its slot's, and the stage switch's extra where it follows one.
+  TimeNs opDurationNs(std::size_t slot, bool afterStageSwitch) const {
+    return durationNs[slot] + (afterStageSwitch && !afterSwitchExtraNs.empty() ? afterSwitchExtraNs[slot] : 0);
+  }
   bool sharedLinks() const { return !deviceHost.empty(); }
   bool launches() const { return !launchNs.empty(); }
   std::int32_t hostCount() const;

@@ -142,7 +142,8 @@ void Engine::assignResources(std::int32_t hosts) {
     remaining_[op] = c.dependencyCount;
     if (c.isCompute()) {
       resource_[op] = laneDevice_[static_cast<std::size_t>(c.lane)];
-      busyNs_[static_cast<std::size_t>(c.lane)] += costs.durationNs[static_cast<std::size_t>(c.durationSlot)];
+      busyNs_[static_cast<std::size_t>(c.lane)] +=
+          costs.opDurationNs(static_cast<std::size_t>(c.durationSlot), c.afterStageSwitch);
     } else {
       const std::int32_t from = costs.stageDevice[static_cast<std::size_t>(c.j)];
       const std::int32_t to = costs.stageDevice[static_cast<std::size_t>(c.toJ)];
@@ -500,7 +501,7 @@ void Engine::start(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
-  const TimeNs durationNs = costs_->durationNs[slot];
+  const TimeNs durationNs = costs_->opDurationNs(slot, c.afterStageSwitch);
   if (sharedLinks_ && !c.isCompute() && durationNs > costs_->copyLatencyNs[slot]) {
     events_.push(timeNs + costs_->copyLatencyNs[slot], op, kDrainTag);  // bytes to drain after the latency
     return;
@@ -517,8 +518,8 @@ void Engine::startLaunch(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
   TimeNs& streamFreeNs = streamFreeNs_[static_cast<std::size_t>(c.j)];
-  const LaunchTimes times =
-      launchTimes(timeNs, costs_->launchNs[slot], costs_->durationNs[slot], costs_->kernels[slot], streamFreeNs);
+  const LaunchTimes times = launchTimes(timeNs, costs_->launchNs[slot], costs_->opDurationNs(slot, c.afterStageSwitch),
+                                        costs_->kernels[slot], streamFreeNs);
   streamFreeNs = times.endNs;
   firstKernelNs_[op] = times.firstKernelNs;
   events_.push(times.launchedNs, op, kLaunchedTag);

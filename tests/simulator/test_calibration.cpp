@@ -2,6 +2,8 @@
 #include <pipeprof/simulator/calibration.h>
 
 #include <pipeprof/core/json_file.h>
+#include <pipeprof/core/schedule.h>
+#include <pipeprof/simulator/simulator.h>
 
 #include "two_layer_profile.h"
 
@@ -227,6 +229,62 @@ TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
   EXPECT_EQ(calibrationFromJson(older, "cal.json").scales.at(16).loss, 1.0);
   older["micro_batch_scales"][0]["loss"] = 0;
   EXPECT_EQ(formatError(older), "cal.json: $.micro_batch_scales[0].loss: expected a positive number, got 0");
+}
+
+TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterAnotherStagesOp) {
+  Calibration calibration = sampleCalibration();
+  calibration.scales[16].afterStageSwitch = 1.5;
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["micro_batch_scales"][0]["after_stage_switch"], 1.5);
+  EXPECT_FALSE(json["micro_batch_scales"][1].contains("after_stage_switch"));  // 1: not written
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(16).afterStageSwitch, 1.5);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(32).afterStageSwitch, 1.0);
+  EXPECT_NE(describeCalibration(calibration)
+                .find("at micro-batches 16-32; an op after another stage's op on its device runs 1.00-1.50x "
+                      "one after its own stage's; device speeds"),
+            std::string::npos)
+      << describeCalibration(calibration);
+  EXPECT_EQ(calibratedProfile(Profile{}, calibration).stageSwitchScales, (std::map<std::int64_t, double>{{16, 1.5}}));
+
+  // Four layers of 2 ns forward and 4 backward at micro-batch 2, chunks 4 of batch 8,
+  // a layer a stage over two devices: interleaved v2 charges each op that follows another
+  // stage's op on its device half its time more, busy time and all; GPipe switches no stage.
+  Profile profile = twoLayerProfile();
+  profile.layers.push_back(profile.layers[0]);
+  profile.layers.push_back(profile.layers[1]);
+  Profile switching = profile;
+  switching.stageSwitchScales[2] = 1.5;
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
+  Candidate interleaved;
+  interleaved.balance = {1, 1, 1, 1};
+  interleaved.chunks = 4;
+  interleaved.batch = 8;
+  interleaved.checkpoint = Checkpoint::Never;
+  interleaved.schedule = ScheduleKind::Interleaved;
+  interleaved.stagesPerDevice = 2;
+  const Schedule schedule = Schedule::build(interleaved.scheduleSpec({}));
+  std::vector<TimeNs> extraNs(2, 0);
+  for (std::int64_t d = 0; d < 2; ++d) {
+    const std::vector<OpIndex>& order = schedule.deviceOrder(d);
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const Op& op = schedule.ops()[order[k]];
+      if (schedule.ops()[order[k - 1]].j == op.j) continue;
+      if (op.kind == OpKind::Forward) extraNs[static_cast<std::size_t>(d)] += 1;   // half of 2
+      if (op.kind == OpKind::Backward) extraNs[static_cast<std::size_t>(d)] += 2;  // half of 4 (the loss: 0)
+    }
+  }
+  EXPECT_GT(extraNs[0], 0);
+  const Prediction plain = simulate(profile, cluster, interleaved).prediction;
+  const Prediction switched = simulate(switching, cluster, interleaved).prediction;
+  EXPECT_EQ(switched.busyNs[0] - plain.busyNs[0], extraNs[0]);
+  EXPECT_EQ(switched.busyNs[1] - plain.busyNs[1], extraNs[1]);
+  EXPECT_GT(switched.iterationNs, plain.iterationNs);
+  Candidate gpipe = interleaved;
+  gpipe.balance = {2, 2};
+  gpipe.schedule = ScheduleKind::GPipe;
+  gpipe.stagesPerDevice = 1;
+  EXPECT_EQ(simulate(switching, cluster, gpipe).prediction.iterationNs,
+            simulate(profile, cluster, gpipe).prediction.iterationNs);
 }
 
 TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesInAnotherModeElseTheCalibrations) {

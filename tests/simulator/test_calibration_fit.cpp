@@ -332,6 +332,59 @@ TEST(CalibrationFit, AZeroBubbleReferenceTimesIAndWAgainstTheirOwnProfiledHalves
   EXPECT_DOUBLE_EQ(zb.deviceSpeeds[1], 0.75);
 }
 
+/// twoLayerProfile twice over: four layers, a and b, then c and d alike.
+Profile fourLayerProfile() {
+  Profile profile = twoLayerProfile();
+  profile.layers.push_back(profile.layers[0]);
+  profile.layers.push_back(profile.layers[1]);
+  profile.layers[2].name = "c";
+  profile.layers[3].name = "d";
+  return profile;
+}
+
+/// A reference run whose trace is the simulator's own step of `candidate` on `profile`, in one
+/// step span: what a pipeline running exactly as predicted would measure.
+ReferenceRun simulatedRun(const Profile& profile, const Candidate& candidate) {
+  SimulationOptions options;
+  options.recordTrace = true;
+  const SimulationResult result = simulate(profile, twoCpus(), candidate, options);
+  ReferenceRun run;
+  run.candidate = candidate;
+  run.trace = result.trace;
+  run.trace.events.push_back(span(Phase::Step, 0, result.prediction.iterationNs));
+  return run;
+}
+
+TEST(CalibrationFit, AnOpAfterAnotherStagesOpOnItsDeviceGetsTheStageSwitchScale) {
+  // Interleaved v2 over two devices, a layer a stage, chunks 4 of batch 8 (micro-batches of 2),
+  // as the simulator runs it where every op after another stage's op on its device takes 1.25x:
+  // the fit finds that scale and leaves the layers' at 1; GPipe alone switches no stage. (The
+  // layers' times x1000, so that rounding to whole nanoseconds moves no ratio.)
+  Profile profile = fourLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardNs *= 1000;
+      cost.backwardNs *= 1000;
+    }
+  }
+  Profile truth = profile;
+  truth.stageSwitchScales[2] = 1.25;
+  const ReferenceRun interleaved = simulatedRun(truth, referenceCandidate(4, 2, 4, 8, ScheduleKind::Interleaved, 2));
+  const ReferenceRun gpipe = simulatedRun(truth, referenceCandidate(4, 2, 4, 8));
+  const Calibration calibration = calibrationFromRuns(profile, twoCpus(), {gpipe, interleaved});
+  ASSERT_EQ(calibration.scales.count(2), 1U);
+  EXPECT_NEAR(calibration.scales.at(2).afterStageSwitch, 1.25, 0.01);
+  EXPECT_NEAR(calibration.scales.at(2).forward, 1.0, 0.01);
+  EXPECT_NEAR(calibration.scales.at(2).backward, 1.0, 0.01);
+  EXPECT_NEAR(calibration.deviceSpeeds.at(0), 1.0, 0.01);
+  EXPECT_NEAR(calibration.deviceSpeeds.at(1), 1.0, 0.01);
+  const Profile calibrated = calibratedProfile(profile, calibration);
+  EXPECT_NEAR(static_cast<double>(simulate(calibrated, twoCpus(), interleaved.candidate).prediction.iterationNs),
+              static_cast<double>(simulate(truth, twoCpus(), interleaved.candidate).prediction.iterationNs),
+              0.02 * static_cast<double>(simulate(truth, twoCpus(), interleaved.candidate).prediction.iterationNs));
+  EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {gpipe}).scales.at(2).afterStageSwitch, 1.0);
+}
+
 TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(evenBalance(7, 3), (std::vector<std::int64_t>{3, 2, 2}));
   const Candidate reference = referenceCandidate(2, 4, 8, 64);  // more devices than layers

@@ -63,6 +63,11 @@ struct MicroBatchScale {
   /// timed it alone, on hot caches, at a fraction of its pipeline time (unet's MSE at 2
   /// samples: 13 us profiled, 50-90 us in the pipeline), which this scale made up for.
   double loss = 1.0;
+  /// A compute op whose device ran another stage's op before it over one back to back after its
+  /// own stage's (Profile::stageSwitchScales): with two or more stages per device, the stage
+  /// finds less of its weights and activations in the caches. 1: no difference (and one stage
+  /// per device never switches).
+  double afterStageSwitch = 1.0;
 };
 
 /// The shape of a reference pipeline: what it shares with the candidates it calibrates.

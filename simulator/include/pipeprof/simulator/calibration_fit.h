@@ -13,6 +13,18 @@
 // candidates' error no worse by more than 1.6 points: docs/performance.md, "One set of
 // corrections for every shape".)
 //
+//   stageSwitch      = (shapes of two or more stages per device) how much longer an op ran after
+//                      another stage's op on its device (the candidate's device order) than its
+//                      kind's other ops (forward, backward, recompute, I, W) of its run's shape
+//                      and size, each measured over its stage's profiled time: a cell per shape
+//                      and size, log(the median of those ops' ratios over the median of their
+//                      kind's other ops'), and one scale for every size, exp(the median over
+//                      the cells): the stage's weights and activations are no longer in the
+//                      caches (mlp at 16 samples: +8-16% over a back-to-back op of its own
+//                      stage, +2-6% at 64, none at 128; docs/performance.md, "An op after
+//                      another stage's"). One scale because a size's own wandered 1.0-1.18
+//                      between runs of one sweep. The spans below count such an op as it would
+//                      have run after its own stage's (divided by the scale).
 //   forwardScale(b)  = how much longer the layers ran in the references than profiled at
 //                      micro-batch size b: a cell per shape timed at b, log(median over the
 //                      shape's micro-batches of b samples of (sum over stages of its forward

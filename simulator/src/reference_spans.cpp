@@ -1,0 +1,66 @@
+// The spans of a traced reference run as the calibration fit reads them.
+#include "reference_spans.h"
+
+#include "cost_model.h"
+
+#include <pipeprof/core/checkpoint.h>
+#include <pipeprof/core/schedule.h>
+
+#include <cmath>
+#include <cstddef>
+#include <numeric>
+
+namespace pipeprof::sim {
+
+bool forwardWithoutGraph(const ReferenceRun& run, const TraceEvent& op) {
+  return op.phase == Phase::Forward &&
+         op.microBatch < checkpointStop(run.candidate.checkpoint, run.candidate.chunks, /*training=*/true);
+}
+
+TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op, bool withoutGraph) {
+  if (op.phase == Phase::Forward) return withoutGraph ? cost.forwardWithoutGraphNs() : cost.forwardNs;
+  if (!cost.backwardSplit) return cost.backwardNs;
+  const SplitTimes times =
+      stageSplitTimes(op.partition, cost.backwardSplit->inputNs, cost.backwardSplit->weightNs, cost.backwardNs);
+  if (op.name.rfind(opKindName(OpKind::BackwardInput) + "(", 0) == 0) return times.inputNs;
+  if (op.name.rfind(opKindName(OpKind::BackwardWeight) + "(", 0) == 0) return times.weightNs;
+  return cost.backwardNs;
+}
+
+SwitchedOps opsAfterStageSwitch(const Profile& profile, const Candidate& candidate) {
+  SwitchedOps names;
+  if (candidate.stagesPerDevice < 2) return names;
+  const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile.skipRoutes()));
+  for (std::int64_t d = 0; d < schedule.devices(); ++d) {
+    const std::vector<OpIndex>& order = schedule.deviceOrder(d);
+    for (std::size_t position = 1; position < order.size(); ++position) {
+      const Op& op = schedule.ops()[order[position]];
+      if (schedule.ops()[order[position - 1]].j != op.j) names.insert(schedule.label(op));
+    }
+  }
+  return names;
+}
+
+TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const TraceEvent& op, std::int64_t size) {
+  const std::vector<std::int64_t>& balance = run.candidate.balance;
+  const auto j = static_cast<std::size_t>(op.partition);
+  if (j >= balance.size()) return 0;
+  const auto first =
+      std::accumulate(balance.begin(), balance.begin() + static_cast<std::ptrdiff_t>(j), std::int64_t{0});
+  const bool withoutGraph = forwardWithoutGraph(run, op);
+  TimeNs ns = 0;
+  for (std::int64_t layer = first; layer < first + balance[j]; ++layer) {
+    ns += profiledSpanNs(profile.layers[static_cast<std::size_t>(layer)].costAt(size), op, withoutGraph);
+  }
+  return ns;
+}
+
+TimeNs withoutStageSwitch(const TraceEvent& op, std::int64_t size, const SwitchedOps& switched,
+                          const std::map<std::int64_t, double>& switchScales) {
+  if (switched.empty() || switched.count(op.name) == 0) return op.durationNs;
+  const auto scale = switchScales.find(size);
+  if (scale == switchScales.end()) return op.durationNs;
+  return static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) / scale->second));
+}
+
+}  // namespace pipeprof::sim
