@@ -11,12 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <iterator>
 #include <map>
-#include <numeric>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -44,6 +41,7 @@ using sim::profiledSpanNs;
 using sim::stageProfiledNs;
 using sim::SwitchedOps;
 using sim::withoutStageSwitch;
+
 /// The whole model's profiled forward (with its graph and without) and backward time at
 /// micro-batch size `size`.
 struct ProfiledModel {
