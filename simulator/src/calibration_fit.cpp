@@ -66,8 +66,7 @@ struct WholeModelSamples {
   std::map<std::int64_t, std::vector<double>> forwardRatios;
   std::map<std::int64_t, std::vector<double>> backwardRatios;
 
-  void add(const Profile& profile, const ReferenceRun& run, const SwitchedOps& switched,
-           const std::map<std::int64_t, double>& switchScales) {
+  void add(const Profile& profile, const ReferenceRun& run, const SwitchedOps& switched, double switchScale) {
     // (step, micro-batch, phase) -> (size, time summed over the stages, without a graph)
     struct Sum {
       std::int64_t size = 0;
@@ -78,7 +77,7 @@ struct WholeModelSamples {
     forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
       Sum& sum = sums[{step, op.microBatch, op.phase}];
       sum.size = size;
-      sum.ns += withoutStageSwitch(op, size, switched, switchScales);
+      sum.ns += withoutStageSwitch(op, switched, switchScale);
       sum.withoutGraph = forwardWithoutGraph(run, op);
     });
     std::map<std::int64_t, ProfiledModel> profiled;
@@ -95,10 +94,11 @@ struct WholeModelSamples {
 };
 
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
-/// over what their spans measured, over every timed step of every run (clamped to [0.5, 2]).
-/// Stage j of a run runs on its candidate's deviceOfStage(j).
+/// over what their spans measured (an op after another stage's as withoutStageSwitch counts it),
+/// over every timed step of every run (clamped to [0.5, 2]). Stage j of a run runs on its
+/// candidate's deviceOfStage(j).
 std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs,
-                                 const std::map<const ReferenceRun*, SwitchedOps>& switched) {
+                                 const std::map<const ReferenceRun*, SwitchedOps>& switched, double switchScale) {
   std::vector<TimeNs> predictedNs;
   std::vector<TimeNs> measuredNs;
   for (const ReferenceRun* run : runs) {
@@ -111,7 +111,7 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
       if (j >= run->candidate.balance.size()) return;
       const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
       predictedNs[d] += stageProfiledNs(calibrated, *run, op, size);
-      measuredNs[d] += withoutStageSwitch(op, size, own, calibrated.stageSwitchScales);
+      measuredNs[d] += withoutStageSwitch(op, own, switchScale);
     });
   }
   std::vector<double> speeds;
@@ -380,15 +380,15 @@ void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibrati
   for (const auto& [size, scale] : sizeScales(backward, kMaxLayerScale)) calibration.scales[size].backward = scale;
 }
 
-/// The stage switch scale (calibration_fit.h) at every size the runs timed: per shape whose
-/// devices switch stages and size, the median over its ops that followed another stage's op of
-/// their measured over profiled time, each over the median of its kind's other ops (forward,
-/// backward, ...); one scale, exp(the median over those cells' logs). Empty without such cells.
+/// The stage switch scale (calibration_fit.h): per shape whose devices switch stages and size,
+/// the median over its ops that followed another stage's op of their measured over profiled
+/// time, each over the median of its kind's other ops (forward, backward, ...); one scale for
+/// every size, exp(the median over those cells' logs). 1 without such cells.
 constexpr std::size_t kMinSwitchSpans = 5;
 
-std::map<std::int64_t, double> stageSwitchScales(const Profile& profile, const std::vector<ShapeRuns>& shapes,
-                                                 const std::map<const ReferenceRun*, SwitchedOps>& switched) {
-  LogCells cells;
+double stageSwitchScale(const Profile& profile, const std::vector<ShapeRuns>& shapes,
+                        const std::map<const ReferenceRun*, SwitchedOps>& switched) {
+  std::vector<double> cells;  // log(median relative ratio), one per shape and size
   for (const ShapeRuns& shape : shapes) {
     // size -> op kind -> (after a switch, the others): measured over profiled
     std::map<std::int64_t, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> ratios;
@@ -410,21 +410,10 @@ std::map<std::int64_t, double> stageSwitchScales(const Profile& profile, const s
         const double others = median(pair.second);
         for (const double ratio : pair.first) relative.push_back(ratio / others);
       }
-      if (relative.size() >= kMinSwitchSpans) cells[size].push_back(std::log(median(relative)));
+      if (relative.size() >= kMinSwitchSpans) cells.push_back(std::log(median(relative)));
     }
   }
-  std::vector<double> all;
-  for (const auto& [size, logs] : cells) all.insert(all.end(), logs.begin(), logs.end());
-  std::map<std::int64_t, double> scales;
-  if (all.empty()) return scales;
-  const double common = std::exp(median(all));
-  for (const ShapeRuns& shape : shapes) {
-    for (const ReferenceRun* run : shape.runs) {
-      const MicroBatching split = microBatching(run->candidate.batch, run->candidate.chunks);
-      scales[split.chunkSize] = scales[split.lastSize] = common;
-    }
-  }
-  return scales;
+  return cells.empty() ? 1.0 : std::exp(median(cells));
 }
 
 /// Each shape's loss cold start from its own runs, and the median over the shapes for any
@@ -504,15 +493,13 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (auto& [key, shape] : byShape) shapes.push_back(std::move(shape));
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
   calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
-  const std::map<std::int64_t, double> switchScales = stageSwitchScales(profile, shapes, switched);
+  const double switchScale = stageSwitchScale(profile, shapes, switched);
   for (ShapeRuns& shape : shapes) {
-    for (const ReferenceRun* run : shape.runs) shape.samples.add(profile, *run, switched.at(run), switchScales);
+    for (const ReferenceRun* run : shape.runs) shape.samples.add(profile, *run, switched.at(run), switchScale);
   }
   fitLayerScales(shapes, calibration);
-  for (const auto& [size, scale] : switchScales) {
-    if (calibration.scales.count(size) > 0) calibration.scales.at(size).afterStageSwitch = scale;
-  }
-  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns, switched);
+  for (auto& [size, scale] : calibration.scales) scale.afterStageSwitch = switchScale;
+  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns, switched, switchScale);
   for (ShapeRuns& shape : shapes) shape.lossSteps = lossCallsBySteps(shape.runs, calibration.deviceSpeeds);
   if (profile.loss.measured()) fitLossColdStarts(shapes, calibration);
   fitLossScales(profile, shapes, calibration);

@@ -449,7 +449,7 @@ void placeOnLanes(const Schedule& schedule, CompiledSchedule& out) {
       CompiledOp& c = out.ops[order[position]];
       c.lane = narrow(d);
       c.orderPosition = static_cast<std::uint32_t>(position);
-      c.afterStageSwitch = position > 0 && out.ops[order[position - 1]].j != c.j;
+      c.afterStageSwitch = schedule.followsAnotherStage(d, position);
       out.orderOps.push_back(static_cast<std::uint32_t>(order[position]));
     }
     out.orderStart.push_back(static_cast<std::uint32_t>(out.orderOps.size()));

@@ -33,9 +33,8 @@ SwitchedOps opsAfterStageSwitch(const Profile& profile, const Candidate& candida
   const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile.skipRoutes()));
   for (std::int64_t d = 0; d < schedule.devices(); ++d) {
     const std::vector<OpIndex>& order = schedule.deviceOrder(d);
-    for (std::size_t position = 1; position < order.size(); ++position) {
-      const Op& op = schedule.ops()[order[position]];
-      if (schedule.ops()[order[position - 1]].j != op.j) names.insert(schedule.label(op));
+    for (std::size_t position = 0; position < order.size(); ++position) {
+      if (schedule.followsAnotherStage(d, position)) names.insert(schedule.label(schedule.op(order[position])));
     }
   }
   return names;
@@ -55,12 +54,9 @@ TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const Tr
   return ns;
 }
 
-TimeNs withoutStageSwitch(const TraceEvent& op, std::int64_t size, const SwitchedOps& switched,
-                          const std::map<std::int64_t, double>& switchScales) {
-  if (switched.empty() || switched.count(op.name) == 0) return op.durationNs;
-  const auto scale = switchScales.find(size);
-  if (scale == switchScales.end()) return op.durationNs;
-  return static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) / scale->second));
+TimeNs withoutStageSwitch(const TraceEvent& op, const SwitchedOps& switched, double switchScale) {
+  if (switchScale == 1.0 || switched.count(op.name) == 0) return op.durationNs;
+  return static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) / switchScale));
 }
 
 }  // namespace pipeprof::sim

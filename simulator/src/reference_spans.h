@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,8 +58,7 @@ SwitchedOps opsAfterStageSwitch(const Profile& profile, const Candidate& candida
 TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const TraceEvent& op, std::int64_t size);
 
 /// An op's span as it would have run back to back after its own stage's: divided by the stage
-/// switch's scale at its size (`switchScales`) where it followed another stage's.
-TimeNs withoutStageSwitch(const TraceEvent& op, std::int64_t size, const SwitchedOps& switched,
-                          const std::map<std::int64_t, double>& switchScales);
+/// switch scale where it followed another stage's (`switched`).
+TimeNs withoutStageSwitch(const TraceEvent& op, const SwitchedOps& switched, double switchScale);
 
 }  // namespace pipeprof::sim

@@ -212,6 +212,12 @@ class Schedule {
   /// Compute ops of device d (all its virtual stages, losses included) in the order its worker
   /// runs them.
   const std::vector<OpIndex>& deviceOrder(std::int64_t d) const { return deviceOrder_.at(static_cast<std::size_t>(d)); }
+  /// Whether the op at `position` of deviceOrder(d) follows another stage's op there (its
+  /// worker switches stages: two or more stages per device); false for the first.
+  bool followsAnotherStage(std::int64_t d, std::size_t position) const {
+    const std::vector<OpIndex>& order = deviceOrder(d);
+    return position > 0 && ops_[order[position - 1]].j != ops_[order[position]].j;
+  }
   /// Compute ops of stage j in the order they run (a subsequence of deviceOrder(deviceOf(j))).
   const std::vector<OpIndex>& stageOrder(std::int64_t j) const { return stageOrder_.at(static_cast<std::size_t>(j)); }
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
