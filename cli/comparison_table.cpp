@@ -77,32 +77,26 @@ std::string labelAt(const Report& report, const std::optional<std::size_t>& inde
 
 void printComparison(const Report& report, std::ostream& out, const ComparisonOptions& options) {
   const auto ranks = measuredRanks(report);
+  // The measured and failed candidates, or every one with --all; where nothing was measured
+  // (--measure none), the best predicted rather than an empty table.
+  const bool measuredNone =
+      std::all_of(report.candidates.begin(), report.candidates.end(),
+                  [](const CandidateResult& result) { return result.status == CandidateStatus::Predicted; });
   std::vector<std::size_t> rows;
-  std::size_t hidden = 0;
   for (std::size_t index = 0; index < report.candidates.size(); ++index) {
-    if (options.allCandidates || report.candidates[index].status != CandidateStatus::Predicted) {
-      rows.push_back(index);
-    } else {
-      ++hidden;
-    }
+    const CandidateResult& result = report.candidates[index];
+    const bool shown = measuredNone ? result.predictedRank > 0 : result.status != CandidateStatus::Predicted;
+    if (options.allCandidates || shown) rows.push_back(index);
   }
   // Fitting candidates by predicted rank, then those predicted not to fit.
-  auto byPredictedRank = [&](std::size_t a, std::size_t b) {
+  std::stable_sort(rows.begin(), rows.end(), [&](std::size_t a, std::size_t b) {
     const std::int64_t ra = report.candidates[a].predictedRank;
     const std::int64_t rb = report.candidates[b].predictedRank;
     if ((ra == 0) != (rb == 0)) return rb == 0;
     return ra < rb;
-  };
-  if (rows.empty() && hidden > 0) {
-    // Nothing measured (--measure none): the best predicted, rather than an empty table.
-    for (std::size_t index = 0; index < report.candidates.size(); ++index) {
-      if (report.candidates[index].predictedRank > 0) rows.push_back(index);
-    }
-    std::stable_sort(rows.begin(), rows.end(), byPredictedRank);
-    rows.resize(std::min(rows.size(), kBestPredictedWithoutMeasurements));
-    hidden -= rows.size();
-  }
-  std::stable_sort(rows.begin(), rows.end(), byPredictedRank);
+  });
+  if (measuredNone && !options.allCandidates) rows.resize(std::min(rows.size(), kBestPredictedWithoutMeasurements));
+  const std::size_t hidden = report.candidates.size() - rows.size();
 
   const std::string header = fmt::format("{:>5} {:>5}  {:<24} {:<14} {:>10} {:>15} {:>7}  {:>10} {:>10} {:>7}  {}",
                                          "pred#", "meas#", "candidate", "schedule", "pred step", "meas step", "error",

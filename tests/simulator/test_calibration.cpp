@@ -249,9 +249,7 @@ TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterA
   // Four layers of 2 ns forward and 4 backward at micro-batch 2, chunks 4 of batch 8,
   // a layer a stage over two devices: interleaved v2 charges each op that follows another
   // stage's op on its device half its time more, busy time and all; GPipe switches no stage.
-  Profile profile = twoLayerProfile();
-  profile.layers.push_back(profile.layers[0]);
-  profile.layers.push_back(profile.layers[1]);
+  const Profile profile = test::fourLayerProfile();
   Profile switching = profile;
   switching.stageSwitchScales[2] = 1.5;
   const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");

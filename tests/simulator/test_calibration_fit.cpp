@@ -13,6 +13,7 @@
 namespace pipeprof::test_calibration_fit {
 namespace {
 
+using test::fourLayerProfile;
 using test::twoLayerProfile;
 
 TraceEvent span(Phase phase, TimeNs startNs, TimeNs durationNs, std::int64_t i = -1, std::int64_t j = -1) {
@@ -270,11 +271,7 @@ TEST(CalibrationFit, AnInterleavedReferenceTimesEachDeviceOverItsStages) {
   // three times it: the whole model is x2 (16 and 32 against 8 and 16), so each layer is
   // calibrated to 4 + 8 and device 0 (6 of 12 predicted per micro-batch) gets speed 2, device 1
   // (18 of 12) 2/3.
-  Profile profile = twoLayerProfile();
-  profile.layers.push_back(profile.layers[0]);
-  profile.layers.push_back(profile.layers[1]);
-  profile.layers[2].name = "c";
-  profile.layers[3].name = "d";
+  const Profile profile = fourLayerProfile();
   const Candidate candidate = referenceCandidate(4, 2, 2, 4, ScheduleKind::Interleaved, 2);
   EXPECT_EQ(candidate.balance, (std::vector<std::int64_t>{1, 1, 1, 1}));
   EXPECT_EQ(candidate.stagesPerDevice, 2);
@@ -330,16 +327,6 @@ TEST(CalibrationFit, AZeroBubbleReferenceTimesIAndWAgainstTheirOwnProfiledHalves
   ASSERT_EQ(zb.deviceSpeeds.size(), 2U);
   EXPECT_DOUBLE_EQ(zb.deviceSpeeds[0], 1.5);
   EXPECT_DOUBLE_EQ(zb.deviceSpeeds[1], 0.75);
-}
-
-/// twoLayerProfile twice over: four layers, a and b, then c and d alike.
-Profile fourLayerProfile() {
-  Profile profile = twoLayerProfile();
-  profile.layers.push_back(profile.layers[0]);
-  profile.layers.push_back(profile.layers[1]);
-  profile.layers[2].name = "c";
-  profile.layers[3].name = "d";
-  return profile;
 }
 
 /// A reference run whose trace is the simulator's own step of `candidate` on `profile`, in one

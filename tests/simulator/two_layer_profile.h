@@ -1,4 +1,4 @@
-// A two-layer profile whose costs are easy to reckon with, shared by the calibration tests.
+// Two- and four-layer profiles whose costs are easy to reckon with, shared by the calibration tests.
 #pragma once
 
 #include <pipeprof/core/profile.h>
@@ -21,6 +21,16 @@ inline Profile twoLayerProfile() {
     }
     profile.layers.push_back(layer);
   }
+  return profile;
+}
+
+/// twoLayerProfile twice over: four layers, a and b, then c and d alike.
+inline Profile fourLayerProfile() {
+  Profile profile = twoLayerProfile();
+  profile.layers.push_back(profile.layers[0]);
+  profile.layers.push_back(profile.layers[1]);
+  profile.layers[2].name = "c";
+  profile.layers[3].name = "d";
   return profile;
 }
 
