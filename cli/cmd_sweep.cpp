@@ -42,6 +42,7 @@ struct SweepFlags {
   std::int64_t warmup = 3;
   std::int64_t rounds = 3;
   std::int64_t maxRounds = 0;  ///< 0: twice the rounds
+  std::int64_t runOff = tuner::SweepConfig{}.runOffCandidates;
   std::string deviceMemory;
   std::string profile;
   std::string calibration;
@@ -65,6 +66,7 @@ const FlagNames kSweepFlags = {{"steps", "--steps"},
                                {"warmupSteps", "--warmup"},
                                {"rounds", "--rounds"},
                                {"maxRounds", "--max-rounds"},
+                               {"runOffCandidates", "--run-off"},
                                {"profileBudgetSeconds", "--profile-budget"},
                                {"calibrationBudgetSeconds", "--calibration-budget"},
                                {"calibrationRounds", "--calibration-rounds"},
@@ -152,6 +154,7 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.warmupSteps = flags.warmup;
   config.rounds = std::min(flags.rounds, flags.steps);
   config.maxRounds = flags.maxRounds;
+  config.runOffCandidates = flags.runOff;
   config.profileBudgetSeconds = flags.profileBudget;
   if (!flags.time.empty()) config.timeLimitSeconds = timeLimitSeconds(flags.time);
   if (!std::isnan(flags.calibrationBudget)) {
@@ -257,6 +260,12 @@ void addSweepCommand(CLI::App& app) {
                      "Rounds a candidate may get in all when its rounds disagree by more than 10% (the machine "
                      "changed speed, or the candidate runs in two modes): one more round at a time, each with the "
                      "steps of the last (default: twice --rounds; --rounds for none)");
+  command
+      .add_option("--run-off", flags.runOff,
+                  "Once all are measured, the best measured candidate and at most this many of those whose "
+                  "rounds overlap its own (the fastest first) are measured --rounds more rounds each, alternated, "
+                  "so that the suggestion does not rest on a lucky round (0: no run-off)")
+      ->capture_default_str();
   command.add_option("--device-memory", flags.deviceMemory,
                      "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");
   command.add_option("--profile", flags.profile,

@@ -173,11 +173,17 @@ void printMeasuringConditions(const Report& report, std::ostream& out) {
         "each prediction is taken at its own rounds' speed\n",
         *conditions.candidateSlowdownLow, *conditions.candidateSlowdownHigh);
   }
+  const std::string runOff = conditions.runOffCandidates > 0
+                                 ? fmt::format("a run-off measured {} candidates up to {} more round(s) each; ",
+                                               conditions.runOffCandidates, conditions.runOffRounds)
+                                 : std::string();
   if (!conditions.tiedWithBest.empty()) {
     out << fmt::format(
-        "ranking:                  the best measured is not told apart from {} other candidate(s), whose "
+        "ranking:                  {}the best measured is not told apart from {} other candidate(s), whose "
         "rounds overlap its own: their order is not settled on this machine\n",
-        conditions.tiedWithBest.size());
+        runOff, conditions.tiedWithBest.size());
+  } else if (!runOff.empty()) {
+    out << fmt::format("ranking:                  {}the best measured now stands apart\n", runOff);
   }
 }
 
@@ -237,6 +243,7 @@ nlohmann::json summaryJson(const Report& report) {
           {"reference_ratio_median", optional(conditions.referenceRatioMedian)},
           {"reference_ratio_high", optional(conditions.referenceRatioHigh)},
           {"tied_with_best_measured", tied},
+          {"run_off_candidates", conditions.runOffCandidates},
           {"step_time_mape_pct", optional(summary.stepTimeMapePct)},
           {"step_time_bias_pct", optional(summary.stepTimeBiasPct)},
           {"step_time_mape_before_drift_pct", optional(summary.stepTimeMapeBeforeDriftPct)},

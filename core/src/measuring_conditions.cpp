@@ -64,6 +64,10 @@ MeasuringConditions summarizeMeasuringConditions(const Report& report) {
     ++conditions.measuredCount;
     conditions.roundsAgreeCount += measurement.roundsAgree() ? 1 : 0;
     conditions.remeasuredRounds += static_cast<std::int64_t>(measurement.discardedRounds.size());
+    if (measurement.runOffRounds > 0) {
+      ++conditions.runOffCandidates;
+      conditions.runOffRounds = std::max(conditions.runOffRounds, measurement.runOffRounds);
+    }
     for (const std::optional<double>& wait : measurement.roundCpuWait()) {
       conditions.contendedRounds += contendedForCpus(wait) ? 1 : 0;
     }

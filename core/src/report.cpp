@@ -133,6 +133,14 @@ Measurement measurementFromJson(const JsonCursor& json, std::size_t devices) {
     measurement.machineSlowdown = slowdown.asNonNegativeNumber();
     if (*measurement.machineSlowdown <= 0.0) slowdown.fail("expected a positive ratio");
   }
+  if (json.has("run_off_rounds")) {
+    const JsonCursor runOff = json.at("run_off_rounds");
+    measurement.runOffRounds = runOff.asNonNegativeInt();
+    if (measurement.runOffRounds > measurement.rounds) {
+      runOff.fail("expected at most the measurement's " + std::to_string(measurement.rounds) + " rounds, got " +
+                  std::to_string(measurement.runOffRounds));
+    }
+  }
   return measurement;
 }
 
@@ -386,6 +394,7 @@ nlohmann::json toJson(const Measurement& measurement) {
                         {"step_cpu_wait_ns", array(measurement.stepCpuWaitNs)},
                         {"discarded_rounds", discarded}};
   if (measurement.machineSlowdown) out["machine_slowdown"] = *measurement.machineSlowdown;
+  if (measurement.runOffRounds > 0) out["run_off_rounds"] = measurement.runOffRounds;
   return out;
 }
 

@@ -67,6 +67,11 @@ QStringList AccuracyModel::conditionsParts(const MeasuringConditions& conditions
                  .arg(*conditions.candidateSlowdownLow, 0, 'f', 2)
                  .arg(*conditions.candidateSlowdownHigh, 0, 'f', 2);
   }
+  if (conditions.runOffCandidates > 0) {
+    parts << tr("a run-off measured <b>%1</b> candidates up to %2 more round(s) each")
+                 .arg(conditions.runOffCandidates)
+                 .arg(conditions.runOffRounds);
+  }
   if (!conditions.tiedWithBest.empty()) {
     parts << tr("the best measured is not told apart from <b>%1</b> other(s)").arg(conditions.tiedWithBest.size());
   }

@@ -108,6 +108,28 @@ TEST(PrintSummary, ASweepThatMeasuredNothingComparesNothing) {
   EXPECT_EQ(table.str().find("more candidates predicted only"), std::string::npos) << table.str();
 }
 
+TEST(PrintSummary, SaysWhatTheRunOffLeftOfTheRanking) {
+  Report report = sampleReport();  // the best, [2,2], measured at 100 ms; [1,3] at 200 ms
+  report.candidates[1].measurement->addRound({100'000'000}, {}, 8);
+  report.candidates[1].measurement->rounds = 2;
+  report.candidates[1].measurement->runOffRounds = 1;
+  std::ostringstream apart;
+  printSummary(report, apart);
+  EXPECT_NE(
+      apart.str().find("ranking:                  a run-off measured 1 candidates up to 1 more round(s) each; the "
+                       "best measured now stands apart\n"),
+      std::string::npos)
+      << apart.str();
+  report.candidates[0].measurement->addRound({90'000'000}, {}, 8);  // [1,3]'s rounds now reach [2,2]'s
+  std::ostringstream tied;
+  printSummary(report, tied);
+  EXPECT_NE(tied.str().find("a run-off measured 1 candidates up to 1 more round(s) each; the best measured is not "
+                            "told apart from 1 other candidate(s)"),
+            std::string::npos)
+      << tied.str();
+  EXPECT_EQ(summaryJson(report)["run_off_candidates"], 1);
+}
+
 TEST(PrintComparison, SaysHowFarTheMachineMovedDuringEachCandidatesRounds) {
   Report report = sampleReport();
   report.candidates[0].measurement->machineSlowdown = 1.12;

@@ -70,6 +70,19 @@ TEST(MeasuringConditions, CandidatesWhoseRoundsOverlapTheBestsAreNotToldApart) {
   EXPECT_DOUBLE_EQ(roundUncertainty(*report.candidates[2].measurement), 0.5 / 111.0) << "a median in ns rounds down";
 }
 
+TEST(MeasuringConditions, TheCandidatesARunOffMeasuredAgain) {
+  Report report;
+  report.candidates.push_back(measuredRounds({{100}, {110}, {104}, {106}}));
+  report.candidates.push_back(measuredRounds({{108}, {120}, {109}}));
+  report.candidates.push_back(measuredRounds({{130}, {131}}));
+  EXPECT_EQ(summarizeMeasuringConditions(report).runOffCandidates, 0);
+  report.candidates[0].measurement->runOffRounds = 2;
+  report.candidates[1].measurement->runOffRounds = 1;  // one of its run-off rounds cut short by --time
+  const MeasuringConditions conditions = summarizeMeasuringConditions(report);
+  EXPECT_EQ(conditions.runOffCandidates, 2);
+  EXPECT_EQ(conditions.runOffRounds, 2);
+}
+
 TEST(MeasuringConditions, HowFastTheMachineRanDuringEachCandidatesRounds) {
   Report report;
   report.candidates.push_back(measuredRounds({{100}, {104}}));

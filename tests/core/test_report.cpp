@@ -245,6 +245,17 @@ TEST(ReportJson, KeepsTheMachinesSlowdownDuringAMeasurementWhereTheSweepKnewIt) 
   EXPECT_FALSE(back.candidates[0].measurement->machineSlowdown.has_value());
 }
 
+TEST(ReportJson, KeepsTheRoundsARunOffMeasuredWhereThereWereAny) {
+  Report report = exampleReport();
+  EXPECT_FALSE(toJson(report)["candidates"][1]["measurement"].contains("run_off_rounds"));
+  report.candidates[1].measurement->runOffRounds = 1;
+  const nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["candidates"][1]["measurement"]["run_off_rounds"], 1);
+  const Report back = reportFromJson(json, "r.json");
+  EXPECT_EQ(back.candidates[1].measurement->runOffRounds, 1);
+  EXPECT_EQ(back.candidates[0].measurement->runOffRounds, 0);
+}
+
 TEST(ReportJson, ACalibrationLeftPendingIsWrittenOnlyThen) {
   Report report = exampleReport();
   EXPECT_FALSE(toJson(report).contains("calibration_pending"));
@@ -320,6 +331,8 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
             "1");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["machine_slowdown"] = 0.0; }),
             "r.json: $.candidates[0].measurement.machine_slowdown: expected a positive ratio");
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["run_off_rounds"] = 2; }),
+            "r.json: $.candidates[0].measurement.run_off_rounds: expected at most the measurement's 1 rounds, got 2");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["measurement"]["step_cpu_wait_ns"] = {5}; }),
             "r.json: $.candidates[0].measurement.step_cpu_wait_ns: expected one entry per step of step_ns (3), got 1");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][2]["candidate"]["chunks"] = 0; }),

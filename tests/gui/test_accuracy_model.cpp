@@ -58,6 +58,10 @@ TEST(AccuracyModel, SaysHowSteadyTheMachineWasWhileMeasuring) {
                   .contains(QStringLiteral(
                       "the candidates' rounds at <b>0.95–1.12×</b> the measuring's average time, each predicted at its "
                       "own")));
+  conditions.runOffCandidates = 4;
+  conditions.runOffRounds = 3;
+  EXPECT_TRUE(AccuracyModel::conditionsParts(conditions)
+                  .contains(QStringLiteral("a run-off measured <b>4</b> candidates up to 3 more round(s) each")));
 }
 
 }  // namespace

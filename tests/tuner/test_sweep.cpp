@@ -1,6 +1,7 @@
 // Tests of tuner/sweep: a whole sweep through a fake measurer -- one prediction, the drift, the report.
 #include <pipeprof/tuner/sweep.h>
 
+#include <pipeprof/core/measuring_conditions.h>
 #include <pipeprof/core/statistics.h>
 #include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/simulator/predictor.h>
@@ -116,6 +117,7 @@ class SweepTest : public ::testing::Test {
     config_.reportPath = (dir_ / "report.json").string();
     config_.tracesDir = (dir_ / "traces").string();
     config_.calibrationPath = "given.json";
+    config_.runOffCandidates = 0;  // the fake's ties are exact: the run-off's test turns it on
     inputs_.cachedProfile = fourLayerProfile();
     inputs_.calibration = calibration();
   }
@@ -294,6 +296,49 @@ std::vector<const CandidateResult*> withStatus(const Report& report, CandidateSt
     if (result.status == status) out.push_back(&result);
   }
   return out;
+}
+
+TEST_F(SweepTest, TheBestMeasuredAndTheCandidatesItIsNotToldApartFromAreMeasuredAgainInARunOff) {
+  const Predictor predictor = calibratedPredictor();
+  SilentProgress progress;
+  // Without a run-off, to learn the ties: GPipe and 1F1B at one micro-batch are one pipeline,
+  // predicted and measured alike, so their rounds overlap exactly.
+  FakeMeasurer plain(predictor, 1.0);
+  const Report before = runSweep(config_, inputs_, plain, progress, StopToken());
+  const MeasuringConditions tiedBefore = summarizeMeasuringConditions(before);
+  ASSERT_TRUE(before.suggestion.bestMeasured);
+  ASSERT_GE(tiedBefore.tiedWithBest.size(), 1U) << "the fixture ties the best with another";
+  const std::string best = before.candidates[*before.suggestion.bestMeasured].candidate.label();
+  const std::string tied = before.candidates[tiedBefore.tiedWithBest.front()].candidate.label();
+  ASSERT_TRUE(std::none_of(
+      config_.chunks.begin(), config_.chunks.end(),
+      [&](std::int64_t chunks) { return tied == referenceCandidate(4, 2, chunks, config_.batch).label(); }))
+      << tied << " runs under a reference's label too: the script below would not be its own";
+
+  // With a run-off of one besides the best: the tied candidate's two run-off rounds run 0.7x
+  // the time, so the suggestion goes to it.
+  config_.runOffCandidates = 1;
+  FakeMeasurer measurer(predictor, 1.0);
+  measurer.script[tied] = {{1.0}, {1.0}, {0.7}, {0.7}};
+  RecordingProgress said;
+  const Report report = runSweep(config_, inputs_, measurer, said, StopToken());
+  ASSERT_TRUE(report.complete);
+  for (const CandidateResult* result : withStatus(report, CandidateStatus::Measured)) {
+    const Measurement& measurement = *result->measurement;
+    const bool inRunOff = result->candidate.label() == best || result->candidate.label() == tied;
+    EXPECT_EQ(measurement.rounds, inRunOff ? 4 : 2) << result->candidate.label();
+    EXPECT_EQ(measurement.runOffRounds, inRunOff ? 2 : 0) << result->candidate.label();
+    if (inRunOff) {
+      EXPECT_EQ(measurement.roundSteps, (std::vector<std::int64_t>{1, 1, 1, 1}))
+          << "run-off rounds as long as the last";
+    }
+  }
+  ASSERT_TRUE(report.suggestion.bestMeasured);
+  EXPECT_EQ(report.candidates[*report.suggestion.bestMeasured].candidate.label(), tied);
+  EXPECT_TRUE(said.said("run-off: the best measured, " + best + ", is not told apart from")) << said.phases.back();
+  const MeasuringConditions conditions = summarizeMeasuringConditions(readReport(config_.reportPath));
+  EXPECT_EQ(conditions.runOffCandidates, 2) << "the report on disk keeps the run-off's rounds";
+  EXPECT_EQ(conditions.runOffRounds, 2);
 }
 
 TEST_F(SweepTest, SaysWhatItWillDoBeforeItStarts) {

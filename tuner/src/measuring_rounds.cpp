@@ -87,6 +87,7 @@ struct CandidateRounds {
   std::int64_t extraRounds = 0;  ///< granted beyond config.rounds because its rounds disagreed
   bool retrying = false;         ///< its last round was contended and is measured again
   bool outOfTime = false;        ///< --time leaves no room for its remaining rounds
+  std::int64_t runOffFrom = -1;  ///< its first round of the run-off (grantRunOff); -1: not in it
   std::vector<DiscardedRound> discarded;
 };
 
@@ -127,15 +128,8 @@ class MeasuringRounds {
     }
     c_.progress.setTotal(roundsToRun_);
     try {
-      for (std::int64_t pass = 0; !timeRanOut_; ++pass) {
-        if (hasTimeLimit()) plan(/*fitTimeLeft=*/true);
-        std::vector<CandidateRounds*> due;
-        for (CandidateRounds& candidate : candidates_) {
-          if (isDue(candidate)) due.push_back(&candidate);
-        }
-        if (due.empty()) break;
-        measurePass(pass, due);
-      }
+      measurePasses();
+      if (grantRunOff()) measurePasses();
     } catch (...) {
       writeReportNow();  // Ctrl-C, or a failure the sweep does not catch: the rounds so far are kept
       throw;
@@ -153,6 +147,65 @@ class MeasuringRounds {
   }
 
  private:
+  /// Passes of every due candidate's next round until none is due (or --time ran out).
+  void measurePasses() {
+    for (std::int64_t pass = 0; !timeRanOut_; ++pass) {
+      if (hasTimeLimit()) plan(/*fitTimeLeft=*/true);
+      std::vector<CandidateRounds*> due;
+      for (CandidateRounds& candidate : candidates_) {
+        if (isDue(candidate)) due.push_back(&candidate);
+      }
+      if (due.empty()) break;
+      measurePass(pass, due);
+    }
+  }
+
+  /// The run-off (SweepConfig::runOffCandidates): where the best measured candidate's rounds
+  /// overlap others' (MeasuringConditions::tiedWithBest), it and the fastest of those get
+  /// config.rounds more rounds each, alternated pass by pass like the first ones, so that the
+  /// suggestion rests on more than the few rounds that happened to favour it. Only candidates
+  /// this sweep measured take part (a resumed report's finished ones keep their figures; without
+  /// the best there is no run-off). Returns whether it granted any round.
+  bool grantRunOff() {
+    if (c_.config.runOffCandidates <= 0 || timeRanOut_ || c_.stop.stopRequested()) return false;
+    c_.report.updateSuggestion();
+    const std::optional<std::size_t> best = c_.report.suggestion.bestMeasured;
+    std::vector<std::size_t> tied = summarizeMeasuringConditions(c_.report).tiedWithBest;
+    if (!best || tied.empty()) return false;
+    const auto medianOf = [&](std::size_t index) { return c_.report.candidates[index].measurement->stepNsMedian; };
+    std::stable_sort(tied.begin(), tied.end(), [&](std::size_t a, std::size_t b) { return medianOf(a) < medianOf(b); });
+    std::vector<CandidateRounds*> contenders;
+    for (const std::size_t index : tied) {
+      if (static_cast<std::int64_t>(contenders.size()) == c_.config.runOffCandidates) break;
+      if (index == *best) continue;
+      if (CandidateRounds* candidate = measuredHere(index)) contenders.push_back(candidate);
+    }
+    CandidateRounds* const bestHere = measuredHere(*best);
+    if (bestHere == nullptr || contenders.empty()) return false;
+    contenders.insert(contenders.begin(), bestHere);
+    for (CandidateRounds* candidate : contenders) {
+      candidate->runOffFrom = roundsKept(c_.report.candidates[candidate->index]);
+      candidate->extraRounds += c_.config.rounds;
+      roundsToRun_ += c_.config.rounds;
+    }
+    c_.progress.setTotal(roundsToRun_);
+    c_.progress.phase(fmt::format(
+        "run-off: the best measured, {}, is not told apart from {} other candidate(s) (their rounds overlap its "
+        "own); measuring it and the {} fastest of them {} more round(s) each",
+        c_.report.candidates[*best].candidate.label(), tied.size(), contenders.size() - 1, c_.config.rounds));
+    return true;
+  }
+
+  /// The candidate of report index `index` if this sweep measured it (and it did not fail).
+  CandidateRounds* measuredHere(std::size_t index) {
+    for (CandidateRounds& candidate : candidates_) {
+      if (candidate.index == index && c_.report.candidates[index].status == CandidateStatus::Measured) {
+        return &candidate;
+      }
+    }
+    return nullptr;
+  }
+
   /// The rounds kept so far (of a resumed partial measurement: those this sweep continues).
   std::int64_t roundsKept(const CandidateResult& result) const {
     if (result.status == CandidateStatus::Measured) return result.measurement->rounds;
@@ -249,8 +302,10 @@ class MeasuringRounds {
       }
       const double startS = c_.clock.seconds();
       const double predictedS = predictedRoundS(*due[position]);
+      const CandidateResult& result = c_.report.candidates[due[position]->index];
+      const bool wasFinished = result.status != CandidateStatus::Predicted;
       measureNextRound(*due[position]);
-      const bool finished = c_.report.candidates[due[position]->index].status != CandidateStatus::Predicted;
+      const bool finished = !wasFinished && result.status != CandidateStatus::Predicted;
       if (finished || c_.clock.seconds() - lastWriteS_ >= kReportIntervalS) writeReportNow();
       pace_.record(c_.clock.seconds() - startS, predictedS);
     }
@@ -259,6 +314,9 @@ class MeasuringRounds {
   std::string roundLabel(const CandidateRounds& candidate, std::int64_t round) const {
     const CandidateResult& result = c_.report.candidates[candidate.index];
     const std::string label = result.candidate.label();
+    if (candidate.runOffFrom >= 0 && round >= candidate.runOffFrom) {
+      return fmt::format("{} (run-off round {}/{})", label, round - candidate.runOffFrom + 1, c_.config.rounds);
+    }
     if (round >= c_.config.rounds) return fmt::format("{} (extra round {})", label, round - c_.config.rounds + 1);
     if (c_.config.rounds == 1 && !candidate.retrying) return label;
     return fmt::format("{} (round {}/{}{})", label, round + 1, c_.config.rounds, candidate.retrying ? " again" : "");
@@ -319,6 +377,7 @@ class MeasuringRounds {
     measurement.addRound(timed.run.measurement.stepNs, timed.run.measurement.peakBytes, config.batch, timed.startS,
                          timed.run.measurement.stepCpuWaitNs);
     measurement.discardedRounds = candidate.discarded;
+    if (candidate.runOffFrom >= 0) ++measurement.runOffRounds;
     const std::string label = result.candidate.label();
     if (round + 1 < config.rounds) {
       result.measurement = std::move(measurement);
@@ -338,7 +397,7 @@ class MeasuringRounds {
     }
     result.measurement = std::move(measurement);
     const Measurement& kept = *result.measurement;
-    if (!kept.roundsAgree() && kept.rounds < config.roundsAtMost()) {
+    if (candidate.runOffFrom < 0 && !kept.roundsAgree() && kept.rounds < config.roundsAtMost()) {
       ++candidate.extraRounds;
       c_.progress.setTotal(++roundsToRun_);
       const auto [fastest, slowest] = [&] {

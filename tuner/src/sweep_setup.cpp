@@ -80,6 +80,10 @@ void checkSweepConfig(const SweepConfig& config, std::int64_t layers) {
     throw ConfigError("maxRounds",
                       fmt::format(" {}: must be at least the rounds ({})", config.maxRounds, config.rounds));
   }
+  if (config.runOffCandidates < 0) {
+    throw ConfigError("runOffCandidates",
+                      fmt::format(" {}: must be 0 (no run-off) or more candidates", config.runOffCandidates));
+  }
   if (!(config.profileBudgetSeconds > 0)) {
     throw ConfigError("profileBudgetSeconds",
                       fmt::format(" {}: must be a positive number of seconds", config.profileBudgetSeconds));

@@ -37,6 +37,10 @@ struct MeasuringConditions {
   /// The measured candidates, by report index, that the best measured one is not told apart
   /// from: the range of their rounds' medians overlaps its own (the best one is not listed).
   std::vector<std::size_t> tiedWithBest;
+  /// The measured candidates a run-off measured again (Measurement::runOffRounds), and the most
+  /// run-off rounds one of them got (0 and 0 where the sweep held none).
+  std::int64_t runOffCandidates = 0;
+  std::int64_t runOffRounds = 0;
 };
 
 /// A round whose threads waited for a CPU, together, more than this share of its steps' time

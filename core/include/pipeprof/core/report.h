@@ -74,6 +74,9 @@ struct Measurement {
   /// (tuner::CalibrationDrift::localRatioWhile); the candidate's prediction is taken at that
   /// speed. nullopt where the sweep did not know (too few references, `pipeprof run`).
   std::optional<double> machineSlowdown;
+  /// Of `rounds`, the last ones a sweep's run-off measured (SweepConfig::runOffCandidates): the
+  /// best measured candidate and those it was not told apart from, measured again. 0: none.
+  std::int64_t runOffRounds = 0;
 
   /// Appends one more round: its steps, its peaks (the largest per device wins) and its
   /// steps' CPU waits (empty when unknown); then recomputes the statistics below for `batch`

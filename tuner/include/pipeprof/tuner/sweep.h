@@ -55,6 +55,10 @@ struct SweepConfig {
   /// each extra round has the steps of the last of `rounds`. 0: twice `rounds`; else at least
   /// `rounds` (`rounds` for no extra round).
   std::int64_t maxRounds = 0;
+  /// The run-off: once every candidate is measured, the best measured one and at most this
+  /// many of those it is not told apart from (MeasuringConditions::tiedWithBest), the fastest
+  /// first, get `rounds` more rounds each, alternated as before. 0: none.
+  std::int64_t runOffCandidates = 3;
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
   double calibrationBudgetSeconds = 20.0;  ///< the reference rounds end within this (CalibrationRounds)
