@@ -15,7 +15,9 @@ prints one markdown table with a row per run:
   - the predicted-best's loss: how much slower the best predicted measured candidate ran than
     the best measured one;
   - the machine: the reference pipelines' speed range while measuring, the candidates whose
-    rounds agree, the rounds measured again because another process took the CPUs;
+    rounds agree, the rounds measured again because another process took the CPUs, the
+    candidates the sweep's run-off measured again (and how many the best measured was still not
+    told apart from after it; docs/cli.md, "The run-off");
   - with --alone: each measured candidate's figure against the same candidate run alone with
     `pipeprof run` right after the sweep (the median |difference|, and the largest); with
     --paired instead, against lone runs beside each of its rounds (bench/sweep_vs_run.py: the
@@ -330,11 +332,12 @@ def fmt(value, pattern="{:.1f}"):
 
 def print_table(rows):
     print("| sweep | run | measured | step MAPE (before drift) | worst family | peak MAPE | Spearman "
-          "| predicted-best's loss | machine speed (refs) | rounds agree | measured again | alone vs sweep |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| predicted-best's loss | machine speed (refs) | rounds agree | measured again | run-off (tied after) "
+          "| alone vs sweep |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         if "error" in row:
-            print(f"| {row['sweep']} | {row['run']} | {row['error']} |||||||||")
+            print(f"| {row['sweep']} | {row['run']} | {row['error']} ||||||||||")
             continue
         worst = max(row["family_mape"].items(), key=lambda item: item[1], default=("-", float("nan")))
         c = row["conditions"]
@@ -350,7 +353,8 @@ def print_table(rows):
         print(f"| {row['sweep']} | {row['run']} | {row['measured']} | {fmt(row['step_mape'])}% "
               f"({fmt(row['step_mape_before'])}%) | {worst[0]} {fmt(worst[1])}% | {fmt(row['peak_mape'])}% "
               f"| {fmt(row['spearman'], '{:.2f}')} | {fmt(row['best_predicted_loss_pct'])}% | {speed} "
-              f"| {c.get('rounds_agree')}/{row['measured']} | {c.get('rounds_measured_again')} | {alone_text} |")
+              f"| {c.get('rounds_agree')}/{row['measured']} | {c.get('rounds_measured_again')} "
+              f"| {c.get('run_off_candidates', 0)} ({len(c.get('tied_with_best_measured') or [])}) | {alone_text} |")
     print()
     print("| sweep | candidates | machine, run 2 / run 1 | prediction, run 2 / run 1: median, p90, largest difference "
           "| the same at the machine's speed | measured by both: how many, their steps apart at the machine's speed "
