@@ -263,8 +263,8 @@ void addSweepCommand(CLI::App& app) {
   command
       .add_option("--run-off", flags.runOff,
                   "Once all are measured, the best measured candidate and at most this many of those whose "
-                  "rounds overlap its own (the fastest first) are measured --rounds more rounds each, alternated, "
-                  "so that the suggestion does not rest on a lucky round (0: no run-off)")
+                  "rounds overlap its own (the best predicted first, then the fastest) are measured --rounds more "
+                  "rounds each, alternated, so that the suggestion does not rest on a lucky round (0: no run-off)")
       ->capture_default_str();
   command.add_option("--device-memory", flags.deviceMemory,
                      "Memory per device, e.g. 512MiB or 16GiB (default: unbounded)");

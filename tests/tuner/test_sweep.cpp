@@ -341,6 +341,29 @@ TEST_F(SweepTest, TheBestMeasuredAndTheCandidatesItIsNotToldApartFromAreMeasured
   EXPECT_EQ(conditions.runOffRounds, 2);
 }
 
+TEST_F(SweepTest, TheRunOffWeighsTheBestPredictedAgainstTheBestMeasuredBeforeFasterOnes) {
+  // The fixture measures [2,2] x4 never (the best predicted) and its 1f1b twin at 77 us, and two
+  // others at 114 and 146 us. Scripted: the twin's rounds read 0.9x and 1.0x (the best
+  // measured, overlapping the best predicted's 77 us), and [3,1] x1 always's 0.65x and 0.66x
+  // (faster than the best predicted, overlapping the twin's rounds too).
+  config_.runOffCandidates = 1;
+  config_.maxRounds = config_.rounds;  // no extra rounds for the twin's disagreeing ones
+  FakeMeasurer measurer(calibratedPredictor(), 1.0);
+  measurer.script["[2,2] x4 never 1f1b"] = {{0.9}, {1.0}};
+  measurer.script["[3,1] x1 always"] = {{0.65}, {0.66}};
+  SilentProgress progress;
+  const Report report = runSweep(config_, inputs_, measurer, progress, StopToken());
+  std::map<std::string, std::int64_t> runOffRounds;
+  for (const CandidateResult* result : withStatus(report, CandidateStatus::Measured)) {
+    runOffRounds[result->candidate.label()] = result->measurement->runOffRounds;
+  }
+  ASSERT_EQ(runOffRounds.size(), 4U);
+  ASSERT_EQ(report.candidates[*report.suggestion.bestPredicted].candidate.label(), "[2,2] x4 never");
+  EXPECT_EQ(runOffRounds["[2,2] x4 never 1f1b"], 2) << "the best measured";
+  EXPECT_EQ(runOffRounds["[2,2] x4 never"], 2) << "the best predicted, tied with it, goes first";
+  EXPECT_EQ(runOffRounds["[3,1] x1 always"], 0) << "faster, but the one place went to the best predicted";
+}
+
 TEST_F(SweepTest, SaysWhatItWillDoBeforeItStarts) {
   const Predictor predictor = calibratedPredictor();
   FakeMeasurer measurer(predictor, 1.0);

@@ -149,31 +149,35 @@ class MeasuringRounds {
  private:
   /// Passes of every due candidate's next round until none is due (or --time ran out).
   void measurePasses() {
-    for (std::int64_t pass = 0; !timeRanOut_; ++pass) {
+    while (!timeRanOut_) {
       if (hasTimeLimit()) plan(/*fitTimeLeft=*/true);
       std::vector<CandidateRounds*> due;
       for (CandidateRounds& candidate : candidates_) {
         if (isDue(candidate)) due.push_back(&candidate);
       }
       if (due.empty()) break;
-      measurePass(pass, due);
+      measurePass(passes_++, due);
     }
   }
 
   /// The run-off (SweepConfig::runOffCandidates): where the best measured candidate's rounds
-  /// overlap others' (MeasuringConditions::tiedWithBest), it and the fastest of those get
-  /// config.rounds more rounds each, alternated pass by pass like the first ones, so that the
-  /// suggestion rests on more than the few rounds that happened to favour it. Only candidates
-  /// this sweep measured take part (a resumed report's finished ones keep their figures; without
-  /// the best there is no run-off). Returns whether it granted any round.
+  /// overlap others' (MeasuringConditions::tiedWithBest), it and the best predicted one among
+  /// those, then the fastest of the others, get config.rounds more rounds each, alternated pass
+  /// by pass like the first ones, so that the suggestion rests on more than the few rounds that
+  /// happened to favour it, and the prediction's pick is weighed against it on as many. Only
+  /// candidates this sweep measured take part (a resumed report's finished ones keep their
+  /// figures; without the best there is no run-off). Returns whether it granted any round.
   bool grantRunOff() {
     if (c_.config.runOffCandidates <= 0 || timeRanOut_ || c_.stop.stopRequested()) return false;
     c_.report.updateSuggestion();
     const std::optional<std::size_t> best = c_.report.suggestion.bestMeasured;
     std::vector<std::size_t> tied = summarizeMeasuringConditions(c_.report).tiedWithBest;
     if (!best || tied.empty()) return false;
-    const auto medianOf = [&](std::size_t index) { return c_.report.candidates[index].measurement->stepNsMedian; };
-    std::stable_sort(tied.begin(), tied.end(), [&](std::size_t a, std::size_t b) { return medianOf(a) < medianOf(b); });
+    const std::optional<std::size_t> bestPredicted = c_.report.suggestion.bestPredicted;
+    const auto order = [&](std::size_t index) {
+      return std::pair(index != bestPredicted, c_.report.candidates[index].measurement->stepNsMedian);
+    };
+    std::stable_sort(tied.begin(), tied.end(), [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
     std::vector<CandidateRounds*> contenders;
     for (const std::size_t index : tied) {
       if (static_cast<std::int64_t>(contenders.size()) == c_.config.runOffCandidates) break;
@@ -191,7 +195,7 @@ class MeasuringRounds {
     c_.progress.setTotal(roundsToRun_);
     c_.progress.phase(fmt::format(
         "run-off: the best measured, {}, is not told apart from {} other candidate(s) (their rounds overlap its "
-        "own); measuring it and the {} fastest of them {} more round(s) each",
+        "own); measuring it and {} of them (the best predicted first, then the fastest) {} more round(s) each",
         c_.report.candidates[*best].candidate.label(), tied.size(), contenders.size() - 1, c_.config.rounds));
     return true;
   }
@@ -459,6 +463,7 @@ class MeasuringRounds {
   double lastWriteS_ = 0.0;  ///< when the report was last written (runSweep writes it before measuring)
   double referenceS_ = 0.0;  ///< the last reference pipeline's seconds
   bool timeRanOut_ = false;
+  std::int64_t passes_ = 0;  ///< passes measured so far, the run-off's included
 };
 
 /// Rewrites the predicted twins whose drift factor is not their final one: those written before

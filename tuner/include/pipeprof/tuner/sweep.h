@@ -56,8 +56,9 @@ struct SweepConfig {
   /// `rounds` (`rounds` for no extra round).
   std::int64_t maxRounds = 0;
   /// The run-off: once every candidate is measured, the best measured one and at most this
-  /// many of those it is not told apart from (MeasuringConditions::tiedWithBest), the fastest
-  /// first, get `rounds` more rounds each, alternated as before. 0: none.
+  /// many of those it is not told apart from (MeasuringConditions::tiedWithBest), the best
+  /// predicted first, then the fastest, get `rounds` more rounds each, alternated as before.
+  /// 0: none.
   std::int64_t runOffCandidates = 3;
   std::optional<Bytes> deviceMemoryBytes;  ///< per device; nullopt = unbounded
   double profileBudgetSeconds = 20.0;
