@@ -301,8 +301,8 @@ std::vector<const CandidateResult*> withStatus(const Report& report, CandidateSt
 TEST_F(SweepTest, TheBestMeasuredAndTheCandidatesItIsNotToldApartFromAreMeasuredAgainInARunOff) {
   const Predictor predictor = calibratedPredictor();
   SilentProgress progress;
-  // Without a run-off, to learn the ties: GPipe and 1F1B at one micro-batch are one pipeline,
-  // predicted and measured alike, so their rounds overlap exactly.
+  // Without a run-off, to learn the ties: the fixture predicts and measures GPipe and 1F1B of
+  // [2,2] x4 never alike, so their rounds overlap exactly.
   FakeMeasurer plain(predictor, 1.0);
   const Report before = runSweep(config_, inputs_, plain, progress, StopToken());
   const MeasuringConditions tiedBefore = summarizeMeasuringConditions(before);

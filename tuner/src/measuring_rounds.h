@@ -8,9 +8,10 @@
 //                  a candidate whose rounds disagree (Measurement::roundsAgree) gets more
 //                  rounds, up to SweepConfig::roundsAtMost(); what still disagrees or stayed
 //                  contended is kept and marked in its measurement
-//   run-off        where the best measured candidate's rounds overlap others', it and the
-//                  fastest of those (SweepConfig::runOffCandidates) get `rounds` more rounds
-//                  each, in passes as above (Measurement::runOffRounds)
+//   run-off        where the best measured candidate's rounds overlap others', it and some of
+//                  those (SweepConfig::runOffCandidates: the best predicted first, then the
+//                  fastest) get `rounds` more rounds each, in passes as above
+//                  (Measurement::runOffRounds)
 //
 // The report is rewritten when a candidate finishes (measured or failed), between its rounds at
 // most every kReportIntervalS, and when measuring stops on Ctrl-C or an exception: a kill or a
