@@ -277,31 +277,48 @@ struct MarkerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Marker);
 
-TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardOnItsOutput) {
+TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardAsAStepsFirstCallFindsIt) {
   // Timed alone in a loop of its own, the loss read 4.5-7x less than in a pipeline, where it
   // runs once per micro-batch right after the last stage's layers: the profiler times it there.
+  // And a step's first call comes after the optimizer's step of the step before (AdamW's left
+  // mlp's loss 1.8x slower than a pass's backward did): every timed pass begins with the
+  // gradients zeroed and ends with the optimizer's step, as a training step does.
   torch::Tensor lastOutput;
   std::int64_t calls = 0;
   std::int64_t rightAfter = 0;  // calls on the output the last layer's forward has just made
+  std::int64_t zeroGrads = 0;   // of those, calls that find the gradients zeroed, as a step begins
+  std::int64_t untrained = 0;   // of those, calls that find the weights the first one found
+  torch::Tensor firstFound;
   torch::nn::Sequential seq;
   seq->push_back("fc0", torch::nn::Linear(16, 64));
   seq->push_back("marker", Marker(&lastOutput));
   Model model = sequentialModel(seq, 16, 64);
+  const torch::Tensor weight = seq[0]->as<torch::nn::Linear>()->weight;
+  const torch::Tensor initial = weight.detach().clone();
   model.loss = [&](const torch::Tensor& output, const torch::Tensor& target) {
     ++calls;
-    if (lastOutput.defined() && output.data_ptr() == lastOutput.data_ptr()) ++rightAfter;
+    if (lastOutput.defined() && output.data_ptr() == lastOutput.data_ptr()) {
+      ++rightAfter;
+      if (weight.grad().defined() && weight.grad().eq(0).all().item<bool>()) ++zeroGrads;
+      if (!firstFound.defined()) firstFound = weight.detach().clone();
+      if (torch::equal(weight, firstFound)) ++untrained;
+    }
     lastOutput = torch::Tensor();
     return torch::mse_loss(output, target);
   };
-  const LayerProfilerOptions options = quick({8, 16});
+  LayerProfilerOptions options = quick({8, 16});
+  options.optimizer.kind = OptimizerKind::AdamW;
   const Profile profile = profileModel(model, options);
   ASSERT_EQ(profile.loss.costs.size(), 2u);
-  // Each size: the memory passes' run with the backward whole, a warm-up pass and the timed
-  // passes that make 2 x minRuns runs with the memory passes' two, each with its loss right
-  // after the marker's forward; the loss's memory adds one call per size on an output made earlier.
-  const std::int64_t passes = 1 + options.warmupRuns + (2 * options.minRuns - 2);
+  // Each size: a warm-up pass and the timed passes that make 2 x minRuns runs with the memory
+  // passes' two, each with its loss right after the marker's forward; the loss's memory adds
+  // one call per size on an output made earlier. The memory passes do not time the loss.
+  const std::int64_t passes = options.warmupRuns + (2 * options.minRuns - 2);
   EXPECT_EQ(rightAfter, 2 * passes);
   EXPECT_EQ(calls, 2 * (passes + 1));
+  EXPECT_EQ(zeroGrads, rightAfter) << "each pass between a step's beginning and end (test_step_boundary.cpp)";
+  EXPECT_EQ(untrained, rightAfter) << "the steps' learning rate is 0";
+  EXPECT_TRUE(torch::equal(weight, initial)) << "the profile leaves the parameters as it found them";
 }
 
 /// A Linear that writes to `log` when its forward runs ("F<id>", "N<id>" without a graph), when
@@ -361,7 +378,8 @@ TEST(LayerProfiler, TimedPassesRunTheLayersAsAStageDoes) {
 TEST(LayerProfiler, TheMemoryPassesTimeWhatTheyRunSoTheFewestRunsNeedNoTimedPass) {
   // Passes 3 and 4 of the memory pass run every layer's forward and backward, whole and split,
   // as a timed pass does: they give one run of each, which is --min-runs 1's floor. With no
-  // budget left no warm-up and no timed pass runs, and every time is still measured.
+  // budget left no pass times a layer, and every time is still measured. The loss, which only a
+  // timed pass times (after an optimizer's step), gets one, after a warm-up.
   torch::Tensor lastOutput;
   std::int64_t rightAfter = 0;
   torch::nn::Sequential seq;
@@ -378,7 +396,7 @@ TEST(LayerProfiler, TheMemoryPassesTimeWhatTheyRunSoTheFewestRunsNeedNoTimedPass
   options.warmupRuns = 2;
   const Profile profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2) << "the memory passes' whole and split run";
-  EXPECT_EQ(rightAfter, 2) << "the loss timed once per size, after the memory pass's forward of the marker";
+  EXPECT_EQ(rightAfter, 4) << "the loss timed once per size, after a warm-up";
   for (const LayerProfile& layer : profile.layers) {
     for (const CostSample& cost : layer.costs) {
       EXPECT_GT(cost.forwardNs, 0) << layer.name;
@@ -397,8 +415,8 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   // The memory passes hand a popped skip out as a copy that needs no gradient, so they do not
   // time the popping layer. The whole backward's skip probe runs it as a timed pass does and
   // times it; its split backward gets a pass that runs every forward and times that layer's
-  // I and W alone (after a warm-up of the same). Every other layer's runs, and the loss's, come
-  // from the memory passes.
+  // I and W alone (after a warm-up of the same). Every other layer's runs come from the memory
+  // passes; the loss's from a whole pass, whose warm-up the split's pass goes without.
   torch::Tensor lastOutput;
   std::int64_t rightAfter = 0;
   torch::nn::Sequential seq;
@@ -418,19 +436,19 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   options.warmupRuns = 2;
   Profile profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2);
-  EXPECT_EQ(rightAfter, 3) << "the memory passes' run, the warm-up and the pass of the popping layer's split";
+  EXPECT_EQ(rightAfter, 3) << "the warm-up, the loss's pass and the pass of the popping layer's split";
   EXPECT_GT(profile.layers[2].costs[0].backwardNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].backwardSplit);
   EXPECT_GT(profile.layers[2].costs[0].backwardSplit->inputNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].forwardNoGradNs) << "the pass without a graph pops the skip too";
   EXPECT_GT(*profile.layers[2].costs[0].forwardNoGradNs, 0);
-  // --min-runs 2: a warm-up and a whole and a split pass of every layer, and one more split
-  // pass of the popping layer.
+  // --min-runs 2: a warm-up, a whole and a split pass of every layer, and one more split pass of
+  // the popping layer.
   rightAfter = 0;
   options.minRuns = 2;
   profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 4);
-  EXPECT_EQ(rightAfter, 5);
+  EXPECT_EQ(rightAfter, 4);
 }
 
 TEST(LayerProfiler, WhereEveryLayerCannotRunInTheBudgetIdenticalLayersTakeTheirTwinsFigures) {

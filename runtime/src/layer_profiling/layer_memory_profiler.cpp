@@ -31,8 +31,7 @@ struct MemoryPass {
   const TaggedStreams& streams;
   const torch::Device& device;
   Precision precision;
-  TimeSamples* times;      ///< passes 3 and 4 timed into it, when given
-  const LossTiming* loss;  ///< the loss timed in pass 3, when given
+  TimeSamples* times;  ///< passes 3 and 4 timed into it, when given
 
   void makeGradientsAndCastCopies(std::vector<Bytes>& castCacheBytes) const;
   void measureForward(ProfilerSkipTracker& skips, torch::Tensor& modelOutput) const;
@@ -135,11 +134,10 @@ void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& model
 }
 
 /// Pass 3: each layer's backward under its tag: its workspace as a stage's last layer runs it,
-/// its output and the gradient of it held throughout. Timed as a timed pass runs it (the
-/// loss's after the last layer's forward), outside the figures it measures.
+/// its output and the gradient of it held throughout. Timed as a timed pass runs it, outside the
+/// figures it measures; the loss is not (no optimizer's step came before it: timeLoss).
 void MemoryPass::measureBackward() const {
   const DeviceClock clock(device);
-  const auto n = static_cast<std::int64_t>(layers.modules.size());
   const auto runStart = clock.finished();
   eachLayerAlone(layers, input, precision, [&](std::int64_t L, const Tensors& in) {
     Tensors out;
@@ -148,22 +146,13 @@ void MemoryPass::measureBackward() const {
       // The forward under the tag too, so what the backward frees of it counts against its peak.
       LayerMemoryScope scope(streams, L);
       const TimedRun forward = clock.time([&] { out = runLayer(*layers.modules[L], in, layers.names[L]); });
-      std::optional<LossTime> lossTime;
       const bool timed = times != nullptr && !times->popsASkip[L];
-      // The loss runs on the output alone: timed whether or not the last layer pops a skip.
-      if (times != nullptr && loss != nullptr && L + 1 == n && out.size() == 1) {
-        lossTime = timeLoss(*loss->model, out.front(), loss->target, device, precision);  // all of it freed
-      }
       start = liveBytes(L);
       resetPeakBytes(L);
       const BackwardRoots backward = backwardRoots(out);  // its gradients count against the peak
       const TimedRun backwardRun = clock.time([&] { runBackward(backward); });
       if (times != nullptr) times->addForward(L, forward);  // a popping layer's forward is a timed pass's too
       if (timed) times->addBackward(L, backwardRun);
-      if (lossTime) {
-        times->lossForwardNs.push_back(lossTime->forwardNs);
-        times->lossBackwardNs.push_back(lossTime->backwardNs);
-      }
     }
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
     return out;
@@ -255,10 +244,9 @@ void MemoryPass::measureSplitBackward() const {
 
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
                    const TaggedStreams& streams, const torch::Device& device, Precision precision,
-                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput, TimeSamples* times,
-                   const LossTiming* loss) {
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput, TimeSamples* times) {
   AutocastScope autocast(precision, device);
-  const MemoryPass pass{layers, input, costs, streams, device, precision, times, loss};
+  const MemoryPass pass{layers, input, costs, streams, device, precision, times};
   pass.makeGradientsAndCastCopies(castCacheBytes);
   pass.measureForward(skips, modelOutput);
   pass.measureBackward();

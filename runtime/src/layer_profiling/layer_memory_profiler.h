@@ -24,11 +24,10 @@ namespace pipeprof::layer_profiling {
 ///
 /// Passes 3 and 4 run every layer's forward and backward, whole and then split, as a timed pass
 /// does: with `times`, they are timed too (outside what they measure), one whole and one split
-/// run of each layer (of a layer that pops a skip its forward alone: TimeSamples::popsASkip),
-/// and with `loss` the loss after the last layer's forward (measureTimes).
+/// run of each layer (of a layer that pops a skip its forward alone: TimeSamples::popsASkip);
+/// not the loss, which measureTimes times after an optimizer's step.
 void measureMemory(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, ProfilerSkipTracker& skips,
                    const TaggedStreams& streams, const torch::Device& device, Precision precision,
-                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput, TimeSamples* times,
-                   const LossTiming* loss);
+                   std::vector<Bytes>& castCacheBytes, torch::Tensor& modelOutput, TimeSamples* times);
 
 }  // namespace pipeprof::layer_profiling

@@ -286,7 +286,7 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   const Batch batch = model.makeBatch(b, /*seed=*/0);
   std::vector<CostSample> costs(static_cast<std::size_t>(n));
   for (CostSample& c : costs) c.microBatch = b;
-  // The loss's time is taken where the last layer's forward runs, from the memory passes on.
+  // The loss's time is taken where the last layer's forward runs, in the timed passes.
   std::optional<LossTiming> lossTiming;
   if (model.loss) lossTiming = LossTiming{&model, batch.target.to(options.device), LossTime{}};
   // Memory on the target device: its allocator (tracked on CPU, the caching one on CUDA). Its
@@ -301,7 +301,7 @@ void profileSize(Model& model, Layers& layers, std::int64_t b, SizeProfiling& ho
   torch::Tensor output;
   budget.time("memory", b, [&] {
     measureMemory(layers, {batch.input.to(how.memoryDevice)}, costs, how.skips, how.streams, how.memoryDevice,
-                  options.precision, castCacheBytes, output, memoryTimes, lossTiming ? &*lossTiming : nullptr);
+                  options.precision, castCacheBytes, output, memoryTimes);
   });
   SkipGradientsByRoute inputGradients, wholeGradients;
   if (!model.skips.empty()) {

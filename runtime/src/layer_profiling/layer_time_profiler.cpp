@@ -3,6 +3,7 @@
 
 #include "layer_profiling/loss_profiler.h"
 #include "layer_profiling/profiling_scopes.h"
+#include "layer_profiling/step_boundary.h"
 #include "stage/autocast.h"
 #include "stage/split_backward.h"
 
@@ -83,11 +84,11 @@ namespace {
 /// The timed passes over one model at one size, and the time they may take. A pass runs the
 /// layers as a stage does (docs/profiler.md, "In a stage's order"): window by window, every
 /// layer's forward in order, then the backwards of the layers it times in reverse, whole or split
-/// -- each window's I's, then its W's. Those layers are timed (a split pass's forwards are not
-/// recorded twice); the others' outputs only feed the next. A backward's output gradient is made
-/// just before it, outside the clock: inside a stage the next layer's backward has just written
-/// it (filled long before, unet's first stash, an identity with a 4 MiB output, read 736 us
-/// instead of 39 us).
+/// -- each window's I's, then its W's -- between a step's beginning and end (StepBoundary). Those
+/// layers are timed (a split pass's forwards are not recorded twice); the others' outputs only
+/// feed the next. A backward's output gradient is made just before it, outside the clock: inside a
+/// stage the next layer's backward has just written it (filled long before, unet's first stash,
+/// an identity with a 4 MiB output, read 736 us instead of 39 us).
 class TimedPasses {
  public:
   using Clock = DeviceClock::Clock;
@@ -105,6 +106,7 @@ class TimedPasses {
         samples_(samples),
         loss_(loss),
         windows_(stageWindows(costs)),
+        step_(layers, options.optimizer, device),
         everyLayer_(layers.modules.size()),
         deadline_(Clock::now() +
                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)))),
@@ -116,6 +118,7 @@ class TimedPasses {
   /// samples where `record`. A pass of every layer sets how long the next is expected to take.
   void run(bool record, bool split, const std::vector<bool>& timedLayers) {
     const auto t0 = Clock::now();
+    step_.begin();
     Tensors x = input_;
     for (const auto& [begin, end] : windows_) {
       std::vector<PendingBackward> pending;
@@ -126,6 +129,7 @@ class TimedPasses {
       timeBackwards(pending, record, split);
     }
     detached_.clear();
+    step_.end();
     if (timedLayers == everyLayer_) lastPass_ = Clock::now() - t0;
   }
   void runEveryLayer(bool record, bool split) { run(record, split, everyLayer_); }
@@ -194,6 +198,7 @@ class TimedPasses {
   TimeSamples& samples_;
   LossTiming* loss_;
   std::vector<std::pair<std::int64_t, std::int64_t>> windows_;
+  StepBoundary step_;
   std::vector<bool> everyLayer_;  ///< the layers a pass runs (those left out take another's figures)
   Clock::time_point deadline_;
   Clock::duration lastPass_;

@@ -1,6 +1,6 @@
 // The layer profiler's time samples at one size: every recorded run of each layer's forward,
-// backward, I and W and of the loss, from the timed passes and from the memory passes that run
-// the same layers (one run of a layer gives its time and its memory).
+// backward, I and W, from the timed passes and from the memory passes that run the same layers
+// (one run of a layer gives its time and its memory), and of the loss, from the timed passes.
 #pragma once
 
 #include "layer_profiling/loss_profiler.h"
@@ -19,8 +19,9 @@
 
 namespace pipeprof::layer_profiling {
 
-/// The model's loss, timed in the same passes right after the last layer's forward, on its
-/// output, where the last stage runs it (loss_profiler.h, timeLoss).
+/// The model's loss, timed in the timed passes right after the last layer's forward, on its
+/// output, where the last stage runs it, each pass after an optimizer's step (loss_profiler.h,
+/// timeLoss).
 struct LossTiming {
   const Model* model = nullptr;
   torch::Tensor target;  ///< the batch's, on the timing device
