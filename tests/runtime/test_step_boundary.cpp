@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 namespace pipeprof::layer_profiling {
 namespace {
 
@@ -16,13 +14,15 @@ OptimizerSpec momentum() {
   return spec;
 }
 
-/// The momentum buffer the optimizer keeps for `p` (undefined before its first step).
+/// The momentum buffer the optimizer keeps for `p`, found by its shape (the tests' parameters
+/// differ in shape; LibTorch 1.13 keys the state by a string, 2.x by a pointer), undefined
+/// before its first step.
 torch::Tensor momentumBuffer(const torch::optim::Optimizer& optimizer, const torch::Tensor& p) {
-  std::ostringstream key;  // LibTorch keys the state by the parameter's TensorImpl address
-  key << p.unsafeGetTensorImpl();
-  const auto it = optimizer.state().find(key.str());
-  if (it == optimizer.state().end()) return {};
-  return static_cast<const torch::optim::SGDParamState&>(*it->second).momentum_buffer();
+  for (const auto& entry : optimizer.state()) {
+    const torch::Tensor& buffer = static_cast<const torch::optim::SGDParamState&>(*entry.second).momentum_buffer();
+    if (buffer.defined() && buffer.sizes() == p.sizes()) return buffer;
+  }
+  return {};
 }
 
 TEST(StepBoundary, StepsTheOptimizerWithoutMovingTheWeightsAndZeroesTheGradientsInPlace) {
