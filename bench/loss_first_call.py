@@ -10,8 +10,8 @@ alternating the binaries round by round:
 - profiles the mlp (`pipeprof profile --model mlp --batch 128 --threads 1`, the sweep's thread
   count on 2 cores with 2 devices) and reads its loss forward at 16, 32 and 64 samples;
 - runs it as 1F1B over two CPU devices at 8, 4 and 2 chunks (the same sizes; `pipeprof run
-  --balance 8,7 --checkpoint except_last --steps 20 --trace`) and reads, per step after the
-  first two, the first loss op and the median of the later ones.
+  --balance 8,7 --checkpoint except_last --steps 20 --trace`) and reads, per timed step (the
+  warm-up's left out), the first loss op and the median of the later ones.
 
 Prints, per binary, optimizer and size, the medians over the rounds: the profile's loss, the
 pipeline's first and later calls, and first / profile (what the loss scale would read).
@@ -25,6 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_traces import timed_spans  # noqa: E402
 
 SIZES = {16: 8, 32: 4, 64: 2}  # micro-batch size: chunks of a batch of 128
 
@@ -40,24 +43,20 @@ def profile_loss(pipeprof, optimizer, folder):
 
 
 def pipeline_loss(pipeprof, optimizer, chunks, folder):
-    """(first, later): the medians (us) over the steps after the first two of a step's first
-    loss op and of the median of its later ones."""
+    """(first, later): the medians (us) over the timed steps of a step's first loss op and of the
+    median of its later ones."""
     path = os.path.join(folder, "trace.json")
     subprocess.run([pipeprof, "run", "--model", "mlp", "--devices", "cpu,cpu", "--balance", "8,7",
                     "--batch", "128", "--chunks", str(chunks), "--schedule", "1f1b",
                     "--checkpoint", "except_last", "--optimizer", optimizer, "--steps", "20",
                     "--trace", path], check=True, capture_output=True)
-    with open(path) as f:
-        events = json.load(f)
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    by_micro_batch = {}
-    for e in events:
-        name = e.get("name", "")
-        if e.get("ph") == "X" and name.startswith("loss("):
-            by_micro_batch.setdefault(int(name[5:-1]), []).append(e["dur"])
-    steps = len(by_micro_batch[0])
-    first = [by_micro_batch[0][s] for s in range(2, steps)]
-    later = [statistics.median(by_micro_batch[i][s] for i in by_micro_batch if i > 0) for s in range(2, steps)]
+    by_micro_batch = {}  # micro-batch -> its loss op's duration in each timed step, in order
+    for span in timed_spans(path):
+        if span["name"].startswith("loss("):
+            by_micro_batch.setdefault(int(span["name"][5:-1]), []).append(span["dur"])
+    steps = range(len(by_micro_batch[0]))
+    first = [by_micro_batch[0][s] for s in steps]
+    later = [statistics.median(by_micro_batch[i][s] for i in by_micro_batch if i > 0) for s in steps]
     return statistics.median(first), statistics.median(later)
 
 

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <optional>
 
 namespace pipeprof::layer_profiling {
 

@@ -3,19 +3,19 @@
 
 #include "layer_profiling/profiling_scopes.h"
 #include "training/make_optimizer.h"
+#include "training/training_steps.h"
 
-#include <algorithm>
+#include <unordered_set>
 
 namespace pipeprof::layer_profiling {
 
 StepBoundary::StepBoundary(const Layers& layers, const OptimizerSpec& spec, const torch::Device& device)
     : device_(device) {
+  std::unordered_set<const void*> seen;  // tied weights: each tensor once
   for (std::size_t L = 0; L < layers.modules.size(); ++L) {
     if (!layers.runs(static_cast<std::int64_t>(L))) continue;  // no gradients: never stepped
     for (const torch::Tensor& p : layers.modules[L]->ptr()->parameters()) {
-      const bool seen =
-          std::any_of(parameters_.begin(), parameters_.end(), [&](const torch::Tensor& q) { return q.is_same(p); });
-      if (p.requires_grad() && !seen) parameters_.push_back(p);
+      if (p.requires_grad() && seen.insert(p.unsafeGetTensorImpl()).second) parameters_.push_back(p);
     }
   }
   if (parameters_.empty()) return;
@@ -28,12 +28,7 @@ StepBoundary::StepBoundary(const Layers& layers, const OptimizerSpec& spec, cons
   end();
 }
 
-void StepBoundary::begin() const {
-  for (const torch::Tensor& p : parameters_) {
-    torch::Tensor grad = p.grad();
-    if (grad.defined()) grad.zero_();
-  }
-}
+void StepBoundary::begin() const { zeroGradientsInPlace(parameters_); }
 
 void StepBoundary::end() const {
   if (optimizer_ == nullptr) return;

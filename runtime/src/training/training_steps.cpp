@@ -31,14 +31,14 @@ void recordLoopSpan(HostTracer* tracer, const std::string& device, Phase phase, 
   tracer->record(std::move(event));
 }
 
+}  // namespace
+
 void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters) {
   for (const torch::Tensor& parameter : parameters) {
     torch::Tensor grad = parameter.grad();
     if (grad.defined()) grad.zero_();
   }
 }
-
-}  // namespace
 
 void validateTrainingOptions(const TrainingOptions& options) {
   if (options.steps <= 0) throw std::invalid_argument("steps must be positive, got " + std::to_string(options.steps));

@@ -54,6 +54,10 @@ struct StepHooks {
   std::function<bool(bool found)> anyProcess;
 };
 
+/// Zeroes every defined gradient of `parameters` in place, as each training step begins (so they
+/// stay allocated between steps, as the memory model assumes); an undefined one stays so.
+void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters);
+
 /// Runs options.warmupSteps + options.steps steps: gradients zeroed in place (so they stay
 /// allocated between steps, as the memory model assumes), the pipeline step, then
 /// options.optimizer's step of each device's parameters (parametersByDevice[d], stepped
