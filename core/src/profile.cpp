@@ -70,6 +70,11 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
         std::max<Bytes>(0, onLine(a.microBatch, *a.innerBackwardWorkspaceBytes, b.microBatch,
                                   *b.innerBackwardWorkspaceBytes, microBatch));
   }
+  for (std::optional<Bytes> CostSample::*rise : {&CostSample::backwardEndRiseBytes, &CostSample::inputEndRiseBytes}) {
+    if ((a.*rise) && (b.*rise)) {
+      result.*rise = std::max<Bytes>(0, onLine(a.microBatch, *(a.*rise), b.microBatch, *(b.*rise), microBatch));
+    }
+  }
   if (a.forwardNoGradNs && b.forwardNoGradNs) {
     result.forwardNoGradNs = onLine(a.microBatch, *a.forwardNoGradNs, b.microBatch, *b.forwardNoGradNs, microBatch);
   }
@@ -133,6 +138,8 @@ nlohmann::json costToJson(const CostSample& cost) {
   // Written only when measured, so older profiles write back byte for byte as before.
   if (cost.outputSavedBytes) json["output_saved_bytes"] = *cost.outputSavedBytes;
   if (cost.innerBackwardWorkspaceBytes) json["inner_backward_workspace_bytes"] = *cost.innerBackwardWorkspaceBytes;
+  if (cost.backwardEndRiseBytes) json["backward_end_rise_bytes"] = *cost.backwardEndRiseBytes;
+  if (cost.inputEndRiseBytes) json["input_end_rise_bytes"] = *cost.inputEndRiseBytes;
   if (cost.forwardNoGradNs) json["forward_no_grad_ns"] = *cost.forwardNoGradNs;
   launchToJson(cost.forwardLaunch, "forward", json);
   launchToJson(cost.backwardLaunch, "backward", json);
@@ -223,6 +230,9 @@ CostSample costFromJson(const JsonCursor& json) {
   if (json.has("inner_backward_workspace_bytes")) {
     cost.innerBackwardWorkspaceBytes = json.at("inner_backward_workspace_bytes").asNonNegativeInt();
   }
+  if (json.has("backward_end_rise_bytes"))
+    cost.backwardEndRiseBytes = json.at("backward_end_rise_bytes").asNonNegativeInt();
+  if (json.has("input_end_rise_bytes")) cost.inputEndRiseBytes = json.at("input_end_rise_bytes").asNonNegativeInt();
   cost.forwardLaunch = launchFromJson(json, "forward");
   cost.backwardLaunch = launchFromJson(json, "backward");
   cost.backwardSplit = backwardSplitFromJson(json);
@@ -432,6 +442,8 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
     if (costs.front().outputSavedBytes) zero.outputSavedBytes = 0;
     if (costs.front().innerBackwardWorkspaceBytes) zero.innerBackwardWorkspaceBytes = 0;
+    if (costs.front().backwardEndRiseBytes) zero.backwardEndRiseBytes = 0;
+    if (costs.front().inputEndRiseBytes) zero.inputEndRiseBytes = 0;
     if (costs.front().forwardNoGradNs) zero.forwardNoGradNs = 0;
     if (costs.front().backwardSplit) {
       zero.backwardSplit = BackwardSplit{};

@@ -295,6 +295,7 @@ void OpEffectsBuilder::backward(const Op& op, CompiledOp& c, OpEffects& e) {
   const bool input = op.kind == OpKind::BackwardInput;
   c.durationSlot = durationSlot(op.i, input ? layout_.backwardInputNs(j) : layout_.backwardNs(j));
   e.transient.push_back(mem(j, input ? layout_.backwardInputPeak(j) : layout_.backwardPeak(j)));
+  e.endTransient.push_back(mem(j, input ? layout_.backwardInputPeakAtEnd(j) : layout_.backwardPeakAtEnd(j)));
   if (j > 0) e.endAlloc.push_back(mem(j, layout_.output(j - 1)));  // gradient of j's input
   if (input) e.endAlloc.push_back(mem(j, layout_.weightSavedGrowth(j)));
   holdOutputUntilNextWeight(op, layout_.outputHeldAfterInput(j + 1), e);

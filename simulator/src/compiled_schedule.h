@@ -40,7 +40,7 @@ struct SlotLayout {
 
   // Byte slots. A compute op's transient peak is what it holds above its starting level at its
   // busiest layer (docs/simulator.md, "Memory model").
-  std::int32_t bytesPerClass() const { return splitSlot(kSplitSlots + 1, 0); }
+  std::int32_t bytesPerClass() const { return splitSlot(kSplitSlots + 3, 0); }
   std::int32_t saved(std::int32_t j) const { return n + j; }
   std::int32_t output(std::int32_t j) const { return 2 * n + j; }
   /// The part of j's output (its last layer's) that no layer's saved bytes hold: the stage keeps
@@ -109,6 +109,12 @@ struct SlotLayout {
   /// whatever other devices freed meanwhile (CompiledOp::endTransient). After the split slots,
   /// though every schedule has it.
   std::int32_t gradForwardPeakAtEnd(std::int32_t j) const { return splitSlot(kSplitSlots, j); }
+  /// The peak of a backward (B, or a split backward's I) that its first layer reaches as it
+  /// allocates the gradient of the stage's input, at the op's end, after whatever other devices
+  /// freed meanwhile, where it tops the rest of the op (backwardPeak and backwardInputPeak then
+  /// hold that layer's peak less what that last allocation adds); else 0.
+  std::int32_t backwardPeakAtEnd(std::int32_t j) const { return splitSlot(kSplitSlots + 1, j); }
+  std::int32_t backwardInputPeakAtEnd(std::int32_t j) const { return splitSlot(kSplitSlots + 2, j); }
   /// j's input, where it is j - 1's output itself, as far as the W of the layer that takes it
   /// (the first, or the one behind stash layers that pass it on) keeps it: a
   /// checkpointed micro-batch's, which j - 1 holds for j's recompute (output(j - 1)), stays on

@@ -72,6 +72,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->forwardWorkspaceBytes.assign(layers, 0);
   table->backwardWorkspaceBytes.assign(layers, 0);
   table->innerBackwardWorkspaceBytes.assign(layers, 0);
+  table->backwardEndRiseBytes.assign(layers, 0);
+  table->inputEndRiseBytes.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
     const CostSample cost = profile_->layers[l].costAt(microBatch);
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
@@ -93,6 +95,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
     table->backwardWorkspaceBytes[l] = sumBytes(cost.backwardWorkspaceBytes);
     table->innerBackwardWorkspaceBytes[l] =
         sumBytes(cost.innerBackwardWorkspaceBytes.value_or(cost.backwardWorkspaceBytes));
+    table->backwardEndRiseBytes[l] = sumBytes(cost.backwardEndRiseBytes.value_or(0));
+    table->inputEndRiseBytes[l] = sumBytes(cost.inputEndRiseBytes.value_or(0));
     table->inputWorkspaceBytes[l] =
         split.inputWorkspaceBytes
             ? sumBytes(*split.inputWorkspaceBytes)
@@ -311,6 +315,8 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     const Bytes outputKept = costs.profile().loss.keepsOutput ? bytes[layout.unsavedOutput(last)] : 0;
     bytes[layout.backwardPeak(last)] =
         std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardPeak(last)] - loss.savedBytes - outputKept);
+    Bytes& atEnd = bytes[layout.backwardPeakAtEnd(last)];  // gone by then as well
+    if (atEnd > 0) atEnd = std::max<Bytes>(0, atEnd - loss.savedBytes - outputKept);
     bytes[layout.backwardInputPeak(last)] =
         std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardInputPeak(last)]);
   }
@@ -455,6 +461,8 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   bytes[layout.noGradForwardPeak(j)] = peaks.noGradForward;
   bytes[layout.backwardPeak(j)] = peaks.backward;
   bytes[layout.backwardInputPeak(j)] = peaks.backwardInput;
+  bytes[layout.backwardPeakAtEnd(j)] = peaks.backwardAtEnd;
+  bytes[layout.backwardInputPeakAtEnd(j)] = peaks.backwardInputAtEnd;
   if (r.compiled.splitsBackward) bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
   if (r.compiled.splitsBackward && j == 0) {               // W is all of the backward
     bytes[layout.weightBackwardPeak(j)] = peaks.backward;  // (resolveFirstStageWeightPeak: unless freed)

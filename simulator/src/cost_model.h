@@ -49,6 +49,10 @@ struct LayerCostTable {
   /// used; CostSample::innerBackwardWorkspaceBytes, profiles without it: the former).
   std::vector<Bytes> backwardWorkspaceBytes;
   std::vector<Bytes> innerBackwardWorkspaceBytes;
+  /// Per layer: how far its backward's (I's) last allocation lifts that peak at its end
+  /// (CostSample::backwardEndRiseBytes, inputEndRiseBytes; profiles without them: 0).
+  std::vector<Bytes> backwardEndRiseBytes;
+  std::vector<Bytes> inputEndRiseBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).
   CostSample loss;
   /// Launch data (the profile carries it; else all empty), prefix sums like the times above:

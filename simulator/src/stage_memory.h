@@ -25,6 +25,13 @@ struct TransientPeaks {
   Bytes noGradForward = 0;
   Bytes backward = 0;
   Bytes backwardInput = 0;  ///< a split backward's I (0 where no input wants a gradient)
+  /// The backward's (and I's) peak where it is reached only at the op's end, else 0: the stage's
+  /// first layer runs last and allocates the gradient of the stage's input as it finishes, so
+  /// its peak with that gradient comes after whatever the other devices freed meanwhile; before
+  /// it, backward and backwardInput hold that layer's peak less what that last allocation adds
+  /// (LayerCostTable::backwardEndRiseBytes, inputEndRiseBytes).
+  Bytes backwardAtEnd = 0;
+  Bytes backwardInputAtEnd = 0;
   /// The backward's peak when nothing else keeps the stage's output (the first stage's W of a
   /// checkpointed micro-batch: the recomputed output is its graph's alone once I let it go).
   Bytes backwardOutputFreed = 0;
@@ -99,7 +106,12 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes outputGradient = holdsOutput ? table.outputBytes[l] : 0;
     const Bytes workspace =
         holdsOutput ? table.backwardWorkspaceBytes[l] - outputGradient : table.innerBackwardWorkspaceBytes[l];
-    peaks.backward = std::max(peaks.backward, workspace - savedAfter + heldSkipGradients(l, false));
+    // The first layer ends the op with the gradient of the stage's input (where it wants one).
+    const bool endsTheOp = inputGradients && l == first;
+    const Bytes backwardHere = workspace - savedAfter + heldSkipGradients(l, false);
+    const Bytes backwardRise = endsTheOp ? std::min(backwardHere, table.backwardEndRiseBytes[l]) : 0;
+    peaks.backward = std::max(peaks.backward, backwardHere - backwardRise);
+    if (backwardRise > 0) peaks.backwardAtEnd = backwardHere;
     if (!splits) continue;
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed =
@@ -108,10 +120,15 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // gradients the later layers captured for W.
     if (inputGradients) {
       if (l > first) keptAfter -= keptGradient(l);
-      peaks.backwardInput = std::max(peaks.backwardInput, table.inputWorkspaceBytes[l] - outputGradient + keptAfter +
-                                                              heldSkipGradients(l, true));
+      const Bytes inputHere = table.inputWorkspaceBytes[l] - outputGradient + keptAfter + heldSkipGradients(l, true);
+      const Bytes inputRise = endsTheOp ? std::min(inputHere, table.inputEndRiseBytes[l]) : 0;
+      peaks.backwardInput = std::max(peaks.backwardInput, inputHere - inputRise);
+      if (inputRise > 0) peaks.backwardInputAtEnd = inputHere;
     }
   }
+  // Reached at the end only where it tops what the op held before.
+  if (peaks.backwardAtEnd <= peaks.backward) peaks.backwardAtEnd = 0;
+  if (peaks.backwardInputAtEnd <= peaks.backwardInput) peaks.backwardInputAtEnd = 0;
   return peaks;
 }
 

@@ -103,6 +103,24 @@ TEST(CostAt, TheInnerBackwardWorkspaceIsInterpolated) {
   EXPECT_FALSE(layer.costAt(2).innerBackwardWorkspaceBytes.has_value());
 }
 
+// How far a backward's last allocation lifts its peak is interpolated like its workspace; a
+// sample without it stays without it (the simulator then reads 0).
+TEST(CostAt, ThePeaksRiseAtTheBackwardsEndIsInterpolated) {
+  LayerProfile layer;
+  layer.costs = {sample(2, 1, 1, 64, 200, 0), sample(4, 1, 1, 128, 200, 0)};
+  layer.costs[0].backwardEndRiseBytes = 100;
+  layer.costs[1].backwardEndRiseBytes = 180;
+  layer.costs[0].inputEndRiseBytes = 40;
+  layer.costs[1].inputEndRiseBytes = 80;
+  EXPECT_EQ(layer.costAt(3).backwardEndRiseBytes, 140);
+  EXPECT_EQ(layer.costAt(3).inputEndRiseBytes, 60);
+  EXPECT_EQ(layer.costAt(1).inputEndRiseBytes, 20);
+  layer.costs = {sample(4, 1, 1, 100, 40, 0)};
+  layer.costs[0].inputEndRiseBytes = 100;
+  EXPECT_EQ(layer.costAt(2).inputEndRiseBytes, 50) << "a single sample is proportional";
+  EXPECT_FALSE(layer.costAt(2).backwardEndRiseBytes.has_value());
+}
+
 // The forward without a graph is interpolated like the forward; where a sample lacks it (older
 // profiles) the forward stands for it.
 TEST(CostAt, TheForwardWithoutAGraphIsInterpolatedAndFallsBackToTheForward) {
@@ -150,6 +168,10 @@ Profile exampleProfile() {
   a.costs[1].outputSavedBytes = 31;
   a.costs[0].innerBackwardWorkspaceBytes = 12;
   a.costs[1].innerBackwardWorkspaceBytes = 13;
+  a.costs[0].backwardEndRiseBytes = 4;
+  a.costs[1].backwardEndRiseBytes = 5;
+  a.costs[0].inputEndRiseBytes = 2;
+  a.costs[1].inputEndRiseBytes = 3;
   LayerProfile b;
   b.name = "fc";
   b.paramBytes = 7;

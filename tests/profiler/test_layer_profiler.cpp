@@ -221,6 +221,27 @@ TEST(LayerProfiler, ALayerInsideAStageLetsTheGradientOfItsOutputGoOnceUsed) {
   EXPECT_EQ(*twice.innerBackwardWorkspaceBytes, 2 * activation);
 }
 
+// The same layer's backward ends by making the gradient of its input, its last allocation: that
+// lifts its peak by one activation (ones and the first op's gradient held before it), in the
+// whole backward and in I alike. In a stage the op ends there, after whatever the other devices
+// freed meanwhile (docs/simulator.md, "Frees another device makes").
+TEST(LayerProfiler, TheGradientOfALayersInputMadeLastIsMeasuredAsItsPeaksRiseAtTheEnd) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("twice", torch::nn::Functional([](const torch::Tensor& x) { return torch::neg(torch::neg(x)); }));
+  Model model = sequentialModel(seq, 16, 32);
+  const Profile profile = profileModel(model, quick({8}));
+  const CostSample& twice = profile.layers[1].costs[0];
+  const Bytes activation = 8 * 32 * 4;
+  ASSERT_TRUE(twice.backwardEndRiseBytes.has_value());
+  EXPECT_EQ(*twice.backwardEndRiseBytes, activation);
+  ASSERT_TRUE(twice.inputEndRiseBytes.has_value());
+  EXPECT_EQ(*twice.inputEndRiseBytes, activation);
+  const Profile again = profileFromJson(toJson(profile), "profile.json");
+  EXPECT_EQ(again.layers[1].costs[0].backwardEndRiseBytes, twice.backwardEndRiseBytes);
+  EXPECT_EQ(again.layers[1].costs[0].inputEndRiseBytes, twice.inputEndRiseBytes);
+}
+
 TEST(LayerProfiler, AParameterTwoLayersHoldIsRecordedOnce) {
   Model model = buildModel("gpt", [] {
     ModelOptions options;

@@ -76,6 +76,8 @@ TEST(IdenticalLayers, ALeftOutLayerTakesItsTwinsTimesAndBackwardButKeepsItsForwa
   twin.backwardNs = 200;
   twin.backwardWorkspaceBytes = 300;
   twin.innerBackwardWorkspaceBytes = 250;
+  twin.backwardEndRiseBytes = 60;
+  twin.inputEndRiseBytes = 50;
   twin.backwardSplit = BackwardSplit{80, 120, 40, 30};
   twin.outputBytes = 1000;
   twin.savedBytes = 2000;
@@ -94,6 +96,8 @@ TEST(IdenticalLayers, ALeftOutLayerTakesItsTwinsTimesAndBackwardButKeepsItsForwa
   EXPECT_EQ(taken.backwardNs, 200);
   EXPECT_EQ(taken.backwardWorkspaceBytes, 300);
   EXPECT_EQ(taken.innerBackwardWorkspaceBytes, 250);
+  EXPECT_EQ(taken.backwardEndRiseBytes, 60);
+  EXPECT_EQ(taken.inputEndRiseBytes, 50);
   ASSERT_TRUE(taken.backwardSplit);
   EXPECT_EQ(taken.backwardSplit->inputNs, 80);
   EXPECT_EQ(taken.outputBytes, 1001);

@@ -56,6 +56,31 @@ TEST(MemoryTracker, PeakIsTheHighestLiveSinceReset) {
   EXPECT_EQ(peakBytes(kTag), base);
 }
 
+// The peak as the latest allocation found it: how far that allocation lifted the peak is
+// peakBytes less it (0 where the window peaked earlier).
+TEST(MemoryTracker, ThePeakBeforeTheLatestAllocationIsKeptApart) {
+  installMemoryTracker();
+  resetPeakBytes(kTag);
+  const Bytes base = liveBytes(kTag);
+  EXPECT_EQ(peakBytesBeforeLastAllocation(kTag), base);
+  {
+    ScopedAllocationTag tag(kTag);
+    auto a = torch::empty({256}, torch::kFloat64);  // 2048 bytes
+    auto b = torch::empty({128}, torch::kFloat64);  // 1024 bytes: the peak, 3072
+    EXPECT_EQ(peakBytesBeforeLastAllocation(kTag) - base, 2048);
+    a = torch::Tensor();
+    auto c = torch::empty({64}, torch::kFloat64);  // 512 bytes, below the peak
+    EXPECT_EQ(peakBytesBeforeLastAllocation(kTag) - base, 3072);
+    EXPECT_EQ(peakBytes(kTag) - base, 3072);
+    b = torch::Tensor();
+    c = torch::Tensor();
+    resetPeakBytes(kTag);
+    EXPECT_EQ(peakBytesBeforeLastAllocation(kTag), base);
+    auto d = torch::empty({32}, torch::kFloat64);  // 256 bytes
+    EXPECT_EQ(peakBytes(kTag) - peakBytesBeforeLastAllocation(kTag), 256);
+  }
+}
+
 TEST(MemoryTracker, FreedOnAnotherThreadCountsAgainstTheAllocatingTag) {
   installMemoryTracker();
   const Bytes before = liveBytes(kOtherTag);

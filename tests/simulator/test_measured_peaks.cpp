@@ -440,5 +440,27 @@ TEST(MeasuredPeaks, ASkipStashedForALaterStageIsKeptByTheBackward) {
                0, 64);
 }
 
+// unet at batch 16, interleaved-zb x2 never (the suite's sweeps and `pipeprof run`, threads,
+// 2026-12-05; the fixture's end rises from that day's profile): device 1's I(1,3) starts with
+// the gradient of stage 3's input for micro-batch 0 still counted on it, which device 0's
+// I(0,2) frees 0.2 ms into it; dec0_conv, the op's last layer, makes that input's gradient
+// (1.5 MiB) about 1.2 ms in, at its end. Its peak there came after the free: 7.15 MiB, with
+// dec0_conv's columns and its output's gradient held earlier. Charged at the op's start, the
+// whole peak read 8.12 MiB in every sweep.
+TEST(MeasuredPeaks, ABackwardsLastLayerMakesTheInputsGradientAtTheOpsEnd) {
+  Profile unet = readProfile(test::fixturePath("unet-batch16-profile.json"));
+  const std::vector<Measured> rows{
+      {ScheduleKind::InterleavedZeroBubble, {3, 2, 11, 3}, Checkpoint::Never, {10203392, 7493412}, 2, 16},
+      {ScheduleKind::InterleavedZeroBubble, {2, 3, 11, 3}, Checkpoint::Never, {10203392, 7493412}, 2, 16},
+      {ScheduleKind::InterleavedZeroBubble, {3, 3, 10, 3}, Checkpoint::Never, {9679104, 7493412}, 2, 16},
+      {ScheduleKind::InterleavedZeroBubble, {3, 4, 9, 3}, Checkpoint::Never, {9679104, 7493412}, 2, 16}};
+  expectWithin(unet, rows, 0.01);
+  for (LayerProfile& layer : unet.layers) {
+    for (CostSample& cost : layer.costs) cost.inputEndRiseBytes.reset();
+  }
+  const double measured = static_cast<double>(rows[0].peakBytes[1]);
+  EXPECT_GT((static_cast<double>(predict(unet, rows[0]).peakBytes[1]) - measured) / measured, 0.1);
+}
+
 }  // namespace
 }  // namespace pipeprof::test_measured_peaks

@@ -39,6 +39,10 @@ struct MemoryPass {
   void measureSplitBackward() const;
 };
 
+/// How far the latest allocation under tag L (a backward's last: the gradient of the layer's
+/// input) lifted its peak window's peak.
+Bytes endRise(std::int64_t L) { return std::max<Bytes>(0, peakBytes(L) - peakBytesBeforeLastAllocation(L)); }
+
 /// Whether every trainable parameter of the layers has a gradient (an earlier size's passes made
 /// them: the profiler keeps them from size to size on one device).
 bool everyGradientExists(const Layers& layers) {
@@ -154,6 +158,7 @@ void MemoryPass::measureBackward() const {
       if (timed) times->addBackward(L, backwardRun);
     }
     costs[L].backwardWorkspaceBytes = std::max<Bytes>(0, peakBytes(L) - start);
+    costs[L].backwardEndRiseBytes = endRise(L);
     return out;
   });
   if (times != nullptr) times->wholeRun = clock.finished() - runStart;
@@ -218,6 +223,7 @@ void MemoryPass::measureSplitBackward() const {
     for (torch::Tensor& t : out) t = t.detach();  // the graph goes with I's roots; the output stays
     synchronize(device);
     const Bytes inputPeak = peakBytes(L);
+    costs[L].inputEndRiseBytes = endRise(L);
     const Bytes afterInputs = liveBytes(L);
     const Bytes kept = weights.keptGradientBytes();
     resetPeakBytes(L);

@@ -28,6 +28,7 @@ thread_local std::int64_t tCurrentTag = kNoAllocationTag;
 struct TagCounters {
   std::atomic<Bytes> live{0};
   std::atomic<Bytes> peak{0};
+  std::atomic<Bytes> peakBeforeLast{0};  ///< peak as the latest allocation found it
 };
 
 /// The per-tag counters: one table for the process, as the CPU allocator itself is global.
@@ -152,12 +153,17 @@ Bytes peakBytes(std::int64_t tag) {
   return validTag(tag) ? counters()[static_cast<std::size_t>(tag)].peak.load(std::memory_order_relaxed) : 0;
 }
 
+Bytes peakBytesBeforeLastAllocation(std::int64_t tag) {
+  return validTag(tag) ? counters()[static_cast<std::size_t>(tag)].peakBeforeLast.load(std::memory_order_relaxed) : 0;
+}
+
 void resetPeakBytes(std::int64_t tag) {
   if (!validTag(tag)) {
     return;
   }
   TagCounters& c = counters()[static_cast<std::size_t>(tag)];
   c.peak.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  c.peakBeforeLast.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
   // An allocation racing with the reset may have raised live after the load: keep peak >= live.
   raisePeak(c, c.live.load(std::memory_order_relaxed));
 }
@@ -167,6 +173,7 @@ void countAllocatedBytes(std::int64_t tag, Bytes bytes) {
     return;
   }
   TagCounters& c = counters()[static_cast<std::size_t>(tag)];
+  c.peakBeforeLast.store(c.peak.load(std::memory_order_relaxed), std::memory_order_relaxed);
   raisePeak(c, c.live.fetch_add(bytes, std::memory_order_relaxed) + bytes);
 }
 

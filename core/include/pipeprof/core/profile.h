@@ -91,6 +91,14 @@ struct CostSample {
   /// peaks lower than backwardWorkspaceBytes says, once its first ops freed those two. Absent in
   /// files measured before 2026-11-30, then taken as backwardWorkspaceBytes.
   std::optional<Bytes> innerBackwardWorkspaceBytes{};
+  /// How far the backward's last allocation -- the gradient of the layer's input, made as it
+  /// finishes -- lifts its peak: backwardWorkspaceBytes less the highest the backward held before
+  /// that allocation (0 where the peak came earlier). inputEndRiseBytes: the same of a split
+  /// backward's I. In a stage the first layer's backward ends the op, so that part of its peak
+  /// comes after whatever other devices freed meanwhile. Absent in files measured before
+  /// 2026-12-05, then 0 (the whole peak from the op's start).
+  std::optional<Bytes> backwardEndRiseBytes{};
+  std::optional<Bytes> inputEndRiseBytes{};
   /// The forward run without a graph, as a checkpointed micro-batch's forward (and a forward
   /// outside training) runs: no tensor saved for backward, no autograd node made, under autocast
   /// no cast kept in the cache. Absent in files measured before 2026-12-04, then taken as

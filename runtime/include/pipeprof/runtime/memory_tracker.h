@@ -47,7 +47,10 @@ std::int64_t currentAllocationTag();
 Bytes liveBytes(std::int64_t tag);
 /// Highest liveBytes(tag) since the last resetPeakBytes(tag).
 Bytes peakBytes(std::int64_t tag);
-/// Starts a new peak window: peakBytes(tag) becomes liveBytes(tag).
+/// The highest liveBytes(tag) of the window before its latest allocation: peakBytes(tag) less
+/// this is how far that allocation (a backward's last: the gradient of its input) lifted the peak.
+Bytes peakBytesBeforeLastAllocation(std::int64_t tag);
+/// Starts a new peak window: peakBytes(tag) and peakBytesBeforeLastAllocation(tag) become liveBytes(tag).
 void resetPeakBytes(std::int64_t tag);
 
 /// Counts an allocation, or its free, that another allocator attributed to tag (the CUDA
