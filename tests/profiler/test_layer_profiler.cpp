@@ -204,16 +204,21 @@ TEST(LayerProfiler, ALayerThatWritesItsInputInPlaceIsProfiledAsItRunsInAStage) {
   EXPECT_GT(relu.backwardNs, 0);
 }
 
-// A layer of two ops (negating twice: no op saves anything), whose output nothing saves. As a
-// stage's last layer it holds its output and the gradient of it (ones) through its backward:
-// ones, the first op's gradient and the second's, 3 x 8 x 32 floats at once. Inside a stage
-// the gradient of its output goes once the first op used it: 2 x 8 x 32.
-TEST(LayerProfiler, ALayerInsideAStageLetsTheGradientOfItsOutputGoOnceUsed) {
+/// fc0 (16 -> 32), then "twice", a layer of two ops (negating twice: no op saves anything)
+/// whose output nothing saves, profiled at 8 samples.
+Profile negatedTwiceProfile() {
   torch::nn::Sequential seq;
   seq->push_back("fc0", torch::nn::Linear(16, 32));
   seq->push_back("twice", torch::nn::Functional([](const torch::Tensor& x) { return torch::neg(torch::neg(x)); }));
   Model model = sequentialModel(seq, 16, 32);
-  const Profile profile = profileModel(model, quick({8}));
+  return profileModel(model, quick({8}));
+}
+
+// As a stage's last layer "twice" holds its output and the gradient of it (ones) through its
+// backward: ones, the first op's gradient and the second's, 3 x 8 x 32 floats at once. Inside a
+// stage the gradient of its output goes once the first op used it: 2 x 8 x 32.
+TEST(LayerProfiler, ALayerInsideAStageLetsTheGradientOfItsOutputGoOnceUsed) {
+  const Profile profile = negatedTwiceProfile();
   const CostSample& twice = profile.layers[1].costs[0];
   const Bytes activation = 8 * 32 * 4;
   EXPECT_EQ(twice.backwardWorkspaceBytes, 3 * activation);
@@ -224,13 +229,9 @@ TEST(LayerProfiler, ALayerInsideAStageLetsTheGradientOfItsOutputGoOnceUsed) {
 // The same layer's backward ends by making the gradient of its input, its last allocation: that
 // lifts its peak by one activation (ones and the first op's gradient held before it), in the
 // whole backward and in I alike. In a stage the op ends there, after whatever the other devices
-// freed meanwhile (docs/simulator.md, "Frees another device makes").
+// freed meanwhile (docs/simulator.md, "Transient peaks").
 TEST(LayerProfiler, TheGradientOfALayersInputMadeLastIsMeasuredAsItsPeaksRiseAtTheEnd) {
-  torch::nn::Sequential seq;
-  seq->push_back("fc0", torch::nn::Linear(16, 32));
-  seq->push_back("twice", torch::nn::Functional([](const torch::Tensor& x) { return torch::neg(torch::neg(x)); }));
-  Model model = sequentialModel(seq, 16, 32);
-  const Profile profile = profileModel(model, quick({8}));
+  const Profile profile = negatedTwiceProfile();
   const CostSample& twice = profile.layers[1].costs[0];
   const Bytes activation = 8 * 32 * 4;
   ASSERT_TRUE(twice.backwardEndRiseBytes.has_value());
