@@ -230,9 +230,12 @@ CostSample costFromJson(const JsonCursor& json) {
   if (json.has("inner_backward_workspace_bytes")) {
     cost.innerBackwardWorkspaceBytes = json.at("inner_backward_workspace_bytes").asNonNegativeInt();
   }
-  if (json.has("backward_end_rise_bytes"))
+  if (json.has("backward_end_rise_bytes")) {
     cost.backwardEndRiseBytes = json.at("backward_end_rise_bytes").asNonNegativeInt();
-  if (json.has("input_end_rise_bytes")) cost.inputEndRiseBytes = json.at("input_end_rise_bytes").asNonNegativeInt();
+  }
+  if (json.has("input_end_rise_bytes")) {
+    cost.inputEndRiseBytes = json.at("input_end_rise_bytes").asNonNegativeInt();
+  }
   cost.forwardLaunch = launchFromJson(json, "forward");
   cost.backwardLaunch = launchFromJson(json, "backward");
   cost.backwardSplit = backwardSplitFromJson(json);
