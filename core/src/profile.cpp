@@ -22,6 +22,20 @@ std::int64_t onLine(std::int64_t x0, std::int64_t v0, std::int64_t x1, std::int6
   return static_cast<std::int64_t>(std::llround(value));
 }
 
+/// The optional figures of a sample handled alike: on the line between two samples that both
+/// have one, written only where measured (so older profiles write back byte for byte as before),
+/// read as non-negative integers, 0 at size 0.
+struct OptionalFigure {
+  const char* name;
+  std::optional<std::int64_t> CostSample::*field;
+};
+constexpr OptionalFigure kOptionalFigures[] = {
+    {"inner_backward_workspace_bytes", &CostSample::innerBackwardWorkspaceBytes},
+    {"backward_end_rise_bytes", &CostSample::backwardEndRiseBytes},
+    {"input_end_rise_bytes", &CostSample::inputEndRiseBytes},
+    {"forward_no_grad_ns", &CostSample::forwardNoGradNs},
+};
+
 /// One pass's launch data at microBatch on the line through a's and b's; absent unless both have it.
 std::optional<LaunchCost> interpolateLaunch(const CostSample& a, const CostSample& b, std::int64_t microBatch,
                                             std::optional<LaunchCost> CostSample::*pass) {
@@ -65,18 +79,10 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
   result.backwardWorkspaceBytes = at(&CostSample::backwardWorkspaceBytes);
   result.forwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::forwardLaunch);
   result.backwardLaunch = interpolateLaunch(a, b, microBatch, &CostSample::backwardLaunch);
-  if (a.innerBackwardWorkspaceBytes && b.innerBackwardWorkspaceBytes) {
-    result.innerBackwardWorkspaceBytes =
-        std::max<Bytes>(0, onLine(a.microBatch, *a.innerBackwardWorkspaceBytes, b.microBatch,
-                                  *b.innerBackwardWorkspaceBytes, microBatch));
-  }
-  for (std::optional<Bytes> CostSample::*rise : {&CostSample::backwardEndRiseBytes, &CostSample::inputEndRiseBytes}) {
-    if ((a.*rise) && (b.*rise)) {
-      result.*rise = std::max<Bytes>(0, onLine(a.microBatch, *(a.*rise), b.microBatch, *(b.*rise), microBatch));
-    }
-  }
-  if (a.forwardNoGradNs && b.forwardNoGradNs) {
-    result.forwardNoGradNs = onLine(a.microBatch, *a.forwardNoGradNs, b.microBatch, *b.forwardNoGradNs, microBatch);
+  for (const OptionalFigure& figure : kOptionalFigures) {
+    const std::optional<std::int64_t>& first = a.*figure.field;
+    const std::optional<std::int64_t>& second = b.*figure.field;
+    if (first && second) result.*figure.field = onLine(a.microBatch, *first, b.microBatch, *second, microBatch);
   }
   if (a.outputSavedBytes && b.outputSavedBytes) {
     result.outputSavedBytes =
@@ -137,10 +143,9 @@ nlohmann::json costToJson(const CostSample& cost) {
                          {"backward_workspace_bytes", cost.backwardWorkspaceBytes}};
   // Written only when measured, so older profiles write back byte for byte as before.
   if (cost.outputSavedBytes) json["output_saved_bytes"] = *cost.outputSavedBytes;
-  if (cost.innerBackwardWorkspaceBytes) json["inner_backward_workspace_bytes"] = *cost.innerBackwardWorkspaceBytes;
-  if (cost.backwardEndRiseBytes) json["backward_end_rise_bytes"] = *cost.backwardEndRiseBytes;
-  if (cost.inputEndRiseBytes) json["input_end_rise_bytes"] = *cost.inputEndRiseBytes;
-  if (cost.forwardNoGradNs) json["forward_no_grad_ns"] = *cost.forwardNoGradNs;
+  for (const OptionalFigure& figure : kOptionalFigures) {
+    if (const std::optional<std::int64_t>& value = cost.*figure.field) json[figure.name] = *value;
+  }
   launchToJson(cost.forwardLaunch, "forward", json);
   launchToJson(cost.backwardLaunch, "backward", json);
   if (cost.backwardSplit) {
@@ -209,7 +214,6 @@ CostSample costFromJson(const JsonCursor& json) {
   CostSample cost;
   cost.microBatch = json.at("micro_batch").asPositiveInt();
   cost.forwardNs = json.at("forward_ns").asNonNegativeInt();
-  if (json.has("forward_no_grad_ns")) cost.forwardNoGradNs = json.at("forward_no_grad_ns").asNonNegativeInt();
   cost.backwardNs = json.at("backward_ns").asNonNegativeInt();
   cost.outputBytes = json.at("output_bytes").asNonNegativeInt();
   cost.savedBytes = json.at("saved_bytes").asNonNegativeInt();
@@ -227,14 +231,8 @@ CostSample costFromJson(const JsonCursor& json) {
       json.has("forward_workspace_bytes") ? json.at("forward_workspace_bytes").asNonNegativeInt() : workspace;
   cost.backwardWorkspaceBytes =
       json.has("backward_workspace_bytes") ? json.at("backward_workspace_bytes").asNonNegativeInt() : workspace;
-  if (json.has("inner_backward_workspace_bytes")) {
-    cost.innerBackwardWorkspaceBytes = json.at("inner_backward_workspace_bytes").asNonNegativeInt();
-  }
-  if (json.has("backward_end_rise_bytes")) {
-    cost.backwardEndRiseBytes = json.at("backward_end_rise_bytes").asNonNegativeInt();
-  }
-  if (json.has("input_end_rise_bytes")) {
-    cost.inputEndRiseBytes = json.at("input_end_rise_bytes").asNonNegativeInt();
+  for (const OptionalFigure& figure : kOptionalFigures) {
+    if (json.has(figure.name)) cost.*figure.field = json.at(figure.name).asNonNegativeInt();
   }
   cost.forwardLaunch = launchFromJson(json, "forward");
   cost.backwardLaunch = launchFromJson(json, "backward");
@@ -444,10 +442,9 @@ CostSample costAtSize(const std::vector<CostSample>& costs, std::int64_t microBa
     zero.forwardNs = zero.backwardNs = zero.outputBytes = zero.savedBytes = 0;
     zero.forwardWorkspaceBytes = zero.backwardWorkspaceBytes = 0;
     if (costs.front().outputSavedBytes) zero.outputSavedBytes = 0;
-    if (costs.front().innerBackwardWorkspaceBytes) zero.innerBackwardWorkspaceBytes = 0;
-    if (costs.front().backwardEndRiseBytes) zero.backwardEndRiseBytes = 0;
-    if (costs.front().inputEndRiseBytes) zero.inputEndRiseBytes = 0;
-    if (costs.front().forwardNoGradNs) zero.forwardNoGradNs = 0;
+    for (const OptionalFigure& figure : kOptionalFigures) {
+      if (costs.front().*figure.field) zero.*figure.field = 0;
+    }
     if (costs.front().backwardSplit) {
       zero.backwardSplit = BackwardSplit{};
       if (costs.front().backwardSplit->inputWorkspaceBytes) {

@@ -313,10 +313,11 @@ void addLossCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     // B runs the loss's backward first, which frees what its graph saved (the output too, when
     // the loss keeps it); I keeps them until it ends.
     const Bytes outputKept = costs.profile().loss.keepsOutput ? bytes[layout.unsavedOutput(last)] : 0;
+    const Bytes freedByLoss = loss.savedBytes + outputKept;
     bytes[layout.backwardPeak(last)] =
-        std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardPeak(last)] - loss.savedBytes - outputKept);
+        std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardPeak(last)] - freedByLoss);
     Bytes& atEnd = bytes[layout.backwardPeakAtEnd(last)];  // gone by then as well
-    if (atEnd > 0) atEnd = std::max<Bytes>(0, atEnd - loss.savedBytes - outputKept);
+    if (atEnd > 0) atEnd = std::max<Bytes>(0, atEnd - freedByLoss);
     bytes[layout.backwardInputPeak(last)] =
         std::max(loss.backwardWorkspaceBytes, bytes[layout.backwardInputPeak(last)]);
   }

@@ -162,8 +162,9 @@ void resetPeakBytes(std::int64_t tag) {
     return;
   }
   TagCounters& c = counters()[static_cast<std::size_t>(tag)];
-  c.peak.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  c.peakBeforeLast.store(c.live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  const Bytes live = c.live.load(std::memory_order_relaxed);
+  c.peak.store(live, std::memory_order_relaxed);
+  c.peakBeforeLast.store(live, std::memory_order_relaxed);
   // An allocation racing with the reset may have raised live after the load: keep peak >= live.
   raisePeak(c, c.live.load(std::memory_order_relaxed));
 }
