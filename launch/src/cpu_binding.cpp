@@ -43,6 +43,15 @@ std::vector<int> cpuShare(const std::vector<int>& cpus, int localRank, int local
   return {cpus.begin() + first, cpus.begin() + first + size};
 }
 
+std::vector<std::vector<int>> cpuShares(std::size_t workers) {
+  const std::vector<int> cpus = allowedCpus();
+  if (workers == 0 || cpus.size() < workers) return {};
+  std::vector<std::vector<int>> shares;
+  const auto count = static_cast<int>(workers);
+  for (int d = 0; d < count; ++d) shares.push_back(cpuShare(cpus, d, count));
+  return shares;
+}
+
 void bindToCpus(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -27,6 +27,22 @@ TEST(CpuBinding, FewerCpusThanRanksOrABadRankBindNobody) {
   EXPECT_TRUE(cpuShare({0, 1}, 0, 0).empty());
 }
 
+TEST(CpuBinding, AProcesssWorkersShareItsCpusAsItsRanksWould) {
+  const std::vector<int> cpus = allowedCpus();
+  ASSERT_FALSE(cpus.empty());
+  const std::vector<std::vector<int>> one = cpuShares(1);
+  ASSERT_EQ(one.size(), 1U);
+  EXPECT_EQ(one[0], cpus);
+  if (cpus.size() >= 2) {
+    const std::vector<std::vector<int>> two = cpuShares(2);
+    ASSERT_EQ(two.size(), 2U);
+    EXPECT_EQ(two[0], cpuShare(cpus, 0, 2));
+    EXPECT_EQ(two[1], cpuShare(cpus, 1, 2));
+  }
+  EXPECT_TRUE(cpuShares(cpus.size() + 1).empty()) << "fewer CPUs than workers: none bound";
+  EXPECT_TRUE(cpuShares(0).empty());
+}
+
 TEST(CpuBinding, CpuListsRoundTrip) {
   EXPECT_EQ(formatCpuList({0, 1, 2, 3, 8}), "0-3,8");
   EXPECT_EQ(formatCpuList({5}), "5");

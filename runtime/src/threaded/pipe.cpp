@@ -17,6 +17,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <exception>
 #include <future>
@@ -32,6 +34,21 @@ std::string traceDeviceName(const torch::Device& device, std::int64_t d) {
     return "cpu:" + std::to_string(d);
   }
   return device.str();
+}
+
+void checkWorkerCpus(const std::vector<std::vector<int>>& workerCpus, std::size_t p) {
+  if (!workerCpus.empty() && workerCpus.size() != p) {
+    throw std::invalid_argument("workerCpus holds " + std::to_string(workerCpus.size()) + " CPU list(s) for " +
+                                std::to_string(p) + " pipeline devices: give one per device, or none");
+  }
+  for (const std::vector<int>& cpus : workerCpus) {
+    for (const int cpu : cpus) {
+      if (cpu < 0 || cpu >= CPU_SETSIZE) {
+        throw std::invalid_argument("workerCpus names CPU " + std::to_string(cpu) + ": CPUs are numbered 0 to " +
+                                    std::to_string(CPU_SETSIZE - 1));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -58,8 +75,10 @@ class PipeImpl {
       stageDevices.push_back(stage.device);
       memoryTags.push_back(stage.d);  // a device's stages count against one tag
     }
+    checkWorkerCpus(options_.workerCpus, p);
     for (std::size_t d = 0; d < p; ++d) {
-      workers_->push_back(std::make_unique<Worker>());
+      workers_->push_back(
+          std::make_unique<Worker>(options_.workerCpus.empty() ? std::vector<int>{} : options_.workerCpus[d]));
     }
     streams_ = std::make_unique<const PipeStreams>(std::move(stageDevices), std::move(memoryTags));
     schedules_ = ScheduleCache(options_, stages_.skips);

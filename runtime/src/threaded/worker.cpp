@@ -1,9 +1,27 @@
 // A worker: one thread per pipeline device running tasks from a queue, in submission order.
 #include "threaded/worker.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace pipeprof {
 
-Worker::Worker() : thread_([this] { loop(); }) {}
+namespace {
+
+/// Keeps the calling thread on `cpus` (indices below CPU_SETSIZE: the Pipe checks them); where
+/// the kernel refuses the mask (no CPU of it in this process's cpuset), the thread stays where
+/// it was: binding only steadies the timing.
+void keepOnCpus(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const int cpu : cpus) CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+}  // namespace
+
+Worker::Worker(std::vector<int> cpus) : thread_([this, cpus = std::move(cpus)] { loop(cpus); }) {}
 
 Worker::~Worker() {
   {
@@ -25,7 +43,8 @@ std::future<void> Worker::submit(std::function<void()> task) {
   return done;
 }
 
-void Worker::loop() {
+void Worker::loop(const std::vector<int>& cpus) {
+  keepOnCpus(cpus);
   for (;;) {
     std::packaged_task<void()> task;
     {

@@ -2,6 +2,7 @@
 #include <pipeprof/runtime/training_loop.h>
 
 #include "training/cpu_wait.h"
+#include "training/driving_thread.h"
 #include "training/training_steps.h"
 
 #include <pipeprof/profiler/cupti_collector.h>
@@ -32,8 +33,10 @@ TrainingResult trainAndMeasure(Model& model, const TrainingOptions& options) {
   static_cast<PipelineShape&>(pipeOptions) = options;
   pipeOptions.devices = options.devices;
   pipeOptions.precision = options.precision;
+  pipeOptions.workerCpus = options.workerCpus;
   Pipe pipe(model.sequential, pipeOptions);
   pipe.train();
+  const DrivingThreadAsBatch drivingAsBatch(!options.workerCpus.empty());
 
   const Batch batch = model.makeBatch(options.batch, options.dataSeed);
   const torch::Tensor input = batch.input.to(pipe.devices().front());

@@ -7,6 +7,7 @@
 // the ranks it starts (local_run.h); a torchrun rank binds itself when its job asks.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ std::vector<int> allowedCpus();
 /// Rank `localRank`'s share when `localWorldSize` ranks split `cpus` in contiguous blocks, the
 /// first ones one CPU larger; empty when there are fewer CPUs than ranks (then no rank is bound).
 std::vector<int> cpuShare(const std::vector<int>& cpus, int localRank, int localWorldSize);
+
+/// Every one of `workers` threads' share of this process's CPUs (cpuShare of allowedCpus, one list
+/// per worker, for PipeOptions::workerCpus): the pipeline devices of one process bound as the
+/// ranks of one host would be. Empty when there are fewer CPUs than workers (none is bound).
+std::vector<std::vector<int>> cpuShares(std::size_t workers);
 
 /// Binds the calling process to `cpus`: every thread it has, and those it starts afterwards (they
 /// inherit the mask). Throws std::system_error naming the CPUs when the kernel refuses.

@@ -33,6 +33,12 @@ struct PipeOptions : PipelineShape {
   /// the step, its cast cache cleared at the step's end; backwards run with autocast paused.
   /// fp16 needs CUDA devices.
   Precision precision = Precision::Fp32;
+  /// The CPUs each pipeline device's worker runs on (its OpenMP team, made later, inherits
+  /// them), as launch::cpuShare splits a host: one list per device, or empty (the default) to
+  /// leave every worker where the scheduler puts it; an empty list leaves that one worker so
+  /// (docs/runtime.md, "Threads"). Throws std::invalid_argument for a list per device of
+  /// another count.
+  std::vector<std::vector<int>> workerCpus;
 };
 
 class PipeImpl;

@@ -32,7 +32,10 @@ struct TrainingOptions : PipelineShape {
   /// Dynamic loss scaling (grad_scaler.h): fp16 uses it with PyTorch's defaults when this is
   /// unset; set, it runs at any precision with these options.
   std::optional<GradScalerOptions> gradScaler;
-  std::int64_t dataSeed = 0;               ///< seed of the synthetic batch
+  std::int64_t dataSeed = 0;  ///< seed of the synthetic batch
+  /// PipeOptions::workerCpus: each pipeline device's worker on CPUs of its own (`--cpu-bind
+  /// cores`); empty: where the scheduler puts them.
+  std::vector<std::vector<int>> workerCpus;
   bool captureTrace = false;               ///< record host spans, memory counters (and CUPTI events on CUDA)
   CuptiMode cuptiMode = CuptiMode::Cheap;  ///< what CUPTI records when captureTrace on CUDA
   /// With captureTrace: a collector kept across runs (the threaded measurer's), which the run
