@@ -40,6 +40,7 @@ such candidates), and their step MAPEs. Every report and the table's data stay u
 
     bench/accuracy_suite.py --pipeprof build/cli/pipeprof --out /tmp/suite [--alone | --paired]
     bench/accuracy_suite.py --out /tmp/suite --sweeps demo gpt --runs 1     # a subset
+    bench/accuracy_suite.py --out /tmp/suite --flags '--cpu-bind cores'     # every sweep bound
 
 The language model is scripted with Debian's python3-torch (/usr/bin/python3; bootstrap with
 PIPEPROF_BOOTSTRAP_PYTHON=1); without it, that sweep is skipped with a note.
@@ -171,7 +172,7 @@ def paired(directory, seconds):
 
 def run_sweep(args, name, run, env, lm_path):
     common_text, sweep_text = SWEEPS[name]
-    common = shlex.split(common_text.format(lm=lm_path))
+    common = shlex.split(common_text.format(lm=lm_path)) + shlex.split(args.flags)
     directory = os.path.join(args.out, f"{name}-{run}")
     os.makedirs(directory, exist_ok=True)
     report_path = os.path.join(directory, "report.json")
@@ -398,6 +399,8 @@ def main():
     parser.add_argument("--out", default="accuracy-suite")
     parser.add_argument("--sweeps", nargs="+", default=list(SWEEPS), choices=list(SWEEPS))
     parser.add_argument("--runs", type=int, default=2, help="runs of each sweep, one after the other")
+    parser.add_argument("--flags", default="",
+                        help="flags every sweep (and every lone `pipeprof run`) takes too, e.g. '--cpu-bind cores'")
     lone = parser.add_mutually_exclusive_group()
     lone.add_argument("--alone", action="store_true", help="also run each measured candidate alone after the sweep")
     lone.add_argument("--paired", action="store_true",

@@ -87,7 +87,9 @@ void runCalibrate(const CalibrateFlags& flags) {
       throw UsageError(fmt::format("--chunks {}: {} exceeds the batch {}", flags.search.chunks, m, model.batch));
     }
   }
-  const tuner::TrainingStepOptions step{optimizerFromFlags(flags.trainingStep), precisionFromFlags(flags.trainingStep)};
+  tuner::TrainingStepOptions step;
+  step.optimizer = optimizerFromFlags(flags.trainingStep);
+  step.precision = precisionFromFlags(flags.trainingStep);
   requirePrecisionDevices(step.precision, devices);
   setIntraOpThreads(model.spec.threads);
   const Profile profile = obtainProfile(flags, model, tuner::microBatchSizes(model.batch, space.chunks), step);

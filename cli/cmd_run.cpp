@@ -11,6 +11,7 @@
 #include <pipeprof/core/profile.h>
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/units.h>
+#include <pipeprof/launch/cpu_binding.h>
 #include <pipeprof/launch/run_rank_job.h>
 #include <pipeprof/profiler/activity_source.h>
 #include <pipeprof/runtime/rank_environment.h>
@@ -20,6 +21,7 @@
 #include <pipeprof/tuner/environment_info.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 #include <numeric>
@@ -170,6 +172,13 @@ void runThreaded(const RunFlags& flags) {
   RunPlan plan = planRun(flags, log, /*balanceAutoAllowed=*/true);
   TrainingOptions options = launch::trainingOptions(plan.job);
   options.stop = interruptToken();
+  if (plan.job.cpuBinding == launch::CpuBinding::Cores) {
+    options.workerCpus = launch::cpuShares(options.devices.size());
+    std::vector<std::string> lists;
+    for (const std::vector<int>& cpus : options.workerCpus) lists.push_back(launch::formatCpuList(cpus));
+    log << (lists.empty() ? std::string("workers: sharing the CPUs (fewer CPUs than devices)\n")
+                          : fmt::format("workers: device by device on CPU {}\n", fmt::join(lists, "; ")));
+  }
   TrainingResult result;
   try {
     result = trainAndMeasure(plan.model, options);
@@ -270,8 +279,9 @@ void addRunCommand(CLI::App& app) {
                 "watched by this one; as torchrun does across hosts, see the README",
                 "multi-process: seconds a rank waits for another before the run stops, naming it");
   command.add_option("--cpu-bind", flags.cpuBind,
-                     "multi-process: cores (each rank of this host on CPUs of its own, split evenly in blocks; "
-                     "the default with --procs) or none (the default as a torchrun rank)");
+                     "cores (each pipeline device on CPUs of its own, split evenly in blocks: a rank of this host, "
+                     "or a device's worker thread; the default with --procs) or none (the default for threads "
+                     "and as a torchrun rank)");
 }
 
 }  // namespace pipeprof::cli

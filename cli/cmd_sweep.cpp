@@ -9,6 +9,7 @@
 #include "training_step_options.h"
 
 #include <pipeprof/core/units.h>
+#include <pipeprof/launch/cpu_binding.h>
 #include <pipeprof/launch/local_run.h>
 #include <pipeprof/tuner/candidate_measurer.h>
 #include <pipeprof/tuner/process_measurer.h>
@@ -59,6 +60,7 @@ struct SweepFlags {
   std::string linkLatency;    ///< --procs: the link between ranks to charge instead of measuring it
   std::string linkBandwidth;  ///< (both, or neither)
   double timeoutS = 120;      ///< --procs: the longest a rank waits for another
+  std::string cpuBind;        ///< cores | none; empty: cores with --procs, none for threads
 };
 
 /// The flags the sweep's config fields come from.
@@ -136,8 +138,12 @@ SweepConfig validate(const SweepFlags& flags, SweepInputs& inputs) {
   config.model = model.spec;
   config.devices = model.devices;
   config.batch = model.batch;
-  config.step = {optimizerFromFlags(flags.trainingStep), precisionFromFlags(flags.trainingStep)};
+  config.step.optimizer = optimizerFromFlags(flags.trainingStep);
+  config.step.precision = precisionFromFlags(flags.trainingStep);
   requirePrecisionDevices(config.step.precision, config.devices);
+  if (!flags.cpuBind.empty()) {
+    config.step.cpuBinding = parseFlag("--cpu-bind", [&] { return launch::parseCpuBinding(flags.cpuBind); });
+  }
   if (flags.procs > 0) {
     checkProcsFlag(flags.procs, flags.devices, config.devices.size());
     if (!(flags.timeoutS > 0)) throw UsageError("--timeout must be positive seconds");
@@ -299,6 +305,12 @@ void addSweepCommand(CLI::App& app) {
                 "Measure every candidate with one process per pipeline device (as pipeprof run --procs), after "
                 "measuring the transport's link, which the predictions then charge on every copy",
                 "With --procs: seconds a rank waits for another");
+  command
+      .add_option("--cpu-bind", flags.cpuBind,
+                  "cores (each pipeline device on CPUs of its own, split evenly in blocks: a rank, or a device's "
+                  "worker thread; the default with --procs) or none (the default for threads): how every "
+                  "measured candidate and reference pipeline runs")
+      ->type_name("cores|none");
   command
       .add_option("--link-latency", flags.linkLatency,
                   "With --procs: the latency of the link between ranks to predict with instead of measuring it, "

@@ -445,6 +445,7 @@ nlohmann::json toJson(const Report& report) {
   if (!report.processLayout.is_null()) json["process_layout"] = report.processLayout;
   if (!report.calibrationError.empty()) json["calibration_error"] = report.calibrationError;
   if (report.calibrationPending) json["calibration_pending"] = true;
+  if (!environment.cpuBinding.empty()) json["environment"]["cpu_binding"] = environment.cpuBinding;
   return json;
 }
 
@@ -468,6 +469,7 @@ Report reportFromJson(const nlohmann::json& json, const std::string& file) {
   report.environment.createdAt = optionalString(environment, "created_at");
   if (environment.has("precision")) report.environment.precision = parseAt(environment.at("precision"), parsePrecision);
   if (environment.has("optimizer")) report.environment.optimizer = optimizerFromJson(environment.at("optimizer"));
+  report.environment.cpuBinding = optionalString(environment, "cpu_binding");
   report.profilePath = optionalString(root, "profile_path");
   if (root.has("profile") && !root.at("profile").value().is_null()) {
     report.profile = embedded(root.at("profile"), profileFromJson);

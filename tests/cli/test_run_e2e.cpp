@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pipeprof {
@@ -67,6 +68,19 @@ TEST(RunE2E, JsonAndTextNameTheScheduleAndThePerDevicePeaks) {
   EXPECT_NE(r.all.find("schedule 1f1b"), std::string::npos) << r.all;
   EXPECT_NE(r.all.find("loss: "), std::string::npos) << r.all;
   EXPECT_NE(r.all.find("device 1 "), std::string::npos) << r.all;
+}
+
+TEST(RunE2E, CpuBindCoresPutsEachDevicesWorkerOnCpusOfItsOwnAndTrainsAlike) {
+  const std::vector<double> unbound = losses("--balance 2,3 --schedule 1f1b");
+  const std::vector<double> bound = losses("--balance 2,3 --schedule 1f1b --cpu-bind cores");
+  EXPECT_EQ(bound, unbound) << "where a worker runs changes no arithmetic";
+  std::string text = kRun + "--balance 2,3 --schedule 1f1b --cpu-bind cores";
+  text.replace(text.find("--json"), 6, "");
+  const ProcessResult r = pipeprof(text);
+  ASSERT_EQ(r.code, 0) << r.all;
+  const bool twoCpus = std::thread::hardware_concurrency() >= 2;
+  EXPECT_NE(r.all.find(twoCpus ? "workers: device by device on CPU " : "workers: sharing the CPUs"), std::string::npos)
+      << r.all;
 }
 
 TEST(RunE2E, TheOptimizerAskedForTrainsAndIsReported) {

@@ -424,6 +424,21 @@ TEST_F(SweepE2E, MalformedInputsExitTwoAndCreateNothing) {
   EXPECT_EQ(pipeprof("compare " + quote((dir_ / "missing.json").string())).code, 2);
 }
 
+TEST_F(SweepE2E, CpuBindCoresRunsTheWorkersOnCpusOfTheirOwnAndTheReportSaysSo) {
+  const fs::path bound = dir_ / "bound.json";
+  const ProcessResult run = pipeprof(tinySweep(bound.string(), "top:2") + " --cpu-bind cores");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(readJsonFile(bound.string())["environment"]["cpu_binding"], "cores");
+  const fs::path plain = dir_ / "plain.json";
+  ASSERT_EQ(pipeprof(tinySweep(plain.string(), "none")).code, 0);
+  EXPECT_EQ(readJsonFile(plain.string())["environment"]["cpu_binding"], "none") << "threads: unbound by default";
+
+  const ProcessResult bad = pipeprof(tinySweep((dir_ / "bad.json").string(), "none") + " --cpu-bind numa");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--cpu-bind: unknown CPU binding 'numa': expected cores or none"), std::string::npos)
+      << bad.err;
+}
+
 TEST_F(SweepE2E, ResumeOfAnotherSweepIsRefused) {
   const fs::path report = dir_ / "report.json";
   ASSERT_EQ(pipeprof(tinySweep(report.string(), "none")).code, 0);

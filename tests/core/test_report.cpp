@@ -50,8 +50,8 @@ Report exampleReport() {
   Report report;
   OptimizerSpec momentum;
   momentum.kind = OptimizerKind::Momentum;
-  report.environment = {"mlp_tiny",      8,       {"cpu", "cpu"}, 2, "1.13.1", "abc123", "2026-11-22T03:00:00Z",
-                        Precision::Bf16, momentum};
+  report.environment = {"mlp_tiny", 8, {"cpu", "cpu"}, 2, "1.13.1", "abc123", "2026-11-22T03:00:00Z", Precision::Bf16,
+                        momentum,   ""};
   report.profilePath = "profile.json";
   Profile profile;
   profile.inputBytesPerSample = 16;
@@ -232,6 +232,15 @@ TEST(ReportJson, RoundTripIsExact) {
   writeReport(report, path);
   EXPECT_EQ(toJson(readReport(path)), json);
   ::unlink(path.c_str());
+}
+
+TEST(ReportJson, KeepsTheCpuBindingOfItsMeasuredRunsWhereItIsKnown) {
+  Report report = exampleReport();
+  EXPECT_FALSE(toJson(report)["environment"].contains("cpu_binding")) << "older reports: not known";
+  report.environment.cpuBinding = "cores";
+  const nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["environment"]["cpu_binding"], "cores");
+  EXPECT_EQ(reportFromJson(json, "r.json").environment.cpuBinding, "cores");
 }
 
 TEST(ReportJson, KeepsTheMachinesSlowdownAndTheRunOffsRoundsWhereTheSweepHadThem) {

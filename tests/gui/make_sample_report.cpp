@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
 
   Report report;
   report.environment = {
-      "mlp", 32, {"cpu", "cpu"}, 1, "1.13.1", "sample", "2026-11-22T00:00:00Z", pipeprof::Precision::Fp32, {}};
+      "mlp", 32, {"cpu", "cpu"}, 1, "1.13.1", "sample", "2026-11-22T00:00:00Z", pipeprof::Precision::Fp32, {}, ""};
   report.profile = makeProfile();
   report.cluster = Cluster::uniform(2, Bytes{112} * 1024 * 1024, 10e9, 5'000, "cpu");
   report.complete = true;

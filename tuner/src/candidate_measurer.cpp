@@ -43,6 +43,7 @@ MeasuredRun ThreadedMeasurer::measure(const Candidate& candidate, const MeasureR
   options.steps = request.steps;
   options.optimizer = step_.optimizer;
   options.precision = step_.precision;
+  if (step_.cpuBinding == launch::CpuBinding::Cores) options.workerCpus = launch::cpuShares(options.devices.size());
   options.captureTrace = request.traced;
   if (request.traced) {
     options.collector = keptCollector();

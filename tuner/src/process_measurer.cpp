@@ -33,6 +33,7 @@ MeasuredRun ProcessMeasurer::measure(const Candidate& candidate, const MeasureRe
   launch::LocalRunOptions options;
   options.procs = static_cast<int>(candidate.pipelineDevices());
   options.worker = worker_;
+  if (step_.cpuBinding) options.cpuBinding = *step_.cpuBinding;
   launch::LocalRun launched;
   try {
     launched = launch::launchLocalRun(job, options, request.stop);

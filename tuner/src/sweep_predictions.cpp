@@ -4,6 +4,7 @@
 #include "sweep_calibration.h"
 
 #include <pipeprof/core/chrome_trace.h>
+#include <pipeprof/launch/cpu_binding.h>
 #include <pipeprof/profiler/timeline_analysis.h>
 #include <pipeprof/runtime/pipe.h>
 #include <pipeprof/runtime/torch_environment.h>
@@ -145,6 +146,9 @@ Report predictedReport(const SweepConfig& config, const CalibratedSetup& setup) 
   env.createdAt = utcNowIso8601();
   env.precision = config.step.precision;
   env.optimizer = config.step.optimizer;
+  const launch::CpuBinding layoutDefault =
+      config.processLayout.is_null() ? launch::CpuBinding::None : launch::CpuBinding::Cores;
+  env.cpuBinding = launch::cpuBindingName(config.step.cpuBinding.value_or(layoutDefault));
   report.profilePath = config.profilePath;
   report.profile = setup.profile;
   report.cluster = setup.cluster;

@@ -148,6 +148,9 @@ struct ReportEnvironment {
   /// What every measured step trained with. Older reports: fp32, plain SGD.
   Precision precision = Precision::Fp32;
   OptimizerSpec optimizer;
+  /// "cores": each pipeline device's worker thread or rank ran on CPUs of its own; "none": where
+  /// the scheduler put it. Older reports: "" (threads unbound, ranks bound).
+  std::string cpuBinding;
 };
 
 struct Suggestion {

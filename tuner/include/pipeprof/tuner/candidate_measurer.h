@@ -13,6 +13,7 @@
 #include <pipeprof/core/report.h>
 #include <pipeprof/core/stop_token.h>
 #include <pipeprof/core/trace.h>
+#include <pipeprof/launch/cpu_binding.h>
 #include <pipeprof/profiler/cupti_collector.h>
 #include <pipeprof/profiler/host_tracer.h>
 #include <pipeprof/runtime/models.h>
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,11 @@ namespace pipeprof::tuner {
 struct TrainingStepOptions {
   OptimizerSpec optimizer;  ///< default: plain SGD
   Precision precision = Precision::Fp32;
+  /// Cores: each pipeline device on its share of the CPUs this process may use
+  /// (launch::cpuShare): a rank process, or a device's worker thread (PipeOptions::workerCpus).
+  /// None: where the scheduler puts them. Unset: the layout's default, ranks bound and threads
+  /// not (`--cpu-bind`).
+  std::optional<launch::CpuBinding> cpuBinding;
 };
 
 /// One run of a candidate.
