@@ -36,8 +36,8 @@ struct PipeOptions : PipelineShape {
   /// The CPUs each pipeline device's worker runs on (its OpenMP team, made later, inherits
   /// them), as launch::cpuShare splits a host: one list per device, or empty (the default) to
   /// leave every worker where the scheduler puts it; an empty list leaves that one worker so
-  /// (docs/runtime.md, "Threads"). Throws std::invalid_argument for a list per device of
-  /// another count.
+  /// (docs/runtime.md, "Threads"). Throws std::invalid_argument for lists of another count than
+  /// the devices, or a CPU outside 0..CPU_SETSIZE-1.
   std::vector<std::vector<int>> workerCpus;
 };
 
