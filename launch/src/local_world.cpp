@@ -45,10 +45,9 @@ std::string LocalWorldRun::failure(const std::function<std::string(int rank)>& d
 
 LocalWorldRun runLocalWorld(const std::string& worker, RankJob job, int procs, const ScratchDirectory& scratch,
                             CpuBinding binding, const StopToken& stop) {
-  const std::vector<int> cpus = binding == CpuBinding::Cores ? allowedCpus() : std::vector<int>{};
   job.cpuBinding = CpuBinding::None;  // what the launcher gives is all a rank binds to
   job.rankCpus.clear();
-  for (int rank = 0; rank < procs && !cpus.empty(); ++rank) job.rankCpus.push_back(cpuShare(cpus, rank, procs));
+  if (binding == CpuBinding::Cores) job.rankCpus = cpuShares(static_cast<std::size_t>(procs));
   job.resultDir = scratch.path();
   const std::string jobFile = scratch.file("job.json");
   writeRankJob(job, jobFile);

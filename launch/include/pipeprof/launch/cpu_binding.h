@@ -29,9 +29,9 @@ std::vector<int> allowedCpus();
 /// first ones one CPU larger; empty when there are fewer CPUs than ranks (then no rank is bound).
 std::vector<int> cpuShare(const std::vector<int>& cpus, int localRank, int localWorldSize);
 
-/// Every one of `workers` threads' share of this process's CPUs (cpuShare of allowedCpus, one list
-/// per worker, for PipeOptions::workerCpus): the pipeline devices of one process bound as the
-/// ranks of one host would be. Empty when there are fewer CPUs than workers (none is bound).
+/// Every one of `workers` shares of this process's CPUs (cpuShare of allowedCpus, one list each):
+/// the ranks the launcher starts (RankJob::rankCpus), or the workers of one process's pipeline
+/// devices (PipeOptions::workerCpus). Empty when there are fewer CPUs than workers (none is bound).
 std::vector<std::vector<int>> cpuShares(std::size_t workers);
 
 /// Binds the calling process to `cpus`: every thread it has, and those it starts afterwards (they
