@@ -1,5 +1,7 @@
 // The sweep's measuring phase (measuring_rounds.h).
 #include "measuring_rounds.h"
+
+#include "report_pace.h"
 #include "round_pace.h"
 
 #include <pipeprof/core/chrome_trace.h>
@@ -32,10 +34,6 @@ constexpr double kQuietBusyCpus = 0.25;
 
 /// --time: seconds kept back at the end for the last report and the drift's refresh.
 constexpr double kTimeMarginS = 1.0;
-/// Between a candidate's rounds the report is rewritten at most this often: a report of the
-/// default mlp sweep (12516 candidates, 14 MB) takes 0.33 s to write, and rewriting it after
-/// every round took half of that sweep's measuring time.
-constexpr double kReportIntervalS = 2.0;
 
 /// One run of a candidate or reference: what it measured and when it began.
 struct TimedRun {
@@ -232,9 +230,10 @@ class MeasuringRounds {
   double secondsLeft() const { return c_.config.timeLimitSeconds - kTimeMarginS - c_.clock.seconds(); }
 
   void writeReportNow() {
+    const double startS = c_.clock.seconds();
     c_.report.updateSuggestion();
     writeReport(c_.report, c_.config.reportPath);
-    lastWriteS_ = c_.clock.seconds();
+    reportPace_.wrote(startS, c_.clock.seconds());
   }
 
   /// The seconds of the candidate's next round's steps, warm-up included, as predicted.
@@ -310,7 +309,7 @@ class MeasuringRounds {
       const bool wasFinished = result.status != CandidateStatus::Predicted;
       measureNextRound(*due[position]);
       const bool finished = !wasFinished && result.status != CandidateStatus::Predicted;
-      if (finished || c_.clock.seconds() - lastWriteS_ >= kReportIntervalS) writeReportNow();
+      if (reportPace_.due(c_.clock.seconds(), finished)) writeReportNow();
       pace_.record(c_.clock.seconds() - startS, predictedS);
     }
   }
@@ -460,8 +459,8 @@ class MeasuringRounds {
   std::int64_t roundsToRun_ = 0;
   double quietWaitS_ = 0.0;                   ///< spent waiting for other processes to leave the CPU
   RoundPace pace_{c_.setup.runSetupSeconds};  ///< the candidates' rounds so far
-  double lastWriteS_ = 0.0;  ///< when the report was last written (runSweep writes it before measuring)
-  double referenceS_ = 0.0;  ///< the last reference pipeline's seconds
+  ReportPace reportPace_;                     ///< when the report is next rewritten
+  double referenceS_ = 0.0;                   ///< the last reference pipeline's seconds
   bool timeRanOut_ = false;
   std::int64_t passes_ = 0;  ///< passes measured so far, the run-off's included
 };

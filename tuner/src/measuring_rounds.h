@@ -14,8 +14,9 @@
 //                  (Measurement::runOffRounds)
 //
 // The report is rewritten when a candidate finishes (measured or failed), between its rounds at
-// most every kReportIntervalS, and when measuring stops on Ctrl-C or an exception: a kill or a
-// crash loses at most the unfinished rounds of the last few seconds, which --resume measures.
+// most every few seconds, never so often that writing it takes more than a twentieth of the
+// measuring (report_pace.h), and when measuring stops on Ctrl-C or an exception: a kill or a
+// crash loses at most the rounds of the last few seconds, which --resume measures.
 #pragma once
 
 #include <pipeprof/core/measuring_conditions.h>
