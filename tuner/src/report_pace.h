@@ -10,9 +10,10 @@ namespace pipeprof::tuner {
 /// candidate just finished), and never sooner than that write's own time over kWriteShare: a
 /// write of w seconds makes the next one wait at least w / kWriteShare, so that writing takes at
 /// most about kWriteShare of the measuring whatever the report's size. The default mlp sweep's
-/// report (12,516 candidates, 14 MB) takes 0.3-0.5 s to write (bench/bench_report.cpp);
-/// rewriting it after every round took half of that sweep's measuring (docs/performance.md,
-/// "Writing the report while measuring").
+/// report (12,516 candidates, 14 MB) takes 0.2-0.5 s to write (bench/bench_report.cpp);
+/// rewritten after every round it took half of that sweep's measuring, and every 2 s and after
+/// each finished candidate still 52-57 writes in two minutes (docs/performance.md, "Writing the
+/// report while measuring").
 class ReportPace {
  public:
   static constexpr double kIntervalS = 2.0;
