@@ -1,5 +1,5 @@
 // What writing a sweep's report costs: the README's sweep predicts 12,516 candidates and a sweep
-// writes its report again and again while it measures (tuner/measuring_rounds.cpp), so the
+// writes its report again and again while it measures (tuner/src/measuring_rounds.cpp), so the
 // sweep's main thread spends that long per write between rounds.
 //
 // Run: build/bench/bench_report
