@@ -14,9 +14,15 @@ alternating the binaries round by round:
   warm-up's left out), the first loss op and the median of the later ones.
 
 Prints, per binary, optimizer and size, the medians over the rounds: the profile's loss, the
-pipeline's first and later calls, and first / profile (what the loss scale would read).
+pipeline's first and later calls, and first / profile (what the loss scale would read). With
+--per-round, a row per round as well, with the profile's layers' forwards summed beside the
+loss: the profile and the pipelines of one round run within seconds of each other, the rounds
+minutes apart, so the rows tell how the loss moves with the machine's state (and the layers with
+it) from how far a profile and a pipeline of the same moment differ. --cpu C runs everything on
+CPU C alone (both devices' workers sharing it), out of the two CPUs' different speeds.
 
-    bench/loss_first_call.py --pipeprof build/cli/pipeprof [--pipeprof OTHER] [--rounds 3]
+    bench/loss_first_call.py --pipeprof build/cli/pipeprof [--pipeprof OTHER] [--rounds 3] \
+        [--per-round] [--cpu 1]
 """
 import argparse
 import json
@@ -32,24 +38,34 @@ from pipeline_traces import timed_spans  # noqa: E402
 SIZES = {16: 8, 32: 4, 64: 2}  # micro-batch size: chunks of a batch of 128
 
 
-def profile_loss(pipeprof, optimizer, folder):
-    """The profile's loss forward (us) per micro-batch size."""
+def run(command, cpu):
+    """Runs `command`, on CPU `cpu` alone where it is not None."""
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    subprocess.run(command, check=True, capture_output=True, preexec_fn=pin)
+
+
+def profile_loss(pipeprof, optimizer, folder, cpu=None):
+    """(loss, layers): the profile's loss forward (us) per micro-batch size, and its layers'
+    forwards summed (us) per size."""
     path = os.path.join(folder, "profile.json")
-    subprocess.run([pipeprof, "profile", "--model", "mlp", "--batch", "128", "--threads", "1",
-                    "--optimizer", optimizer, "-o", path], check=True, capture_output=True)
+    run([pipeprof, "profile", "--model", "mlp", "--batch", "128", "--threads", "1", "--optimizer", optimizer,
+         "-o", path], cpu)
     with open(path) as f:
-        costs = json.load(f)["loss"]["costs"]
-    return {c["micro_batch"]: c["forward_ns"] / 1e3 for c in costs}
+        profile = json.load(f)
+    layers = {}
+    for layer in profile["layers"]:
+        for cost in layer["costs"]:
+            layers[cost["micro_batch"]] = layers.get(cost["micro_batch"], 0) + cost["forward_ns"] / 1e3
+    return {c["micro_batch"]: c["forward_ns"] / 1e3 for c in profile["loss"]["costs"]}, layers
 
 
-def pipeline_loss(pipeprof, optimizer, chunks, folder):
+def pipeline_loss(pipeprof, optimizer, chunks, folder, cpu=None):
     """(first, later): the medians (us) over the timed steps of a step's first loss op and of the
     median of its later ones."""
     path = os.path.join(folder, "trace.json")
-    subprocess.run([pipeprof, "run", "--model", "mlp", "--devices", "cpu,cpu", "--balance", "8,7",
-                    "--batch", "128", "--chunks", str(chunks), "--schedule", "1f1b",
-                    "--checkpoint", "except_last", "--optimizer", optimizer, "--steps", "20",
-                    "--trace", path], check=True, capture_output=True)
+    run([pipeprof, "run", "--model", "mlp", "--devices", "cpu,cpu", "--balance", "8,7", "--batch", "128",
+         "--chunks", str(chunks), "--schedule", "1f1b", "--checkpoint", "except_last", "--optimizer", optimizer,
+         "--threads", "1", "--steps", "20", "--trace", path], cpu)
     by_micro_batch = {}  # micro-batch -> its loss op's duration in each timed step, in order
     for span in timed_spans(path):
         if span["name"].startswith("loss("):
@@ -65,20 +81,32 @@ def main():
     parser.add_argument("--pipeprof", action="append", required=True, help="a pipeprof binary (repeatable)")
     parser.add_argument("--optimizers", default="sgd,adamw")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--per-round", action="store_true", help="also a row per round, the layers beside the loss")
+    parser.add_argument("--cpu", type=int, help="run everything on this CPU alone")
     args = parser.parse_args()
     results = {}  # (binary, optimizer, size) -> {"profile": [...], "first": [...], "later": [...]}
+    rounds = []  # with --per-round: (round, binary, optimizer, size, profile's loss, first call, layers)
     with tempfile.TemporaryDirectory() as folder:
         for r in range(args.rounds):
             for optimizer in args.optimizers.split(","):
                 for binary in args.pipeprof:
-                    profiled = profile_loss(binary, optimizer, folder)
+                    profiled, layers = profile_loss(binary, optimizer, folder, args.cpu)
                     for size, chunks in SIZES.items():
-                        first, later = pipeline_loss(binary, optimizer, chunks, folder)
+                        first, later = pipeline_loss(binary, optimizer, chunks, folder, args.cpu)
                         cell = results.setdefault((binary, optimizer, size), {"profile": [], "first": [], "later": []})
                         cell["profile"].append(profiled[size])
                         cell["first"].append(first)
                         cell["later"].append(later)
+                        rounds.append((r + 1, binary, optimizer, size, profiled[size], first, layers[size]))
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
+    if args.per_round:
+        print("| round | binary | optimizer | micro-batch | profile's layers' forwards | profile's loss | first call "
+              "| first / profile |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r, binary, optimizer, size, profiled, first, layers in rounds:
+            print(f"| {r} | {binary} | {optimizer} | {size} | {layers / 1e3:.2f} ms | {profiled:.1f} us | {first:.1f} us "
+                  f"| {first / profiled:.2f} |")
+        print()
     print("| binary | optimizer | micro-batch | profile's loss | first call | later calls | first / profile |")
     print("|---|---|---|---|---|---|---|")
     for (binary, optimizer, size), cell in results.items():
