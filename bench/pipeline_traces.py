@@ -1,6 +1,7 @@
 """Reading a sweep's pipeline traces (report.traces/<candidate>.measured.json, .predicted.json and
 calibration/ref<k>_<candidate>.measured.json) and `pipeprof run --trace`'s: shared by the bench
-scripts that do (bench/forward_spans.py, bench/device_split.py, bench/loss_first_call.py)."""
+scripts that do (bench/forward_spans.py, bench/device_split.py, bench/loss_first_call.py,
+bench/ops_after_idle.py)."""
 import json
 import os
 import re

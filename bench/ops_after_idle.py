@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Does an op run slower after its device sat idle? Read from a sweep's measured traces.
+
+A pipeline device's worker idles whenever it waits for another device; on a shared virtual
+machine an idle core may go to another guest, and the op after the wait finds its code and data
+cold. For every measured trace of the given sweeps (report.traces/*.measured.json and the
+calibration's reference traces, calibration/*.measured.json) this takes each compute op of a
+worker (forward, backward and its I and W, recompute, loss) that follows another op of the same
+device, the idle gap before it, and its duration over the median of the same op (kind and
+stage) in that trace; and prints, per op kind and gap (ms), the median of that ratio, the median
+of the op's time past its median (us), and how many ops.
+
+    bench/ops_after_idle.py /tmp/suite202/readme-1 /tmp/suite202/resnet-1 ...
+
+docs/performance.md, "An op after its device idled", has its figures.
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pipeline_traces import timed_spans  # noqa: E402
+
+GAPS_MS = (0, 0.02, 0.1, 0.3, 1, 3)  # each bin from this bound to the next (the last: and longer)
+
+
+def gap_bin(gap_ms):
+    return max(k for k, bound in enumerate(GAPS_MS) if gap_ms >= bound)
+
+
+def worker_ops(path):
+    """The timed compute ops of each device's worker threads, by device (the trace's pid)."""
+    with open(path) as file:
+        trace = json.load(file)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    ops = collections.defaultdict(list)
+    for span in timed_spans(path):
+        if span["name"] != "step" and threads.get((span["pid"], span["tid"]), "").startswith("partition"):
+            ops[span["pid"]].append(span)
+    return ops
+
+
+def add_trace(path, ratios, extra_us):
+    """Adds every op of the trace at `path` that follows another of its device to the cells
+    (kind, gap bin): its duration over its kind's median in the trace, and the difference."""
+    ops = worker_ops(path)
+    kind_of = lambda span: (span["name"].split("(")[0], span["args"].get("j"))  # noqa: E731
+    durations = collections.defaultdict(list)
+    for spans in ops.values():
+        for span in spans:
+            durations[kind_of(span)].append(span["dur"])
+    medians = {kind: statistics.median(ds) for kind, ds in durations.items() if len(ds) >= 4}
+    for spans in ops.values():
+        spans.sort(key=lambda span: span["ts"])
+        for before, op in zip(spans, spans[1:]):
+            kind = kind_of(op)
+            if kind not in medians:
+                continue
+            cell = (kind[0], gap_bin((op["ts"] - before["ts"] - before["dur"]) / 1e3))
+            ratios[cell].append(op["dur"] / medians[kind])
+            extra_us[cell].append(op["dur"] - medians[kind])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sweeps", nargs="+", help="a sweep's output folder (its report.traces/ inside)")
+    args = parser.parse_args()
+    bins = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
+    print("| sweep | op | " + " | ".join(f"after {b} idle" for b in bins) + " |")
+    print("|---|---|" + "---|" * len(bins))
+    for sweep in args.sweeps:
+        ratios, extra_us = collections.defaultdict(list), collections.defaultdict(list)
+        traces = glob.glob(os.path.join(sweep, "report.traces", "*.measured.json"))
+        traces += glob.glob(os.path.join(sweep, "report.traces", "calibration", "*.measured.json"))
+        for path in traces:
+            add_trace(path, ratios, extra_us)
+        for kind in sorted({kind for kind, _ in ratios}):
+            cells = []
+            for k in range(len(bins)):
+                r = ratios.get((kind, k))
+                cells.append("-" if not r else
+                             f"{statistics.median(r):.2f}, {statistics.median(extra_us[(kind, k)]):+.0f} us ({len(r)})")
+            print(f"| {os.path.basename(sweep.rstrip('/'))} | {kind} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
