@@ -10,8 +10,9 @@ alternating the binaries round by round:
 - profiles the mlp (`pipeprof profile --model mlp --batch 128 --threads 1`, the sweep's thread
   count on 2 cores with 2 devices) and reads its loss forward at 16, 32 and 64 samples;
 - runs it as 1F1B over two CPU devices at 8, 4 and 2 chunks (the same sizes; `pipeprof run
-  --balance 8,7 --checkpoint except_last --steps 20 --trace`) and reads, per timed step (the
-  warm-up's left out), the first loss op and the median of the later ones.
+  --balance 8,7 --checkpoint except_last --threads 1 --steps 20 --trace`, the profile's thread
+  count on any machine) and reads, per timed step (the warm-up's left out), the first loss op
+  and the median of the later ones.
 
 Prints, per binary, optimizer and size, the medians over the rounds: the profile's loss, the
 pipeline's first and later calls, and first / profile (what the loss scale would read). With
