@@ -8,9 +8,14 @@ calibration's reference traces, calibration/*.measured.json) this takes each com
 worker (forward, backward and its I and W, recompute, loss) that follows another op of the same
 device, the idle gap before it, and its duration over the median of the same op (kind and
 stage) in that trace; and prints, per op kind and gap (ms), the median of that ratio, the median
-of the op's time past its median (us), and how many ops.
+of the op's time past its median (us), and how many ops. With --share, per sweep and stages per
+device instead, over the measured candidates of its report: how many ops a step runs after a wait
+of at least 0.1 ms, and their time past their kinds' medians summed over the devices, as a share
+of the step (the medians over the candidates): what a term for it would add to a shape's step at
+most.
 
     bench/ops_after_idle.py /tmp/suite202/readme-1 /tmp/suite202/resnet-1 ...
+    bench/ops_after_idle.py --share /tmp/ab/U1/readme-1 /tmp/ab/U2/readme-1 ...
 
 docs/performance.md, "An op after its device idled", has its figures.
 """
@@ -45,9 +50,9 @@ def worker_ops(path):
     return ops
 
 
-def add_trace(path, ratios, extra_us):
-    """Adds every op of the trace at `path` that follows another of its device to the cells
-    (kind, gap bin): its duration over its kind's median in the trace, and the difference."""
+def ops_after_ops(path):
+    """(kind, gap us, duration us, its kind's median us) of every op of the trace at `path` that
+    follows another op of its device, its kind (name, stage) timed 4 times or more."""
     ops = worker_ops(path)
     kind_of = lambda span: (span["name"].split("(")[0], span["args"].get("j"))  # noqa: E731
     durations = collections.defaultdict(list)
@@ -59,17 +64,49 @@ def add_trace(path, ratios, extra_us):
         spans.sort(key=lambda span: span["ts"])
         for before, op in zip(spans, spans[1:]):
             kind = kind_of(op)
-            if kind not in medians:
+            if kind in medians:
+                yield kind[0], op["ts"] - before["ts"] - before["dur"], op["dur"], medians[kind]
+
+
+def add_trace(path, ratios, extra_us):
+    """Adds every op of the trace at `path` that follows another of its device to the cells
+    (kind, gap bin): its duration over its kind's median in the trace, and the difference."""
+    for kind, gap_us, duration_us, median_us in ops_after_ops(path):
+        cell = (kind, gap_bin(gap_us / 1e3))
+        ratios[cell].append(duration_us / median_us)
+        extra_us[cell].append(duration_us - median_us)
+
+
+def print_shares(sweeps):
+    """--share: per sweep folder and stages per device, the ops after a wait of 0.1 ms or more."""
+    print("| sweep | stages per device | candidates | ops after a wait >= 0.1 ms, per step "
+          "| their time past their kinds' medians, of the step |")
+    print("|---|---|---|---|---|")
+    for sweep in sweeps:
+        with open(os.path.join(sweep, "report.json")) as file:
+            report = json.load(file)
+        by_v = collections.defaultdict(list)  # v -> (ops per step, share of the step) per candidate
+        for result in report["candidates"]:
+            if result["status"] != "measured":
                 continue
-            cell = (kind[0], gap_bin((op["ts"] - before["ts"] - before["dur"]) / 1e3))
-            ratios[cell].append(op["dur"] / medians[kind])
-            extra_us[cell].append(op["dur"] - medians[kind])
+            path = os.path.join(sweep, result["measurement"]["trace_path"])
+            steps = [span["dur"] for span in timed_spans(path) if span["name"] == "step"]
+            after = [(duration - median) for _, gap, duration, median in ops_after_ops(path) if gap >= 100]
+            by_v[result["candidate"].get("stages_per_device", 1)].append(
+                (len(after) / len(steps), sum(after) / sum(steps)))
+        for v, rows in sorted(by_v.items()):
+            print(f"| {sweep} | {v} | {len(rows)} | {statistics.median(r[0] for r in rows):.1f} "
+                  f"| {100 * statistics.median(r[1] for r in rows):+.2f}% |")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sweeps", nargs="+", help="a sweep's output folder (its report.traces/ inside)")
+    parser.add_argument("--share", action="store_true", help="per stages per device, the share of the step instead")
     args = parser.parse_args()
+    if args.share:
+        print_shares(args.sweeps)
+        return
     bins = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
     print("| sweep | op | " + " | ".join(f"after {b} idle" for b in bins) + " |")
     print("|---|---|" + "---|" * len(bins))
