@@ -37,9 +37,16 @@ Model smallTanhModel() {
   return model;
 }
 
-/// The losses of kSteps steps of the unpartitioned model with LibTorch's own optimizer for
-/// `spec`, built here from the spec's values (not through pipeprof's code).
-std::vector<double> referenceLosses(const OptimizerSpec& spec) {
+/// kSteps steps of the unpartitioned model: every step's loss, and the gradients the last one
+/// left (LibTorch's optimizers step without touching them).
+struct ReferenceRun {
+  std::vector<double> losses;
+  std::vector<torch::Tensor> gradients;
+};
+
+/// kSteps steps of the unpartitioned model with LibTorch's own optimizer for `spec`, built here
+/// from the spec's values (not through pipeprof's code).
+ReferenceRun referenceRun(const OptimizerSpec& spec) {
   Model model = smallTanhModel();
   const Batch batch = model.makeBatch(kBatch, kDataSeed);
   std::vector<torch::Tensor> parameters = model.sequential->parameters();
@@ -66,16 +73,19 @@ std::vector<double> referenceLosses(const OptimizerSpec& spec) {
           AdamWOptions(spec.learningRate).betas({spec.beta1, spec.beta2}).eps(spec.eps).weight_decay(decay));
       break;
   }
-  std::vector<double> losses;
+  ReferenceRun run;
   for (std::int64_t s = 0; s < kSteps; ++s) {
     optimizer->zero_grad();
     torch::Tensor loss = model.loss(model.sequential->forward(batch.input), batch.target);
     loss.backward();
     optimizer->step();
-    losses.push_back(loss.item<double>());
+    run.losses.push_back(loss.item<double>());
   }
-  return losses;
+  for (const torch::Tensor& parameter : parameters) run.gradients.push_back(parameter.grad().clone());
+  return run;
 }
+
+std::vector<double> referenceLosses(const OptimizerSpec& spec) { return referenceRun(spec).losses; }
 
 TrainingOptions trainingOptions(const OptimizerSpec& spec, ScheduleKind schedule, std::vector<std::int64_t> balance,
                                 std::int64_t stagesPerDevice) {
@@ -140,6 +150,23 @@ TEST(Optimizers, TwoRanksTrainAsTheUnpartitionedModel) {
     }));
     ASSERT_EQ(failures, "");
     test::expectSameLosses(results[1].losses, expected, describeOptimizer(spec) + ", 2 ranks");
+  }
+}
+
+TEST(Optimizers, ARunLeavesItsLastStepsGradients) {
+  // Each device zeroes its gradients for the next step after its optimizer step, but for the
+  // last step's: after the run they are the last step's alone, neither zeroed nor summed with the
+  // steps' before.
+  const OptimizerSpec spec = everyOptimizer().front();
+  const ReferenceRun expected = referenceRun(spec);
+  Model model = smallTanhModel();
+  trainAndMeasure(model, trainingOptions(spec, ScheduleKind::OneFOneB, {2, 3}, 1));
+  const std::vector<torch::Tensor> parameters = model.sequential->parameters();
+  ASSERT_EQ(parameters.size(), expected.gradients.size());
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    ASSERT_TRUE(parameters[k].grad().defined()) << "parameter " << k;
+    EXPECT_TRUE(torch::allclose(parameters[k].grad(), expected.gradients[k], 1e-5, 1e-6))
+        << "parameter " << k << ": " << parameters[k].grad() << " against " << expected.gradients[k];
   }
 }
 

@@ -71,11 +71,17 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
   }
   std::vector<char> foundInf(parametersByDevice.size(), 0);
   std::vector<double> losses;
+  const std::int64_t lastStep = options.warmupSteps + options.steps - 1;
+  std::int64_t stepIndex = 0;
   const auto step = [&](bool measured) {
     hooks.beforeStep();
     const std::optional<TimeNs> waitBeforeNs = measured ? hooks.cpuWaitNs() : std::nullopt;
     const TimeNs startNs = steadyNowNs();
-    for (const std::vector<torch::Tensor>& parameters : parametersByDevice) zeroGradientsInPlace(parameters);
+    // The first step zeroes what an earlier run left; every later one finds its gradients zeroed
+    // by the step before (below).
+    if (stepIndex == 0) {
+      for (const std::vector<torch::Tensor>& parameters : parametersByDevice) zeroGradientsInPlace(parameters);
+    }
     const torch::Tensor loss = hooks.runStep(scaler ? scaler->scale() : 1.0);
     const TimeNs optimizerStartNs = steadyNowNs();
     bool skip = false;
@@ -87,11 +93,18 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
       skip = hooks.anyProcess(std::find(foundInf.begin(), foundInf.end(), 1) != foundInf.end());
       scaler->update(skip);
     }
-    if (!skip) {
+    // Each device zeroes its gradients for the next step on its own thread, right after its
+    // optimizer read them (still in its caches), the devices at once; the last step leaves them
+    // for the caller to read. docs/runtime.md, "The training step".
+    const bool zeroForNext = stepIndex < lastStep;
+    if (!skip || zeroForNext) {
       hooks.onEachDevice([&](std::int64_t d) {
-        if (const auto& optimizer = optimizers.at(static_cast<std::size_t>(d))) optimizer->step();
+        const auto k = static_cast<std::size_t>(d);
+        if (const auto& optimizer = optimizers.at(k); optimizer && !skip) optimizer->step();
+        if (zeroForNext) zeroGradientsInPlace(parametersByDevice[k]);
       });
     }
+    ++stepIndex;
     hooks.afterStep();
     const TimeNs endNs = steadyNowNs();
     recordLoopSpan(tracer, traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);

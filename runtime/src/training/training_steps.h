@@ -5,9 +5,12 @@
 // only in what surrounds a step (synchronising the devices, or a barrier of the ranks), in how
 // the pipeline step runs and in what they record after a measured one: those are the hooks.
 //
-//   warm-up x w:  before  | zero grads, runStep, optimizer on each device | after    stop?
-//   measured x s: before  | zero grads, runStep, optimizer on each device | after    measured(stepNs, waitNs), stop?
-//                         ^------------------- timed --------------------^
+//   warm-up x w:  before  | runStep, optimizer and zero grads on each device | after    stop?
+//   measured x s: before  | runStep, optimizer and zero grads on each device | after    measured(stepNs, waitNs), stop?
+//                         ^--------------------- timed ----------------------^
+//
+// (the first step zeroes the gradients an earlier run left before its runStep, the last one
+// leaves its own for the caller)
 //
 // waitNs: how long the threads that run the stages waited for a CPU during the step (the
 // hooks' cpuWaitNs, cpu_wait.h), read outside the timed span; nullopt where the system does not say.
@@ -54,15 +57,16 @@ struct StepHooks {
   std::function<bool(bool found)> anyProcess;
 };
 
-/// Zeroes every defined gradient of `parameters` in place, as each training step begins (so they
-/// stay allocated between steps, as the memory model assumes); an undefined one stays so.
+/// Zeroes every defined gradient of `parameters` in place (so they stay allocated between steps,
+/// as the memory model assumes); an undefined one stays so.
 void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters);
 
-/// Runs options.warmupSteps + options.steps steps: gradients zeroed in place (so they stay
-/// allocated between steps, as the memory model assumes), the pipeline step, then
-/// options.optimizer's step of each device's parameters (parametersByDevice[d], stepped
-/// through hooks.onEachDevice; a device without parameters steps nothing; the state, if any,
-/// is created at the first step, as LibTorch does). With loss scaling (fp16, or
+/// Runs options.warmupSteps + options.steps steps: the pipeline step, then options.optimizer's
+/// step of each device's parameters (parametersByDevice[d], stepped through hooks.onEachDevice; a
+/// device without parameters steps nothing; the state, if any, is created at the first step, as
+/// LibTorch does). Gradients are zeroed in place (so they stay allocated between steps, as the
+/// memory model assumes): before the first step, and by each device right after its optimizer
+/// step for the next one, but for the last step's, which stay for the caller. With loss scaling (fp16, or
 /// options.gradScaler) each device unscales its gradients first, and if any device of any
 /// process found an inf or NaN no device steps and the scale backs off. With a
 /// tracer, records "warmup" and "step" on lane "host" and "optimizer" on lane "optimizer" of
