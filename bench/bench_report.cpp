@@ -90,6 +90,19 @@ void BM_DumpReportJson(benchmark::State& state) {
 }
 BENCHMARK(BM_DumpReportJson)->ArgName("indent")->Arg(-1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+/// readReport: what a GUI watching the sweep (docs/gui.md) spends on each write it reloads, the
+/// file parsed and the report rebuilt from it.
+void BM_ReadReport(benchmark::State& state) {
+  const std::string path = "/tmp/pipeprof-bench-report-read." + std::to_string(::getpid()) + ".json";
+  pipeprof::writeReport(sweepLikeReport(state.range(0)), path);
+  for (auto _ : state) {
+    const pipeprof::Report report = pipeprof::readReport(path);
+    benchmark::DoNotOptimize(report.candidates.size());
+  }
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_ReadReport)->ArgName("candidates")->Arg(876)->Arg(12516)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();
