@@ -66,11 +66,12 @@ void zeroGradientsInPlace(const std::vector<torch::Tensor>& parameters);
 /// device without parameters steps nothing; the state, if any, is created at the first step, as
 /// LibTorch does). Gradients are zeroed in place (so they stay allocated between steps, as the
 /// memory model assumes): before the first step, and by each device right after its optimizer
-/// step for the next one, but for the last step's, which stay for the caller. With loss scaling (fp16, or
-/// options.gradScaler) each device unscales its gradients first, and if any device of any
-/// process found an inf or NaN no device steps and the scale backs off. With a
-/// tracer, records "warmup" and "step" on lane "host" and "optimizer" on lane "optimizer" of
-/// `traceDevice`. Returns the loss of every step whose loss was defined, warm-up steps first.
+/// step for the next one but after the last step, whose gradients stay for the caller (a run
+/// stopped early leaves them zeroed). With loss scaling (fp16, or options.gradScaler) each device
+/// unscales its gradients first, and if any device of any process found an inf or NaN no device
+/// steps and the scale backs off. With a tracer, records "warmup" and "step" on lane "host" and
+/// "optimizer" on lane "optimizer" of `traceDevice`. Returns the loss of every step whose loss
+/// was defined, warm-up steps first.
 /// Throws TrainingStopped when options.stop asks after a step, and what the hooks throw.
 std::vector<double> runTrainingSteps(const TrainingOptions& options,
                                      const std::vector<std::vector<torch::Tensor>>& parametersByDevice,
