@@ -72,14 +72,14 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
   std::vector<char> foundInf(parametersByDevice.size(), 0);
   std::vector<double> losses;
   const std::int64_t lastStep = options.warmupSteps + options.steps - 1;
-  std::int64_t stepIndex = 0;
-  const auto step = [&](bool measured) {
+  // Step `index` of the run, warm-up steps first.
+  const auto step = [&](std::int64_t index, bool measured) {
     hooks.beforeStep();
     const std::optional<TimeNs> waitBeforeNs = measured ? hooks.cpuWaitNs() : std::nullopt;
     const TimeNs startNs = steadyNowNs();
     // The first step zeroes what an earlier run left; every later one finds its gradients zeroed
     // by the step before (below).
-    if (stepIndex == 0) {
+    if (index == 0) {
       for (const std::vector<torch::Tensor>& parameters : parametersByDevice) zeroGradientsInPlace(parameters);
     }
     const torch::Tensor loss = hooks.runStep(scaler ? scaler->scale() : 1.0);
@@ -96,7 +96,7 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
     // Each device zeroes its gradients for the next step on its own thread, right after its
     // optimizer read them (still in its caches), the devices at once; the last step leaves them
     // for the caller to read. docs/runtime.md, "The training step".
-    const bool zeroForNext = stepIndex < lastStep;
+    const bool zeroForNext = index < lastStep;
     if (!skip || zeroForNext) {
       hooks.onEachDevice([&](std::int64_t d) {
         const auto k = static_cast<std::size_t>(d);
@@ -104,7 +104,6 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
         if (zeroForNext) zeroGradientsInPlace(parametersByDevice[k]);
       });
     }
-    ++stepIndex;
     hooks.afterStep();
     const TimeNs endNs = steadyNowNs();
     recordLoopSpan(tracer, traceDevice, Phase::Optimizer, "optimizer", optimizerStartNs, endNs);
@@ -118,10 +117,10 @@ std::vector<double> runTrainingSteps(const TrainingOptions& options,
     if (options.stop.stopRequested()) throw TrainingStopped("stopped after a step on request");
   };
   const TimeNs warmupStartNs = steadyNowNs();
-  for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(false);
+  for (std::int64_t s = 0; s < options.warmupSteps; ++s) step(s, false);
   if (options.warmupSteps > 0)
     recordLoopSpan(tracer, traceDevice, Phase::Warmup, "warmup", warmupStartNs, steadyNowNs());
-  for (std::int64_t s = 0; s < options.steps; ++s) step(true);
+  for (std::int64_t s = 0; s < options.steps; ++s) step(options.warmupSteps + s, true);
   return losses;
 }
 
