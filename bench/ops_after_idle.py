@@ -28,7 +28,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_traces import timed_spans  # noqa: E402
+from pipeline_traces import timed_spans_of, trace_events  # noqa: E402
 
 GAPS_MS = (0, 0.02, 0.1, 0.3, 1, 3)  # each bin from this bound to the next (the last: and longer)
 
@@ -37,23 +37,23 @@ def gap_bin(gap_ms):
     return max(k for k, bound in enumerate(GAPS_MS) if gap_ms >= bound)
 
 
-def worker_ops(path):
-    """The timed compute ops of each device's worker threads, by device (the trace's pid)."""
-    with open(path) as file:
-        trace = json.load(file)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+def worker_ops(events):
+    """(ops, steps): the timed compute ops of each device's worker threads among `events`, by
+    device (the trace's pid), and the timed steps' durations (us)."""
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     ops = collections.defaultdict(list)
-    for span in timed_spans(path):
-        if span["name"] != "step" and threads.get((span["pid"], span["tid"]), "").startswith("partition"):
+    steps = []
+    for span in timed_spans_of(events):
+        if span["name"] == "step":
+            steps.append(span["dur"])
+        elif threads.get((span["pid"], span["tid"]), "").startswith("partition"):
             ops[span["pid"]].append(span)
-    return ops
+    return ops, steps
 
 
-def ops_after_ops(path):
-    """(kind, gap us, duration us, its kind's median us) of every op of the trace at `path` that
+def ops_after_ops(ops):
+    """(kind, gap us, duration us, its kind's median us) of every op of `ops` (worker_ops) that
     follows another op of its device, its kind (name, stage) timed 4 times or more."""
-    ops = worker_ops(path)
     kind_of = lambda span: (span["name"].split("(")[0], span["args"].get("j"))  # noqa: E731
     durations = collections.defaultdict(list)
     for spans in ops.values():
@@ -71,7 +71,8 @@ def ops_after_ops(path):
 def add_trace(path, ratios, extra_us):
     """Adds every op of the trace at `path` that follows another of its device to the cells
     (kind, gap bin): its duration over its kind's median in the trace, and the difference."""
-    for kind, gap_us, duration_us, median_us in ops_after_ops(path):
+    ops, _ = worker_ops(trace_events(path))
+    for kind, gap_us, duration_us, median_us in ops_after_ops(ops):
         cell = (kind, gap_bin(gap_us / 1e3))
         ratios[cell].append(duration_us / median_us)
         extra_us[cell].append(duration_us - median_us)
@@ -89,9 +90,8 @@ def print_shares(sweeps):
         for result in report["candidates"]:
             if result["status"] != "measured":
                 continue
-            path = os.path.join(sweep, result["measurement"]["trace_path"])
-            steps = [span["dur"] for span in timed_spans(path) if span["name"] == "step"]
-            after = [(duration - median) for _, gap, duration, median in ops_after_ops(path) if gap >= 100]
+            ops, steps = worker_ops(trace_events(os.path.join(sweep, result["measurement"]["trace_path"])))
+            after = [(duration - median) for _, gap, duration, median in ops_after_ops(ops) if gap >= 100]
             by_v[result["candidate"].get("stages_per_device", 1)].append(
                 (len(after) / len(steps), sum(after) / sum(steps)))
         for v, rows in sorted(by_v.items()):

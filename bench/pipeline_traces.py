@@ -9,15 +9,24 @@ import re
 NAME = re.compile(r"b([\d-]+)_m(\d+)_(always|except_last|never)(?:_(.*))?$")
 
 
-def timed_spans(path):
-    """Every complete span ("ph": "X") of the trace at `path` that starts inside one of its
-    `step` spans (the timed steps); every complete span where it has none (a predicted trace)."""
+def trace_events(path):
+    """The events of the Chrome trace at `path` (its traceEvents, or the list it is)."""
     with open(path) as file:
         trace = json.load(file)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
+def timed_spans_of(events):
+    """Every complete span ("ph": "X") of `events` that starts inside one of their `step` spans
+    (the timed steps); every complete span where they have none (a predicted trace)."""
     spans = [e for e in events if e.get("ph") == "X"]
     steps = [e for e in spans if e.get("name") == "step"]
     return [e for e in spans if not steps or any(s["ts"] <= e["ts"] < s["ts"] + s["dur"] for s in steps)]
+
+
+def timed_spans(path):
+    """timed_spans_of the trace at `path`."""
+    return timed_spans_of(trace_events(path))
 
 
 def candidate_of(path):
