@@ -587,6 +587,21 @@ bool Schedule::checkpointed(std::int64_t i) const {
   return i >= 0 && i < checkpointStop(spec_.checkpoint, spec_.chunks, spec_.training);
 }
 
+std::vector<bool> Schedule::firstOfKindOnStage() const {
+  std::vector<bool> first(ops_.size(), false);
+  for (const std::vector<OpIndex>& order : stageOrder_) {
+    std::vector<OpKind> seen;
+    for (OpIndex index : order) {
+      const OpKind kind = ops_[index].kind;
+      if (kind == OpKind::Loss || ops_[index].isCopy()) continue;
+      if (std::find(seen.begin(), seen.end(), kind) != seen.end()) continue;
+      seen.push_back(kind);
+      first[index] = true;
+    }
+  }
+  return first;
+}
+
 std::optional<OpIndex> Schedule::find(OpKind kind, std::int64_t i, std::int64_t j) const {
   if (j < 0 || j >= stages()) return std::nullopt;
   for (OpIndex index : stageOrder_[static_cast<std::size_t>(j)]) {

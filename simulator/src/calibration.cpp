@@ -82,6 +82,12 @@ bool switchesStages(const ScheduleCorrections& corrections) {
                      [](const auto& entry) { return entry.second.afterStageSwitch != 1.0; });
 }
 
+/// Whether some size charges a step's first ops (a calibration fitted before they were has none).
+bool chargesFirstInStep(const ScheduleCorrections& corrections) {
+  return std::any_of(corrections.scales.begin(), corrections.scales.end(),
+                     [](const auto& entry) { return entry.second.firstInStep != 1.0; });
+}
+
 /// "layers chained in the pipeline take ...; device speeds ...; step overhead ...".
 std::string describeCorrections(const ScheduleCorrections& corrections) {
   std::string scales = "none";
@@ -94,6 +100,10 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
     if (switchesStages(corrections)) {
       scales += "; an op after another stage's op on its device runs " +
                 scaleRange(corrections, &MicroBatchScale::afterStageSwitch) + "x one after its own stage's";
+    }
+    if (chargesFirstInStep(corrections)) {
+      scales += "; a stage's first op of a kind in a step runs " +
+                scaleRange(corrections, &MicroBatchScale::firstInStep) + "x a later one";
     }
   }
   std::string overheads = overheadRange(corrections);
@@ -158,6 +168,7 @@ nlohmann::json correctionsToJson(const ScheduleCorrections& corrections) {
     nlohmann::json entry = {
         {"micro_batch", size}, {"forward", scale.forward}, {"backward", scale.backward}, {"loss", scale.loss}};
     if (scale.afterStageSwitch != 1.0) entry["after_stage_switch"] = scale.afterStageSwitch;
+    if (scale.firstInStep != 1.0) entry["first_in_step"] = scale.firstInStep;
     scales.push_back(std::move(entry));
   }
   nlohmann::json overheads = nlohmann::json::array();
@@ -177,6 +188,7 @@ ScheduleCorrections correctionsFromJson(const JsonCursor& json) {
       scale.backward = positiveNumber(item.at("backward"));
       if (item.has("loss")) scale.loss = positiveNumber(item.at("loss"));  // absent: fitted before the loss was
       if (item.has("after_stage_switch")) scale.afterStageSwitch = positiveNumber(item.at("after_stage_switch"));
+      if (item.has("first_in_step")) scale.firstInStep = positiveNumber(item.at("first_in_step"));
     }
   }
   if (json.has("device_speeds")) {
@@ -309,6 +321,7 @@ Profile calibratedProfile(Profile profile, const Calibration& calibration) {
   }
   for (const auto& [size, scale] : calibration.scales) {
     if (scale.afterStageSwitch != 1.0) profile.stageSwitchScales[size] = scale.afterStageSwitch;
+    if (scale.firstInStep != 1.0) profile.firstInStepScales[size] = scale.firstInStep;
   }
   for (CostSample& cost : profile.loss.costs) {  // the loss op, and the last stage's recompute that runs it
     auto scale = calibration.scales.find(cost.microBatch);

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -33,14 +34,15 @@ constexpr double kMaxLossScale = 64.0;
 /// backward 0.072).
 constexpr double kCellSdWithoutSpread = 0.07;
 
+using sim::asWarmOp;
+using sim::ColdOps;
+using sim::coldOpsOf;
+using sim::ColdScales;
 using sim::forEachTimedOp;
 using sim::forEachTimedSpan;
 using sim::forwardWithoutGraph;
-using sim::opsAfterStageSwitch;
 using sim::profiledSpanNs;
 using sim::stageProfiledNs;
-using sim::SwitchedOps;
-using sim::withoutStageSwitch;
 
 /// The whole model's profiled forward (with its graph and without) and backward time at
 /// micro-batch size `size`.
@@ -66,7 +68,7 @@ struct WholeModelSamples {
   std::map<std::int64_t, std::vector<double>> forwardRatios;
   std::map<std::int64_t, std::vector<double>> backwardRatios;
 
-  void add(const Profile& profile, const ReferenceRun& run, const SwitchedOps& switched, double switchScale) {
+  void add(const Profile& profile, const ReferenceRun& run, const ColdOps& cold, const ColdScales& coldScales) {
     // (step, micro-batch, phase) -> (size, time summed over the stages, without a graph)
     struct Sum {
       std::int64_t size = 0;
@@ -77,7 +79,7 @@ struct WholeModelSamples {
     forEachTimedOp(run, [&](const TraceEvent& op, std::int64_t size, std::size_t step) {
       Sum& sum = sums[{step, op.microBatch, op.phase}];
       sum.size = size;
-      sum.ns += withoutStageSwitch(op, switched, switchScale);
+      sum.ns += asWarmOp(op, cold, coldScales);
       sum.withoutGraph = forwardWithoutGraph(run, op);
     });
     std::map<std::int64_t, ProfiledModel> profiled;
@@ -94,24 +96,24 @@ struct WholeModelSamples {
 };
 
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
-/// over what their spans measured (an op after another stage's as withoutStageSwitch counts it),
+/// over what their spans measured (an op that found its stage cold as asWarmOp counts it),
 /// over every timed step of every run (clamped to [0.5, 2]). Stage j of a run runs on its
 /// candidate's deviceOfStage(j).
 std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs,
-                                 const std::map<const ReferenceRun*, SwitchedOps>& switched, double switchScale) {
+                                 const std::map<const ReferenceRun*, ColdOps>& cold, const ColdScales& coldScales) {
   std::vector<TimeNs> predictedNs;
   std::vector<TimeNs> measuredNs;
   for (const ReferenceRun* run : runs) {
     const auto devices = static_cast<std::size_t>(std::max<std::int64_t>(1, run->candidate.pipelineDevices()));
     predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
-    const SwitchedOps& own = switched.at(run);
+    const ColdOps& own = cold.at(run);
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
       const auto j = static_cast<std::size_t>(op.partition);
       if (j >= run->candidate.balance.size()) return;
       const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
       predictedNs[d] += stageProfiledNs(calibrated, *run, op, size);
-      measuredNs[d] += withoutStageSwitch(op, own, switchScale);
+      measuredNs[d] += asWarmOp(op, own, coldScales);
     });
   }
   std::vector<double> speeds;
@@ -380,37 +382,44 @@ void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibrati
   for (const auto& [size, scale] : sizeScales(backward, kMaxLayerScale)) calibration.scales[size].backward = scale;
 }
 
-/// The stage switch scale (calibration_fit.h): per shape whose devices switch stages and size,
-/// the median over its ops that followed another stage's op of their measured over profiled
-/// time, each over the median of its kind's other ops (forward, backward, ...); one scale for
-/// every size, exp(the median over those cells' logs). 1 without such cells.
-constexpr std::size_t kMinSwitchSpans = 5;
+/// The scale of one kind of cold op (calibration_fit.h, stageSwitch and firstInStep): per shape
+/// and size, the median over its ops of that kind of their measured over profiled time, each
+/// over the median of its op kind's warm ops (forward, backward, ...); one scale for every size,
+/// exp(the median over those cells' logs). 1 without such cells. Fitting the stage switch leaves
+/// a step's first ops out (not fitted yet); fitting those divides a span by the stage switch's
+/// scale where it followed another stage's op.
+constexpr std::size_t kMinColdSpans = 5;
 
-double stageSwitchScale(const Profile& profile, const std::vector<ShapeRuns>& shapes,
-                        const std::map<const ReferenceRun*, SwitchedOps>& switched) {
+enum class Coldness { AfterSwitch, FirstInStep };
+
+double coldOpScale(const Profile& profile, const std::vector<ShapeRuns>& shapes,
+                   const std::map<const ReferenceRun*, ColdOps>& cold, Coldness coldness, const ColdScales& known) {
   std::vector<double> cells;  // log(median relative ratio), one per shape and size
   for (const ShapeRuns& shape : shapes) {
-    // size -> op kind -> (after a switch, the others): measured over profiled
+    // size -> op kind -> (the cold ones, the others): measured over profiled
     std::map<std::int64_t, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> ratios;
     for (const ReferenceRun* run : shape.runs) {
-      const SwitchedOps& own = switched.at(run);
-      if (own.empty()) continue;
+      const ColdOps& own = cold.at(run);
+      const std::set<std::string>& fitted = coldness == Coldness::AfterSwitch ? own.afterSwitch : own.firstInStep;
+      if (fitted.empty()) continue;
       forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
+        if (coldness == Coldness::AfterSwitch && own.firstInStep.count(op.name) > 0) return;
         const TimeNs profiledNs = stageProfiledNs(profile, *run, op, size);
-        if (profiledNs <= 0 || op.durationNs <= 0) return;
-        auto& [after, others] = ratios[size][op.name.substr(0, op.name.find('('))];
-        (own.count(op.name) > 0 ? after : others)
-            .push_back(static_cast<double>(op.durationNs) / static_cast<double>(profiledNs));
+        const TimeNs measuredNs = asWarmOp(op, own, known);
+        if (profiledNs <= 0 || measuredNs <= 0) return;
+        auto& [coldOnes, others] = ratios[size][op.name.substr(0, op.name.find('('))];
+        (fitted.count(op.name) > 0 ? coldOnes : others)
+            .push_back(static_cast<double>(measuredNs) / static_cast<double>(profiledNs));
       });
     }
     for (const auto& [size, byKind] : ratios) {
       std::vector<double> relative;
       for (const auto& [kind, pair] : byKind) {
-        if (pair.second.size() < kMinSwitchSpans) continue;
+        if (pair.second.size() < kMinColdSpans) continue;
         const double others = median(pair.second);
         for (const double ratio : pair.first) relative.push_back(ratio / others);
       }
-      if (relative.size() >= kMinSwitchSpans) cells.push_back(std::log(median(relative)));
+      if (relative.size() >= kMinColdSpans) cells.push_back(std::log(median(relative)));
     }
   }
   return cells.empty() ? 1.0 : std::exp(median(cells));
@@ -479,13 +488,13 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   using ShapeKey = std::tuple<ScheduleKind, std::int64_t, Checkpoint>;
   std::map<ShapeKey, ShapeRuns> byShape;
   std::vector<const ReferenceRun*> allRuns;
-  std::map<const ReferenceRun*, SwitchedOps> switched;
+  std::map<const ReferenceRun*, ColdOps> cold;
   for (const ReferenceRun& run : runs) {
     ShapeRuns& shape = byShape[{run.candidate.schedule, run.candidate.stagesPerDevice, run.candidate.checkpoint}];
     shape.shape = ReferenceShape::of(run.candidate);
     shape.runs.push_back(&run);
     allRuns.push_back(&run);
-    switched[&run] = opsAfterStageSwitch(profile, run.candidate);
+    cold[&run] = coldOpsOf(profile, run.candidate);
   }
   Calibration calibration;
   if (runs.empty()) return calibration;
@@ -493,13 +502,18 @@ Calibration calibrationFromRuns(const Profile& profile, const Cluster& cluster, 
   for (auto& [key, shape] : byShape) shapes.push_back(std::move(shape));
   calibration.messageLatencyNs = messageLatencyNs(cluster, runs);
   calibration.wakeLatencyNs = wakeLatencyNs(profile, cluster, runs);
-  const double switchScale = stageSwitchScale(profile, shapes, switched);
+  ColdScales coldScales;
+  coldScales.afterSwitch = coldOpScale(profile, shapes, cold, Coldness::AfterSwitch, coldScales);
+  coldScales.firstInStep = coldOpScale(profile, shapes, cold, Coldness::FirstInStep, coldScales);
   for (ShapeRuns& shape : shapes) {
-    for (const ReferenceRun* run : shape.runs) shape.samples.add(profile, *run, switched.at(run), switchScale);
+    for (const ReferenceRun* run : shape.runs) shape.samples.add(profile, *run, cold.at(run), coldScales);
   }
   fitLayerScales(shapes, calibration);
-  for (auto& [size, scale] : calibration.scales) scale.afterStageSwitch = switchScale;
-  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns, switched, switchScale);
+  for (auto& [size, scale] : calibration.scales) {
+    scale.afterStageSwitch = coldScales.afterSwitch;
+    scale.firstInStep = coldScales.firstInStep;
+  }
+  calibration.deviceSpeeds = deviceSpeeds(calibratedProfile(profile, calibration), allRuns, cold, coldScales);
   for (ShapeRuns& shape : shapes) shape.lossSteps = lossCallsBySteps(shape.runs, calibration.deviceSpeeds);
   if (profile.loss.measured()) fitLossColdStarts(shapes, calibration);
   fitLossScales(profile, shapes, calibration);

@@ -444,6 +444,7 @@ void placeOnLanes(const Schedule& schedule, CompiledSchedule& out) {
   out.lanes = narrow(p);
   for (std::int64_t j = 0; j < schedule.stages(); ++j) out.stageLane.push_back(narrow(schedule.deviceOf(j)));
   out.orderStart.push_back(0);
+  const std::vector<bool> firstOfKind = schedule.firstOfKindOnStage();
   for (std::int64_t d = 0; d < p; ++d) {
     const std::vector<OpIndex>& order = schedule.deviceOrder(d);
     for (std::size_t position = 0; position < order.size(); ++position) {
@@ -451,6 +452,7 @@ void placeOnLanes(const Schedule& schedule, CompiledSchedule& out) {
       c.lane = narrow(d);
       c.orderPosition = static_cast<std::uint32_t>(position);
       c.afterStageSwitch = schedule.followsAnotherStage(d, position);
+      c.firstInStep = firstOfKind[order[position]];
       out.orderOps.push_back(static_cast<std::uint32_t>(order[position]));
     }
     out.orderStart.push_back(static_cast<std::uint32_t>(out.orderOps.size()));

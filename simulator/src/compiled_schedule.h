@@ -175,6 +175,9 @@ struct CompiledOp {
   std::uint32_t orderPosition = 0;  ///< compute ops: position in deviceOrder(lane)
   /// Compute ops: the op before it in deviceOrder(lane) is another stage's (Profile::stageSwitchScales).
   bool afterStageSwitch = false;
+  /// Compute ops: the first of its kind on its stage in the step (Schedule::firstOfKindOnStage;
+  /// Profile::firstInStepScales).
+  bool firstInStep = false;
   Range successors;
   Range startAlloc;    ///< at op start: allocations (copy buffers)
   Range transient;     ///< allocated at op start, released first at op end (a compute op's transient peak)

@@ -1,9 +1,9 @@
 // The cost model: micro-batch sizes, per-layer cost prefix sums, and per-candidate op durations and sizes.
 #include "cost_model.h"
 
+#include "cold_cache_costs.h"
 #include "skip_gradient_bytes.h"
 #include "stage_memory.h"
-#include "stage_switch_costs.h"
 
 #include <pipeprof/core/allocator_rounding.h>
 
@@ -614,7 +614,7 @@ void resolveCosts(const CompiledSchedule& compiled, CostModel& costs, const Clus
     out.kernels.clear();
   }
   addLossCosts(compiled, costs, cluster, batching, out);
-  addStageSwitchCosts(compiled, costs.profile(), batching, out);
+  addColdCacheCosts(compiled, costs.profile(), batching, out);
 }
 
 }  // namespace pipeprof::sim

@@ -138,10 +138,18 @@ struct ResolvedCosts {
   /// (CompiledOp::afterStageSwitch) runs beyond durationNs: (Profile::stageSwitchScales - 1) x
   /// durationNs; empty when every scale is 1.
   std::vector<TimeNs> afterSwitchExtraNs;
+  /// Per duration slot, what a compute op that is its stage's first of its kind in the step
+  /// (CompiledOp::firstInStep) runs beyond durationNs: (Profile::firstInStepScales - 1) x
+  /// durationNs; empty when every scale is 1.
+  std::vector<TimeNs> firstInStepExtraNs;
 
-  /// An op's duration: its slot's, and the stage switch's extra where it follows one.
-  TimeNs opDurationNs(std::size_t slot, bool afterStageSwitch) const {
-    return durationNs[slot] + (afterStageSwitch && !afterSwitchExtraNs.empty() ? afterSwitchExtraNs[slot] : 0);
+  /// An op's duration: its slot's, with the stage switch's extra where it follows one and the
+  /// step's first op's where it is its stage's first of its kind.
+  TimeNs opDurationNs(std::size_t slot, const CompiledOp& c) const {
+    TimeNs ns = durationNs[slot];
+    if (c.afterStageSwitch && !afterSwitchExtraNs.empty()) ns += afterSwitchExtraNs[slot];
+    if (c.firstInStep && !firstInStepExtraNs.empty()) ns += firstInStepExtraNs[slot];
+    return ns;
   }
   bool sharedLinks() const { return !deviceHost.empty(); }
   bool launches() const { return !launchNs.empty(); }

@@ -142,8 +142,7 @@ void Engine::assignResources(std::int32_t hosts) {
     remaining_[op] = c.dependencyCount;
     if (c.isCompute()) {
       resource_[op] = laneDevice_[static_cast<std::size_t>(c.lane)];
-      busyNs_[static_cast<std::size_t>(c.lane)] +=
-          costs.opDurationNs(static_cast<std::size_t>(c.durationSlot), c.afterStageSwitch);
+      busyNs_[static_cast<std::size_t>(c.lane)] += costs.opDurationNs(static_cast<std::size_t>(c.durationSlot), c);
     } else {
       const std::int32_t from = costs.stageDevice[static_cast<std::size_t>(c.j)];
       const std::int32_t to = costs.stageDevice[static_cast<std::size_t>(c.toJ)];
@@ -501,7 +500,7 @@ void Engine::start(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.startAlloc, bytes, op, timeNs);
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
-  const TimeNs durationNs = costs_->opDurationNs(slot, c.afterStageSwitch);
+  const TimeNs durationNs = costs_->opDurationNs(slot, c);
   if (sharedLinks_ && !c.isCompute() && durationNs > costs_->copyLatencyNs[slot]) {
     events_.push(timeNs + costs_->copyLatencyNs[slot], op, kDrainTag);  // bytes to drain after the latency
     return;
@@ -518,8 +517,8 @@ void Engine::startLaunch(std::uint32_t op, TimeNs timeNs) {
   memory_.allocate(*compiled_, c.transient, bytes, op, timeNs);
   const auto slot = static_cast<std::size_t>(c.durationSlot);
   TimeNs& streamFreeNs = streamFreeNs_[static_cast<std::size_t>(c.j)];
-  const LaunchTimes times = launchTimes(timeNs, costs_->launchNs[slot], costs_->opDurationNs(slot, c.afterStageSwitch),
-                                        costs_->kernels[slot], streamFreeNs);
+  const LaunchTimes times =
+      launchTimes(timeNs, costs_->launchNs[slot], costs_->opDurationNs(slot, c), costs_->kernels[slot], streamFreeNs);
   streamFreeNs = times.endNs;
   firstKernelNs_[op] = times.firstKernelNs;
   events_.push(times.launchedNs, op, kLaunchedTag);

@@ -27,17 +27,19 @@ TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op, bool without
   return cost.backwardNs;
 }
 
-SwitchedOps opsAfterStageSwitch(const Profile& profile, const Candidate& candidate) {
-  SwitchedOps names;
-  if (candidate.stagesPerDevice < 2) return names;
+ColdOps coldOpsOf(const Profile& profile, const Candidate& candidate) {
+  ColdOps cold;
   const Schedule schedule = Schedule::build(candidate.scheduleSpec(profile.skipRoutes()));
+  const std::vector<bool> firstOfKind = schedule.firstOfKindOnStage();
   for (std::int64_t d = 0; d < schedule.devices(); ++d) {
     const std::vector<OpIndex>& order = schedule.deviceOrder(d);
     for (std::size_t position = 0; position < order.size(); ++position) {
-      if (schedule.followsAnotherStage(d, position)) names.insert(schedule.label(schedule.op(order[position])));
+      const std::string label = schedule.label(schedule.op(order[position]));
+      if (candidate.stagesPerDevice >= 2 && schedule.followsAnotherStage(d, position)) cold.afterSwitch.insert(label);
+      if (firstOfKind[order[position]]) cold.firstInStep.insert(label);
     }
   }
-  return names;
+  return cold;
 }
 
 TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const TraceEvent& op, std::int64_t size) {
@@ -54,9 +56,12 @@ TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const Tr
   return ns;
 }
 
-TimeNs withoutStageSwitch(const TraceEvent& op, const SwitchedOps& switched, double switchScale) {
-  if (switchScale == 1.0 || switched.count(op.name) == 0) return op.durationNs;
-  return static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) / switchScale));
+TimeNs asWarmOp(const TraceEvent& op, const ColdOps& cold, const ColdScales& scales) {
+  double scale = 1.0;
+  if (scales.afterSwitch != 1.0 && cold.afterSwitch.count(op.name) > 0) scale *= scales.afterSwitch;
+  if (scales.firstInStep != 1.0 && cold.firstInStep.count(op.name) > 0) scale *= scales.firstInStep;
+  if (scale == 1.0) return op.durationNs;
+  return static_cast<TimeNs>(std::llround(static_cast<double>(op.durationNs) / scale));
 }
 
 }  // namespace pipeprof::sim

@@ -1,5 +1,5 @@
 // The spans of a traced reference run as the calibration fit reads them: its timed ops, what
-// the profile says each should have taken, and which followed another stage's op.
+// the profile says each should have taken, and which found their stage cold.
 #pragma once
 
 #include <pipeprof/core/candidate.h>
@@ -48,17 +48,28 @@ bool forwardWithoutGraph(const ReferenceRun& run, const TraceEvent& op);
 /// span's name, as the simulator splits it (stageSplitTimes), else the whole pass.
 TimeNs profiledSpanNs(const CostSample& cost, const TraceEvent& op, bool withoutGraph);
 
-/// The names of a run's ops that follow another stage's op on their device (its candidate's
-/// device orders, which its workers run): empty with one stage per device.
-using SwitchedOps = std::set<std::string>;
-SwitchedOps opsAfterStageSwitch(const Profile& profile, const Candidate& candidate);
+/// The names of a run's ops that find their stage's weights and state out of the caches (its
+/// candidate's device orders, which its workers run): those that follow another stage's op on
+/// their device (none with one stage per device), and each stage's first op of its kind in the
+/// step (Schedule::firstOfKindOnStage).
+struct ColdOps {
+  std::set<std::string> afterSwitch;
+  std::set<std::string> firstInStep;
+};
+ColdOps coldOpsOf(const Profile& profile, const Candidate& candidate);
+
+/// How much longer such ops ran than warm ones of their kind (1: not charged, or not fitted yet).
+struct ColdScales {
+  double afterSwitch = 1.0;
+  double firstInStep = 1.0;
+};
 
 /// A traced op's stage's profiled time: the layers of stage op.partition of the run's balance
 /// at `size` (profiledSpanNs each); 0 for a partition past the balance.
 TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const TraceEvent& op, std::int64_t size);
 
-/// An op's span as it would have run back to back after its own stage's: divided by the stage
-/// switch scale where it followed another stage's (`switched`).
-TimeNs withoutStageSwitch(const TraceEvent& op, const SwitchedOps& switched, double switchScale);
+/// An op's span as it would have run warm, back to back after a later op of its own stage's:
+/// divided by each scale of `scales` whose set of `cold` holds it.
+TimeNs asWarmOp(const TraceEvent& op, const ColdOps& cold, const ColdScales& scales);
 
 }  // namespace pipeprof::sim

@@ -86,6 +86,18 @@ TEST(Schedule, TwoByTwoAlways) {
   EXPECT_TRUE(schedule.checkpointed(1));
 }
 
+TEST(Schedule, EachStagesFirstOpOfAKindInTheStepIsMarkedLossesAndCopiesNever) {
+  Schedule schedule = Schedule::build(spec({1, 1}, 2, Checkpoint::Always));
+  const std::vector<bool> first = schedule.firstOfKindOnStage();
+  ASSERT_EQ(first.size(), schedule.ops().size());
+  std::vector<std::string> labels;
+  for (OpIndex index = 0; index < first.size(); ++index) {
+    if (first[index]) labels.push_back(schedule.label(schedule.op(index)));
+  }
+  EXPECT_THAT(labels, ElementsAre("forward(0,0)", "forward(0,1)", "recompute(1,1)", "backward(1,1)", "recompute(1,0)",
+                                  "backward(1,0)"));
+}
+
 TEST(Schedule, TwoByTwoExceptLast) {
   Schedule schedule = Schedule::build(spec({1, 1}, 2, Checkpoint::ExceptLast));
   EXPECT_THAT(describe(schedule),

@@ -285,6 +285,48 @@ TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterA
             simulate(profile, cluster, gpipe).prediction.iterationNs);
 }
 
+TEST(Calibration, TheFirstInStepScaleRoundTripsIsDescribedAndChargesEachStagesFirstOpOfAKind) {
+  Calibration calibration = sampleCalibration();
+  calibration.scales[16].firstInStep = 1.25;
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["micro_batch_scales"][0]["first_in_step"], 1.25);
+  EXPECT_FALSE(json["micro_batch_scales"][1].contains("first_in_step"));  // 1: not written
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(16).firstInStep, 1.25);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(32).firstInStep, 1.0);
+  EXPECT_NE(describeCalibration(calibration)
+                .find("at micro-batches 16-32; a stage's first op of a kind in a step runs 1.00-1.25x a later one; "
+                      "device speeds"),
+            std::string::npos)
+      << describeCalibration(calibration);
+  EXPECT_EQ(calibratedProfile(Profile{}, calibration).firstInStepScales, (std::map<std::int64_t, double>{{16, 1.25}}));
+
+  // Four layers of 2 ns forward and 4 backward at micro-batch 2 (x1000), chunks 4 of batch 8,
+  // two stages of two layers on two devices, GPipe: each stage's first forward and first
+  // backward take a quarter more -- 1 us and 2 us of a stage's 4 and 8. Device 0's busy time
+  // grows by 3 us, device 1's likewise, and the step by the forward's 1 us at device 0's fill,
+  // device 1's 1 us forward and 2 us backward on the path, and device 0's 2 us backward at the end.
+  Profile profile = test::fourLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardNs *= 1000;
+      cost.backwardNs *= 1000;
+    }
+  }
+  Profile cold = profile;
+  cold.firstInStepScales[2] = 1.25;
+  const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
+  Candidate gpipe;
+  gpipe.balance = {2, 2};
+  gpipe.chunks = 4;
+  gpipe.batch = 8;
+  gpipe.checkpoint = Checkpoint::Never;
+  const Prediction plain = simulate(profile, cluster, gpipe).prediction;
+  const Prediction charged = simulate(cold, cluster, gpipe).prediction;
+  EXPECT_EQ(charged.busyNs[0] - plain.busyNs[0], 3000);
+  EXPECT_EQ(charged.busyNs[1] - plain.busyNs[1], 3000);
+  EXPECT_EQ(charged.iterationNs - plain.iterationNs, 6000);
+}
+
 TEST(Calibration, AShapeIsPredictedWithItsOwnCorrectionsElseItsSchedulesInAnotherModeElseTheCalibrations) {
   Calibration calibration = sampleCalibration();
   calibration.messageLatencyNs = 70'000;

@@ -372,6 +372,41 @@ TEST(CalibrationFit, AnOpAfterAnotherStagesOpOnItsDeviceGetsTheStageSwitchScale)
   EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {gpipe}).scales.at(2).afterStageSwitch, 1.0);
 }
 
+TEST(CalibrationFit, AStagesFirstOpOfAKindInTheStepGetsTheFirstInStepScale) {
+  // GPipe and 1F1B, a layer a stage on two devices, and interleaved v2, chunks 4 of batch 8, as
+  // the simulator runs them where each stage's first op of a kind in the step takes 1.2x and,
+  // interleaved, an op after another stage's 1.1x: the fit finds both scales and leaves the
+  // layers' at 1, and predicts the truth's steps.
+  Profile profile = fourLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardNs *= 1000;
+      cost.backwardNs *= 1000;
+    }
+  }
+  Profile truth = profile;
+  truth.firstInStepScales[2] = 1.2;
+  truth.stageSwitchScales[2] = 1.1;
+  const ReferenceRun gpipe = simulatedRun(truth, referenceCandidate(4, 2, 4, 8));
+  const ReferenceRun oneFOneB = simulatedRun(truth, referenceCandidate(4, 2, 4, 8, ScheduleKind::OneFOneB));
+  const ReferenceRun interleaved = simulatedRun(truth, referenceCandidate(4, 2, 4, 8, ScheduleKind::Interleaved, 2));
+  const Calibration calibration = calibrationFromRuns(profile, twoCpus(), {gpipe, oneFOneB, interleaved});
+  ASSERT_EQ(calibration.scales.count(2), 1U);
+  EXPECT_NEAR(calibration.scales.at(2).firstInStep, 1.2, 0.01);
+  EXPECT_NEAR(calibration.scales.at(2).afterStageSwitch, 1.1, 0.01);
+  EXPECT_NEAR(calibration.scales.at(2).forward, 1.0, 0.01);
+  EXPECT_NEAR(calibration.scales.at(2).backward, 1.0, 0.01);
+  const Profile calibrated = calibratedProfile(profile, calibration);
+  for (const ReferenceRun* run : {&gpipe, &interleaved}) {
+    const auto truthNs = static_cast<double>(simulate(truth, twoCpus(), run->candidate).prediction.iterationNs);
+    EXPECT_NEAR(static_cast<double>(simulate(calibrated, twoCpus(), run->candidate).prediction.iterationNs), truthNs,
+                0.02 * truthNs);
+  }
+  // Where every op runs alike the scale stays 1.
+  EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {simulatedRun(profile, gpipe.candidate)}).scales.at(2).firstInStep,
+            1.0);
+}
+
 TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(evenBalance(7, 3), (std::vector<std::int64_t>{3, 2, 2}));
   const Candidate reference = referenceCandidate(2, 4, 8, 64);  // more devices than layers

@@ -292,6 +292,14 @@ struct Profile {
   /// and not in profile files: a calibration's (MicroBatchScale::afterStageSwitch, applied by
   /// calibratedProfile); a size absent: 1.
   std::map<std::int64_t, double> stageSwitchScales;
+  /// By micro-batch size: how much longer a compute op runs as its stage's first of its kind in
+  /// the step (its first forward, first backward, first I or W) than a later one: the optimizer's
+  /// step and the zeroing between two steps sweep every parameter and gradient, and the stage's
+  /// weights, code and state come back into the caches with its first op. Not measured by the
+  /// profiler and not in profile files: a calibration's, fitted from the references' first ops
+  /// against their later ones (MicroBatchScale::firstInStep, applied by calibratedProfile); a
+  /// size absent: 1.
+  std::map<std::int64_t, double> firstInStepScales;
 
   std::int64_t layerCount() const { return static_cast<std::int64_t>(layers.size()); }
   /// Whether the profile was measured on a CUDA device (environment.deviceType "cuda"): its

@@ -220,6 +220,11 @@ class Schedule {
   }
   /// Compute ops of stage j in the order they run (a subsequence of deviceOrder(deviceOf(j))).
   const std::vector<OpIndex>& stageOrder(std::int64_t j) const { return stageOrder_.at(static_cast<std::size_t>(j)); }
+  /// Per op (indexed as ops()): whether it is its stage's first op of its kind in the step --
+  /// the stage's first forward, first recompute, first backward, first I, first W -- which
+  /// finds the stage's weights and state cold after the step's start (Profile::firstInStepScales).
+  /// False for losses and copies.
+  std::vector<bool> firstOfKindOnStage() const;
   /// The compute op (kind, i, j), or nullopt (e.g. recompute of a kept micro-batch). A loss
   /// is found at j = n - 1.
   std::optional<OpIndex> find(OpKind kind, std::int64_t i, std::int64_t j) const;

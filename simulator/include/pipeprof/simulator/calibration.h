@@ -68,6 +68,10 @@ struct MicroBatchScale {
   /// finds less of its weights and activations in the caches. 1: no difference (and one stage
   /// per device never switches).
   double afterStageSwitch = 1.0;
+  /// A compute op that is its stage's first of its kind in the step (first forward, first
+  /// backward, first I or W) over a later one of the same kind (Profile::firstInStepScales): the
+  /// optimizer's step and the zeroing swept the caches since. 1: no difference.
+  double firstInStep = 1.0;
 };
 
 /// The shape of a reference pipeline: what it shares with the candidates it calibrates.

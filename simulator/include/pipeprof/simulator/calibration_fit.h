@@ -23,8 +23,20 @@
 //                      caches (mlp at 16 samples: +8-16% over a back-to-back op of its own
 //                      stage, +2-6% at 64, none at 128; docs/performance.md, "An op after
 //                      another stage's"). One scale because a size's own wandered 1.0-1.18
-//                      between runs of one sweep. The spans below count such an op as it would
-//                      have run after its own stage's (divided by the scale).
+//                      between runs of one sweep. A stage's first op of a kind in the step is
+//                      left out of these cells (firstInStep below).
+//   firstInStep      = how much longer a stage's first op of its kind in the step (its first
+//                      forward, recompute, backward, I, W: Schedule::firstOfKindOnStage) ran
+//                      than the later ops of that kind of its run's shape and size, fitted as
+//                      stageSwitch is (each span divided by stageSwitch where it followed
+//                      another stage's): the optimizer's step and the zeroing between two steps
+//                      sweep every parameter and gradient out of the caches (mlp: a device's
+//                      first forward 1.1-1.27x a later one, a stage's first backward 1.1x;
+//                      docs/performance.md, "A stage's first op of a kind in a step"). Every
+//                      shape runs such ops on its critical path, but not as many: four stages
+//                      of two per device run twice GPipe's first forwards in the fill, zero
+//                      bubble's I and W are a kind each. The spans below count an op of either
+//                      kind as it would have run warm (divided by its scales).
 //   forwardScale(b)  = how much longer the layers ran in the references than profiled at
 //                      micro-batch size b: a cell per shape timed at b, log(median over the
 //                      shape's micro-batches of b samples of (sum over stages of its forward
