@@ -108,16 +108,21 @@ def summarize(report):
             "best_predicted_loss_pct": loss}
 
 
+SCALES = ("forward", "backward", "loss", "after_stage_switch", "first_in_step")
+
+
 def correction_ranges(calibration):
-    """(low, high) of the calibration's forward, backward and loss scales and step overheads (ms)
-    over its own corrections and every shape's; None where it has none."""
+    """(low, high) of the calibration's forward, backward and loss scales, its stage switch and
+    first-in-step scales (1 where not written) and step overheads (ms) over its own corrections
+    and every shape's; None where it has none."""
     if not calibration:
         return None
-    values = {"forward": [], "backward": [], "loss": [], "overhead_ms": []}
+    values = {name: [] for name in SCALES}
+    values["overhead_ms"] = []
     for corrections in [calibration, *calibration.get("shapes", [])]:
         for scale in corrections.get("micro_batch_scales", []):
-            for name in ("forward", "backward", "loss"):
-                values[name].append(scale[name])
+            for name in SCALES:
+                values[name].append(scale.get(name, 1.0))
         values["overhead_ms"] += [o["ns"] / 1e6 for o in corrections.get("step_overhead_ns", [])]
     return {name: (min(v), max(v)) if v else None for name, v in values.items()}
 
@@ -291,7 +296,7 @@ def correction_outside(row):
     """The run's scales outside 0.8-1.25, as 'loss 1.62' (empty where all are inside)."""
     ranges = row.get("corrections") or {}
     out = []
-    for name in ("forward", "backward", "loss"):
+    for name in SCALES:
         if ranges.get(name):
             low, high = ranges[name]
             out += [f"{name} {value:.2f}" for value in (low, high) if not 0.8 <= value <= 1.25]
@@ -367,14 +372,13 @@ def print_table(rows):
         print(f"| {name} | {len(raw)} | {fmt(machine, '{:.3f}')} | {differences(raw)} | {differences(at_speed)} | "
               f"{both}: {differences(apart)} | {fmt(runs[0]['step_mape'])}% / {fmt(runs[1]['step_mape'])}% |")
     print()
-    print("| sweep | run | forward scale | backward scale | loss scale | step overhead |")
-    print("|---|---|---|---|---|---|")
+    print("| sweep | run | forward scale | backward scale | loss scale | stage switch | first in step | step overhead |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         ranges = row.get("corrections")
         if not ranges:
             continue
-        cells = [f"{ranges[name][0]:.2f}-{ranges[name][1]:.2f}" if ranges[name] else "-"
-                 for name in ("forward", "backward", "loss")]
+        cells = [f"{ranges[name][0]:.2f}-{ranges[name][1]:.2f}" if ranges.get(name) else "-" for name in SCALES]
         overhead = ranges["overhead_ms"]
         cells.append(f"{overhead[0]:.1f}-{overhead[1]:.1f} ms" if overhead else "-")
         print(f"| {row['sweep']} | {row['run']} | " + " | ".join(cells) + " |")

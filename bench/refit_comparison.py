@@ -18,6 +18,8 @@ Per sweep and fit it prints:
   after drift   the same after the sweep's one drift factor as that fit would have made it (its
                 references' steps while measuring over that fit's prediction of them, to the
                 sweep's share; not each candidate's own factor)
+  signed        the mean signed error after that drift factor (predicted over measured, minus 1)
+                over both runs' measured candidates of one stage per device and of two or more
   scales        the range of the forward, backward and loss scales over every shape's entries
 
   bench/refit_comparison.py --suite /tmp/suite --pipeprof-a old/pipeprof --pipeprof-b build/cli/pipeprof
@@ -135,6 +137,7 @@ def compare(args, name, env):
         machine = statistics.median(ratios)
         apart = sorted(abs(ratio / machine - 1) for ratio in ratios)
         errors, drifted = [], []
+        signed = {1: [], 2: []}  # by stages per device, both runs: after drift
         for report, predicted in zip(reports, predictions):
             measured = {candidate_key(c["candidate"]): c["measurement"]["step_ns_median"]
                         for c in report["candidates"] if c.get("status") == "measured"}
@@ -142,8 +145,13 @@ def compare(args, name, env):
             for errors_of, scale in ((errors, 1.0), (drifted, factor)):
                 errors_of.append(statistics.mean(abs(scale * predicted[key] / ns - 1)
                                                  for key, ns in measured.items() if key in predicted))
+            for key, ns in measured.items():
+                if key in predicted:
+                    v = min(2, json.loads(key).get("stages_per_device", 1))
+                    signed[v].append(factor * predicted[key] / ns - 1)
         rows.append((name, tag, len(common), 100 * apart[len(apart) // 2], 100 * apart[len(apart) * 9 // 10],
                      100 * errors[0], 100 * errors[1], 100 * drifted[0], 100 * drifted[1],
+                     *(f"{100 * statistics.mean(signed[v]):+.1f}%" if signed[v] else "-" for v in (1, 2)),
                      scale_ranges(calibrations[0]), scale_ranges(calibrations[1])))
     return rows
 
@@ -159,11 +167,12 @@ def main():
                             if all(os.path.isdir(os.path.join(args.suite, f"{name}-{run}")) for run in (1, 2))]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     print("| sweep | fit | candidates | between runs: median, p90 | step MAPE run 1 / run 2 | after drift | "
-          "scales run 1 (forward backward loss) | run 2 |")
-    print("|---|---|---|---|---|---|---|---|")
+          "signed after drift: v1 / v2 | scales run 1 (forward backward loss) | run 2 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         for row in compare(args, name, env):
-            print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {:.1f}% / {:.1f}% | {} | {} |".format(*row),
+            print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {:.1f}% / {:.1f}% | {} / {} | {} | {} |"
+                  .format(*row),
                   flush=True)
 
 
