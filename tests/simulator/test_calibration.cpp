@@ -305,13 +305,7 @@ TEST(Calibration, TheFirstInStepScaleRoundTripsIsDescribedAndChargesEachStagesFi
   // backward take a quarter more -- 1 us and 2 us of a stage's 4 and 8. Device 0's busy time
   // grows by 3 us, device 1's likewise, and the step by the forward's 1 us at device 0's fill,
   // device 1's 1 us forward and 2 us backward on the path, and device 0's 2 us backward at the end.
-  Profile profile = test::fourLayerProfile();
-  for (LayerProfile& layer : profile.layers) {
-    for (CostSample& cost : layer.costs) {
-      cost.forwardNs *= 1000;
-      cost.backwardNs *= 1000;
-    }
-  }
+  const Profile profile = test::fourLayerProfileInMicroseconds();
   Profile cold = profile;
   cold.firstInStepScales[2] = 1.25;
   const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");

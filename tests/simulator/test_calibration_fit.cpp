@@ -14,6 +14,7 @@ namespace pipeprof::test_calibration_fit {
 namespace {
 
 using test::fourLayerProfile;
+using test::fourLayerProfileInMicroseconds;
 using test::twoLayerProfile;
 
 TraceEvent span(Phase phase, TimeNs startNs, TimeNs durationNs, std::int64_t i = -1, std::int64_t j = -1) {
@@ -347,13 +348,7 @@ TEST(CalibrationFit, AnOpAfterAnotherStagesOpOnItsDeviceGetsTheStageSwitchScale)
   // as the simulator runs it where every op after another stage's op on its device takes 1.25x:
   // the fit finds that scale and leaves the layers' at 1; GPipe alone switches no stage. (The
   // layers' times x1000, so that rounding to whole nanoseconds moves no ratio.)
-  Profile profile = fourLayerProfile();
-  for (LayerProfile& layer : profile.layers) {
-    for (CostSample& cost : layer.costs) {
-      cost.forwardNs *= 1000;
-      cost.backwardNs *= 1000;
-    }
-  }
+  const Profile profile = fourLayerProfileInMicroseconds();
   Profile truth = profile;
   truth.stageSwitchScales[2] = 1.25;
   const ReferenceRun interleaved = simulatedRun(truth, referenceCandidate(4, 2, 4, 8, ScheduleKind::Interleaved, 2));
@@ -377,13 +372,7 @@ TEST(CalibrationFit, AStagesFirstOpOfAKindInTheStepGetsTheFirstInStepScale) {
   // the simulator runs them where each stage's first op of a kind in the step takes 1.2x and,
   // interleaved, an op after another stage's 1.1x: the fit finds both scales and leaves the
   // layers' at 1, and predicts the truth's steps.
-  Profile profile = fourLayerProfile();
-  for (LayerProfile& layer : profile.layers) {
-    for (CostSample& cost : layer.costs) {
-      cost.forwardNs *= 1000;
-      cost.backwardNs *= 1000;
-    }
-  }
+  const Profile profile = fourLayerProfileInMicroseconds();
   Profile truth = profile;
   truth.firstInStepScales[2] = 1.2;
   truth.stageSwitchScales[2] = 1.1;

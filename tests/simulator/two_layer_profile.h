@@ -34,4 +34,17 @@ inline Profile fourLayerProfile() {
   return profile;
 }
 
+/// fourLayerProfile in microseconds: every time x1000, so that scaling an op and rounding to whole
+/// nanoseconds moves no ratio.
+inline Profile fourLayerProfileInMicroseconds() {
+  Profile profile = fourLayerProfile();
+  for (LayerProfile& layer : profile.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardNs *= 1000;
+      cost.backwardNs *= 1000;
+    }
+  }
+  return profile;
+}
+
 }  // namespace pipeprof::test
