@@ -11,6 +11,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <string>
 #include <tuple>
 
 namespace pipeprof {
@@ -52,6 +54,23 @@ std::string formatError(const nlohmann::json& json) {
     return error.what();
   }
   return "";
+}
+
+/// Checks a cold-op scale of micro-batch 16 set to `value` (micro-batch 32 left at 1): it is
+/// written under `jsonKey` (and left out at 1), read back, described by a calibration line
+/// containing `description`, and handed to the profile's `profileScales` by calibratedProfile.
+void expectColdOpScaleRoundTripsAndIsDescribed(double MicroBatchScale::*scale, const char* jsonKey, double value,
+                                               const std::string& description,
+                                               std::map<std::int64_t, double> Profile::*profileScales) {
+  Calibration calibration = sampleCalibration();
+  calibration.scales[16].*scale = value;
+  const nlohmann::json json = toJson(calibration);
+  EXPECT_EQ(json["micro_batch_scales"][0][jsonKey], value);
+  EXPECT_FALSE(json["micro_batch_scales"][1].contains(jsonKey));  // 1: not written
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(16).*scale, value);
+  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(32).*scale, 1.0);
+  EXPECT_NE(describeCalibration(calibration).find(description), std::string::npos) << describeCalibration(calibration);
+  EXPECT_EQ(calibratedProfile(Profile{}, calibration).*profileScales, (std::map<std::int64_t, double>{{16, value}}));
 }
 
 TEST(Calibration, StepOverheadFallsBackToTheNearestMeasuredChunkCount) {
@@ -232,19 +251,11 @@ TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
 }
 
 TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterAnotherStagesOp) {
-  Calibration calibration = sampleCalibration();
-  calibration.scales[16].afterStageSwitch = 1.5;
-  const nlohmann::json json = toJson(calibration);
-  EXPECT_EQ(json["micro_batch_scales"][0]["after_stage_switch"], 1.5);
-  EXPECT_FALSE(json["micro_batch_scales"][1].contains("after_stage_switch"));  // 1: not written
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(16).afterStageSwitch, 1.5);
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(32).afterStageSwitch, 1.0);
-  EXPECT_NE(describeCalibration(calibration)
-                .find("at micro-batches 16-32; an op after another stage's op on its device runs 1.00-1.50x "
-                      "one after its own stage's; device speeds"),
-            std::string::npos)
-      << describeCalibration(calibration);
-  EXPECT_EQ(calibratedProfile(Profile{}, calibration).stageSwitchScales, (std::map<std::int64_t, double>{{16, 1.5}}));
+  expectColdOpScaleRoundTripsAndIsDescribed(
+      &MicroBatchScale::afterStageSwitch, "after_stage_switch", 1.5,
+      "at micro-batches 16-32; an op after another stage's op on its device runs 1.00-1.50x one after its own "
+      "stage's; device speeds",
+      &Profile::stageSwitchScales);
 
   // Four layers of 2 ns forward and 4 backward at micro-batch 2, chunks 4 of batch 8,
   // a layer a stage over two devices: interleaved v2 charges each op that follows another
@@ -286,19 +297,10 @@ TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterA
 }
 
 TEST(Calibration, TheFirstInStepScaleRoundTripsIsDescribedAndChargesEachStagesFirstOpOfAKind) {
-  Calibration calibration = sampleCalibration();
-  calibration.scales[16].firstInStep = 1.25;
-  const nlohmann::json json = toJson(calibration);
-  EXPECT_EQ(json["micro_batch_scales"][0]["first_in_step"], 1.25);
-  EXPECT_FALSE(json["micro_batch_scales"][1].contains("first_in_step"));  // 1: not written
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(16).firstInStep, 1.25);
-  EXPECT_EQ(calibrationFromJson(json, "cal.json").scales.at(32).firstInStep, 1.0);
-  EXPECT_NE(describeCalibration(calibration)
-                .find("at micro-batches 16-32; a stage's first op of a kind in a step runs 1.00-1.25x a later one; "
-                      "device speeds"),
-            std::string::npos)
-      << describeCalibration(calibration);
-  EXPECT_EQ(calibratedProfile(Profile{}, calibration).firstInStepScales, (std::map<std::int64_t, double>{{16, 1.25}}));
+  expectColdOpScaleRoundTripsAndIsDescribed(
+      &MicroBatchScale::firstInStep, "first_in_step", 1.25,
+      "at micro-batches 16-32; a stage's first op of a kind in a step runs 1.00-1.25x a later one; device speeds",
+      &Profile::firstInStepScales);
 
   // Four layers of 2 ns forward and 4 backward at micro-batch 2 (x1000), chunks 4 of batch 8,
   // two stages of two layers on two devices, GPipe: each stage's first forward and first
