@@ -99,7 +99,7 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
               std::to_string(corrections.scales.rbegin()->first);
     if (switchesStages(corrections)) {
       scales += "; an op after another stage's op on its device runs " +
-                scaleRange(corrections, &MicroBatchScale::afterStageSwitch) + "x one after its own stage's";
+                scaleRange(corrections, &MicroBatchScale::afterStageSwitch) + "x one on a device of one stage";
     }
     if (chargesFirstInStep(corrections)) {
       scales += "; a stage's first op of a kind in a step runs " +

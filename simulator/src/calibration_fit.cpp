@@ -384,19 +384,68 @@ void fitLayerScales(const std::vector<ShapeRuns>& shapes, Calibration& calibrati
 
 /// The scale of one kind of cold op (calibration_fit.h, stageSwitch and firstInStep): per shape
 /// and size, the median over its ops of that kind of their measured over profiled time, each
-/// over the median of its op kind's warm ops (forward, backward, ...); one scale for every size,
-/// exp(the median over those cells' logs). 1 without such cells. Fitting the stage switch leaves
-/// a step's first ops out (not fitted yet); fitting those divides a span by the stage switch's
-/// scale where it followed another stage's op.
+/// over the median of its op kind's warm ops (forward, backward, ...) -- for an op after another
+/// stage's, those of the shapes of one stage per device, whose devices never switch (the run's
+/// own others where none timed that kind and size); one scale for every size, exp(the median
+/// over those cells' logs). 1 without such cells. Fitting the stage switch leaves a step's first
+/// ops out (not fitted yet); fitting those divides a span by the stage switch's scale where it
+/// followed another stage's op.
 constexpr std::size_t kMinColdSpans = 5;
 
 enum class Coldness { AfterSwitch, FirstInStep };
 
+/// "forward" of "forward(0,1)".
+std::string kindOf(const TraceEvent& op) { return op.name.substr(0, op.name.find('(')); }
+
+/// An op's span as it would have run warm (asWarmOp) over its stage's profiled time; 0 where
+/// either is unknown.
+double warmRatio(const Profile& profile, const ReferenceRun& run, const TraceEvent& op, std::int64_t size,
+                 const ColdOps& cold, const ColdScales& known) {
+  const TimeNs profiledNs = stageProfiledNs(profile, run, op, size);
+  const TimeNs measuredNs = asWarmOp(op, cold, known);
+  if (profiledNs <= 0 || measuredNs <= 0) return 0.0;
+  return static_cast<double>(measuredNs) / static_cast<double>(profiledNs);
+}
+
+/// size -> op kind -> ratios (warmRatio).
+using KindRatios = std::map<std::int64_t, std::map<std::string, std::vector<double>>>;
+
+/// The ratios of the ops of the references of one stage per device, a step's first ops left
+/// out: what an op runs at where its device holds one stage and never switches.
+KindRatios oneStageRatios(const Profile& profile, const std::vector<ShapeRuns>& shapes,
+                          const std::map<const ReferenceRun*, ColdOps>& cold, const ColdScales& known) {
+  KindRatios ratios;
+  for (const ShapeRuns& shape : shapes) {
+    for (const ReferenceRun* run : shape.runs) {
+      if (run->candidate.stagesPerDevice != 1) continue;
+      const ColdOps& own = cold.at(run);
+      forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
+        if (own.firstInStep.count(op.name) > 0) return;
+        const double ratio = warmRatio(profile, *run, op, size, own, known);
+        if (ratio > 0.0) ratios[size][kindOf(op)].push_back(ratio);
+      });
+    }
+  }
+  return ratios;
+}
+
+/// What a cold op of `kind` at `size` is set against: `preferred`'s ratios where it has
+/// kMinColdSpans of them, else `fallback`.
+const std::vector<double>& baselineRatios(const KindRatios& preferred, std::int64_t size, const std::string& kind,
+                                          const std::vector<double>& fallback) {
+  const auto sized = preferred.find(size);
+  if (sized == preferred.end()) return fallback;
+  const auto kinds = sized->second.find(kind);
+  return kinds != sized->second.end() && kinds->second.size() >= kMinColdSpans ? kinds->second : fallback;
+}
+
 double coldOpScale(const Profile& profile, const std::vector<ShapeRuns>& shapes,
                    const std::map<const ReferenceRun*, ColdOps>& cold, Coldness coldness, const ColdScales& known) {
+  const KindRatios oneStage =
+      coldness == Coldness::AfterSwitch ? oneStageRatios(profile, shapes, cold, known) : KindRatios{};
   std::vector<double> cells;  // log(median relative ratio), one per shape and size
   for (const ShapeRuns& shape : shapes) {
-    // size -> op kind -> (the cold ones, the others): measured over profiled
+    // size -> op kind -> (the cold ones, the others)
     std::map<std::int64_t, std::map<std::string, std::pair<std::vector<double>, std::vector<double>>>> ratios;
     for (const ReferenceRun* run : shape.runs) {
       const ColdOps& own = cold.at(run);
@@ -404,20 +453,19 @@ double coldOpScale(const Profile& profile, const std::vector<ShapeRuns>& shapes,
       if (fitted.empty()) continue;
       forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
         if (coldness == Coldness::AfterSwitch && own.firstInStep.count(op.name) > 0) return;
-        const TimeNs profiledNs = stageProfiledNs(profile, *run, op, size);
-        const TimeNs measuredNs = asWarmOp(op, own, known);
-        if (profiledNs <= 0 || measuredNs <= 0) return;
-        auto& [coldOnes, others] = ratios[size][op.name.substr(0, op.name.find('('))];
-        (fitted.count(op.name) > 0 ? coldOnes : others)
-            .push_back(static_cast<double>(measuredNs) / static_cast<double>(profiledNs));
+        const double ratio = warmRatio(profile, *run, op, size, own, known);
+        if (ratio <= 0.0) return;
+        auto& [coldOnes, others] = ratios[size][kindOf(op)];
+        (fitted.count(op.name) > 0 ? coldOnes : others).push_back(ratio);
       });
     }
     for (const auto& [size, byKind] : ratios) {
       std::vector<double> relative;
       for (const auto& [kind, pair] : byKind) {
-        if (pair.second.size() < kMinColdSpans) continue;
-        const double others = median(pair.second);
-        for (const double ratio : pair.first) relative.push_back(ratio / others);
+        const std::vector<double>& baseline = baselineRatios(oneStage, size, kind, pair.second);
+        if (baseline.size() < kMinColdSpans) continue;
+        const double baselineMedian = median(baseline);
+        for (const double ratio : pair.first) relative.push_back(ratio / baselineMedian);
       }
       if (relative.size() >= kMinColdSpans) cells.push_back(std::log(median(relative)));
     }

@@ -253,8 +253,8 @@ TEST(Calibration, LossScalesRoundTripAreDescribedAndDefaultToOne) {
 TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterAnotherStagesOp) {
   expectColdOpScaleRoundTripsAndIsDescribed(
       &MicroBatchScale::afterStageSwitch, "after_stage_switch", 1.5,
-      "at micro-batches 16-32; an op after another stage's op on its device runs 1.00-1.50x one after its own "
-      "stage's; device speeds",
+      "at micro-batches 16-32; an op after another stage's op on its device runs 1.00-1.50x one on a device of "
+      "one stage; device speeds",
       &Profile::stageSwitchScales);
 
   // Four layers of 2 ns forward and 4 backward at micro-batch 2, chunks 4 of batch 8,

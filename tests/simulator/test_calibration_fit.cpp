@@ -367,6 +367,26 @@ TEST(CalibrationFit, AnOpAfterAnotherStagesOpOnItsDeviceGetsTheStageSwitchScale)
   EXPECT_EQ(calibrationFromRuns(profile, twoCpus(), {gpipe}).scales.at(2).afterStageSwitch, 1.0);
 }
 
+TEST(CalibrationFit, AnOpAfterAnotherStagesOpIsSetAgainstTheOpsOfADeviceHoldingOneStage) {
+  // Interleaved v2 as the simulator runs it where every layer takes 1.2x -- the ops after their
+  // own stage's too, as where a device's caches hold two stages' weights whatever ran last --
+  // and GPipe at the profile's time: set against the interleaved run's own other ops, an op
+  // after another stage's would read 1.0; against GPipe's, which switch no stage, it reads 1.2.
+  const Profile profile = fourLayerProfileInMicroseconds();
+  Profile slower = profile;
+  for (LayerProfile& layer : slower.layers) {
+    for (CostSample& cost : layer.costs) {
+      cost.forwardNs = cost.forwardNs * 6 / 5;
+      cost.backwardNs = cost.backwardNs * 6 / 5;
+    }
+  }
+  const ReferenceRun interleaved = simulatedRun(slower, referenceCandidate(4, 2, 4, 8, ScheduleKind::Interleaved, 2));
+  const ReferenceRun gpipe = simulatedRun(profile, referenceCandidate(4, 2, 4, 8));
+  EXPECT_NEAR(calibrationFromRuns(profile, twoCpus(), {gpipe, interleaved}).scales.at(2).afterStageSwitch, 1.2, 0.01);
+  // Without a reference of one stage per device, the run's own ops are what it is set against.
+  EXPECT_NEAR(calibrationFromRuns(profile, twoCpus(), {interleaved}).scales.at(2).afterStageSwitch, 1.0, 0.01);
+}
+
 TEST(CalibrationFit, AStagesFirstOpOfAKindInTheStepGetsTheFirstInStepScale) {
   // GPipe and 1F1B, a layer a stage on two devices, and interleaved v2, chunks 4 of batch 8, as
   // the simulator runs them where each stage's first op of a kind in the step takes 1.2x and,

@@ -287,8 +287,8 @@ struct Profile {
   /// CPU only; absent in older files and where one device had the cores (not measured).
   OptimizerAtOnce optimizerAtOnce;
   /// By micro-batch size: how much longer a compute op runs when its device's previous op was
-  /// another stage's (two or more stages per device) than back to back after its own stage's,
-  /// whose weights and activations it then finds in the caches. Not measured by the profiler
+  /// another stage's (two or more stages per device) than on a device holding one stage, whose
+  /// weights and activations it then finds in the caches. Not measured by the profiler
   /// and not in profile files: a calibration's (MicroBatchScale::afterStageSwitch, applied by
   /// calibratedProfile); a size absent: 1.
   std::map<std::int64_t, double> stageSwitchScales;

@@ -63,10 +63,10 @@ struct MicroBatchScale {
   /// timed it alone, on hot caches, at a fraction of its pipeline time (unet's MSE at 2
   /// samples: 13 us profiled, 50-90 us in the pipeline), which this scale made up for.
   double loss = 1.0;
-  /// A compute op whose device ran another stage's op before it over one back to back after its
-  /// own stage's (Profile::stageSwitchScales): with two or more stages per device, the stage
-  /// finds less of its weights and activations in the caches. 1: no difference (and one stage
-  /// per device never switches).
+  /// A compute op whose device ran another stage's op before it over one of the same kind and
+  /// size on a device holding one stage (Profile::stageSwitchScales): with two or more stages
+  /// per device, the stage finds less of its weights and activations in the caches. 1: no
+  /// difference (and one stage per device never switches).
   double afterStageSwitch = 1.0;
   /// A compute op that is its stage's first of its kind in the step (first forward, first
   /// backward, first I or W) over a later one of the same kind (Profile::firstInStepScales): the

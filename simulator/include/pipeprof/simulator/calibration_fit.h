@@ -14,17 +14,22 @@
 // corrections for every shape".)
 //
 //   stageSwitch      = (shapes of two or more stages per device) how much longer an op ran after
-//                      another stage's op on its device (the candidate's device order) than its
-//                      kind's other ops (forward, backward, recompute, I, W) of its run's shape
-//                      and size, each measured over its stage's profiled time: a cell per shape
-//                      and size, log(the median of those ops' ratios over the median of their
-//                      kind's other ops'), and one scale for every size, exp(the median over
-//                      the cells): the stage's weights and activations are no longer in the
-//                      caches (mlp at 16 samples: +8-16% over a back-to-back op of its own
-//                      stage, +2-6% at 64, none at 128; docs/performance.md, "An op after
-//                      another stage's"). One scale because a size's own wandered 1.0-1.18
-//                      between runs of one sweep. A stage's first op of a kind in the step is
-//                      left out of these cells (firstInStep below).
+//                      another stage's op on its device (the candidate's device order) than the
+//                      ops of its kind (forward, backward, recompute, I, W) and size of the
+//                      references of one stage per device, each measured over its stage's
+//                      profiled time: a cell per shape and size, log(the median of those ops'
+//                      ratios over the median of the one-stage ops'), and one scale for every
+//                      size, exp(the median over the cells): the stage's weights and activations
+//                      are no longer in the caches (mlp at 16 samples: +8-16% over a
+//                      back-to-back op of its own stage, +2-6% at 64, none at 128;
+//                      docs/performance.md, "An op after another stage's"). Against the
+//                      one-stage ops because a two-stage device's ops after their own stage run
+//                      slow too (0.99-1.07x a one-stage device's; docs/performance.md, "An op
+//                      after another stage's, against a device of one stage"), so its own other
+//                      ops understated it; those are the baseline only where no one-stage
+//                      reference timed that kind and size. One scale because a size's own
+//                      wandered 1.0-1.18 between runs of one sweep. A stage's first op of a
+//                      kind in the step is left out of these cells (firstInStep below).
 //   firstInStep      = how much longer a stage's first op of its kind in the step (its first
 //                      forward, recompute, backward, I, W: Schedule::firstOfKindOnStage) ran
 //                      than the later ops of that kind of its run's shape and size, fitted as
