@@ -3,6 +3,7 @@
 
 #include <pipeprof/core/json_file.h>
 #include <pipeprof/core/schedule.h>
+#include <pipeprof/simulator/calibration_fit.h>
 #include <pipeprof/simulator/simulator.h>
 
 #include "two_layer_profile.h"
@@ -264,13 +265,7 @@ TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterA
   Profile switching = profile;
   switching.stageSwitchScales[2] = 1.5;
   const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
-  Candidate interleaved;
-  interleaved.balance = {1, 1, 1, 1};
-  interleaved.chunks = 4;
-  interleaved.batch = 8;
-  interleaved.checkpoint = Checkpoint::Never;
-  interleaved.schedule = ScheduleKind::Interleaved;
-  interleaved.stagesPerDevice = 2;
+  const Candidate interleaved = referenceCandidate(4, 2, 4, 8, ScheduleKind::Interleaved, 2);
   const Schedule schedule = Schedule::build(interleaved.scheduleSpec({}));
   std::vector<TimeNs> extraNs(2, 0);
   for (std::int64_t d = 0; d < 2; ++d) {
@@ -288,10 +283,7 @@ TEST(Calibration, TheStageSwitchScaleRoundTripsIsDescribedAndChargesTheOpsAfterA
   EXPECT_EQ(switched.busyNs[0] - plain.busyNs[0], extraNs[0]);
   EXPECT_EQ(switched.busyNs[1] - plain.busyNs[1], extraNs[1]);
   EXPECT_GT(switched.iterationNs, plain.iterationNs);
-  Candidate gpipe = interleaved;
-  gpipe.balance = {2, 2};
-  gpipe.schedule = ScheduleKind::GPipe;
-  gpipe.stagesPerDevice = 1;
+  const Candidate gpipe = referenceCandidate(4, 2, 4, 8);
   EXPECT_EQ(simulate(switching, cluster, gpipe).prediction.iterationNs,
             simulate(profile, cluster, gpipe).prediction.iterationNs);
 }
@@ -311,11 +303,7 @@ TEST(Calibration, TheFirstInStepScaleRoundTripsIsDescribedAndChargesEachStagesFi
   Profile cold = profile;
   cold.firstInStepScales[2] = 1.25;
   const Cluster cluster = Cluster::uniform(2, std::nullopt, 0.0, 0, "cpu");
-  Candidate gpipe;
-  gpipe.balance = {2, 2};
-  gpipe.chunks = 4;
-  gpipe.batch = 8;
-  gpipe.checkpoint = Checkpoint::Never;
+  const Candidate gpipe = referenceCandidate(4, 2, 4, 8);
   const Prediction plain = simulate(profile, cluster, gpipe).prediction;
   const Prediction charged = simulate(cold, cluster, gpipe).prediction;
   EXPECT_EQ(charged.busyNs[0] - plain.busyNs[0], 3000);
