@@ -70,22 +70,11 @@ std::string speedList(const ScheduleCorrections& corrections) {
   return speeds.empty() ? std::string("1") : joined(speeds);
 }
 
-/// Whether some size scales the loss (a calibration fitted before the loss was has none).
-bool scalesTheLoss(const ScheduleCorrections& corrections) {
+/// Whether some size sets `scale` other than 1 (a calibration fitted before that scale was has
+/// none: the loss's, the stage switch's, the first-in-step one).
+bool setsScale(const ScheduleCorrections& corrections, double MicroBatchScale::*scale) {
   return std::any_of(corrections.scales.begin(), corrections.scales.end(),
-                     [](const auto& entry) { return entry.second.loss != 1.0; });
-}
-
-/// Whether some size charges a stage switch (a calibration fitted before they were has none).
-bool switchesStages(const ScheduleCorrections& corrections) {
-  return std::any_of(corrections.scales.begin(), corrections.scales.end(),
-                     [](const auto& entry) { return entry.second.afterStageSwitch != 1.0; });
-}
-
-/// Whether some size charges a step's first ops (a calibration fitted before they were has none).
-bool chargesFirstInStep(const ScheduleCorrections& corrections) {
-  return std::any_of(corrections.scales.begin(), corrections.scales.end(),
-                     [](const auto& entry) { return entry.second.firstInStep != 1.0; });
+                     [scale](const auto& entry) { return entry.second.*scale != 1.0; });
 }
 
 /// "layers chained in the pipeline take ...; device speeds ...; step overhead ...".
@@ -94,14 +83,15 @@ std::string describeCorrections(const ScheduleCorrections& corrections) {
   if (!corrections.scales.empty()) {
     scales = scaleRange(corrections, &MicroBatchScale::forward) + " (forward) and " +
              scaleRange(corrections, &MicroBatchScale::backward) + " (backward)";
-    if (scalesTheLoss(corrections)) scales += ", the loss " + scaleRange(corrections, &MicroBatchScale::loss) + ",";
+    if (setsScale(corrections, &MicroBatchScale::loss))
+      scales += ", the loss " + scaleRange(corrections, &MicroBatchScale::loss) + ",";
     scales += " x their profiled time at micro-batches " + std::to_string(corrections.scales.begin()->first) + "-" +
               std::to_string(corrections.scales.rbegin()->first);
-    if (switchesStages(corrections)) {
+    if (setsScale(corrections, &MicroBatchScale::afterStageSwitch)) {
       scales += "; an op after another stage's op on its device runs " +
                 scaleRange(corrections, &MicroBatchScale::afterStageSwitch) + "x one on a device of one stage";
     }
-    if (chargesFirstInStep(corrections)) {
+    if (setsScale(corrections, &MicroBatchScale::firstInStep)) {
       scales += "; a stage's first op of a kind in a step runs " +
                 scaleRange(corrections, &MicroBatchScale::firstInStep) + "x a later one";
     }
@@ -119,7 +109,8 @@ std::string describeCorrectionsBriefly(const ScheduleCorrections& corrections) {
                            ? std::string("none")
                            : scaleRange(corrections, &MicroBatchScale::forward) + " forward, " +
                                  scaleRange(corrections, &MicroBatchScale::backward) + " backward";
-  if (scalesTheLoss(corrections)) scales += ", " + scaleRange(corrections, &MicroBatchScale::loss) + " loss";
+  if (setsScale(corrections, &MicroBatchScale::loss))
+    scales += ", " + scaleRange(corrections, &MicroBatchScale::loss) + " loss";
   return "scales " + scales + ", speeds " + speedList(corrections) + ", overhead " + overheadRange(corrections);
 }
 

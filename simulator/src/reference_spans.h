@@ -68,8 +68,8 @@ struct ColdScales {
 /// at `size` (profiledSpanNs each); 0 for a partition past the balance.
 TimeNs stageProfiledNs(const Profile& profile, const ReferenceRun& run, const TraceEvent& op, std::int64_t size);
 
-/// An op's span as it would have run warm, back to back after a later op of its own stage's:
-/// divided by each scale of `scales` whose set of `cold` holds it.
+/// An op's span as it would have run warm -- neither after another stage's op nor its stage's
+/// first of its kind in the step: divided by each scale of `scales` whose set of `cold` holds it.
 TimeNs asWarmOp(const TraceEvent& op, const ColdOps& cold, const ColdScales& scales);
 
 }  // namespace pipeprof::sim
