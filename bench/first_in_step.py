@@ -25,24 +25,14 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_traces import candidate_of, timed_spans_of, trace_events  # noqa: E402
-
-KINDS = ("forward", "recompute", "backward", "backward-input", "backward-weight")
-
-
-def steps_of(events):
-    """Each timed step's compute spans (KINDS), one list per step span."""
-    spans = timed_spans_of(events)
-    steps = sorted((e for e in spans if e.get("name") == "step"), key=lambda e: e["ts"])
-    ops = [e for e in spans if e["name"].split("(")[0] in KINDS]
-    for step in steps:
-        yield [e for e in ops if step["ts"] <= e["ts"] < step["ts"] + step["dur"]]
+from pipeline_traces import candidate_of, compute_ops_by_step, trace_events  # noqa: E402
 
 
 def first_op_groups(ops):
-    """(class, first op's duration, median of the later ones but the last) per stage and kind."""
+    """(class, first op's duration, median of the later ones but the last) per stage and kind, of
+    one step's compute ops in the order they began."""
     device_first = {}
-    for op in sorted(ops, key=lambda e: e["ts"]):
+    for op in ops:
         device_first.setdefault(op["pid"], op["name"])
     groups = collections.defaultdict(list)
     for op in ops:
@@ -50,7 +40,6 @@ def first_op_groups(ops):
     for (_, kind), group in groups.items():
         if len(group) < 3:
             continue
-        group.sort(key=lambda e: e["ts"])
         later = group[1:-1] if len(group) > 3 else group[1:2]
         first = group[0]
         label = f"a device's first {kind}" if device_first[first["pid"]] == first["name"] else kind
@@ -68,7 +57,7 @@ def main():
             candidate = candidate_of(path)
             if candidate is None or candidate[2] == "always":
                 continue
-            for ops in steps_of(trace_events(path)):
+            for ops in compute_ops_by_step(trace_events(path)):
                 for label, first_us, later_us in first_op_groups(ops):
                     extra[(sweep, label)].append(first_us - later_us)
                     ratio[(sweep, label)].append(first_us / later_us)

@@ -1,7 +1,7 @@
 """Reading a sweep's pipeline traces (report.traces/<candidate>.measured.json, .predicted.json and
 calibration/ref<k>_<candidate>.measured.json) and `pipeprof run --trace`'s: shared by the bench
 scripts that do (bench/forward_spans.py, bench/device_split.py, bench/loss_first_call.py,
-bench/ops_after_idle.py)."""
+bench/ops_after_idle.py, bench/first_in_step.py, bench/two_stage_ops.py)."""
 import json
 import os
 import re
@@ -27,6 +27,19 @@ def timed_spans_of(events):
 def timed_spans(path):
     """timed_spans_of the trace at `path`."""
     return timed_spans_of(trace_events(path))
+
+
+COMPUTE_KINDS = ("forward", "recompute", "backward", "backward-input", "backward-weight")
+
+
+def compute_ops_by_step(events):
+    """Each timed step's compute spans (COMPUTE_KINDS: not the loss), in the order they began,
+    one list per `step` span."""
+    spans = timed_spans_of(events)
+    steps = sorted((e for e in spans if e.get("name") == "step"), key=lambda e: e["ts"])
+    ops = sorted((e for e in spans if e["name"].split("(")[0] in COMPUTE_KINDS), key=lambda e: e["ts"])
+    for step in steps:
+        yield [e for e in ops if step["ts"] <= e["ts"] < step["ts"] + step["dur"]]
 
 
 def candidate_of(path):

@@ -30,7 +30,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_traces import candidate_of, checkpointed, timed_spans_of, trace_events  # noqa: E402
+from pipeline_traces import candidate_of, checkpointed, compute_ops_by_step, trace_events  # noqa: E402
 
 PROFILED = {"forward": "forward_ns", "recompute": "forward_ns", "backward": "backward_ns",
             "backward-input": "backward_input_ns", "backward-weight": "backward_weight_ns"}
@@ -55,12 +55,9 @@ def op_ratios(profile, batch, path):
     size = batch // chunks
     starts = [sum(balance[:j]) for j in range(len(balance))]
     two_stages = len(balance) > 2  # the references run two devices
-    spans = timed_spans_of(trace_events(path))
-    steps = sorted((e for e in spans if e["name"] == "step"), key=lambda e: e["ts"])
-    ops = sorted((e for e in spans if e["name"].split("(")[0] in PROFILED), key=lambda e: e["ts"])
-    for step in steps:
+    for ops in compute_ops_by_step(trace_events(path)):
         previous_stage, seen = {}, set()
-        for op in (e for e in ops if step["ts"] <= e["ts"] < step["ts"] + step["dur"]):
+        for op in ops:
             kind, j = op["name"].split("(")[0], op["args"]["j"]
             before = previous_stage.get(op["pid"])
             previous_stage[op["pid"]] = j
