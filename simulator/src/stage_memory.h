@@ -25,11 +25,12 @@ struct TransientPeaks {
   Bytes noGradForward = 0;
   Bytes backward = 0;
   Bytes backwardInput = 0;  ///< a split backward's I (0 where no input wants a gradient)
-  /// The backward's (and I's) peak where it is reached only at the op's end, else 0: the stage's
-  /// first layer runs last and allocates the gradient of the stage's input as it finishes, so
-  /// its peak with that gradient comes after whatever the other devices freed meanwhile; before
-  /// it, backward and backwardInput hold that layer's peak less what that last allocation adds
-  /// (LayerCostTable::backwardEndRiseBytes, inputEndRiseBytes).
+  /// The backward's (and I's) peak where it is reached only at the op's end, else 0: a layer
+  /// allocates the gradient of its input as its backward finishes, the stage's first layer (it
+  /// runs last) as the op ends and a later one past half of the op's time where its backward
+  /// ends there, so its peak with that gradient comes after whatever the other devices freed
+  /// meanwhile; before it, backward and backwardInput hold that layer's peak less what that
+  /// last allocation adds (LayerCostTable::backwardEndRiseBytes, inputEndRiseBytes).
   Bytes backwardAtEnd = 0;
   Bytes backwardInputAtEnd = 0;
   /// The backward's peak when nothing else keeps the stage's output (the first stage's W of a
@@ -71,6 +72,11 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes received = receivesOutputGradient && k + 1 == end ? table.outputGradientKeptBytes[k] : 0;
     return std::max<Bytes>(0, table.inputKeptBytes[k] - received);
   };
+  // Whether layer l's backward (from the prefix sums of its times) ends past half of the
+  // stage's: the first layer's always does, it runs last.
+  auto endsLate = [&](const std::vector<TimeNs>& prefix, std::size_t l) {
+    return l == first || 2 * (prefix[end] - prefix[l]) > prefix[end] - prefix[first];
+  };
   Bytes keptAfter = 0;  // by the layers after l
   for (std::size_t k = first + 1; k < end; ++k) keptAfter += keptGradient(k);
   for (std::size_t l = first; l < end; ++l) {
@@ -106,12 +112,16 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     const Bytes outputGradient = holdsOutput ? table.outputBytes[l] : 0;
     const Bytes workspace =
         holdsOutput ? table.backwardWorkspaceBytes[l] - outputGradient : table.innerBackwardWorkspaceBytes[l];
-    // The first layer ends the op with the gradient of the stage's input (where it wants one).
-    const bool endsTheOp = inputGradients && l == first;
+    // A layer's backward makes the gradient of its input last. The first layer's ends the op
+    // (where the stage's input wants one); a later layer's comes late when the layer's backward
+    // ends past half of the op's time (the layers run last first).
+    const bool hasInputGradient = inputGradients || l > first;
     const Bytes backwardHere = workspace - savedAfter + heldSkipGradients(l, false);
-    const Bytes backwardRise = endsTheOp ? std::min(backwardHere, table.backwardEndRiseBytes[l]) : 0;
+    const Bytes backwardRise = hasInputGradient && endsLate(table.backwardPrefix, l)
+                                   ? std::min(backwardHere, table.backwardEndRiseBytes[l])
+                                   : 0;
     peaks.backward = std::max(peaks.backward, backwardHere - backwardRise);
-    if (backwardRise > 0) peaks.backwardAtEnd = backwardHere;
+    if (backwardRise > 0) peaks.backwardAtEnd = std::max(peaks.backwardAtEnd, backwardHere);
     if (!splits) continue;
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed =
@@ -121,9 +131,10 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     if (inputGradients) {
       if (l > first) keptAfter -= keptGradient(l);
       const Bytes inputHere = table.inputWorkspaceBytes[l] - outputGradient + keptAfter + heldSkipGradients(l, true);
-      const Bytes inputRise = endsTheOp ? std::min(inputHere, table.inputEndRiseBytes[l]) : 0;
+      const Bytes inputRise =
+          endsLate(table.backwardInputPrefix, l) ? std::min(inputHere, table.inputEndRiseBytes[l]) : 0;
       peaks.backwardInput = std::max(peaks.backwardInput, inputHere - inputRise);
-      if (inputRise > 0) peaks.backwardInputAtEnd = inputHere;
+      if (inputRise > 0) peaks.backwardInputAtEnd = std::max(peaks.backwardInputAtEnd, inputHere);
     }
   }
   // Reached at the end only where it tops what the op held before.

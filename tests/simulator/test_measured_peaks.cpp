@@ -462,5 +462,19 @@ TEST(MeasuredPeaks, ABackwardsLastLayerMakesTheInputsGradientAtTheOpsEnd) {
   EXPECT_GT((static_cast<double>(predict(unet, rows[0]).peakBytes[1]) - measured) / measured, 0.1);
 }
 
+// With a fourth layer before dec0_conv in the last stage (dec0_concat, 86 us of I's 1.24 ms at 8
+// samples), dec0_conv still makes its input's gradient past nine tenths of I(1,3), after device
+// 0's free: charged at the op's start, device 1 read 1 MiB over (12.05 MiB against 11.03 in
+// suite runs of 2026-12-06). Lone runs of 10 steps after 3 (`pipeprof run --model unet --batch 16
+// --devices cpu,cpu --schedule interleaved-zb --chunks 2 --checkpoint never`), 3 of 3 each.
+TEST(MeasuredPeaks, ALaterLayersInputGradientMadeLateInTheBackwardComesAtTheOpsEnd) {
+  Profile unet = readProfile(test::fixturePath("unet-batch16-profile.json"));
+  const std::vector<Measured> rows{
+      {ScheduleKind::InterleavedZeroBubble, {3, 5, 7, 4}, Checkpoint::Never, {7713024, 11032356}, 2, 16},
+      {ScheduleKind::InterleavedZeroBubble, {3, 4, 8, 4}, Checkpoint::Never, {8106240, 10639140}, 2, 16},
+      {ScheduleKind::InterleavedZeroBubble, {2, 4, 9, 4}, Checkpoint::Never, {8106240, 10639140}, 2, 16}};
+  expectWithin(unet, rows, 0.01);
+}
+
 }  // namespace
 }  // namespace pipeprof::test_measured_peaks
