@@ -32,11 +32,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_traces import candidate_of, checkpointed, timed_spans  # noqa: E402
+from pipeline_traces import candidate_of, profile_field, timed_spans  # noqa: E402
 
 OP = re.compile(r"^(forward|recompute|backward|backward-input|backward-weight)\((\d+),(\d+)\)$")
-FIELD = {"forward": "forward_ns", "recompute": "forward_ns", "backward": "backward_ns",
-         "backward-input": "backward_input_ns", "backward-weight": "backward_weight_ns"}
 
 
 def device_of_stage(stage, stages, devices, schedule):
@@ -70,9 +68,7 @@ def device_quotients(trace_path, profile, batch, devices):
         kind, i, j = match.group(1), int(match.group(2)), int(match.group(3))
         if j >= len(balance):
             continue
-        field = FIELD[kind]
-        if kind == "forward" and checkpointed(mode, i, chunks):
-            field = "forward_no_grad_ns"
+        field = profile_field(kind, mode, i, chunks)
         costs = [layer_cost(profile, layer, size, field) for layer in range(firsts[j], firsts[j] + balance[j])]
         if any(cost is None for cost in costs):
             return None  # a size the profile interpolates: left out

@@ -52,6 +52,18 @@ def candidate_of(path):
     return balance, int(name.group(2)), name.group(3), name.group(4) or "gpipe"
 
 
+PROFILE_FIELDS = {"forward": "forward_ns", "recompute": "forward_ns", "backward": "backward_ns",
+                  "backward-input": "backward_input_ns", "backward-weight": "backward_weight_ns"}
+
+
+def profile_field(kind, mode, micro_batch, chunks):
+    """The profile's cost field that times compute op `kind` (COMPUTE_KINDS) of micro-batch
+    `micro_batch`: a checkpointed micro-batch's forward runs without a graph."""
+    if kind == "forward" and checkpointed(mode, micro_batch, chunks):
+        return "forward_no_grad_ns"
+    return PROFILE_FIELDS[kind]
+
+
 def checkpointed(mode, micro_batch, chunks):
     """Whether micro-batch i's forward runs without a graph: every one under `always`, all but the
     last under `except_last`."""

@@ -30,10 +30,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_traces import candidate_of, checkpointed, compute_ops_by_step, trace_events  # noqa: E402
+from pipeline_traces import candidate_of, compute_ops_by_step, profile_field, trace_events  # noqa: E402
 
-PROFILED = {"forward": "forward_ns", "recompute": "forward_ns", "backward": "backward_ns",
-            "backward-input": "backward_input_ns", "backward-weight": "backward_weight_ns"}
 MIN_OPS = 5
 
 
@@ -62,9 +60,7 @@ def op_ratios(profile, batch, path):
             before = previous_stage.get(op["pid"])
             previous_stage[op["pid"]] = j
             if (j, kind) in seen:
-                field = PROFILED[kind]
-                if kind == "forward" and checkpointed(mode, op["args"]["i"], chunks):
-                    field = "forward_no_grad_ns"
+                field = profile_field(kind, mode, op["args"]["i"], chunks)
                 profiled = stage_profiled_us(profile, starts[j], starts[j] + balance[j], size, field)
                 if profiled:
                     label = "one" if not two_stages else "switch" if before not in (None, j) else "own"
