@@ -465,8 +465,10 @@ void resolveStage(const CostResolution& r, const SizeClassSlots& c, std::int32_t
   bytes[layout.backwardPeakAtEnd(j)] = peaks.backwardAtEnd;
   bytes[layout.backwardInputPeakAtEnd(j)] = peaks.backwardInputAtEnd;
   if (r.compiled.splitsBackward) bytes[layout.checkpointedWeightBackwardPeak(j)] = bytes[layout.weightBackwardPeak(j)];
-  if (r.compiled.splitsBackward && j == 0) {               // W is all of the backward
-    bytes[layout.weightBackwardPeak(j)] = peaks.backward;  // (resolveFirstStageWeightPeak: unless freed)
+  if (r.compiled.splitsBackward && j == 0) {  // W is all of the backward
+    // Its I dropped the skips it stashed; a rank keeps what it sent (resolveFirstStageWeightPeak:
+    // the output too, unless freed).
+    bytes[layout.weightBackwardPeak(j)] = r.cluster.processPerDevice ? peaks.backward : peaks.backwardRootsFreed;
     bytes[layout.checkpointedWeightBackwardPeak(j)] = peaks.backwardOutputFreed;
   }
   if (j + 1 < n) {

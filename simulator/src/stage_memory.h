@@ -36,6 +36,10 @@ struct TransientPeaks {
   /// The backward's peak when nothing else keeps the stage's output (the first stage's W of a
   /// checkpointed micro-batch: the recomputed output is its graph's alone once I let it go).
   Bytes backwardOutputFreed = 0;
+  /// The backward's peak with the output kept but the skips the stage stashed for later stages
+  /// let go as their last saving layer's backward runs: the first stage's W runs from the
+  /// graph's edges, after its I dropped the roots it was handed (stage_core.cpp).
+  Bytes backwardRootsFreed = 0;
 };
 
 /// A skip the stage stashes for a later stage: a root of the stage's backward (its gradient
@@ -87,8 +91,9 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // a residual block's ReLU output, 4 MiB, read as freed before the block's BatchNorm ran).
     Bytes rootsKept = 0;
     for (const StashedRoot& root : stashedRoots) rootsKept += root.savedBy > l ? root.savedBytes : 0;
-    const Bytes savedAfter = std::max<Bytes>(0, table.savedPrefix[end] - table.savedPrefix[l + 1] -
-                                                    (l + 1 < end ? outputKept : Bytes{0}) - rootsKept);
+    const Bytes savedAfterRootsFreed =
+        std::max<Bytes>(0, table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0}));
+    const Bytes savedAfter = std::max<Bytes>(0, savedAfterRootsFreed - rootsKept);
     // The layer's input is the previous layer's output (the stage's input is held already);
     // the part of it nothing saved is live until the layer returns.
     const Bytes input = l > first ? table.outputBytes[l - 1] : 0;
@@ -123,6 +128,8 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     peaks.backward = std::max(peaks.backward, backwardHere - backwardRise);
     if (backwardRise > 0) peaks.backwardAtEnd = std::max(peaks.backwardAtEnd, backwardHere);
     if (!splits) continue;
+    peaks.backwardRootsFreed =
+        std::max(peaks.backwardRootsFreed, backwardHere - backwardRise - (savedAfterRootsFreed - savedAfter));
     const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed =
         std::max(peaks.backwardOutputFreed, workspace - savedAfterAll + heldSkipGradients(l, false));
