@@ -33,6 +33,7 @@ constexpr OptionalFigure kOptionalFigures[] = {
     {"inner_backward_workspace_bytes", &CostSample::innerBackwardWorkspaceBytes},
     {"backward_end_rise_bytes", &CostSample::backwardEndRiseBytes},
     {"input_end_rise_bytes", &CostSample::inputEndRiseBytes},
+    {"saved_freed_by_next_bytes", &CostSample::savedFreedByNextBytes},
     {"forward_no_grad_ns", &CostSample::forwardNoGradNs},
 };
 

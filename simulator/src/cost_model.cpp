@@ -74,6 +74,7 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
   table->innerBackwardWorkspaceBytes.assign(layers, 0);
   table->backwardEndRiseBytes.assign(layers, 0);
   table->inputEndRiseBytes.assign(layers, 0);
+  table->savedFreedByNextBytes.assign(layers, 0);
   for (std::size_t l = 0; l < layers; ++l) {
     const CostSample cost = profile_->layers[l].costAt(microBatch);
     table->forwardPrefix[l + 1] = table->forwardPrefix[l] + cost.forwardNs;
@@ -97,6 +98,8 @@ const LayerCostTable& CostModel::table(std::int64_t microBatch) {
         sumBytes(cost.innerBackwardWorkspaceBytes.value_or(cost.backwardWorkspaceBytes));
     table->backwardEndRiseBytes[l] = sumBytes(cost.backwardEndRiseBytes.value_or(0));
     table->inputEndRiseBytes[l] = sumBytes(cost.inputEndRiseBytes.value_or(0));
+    table->savedFreedByNextBytes[l] =
+        std::min(sumBytes(cost.savedBytes), sumBytes(cost.savedFreedByNextBytes.value_or(0)));
     table->inputWorkspaceBytes[l] =
         split.inputWorkspaceBytes
             ? sumBytes(*split.inputWorkspaceBytes)

@@ -53,6 +53,9 @@ struct LayerCostTable {
   /// (CostSample::backwardEndRiseBytes, inputEndRiseBytes; profiles without them: 0).
   std::vector<Bytes> backwardEndRiseBytes;
   std::vector<Bytes> inputEndRiseBytes;
+  /// Per layer: the part of its saved bytes the next layer's backward frees, one layer early
+  /// (CostSample::savedFreedByNextBytes, at most savedBytes; profiles without it: 0).
+  std::vector<Bytes> savedFreedByNextBytes;
   /// The loss on the last layer's output (Profile::loss; all zero when the profile has none).
   CostSample loss;
   /// Launch data (the profile carries it; else all empty), prefix sums like the times above:

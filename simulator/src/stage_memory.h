@@ -91,8 +91,11 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     // a residual block's ReLU output, 4 MiB, read as freed before the block's BatchNorm ran).
     Bytes rootsKept = 0;
     for (const StashedRoot& root : stashedRoots) rootsKept += root.savedBy > l ? root.savedBytes : 0;
-    const Bytes savedAfterRootsFreed =
-        std::max<Bytes>(0, table.savedPrefix[end] - table.savedPrefix[l + 1] - (l + 1 < end ? outputKept : Bytes{0}));
+    // Layer l + 1's backward also frees what of l's saved bytes only its nodes kept (l's output,
+    // saved as l + 1's input), before l's backward runs.
+    const Bytes freedByNext = l + 1 < end ? table.savedFreedByNextBytes[l] : 0;
+    const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1] + freedByNext;
+    const Bytes savedAfterRootsFreed = std::max<Bytes>(0, savedAfterAll - (l + 1 < end ? outputKept : Bytes{0}));
     const Bytes savedAfter = std::max<Bytes>(0, savedAfterRootsFreed - rootsKept);
     // The layer's input is the previous layer's output (the stage's input is held already);
     // the part of it nothing saved is live until the layer returns.
@@ -130,7 +133,6 @@ TransientPeaks transientPeaks(const LayerCostTable& table, std::size_t first, st
     if (!splits) continue;
     peaks.backwardRootsFreed =
         std::max(peaks.backwardRootsFreed, backwardHere - backwardRise - (savedAfterRootsFreed - savedAfter));
-    const Bytes savedAfterAll = table.savedPrefix[end] - table.savedPrefix[l + 1];
     peaks.backwardOutputFreed =
         std::max(peaks.backwardOutputFreed, workspace - savedAfterAll + heldSkipGradients(l, false));
     // I frees no saved tensor before it ends: at layer l it holds the layer's own peak over the

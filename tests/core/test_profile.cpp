@@ -121,6 +121,19 @@ TEST(CostAt, ThePeaksRiseAtTheBackwardsEndIsInterpolated) {
   EXPECT_FALSE(layer.costAt(2).backwardEndRiseBytes.has_value());
 }
 
+// What the next layer's backward frees of a layer's saved bytes is interpolated alike, and a
+// profile without it reads without it (the simulator then frees everything with the layer's own).
+TEST(CostAt, WhatTheNextLayersBackwardFreesIsInterpolated) {
+  LayerProfile layer;
+  layer.costs = {sample(2, 1, 1, 64, 200, 0), sample(4, 1, 1, 128, 200, 0)};
+  layer.costs[0].savedFreedByNextBytes = 64;
+  layer.costs[1].savedFreedByNextBytes = 128;
+  EXPECT_EQ(layer.costAt(3).savedFreedByNextBytes, 96);
+  EXPECT_EQ(layer.costAt(8).savedFreedByNextBytes, 256);
+  layer.costs[1].savedFreedByNextBytes.reset();
+  EXPECT_FALSE(layer.costAt(3).savedFreedByNextBytes.has_value());
+}
+
 // The forward without a graph is interpolated like the forward; where a sample lacks it (older
 // profiles) the forward stands for it.
 TEST(CostAt, TheForwardWithoutAGraphIsInterpolatedAndFallsBackToTheForward) {

@@ -243,6 +243,32 @@ TEST(LayerProfiler, TheGradientOfALayersInputMadeLastIsMeasuredAsItsPeaksRiseAtT
   EXPECT_EQ(again.layers[1].costs[0].inputEndRiseBytes, twice.inputEndRiseBytes);
 }
 
+// fc0's output is saved by the layer after it only (x * x saves its input), so that layer's
+// backward lets it go, one layer before fc0's own. x * x's output is saved by nothing (tanh saves
+// its result); the Tanh's result is kept by its own node and by fc1 (its input); the last layer
+// has no layer after it.
+TEST(LayerProfiler, WhatTheNextLayersBackwardFreesOfALayersSavedBytesIsMeasured) {
+  torch::nn::Sequential seq;
+  seq->push_back("fc0", torch::nn::Linear(16, 32));
+  seq->push_back("scale", torch::nn::Functional([](const torch::Tensor& x) { return x * x; }));
+  seq->push_back("tanh", torch::nn::Tanh());
+  seq->push_back("fc1", torch::nn::Linear(32, 8));
+  Model model = sequentialModel(seq, 16, 8);
+  const Profile profile = profileModel(model, quick({8}));
+  const Bytes activation = 8 * 32 * 4;
+  auto freedByNext = [&](std::size_t L) {
+    const std::optional<Bytes>& bytes = profile.layers[L].costs[0].savedFreedByNextBytes;
+    EXPECT_TRUE(bytes.has_value()) << profile.layers[L].name;
+    return bytes.value_or(-1);
+  };
+  EXPECT_EQ(freedByNext(0), activation) << "x * x saves its input, fc0's output, which fc0 does not keep";
+  EXPECT_EQ(freedByNext(1), 0) << "tanh saves its result, not x * x's output";
+  EXPECT_EQ(freedByNext(2), 0) << "tanh keeps its own result, which fc1 saves too";
+  EXPECT_EQ(freedByNext(3), 0) << "no layer after the last";
+  const Profile again = profileFromJson(toJson(profile), "profile.json");
+  EXPECT_EQ(again.layers[0].costs[0].savedFreedByNextBytes, activation);
+}
+
 TEST(LayerProfiler, AParameterTwoLayersHoldIsRecordedOnce) {
   Model model = buildModel("gpt", [] {
     ModelOptions options;

@@ -83,11 +83,13 @@ TEST(IdenticalLayers, ALeftOutLayerTakesItsTwinsTimesAndBackwardButKeepsItsForwa
   twin.savedBytes = 2000;
   twin.forwardWorkspaceBytes = 3000;
   twin.outputSavedBytes = 1000;
+  twin.savedFreedByNextBytes = 1000;
   CostSample own;
   own.outputBytes = 1001;
   own.savedBytes = 2001;
   own.forwardWorkspaceBytes = 3001;
   own.outputSavedBytes = 999;
+  own.savedFreedByNextBytes = 0;
   std::vector<CostSample> costs{CostSample{}, twin, own};
   std::vector<Bytes> castCacheBytes{0, 64, 0};
   takeIdenticalFigures({0, 1, 1}, costs, castCacheBytes);
@@ -104,6 +106,7 @@ TEST(IdenticalLayers, ALeftOutLayerTakesItsTwinsTimesAndBackwardButKeepsItsForwa
   EXPECT_EQ(taken.savedBytes, 2001);
   EXPECT_EQ(taken.forwardWorkspaceBytes, 3001);
   EXPECT_EQ(taken.outputSavedBytes, 999);
+  EXPECT_EQ(taken.savedFreedByNextBytes, 0) << "measured by the forward, which every layer runs";
   EXPECT_EQ(castCacheBytes[2], 64);
   EXPECT_EQ(costs[1].forwardNs, 100) << "the twin keeps its own";
 }

@@ -124,6 +124,7 @@ void takeIdenticalFigures(const std::vector<std::int64_t>& sameAs, std::vector<C
     costs[L].savedBytes = own.savedBytes;
     costs[L].forwardWorkspaceBytes = own.forwardWorkspaceBytes;
     costs[L].outputSavedBytes = own.outputSavedBytes;
+    costs[L].savedFreedByNextBytes = own.savedFreedByNextBytes;
   }
 }
 

@@ -3,12 +3,16 @@
 
 #include "layer_profiling/profiling_scopes.h"
 #include "stage/autocast.h"
+#include "stage/graph_walk.h"
 #include "stage/split_backward.h"
 #include "stage/stage_input.h"
 
 #include <pipeprof/runtime/memory_tracker.h>
 
+#include <ATen/SequenceNumber.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 
 namespace pipeprof::layer_profiling {
@@ -38,6 +42,37 @@ struct MemoryPass {
   void measureInnerBackward() const;
   void measureSplitBackward() const;
 };
+
+/// What of each layer's saved bytes the next layer's backward lets go (savedFreedByNextBytes):
+/// walks the kept graph from `roots`, sorts its nodes into layers by the sequence number each
+/// got as the forward made it (`firstSequence[L]`: the first of layer L's; `endSequence`: the
+/// first after the forward's, a leaf's AccumulateGrad, which saves nothing), then lets go of
+/// every layer's saved tensors, last layer first as a backward does, counting what each layer's
+/// release frees of the layer before's. The graph is of no use afterwards.
+void measureFreedByNext(const std::vector<std::shared_ptr<torch::autograd::Node>>& roots,
+                        const std::vector<std::uint64_t>& firstSequence, std::uint64_t endSequence,
+                        std::vector<CostSample>& costs) {
+  const auto n = static_cast<std::int64_t>(firstSequence.size());
+  if (n == 0) return;
+  torch::autograd::edge_list edges;
+  for (const auto& root : roots) {
+    if (root) edges.emplace_back(root, 0);
+  }
+  const Reachability walk = reachingNodes(edges, {});
+  std::vector<std::vector<torch::autograd::Node*>> nodesOf(static_cast<std::size_t>(n));
+  for (torch::autograd::Node* node : walk.order) {
+    if (node->sequence_nr() >= endSequence) continue;
+    const auto layer =
+        std::upper_bound(firstSequence.begin(), firstSequence.end(), node->sequence_nr()) - firstSequence.begin() - 1;
+    if (layer >= 0) nodesOf[static_cast<std::size_t>(layer)].push_back(node);
+  }
+  for (std::int64_t L = n - 1; L >= 0; --L) {
+    const Bytes before = L > 0 ? liveBytes(L - 1) : 0;
+    for (torch::autograd::Node* node : nodesOf[static_cast<std::size_t>(L)]) node->release_variables();
+    if (L > 0) costs[L - 1].savedFreedByNextBytes = std::max<Bytes>(0, before - liveBytes(L - 1));
+  }
+  costs[n - 1].savedFreedByNextBytes = 0;  // no layer after it: the loss, or the next stage's
+}
 
 /// How far the latest allocation under tag L (a backward's last: the gradient of the layer's
 /// input) lifted its peak window's peak.
@@ -96,8 +131,10 @@ void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& model
   {
     ScopedSkipTracker scope(&skips);
     Tensors x = input;
+    std::vector<std::uint64_t> firstSequence(static_cast<std::size_t>(n));
     for (std::int64_t L = 0; L < n; ++L) {
       skips.setLayer(L);
+      firstSequence[static_cast<std::size_t>(L)] = at::sequence_number::peek();
       before[L] = liveBytes(L);
       resetPeakBytes(L);
       Tensors out;
@@ -115,6 +152,7 @@ void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& model
       }
       x = out;
     }
+    const std::uint64_t endSequence = at::sequence_number::peek();
     // The model's output is the last stage's, which the pipeline hands to the loss: it counts
     // as the last layer's saved bytes only if the graph keeps it. The graph stays alive through
     // its roots while the output goes (the loss profiler gets an untagged copy).
@@ -133,6 +171,7 @@ void MemoryPass::measureForward(ProfilerSkipTracker& skips, torch::Tensor& model
       for (const OutputStorage& output : outputs[L]) kept += output.storage.expired() ? 0 : output.bytes;
       costs[L].outputSavedBytes = std::min(kept, costs[L].outputBytes);
     }
+    measureFreedByNext(roots, firstSequence, endSequence, costs);
   }
 }
 

@@ -99,6 +99,11 @@ struct CostSample {
   /// 2026-12-05, then 0 (the whole peak from the op's start).
   std::optional<Bytes> backwardEndRiseBytes{};
   std::optional<Bytes> inputEndRiseBytes{};
+  /// What of the layer's saved bytes the next layer's backward lets go, one layer before the
+  /// layer's own: its output where only the next layer's nodes keep it (a convolution's, which the
+  /// BatchNorm after it saves as its input), 0 where the layer's own node keeps it too (a ReLU's
+  /// result). Absent in files measured before 2026-12-06, then 0 (all freed by its own backward).
+  std::optional<Bytes> savedFreedByNextBytes{};
   /// The forward run without a graph, as a checkpointed micro-batch's forward (and a forward
   /// outside training) runs: no tensor saved for backward, no autograd node made, under autocast
   /// no cast kept in the cache. Absent in files measured before 2026-12-04, then taken as
