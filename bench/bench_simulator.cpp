@@ -149,7 +149,7 @@ void BM_SimulateCandidate(benchmark::State& state) {
   pipeprof::SimulationResult result;
   std::int64_t events = 0;
   for (auto _ : state) {
-    simulator.simulate(candidate, true, false, result);
+    simulator.simulate(candidate, true, false, /*latePeaks=*/false, result);
     events += result.eventCount;
     benchmark::DoNotOptimize(result.prediction.iterationNs);
   }

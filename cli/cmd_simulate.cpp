@@ -63,6 +63,12 @@ void printSummary(const Candidate& candidate, const Cluster& cluster, const Simu
                              d >= p.peakOp.size() || p.peakOp[d].empty() ? "-" : p.peakOp[d]);
   }
   std::cout << "\n";
+  for (std::size_t d = 0; d < p.latePeakBytes.size() && d < p.peakBytes.size(); ++d) {
+    if (p.latePeakBytes[d] <= p.peakBytes[d]) continue;
+    std::cout << fmt::format("late frees   device {} peaks at up to {} where another device frees its tensors late (a "
+                             "long run's unluckiest step)\n",
+                             d, formatBytes(p.latePeakBytes[d]));
+  }
   if (p.fits) {
     std::cout << "fits         yes\n";
   } else {
@@ -112,7 +118,8 @@ void addSimulateCommand(CLI::App& app) {
   auto [command, flags] = addCommand<SimulateFlags>(
       app, "simulate",
       {"Predict one candidate (schedule, balance, chunks, checkpoint) from a layer profile (and a calibration):\n"
-       "step time, throughput, bubble, per-device busy time and peak memory.",
+       "step time, throughput, bubble, per-device busy time and peak memory (and, where devices free each other's\n"
+       "tensors, the peak of a long run's unluckiest step, with those frees late).",
        {"pipeprof simulate --profile profile.json --devices 3 --batch 32 --balance 2,3,3 --chunks 8",
         "pipeprof simulate --profile profile.json --cluster cluster.json --batch 64 --balance 4,4 \\\n"
         "      --chunks 16 --checkpoint never --trace predicted.json",

@@ -63,6 +63,11 @@ Prediction predictionFromJson(const JsonCursor& json, std::size_t devices) {
     for (const JsonCursor& item : peakOp.items()) prediction.peakOp.push_back(item.asString());
     requirePerDevice(peakOp, prediction.peakOp.size(), devices);
   }
+  if (json.has("late_peak_bytes")) {
+    JsonCursor latePeak = json.at("late_peak_bytes");
+    prediction.latePeakBytes = nonNegativeInts(latePeak);
+    requirePerDevice(latePeak, prediction.latePeakBytes.size(), devices);
+  }
   prediction.fits = json.at("fits").asBool();
   if (json.has("overflow_devices")) prediction.overflowDevices = nonNegativeInts(json.at("overflow_devices"));
   prediction.tracePath = optionalString(json, "trace_path");
@@ -364,15 +369,17 @@ void Report::updateSuggestion() {
 }
 
 nlohmann::json toJson(const Prediction& prediction) {
-  return {{"iteration_ns", prediction.iterationNs},
-          {"samples_per_s", prediction.samplesPerS},
-          {"bubble_fraction", prediction.bubbleFraction},
-          {"busy_ns", array(prediction.busyNs)},
-          {"peak_bytes", array(prediction.peakBytes)},
-          {"peak_op", array(prediction.peakOp)},
-          {"fits", prediction.fits},
-          {"overflow_devices", array(prediction.overflowDevices)},
-          {"trace_path", prediction.tracePath}};
+  nlohmann::json out = {{"iteration_ns", prediction.iterationNs},
+                        {"samples_per_s", prediction.samplesPerS},
+                        {"bubble_fraction", prediction.bubbleFraction},
+                        {"busy_ns", array(prediction.busyNs)},
+                        {"peak_bytes", array(prediction.peakBytes)},
+                        {"peak_op", array(prediction.peakOp)},
+                        {"fits", prediction.fits},
+                        {"overflow_devices", array(prediction.overflowDevices)},
+                        {"trace_path", prediction.tracePath}};
+  if (!prediction.latePeakBytes.empty()) out["late_peak_bytes"] = array(prediction.latePeakBytes);
+  return out;
 }
 
 nlohmann::json toJson(const Measurement& measurement) {

@@ -120,7 +120,8 @@ std::vector<std::int64_t> CandidateSimulator::deferralWithinOneFOneBMemory(const
   return sim::deferralWithinOneFOneBMemory(costs_, candidate);
 }
 
-void CandidateSimulator::simulate(const Candidate& candidate, bool training, bool recordTrace, SimulationResult& out) {
+void CandidateSimulator::simulate(const Candidate& candidate, bool training, bool recordTrace, bool latePeaks,
+                                  SimulationResult& out) {
   const MicroBatching batching = microBatching(candidate.batch, candidate.chunks);
   const std::size_t n = candidate.balance.size();
   firstLayer_.resize(n + 1);
@@ -157,28 +158,9 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
     }
   }
   p.bubbleFraction = idle / static_cast<double>(lanes);
-  p.peakBytes.assign(lanes, 0);
-  p.peakOp.resize(lanes);
-  for (std::size_t j = 0; j < n; ++j) {
-    p.peakBytes[static_cast<std::size_t>(compiled.stageLane[j])] += resolved_.staticBytes[j];
-  }
-  for (std::size_t d = 0; d < lanes; ++d) p.peakBytes[d] -= shared_.duplicateBytes[d];  // one copy a device
+  lanePeaks(compiled, engine_.memory(), p.peakBytes, &p.peakOp);
   devicePeakBytes_.assign(static_cast<std::size_t>(deviceCount), 0);
-  const MemoryTimeline& memory = engine_.memory();
   for (std::size_t d = 0; d < lanes; ++d) {
-    const auto dd = static_cast<std::int32_t>(d);
-    // The cast copies live through the ops; the optimizer's temporaries come after them.
-    const Bytes stepBytes = optimizer_.transientBytes[d];
-    const Bytes opsPeak = memory.peakDynamic(dd) + optimizer_.castCacheBytes[d];
-    p.peakBytes[d] += std::max(opsPeak, stepBytes);
-    const std::int64_t op = memory.peakOp(dd);
-    if (stepBytes > opsPeak) {
-      p.peakOp[d] = "optimizer";
-    } else if (op >= 0) {
-      p.peakOp[d] = compiled.labels[static_cast<std::size_t>(op)];
-    } else {
-      p.peakOp[d].clear();
-    }
     devicePeakBytes_[static_cast<std::size_t>(resolved_.stageDevice[d])] += p.peakBytes[d];
   }
   p.fits = true;
@@ -198,6 +180,42 @@ void CandidateSimulator::simulate(const Candidate& candidate, bool training, boo
     appendOptimizerSpans(out.trace, optimizer_, optimizerStartNs, resolved_.stageDevice, cluster_);
   } else {
     out.trace = Trace{};
+  }
+  // Last, as it runs the engine again: the trace above reads the first run.
+  p.latePeakBytes.clear();
+  if (!latePeaks) return;
+  if (compiled.opLate.empty()) {
+    p.latePeakBytes = p.peakBytes;  // no device frees another's tensors
+    return;
+  }
+  engine_.run(compiled, resolved_, deviceCount, /*recordMemorySamples=*/false, LateFrees::kAtTheLatest);
+  lanePeaks(compiled, engine_.memory(), p.latePeakBytes, nullptr);
+}
+
+void CandidateSimulator::lanePeaks(const CompiledSchedule& compiled, const MemoryTimeline& memory,
+                                   std::vector<Bytes>& peakBytes, std::vector<std::string>* peakOp) const {
+  const auto lanes = static_cast<std::size_t>(compiled.lanes);
+  peakBytes.assign(lanes, 0);
+  if (peakOp) peakOp->resize(lanes);
+  for (std::size_t j = 0; j < compiled.stageLane.size(); ++j) {
+    peakBytes[static_cast<std::size_t>(compiled.stageLane[j])] += resolved_.staticBytes[j];
+  }
+  for (std::size_t d = 0; d < lanes; ++d) {
+    peakBytes[d] -= shared_.duplicateBytes[d];  // one copy a device
+    const auto dd = static_cast<std::int32_t>(d);
+    // The cast copies live through the ops; the optimizer's temporaries come after them.
+    const Bytes stepBytes = optimizer_.transientBytes[d];
+    const Bytes opsPeak = memory.peakDynamic(dd) + optimizer_.castCacheBytes[d];
+    peakBytes[d] += std::max(opsPeak, stepBytes);
+    if (!peakOp) continue;
+    const std::int64_t op = memory.peakOp(dd);
+    if (stepBytes > opsPeak) {
+      (*peakOp)[d] = "optimizer";
+    } else if (op >= 0) {
+      (*peakOp)[d] = compiled.labels[static_cast<std::size_t>(op)];
+    } else {
+      (*peakOp)[d].clear();
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -28,8 +29,10 @@ class CandidateSimulator {
   /// hosts that are not one name per device.
   CandidateSimulator(const Profile& profile, const Cluster& cluster);
 
-  /// Simulates a validated candidate into `out` (its vectors are reused).
-  void simulate(const Candidate& candidate, bool training, bool recordTrace, SimulationResult& out);
+  /// Simulates a validated candidate into `out` (its vectors are reused); with latePeaks also
+  /// Prediction::latePeakBytes, running the engine a second time where a device frees another's
+  /// tensors.
+  void simulate(const Candidate& candidate, bool training, bool recordTrace, bool latePeaks, SimulationResult& out);
 
   /// Per cluster device: the sum of the peaks of the pipeline devices placed on it (last run).
   const std::vector<Bytes>& devicePeakBytes() const { return devicePeakBytes_; }
@@ -55,6 +58,11 @@ class CandidateSimulator {
     }
   };
   const CompiledSchedule& compiledFor(const Candidate& candidate, std::int64_t count, bool training);
+  /// Each lane's peak after a run with `memory`: its stages' static bytes (a parameter they
+  /// share counted once), plus its ops' peak with the cast copies or the optimizer's
+  /// temporaries, whichever is larger; with peakOp the op it was reached at.
+  void lanePeaks(const CompiledSchedule& compiled, const MemoryTimeline& memory, std::vector<Bytes>& peakBytes,
+                 std::vector<std::string>* peakOp) const;
 
   const Profile& profile_;
   const Cluster& cluster_;

@@ -24,10 +24,11 @@ constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 }  // namespace
 
 void Engine::run(const CompiledSchedule& compiled, const ResolvedCosts& costs, std::int32_t deviceCount,
-                 bool recordMemorySamples) {
+                 bool recordMemorySamples, LateFrees lateFrees) {
   compiled_ = &compiled;
   costs_ = &costs;
   deviceCount_ = deviceCount;
+  lateFrees_ = lateFrees;
   const std::size_t count = compiled.ops.size();
   resetOps(recordMemorySamples);
   // Links: the device pairs, then (shared links) the host pairs.
@@ -273,7 +274,9 @@ void Engine::releaseLateFrom(std::uint32_t op, const MemoryEffect& effect, std::
   const auto lane = static_cast<std::size_t>(compiled_->ops[op].lane);
   const auto owner = static_cast<std::size_t>(compiled_->stageLane[static_cast<std::size_t>(effect.j)]);
   const TimeNs apartNs = timeNs - syncNs_[lane * lanes + owner];
-  const TimeNs dueNs = timeNs + static_cast<TimeNs>(kFreeSkew * static_cast<double>(apartNs));
+  const TimeNs dueNs = lateFrees_ == LateFrees::kAtTheLatest
+                           ? kNever
+                           : timeNs + static_cast<TimeNs>(kFreeSkew * static_cast<double>(apartNs));
   if (dueNs <= timeNs) {
     releaseLate(index, timeNs);
     return;

@@ -4,6 +4,7 @@
 #include "compiled_schedule.h"
 #include "cost_model.h"
 #include "event_queue.h"
+#include "late_releases.h"
 #include "link_sharing.h"
 #include "memory_timeline.h"
 
@@ -43,14 +44,15 @@ namespace pipeprof::sim {
 /// Memory (docs/simulator.md, "Memory model"): each op's effects at its start and end, except
 /// that a release of a tensor another lane counts is seen late by that lane, by kFreeSkew
 /// of the time since the two lanes last waited for each other, or at the start of that lane's
-/// first op that waits for the releasing one (late_releases.h).
+/// first op that waits for the releasing one (late_releases.h); with LateFrees::kAtTheLatest
+/// only at the latter, else at the step's end. The times do not depend on it.
 ///
 /// An Engine keeps its buffers between runs, so a search reuses one per thread.
 class Engine {
  public:
   /// Simulates one step. Throws std::logic_error if the schedule cannot finish (a cycle).
   void run(const CompiledSchedule& compiled, const ResolvedCosts& costs, std::int32_t deviceCount,
-           bool recordMemorySamples);
+           bool recordMemorySamples, LateFrees lateFrees = LateFrees::kSkewed);
 
   TimeNs iterationNs() const { return iterationNs_; }
   std::int64_t eventCount() const { return eventCount_; }
@@ -130,7 +132,8 @@ class Engine {
   /// starts first (seeLate).
   void endLate(std::uint32_t op, TimeNs timeNs);
   /// Late release `index` (lateDone_'s) of `effect`, which op ends at timeNs: now where the two
-  /// lanes just waited for each other, else pending until its due time.
+  /// lanes just waited for each other, else pending until its due time (kAtTheLatest: until its
+  /// lane sees it, or the step ends).
   void releaseLateFrom(std::uint32_t op, const MemoryEffect& effect, std::uint32_t index, TimeNs timeNs);
   /// Applies the late releases due by nowNs, each at its due time (at most endNs).
   void releaseDue(TimeNs nowNs, TimeNs endNs);
@@ -160,6 +163,7 @@ class Engine {
   const CompiledSchedule* compiled_ = nullptr;
   const ResolvedCosts* costs_ = nullptr;
   std::int32_t deviceCount_ = 0;
+  LateFrees lateFrees_ = LateFrees::kSkewed;
 
   EventQueue events_;
   MemoryTimeline memory_;

@@ -15,6 +15,12 @@ namespace pipeprof::sim {
 /// every step, so a free predicted just before d's busiest moment lands after it in some steps.
 inline constexpr double kFreeSkew = 0.1;
 
+/// When a lane sees another lane's frees of its tensors: skewed (kFreeSkew, above: the typical
+/// step's peak), or at the latest the schedule allows, only when the lane starts an op that waits
+/// for the freeing one, else at the step's end (the peak of the unluckiest step, as the two
+/// timelines drift: Prediction::latePeakBytes).
+enum class LateFrees { kSkewed, kAtTheLatest };
+
 /// Whether a hold (CompiledSchedule::Hold) is ended by an op of another lane than its tensor's:
 /// that end is a late release too.
 inline bool endsLate(const CompiledSchedule& compiled, const CompiledSchedule::Hold& hold) {

@@ -402,7 +402,7 @@ void CandidateLoop::decide(ScheduleKind kind, const std::string& shapeError, sim
     candidate_.deferredWeights = simulator.deferralWithinOneFOneBMemory(candidate_);
     ranked.candidate.deferredWeights = candidate_.deferredWeights;
   }
-  simulator.simulate(candidate_, true, false, simulated_);
+  simulator.simulate(candidate_, true, false, /*latePeaks=*/false, simulated_);
   ranked.prediction = simulated_.prediction;
   result_.simulatedEvents += simulated_.eventCount;
   if (ranked.prediction.fits) {

@@ -11,7 +11,7 @@ SimulationResult simulate(const Profile& profile, const Cluster& cluster, const 
   sim::validateCandidate(profile, cluster, candidate);
   sim::CandidateSimulator simulator(profile, cluster);
   SimulationResult result;
-  simulator.simulate(candidate, options.training, options.recordTrace, result);
+  simulator.simulate(candidate, options.training, options.recordTrace, options.latePeaks, result);
   return result;
 }
 

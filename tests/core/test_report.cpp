@@ -192,7 +192,10 @@ TEST(Measurement, StepsWithoutRoundsAreOneRound) {
 
 TEST(ReportJson, RoundTripIsExact) {
   Report report = exampleReport();
+  report.candidates[1].prediction.latePeakBytes = {1200, 1000};
   nlohmann::json json = toJson(report);
+  EXPECT_EQ(json["candidates"][1]["prediction"]["late_peak_bytes"], nlohmann::json::array({1200, 1000}));
+  EXPECT_FALSE(json["candidates"][0]["prediction"].contains("late_peak_bytes")) << "written only where computed";
   EXPECT_EQ(json["schema"], "pipeprof.report/v1");
   EXPECT_EQ(json["suggestion"],
             nlohmann::json::parse(R"J({"best_measured": 1, "best_predicted": 0, "agree": false})J"));
@@ -309,6 +312,8 @@ TEST(ReportJson, RejectsMalformedInputNamingThePlace) {
               j["candidates"][1]["prediction"]["peak_bytes"] = {1, 2, 3};
             }),
             "r.json: $.candidates[1].prediction.peak_bytes: expected one entry per pipeline device (2), got 3");
+  EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][1]["prediction"]["late_peak_bytes"] = {1}; }),
+            "r.json: $.candidates[1].prediction.late_peak_bytes: expected one entry per pipeline device (2), got 1");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][1]["prediction"]["bubble_fraction"] = 1.5; }),
             "r.json: $.candidates[1].prediction.bubble_fraction: expected a fraction between 0 and 1, got 1.5");
   EXPECT_EQ(reportErrorAfter([](auto& j) { j["candidates"][0]["status"] = "skipped"; }),

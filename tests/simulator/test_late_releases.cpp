@@ -86,6 +86,37 @@ TEST(LateReleases, AFreePredictedJustBeforeTheOwnersAllocationCountsInItsPeak) {
   EXPECT_EQ(peakOfDevice1(1900), 25);
 }
 
+// The same two stages: the late peak holds each free another device makes until its owner
+// starts an op that waits for the freeing one, so device 1 counts the gradient device 0's
+// backward(1,0) frees whichever side of device 1's allocation at 70 the free is predicted: the
+// 25 bytes of the steps whose device 0 runs late. Nothing frees another device's tensors with
+// one process per device, where the two peaks are one.
+TEST(LateReleases, TheLatePeakHoldsAFreeAnotherDeviceMakesUntilItsOwnerWaitsForIt) {
+  auto prediction = [](TimeNs stage0BackwardNs, bool processPerDevice) {
+    const test::LayerCosts stage0{1000, stage0BackwardNs, 0, 10, 0, 0};
+    const test::LayerCosts stage1{1000, 2000, 0, 5, 0, 0};
+    Cluster cluster = test::freeCluster(2);
+    cluster.processPerDevice = processPerDevice;
+    return simulate(test::makeProfile({stage0, stage1}), cluster, test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2))
+        .prediction;
+  };
+  const Prediction early = prediction(1700, false);
+  EXPECT_EQ(early.peakBytes[1], 20);
+  EXPECT_EQ(early.latePeakBytes[1], 25);
+  EXPECT_EQ(early.latePeakBytes[0], early.peakBytes[0]);
+  const Prediction late = prediction(1900, false);
+  EXPECT_EQ(late.peakBytes[1], 25);
+  EXPECT_EQ(late.latePeakBytes[1], 25);
+  const Prediction ranks = prediction(1700, true);
+  EXPECT_EQ(ranks.latePeakBytes, ranks.peakBytes);
+
+  SimulationOptions withoutLatePeaks;
+  withoutLatePeaks.latePeaks = false;
+  const SimulationResult plain = simulate(test::makeProfile({kSlowBackward, kFastBackward}), test::freeCluster(2),
+                                          test::makeCandidate({1, 1}, 2, Checkpoint::Never, 2), withoutLatePeaks);
+  EXPECT_TRUE(plain.prediction.latePeakBytes.empty());
+}
+
 /// Ops that wait for `op` (through dependencies and the lanes' orders), `op` excluded.
 std::vector<bool> waitingFor(const sim::CompiledSchedule& compiled, std::uint32_t op) {
   std::vector<bool> waits(compiled.ops.size(), false);
@@ -111,6 +142,7 @@ std::vector<bool> waitingFor(const sim::CompiledSchedule& compiled, std::uint32_
 // its late releases are another lane's, and each late release (an effect, or a hold that an op
 // of another lane ends) is seen by exactly the first op of its tensor's lane that waits for the
 // releasing op. Holds are what zero-bubble schedules add when a micro-batch is not checkpointed.
+// Holding them all to then (the late peak) never lowers a device's peak.
 TEST(LateReleases, EachIsSeenByTheFirstOpOfItsLaneThatWaitsForItsRelease) {
   struct Shape {
     ScheduleKind schedule;
@@ -130,6 +162,15 @@ TEST(LateReleases, EachIsSeenByTheFirstOpOfItsLaneThatWaitsForItsRelease) {
       const sim::CompiledSchedule compiled = sim::compileSchedule(Schedule::build(candidate.scheduleSpec({})));
       const std::string name = candidate.label();
       ASSERT_FALSE(compiled.opLate.empty()) << name;
+      test::LayerCosts layer = kFastBackward;
+      layer.split = BackwardSplit{10, 10, 10};
+      const Prediction predicted =
+          simulate(test::makeProfile(std::vector<test::LayerCosts>(shape.balance.size(), layer)),
+                   test::freeCluster(candidate.pipelineDevices()), candidate)
+              .prediction;
+      for (std::size_t d = 0; d < predicted.peakBytes.size(); ++d) {
+        EXPECT_GE(predicted.latePeakBytes[d], predicted.peakBytes[d]) << name << " device " << d;
+      }
       auto laneOf = [&](const sim::MemoryEffect& e) { return compiled.stageLane[static_cast<std::size_t>(e.j)]; };
       const auto effects = static_cast<std::uint32_t>(compiled.effects.size());
       std::map<std::uint32_t, std::uint32_t> seer;  // late release -> the op that sees it

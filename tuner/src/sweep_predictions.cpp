@@ -193,8 +193,10 @@ void applyDrift(Report& report, const std::vector<Prediction>& base, const Calib
       factor = setup.drift.factorAtSlowdown(result.measurement->machineSlowdown.value_or(1.0));
     }
     std::string tracePath = std::move(result.prediction.tracePath);
+    std::vector<Bytes> latePeakBytes = std::move(result.prediction.latePeakBytes);  // the twin's, where written
     result.prediction = driftedPrediction(base[index], factor, report.environment.batch);
     result.prediction.tracePath = std::move(tracePath);
+    if (result.prediction.latePeakBytes.empty()) result.prediction.latePeakBytes = std::move(latePeakBytes);
     result.predictionBeforeDrift = base[index];
     result.predictionBeforeDrift->tracePath.clear();
   }
@@ -218,6 +220,7 @@ void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, c
   result.predictedAnalysis["calibration_drift_factor"] = factor;
   result.predictedBreakdown = breakDownSteps(setup.scheduleOf(result.candidate), twin.trace);
   result.prediction.tracePath = relativeTo(path, reportDir);
+  result.prediction.latePeakBytes = twin.prediction.latePeakBytes;  // memory: no drift to apply
 }
 
 double twinDriftFactor(const CandidateResult& result) {

@@ -29,6 +29,13 @@ struct Prediction {
   bool fits = true;                           ///< every device's peak within its capacity
   std::vector<std::int64_t> overflowDevices;  ///< cluster device indices over capacity
   std::string tracePath;                      ///< predicted timeline (Chrome trace), if written
+  /// Per pipeline device: the peak when each free another device's op makes of this device's
+  /// tensors comes as late as the schedule lets it (when this device starts an op that waits
+  /// for the freeing one, else at the step's end), where peakBytes sees it a little after the
+  /// op: the largest a long run reaches in its unluckiest step as the two timelines drift
+  /// (docs/simulator.md, "Frees another device makes"). peakBytes where no device frees
+  /// another's tensors; empty where not computed (a search's candidates).
+  std::vector<Bytes> latePeakBytes;
 };
 
 /// How far apart a measurement's rounds may lie and still agree: the slowest round's median

@@ -15,6 +15,8 @@ namespace pipeprof {
 struct SimulationOptions {
   bool recordTrace = false;  ///< fill SimulationResult::trace (ops on device lanes, memory counters)
   bool training = true;      ///< false: a forward-only step (eval / no grad), nothing checkpointed
+  /// Fill Prediction::latePeakBytes (where a device frees another's tensors, the engine runs twice).
+  bool latePeaks = true;
 };
 
 struct SimulationResult {

@@ -65,12 +65,13 @@ std::vector<Prediction> predictionsOf(const Report& report);
 /// Sets every candidate's prediction to its `base` one scaled by its drift factor (driftFactorOf:
 /// a measured candidate's own, at the machine's speed during its rounds; the sweep's for the
 /// others), keeping the trace path; keeps `base` as its predictionBeforeDrift, and stores the
-/// calibration, drift included, in the report. Ranks (from `base`) do not change.
+/// calibration, drift included, in the report (a measured candidate's late-frees peaks kept).
+/// Ranks (from `base`) do not change.
 void applyDrift(Report& report, const std::vector<Prediction>& base, const CalibratedSetup& setup);
 
 /// Predicts the twin trace of a measured candidate, scaled by its drift factor, writes it to
 /// `tracesDir`, and records its path (relative to `reportDir`), analysis and step breakdown in
-/// `result`.
+/// `result`, and its late-frees peaks (Prediction::latePeakBytes) in its prediction.
 void writePredictedTwin(CandidateResult& result, const CalibratedSetup& setup, const std::filesystem::path& tracesDir,
                         const std::filesystem::path& reportDir);
 
