@@ -200,6 +200,12 @@ void printSummary(const Report& report, std::ostream& out) {
                      summary.measuredCount > 0 ? driftNote(report) : "");
   out << fmt::format("step-time bias:           {}\n", figure(summary.stepTimeBiasPct, "{:+.1f}%"));
   out << fmt::format("peak-memory MAPE:         {}\n", figure(summary.peakBytesMapePct, "{:.1f}%"));
+  if (summary.peaksOverPrediction > 0) {
+    out << fmt::format(
+        "                          {} of {} measured candidates peaked over the prediction on a device, {} over "
+        "its peak with another device's frees late (a long run's unluckiest step)\n",
+        summary.peaksOverPrediction, summary.latePeakCandidates, summary.peaksOverLatePeak);
+  }
   out << fmt::format("Spearman (pred vs meas):  {}\n", figure(summary.spearman, "{:.3f}"));
   const Suggestion& suggestion = report.suggestion;
   std::string bestMeasured = labelAt(report, suggestion.bestMeasured);
@@ -248,6 +254,9 @@ nlohmann::json summaryJson(const Report& report) {
           {"step_time_bias_pct", optional(summary.stepTimeBiasPct)},
           {"step_time_mape_before_drift_pct", optional(summary.stepTimeMapeBeforeDriftPct)},
           {"peak_bytes_mape_pct", optional(summary.peakBytesMapePct)},
+          {"peaks_over_prediction", summary.peaksOverPrediction},
+          {"peaks_over_late_peak", summary.peaksOverLatePeak},
+          {"late_peak_candidates", summary.latePeakCandidates},
           {"spearman", optional(summary.spearman)},
           {"suggestion_throughput_ratio", optional(summary.suggestionThroughputRatio)},
           {"best_measured", label(report.suggestion.bestMeasured)},

@@ -29,6 +29,27 @@ bool isMeasured(const CandidateResult& result) {
   return result.status == CandidateStatus::Measured && result.measurement.has_value();
 }
 
+/// Counts a measured candidate with late-frees peaks in summary's latePeakCandidates, and where
+/// a device's measured peak passes its predicted one, or its late-frees one, in the others.
+void countPeaksOver(const CandidateResult& result, AccuracySummary& summary) {
+  const Prediction& p = result.prediction;
+  const std::vector<Bytes>& measured = result.measurement->peakBytes;
+  if (p.latePeakBytes.empty() || p.latePeakBytes.size() != measured.size() || p.peakBytes.size() != measured.size()) {
+    return;
+  }
+  ++summary.latePeakCandidates;
+  auto over = [&](const std::vector<Bytes>& predicted) {
+    for (std::size_t d = 0; d < measured.size(); ++d) {
+      if (static_cast<double>(measured[d]) > static_cast<double>(predicted[d]) * (1.0 + kPeakOverTolerance)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (over(p.peakBytes)) ++summary.peaksOverPrediction;
+  if (over(p.latePeakBytes)) ++summary.peaksOverLatePeak;
+}
+
 }  // namespace
 
 std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b) {
@@ -62,7 +83,7 @@ AccuracySummary summarizeAccuracy(const Report& report) {
   std::vector<double> predictedNs;
   std::vector<double> measuredNs;
   std::optional<std::size_t> bestMeasured;
-  std::optional<std::size_t> suggested;  // the best-ranked measured candidate by prediction
+  std::optional<std::size_t> suggested;         // the best-ranked measured candidate by prediction
   std::optional<std::size_t> fastestPredicted;  // fallback when no measured candidate has a rank
   for (std::size_t index = 0; index < report.candidates.size(); ++index) {
     const CandidateResult& result = report.candidates[index];
@@ -81,6 +102,7 @@ AccuracySummary summarizeAccuracy(const Report& report) {
       peakErrorSum += std::fabs(*error);
       ++peakErrors;
     }
+    countPeaksOver(result, summary);
     predictedNs.push_back(static_cast<double>(result.prediction.iterationNs));
     measuredNs.push_back(static_cast<double>(result.measurement->stepNsMedian));
     if (!bestMeasured || result.measurement->samplesPerS > report.candidates[*bestMeasured].measurement->samplesPerS) {
@@ -100,7 +122,8 @@ AccuracySummary summarizeAccuracy(const Report& report) {
     summary.stepTimeMapePct = stepErrorSum / static_cast<double>(stepErrors);
     summary.stepTimeBiasPct = stepSignedErrorSum / static_cast<double>(stepErrors);
   }
-  if (beforeDriftErrors > 0) summary.stepTimeMapeBeforeDriftPct = beforeDriftErrorSum / static_cast<double>(beforeDriftErrors);
+  if (beforeDriftErrors > 0)
+    summary.stepTimeMapeBeforeDriftPct = beforeDriftErrorSum / static_cast<double>(beforeDriftErrors);
   if (peakErrors > 0) summary.peakBytesMapePct = peakErrorSum / static_cast<double>(peakErrors);
   summary.spearman = spearman(predictedNs, measuredNs);
   if (bestMeasured && suggested) {

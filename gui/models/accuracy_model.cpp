@@ -40,6 +40,12 @@ QStringList AccuracyModel::summaryParts() const {
                   : tr("before the drift factor -"));
   }
   if (summary.peakBytesMapePct) parts << tr("peak-memory MAPE <b>%1 %</b>").arg(*summary.peakBytesMapePct, 0, 'f', 1);
+  if (summary.peaksOverPrediction > 0) {
+    parts << tr("%1 of %2 peaks over the prediction, %3 over it with another device's frees late")
+                 .arg(summary.peaksOverPrediction)
+                 .arg(summary.latePeakCandidates)
+                 .arg(summary.peaksOverLatePeak);
+  }
   if (summary.spearman) parts << tr("Spearman rank correlation <b>%1</b>").arg(*summary.spearman, 0, 'f', 2);
   if (summary.suggestionThroughputRatio) {
     parts << tr("best-predicted reaches <b>%1 %</b> of the best measured throughput")

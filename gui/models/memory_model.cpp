@@ -39,6 +39,7 @@ void MemoryModel::setCandidate(std::shared_ptr<const Report> report, std::option
         row.device = QStringLiteral("device %1").arg(device);
       }
       if (j < result.prediction.peakBytes.size()) row.predicted = result.prediction.peakBytes[j];
+      if (j < result.prediction.latePeakBytes.size()) row.latePredicted = result.prediction.latePeakBytes[j];
       if (j < result.prediction.peakOp.size()) row.peakOp = qs(result.prediction.peakOp[j]);
       if (result.measurement && j < result.measurement->peakBytes.size())
         row.measured = result.measurement->peakBytes[j];
@@ -59,7 +60,8 @@ bool MemoryModel::hasMeasurement() const {
 qint64 MemoryModel::maxBytes() const {
   Bytes most = 0;
   for (const Row& row : rows_) {
-    most = std::max({most, row.predicted.value_or(0), row.measured.value_or(0), row.capacity.value_or(0)});
+    most = std::max({most, row.predicted.value_or(0), row.latePredicted.value_or(0), row.measured.value_or(0),
+                     row.capacity.value_or(0)});
   }
   return most;
 }
@@ -75,6 +77,7 @@ QVariant MemoryModel::data(const QModelIndex& index, int role) const {
   const Row& row = rows_[static_cast<std::size_t>(index.row())];
   auto bytesOf = [&row](int column) -> std::optional<Bytes> {
     if (column == Predicted) return row.predicted;
+    if (column == LatePredicted) return row.latePredicted;
     if (column == Measured) return row.measured;
     if (column == Capacity) return row.capacity;
     return std::nullopt;
@@ -84,7 +87,8 @@ QVariant MemoryModel::data(const QModelIndex& index, int role) const {
     return bytes ? QVariant(static_cast<qlonglong>(*bytes)) : QVariant();
   }
   if (role == Qt::TextAlignmentRole) {
-    return index.column() == Predicted || index.column() == Measured || index.column() == Capacity
+    const int column = index.column();
+    return column == Predicted || column == LatePredicted || column == Measured || column == Capacity
                ? QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter)
                : QVariant::fromValue(Qt::AlignLeft | Qt::AlignVCenter);
   }
@@ -102,11 +106,17 @@ QVariant MemoryModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant MemoryModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  if (orientation != Qt::Horizontal) return {};
+  if (role == Qt::ToolTipRole && section == LatePredicted) {
+    return tr("The predicted peak with every free another device makes of this device's tensors seen as late as "
+              "the schedule allows: what a long run reaches in its unluckiest step");
+  }
+  if (role != Qt::DisplayRole) return {};
   switch (section) {
     case PipelineDevice: return tr("Pipeline device");
     case Device: return tr("Device");
     case Predicted: return tr("Predicted peak");
+    case LatePredicted: return tr("Frees late");
     case Measured: return tr("Measured peak");
     case Capacity: return tr("Capacity");
     case PeakOp: return tr("Predicted peak at");

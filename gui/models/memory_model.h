@@ -22,6 +22,7 @@ class MemoryModel : public QAbstractTableModel {
     PipelineDevice,  ///< "device 0 · stage 0" or, interleaved, "device 0 · stages 0, 2"
     Device,          ///< the cluster device's name
     Predicted,
+    LatePredicted,  ///< the predicted peak with other devices' frees late (Prediction::latePeakBytes)
     Measured,
     Capacity,
     PeakOp,
@@ -50,6 +51,7 @@ class MemoryModel : public QAbstractTableModel {
     QString stages;  ///< "stage 0" / "stages 0, 2"
     QString device;
     std::optional<Bytes> predicted;
+    std::optional<Bytes> latePredicted;
     std::optional<Bytes> measured;
     std::optional<Bytes> capacity;
     QString peakOp;

@@ -211,6 +211,30 @@ TEST(PrintSummary, BothMapesWhenTheReportKeptItsPredictionsBeforeDrift) {
               1e-9);
 }
 
+// [2,2] measured 1100 bytes on device 1 against 1000 predicted: under its late-frees peak of 1200
+// it is another device's frees coming late, and the summary says so (nothing where no peak
+// passed its prediction, as the sample without late peaks).
+TEST(PrintSummary, SaysHowManyPeaksPassedThePredictionAndItsLateFreesPeak) {
+  Report report = sampleReport();
+  std::ostringstream before;
+  printSummary(report, before);
+  EXPECT_EQ(before.str().find("peaked over the prediction"), std::string::npos) << before.str();
+  report.candidates[0].prediction.peakBytes = {1024, 2048};  // as measured
+  report.candidates[0].prediction.latePeakBytes = {1024, 2048};
+  report.candidates[1].prediction.peakBytes = {1000, 1000};
+  report.candidates[1].prediction.latePeakBytes = {1000, 1200};
+  std::ostringstream out;
+  printSummary(report, out);
+  EXPECT_NE(out.str().find("1 of 2 measured candidates peaked over the prediction on a device, 0 over its peak with "
+                           "another device's frees late"),
+            std::string::npos)
+      << out.str();
+  const nlohmann::json summary = summaryJson(report);
+  EXPECT_EQ(summary["late_peak_candidates"], 2);
+  EXPECT_EQ(summary["peaks_over_prediction"], 1);
+  EXPECT_EQ(summary["peaks_over_late_peak"], 0);
+}
+
 TEST(SummaryJson, CarriesTheSameFigures) {
   const nlohmann::json summary = summaryJson(sampleReport());
   EXPECT_EQ(summary["measured"], 2);

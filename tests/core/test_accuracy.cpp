@@ -78,6 +78,24 @@ TEST(SummarizeAccuracy, SuggestionNotMeasuredFallsBackToBestRankedMeasured) {
   EXPECT_FALSE(summary.spearman.has_value());                 // predicted times all equal
 }
 
+// Device 1 predicted at 1000 bytes, 1200 with another device's frees late: a measured peak over
+// the prediction (past kPeakOverTolerance) counts once per candidate, and again where it passes
+// the late-frees peak too; a candidate without late-frees peaks (an older report) in neither.
+TEST(SummarizeAccuracy, CountsThePeaksOverThePredictionAndOverItsLateFreesPeak) {
+  Report report;
+  for (const Bytes measuredPeak : {1000, 1004, 1100, 1300, 1300}) {
+    CandidateResult result = measured(1, 1000, 1, 1000, measuredPeak, 1.0);
+    result.prediction.peakBytes = {1, 1000};
+    result.prediction.latePeakBytes = {1, 1200};
+    report.candidates.push_back(result);
+  }
+  report.candidates.back().prediction.latePeakBytes.clear();
+  const AccuracySummary summary = summarizeAccuracy(report);
+  EXPECT_EQ(summary.latePeakCandidates, 4);
+  EXPECT_EQ(summary.peaksOverPrediction, 2);  // 1100 and 1300; 1004 within 0.5 %
+  EXPECT_EQ(summary.peaksOverLatePeak, 1);
+}
+
 TEST(SummarizeAccuracy, NothingMeasured) {
   Report report;
   report.candidates.resize(2);

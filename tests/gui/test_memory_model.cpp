@@ -32,6 +32,27 @@ TEST(MemoryModel, ShowsTheSelectedCandidatesPeaksAndCapacity) {
   EXPECT_EQ(model.maxBytes(), 112LL * 1024 * 1024);
 }
 
+// Beside the prediction, the peak with other devices' frees late where the report has it (a
+// sweep's measured candidates since 2026-12-06); blank where it has none, as the sample.
+TEST(MemoryModel, ShowsThePeakWithOtherDevicesFreesLateWhereThePredictionHasIt) {
+  MemoryModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.setCandidate(test::sampleReport(), test::kSampleSuggested);
+  EXPECT_FALSE(model.index(1, MemoryModel::LatePredicted).data(MemoryModel::BytesRole).isValid());
+  EXPECT_EQ(model.index(1, MemoryModel::LatePredicted).data().toString(), QString());
+  auto report = std::make_shared<Report>(*test::sampleReport());
+  Prediction& prediction = report->candidates[test::kSampleSuggested].prediction;
+  const Bytes late = 200LL * 1024 * 1024;
+  prediction.latePeakBytes = {prediction.peakBytes[0], late};
+  model.setCandidate(report, test::kSampleSuggested);
+  EXPECT_EQ(model.index(0, MemoryModel::LatePredicted).data(MemoryModel::BytesRole).toLongLong(),
+            prediction.peakBytes[0]);
+  EXPECT_EQ(model.index(1, MemoryModel::LatePredicted).data(MemoryModel::BytesRole).toLongLong(), late);
+  EXPECT_EQ(model.index(1, MemoryModel::LatePredicted).data().toString(), QStringLiteral("200 MiB"));
+  EXPECT_EQ(model.maxBytes(), late);
+  EXPECT_EQ(model.headerData(MemoryModel::LatePredicted, Qt::Horizontal).toString(), QStringLiteral("Frees late"));
+}
+
 TEST(MemoryModel, UnmeasuredCandidateHasNoMeasuredValuesAndNulloptClears) {
   MemoryModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
