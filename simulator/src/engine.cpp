@@ -70,9 +70,11 @@ void Engine::resetOps(bool recordMemorySamples) {
   if (!compiled.opLate.empty()) {
     lateDone_.assign(compiled.effects.size(), 0);
     lateDone_.resize(compiled.effects.size() + compiled.holds.size(), 1);  // a hold: when it ends late
+    lateSeen_.assign(lateDone_.size(), 0);
     syncNs_.assign(lanes * lanes, 0);
   } else {
     lateDone_.clear();  // empty: no late release (seeLate is not called)
+    lateSeen_.clear();
     syncNs_.clear();
   }
   resource_.resize(count);
@@ -317,7 +319,10 @@ void Engine::releaseLate(std::uint32_t effect, TimeNs timeNs) {
 
 void Engine::seeLate(std::uint32_t op, TimeNs timeNs) {
   const Range seen = compiled_->opLate[op].seen;
-  for (std::uint32_t k = seen.begin; k < seen.end; ++k) releaseLate(compiled_->lateSeenEffects[k], timeNs);
+  for (std::uint32_t k = seen.begin; k < seen.end; ++k) {
+    lateSeen_[compiled_->lateSeenEffects[k]] = 1;
+    releaseLate(compiled_->lateSeenEffects[k], timeNs);
+  }
 }
 
 void Engine::applyHolds(std::uint32_t op, TimeNs timeNs) {
@@ -325,9 +330,21 @@ void Engine::applyHolds(std::uint32_t op, TimeNs timeNs) {
   const Bytes* bytes = costs_->bytes.data();
   for (std::uint32_t h = c.from.begin; h < c.from.end; ++h) {
     const CompiledSchedule::Hold& hold = compiled_->holds[h];
-    if (endNs_[hold.untilOp] >= 0) continue;  // the other holder let go already
+    const auto index = static_cast<std::uint32_t>(compiled_->effects.size() + h);
+    const bool otherEnded = endNs_[hold.untilOp] >= 0;
+    // The other holder let go already; at the latest, its lane's free is seen only where this
+    // lane has waited for it.
+    const bool unseen = otherEnded && lateFrees_ == LateFrees::kAtTheLatest && !lateDone_.empty() &&
+                        endsLate(*compiled_, hold) && !lateSeen_[index];
+    if (otherEnded && !unseen) continue;
     memory_.allocate(&hold.effect, &hold.effect + 1, bytes, op, timeNs);
-    held_[h] = 1;
+    if (!otherEnded) {
+      held_[h] = 1;
+      continue;
+    }
+    lateDone_[index] = 0;  // pending until seen, or the step's end
+    lateDue_.push_back(LateDue{kNever, index});
+    std::push_heap(lateDue_.begin(), lateDue_.end(), LateDue::later);
   }
   for (std::uint32_t r = c.until.begin; r < c.until.end; ++r) {
     const std::uint32_t h = compiled_->holdRefs[r];

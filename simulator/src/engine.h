@@ -145,7 +145,8 @@ class Engine {
   void releaseLate(std::uint32_t effect, TimeNs timeNs);
   /// At op's start: the late releases it is the first of its lane to wait for.
   void seeLate(std::uint32_t op, TimeNs timeNs);
-  /// Starts the holds op begins where their other holder has not ended, and ends those op ends.
+  /// Starts the holds op begins where their other holder has not ended (kAtTheLatest: or, on
+  /// another lane, has not been waited for), and ends those op ends.
   void applyHolds(std::uint32_t op, TimeNs timeNs);
   /// Launches: frees op's host thread and makes the next op of its lane ready when it can be.
   void advanceLane(std::uint32_t op, TimeNs timeNs);
@@ -172,6 +173,7 @@ class Engine {
   std::vector<TimeNs> endNs_;
   std::vector<char> held_;                     ///< per CompiledSchedule::holds: started and not yet ended
   std::vector<char> lateDone_;                 ///< per effect, then per hold (with late releases): not pending
+  std::vector<char> lateSeen_;                 ///< the same: its lane started the op that waits for it
   std::vector<LateDue> lateDue_;               ///< late releases not yet applied, a min-heap
   std::vector<TimeNs> syncNs_;                 ///< lanes x lanes: when the two last waited for each other
   std::int32_t causeLane_ = -1;                ///< the lane whose op's end is making ops ready, or -1

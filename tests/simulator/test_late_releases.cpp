@@ -117,6 +117,29 @@ TEST(LateReleases, TheLatePeakHoldsAFreeAnotherDeviceMakesUntilItsOwnerWaitsForI
   EXPECT_TRUE(plain.prediction.latePeakBytes.empty());
 }
 
+// Interleaved zero bubble over four one-layer stages, two micro-batches: stage 2's output (10
+// bytes, device 0's) is saved by its own layer and by stage 3's (W's input), so the later of
+// I(i,2) on device 0 and W(i,3) on device 1 frees it. With I(i,2) at 40 and W(i,3) at 10, W
+// ends first in the timeline and I frees it; but device 0 has not waited for W(i,3) then, and in
+// a step whose device 1 runs late W frees it after I: the late peak holds it until device 0 waits
+// for W, where the typical one let it go.
+TEST(LateReleases, TheLatePeakHoldsWhatTwoLanesFreeUntilTheLaneWaitsForTheOther) {
+  std::vector<test::LayerCosts> layers;
+  for (const TimeNs inputNs : {10, 5, 40, 10}) {
+    test::LayerCosts layer{10, 20, 10, 10, 0, 0};
+    layer.split = BackwardSplit{inputNs, inputNs == 40 ? 1 : 10, 10};
+    layers.push_back(layer);
+  }
+  Candidate candidate = test::makeCandidate({1, 1, 1, 1}, 2, Checkpoint::Never, 2);
+  candidate.schedule = ScheduleKind::InterleavedZeroBubble;
+  candidate.stagesPerDevice = 2;
+  Profile profile = test::makeProfile(layers);
+  for (LayerProfile& layer : profile.layers) layer.costs[0].backwardSplit->inputWorkspaceBytes = 0;
+  const Prediction p = simulate(profile, test::freeCluster(2), candidate).prediction;
+  EXPECT_EQ(p.peakBytes, (std::vector<Bytes>{50, 50}));
+  EXPECT_EQ(p.latePeakBytes, (std::vector<Bytes>{60, 50}));
+}
+
 /// Ops that wait for `op` (through dependencies and the lanes' orders), `op` excluded.
 std::vector<bool> waitingFor(const sim::CompiledSchedule& compiled, std::uint32_t op) {
   std::vector<bool> waits(compiled.ops.size(), false);
