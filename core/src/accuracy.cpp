@@ -122,8 +122,9 @@ AccuracySummary summarizeAccuracy(const Report& report) {
     summary.stepTimeMapePct = stepErrorSum / static_cast<double>(stepErrors);
     summary.stepTimeBiasPct = stepSignedErrorSum / static_cast<double>(stepErrors);
   }
-  if (beforeDriftErrors > 0)
+  if (beforeDriftErrors > 0) {
     summary.stepTimeMapeBeforeDriftPct = beforeDriftErrorSum / static_cast<double>(beforeDriftErrors);
+  }
   if (peakErrors > 0) summary.peakBytesMapePct = peakErrorSum / static_cast<double>(peakErrors);
   summary.spearman = spearman(predictedNs, measuredNs);
   if (bestMeasured && suggested) {
