@@ -14,10 +14,10 @@ predicted it: on the report's cluster, with its calibration (which orders the op
 peaks) and the candidate's deferred weights. --clear-skip-flag FIELD (repeatable) predicts as if
 the profile's skips lacked that boolean field, e.g. gradient_slice_of_output: a memory-model change
 a profile field switches on, checked against the same runs. Prints, per report, the mean absolute
-and signed percentage error of the largest per-partition peak (the sweep's peak MAPE) and of every
-partition's peak, how many measured partition peaks pass the prediction and how many pass its
-late-frees peak (late_peak_bytes: every free another device makes seen at the latest), and the
-candidates with the largest errors.
+and signed percentage error of the largest per-partition peak (the sweep's peak MAPE; again
+against the late-frees peak, late_peak_bytes: every free another device makes seen at the latest)
+and of every partition's peak, how many measured partition peaks pass the prediction and how many
+pass its late-frees peak, and the candidates with the largest errors.
 """
 import argparse
 import json
@@ -73,7 +73,7 @@ def compare(pipeprof, report_path, profile_path, cleared_skip_flags, worst):
                 with open(path, "w") as f:
                     json.dump(report[key], f)
                 setting += ["--" + key, path]
-        largest, partitions, rows, late = [], [], [], []
+        largest, largest_late, partitions, rows, late = [], [], [], [], []
         for result in report["candidates"]:
             measurement = result.get("measurement")
             if result.get("status") != "measured" or not measurement or not measurement.get("peak_bytes"):
@@ -83,6 +83,7 @@ def compare(pipeprof, report_path, profile_path, cleared_skip_flags, worst):
             predicted, peak_ops, late_peaks = predict_peaks(pipeprof, profile_path, setting, candidate, len(measured))
             error = error_pct(max(predicted), max(measured))
             largest.append(error)
+            largest_late.append(error_pct(max(late_peaks), max(measured)))
             partitions += [error_pct(p, m) for p, m in zip(predicted, measured)]
             late += list(zip(predicted, late_peaks, measured))
             rows.append((error, candidate, predicted, measured, peak_ops))
@@ -97,6 +98,8 @@ def compare(pipeprof, report_path, profile_path, cleared_skip_flags, worst):
     over = sum(m > p * (1 + LATE_TOLERANCE) for p, _, m in late)
     over_late = sum(m > q * (1 + LATE_TOLERANCE) for _, q, m in late)
     raised = [error_pct(q, m) for p, q, m in late if q > p]
+    print(f"  largest peak against the late-frees peak instead: MAPE {statistics.mean(map(abs, largest_late)):.2f}%"
+          f" bias {statistics.mean(largest_late):+.2f}%")
     print(f"  every partition: {over} of {len(late)} measured over the prediction by more than "
           f"{LATE_TOLERANCE * 100:.1f}%, {over_late} over the late-frees peak; that peak above the prediction on "
           f"{len(raised)}, there {statistics.mean(raised) if raised else 0:+.2f}% over the measured on average")
