@@ -97,14 +97,15 @@ CostSample interpolate(const CostSample& a, const CostSample& b, std::int64_t mi
     result.backwardSplit =
         BackwardSplit{split(&BackwardSplit::inputNs), split(&BackwardSplit::weightNs),
                       split(&BackwardSplit::weightSavedBytes), split(&BackwardSplit::weightWorkspaceBytes)};
-    const BackwardSplit& low = *a.backwardSplit;
-    const BackwardSplit& high = *b.backwardSplit;
-    if (low.inputWorkspaceBytes && high.inputWorkspaceBytes) {
-      auto input = [&](std::optional<Bytes> BackwardSplit::*field) {
-        return onLine(a.microBatch, *(low.*field), b.microBatch, *(high.*field), microBatch);
-      };
-      result.backwardSplit->inputWorkspaceBytes = input(&BackwardSplit::inputWorkspaceBytes);
-      result.backwardSplit->inputKeptBytes = input(&BackwardSplit::inputKeptBytes);
+    // Each optional input figure where both samples have it, as the optional figures above:
+    // a split built by hand may give one without the other.
+    for (std::optional<Bytes> BackwardSplit::*field :
+         {&BackwardSplit::inputWorkspaceBytes, &BackwardSplit::inputKeptBytes}) {
+      const std::optional<Bytes>& first = (*a.backwardSplit).*field;
+      const std::optional<Bytes>& second = (*b.backwardSplit).*field;
+      if (first && second) {
+        (*result.backwardSplit).*field = onLine(a.microBatch, *first, b.microBatch, *second, microBatch);
+      }
     }
   }
   return result;
