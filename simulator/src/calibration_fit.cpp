@@ -95,26 +95,67 @@ struct WholeModelSamples {
   }
 };
 
+/// Each device's speed with its part apart from the devices' mean (log terms) drawn toward it:
+/// speed(d) = exp(mean + share x (log speed(d) - mean)), share = kDeviceSplitSd^2 /
+/// (kDeviceSplitSd^2 + s^2), s^2 the variance of one run's split (log(predicted / measured) of
+/// each device less the run's mean over its devices) about the pooled one, per device.
+/// `runLogs`: per run, each device's log(predicted / measured). Fewer than two runs of every
+/// device: as pooled.
+std::vector<double> splitDrawnTowardTheMean(std::vector<double> speeds,
+                                            const std::vector<std::vector<double>>& runLogs) {
+  const std::size_t devices = speeds.size();
+  double mean = 0;
+  for (double speed : speeds) mean += std::log(speed) / static_cast<double>(devices);
+  double squares = 0;
+  std::size_t splits = 0;
+  for (const std::vector<double>& logs : runLogs) {
+    if (logs.size() != devices) continue;
+    double runMean = 0;
+    for (double value : logs) runMean += value / static_cast<double>(devices);
+    for (std::size_t d = 0; d < devices; ++d) squares += std::pow(logs[d] - runMean - (std::log(speeds[d]) - mean), 2);
+    ++splits;
+  }
+  if (devices < 2 || splits < 2) return speeds;
+  const double variance = squares / static_cast<double>((splits - 1) * devices);
+  const double share = kDeviceSplitSd * kDeviceSplitSd / (kDeviceSplitSd * kDeviceSplitSd + variance);
+  for (double& speed : speeds) speed = std::exp(mean + share * (std::log(speed) - mean));
+  return speeds;
+}
+
 /// Per device d: the calibrated profile's forward + backward time of the layers of its stages
 /// over what their spans measured (an op that found its stage cold as asWarmOp counts it),
-/// over every timed step of every run (clamped to [0.5, 2]). Stage j of a run runs on its
-/// candidate's deviceOfStage(j).
+/// over every timed step of every run (clamped to [0.5, 2]), its part apart from the devices'
+/// mean then drawn toward it by how far the runs' own splits wander (splitDrawnTowardTheMean).
+/// Stage j of a run runs on its candidate's deviceOfStage(j).
 std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<const ReferenceRun*>& runs,
                                  const std::map<const ReferenceRun*, ColdOps>& cold, const ColdScales& coldScales) {
   std::vector<TimeNs> predictedNs;
   std::vector<TimeNs> measuredNs;
+  std::vector<std::vector<double>> runLogs;  // per run of every device, per device: log(predicted / measured)
   for (const ReferenceRun* run : runs) {
     const auto devices = static_cast<std::size_t>(std::max<std::int64_t>(1, run->candidate.pipelineDevices()));
     predictedNs.resize(std::max(predictedNs.size(), devices), 0);
     measuredNs.resize(predictedNs.size(), 0);
+    std::vector<TimeNs> runPredictedNs(devices, 0);
+    std::vector<TimeNs> runMeasuredNs(devices, 0);
     const ColdOps& own = cold.at(run);
     forEachTimedOp(*run, [&](const TraceEvent& op, std::int64_t size, std::size_t /*step*/) {
       const auto j = static_cast<std::size_t>(op.partition);
       if (j >= run->candidate.balance.size()) return;
       const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
-      predictedNs[d] += stageProfiledNs(calibrated, *run, op, size);
-      measuredNs[d] += asWarmOp(op, own, coldScales);
+      const TimeNs profiledNs = stageProfiledNs(calibrated, *run, op, size);
+      const TimeNs spanNs = asWarmOp(op, own, coldScales);
+      predictedNs[d] += profiledNs;
+      measuredNs[d] += spanNs;
+      runPredictedNs[d] += profiledNs;
+      runMeasuredNs[d] += spanNs;
     });
+    std::vector<double> logs;
+    for (std::size_t d = 0; d < devices; ++d) {
+      if (runPredictedNs[d] <= 0 || runMeasuredNs[d] <= 0) break;
+      logs.push_back(std::log(static_cast<double>(runPredictedNs[d]) / static_cast<double>(runMeasuredNs[d])));
+    }
+    if (logs.size() == devices && devices >= 2) runLogs.push_back(std::move(logs));
   }
   std::vector<double> speeds;
   for (std::size_t j = 0; j < predictedNs.size(); ++j) {
@@ -123,7 +164,7 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
                              : 1.0;
     speeds.push_back(std::clamp(ratio, 0.5, 2.0));
   }
-  return speeds;
+  return splitDrawnTowardTheMean(std::move(speeds), runLogs);
 }
 
 /// One timed loss op: its micro-batch's size and its time at the speed of 1 (its span times

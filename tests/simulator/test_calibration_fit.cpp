@@ -460,6 +460,40 @@ TEST(CalibrationFit, StagesThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
   EXPECT_EQ(cluster.devices[1].relativeSpeed, 0.75);
 }
 
+TEST(CalibrationFit, RunsThatAgreeOnTheDevicesSplitKeepItWhole) {
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenStages(), unevenStages()});
+  EXPECT_EQ(calibration.deviceSpeeds, (std::vector<double>{1.5, 0.75}));
+}
+
+TEST(CalibrationFit, ASplitOfTheDevicesTheRunsDisagreeOnIsDrawnTowardTheirMean) {
+  // unevenStages (device 0's layer 24 of 36 calibrated, device 1's 48) and a run whose whole
+  // model took the same but split 30 and 42: the layers keep their x1.5 scale, and the pooled
+  // speeds 72/54 and 72/90 split log(4/3) and log(0.8) about their mean by +-0.2554, where the
+  // runs split +-0.3466 and +-0.1682.
+  ReferenceRun lessUneven = reference({1, 1}, 1, 8);
+  lessUneven.trace.events.push_back(span(Phase::Step, 0, 100));
+  lessUneven.trace.events.push_back(span(Phase::Forward, 1, 10, 0, 0));
+  lessUneven.trace.events.push_back(span(Phase::Forward, 1, 14, 0, 1));
+  lessUneven.trace.events.push_back(span(Phase::Backward, 2, 28, 0, 1));
+  lessUneven.trace.events.push_back(span(Phase::Backward, 2, 20, 0, 0));
+  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenStages(), lessUneven});
+  EXPECT_DOUBLE_EQ(calibration.scales.at(8).forward, 1.5);
+
+  const double mean = (std::log(72.0 / 54.0) + std::log(72.0 / 90.0)) / 2;
+  const double split = std::log(72.0 / 54.0) - mean;
+  const std::array<double, 2> runSplits{(std::log(1.5) - std::log(0.75)) / 2,
+                                        (std::log(36.0 / 30.0) - std::log(36.0 / 42.0)) / 2};
+  double variance = 0;  // each run's split about the pooled one: two devices' squares over (2 - 1) x 2
+  for (double runSplit : runSplits) variance += std::pow(runSplit - split, 2);
+  const double share = kDeviceSplitSd * kDeviceSplitSd / (kDeviceSplitSd * kDeviceSplitSd + variance);
+  EXPECT_NEAR(share, 0.136, 0.001);
+  ASSERT_EQ(calibration.deviceSpeeds.size(), 2U);
+  EXPECT_NEAR(calibration.deviceSpeeds[0], std::exp(mean + share * split), 1e-12);
+  EXPECT_NEAR(calibration.deviceSpeeds[1], std::exp(mean - share * split), 1e-12);
+  // The devices' mean speed is the pooled one's.
+  EXPECT_NEAR(calibration.deviceSpeeds[0] * calibration.deviceSpeeds[1], 72.0 / 54.0 * 72.0 / 90.0, 1e-12);
+}
+
 TEST(CalibrationFit, TheLossIsScaledByWhatItsOpsTookInThePipelineAtTheirDevicesSpeed) {
   // The GPipe reference of the first test (batch 8 over [1,1], chunks 2 of 4 samples; layers
   // x3 forward, x2.5 backward, both stages alike) with a loss profiled at 10 ns forward.

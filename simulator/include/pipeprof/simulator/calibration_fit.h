@@ -55,7 +55,16 @@
 //                      I and W spans against the profile's I and W halves)
 //   speed(d)         = the scaled profile's compute of device d's stages' layers over what
 //                      they measured, over every run (on CPU the stages of one host do not run
-//                      alike: the last one's backward measured 10-15% slower per GEMM)
+//                      alike: the last one's backward measured 10-15% slower per GEMM), its
+//                      split (log speed(d) less the devices' mean) then drawn toward the mean:
+//                      exp(mean + share x split(d)), share = tau^2 / (tau^2 + s^2), tau =
+//                      kDeviceSplitSd, s^2 how far one run's split wanders about the pooled one
+//                      (per device, over the runs that timed every device). Identical cores of a
+//                      shared host split by the moment, not by the device (one of the two vCPUs
+//                      ran the same work 1.5x as long as the other for minutes, then not at
+//                      all): two sweeps' calibrations read device 1 over device 0 at 1.08 and
+//                      0.87, and their predictions of the same space 8% apart at the median.
+//                      A split every run agrees on (devices of different kinds) stays whole.
 //   lossColdStart(s) = per shape s, the median over every timed step of its references that
 //                      calls the loss more than once of (its first loss op - the median of its
 //                      later ones of the same size), each span x the speed of its device, never
@@ -123,6 +132,13 @@ namespace pipeprof {
 /// each run twice (2026-12-03): 0.07, 0.1 and 0.15 read alike (docs/performance.md, "Each size's
 /// scale drawn toward the others'").
 inline constexpr double kSizeScaleSd = 0.1;
+
+/// How far two devices of a calibration truly run apart, in log terms (about 5%): what the
+/// references' split of the devices is weighed against, by how far one run's split wanders about
+/// their pooled one. Chosen over four suites of nine sweeps each run twice (2026-12-05 22:51 to
+/// 12-06 10:53, refitted): 0.03, 0.05 and 0.1 read alike within a point or two of step error,
+/// 0.05 between them (docs/performance.md, "The devices' split drawn toward their mean").
+inline constexpr double kDeviceSplitSd = 0.05;
 
 /// The layers of a `layers`-layer model split as evenly as possible over `stages`
 /// stages (the first ones take one more); the reference pipelines' balance.
