@@ -22,6 +22,10 @@ Per sweep and fit it prints:
                 over both runs' measured candidates of one stage per device and of two or more
   scales        the range of the forward, backward and loss scales over every shape's entries
 
+With several suites (--suite A B ...) each sweep's rows name their suite, and a last table sums
+each fit over every run: step MAPE before and after drift, the runs past the accuracy issue's
+5% after drift and 7% before it, and the sweeps whose two runs lie within 3% at the median.
+
   bench/refit_comparison.py --suite /tmp/suite --pipeprof-a old/pipeprof --pipeprof-b build/cli/pipeprof
 """
 import argparse
@@ -115,16 +119,16 @@ def scale_ranges(calibration_path):
     return " ".join(f"{min(v):.2f}-{max(v):.2f}" if v else "-" for v in values.values())
 
 
-def compare(args, name, env):
+def compare(args, suite, name, env):
     rows = []
-    run_dirs = [os.path.join(args.suite, f"{name}-{run}") for run in (1, 2)]
+    run_dirs = [os.path.join(suite, f"{name}-{run}") for run in (1, 2)]
     reports = []
     for run_dir in run_dirs:
         with open(os.path.join(run_dir, "report.json")) as file:
             reports.append(json.load(file))
         with open(os.path.join(run_dir, "profile.json"), "w") as file:
             json.dump(reports[-1]["profile"], file)
-    lm_path = os.path.join(args.suite, "transformer_lm.pt")
+    lm_path = os.path.join(suite, "transformer_lm.pt")
     for tag, pipeprof in (("A", args.pipeprof_a), ("B", args.pipeprof_b)):
         predictions, calibrations = [], []
         for run_dir in run_dirs:
@@ -149,31 +153,52 @@ def compare(args, name, env):
                 if key in predicted:
                     v = min(2, json.loads(key).get("stages_per_device", 1))
                     signed[v].append(factor * predicted[key] / ns - 1)
-        rows.append((name, tag, len(common), 100 * apart[len(apart) // 2], 100 * apart[len(apart) * 9 // 10],
+        label = name if len(args.suite) == 1 else f"{os.path.basename(suite.rstrip('/'))} {name}"
+        rows.append((label, tag, len(common), 100 * apart[len(apart) // 2], 100 * apart[len(apart) * 9 // 10],
                      100 * errors[0], 100 * errors[1], 100 * drifted[0], 100 * drifted[1],
                      *(f"{100 * statistics.mean(signed[v]):+.1f}%" if signed[v] else "-" for v in (1, 2)),
                      scale_ranges(calibrations[0]), scale_ranges(calibrations[1])))
     return rows
 
 
+def print_totals(rows):
+    """Per fit, summed over every run of every sweep compared."""
+    print()
+    print("| fit | runs | step MAPE summed: before drift / after | runs over 7% before / over 5% after | "
+          "sweeps whose two runs lie within 3% (median) |")
+    print("|---|---|---|---|---|")
+    for tag in ("A", "B"):
+        own = [row for row in rows if row[1] == tag]
+        before = [value for row in own for value in (row[5], row[6])]
+        after = [value for row in own for value in (row[7], row[8])]
+        print("| {} | {} | {:.1f} / {:.1f} | {} / {} | {} of {} |".format(
+            tag, len(before), sum(before), sum(after), sum(v > 7 for v in before), sum(v > 5 for v in after),
+            sum(row[3] <= 3 for row in own), len(own)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--suite", required=True, help="an accuracy suite's --out directory")
+    parser.add_argument("--suite", required=True, nargs="+", help="accuracy suites' --out directories")
     parser.add_argument("--pipeprof-a", required=True, help="the pipeprof whose fit is the baseline")
     parser.add_argument("--pipeprof-b", default="build/cli/pipeprof")
-    parser.add_argument("--sweeps", nargs="+", help="default: every sweep with both runs in --suite")
+    parser.add_argument("--sweeps", nargs="+", help="default: every sweep with both runs in a suite")
     args = parser.parse_args()
-    names = args.sweeps or [name for name in accuracy_suite.SWEEPS
-                            if all(os.path.isdir(os.path.join(args.suite, f"{name}-{run}")) for run in (1, 2))]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     print("| sweep | fit | candidates | between runs: median, p90 | step MAPE run 1 / run 2 | after drift | "
           "signed after drift: v1 / v2 | scales run 1 (forward backward loss) | run 2 |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name in names:
-        for row in compare(args, name, env):
-            print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {:.1f}% / {:.1f}% | {} / {} | {} | {} |"
-                  .format(*row),
-                  flush=True)
+    rows = []
+    for suite in args.suite:
+        names = args.sweeps or [name for name in accuracy_suite.SWEEPS
+                                if all(os.path.isdir(os.path.join(suite, f"{name}-{run}")) for run in (1, 2))]
+        for name in names:
+            for row in compare(args, suite, name, env):
+                rows.append(row)
+                print("| {} | {} | {} | {:.1f}%, {:.1f}% | {:.1f}% / {:.1f}% | {:.1f}% / {:.1f}% | {} / {} | {} | {} |"
+                      .format(*row),
+                      flush=True)
+    if len(args.suite) > 1:
+        print_totals(rows)
 
 
 if __name__ == "__main__":
