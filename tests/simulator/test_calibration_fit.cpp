@@ -435,17 +435,20 @@ TEST(CalibrationFit, ReferencePipelinesSplitEvenlyOverEveryDevice) {
   EXPECT_EQ(oneFOneB.checkpoint, Checkpoint::ExceptLast);
 }
 
-/// Chunks 1 of batch 8 over [1,1], one step of 100 ns in which stage 1 takes twice
-/// stage 0's time: forwards 8 and 16, backwards 16 and 32.
-ReferenceRun unevenStages() {
+/// Chunks 1 of batch 8 over [1,1], one step of 100 ns in which stage j's forward takes
+/// forwardNs[j] and its backward twice that.
+ReferenceRun twoStagesOneStep(std::array<TimeNs, 2> forwardNs) {
   ReferenceRun run = reference({1, 1}, 1, 8);
   run.trace.events.push_back(span(Phase::Step, 0, 100));
-  run.trace.events.push_back(span(Phase::Forward, 1, 8, 0, 0));
-  run.trace.events.push_back(span(Phase::Forward, 1, 16, 0, 1));
-  run.trace.events.push_back(span(Phase::Backward, 2, 32, 0, 1));
-  run.trace.events.push_back(span(Phase::Backward, 2, 16, 0, 0));
+  run.trace.events.push_back(span(Phase::Forward, 1, forwardNs[0], 0, 0));
+  run.trace.events.push_back(span(Phase::Forward, 1, forwardNs[1], 0, 1));
+  run.trace.events.push_back(span(Phase::Backward, 2, 2 * forwardNs[1], 0, 1));
+  run.trace.events.push_back(span(Phase::Backward, 2, 2 * forwardNs[0], 0, 0));
   return run;
 }
+
+/// Stage 1 takes twice stage 0's time: forwards 8 and 16, backwards 16 and 32.
+ReferenceRun unevenStages() { return twoStagesOneStep({8, 16}); }
 
 TEST(CalibrationFit, StagesThatRunSlowerThanTheAverageGetTheirOwnDeviceSpeed) {
   // Whole model: forward 24 against 16 profiled, backward 48 against 32 (x1.5 both), so each
@@ -470,13 +473,8 @@ TEST(CalibrationFit, ASplitOfTheDevicesTheRunsDisagreeOnIsDrawnTowardTheirMean) 
   // model took the same but split 30 and 42: the layers keep their x1.5 scale, and the pooled
   // speeds 72/54 and 72/90 split log(4/3) and log(0.8) about their mean by +-0.2554, where the
   // runs split +-0.3466 and +-0.1682.
-  ReferenceRun lessUneven = reference({1, 1}, 1, 8);
-  lessUneven.trace.events.push_back(span(Phase::Step, 0, 100));
-  lessUneven.trace.events.push_back(span(Phase::Forward, 1, 10, 0, 0));
-  lessUneven.trace.events.push_back(span(Phase::Forward, 1, 14, 0, 1));
-  lessUneven.trace.events.push_back(span(Phase::Backward, 2, 28, 0, 1));
-  lessUneven.trace.events.push_back(span(Phase::Backward, 2, 20, 0, 0));
-  const Calibration calibration = calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenStages(), lessUneven});
+  const Calibration calibration =
+      calibrationFromRuns(twoLayerProfile(), twoCpus(), {unevenStages(), twoStagesOneStep({10, 14})});
   EXPECT_DOUBLE_EQ(calibration.scales.at(8).forward, 1.5);
 
   const double mean = (std::log(72.0 / 54.0) + std::log(72.0 / 90.0)) / 2;
