@@ -96,29 +96,30 @@ struct WholeModelSamples {
 };
 
 /// Each device's speed with its part apart from the devices' mean (log terms) drawn toward it:
-/// speed(d) = exp(mean + share x (log speed(d) - mean)), share = kDeviceSplitSd^2 /
-/// (kDeviceSplitSd^2 + s^2), s^2 the variance of one run's split (log(predicted / measured) of
-/// each device less the run's mean over its devices) about the pooled one, per device.
-/// `runLogs`: per run, each device's log(predicted / measured). Fewer than two runs of every
-/// device: as pooled.
+/// speed(d) = exp(mean + share x split(d)), share = shrinkageShare(kDeviceSplitSd, s^2), s^2 the
+/// variance of one run's split (log(predicted / measured) of each device less the run's mean over
+/// its devices) about the pooled one, per device. `runLogs`: per run, each device's
+/// log(predicted / measured). Fewer than two runs of every device: as pooled.
 std::vector<double> splitDrawnTowardTheMean(std::vector<double> speeds,
                                             const std::vector<std::vector<double>>& runLogs) {
   const std::size_t devices = speeds.size();
+  if (devices < 2) return speeds;
   double mean = 0;
   for (double speed : speeds) mean += std::log(speed) / static_cast<double>(devices);
+  std::vector<double> split;
+  for (double speed : speeds) split.push_back(std::log(speed) - mean);
   double squares = 0;
   std::size_t splits = 0;
   for (const std::vector<double>& logs : runLogs) {
     if (logs.size() != devices) continue;
     double runMean = 0;
     for (double value : logs) runMean += value / static_cast<double>(devices);
-    for (std::size_t d = 0; d < devices; ++d) squares += std::pow(logs[d] - runMean - (std::log(speeds[d]) - mean), 2);
+    for (std::size_t d = 0; d < devices; ++d) squares += std::pow(logs[d] - runMean - split[d], 2);
     ++splits;
   }
-  if (devices < 2 || splits < 2) return speeds;
-  const double variance = squares / static_cast<double>((splits - 1) * devices);
-  const double share = kDeviceSplitSd * kDeviceSplitSd / (kDeviceSplitSd * kDeviceSplitSd + variance);
-  for (double& speed : speeds) speed = std::exp(mean + share * (std::log(speed) - mean));
+  if (splits < 2) return speeds;
+  const double share = shrinkageShare(kDeviceSplitSd, squares / static_cast<double>((splits - 1) * devices));
+  for (std::size_t d = 0; d < devices; ++d) speeds[d] = std::exp(mean + share * split[d]);
   return speeds;
 }
 
@@ -134,8 +135,6 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
   std::vector<std::vector<double>> runLogs;  // per run of every device, per device: log(predicted / measured)
   for (const ReferenceRun* run : runs) {
     const auto devices = static_cast<std::size_t>(std::max<std::int64_t>(1, run->candidate.pipelineDevices()));
-    predictedNs.resize(std::max(predictedNs.size(), devices), 0);
-    measuredNs.resize(predictedNs.size(), 0);
     std::vector<TimeNs> runPredictedNs(devices, 0);
     std::vector<TimeNs> runMeasuredNs(devices, 0);
     const ColdOps& own = cold.at(run);
@@ -143,19 +142,20 @@ std::vector<double> deviceSpeeds(const Profile& calibrated, const std::vector<co
       const auto j = static_cast<std::size_t>(op.partition);
       if (j >= run->candidate.balance.size()) return;
       const auto d = static_cast<std::size_t>(run->candidate.deviceOfStage(static_cast<std::int64_t>(j)));
-      const TimeNs profiledNs = stageProfiledNs(calibrated, *run, op, size);
-      const TimeNs spanNs = asWarmOp(op, own, coldScales);
-      predictedNs[d] += profiledNs;
-      measuredNs[d] += spanNs;
-      runPredictedNs[d] += profiledNs;
-      runMeasuredNs[d] += spanNs;
+      runPredictedNs[d] += stageProfiledNs(calibrated, *run, op, size);
+      runMeasuredNs[d] += asWarmOp(op, own, coldScales);
     });
+    predictedNs.resize(std::max(predictedNs.size(), devices), 0);
+    measuredNs.resize(predictedNs.size(), 0);
     std::vector<double> logs;
     for (std::size_t d = 0; d < devices; ++d) {
-      if (runPredictedNs[d] <= 0 || runMeasuredNs[d] <= 0) break;
-      logs.push_back(std::log(static_cast<double>(runPredictedNs[d]) / static_cast<double>(runMeasuredNs[d])));
+      predictedNs[d] += runPredictedNs[d];
+      measuredNs[d] += runMeasuredNs[d];
+      if (runPredictedNs[d] > 0 && runMeasuredNs[d] > 0) {
+        logs.push_back(std::log(static_cast<double>(runPredictedNs[d]) / static_cast<double>(runMeasuredNs[d])));
+      }
     }
-    if (logs.size() == devices && devices >= 2) runLogs.push_back(std::move(logs));
+    if (logs.size() == devices) runLogs.push_back(std::move(logs));
   }
   std::vector<double> speeds;
   for (std::size_t j = 0; j < predictedNs.size(); ++j) {
