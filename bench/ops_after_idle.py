@@ -12,12 +12,17 @@ of the op's time past its median (us), and how many ops. With --share, per sweep
 device instead, over the measured candidates of its report: how many ops a step runs after a wait
 of at least 0.1 ms, and their time past their kinds' medians summed over the devices, as a share
 of the step (the medians over the candidates): what a term for it would add to a shape's step at
-most.
+most. With --loss, the loss ops instead, against the profile's loss at their micro-batch's size
+(what the calibration's loss scale reads): the loss never follows a wait itself (it runs right
+after the last stage's forward), so each is binned by the gap before that forward, a step's first
+call apart from the later ones (its forward's gap holds the step's boundary).
 
     bench/ops_after_idle.py /tmp/suite202/readme-1 /tmp/suite202/resnet-1 ...
     bench/ops_after_idle.py --share /tmp/ab/U1/readme-1 /tmp/ab/U2/readme-1 ...
+    bench/ops_after_idle.py --loss /tmp/suite202/readme-1 /tmp/suite202/procs2-1 ...
 
-docs/performance.md, "An op after its device idled", has its figures.
+docs/performance.md, "An op after its device idled" and "The loss after its device idled", has
+its figures.
 """
 import argparse
 import collections
@@ -28,7 +33,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline_traces import timed_spans_of, trace_events  # noqa: E402
+from pipeline_traces import candidate_of, timed_spans_of, trace_events  # noqa: E402
 
 GAPS_MS = (0, 0.02, 0.1, 0.3, 1, 3)  # each bin from this bound to the next (the last: and longer)
 
@@ -99,13 +104,66 @@ def print_shares(sweeps):
                   f"| {100 * statistics.median(r[1] for r in rows):+.2f}% |")
 
 
+def micro_batch_rows(batch, chunks, i):
+    """Micro-batch i's rows when `batch` rows split into `chunks` as torch.chunk splits them."""
+    size = -(-batch // chunks)
+    return max(0, min(size, batch - i * size))
+
+
+def loss_calls(path, batch, chunks):
+    """(first in its step, gap us before the forward it follows, duration us, micro-batch rows) of
+    every timed loss op of the trace at `path` that follows a forward of its worker."""
+    events = trace_events(path)
+    ops, _ = worker_ops(events)
+    steps = sorted(span["ts"] for span in timed_spans_of(events) if span["name"] == "step")
+    for spans in ops.values():
+        spans.sort(key=lambda span: span["ts"])
+        last_step = None
+        for before, forward, loss in zip(spans, spans[1:], spans[2:]):
+            if not loss["name"].startswith("loss(") or not forward["name"].startswith("forward("):
+                continue
+            step = max((ts for ts in steps if ts <= loss["ts"]), default=None)
+            gap = forward["ts"] - before["ts"] - before["dur"]
+            yield step != last_step, gap, loss["dur"], micro_batch_rows(batch, chunks, loss["args"]["i"])
+            last_step = step
+
+
+def print_loss(sweeps):
+    """--loss: per sweep, the loss ops over the profile's loss at their size, by the gap before
+    the forward each follows (a step's first call in a column of its own)."""
+    bins = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
+    print("| sweep | a step's first call | later calls, their forward after " + " | ".join(bins) + " |")
+    print("|---|---|" + "---|" * len(bins))
+    for sweep in sweeps:
+        with open(os.path.join(sweep, "report.json")) as file:
+            report = json.load(file)
+        profiled = {c["micro_batch"]: c["forward_ns"] / 1e3 for c in report["profile"].get("loss", {}).get("costs", [])}
+        batch = report["environment"]["batch"]
+        first, later = [], collections.defaultdict(list)
+        for path in glob.glob(os.path.join(sweep, "report.traces", "**", "*.measured.json"), recursive=True):
+            candidate = candidate_of(path)
+            if candidate is None:
+                continue
+            for is_first, gap_us, duration_us, rows in loss_calls(path, batch, candidate[1]):
+                if rows in profiled:
+                    ratio = duration_us / profiled[rows]
+                    (first if is_first else later[gap_bin(gap_us / 1e3)]).append(ratio)
+        cell = lambda r: "-" if not r else f"{statistics.median(r):.2f} ({len(r)})"  # noqa: E731
+        print(f"| {os.path.basename(sweep.rstrip('/'))} | {cell(first)} | "
+              + " | ".join(cell(later.get(k)) for k in range(len(bins))) + " |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sweeps", nargs="+", help="a sweep's output folder (its report.traces/ inside)")
     parser.add_argument("--share", action="store_true", help="per stages per device, the share of the step instead")
+    parser.add_argument("--loss", action="store_true", help="the loss ops against the profile's, by their wait")
     args = parser.parse_args()
     if args.share:
         print_shares(args.sweeps)
+        return
+    if args.loss:
+        print_loss(args.sweeps)
         return
     bins = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
     print("| sweep | op | " + " | ".join(f"after {b} idle" for b in bins) + " |")
