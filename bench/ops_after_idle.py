@@ -25,6 +25,7 @@ docs/performance.md, "An op after its device idled" and "The loss after its devi
 its figures.
 """
 import argparse
+import bisect
 import collections
 import glob
 import json
@@ -36,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline_traces import candidate_of, timed_spans_of, trace_events  # noqa: E402
 
 GAPS_MS = (0, 0.02, 0.1, 0.3, 1, 3)  # each bin from this bound to the next (the last: and longer)
+GAP_BINS = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
 
 
 def gap_bin(gap_ms):
@@ -118,11 +120,11 @@ def loss_calls(path, batch, chunks):
     steps = sorted(span["ts"] for span in timed_spans_of(events) if span["name"] == "step")
     for spans in ops.values():
         spans.sort(key=lambda span: span["ts"])
-        last_step = None
+        last_step = -1
         for before, forward, loss in zip(spans, spans[1:], spans[2:]):
             if not loss["name"].startswith("loss(") or not forward["name"].startswith("forward("):
                 continue
-            step = max((ts for ts in steps if ts <= loss["ts"]), default=None)
+            step = bisect.bisect_right(steps, loss["ts"])  # how many steps began by the loss
             gap = forward["ts"] - before["ts"] - before["dur"]
             yield step != last_step, gap, loss["dur"], micro_batch_rows(batch, chunks, loss["args"]["i"])
             last_step = step
@@ -131,9 +133,8 @@ def loss_calls(path, batch, chunks):
 def print_loss(sweeps):
     """--loss: per sweep, the loss ops over the profile's loss at their size, by the gap before
     the forward each follows (a step's first call in a column of its own)."""
-    bins = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
-    print("| sweep | a step's first call | later calls, their forward after " + " | ".join(bins) + " |")
-    print("|---|---|" + "---|" * len(bins))
+    print("| sweep | a step's first call | later calls, their forward after " + " | ".join(GAP_BINS) + " |")
+    print("|---|---|" + "---|" * len(GAP_BINS))
     for sweep in sweeps:
         with open(os.path.join(sweep, "report.json")) as file:
             report = json.load(file)
@@ -150,7 +151,7 @@ def print_loss(sweeps):
                     (first if is_first else later[gap_bin(gap_us / 1e3)]).append(ratio)
         cell = lambda r: "-" if not r else f"{statistics.median(r):.2f} ({len(r)})"  # noqa: E731
         print(f"| {os.path.basename(sweep.rstrip('/'))} | {cell(first)} | "
-              + " | ".join(cell(later.get(k)) for k in range(len(bins))) + " |")
+              + " | ".join(cell(later.get(k)) for k in range(len(GAP_BINS))) + " |")
 
 
 def main():
@@ -165,9 +166,8 @@ def main():
     if args.loss:
         print_loss(args.sweeps)
         return
-    bins = [f"{GAPS_MS[k]}-{GAPS_MS[k + 1]} ms" for k in range(len(GAPS_MS) - 1)] + [f">= {GAPS_MS[-1]} ms"]
-    print("| sweep | op | " + " | ".join(f"after {b} idle" for b in bins) + " |")
-    print("|---|---|" + "---|" * len(bins))
+    print("| sweep | op | " + " | ".join(f"after {b} idle" for b in GAP_BINS) + " |")
+    print("|---|---|" + "---|" * len(GAP_BINS))
     for sweep in args.sweeps:
         ratios, extra_us = collections.defaultdict(list), collections.defaultdict(list)
         traces = glob.glob(os.path.join(sweep, "report.traces", "*.measured.json"))
@@ -176,7 +176,7 @@ def main():
             add_trace(path, ratios, extra_us)
         for kind in sorted({kind for kind, _ in ratios}):
             cells = []
-            for k in range(len(bins)):
+            for k in range(len(GAP_BINS)):
                 r = ratios.get((kind, k))
                 cells.append("-" if not r else
                              f"{statistics.median(r):.2f}, {statistics.median(extra_us[(kind, k)]):+.0f} us ({len(r)})")
