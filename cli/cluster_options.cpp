@@ -40,8 +40,9 @@ void addClusterFlags(CLI::App& command, ClusterFlags& flags) {
       ->type_name("FILE");
   command
       .add_option("--calibration", flags.calibrationPath,
-                  "Calibration (pipeprof.calibration/v1 JSON, from `pipeprof calibrate` or a sweep's report): the "
-                  "corrections a real pipeline measured (default: predict from the raw profile)")
+                  "Calibration (pipeprof.calibration/v1 JSON from `pipeprof calibrate`, or a sweep's report: the "
+                  "calibration it predicted with): the corrections a real pipeline measured (default: predict "
+                  "from the raw profile)")
       ->type_name("FILE");
   CLI::Option* cluster = command
                              .add_option("--cluster", flags.clusterPath,

@@ -278,8 +278,8 @@ void addSweepCommand(CLI::App& app) {
                      "Profile cache: reused when it exists (refused if measured on another device type, "
                      "thread count or LibTorch version), written after profiling otherwise");
   command.add_option("--calibration", flags.calibration,
-                     "Calibration to predict with (pipeprof.calibration/v1, from `pipeprof calibrate`) instead of "
-                     "timing the reference pipelines now");
+                     "Calibration to predict with (pipeprof.calibration/v1 from `pipeprof calibrate`, or an earlier "
+                     "sweep's report: its calibration) instead of timing the reference pipelines now");
   command.add_option("--profile-budget", flags.profileBudget, "Seconds the whole profile may take")
       ->capture_default_str();
   command.add_option("--calibration-budget", flags.calibrationBudget,

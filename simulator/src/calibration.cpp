@@ -425,14 +425,14 @@ Calibration calibrationFromJson(const nlohmann::json& json, const std::string& f
   return calibration;
 }
 
-Calibration readCalibration(const std::string& path) { return calibrationFromJson(readJsonFile(path), path); }
-
 void writeCalibration(const Calibration& calibration, const std::string& path) {
   writeFileAtomically(path, toJson(calibration).dump(2) + "\n");
 }
 
-Calibration reportCalibration(const Report& report, const std::string& file) {
-  const nlohmann::json& json = report.calibration;
+namespace {
+
+/// A report's "calibration" object (Report::calibration) as a Calibration: see reportCalibration.
+Calibration calibrationOfReportJson(const nlohmann::json& json, const std::string& file) {
   if (!json.is_object()) return {};
   if (!json.contains("chained")) return calibrationFromJson(json, file, "$.calibration");
   // Before pipeprof.calibration/v1 the report embedded the calibrated profile and cluster:
@@ -445,6 +445,30 @@ Calibration reportCalibration(const Report& report, const std::string& file) {
     }
   }
   return calibration;
+}
+
+}  // namespace
+
+Calibration readCalibration(const std::string& path) {
+  const nlohmann::json json = readJsonFile(path);
+  if (!json.is_object() || json.value("schema", std::string()) != kReportSchema) return calibrationFromJson(json, path);
+  // A sweep's report: the calibration its predictions used, read without the rest of it.
+  const auto calibration = json.find("calibration");
+  if (calibration != json.end() && calibration->is_object()) return calibrationOfReportJson(*calibration, path);
+  if (calibration != json.end() && !calibration->is_null()) {
+    throw FormatError(path, "$.calibration", "expected an object, got " + calibration->dump());
+  }
+  std::string why = "its sweep predicted from the raw profile";
+  if (json.value("calibration_pending", false)) why = "its sweep was stopped before its calibration ended";
+  if (json.contains("calibration_error")) why = "its calibration failed: " + json.value("calibration_error", "");
+  throw FormatError(
+      path, "$.calibration",
+      "a sweep report without a calibration (" + why +
+          "); give a calibration file from `pipeprof calibrate`, or the report of a sweep that calibrated");
+}
+
+Calibration reportCalibration(const Report& report, const std::string& file) {
+  return calibrationOfReportJson(report.calibration, file);
 }
 
 }  // namespace pipeprof

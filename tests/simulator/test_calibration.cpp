@@ -448,5 +448,36 @@ TEST(Calibration, AReportHoldsItsCalibrationOrTheOverheadsOfAnOlderOne) {
   }
 }
 
+// `--calibration REPORT`: a sweep's report file stands for the calibration its predictions used.
+TEST(Calibration, AReportFileReadsAsItsCalibration) {
+  const std::string path = (std::filesystem::temp_directory_path() / "pipeprof_test_calibration_report.json").string();
+  const auto readWritten = [&](const nlohmann::json& json) {
+    writeFileAtomically(path, json.dump());
+    return readCalibration(path);
+  };
+  const auto failure = [&](const nlohmann::json& json) -> std::string {
+    try {
+      readWritten(json);
+    } catch (const FormatError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  nlohmann::json report = {{"schema", kReportSchema}, {"candidates", nlohmann::json::array()}};
+  report["calibration"] = toJson(sampleCalibration());
+  EXPECT_EQ(toJson(readWritten(report)), report["calibration"]);
+  report["calibration"]["device_speeds"] = {0};
+  EXPECT_EQ(failure(report), path + ": $.calibration.device_speeds[0]: expected a positive number, got 0");
+  report["calibration"] = 3;
+  EXPECT_EQ(failure(report), path + ": $.calibration: expected an object, got 3");
+  report.erase("calibration");
+  EXPECT_NE(failure(report).find(path + ": $.calibration: a sweep report without a calibration (its sweep predicted "
+                                        "from the raw profile); give a calibration file from `pipeprof calibrate`"),
+            std::string::npos);
+  report["calibration_error"] = "every reference pipeline failed";
+  EXPECT_NE(failure(report).find("(its calibration failed: every reference pipeline failed)"), std::string::npos);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace pipeprof
