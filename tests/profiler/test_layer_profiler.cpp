@@ -9,8 +9,13 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace pipeprof {
 namespace {
@@ -325,24 +330,45 @@ struct MarkerImpl : torch::nn::Module {
 };
 TORCH_MODULE(Marker);
 
-TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardAsAStepsFirstCallFindsIt) {
+/// Passes its input on, noting when its forward ran and whether with a graph.
+struct StampImpl : torch::nn::Module {
+  explicit StampImpl(std::vector<std::pair<std::chrono::steady_clock::time_point, bool>>* forwards)
+      : forwards(forwards) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    forwards->emplace_back(std::chrono::steady_clock::now(), torch::GradMode::is_enabled());
+    return x;
+  }
+  std::vector<std::pair<std::chrono::steady_clock::time_point, bool>>* forwards;
+};
+TORCH_MODULE(Stamp);
+
+TEST(LayerProfiler, TheLossIsTimedAsAStepsFirstCallAfterTheLastStagesWait) {
   // Timed alone in a loop of its own, the loss read 4.5-7x less than in a pipeline, where it
   // runs once per micro-batch right after the last stage's layers: the profiler times it there.
-  // And a step's first call comes after the optimizer's step of the step before (AdamW's left
-  // mlp's loss 1.8x slower than a pass's backward did): every timed pass begins with the
-  // gradients zeroed and ends with the optimizer's step, as a training step does.
+  // A step's first call comes after the optimizer's step of the step before (AdamW's left mlp's
+  // loss 1.8x slower than a pass's backward did), and after the last stage's wait for its first
+  // micro-batch (the mlp's first call 1.35-1.60x a loss timed without it): the loss passes begin
+  // with the gradients zeroed, idle, run the layers' forwards (without a graph, but the last)
+  // and the loss, and end with the optimizer's step, as a training step does.
   torch::Tensor lastOutput;
+  std::vector<std::pair<std::chrono::steady_clock::time_point, bool>> firstLayer;  // its forwards
   std::int64_t calls = 0;
-  std::int64_t rightAfter = 0;  // calls on the output the last layer's forward has just made
-  std::int64_t zeroGrads = 0;   // of those, calls that find the gradients zeroed, as a step begins
-  std::int64_t untrained = 0;   // of those, calls that find the weights the first one found
+  std::int64_t rightAfter = 0;    // calls on the output the last layer's forward has just made
+  std::int64_t zeroGrads = 0;     // of those, calls that find the gradients zeroed, as a step begins
+  std::int64_t untrained = 0;     // of those, calls that find the weights the first one found
+  std::int64_t afterIdle = 0;     // of those, calls whose pass ran its first layer 2 ms or more after
+                                  // the weight's last gradient or the loss before (then the step)
+  std::int64_t withoutGraph = 0;  // of those, calls whose pass ran its first layer without a graph
+  std::chrono::steady_clock::time_point lastActivity;  // the weight's last gradient or loss call
   torch::Tensor firstFound;
   torch::nn::Sequential seq;
+  seq->push_back("stamp", Stamp(&firstLayer));
   seq->push_back("fc0", torch::nn::Linear(16, 64));
   seq->push_back("marker", Marker(&lastOutput));
   Model model = sequentialModel(seq, 16, 64);
-  const torch::Tensor weight = seq[0]->as<torch::nn::Linear>()->weight;
+  const torch::Tensor weight = seq[1]->as<torch::nn::Linear>()->weight;
   const torch::Tensor initial = weight.detach().clone();
+  weight.register_hook([&](const torch::Tensor&) { lastActivity = std::chrono::steady_clock::now(); });
   model.loss = [&](const torch::Tensor& output, const torch::Tensor& target) {
     ++calls;
     if (lastOutput.defined() && output.data_ptr() == lastOutput.data_ptr()) {
@@ -350,7 +376,13 @@ TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardAsAStepsFirstCal
       if (weight.grad().defined() && weight.grad().eq(0).all().item<bool>()) ++zeroGrads;
       if (!firstFound.defined()) firstFound = weight.detach().clone();
       if (torch::equal(weight, firstFound)) ++untrained;
+      EXPECT_FALSE(firstLayer.empty());
+      if (firstLayer.empty()) return torch::mse_loss(output, target);
+      const auto [start, withGraph] = firstLayer.back();
+      withoutGraph += withGraph ? 0 : 1;
+      afterIdle += start - lastActivity >= std::chrono::milliseconds(2) ? 1 : 0;
     }
+    lastActivity = std::chrono::steady_clock::now();
     lastOutput = torch::Tensor();
     return torch::mse_loss(output, target);
   };
@@ -358,14 +390,16 @@ TEST(LayerProfiler, TheLossIsTimedRightAfterTheLastLayersForwardAsAStepsFirstCal
   options.optimizer.kind = OptimizerKind::AdamW;
   const Profile profile = profileModel(model, options);
   ASSERT_EQ(profile.loss.costs.size(), 2u);
-  // Each size: a warm-up pass and the timed passes that make 2 x minRuns runs with the memory
-  // passes' two, each with its loss right after the marker's forward; the loss's memory adds
-  // one call per size on an output made earlier. The memory passes do not time the loss.
-  const std::int64_t passes = options.warmupRuns + (2 * options.minRuns - 2);
+  // Each size: a warm-up loss pass and minRuns timed ones, each with its loss right after the
+  // marker's forward; the loss's memory adds one call per size on an output made earlier. The
+  // layers' passes and the memory passes do not time the loss.
+  const std::int64_t passes = options.warmupRuns + options.minRuns;
   EXPECT_EQ(rightAfter, 2 * passes);
   EXPECT_EQ(calls, 2 * (passes + 1));
   EXPECT_EQ(zeroGrads, rightAfter) << "each pass between a step's beginning and end (test_step_boundary.cpp)";
   EXPECT_EQ(untrained, rightAfter) << "the steps' learning rate is 0";
+  EXPECT_EQ(afterIdle, rightAfter) << "the device idle before the pass's forwards";
+  EXPECT_EQ(withoutGraph, rightAfter);
   EXPECT_TRUE(torch::equal(weight, initial)) << "the profile leaves the parameters as it found them";
 }
 
@@ -427,7 +461,7 @@ TEST(LayerProfiler, TheMemoryPassesTimeWhatTheyRunSoTheFewestRunsNeedNoTimedPass
   // Passes 3 and 4 of the memory pass run every layer's forward and backward, whole and split,
   // as a timed pass does: they give one run of each, which is --min-runs 1's floor. With no
   // budget left no pass times a layer, and every time is still measured. The loss, which only a
-  // timed pass times (after an optimizer's step), gets one, after a warm-up.
+  // loss pass times (after an optimizer's step and an idle), gets one, after a warm-up.
   torch::Tensor lastOutput;
   std::int64_t rightAfter = 0;
   torch::nn::Sequential seq;
@@ -464,7 +498,7 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   // time the popping layer. The whole backward's skip probe runs it as a timed pass does and
   // times it; its split backward gets a pass that runs every forward and times that layer's
   // I and W alone (after a warm-up of the same). Every other layer's runs come from the memory
-  // passes; the loss's from a whole pass, whose warm-up the split's pass goes without.
+  // passes; the loss's from a loss pass, after a warm-up one.
   torch::Tensor lastOutput;
   std::int64_t rightAfter = 0;
   torch::nn::Sequential seq;
@@ -484,19 +518,19 @@ TEST(LayerProfiler, ALayerThatPopsASkipIsTimedAsATimedPassRunsIt) {
   options.warmupRuns = 2;
   Profile profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 2);
-  EXPECT_EQ(rightAfter, 3) << "the warm-up, the loss's pass and the pass of the popping layer's split";
+  EXPECT_EQ(rightAfter, 2) << "a loss pass after a warm-up one";
   EXPECT_GT(profile.layers[2].costs[0].backwardNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].backwardSplit);
   EXPECT_GT(profile.layers[2].costs[0].backwardSplit->inputNs, 0);
   ASSERT_TRUE(profile.layers[2].costs[0].forwardNoGradNs) << "the pass without a graph pops the skip too";
   EXPECT_GT(*profile.layers[2].costs[0].forwardNoGradNs, 0);
   // --min-runs 2: a warm-up, a whole and a split pass of every layer, and one more split pass of
-  // the popping layer.
+  // the popping layer; two loss passes after a warm-up one.
   rightAfter = 0;
   options.minRuns = 2;
   profile = profileModel(model, options);
   EXPECT_EQ(profile.environment.profiling.fewestTimedRuns, 4);
-  EXPECT_EQ(rightAfter, 4);
+  EXPECT_EQ(rightAfter, 3);
 }
 
 TEST(LayerProfiler, WhereEveryLayerCannotRunInTheBudgetIdenticalLayersTakeTheirTwinsFigures) {

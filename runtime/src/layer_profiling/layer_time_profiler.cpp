@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <thread>
 #include <utility>
 
 namespace pipeprof::layer_profiling {
@@ -19,6 +20,11 @@ namespace pipeprof::layer_profiling {
 namespace {
 
 constexpr std::int64_t kMaxRuns = 50;
+
+/// How long the loss pass's device idles before its forwards: the wait of a pipeline's last stage
+/// for its first micro-batch of a step, 0.9-3.6 ms at the median in the mlp's references on two
+/// CPU devices (docs/profiler.md, "After the last stage's wait").
+constexpr std::chrono::microseconds kLastStageWait{2000};
 
 /// What a timed pass holds of a layer from its forward to its backward.
 struct PendingBackward {
@@ -137,14 +143,47 @@ class TimedPasses {
   /// A forward-only pass without a graph (forwardPassWithoutGraph).
   void runWithoutGraph(bool record) { forwardPassWithoutGraph(layers_, input_, clock_, detached_, samples_, record); }
 
+  /// The loss pass: a step's first loss call as a pipeline's last stage makes it. After the
+  /// optimizer's step the stage's device idles while the stages before it compute the first
+  /// micro-batch, then runs its layers' forwards and the loss, whose code and state the idle left
+  /// cold and the forwards brought partly back (docs/profiler.md, "After the last stage's wait").
+  /// Between a step's beginning and end, the device idle for kLastStageWait, every layer's
+  /// forward without a graph but the last one's, untimed, then the loss, timed and recorded
+  /// where `record`. The layers' passes time no loss: an idle before them would slow the
+  /// forwards they time after it.
+  void runLoss(bool record) {
+    step_.begin();
+    std::this_thread::sleep_for(kLastStageWait);
+    {
+      torch::NoGradGuard noGrad;
+      const auto last = static_cast<std::int64_t>(layers_.modules.size()) - 1;
+      eachLayerAlone(layers_, input_, detached_, [&](std::int64_t L, const Tensors& in) {
+        if (L < last) {
+          AutocastCacheOff cacheOff;  // as a checkpointed forward runs them, no cast kept
+          return runLayer(*layers_.modules[L], in, layers_.names[L]);
+        }
+        torch::AutoGradMode withGraph(true);
+        Tensors out = runLayer(*layers_.modules[L], in, layers_.names[L]);
+        const LossTime time = timeLoss(*loss_->model, out.at(0), loss_->target, device_, precision_);
+        if (record) {
+          samples_.lossForwardNs.push_back(time.forwardNs);
+          samples_.lossBackwardNs.push_back(time.backwardNs);
+        }
+        return out;
+      });
+    }
+    detached_.clear();
+    step_.end();
+  }
+
   /// Whether `passes` more passes of every layer are expected to end within the time: each as
   /// long as the last one (before the first, as the memory passes' run of every layer, when
   /// they timed one).
   bool fit(std::int64_t passes) const { return Clock::now() + passes * lastPass_ <= deadline_; }
 
  private:
-  /// Layer L's forward on `x`, timed, and the loss's after the last layer; the layer's backward
-  /// left pending where it is timed. Returns its output.
+  /// Layer L's forward on `x`, timed; the layer's backward left pending where it is timed.
+  /// Returns its output.
   Tensors runForward(std::int64_t L, const Tensors& x, bool record, bool split, bool timed,
                      std::vector<PendingBackward>& pending) {
     detached_.setLayer(L);
@@ -152,13 +191,6 @@ class TimedPasses {
     Tensors out;
     const TimedRun forward = clock_.time([&] { out = runLayer(*layers_.modules[L], in, layers_.names[L]); });
     if (record && timed && !split) samples_.addForward(L, forward);
-    if (loss_ != nullptr && L + 1 == static_cast<std::int64_t>(layers_.modules.size())) {
-      const LossTime time = timeLoss(*loss_->model, out.at(0), loss_->target, device_, precision_);
-      if (record) {
-        samples_.lossForwardNs.push_back(time.forwardNs);
-        samples_.lossBackwardNs.push_back(time.backwardNs);
-      }
-    }
     if (timed) pending.push_back({L, std::move(in), out});
     return out;
   }
@@ -208,14 +240,14 @@ class TimedPasses {
 /// many split (and of the loss, `withLoss`), those the memory and skip passes timed counted.
 /// Each pass times the layers still short of it, whole and split in turn, the first of them
 /// after a warm-up of the same layers (where `warmupRuns` allows one); where the samples time
-/// every layer, none. Returns the warm-ups run.
+/// every layer, none. Then loss passes, the first of them a warm-up likewise. Returns the
+/// warm-ups run.
 std::int64_t runFloor(TimedPasses& passes, const TimeSamples& samples, bool withLoss, std::int64_t minRuns,
                       std::int64_t warmupRuns) {
   std::int64_t warmups = 0;
   auto floorPass = [&](bool split) {
     const std::vector<bool> shortLayers = samples.layersShortOf(minRuns, split);
-    const bool lossShort = !split && withLoss && static_cast<std::int64_t>(samples.lossForwardNs.size()) < minRuns;
-    if (!lossShort && std::none_of(shortLayers.begin(), shortLayers.end(), [](bool b) { return b; })) return false;
+    if (std::none_of(shortLayers.begin(), shortLayers.end(), [](bool b) { return b; })) return false;
     if (warmups < std::min<std::int64_t>(1, warmupRuns)) {
       passes.run(false, split, shortLayers);
       ++warmups;
@@ -227,6 +259,11 @@ std::int64_t runFloor(TimedPasses& passes, const TimeSamples& samples, bool with
     const bool whole = floorPass(false);
     const bool split = floorPass(true);
     ran = whole || split;
+  }
+  if (!withLoss) return warmups;
+  for (bool record = warmupRuns == 0; static_cast<std::int64_t>(samples.lossForwardNs.size()) < minRuns;
+       record = true) {
+    passes.runLoss(record);
   }
   return warmups;
 }
@@ -263,16 +300,19 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   while (samples.noGradRuns() < minRuns) passes.runWithoutGraph(true);
   // Past the floor, passes of every layer while the next is expected to end within the budget
   // (the warm-ups left first, each only where a timed pass fits after it), whole and split in
-  // turn, at most 100 runs in all; after each split pass, a pass without a graph where one fits
-  // (it runs a third of one).
+  // turn, at most 100 runs in all; after each split pass a pass without a graph, and after every
+  // other whole pass a loss pass, where one fits (each runs a third of a pass or less; the loss
+  // pass an idle too, and a budget that bounds the layers' passes leaves them most of it).
   for (; warmups < runs.warmupRuns && passes.fit(2); ++warmups) passes.runEveryLayer(false, warmups % 2 == 1);
-  for (bool split = false; samples.wholeRuns(withLoss) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
+  std::int64_t wholePasses = 0;
+  for (bool split = false; samples.wholeRuns(false) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
     if (runs.stop.stopRequested() || !passes.fit(1)) break;
     passes.runEveryLayer(true, split);
+    if (!split && withLoss && wholePasses++ % 2 == 0 && passes.fit(1)) passes.runLoss(true);
     if (split && samples.noGradRuns() < kMaxRuns && passes.fit(1)) passes.runWithoutGraph(true);
   }
   storeMedians(samples, device, costs, loss);
-  return samples.wholeRuns(withLoss) + samples.splitRuns();
+  return samples.wholeRuns(false) + samples.splitRuns();
 }
 
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,

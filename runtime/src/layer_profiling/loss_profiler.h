@@ -44,8 +44,9 @@ struct LossTime {
 /// and the backward's to the output's gradient. The layer profiler calls it right after the
 /// last layer's forward, where the pipeline runs it: timed alone in a loop of its own, the
 /// loss read 4.5-7x less than the same loss in a pipeline (docs/simulator.md, "The loss"); and
-/// in passes that each follow an optimizer's step, as a step's first loss call does
-/// (docs/profiler.md, "After the optimizer's step").
+/// in passes of its own that each follow an optimizer's step and an idle of the device, as a
+/// step's first loss call follows the step before and the last stage's wait (docs/profiler.md,
+/// "After the optimizer's step", "After the last stage's wait").
 LossTime timeLoss(const Model& model, const torch::Tensor& output, const torch::Tensor& target,
                   const torch::Device& device, Precision precision);
 
