@@ -9,7 +9,6 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>

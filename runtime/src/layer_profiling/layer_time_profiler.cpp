@@ -305,14 +305,14 @@ std::int64_t measureTimes(Layers& layers, const Tensors& input, std::vector<Cost
   // pass an idle too, and a budget that bounds the layers' passes leaves them most of it).
   for (; warmups < runs.warmupRuns && passes.fit(2); ++warmups) passes.runEveryLayer(false, warmups % 2 == 1);
   std::int64_t wholePasses = 0;
-  for (bool split = false; samples.wholeRuns(false) + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
+  for (bool split = false; samples.wholeRuns() + samples.splitRuns() < 2 * kMaxRuns; split = !split) {
     if (runs.stop.stopRequested() || !passes.fit(1)) break;
     passes.runEveryLayer(true, split);
     if (!split && withLoss && wholePasses++ % 2 == 0 && passes.fit(1)) passes.runLoss(true);
     if (split && samples.noGradRuns() < kMaxRuns && passes.fit(1)) passes.runWithoutGraph(true);
   }
   storeMedians(samples, device, costs, loss);
-  return samples.wholeRuns(false) + samples.splitRuns();
+  return samples.wholeRuns() + samples.splitRuns();
 }
 
 bool measureKernels(Layers& layers, const Tensors& input, std::vector<CostSample>& costs, const torch::Device& device,

@@ -49,10 +49,9 @@ struct TimeSamples {
         leftOut(layers, false) {}
 
   /// The runs of the model with the backward whole recorded so far: the fewest any layer has
-  /// (and the loss, where `withLoss`).
-  std::int64_t wholeRuns(bool withLoss) const {
-    return fewestRuns([&](std::size_t L) { return std::min(forwardNs[L].size(), backwardNs[L].size()); },
-                      withLoss ? lossForwardNs.size() : SIZE_MAX);
+  /// (the loss's runs are its loss passes', layer_time_profiler.cpp).
+  std::int64_t wholeRuns() const {
+    return fewestRuns([&](std::size_t L) { return std::min(forwardNs[L].size(), backwardNs[L].size()); });
   }
   /// Per layer: whether it has fewer than `runs` runs with the backward whole (its forward and
   /// backward) or, with `split`, with it split (its I and W). A layer left out never is.
